@@ -1,0 +1,162 @@
+"""Span recorder: what every lane did at every step, on one clock.
+
+A *span* is one interval of work on one *lane*:
+
+- ``cpu``               the scheduler thread (receive, schedule, launch, wait, process_last, idle)
+- ``scheduler_stream``  metadata uploads and the result copy
+- ``engine_stream``     forward (prefill / decode) and sampling
+
+CPU spans are stamped with ``time.perf_counter_ns()`` as they happen. GPU spans are pairs of
+``torch.cuda.Event(enable_timing=True)`` recorded on the stream that does the work; they are
+*resolved lazily* (``event.query()``), never with a sync inside the loop, so recording does not
+change what it measures. One reference event, recorded while the GPU is idle at a known host time,
+maps GPU time onto the host clock. On the CPU backend the device process stamps its own spans
+with the same monotonic clock (``perf_counter_ns`` is system-wide on Linux), so no mapping is needed.
+
+All times in a finished run are microseconds from the run's start (``t0``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+LANES = ("cpu", "scheduler_stream", "engine_stream")
+GPU_LANES = ("scheduler_stream", "engine_stream")
+
+
+@dataclass
+class Span:
+    """One interval of work on one lane."""
+
+    lane: str
+    phase: str
+    step: int
+    start_us: float
+    end_us: float
+    batch_size: int = 0
+    num_tokens: int = 0
+    req_ids: list[int] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @staticmethod
+    def from_dict(d: dict[str, Any]) -> "Span":
+        return Span(
+            lane=str(d["lane"]),
+            phase=str(d["phase"]),
+            step=int(d.get("step", -1)),
+            start_us=float(d["start_us"]),
+            end_us=float(d["end_us"]),
+            batch_size=int(d.get("batch_size", 0)),
+            num_tokens=int(d.get("num_tokens", 0)),
+            req_ids=[int(r) for r in d.get("req_ids", [])],
+        )
+
+
+@dataclass
+class _PendingGpuSpan:
+    lane: str
+    phase: str
+    step: int
+    start_event: Any
+    end_event: Any
+    batch_size: int
+    num_tokens: int
+    req_ids: list[int]
+
+
+class Timeline:
+    """Collects spans during a run. Thread-safe for one writer and any number of readers.
+
+    ``enabled=False`` makes every method a cheap no-op (used to measure recording overhead).
+    """
+
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = enabled
+        self._lock = threading.Lock()
+        self._spans: list[Span] = []
+        self._pending: list[_PendingGpuSpan] = []
+        self.t0_ns = time.perf_counter_ns()
+        self._ref_event: Any = None
+        self._ref_host_ns = 0
+        self.finished = False
+
+    # ---- clock -------------------------------------------------------------------------------
+    def now_us(self) -> float:
+        return (time.perf_counter_ns() - self.t0_ns) / 1000.0
+
+    def to_us(self, t_ns: int) -> float:
+        return (t_ns - self.t0_ns) / 1000.0
+
+    def set_gpu_reference(self, ref_event: Any, host_ns: int) -> None:
+        """``ref_event`` was recorded on an idle GPU at host time ``host_ns`` (after a sync)."""
+        self._ref_event = ref_event
+        self._ref_host_ns = host_ns
+
+    # ---- writers (scheduler thread) ---------------------------------------------------------
+    def add_cpu(self, phase: str, step: int, start_ns: int, end_ns: int, batch_size: int = 0,
+                num_tokens: int = 0, req_ids: list[int] | None = None, lane: str = "cpu") -> None:
+        if not self.enabled:
+            return
+        span = Span(lane, phase, step, self.to_us(start_ns), self.to_us(end_ns),
+                    batch_size, num_tokens, list(req_ids or []))
+        with self._lock:
+            self._spans.append(span)
+
+    def add_gpu(self, lane: str, phase: str, step: int, start_event: Any, end_event: Any,
+                batch_size: int = 0, num_tokens: int = 0, req_ids: list[int] | None = None) -> None:
+        if not self.enabled:
+            return
+        pending = _PendingGpuSpan(lane, phase, step, start_event, end_event, batch_size,
+                                  num_tokens, list(req_ids or []))
+        with self._lock:
+            self._pending.append(pending)
+
+    def add_device_spans(self, spans: list[tuple]) -> None:
+        """Spans stamped by the CPU device process: (lane, phase, step, start_ns, end_ns, bs, ntok)."""
+        if not self.enabled:
+            return
+        converted = [Span(lane, phase, step, self.to_us(s), self.to_us(e), bs, nt)
+                     for lane, phase, step, s, e, bs, nt in spans]
+        with self._lock:
+            self._spans.extend(converted)
+
+    # ---- readers (any thread) ---------------------------------------------------------------
+    def resolve(self) -> None:
+        """Turn completed GPU event pairs into spans. Never blocks: unfinished pairs stay pending."""
+        if not self._pending:
+            return
+        with self._lock:
+            still: list[_PendingGpuSpan] = []
+            done: list[Span] = []
+            for p in self._pending:
+                # query() asks the driver without waiting: the loop is never synchronised by us.
+                if not p.end_event.query():
+                    still.append(p)
+                    continue
+                start = self._event_to_us(p.start_event)
+                end = self._event_to_us(p.end_event)
+                done.append(Span(p.lane, p.phase, p.step, start, end, p.batch_size,
+                                 p.num_tokens, p.req_ids))
+            self._pending = still
+            self._spans.extend(done)
+
+    def _event_to_us(self, event: Any) -> float:
+        offset_ms = self._ref_event.elapsed_time(event)
+        return (self._ref_host_ns - self.t0_ns) / 1000.0 + offset_ms * 1000.0
+
+    def snapshot(self) -> list[Span]:
+        """Spans resolved so far, sorted by start; safe to call while the run is in progress."""
+        self.resolve()
+        with self._lock:
+            spans = list(self._spans)
+        spans.sort(key=lambda s: (s.start_us, s.lane))
+        return spans
+
+    def pending_count(self) -> int:
+        with self._lock:
+            return len(self._pending)
