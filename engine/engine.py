@@ -1,0 +1,250 @@
+"""``Engine``: the public API. Builds a device, runs ``generate`` through the scheduler, reports.
+
+The engine is the only place that knows about tokenizers and text. It turns prompts into
+requests, hands them to a fresh ``Scheduler`` per call (the device, the KV pool and the slot table
+persist across calls, so a leak in one run would show in the next), and packs what happened into a
+``RunResult``: outputs, the timeline's spans, and metrics computed from those spans.
+"""
+
+from __future__ import annotations
+
+import platform
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from engine.config import EngineConfig, SamplingParams
+from engine.kv_cache import IdPool, pages_needed
+from engine.request import NUM_INT_COLS, Req
+from engine.scheduler import Scheduler
+from engine.timeline import GPU_LANES, LANES, Span, Timeline
+
+
+@dataclass
+class RequestOutput:
+    token_ids: list[int]
+    text: str
+    finish_reason: str
+    prompt_tokens: int
+    arrival_us: float
+    first_token_us: float
+    finish_us: float
+    wasted_steps: int = 0
+
+
+@dataclass
+class RunResult:
+    mode: str
+    outputs: list[RequestOutput]
+    timeline: list[Span]
+    metrics: dict[str, Any]
+    wall_s: float
+    label: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_run_dict(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode, "label": self.label or self.mode,
+            "lanes": list(LANES), "gpu_lanes": list(GPU_LANES),
+            "metrics": self.metrics,
+            "spans": [s.to_dict() for s in self.timeline],
+            "outputs": [o.__dict__.copy() for o in self.outputs],
+        }
+
+
+def _pick_device(requested: str) -> str:
+    if requested == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("CUDA requested but not available on this machine (no GPU found by "
+                           "torch); use device='cpu' or 'auto'")
+    if requested == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return requested
+
+
+def _pick_dtype(name: str, device: str) -> str:
+    if name != "auto":
+        return name
+    return "bfloat16" if device == "cuda" else "float32"
+
+
+class Engine:
+    def __init__(self, config: EngineConfig | None = None) -> None:
+        from engine.loader import PRESETS, load_tokenizer
+
+        self.config = cfg = config or EngineConfig()
+        self.device_name = _pick_device(cfg.device)
+        self.dtype = _pick_dtype(cfg.dtype, self.device_name)
+        self.slots = IdPool(cfg.max_batch_size, "request slot")
+        self.pages = IdPool(cfg.total_pages, "KV page")
+        self.random_weights = cfg.model in PRESETS
+        self._build_device()
+        self.tokenizer = load_tokenizer(self.model_path)
+        self._runs = 0
+
+    # ---- construction -------------------------------------------------------------------------
+    def _build_device(self) -> None:
+        cfg = self.config
+        if self.device_name == "cuda":
+            self._build_cuda()
+            return
+        from engine.device_process import DeviceInit, InlineDevice, ProcessDevice
+        from engine.loader import describe_model
+
+        # Resolve and validate the model here, so a bad name fails before a process starts.
+        self.spec, self.model_path, self.eos_ids = describe_model(cfg.model)
+        init = DeviceInit(model=self.model_path or cfg.model, dtype=self.dtype, seed=cfg.seed,
+                          threads=cfg.cpu_threads, max_slots=cfg.max_batch_size,
+                          max_seq_len=cfg.max_seq_len, num_pages=cfg.total_pages,
+                          page_size=cfg.page_size, max_rows=cfg.max_batch_size, num_buffers=2,
+                          delay_us=cfg.hazards.inject_delay_us)
+        self.device = None
+        if cfg.cpu_device_process:
+            try:
+                self.device = ProcessDevice(init, single_buffer=cfg.hazards.single_host_buffer)
+            except (OSError, RuntimeError) as err:
+                self.fallback_reason = str(err)
+        if self.device is None:
+            self.device = InlineDevice(init)
+
+    def _build_cuda(self) -> None:
+        from engine.loader import load_model
+        from engine.runner import ModelRunner
+        from engine.streams import CudaDevice
+
+        cfg = self.config
+        loaded = load_model(cfg.model, "cuda", getattr(torch, self.dtype), cfg.seed)
+        self.spec, self.model_path, self.eos_ids = loaded.spec, loaded.path, loaded.eos_token_ids
+        runner = ModelRunner(loaded.model, cfg.max_batch_size, cfg.max_seq_len, cfg.total_pages,
+                             cfg.page_size, getattr(torch, self.dtype), torch.device("cuda"))
+        graphs = None
+        if cfg.cuda_graph:
+            from engine.cuda_graph import DecodeGraphs
+            graphs = DecodeGraphs(runner, cfg)
+        self.device = CudaDevice(runner, cfg.max_batch_size, NUM_INT_COLS + cfg.pages_per_seq,
+                                 max(cfg.max_prefill_tokens, 1), graphs=graphs,
+                                 hazards=cfg.hazards)
+
+    # ---- generate -----------------------------------------------------------------------------
+    def generate(self, prompts, params: SamplingParams | list[SamplingParams] | None = None,
+                 overlap: bool | None = None, timeline: Timeline | None = None) -> RunResult:
+        """Run ``prompts`` (strings or token-id lists) to completion; returns a ``RunResult``."""
+        cfg = self.config
+        overlap = cfg.overlap if overlap is None else overlap
+        reqs = self._make_requests(prompts, params)
+        timeline = timeline or Timeline(enabled=cfg.record_timeline)
+        timeline.t0_ns = time.perf_counter_ns()
+        sched = Scheduler(cfg, self.device, self.slots, self.pages, timeline,
+                          pad_batches=self.device_name == "cuda")
+        self.device.begin_run(timeline)
+        t0 = time.perf_counter_ns()
+        for req in reqs:
+            req.arrival_ns = t0
+            sched.add_request(req)
+        try:
+            sched.run(overlap)
+        finally:
+            self.device.end_run()
+        wall_s = (time.perf_counter_ns() - t0) / 1e9
+        timeline.finished = True
+        self._runs += 1
+        return self._result("overlap" if overlap else "normal", reqs, sched, timeline, wall_s)
+
+    def _make_requests(self, prompts, params) -> list[Req]:
+        if isinstance(prompts, (str, bytes)) or not isinstance(prompts, (list, tuple)):
+            raise ValueError("prompts must be a list of strings or of token-id lists")
+        if not prompts:
+            raise ValueError("prompts is empty: give at least one prompt")
+        plist = list(params) if isinstance(params, (list, tuple)) else [params or SamplingParams()] * len(prompts)
+        if len(plist) != len(prompts):
+            raise ValueError(f"got {len(plist)} SamplingParams for {len(prompts)} prompts")
+        reqs = []
+        for i, (prompt, sp) in enumerate(zip(prompts, plist)):
+            ids = self._encode(prompt, i)
+            if len(ids) + sp.max_new_tokens > self.config.max_seq_len:
+                raise ValueError(f"prompt {i} has {len(ids)} tokens; with max_new_tokens="
+                                 f"{sp.max_new_tokens} it exceeds max_seq_len={self.config.max_seq_len}"
+                                 " (the context); shorten it or raise max_seq_len")
+            if pages_needed(len(ids) + sp.max_new_tokens, self.config.page_size) > self.pages.total:
+                raise ValueError(f"prompt {i} needs more KV pages than the whole cache holds")
+            stops = set(sp.stop_token_ids) | (set() if sp.ignore_eos else set(self.eos_ids))
+            seed = sp.seed if sp.seed is not None else (self.config.seed * 1_000_003 + i) % (2**31)
+            reqs.append(Req(rid=i, prompt_ids=ids, params=sp, seed=seed, stop_ids=frozenset(stops)))
+        return reqs
+
+    def _encode(self, prompt, i: int) -> list[int]:
+        if isinstance(prompt, str):
+            if not prompt:
+                raise ValueError(f"prompt {i} is empty")
+            if self.tokenizer is None:
+                raise ValueError("this model has no tokenizer: pass token-id lists")
+            ids = self.tokenizer.encode(prompt, add_special_tokens=False)
+            if not ids:
+                raise ValueError(f"prompt {i} encodes to no tokens")
+        else:
+            ids = [int(t) for t in prompt]
+            if not ids:
+                raise ValueError(f"prompt {i} is empty")
+        bad = [t for t in ids if not 0 <= t < self.spec.vocab_size]
+        if bad:
+            raise ValueError(f"prompt {i} has token ids outside the vocabulary: {bad[:5]}")
+        return ids
+
+    def _decode(self, ids: list[int]) -> str:
+        if self.tokenizer is None:
+            return ""
+        n = len(self.tokenizer)
+        return self.tokenizer.decode([t for t in ids if t < n], skip_special_tokens=True)
+
+    def _result(self, mode, reqs, sched, timeline, wall_s) -> RunResult:
+        from engine.metrics import compute_metrics
+
+        def us(ns: int) -> float:
+            return timeline.to_us(ns) if ns else 0.0
+
+        outputs = [RequestOutput(r.output_ids, self._decode(r.output_ids), r.finish_reason or "",
+                                 r.prompt_len, us(r.arrival_ns), us(r.first_token_ns),
+                                 us(r.finish_ns), r.wasted_steps) for r in reqs]
+        spans = timeline.snapshot()
+        metrics = compute_metrics(spans, [o.__dict__ for o in outputs], GPU_LANES,
+                                  wall_us=wall_s * 1e6)
+        metrics["wasted_tokens"] = sched.wasted_tokens
+        metrics["wall_s"] = wall_s
+        metrics["tokens_per_s"] = sum(len(o.token_ids) for o in outputs) / max(wall_s, 1e-9)
+        label = f"{mode} ({self.device_label()})"
+        return RunResult(mode, outputs, spans, metrics, wall_s, label)
+
+    # ---- introspection ------------------------------------------------------------------------
+    def device_label(self) -> str:
+        if self.device_name == "cuda":
+            graphs = "CUDA graphs" if self.config.cuda_graph else "eager"
+            return f"{torch.cuda.get_device_name()} , {graphs}"
+        return getattr(self.device, "label", self.device_name)
+
+    def stats(self) -> dict[str, Any]:
+        return {"kv_pages_free": self.pages.num_free, "kv_pages_total": self.pages.total,
+                "req_slots_free": self.slots.num_free, "req_slots_total": self.slots.total,
+                "device": self.device_name, "device_kind": self.device.kind, "runs": self._runs}
+
+    def env_info(self) -> dict[str, Any]:
+        gpu = torch.cuda.get_device_name() if self.device_name == "cuda" else None
+        return {"device_name": gpu or f"CPU ({platform.processor() or platform.machine()})",
+                "device_kind": self.device.kind, "torch_version": torch.__version__,
+                "python_version": sys.version.split()[0], "platform": platform.platform(),
+                "date": time.strftime("%Y-%m-%d"), "dtype": self.dtype,
+                "model": self.config.model, "random_weights": self.random_weights,
+                "num_parameters": self.spec.num_parameters()}
+
+    def config_dict(self) -> dict[str, Any]:
+        return self.config.to_dict()
+
+    def close(self) -> None:
+        self.device.close()
+
+    def __enter__(self) -> "Engine":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

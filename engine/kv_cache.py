@@ -1,0 +1,71 @@
+"""Paged KV memory: a pool of fixed-size pages, an allocator with exact accounting, the tensors.
+
+The KV cache of every layer is one flat tensor of ``(num_pages + 1) * page_size`` token slots; page
+``p`` owns slots ``[p * page_size, (p + 1) * page_size)``. The extra last page is a *scratch* page:
+padding tokens write their K/V there, so a padded batch never touches a live request's pages.
+
+``IdPool`` hands out integer ids (KV pages here, request slots in ``request.py``) and knows who
+holds each one, so a double free or a leak is caught at the moment it happens, not later.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import torch
+
+
+class DoubleFreeError(RuntimeError):
+    """An id was freed that is not currently allocated (freed twice, or never allocated)."""
+
+
+class IdPool:
+    """A free list of ids ``0..n-1`` with ownership: ``can_allocate`` / ``allocate`` / ``free``."""
+
+    def __init__(self, n: int, what: str) -> None:
+        self.what = what
+        self.total = n
+        self._free: deque[int] = deque(range(n))
+        self._owner: dict[int, int] = {}
+
+    @property
+    def num_free(self) -> int:
+        return len(self._free)
+
+    def can_allocate(self, n: int) -> bool:
+        return n <= len(self._free)
+
+    def allocate(self, n: int, owner: int) -> list[int]:
+        if n > len(self._free):
+            raise MemoryError(f"{self.what}: asked for {n}, only {len(self._free)} free")
+        ids = [self._free.popleft() for _ in range(n)]
+        for i in ids:
+            self._owner[i] = owner
+        return ids
+
+    def free(self, ids: list[int], owner: int) -> None:
+        for i in ids:
+            if self._owner.get(i) != owner:
+                raise DoubleFreeError(f"{self.what} {i} freed by request {owner} but it is "
+                                      f"{'free' if i not in self._owner else 'held by another'}")
+        for i in ids:
+            del self._owner[i]
+            self._free.append(i)
+
+    def check_all_free(self) -> None:
+        if self._owner:
+            raise AssertionError(f"{self.what} leak: {len(self._owner)} still held by "
+                                 f"{sorted(set(self._owner.values()))[:10]}")
+
+
+def pages_needed(num_tokens: int, page_size: int) -> int:
+    return -(-num_tokens // page_size)
+
+
+def allocate_kv_tensors(num_layers: int, num_pages: int, page_size: int, num_kv_heads: int,
+                        head_dim: int, dtype: torch.dtype, device) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Per layer (k, v), each ``[(num_pages + 1) * page_size, KV, D]``; the last page is scratch."""
+    slots = (num_pages + 1) * page_size
+    return [(torch.zeros(slots, num_kv_heads, head_dim, dtype=dtype, device=device),
+             torch.zeros(slots, num_kv_heads, head_dim, dtype=dtype, device=device))
+            for _ in range(num_layers)]

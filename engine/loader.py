@@ -1,0 +1,223 @@
+"""Finding a model and loading it into our modules: the bundled model, timing presets, HF checkpoints.
+
+A model name resolves to one of three things:
+
+- ``"bundled"``: the small model trained for this demo, in ``assets/bundled`` (HF format);
+- a *preset* (``"smollm2-135m-shape"`` ...): the exact shapes of a public model with random weights,
+  for timing studies only (labelled "random weights, for timing" wherever it appears);
+- a local Hugging Face directory (``config.json`` + safetensors) or a hub id already in the cache.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from engine.model import CausalLM, ModelSpec, rope_inv_freq
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+BUNDLED_DIR = REPO_ROOT / "assets" / "bundled"
+SUPPORTED_ARCHITECTURES = {
+    "LlamaForCausalLM": "llama",
+    "MistralForCausalLM": "llama",
+    "Qwen2ForCausalLM": "qwen2",
+    "Qwen3ForCausalLM": "qwen3",
+}
+
+
+class ModelLoadError(ValueError):
+    """A model could not be found or is not supported; the message says which and why."""
+
+
+def _preset(arch, vocab, hidden, layers, heads, kv, inter, theta, tie, qkv_bias, max_pos):
+    return ModelSpec(architecture=arch, vocab_size=vocab, hidden_size=hidden, num_layers=layers,
+                     num_heads=heads, num_kv_heads=kv, head_dim=hidden // heads,
+                     intermediate_size=inter, rms_norm_eps=1e-6 if qkv_bias else 1e-5,
+                     rope_theta=theta, rope_scaling=None, max_position_embeddings=max_pos,
+                     tie_word_embeddings=tie, qkv_bias=qkv_bias)
+
+
+# Exact shapes of public models (their config.json), initialised randomly: for timing only.
+PRESETS: dict[str, ModelSpec] = {
+    "smollm2-135m-shape": _preset("LlamaForCausalLM", 49152, 576, 30, 9, 3, 1536, 100000.0,
+                                  True, False, 8192),
+    "qwen2.5-0.5b-shape": _preset("Qwen2ForCausalLM", 151936, 896, 24, 14, 2, 4864, 1000000.0,
+                                  True, True, 32768),
+    "qwen2.5-1.5b-shape": _preset("Qwen2ForCausalLM", 151936, 1536, 28, 12, 2, 8960, 1000000.0,
+                                  True, True, 32768),
+}
+PRESET_LABEL = "random weights, for timing"
+
+
+@dataclass
+class LoadedModel:
+    model: CausalLM
+    spec: ModelSpec
+    name: str
+    path: str | None            # checkpoint directory (None for presets)
+    eos_token_ids: tuple[int, ...]
+    random_weights: bool
+
+
+def spec_from_hf_config(cfg: dict, where: str = "config.json") -> ModelSpec:
+    """Read a Hugging Face config dict; refuse what our modules cannot run, naming the reason."""
+    if cfg.get("auto_map"):
+        raise ModelLoadError(f"{where}: this checkpoint needs trust_remote_code (custom code in "
+                             "auto_map); only built-in Llama/Qwen2/Qwen3 architectures are supported")
+    archs = cfg.get("architectures") or []
+    arch = next((a for a in archs if a in SUPPORTED_ARCHITECTURES), None)
+    if arch is None:
+        raise ModelLoadError(f"{where}: unsupported architecture {archs or cfg.get('model_type')!r}; "
+                             f"supported: {sorted(SUPPORTED_ARCHITECTURES)}")
+    if cfg.get("hidden_act", "silu") != "silu":
+        raise ModelLoadError(f"{where}: unsupported activation {cfg.get('hidden_act')!r} (silu only)")
+    family = SUPPORTED_ARCHITECTURES[arch]
+    heads = cfg["num_attention_heads"]
+    rope = dict(cfg.get("rope_parameters") or cfg.get("rope_scaling") or {})
+    theta = rope.get("rope_theta", cfg.get("rope_theta", 10000.0))
+    kind = rope.get("rope_type", rope.get("type", "default"))
+    if kind not in ("default", "llama3", "linear"):
+        raise ModelLoadError(f"{where}: unsupported rope scaling {kind!r}")
+    return ModelSpec(
+        architecture=arch,
+        vocab_size=cfg["vocab_size"],
+        hidden_size=cfg["hidden_size"],
+        num_layers=cfg["num_hidden_layers"],
+        num_heads=heads,
+        num_kv_heads=cfg.get("num_key_value_heads") or heads,
+        head_dim=cfg.get("head_dim") or cfg["hidden_size"] // heads,
+        intermediate_size=cfg["intermediate_size"],
+        rms_norm_eps=cfg.get("rms_norm_eps", 1e-6),
+        rope_theta=float(theta),
+        rope_scaling=rope if kind != "default" else None,
+        max_position_embeddings=cfg.get("max_position_embeddings", 4096),
+        tie_word_embeddings=bool(cfg.get("tie_word_embeddings", False)),
+        qkv_bias=family == "qwen2" or bool(cfg.get("attention_bias", False)),
+        o_bias=family == "llama" and bool(cfg.get("attention_bias", False)),
+        mlp_bias=bool(cfg.get("mlp_bias", False)),
+        qk_norm=family == "qwen3",
+    )
+
+
+def resolve_model_dir(name: str) -> Path:
+    """Map "bundled", a local directory or a cached hub id to a checkpoint directory."""
+    if name == "bundled":
+        if not (BUNDLED_DIR / "config.json").exists():
+            raise ModelLoadError(f"the bundled model is missing at {BUNDLED_DIR}; run "
+                                 "scripts/train_bundled.py or restore assets/ from git")
+        return BUNDLED_DIR
+    path = Path(name).expanduser()
+    if path.is_dir():
+        if not (path / "config.json").exists():
+            raise ModelLoadError(f"{path} is a directory but has no config.json")
+        return path
+    if path.suffix or name.startswith((".", "/", "~")) or name.count("/") != 1:
+        raise ModelLoadError(f"unknown model {name!r}: not 'bundled', not a preset "
+                             f"({', '.join(PRESETS)}), and not a local directory")
+    try:  # a hub id: use the local cache, or download when the network allows it
+        from huggingface_hub import snapshot_download
+        return Path(snapshot_download(name, allow_patterns=["*.json", "*.safetensors", "*.txt",
+                                                              "*.model", "*.tiktoken"]))
+    except Exception as err:  # noqa: BLE001 - any hub failure becomes one clear message
+        raise ModelLoadError(f"model {name!r} is not a local directory and could not be fetched "
+                             f"from the hub ({type(err).__name__}: {err})") from err
+
+
+def _read_state_dict(path: Path) -> dict[str, torch.Tensor]:
+    from safetensors.torch import load_file
+
+    files = sorted(path.glob("*.safetensors"))
+    if files:
+        state: dict[str, torch.Tensor] = {}
+        for f in files:
+            state.update(load_file(str(f)))
+        return state
+    bins = sorted(path.glob("pytorch_model*.bin"))
+    if bins:
+        state = {}
+        for f in bins:
+            state.update(torch.load(f, map_location="cpu", weights_only=True))
+        return state
+    raise ModelLoadError(f"{path}: no model.safetensors (or pytorch_model.bin) weights found")
+
+
+def eos_token_ids(path: Path, cfg: dict) -> tuple[int, ...]:
+    ids = cfg.get("eos_token_id")
+    gen = path / "generation_config.json"
+    if gen.exists():
+        ids = json.loads(gen.read_text()).get("eos_token_id", ids)
+    if ids is None:
+        return ()
+    return tuple(ids) if isinstance(ids, list) else (int(ids),)
+
+
+def describe_model(name: str) -> tuple[ModelSpec, str | None, tuple[int, ...]]:
+    """(spec, checkpoint dir, eos ids) without loading weights: fails fast on a bad name."""
+    if name in PRESETS:
+        return PRESETS[name], None, ()
+    path = resolve_model_dir(name)
+    cfg = json.loads((path / "config.json").read_text())
+    return spec_from_hf_config(cfg, where=str(path / "config.json")), str(path), eos_token_ids(path, cfg)
+
+
+def load_model(name: str, device: torch.device | str, dtype: torch.dtype, seed: int = 0) -> LoadedModel:
+    """Build our modules for ``name`` on ``device`` in ``dtype``, with weights loaded (or random)."""
+    if name in PRESETS:
+        spec = PRESETS[name]
+        torch.manual_seed(seed)
+        with torch.device(device):
+            model = CausalLM(spec).to(dtype)
+        model.inv_freq = rope_inv_freq(spec, device)
+        _init_random(model)
+        return LoadedModel(model.eval(), spec, name, None, (), True)
+    path = resolve_model_dir(name)
+    cfg = json.loads((path / "config.json").read_text())
+    spec = spec_from_hf_config(cfg, where=str(path / "config.json"))
+    with torch.device("meta"):
+        model = CausalLM(spec)
+    state = _read_state_dict(path)
+    if spec.tie_word_embeddings:
+        state.pop("lm_head.weight", None)
+    model = model.to_empty(device=device)
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    missing = [m for m in missing if not (spec.tie_word_embeddings and m == "lm_head.weight")]
+    if missing or unexpected:
+        raise ModelLoadError(f"{path}: weights do not match a {spec.architecture}: missing "
+                             f"{missing[:5]}, unexpected {unexpected[:5]}")
+    if spec.tie_word_embeddings:
+        model.lm_head.weight = model.model.embed_tokens.weight
+    model = model.to(dtype)
+    model.inv_freq = rope_inv_freq(spec, device)  # float32 even in bf16: cast per forward
+    return LoadedModel(model.eval(), spec, name, str(path), eos_token_ids(path, cfg), False)
+
+
+@torch.no_grad()
+def _init_random(model: CausalLM) -> None:
+    for name, p in model.named_parameters():
+        if name.endswith("norm.weight"):
+            p.fill_(1.0)
+        elif name.endswith("bias"):
+            p.zero_()
+        else:
+            p.normal_(0.0, 0.02)
+
+
+def load_tokenizer(path: str | None):
+    """The checkpoint's tokenizer, or the bundled one for presets; None if there is none."""
+    from transformers import AutoTokenizer
+
+    where = path if path and _has_tokenizer(Path(path)) else None
+    if where is None and _has_tokenizer(BUNDLED_DIR):
+        where = str(BUNDLED_DIR)
+    if where is None:
+        return None
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    return AutoTokenizer.from_pretrained(where)
+
+
+def _has_tokenizer(path: Path) -> bool:
+    return (path / "tokenizer.json").exists() or (path / "tokenizer_config.json").exists()

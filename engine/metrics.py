@@ -1,0 +1,279 @@
+"""Metrics: pure functions of a timeline (a list of spans) and the run's outputs.
+
+Everything the UI and the CLI print about a run is computed here, once, from the spans, so a live
+run, a recorded H200 run and an imported production trace are measured the same way.
+
+The one rule that matters: GPU *busy* time is the **union** of the intervals on the GPU lanes, never
+the sum of their durations. Two streams working at the same moment keep the GPU busy once, not
+twice; summing would report more than 100% busy and hide exactly the idle gaps overlap scheduling
+removes.
+
+The article's model is measured per decode step: ``T_fwd`` (the engine stream's work) and
+``T_sched + T_post`` (the scheduler thread's CPU work). A serial loop takes about their sum per
+step, an overlapped loop about their max, so the predicted speedup is ``sum / max``.
+
+This module imports only the standard library and ``engine.timeline`` (never torch), so the UI
+and the tests can use it anywhere. Spans may be ``Span`` objects or their dict form.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from engine.timeline import GPU_LANES, Span
+
+Interval = tuple[float, float]
+SpanLike = Span | Mapping[str, Any]
+
+# Scheduler-thread phases that are real CPU work (T_sched + T_post). ``wait`` (blocking on a copy)
+# and ``idle`` are time the CPU spends *not* working, so they are not part of the model's T_cpu.
+CPU_WORK_PHASES = ("receive", "schedule", "launch", "process_last")
+FORWARD_PHASES = ("prefill", "decode")
+ENGINE_LANE = "engine_stream"
+
+METRIC_KEYS = (
+    "tokens_per_s", "decode_tokens_per_s", "output_tokens", "wall_s", "steps",
+    "gpu_busy_frac", "idle_us_total", "idle_gap_count", "mean_step_us", "mean_idle_per_step_us",
+    "t_fwd_us", "t_cpu_us", "predicted_overlap_speedup",
+    "ttft_ms_mean", "ttft_ms_p50", "tpot_ms_mean",
+)
+
+
+# ---- intervals ------------------------------------------------------------------------------
+
+def union_intervals(intervals: Iterable[Interval]) -> list[Interval]:
+    """Merge intervals into sorted, disjoint ones. Empty or reversed intervals are dropped."""
+    merged: list[list[float]] = []
+    for start, end in sorted((float(s), float(e)) for s, e in intervals if e > s):
+        if merged and start <= merged[-1][1]:  # overlapping or touching: extend the current one
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    return [(s, e) for s, e in merged]
+
+
+def _as_span(span: SpanLike) -> Span:
+    return span if isinstance(span, Span) else Span.from_dict(span)
+
+
+def _as_spans(spans: Iterable[SpanLike]) -> list[Span]:
+    return [_as_span(s) for s in spans]
+
+
+def _lane_intervals(spans: Sequence[Span], lanes: Iterable[str]) -> list[Interval]:
+    wanted = set(lanes)
+    return [(s.start_us, s.end_us) for s in spans if s.lane in wanted]
+
+
+def _extent(intervals: Sequence[Interval]) -> Interval | None:
+    if not intervals:
+        return None
+    return min(s for s, _ in intervals), max(e for _, e in intervals)
+
+
+def _clip(intervals: Iterable[Interval], window: Interval) -> list[Interval]:
+    lo, hi = window
+    return [(max(s, lo), min(e, hi)) for s, e in intervals if e > lo and s < hi]
+
+
+def _busy_and_window(spans: Iterable[SpanLike], lanes: Iterable[str],
+                     window: Interval | None) -> tuple[list[Interval], Interval | None]:
+    intervals = _lane_intervals(_as_spans(spans), lanes)
+    window = window if window is not None else _extent(intervals)
+    if window is None:
+        return [], None
+    return union_intervals(_clip(intervals, window)), window
+
+
+def busy_fraction(spans: Iterable[SpanLike], lanes: Iterable[str],
+                  window: Interval | None = None) -> float:
+    """Fraction of ``window`` covered by the union of the spans on ``lanes``.
+
+    The default window runs from the first span start to the last span end on those lanes.
+    An empty or zero-length window gives 0.0.
+    """
+    busy, window = _busy_and_window(spans, lanes, window)
+    if window is None or window[1] <= window[0]:
+        return 0.0
+    return sum(e - s for s, e in busy) / (window[1] - window[0])
+
+
+def idle_gaps(spans: Iterable[SpanLike], lanes: Iterable[str],
+              window: Interval | None = None) -> list[Interval]:
+    """The intervals of ``window`` where no lane in ``lanes`` has a span (same default window)."""
+    busy, window = _busy_and_window(spans, lanes, window)
+    if window is None:
+        return []
+    gaps: list[Interval] = []
+    cursor = window[0]
+    for start, end in busy:
+        if start > cursor:
+            gaps.append((cursor, start))
+        cursor = max(cursor, end)
+    if window[1] > cursor:
+        gaps.append((cursor, window[1]))
+    return gaps
+
+
+def step_window(spans: Iterable[SpanLike], first_step: int, last_step: int) -> list[SpanLike]:
+    """The spans whose step lies in ``[first_step, last_step]`` (inclusive), as given."""
+    return [s for s in spans if first_step <= _as_span(s).step <= last_step]
+
+
+# ---- steps ----------------------------------------------------------------------------------
+
+def _step_extents(spans: Sequence[Span], gpu_lanes: Sequence[str]) -> dict[int, Interval]:
+    """Per step: (start of its forward, end of its engine-stream work).
+
+    A step is a step number with an engine_stream prefill/decode span. Traces without such spans
+    (imported ones) fall back to the GPU-lane spans of each step number >= 0.
+    """
+    forward_steps = {s.step for s in spans
+                     if s.lane == ENGINE_LANE and s.phase in FORWARD_PHASES and s.step >= 0}
+    if forward_steps:
+        members = [s for s in spans if s.lane == ENGINE_LANE and s.step in forward_steps]
+        openers = [s for s in members if s.phase in FORWARD_PHASES]
+    else:
+        members = openers = [s for s in spans if s.lane in gpu_lanes and s.step >= 0]
+    starts: dict[int, float] = {}
+    ends: dict[int, float] = {}
+    for s in openers:
+        starts[s.step] = min(starts.get(s.step, s.start_us), s.start_us)
+    for s in members:
+        ends[s.step] = max(ends.get(s.step, s.end_us), s.end_us)
+    return {step: (starts[step], ends[step]) for step in starts}
+
+
+def _step_durations(extents: Mapping[int, Interval]) -> dict[int, float]:
+    """A step lasts from its forward start to the next step's; the last one to its own end."""
+    order = sorted(extents, key=lambda step: extents[step][0])
+    durations: dict[int, float] = {}
+    for i, step in enumerate(order):
+        start, end = extents[step]
+        stop = extents[order[i + 1]][0] if i + 1 < len(order) else end
+        durations[step] = stop - start
+    return durations
+
+
+def _decode_tokens(spans: Sequence[Span]) -> dict[int, int]:
+    """Tokens produced by each decode step: the batch size of its engine_stream decode span."""
+    tokens: dict[int, int] = defaultdict(int)
+    for s in spans:
+        if s.lane == ENGINE_LANE and s.phase == "decode" and s.step >= 0:
+            tokens[s.step] += s.batch_size
+    return dict(tokens)
+
+
+def _model_times(spans: Sequence[Span], decode_steps: Iterable[int]) -> tuple[float, float]:
+    """Mean per decode step of T_fwd (union of engine_stream spans) and T_cpu (CPU work sum)."""
+    steps = set(decode_steps)
+    if not steps:
+        return 0.0, 0.0
+    engine: dict[int, list[Interval]] = defaultdict(list)
+    cpu_work = 0.0
+    for s in spans:
+        if s.step not in steps:
+            continue
+        if s.lane == ENGINE_LANE:
+            engine[s.step].append((s.start_us, s.end_us))
+        elif s.lane == "cpu" and s.phase in CPU_WORK_PHASES:
+            cpu_work += s.end_us - s.start_us
+    fwd = sum(e - s for iv in engine.values() for s, e in union_intervals(iv))
+    return fwd / len(steps), cpu_work / len(steps)
+
+
+def overlap_speedup(t_fwd_us: float, t_cpu_us: float) -> float:
+    """The article's model: serial ~ T_fwd + T_cpu, overlapped ~ max(T_fwd, T_cpu); 0.0 if 0/0."""
+    slowest = max(t_fwd_us, t_cpu_us)
+    return (t_fwd_us + t_cpu_us) / slowest if slowest > 0 else 0.0
+
+
+# ---- requests -------------------------------------------------------------------------------
+
+def _field(output: Any, key: str) -> Any:
+    return output.get(key) if isinstance(output, Mapping) else getattr(output, key, None)
+
+
+def _latencies(outputs: Sequence[Any]) -> tuple[list[float], list[float]]:
+    """TTFT and TPOT in ms for each output that carries the timestamps they need."""
+    ttft: list[float] = []
+    tpot: list[float] = []
+    for out in outputs:
+        arrival, first, finish = (_field(out, k) for k in ("arrival_us", "first_token_us",
+                                                           "finish_us"))
+        n = len(_field(out, "token_ids") or [])
+        if arrival is not None and first is not None:
+            ttft.append((first - arrival) / 1000.0)
+        if n > 1 and first is not None and finish is not None:
+            tpot.append((finish - first) / (n - 1) / 1000.0)
+    return ttft, tpot
+
+
+def _mean(values: Sequence[float]) -> float:
+    return statistics.fmean(values) if values else 0.0
+
+
+def _ratio(numerator: float, denominator: float) -> float:
+    return numerator / denominator if denominator > 0 else 0.0
+
+
+# ---- the metrics dict -----------------------------------------------------------------------
+
+def compute_metrics(spans: Iterable[SpanLike], outputs: Sequence[Any],
+                    gpu_lanes: Sequence[str] = GPU_LANES,
+                    wall_us: float | None = None) -> dict[str, float | int]:
+    """All metrics of one run (keys: ``METRIC_KEYS``). Undefined values are 0 / 0.0, never NaN.
+
+    ``wall_us`` defaults to the extent of all spans. See docs/run_record.md for each formula.
+    """
+    spans = _as_spans(spans)
+    if wall_us is None:
+        extent = _extent([(s.start_us, s.end_us) for s in spans])
+        wall_us = extent[1] - extent[0] if extent else 0.0
+    output_tokens = sum(len(_field(o, "token_ids") or []) for o in outputs)
+
+    durations = _step_durations(_step_extents(spans, gpu_lanes))
+    decode_tokens = {step: n for step, n in _decode_tokens(spans).items() if step in durations}
+    decode_us = sum(durations[step] for step in decode_tokens)
+    t_fwd, t_cpu = _model_times(spans, decode_tokens)
+
+    gaps = idle_gaps(spans, gpu_lanes)
+    idle_total = sum(e - s for s, e in gaps)
+    ttft, tpot = _latencies(outputs)
+    return {
+        "tokens_per_s": _ratio(output_tokens, wall_us / 1e6),
+        "decode_tokens_per_s": _ratio(sum(decode_tokens.values()), decode_us / 1e6),
+        "output_tokens": output_tokens,
+        "wall_s": wall_us / 1e6,
+        "steps": len(durations),
+        "gpu_busy_frac": busy_fraction(spans, gpu_lanes),
+        "idle_us_total": idle_total,
+        "idle_gap_count": len(gaps),
+        "mean_step_us": _mean(list(durations.values())),
+        "mean_idle_per_step_us": _ratio(idle_total, len(durations)),
+        "t_fwd_us": t_fwd,
+        "t_cpu_us": t_cpu,
+        "predicted_overlap_speedup": overlap_speedup(t_fwd, t_cpu),
+        "ttft_ms_mean": _mean(ttft),
+        "ttft_ms_p50": statistics.median(ttft) if ttft else 0.0,
+        "tpot_ms_mean": _mean(tpot),
+    }
+
+
+def compare_runs(normal: Mapping[str, Any], overlap: Mapping[str, Any]) -> dict[str, float]:
+    """Overlap against the serial baseline, from two metrics dicts (or two runs holding them).
+
+    The prediction uses the *normal* run's T_fwd and T_cpu: that is what the model predicts
+    before overlapping. Ratios with a zero denominator are 0.0.
+    """
+    normal = normal.get("metrics", normal)
+    overlap = overlap.get("metrics", overlap)
+    return {
+        "measured_speedup": _ratio(overlap["tokens_per_s"], normal["tokens_per_s"]),
+        "predicted_speedup": overlap_speedup(normal["t_fwd_us"], normal["t_cpu_us"]),
+        "busy_gain": overlap["gpu_busy_frac"] - normal["gpu_busy_frac"],
+        "idle_saved_us": normal["idle_us_total"] - overlap["idle_us_total"],
+    }

@@ -1,0 +1,214 @@
+"""A Llama-family transformer written out in plain PyTorch, attending over a paged KV cache.
+
+One set of modules covers Llama, Mistral-style (no sliding window), Qwen2 (bias on q/k/v) and Qwen3
+(RMSNorm on q and k per head). Parameter names follow Hugging Face's, so a checkpoint's state dict
+loads directly (``engine/loader.py``) and ``tests/test_model.py`` checks our logits against
+``transformers`` on the same weights.
+
+The model never sees requests or pages. It gets padded ``[B, S]`` token ids and positions, plus an
+``AttentionContext`` that says, for every query token, where its K/V go in the cache
+(``write_loc``) and, for every row, which cache slots hold its keys (``read_loc``). Prefill
+(``S`` tokens per row) and decode (``S == 1``) are the same code path.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """The shape of a Llama-family model, read from a Hugging Face ``config.json``."""
+
+    architecture: str
+    vocab_size: int
+    hidden_size: int
+    num_layers: int
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    intermediate_size: int
+    rms_norm_eps: float
+    rope_theta: float
+    rope_scaling: dict | None
+    max_position_embeddings: int
+    tie_word_embeddings: bool
+    qkv_bias: bool = False
+    o_bias: bool = False
+    mlp_bias: bool = False
+    qk_norm: bool = False
+
+    def num_parameters(self) -> int:
+        h, d, kv = self.hidden_size, self.head_dim, self.num_kv_heads
+        attn = h * self.num_heads * d * 2 + h * kv * d * 2
+        attn += (self.num_heads + 2 * kv) * d if self.qkv_bias else 0
+        attn += 2 * d if self.qk_norm else 0
+        mlp = 3 * h * self.intermediate_size
+        per_layer = attn + mlp + 2 * h
+        embed = self.vocab_size * h * (1 if self.tie_word_embeddings else 2)
+        return self.num_layers * per_layer + embed + h
+
+
+@dataclass
+class AttentionContext:
+    """Where K/V go and come from, shared by every layer of one forward."""
+
+    write_loc: torch.Tensor   # [B*S] flat cache slot per query token (a scratch slot for padding)
+    read_loc: torch.Tensor    # [B, Lk] flat cache slot of key position j for row b
+    mask: torch.Tensor        # [B, 1, S, Lk] True where query i may attend key j
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # Same arithmetic as transformers: normalise in float32 (float64 stays float64).
+        compute = torch.float64 if x.dtype == torch.float64 else torch.float32
+        h = x.to(compute)
+        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * h.to(x.dtype)
+
+
+def rope_inv_freq(spec: ModelSpec, device: torch.device | str = "cpu") -> torch.Tensor:
+    """Inverse frequencies, with Llama-3 style scaling when the config asks for it."""
+    d = spec.head_dim
+    inv = 1.0 / (spec.rope_theta ** (torch.arange(0, d, 2, dtype=torch.int64).float() / d))
+    scaling = spec.rope_scaling or {}
+    kind = scaling.get("rope_type", scaling.get("type", "default"))
+    if kind == "llama3":
+        factor = scaling["factor"]
+        low, high = scaling.get("low_freq_factor", 1.0), scaling.get("high_freq_factor", 4.0)
+        old_ctx = scaling["original_max_position_embeddings"]
+        low_wl, high_wl = old_ctx / low, old_ctx / high
+        wavelen = 2 * math.pi / inv
+        scaled = torch.where(wavelen > low_wl, inv / factor, inv)
+        smooth = (old_ctx / wavelen - low) / (high - low)
+        mid = (1 - smooth) * scaled / factor + smooth * scaled
+        is_mid = (wavelen >= high_wl) & (wavelen <= low_wl)
+        inv = torch.where(is_mid, mid, scaled)
+    elif kind == "linear":
+        inv = inv / scaling["factor"]
+    return inv.to(device)
+
+
+def rope_cos_sin(inv_freq: torch.Tensor, positions: torch.Tensor, dtype: torch.dtype):
+    """cos/sin tables for ``positions [B, S]`` -> two ``[B, S, D]`` tensors in ``dtype``."""
+    compute = torch.float64 if dtype == torch.float64 else torch.float32
+    freqs = positions.to(compute)[..., None] * inv_freq.to(compute)  # [B, S, D/2]
+    emb = torch.cat((freqs, freqs), dim=-1)                            # [B, S, D]
+    return emb.cos().to(dtype), emb.sin().to(dtype)
+
+
+def _rotate_half(x: torch.Tensor) -> torch.Tensor:
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    # x: [B, S, H, D]; cos/sin: [B, S, D]
+    return x * cos[:, :, None, :] + _rotate_half(x) * sin[:, :, None, :]
+
+
+class Attention(nn.Module):
+    def __init__(self, spec: ModelSpec) -> None:
+        super().__init__()
+        h, d = spec.hidden_size, spec.head_dim
+        self.num_heads, self.num_kv_heads, self.head_dim = spec.num_heads, spec.num_kv_heads, d
+        self.q_proj = nn.Linear(h, spec.num_heads * d, bias=spec.qkv_bias)
+        self.k_proj = nn.Linear(h, spec.num_kv_heads * d, bias=spec.qkv_bias)
+        self.v_proj = nn.Linear(h, spec.num_kv_heads * d, bias=spec.qkv_bias)
+        self.o_proj = nn.Linear(spec.num_heads * d, h, bias=spec.o_bias)
+        if spec.qk_norm:
+            self.q_norm = RMSNorm(d, spec.rms_norm_eps)
+            self.k_norm = RMSNorm(d, spec.rms_norm_eps)
+        self.qk_norm = spec.qk_norm
+
+    def forward(self, x, cos, sin, ctx: AttentionContext, k_cache, v_cache) -> torch.Tensor:
+        b, s, _ = x.shape
+        q = self.q_proj(x).view(b, s, self.num_heads, self.head_dim)       # [B, S, H, D]
+        k = self.k_proj(x).view(b, s, self.num_kv_heads, self.head_dim)    # [B, S, KV, D]
+        v = self.v_proj(x).view(b, s, self.num_kv_heads, self.head_dim)
+        if self.qk_norm:
+            q, k = self.q_norm(q), self.k_norm(k)
+        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        # Write this step's keys/values into their pages, then read every key the row may see.
+        k_cache.index_copy_(0, ctx.write_loc, k.reshape(b * s, self.num_kv_heads, self.head_dim))
+        v_cache.index_copy_(0, ctx.write_loc, v.reshape(b * s, self.num_kv_heads, self.head_dim))
+        keys = k_cache[ctx.read_loc].transpose(1, 2)                        # [B, KV, Lk, D]
+        values = v_cache[ctx.read_loc].transpose(1, 2)
+        out = F.scaled_dot_product_attention(q.transpose(1, 2), keys, values, attn_mask=ctx.mask,
+                                             enable_gqa=True)               # [B, H, S, D]
+        return self.o_proj(out.transpose(1, 2).reshape(b, s, self.num_heads * self.head_dim))
+
+
+class MLP(nn.Module):
+    def __init__(self, spec: ModelSpec) -> None:
+        super().__init__()
+        h, i, bias = spec.hidden_size, spec.intermediate_size, spec.mlp_bias
+        self.gate_proj = nn.Linear(h, i, bias=bias)
+        self.up_proj = nn.Linear(h, i, bias=bias)
+        self.down_proj = nn.Linear(i, h, bias=bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))  # SwiGLU
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, spec: ModelSpec) -> None:
+        super().__init__()
+        self.input_layernorm = RMSNorm(spec.hidden_size, spec.rms_norm_eps)
+        self.self_attn = Attention(spec)
+        self.post_attention_layernorm = RMSNorm(spec.hidden_size, spec.rms_norm_eps)
+        self.mlp = MLP(spec)
+
+    def forward(self, x, cos, sin, ctx, k_cache, v_cache) -> torch.Tensor:
+        x = x + self.self_attn(self.input_layernorm(x), cos, sin, ctx, k_cache, v_cache)
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+class Backbone(nn.Module):
+    def __init__(self, spec: ModelSpec) -> None:
+        super().__init__()
+        self.embed_tokens = nn.Embedding(spec.vocab_size, spec.hidden_size)
+        self.layers = nn.ModuleList(DecoderLayer(spec) for _ in range(spec.num_layers))
+        self.norm = RMSNorm(spec.hidden_size, spec.rms_norm_eps)
+
+
+class CausalLM(nn.Module):
+    """``forward`` returns the logits of one chosen position per row: ``[B, V]``."""
+
+    def __init__(self, spec: ModelSpec) -> None:
+        super().__init__()
+        self.spec = spec
+        self.model = Backbone(spec)
+        self.lm_head = nn.Linear(spec.hidden_size, spec.vocab_size, bias=False)
+        if spec.tie_word_embeddings:
+            self.lm_head.weight = self.model.embed_tokens.weight
+        # RoPE frequencies in float32; the loader fills them on the model's device.
+        self.register_buffer("inv_freq", torch.empty(spec.head_dim // 2), persistent=False)
+
+    def forward(self, input_ids, positions, ctx: AttentionContext, kv_caches, last_index):
+        # input_ids, positions: [B, S]; last_index: [B] which position's logits to return
+        x = self.model.embed_tokens(input_ids)                              # [B, S, h]
+        cos, sin = rope_cos_sin(self.inv_freq, positions, x.dtype)
+        for layer, (k_cache, v_cache) in zip(self.model.layers, kv_caches):
+            x = layer(x, cos, sin, ctx, k_cache, v_cache)
+        rows = torch.arange(x.shape[0], device=x.device)
+        last = self.model.norm(x[rows, last_index])                         # [B, h]
+        return self.lm_head(last)                                           # [B, V]
+
+    def full_logits(self, input_ids, positions, ctx, kv_caches) -> torch.Tensor:
+        """Logits at every position ``[B, S, V]`` (for tests against transformers)."""
+        x = self.model.embed_tokens(input_ids)
+        cos, sin = rope_cos_sin(self.inv_freq, positions, x.dtype)
+        for layer, (k_cache, v_cache) in zip(self.model.layers, kv_caches):
+            x = layer(x, cos, sin, ctx, k_cache, v_cache)
+        return self.lm_head(self.model.norm(x))

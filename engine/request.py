@@ -1,0 +1,142 @@
+"""Requests, batches, and the metadata one forward needs.
+
+A ``Req`` has two clocks. ``num_scheduled`` counts output tokens whose forward has been *launched*
+(the device side, which runs ahead); ``output_ids`` holds the tokens the CPU has *read back*
+(the host side). In the normal loop they move together; in the overlap loop the host lags one step,
+which is exactly the window in which a request that already stopped can sit in the next batch.
+
+The model never reads a token value from the host: a row's input comes from the device-resident
+``token_pool[slot, position]``, and the sampled token is written back there (``runner.py``).
+The scheduler only decides *which* (slot, position) each row reads and writes: ``StepMeta``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from engine.config import SamplingParams
+
+# Columns of StepMeta.ints: one row per batch entry, then that row's page table.
+COL_SLOT, COL_START, COL_LEN, COL_WRITE, COL_SEED, COL_TOPK = range(6)
+NUM_INT_COLS = 6
+DECODE_BUCKETS = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
+
+
+@dataclass
+class Req:
+    rid: int
+    prompt_ids: list[int]
+    params: SamplingParams
+    seed: int
+    stop_ids: frozenset[int]
+    arrival_ns: int = field(default_factory=time.perf_counter_ns)
+    slot: int = -1
+    pages: list[int] = field(default_factory=list)
+    num_prefilled: int = 0          # prompt tokens whose forward has been launched
+    num_scheduled: int = 0          # output tokens whose forward has been launched (device side)
+    output_ids: list[int] = field(default_factory=list)   # tokens read back (host side)
+    finished: bool = False
+    finish_reason: str | None = None
+    first_token_ns: int = 0
+    finish_ns: int = 0
+    wasted_steps: int = 0           # forwards that ran for it after it had stopped (lag one)
+
+    @property
+    def prompt_len(self) -> int:
+        return len(self.prompt_ids)
+
+    @property
+    def max_len(self) -> int:
+        return self.prompt_len + self.params.max_new_tokens
+
+    @property
+    def prefill_done(self) -> bool:
+        return self.num_prefilled == self.prompt_len
+
+    def can_decode(self) -> bool:
+        """Launch one more decode step? Length limits are known ahead; stop tokens only later."""
+        return (self.prefill_done and not self.finished
+                and self.num_scheduled < self.params.max_new_tokens)
+
+
+@dataclass
+class Row:
+    """One batch entry: ``length`` tokens of ``req`` starting at ``start``."""
+
+    req: Req
+    start: int
+    length: int
+    samples: bool                   # does this row produce a token the request keeps?
+
+
+@dataclass
+class Batch:
+    step: int
+    kind: str                       # "prefill" | "decode"
+    rows: list[Row]
+    padded_size: int
+
+    @property
+    def rids(self) -> list[int]:
+        return [r.req.rid for r in self.rows]
+
+    @property
+    def num_tokens(self) -> int:
+        return sum(r.length for r in self.rows)
+
+
+@dataclass(frozen=True)
+class StepMeta:
+    """Everything the device needs for one forward, as host arrays (one upload)."""
+
+    step: int
+    kind: str
+    num_rows: int                   # real rows; ints has padded_size rows
+    seq_len: int                    # S: tokens per row in this forward (1 for decode)
+    kv_pages: int                   # page-table columns the attention must read
+    all_greedy: bool
+    ints: np.ndarray                # [Bp, NUM_INT_COLS + pages_per_seq] int64
+    floats: np.ndarray              # [Bp, 2] float32: temperature, top_p
+    prompt_writes: np.ndarray       # [3, T] int64: (slot, position, token) into token_pool
+
+
+def decode_bucket(n: int, cap: int) -> int:
+    """Pad decode batches to a few sizes (the CUDA-graph buckets), never above ``cap``."""
+    for b in DECODE_BUCKETS:
+        if b >= n:
+            return min(b, cap)
+    return cap
+
+
+def build_meta(batch: Batch, pages_per_seq: int, page_size: int, scratch_page: int,
+               dummy_slot: int, full_kv: bool) -> StepMeta:
+    """Lay the batch out as arrays. Padding rows read the dummy slot and write the scratch page."""
+    bp, width = batch.padded_size, NUM_INT_COLS + pages_per_seq
+    ints = np.zeros((bp, width), dtype=np.int64)
+    ints[:, COL_SLOT] = dummy_slot
+    ints[:, NUM_INT_COLS:] = scratch_page
+    floats = np.zeros((bp, 2), dtype=np.float32)
+    floats[:, 1] = 1.0
+    writes: list[tuple[int, int, int]] = []
+    kv_tokens = 1
+    for i, row in enumerate(batch.rows):
+        req = row.req
+        ints[i, :NUM_INT_COLS] = (req.slot, row.start, row.length, int(row.samples),
+                                  req.seed, req.params.top_k)
+        ints[i, NUM_INT_COLS:NUM_INT_COLS + len(req.pages)] = req.pages
+        floats[i] = (req.params.temperature, req.params.top_p)
+        kv_tokens = max(kv_tokens, row.start + row.length)
+        if batch.kind == "prefill":
+            chunk = req.prompt_ids[row.start:row.start + row.length]
+            writes.extend((req.slot, row.start + j, t) for j, t in enumerate(chunk))
+    prompt_writes = (np.array(writes, dtype=np.int64).T if writes
+                     else np.zeros((3, 0), dtype=np.int64))
+    kv_pages = pages_per_seq if full_kv else -(-kv_tokens // page_size)
+    return StepMeta(
+        step=batch.step, kind=batch.kind, num_rows=len(batch.rows),
+        seq_len=max(r.length for r in batch.rows), kv_pages=kv_pages,
+        all_greedy=all(r.req.params.temperature == 0 for r in batch.rows),
+        ints=ints, floats=floats, prompt_writes=np.ascontiguousarray(prompt_writes))

@@ -1,0 +1,84 @@
+"""The device side: model, paged KV cache and ``token_pool``, and what one forward does on them.
+
+This object lives wherever the "GPU" is: inside the engine process on CUDA, or inside the separate
+device process on CPU (``device_process.py``). It only ever sees tensors already on its device.
+
+``token_pool[slot, position]`` is the heart of overlap scheduling: a forward *gathers* its input
+ids from it and *scatters* its sampled tokens back into it, so the next forward can start without
+the CPU ever learning the values (the CPU reads them later, from a copy, for stop checks).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from engine import sampler
+from engine.kv_cache import allocate_kv_tensors
+from engine.model import AttentionContext, CausalLM
+from engine.request import (COL_LEN, COL_SEED, COL_SLOT, COL_START, COL_TOPK, COL_WRITE,
+                            NUM_INT_COLS)
+
+
+class ModelRunner:
+    def __init__(self, model: CausalLM, max_slots: int, max_seq_len: int, num_pages: int,
+                 page_size: int, dtype: torch.dtype, device: torch.device) -> None:
+        spec = model.spec
+        self.model, self.device, self.page_size = model, device, page_size
+        self.vocab_size = spec.vocab_size
+        self.scratch_page = num_pages                 # the extra page that padding writes into
+        self.dummy_slot = max_slots                   # the extra token_pool row padding reads
+        self.max_seq_len = max_seq_len
+        self.kv_caches = allocate_kv_tensors(spec.num_layers, num_pages, page_size,
+                                             spec.num_kv_heads, spec.head_dim, dtype, device)
+        # token_pool: [slots + 1, max_seq_len + 1] token ids, resident on the device.
+        self.token_pool = torch.zeros(max_slots + 1, max_seq_len + 1, dtype=torch.int64,
+                                      device=device)
+
+    def write_prompts(self, writes: torch.Tensor) -> None:
+        """Scatter prompt tokens ``writes [3, T] = (slot, position, token)`` into token_pool."""
+        if writes.shape[1]:
+            self.token_pool[writes[0], writes[1]] = writes[2]
+
+    def _context(self, ints: torch.Tensor, seq_len: int, kv_pages: int):
+        slots, starts, lens = ints[:, COL_SLOT], ints[:, COL_START], ints[:, COL_LEN]
+        table = ints[:, NUM_INT_COLS:NUM_INT_COLS + kv_pages]               # [B, P] page ids
+        ps = self.page_size
+        steps = torch.arange(seq_len, device=ints.device)
+        valid = steps[None, :] < lens[:, None]                               # [B, S]
+        positions = torch.where(valid, starts[:, None] + steps[None, :], 0)  # [B, S]
+        page = table.gather(1, positions // ps)
+        scratch = self.scratch_page * ps
+        write_loc = torch.where(valid, page * ps + positions % ps, scratch)  # [B, S]
+        kv_pos = torch.arange(kv_pages * ps, device=ints.device)             # [Lk]
+        read_loc = table[:, kv_pos // ps] * ps + kv_pos % ps                 # [B, Lk]
+        mask = kv_pos[None, None, :] <= positions[:, :, None]                # [B, S, Lk] causal
+        ctx = AttentionContext(write_loc.reshape(-1), read_loc, mask[:, None])
+        input_ids = self.token_pool[slots[:, None], positions]              # gather from the pool
+        return input_ids, positions, ctx, (lens - 1).clamp_min(0)
+
+    @torch.inference_mode()
+    def forward_logits(self, ints: torch.Tensor, seq_len: int, kv_pages: int) -> torch.Tensor:
+        """The model forward: ``[B, V]`` logits at each row's last token."""
+        input_ids, positions, ctx, last = self._context(ints, seq_len, kv_pages)
+        return self.model(input_ids, positions, ctx, self.kv_caches, last)
+
+    @torch.inference_mode()
+    def sample_and_store(self, logits: torch.Tensor, ints: torch.Tensor, floats: torch.Tensor,
+                         all_greedy: bool) -> torch.Tensor:
+        """Pick next tokens ``[B]`` and write them into token_pool for the next forward."""
+        out_pos = ints[:, COL_START] + ints[:, COL_LEN]                       # position produced
+        if all_greedy:
+            next_tokens = sampler.greedy(logits)
+        else:
+            next_tokens = sampler.sample(logits, floats[:, 0], ints[:, COL_TOPK], floats[:, 1],
+                                         ints[:, COL_SEED], out_pos)
+        # Rows that keep no token (a non-final prefill chunk, padding) write to the dummy slot.
+        keep = ints[:, COL_WRITE] == 1
+        slot = torch.where(keep, ints[:, COL_SLOT], self.dummy_slot)
+        self.token_pool[slot, out_pos.clamp(max=self.max_seq_len)] = next_tokens
+        return next_tokens
+
+    def step(self, ints, floats, seq_len: int, kv_pages: int, all_greedy: bool) -> torch.Tensor:
+        """forward + sample + store: what a CUDA graph captures for decode."""
+        return self.sample_and_store(self.forward_logits(ints, seq_len, kv_pages), ints, floats,
+                                     all_greedy)

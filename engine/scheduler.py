@@ -1,0 +1,248 @@
+"""The scheduler: ``normal_loop`` and ``overlap_loop``, side by side, in the article's four stages.
+
+1. ``receive_requests``      take new requests from the inbox
+2. ``schedule_next_batch``   pick the next batch (prefill first, chunked under a token budget,
+                             else decode), allocate slots/pages, upload metadata (scheduler stream)
+3. ``_forward``              launch it on the engine stream (returns immediately)
+4. ``_process_last_data``    wait for a batch's tokens (``copy_done``), append, stop checks, free
+
+``normal_loop`` runs 1-2-3-4 on the *same* batch: the GPU idles while the CPU does stage 4 and
+the next stage 1-2. ``overlap_loop`` runs stage 4 on the *previous* batch after launching the next
+one, so the CPU's work hides behind the GPU's forward. The price is *lag one*: a request that
+stopped at step n-1 may already be in batch n. Its extra token is dropped, and its slot and pages
+are freed only once batch n has finished with them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+from engine.config import EngineConfig
+from engine.kv_cache import IdPool, pages_needed
+from engine.request import Batch, Req, Row, StepMeta, build_meta, decode_bucket
+from engine.streams import ForwardOutput
+from engine.timeline import Timeline
+
+
+@dataclass(frozen=True)
+class ForwardInput:
+    batch: Batch
+    meta: StepMeta
+    uploaded: Any                   # the device's handle to the uploaded metadata
+
+
+LastData = tuple[ForwardInput, ForwardOutput] | None
+
+
+class _CpuSpan:
+    """``with self._cpu("phase", step):`` records one span on the ``cpu`` lane."""
+
+    def __init__(self, timeline: Timeline, phase: str, step: int, batch: Batch | None) -> None:
+        self.timeline, self.phase, self.step, self.batch = timeline, phase, step, batch
+
+    def __enter__(self):
+        self.t0 = time.perf_counter_ns()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        b = self.batch
+        self.timeline.add_cpu(self.phase, self.step, self.t0, time.perf_counter_ns(),
+                              len(b.rows) if b else 0, b.num_tokens if b else 0,
+                              b.rids if b else None)
+
+
+class Scheduler:
+    def __init__(self, cfg: EngineConfig, device: Any, slots: IdPool, pages: IdPool,
+                 timeline: Timeline, pad_batches: bool) -> None:
+        self.cfg, self.device, self.slots, self.pages = cfg, device, slots, pages
+        self.timeline, self.pad_batches = timeline, pad_batches
+        self.inbox: deque[Req] = deque()
+        self.waiting: deque[Req] = deque()
+        self.running: list[Req] = []
+        self.finished_reqs: list[Req] = []
+        self.deferred: list[tuple[int, Req]] = []   # (free after this step completes, request)
+        self.ongoing: ForwardInput | None = None    # launched, not yet processed (overlap only)
+        self.step = 0
+        self.wasted_tokens = 0
+
+    def add_request(self, req: Req) -> None:
+        self.inbox.append(req)
+
+    def is_idle(self) -> bool:
+        return not (self.inbox or self.waiting or self.running)
+
+    # ---- the two loops ------------------------------------------------------------------------
+    def normal_loop(self) -> None:
+        self.receive_requests()                                    # 1
+        forward_input = self.schedule_next_batch()                 # 2
+        if forward_input is None:
+            return
+        output = self._forward(forward_input)                      # 3
+        self._process_last_data((forward_input, output))           # 4: the GPU idles meanwhile
+
+    def overlap_loop(self, last_data: LastData) -> LastData:
+        self.receive_requests()                                    # 1
+        forward_input = self.schedule_next_batch()                 # 2 (metadata: scheduler stream)
+        ongoing_data = None
+        if forward_input is not None:                              # 3: forward(Bn), engine stream
+            ongoing_data = (forward_input, self._forward(forward_input))
+        self.ongoing = forward_input
+        self._process_last_data(last_data)                         # 4: process(Bn-1) meanwhile
+        self.ongoing = None
+        return ongoing_data
+
+    def run(self, overlap: bool) -> None:
+        """Drive a loop until every request has finished."""
+        last: LastData = None
+        stalls = 0
+        while not (self.is_idle() and last is None):
+            before = self.step
+            if overlap:
+                last = self.overlap_loop(last)
+            else:
+                self.normal_loop()
+            stalls = stalls + 1 if (self.step == before and last is None) else 0
+            if stalls > 2:
+                raise RuntimeError("scheduler stalled: waiting requests can never be admitted")
+
+    # ---- stage 1 ------------------------------------------------------------------------------
+    def receive_requests(self) -> None:
+        with _CpuSpan(self.timeline, "receive", self.step + 1, None):
+            while self.inbox:
+                self.waiting.append(self.inbox.popleft())
+
+    # ---- stage 2 ------------------------------------------------------------------------------
+    def schedule_next_batch(self) -> ForwardInput | None:
+        t0 = time.perf_counter_ns()
+        rows, kind = self._prefill_rows(), "prefill"
+        if not rows:
+            rows, kind = self._decode_rows(), "decode"
+        if not rows:
+            return None
+        self.step += 1
+        padded = len(rows)
+        if self.pad_batches and kind == "decode":
+            padded = decode_bucket(len(rows), self.cfg.max_batch_size)
+        batch = Batch(self.step, kind, rows, padded)
+        meta = build_meta(batch, self.cfg.pages_per_seq, self.cfg.page_size,
+                          scratch_page=self.pages.total, dummy_slot=self.slots.total,
+                          full_kv=self.pad_batches)
+        uploaded = self.device.upload(meta)
+        self.timeline.add_cpu("schedule", self.step, t0, time.perf_counter_ns(), len(rows),
+                              batch.num_tokens, batch.rids)
+        return ForwardInput(batch, meta, uploaded)
+
+    def _prefill_rows(self) -> list[Row]:
+        budget, rows = self.cfg.max_prefill_tokens, []
+        for req in self.running:                 # continue prompts already being chunked
+            if not req.prefill_done and budget > 0:
+                rows.append(self._chunk(req, budget))
+                budget -= rows[-1].length
+        while self.waiting and budget > 0:       # admit new requests while memory allows
+            req = self.waiting[0]
+            need = pages_needed(req.max_len, self.cfg.page_size)
+            if not (self.slots.can_allocate(1) and self.pages.can_allocate(need)):
+                break                            # admission waits for a request to finish
+            self.waiting.popleft()
+            req.slot = self.slots.allocate(1, req.rid)[0]
+            req.pages = self.pages.allocate(need, req.rid)
+            self.running.append(req)
+            rows.append(self._chunk(req, budget))
+            budget -= rows[-1].length
+        return rows
+
+    @staticmethod
+    def _chunk(req: Req, budget: int) -> Row:
+        n = min(req.prompt_len - req.num_prefilled, budget)
+        last_chunk = req.num_prefilled + n == req.prompt_len
+        row = Row(req, req.num_prefilled, n, samples=last_chunk)
+        req.num_prefilled += n
+        req.num_scheduled += int(last_chunk)     # the last chunk samples the first output token
+        return row
+
+    def _decode_rows(self) -> list[Row]:
+        rows = []
+        for req in self.running:
+            if req.can_decode():                 # knows lengths ahead, stop tokens one step late
+                rows.append(Row(req, req.prompt_len + req.num_scheduled - 1, 1, samples=True))
+                req.num_scheduled += 1
+        return rows
+
+    # ---- stage 3 ------------------------------------------------------------------------------
+    def _forward(self, forward_input: ForwardInput) -> ForwardOutput:
+        with _CpuSpan(self.timeline, "launch", forward_input.batch.step, forward_input.batch):
+            return self.device.forward(forward_input.uploaded)
+
+    # ---- stage 4 ------------------------------------------------------------------------------
+    def _process_last_data(self, last_data: LastData) -> None:
+        if last_data is None:
+            if self.ongoing is None:
+                self._release_deferred(upto_step=self.step)   # nothing in flight: all safe
+            return
+        forward_input, output = last_data
+        batch = forward_input.batch
+        with _CpuSpan(self.timeline, "wait", batch.step, batch):
+            # Sync point: blocks until batch's tokens are in host memory (its forward is done).
+            output.copy_done.synchronize()
+        with _CpuSpan(self.timeline, "process_last", batch.step, batch):
+            self._release_deferred(upto_step=batch.step)
+            now = time.perf_counter_ns()
+            for row, token in zip(batch.rows, output.tokens()):
+                if row.samples:
+                    self._append_token(row.req, token, batch.step, now)
+            if self.ongoing is None:
+                self._release_deferred(upto_step=self.step)
+            _extra_cpu_work(self.cfg.extra_cpu_us)
+
+    def _append_token(self, req: Req, token: int, step: int, now: int) -> None:
+        if req.finished and not self.cfg.hazards.no_finished_guard:
+            req.wasted_steps += 1                # lag one: it stopped before this step ran
+            self.wasted_tokens += 1
+            return
+        req.output_ids.append(token)
+        if len(req.output_ids) == 1:
+            req.first_token_ns = now
+        if token in req.stop_ids:
+            self._finish(req, "stop", now)
+        elif len(req.output_ids) >= req.params.max_new_tokens:
+            self._finish(req, "length", now)
+
+    def _finish(self, req: Req, reason: str, now: int) -> None:
+        req.finished, req.finish_reason, req.finish_ns = True, reason, now
+        self.finished_reqs.append(req)
+        if req in self.running:
+            self.running.remove(req)
+        ongoing = self.ongoing
+        if (ongoing is not None and req.rid in ongoing.batch.rids
+                and not self.cfg.hazards.no_deferred_free):
+            # Hazard 1 guard: batch `ongoing` is queued and still reads this slot and its pages.
+            self.deferred.append((ongoing.batch.step, req))
+        else:
+            self._free(req)
+
+    def _release_deferred(self, upto_step: int) -> None:
+        keep = []
+        for step, req in self.deferred:
+            if step <= upto_step:
+                self._free(req)
+            else:
+                keep.append((step, req))
+        self.deferred = keep
+
+    def _free(self, req: Req) -> None:
+        self.slots.free([req.slot], req.rid)     # IdPool raises DoubleFreeError on a second free
+        self.pages.free(req.pages, req.rid)
+
+
+def _extra_cpu_work(us: int) -> None:
+    """Real per-step CPU work (hashing, like detokenising and bookkeeping), not a sleep."""
+    if us <= 0:
+        return
+    deadline = time.perf_counter_ns() + us * 1000
+    x = 0
+    while time.perf_counter_ns() < deadline:
+        for i in range(50):
+            x = hash((x, i, "detokenize"))

@@ -1,0 +1,184 @@
+"""The device layer: the same verbs on CUDA (two real streams) and on CPU (a device process).
+
+The scheduler speaks to a device through three verbs, in this order each step:
+
+- ``upload(meta)``   metadata -> device, on the **scheduler stream** (small copies, prompt writes)
+- ``forward(up)``    on the **engine stream**: wait for the metadata (the one sync edge), gather
+                     inputs from token_pool, run the model, sample, write tokens back to token_pool;
+                     then, on the scheduler stream, copy the tokens to a host buffer and record
+                     ``copy_done``. Returns at once: nothing here waits for the GPU.
+- ``out.copy_done.synchronize()`` later, when the CPU needs the values (one step later in overlap).
+
+This file is the CUDA implementation; ``device_process.py`` is the CPU one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from engine.request import StepMeta
+from engine.runner import ModelRunner
+from engine.timeline import Timeline
+
+
+@dataclass(frozen=True)
+class ForwardOutput:
+    """An in-flight forward: its result lands in ``host_tokens`` once ``copy_done`` completes."""
+
+    step: int
+    num_rows: int
+    copy_done: Any                  # .synchronize() / .query(): a CUDA event or a process event
+    host_tokens: np.ndarray         # view of the host buffer the result is copied into
+    keep_alive: tuple = ()          # device tensors that queued work still reads (freed after)
+
+    def tokens(self) -> list[int]:
+        return self.host_tokens[: self.num_rows].tolist()
+
+
+class _Ring:
+    """N host buffers used in turn; one is reused only after the copy that read it has finished."""
+
+    def __init__(self, buffers: list, events: list, guard: bool = True) -> None:
+        self.buffers, self.events, self.i, self.guard = buffers, events, 0, guard
+
+    def next(self):
+        self.i = (self.i + 1) % len(self.buffers)
+        if self.guard:
+            # Hazard 2 guard: the async copy from/into this host buffer must be done before reuse.
+            self.events[self.i].synchronize()
+        return self.i, self.buffers[self.i]
+
+
+class CudaDevice:
+    """Two CUDA streams over one ``ModelRunner``, with pinned, double-buffered host memory."""
+
+    kind = "cuda"
+
+    def __init__(self, runner: ModelRunner, max_rows: int, int_width: int, max_writes: int,
+                 graphs: Any = None, hazards: Any = None, ring: int = 2) -> None:
+        self.runner, self.graphs, self.hazards = runner, graphs, hazards
+        self.scheduler_stream = torch.cuda.Stream()
+        self.engine_stream = torch.cuda.Stream()
+        self.timeline = Timeline(enabled=False)
+        pin = dict(pin_memory=True)
+        self.staging = _Ring(
+            [(torch.zeros(max_rows, int_width, dtype=torch.int64, **pin),
+              torch.zeros(max_rows, 2, dtype=torch.float32, **pin),
+              torch.zeros(3, max_writes, dtype=torch.int64, **pin)) for _ in range(ring)],
+            [torch.cuda.Event() for _ in range(ring)])
+        single = bool(hazards and hazards.single_host_buffer)
+        n_results = 1 if single else ring
+        self.results = _Ring([torch.zeros(max_rows, dtype=torch.int64, **pin)
+                              for _ in range(n_results)],
+                             [_DoneEvent() for _ in range(n_results)], guard=not single)
+
+    # ---- run boundaries ------------------------------------------------------------------------
+    def begin_run(self, timeline: Timeline) -> None:
+        import time
+        torch.cuda.synchronize()
+        self.timeline = timeline
+        if timeline.enabled:
+            ref = torch.cuda.Event(enable_timing=True)
+            host_ns = time.perf_counter_ns()
+            ref.record(self.scheduler_stream)   # the GPU is idle: it fires at about host_ns
+            ref.synchronize()
+            timeline.set_gpu_reference(ref, host_ns)
+
+    def end_run(self) -> None:
+        torch.cuda.synchronize()
+
+    def _event(self):
+        return torch.cuda.Event(enable_timing=True) if self.timeline.enabled else None
+
+    def _span(self, lane: str, phase: str, meta: StepMeta, start, end, tokens: int) -> None:
+        if start is not None:
+            self.timeline.add_gpu(lane, phase, meta.step, start, end, meta.num_rows, tokens)
+
+    # ---- verbs --------------------------------------------------------------------------------
+    def upload(self, meta: StepMeta):
+        """Stage 2's device part, on the scheduler stream: H2D copies + prompt writes."""
+        i, (ints_h, floats_h, writes_h) = self.staging.next()
+        bp, nw = meta.ints.shape[0], meta.prompt_writes.shape[1]
+        ints_h[:bp].numpy()[:] = meta.ints
+        floats_h[:bp].numpy()[:] = meta.floats
+        writes_h[:, :nw].numpy()[:] = meta.prompt_writes
+        start, end = self._event(), self._event()
+        with torch.cuda.stream(self.scheduler_stream):
+            if start is not None:
+                start.record()
+            if self.hazards and self.hazards.inject_delay_us and self.hazards.no_wait_stream:
+                torch.cuda._sleep(int(self.hazards.inject_delay_us * 1500))  # widen the race
+            ints = ints_h[:bp].to(self.runner.device, non_blocking=True)
+            floats = floats_h[:bp].to(self.runner.device, non_blocking=True)
+            writes = writes_h[:, :nw].to(self.runner.device, non_blocking=True)
+            self.runner.write_prompts(writes)
+            self.staging.events[i].record()      # pinned staging buffer i is free after this
+            if end is not None:
+                end.record()
+        self._span("scheduler_stream", "upload", meta, start, end, meta.prompt_writes.shape[1])
+        return meta, ints, floats, writes
+
+    def forward(self, uploaded) -> ForwardOutput:
+        """Stage 3 on the engine stream, then the async result copy on the scheduler stream."""
+        meta, ints, floats, writes = uploaded
+        e0, e1, e2 = self._event(), self._event(), self._event()
+        with torch.cuda.stream(self.engine_stream):
+            if not (self.hazards and self.hazards.no_wait_stream):
+                # THE sync edge: this forward reads the metadata uploaded on the scheduler stream.
+                self.engine_stream.wait_stream(self.scheduler_stream)
+            if e0 is not None:
+                e0.record()
+            graph = self.graphs.lookup(meta) if self.graphs is not None else None
+            if graph is not None:
+                next_tokens = graph.replay(ints, floats)
+                e1 = None  # one graph = forward + sample: a single span
+            else:
+                logits = self.runner.forward_logits(ints, meta.seq_len, meta.kv_pages)
+                if e1 is not None:
+                    e1.record()
+                next_tokens = self.runner.sample_and_store(logits, ints, floats, meta.all_greedy)
+            if e2 is not None:
+                e2.record()
+            forward_done = torch.cuda.Event()
+            forward_done.record()
+        i, host = self.results.next()
+        c0, c1 = self._event(), self._event()
+        with torch.cuda.stream(self.scheduler_stream):
+            # The copy reads the sampled tokens: it waits for this forward, nothing else does.
+            self.scheduler_stream.wait_event(forward_done)
+            if c0 is not None:
+                c0.record()
+            host[: next_tokens.shape[0]].copy_(next_tokens, non_blocking=True)
+            copy_done = self.results.events[i].record_new()
+            if c1 is not None:
+                c1.record()
+        tokens = int(meta.prompt_writes.shape[1]) if meta.kind == "prefill" else meta.num_rows
+        self._span("engine_stream", meta.kind, meta, e0, e1 or e2, tokens)
+        if e1 is not None:
+            self._span("engine_stream", "sample", meta, e1, e2, meta.num_rows)
+        self._span("scheduler_stream", "copy", meta, c0, c1, meta.num_rows)
+        return ForwardOutput(meta.step, meta.num_rows, copy_done, host.numpy(),
+                             keep_alive=(ints, floats, writes, next_tokens))
+
+    def close(self) -> None:
+        pass
+
+
+class _DoneEvent:
+    """Holds the latest CUDA event recorded for one result buffer (a fresh event per copy)."""
+
+    def __init__(self) -> None:
+        self.event: torch.cuda.Event | None = None
+
+    def record_new(self) -> torch.cuda.Event:
+        self.event = torch.cuda.Event()
+        self.event.record()
+        return self.event
+
+    def synchronize(self) -> None:
+        if self.event is not None:
+            self.event.synchronize()
