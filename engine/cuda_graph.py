@@ -1,0 +1,71 @@
+"""Decode CUDA graphs, one per batch-size bucket: the whole step (forward, sample, token_pool
+write) captured once and replayed with a single launch.
+
+Graphs and overlap fix different gaps. An eager forward of a small model is *launch-bound*: the
+GPU waits between its own kernels while Python issues the next one. A graph removes those gaps
+*inside* a forward. Overlap removes the gap *between* forwards (the CPU's per-step work). They
+compose: graphs make the forward short and dense, overlap hides the CPU behind it.
+
+A graph reads fixed addresses, so each replay first copies the step's metadata into static
+buffers (on the engine stream, after ``wait_stream``), and the sampled tokens are copied out of the
+static output before the next replay can overwrite them.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from engine.config import EngineConfig
+from engine.request import COL_SLOT, DECODE_BUCKETS, NUM_INT_COLS, StepMeta
+from engine.runner import ModelRunner
+
+
+class _Graph:
+    def __init__(self, graph: torch.cuda.CUDAGraph, ints: torch.Tensor, floats: torch.Tensor,
+                 out: torch.Tensor) -> None:
+        self.graph, self.ints, self.floats, self.out = graph, ints, floats, out
+
+    def replay(self, ints: torch.Tensor, floats: torch.Tensor) -> torch.Tensor:
+        self.ints.copy_(ints)            # step metadata -> the graph's static input buffers
+        self.floats.copy_(floats)
+        self.graph.replay()
+        return self.out.clone()          # the next replay overwrites self.out
+
+
+class DecodeGraphs:
+    def __init__(self, runner: ModelRunner, cfg: EngineConfig, warmup: int = 2) -> None:
+        self.runner = runner
+        self.kv_pages = cfg.pages_per_seq
+        sizes = sorted({min(b, cfg.max_batch_size) for b in DECODE_BUCKETS})
+        width = NUM_INT_COLS + cfg.pages_per_seq
+        self.graphs: dict[tuple[int, bool], _Graph] = {}
+        pool = torch.cuda.graph_pool_handle()
+        for size in reversed(sizes):     # largest first, so smaller graphs reuse its memory pool
+            for greedy in (True, False):
+                self.graphs[(size, greedy)] = self._capture(size, width, greedy, pool, warmup)
+        torch.cuda.synchronize()
+
+    def _padding_meta(self, size: int, width: int):
+        ints = torch.zeros(size, width, dtype=torch.int64, device=self.runner.device)
+        ints[:, COL_SLOT] = self.runner.dummy_slot            # padding reads the dummy slot ...
+        ints[:, NUM_INT_COLS:] = self.runner.scratch_page     # ... and writes the scratch page
+        floats = torch.ones(size, 2, dtype=torch.float32, device=self.runner.device)
+        return ints, floats
+
+    def _capture(self, size: int, width: int, greedy: bool, pool, warmup: int) -> _Graph:
+        ints, floats = self._padding_meta(size, width)
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):    # warm up allocator and kernels outside the capture
+            for _ in range(warmup):
+                self.runner.step(ints, floats, 1, self.kv_pages, greedy)
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, pool=pool):
+            out = self.runner.step(ints, floats, 1, self.kv_pages, greedy)
+        return _Graph(graph, ints, floats, out)
+
+    def lookup(self, meta: StepMeta) -> _Graph | None:
+        if meta.kind != "decode" or meta.kv_pages != self.kv_pages:
+            return None
+        return self.graphs.get((meta.ints.shape[0], meta.all_greedy))

@@ -1,0 +1,45 @@
+"""Synthetic workloads: ``n`` prompts of a given token length, reproducible from a seed.
+
+Prompts are cut from plain English sentences (so the bundled model continues them sensibly), each
+request starting at a different sentence so the batch is not one prompt repeated. Without a
+tokenizer the prompts are random token ids.
+"""
+
+from __future__ import annotations
+
+import random
+
+SENTENCES = (
+    "The license grants permission to use, copy and modify the software.",
+    "This module provides functions for working with files and directories.",
+    "The function returns a new list containing the results.",
+    "When the request is finished, the scheduler frees its memory.",
+    "A short example shows how the parser reads each line of the input.",
+    "The server waits for a connection and then reads the first message.",
+    "If the value is not found, the method raises an error.",
+    "Each thread holds a lock while it updates the shared state.",
+    "The documentation describes the options that the program accepts.",
+    "You may distribute copies of the program under the terms of this license.",
+    "The object stores its data in a dictionary of named fields.",
+    "Use this class to format dates and times in a readable way.",
+)
+
+
+def make_prompts(tokenizer, n: int, prompt_len: int, seed: int = 0,
+                 vocab_size: int | None = None) -> list[list[int]]:
+    """``n`` token-id prompts of exactly ``prompt_len`` tokens each."""
+    if n < 1 or prompt_len < 1:
+        raise ValueError("need at least one prompt of at least one token")
+    rng = random.Random(seed)
+    if tokenizer is None:
+        hi = vocab_size or 1000
+        return [[rng.randrange(1, hi) for _ in range(prompt_len)] for _ in range(n)]
+    prompts = []
+    for i in range(n):
+        k = (i + rng.randrange(len(SENTENCES))) % len(SENTENCES)
+        ids: list[int] = []
+        while len(ids) < prompt_len:
+            ids += tokenizer.encode(SENTENCES[k % len(SENTENCES)] + " ", add_special_tokens=False)
+            k += 1
+        prompts.append(ids[:prompt_len])
+    return prompts

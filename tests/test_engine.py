@@ -1,0 +1,210 @@
+"""The engine's contract, as properties over many random workloads.
+
+- normal and overlap loops produce identical tokens and finish reasons (greedy and seeded sampling);
+- after every run every KV page and request slot is free again;
+- nothing follows a stop token, and no request passes its max_new_tokens;
+- greedy output equals transformers' ``generate`` on the same weights.
+
+CPU runs use float64 so that no greedy near-tie can flip between batch layouts; the CUDA variants
+run the same workloads in float32 and bfloat16 on both streams.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+from conftest import EOS, VOCAB, requires_cuda
+
+from engine import Engine, EngineConfig, SamplingParams
+
+
+def _workload(rng: random.Random, n: int, max_prompt: int, max_new: int):
+    prompts = [[rng.randrange(4, VOCAB) for _ in range(rng.randrange(1, max_prompt + 1))]
+               for _ in range(n)]
+    params = [SamplingParams(max_new_tokens=rng.randrange(1, max_new + 1)) for _ in range(n)]
+    return prompts, params
+
+
+def _with_stops(eng: Engine, prompts, params, rng: random.Random):
+    """Pick stop tokens that really fire: tokens the model emits at varied steps."""
+    probe = eng.generate(prompts, [SamplingParams(max_new_tokens=p.max_new_tokens,
+                                                  ignore_eos=True) for p in params])
+    out = []
+    for p, o in zip(params, probe.outputs):
+        stops = (o.token_ids[rng.randrange(len(o.token_ids))],) if rng.random() < 0.7 else ()
+        out.append(SamplingParams(max_new_tokens=p.max_new_tokens, stop_token_ids=stops,
+                                  ignore_eos=rng.random() < 0.5))
+    return out
+
+
+def _check_outputs(result, params, eos=EOS):
+    for o, p in zip(result.outputs, params):
+        stops = set(p.stop_token_ids) | (set() if p.ignore_eos else {eos})
+        assert 1 <= len(o.token_ids) <= p.max_new_tokens
+        assert o.finish_reason in ("stop", "length")
+        if o.finish_reason == "stop":
+            assert o.token_ids[-1] in stops
+        else:
+            assert len(o.token_ids) == p.max_new_tokens
+        assert not any(t in stops for t in o.token_ids[:-1]), "a token followed a stop token"
+
+
+def _assert_all_free(eng: Engine):
+    s = eng.stats()
+    assert s["kv_pages_free"] == s["kv_pages_total"]
+    assert s["req_slots_free"] == s["req_slots_total"]
+
+
+def _same(a, b):
+    return [(o.token_ids, o.finish_reason) for o in a.outputs] == \
+           [(o.token_ids, o.finish_reason) for o in b.outputs]
+
+
+@pytest.fixture(scope="module")
+def cpu_engine(make_checkpoint):
+    # Few slots, a small page pool and a small prefill budget: admission waits, prompts chunk.
+    eng = Engine(EngineConfig(model=str(make_checkpoint("llama")), device="cpu", dtype="float64",
+                              max_batch_size=4, max_seq_len=96, page_size=4, num_pages=48,
+                              max_prefill_tokens=24))
+    yield eng
+    eng.close()
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_normal_equals_overlap_random_workloads(cpu_engine, seed):
+    rng = random.Random(seed)
+    prompts, params = _workload(rng, rng.randrange(1, 11), 40, 24)
+    params = _with_stops(cpu_engine, prompts, params, rng)
+    normal = cpu_engine.generate(prompts, params, overlap=False)
+    _assert_all_free(cpu_engine)
+    overlap = cpu_engine.generate(prompts, params, overlap=True)
+    _assert_all_free(cpu_engine)
+    assert _same(normal, overlap)
+    _check_outputs(normal, params)
+    _check_outputs(overlap, params)
+
+
+def test_sampling_is_seeded_and_mode_independent(cpu_engine):
+    rng = random.Random(7)
+    prompts, _ = _workload(rng, 6, 20, 1)
+    params = [SamplingParams(max_new_tokens=16, temperature=0.9, top_k=rng.choice([0, 5, 50]),
+                             top_p=rng.choice([1.0, 0.8, 0.5]), seed=100 + i, ignore_eos=True)
+              for i in range(6)]
+    a = cpu_engine.generate(prompts, params, overlap=False)
+    b = cpu_engine.generate(prompts, params, overlap=True)
+    assert _same(a, b)
+    greedy = cpu_engine.generate(prompts, [SamplingParams(max_new_tokens=16, ignore_eos=True)] * 6)
+    assert not _same(a, greedy), "temperature 0.9 should not reproduce greedy everywhere"
+    reseeded = [SamplingParams(**{**p.__dict__, "seed": p.seed + 1}) for p in params]
+    c = cpu_engine.generate(prompts, reseeded)
+    assert not _same(a, c)
+
+
+def test_max_new_tokens_one_runs_no_decode_step(cpu_engine):
+    prompts = [[5, 6, 7], [8, 9], [10, 11, 12, 13]]
+    res = cpu_engine.generate(prompts, SamplingParams(max_new_tokens=1, ignore_eos=True),
+                              overlap=True)
+    assert all(len(o.token_ids) == 1 and o.finish_reason == "length" for o in res.outputs)
+    forwards = {s.step: s.phase for s in res.timeline if s.lane == "engine_stream"}
+    assert "decode" not in forwards.values()
+    assert res.metrics["wasted_tokens"] == 0
+    _assert_all_free(cpu_engine)
+
+
+def test_lag_one_extra_step_is_dropped_and_counted(cpu_engine):
+    prompts = [[20 + i, 30 + i] for i in range(4)]
+    probe = cpu_engine.generate(prompts, SamplingParams(max_new_tokens=12, ignore_eos=True))
+    stop = probe.outputs[0].token_ids[2]
+    params = SamplingParams(max_new_tokens=12, stop_token_ids=(stop,), ignore_eos=True)
+    res = cpu_engine.generate(prompts, params, overlap=True)
+    assert res.outputs[0].finish_reason == "stop" and res.outputs[0].token_ids[-1] == stop
+    assert res.outputs[0].wasted_steps == 1
+    assert res.metrics["wasted_tokens"] >= 1
+    normal = cpu_engine.generate(prompts, params, overlap=False)
+    assert normal.metrics["wasted_tokens"] == 0
+    assert _same(normal, res)
+
+
+def test_generate_many_times_and_more_requests_than_slots(cpu_engine):
+    rng = random.Random(3)
+    for _ in range(3):
+        prompts, params = _workload(rng, 13, 30, 10)
+        res = cpu_engine.generate(prompts, params)
+        _check_outputs(res, params)
+        _assert_all_free(cpu_engine)
+    assert cpu_engine.stats()["runs"] >= 3
+
+
+@pytest.mark.parametrize("arch", ["llama", "qwen2", "qwen3"])
+def test_greedy_equals_transformers_generate(make_checkpoint, arch):
+    from transformers import AutoModelForCausalLM
+
+    path = make_checkpoint(arch)
+    hf = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
+    rng = random.Random(arch)
+    prompts = [[rng.randrange(4, VOCAB) for _ in range(rng.randrange(1, 30))] for _ in range(5)]
+    with Engine(EngineConfig(model=str(path), device="cpu", dtype="float32", max_batch_size=3,
+                             max_seq_len=64, max_prefill_tokens=16)) as eng:
+        res = eng.generate(prompts, SamplingParams(max_new_tokens=16, ignore_eos=True))
+    for p, o in zip(prompts, res.outputs):
+        ref = hf.generate(torch.tensor([p]), max_new_tokens=16, do_sample=False,
+                          eos_token_id=None, pad_token_id=0)[0, len(p):].tolist()
+        assert o.token_ids == ref
+
+
+def test_inline_fallback_matches_process(make_checkpoint):
+    path = str(make_checkpoint("llama"))
+    prompts = [[5, 6, 7, 8], [9, 10]]
+    params = SamplingParams(max_new_tokens=8)
+    with Engine(EngineConfig(model=path, device="cpu", dtype="float64",
+                             cpu_device_process=False)) as inline:
+        assert inline.stats()["device_kind"] == "cpu-inline"
+        a = inline.generate(prompts, params)
+    with Engine(EngineConfig(model=path, device="cpu", dtype="float64")) as proc:
+        assert proc.stats()["device_kind"] == "cpu-process"
+        b = proc.generate(prompts, params)
+    assert _same(a, b)
+
+
+# ---- the same properties on CUDA (both streams), float32 and bfloat16 ---------------------------
+
+@requires_cuda
+@pytest.mark.cuda
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("cuda_graph", [False, True])
+def test_cuda_normal_equals_overlap(make_checkpoint, dtype, cuda_graph):
+    torch.backends.cuda.matmul.allow_tf32 = False
+    cfg = EngineConfig(model=str(make_checkpoint("llama")), device="cuda", dtype=dtype,
+                       cuda_graph=cuda_graph, max_batch_size=8, max_seq_len=96, page_size=4,
+                       num_pages=120, max_prefill_tokens=32)
+    with Engine(cfg) as eng:
+        for seed in range(8):
+            rng = random.Random(seed)
+            prompts, params = _workload(rng, rng.randrange(1, 20), 40, 24)
+            params = _with_stops(eng, prompts, params, rng)
+            normal = eng.generate(prompts, params, overlap=False)
+            _assert_all_free(eng)
+            overlap = eng.generate(prompts, params, overlap=True)
+            _assert_all_free(eng)
+            _check_outputs(normal, params)
+            _check_outputs(overlap, params)
+            assert _same(normal, overlap), f"seed {seed}"
+
+
+@requires_cuda
+@pytest.mark.cuda
+def test_cuda_greedy_equals_transformers(make_checkpoint):
+    from transformers import AutoModelForCausalLM
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    path = make_checkpoint("qwen3")
+    hf = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).cuda().eval()
+    prompts = [[5, 6, 7, 8, 9], [10, 11], [12] * 20]
+    with Engine(EngineConfig(model=str(path), device="cuda", dtype="float32")) as eng:
+        res = eng.generate(prompts, SamplingParams(max_new_tokens=16, ignore_eos=True))
+    for p, o in zip(prompts, res.outputs):
+        ref = hf.generate(torch.tensor([p], device="cuda"), max_new_tokens=16, do_sample=False,
+                          eos_token_id=None, pad_token_id=0)[0, len(p):].tolist()
+        assert o.token_ids == ref

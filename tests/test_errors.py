@@ -1,0 +1,70 @@
+"""Bad input fails with a clear error that names the problem."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import cuda_available
+
+from engine import Engine, EngineConfig, SamplingParams
+from engine.loader import ModelLoadError
+
+
+@pytest.fixture(scope="module")
+def engine(make_checkpoint):
+    with Engine(EngineConfig(model=str(make_checkpoint("llama")), device="cpu",
+                             max_seq_len=64, cpu_device_process=False)) as eng:
+        yield eng
+
+
+@pytest.mark.parametrize("prompts, words", [
+    ([], "empty"), ([[]], "empty"), ("abc", "list"), ([[5] * 70], "max_seq_len"),
+    ([[5, 99999]], "vocabulary"),
+])
+def test_bad_prompts(engine, prompts, words):
+    with pytest.raises(ValueError, match=words):
+        engine.generate(prompts, SamplingParams(max_new_tokens=4))
+
+
+@pytest.mark.parametrize("kwargs, field", [
+    ({"max_new_tokens": 0}, "max_new_tokens"), ({"max_new_tokens": -3}, "max_new_tokens"),
+    ({"temperature": -1.0}, "temperature"), ({"top_p": 0.0}, "top_p"), ({"top_k": -1}, "top_k"),
+])
+def test_bad_sampling_params(kwargs, field):
+    with pytest.raises(ValueError, match=field):
+        SamplingParams(**kwargs)
+
+
+@pytest.mark.parametrize("kwargs, field", [
+    ({"device": "tpu"}, "device"), ({"max_batch_size": 0}, "max_batch_size"),
+    ({"page_size": 0}, "page_size"), ({"dtype": "int8"}, "dtype"), ({"model": ""}, "model"),
+])
+def test_bad_engine_config(kwargs, field):
+    with pytest.raises(ValueError, match=field):
+        EngineConfig(**kwargs)
+
+
+def test_unknown_model_path():
+    with pytest.raises(ModelLoadError, match="unknown model|not a local directory"):
+        Engine(EngineConfig(model="/no/such/model_dir", device="cpu"))
+
+
+def test_unsupported_architecture(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({"architectures": ["GPT2LMHeadModel"],
+                                                       "model_type": "gpt2"}))
+    with pytest.raises(ModelLoadError, match="unsupported architecture"):
+        Engine(EngineConfig(model=str(tmp_path), device="cpu"))
+
+
+def test_trust_remote_code_refused(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({
+        "architectures": ["LlamaForCausalLM"], "auto_map": {"AutoModel": "modeling_x.Model"}}))
+    with pytest.raises(ModelLoadError, match="trust_remote_code"):
+        Engine(EngineConfig(model=str(tmp_path), device="cpu"))
+
+
+@pytest.mark.skipif(cuda_available(), reason="this machine has a GPU")
+def test_cuda_without_gpu_is_a_clear_error():
+    with pytest.raises(RuntimeError, match="CUDA requested but not available"):
+        Engine(EngineConfig(device="cuda"))

@@ -1,0 +1,246 @@
+"""Chrome trace export (a track per lane) and torch.profiler trace import (a lane per stream)."""
+
+import gzip
+import json
+
+import pytest
+
+from engine.metrics import compute_metrics
+from engine.timeline import LANES, Span
+from engine.trace import (
+    MAX_PHASE_CHARS,
+    TraceImportError,
+    import_profiler_trace,
+    to_chrome_trace,
+    write_chrome_trace,
+)
+
+
+def small_run(mode: str = "normal") -> dict:
+    spans = []
+    for n in range(3):
+        t = 100.0 * n
+        spans += [Span("cpu", "schedule", n, t, t + 10, 2, 2, [0, 1]),
+                  Span("scheduler_stream", "upload", n, t + 10, t + 15, 2, 2, [0, 1]),
+                  Span("engine_stream", "decode", n, t + 15, t + 70, 2, 2, [0, 1]),
+                  Span("cpu", "process_last", n, t + 70, t + 90, 2, 2, [0, 1])]
+    return {"mode": mode, "label": mode, "lanes": list(LANES), "gpu_lanes": list(LANES[1:]),
+            "metrics": compute_metrics(spans, []), "spans": [s.to_dict() for s in spans],
+            "outputs": []}
+
+
+# ---- export ---------------------------------------------------------------------------------
+
+def test_chrome_trace_has_one_named_track_per_lane_and_one_event_per_span():
+    run = small_run()
+    trace = json.loads(json.dumps(to_chrome_trace(run)))
+    assert trace["displayTimeUnit"] == "ms"
+    events = trace["traceEvents"]
+    threads = {e["tid"]: e["args"]["name"] for e in events
+               if e["ph"] == "M" and e["name"] == "thread_name"}
+    assert sorted(threads.values()) == sorted(run["lanes"])
+    complete = [e for e in events if e["ph"] == "X"]
+    assert len(complete) == len(run["spans"])
+    for event, span in zip(complete, run["spans"], strict=True):
+        assert threads[event["tid"]] == span["lane"] and event["name"] == span["phase"]
+        assert event["ts"] == span["start_us"]
+        assert event["dur"] == pytest.approx(span["end_us"] - span["start_us"])
+        assert event["args"] == {"step": span["step"], "batch_size": 2, "num_tokens": 2,
+                                 "req_ids": [0, 1]}
+    assert {e["pid"] for e in events} == {1}
+
+
+def test_write_chrome_trace_gives_one_process_per_run(tmp_path):
+    record = {"schema": 1, "runs": [small_run("normal"), small_run("overlap")]}
+    for name in ("both.json", "both.json.gz"):
+        path = write_chrome_trace(record, tmp_path / name)
+        data = path.read_bytes()
+        trace = json.loads(gzip.decompress(data) if name.endswith(".gz") else data)
+        processes = {e["pid"]: e["args"]["name"] for e in trace["traceEvents"]
+                     if e["ph"] == "M" and e["name"] == "process_name"}
+        assert processes == {1: "normal", 2: "overlap"}
+        complete = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+        assert len(complete) == 2 * len(record["runs"][0]["spans"])
+
+
+# ---- import: a synthetic CUDA trace shaped like torch.profiler's ------------------------------
+
+T = 1_000_000.0  # profiler timestamps are absolute; the import shifts them to start at 0
+LONG_NAME = ("void at::native::vectorized_elementwise_kernel<4, "
+             "at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3> >"
+             "(int, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3>)")
+
+
+def cuda_trace() -> dict:
+    def meta(kind, pid, tid, label):
+        key = "labels" if kind == "process_labels" else "name"
+        return {"name": kind, "ph": "M", "ts": T, "pid": pid, "tid": tid, "args": {key: label}}
+
+    def x(cat, name, pid, tid, ts, dur, **args):
+        return {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur,
+                "args": args}
+
+    cpu = (1234, 1234)
+    events = [
+        meta("process_name", 1234, 0, "python3"), meta("process_labels", 1234, 0, "CPU"),
+        meta("process_name", 0, 0, "python3"), meta("process_labels", 0, 0, "GPU 0"),
+        meta("thread_name", 0, 7, "stream 7 "), meta("thread_name", 0, 20, "stream 20 "),
+        meta("thread_name", 1234, 1234, "thread 1234 (python3)"),
+        x("user_annotation", "ProfilerStep#5", *cpu, T, 100),
+        x("user_annotation", "ProfilerStep#6", *cpu, T + 100, 100),
+        x("user_annotation", "decode", *cpu, T + 10, 50),
+        x("cpu_op", "aten::add", *cpu, T + 12, 10),
+        # Kernel 1: launched and run in step 5.
+        x("cuda_runtime", "cudaLaunchKernel", *cpu, T + 20, 5, correlation=1),
+        x("kernel", LONG_NAME, 0, 7, T + 30, 40, correlation=1, stream=7, device=0),
+        # Kernel 2: launched late in step 5, runs during step 6: the correlation id decides.
+        x("cuda_runtime", "cudaLaunchKernel", *cpu, T + 95, 5, correlation=2),
+        x("kernel", "gemm", 0, 7, T + 105, 30, correlation=2, stream=7, device=0),
+        # A memcpy with no correlation arg, linked to its launch by an ac2g flow; string ts.
+        x("cuda_runtime", "cudaMemcpyAsync", *cpu, T + 120, 5, correlation=3),
+        {"ph": "s", "cat": "ac2g", "name": "ac2g", "id": 3, "pid": 1234, "tid": 1234,
+         "ts": T + 120},
+        {"ph": "f", "cat": "ac2g", "name": "ac2g", "id": 3, "pid": 0, "tid": 20, "ts": T + 140,
+         "bp": "e"},
+        {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy DtoH (Device -> Pinned)", "pid": 0,
+         "tid": 20, "ts": str(T + 140), "dur": "20"},
+        # A memset with neither: assigned by time to the last step begun before it ran (6).
+        x("gpu_memset", "Memset (Device)", 0, 20, T + 180, 10),
+        # A kernel launched outside every ProfilerStep: step -1.
+        x("cuda_runtime", "cudaLaunchKernel", *cpu, T + 210, 5, correlation=9),
+        x("kernel", "tail", 0, 7, T + 220, 10, correlation=9, stream=7, device=0),
+        # Noise a real trace has: other flows reusing ids, B/E/i events, events without dur.
+        {"ph": "s", "cat": "fwdbwd", "name": "fwdbwd", "id": 3, "pid": 1234, "tid": 1234, "ts": T},
+        {"ph": "B", "name": "b", "pid": 1234, "tid": 1234, "ts": T},
+        {"ph": "E", "pid": 1234, "tid": 1234, "ts": T + 1},
+        {"ph": "i", "s": "g", "name": "Record Window End", "pid": "", "tid": "", "ts": T + 500},
+        {"ph": "X", "cat": "kernel", "name": "no dur", "pid": 0, "tid": 7, "ts": T + 300},
+        x("gpu_user_annotation", "decode", 0, 7, T + 30, 105),
+        42,
+    ]
+    return {"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA H200"}],
+            "traceEvents": events}
+
+
+def spans_on(run: dict, lane: str) -> list[tuple]:
+    return [(s["phase"], s["step"], s["start_us"], s["end_us"])
+            for s in run["spans"] if s["lane"] == lane]
+
+
+def test_import_makes_one_lane_per_cuda_stream_labelled_from_thread_names():
+    run = import_profiler_trace(json.dumps(cuda_trace()).encode())
+    assert run["mode"] == "imported" and run["outputs"] == []
+    assert run["gpu_lanes"] == ["GPU 0 stream 7", "GPU 0 stream 20"]
+    assert run["lanes"] == ["cpu", "GPU 0 stream 7", "GPU 0 stream 20"]
+    short = LONG_NAME[:MAX_PHASE_CHARS - 3] + "..."
+    assert spans_on(run, "GPU 0 stream 7") == [(short, 5, 30, 70), ("gemm", 5, 105, 135),
+                                               ("tail", -1, 220, 230)]
+    assert spans_on(run, "GPU 0 stream 20") == [("Memcpy DtoH (Device -> Pinned)", 6, 140, 160),
+                                                ("Memset (Device)", 6, 180, 190)]
+    assert spans_on(run, "cpu") == [("ProfilerStep#5", 5, 0, 100), ("decode", 5, 10, 60),
+                                    ("ProfilerStep#6", 6, 100, 200)]
+
+
+def test_import_metrics_measure_the_gpu_lanes():
+    m = import_profiler_trace(json.dumps(cuda_trace()).encode())["metrics"]
+    # GPU window 30..230: busy 40 + 30 + 20 + 10 + 10; gaps 70-105, 135-140, 160-180, 190-220.
+    assert m["gpu_busy_frac"] == pytest.approx(110 / 200)
+    assert m["idle_gap_count"] == 4 and m["idle_us_total"] == pytest.approx(90)
+    assert m["steps"] == 2
+    assert m["tokens_per_s"] == 0.0 and m["output_tokens"] == 0
+    json.dumps(m, allow_nan=False)
+
+
+def test_import_reads_gzip_files_and_labels_the_run(tmp_path):
+    path = tmp_path / "worker0.pt.trace.json.gz"
+    path.write_bytes(gzip.compress(json.dumps(cuda_trace()).encode()))
+    run = import_profiler_trace(path)
+    assert run["label"] == "imported: worker0.pt.trace.json.gz"
+    assert run == {**import_profiler_trace(json.dumps(cuda_trace()).encode()),
+                   "label": run["label"]}
+
+
+def test_import_labels_streams_from_kernel_args_without_metadata():
+    events = [{"ph": "X", "cat": "kernel", "name": "k", "pid": 3, "tid": 9, "ts": 5, "dur": 1,
+               "args": {"device": 1, "stream": 9}}]
+    run = import_profiler_trace(json.dumps({"traceEvents": events}).encode())
+    assert run["gpu_lanes"] == ["GPU 1 stream 9"] and run["lanes"] == ["GPU 1 stream 9"]
+    assert run["spans"][0]["step"] == -1 and run["spans"][0]["start_us"] == 0
+
+
+# ---- import: a real trace from torch.profiler ------------------------------------------------
+
+@pytest.fixture(scope="module")
+def cpu_profiler_trace(tmp_path_factory):
+    torch = pytest.importorskip("torch")
+    from torch.profiler import ProfilerActivity, profile, record_function, schedule
+
+    x = torch.ones(8, 8)
+    with profile(activities=[ProfilerActivity.CPU],
+                 schedule=schedule(wait=0, warmup=1, active=3, repeat=1)) as prof:
+        for _ in range(5):
+            with record_function("decode"):
+                x = (x @ x).clamp(max=1.0)
+            prof.step()
+    path = tmp_path_factory.mktemp("prof") / "cpu.pt.trace.json"
+    prof.export_chrome_trace(str(path))
+    return path
+
+
+def test_real_cpu_only_trace_is_refused_with_a_hint(cpu_profiler_trace):
+    with pytest.raises(TraceImportError, match=r"ProfilerActivity\.CUDA"):
+        import_profiler_trace(cpu_profiler_trace)
+
+
+def test_real_trace_imports_when_its_ops_play_kernels(cpu_profiler_trace, tmp_path):
+    # Real event shapes (metadata, args, ProfilerStep#N) with the CPU ops relabelled as kernels.
+    trace = json.loads(cpu_profiler_trace.read_text())
+    for event in trace["traceEvents"]:
+        if event.get("cat") == "cpu_op":
+            event["cat"] = "kernel"
+    path = tmp_path / "relabelled.json"
+    path.write_text(json.dumps(trace))
+    run = import_profiler_trace(path)
+    assert len(run["gpu_lanes"]) == 1
+    steps = {s["step"] for s in run["spans"] if s["lane"] == "cpu"
+             and s["phase"].startswith("ProfilerStep#")}
+    assert len(steps) == 3
+    assert {s["step"] for s in run["spans"] if s["lane"] in run["gpu_lanes"]} <= steps
+    assert min(s["start_us"] for s in run["spans"]) == 0
+    assert 0 < run["metrics"]["gpu_busy_frac"] <= 1
+
+
+# ---- import: errors a user can act on ---------------------------------------------------------
+
+@pytest.mark.parametrize("data, message", [
+    (b"{not json", "not a JSON trace"),
+    (gzip.compress(b"{not json"), "not a JSON trace"),
+    (gzip.compress(b'{"traceEvents": []}')[:15], "broken gzip"),
+    (b"\xff\xfe\x00\x81garbage", "not a JSON trace"),
+    (b'{"displayTimeUnit": "ms"}', "without \"traceEvents\""),
+    (b'{"traceEvents": {}}', "not a list"),
+    (b'{"traceEvents": []}', "no GPU kernel, memcpy or memset events"),
+])
+def test_broken_inputs_give_clear_errors(data, message):
+    with pytest.raises(TraceImportError, match=message):
+        import_profiler_trace(data)
+
+
+def test_files_over_the_size_limit_are_refused(tmp_path):
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps(cuda_trace()))
+    with pytest.raises(TraceImportError, match="larger than the 100 bytes limit"):
+        import_profiler_trace(path, max_bytes=100)
+    with pytest.raises(TraceImportError, match=r"larger than the 1\.0 KiB limit"):
+        import_profiler_trace(path.read_bytes(), max_bytes=1024)
+    # A small gzip that inflates past the limit is refused too.
+    bomb = gzip.compress(b" " * 100_000 + b'{"traceEvents": []}')
+    assert len(bomb) < 1000
+    with pytest.raises(TraceImportError, match="unzipped trace is larger"):
+        import_profiler_trace(bomb, max_bytes=1000)
+
+
+def test_missing_file_is_an_import_error(tmp_path):
+    with pytest.raises(TraceImportError, match="cannot read trace file"):
+        import_profiler_trace(tmp_path / "nope.json")
+    assert issubclass(TraceImportError, ValueError)
