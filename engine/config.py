@@ -23,7 +23,7 @@ class HazardSwitches:
     """Debug-only switches, each removing one safeguard (the hazard lab). All off = safe engine."""
 
     no_wait_stream: bool = False      # engine stream does not wait for the metadata upload
-    no_deferred_free: bool = False    # a finished request's slot/pages are freed while queued work may read them
+    no_deferred_free: bool = False    # free a finished request's slot/pages at once
     single_host_buffer: bool = False  # one result buffer instead of a double buffer
     no_finished_guard: bool = False   # the lag-one token of a finished request is not dropped
     inject_delay_us: int = 0          # widen race windows (device side delay before a forward)
@@ -44,11 +44,11 @@ class EngineConfig:
     max_batch_size: int = 16          # requests decoded together (= request slots)
     max_seq_len: int = 512            # prompt + output tokens per request
     page_size: int = 16               # tokens per KV page
-    num_pages: int | None = None      # KV pages in the pool; None: enough for every slot at max_seq_len
-    max_prefill_tokens: int = 512     # token budget of one prefill batch (longer prompts are chunked)
+    num_pages: int | None = None      # KV pages; None: every slot at max_seq_len
+    max_prefill_tokens: int = 512     # prefill batch token budget (chunking)
     dtype: str = "auto"               # auto: bfloat16 on CUDA, float32 on CPU
     seed: int = 0
-    extra_cpu_us: int = 0             # real extra scheduler work per step (emulates a heavier scheduler)
+    extra_cpu_us: int = 0             # real extra scheduler work per step
     record_timeline: bool = True
     cpu_device_process: bool = True   # on CPU, run the model in a separate device process
     cpu_threads: int = 1              # torch intra-op threads of the CPU device

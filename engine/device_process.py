@@ -111,7 +111,7 @@ def device_main(init: DeviceInit, cmd_conn, done_conn, shared) -> None:
 class _StepDone:
     """Plays a CUDA event for one step: ``synchronize()`` blocks until the child says it is done."""
 
-    def __init__(self, device: "ProcessDevice", step: int) -> None:
+    def __init__(self, device: ProcessDevice, step: int) -> None:
         self.device, self.step = device, step
 
     def synchronize(self) -> None:

@@ -157,7 +157,10 @@ class Engine:
             raise ValueError("prompts must be a list of strings or of token-id lists")
         if not prompts:
             raise ValueError("prompts is empty: give at least one prompt")
-        plist = list(params) if isinstance(params, (list, tuple)) else [params or SamplingParams()] * len(prompts)
+        if isinstance(params, (list, tuple)):
+            plist = list(params)
+        else:
+            plist = [params or SamplingParams()] * len(prompts)
         if len(plist) != len(prompts):
             raise ValueError(f"got {len(plist)} SamplingParams for {len(prompts)} prompts")
         reqs = []
@@ -243,7 +246,7 @@ class Engine:
     def close(self) -> None:
         self.device.close()
 
-    def __enter__(self) -> "Engine":
+    def __enter__(self) -> Engine:
         return self
 
     def __exit__(self, *exc) -> None:

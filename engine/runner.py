@@ -15,8 +15,7 @@ import torch
 from engine import sampler
 from engine.kv_cache import allocate_kv_tensors
 from engine.model import AttentionContext, CausalLM
-from engine.request import (COL_LEN, COL_SEED, COL_SLOT, COL_START, COL_TOPK, COL_WRITE,
-                            NUM_INT_COLS)
+from engine.request import COL_LEN, COL_SEED, COL_SLOT, COL_START, COL_TOPK, COL_WRITE, NUM_INT_COLS
 
 
 class ModelRunner:

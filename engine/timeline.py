@@ -44,7 +44,7 @@ class Span:
         return asdict(self)
 
     @staticmethod
-    def from_dict(d: dict[str, Any]) -> "Span":
+    def from_dict(d: dict[str, Any]) -> Span:
         return Span(
             lane=str(d["lane"]),
             phase=str(d["phase"]),
