@@ -32,6 +32,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--no-record", action="store_true", help="turn the span recorder off")
     p.add_argument("--json", metavar="PATH", help="write the run record (schema 1)")
     p.add_argument("--trace", metavar="PATH", help="write a Chrome/Perfetto trace")
+    p.add_argument("--profile-steps", type=int, nargs=2, metavar=("FIRST", "LAST"),
+                   help="CUDA: add kernel-level lanes from torch.profiler for these steps")
     p.add_argument("--show-text", type=int, default=2, help="print this many generated texts")
     return p.parse_args(argv)
 
@@ -74,33 +76,44 @@ def main(argv: list[str] | None = None) -> int:
         params = SamplingParams(max_new_tokens=a.max_new_tokens, temperature=a.temperature,
                                 ignore_eos=a.ignore_eos)
         from engine import Engine
-        from engine.workload import make_prompts
         eng = Engine(cfg)
     except (ValueError, RuntimeError, FileNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    with eng:
-        prompts = make_prompts(eng.tokenizer, a.requests, a.prompt_len, a.seed,
-                               eng.spec.vocab_size)
-        eng.generate(prompts[: min(4, len(prompts))], SamplingParams(max_new_tokens=4))  # warm-up
-        modes = {"normal": [False], "overlap": [True], "both": [False, True]}[a.mode]
-        runs = [eng.generate(prompts, params, overlap=ov) for ov in modes]
-        print(f"device: {eng.device_label()}  model: {cfg.model}"
-              f"{'  (random weights, for timing)' if eng.random_weights else ''}")
-        print(format_table(runs))
-        for o in runs[-1].outputs[: a.show_text]:
-            print(f"  [{o.finish_reason}] {o.text!r}")
-        if a.json or a.trace:
-            from engine.record import make_record, save_record
-            record = make_record(eng.env_info(), eng.config_dict(),
-                                 [r.to_run_dict() for r in runs])
-            if a.json:
-                save_record(record, a.json)
-                print(f"wrote {a.json}")
-            if a.trace:
-                from engine.trace import write_chrome_trace
-                write_chrome_trace(record, a.trace)
-                print(f"wrote {a.trace}")
+    try:
+        return _run(a, cfg, params, eng)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    finally:
+        eng.close()
+
+
+def _run(a, cfg, params, eng) -> int:
+    from engine.workload import make_prompts
+
+    prompts = make_prompts(eng.tokenizer, a.requests, a.prompt_len, a.seed,
+                           eng.spec.vocab_size)
+    eng.generate(prompts[: min(4, len(prompts))], SamplingParams(max_new_tokens=4))  # warm-up
+    modes = {"normal": [False], "overlap": [True], "both": [False, True]}[a.mode]
+    prof = tuple(a.profile_steps) if a.profile_steps else None
+    runs = [eng.generate(prompts, params, overlap=ov, profile_steps=prof) for ov in modes]
+    print(f"device: {eng.device_label()}  model: {cfg.model}"
+          f"{'  (random weights, for timing)' if eng.random_weights else ''}")
+    print(format_table(runs))
+    for o in runs[-1].outputs[: a.show_text]:
+        print(f"  [{o.finish_reason}] {o.text!r}")
+    if a.json or a.trace:
+        from engine.record import make_record, save_record
+        record = make_record(eng.env_info(), eng.config_dict(),
+                             [r.to_run_dict() for r in runs])
+        if a.json:
+            save_record(record, a.json)
+            print(f"wrote {a.json}")
+        if a.trace:
+            from engine.trace import write_chrome_trace
+            write_chrome_trace(record, a.trace)
+            print(f"wrote {a.trace}")
     return 0
 
 

@@ -11,6 +11,10 @@ from typing import Any
 
 DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("auto", "float32", "float16", "bfloat16", "float64")
+MAX_DECODE_STEPS = 16
+# Batches in flight at most: k launched this iteration + k of the previous one being processed.
+# Host result buffers form a ring one longer, so none is rewritten before the CPU has read it.
+RESULT_BUFFERS = 2 * MAX_DECODE_STEPS + 1
 
 
 def _check(cond: bool, msg: str) -> None:
@@ -49,6 +53,7 @@ class EngineConfig:
     dtype: str = "auto"               # auto: bfloat16 on CUDA, float32 on CPU
     seed: int = 0
     extra_cpu_us: int = 0             # real extra scheduler work per step
+    decode_steps_per_schedule: int = 1  # k > 1: multi-step overlap (k forwards per iteration)
     record_timeline: bool = True
     cpu_device_process: bool = True   # on CPU, run the model in a separate device process
     cpu_threads: int = 1              # torch intra-op threads of the CPU device
@@ -72,6 +77,8 @@ class EngineConfig:
         _check(0 <= self.extra_cpu_us <= 1_000_000,
                f"EngineConfig.extra_cpu_us must be in 0..1000000, got {self.extra_cpu_us}")
         _check(1 <= self.cpu_threads <= 256, "EngineConfig.cpu_threads must be in 1..256")
+        _check(1 <= self.decode_steps_per_schedule <= MAX_DECODE_STEPS,
+               f"EngineConfig.decode_steps_per_schedule must be in 1..{MAX_DECODE_STEPS}")
 
     @property
     def pages_per_seq(self) -> int:

@@ -11,7 +11,7 @@ The mapping to CUDA:
 | stream (in-order queue)       | the command pipe: steps execute in the order sent        |
 | H2D metadata upload           | the step message (pickled numpy arrays)                  |
 | model, KV cache, token_pool   | owned by the child; the parent never holds them          |
-| pinned host result buffers    | a shared-memory double buffer the child writes into      |
+| pinned host result buffers    | a ring of shared-memory buffers the child writes into     |
 | ``copy_done`` event           | a "done" message per step; ``synchronize()`` waits for it |
 
 The child stamps its own spans with ``perf_counter_ns`` (one system-wide clock on Linux).

@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from engine.config import EngineConfig, SamplingParams
+from engine.config import MAX_DECODE_STEPS, RESULT_BUFFERS, EngineConfig, SamplingParams
 from engine.kv_cache import IdPool, pages_needed
 from engine.request import NUM_INT_COLS, Req
 from engine.scheduler import Scheduler
@@ -43,12 +43,12 @@ class RunResult:
     metrics: dict[str, Any]
     wall_s: float
     label: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra_lanes: list[str] = field(default_factory=list)   # e.g. kernel lanes from torch.profiler
 
     def to_run_dict(self) -> dict[str, Any]:
         return {
             "mode": self.mode, "label": self.label or self.mode,
-            "lanes": list(LANES), "gpu_lanes": list(GPU_LANES),
+            "lanes": list(LANES) + self.extra_lanes, "gpu_lanes": list(GPU_LANES),
             "metrics": self.metrics,
             "spans": [s.to_dict() for s in self.timeline],
             "outputs": [o.__dict__.copy() for o in self.outputs],
@@ -98,9 +98,9 @@ class Engine:
         init = DeviceInit(model=self.model_path or cfg.model, dtype=self.dtype, seed=cfg.seed,
                           threads=cfg.cpu_threads, max_slots=cfg.max_batch_size,
                           max_seq_len=cfg.max_seq_len, num_pages=cfg.total_pages,
-                          page_size=cfg.page_size, max_rows=cfg.max_batch_size, num_buffers=2,
+                          page_size=cfg.page_size, max_rows=cfg.max_batch_size, num_buffers=RESULT_BUFFERS,
                           delay_us=cfg.hazards.inject_delay_us)
-        self.device = None
+        self.device_init, self.device = init, None
         if cfg.cpu_device_process:
             try:
                 self.device = ProcessDevice(init, single_buffer=cfg.hazards.single_host_buffer)
@@ -125,19 +125,39 @@ class Engine:
             graphs = DecodeGraphs(runner, cfg)
         self.device = CudaDevice(runner, cfg.max_batch_size, NUM_INT_COLS + cfg.pages_per_seq,
                                  max(cfg.max_prefill_tokens, 1), graphs=graphs,
-                                 hazards=cfg.hazards)
+                                 hazards=cfg.hazards, results=RESULT_BUFFERS)
 
     # ---- generate -----------------------------------------------------------------------------
     def generate(self, prompts, params: SamplingParams | list[SamplingParams] | None = None,
-                 overlap: bool | None = None, timeline: Timeline | None = None) -> RunResult:
-        """Run ``prompts`` (strings or token-id lists) to completion; returns a ``RunResult``."""
+                 overlap: bool | None = None, timeline: Timeline | None = None,
+                 extra_cpu_us: int | None = None,
+                 profile_steps: tuple[int, int] | None = None,
+                 decode_steps: int | None = None) -> RunResult:
+        """Run ``prompts`` (strings or token-id lists) to completion; returns a ``RunResult``.
+
+        ``overlap`` and ``extra_cpu_us`` override the config for this call (one engine, both loops).
+        ``decode_steps`` (k) overrides ``decode_steps_per_schedule`` (multi-step overlap).
+        ``profile_steps=(a, b)`` adds kernel-level lanes from torch.profiler for steps a..b (CUDA).
+        """
         cfg = self.config
+        extra = cfg.extra_cpu_us if extra_cpu_us is None else int(extra_cpu_us)
+        if not 0 <= extra <= 1_000_000:
+            raise ValueError(f"extra_cpu_us must be in 0..1000000, got {extra}")
+        k = cfg.decode_steps_per_schedule if decode_steps is None else int(decode_steps)
+        if not 1 <= k <= MAX_DECODE_STEPS:
+            raise ValueError(f"decode_steps must be in 1..{MAX_DECODE_STEPS}, got {k}")
         overlap = cfg.overlap if overlap is None else overlap
         reqs = self._make_requests(prompts, params)
         timeline = timeline or Timeline(enabled=cfg.record_timeline)
         timeline.t0_ns = time.perf_counter_ns()
         sched = Scheduler(cfg, self.device, self.slots, self.pages, timeline,
-                          pad_batches=self.device_name == "cuda")
+                          pad_batches=self.device_name == "cuda", extra_cpu_us=extra,
+                          decode_steps=k)
+        if profile_steps is not None:
+            if self.device_name != "cuda":
+                raise ValueError("kernel-level capture (profile_steps) needs a CUDA device")
+            from engine.kernel_capture import KernelCapture
+            sched.capture = KernelCapture(*profile_steps)
         self.device.begin_run(timeline)
         t0 = time.perf_counter_ns()
         for req in reqs:
@@ -147,10 +167,13 @@ class Engine:
             sched.run(overlap)
         finally:
             self.device.end_run()
+            if sched.capture is not None:
+                sched.capture.stop()
         wall_s = (time.perf_counter_ns() - t0) / 1e9
         timeline.finished = True
         self._runs += 1
-        return self._result("overlap" if overlap else "normal", reqs, sched, timeline, wall_s)
+        mode = ("overlap" if k == 1 else f"multistep-{k}") if overlap else "normal"
+        return self._result(mode, reqs, sched, timeline, wall_s)
 
     def _make_requests(self, prompts, params) -> list[Req]:
         if isinstance(prompts, (str, bytes)) or not isinstance(prompts, (list, tuple)):
@@ -217,7 +240,11 @@ class Engine:
         metrics["wall_s"] = wall_s
         metrics["tokens_per_s"] = sum(len(o.token_ids) for o in outputs) / max(wall_s, 1e-9)
         label = f"{mode} ({self.device_label()})"
-        return RunResult(mode, outputs, spans, metrics, wall_s, label)
+        kernel_spans, kernel_lanes = [], []
+        if sched.capture is not None:
+            kernel_spans, kernel_lanes = sched.capture.merged_spans(spans)
+        spans = sorted(spans + kernel_spans, key=lambda s: s.start_us)
+        return RunResult(mode, outputs, spans, metrics, wall_s, label, kernel_lanes)
 
     # ---- introspection ------------------------------------------------------------------------
     def device_label(self) -> str:

@@ -56,15 +56,19 @@ class _CpuSpan:
 
 class Scheduler:
     def __init__(self, cfg: EngineConfig, device: Any, slots: IdPool, pages: IdPool,
-                 timeline: Timeline, pad_batches: bool) -> None:
+                 timeline: Timeline, pad_batches: bool, extra_cpu_us: int = 0,
+                 decode_steps: int = 1) -> None:
         self.cfg, self.device, self.slots, self.pages = cfg, device, slots, pages
+        self.extra_cpu_us = extra_cpu_us
+        self.decode_steps = decode_steps            # k: decode forwards launched per iteration
+        self.capture: Any = None                    # optional KernelCapture (torch.profiler window)
         self.timeline, self.pad_batches = timeline, pad_batches
         self.inbox: deque[Req] = deque()
         self.waiting: deque[Req] = deque()
         self.running: list[Req] = []
         self.finished_reqs: list[Req] = []
         self.deferred: list[tuple[int, Req]] = []   # (free after this step completes, request)
-        self.ongoing: ForwardInput | None = None    # launched, not yet processed (overlap only)
+        self.ongoing: list[ForwardInput] = []       # launched, not yet processed (overlap only)
         self.step = 0
         self.wasted_tokens = 0
 
@@ -89,22 +93,50 @@ class Scheduler:
         ongoing_data = None
         if forward_input is not None:                              # 3: forward(Bn), engine stream
             ongoing_data = (forward_input, self._forward(forward_input))
-        self.ongoing = forward_input
+        self.ongoing = [forward_input] if forward_input else []
         self._process_last_data(last_data)                         # 4: process(Bn-1) meanwhile
-        self.ongoing = None
+        self.ongoing = []
+        return ongoing_data
+
+    def multistep_loop(self, last_data: list) -> list:
+        """Overlap with k decode steps per iteration: CPU work is paid once per k forwards.
+
+        Each forward feeds the next through token_pool, so the k launches need no CPU read-back;
+        the k results are processed together one iteration later (stop checks k steps late).
+        """
+        self.receive_requests()                                    # 1
+        ongoing_data = []
+        forward_input = self.schedule_next_batch()                 # 2
+        while forward_input is not None:
+            ongoing_data.append((forward_input, self._forward(forward_input)))  # 3
+            if forward_input.batch.kind != "decode" or len(ongoing_data) == self.decode_steps:
+                break
+            forward_input = self.schedule_next_batch(decode_only=True)
+        launched = [fi for fi, _ in ongoing_data]
+        for i, data in enumerate(last_data):                       # 4: the previous k steps
+            # Not yet processed = still possibly read by the device: this group and the rest.
+            self.ongoing = launched + [fi for fi, _ in last_data[i + 1:]]
+            self._process_last_data(data, scheduler_work=i == len(last_data) - 1)
+        self.ongoing = launched
+        if not last_data:
+            self._process_last_data(None)
+        self.ongoing = []
         return ongoing_data
 
     def run(self, overlap: bool) -> None:
         """Drive a loop until every request has finished."""
-        last: LastData = None
+        last: Any = None
         stalls = 0
-        while not (self.is_idle() and last is None):
+        multistep = overlap and self.decode_steps > 1
+        while not (self.is_idle() and not last):
             before = self.step
-            if overlap:
+            if multistep:
+                last = self.multistep_loop(last or [])
+            elif overlap:
                 last = self.overlap_loop(last)
             else:
                 self.normal_loop()
-            stalls = stalls + 1 if (self.step == before and last is None) else 0
+            stalls = stalls + 1 if (self.step == before and not last) else 0
             if stalls > 2:
                 raise RuntimeError("scheduler stalled: waiting requests can never be admitted")
 
@@ -115,14 +147,16 @@ class Scheduler:
                 self.waiting.append(self.inbox.popleft())
 
     # ---- stage 2 ------------------------------------------------------------------------------
-    def schedule_next_batch(self) -> ForwardInput | None:
+    def schedule_next_batch(self, decode_only: bool = False) -> ForwardInput | None:
         t0 = time.perf_counter_ns()
-        rows, kind = self._prefill_rows(), "prefill"
+        rows, kind = ([] if decode_only else self._prefill_rows()), "prefill"
         if not rows:
             rows, kind = self._decode_rows(), "decode"
         if not rows:
             return None
         self.step += 1
+        if self.capture is not None:
+            self.capture.on_step(self.step)
         padded = len(rows)
         if self.pad_batches and kind == "decode":
             padded = decode_bucket(len(rows), self.cfg.max_batch_size)
@@ -173,13 +207,17 @@ class Scheduler:
 
     # ---- stage 3 ------------------------------------------------------------------------------
     def _forward(self, forward_input: ForwardInput) -> ForwardOutput:
-        with _CpuSpan(self.timeline, "launch", forward_input.batch.step, forward_input.batch):
+        step = forward_input.batch.step
+        with _CpuSpan(self.timeline, "launch", step, forward_input.batch):
+            if self.capture is not None:
+                with self.capture.annotate(step):
+                    return self.device.forward(forward_input.uploaded)
             return self.device.forward(forward_input.uploaded)
 
     # ---- stage 4 ------------------------------------------------------------------------------
-    def _process_last_data(self, last_data: LastData) -> None:
+    def _process_last_data(self, last_data: LastData, scheduler_work: bool = True) -> None:
         if last_data is None:
-            if self.ongoing is None:
+            if not self.ongoing:
                 self._release_deferred(upto_step=self.step)   # nothing in flight: all safe
             return
         forward_input, output = last_data
@@ -193,9 +231,10 @@ class Scheduler:
             for row, token in zip(batch.rows, output.tokens()):
                 if row.samples:
                     self._append_token(row.req, token, batch.step, now)
-            if self.ongoing is None:
+            if not self.ongoing:
                 self._release_deferred(upto_step=self.step)
-            _extra_cpu_work(self.cfg.extra_cpu_us)
+            if scheduler_work:
+                _extra_cpu_work(self.extra_cpu_us)
 
     def _append_token(self, req: Req, token: int, step: int, now: int) -> None:
         if req.finished and not self.cfg.hazards.no_finished_guard:
@@ -215,11 +254,10 @@ class Scheduler:
         self.finished_reqs.append(req)
         if req in self.running:
             self.running.remove(req)
-        ongoing = self.ongoing
-        if (ongoing is not None and req.rid in ongoing.batch.rids
-                and not self.cfg.hazards.no_deferred_free):
-            # Hazard 1 guard: batch `ongoing` is queued and still reads this slot and its pages.
-            self.deferred.append((ongoing.batch.step, req))
+        readers = [fi.batch.step for fi in self.ongoing if req.rid in fi.batch.rids]
+        if readers and not self.cfg.hazards.no_deferred_free:
+            # Hazard 1 guard: queued batches still read this slot and its pages.
+            self.deferred.append((max(readers), req))
         else:
             self._free(req)
 

@@ -54,12 +54,13 @@ class _Ring:
 
 
 class CudaDevice:
-    """Two CUDA streams over one ``ModelRunner``, with pinned, double-buffered host memory."""
+    """Two CUDA streams over one ``ModelRunner``; pinned host buffers used in rings."""
 
     kind = "cuda"
 
     def __init__(self, runner: ModelRunner, max_rows: int, int_width: int, max_writes: int,
-                 graphs: Any = None, hazards: Any = None, ring: int = 2) -> None:
+                 graphs: Any = None, hazards: Any = None, ring: int = 2,
+                 results: int = 2) -> None:
         self.runner, self.graphs, self.hazards = runner, graphs, hazards
         self.scheduler_stream = torch.cuda.Stream()
         self.engine_stream = torch.cuda.Stream()
@@ -71,7 +72,7 @@ class CudaDevice:
               torch.zeros(3, max_writes, dtype=torch.int64, **pin)) for _ in range(ring)],
             [torch.cuda.Event() for _ in range(ring)])
         single = bool(hazards and hazards.single_host_buffer)
-        n_results = 1 if single else ring
+        n_results = 1 if single else results
         self.results = _Ring([torch.zeros(max_rows, dtype=torch.int64, **pin)
                               for _ in range(n_results)],
                              [_DoneEvent() for _ in range(n_results)], guard=not single)

@@ -79,11 +79,12 @@ def test_normal_equals_overlap_random_workloads(cpu_engine, seed):
     params = _with_stops(cpu_engine, prompts, params, rng)
     normal = cpu_engine.generate(prompts, params, overlap=False)
     _assert_all_free(cpu_engine)
-    overlap = cpu_engine.generate(prompts, params, overlap=True)
-    _assert_all_free(cpu_engine)
-    assert _same(normal, overlap)
     _check_outputs(normal, params)
-    _check_outputs(overlap, params)
+    for k in (1, 1 + seed % 4):            # one-step overlap, and multi-step overlap (k steps)
+        overlap = cpu_engine.generate(prompts, params, overlap=True, decode_steps=k)
+        _assert_all_free(cpu_engine)
+        assert _same(normal, overlap), f"k={k}"
+        _check_outputs(overlap, params)
 
 
 def test_sampling_is_seeded_and_mode_independent(cpu_engine):
@@ -125,6 +126,21 @@ def test_lag_one_extra_step_is_dropped_and_counted(cpu_engine):
     normal = cpu_engine.generate(prompts, params, overlap=False)
     assert normal.metrics["wasted_tokens"] == 0
     assert _same(normal, res)
+
+
+def test_multistep_lag_k_wastes_at_most_2k_minus_1_steps(cpu_engine):
+    prompts = [[20 + i, 30 + i] for i in range(4)]
+    probe = cpu_engine.generate(prompts, SamplingParams(max_new_tokens=20, ignore_eos=True))
+    stops = [(o.token_ids[3 + i],) for i, o in enumerate(probe.outputs)]
+    params = [SamplingParams(max_new_tokens=20, stop_token_ids=s, ignore_eos=True) for s in stops]
+    normal = cpu_engine.generate(prompts, params, overlap=False)
+    for k in (2, 4):
+        res = cpu_engine.generate(prompts, params, overlap=True, decode_steps=k)
+        assert _same(normal, res)
+        assert res.mode == f"multistep-{k}"
+        assert all(o.wasted_steps <= 2 * k - 1 for o in res.outputs)
+        assert res.metrics["wasted_tokens"] >= 1
+        _assert_all_free(cpu_engine)
 
 
 def test_generate_many_times_and_more_requests_than_slots(cpu_engine):

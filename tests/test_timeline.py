@@ -1,0 +1,115 @@
+"""The timeline is true to what ran: pipelining visible on CPU, CUDA events agree with the profiler."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import requires_cuda
+
+from engine import Engine, EngineConfig, SamplingParams
+from engine.record import load_record, make_record, save_record, validate_record
+from engine.timeline import Timeline
+
+
+def _overlaps(a, b) -> bool:
+    return a.start_us < b.end_us and b.start_us < a.end_us
+
+
+def _process_hides_forward(spans) -> tuple[int, int]:
+    """(steps n where process_last(n-1) overlaps forward(n), steps checked)."""
+    fwd = {s.step: s for s in spans if s.lane == "engine_stream" and s.phase == "decode"}
+    proc = {s.step: s for s in spans if s.lane == "cpu" and s.phase == "process_last"}
+    checked = [n for n in fwd if n - 1 in proc]
+    return sum(_overlaps(proc[n - 1], fwd[n]) for n in checked), len(checked)
+
+
+@pytest.fixture(scope="module")
+def engine(make_checkpoint):
+    with Engine(EngineConfig(model=str(make_checkpoint("llama")), device="cpu",
+                             max_batch_size=8, max_seq_len=96)) as eng:
+        yield eng
+
+
+def test_cpu_overlap_runs_process_last_during_next_forward(engine):
+    prompts = [[5 + i, 6, 7, 8] for i in range(8)]
+    params = SamplingParams(max_new_tokens=24, ignore_eos=True)
+    overlap = engine.generate(prompts, params, overlap=True, extra_cpu_us=1500)
+    normal = engine.generate(prompts, params, overlap=False, extra_cpu_us=1500)
+    hits, n = _process_hides_forward(overlap.timeline)
+    assert n >= 20 and hits >= 0.8 * n, (hits, n)
+    hits, n = _process_hides_forward(normal.timeline)
+    assert hits == 0, "the serial loop must never overlap its own forwards"
+    assert overlap.metrics["gpu_busy_frac"] > normal.metrics["gpu_busy_frac"]
+
+
+def test_every_step_has_spans_on_all_lanes(engine):
+    res = engine.generate([[5, 6, 7]] * 3, SamplingParams(max_new_tokens=6, ignore_eos=True))
+    steps = {s.step for s in res.timeline if s.lane == "engine_stream"}
+    for lane, phases in (("cpu", {"schedule", "launch", "wait", "process_last"}),
+                         ("scheduler_stream", {"upload", "copy"}),
+                         ("engine_stream", {"sample"})):
+        for step in steps:
+            seen = {s.phase for s in res.timeline if s.lane == lane and s.step == step}
+            assert phases <= seen, (lane, step, seen)
+    for s in res.timeline:
+        assert 0 <= s.start_us <= s.end_us
+
+
+def test_live_snapshot_while_running(engine):
+    import threading
+    tl = Timeline()
+    seen: list[int] = []
+    done = threading.Event()
+
+    def watch():
+        while not done.is_set():
+            seen.append(len(tl.snapshot()))
+            done.wait(0.005)
+
+    t = threading.Thread(target=watch)
+    t.start()
+    engine.generate([[5, 6]] * 4, SamplingParams(max_new_tokens=40, ignore_eos=True),
+                    timeline=tl, extra_cpu_us=500)
+    done.set()
+    t.join()
+    assert len(set(seen)) > 3, "the live view should grow while the run is in progress"
+
+
+def test_run_record_round_trip_and_chrome_trace(engine, tmp_path):
+    from engine.trace import write_chrome_trace
+    runs = [engine.generate([[5, 6, 7]] * 2, SamplingParams(max_new_tokens=5), overlap=ov)
+            for ov in (False, True)]
+    record = make_record(engine.env_info(), engine.config_dict(), [r.to_run_dict() for r in runs])
+    path = save_record(record, tmp_path / "run.json")
+    back = load_record(path)
+    assert validate_record(back) == json.loads(json.dumps(record))
+    trace = json.loads(write_chrome_trace(record, tmp_path / "trace.json").read_text())
+    names = {e["args"]["name"] for e in trace["traceEvents"] if e.get("name") == "thread_name"}
+    assert {"cpu", "scheduler_stream", "engine_stream"} <= names
+
+
+@requires_cuda
+@pytest.mark.cuda
+def test_cuda_events_agree_with_profiler_kernels(make_checkpoint):
+    """For each profiled step, the engine-stream event span and the kernels' extent agree."""
+    with Engine(EngineConfig(model=str(make_checkpoint("llama")), device="cuda",
+                             max_batch_size=8, max_seq_len=128)) as eng:
+        eng.generate([[5, 6]] * 2, SamplingParams(max_new_tokens=4))
+        res = eng.generate([[5 + i, 6, 7] for i in range(8)],
+                           SamplingParams(max_new_tokens=40, ignore_eos=True),
+                           overlap=True, profile_steps=(10, 20))
+    assert res.extra_lanes, "kernel lanes were merged"
+    checked = 0
+    for step in range(11, 20):
+        ev = [s for s in res.timeline if s.lane == "engine_stream" and s.step == step]
+        kern = [s for s in res.timeline if s.lane.startswith("kernels:") and s.step == step]
+        if not ev or not kern:
+            continue
+        ev_dur = max(s.end_us for s in ev) - min(s.start_us for s in ev)
+        k_start, k_end = min(s.start_us for s in kern), max(s.end_us for s in kern)
+        assert abs((k_end - k_start) - ev_dur) <= 0.05 * ev_dur + 10, (step, ev_dur, k_end - k_start)
+        # and they sit at the same place on the clock
+        assert abs(k_start - min(s.start_us for s in ev)) <= 0.05 * ev_dur + 50
+        checked += 1
+    assert checked >= 5
