@@ -30,7 +30,10 @@ class HazardSwitches:
     no_deferred_free: bool = False    # free a finished request's slot/pages at once
     single_host_buffer: bool = False  # one result buffer instead of a double buffer
     no_finished_guard: bool = False   # the lag-one token of a finished request is not dropped
-    inject_delay_us: int = 0          # widen race windows (device side delay before a forward)
+    # Widen the race window of whichever safeguard is off, so a fault shows reliably in class:
+    # a GPU sleep on the scheduler stream (no_wait_stream) or the engine stream (no_deferred_free),
+    # a host pause between copy_done and reading the buffer (single_host_buffer).
+    inject_delay_us: int = 0
 
     def any(self) -> bool:
         return any([self.no_wait_stream, self.no_deferred_free, self.single_host_buffer,
@@ -57,6 +60,7 @@ class EngineConfig:
     record_timeline: bool = True
     cpu_device_process: bool = True   # on CPU, run the model in a separate device process
     cpu_threads: int = 1              # torch intra-op threads of the CPU device
+    result_copy_stream: str = "scheduler"  # or "engine": the copy right after sampling (Mini-SGLang)
     hazards: HazardSwitches = field(default_factory=HazardSwitches)
 
     def __post_init__(self) -> None:
@@ -77,6 +81,8 @@ class EngineConfig:
         _check(0 <= self.extra_cpu_us <= 1_000_000,
                f"EngineConfig.extra_cpu_us must be in 0..1000000, got {self.extra_cpu_us}")
         _check(1 <= self.cpu_threads <= 256, "EngineConfig.cpu_threads must be in 1..256")
+        _check(self.result_copy_stream in ("scheduler", "engine"),
+               "EngineConfig.result_copy_stream must be 'scheduler' or 'engine'")
         _check(1 <= self.decode_steps_per_schedule <= MAX_DECODE_STEPS,
                f"EngineConfig.decode_steps_per_schedule must be in 1..{MAX_DECODE_STEPS}")
 

@@ -48,7 +48,6 @@ class DeviceInit:
     page_size: int
     max_rows: int
     num_buffers: int
-    delay_us: int
 
 
 def build_runner(init: DeviceInit):
@@ -62,7 +61,7 @@ def build_runner(init: DeviceInit):
     return loaded, runner
 
 
-def execute_step(runner, meta: StepMeta, out: np.ndarray, delay_us: int) -> list[tuple]:
+def execute_step(runner, meta: StepMeta, out: np.ndarray) -> list[tuple]:
     """Run one step on the CPU "device"; returns spans (lane, phase, step, t0, t1, rows, tokens)."""
     n, spans = meta.num_rows, []
     t0 = time.perf_counter_ns()
@@ -70,9 +69,6 @@ def execute_step(runner, meta: StepMeta, out: np.ndarray, delay_us: int) -> list
     runner.write_prompts(torch.from_numpy(meta.prompt_writes))
     t1 = time.perf_counter_ns()
     spans.append(("scheduler_stream", "upload", meta.step, t0, t1, n, meta.prompt_writes.shape[1]))
-    if delay_us:
-        time.sleep(delay_us / 1e6)
-    t1 = time.perf_counter_ns()
     logits = runner.forward_logits(ints, meta.seq_len, meta.kv_pages)
     t2 = time.perf_counter_ns()
     next_tokens = runner.sample_and_store(logits, ints, floats, meta.all_greedy)
@@ -102,7 +98,7 @@ def device_main(init: DeviceInit, cmd_conn, done_conn, shared) -> None:
             return
         _, meta, buf = msg
         try:
-            spans = execute_step(runner, meta, results[buf], init.delay_us)
+            spans = execute_step(runner, meta, results[buf])
             done_conn.send(("done", meta.step, spans))
         except Exception:  # noqa: BLE001
             done_conn.send(("error", traceback.format_exc()))
@@ -204,7 +200,7 @@ class InlineDevice:
         torch.set_num_threads(init.threads)
         _, self.runner = build_runner(init)
         self.results = np.zeros((init.num_buffers, init.max_rows), dtype=np.int64)
-        self.delay_us, self.buf = init.delay_us, 0
+        self.buf = 0
         self.timeline = Timeline(enabled=False)
 
     def begin_run(self, timeline: Timeline) -> None:
@@ -218,7 +214,7 @@ class InlineDevice:
 
     def forward(self, meta: StepMeta) -> ForwardOutput:
         self.buf = (self.buf + 1) % len(self.results)
-        spans = execute_step(self.runner, meta, self.results[self.buf], self.delay_us)
+        spans = execute_step(self.runner, meta, self.results[self.buf])
         self.timeline.add_device_spans(spans)
         return ForwardOutput(meta.step, meta.num_rows, _Done(), self.results[self.buf])
 

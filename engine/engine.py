@@ -98,8 +98,7 @@ class Engine:
         init = DeviceInit(model=self.model_path or cfg.model, dtype=self.dtype, seed=cfg.seed,
                           threads=cfg.cpu_threads, max_slots=cfg.max_batch_size,
                           max_seq_len=cfg.max_seq_len, num_pages=cfg.total_pages,
-                          page_size=cfg.page_size, max_rows=cfg.max_batch_size, num_buffers=RESULT_BUFFERS,
-                          delay_us=cfg.hazards.inject_delay_us)
+                          page_size=cfg.page_size, max_rows=cfg.max_batch_size, num_buffers=RESULT_BUFFERS)
         self.device_init, self.device = init, None
         if cfg.cpu_device_process:
             try:
@@ -118,14 +117,16 @@ class Engine:
         loaded = load_model(cfg.model, "cuda", getattr(torch, self.dtype), cfg.seed)
         self.spec, self.model_path, self.eos_ids = loaded.spec, loaded.path, loaded.eos_token_ids
         runner = ModelRunner(loaded.model, cfg.max_batch_size, cfg.max_seq_len, cfg.total_pages,
-                             cfg.page_size, getattr(torch, self.dtype), torch.device("cuda"))
+                             cfg.page_size, getattr(torch, self.dtype), torch.device("cuda"),
+                             sanitize=cfg.hazards.no_wait_stream)
         graphs = None
         if cfg.cuda_graph:
             from engine.cuda_graph import DecodeGraphs
             graphs = DecodeGraphs(runner, cfg)
         self.device = CudaDevice(runner, cfg.max_batch_size, NUM_INT_COLS + cfg.pages_per_seq,
                                  max(cfg.max_prefill_tokens, 1), graphs=graphs,
-                                 hazards=cfg.hazards, results=RESULT_BUFFERS)
+                                 hazards=cfg.hazards, results=RESULT_BUFFERS,
+                                 copy_on_engine=cfg.result_copy_stream == "engine")
 
     # ---- generate -----------------------------------------------------------------------------
     def generate(self, prompts, params: SamplingParams | list[SamplingParams] | None = None,

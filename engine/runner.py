@@ -20,13 +20,18 @@ from engine.request import COL_LEN, COL_SEED, COL_SLOT, COL_START, COL_TOPK, COL
 
 class ModelRunner:
     def __init__(self, model: CausalLM, max_slots: int, max_seq_len: int, num_pages: int,
-                 page_size: int, dtype: torch.dtype, device: torch.device) -> None:
+                 page_size: int, dtype: torch.dtype, device: torch.device,
+                 sanitize: bool = False) -> None:
         spec = model.spec
         self.model, self.device, self.page_size = model, device, page_size
         self.vocab_size = spec.vocab_size
         self.scratch_page = num_pages                 # the extra page that padding writes into
         self.dummy_slot = max_slots                   # the extra token_pool row padding reads
         self.max_seq_len = max_seq_len
+        self.num_pages = num_pages
+        # Hazard lab only: without wait_stream the metadata may be garbage; clamp every index so
+        # the fault shows as wrong tokens instead of a device-side assert that kills the context.
+        self.sanitize = sanitize
         self.kv_caches = allocate_kv_tensors(spec.num_layers, num_pages, page_size,
                                              spec.num_kv_heads, spec.head_dim, dtype, device)
         # token_pool: [slots + 1, max_seq_len + 1] token ids, resident on the device.
@@ -37,6 +42,14 @@ class ModelRunner:
         """Scatter prompt tokens ``writes [3, T] = (slot, position, token)`` into token_pool."""
         if writes.shape[1]:
             self.token_pool[writes[0], writes[1]] = writes[2]
+
+    def _clamped(self, ints: torch.Tensor, seq_len: int) -> torch.Tensor:
+        ints = ints.clone()
+        ints[:, COL_SLOT].clamp_(0, self.dummy_slot)
+        ints[:, COL_LEN].clamp_(0, seq_len)
+        ints[:, COL_START].clamp_(0, self.max_seq_len - seq_len)
+        ints[:, NUM_INT_COLS:].clamp_(0, self.scratch_page)
+        return ints
 
     def _context(self, ints: torch.Tensor, seq_len: int, kv_pages: int):
         slots, starts, lens = ints[:, COL_SLOT], ints[:, COL_START], ints[:, COL_LEN]
@@ -58,6 +71,8 @@ class ModelRunner:
     @torch.inference_mode()
     def forward_logits(self, ints: torch.Tensor, seq_len: int, kv_pages: int) -> torch.Tensor:
         """The model forward: ``[B, V]`` logits at each row's last token."""
+        if self.sanitize:
+            ints = self._clamped(ints, seq_len)
         input_ids, positions, ctx, last = self._context(ints, seq_len, kv_pages)
         return self.model(input_ids, positions, ctx, self.kv_caches, last)
 
@@ -65,6 +80,8 @@ class ModelRunner:
     def sample_and_store(self, logits: torch.Tensor, ints: torch.Tensor, floats: torch.Tensor,
                          all_greedy: bool) -> torch.Tensor:
         """Pick next tokens ``[B]`` and write them into token_pool for the next forward."""
+        if self.sanitize:
+            ints = self._clamped(ints, 1)
         out_pos = ints[:, COL_START] + ints[:, COL_LEN]                       # position produced
         if all_greedy:
             next_tokens = sampler.greedy(logits)

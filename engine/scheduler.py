@@ -225,6 +225,9 @@ class Scheduler:
         with _CpuSpan(self.timeline, "wait", batch.step, batch):
             # Sync point: blocks until batch's tokens are in host memory (its forward is done).
             output.copy_done.synchronize()
+            hazards = self.cfg.hazards
+            if hazards.single_host_buffer and hazards.inject_delay_us:
+                time.sleep(hazards.inject_delay_us / 1e6)   # hazard lab: read the buffer late
         with _CpuSpan(self.timeline, "process_last", batch.step, batch):
             self._release_deferred(upto_step=batch.step)
             now = time.perf_counter_ns()

@@ -60,8 +60,11 @@ class CudaDevice:
 
     def __init__(self, runner: ModelRunner, max_rows: int, int_width: int, max_writes: int,
                  graphs: Any = None, hazards: Any = None, ring: int = 2,
-                 results: int = 2) -> None:
-        self.runner, self.graphs, self.hazards = runner, graphs, hazards
+                 results: int = 2, copy_on_engine: bool = False) -> None:
+        from engine.config import HazardSwitches
+        self.runner, self.graphs = runner, graphs
+        self.hazards = hazards or HazardSwitches()
+        self.copy_on_engine = copy_on_engine
         self.scheduler_stream = torch.cuda.Stream()
         self.engine_stream = torch.cuda.Stream()
         self.timeline = Timeline(enabled=False)
@@ -71,7 +74,7 @@ class CudaDevice:
               torch.zeros(max_rows, 2, dtype=torch.float32, **pin),
               torch.zeros(3, max_writes, dtype=torch.int64, **pin)) for _ in range(ring)],
             [torch.cuda.Event() for _ in range(ring)])
-        single = bool(hazards and hazards.single_host_buffer)
+        single = self.hazards.single_host_buffer
         n_results = 1 if single else results
         self.results = _Ring([torch.zeros(max_rows, dtype=torch.int64, **pin)
                               for _ in range(n_results)],
@@ -111,8 +114,8 @@ class CudaDevice:
         with torch.cuda.stream(self.scheduler_stream):
             if start is not None:
                 start.record()
-            if self.hazards and self.hazards.inject_delay_us and self.hazards.no_wait_stream:
-                torch.cuda._sleep(int(self.hazards.inject_delay_us * 1500))  # widen the race
+            if self.hazards.no_wait_stream and self.hazards.inject_delay_us:
+                self._sleep()                    # hazard lab: make the upload late
             ints = ints_h[:bp].to(self.runner.device, non_blocking=True)
             floats = floats_h[:bp].to(self.runner.device, non_blocking=True)
             writes = writes_h[:, :nw].to(self.runner.device, non_blocking=True)
@@ -124,13 +127,15 @@ class CudaDevice:
         return meta, ints, floats, writes
 
     def forward(self, uploaded) -> ForwardOutput:
-        """Stage 3 on the engine stream, then the async result copy on the scheduler stream."""
+        """Stage 3 on the engine stream, then the async result copy (scheduler stream default)."""
         meta, ints, floats, writes = uploaded
         e0, e1, e2 = self._event(), self._event(), self._event()
         with torch.cuda.stream(self.engine_stream):
-            if not (self.hazards and self.hazards.no_wait_stream):
+            if not self.hazards.no_wait_stream:
                 # THE sync edge: this forward reads the metadata uploaded on the scheduler stream.
                 self.engine_stream.wait_stream(self.scheduler_stream)
+            if self.hazards.no_deferred_free and self.hazards.inject_delay_us:
+                self._sleep()                    # hazard lab: keep forward(n) busy for longer
             if e0 is not None:
                 e0.record()
             graph = self.graphs.lookup(meta) if self.graphs is not None else None
@@ -146,24 +151,35 @@ class CudaDevice:
                 e2.record()
             forward_done = torch.cuda.Event()
             forward_done.record()
+        tokens = int(meta.prompt_writes.shape[1]) if meta.kind == "prefill" else meta.num_rows
+        self._span("engine_stream", meta.kind, meta, e0, e1 or e2, tokens)
+        if e1 is not None:
+            self._span("engine_stream", "sample", meta, e1, e2, meta.num_rows)
+        copy_done, host = self._copy_result(meta, next_tokens, forward_done)
+        return ForwardOutput(meta.step, meta.num_rows, copy_done, host.numpy(),
+                             keep_alive=(ints, floats, writes, next_tokens))
+
+    def _copy_result(self, meta: StepMeta, next_tokens: torch.Tensor, forward_done):
+        """D2H copy of the sampled tokens into the next host buffer of the ring, async."""
         i, host = self.results.next()
         c0, c1 = self._event(), self._event()
-        with torch.cuda.stream(self.scheduler_stream):
-            # The copy reads the sampled tokens: it waits for this forward, nothing else does.
-            self.scheduler_stream.wait_event(forward_done)
+        on_engine = self.copy_on_engine
+        with torch.cuda.stream(self.engine_stream if on_engine else self.scheduler_stream):
+            if not on_engine:
+                # The copy reads the sampled tokens: it waits for this forward, nothing else does.
+                self.scheduler_stream.wait_event(forward_done)
             if c0 is not None:
                 c0.record()
             host[: next_tokens.shape[0]].copy_(next_tokens, non_blocking=True)
             copy_done = self.results.events[i].record_new()
             if c1 is not None:
                 c1.record()
-        tokens = int(meta.prompt_writes.shape[1]) if meta.kind == "prefill" else meta.num_rows
-        self._span("engine_stream", meta.kind, meta, e0, e1 or e2, tokens)
-        if e1 is not None:
-            self._span("engine_stream", "sample", meta, e1, e2, meta.num_rows)
-        self._span("scheduler_stream", "copy", meta, c0, c1, meta.num_rows)
-        return ForwardOutput(meta.step, meta.num_rows, copy_done, host.numpy(),
-                             keep_alive=(ints, floats, writes, next_tokens))
+        lane = "engine_stream" if on_engine else "scheduler_stream"
+        self._span(lane, "copy", meta, c0, c1, meta.num_rows)
+        return copy_done, host
+
+    def _sleep(self) -> None:
+        torch.cuda._sleep(int(self.hazards.inject_delay_us * 1500))   # ~1.5k cycles per us
 
     def close(self) -> None:
         pass
