@@ -1,0 +1,251 @@
+"""The web UI end to end, in a real browser: start ``python app.py``, drive it with headless
+Chromium through Playwright, read the numbers off the page, and save screenshots for the README.
+A few handler-level checks (bad input, a failing run, recorded runs) run without a browser.
+
+Browser tests skip cleanly where Chromium or Playwright is missing. They are slow: they run the
+real engine on CPU.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
+SCREENSHOTS = ROOT / "assets" / "screenshots"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+RUN_TIMEOUT_MS = 240_000
+
+SERVE_WITHIN_S = 10.0
+
+
+def _sync_api():
+    if not CHROMIUM.exists():
+        pytest.skip(f"no Chromium at {CHROMIUM}")
+    return pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """``python app.py --port N`` as a subprocess; the URL once it answers."""
+    _sync_api()
+    port = _free_port()
+    log = tmp_path_factory.mktemp("app") / "app.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen([sys.executable, "app.py", "--port", str(port)], cwd=ROOT,
+                                stdout=out, stderr=subprocess.STDOUT,
+                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    url = f"http://127.0.0.1:{port}/"
+    started = time.monotonic()
+    try:
+        while True:
+            try:
+                urllib.request.urlopen(url, timeout=2).read(100)
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() - started > 90:
+                    pytest.fail(f"app did not start:\n{log.read_text()[-3000:]}")
+                time.sleep(0.2)
+        served_after = time.monotonic() - started
+        assert served_after < SERVE_WITHIN_S, f"page served only after {served_after:.1f} s"
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        if os.environ.get("SHOW_APP_LOG"):
+            print(log.read_text()[-5000:])
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with _sync_api().sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser, server):
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(server)
+    page.wait_for_selector("#run")
+    yield page
+    page.close()
+
+
+def _status(page) -> str:
+    return page.inner_text("#status")
+
+
+def _metric(page, mode: str, name: str) -> float:
+    cell = page.locator(f'#metrics td[data-mode="{mode}"][data-metric="{name}"]')
+    return float(cell.get_attribute("data-value"))
+
+
+def _subplot_titles(page, plot: str) -> list[str]:
+    return page.locator(f"#{plot} .annotation-text").all_text_contents()
+
+
+def test_both_runs_side_by_side_and_overlap_idles_less(page):
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.click("#run")
+    # The timeline grows while the engine runs: bars appear before the run has finished.
+    page.wait_for_selector("#timeline .js-plotly-plot .bars path", timeout=RUN_TIMEOUT_MS,
+                           state="attached")
+    page.wait_for_selector('#metrics td[data-metric="idle_us_total"]', timeout=RUN_TIMEOUT_MS)
+    page.wait_for_timeout(500)  # let plotly finish drawing before the screenshot
+    page.screenshot(path=str(SCREENSHOTS / "app-both.png"), full_page=True)
+    titles = _subplot_titles(page, "timeline")
+    assert len(titles) == 2 and titles[0].startswith("normal") and titles[1].startswith("overlap")
+    lanes = page.locator("#timeline .ytick text").all_text_contents()
+    assert lanes[:3] == ["CPU (scheduler thread)", "scheduler stream", "engine stream"]
+    assert len(_subplot_titles(page, "zoomed")) == 2
+    idle_normal = _metric(page, "normal", "idle_us_total")
+    idle_overlap = _metric(page, "overlap", "idle_us_total")
+    assert idle_overlap < idle_normal, (idle_normal, idle_overlap)
+    assert "Done" in _status(page)
+    assert page.locator("#texts td").count() > 0
+    page.locator("#timeline").screenshot(path=str(SCREENSHOTS / "timeline-both.png"))
+    with page.expect_download() as download:
+        page.click("#download-record")
+    record = json.loads(Path(download.value.path()).read_text())
+    assert record["schema"] == 1 and [run["mode"] for run in record["runs"]] == ["normal",
+                                                                                "overlap"]
+    with page.expect_download() as download:
+        page.click("#download-trace")
+    assert "traceEvents" in json.loads(Path(download.value.path()).read_text())
+    page.locator("#zoomed").screenshot(path=str(SCREENSHOTS / "timeline-steps.png"))
+    # The language toggle redraws the explanations and the charts from the same record.
+    page.get_by_text("中文", exact=True).click()
+    page.wait_for_function("document.querySelector('#explain').innerText.includes('看什么')")
+    page.wait_for_function(
+        "[...document.querySelectorAll('#timeline .annotation-text')]"
+        ".some(e => e.textContent.includes('GPU 空闲'))")
+    page.screenshot(path=str(SCREENSHOTS / "app-both-zh.png"), full_page=True)
+
+
+def test_out_of_range_input_shows_a_message(page):
+    page.fill("#requests input", "0")
+    page.click("#run")
+    page.wait_for_selector("#status .status-error", timeout=30_000)
+    assert "requests must be in 1..64" in _status(page)
+
+
+def _synthetic_trace(path: Path) -> Path:
+    """A small torch.profiler-style Chrome trace: 4 steps, one kernel stream, gaps between."""
+    events = [{"ph": "M", "name": "process_name", "pid": 0, "tid": 0, "args": {"name": "GPU 0"}},
+              {"ph": "M", "name": "thread_name", "pid": 0, "tid": 7,
+               "args": {"name": "stream 7"}}]
+    for step in range(4):
+        t0 = 1000.0 + step * 400
+        events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{step}",
+                       "pid": 1, "tid": 1, "ts": t0, "dur": 390})
+        for k in range(3):
+            events.append({"ph": "X", "cat": "kernel", "name": f"void gemm_kernel_{k}<float>",
+                           "pid": 0, "tid": 7, "ts": t0 + 50 + k * 80, "dur": 70,
+                           "args": {"device": 0, "stream": 7}})
+    path.write_text(json.dumps({"traceEvents": events}))
+    return path
+
+
+def test_upload_a_profiler_trace(page, tmp_path):
+    page.get_by_role("tab", name="Import a trace").click()
+    page.set_input_files("#upload input[type=file]", str(_synthetic_trace(tmp_path / "t.json")))
+    page.wait_for_selector("#status .status-ok", timeout=60_000)
+    assert "Imported" in _status(page)
+    lanes = page.locator("#timeline .ytick text").all_text_contents()
+    assert "GPU 0 stream 7" in lanes
+    page.locator("#timeline").screenshot(path=str(SCREENSHOTS / "timeline-imported.png"))
+
+
+def test_upload_of_a_file_that_is_no_trace_shows_a_message(page, tmp_path):
+    page.get_by_role("tab", name="Import a trace").click()
+    bad = tmp_path / "notes.json"
+    bad.write_text('{"hello": "world"}')
+    page.set_input_files("#upload input[type=file]", str(bad))
+    page.wait_for_selector("#status .status-error", timeout=60_000)
+    text = _status(page)
+    assert "Cannot show notes.json" in text and "traceEvents" in text
+
+
+# ---- handlers, without a browser -----------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def app():
+    sys.path.insert(0, str(ROOT))
+    import app
+
+    return app
+
+
+def _args(**overrides):
+    values = {"mode": "both", "device": "cpu", "model": "bundled", "requests": 2, "batch": 2,
+              "prompt_len": 4, "prompts_text": "", "max_new": 2, "temperature": 0.0,
+              "cuda_graph": False, "extra_cpu": 0, "lang_choice": "English"}
+    return {**values, **overrides}
+
+
+@pytest.mark.filterwarnings("ignore:The run failed")
+def test_a_run_that_fails_midway_gives_a_message_and_frees_the_device(app, monkeypatch):
+    class Broken:
+        tokenizer = object()
+
+        def generate(self, *args, **kwargs):
+            raise RuntimeError("the CPU device process died")
+
+    monkeypatch.setattr(app, "_engine_for", lambda kwargs: Broken())
+    outputs = list(app.run_live(**_args()))
+    assert "The run failed: RuntimeError: the CPU device process died" in outputs[-1][0]
+    assert outputs[-1][7] is None                      # no record
+    assert not app._device_locks["cpu"].locked()       # the next user can run
+
+
+@pytest.mark.filterwarnings("ignore:The run failed")
+def test_cuda_without_a_gpu_gives_a_message(app):
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    outputs = list(app.run_live(**_args(device="cuda")))
+    assert "CUDA requested but not available" in outputs[-1][0]
+
+
+def test_recorded_runs_are_listed_and_labelled_with_hardware_and_date(app, monkeypatch,
+                                                                       tmp_path):
+    from engine.metrics import compute_metrics
+    from engine.record import make_record, save_record
+
+    spans = [{"lane": "engine_stream", "phase": "decode", "step": 0, "start_us": 0.0,
+              "end_us": 30.0}, {"lane": "engine_stream", "phase": "decode", "step": 1,
+                                "start_us": 40.0, "end_us": 70.0}]
+    run = {"mode": "overlap", "spans": spans, "outputs": [],
+           "metrics": compute_metrics(spans, [])}
+    env = {"device_name": "NVIDIA H200", "torch_version": "2.11.0", "date": "2025-06-01"}
+    save_record(make_record(env, {}, [run]), tmp_path / "h200-overlap.json")
+    monkeypatch.setattr(app, "RECORDED_DIR", tmp_path)
+    choices = app.list_recorded()["choices"]
+    assert choices == [("h200-overlap: NVIDIA H200 · torch 2.11.0 · 2025-06-01",
+                        "h200-overlap.json")]
+    status, timeline, *_ = app.show_recorded("h200-overlap.json", "English")
+    assert "Recorded on NVIDIA H200 · torch 2.11.0 · 2025-06-01" in status
+    assert len(timeline.data) >= 2                     # the gap band and the decode bars
+    monkeypatch.setattr(app, "RECORDED_DIR", tmp_path / "empty")
+    assert app.list_recorded()["choices"] == []

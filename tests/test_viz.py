@@ -1,0 +1,265 @@
+"""viz as a specification: lane order, idle gaps on the union of GPU lanes, the traces drawn for a
+known timeline, the step window, the panels, both languages, and no torch anywhere in viz."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("plotly", reason="viz needs plotly")
+
+import viz  # noqa: E402
+from viz.spans import idle_gaps, local_stats, ordered_lanes, union_intervals, window_run
+from viz.style import NEUTRAL_COLOR, PHASE_COLORS
+from viz.text import STRINGS, t
+
+ROOT = Path(__file__).resolve().parent.parent
+GPU = ["scheduler_stream", "engine_stream"]
+
+
+def span(lane, phase, step, start, end, batch_size=4, num_tokens=4):
+    return {"lane": lane, "phase": phase, "step": step, "start_us": float(start),
+            "end_us": float(end), "batch_size": batch_size, "num_tokens": num_tokens,
+            "req_ids": list(range(batch_size))}
+
+
+def make_run(mode="normal", spans=None, metrics=None, outputs=None, lanes=None):
+    return {"mode": mode, "label": mode, "lanes": lanes or ["cpu", *GPU], "gpu_lanes": list(GPU),
+            "metrics": metrics or {}, "spans": spans or [], "outputs": outputs or []}
+
+
+@pytest.fixture
+def known_run():
+    """Two steps. GPU union: [0,12], [15,20], [25,26] µs -> idle gaps (12,15) and (20,25)."""
+    spans = [
+        span("cpu", "schedule", 0, 0, 2),
+        span("scheduler_stream", "upload", 0, 1, 3),
+        span("engine_stream", "decode", 0, 2, 10),
+        span("scheduler_stream", "copy", 0, 8, 12),       # overlaps the forward: counted once
+        span("cpu", "process_last", 0, 12, 16),            # CPU work is not GPU work
+        span("engine_stream", "decode", 1, 15, 20),
+        span("engine_stream", "mystery", 1, 25, 26),       # unknown phase: neutral colour
+        span("cpu", "wait", 1, 16, 30),
+    ]
+    spans[1]["start_us"] = 0.0
+    return make_run(spans=spans)
+
+
+def traces_by_name(fig):
+    return {trace.name: trace for trace in fig.data}
+
+
+# ---- lanes --------------------------------------------------------------------------------------
+
+def test_standard_lanes_come_first_then_extra_lanes_in_listed_order():
+    run = make_run(lanes=["engine_stream", "GPU 0 stream 7", "cpu", "scheduler_stream"],
+                   spans=[span("kernels: stream 7", "kernel", 0, 0, 1)])
+    assert ordered_lanes(run) == ["cpu", "scheduler_stream", "engine_stream", "GPU 0 stream 7",
+                                  "kernels: stream 7"]
+
+
+def test_figure_draws_cpu_on_top_and_engine_stream_at_the_bottom(known_run):
+    fig = viz.timeline_figure(known_run)
+    axis = fig.layout.yaxis
+    assert list(axis.tickvals) == [0, 1, 2]
+    assert [text.split()[0] for text in axis.ticktext] == ["CPU", "scheduler", "engine"]
+    assert axis.range[0] > axis.range[1]  # reversed: lane 0 (cpu) at the top
+
+
+# ---- gaps ---------------------------------------------------------------------------------------
+
+def test_union_merges_overlapping_and_touching_intervals():
+    assert union_intervals([(5, 7), (0, 2), (1, 3), (3, 4), (6, 9)]) == [(0, 4), (5, 9)]
+
+
+def test_idle_gaps_are_the_holes_in_the_union_of_gpu_lanes(known_run):
+    assert idle_gaps(known_run["spans"], GPU) == [(12.0, 15.0), (20.0, 25.0)]
+    assert idle_gaps(known_run["spans"], GPU, 0, 30) == [(12.0, 15.0), (20.0, 25.0), (26.0, 30.0)]
+    assert idle_gaps([], GPU, 0, 5) == [(0, 5)]
+
+
+def test_gap_shading_equals_the_union_gaps(known_run):
+    fig = viz.timeline_figure(known_run)
+    gaps = traces_by_name(fig)[t("en", "gpu_idle")]
+    assert list(gaps.base) == pytest.approx([0.012, 0.020])  # ms
+    assert list(gaps.x) == pytest.approx([0.003, 0.005])
+    # one band over both GPU lanes (rows 1 and 2), not over the CPU lane (row 0)
+    assert list(gaps.y) == [1.5, 1.5]
+    assert min(gaps.width) > 1.5
+    assert fig.data[0] is gaps  # drawn first, so it sits behind the work
+
+
+def test_title_reports_the_engine_idle_total_when_the_record_has_one(known_run):
+    known_run["metrics"] = {"idle_us_total": 8000.0, "idle_gap_count": 2, "gpu_busy_frac": 0.5}
+    title = viz.timeline_figure(known_run).layout.annotations[0].text
+    assert "8.0 ms" in title and "2 gaps" in title and "50.0%" in title
+
+
+# ---- traces -------------------------------------------------------------------------------------
+
+def test_one_bar_trace_per_phase_with_start_and_duration_in_ms(known_run):
+    traces = traces_by_name(viz.timeline_figure(known_run))
+    assert set(traces) == {t("en", "gpu_idle"), "schedule", "upload", "decode", "copy",
+                           "process_last", "wait", "other"}
+    decode = traces["decode"]
+    assert decode.orientation == "h"
+    assert list(decode.base) == pytest.approx([0.002, 0.015])
+    assert list(decode.x) == pytest.approx([0.008, 0.005])
+    assert list(decode.y) == [2, 2]
+    assert decode.marker.color == PHASE_COLORS["decode"]
+    assert traces["other"].marker.color == NEUTRAL_COLOR
+    assert list(traces["other"].customdata[0][:2]) == ["mystery", 1]
+
+
+def test_hover_shows_phase_step_duration_batch_and_tokens(known_run):
+    decode = traces_by_name(viz.timeline_figure(known_run))["decode"]
+    phase, step, duration, batch, tokens, lane, _ = decode.customdata[0]
+    assert (phase, step, batch, tokens, lane) == ("decode", 0, 4, 4, "engine_stream")
+    assert duration == pytest.approx(0.008)
+    for field in ("customdata[0]", "customdata[1]", "customdata[2]", "customdata[3]",
+                  "customdata[4]"):
+        assert field in decode.hovertemplate
+
+
+def test_many_spans_are_few_traces_and_draw_fast():
+    spans = []
+    for step in range(2000):
+        t0 = step * 100.0
+        spans += [span("cpu", "schedule", step, t0, t0 + 20),
+                  span("cpu", "launch", step, t0 + 20, t0 + 25),
+                  span("scheduler_stream", "upload", step, t0 + 21, t0 + 24),
+                  span("engine_stream", "decode", step, t0 + 25, t0 + 80),
+                  span("engine_stream", "sample", step, t0 + 80, t0 + 85)]
+    started = time.perf_counter()
+    fig = viz.timeline_figure(make_run(spans=spans))
+    assert time.perf_counter() - started < 5.0
+    assert len(fig.data) <= 12
+
+
+def test_imported_lanes_get_kernel_colours_and_their_own_rows():
+    lanes = ["cpu", "GPU 0 stream 7", "GPU 0 stream 9"]
+    run = {"mode": "imported", "label": "imported", "lanes": lanes, "gpu_lanes": lanes[1:],
+           "metrics": {}, "outputs": [],
+           "spans": [span("cpu", "ProfilerStep#3", 3, 0, 40),
+                     span("GPU 0 stream 7", "void gemm_kernel<float>", 3, 5, 20),
+                     span("GPU 0 stream 9", "Memcpy DtoH (Device -> Pinned)", 3, 22, 24)]}
+    fig = viz.timeline_figure(run)
+    traces = traces_by_name(fig)
+    assert {"kernel", "memcpy", "other"} <= set(traces)
+    assert list(fig.layout.yaxis.ticktext) == ["CPU (scheduler thread)", *lanes[1:]]
+    assert list(traces[t("en", "gpu_idle")].base) == pytest.approx([0.020])
+
+
+# ---- side by side and window --------------------------------------------------------------------
+
+def test_side_by_side_shares_one_time_axis_normal_above_overlap(known_run):
+    overlap = make_run("overlap", spans=[dict(s, end_us=s["end_us"] / 2,
+                                              start_us=s["start_us"] / 2)
+                                         for s in known_run["spans"]])
+    fig = viz.side_by_side_figure([known_run, overlap])
+    titles = [a.text for a in fig.layout.annotations]
+    assert titles[0].startswith("<b>normal") and titles[1].startswith("<b>overlap")
+    assert fig.layout.xaxis2.matches == "x" or fig.layout.xaxis.matches == "x2"
+    assert tuple(fig.layout.xaxis.range) == tuple(fig.layout.xaxis2.range)
+    assert fig.layout.xaxis.range[1] >= 0.030  # the longer run fits
+
+
+def test_window_keeps_the_steps_and_the_gaps_inside_them():
+    spans = []
+    for step in range(6):
+        t0 = step * 100.0
+        spans += [span("cpu", "schedule", step, t0, t0 + 10),
+                  span("engine_stream", "decode", step, t0 + 10, t0 + 70),
+                  span("cpu", "process_last", step, t0 + 70, t0 + 100)]
+    windowed = window_run(make_run(spans=spans), 2, 3)
+    assert windowed["window"] == {"first_step": 2, "last_step": 3, "t_start_us": 200.0,
+                                  "t_end_us": 400.0}
+    assert {s["step"] for s in windowed["spans"]} == {2, 3}
+    assert local_stats(windowed)["idle_us_total"] == pytest.approx(10 + 40 + 30)
+    assert windowed["metrics"]["idle_gap_count"] == 3
+    fig = viz.side_by_side_figure([make_run(spans=spans)], window=(2, 3))
+    gaps = traces_by_name(fig)[t("en", "gpu_idle")]
+    assert list(gaps.base) == pytest.approx([0.0, 0.070, 0.170])  # ms since the window start
+    assert "steps 2–3" in fig.layout.annotations[0].text
+
+
+def test_window_keeps_a_forward_of_an_earlier_step_that_is_still_running():
+    spans = [span("engine_stream", "decode", 4, 0, 100), span("cpu", "schedule", 5, 50, 60),
+             span("engine_stream", "decode", 5, 100, 200)]
+    windowed = window_run(make_run("overlap", spans=spans), 5, 5)
+    assert windowed["metrics"]["idle_us_total"] == 0.0
+    assert len(windowed["spans"]) == 3
+
+
+# ---- panels -------------------------------------------------------------------------------------
+
+METRICS = {"tokens_per_s": 100.0, "decode_tokens_per_s": 110.0, "output_tokens": 64,
+           "wall_s": 0.64, "steps": 17, "gpu_busy_frac": 0.6, "idle_us_total": 250000.0,
+           "idle_gap_count": 16, "mean_step_us": 37000.0, "mean_idle_per_step_us": 15000.0,
+           "t_fwd_us": 13000.0, "t_cpu_us": 6000.0, "predicted_overlap_speedup": 19 / 13,
+           "ttft_ms_mean": 40.0, "ttft_ms_p50": 40.0, "tpot_ms_mean": 37.0}
+
+
+def test_metrics_table_has_each_run_the_ratio_and_the_formula():
+    fast = dict(METRICS, tokens_per_s=140.0, idle_us_total=20000.0, gpu_busy_frac=0.97)
+    html = viz.metrics_html([make_run("normal", metrics=METRICS),
+                             make_run("overlap", metrics=fast)])
+    assert 'data-mode="normal" data-metric="idle_us_total" data-value="250000"' in html
+    assert 'data-mode="overlap" data-metric="idle_us_total" data-value="20000"' in html
+    assert "1.40×" in html                            # tokens/s ratio
+    assert "13.00 + 6.00 = 19.00 ms" in html          # serial ≈ T_fwd + T_sched + T_post
+    assert "max(13.00, 6.00) = 13.00 ms" in html      # overlap ≈ max(...)
+    assert "1.46×" in html                            # predicted, from the record
+    assert 'data-metric="measured_speedup" data-value="1.4"' in html
+
+
+def test_texts_panel_escapes_text_and_shows_finish_reasons():
+    outputs = [{"token_ids": [1, 2], "text": "<b>hi</b>", "finish_reason": "stop",
+                "prompt_tokens": 3}, {"token_ids": [5] * 20, "text": "", "finish_reason": "length"}]
+    runs = [make_run("normal", outputs=outputs), make_run("overlap", outputs=outputs)]
+    html = viz.texts_html(runs)
+    assert "&lt;b&gt;hi&lt;/b&gt;" in html and "<b>hi</b>" not in html
+    assert "stop" in html and "length" in html and "token ids [5, 5" in html
+    assert t("en", "texts_same") in html
+
+
+def test_display_labels_drop_a_detail_all_runs_share():
+    same = [{"label": "normal (CPU, device process)"}, {"label": "overlap (CPU, device process)"}]
+    assert viz.display_labels(same) == ["normal", "overlap"]
+    live = [{"label": "normal (CPU, device process)"}, {"label": "overlap", "mode": "overlap"}]
+    assert viz.display_labels(live) == ["normal", "overlap"]
+    differ = [{"label": "overlap (H200, eager)"}, {"label": "overlap (H200, CUDA graphs)"}]
+    assert viz.display_labels(differ) == ["overlap (H200, eager)", "overlap (H200, CUDA graphs)"]
+
+
+def test_record_label_names_hardware_and_date():
+    record = {"env": {"device_name": "NVIDIA H200", "torch_version": "2.11.0",
+                      "date": "2025-06-01"}}
+    assert viz.record_label(record) == "NVIDIA H200 · torch 2.11.0 · 2025-06-01"
+
+
+# ---- languages and imports ----------------------------------------------------------------------
+
+def test_explanations_exist_in_english_and_chinese_in_the_articles_terms():
+    assert set(STRINGS["zh"]) == set(STRINGS["en"]) - {"ratio"}
+    en, zh = t("en", "timeline_help"), t("zh", "timeline_help")
+    for term in ("token pool", "wait_stream", "Lag one", "scheduler stream", "engine stream"):
+        assert term in en
+    for term in ("token_pool", "wait_stream", "滞后一轮", "空闲"):
+        assert term in zh
+    assert t("zh", "ratio") == t("en", "ratio")  # falls back to English
+    run = make_run(spans=[span("engine_stream", "decode", 0, 0, 1)])
+    assert "GPU 空闲" in viz.timeline_figure(run, lang="zh").layout.annotations[0].text
+
+
+def test_viz_imports_neither_torch_nor_the_engine():
+    code = ("import sys, viz, viz.timeline, viz.panels, viz.spans, viz.text, viz.style; "
+            "bad = [m for m in sys.modules if m == 'torch' or m.split('.')[0] == 'engine']; "
+            "print(bad); sys.exit(1 if bad else 0)")
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -1,0 +1,24 @@
+"""Pure drawing: run records (plain dicts) in, plotly figures and HTML out.
+
+A live CPU run, a recorded H200 run and an imported torch.profiler trace all arrive here as the
+same schema-1 run dicts, so they all take one path to the screen. This package imports plotly and
+the standard library only: never torch, never the engine.
+"""
+
+from viz.panels import metrics_html, record_label, texts_html
+from viz.spans import (
+    display_labels,
+    idle_gaps,
+    ordered_lanes,
+    step_range,
+    union_intervals,
+    window_run,
+)
+from viz.text import LANGUAGES, t
+from viz.timeline import message_figure, side_by_side_figure, timeline_figure
+
+__all__ = [
+    "LANGUAGES", "display_labels", "idle_gaps", "message_figure", "metrics_html",
+    "ordered_lanes", "record_label", "side_by_side_figure", "step_range", "t", "texts_html",
+    "timeline_figure", "union_intervals", "window_run",
+]

@@ -1,0 +1,147 @@
+"""Interval arithmetic on a run's spans: lane order, GPU idle gaps, and step windows.
+
+The GPU is idle where *no* GPU lane is busy, so idle time is measured on the union of the GPU
+lanes' intervals, never on a sum of durations (two streams overlapping each other would count
+twice). The engine computes the run's metrics once and ships them in the record; this module only
+finds the gaps to *draw* them, and the local numbers of a zoomed step window or of a run still in
+progress, which have no metrics of their own yet.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from viz.style import DEFAULT_GPU_LANES, STANDARD_LANES
+
+Interval = tuple[float, float]
+
+
+def ordered_lanes(run: dict[str, Any]) -> list[str]:
+    """``cpu``, ``scheduler_stream``, ``engine_stream`` first (when present), then the others.
+
+    Extra lanes (an imported trace's "GPU 0 stream 7", kernel lanes) keep the order of the
+    run's ``lanes`` list; lanes that only appear in spans come last, in order of appearance.
+    """
+    listed = list(run.get("lanes") or [])
+    seen = list(dict.fromkeys(listed + [s["lane"] for s in run.get("spans", [])]))
+    standard = [lane for lane in STANDARD_LANES if lane in seen]
+    return standard + [lane for lane in seen if lane not in STANDARD_LANES]
+
+
+def display_labels(runs: list[dict[str, Any]]) -> list[str]:
+    """Short names for charts and table headers.
+
+    Engine labels look like "overlap (CPU, separate device process ...)". When all runs that
+    carry a detail in parentheses carry the same one, it says nothing about the difference
+    between them and is dropped (the page names the hardware elsewhere); differing details stay.
+    """
+    labels = [str(run.get("label") or run.get("mode") or "run") for run in runs]
+    details = {label.partition(" (")[2] for label in labels if " (" in label}
+    if len(runs) > 1 and len(details) == 1:
+        return [label.partition(" (")[0] for label in labels]
+    return labels
+
+
+def gpu_lanes(run: dict[str, Any]) -> list[str]:
+    lanes = run.get("gpu_lanes")
+    return list(lanes) if lanes is not None else list(DEFAULT_GPU_LANES)
+
+
+def union_intervals(intervals: list[Interval]) -> list[Interval]:
+    """Merge overlapping or touching intervals into a sorted, disjoint list."""
+    merged: list[list[float]] = []
+    for start, end in sorted(intervals):
+        if end < start:
+            start, end = end, start
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    return [(a, b) for a, b in merged]
+
+
+def time_range(spans: list[dict[str, Any]]) -> Interval:
+    """(first start, last end) over all spans, in µs; (0, 0) for none."""
+    if not spans:
+        return (0.0, 0.0)
+    return (min(s["start_us"] for s in spans), max(s["end_us"] for s in spans))
+
+
+def idle_gaps(spans: list[dict[str, Any]], lanes: list[str], t_start: float | None = None,
+              t_end: float | None = None) -> list[Interval]:
+    """Holes in the union of ``lanes``' spans inside [t_start, t_end].
+
+    The default range runs from the first start to the last end on those lanes (as the engine's
+    metrics do), so the drawn gaps add up to the record's ``idle_us_total``. A range with no busy
+    interval at all is one gap; zero-length holes are dropped.
+    """
+    lo, hi = time_range([s for s in spans if s["lane"] in lanes])
+    t_start = lo if t_start is None else t_start
+    t_end = hi if t_end is None else t_end
+    busy = union_intervals([(s["start_us"], s["end_us"]) for s in spans if s["lane"] in lanes])
+    gaps: list[Interval] = []
+    cursor = t_start
+    for start, end in busy:
+        if end <= cursor:
+            continue
+        if start >= t_end:
+            break
+        if start > cursor:
+            gaps.append((cursor, start))
+        cursor = max(cursor, end)
+    if cursor < t_end:
+        gaps.append((cursor, t_end))
+    return [(a, b) for a, b in gaps if b > a]
+
+
+def local_stats(run: dict[str, Any]) -> dict[str, float]:
+    """Idle total, gap count, busy fraction and step count measured from the spans themselves.
+
+    Only for views that have no engine metrics: a zoomed window, or a run still in progress.
+    A window's numbers are measured over its own time range (see ``window_run``).
+    """
+    spans = run.get("spans", [])
+    lanes = gpu_lanes(run)
+    t_start, t_end = time_range([s for s in spans if s["lane"] in lanes])
+    if "window" in run:
+        t_start, t_end = run["window"]["t_start_us"], run["window"]["t_end_us"]
+    gaps = idle_gaps(spans, lanes, t_start, t_end)
+    idle = sum(b - a for a, b in gaps)
+    span_us = t_end - t_start
+    steps = {s["step"] for s in spans if s.get("step", -1) >= 0}
+    return {
+        "idle_us_total": idle,
+        "idle_gap_count": len(gaps),
+        "gpu_busy_frac": (1.0 - idle / span_us) if span_us > 0 else 0.0,
+        "steps": len(steps),
+        "span_us": span_us,
+    }
+
+
+def step_range(run: dict[str, Any]) -> tuple[int, int]:
+    """(first, last) step number present in the run's spans; (0, 0) for none."""
+    steps = [s["step"] for s in run.get("spans", []) if s.get("step", -1) >= 0]
+    return (min(steps), max(steps)) if steps else (0, 0)
+
+
+def window_run(run: dict[str, Any], first_step: int, last_step: int) -> dict[str, Any]:
+    """A copy of ``run`` cut to the time the steps first_step..last_step (inclusive) took.
+
+    The window runs from the first start to the last end of those steps' spans. It keeps every
+    span that overlaps that time, whatever its step: in the overlap loop the forward of step
+    ``first_step - 1`` is still running while the CPU schedules ``first_step``, and leaving it
+    out would paint a busy GPU as idle. ``metrics`` become the window's local numbers
+    (``local_stats``) and ``window`` records the steps and the time range.
+    """
+    if first_step > last_step:
+        first_step, last_step = last_step, first_step
+    spans = run.get("spans", [])
+    chosen = [s for s in spans if first_step <= s.get("step", -1) <= last_step]
+    t_start, t_end = time_range(chosen)
+    windowed = {k: v for k, v in run.items() if k not in ("spans", "metrics", "outputs")}
+    windowed["spans"] = [s for s in spans if chosen and s["end_us"] > t_start
+                         and s["start_us"] < t_end]
+    windowed["window"] = {"first_step": first_step, "last_step": last_step,
+                          "t_start_us": t_start, "t_end_us": t_end}
+    windowed["metrics"] = local_stats(windowed)
+    return windowed

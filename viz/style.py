@@ -1,0 +1,46 @@
+"""One colour per phase, the same in every chart, so a reader learns the legend once.
+
+CPU phases are blues and purples (the scheduler thread), scheduler-stream phases greens (small
+copies), engine-stream phases oranges and browns (the forward). GPU idle is the only red thing on
+the page: a hatched band over the GPU lanes wherever none of them is doing anything.
+"""
+
+from __future__ import annotations
+
+STANDARD_LANES = ("cpu", "scheduler_stream", "engine_stream")
+DEFAULT_GPU_LANES = ("scheduler_stream", "engine_stream")
+
+PHASE_COLORS: dict[str, str] = {
+    # cpu: the scheduler thread
+    "receive": "#9ecae1",
+    "schedule": "#3182bd",
+    "launch": "#6baed6",
+    "wait": "#c9c9c9",
+    "process_last": "#756bb1",
+    "idle": "#ececec",
+    # scheduler_stream: metadata uploads and the result copy
+    "upload": "#31a354",
+    "copy": "#a1d99b",
+    # engine_stream: forward and sampling
+    "prefill": "#a63603",
+    "decode": "#fd8d3c",
+    "sample": "#8c6d31",
+    # imported torch.profiler traces
+    "kernel": "#f16913",
+    "memcpy": "#41ab5d",
+    "memset": "#c7e9c0",
+    "cpu_op": "#4292c6",
+    "runtime": "#9e9ac8",
+    "user_annotation": "#bcbddc",
+}
+
+NEUTRAL_COLOR = "#969696"
+OTHER_PHASE = "other"
+
+IDLE_FILL = "rgba(214, 39, 40, 0.16)"
+IDLE_LINE = "rgba(214, 39, 40, 0.75)"
+
+def phase_color(phase: str) -> str:
+    """The phase's colour; a neutral grey for phases the legend does not know."""
+    return PHASE_COLORS.get(phase, NEUTRAL_COLOR)
+

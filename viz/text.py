@@ -1,0 +1,262 @@
+"""Every sentence the demo shows, in English and Chinese, keyed by name.
+
+The explanations use the article's own terms (token pool, scheduler stream and engine stream,
+``wait_stream``, lag one) and say what to look for in the picture. ``t(lang, key)`` falls back to
+English for a key a language lacks, so a missing translation shows English, never an error.
+"""
+
+from __future__ import annotations
+
+LANGUAGES = {"en": "English", "zh": "中文"}
+
+_EN: dict[str, str] = {
+    "title": "# Overlap scheduling, live: watch the GPU stop waiting for the CPU",
+    "intro": (
+        "A small LLM engine runs the same requests twice: with the **normal** (serial) loop and "
+        "with the **overlap** loop of SGLang-style schedulers. Each run is drawn as a timeline: "
+        "what the scheduler's CPU thread and the two GPU streams did at every decode step. "
+        "Red hatched bands are moments when the GPU had nothing to do."),
+    "timeline_help": """
+### What to look for
+- **Lanes.** *CPU* is the scheduler thread: `receive` requests, `schedule` the next batch,
+  `launch` it, `process_last` (read sampled tokens, check EOS, free finished requests) and
+  `wait`. The **scheduler stream** carries small metadata uploads and the result copy; the
+  **engine stream** runs the forward (`prefill` / `decode`) and `sample`.
+- **Red hatched bands = GPU idle**: neither stream has work. Their total is in each title.
+- **Normal loop:** forward(B*n*) → copy → CPU reads the token → stop check → build B*n+1* →
+  forward(B*n+1*). A red band follows every decode: the GPU waits for `process_last` and
+  `schedule`.
+- **Overlap loop:** the sampled token is written into a GPU-resident **token pool** and gathered
+  from there as the next input, so forward(B*n+1*) never waits for the CPU. Find
+  `process_last` of step *n−1* on the CPU lane *under* the decode bar of step *n*.
+- **One sync edge:** `engine_stream.wait_stream(scheduler_stream)`: a forward waits only for
+  its own metadata upload (green), nothing else.
+- **Lag one:** the CPU sees an EOS one step late, so a finished request may ride along in one
+  more batch; that extra token is dropped and the request is freed exactly once.
+- On a machine without a GPU, a separate **device process** plays the GPU (it owns the model,
+  KV cache and token pool). Its lanes are measured, not simulated.
+""",
+    "zoom_help": (
+        "**Step window.** Both runs are cut to the same steps and start at 0 ms, so you can read "
+        "single steps: in the overlap run the CPU's work for the previous step hides under the "
+        "current forward, and each step is shorter."),
+    "metrics_help": """
+### The article's formula, measured
+A serial step costs **T_fwd + T_sched + T_post**; an overlapped step costs
+**max(T_fwd, T_sched + T_post)** plus a small sync. The table plugs in the terms measured in the
+serial run. The gain is largest when CPU work per step is close to the forward time: small
+models, fast GPUs, heavy schedulers (try the *extra CPU work* slider). CUDA graphs are a
+different fix: they cut launch cost *inside* a forward, overlap removes the gap *between*
+forwards. They compose.
+""",
+    "recorded_help": (
+        "Runs recorded with the CLI on a real GPU (`python -m engine --mode both --json ...`), "
+        "drawn with the same charts. Each is labelled with its hardware and date."),
+    "upload_help": (
+        "Upload a `torch.profiler` trace (`.json` or `.json.gz`, for example from SGLang or "
+        "vLLM) or a run record saved from this page. GPU streams become lanes; idle gaps are the "
+        "holes in the union of all GPU lanes."),
+    "no_recorded": "No recorded GPU runs are bundled yet (`assets/recorded/*.json`).",
+    "no_runs": "Press Run to draw the timelines.",
+    "zoom_after_run": "The step window is drawn when the run has finished.",
+    "time_axis": "time since the run started (ms)",
+    "time_axis_window": "time since the window's first step (ms)",
+    "gpu_idle": "GPU idle",
+    "run_title": "{label}: GPU idle {idle:.1f} ms in {gaps} gaps · GPU busy {busy}%",
+    "window_steps": "steps {first}–{last}",
+    "so_far": "so far (running)",
+    "metric": "metric",
+    "ratio": "{b} / {a}",
+    "m_tokens_per_s": "output tokens / s",
+    "m_decode_tokens_per_s": "decode tokens / s",
+    "m_output_tokens": "output tokens",
+    "m_wall_s": "wall time (s)",
+    "m_steps": "steps",
+    "m_gpu_busy_frac": "GPU busy",
+    "m_idle_us_total": "GPU idle total (ms)",
+    "m_idle_gap_count": "idle gaps",
+    "m_mean_step_us": "mean step time (ms)",
+    "m_mean_idle_per_step_us": "mean GPU idle per step (ms)",
+    "m_t_fwd_us": "T_fwd: forward per step (ms)",
+    "m_t_cpu_us": "T_sched + T_post: CPU per step (ms)",
+    "m_ttft_ms_mean": "time to first token, mean (ms)",
+    "m_tpot_ms_mean": "time per output token, mean (ms)",
+    "formula_serial": "serial step ≈ T_fwd + T_sched + T_post = {fwd:.2f} + {cpu:.2f} = "
+                      "{total:.2f} ms",
+    "formula_overlap": "overlapped step ≈ max(T_fwd, T_sched + T_post) = max({fwd:.2f}, "
+                       "{cpu:.2f}) = {best:.2f} ms",
+    "formula_predicted": "predicted speedup: {pred:.2f}×",
+    "formula_measured": "measured speedup ({b} tokens/s ÷ {a} tokens/s): {meas:.2f}×",
+    "formula_terms": "terms measured in the {label} run",
+    "texts_title": "### Generated texts",
+    "texts_same": "✓ The runs produced identical token ids for every request.",
+    "texts_differ": "The runs' token ids differ (expected only with temperature > 0).",
+    "col_request": "request",
+    "col_finish": "finish",
+    "col_tokens": "prompt → output tokens",
+    "col_text": "text",
+    "lane_cpu": "CPU (scheduler thread)",
+    "lane_scheduler_stream": "scheduler stream",
+    "lane_engine_stream": "engine stream",
+    "status_waiting": "Waiting for the device: the engine is warming up or another run is on.",
+    "status_preparing": "Preparing the engine on {device}…",
+    "status_running": "Running <b>{mode}</b>: step {step} of about {expected}, {seconds:.1f} s",
+    "status_done": "Done: {requests} requests, {tokens} output tokens per run, on {where}.",
+    "status_failed": "The run failed: {error}",
+    "status_recorded": "Recorded on {where}",
+    "status_imported": "Imported {name} ({where})",
+    "status_cannot_show": "Cannot show {name}: {error}",
+    "mode_both": "both, side by side",
+    "mode_normal": "normal (serial)",
+    "mode_overlap": "overlap",
+    "model_real": "tiny model, real weights",
+    "model_random": "random weights, timing only",
+    # controls
+    "ctl_mode": "Scheduling loop",
+    "ctl_device": "Device",
+    "ctl_model": "Model",
+    "ctl_requests": "Requests",
+    "ctl_batch": "Batch size (requests decoded together)",
+    "ctl_prompt_len": "Prompt length (words)",
+    "ctl_prompts": "Prompts (one per line, cycled over the requests)",
+    "ctl_max_new": "Max new tokens",
+    "ctl_temperature": "Temperature (0 = greedy)",
+    "ctl_cuda_graph": "CUDA graphs (decode)",
+    "ctl_extra_cpu": "Extra CPU work per step (µs), emulates a heavier scheduler",
+    "ctl_run": "Run",
+    "ctl_first_step": "First step",
+    "ctl_last_step": "Last step",
+    "ctl_zoom": "Zoom to steps",
+    "ctl_recorded": "Recorded run",
+    "ctl_upload": "torch.profiler trace or run record",
+    "tab_live": "Live run",
+    "tab_recorded": "Recorded GPU runs",
+    "tab_upload": "Import a trace",
+    "dl_record": "Download run record (JSON)",
+    "dl_trace": "Download Chrome trace (Perfetto)",
+}
+
+_ZH: dict[str, str] = {
+    "title": "# 重叠调度现场演示：看 GPU 不再等待 CPU",
+    "intro": (
+        "一个小型 LLM 推理引擎把同一批请求跑两遍：一遍用**普通**（串行）循环，一遍用 SGLang 式的"
+        "**重叠**循环。每次运行画成一条时间线：每个解码步里调度器的 CPU 线程和两条 GPU stream "
+        "分别在做什么。红色斜线区域表示 GPU 无事可做的时间。"),
+    "timeline_help": """
+### 看什么
+- **泳道。** *CPU* 是调度线程：`receive` 接收请求、`schedule` 组下一批、`launch` 提交、
+  `process_last`（读取采样 token、判 EOS、回收已结束请求）以及 `wait`。**scheduler stream**
+  承载小的元数据上传和结果回传；**engine stream** 执行前向（`prefill` / `decode`）和 `sample`。
+- **红色斜线 = GPU 空闲**：两条 stream 都没有工作。每个标题里给出其总和。
+- **普通循环：** forward(B*n*) → 回传 → CPU 读 token → 判停 → 组 B*n+1* → forward(B*n+1*)。
+  每次 decode 之后都有一段红色：GPU 在等 `process_last` 和 `schedule`。
+- **重叠循环：** 采样出的 token 写入常驻显存的 **token_pool**，下一步直接从中 gather 作为输入，
+  forward(B*n+1*) 不再等待 CPU。请在 CPU 泳道上找到第 *n−1* 步的 `process_last`，它位于第 *n*
+  步 decode 条的**正下方**。
+- **唯一的同步边：** `engine_stream.wait_stream(scheduler_stream)`：前向只等待自己的元数据上传
+  （绿色），不等其他任何东西。
+- **滞后一轮：** CPU 晚一步才看到 EOS，已结束的请求可能还会跟着多跑一批；那个多出的 token 被丢弃，
+  请求只释放一次。
+- 没有 GPU 的机器上，由一个独立的**设备进程**扮演 GPU（它持有模型、KV Cache 和 token_pool）。
+  它的泳道是实测的，不是模拟的。
+""",
+    "zoom_help": (
+        "**步窗口。** 两次运行都截取相同的步并从 0 ms 开始，方便逐步阅读：重叠运行中，上一步的 CPU "
+        "工作藏在当前前向的下面，每一步都更短。"),
+    "metrics_help": """
+### 文中的公式，代入实测值
+串行一步耗时 **T_fwd + T_sched + T_post**；重叠一步耗时 **max(T_fwd, T_sched + T_post)**，
+再加少量同步开销。表中代入串行运行实测的各项。每步 CPU 工作与前向时间越接近，收益越大：
+小模型、快 GPU、重调度器（试试*额外 CPU 工作*滑块）。CUDA Graph 是另一种优化：它消除一次前向
+**内部**的 launch 开销，重叠消除前向**之间**的空隙，两者可以叠加。
+""",
+    "recorded_help": (
+        "在真实 GPU 上用命令行录制的运行（`python -m engine --mode both --json ...`），"
+        "用同样的图表展示，并标注硬件和日期。"),
+    "upload_help": (
+        "上传 `torch.profiler` trace（`.json` 或 `.json.gz`，例如来自 SGLang 或 vLLM），"
+        "或本页下载的运行记录。GPU stream 成为泳道；空闲间隙是所有 GPU 泳道并集中的空洞。"),
+    "no_recorded": "尚未附带录制的 GPU 运行（`assets/recorded/*.json`）。",
+    "no_runs": "点击“运行”绘制时间线。",
+    "zoom_after_run": "运行结束后绘制步窗口。",
+    "time_axis": "自运行开始的时间（ms）",
+    "time_axis_window": "自窗口第一步开始的时间（ms）",
+    "gpu_idle": "GPU 空闲",
+    "run_title": "{label}：GPU 空闲 {idle:.1f} ms，共 {gaps} 段 · GPU 忙碌 {busy}%",
+    "window_steps": "第 {first}–{last} 步",
+    "so_far": "目前为止（运行中）",
+    "metric": "指标",
+    "m_tokens_per_s": "输出 token / 秒",
+    "m_decode_tokens_per_s": "解码 token / 秒",
+    "m_output_tokens": "输出 token 数",
+    "m_wall_s": "总耗时（秒）",
+    "m_steps": "步数",
+    "m_gpu_busy_frac": "GPU 忙碌比例",
+    "m_idle_us_total": "GPU 空闲总计（ms）",
+    "m_idle_gap_count": "空闲段数",
+    "m_mean_step_us": "平均每步时间（ms）",
+    "m_mean_idle_per_step_us": "平均每步 GPU 空闲（ms）",
+    "m_t_fwd_us": "T_fwd：每步前向（ms）",
+    "m_t_cpu_us": "T_sched + T_post：每步 CPU（ms）",
+    "m_ttft_ms_mean": "首 token 延迟均值（ms）",
+    "m_tpot_ms_mean": "每输出 token 时间均值（ms）",
+    "formula_serial": "串行一步 ≈ T_fwd + T_sched + T_post = {fwd:.2f} + {cpu:.2f} = "
+                      "{total:.2f} ms",
+    "formula_overlap": "重叠一步 ≈ max(T_fwd, T_sched + T_post) = max({fwd:.2f}, {cpu:.2f}) = "
+                       "{best:.2f} ms",
+    "formula_predicted": "预测加速比：{pred:.2f}×",
+    "formula_measured": "实测加速比（{b} token/秒 ÷ {a} token/秒）：{meas:.2f}×",
+    "formula_terms": "各项取自 {label} 运行",
+    "texts_title": "### 生成文本",
+    "texts_same": "✓ 两次运行对每个请求生成了完全相同的 token id。",
+    "texts_differ": "两次运行的 token id 不同（仅在 temperature > 0 时属正常）。",
+    "col_request": "请求",
+    "col_finish": "结束原因",
+    "col_tokens": "提示 → 输出 token",
+    "col_text": "文本",
+    "lane_cpu": "CPU（调度线程）",
+    "lane_scheduler_stream": "scheduler stream",
+    "lane_engine_stream": "engine stream",
+    "status_waiting": "等待设备：引擎正在预热，或另一个运行正在进行。",
+    "status_preparing": "正在 {device} 上准备引擎…",
+    "status_running": "正在运行 <b>{mode}</b>：第 {step} 步（约 {expected} 步），{seconds:.1f} 秒",
+    "status_done": "完成：{requests} 个请求，每次运行输出 {tokens} 个 token，设备：{where}。",
+    "status_failed": "运行失败：{error}",
+    "status_recorded": "录制于 {where}",
+    "status_imported": "已导入 {name}（{where}）",
+    "status_cannot_show": "无法显示 {name}：{error}",
+    "mode_both": "两者并排",
+    "mode_normal": "普通（串行）",
+    "mode_overlap": "重叠",
+    "model_real": "小模型，真实权重",
+    "model_random": "随机权重，仅用于计时",
+    "ctl_mode": "调度循环",
+    "ctl_device": "设备",
+    "ctl_model": "模型",
+    "ctl_requests": "请求数",
+    "ctl_batch": "批大小（一起解码的请求数）",
+    "ctl_prompt_len": "提示长度（词）",
+    "ctl_prompts": "提示（每行一条，循环分配给各请求）",
+    "ctl_max_new": "最大新 token 数",
+    "ctl_temperature": "温度（0 = 贪心）",
+    "ctl_cuda_graph": "CUDA Graph（解码）",
+    "ctl_extra_cpu": "每步额外 CPU 工作（µs），模拟更重的调度器",
+    "ctl_run": "运行",
+    "ctl_first_step": "起始步",
+    "ctl_last_step": "结束步",
+    "ctl_zoom": "放大到这些步",
+    "ctl_recorded": "录制的运行",
+    "ctl_upload": "torch.profiler trace 或运行记录",
+    "tab_live": "现场运行",
+    "tab_recorded": "录制的 GPU 运行",
+    "tab_upload": "导入 trace",
+    "dl_record": "下载运行记录（JSON）",
+    "dl_trace": "下载 Chrome trace（Perfetto）",
+}
+
+STRINGS: dict[str, dict[str, str]] = {"en": _EN, "zh": _ZH}
+
+
+def t(lang: str, key: str) -> str:
+    """The string ``key`` in ``lang`` ("en" or "zh"), falling back to English."""
+    return STRINGS.get(lang, _EN).get(key, _EN[key])

@@ -1,0 +1,226 @@
+"""Gantt timelines of one or more runs: lanes top to bottom, bars coloured by phase, idle hatched.
+
+Drawing idea: a lane is a row at y = 0, 1, 2, ... (reversed, so ``cpu`` is on top) and every span
+is a horizontal bar with ``base`` = start and ``x`` = duration. All spans of one phase go into one
+``go.Bar`` trace, so a run of many thousands of spans is a dozen traces, not thousands of shapes.
+GPU idle gaps (holes in the union of the GPU lanes) are one more bar trace, drawn first so it sits
+behind the work: a tall hatched bar spanning the GPU lanes. Runs stacked in one figure share their
+x-axis, so "normal above overlap" is drawn on one time scale and the shorter run looks shorter.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from viz.spans import (
+    display_labels,
+    gpu_lanes,
+    idle_gaps,
+    local_stats,
+    ordered_lanes,
+    time_range,
+    window_run,
+)
+from viz.style import (
+    IDLE_FILL,
+    IDLE_LINE,
+    OTHER_PHASE,
+    PHASE_COLORS,
+    STANDARD_LANES,
+    phase_color,
+)
+from viz.text import t
+
+MAX_BARS = 8000        # above this many spans, merge neighbours closer than a pixel apart
+LANE_PX = 46           # height of one lane in pixels
+BAR_WIDTH = 0.72       # bar thickness in lane units (a lane is 1.0)
+
+_HOVER = ("<b>%{customdata[0]}</b> · %{customdata[5]}<br>step %{customdata[1]}"
+          "<br>start %{customdata[6]:.3f} ms · duration %{customdata[2]:.3f} ms"
+          "<br>batch size %{customdata[3]} · tokens %{customdata[4]}<extra></extra>")
+
+
+def timeline_figure(run: dict[str, Any], lang: str = "en") -> go.Figure:
+    """The Gantt timeline of one run."""
+    return side_by_side_figure([run], lang=lang)
+
+
+def side_by_side_figure(runs: list[dict[str, Any]], window: tuple[int, int] | None = None,
+                        lang: str = "en") -> go.Figure:
+    """Runs stacked top to bottom (normal above overlap) on one shared time axis.
+
+    With ``window=(first_step, last_step)`` each run is cut to those steps and shifted so the
+    window starts at 0 ms: the x-axis then reads "time since the window's first step".
+    """
+    if window is not None:
+        runs = [window_run(run, *window) for run in runs]
+    if not runs:
+        return message_figure(t(lang, "no_runs"))
+    lane_lists = [ordered_lanes(run) or list(STANDARD_LANES) for run in runs]
+    heights = [max(len(lanes), 1) for lanes in lane_lists]
+    titles = [_run_title(run, label, lang) for run, label in zip(runs, display_labels(runs))]
+    fig = make_subplots(rows=len(runs), cols=1, shared_xaxes=True, row_heights=heights,
+                        vertical_spacing=min(0.3 / len(runs), 0.12), subplot_titles=titles)
+    legend_shown: set[str] = set()
+    x_max = 0.0
+    for row, (run, lanes) in enumerate(zip(runs, lane_lists), start=1):
+        offset = run["window"]["t_start_us"] if window is not None else 0.0
+        x_max = max(x_max, _add_run(fig, run, lanes, row, offset, legend_shown, lang))
+        fig.update_yaxes(row=row, col=1, tickvals=list(range(len(lanes))),
+                         ticktext=[_lane_label(lane, lang) for lane in lanes],
+                         range=[len(lanes) - 0.5, -0.5], showgrid=False, zeroline=False,
+                         fixedrange=True)
+    axis_title = t(lang, "time_axis_window" if window is not None else "time_axis")
+    fig.update_xaxes(range=[0, x_max * 1.01 or 1.0], showgrid=True, gridcolor="#eeeeee",
+                     zeroline=False)
+    fig.update_xaxes(title_text=axis_title, row=len(runs), col=1)
+    chart_px = 90 + sum(LANE_PX * h + 70 for h in heights)
+    fig.update_layout(
+        barmode="overlay", bargap=0, template="plotly_white",
+        height=max(chart_px, 100 + 21 * len(legend_shown)),  # room for the whole legend
+        margin={"l": 10, "r": 10, "t": 40, "b": 40},
+        legend={"font": {"size": 11}, "tracegroupgap": 2},
+        hoverlabel={"bgcolor": "white", "font_size": 12},
+        font={"family": "Inter, Segoe UI, Noto Sans SC, sans-serif", "size": 12},
+    )
+    fig.update_annotations(font_size=13, xanchor="left", x=0)
+    return fig
+
+
+def _add_run(fig: go.Figure, run: dict[str, Any], lanes: list[str], row: int, offset_us: float,
+             legend_shown: set[str], lang: str) -> float:
+    """Add one run's gap band and phase bars to subplot ``row``; return its last end in ms."""
+    spans = run.get("spans", [])
+    index = {lane: i for i, lane in enumerate(lanes)}
+    gpu = [lane for lane in gpu_lanes(run) if lane in index]
+    t_start, t_end = time_range(spans)
+    if "window" in run:
+        t_start, t_end = run["window"]["t_start_us"], run["window"]["t_end_us"]
+        gaps = idle_gaps(spans, gpu, t_start, t_end)
+    else:
+        gaps = idle_gaps(spans, gpu)
+    if gaps and gpu:
+        _add_gaps(fig, gaps, sorted(index[lane] for lane in gpu), row, offset_us,
+                  legend_shown, lang)
+    if len(spans) > MAX_BARS:
+        spans = _coalesce(spans, (t_end - t_start) / 3000.0)
+    extra_gpu = set(gpu) - set(STANDARD_LANES)
+    by_phase: dict[str, list[dict[str, Any]]] = {}
+    for span in spans:
+        kernel_lane = span["lane"] in extra_gpu or span["lane"].startswith("kernels")
+        key = _color_key(span["phase"], kernel_lane)
+        by_phase.setdefault(key, []).append(span)
+    order = list(PHASE_COLORS) + [OTHER_PHASE]
+    for rank, phase in enumerate(order):
+        group = by_phase.get(phase)
+        if not group:
+            continue
+        fig.add_trace(_phase_trace(phase, group, index, offset_us, phase not in legend_shown,
+                                   rank), row=row, col=1)
+        legend_shown.add(phase)
+    return (t_end - offset_us) / 1000.0
+
+
+def _lane_label(lane: str, lang: str) -> str:
+    return t(lang, f"lane_{lane}") if lane in STANDARD_LANES else lane
+
+
+def _color_key(phase: str, imported_gpu_lane: bool) -> str:
+    """The legend entry of a phase: itself if known, else memcpy/memset/kernel by name and lane
+    (kernel lanes of a profiler capture hold kernels named by their C++ symbol), else "other"."""
+    if phase in PHASE_COLORS:
+        return phase
+    lowered = phase.lower()
+    for known in ("memcpy", "memset"):
+        if known in lowered:
+            return known
+    return "kernel" if imported_gpu_lane else OTHER_PHASE
+
+
+def _phase_trace(phase: str, spans: list[dict[str, Any]], index: dict[str, int],
+                 offset_us: float, show_legend: bool, rank: int) -> go.Bar:
+    starts = [(s["start_us"] - offset_us) / 1000.0 for s in spans]
+    durations = [(s["end_us"] - s["start_us"]) / 1000.0 for s in spans]
+    custom = [[s["phase"], s.get("step", -1), d, s.get("batch_size", 0), s.get("num_tokens", 0),
+               s["lane"], b] for s, d, b in zip(spans, durations, starts)]
+    return go.Bar(
+        name=phase, legendgroup=phase, showlegend=show_legend, legendrank=100 + rank,
+        orientation="h", base=starts, x=durations, y=[index[s["lane"]] for s in spans],
+        width=BAR_WIDTH, customdata=custom, hovertemplate=_HOVER,
+        # A hairline between neighbouring bars, while bars are wide enough to keep their colour.
+        marker={"color": phase_color(phase), "line": {"width": 0.6 if len(spans) < 2000 else 0,
+                                                      "color": "rgba(255,255,255,0.8)"}},
+    )
+
+
+def _add_gaps(fig: go.Figure, gaps: list[tuple[float, float]], gpu_rows: list[int], row: int,
+              offset_us: float, legend_shown: set[str], lang: str) -> None:
+    """One hatched bar per gap and per contiguous band of GPU lanes."""
+    bands: list[list[int]] = []
+    for lane_row in gpu_rows:
+        if bands and lane_row == bands[-1][-1] + 1:
+            bands[-1].append(lane_row)
+        else:
+            bands.append([lane_row])
+    ys, widths, starts, lengths = [], [], [], []
+    for band in bands:
+        for a, b in gaps:
+            ys.append((band[0] + band[-1]) / 2.0)
+            widths.append(len(band) - 1 + 0.96)
+            starts.append((a - offset_us) / 1000.0)
+            lengths.append((b - a) / 1000.0)
+    name = t(lang, "gpu_idle")
+    fig.add_trace(go.Bar(
+        name=name, legendgroup="gpu_idle", showlegend="gpu_idle" not in legend_shown,
+        legendrank=1, orientation="h", base=starts, x=lengths, y=ys, width=widths,
+        customdata=starts, hovertemplate=(f"<b>{name}</b><br>" + "start %{customdata:.3f} ms"
+                                          " · %{x:.3f} ms<extra></extra>"),
+        marker={"color": IDLE_FILL, "line": {"color": IDLE_LINE, "width": 0.6},
+                "pattern": {"shape": "/", "fgcolor": IDLE_LINE, "size": 6, "solidity": 0.15}},
+    ), row=row, col=1)
+    legend_shown.add("gpu_idle")
+
+
+def _coalesce(spans: list[dict[str, Any]], eps_us: float) -> list[dict[str, Any]]:
+    """Merge same-lane, same-phase neighbours closer than ``eps_us`` (they share a pixel)."""
+    ordered = sorted(spans, key=lambda s: (s["lane"], s["phase"], s["start_us"]))
+    merged: list[dict[str, Any]] = []
+    for span in ordered:
+        last = merged[-1] if merged else None
+        if (last is not None and last["lane"] == span["lane"] and last["phase"] == span["phase"]
+                and span["start_us"] - last["end_us"] <= eps_us):
+            last["end_us"] = max(last["end_us"], span["end_us"])
+            last["num_tokens"] = last.get("num_tokens", 0) + span.get("num_tokens", 0)
+        else:
+            merged.append(dict(span))
+    return merged
+
+
+def _run_title(run: dict[str, Any], label: str, lang: str) -> str:
+    metrics = run.get("metrics") or {}
+    live = "idle_us_total" not in metrics
+    stats = local_stats(run) if live else metrics
+    busy = stats.get("gpu_busy_frac")
+    text = t(lang, "run_title").format(
+        label=label, idle=stats.get("idle_us_total", 0.0) / 1000.0,
+        gaps=int(stats.get("idle_gap_count", 0)),
+        busy="–" if busy is None else f"{100 * busy:.1f}")
+    if "window" in run:
+        w = run["window"]
+        text += " · " + t(lang, "window_steps").format(first=w["first_step"], last=w["last_step"])
+    elif live:
+        text += " · " + t(lang, "so_far")
+    return f"<b>{text}</b>"
+
+
+def message_figure(message: str) -> go.Figure:
+    """An empty chart that says ``message`` (before a run, or while one is in progress)."""
+    fig = go.Figure()
+    fig.add_annotation(text=message, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper",
+                       font={"size": 14, "color": "#777777"})
+    fig.update_layout(template="plotly_white", height=220, xaxis_visible=False,
+                      yaxis_visible=False, margin={"l": 10, "r": 10, "t": 20, "b": 20})
+    return fig
