@@ -29,6 +29,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--extra-cpu-us", type=int, default=0,
                    help="extra real scheduler CPU work per step (emulates a heavier scheduler)")
+    p.add_argument("--decode-steps", type=int, default=1, metavar="K",
+                   help="overlap mode: launch K decode steps per scheduling iteration")
     p.add_argument("--no-record", action="store_true", help="turn the span recorder off")
     p.add_argument("--json", metavar="PATH", help="write the run record (schema 1)")
     p.add_argument("--trace", metavar="PATH", help="write a Chrome/Perfetto trace")
@@ -45,7 +47,8 @@ def build_config(a: argparse.Namespace) -> EngineConfig:
                         max_batch_size=a.batch_size, dtype=a.dtype, seed=a.seed,
                         max_seq_len=max(64, a.prompt_len + a.max_new_tokens),
                         max_prefill_tokens=max(512, a.prompt_len),
-                        extra_cpu_us=a.extra_cpu_us, record_timeline=not a.no_record)
+                        extra_cpu_us=a.extra_cpu_us, record_timeline=not a.no_record,
+                        decode_steps_per_schedule=a.decode_steps)
 
 
 def format_table(runs) -> str:

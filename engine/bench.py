@@ -8,6 +8,7 @@
     python -m engine.bench --device cuda                      # the H200 table in the README
     python -m engine.bench --device cpu --quick               # a 2-core CPU in about a minute
     python -m engine.bench --overhead                         # span recording on vs off
+    python -m engine.bench --multistep                        # k decode steps per iteration
 
 Every engine number is the median of ``--repeats`` runs of a steady decode workload (``B``
 requests, all admitted at once, ``--new-tokens`` tokens each, no early stops).
@@ -207,12 +208,16 @@ def parse_args(argv):
     p.add_argument("--hf", action="store_true", help="also time transformers generate")
     p.add_argument("--quick", action="store_true", help="small CPU settings")
     p.add_argument("--overhead", action="store_true", help="recording on vs off only")
+    p.add_argument("--multistep", action="store_true", help="k decode steps per iteration")
     p.add_argument("--workdir", default=tempfile.gettempdir())
     return p.parse_args(argv)
 
 
 def main(argv=None) -> int:
     a = parse_args(argv)
+    if a.multistep:
+        from engine.bench_multistep import main as multistep_main
+        return multistep_main(a)
     if a.overhead:
         from engine.bench_overhead import main as overhead_main
         return overhead_main(a)

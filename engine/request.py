@@ -111,32 +111,37 @@ def decode_bucket(n: int, cap: int) -> int:
     return cap
 
 
-def build_meta(batch: Batch, pages_per_seq: int, page_size: int, scratch_page: int,
-               dummy_slot: int, full_kv: bool) -> StepMeta:
-    """Lay the batch out as arrays. Padding rows read the dummy slot and write the scratch page."""
-    bp, width = batch.padded_size, NUM_INT_COLS + pages_per_seq
-    ints = np.zeros((bp, width), dtype=np.int64)
-    ints[:, COL_SLOT] = dummy_slot
-    ints[:, NUM_INT_COLS:] = scratch_page
-    floats = np.zeros((bp, 2), dtype=np.float32)
-    floats[:, 1] = 1.0
-    writes: list[tuple[int, int, int]] = []
-    kv_tokens = 1
-    for i, row in enumerate(batch.rows):
-        req = row.req
-        ints[i, :NUM_INT_COLS] = (req.slot, row.start, row.length, int(row.samples),
-                                  req.seed, req.params.top_k)
-        ints[i, NUM_INT_COLS:NUM_INT_COLS + len(req.pages)] = req.pages
-        floats[i] = (req.params.temperature, req.params.top_p)
-        kv_tokens = max(kv_tokens, row.start + row.length)
-        if batch.kind == "prefill":
-            chunk = req.prompt_ids[row.start:row.start + row.length]
-            writes.extend((req.slot, row.start + j, t) for j, t in enumerate(chunk))
-    prompt_writes = (np.array(writes, dtype=np.int64).T if writes
-                     else np.zeros((3, 0), dtype=np.int64))
+def build_meta(batch: Batch, page_table: np.ndarray, page_size: int, dummy_slot: int,
+               full_kv: bool) -> StepMeta:
+    """Lay the batch out as arrays, one column at a time (no per-row numpy calls: this runs every
+    step on the CPU). ``page_table[slot]`` lists a slot's pages, padded with the scratch page.
+    Padding rows read the dummy slot and write the scratch page."""
+    rows, n = batch.rows, len(batch.rows)
+    bp, pages_per_seq = batch.padded_size, page_table.shape[1]
+    ints = np.zeros((bp, NUM_INT_COLS + pages_per_seq), dtype=np.int64)
+    slots = np.fromiter((r.req.slot for r in rows), np.int64, n)
+    starts = np.fromiter((r.start for r in rows), np.int64, n)
+    lens = np.fromiter((r.length for r in rows), np.int64, n)
+    ints[:n, COL_SLOT] = slots
+    ints[:n, COL_START] = starts
+    ints[:n, COL_LEN] = lens
+    ints[:n, COL_WRITE] = np.fromiter((r.samples for r in rows), np.int64, n)
+    ints[:n, COL_SEED] = np.fromiter((r.req.seed for r in rows), np.int64, n)
+    ints[:n, COL_TOPK] = np.fromiter((r.req.params.top_k for r in rows), np.int64, n)
+    ints[n:, COL_SLOT] = dummy_slot
+    ints[:, NUM_INT_COLS:] = page_table[ints[:, COL_SLOT]]     # the dummy row is all scratch
+    floats = np.ones((bp, 2), dtype=np.float32)
+    floats[:n, 0] = np.fromiter((r.req.params.temperature for r in rows), np.float32, n)
+    floats[:n, 1] = np.fromiter((r.req.params.top_p for r in rows), np.float32, n)
+    floats[n:, 0] = 0.0
+    writes = np.zeros((3, 0), dtype=np.int64)
+    if batch.kind == "prefill":
+        chunks = [(r.req.slot, r.start, r.req.prompt_ids[r.start:r.start + r.length]) for r in rows]
+        writes = np.array([(slot, start + j, t) for slot, start, chunk in chunks
+                           for j, t in enumerate(chunk)], dtype=np.int64).T
+    kv_tokens = int((starts + lens).max())
     kv_pages = pages_per_seq if full_kv else -(-kv_tokens // page_size)
     return StepMeta(
-        step=batch.step, kind=batch.kind, num_rows=len(batch.rows),
-        seq_len=max(r.length for r in batch.rows), kv_pages=kv_pages,
-        all_greedy=all(r.req.params.temperature == 0 for r in batch.rows),
-        ints=ints, floats=floats, prompt_writes=np.ascontiguousarray(prompt_writes))
+        step=batch.step, kind=batch.kind, num_rows=n, seq_len=int(lens.max()), kv_pages=kv_pages,
+        all_greedy=not floats[:n, 0].any(), ints=ints, floats=floats,
+        prompt_writes=np.ascontiguousarray(writes))

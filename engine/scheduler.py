@@ -20,6 +20,8 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from engine.config import EngineConfig
 from engine.kv_cache import IdPool, pages_needed
 from engine.request import Batch, Req, Row, StepMeta, build_meta, decode_bucket
@@ -61,6 +63,9 @@ class Scheduler:
         self.cfg, self.device, self.slots, self.pages = cfg, device, slots, pages
         self.extra_cpu_us = extra_cpu_us
         self.decode_steps = decode_steps            # k: decode forwards launched per iteration
+        # Host copy of each slot's page list (SGLang's req_to_token), scratch page where unused;
+        # one extra row for the dummy slot that padding rows read.
+        self.page_table = np.full((slots.total + 1, cfg.pages_per_seq), pages.total, np.int64)
         self.capture: Any = None                    # optional KernelCapture (torch.profiler window)
         self.timeline, self.pad_batches = timeline, pad_batches
         self.inbox: deque[Req] = deque()
@@ -161,9 +166,8 @@ class Scheduler:
         if self.pad_batches and kind == "decode":
             padded = decode_bucket(len(rows), self.cfg.max_batch_size)
         batch = Batch(self.step, kind, rows, padded)
-        meta = build_meta(batch, self.cfg.pages_per_seq, self.cfg.page_size,
-                          scratch_page=self.pages.total, dummy_slot=self.slots.total,
-                          full_kv=self.pad_batches)
+        meta = build_meta(batch, self.page_table, self.cfg.page_size,
+                          dummy_slot=self.slots.total, full_kv=self.pad_batches)
         uploaded = self.device.upload(meta)
         self.timeline.add_cpu("schedule", self.step, t0, time.perf_counter_ns(), len(rows),
                               batch.num_tokens, batch.rids)
@@ -183,6 +187,7 @@ class Scheduler:
             self.waiting.popleft()
             req.slot = self.slots.allocate(1, req.rid)[0]
             req.pages = self.pages.allocate(need, req.rid)
+            self.page_table[req.slot, :need] = req.pages
             self.running.append(req)
             rows.append(self._chunk(req, budget))
             budget -= rows[-1].length
@@ -276,6 +281,7 @@ class Scheduler:
     def _free(self, req: Req) -> None:
         self.slots.free([req.slot], req.rid)     # IdPool raises DoubleFreeError on a second free
         self.pages.free(req.pages, req.rid)
+        self.page_table[req.slot] = self.pages.total
 
 
 def _extra_cpu_work(us: int) -> None:

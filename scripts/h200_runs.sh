@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The GPU runs behind the README's tables and assets/recorded/: run on one NVIDIA H200 as
+#   OUT=out bash scripts/h200_runs.sh tests|record|bench|all
+# Every number the README quotes from the H200 comes from the output of one of these commands.
+set -u
+OUT=${OUT:-out}
+mkdir -p "$OUT/rec"
+part=${1:-all}
+E="python3 -m engine --device cuda"
+
+if [[ $part == tests || $part == all ]]; then
+    python3 -m pytest -q -m cuda tests/ -p no:cacheprovider 2>&1 | tee "$OUT/gpu_tests.log" | tail -15
+fi
+
+if [[ $part == record || $part == all ]]; then
+    # Recorded runs for the UI (schema-1 run records, normal and overlap on one workload each).
+    small="--model bundled --requests 16 --batch-size 16 --prompt-len 24 --max-new-tokens 48"
+    $E $small --json "$OUT/rec/h200-bundled-eager.json"
+    $E $small --cuda-graph --extra-cpu-us 200 --json "$OUT/rec/h200-bundled-graph-cpu200.json"
+    $E $small --cuda-graph --extra-cpu-us 200 --mode overlap --decode-steps 4 \
+        --json "$OUT/rec/h200-bundled-graph-cpu200-multistep4.json"
+    big="--model qwen2.5-0.5b-shape --requests 64 --batch-size 64 --prompt-len 32 \
+        --max-new-tokens 128 --ignore-eos"
+    $E $big --cuda-graph --json "$OUT/rec/h200-qwen05-graph-b64.json"
+    smol="--model smollm2-135m-shape --requests 8 --batch-size 8 --prompt-len 32 \
+        --max-new-tokens 64 --ignore-eos --profile-steps 20 23"
+    $E $smol --json "$OUT/rec/h200-smollm-eager-kernels.json"
+    $E $smol --cuda-graph --json "$OUT/rec/h200-smollm-graph-kernels.json"
+    tar czf "$OUT/recorded.tgz" -C "$OUT/rec" .
+fi
+
+if [[ $part == bench || $part == all ]]; then
+    B="python3 -m engine.bench --device cuda"
+    $B --graphs graph --hf --models bundled smollm2-135m-shape qwen2.5-0.5b-shape \
+        qwen2.5-1.5b-shape 2>&1 | tee "$OUT/bench_graph.md" | tail -40
+    $B --graphs eager --batches 8 64 --extra-cpu-us 0 --repeats 1 --new-tokens 64 2>&1 \
+        | tee "$OUT/bench_eager.md" | tail -16
+    $B --overhead --models qwen2.5-0.5b-shape --batches 64 --graphs graph 2>&1 \
+        | tee "$OUT/overhead.md"
+    $B --overhead --models bundled --batches 16 --graphs eager 2>&1 | tail -2 \
+        | tee -a "$OUT/overhead.md"
+    $B --multistep --models bundled --batches 8 --graphs graph --extra-cpu-us 200 2>&1 \
+        | tee "$OUT/multistep.md" | tail -12
+fi
