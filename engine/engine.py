@@ -238,6 +238,7 @@ class Engine:
         metrics = compute_metrics(spans, [o.__dict__ for o in outputs], GPU_LANES,
                                   wall_us=wall_s * 1e6)
         metrics["wasted_tokens"] = sched.wasted_tokens
+        metrics["unsafe_frees"] = sched.unsafe_frees
         metrics["wall_s"] = wall_s
         metrics["tokens_per_s"] = sum(len(o.token_ids) for o in outputs) / max(wall_s, 1e-9)
         label = f"{mode} ({self.device_label()})"

@@ -64,6 +64,7 @@ class LabReport:
     after_stop: list[int] = field(default_factory=list)
     leak: str = ""
     note: str = ""
+    windows: int = 0                        # times the removed safeguard would have acted
 
 
 def lab_workload(vocab_size: int, n: int = 24, seed: int = 0):
@@ -127,6 +128,7 @@ def run_hazard(base: EngineConfig, switch: str | None, seed: int = 0,
     with Engine(cfg) as eng:
         try:
             res = eng.generate(prompts, params, overlap=True)
+            report.windows = res.metrics["unsafe_frees"] + res.metrics["wasted_tokens"]
             report.differing, report.after_stop = compare(reference, [o.token_ids for o in
                                                                       res.outputs], params)
         except DoubleFreeError as err:

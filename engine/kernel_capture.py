@@ -5,12 +5,15 @@ launch-bound: the forward's span stretches to the CPU's launch time while the ke
 sparse. Only a kernel-level view shows those gaps, so for a window of steps we run torch.profiler
 and merge its kernels into the run's timeline as lanes named ``kernels: <stream>``.
 
-Alignment: each launch in the window is annotated ``ProfilerStep#<step>``; the profiler's clock is
-mapped onto ours by the mean offset between those annotations and our ``cpu/launch`` spans.
+Alignment: each launch in the window is annotated ``ProfilerStep#<step>`` (a CPU range). The
+profiler's host clock is mapped onto ours by the median offset between those annotations and our
+``cpu/launch`` spans; a kernel belongs to the step whose annotation contains its launch (found by
+its correlation id). Imported production traces go through ``engine.trace`` instead.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import statistics
 import tempfile
@@ -56,23 +59,35 @@ class KernelCapture:
         self.profiler, self.done = None, True
 
     def merged_spans(self, spans: list[Span]) -> tuple[list[Span], list[str]]:
-        """Kernel spans on our clock, and their lane names."""
-        from engine.trace import import_profiler_trace
-
+        """Kernel spans on our clock, and their lane names (one lane per CUDA stream)."""
         if not self.trace_path:
             return [], []
         try:
-            run = import_profiler_trace(self.trace_path)
+            with open(self.trace_path) as f:
+                events = json.load(f).get("traceEvents", [])
         finally:
             os.unlink(self.trace_path)
+        steps, launches, kernels = [], {}, []
+        for e in events:
+            cat, args = e.get("cat", ""), e.get("args") or {}
+            if cat == "user_annotation" and str(e.get("name", "")).startswith("ProfilerStep#"):
+                steps.append((float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0)),
+                              int(e["name"].split("#")[1])))
+            elif cat == "cuda_runtime" and "correlation" in args:
+                launches[args["correlation"]] = float(e["ts"])   # host time of the launch
+            elif cat in ("kernel", "gpu_memcpy", "gpu_memset") and "dur" in e:
+                kernels.append(e)
         ours = {s.step: s.start_us for s in spans if s.lane == "cpu" and s.phase == "launch"}
-        theirs = {s["step"]: s["start_us"] for s in run["spans"]
-                  if s["lane"] == "cpu" and s["phase"].startswith("ProfilerStep#")}
-        offsets = [ours[k] - theirs[k] for k in theirs if k in ours]
+        offsets = [ours[n] - t0 for t0, _, n in steps if n in ours]
         if not offsets:
             return [], []
-        shift = statistics.median(offsets)
-        lanes = {lane: f"kernels: {lane}" for lane in run["gpu_lanes"]}
-        merged = [Span(lanes[s["lane"]], s["phase"], s["step"], s["start_us"] + shift,
-                       s["end_us"] + shift) for s in run["spans"] if s["lane"] in lanes]
+        shift = statistics.median(offsets)       # profiler clock -> our clock (host side)
+        merged, lanes = [], {}
+        for e in kernels:
+            launch = launches.get((e.get("args") or {}).get("correlation"))
+            step = next((n for t0, t1, n in steps if launch is not None and t0 <= launch <= t1), -1)
+            lane = lanes.setdefault(e.get("tid"), f"kernels: stream {e.get('tid')}")
+            start = float(e["ts"]) + shift
+            merged.append(Span(lane, str(e.get("name", ""))[:80], step, start,
+                               start + float(e["dur"])))
         return merged, list(lanes.values())

@@ -76,6 +76,7 @@ class Scheduler:
         self.ongoing: list[ForwardInput] = []       # launched, not yet processed (overlap only)
         self.step = 0
         self.wasted_tokens = 0
+        self.unsafe_frees = 0
 
     def add_request(self, req: Req) -> None:
         self.inbox.append(req)
@@ -267,6 +268,7 @@ class Scheduler:
             # Hazard 1 guard: queued batches still read this slot and its pages.
             self.deferred.append((max(readers), req))
         else:
+            self.unsafe_frees += bool(readers)      # hazard lab: a race window opened
             self._free(req)
 
     def _release_deferred(self, upto_step: int) -> None:

@@ -122,6 +122,8 @@ def render_model_card(log: dict, curve: list[dict], samples: list[dict]) -> str:
     args = log["args"]
     on_cuda = env["device"].startswith("cuda")
     precision = "bf16 autocast" if on_cuda else "float32 (CPU)"
+    dropout = (f"residual dropout {args['dropout']} (training only)" if args.get("dropout")
+               else "no dropout")
     lines += [
         "## Training", "", f"    {log['command']}", "",
         f"On {env['device_name']}, torch {env['torch']}, transformers {env['transformers']}: "
@@ -131,7 +133,7 @@ def render_model_card(log: dict, curve: list[dict], samples: list[dict]) -> str:
         f"{training['prep_s']:.0f} s of tokenizer training and encoding. AdamW (betas 0.9/0.95, "
         f"weight decay {args['weight_decay']}), peak learning rate {args['lr']}, "
         f"{args['warmup_steps']} warmup steps then cosine decay, gradient clipping at "
-        f"{args['grad_clip']}; {precision}. The weights saved are the ones with the "
+        f"{args['grad_clip']}, {dropout}; {precision}. The weights saved are the ones with the "
         "lowest validation loss. Details: `train_log.json`.", "",
     ]
     lines += _curve_section(curve) + _samples_section(samples)
