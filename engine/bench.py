@@ -42,9 +42,9 @@ def steady_busy(spans, first_frac: float = 0.1, last_frac: float = 0.9) -> float
 
 def materialise(model: str, device: str, dtype: str, workdir: Path) -> str:
     """Presets become real HF checkpoints (random weights) so transformers can load the same."""
-    from engine.loader import PRESETS
+    from engine.loader import PRESETS, resolve_model_dir
     if model not in PRESETS:
-        return model
+        return str(resolve_model_dir(model))     # "bundled" -> assets/bundled, a dir -> itself
     out = workdir / model
     if not (out / "config.json").exists():
         from engine.checkpoint import save_hf_checkpoint
@@ -173,17 +173,18 @@ def _common_prefix(a, b) -> int:
     return n
 
 
-def print_table(rows: list[dict], hf: list[dict]) -> None:
+def print_table(rows: list[dict], hf: list[dict], header: bool = True) -> None:
     head = (f"| {'model':<20} | {'B':>3} | {'graph':<5} | {'cpu+us':>6} | {'mode':<7} | "
             f"{'decode tok/s':>12} | {'busy':>6} | {'of ceiling':>10} | {'T_fwd ms':>8} | "
             f"{'T_cpu ms':>8} | {'pred':>5} | {'meas':>5} |")
-    print(head)
-    print("|" + "|".join("-" * (len(c)) for c in head.split("|")[1:-1]) + "|")
+    if header:
+        print(head)
+        print("|" + "|".join("-" * (len(c)) for c in head.split("|")[1:-1]) + "|")
     for r in rows:
         print(f"| {r['model']:<20} | {r['batch']:>3} | {str(r['graph']):<5} | {r['extra_us']:>6} |"
               f" {r['mode']:<7} | {r['decode_tok_s']:>12.0f} | {100 * r['busy']:>5.1f}% | "
               f"{100 * r['frac_ceiling']:>9.1f}% | {r['t_fwd_ms']:>8.3f} | {r['t_cpu_ms']:>8.3f} |"
-              f" {r['predicted']:>4.2f}x | {r['measured']:>4.2f}x |")
+              f" {r['predicted']:>4.2f}x | {r['measured']:>4.2f}x |", flush=True)
     if hf:
         print("\n| model | B | transformers generate | decode tok/s | our best | ours / theirs "
               "| same tokens | mean common prefix |\n|---|---|---|---|---|---|---|---|")
@@ -242,7 +243,9 @@ def main(argv=None) -> int:
                 def prompts_for(b, eng=eng):
                     return make_prompts(eng.tokenizer, b, a.prompt_len, 0, eng.spec.vocab_size)
                 eng.generate(prompts_for(2), SamplingParams(max_new_tokens=4))   # warm-up
-                rows += run_engine_rows(eng, model, batches, extras, a, prompts_for)
+                new_rows = run_engine_rows(eng, model, batches, extras, a, prompts_for)
+                print_table(new_rows, [], header=not rows)     # rows as they come, then the whole
+                rows += new_rows
                 dtype = eng.dtype
             print(f"done {model} graph={graph}", file=sys.stderr, flush=True)
         if a.hf:

@@ -40,7 +40,7 @@ HAZARDS = {
     "no_deferred_free": Hazard(
         "no_deferred_free", "Free a finished request's slot and pages at once",
         "a slot/page freed at step n is handed to a new request and written on the scheduler "
-        "stream while the lag-one forward(n), already queued, still writes into it", True, 3000,
+        "stream while the lag-one forward(n), already queued, still writes into it", True, 20000,
         {"result_copy_stream": "engine"}),
     "single_host_buffer": Hazard(
         "single_host_buffer", "One host result buffer instead of a ring",
