@@ -252,7 +252,7 @@ class Engine:
     def device_label(self) -> str:
         if self.device_name == "cuda":
             graphs = "CUDA graphs" if self.config.cuda_graph else "eager"
-            return f"{torch.cuda.get_device_name()} , {graphs}"
+            return f"{torch.cuda.get_device_name()}, {graphs}"
         return getattr(self.device, "label", self.device_name)
 
     def stats(self) -> dict[str, Any]:
