@@ -98,7 +98,8 @@ class Engine:
         init = DeviceInit(model=self.model_path or cfg.model, dtype=self.dtype, seed=cfg.seed,
                           threads=cfg.cpu_threads, max_slots=cfg.max_batch_size,
                           max_seq_len=cfg.max_seq_len, num_pages=cfg.total_pages,
-                          page_size=cfg.page_size, max_rows=cfg.max_batch_size, num_buffers=RESULT_BUFFERS)
+                          page_size=cfg.page_size, max_rows=cfg.max_batch_size,
+                          num_buffers=RESULT_BUFFERS)
         self.device_init, self.device = init, None
         if cfg.cpu_device_process:
             try:
@@ -166,6 +167,12 @@ class Engine:
             sched.add_request(req)
         try:
             sched.run(overlap)
+        except BaseException:
+            # A failed run leaves its requests' slots and pages held; nothing is in flight any
+            # more, so start the next run from clean pools rather than a leaked half.
+            self.slots = IdPool(cfg.max_batch_size, "request slot")
+            self.pages = IdPool(cfg.total_pages, "KV page")
+            raise
         finally:
             self.device.end_run()
             if sched.capture is not None:

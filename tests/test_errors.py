@@ -68,3 +68,33 @@ def test_trust_remote_code_refused(tmp_path):
 def test_cuda_without_gpu_is_a_clear_error():
     with pytest.raises(RuntimeError, match="CUDA requested but not available"):
         Engine(EngineConfig(device="cuda"))
+
+
+def test_failed_run_leaves_clean_pools(make_checkpoint, monkeypatch):
+    """A run that dies mid-way must not poison the engine: the error reaches the caller, and the
+    next run starts with every page and slot free and still gives the right tokens."""
+    from engine.scheduler import Scheduler
+
+    cfg = EngineConfig(model=str(make_checkpoint("llama")), device="cpu", max_seq_len=64,
+                       max_batch_size=2, cpu_device_process=False)
+    with Engine(cfg) as eng:
+        params = SamplingParams(max_new_tokens=6, ignore_eos=True)
+        good = eng.generate([[5, 6, 7]] * 3, params)
+        calls = {"n": 0}
+        original = Scheduler._append_token
+
+        def failing(self, *args):
+            calls["n"] += 1
+            if calls["n"] == 4:
+                raise RuntimeError("device lost mid-run")
+            return original(self, *args)
+
+        monkeypatch.setattr(Scheduler, "_append_token", failing)
+        with pytest.raises(RuntimeError, match="mid-run"):
+            eng.generate([[5, 6, 7]] * 3, params)
+        monkeypatch.setattr(Scheduler, "_append_token", original)
+        s = eng.stats()
+        assert s["kv_pages_free"] == s["kv_pages_total"]
+        assert s["req_slots_free"] == s["req_slots_total"]
+        again = eng.generate([[5, 6, 7]] * 3, params)
+        assert [o.token_ids for o in again.outputs] == [o.token_ids for o in good.outputs]
