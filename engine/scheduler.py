@@ -105,10 +105,12 @@ class Scheduler:
         return ongoing_data
 
     def multistep_loop(self, last_data: list) -> list:
-        """Overlap with k decode steps per iteration: CPU work is paid once per k forwards.
+        """Overlap with k decode steps per iteration (multi-step scheduling).
 
         Each forward feeds the next through token_pool, so the k launches need no CPU read-back;
-        the k results are processed together one iteration later (stop checks k steps late).
+        the k results are processed together one iteration later (stop checks k steps late). The
+        per-iteration scheduler work (``extra_cpu_us``) is paid once per k forwards; each forward
+        still gets its own small metadata upload.
         """
         self.receive_requests()                                    # 1
         ongoing_data = []
