@@ -95,6 +95,7 @@ class Engine:
 
         # Resolve and validate the model here, so a bad name fails before a process starts.
         self.spec, self.model_path, self.eos_ids = describe_model(cfg.model)
+        self._check_context()
         init = DeviceInit(model=self.model_path or cfg.model, dtype=self.dtype, seed=cfg.seed,
                           threads=cfg.cpu_threads, max_slots=cfg.max_batch_size,
                           max_seq_len=cfg.max_seq_len, num_pages=cfg.total_pages,
@@ -109,6 +110,12 @@ class Engine:
         if self.device is None:
             self.device = InlineDevice(init)
 
+    def _check_context(self) -> None:
+        limit = self.spec.max_position_embeddings
+        if self.config.max_seq_len > limit:
+            raise ValueError(f"max_seq_len={self.config.max_seq_len} is longer than the model's "
+                             f"context ({limit} positions); use shorter prompts or fewer new tokens")
+
     def _build_cuda(self) -> None:
         from engine.loader import load_model
         from engine.runner import ModelRunner
@@ -117,6 +124,7 @@ class Engine:
         cfg = self.config
         loaded = load_model(cfg.model, "cuda", getattr(torch, self.dtype), cfg.seed)
         self.spec, self.model_path, self.eos_ids = loaded.spec, loaded.path, loaded.eos_token_ids
+        self._check_context()
         runner = ModelRunner(loaded.model, cfg.max_batch_size, cfg.max_seq_len, cfg.total_pages,
                              cfg.page_size, getattr(torch, self.dtype), torch.device("cuda"),
                              sanitize=cfg.hazards.no_wait_stream)

@@ -98,3 +98,9 @@ def test_failed_run_leaves_clean_pools(make_checkpoint, monkeypatch):
         assert s["req_slots_free"] == s["req_slots_total"]
         again = eng.generate([[5, 6, 7]] * 3, params)
         assert [o.token_ids for o in again.outputs] == [o.token_ids for o in good.outputs]
+
+
+def test_context_longer_than_the_model_is_refused(make_checkpoint):
+    with pytest.raises(ValueError, match="longer than the model's context"):
+        Engine(EngineConfig(model=str(make_checkpoint("llama")), device="cpu", max_seq_len=4096,
+                            cpu_device_process=False))
