@@ -7,6 +7,8 @@ English for a key a language lacks, so a missing translation shows English, neve
 
 from __future__ import annotations
 
+from viz import text_teach
+
 LANGUAGES = {"en": "English", "zh": "中文"}
 
 _EN: dict[str, str] = {
@@ -106,13 +108,9 @@ forwards. They compose.
     "status_recorded": "Recorded on {where}",
     "status_imported": "Imported {name} ({where})",
     "status_cannot_show": "Cannot show {name}: {error}",
-    "mode_both": "both, side by side",
-    "mode_normal": "normal (serial)",
-    "mode_overlap": "overlap",
     "model_real": "tiny model, real weights",
     "model_random": "random weights, timing only",
     # controls
-    "ctl_mode": "Scheduling loop",
     "ctl_device": "Device",
     "ctl_model": "Model",
     "ctl_requests": "Requests",
@@ -225,12 +223,8 @@ _ZH: dict[str, str] = {
     "status_recorded": "录制于 {where}",
     "status_imported": "已导入 {name}（{where}）",
     "status_cannot_show": "无法显示 {name}：{error}",
-    "mode_both": "两者并排",
-    "mode_normal": "普通（串行）",
-    "mode_overlap": "重叠",
     "model_real": "小模型，真实权重",
     "model_random": "随机权重，仅用于计时",
-    "ctl_mode": "调度循环",
     "ctl_device": "设备",
     "ctl_model": "模型",
     "ctl_requests": "请求数",
@@ -254,6 +248,8 @@ _ZH: dict[str, str] = {
     "dl_trace": "下载 Chrome trace（Perfetto）",
 }
 
+_EN.update(text_teach.EN)
+_ZH.update(text_teach.ZH)
 STRINGS: dict[str, dict[str, str]] = {"en": _EN, "zh": _ZH}
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from viz.lag import extra_steps, lag_marks
 from viz.spans import (
     display_labels,
     gpu_lanes,
@@ -55,6 +56,7 @@ def side_by_side_figure(runs: list[dict[str, Any]], window: tuple[int, int] | No
     With ``window=(first_step, last_step)`` each run is cut to those steps and shifted so the
     window starts at 0 ms: the x-axis then reads "time since the window's first step".
     """
+    marks = [lag_marks(run) for run in runs]   # from the whole run: a window has no outputs
     if window is not None:
         runs = [window_run(run, *window) for run in runs]
     if not runs:
@@ -66,9 +68,10 @@ def side_by_side_figure(runs: list[dict[str, Any]], window: tuple[int, int] | No
                         vertical_spacing=min(0.3 / len(runs), 0.12), subplot_titles=titles)
     legend_shown: set[str] = set()
     x_max = 0.0
-    for row, (run, lanes) in enumerate(zip(runs, lane_lists), start=1):
+    for row, (run, lanes, run_marks) in enumerate(zip(runs, lane_lists, marks), start=1):
         offset = run["window"]["t_start_us"] if window is not None else 0.0
-        x_max = max(x_max, _add_run(fig, run, lanes, row, offset, legend_shown, lang))
+        x_max = max(x_max, _add_run(fig, run, lanes, row, offset, legend_shown, lang,
+                                    marks=run_marks))
         fig.update_yaxes(row=row, col=1, tickvals=list(range(len(lanes))),
                          ticktext=[_lane_label(lane, lang) for lane in lanes],
                          range=[len(lanes) - 0.5, -0.5], showgrid=False, zeroline=False,
@@ -91,10 +94,12 @@ def side_by_side_figure(runs: list[dict[str, Any]], window: tuple[int, int] | No
 
 
 def _add_run(fig: go.Figure, run: dict[str, Any], lanes: list[str], row: int, offset_us: float,
-             legend_shown: set[str], lang: str) -> float:
-    """Add one run's gap band and phase bars to subplot ``row``; return its last end in ms."""
-    spans = run.get("spans", [])
+             legend_shown: set[str], lang: str, col: int = 1,
+             marks: list[dict[str, Any]] | None = None) -> float:
+    """Add one run's gap band, phase bars and lag marks to subplot (row, col); return its last
+    end in ms. Spans on lanes not in ``lanes`` are left out."""
     index = {lane: i for i, lane in enumerate(lanes)}
+    spans = [s for s in run.get("spans", []) if s["lane"] in index]
     gpu = [lane for lane in gpu_lanes(run) if lane in index]
     t_start, t_end = time_range(spans)
     if "window" in run:
@@ -104,7 +109,7 @@ def _add_run(fig: go.Figure, run: dict[str, Any], lanes: list[str], row: int, of
         gaps = idle_gaps(spans, gpu)
     if gaps and gpu:
         _add_gaps(fig, gaps, sorted(index[lane] for lane in gpu), row, offset_us,
-                  legend_shown, lang)
+                  legend_shown, lang, col)
     if len(spans) > MAX_BARS:
         spans = _coalesce(spans, (t_end - t_start) / 3000.0)
     extra_gpu = set(gpu) - set(STANDARD_LANES)
@@ -119,8 +124,11 @@ def _add_run(fig: go.Figure, run: dict[str, Any], lanes: list[str], row: int, of
         if not group:
             continue
         fig.add_trace(_phase_trace(phase, group, index, offset_us, phase not in legend_shown,
-                                   rank), row=row, col=1)
+                                   rank), row=row, col=col)
         legend_shown.add(phase)
+    if marks:
+        _add_lag_marks(fig, spans, marks, index, (row, col), offset_us, (t_start, t_end),
+                       legend_shown, lang)
     return (t_end - offset_us) / 1000.0
 
 
@@ -157,7 +165,7 @@ def _phase_trace(phase: str, spans: list[dict[str, Any]], index: dict[str, int],
 
 
 def _add_gaps(fig: go.Figure, gaps: list[tuple[float, float]], gpu_rows: list[int], row: int,
-              offset_us: float, legend_shown: set[str], lang: str) -> None:
+              offset_us: float, legend_shown: set[str], lang: str, col: int = 1) -> None:
     """One hatched bar per gap and per contiguous band of GPU lanes."""
     bands: list[list[int]] = []
     for lane_row in gpu_rows:
@@ -180,8 +188,53 @@ def _add_gaps(fig: go.Figure, gaps: list[tuple[float, float]], gpu_rows: list[in
                                           " · %{x:.3f} ms<extra></extra>"),
         marker={"color": IDLE_FILL, "line": {"color": IDLE_LINE, "width": 0.6},
                 "pattern": {"shape": "/", "fgcolor": IDLE_LINE, "size": 6, "solidity": 0.15}},
-    ), row=row, col=1)
+    ), row=row, col=col)
     legend_shown.add("gpu_idle")
+
+
+def _add_lag_marks(fig: go.Figure, spans: list[dict[str, Any]], marks: list[dict[str, Any]],
+                   index: dict[str, int], cell: tuple[int, int], offset_us: float,
+                   t_range: tuple[float, float], legend_shown: set[str], lang: str) -> None:
+    """★ on each forward that still carried a stopped request; × where its stop was read."""
+    forwards = {s["step"]: s for s in spans
+                if s["lane"] == "engine_stream" and s["phase"] in ("decode", "prefill")}
+    stars_x, stars_text = [], []
+    for step, items in sorted(extra_steps(marks).items()):
+        span = forwards.get(step)
+        if span is None or "engine_stream" not in index:
+            continue
+        lines = [t(lang, "lag_extra" if wasted == 1 else "lag_extra_k").format(
+                     req=req, stop=stop, nth=nth, total=wasted)
+                 for req, stop, nth, wasted in _with_totals(items, marks)]
+        stars_x.append(((span["start_us"] + span["end_us"]) / 2 - offset_us) / 1000.0)
+        stars_text.append("<br>".join(lines))
+    stops = [m for m in marks if t_range[0] <= m["stop_us"] <= t_range[1]]
+    traces = []
+    if stars_x:
+        traces.append(go.Scatter(
+            x=stars_x, y=[index["engine_stream"]] * len(stars_x), mode="markers",
+            name=t(lang, "lag_legend"), legendgroup="lag", showlegend="lag" not in legend_shown,
+            legendrank=2, hovertext=stars_text, hovertemplate="%{hovertext}<extra></extra>",
+            marker={"symbol": "star", "size": 15, "color": "#ffd400",
+                    "line": {"color": "#222222", "width": 1.2}}))
+        legend_shown.add("lag")
+    if stops and "cpu" in index:
+        traces.append(go.Scatter(
+            x=[(m["stop_us"] - offset_us) / 1000.0 for m in stops], y=[index["cpu"]] * len(stops),
+            mode="markers", name=t(lang, "stop_legend"), legendgroup="stop", legendrank=3,
+            showlegend="stop" not in legend_shown,
+            hovertext=[t(lang, "lag_stop").format(req=m["request"], stop=m["stop_step"])
+                       for m in stops], hovertemplate="%{hovertext}<extra></extra>",
+            marker={"symbol": "x-thin", "size": 11, "line": {"color": "#222222", "width": 2}}))
+        legend_shown.add("stop")
+    for trace in traces:
+        fig.add_trace(trace, row=cell[0], col=cell[1])
+
+
+def _with_totals(items: list[tuple[int, int, int]], marks: list[dict[str, Any]]):
+    """(request, stop step, nth extra step, that request's wasted steps) for hover lines."""
+    wasted = {m["request"]: m["wasted_steps"] for m in marks}
+    return [(req, stop, nth, wasted.get(req, 1)) for req, stop, nth in items]
 
 
 def _coalesce(spans: list[dict[str, Any]], eps_us: float) -> list[dict[str, Any]]:
