@@ -32,6 +32,7 @@ _ROWS: list[tuple[str, Callable[[float], str]]] = [
     ("t_cpu_us", lambda v: f"{v * _MS:.2f}"),
     ("ttft_ms_mean", lambda v: f"{v:.1f}"),
     ("tpot_ms_mean", lambda v: f"{v:.2f}"),
+    ("wasted_tokens", lambda v: f"{v:,.0f}"),
 ]
 
 _STYLE = """<style>
@@ -57,16 +58,28 @@ def compared_pair(runs: list[dict[str, Any]]) -> tuple[int, int] | None:
     return (0, 1) if len(runs) == 2 else None
 
 
+def ratio_pairs(runs: list[dict[str, Any]]) -> list[tuple[int, int]]:
+    """(baseline, candidate) for each ratio column: every other run against the normal run."""
+    modes = [run.get("mode") for run in runs]
+    if "normal" in modes and len(runs) > 1:
+        base = modes.index("normal")
+        return [(base, i) for i in range(len(runs)) if i != base]
+    pair = compared_pair(runs)
+    return [pair] if pair else []
+
+
 def metrics_html(runs: list[dict[str, Any]], lang: str = "en") -> str:
-    """One table (a column per run, plus their ratio) and the formula with measured terms."""
+    """One table (a column per run, plus ratios to the normal run) and the formula with
+    measured terms; with a multi-step run, its formula and its lag cost too."""
     runs = [run for run in runs if run.get("metrics")]
     if not runs:
         return ""
     pair = compared_pair(runs)
+    pairs = ratio_pairs(runs)
     labels = [html.escape(label) for label in display_labels(runs)]
     head = "".join(f'<th class="num">{label}</th>' for label in labels)
-    if pair:
-        ratio = t(lang, "ratio").format(a=labels[pair[0]], b=labels[pair[1]])
+    for a, b in pairs:
+        ratio = t(lang, "ratio").format(a=labels[a], b=labels[b])
         head += f'<th class="num">{ratio}</th>'
     rows = []
     for key, fmt in _ROWS:
@@ -74,12 +87,11 @@ def metrics_html(runs: list[dict[str, Any]], lang: str = "en") -> str:
         if all(v is None for v in values):
             continue
         cells = "".join(_value_cell(run, key, v, fmt) for run, v in zip(runs, values))
-        if pair:
-            cells += _ratio_cell(values[pair[0]], values[pair[1]])
+        cells += "".join(_ratio_cell(values[a], values[b]) for a, b in pairs)
         rows.append(f"<tr><td>{html.escape(t(lang, 'm_' + key))}</td>{cells}</tr>")
     table = (f'<table class="ov-table"><thead><tr><th>{t(lang, "metric")}</th>{head}</tr></thead>'
              f"<tbody>{''.join(rows)}</tbody></table>")
-    return _STYLE + _formula_html(runs, pair, lang) + table
+    return _STYLE + _formula_html(runs, pair, lang) + multistep_html(runs, lang) + table
 
 
 def _value_cell(run: dict[str, Any], key: str, value: Any, fmt: Callable[[float], str]) -> str:
@@ -125,12 +137,61 @@ def _formula_html(runs: list[dict[str, Any]], pair: tuple[int, int] | None, lang
     return '<div class="ov-formula">' + "<br>".join(lines) + "</div>"
 
 
+def multistep_html(runs: list[dict[str, Any]], lang: str = "en") -> str:
+    """With a multi-step run: ``max(T_fwd, (T_sched + T_post) / k)`` with the terms measured in
+    the normal (else the overlap) run, the measured gain, and beside it the lag cost: wasted
+    tokens and time to first token of every run."""
+    multi = [i for i, run in enumerate(runs) if str(run.get("mode", "")).startswith("multistep-")]
+    if not multi:
+        return ""
+    names = [html.escape(name) for name in display_labels(runs)]
+    modes = [run.get("mode") for run in runs]
+    base = modes.index("normal") if "normal" in modes else (
+        modes.index("overlap") if "overlap" in modes else None)
+    lines = []
+    m = runs[base]["metrics"] if base is not None else {}
+    if m.get("t_fwd_us") is not None and m.get("t_cpu_us") is not None:
+        fwd, cpu = m["t_fwd_us"] * _MS, m["t_cpu_us"] * _MS
+        lines.append(f"<i>{html.escape(t(lang, 'formula_terms').format(label=names[base]))}</i>")
+        for i in multi:
+            k = int(str(modes[i]).rpartition("-")[2])
+            best = max(fwd, cpu / k)
+            lines.append(t(lang, "formula_multistep").format(fwd=fwd, cpu=cpu, k=k, best=best))
+            pred = (fwd + cpu) / best if best > 0 else 0.0
+            lines.append("<b>" + t(lang, "formula_multistep_pred").format(label=names[i], pred=pred)
+                         + "</b>")
+            base_tps, tps = m.get("tokens_per_s"), runs[i]["metrics"].get("tokens_per_s")
+            if modes[base] == "normal" and base_tps and tps is not None:
+                text = t(lang, "formula_measured").format(a=names[base], b=names[i],
+                                                          meas=tps / base_tps)
+                lines.append(f'<b data-metric="measured_speedup_multistep" '
+                             f'data-value="{tps / base_tps:.6g}">{text}</b>')
+    wasted, ttft = [], []
+    for i, run in enumerate(runs):
+        metrics = run["metrics"]
+        if metrics.get("wasted_tokens") is not None:
+            entry = f"{names[i]} {metrics['wasted_tokens']:.0f}"
+            total = metrics.get("output_tokens")
+            if i in multi and total:
+                share = 100.0 * metrics["wasted_tokens"] / total
+                entry += " (" + t(lang, "cost_share").format(share=share, total=f"{total:.0f}") + ")"
+            wasted.append(entry)
+        if metrics.get("ttft_ms_mean") is not None:
+            ttft.append(f"{names[i]} {metrics['ttft_ms_mean']:.1f} ms")
+    cost = [f"{t(lang, 'cost_wasted')}: {' · '.join(wasted)}" if wasted else "",
+            f"{t(lang, 'cost_ttft')}: {' · '.join(ttft)}" if ttft else ""]
+    lines.append(f"<i>{t(lang, 'cost_title')}</i>: " + "; ".join(c for c in cost if c))
+    return '<div class="ov-formula" data-block="multistep">' + "<br>".join(lines) + "</div>"
+
+
 def texts_html(runs: list[dict[str, Any]], lang: str = "en", limit: int = 4) -> str:
     """The first ``limit`` generated texts with finish reasons, and whether the runs agree."""
     runs = [run for run in runs if run.get("outputs")]
     if not runs:
         return ""
     shown = runs[-1]["outputs"][:limit]
+    lagged = [(label, run) for label, run in zip(display_labels(runs), runs)
+              if any(out.get("wasted_steps") for out in run["outputs"])]
     rows = []
     for i, out in enumerate(shown):
         reason = str(out.get("finish_reason", ""))
@@ -139,10 +200,15 @@ def texts_html(runs: list[dict[str, Any]], lang: str = "en", limit: int = 4) -> 
         text = text or _ids_preview(out.get("token_ids", []))
         text = text if len(text) <= 240 else text[:240] + " …"
         tokens = f"{out.get('prompt_tokens', '–')} → {len(out.get('token_ids', []))}"
+        wasted = "".join(f'<td class="num" data-wasted="{html.escape(str(run.get("mode")))}">'
+                         f'{_wasted(run, i)}</td>' for _, run in lagged)
         rows.append(f'<tr><td class="num">{i}</td><td>{badge}</td><td class="num">{tokens}</td>'
-                    f'<td class="ov-text">{html.escape(text)}</td></tr>')
+                    f'{wasted}<td class="ov-text">{html.escape(text)}</td></tr>')
     head = "".join(f"<th>{t(lang, key)}</th>" for key in
-                   ("col_request", "col_finish", "col_tokens", "col_text"))
+                   ("col_request", "col_finish", "col_tokens"))
+    head += "".join(f"<th>{html.escape(t(lang, 'col_wasted').format(label=label))}</th>"
+                    for label, _ in lagged)
+    head += f"<th>{t(lang, 'col_text')}</th>"
     note = ""
     if len(runs) >= 2:
         ids = [[out.get("token_ids") for out in run["outputs"]] for run in runs]
@@ -150,6 +216,11 @@ def texts_html(runs: list[dict[str, Any]], lang: str = "en", limit: int = 4) -> 
         note = f"<p>{t(lang, 'texts_same' if same else 'texts_differ')}</p>"
     return (_STYLE + note + f'<table class="ov-table"><thead><tr>{head}</tr></thead>'
             f"<tbody>{''.join(rows)}</tbody></table>")
+
+
+def _wasted(run: dict[str, Any], i: int) -> str:
+    outputs = run["outputs"]
+    return str(outputs[i].get("wasted_steps", 0)) if i < len(outputs) else "–"
 
 
 def _ids_preview(token_ids: list[int]) -> str:

@@ -70,10 +70,10 @@ def side_by_side_figure(runs: list[dict[str, Any]], window: tuple[int, int] | No
     x_max = 0.0
     for row, (run, lanes, run_marks) in enumerate(zip(runs, lane_lists, marks), start=1):
         offset = run["window"]["t_start_us"] if window is not None else 0.0
-        x_max = max(x_max, _add_run(fig, run, lanes, row, offset, legend_shown, lang,
+        x_max = max(x_max, add_run(fig, run, lanes, row, offset, legend_shown, lang,
                                     marks=run_marks))
         fig.update_yaxes(row=row, col=1, tickvals=list(range(len(lanes))),
-                         ticktext=[_lane_label(lane, lang) for lane in lanes],
+                         ticktext=[lane_label(lane, lang) for lane in lanes],
                          range=[len(lanes) - 0.5, -0.5], showgrid=False, zeroline=False,
                          fixedrange=True)
     axis_title = t(lang, "time_axis_window" if window is not None else "time_axis")
@@ -93,7 +93,7 @@ def side_by_side_figure(runs: list[dict[str, Any]], window: tuple[int, int] | No
     return fig
 
 
-def _add_run(fig: go.Figure, run: dict[str, Any], lanes: list[str], row: int, offset_us: float,
+def add_run(fig: go.Figure, run: dict[str, Any], lanes: list[str], row: int, offset_us: float,
              legend_shown: set[str], lang: str, col: int = 1,
              marks: list[dict[str, Any]] | None = None) -> float:
     """Add one run's gap band, phase bars and lag marks to subplot (row, col); return its last
@@ -132,7 +132,7 @@ def _add_run(fig: go.Figure, run: dict[str, Any], lanes: list[str], row: int, of
     return (t_end - offset_us) / 1000.0
 
 
-def _lane_label(lane: str, lang: str) -> str:
+def lane_label(lane: str, lang: str) -> str:
     return t(lang, f"lane_{lane}") if lane in STANDARD_LANES else lane
 
 
@@ -212,7 +212,7 @@ def _add_lag_marks(fig: go.Figure, spans: list[dict[str, Any]], marks: list[dict
     traces = []
     if stars_x:
         traces.append(go.Scatter(
-            x=stars_x, y=[index["engine_stream"]] * len(stars_x), mode="markers",
+            x=stars_x, y=[index["engine_stream"] - 0.3] * len(stars_x), mode="markers",
             name=t(lang, "lag_legend"), legendgroup="lag", showlegend="lag" not in legend_shown,
             legendrank=2, hovertext=stars_text, hovertemplate="%{hovertext}<extra></extra>",
             marker={"symbol": "star", "size": 15, "color": "#ffd400",
@@ -220,7 +220,8 @@ def _add_lag_marks(fig: go.Figure, spans: list[dict[str, Any]], marks: list[dict
         legend_shown.add("lag")
     if stops and "cpu" in index:
         traces.append(go.Scatter(
-            x=[(m["stop_us"] - offset_us) / 1000.0 for m in stops], y=[index["cpu"]] * len(stops),
+            x=[(m["stop_us"] - offset_us) / 1000.0 for m in stops],
+            y=[index["cpu"] + 0.3] * len(stops),
             mode="markers", name=t(lang, "stop_legend"), legendgroup="stop", legendrank=3,
             showlegend="stop" not in legend_shown,
             hovertext=[t(lang, "lag_stop").format(req=m["request"], stop=m["stop_step"])
