@@ -101,6 +101,16 @@ def _metric(page, mode: str, name: str) -> float:
     return float(cell.get_attribute("data-value"))
 
 
+def _plot_data(page, plot: str, expression: str):
+    """Evaluate ``expression`` over the plotly figure's ``data`` (traces) of ``#plot``."""
+    return page.evaluate(f"() => {{ const data = document.querySelector('#{plot} .js-plotly-plot')"
+                         f".data; return {expression}; }}")
+
+
+def _trace_names(page, plot: str) -> list[str]:
+    return _plot_data(page, plot, "data.map(d => d.name)")
+
+
 def _subplot_titles(page, plot: str) -> list[str]:
     return page.locator(f"#{plot} .annotation-text").all_text_contents()
 
@@ -124,6 +134,9 @@ def test_both_runs_side_by_side_and_overlap_idles_less(page):
     assert idle_overlap < idle_normal, (idle_normal, idle_overlap)
     assert "Done" in _status(page)
     assert page.locator("#texts td").count() > 0
+    # Requests stop early by default: the overlap run's lag-one forwards are starred.
+    names = _trace_names(page, "timeline")
+    assert "★ forward after a stop (token dropped)" in names and "stop token read" in names
     page.locator("#timeline").screenshot(path=str(SCREENSHOTS / "timeline-both.png"))
     with page.expect_download() as download:
         page.click("#download-record")
@@ -141,6 +154,58 @@ def test_both_runs_side_by_side_and_overlap_idles_less(page):
         "[...document.querySelectorAll('#timeline .annotation-text')]"
         ".some(e => e.textContent.includes('GPU 空闲'))")
     page.screenshot(path=str(SCREENSHOTS / "app-both-zh.png"), full_page=True)
+
+
+def _show_recorded(page, stem: str) -> None:
+    page.get_by_role("tab", name="Recorded GPU runs").click()
+    page.click("#recorded input")
+    page.get_by_role("option", name=f"{stem}:", exact=False).first.click()
+    page.wait_for_selector("#status .status-ok", timeout=60_000)
+
+
+def _caption(page) -> str:
+    return page.inner_text("#step-caption")
+
+
+def test_step_through_a_recorded_run(page):
+    _show_recorded(page, "h200-bundled-graph-cpu200")
+    page.get_by_role("tab", name="Step through").click()
+    page.wait_for_function("document.querySelector('#step-caption').innerText.includes('Step 20')")
+    assert "(overlap)" in _caption(page) and "forward(B20)" in _caption(page)
+    page.click("#next-step")
+    page.wait_for_function("document.querySelector('#step-caption').innerText.includes('Step 21')")
+    assert "while the CPU processes B20" in _caption(page)
+    page.wait_for_function(
+        "document.querySelector('#step-plot .js-plotly-plot').data"
+        ".some(d => d.meta === 'forward' && d.hovertext[0].includes('forward(B21)'))")
+    outlined = _plot_data(page, "step-plot", "data.filter(d => d.meta).map(d => d.meta)")
+    assert set(outlined) == {"forward", "upload", "copy", "wait", "hidden0"}
+    hover = _plot_data(page, "step-plot", "data.find(d => d.meta === 'forward').hovertext[0]")
+    assert "metadata upload(B21)" in hover and "process_last(B20)" in hover
+    labels = page.locator("#step-plot .annotation-text").all_text_contents()
+    assert {"wait_stream", "copy_done", "hidden under forward(B21)"} <= set(labels)
+    for _ in range(2):
+        page.click("#prev-step")
+    page.wait_for_function("document.querySelector('#step-caption').innerText.includes('Step 19')")
+    assert "while the CPU processes B18" in _caption(page)
+    titles = _subplot_titles(page, "unrolled")
+    assert [title.split(":")[0] for title in titles] == ["fill", "steady state", "drain"]
+    page.locator("#replay-run input").click()
+    page.get_by_role("option", name="normal").click()
+    page.wait_for_function(
+        "document.querySelector('#step-caption').innerText.includes('(normal loop)')")
+    assert "the GPU idles" in _caption(page)
+
+
+def test_hazard_lab_safe_engine_in_the_browser(page):
+    page.get_by_role("tab", name="Hazard lab").click()
+    page.wait_for_selector("#lab-switch label", timeout=60_000)
+    assert "finished_reqs" in page.inner_text("#lab-switch")
+    page.click("#lab-safe")
+    page.wait_for_selector('#lab-result .lab-verdict[data-switch="safe"]', timeout=RUN_TIMEOUT_MS)
+    verdict = page.locator("#lab-result .lab-verdict")
+    assert verdict.get_attribute("data-fault") == "false"
+    assert "No fault" in verdict.inner_text()
 
 
 def test_out_of_range_input_shows_a_message(page):
@@ -198,25 +263,34 @@ def app():
 
 
 def _args(**overrides):
-    values = {"mode": "both", "device": "cpu", "model": "bundled", "requests": 2, "batch": 2,
-              "prompt_len": 4, "prompts_text": "", "max_new": 2, "temperature": 0.0,
-              "cuda_graph": False, "extra_cpu": 0, "lang_choice": "English"}
+    values = {"loops": ["normal", "overlap"], "k": 4, "stop_early": False, "device": "cpu",
+              "model": "bundled", "requests": 2, "batch": 2, "prompt_len": 4, "prompts_text": "",
+              "max_new": 2, "temperature": 0.0, "cuda_graph": False, "extra_cpu": 0,
+              "lang_choice": "English"}
     return {**values, **overrides}
 
 
 @pytest.mark.filterwarnings("ignore:The run failed")
 def test_a_run_that_fails_midway_gives_a_message_and_frees_the_device(app, monkeypatch):
+    from ui import common
+
     class Broken:
         tokenizer = object()
 
         def generate(self, *args, **kwargs):
             raise RuntimeError("the CPU device process died")
 
-    monkeypatch.setattr(app, "_engine_for", lambda kwargs: Broken())
+    monkeypatch.setattr(common, "engine_for", lambda kwargs, cache=None: Broken())
     outputs = list(app.run_live(**_args()))
     assert "The run failed: RuntimeError: the CPU device process died" in outputs[-1][0]
     assert outputs[-1][7] is None                      # no record
-    assert not app._device_locks["cpu"].locked()       # the next user can run
+    assert not common.DEVICE_LOCKS["cpu"].locked()     # the next user can run
+
+
+@pytest.mark.filterwarnings("ignore:choose at least one")
+def test_no_loop_chosen_gives_a_message(app):
+    outputs = list(app.run_live(**_args(loops=[])))
+    assert "choose at least one scheduling loop" in outputs[-1][0]
 
 
 @pytest.mark.filterwarnings("ignore:The run failed")
@@ -232,6 +306,7 @@ def test_recorded_runs_are_listed_and_labelled_with_hardware_and_date(app, monke
                                                                        tmp_path):
     from engine.metrics import compute_metrics
     from engine.record import make_record, save_record
+    from ui import records
 
     spans = [{"lane": "engine_stream", "phase": "decode", "step": 0, "start_us": 0.0,
               "end_us": 30.0}, {"lane": "engine_stream", "phase": "decode", "step": 1,
@@ -240,12 +315,12 @@ def test_recorded_runs_are_listed_and_labelled_with_hardware_and_date(app, monke
            "metrics": compute_metrics(spans, [])}
     env = {"device_name": "NVIDIA H200", "torch_version": "2.11.0", "date": "2025-06-01"}
     save_record(make_record(env, {}, [run]), tmp_path / "h200-overlap.json")
-    monkeypatch.setattr(app, "RECORDED_DIR", tmp_path)
-    choices = app.list_recorded()["choices"]
+    monkeypatch.setattr(records, "RECORDED_DIR", tmp_path)
+    choices = records.list_recorded()["choices"]
     assert choices == [("h200-overlap: NVIDIA H200 · torch 2.11.0 · 2025-06-01",
                         "h200-overlap.json")]
-    status, timeline, *_ = app.show_recorded("h200-overlap.json", "English")
+    status, timeline, *_ = records.show_recorded("h200-overlap.json", "English")
     assert "Recorded on NVIDIA H200 · torch 2.11.0 · 2025-06-01" in status
     assert len(timeline.data) >= 2                     # the gap band and the decode bars
-    monkeypatch.setattr(app, "RECORDED_DIR", tmp_path / "empty")
-    assert app.list_recorded()["choices"] == []
+    monkeypatch.setattr(records, "RECORDED_DIR", tmp_path / "empty")
+    assert records.list_recorded()["choices"] == []

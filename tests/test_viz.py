@@ -257,9 +257,161 @@ def test_explanations_exist_in_english_and_chinese_in_the_articles_terms():
 
 
 def test_viz_imports_neither_torch_nor_the_engine():
-    code = ("import sys, viz, viz.timeline, viz.panels, viz.spans, viz.text, viz.style; "
+    code = ("import sys, viz, viz.timeline, viz.panels, viz.spans, viz.text, viz.style, viz.lag, "
+            "viz.replay, viz.stepview, viz.text_teach; "
             "bad = [m for m in sys.modules if m == 'torch' or m.split('.')[0] == 'engine']; "
             "print(bad); sys.exit(1 if bad else 0)")
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                             text=True, timeout=60)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+# ---- the teaching views: multi-step panels, lag marks, step-through, unrolled rounds -------------
+
+def overlap_steps(mode="overlap", steps=4, stop_at=2):
+    """An overlap run: forward(Bn) over process_last(Bn-1), 100 µs a step. Request 0 of 2 emits
+    its stop token in B{stop_at}; the CPU reads it in process_last(B{stop_at}), under
+    forward(B{stop_at + 1}), which still carries request 0 (lag one)."""
+    spans = []
+    for n in range(1, steps + 1):
+        t0 = n * 100.0
+        rids = [0, 1] if n <= stop_at + 1 else [1]
+        spans += [span("cpu", "schedule", n, t0 - 20, t0 - 10, 2), span("cpu", "launch", n, t0 - 10,
+                                                                           t0 - 5, 2),
+                  span("scheduler_stream", "upload", n, t0 - 8, t0 - 2, 2),
+                  span("engine_stream", "decode", n, t0, t0 + 90, 2),
+                  span("scheduler_stream", "copy", n, t0 + 90, t0 + 94, 2),
+                  span("cpu", "wait", n, t0 + 96, t0 + 98, 2),
+                  span("cpu", "process_last", n, t0 + 100, t0 + 160, 2)]
+        for s in spans[-7:]:
+            if s["lane"] == "cpu":
+                s["req_ids"] = list(rids)
+            else:
+                s["req_ids"] = []
+    outputs = [{"token_ids": [5, 6], "text": "", "finish_reason": "stop", "wasted_steps": 1,
+                "finish_us": stop_at * 100.0 + 130},
+               {"token_ids": [5, 6, 7, 8], "text": "", "finish_reason": "length",
+                "wasted_steps": 0, "finish_us": steps * 100.0 + 130}]
+    return make_run(mode, spans=spans, outputs=outputs)
+
+
+def test_lag_marks_find_the_forward_that_still_carried_a_stopped_request():
+    marks = viz.lag_marks(overlap_steps())
+    assert marks == [{"request": 0, "stop_step": 2, "stop_us": 330.0, "extra_steps": [3],
+                      "wasted_steps": 1}]
+    fig = viz.timeline_figure(overlap_steps())
+    stars = traces_by_name(fig)[t("en", "lag_legend")]
+    assert list(stars.x) == pytest.approx([(300 + 390) / 2 / 1000])   # forward(B3)'s middle
+    assert "request 0 stopped at step 2" in stars.hovertext[0]
+    assert "lag-one extra step" in stars.hovertext[0]
+    stop = traces_by_name(fig)[t("en", "stop_legend")]
+    assert list(stop.x) == pytest.approx([0.330]) and "process_last(B2)" in stop.hovertext[0]
+
+
+def test_no_lag_marks_without_wasted_steps_or_for_length_stops():
+    run = overlap_steps()
+    run["outputs"][0]["wasted_steps"] = 0
+    assert viz.lag_marks(run) == []
+    assert t("en", "lag_legend") not in traces_by_name(viz.timeline_figure(run))
+
+
+def test_step_parts_link_forward_upload_copy_wait_and_the_hidden_process():
+    parts = viz.step_parts(overlap_steps(), 3)
+    assert parts["forward"]["start_us"] == 300.0 and parts["upload"]["end_us"] == 298.0
+    assert parts["copy"]["start_us"] == 390.0 and parts["wait"]["start_us"] == 396.0
+    assert [s["step"] for s in parts["hidden"]] == [2]      # process_last(B2) under forward(B3)
+    from viz.replay import links
+    said = links(parts, 3, "overlap", "en")
+    assert any("metadata upload(B3)" in line and "wait_stream" in line for line in said["forward"])
+    assert any("process_last(B2)" in line for line in said["forward"])
+    assert any("forward(B3)" in line for line in said["upload"])
+    assert any("forward(B3)" in line for line in said["hidden0"])
+    assert any("copy_done of result copy(B3)" in line for line in said["wait"])
+
+
+def test_step_figure_outlines_the_linked_spans_and_draws_the_links():
+    fig = viz.step_figure(overlap_steps(), 3)
+    outlined = {trace.meta: trace for trace in fig.data if trace.meta}
+    assert set(outlined) == {"forward", "upload", "copy", "wait", "hidden0"}
+    assert outlined["forward"].marker.line.width > 2
+    assert "process_last(B2)" in outlined["forward"].hovertext[0]
+    assert "forward(B3)" in outlined["hidden0"].hovertext[0]
+    dimmed = [trace for trace in fig.data if trace.meta is None and trace.type == "bar"
+              and trace.legendgroup != "gpu_idle"]
+    assert dimmed and all(trace.opacity < 1 for trace in dimmed)
+    arrows = {a.name for a in fig.layout.annotations if a.showarrow}
+    assert arrows == {"arrow_wait_stream", "arrow_tokens", "arrow_copy_done"}
+    assert [shape.name for shape in fig.layout.shapes] == ["hidden"]
+    assert any(a.text and "hidden under forward(B3)" in a.text for a in fig.layout.annotations)
+
+
+def test_step_caption_says_what_the_step_did_with_measured_numbers():
+    text = viz.step_caption(overlap_steps(), 3)
+    assert text.startswith("**Step 3** (overlap)")
+    assert "forward(B3) (0.09 ms) while the CPU processes B2 (0.06 ms)" in text
+    assert "wait_stream" in text and "copy_done" in text
+    assert "request 0 (stopped at step 2)" in text           # the lag-one rider
+    assert "drain" not in text
+    assert "fill" in viz.step_caption(overlap_steps(), 1)
+    assert "drain" in viz.step_caption(overlap_steps(), 4)
+    zh = viz.step_caption(overlap_steps(), 3, lang="zh")
+    assert "第 3 步" in zh and "wait_stream" in zh
+
+
+def test_the_normal_loop_hides_nothing_and_says_the_gpu_idles():
+    run = overlap_steps(mode="normal")
+    parts = viz.step_parts(run, 3)
+    assert parts["hidden"] == []
+    fig = viz.step_figure(run, 3)
+    assert {trace.meta for trace in fig.data if trace.meta} == {"forward", "upload", "copy",
+                                                                  "wait", "process"}
+    assert "Nothing hides that work: the GPU idles 0.00 ms" in viz.step_caption(run, 3)
+
+
+def test_multistep_runs_hide_whatever_process_last_overlaps_the_forward():
+    run = overlap_steps(mode="multistep-4")
+    parts = viz.step_parts(run, 3)
+    assert [s["step"] for s in parts["hidden"]] == [2]
+    assert "k=4" in viz.step_caption(run, 3) and "B2" in viz.step_caption(run, 3)
+
+
+def test_unrolled_figure_has_fill_steady_and_drain_panels_from_the_run():
+    spans = []
+    for n in range(1, 10):
+        spans += [span("engine_stream", "decode", n, n * 100, n * 100 + 90),
+                  span("cpu", "process_last", n, n * 100 + 100, n * 100 + 160)]
+    fig = viz.unrolled_figure(make_run("overlap", spans=spans))
+    titles = [a.text for a in fig.layout.annotations]
+    assert titles == ["<b>fill: steps 1–3</b>", "<b>steady state: steps 4–6</b>",
+                      "<b>drain: steps 7–9</b>"]
+    labels = [trace for trace in fig.data if trace.type == "scatter" and trace.mode == "text"]
+    assert len(labels) == 3 and "fwd 1" in labels[0].text and "proc 8" in labels[2].text
+    assert fig.layout.xaxis.range[0] == 0 and fig.layout.xaxis3.range[0] == 0  # own scales
+
+
+def test_empty_runs_give_a_message_not_an_error():
+    assert viz.step_figure(None, 3).layout.annotations[0].text == t("en", "replay_empty")
+    assert viz.unrolled_figure({"spans": []}).layout.annotations[0].text == t("en", "replay_empty")
+
+
+def test_metrics_show_the_multistep_formula_and_its_lag_cost_beside_the_gain():
+    normal = make_run("normal", metrics=dict(METRICS, wasted_tokens=0))
+    overlap = make_run("overlap", metrics=dict(METRICS, tokens_per_s=140.0, wasted_tokens=8))
+    multi = make_run("multistep-4", metrics=dict(METRICS, tokens_per_s=150.0, wasted_tokens=40,
+                                                 ttft_ms_mean=55.0, output_tokens=200))
+    html = viz.metrics_html([normal, overlap, multi])
+    assert "overlap / normal" in html and "multistep-4 / normal" in html   # two ratio columns
+    assert "max(13.00, 6.00 / 4) = 13.00 ms" in html
+    assert 'data-metric="measured_speedup_multistep" data-value="1.5"' in html
+    assert "normal 0 · overlap 8 · multistep-4 40 (20.0% of its 200 output tokens)" in html
+    assert "multistep-4 55.0 ms" in html
+    assert 'data-mode="multistep-4" data-metric="wasted_tokens" data-value="40"' in html
+    assert viz.multistep_html([normal, overlap]) == ""
+
+
+def test_texts_show_each_runs_wasted_steps_per_request():
+    runs = [overlap_steps(mode="overlap"), overlap_steps(mode="multistep-4")]
+    runs[1]["outputs"][0]["wasted_steps"] = 5
+    html = viz.texts_html(runs)
+    assert "extra steps after stop (overlap)" in html
+    assert '<td class="num" data-wasted="multistep-4">5</td>' in html

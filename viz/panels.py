@@ -115,6 +115,8 @@ def _formula_html(runs: list[dict[str, Any]], pair: tuple[int, int] | None, lang
     m = base["metrics"]
     if base.get("mode") == "imported" or m.get("t_fwd_us") is None or m.get("t_cpu_us") is None:
         return ""  # a profiler trace has no scheduler phases to fill in T_sched + T_post
+    if str(base.get("mode", "")).startswith("multistep"):
+        return ""  # its CPU time per step is already shared by k forwards: not the serial terms
     fwd, cpu = m["t_fwd_us"] * _MS, m["t_cpu_us"] * _MS
     best = max(fwd, cpu)
     predicted = m.get("predicted_overlap_speedup")
@@ -152,7 +154,6 @@ def multistep_html(runs: list[dict[str, Any]], lang: str = "en") -> str:
     m = runs[base]["metrics"] if base is not None else {}
     if m.get("t_fwd_us") is not None and m.get("t_cpu_us") is not None:
         fwd, cpu = m["t_fwd_us"] * _MS, m["t_cpu_us"] * _MS
-        lines.append(f"<i>{html.escape(t(lang, 'formula_terms').format(label=names[base]))}</i>")
         for i in multi:
             k = int(str(modes[i]).rpartition("-")[2])
             best = max(fwd, cpu / k)

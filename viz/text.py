@@ -14,10 +14,12 @@ LANGUAGES = {"en": "English", "zh": "中文"}
 _EN: dict[str, str] = {
     "title": "# Overlap scheduling, live: watch the GPU stop waiting for the CPU",
     "intro": (
-        "A small LLM engine runs the same requests twice: with the **normal** (serial) loop and "
-        "with the **overlap** loop of SGLang-style schedulers. Each run is drawn as a timeline: "
-        "what the scheduler's CPU thread and the two GPU streams did at every decode step. "
-        "Red hatched bands are moments when the GPU had nothing to do."),
+        "A small LLM engine runs the same requests with the **normal** (serial) loop, the "
+        "**overlap** loop of SGLang-style schedulers and, if you like, **multi-step** overlap. "
+        "Each run is drawn as a timeline: what the scheduler's CPU thread and the two GPU "
+        "streams did at every decode step. Red hatched bands are moments when the GPU had "
+        "nothing to do. *Step through* walks a run one step at a time; the *hazard lab* "
+        "removes one safeguard and shows what breaks."),
     "timeline_help": """
 ### What to look for
 - **Lanes.** *CPU* is the scheduler thread: `receive` requests, `schedule` the next batch,
@@ -50,6 +52,11 @@ serial run. The gain is largest when CPU work per step is close to the forward t
 models, fast GPUs, heavy schedulers (try the *extra CPU work* slider). CUDA graphs are a
 different fix: they cut launch cost *inside* a forward, overlap removes the gap *between*
 forwards. They compose.
+
+**Multi-step overlap** answers CPU work longer than a forward: k forwards per scheduling
+iteration, each fed by the one before through the token pool, so a step costs about
+**max(T_fwd, (T_sched + T_post) / k)**. The price is lag k: stop checks come up to k steps late,
+so finished requests run extra forwards (wasted tokens), shown beside the gain.
 """,
     "recorded_help": (
         "Runs recorded with the CLI on a real GPU (`python -m engine --mode both --json ...`), "
@@ -137,9 +144,10 @@ forwards. They compose.
 _ZH: dict[str, str] = {
     "title": "# 重叠调度现场演示：看 GPU 不再等待 CPU",
     "intro": (
-        "一个小型 LLM 推理引擎把同一批请求跑两遍：一遍用**普通**（串行）循环，一遍用 SGLang 式的"
-        "**重叠**循环。每次运行画成一条时间线：每个解码步里调度器的 CPU 线程和两条 GPU stream "
-        "分别在做什么。红色斜线区域表示 GPU 无事可做的时间。"),
+        "一个小型 LLM 推理引擎用**普通**（串行）循环、SGLang 式的**重叠**循环，以及可选的**多步**重叠"
+        "循环运行同一批请求。每次运行画成一条时间线：每个解码步里调度器的 CPU 线程和两条 GPU stream "
+        "分别在做什么。红色斜线区域表示 GPU 无事可做的时间。*逐步回放*一次走一步；*隐患实验室*去掉一道"
+        "保护，看看什么会坏掉。"),
     "timeline_help": """
 ### 看什么
 - **泳道。** *CPU* 是调度线程：`receive` 接收请求、`schedule` 组下一批、`launch` 提交、
@@ -167,6 +175,10 @@ _ZH: dict[str, str] = {
 再加少量同步开销。表中代入串行运行实测的各项。每步 CPU 工作与前向时间越接近，收益越大：
 小模型、快 GPU、重调度器（试试*额外 CPU 工作*滑块）。CUDA Graph 是另一种优化：它消除一次前向
 **内部**的 launch 开销，重叠消除前向**之间**的空隙，两者可以叠加。
+
+**多步重叠**应对比一次前向还长的 CPU 工作：每次调度迭代提交 k 次前向，每次都通过 token_pool
+接上一次的输出，于是一步约为 **max(T_fwd, (T_sched + T_post) / k)**。代价是滞后 k 步：判停最多
+晚 k 步，已结束的请求会多跑几次前向（浪费的 token），与收益并列显示。
 """,
     "recorded_help": (
         "在真实 GPU 上用命令行录制的运行（`python -m engine --mode both --json ...`），"

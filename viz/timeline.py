@@ -73,7 +73,7 @@ def side_by_side_figure(runs: list[dict[str, Any]], window: tuple[int, int] | No
         x_max = max(x_max, add_run(fig, run, lanes, row, offset, legend_shown, lang,
                                     marks=run_marks))
         fig.update_yaxes(row=row, col=1, tickvals=list(range(len(lanes))),
-                         ticktext=[lane_label(lane, lang) for lane in lanes],
+                         ticktext=[_tick(run, lane, lang) for lane in lanes],
                          range=[len(lanes) - 0.5, -0.5], showgrid=False, zeroline=False,
                          fixedrange=True)
     axis_title = t(lang, "time_axis_window" if window is not None else "time_axis")
@@ -130,6 +130,24 @@ def add_run(fig: go.Figure, run: dict[str, Any], lanes: list[str], row: int, off
         _add_lag_marks(fig, spans, marks, index, (row, col), offset_us, (t_start, t_end),
                        legend_shown, lang)
     return (t_end - offset_us) / 1000.0
+
+
+def _tick(run: dict[str, Any], lane: str, lang: str) -> str:
+    """A lane's name; a kernel lane (torch.profiler capture) also says how busy its kernels kept
+    it, measured on the union of its spans: a forward's span can look solid while its kernels
+    are sparse (launch-bound eager mode), and at a coarse zoom the bars would hide that."""
+    if not lane.startswith("kernels"):
+        return lane_label(lane, lang)
+    spans = [s for s in run.get("spans", []) if s["lane"] == lane]
+    t_start, t_end = time_range(spans)
+    if "window" in run:
+        t_start, t_end = run["window"]["t_start_us"], run["window"]["t_end_us"]
+    gaps = idle_gaps(spans, [lane], t_start, t_end)
+    span_us = t_end - t_start
+    if span_us <= 0 or not spans:
+        return lane
+    busy = 100.0 * (1.0 - sum(b - a for a, b in gaps) / span_us)
+    return t(lang, "lane_busy").format(lane=lane, busy=busy)
 
 
 def lane_label(lane: str, lang: str) -> str:

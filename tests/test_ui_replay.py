@@ -1,0 +1,66 @@
+"""Step-through replay handlers on the recorded H200 runs (no engine, no browser): the replay
+starts on the overlap run at a steady-state step, the buttons move the slider inside the run,
+and each step's caption and figure follow."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+pytest.importorskip("gradio")
+
+from ui import replay  # noqa: E402
+
+RECORDED = ROOT / "assets" / "recorded"
+
+
+@pytest.fixture(scope="module")
+def record():
+    return json.loads((RECORDED / "h200-bundled-graph-cpu200.json").read_text())
+
+
+def test_reset_starts_on_the_overlap_run_at_a_steady_state_step(record):
+    choices, slider, caption, figure, unrolled = replay.reset_replay(record, "English")
+    assert choices["choices"] == [("normal", 0), ("overlap", 1)] and choices["value"] == 1
+    assert (slider["minimum"], slider["value"]) == (1, 20) and slider["maximum"] >= 25
+    assert caption.startswith("**Step 20** (overlap)")
+    assert {trace.meta for trace in figure.data if trace.meta} >= {"forward", "hidden0"}
+    assert len(unrolled.layout.annotations) == 3
+
+
+def test_prev_and_next_stay_inside_the_run(record):
+    first, last = 1, max(s["step"] for s in record["runs"][1]["spans"])
+    assert replay.next_step(record, 1, 20) == 21
+    assert replay.previous_step(record, 1, 20) == 19
+    assert replay.previous_step(record, 1, first) == first
+    assert replay.next_step(record, 1, last) == last
+
+
+def test_each_step_has_its_own_caption_and_figure(record):
+    caption_20, _ = replay.render_step(record, 1, 20, "English")
+    caption_21, figure = replay.render_step(record, 1, 21, "English")
+    assert caption_20 != caption_21 and "forward(B21)" in caption_21
+    forward = next(trace for trace in figure.data if trace.meta == "forward")
+    assert "forward(B21)" in forward.hovertext[0]
+    zh, _ = replay.render_step(record, 1, 21, "中文")
+    assert zh.startswith("**第 21 步**")
+
+
+def test_the_normal_run_and_a_multistep_recording(record):
+    caption, _ = replay.render_step(record, 0, 20, "English")
+    assert "(normal loop)" in caption and "the GPU idles" in caption
+    multi = json.loads((RECORDED / "h200-bundled-graph-cpu200-multistep4.json").read_text())
+    assert replay.default_run(multi) == 0
+    caption, figure = replay.render_step(multi, 0, 20, "English")
+    assert "(multi-step, k=4)" in caption
+
+
+def test_no_record_gives_a_message():
+    choices, slider, caption, *_ = replay.reset_replay(None, "English")
+    assert choices["value"] is None and "Show a run first" in caption

@@ -1,0 +1,39 @@
+"""Which components change their words with the language, and how.
+
+Every translated component is registered once, where the layout creates it, with the key of its
+text in ``viz.text`` and the attribute that shows it (a label, a button's value, a markdown's
+value). Switching languages is then one list of updates, in registration order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import gradio as gr
+
+import viz
+
+
+class Translated:
+    def __init__(self) -> None:
+        self.entries: list[tuple[Any, str, str, Callable[[str], list] | None]] = []
+
+    def add(self, component: Any, key: str, attr: str = "label",
+            choices: Callable[[str], list] | None = None) -> Any:
+        """Register ``component`` (returned, so layout code reads as it did)."""
+        self.entries.append((component, attr, key, choices))
+        return component
+
+    @property
+    def components(self) -> list[Any]:
+        return [component for component, *_ in self.entries]
+
+    def updates(self, lang: str) -> list[Any]:
+        out = []
+        for _, attr, key, choices in self.entries:
+            change = {attr: viz.t(lang, key)}
+            if choices is not None:
+                change["choices"] = choices(lang)
+            out.append(gr.update(**change))
+        return out

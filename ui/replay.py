@@ -1,0 +1,96 @@
+"""Step-through replay handlers: pick a run of the record on screen, walk it one step at a time.
+
+The record is whatever the main view shows (live, recorded or imported); ``viz`` draws the step
+(``step_figure``), says what it did (``step_caption``) and unrolls fill / steady state / drain
+(``unrolled_figure``). The previous/next buttons only move the step slider; the slider's change
+redraws, so a drag, a typed number and a button press take one path.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gradio as gr
+
+import viz
+from ui.common import lang_of
+from ui.records import default_window
+
+PREFERRED = ("overlap", "multistep", "normal")   # the loop a replay starts on
+
+
+def _runs(record: dict[str, Any] | None) -> list[dict[str, Any]]:
+    return list((record or {}).get("runs") or [])
+
+
+def _run(record: dict[str, Any] | None, index: Any) -> dict[str, Any] | None:
+    runs = _runs(record)
+    try:
+        return runs[int(index)]
+    except (TypeError, ValueError, IndexError):
+        return runs[0] if runs else None
+
+
+def default_run(record: dict[str, Any] | None) -> int:
+    kinds = [viz.loop_kind(run) for run in _runs(record)]
+    return next((kinds.index(kind) for kind in PREFERRED if kind in kinds), 0)
+
+
+def reset_replay(record: dict[str, Any] | None, lang_choice: str):
+    """A new record on screen: its runs as choices, the slider over its steps, all redrawn."""
+    runs = _runs(record)
+    labels = viz.display_labels(runs)
+    index = default_run(record)
+    choices = gr.update(choices=[(label, i) for i, label in enumerate(labels)],
+                        value=index if runs else None)
+    return (choices, *render_run(record, index, lang_choice))
+
+
+def render_run(record: dict[str, Any] | None, index: Any, lang_choice: str):
+    """Another run chosen: the slider over its steps (a steady-state step), both figures."""
+    lang = lang_of(lang_choice)
+    run = _run(record, index)
+    if run is None:
+        empty = viz.step_figure(None, 0, lang)
+        return (gr.update(minimum=0, maximum=1, value=0), viz.t(lang, "replay_empty"), empty,
+                empty)
+    first, last = viz.step_range(run)
+    step = default_window([run])[0]
+    caption, figure = render_step(record, index, step, lang_choice)
+    slider = gr.update(minimum=first, maximum=max(last, first + 1), value=step)
+    return slider, caption, figure, viz.unrolled_figure(run, lang)
+
+
+def render_step(record: dict[str, Any] | None, index: Any, step: Any, lang_choice: str):
+    """The caption and the linked-spans figure of one step."""
+    lang = lang_of(lang_choice)
+    run = _run(record, index)
+    if run is None:
+        return viz.t(lang, "replay_empty"), viz.step_figure(None, 0, lang)
+    first, last = viz.step_range(run)
+    step = min(max(int(step or first), first), last)
+    return viz.step_caption(run, step, lang), viz.step_figure(run, step, lang)
+
+
+def step_by(record: dict[str, Any] | None, index: Any, step: Any, delta: int) -> Any:
+    """The slider one step back or forward, kept inside the run."""
+    run = _run(record, index)
+    if run is None:
+        return gr.update()
+    first, last = viz.step_range(run)
+    return min(max(int(step or first) + delta, first), last)
+
+
+def previous_step(record, index, step):
+    return step_by(record, index, step, -1)
+
+
+def next_step(record, index, step):
+    return step_by(record, index, step, +1)
+
+
+def redraw(record: dict[str, Any] | None, index: Any, step: Any, lang_choice: str):
+    """The same step again (after a language switch): caption, step figure, unrolled rounds."""
+    caption, figure = render_step(record, index, step, lang_choice)
+    run = _run(record, index)
+    return caption, figure, viz.unrolled_figure(run, lang_of(lang_choice))

@@ -1,0 +1,228 @@
+"""The classroom walkthrough's screenshots, taken from the real app in headless Chromium.
+
+    python -m ui.screenshots                # writes assets/screenshots/walkthrough-*.png
+
+Starts ``python app.py`` on a free port, drives it with Playwright exactly as the lesson in
+``docs/walkthrough.md`` does (live runs on this machine, the bundled H200 recordings, the hazard
+lab), saves one screenshot per step, and stops the server. Live numbers change from run to run;
+the walkthrough quotes the ones in the screenshots it ships with.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "assets" / "screenshots"
+CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
+RUN_MS = 300_000
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _serve(port: int) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "app.py", "--port", str(port)], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    started = time.monotonic()
+    while True:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2).read(100)
+            return proc
+        except OSError:
+            if proc.poll() is not None or time.monotonic() - started > 90:
+                proc.kill()
+                raise RuntimeError("the app did not start") from None
+            time.sleep(0.3)
+
+
+def _union(page, selectors: list[str], path: Path, pad: int = 8) -> None:
+    """One screenshot of the box around several elements (a caption and its chart)."""
+    boxes = [page.evaluate("s => { const r = document.querySelector(s).getBoundingClientRect();"
+                           " return [r.left + scrollX, r.top + scrollY, r.right + scrollX,"
+                           " r.bottom + scrollY]; }", sel) for sel in selectors]
+    x0, y0 = min(b[0] for b in boxes) - pad, min(b[1] for b in boxes) - pad
+    x1, y1 = max(b[2] for b in boxes) + pad, max(b[3] for b in boxes) + pad
+    page.screenshot(path=str(path), full_page=True,
+                    clip={"x": max(x0, 0), "y": max(y0, 0), "width": x1 - x0, "height": y1 - y0})
+
+
+def _settle(page, ms: int = 800) -> None:
+    page.wait_for_timeout(ms)   # let plotly finish drawing
+
+
+def _drag_zoom(page, plot: str, spans: list[tuple[float, float]]) -> None:
+    """Drag across the first subplot, as a student zooms in: fractions of its width, in turn."""
+    for a, b in spans:
+        box = page.locator(f"{plot} .nsewdrag").first.bounding_box()
+        y = box["y"] + box["height"] / 2
+        page.mouse.move(box["x"] + a * box["width"], y)
+        page.mouse.down()
+        page.mouse.move(box["x"] + b * box["width"], y, steps=8)
+        page.mouse.up()
+        _settle(page, 600)
+    page.mouse.move(0, 0)                           # no hover label in the picture
+
+
+def _set_number(page, selector: str, value: float) -> None:
+    box = page.locator(selector)
+    box.fill(str(value))
+    box.press("Enter")
+
+
+def _caption_has(page, text: str) -> None:
+    page.wait_for_function("t => document.querySelector('#step-caption').innerText.includes(t)",
+                           arg=text, timeout=60_000)
+
+
+def _choose_replay_run(page, name: str) -> None:
+    page.locator("#replay-run input").click()
+    page.get_by_role("option", name=name, exact=True).click()
+    _caption_has(page, "(normal loop)" if name == "normal" else f"({name}")
+
+
+def _teaching_step(page) -> int:
+    """The first steady-state overlap step (from 10 on) where CPU work hid under the forward
+    and a stopped request rode along (★): one picture shows both ideas."""
+    for step in range(10, 49):                      # the replay starts on the overlap run
+        _set_number(page, "#step input[type=number]", step)
+        _caption_has(page, f"Step {step} (")
+        caption = page.inner_text("#step-caption")
+        hidden = re.search(r"([0-9.]+) ms of the CPU's work ran hidden", caption)
+        if "★" in caption and hidden and float(hidden.group(1)) >= 1.0:
+            break
+    _settle(page)
+    return step
+
+
+def _show_recorded(page, stem: str) -> None:
+    """Choose a recorded run and wait until its timeline (a different time range) is drawn."""
+    before = page.evaluate(_X_RANGE)
+    page.get_by_role("tab", name="Recorded GPU runs").click()
+    page.click("#recorded input")
+    page.get_by_role("option", name=f"{stem}:", exact=False).first.click()
+    page.wait_for_function(f"before => ({_X_RANGE})() !== before", arg=before, timeout=60_000)
+    _settle(page)
+
+
+_X_RANGE = ("() => { const plot = document.querySelector('#timeline .js-plotly-plot');"
+            " return plot && plot.layout ? JSON.stringify(plot.layout.xaxis.range) : ''; }")
+
+
+def _live_run(page) -> None:
+    """Press Run and wait. The browser shares this machine's cores with the engine: while the
+    run is on, keep the view on a tab without the live chart, so redrawing it does not take
+    the engine's CPU time (on a classroom setup the browser runs on another machine)."""
+    page.get_by_role("tab", name="Live run").click()
+    page.click("#run")
+    page.get_by_role("tab", name="Step through").click()
+    page.wait_for_function("() => document.querySelector('#status').innerText.includes('Done')",
+                           timeout=RUN_MS)
+    page.get_by_role("tab", name="Whole run").click()
+    _settle(page, 2500)
+
+
+def lesson(page, out: Path) -> None:
+    # 1. The serial picture and overlap: a live run with the defaults.
+    page.get_by_role("tab", name="Live run").click()
+    page.locator("#tab-live").screenshot(path=str(out / "walkthrough-0-controls.png"))
+    _live_run(page)
+    page.locator("#timeline").screenshot(path=str(out / "walkthrough-1-run.png"))
+    page.get_by_role("tab", name="Step through").click()
+    _caption_has(page, "Step 20")
+    step = _teaching_step(page)                     # a steady step with a lag-one rider
+    _union(page, ["#step-caption", "#step-plot"], out / "walkthrough-3-overlap-step.png")
+    _choose_replay_run(page, "normal")
+    _set_number(page, "#step input[type=number]", step)
+    _caption_has(page, f"Step {step} (")
+    _settle(page)
+    _union(page, ["#step-caption", "#step-plot"], out / "walkthrough-2-serial-step.png")
+    page.locator("#unrolled").screenshot(path=str(out / "walkthrough-4-unrolled.png"))
+    page.get_by_role("tab", name="Whole run").click()
+    _settle(page)
+    page.locator("#metrics").screenshot(path=str(out / "walkthrough-5-formula.png"))
+    # 2. Small vs large models, eager vs CUDA graphs: recorded H200 runs.
+    for stem, name in [("h200-bundled-graph-cpu200", "walkthrough-6-small.png"),
+                       ("h200-qwen05-graph-b64", "walkthrough-6-large.png")]:
+        _show_recorded(page, stem)
+        _settle(page)
+        page.locator("#metrics").screenshot(path=str(out / name))
+    for stem, name in [("h200-smollm-graph-kernels", "walkthrough-7-graph.png"),
+                       ("h200-smollm-eager-kernels", "walkthrough-7-eager.png")]:
+        _show_recorded(page, stem)
+        _set_number(page, "#first-step input", 21)
+        _set_number(page, "#last-step input", 22)
+        page.click("#zoom")
+        page.wait_for_function("() => [...document.querySelectorAll('#zoomed .annotation-text')]"
+                               ".some(e => e.textContent.includes('steps 21–22'))")
+        _settle(page)
+        page.locator("#zoomed").screenshot(path=str(out / name))
+    _drag_zoom(page, "#zoomed", [(0.30, 0.32), (0.40, 0.46)])       # eager: about 0.2 ms
+    page.locator("#zoomed").screenshot(path=str(out / "walkthrough-7-eager-zoom.png"))
+    # 3. Multi-step: a live run of all three loops with a heavy scheduler; the H200 recording.
+    _show_recorded(page, "h200-bundled-graph-cpu200-multistep4")
+    _settle(page)
+    page.locator("#metrics").screenshot(path=str(out / "walkthrough-8-h200-multistep.png"))
+    page.get_by_role("tab", name="Live run").click()
+    page.get_by_label("multi-step overlap (k steps)").check()
+    _set_number(page, "#extra-cpu input[type=number]", 12000)
+    _live_run(page)
+    page.locator("#timeline").screenshot(path=str(out / "walkthrough-8-multistep.png"))
+    page.locator("#metrics").screenshot(path=str(out / "walkthrough-8-cost.png"))
+    # 4. One hazard, and the safe engine.
+    page.get_by_role("tab", name="Hazard lab").click()
+    page.locator("#lab-switch label", has_text="finished_reqs").click()
+    page.click("#lab-run")
+    page.wait_for_selector('#lab-result .lab-verdict[data-switch="no_finished_guard"]',
+                           timeout=RUN_MS)
+    _union(page, ["#lab-switch", "#lab-result"], out / "walkthrough-9-hazard.png")
+    page.click("#lab-safe")
+    page.wait_for_selector('#lab-result .lab-verdict[data-switch="safe"]', timeout=RUN_MS)
+    page.locator("#lab-result").screenshot(path=str(out / "walkthrough-9-safe.png"))
+    # 5. The same step in Chinese.
+    page.get_by_text("中文", exact=True).click()
+    page.wait_for_function("() => document.querySelector('#step-caption').innerText"
+                           ".includes('第')", timeout=60_000)
+    page.get_by_role("tab", name="逐步回放").click()
+    _settle(page, 1500)
+    _union(page, ["#step-caption", "#step-plot"], out / "walkthrough-zh-step.png")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=OUT, help="folder for the PNG files")
+    args = parser.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    port = _free_port()
+    server = _serve(port)
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=str(CHROMIUM),
+                                                 args=["--no-sandbox", "--disable-gpu"])
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(f"http://127.0.0.1:{port}/")
+            page.wait_for_selector("#run")
+            lesson(page, args.out)
+            browser.close()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    print(f"screenshots in {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

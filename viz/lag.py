@@ -1,0 +1,72 @@
+"""Lag one (and lag k) on the timeline: which forwards ran for a request that had already stopped.
+
+The overlap loop reads each step's tokens one step late, so a request whose stop token came out of
+forward(Bs) is already in batch s+1 when the CPU sees the stop (with k-step scheduling, in up to
+2k-1 later batches). The engine counts those forwards per request (``wasted_steps``) and drops
+their tokens; this module finds them in a run dict, from measurements only:
+
+- the step the stop was read in is the CPU's ``process_last`` span that lists the request and
+  contains the output's ``finish_us`` (the moment the engine marked it finished);
+- the extra steps are the later steps whose scheduled batch (``schedule`` / ``launch`` spans on
+  the CPU, or the forward itself where it lists request ids) still lists the request.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+BATCH_PHASES = ("schedule", "launch", "decode", "prefill")
+
+
+def step_requests(run: dict[str, Any]) -> dict[int, set[int]]:
+    """step -> the request ids its batch served (from any span of that step that lists them)."""
+    served: dict[int, set[int]] = {}
+    for span in run.get("spans", []):
+        if span.get("phase") in BATCH_PHASES and span.get("req_ids"):
+            served.setdefault(int(span.get("step", -1)), set()).update(span["req_ids"])
+    return served
+
+
+def _stop_step(run: dict[str, Any], request: int, finish_us: float) -> int | None:
+    """The step whose ``process_last`` read this request's stop token (contains ``finish_us``)."""
+    best = None
+    for span in run.get("spans", []):
+        if span.get("phase") != "process_last" or request not in span.get("req_ids", []):
+            continue
+        if span["start_us"] <= finish_us <= span["end_us"] + 1.0:
+            return int(span["step"])
+        if span["start_us"] <= finish_us and (best is None or span["start_us"] > best[0]):
+            best = (span["start_us"], int(span["step"]))
+    return best[1] if best else None
+
+
+def lag_marks(run: dict[str, Any]) -> list[dict[str, Any]]:
+    """One entry per request that stopped on a stop token and still ran extra forwards.
+
+    ``{"request", "stop_step", "stop_us", "extra_steps", "wasted_steps"}``: ``extra_steps`` are
+    the steps whose forward still carried the request after its stop (their tokens were dropped).
+    """
+    served = step_requests(run)
+    marks = []
+    for request, out in enumerate(run.get("outputs") or []):
+        wasted = int(out.get("wasted_steps") or 0)
+        finish_us = out.get("finish_us")
+        if out.get("finish_reason") != "stop" or wasted <= 0 or finish_us is None:
+            continue
+        stop_step = _stop_step(run, request, float(finish_us))
+        if stop_step is None:
+            continue
+        extra = sorted(step for step, rids in served.items()
+                       if step > stop_step and request in rids)[:wasted]
+        marks.append({"request": request, "stop_step": stop_step, "stop_us": float(finish_us),
+                      "extra_steps": extra, "wasted_steps": wasted})
+    return marks
+
+
+def extra_steps(marks: list[dict[str, Any]]) -> dict[int, list[tuple[int, int, int]]]:
+    """step -> [(request, stop step, which extra step of that request: 1, 2, ...)]."""
+    by_step: dict[int, list[tuple[int, int, int]]] = {}
+    for mark in marks:
+        for nth, step in enumerate(mark["extra_steps"], start=1):
+            by_step.setdefault(step, []).append((mark["request"], mark["stop_step"], nth))
+    return by_step

@@ -1,0 +1,180 @@
+"""Step-through replay: one step of a finished run, its linked spans, its caption.
+
+The article explains overlap one step at a time: forward(Bn) runs on the engine stream while the
+CPU's process_last(Bn-1) hides under it; forward(Bn) waits only for Bn's metadata upload
+(``wait_stream``); Bn's sampled tokens come back by a result copy, and the CPU blocks on that
+copy's ``copy_done`` event when it processes Bn, one step later. This module finds those spans in
+a run dict by lane, phase and step (``step_parts``), names each one's partners (``links``), and
+says in words what the measured step did (``step_caption``). ``viz.stepview`` draws them.
+
+What runs "under" forward(Bn) depends on the loop, so it is read off the run: in the overlap loop
+it is process_last(Bn-1); in the normal loop nothing (process_last(Bn) runs after it); with
+k-step scheduling, whichever process_last spans overlap it in time.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from viz.lag import extra_steps, lag_marks
+from viz.spans import gpu_lanes, idle_gaps, step_range
+from viz.text import t
+
+FORWARD_PHASES = ("decode", "prefill")
+
+
+def loop_kind(run: dict[str, Any]) -> str:
+    """"normal", "overlap", "multistep" or "other" (an imported trace), from the run's mode."""
+    mode = str(run.get("mode", ""))
+    if mode.startswith("multistep"):
+        return "multistep"
+    return mode if mode in ("normal", "overlap") else "other"
+
+
+def multistep_k(run: dict[str, Any]) -> int:
+    """k of a "multistep-k" run; 1 otherwise."""
+    tail = str(run.get("mode", "")).rpartition("-")[2]
+    return int(tail) if loop_kind(run) == "multistep" and tail.isdigit() else 1
+
+
+def _find(spans: list[dict[str, Any]], lane: str | None, phases: tuple[str, ...],
+          step: int) -> dict[str, Any] | None:
+    """The longest span of ``step`` with one of ``phases`` (on ``lane``, or any lane if None)."""
+    found = [s for s in spans if s.get("step") == step and s["phase"] in phases
+             and (lane is None or s["lane"] == lane)]
+    return max(found, key=lambda s: s["end_us"] - s["start_us"]) if found else None
+
+
+def overlap_us(a: dict[str, Any], b: dict[str, Any]) -> float:
+    return max(0.0, min(a["end_us"], b["end_us"]) - max(a["start_us"], b["start_us"]))
+
+
+def step_parts(run: dict[str, Any], step: int) -> dict[str, Any]:
+    """The spans of step ``step`` the article talks about (``None`` where not recorded).
+
+    ``forward``, ``upload``, ``copy``, ``wait`` (the CPU's copy_done wait for Bn), ``process``
+    (process_last(Bn) itself), ``hidden`` (process_last spans that ran under forward(Bn)).
+    """
+    spans = run.get("spans", [])
+    parts: dict[str, Any] = {
+        "forward": _find(spans, "engine_stream", FORWARD_PHASES, step),
+        "upload": _find(spans, "scheduler_stream", ("upload",), step),
+        "copy": _find(spans, None, ("copy",), step),
+        "wait": _find(spans, "cpu", ("wait",), step),
+        "process": _find(spans, "cpu", ("process_last",), step),
+        "hidden": [],
+    }
+    forward, kind = parts["forward"], loop_kind(run)
+    if forward is None:
+        return parts
+    if kind == "overlap":
+        previous = _find(spans, "cpu", ("process_last",), step - 1)
+        parts["hidden"] = [previous] if previous else []
+    elif kind != "normal":
+        parts["hidden"] = [s for s in spans if s["lane"] == "cpu" and s["phase"] == "process_last"
+                           and s.get("step") != step and overlap_us(s, forward) > 0]
+    return parts
+
+
+def _names(parts: dict[str, Any], step: int, lang: str) -> dict[str, str]:
+    names = {role: t(lang, f"role_{role}").format(n=step)
+             for role in ("forward", "upload", "copy", "wait", "process")}
+    for i, span in enumerate(parts["hidden"]):
+        names[f"hidden{i}"] = t(lang, "role_process").format(n=span["step"])
+    return names
+
+
+def links(parts: dict[str, Any], step: int, kind: str, lang: str) -> dict[str, list[str]]:
+    """role -> the sentences naming its partners (what the hover of that span says)."""
+    names = _names(parts, step, lang)
+    present = {role for role in ("forward", "upload", "copy", "wait", "process") if parts[role]}
+    present |= {f"hidden{i}" for i in range(len(parts["hidden"]))}
+    said: dict[str, list[str]] = {role: [] for role in present}
+
+    def pair(a: str, b: str, a_says: str, b_says: str, **extra: str) -> None:
+        if a in present and b in present:
+            said[a].append(t(lang, a_says).format(other=names[b], **extra))
+            said[b].append(t(lang, b_says).format(other=names[a], **extra))
+
+    pair("forward", "upload", "rel_waits_for", "rel_guards")
+    pair("forward", "copy", "rel_copied_by", "rel_copies", partner=names["wait"])
+    if "copy" in present and "wait" in present:
+        said["wait"].append(t(lang, "rel_waits_copy").format(other=names["copy"]))
+    for i in range(len(parts["hidden"])):
+        pair("forward", f"hidden{i}", "rel_hides", "rel_hidden_under")
+    if kind == "normal":
+        pair("process", "forward", "rel_after", "rel_before")
+    return said
+
+
+def spans_of(parts: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
+    """role -> span, for the roles drawn for this loop (process(Bn) only in the normal loop)."""
+    roles = {role: parts[role] for role in ("forward", "upload", "copy", "wait") if parts[role]}
+    if kind == "normal" and parts["process"]:
+        roles["process"] = parts["process"]
+    roles.update({f"hidden{i}": span for i, span in enumerate(parts["hidden"])})
+    return roles
+
+
+def _ms(span: dict[str, Any] | None) -> float:
+    return (span["end_us"] - span["start_us"]) / 1000.0 if span else 0.0
+
+
+def step_caption(run: dict[str, Any], step: int, lang: str = "en") -> str:
+    """What step ``step`` did, in the article's terms, with the measured durations (markdown)."""
+    parts, kind = step_parts(run, step), loop_kind(run)
+    forward = parts["forward"]
+    if forward is None:
+        return t(lang, "cap_none").format(n=step)
+    first, last = step_range(run)
+    fwd = _ms(forward)
+    hidden = sum(overlap_us(s, forward) for s in parts["hidden"]) / 1000.0
+    if kind == "normal":
+        text = t(lang, "cap_normal").format(n=step, fwd=fwd, proc=_ms(parts["process"]),
+                                            idle=_idle_after(run, forward, step) / 1000.0)
+    elif kind == "multistep":
+        k = multistep_k(run)
+        text = t(lang, "cap_multistep").format(n=step, fwd=fwd, k=k)
+        batches = ", ".join(f"B{s['step']}" for s in parts["hidden"])
+        text += (t(lang, "cap_multistep_under").format(batches=batches, hidden=hidden)
+                 if batches else t(lang, "cap_multistep_none"))
+    elif parts["hidden"]:
+        prev = parts["hidden"][0]
+        text = t(lang, "cap_overlap").format(n=step, prev=prev["step"], fwd=fwd,
+                                             proc=_ms(prev), hidden=hidden, loop=run_name(run))
+    else:
+        text = t(lang, "cap_fill").format(n=step, fwd=fwd, loop=run_name(run))
+    if parts["wait"]:
+        text += t(lang, "cap_copy").format(n=step, wait=_ms(parts["wait"]))
+    if step == last and kind != "normal":
+        text += t(lang, "cap_drain")
+    return text + _lag_sentences(run, step, lang)
+
+
+def run_name(run: dict[str, Any]) -> str:
+    return str(run.get("label") or run.get("mode") or "run").partition(" (")[0]
+
+
+def _idle_after(run: dict[str, Any], forward: dict[str, Any], step: int) -> float:
+    """GPU idle µs between the end of forward(Bn) and the start of the next forward."""
+    spans = run.get("spans", [])
+    following = [s["start_us"] for s in spans if s["lane"] == "engine_stream"
+                 and s["phase"] in FORWARD_PHASES and s.get("step", -1) > step]
+    if not following:
+        return 0.0
+    gaps = idle_gaps(spans, gpu_lanes(run), forward["end_us"], min(following))
+    return sum(b - a for a, b in gaps)
+
+
+def _lag_sentences(run: dict[str, Any], step: int, lang: str) -> str:
+    marks = lag_marks(run)
+    text = ""
+    riders = extra_steps(marks).get(step)
+    if riders:
+        items = ", ".join(t(lang, "cap_lag_item").format(req=req, stop=stop)
+                          for req, stop, _ in riders)
+        text += t(lang, "cap_lag").format(items=items, n=step)
+    stopped = [m["request"] for m in marks if m["stop_step"] == step]
+    if stopped:
+        text += t(lang, "cap_stopped").format(reqs=", ".join(map(str, stopped)), n=step)
+    return text

@@ -1,0 +1,168 @@
+"""Figures of the step-through replay: one step with its linked spans, and the unrolled rounds.
+
+``step_figure`` draws steps n-1..n+1 of a run dimmed, then step n's spans (``viz.replay``) again
+on top with a bold outline and a hover that names each one's partners, and arrows for the links:
+upload -> forward (``wait_stream``), forward -> result copy, copy -> the CPU's wait
+(``copy_done``); a shaded band marks the time the CPU's process_last ran hidden under forward(Bn).
+
+``unrolled_figure`` is the article's "three rounds unrolled" picture drawn from the real run:
+three small panels (fill, steady state, drain), each three steps, each on its own time scale.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from viz.lag import lag_marks
+from viz.replay import links, loop_kind, overlap_us, run_name, spans_of, step_parts
+from viz.spans import ordered_lanes, step_range, window_run
+from viz.style import STANDARD_LANES, phase_color
+from viz.text import t
+from viz.timeline import BAR_WIDTH, LANE_PX, add_run, lane_label, message_figure, side_by_side_figure
+
+DIMMED = 0.3
+_LABELS = {"decode": "fwd", "prefill": "prefill", "process_last": "proc", "schedule": "sched"}
+_LIGHT_TEXT = {"process_last", "schedule", "prefill"}   # dark bars: white labels
+
+
+def step_figure(run: dict[str, Any] | None, step: int, lang: str = "en") -> go.Figure:
+    """Steps step-1..step+1 of ``run``, step ``step``'s spans outlined and linked."""
+    if not run or not run.get("spans"):
+        return message_figure(t(lang, "replay_empty"))
+    first, last = step_range(run)
+    step = min(max(int(step), first), last)
+    window = (max(first, step - 1), min(last, step + 1))
+    fig = side_by_side_figure([dict(run, label=run_name(run))], window=window, lang=lang)
+    for trace in fig.data:
+        if isinstance(trace, go.Bar) and trace.legendgroup != "gpu_idle":
+            trace.opacity = DIMMED
+    windowed = window_run(run, *window)
+    offset = windowed["window"]["t_start_us"]
+    index = {lane: i for i, lane in enumerate(ordered_lanes(windowed))}
+    parts, kind = step_parts(run, step), loop_kind(run)
+    said = links(parts, step, kind, lang)
+    roles = spans_of(parts, kind)
+    for role, span in roles.items():
+        if span["lane"] in index:
+            fig.add_trace(_outlined(span, role, step, said.get(role, []), index, offset, lang))
+    _add_arrows(fig, roles, index, offset, step, lang)
+    fig.update_layout(hovermode="closest")
+    return fig
+
+
+def _role_name(role: str, span: dict[str, Any], step: int, lang: str) -> str:
+    if role.startswith("hidden"):
+        return t(lang, "role_process").format(n=span["step"])
+    return t(lang, f"role_{role}").format(n=step)
+
+
+def _outlined(span: dict[str, Any], role: str, step: int, partners: list[str],
+              index: dict[str, int], offset: float, lang: str) -> go.Bar:
+    name = _role_name(role, span, step, lang)
+    start = (span["start_us"] - offset) / 1000.0
+    duration = (span["end_us"] - span["start_us"]) / 1000.0
+    hover = (f"<b>{name}</b> · {lane_label(span['lane'], lang)}<br>{duration:.3f} ms"
+             + "".join(f"<br>↔ {line}" for line in partners))
+    return go.Bar(orientation="h", base=[start], x=[max(duration, 1e-4)], y=[index[span["lane"]]],
+                  width=BAR_WIDTH, name=name, showlegend=False, hovertext=[hover],
+                  hovertemplate="%{hovertext}<extra></extra>", meta=role,
+                  marker={"color": phase_color(span["phase"]),
+                          "line": {"color": "#111111", "width": 2.5}})
+
+
+def _add_arrows(fig: go.Figure, roles: dict[str, dict[str, Any]], index: dict[str, int],
+                offset: float, step: int, lang: str) -> None:
+    """Arrows for the links, and a band where process_last ran under forward(Bn)."""
+    def at(role: str, end: bool) -> tuple[float, int]:
+        span = roles[role]
+        return ((span["end_us" if end else "start_us"] - offset) / 1000.0, index[span["lane"]])
+
+    arrows = [("upload", True, "forward", False, "arrow_wait_stream"),
+              ("forward", True, "copy", False, "arrow_tokens"),
+              ("copy", True, "wait", True, "arrow_copy_done")]
+    for tail, tail_end, head, head_end, key in arrows:
+        if tail not in roles or head not in roles:
+            continue
+        if not {roles[tail]["lane"], roles[head]["lane"]} <= set(index):
+            continue
+        (ax, ay), (x, y) = at(tail, tail_end), at(head, head_end)
+        fig.add_annotation(x=x, y=y, ax=ax, ay=ay, xref="x", yref="y", axref="x", ayref="y",
+                           text="", showarrow=True, arrowhead=3, arrowsize=1.2, arrowwidth=1.8,
+                           arrowcolor="#111111", standoff=2, name=key)
+        # The label sits in the gap between the two lanes, beside the arrow's head.
+        fig.add_annotation(x=x, y=(ay + y) / 2 if ay != y else y - 0.5, xref="x", yref="y",
+                           text=f"<b>{t(lang, key)}</b>", showarrow=False, xanchor="left",
+                           xshift=4, font={"size": 11, "color": "#111111"},
+                           bgcolor="rgba(255,255,255,0.8)", name=key)
+    forward = roles.get("forward")
+    for role, span in roles.items():
+        if not role.startswith("hidden") or forward is None or "cpu" not in index:
+            continue
+        x0 = max(span["start_us"], forward["start_us"])
+        x1 = x0 + overlap_us(span, forward)
+        if x1 <= x0:
+            continue
+        y0, y1 = sorted((index["cpu"], index["engine_stream"]))
+        fig.add_shape(type="rect", x0=(x0 - offset) / 1000.0, x1=(x1 - offset) / 1000.0,
+                      y0=y0 - 0.5, y1=y1 + 0.5, xref="x", yref="y", layer="below",
+                      fillcolor="rgba(117,107,177,0.14)", line={"width": 0}, name="hidden")
+        fig.add_annotation(x=((x0 + x1) / 2 - offset) / 1000.0, y=index["cpu"] + 0.5, xref="x",
+                           yref="y", text=f"<b>{t(lang, 'arrow_hidden').format(n=step)}</b>",
+                           showarrow=False, font={"size": 11, "color": "#54278f"},
+                           bgcolor="rgba(255,255,255,0.8)", name="arrow_hidden")
+
+
+def unrolled_figure(run: dict[str, Any] | None, lang: str = "en") -> go.Figure:
+    """Fill, steady state and drain: three panels of three real steps each."""
+    if not run or not run.get("spans"):
+        return message_figure(t(lang, "replay_empty"))
+    first, last = step_range(run)
+    mid = (first + last) // 2
+    panels = [("unrolled_fill", first, min(last, first + 2)),
+              ("unrolled_steady", max(first, mid - 1), min(last, mid + 1)),
+              ("unrolled_drain", max(first, last - 2), last)]
+    lanes = [lane for lane in STANDARD_LANES if lane in ordered_lanes(run)] or ordered_lanes(run)
+    titles = [f"<b>{t(lang, key).format(a=a, b=b)}</b>" for key, a, b in panels]
+    fig = make_subplots(rows=1, cols=3, shared_yaxes=True, horizontal_spacing=0.02,
+                        subplot_titles=titles)
+    legend_shown: set[str] = set()
+    marks = lag_marks(run)
+    for col, (_, a, b) in enumerate(panels, start=1):
+        windowed = window_run(run, a, b)
+        offset = windowed["window"]["t_start_us"]
+        x_max = add_run(fig, windowed, lanes, 1, offset, legend_shown, lang, col=col,
+                         marks=marks)
+        fig.add_trace(_labels(windowed, lanes, offset, x_max, a, b), row=1, col=col)
+        fig.update_xaxes(range=[0, x_max * 1.01 or 1.0], row=1, col=col, title_text="ms",
+                         showgrid=True, gridcolor="#eeeeee", zeroline=False)
+    fig.update_yaxes(tickvals=list(range(len(lanes))), fixedrange=True, showgrid=False,
+                     ticktext=[lane_label(lane, lang) for lane in lanes],
+                     range=[len(lanes) - 0.5, -0.5], zeroline=False)
+    fig.update_layout(barmode="overlay", bargap=0, template="plotly_white", showlegend=False,
+                      height=120 + LANE_PX * len(lanes), hovermode="closest",
+                      margin={"l": 10, "r": 10, "t": 40, "b": 40},
+                      font={"family": "Inter, Segoe UI, Noto Sans SC, sans-serif", "size": 12})
+    fig.update_annotations(font_size=12)
+    return fig
+
+
+def _labels(run: dict[str, Any], lanes: list[str], offset: float, x_max: float, a: int,
+            b: int) -> go.Scatter:
+    """Short names ("fwd 12", "proc 11") on the bars wide enough to hold them."""
+    index = {lane: i for i, lane in enumerate(lanes)}
+    xs, ys, texts, colors = [], [], [], []
+    for span in run.get("spans", []):
+        label = _LABELS.get(span["phase"])
+        width = (span["end_us"] - span["start_us"]) / 1000.0
+        if (label is None or span["lane"] not in index or not a <= span.get("step", -1) <= b
+                or width < 0.09 * x_max):
+            continue
+        xs.append((span["start_us"] + span["end_us"]) / 2000.0 - offset / 1000.0)
+        ys.append(index[span["lane"]])
+        texts.append(f"{label} {span['step']}")
+        colors.append("white" if span["phase"] in _LIGHT_TEXT else "#111111")
+    return go.Scatter(x=xs, y=ys, text=texts, mode="text", showlegend=False, hoverinfo="skip",
+                      textfont={"size": 11, "color": colors})

@@ -1,0 +1,291 @@
+"""The teaching views' sentences, English and Chinese: multi-step, step-through replay, hazard lab.
+
+Kept apart from ``viz.text`` so each file reads in one sitting; ``viz.text`` merges these into its
+tables, and ``t(lang, key)`` finds them like any other string. Placeholders are filled with
+measured numbers only.
+"""
+
+from __future__ import annotations
+
+EN: dict[str, str] = {
+    # scheduling loops (live tab)
+    "ctl_loops": "Scheduling loops to compare",
+    "loop_normal": "normal (serial)",
+    "loop_overlap": "overlap (one step)",
+    "loop_multistep": "multi-step overlap (k steps)",
+    "ctl_k": "k (multi-step): forwards per scheduling iteration",
+    "ctl_stop_early": "Requests stop early: a stop token per request, picked from a quick probe "
+                      "run (shows the lag cost)",
+    "status_probe": "Probing: one quick greedy run picks each request's stop token…",
+    "error_no_loop": "choose at least one scheduling loop",
+    "m_wasted_tokens": "wasted tokens (forwards after a stop)",
+    "col_wasted": "extra steps after stop ({label})",
+    "formula_multistep": "multi-step step ≈ max(T_fwd, (T_sched + T_post) / k) = max({fwd:.2f}, "
+                         "{cpu:.2f} / {k}) = {best:.2f} ms",
+    "formula_multistep_pred": "predicted speedup of {label} over serial: {pred:.2f}×",
+    "cost_title": "the lag cost, measured",
+    "cost_wasted": "wasted tokens",
+    "cost_share": "{share:.1f}% of its {total} output tokens",
+    "cost_ttft": "time to first token",
+    # view tabs
+    "tab_whole": "Whole run",
+    "tab_steps": "Step through",
+    "tab_lab": "Hazard lab",
+    # step-through replay
+    "replay_help": (
+        "**Step through a run**, one decode step at a time (a live run, a recorded GPU run or an "
+        "imported record). Bold outlines mark the spans of step *n*: **forward(Bn)** on the "
+        "engine stream, the **metadata upload** it waits for (`wait_stream`), the **result copy** "
+        "and the CPU's **wait for copy_done**, and the CPU work that runs at the same time. "
+        "Arrows link them; hover any outlined bar to see its partners. ★ marks a forward that "
+        "still carried a request which had already stopped (lag one: its token is dropped)."),
+    "replay_empty": "Show a run first (live, recorded or imported); then step through it here.",
+    "ctl_replay_run": "Run to step through",
+    "ctl_step": "Step n",
+    "ctl_prev": "◀ Previous step",
+    "ctl_next": "Next step ▶",
+    "unrolled_help": (
+        "**The article's three rounds, unrolled, from this run.** *Fill*: the first forward has "
+        "nothing to hide, the CPU has no earlier batch to process. *Steady state*: each "
+        "process_last(B*n−1*) sits under forward(B*n*). *Drain*: the last batch is processed with "
+        "no forward left to hide it. Each panel has its own time scale."),
+    "unrolled_fill": "fill: steps {a}–{b}",
+    "unrolled_steady": "steady state: steps {a}–{b}",
+    "unrolled_drain": "drain: steps {a}–{b}",
+    "cap_overlap": (
+        "**Step {n}** ({loop}): the GPU runs forward(B{n}) ({fwd:.2f} ms) while the CPU processes "
+        "B{prev} ({proc:.2f} ms): it reads B{prev}'s tokens after copy_done, checks stops, frees "
+        "finished requests. forward(B{n}) only waited for B{n}'s metadata upload (wait_stream); "
+        "{hidden:.2f} ms of the CPU's work ran hidden under it."),
+    "cap_fill": (
+        "**Step {n}** ({loop}, fill): the GPU runs forward(B{n}) ({fwd:.2f} ms); there is no "
+        "earlier batch to process yet, so the CPU goes straight on to schedule the next batch. "
+        "forward(B{n}) only waited for its metadata upload (wait_stream)."),
+    "cap_normal": (
+        "**Step {n}** (normal loop): the GPU runs forward(B{n}) ({fwd:.2f} ms); then the CPU "
+        "waits for copy_done, processes B{n} ({proc:.2f} ms: reads its tokens, checks stops, "
+        "frees finished requests) and schedules the next batch. Nothing hides that work: the GPU "
+        "idles {idle:.2f} ms before the next forward."),
+    "cap_multistep": (
+        "**Step {n}** (multi-step, k={k}): forward(B{n}) ({fwd:.2f} ms) took its input tokens from "
+        "the token pool, written by the forward before it; up to {k} forwards are launched per "
+        "scheduling iteration, so stop checks come up to {k} steps late."),
+    "cap_multistep_under": " Under it the CPU processes {batches} ({hidden:.2f} ms hidden).",
+    "cap_multistep_none": " Under it the CPU processes no batch: it is launching or waiting.",
+    "cap_drain": " This is the last forward (drain): no forward follows to hide the CPU's work.",
+    "cap_copy": " B{n}'s tokens come back by copy(B{n}); the CPU blocked {wait:.2f} ms on its "
+                "copy_done.",
+    "cap_lag": " ★ **Lag:** {items} had already stopped but rode along in B{n}; their tokens from "
+               "this forward are dropped.",
+    "cap_lag_item": "request {req} (stopped at step {stop})",
+    "cap_stopped": " Request(s) {reqs} produced a stop token in B{n}; the CPU sees it only when "
+                   "it processes B{n}.",
+    "cap_none": "**Step {n}**: no forward on the engine stream was recorded for this step.",
+    "role_forward": "forward(B{n})",
+    "role_upload": "metadata upload(B{n})",
+    "role_copy": "result copy(B{n})",
+    "role_wait": "CPU wait for copy_done(B{n})",
+    "role_process": "process_last(B{n})",
+    "rel_waits_for": "waits for {other} (wait_stream)",
+    "rel_guards": "wait_stream: {other} waits for this upload, and only for it",
+    "rel_hides": "hides {other} under it",
+    "rel_hidden_under": "runs hidden under {other}",
+    "rel_copied_by": "its sampled tokens are copied to the host by {other}",
+    "rel_copies": "copies the sampled tokens of {other}; signals copy_done to {partner}",
+    "rel_waits_copy": "blocks until copy_done of {other}",
+    "rel_after": "runs after {other}, not under it: the GPU idles meanwhile",
+    "rel_before": "is followed by {other}; nothing overlaps it",
+    "arrow_wait_stream": "wait_stream",
+    "arrow_copy_done": "copy_done",
+    "arrow_tokens": "tokens → host",
+    "arrow_hidden": "hidden under forward(B{n})",
+    "lag_extra": "request {req} stopped at step {stop}; this forward is its lag-one extra step, "
+                 "its token is dropped",
+    "lag_extra_k": "request {req} stopped at step {stop}; this forward is its extra step {nth} of "
+                   "{total}, its token is dropped",
+    "lag_stop": "request {req}: stop token read here, in process_last(B{stop})",
+    "lag_legend": "★ forward after a stop (token dropped)",
+    "lane_busy": "{lane} · busy {busy:.1f}%",
+    "stop_legend": "stop token read",
+    # hazard lab
+    "lab_help": """
+### Hazard lab: remove one safeguard and let the checks find what breaks
+Each switch removes one protection of the overlap loop. The lab runs the same workload (24
+requests for 4 request slots, so slots and pages are reused; 12 new tokens; each request stops on a
+token picked from a probe run) with the **normal loop** as reference, then with the **overlap
+loop** and the switch on, and reports what the checks found: tokens that differ (which request,
+from which output token), a double free caught by the allocator, tokens after a stop, leaked
+pages or slots. Races depend on timing; the lab widens the window with an injected delay and says
+so when a run happened not to show the fault. It uses the model and device chosen on the
+*Live run* tab, and waits its turn like a live run.
+""",
+    "lab_switch": "Safeguard to remove",
+    "lab_seed": "workload seed",
+    "lab_run": "Run with this safeguard removed",
+    "lab_safe": "Run the safe engine (every safeguard on)",
+    "lab_guards": "**What it guards:** {guards}.",
+    "lab_cuda_only": " *Needs two CUDA streams: on a CPU device the lab says so instead of running.*",
+    "lab_idle": "Choose a safeguard and run the lab.",
+    "lab_running": "Running the lab on {device}: the normal loop as reference, then the overlap "
+                   "loop with {what}…",
+    "lab_all_on": "every safeguard on",
+    "lab_fault": "Fault found by the checks: {title}",
+    "lab_safe_ok": "No fault: every check passed with every safeguard on.",
+    "lab_not_shown": "No fault this time",
+    "lab_needs_cuda": "Not run here: this switch needs CUDA",
+    "lab_windows": "The removed safeguard's race window opened {n} times in this run (lag-one "
+                   "tokens of finished requests, plus frees while a queued forward still read the "
+                   "slot).",
+    "lab_windows_safe": "The safeguards acted {n} times in this run (lag-one tokens dropped, frees "
+                        "deferred): each time, without them, a race window would have opened.",
+    "lab_windows_aborted": "The run stopped at the error, so its race windows were not counted.",
+    "lab_differ": "Requests that differ from the normal loop",
+    "col_first_diff": "first differing output token",
+    "lab_double_free": "Double free caught by the allocator",
+    "lab_after_stop": "Tokens after a stop token, in requests",
+    "lab_leak": "Leak after the run",
+    "lab_where": "{device} · model {model} · seed {seed}",
+    "lab_failed": "The lab run failed: {error}",
+}
+
+ZH: dict[str, str] = {
+    "ctl_loops": "要对比的调度循环",
+    "loop_normal": "普通（串行）",
+    "loop_overlap": "重叠（一步）",
+    "loop_multistep": "多步重叠（k 步）",
+    "ctl_k": "k（多步）：每次调度迭代的前向次数",
+    "ctl_stop_early": "请求提前停止：用一次快速探测运行为每个请求选一个停止 token（显示滞后的代价）",
+    "status_probe": "探测中：一次快速贪心运行为每个请求选出停止 token…",
+    "error_no_loop": "请至少选择一种调度循环",
+    "m_wasted_tokens": "浪费的 token（停止后多跑的前向）",
+    "col_wasted": "停止后多跑的步数（{label}）",
+    "formula_multistep": "多步一步 ≈ max(T_fwd, (T_sched + T_post) / k) = max({fwd:.2f}, "
+                         "{cpu:.2f} / {k}) = {best:.2f} ms",
+    "formula_multistep_pred": "{label} 相对串行的预测加速比：{pred:.2f}×",
+    "cost_title": "滞后的代价（实测）",
+    "cost_wasted": "浪费的 token",
+    "cost_share": "占其 {total} 个输出 token 的 {share:.1f}%",
+    "cost_ttft": "首 token 延迟",
+    "tab_whole": "整次运行",
+    "tab_steps": "逐步回放",
+    "tab_lab": "隐患实验室",
+    "replay_help": (
+        "**逐步回放一次运行**，一次一个解码步（现场运行、录制的 GPU 运行或导入的记录均可）。"
+        "粗边框标出第 *n* 步的各段：engine stream 上的 **forward(Bn)**、它所等待的**元数据上传**"
+        "（`wait_stream`）、**结果回传**以及 CPU **等待 copy_done**，还有同时进行的 CPU 工作。"
+        "箭头把它们连起来；把鼠标停在任一粗边框条上可看到与它相关的各段。★ 标出仍带着一个已停止"
+        "请求的前向（滞后一轮：它的 token 被丢弃）。"),
+    "replay_empty": "请先显示一次运行（现场、录制或导入），然后在这里逐步回放。",
+    "ctl_replay_run": "要回放的运行",
+    "ctl_step": "第 n 步",
+    "ctl_prev": "◀ 上一步",
+    "ctl_next": "下一步 ▶",
+    "unrolled_help": (
+        "**文中“展开三轮”的图，取自本次运行。** *填充*：第一次前向没有可隐藏的工作，CPU 也没有"
+        "更早的批次要处理。*稳态*：每个 process_last(B*n−1*) 都位于 forward(B*n*) 之下。"
+        "*排空*：最后一批被处理时，已没有前向可以把它藏起来。各面板的时间刻度各自独立。"),
+    "unrolled_fill": "填充：第 {a}–{b} 步",
+    "unrolled_steady": "稳态：第 {a}–{b} 步",
+    "unrolled_drain": "排空：第 {a}–{b} 步",
+    "cap_overlap": (
+        "**第 {n} 步**（{loop}）：GPU 执行 forward(B{n})（{fwd:.2f} ms），同时 CPU 处理 B{prev}"
+        "（{proc:.2f} ms）：在 copy_done 之后读取 B{prev} 的 token、判停、回收已结束的请求。"
+        "forward(B{n}) 只等待了 B{n} 的元数据上传（wait_stream）；CPU 有 {hidden:.2f} ms 的工作"
+        "藏在它下面。"),
+    "cap_fill": (
+        "**第 {n} 步**（{loop}，填充）：GPU 执行 forward(B{n})（{fwd:.2f} ms）；此时还没有更早的"
+        "批次需要处理，CPU 直接去调度下一批。forward(B{n}) 只等待了自己的元数据上传（wait_stream）。"),
+    "cap_normal": (
+        "**第 {n} 步**（普通循环）：GPU 执行 forward(B{n})（{fwd:.2f} ms）；随后 CPU 等待 "
+        "copy_done，处理 B{n}（{proc:.2f} ms：读 token、判停、回收已结束请求），再调度下一批。"
+        "没有任何东西遮住这些工作：下一次前向之前 GPU 空闲 {idle:.2f} ms。"),
+    "cap_multistep": (
+        "**第 {n} 步**（多步，k={k}）：forward(B{n})（{fwd:.2f} ms）的输入 token 取自 token_pool，"
+        "由前一次前向写入；每次调度迭代最多提交 {k} 次前向，因此判停最多晚 {k} 步。"),
+    "cap_multistep_under": " 在它下面 CPU 处理 {batches}（隐藏了 {hidden:.2f} ms）。",
+    "cap_multistep_none": " 在它下面 CPU 没有处理任何批次：它在提交前向或等待。",
+    "cap_drain": " 这是最后一次前向（排空）：之后没有前向能遮住 CPU 的工作。",
+    "cap_copy": " B{n} 的 token 通过 copy(B{n}) 回传；CPU 在它的 copy_done 上阻塞了 {wait:.2f} ms。",
+    "cap_lag": " ★ **滞后：** {items} 已经停止，却仍随 B{n} 多跑了一步；它们在这次前向中的 token "
+               "被丢弃。",
+    "cap_lag_item": "请求 {req}（在第 {stop} 步停止）",
+    "cap_stopped": " 请求 {reqs} 在 B{n} 中产生了停止 token；CPU 要到处理 B{n} 时才看到。",
+    "cap_none": "**第 {n} 步**：这一步在 engine stream 上没有记录到前向。",
+    "role_forward": "forward(B{n})",
+    "role_upload": "元数据上传(B{n})",
+    "role_copy": "结果回传(B{n})",
+    "role_wait": "CPU 等待 copy_done(B{n})",
+    "role_process": "process_last(B{n})",
+    "rel_waits_for": "等待 {other}（wait_stream）",
+    "rel_guards": "wait_stream：{other} 等待这次上传，且只等它",
+    "rel_hides": "把 {other} 藏在自己下面",
+    "rel_hidden_under": "藏在 {other} 下面执行",
+    "rel_copied_by": "它采样出的 token 由 {other} 回传到主机",
+    "rel_copies": "回传 {other} 采样出的 token；向 {partner} 发出 copy_done",
+    "rel_waits_copy": "阻塞直到 {other} 的 copy_done",
+    "rel_after": "在 {other} 之后执行，而不是在它下面：期间 GPU 空闲",
+    "rel_before": "之后是 {other}；没有东西与它重叠",
+    "arrow_wait_stream": "wait_stream",
+    "arrow_copy_done": "copy_done",
+    "arrow_tokens": "token → 主机",
+    "arrow_hidden": "藏在 forward(B{n}) 下面",
+    "lag_extra": "请求 {req} 在第 {stop} 步停止；这次前向是它滞后一轮多跑的一步，其 token 被丢弃",
+    "lag_extra_k": "请求 {req} 在第 {stop} 步停止；这次前向是它多跑的第 {nth}/{total} 步，"
+                   "其 token 被丢弃",
+    "lag_stop": "请求 {req}：在这里（process_last(B{stop})）读到停止 token",
+    "lag_legend": "★ 停止后的前向（token 丢弃）",
+    "lane_busy": "{lane} · 忙碌 {busy:.1f}%",
+    "stop_legend": "读到停止 token",
+    "lab_help": """
+### 隐患实验室：去掉一道保护，让检查找出坏在哪里
+每个开关去掉重叠循环的一道保护。实验室用同一份负载（24 个请求只有 4 个请求槽，所以槽位和页会被
+复用；每个请求生成 12 个新 token，并在探测运行选出的 token 处停止），先用**普通循环**跑出参考结果，
+再用打开开关的**重叠循环**运行，然后报告检查发现的问题：哪些请求的 token 不同（从第几个输出 token
+开始）、分配器捕获的重复释放、停止之后的 token、泄漏的页或槽位。竞争与时序有关；实验室注入延迟来
+放大竞争窗口，并在某次运行恰好没有暴露故障时如实说明。它使用*现场运行*页选择的模型和设备，并像
+现场运行一样排队。
+""",
+    "lab_switch": "要去掉的保护",
+    "lab_seed": "负载种子",
+    "lab_run": "去掉这道保护后运行",
+    "lab_safe": "运行安全引擎（所有保护都在）",
+    "lab_guards": "**它保护的是：** {guards}。",
+    "lab_cuda_only": " *需要两条 CUDA stream：在 CPU 设备上实验室会说明这一点，而不是运行。*",
+    "lab_idle": "选择一道保护，然后运行实验室。",
+    "lab_running": "正在 {device} 上运行实验室：先用普通循环得到参考结果，再用{what}的重叠循环…",
+    "lab_all_on": "所有保护都在",
+    "lab_fault": "检查发现了故障：{title}",
+    "lab_safe_ok": "没有故障：所有保护都在时，每项检查都通过。",
+    "lab_not_shown": "这次没有出现故障",
+    "lab_needs_cuda": "此处未运行：这个开关需要 CUDA",
+    "lab_windows": "这次运行中，被去掉的保护对应的竞争窗口打开了 {n} 次（已结束请求滞后一轮的 "
+                   "token，加上排队中的前向仍在读取槽位时的释放）。",
+    "lab_windows_safe": "这次运行中保护机制起作用了 {n} 次（丢弃滞后一轮的 token、推迟释放）："
+                        "如果没有它们，每一次都会打开一个竞争窗口。",
+    "lab_windows_aborted": "运行在出错处停止，因此没有统计竞争窗口。",
+    "lab_differ": "与普通循环结果不同的请求",
+    "col_first_diff": "第一个不同的输出 token",
+    "lab_double_free": "分配器捕获的重复释放",
+    "lab_after_stop": "停止 token 之后仍有 token 的请求",
+    "lab_leak": "运行后的泄漏",
+    "lab_where": "{device} · 模型 {model} · 种子 {seed}",
+    "lab_failed": "实验室运行失败：{error}",
+}
+
+# The hazard lab's switches are named and explained by the engine (engine/hazard_lab.py), in
+# English; these are their Chinese versions, (title, what it guards), by switch name.
+HAZARD_ZH: dict[str, tuple[str, str]] = {
+    "no_wait_stream": (
+        "去掉 engine_stream.wait_stream(scheduler_stream)",
+        "元数据 → 前向：前向可能在批次的槽位、位置和页表上传完成之前就读取它们"),
+    "no_deferred_free": (
+        "请求结束后立即释放其槽位和页",
+        "第 n 步释放的槽位/页被分给新请求并在 scheduler stream 上写入，而已经排队的滞后一轮的 "
+        "forward(n) 仍在向其中写"),
+    "single_host_buffer": (
+        "只用一个主机结果缓冲区，而不是环形缓冲",
+        "批次 n+1 的异步回传落进了 CPU 仍在读取批次 n 的同一个缓冲区"),
+    "no_finished_guard": (
+        "去掉 finished_reqs 保护",
+        "一个已经停止的请求滞后一轮多出的 token 被追加，并且该请求被第二次结束（和释放）"),
+}
