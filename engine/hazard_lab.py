@@ -154,6 +154,8 @@ def _summarise(r: LabReport) -> None:
     if r.leak:
         r.findings.append(f"leak: {r.leak}")
     r.fault_found = bool(r.findings)
-    if not r.fault_found and not r.note:
+    if not r.fault_found and r.switch == "safe":
+        r.note = "no fault: every check passed with all safeguards on"
+    elif not r.fault_found and not r.note:
         r.note = ("no fault this time: the race window did not open in this run (timing "
                   "dependent). Run it again, or raise the injected delay.")

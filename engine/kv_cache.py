@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from collections import deque
 
-import torch
-
 
 class DoubleFreeError(RuntimeError):
     """An id was freed that is not currently allocated (freed twice, or never allocated)."""
@@ -63,8 +61,10 @@ def pages_needed(num_tokens: int, page_size: int) -> int:
 
 
 def allocate_kv_tensors(num_layers: int, num_pages: int, page_size: int, num_kv_heads: int,
-                        head_dim: int, dtype: torch.dtype, device) -> list[tuple[torch.Tensor, torch.Tensor]]:
+                        head_dim: int, dtype, device) -> list:
     """Per layer (k, v), each ``[(num_pages + 1) * page_size, KV, D]``; the last page is scratch."""
+    import torch  # here, so the pools above (and the hazard lab's checks) import without torch
+
     slots = (num_pages + 1) * page_size
     return [(torch.zeros(slots, num_kv_heads, head_dim, dtype=dtype, device=device),
              torch.zeros(slots, num_kv_heads, head_dim, dtype=dtype, device=device))
