@@ -107,7 +107,9 @@ class Engine:
             try:
                 self.device = ProcessDevice(init, single_buffer=cfg.hazards.single_host_buffer)
             except (OSError, RuntimeError) as err:
-                self.fallback_reason = str(err)
+                # Say why in the label: a serial fallback must never pass for real overlap.
+                self.device = InlineDevice(init)
+                self.device.label += f" [device process failed to start: {str(err)[:120]}]"
         if self.device is None:
             self.device = InlineDevice(init)
 

@@ -156,7 +156,3 @@ class Timeline:
             spans = list(self._spans)
         spans.sort(key=lambda s: (s.start_us, s.lane))
         return spans
-
-    def pending_count(self) -> int:
-        with self._lock:
-            return len(self._pending)
