@@ -124,6 +124,7 @@ def test_both_runs_side_by_side_and_overlap_idles_less(page):
     page.wait_for_selector('#metrics td[data-metric="idle_us_total"]', timeout=RUN_TIMEOUT_MS)
     page.wait_for_timeout(500)  # let plotly finish drawing before the screenshot
     page.screenshot(path=str(SCREENSHOTS / "app-both.png"), full_page=True)
+    page.locator("#timeline .ytick text", has_text="engine stream").first.wait_for(timeout=30_000)
     titles = _subplot_titles(page, "timeline")
     assert len(titles) == 2 and titles[0].startswith("normal") and titles[1].startswith("overlap")
     lanes = page.locator("#timeline .ytick text").all_text_contents()
@@ -182,12 +183,14 @@ def test_step_through_a_recorded_run(page):
     assert set(outlined) == {"forward", "upload", "copy", "wait", "hidden0"}
     hover = _plot_data(page, "step-plot", "data.find(d => d.meta === 'forward').hovertext[0]")
     assert "metadata upload(B21)" in hover and "process_last(B20)" in hover
+    page.locator("#step-plot .annotation-text", has_text="copy_done").first.wait_for(timeout=30_000)
     labels = page.locator("#step-plot .annotation-text").all_text_contents()
     assert {"wait_stream", "copy_done", "hidden under forward(B21)"} <= set(labels)
     for _ in range(2):
         page.click("#prev-step")
     page.wait_for_function("document.querySelector('#step-caption').innerText.includes('Step 19')")
     assert "while the CPU processes B18" in _caption(page)
+    page.locator("#unrolled .annotation-text", has_text="drain").first.wait_for(timeout=30_000)
     titles = _subplot_titles(page, "unrolled")
     assert [title.split(":")[0] for title in titles] == ["fill", "steady state", "drain"]
     page.locator("#replay-run input").click()
@@ -237,6 +240,8 @@ def test_upload_a_profiler_trace(page, tmp_path):
     page.set_input_files("#upload input[type=file]", str(_synthetic_trace(tmp_path / "t.json")))
     page.wait_for_selector("#status .status-ok", timeout=60_000)
     assert "Imported" in _status(page)
+    # The status can land a moment before plotly has drawn the axes: wait for the lane label.
+    page.locator("#timeline .ytick text", has_text="GPU 0 stream 7").first.wait_for(timeout=30_000)
     lanes = page.locator("#timeline .ytick text").all_text_contents()
     assert "GPU 0 stream 7" in lanes
     page.locator("#timeline").screenshot(path=str(SCREENSHOTS / "timeline-imported.png"))
