@@ -12,21 +12,11 @@ waste is real; every k must give the same tokens as the normal loop.
 
 from __future__ import annotations
 
-import random
 import statistics
 
 from engine.bench import steady_busy
-from engine.config import EngineConfig, SamplingParams
-
-
-def _stop_params(eng, prompts, new_tokens: int, seed: int = 0):
-    rng = random.Random(seed)
-    probe = eng.generate(prompts, SamplingParams(max_new_tokens=new_tokens, ignore_eos=True),
-                         overlap=False)
-    return [SamplingParams(max_new_tokens=new_tokens, ignore_eos=True,
-                           stop_token_ids=(o.token_ids[rng.randrange(new_tokens // 4,
-                                                                     new_tokens)],))
-            for o in probe.outputs]
+from engine.config import EngineConfig
+from engine.workload import stop_params_from_probe
 
 
 def main(a) -> int:
@@ -43,7 +33,8 @@ def main(a) -> int:
     rows = []
     with Engine(cfg) as eng:
         prompts = make_prompts(eng.tokenizer, batch, a.prompt_len, 0, eng.spec.vocab_size)
-        params = _stop_params(eng, prompts, a.new_tokens)
+        params = stop_params_from_probe(eng, prompts, a.new_tokens, lo=a.new_tokens // 4,
+                                        hi=a.new_tokens)
         normal = eng.generate(prompts, params, overlap=False, extra_cpu_us=extra)
         ref = [o.token_ids for o in normal.outputs]
         t_fwd, t_cpu = normal.metrics["t_fwd_us"], normal.metrics["t_cpu_us"]

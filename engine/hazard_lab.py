@@ -18,8 +18,9 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field, replace
 
-from engine.config import EngineConfig, HazardSwitches, SamplingParams
+from engine.config import EngineConfig, HazardSwitches
 from engine.kv_cache import DoubleFreeError
+from engine.workload import stop_params_from_probe
 
 
 @dataclass(frozen=True)
@@ -75,16 +76,6 @@ def lab_workload(vocab_size: int, n: int = 24, seed: int = 0):
     return prompts
 
 
-def _with_stops(ref_engine, prompts, max_new: int, seed: int):
-    """Stop tokens that really fire early, chosen from a probe of the safe engine."""
-    rng = random.Random(seed)
-    probe = ref_engine.generate(prompts, SamplingParams(max_new_tokens=max_new, ignore_eos=True),
-                                overlap=False)
-    return [SamplingParams(max_new_tokens=max_new, ignore_eos=True,
-                           stop_token_ids=(o.token_ids[rng.randrange(1, 4)],))
-            for o in probe.outputs]
-
-
 def compare(reference, outputs, params) -> tuple[list[tuple[int, int]], list[int]]:
     differing, after_stop = [], []
     for i, (ref, out, p) in enumerate(zip(reference, outputs, params)):
@@ -119,7 +110,7 @@ def run_hazard(base: EngineConfig, switch: str | None, seed: int = 0,
                 "needs two CUDA streams: on the CPU backend the device process executes commands "
                 "in order, like a single stream, so this race cannot happen there"))
         prompts = lab_workload(ref_engine.spec.vocab_size, seed=seed)
-        params = _with_stops(ref_engine, prompts, 12, seed)
+        params = stop_params_from_probe(ref_engine, prompts, 12, lo=1, hi=4, seed=seed)
         reference = [o.token_ids for o in ref_engine.generate(prompts, params).outputs]
     finally:
         if own_ref:

@@ -43,3 +43,26 @@ def make_prompts(tokenizer, n: int, prompt_len: int, seed: int = 0,
             k += 1
         prompts.append(ids[:prompt_len])
     return prompts
+
+
+def stop_params_from_probe(engine, prompts, max_new_tokens: int, lo: int, hi: int, seed: int = 0,
+                           temperature: float = 0.0) -> list:
+    """Per-request ``SamplingParams`` whose stop token really fires, at varied steps.
+
+    A probe run (normal loop, no early stop) shows what each request emits; its stop token is the
+    token it emitted at a random output position in ``[lo, hi)`` (clamped to its output). Requests
+    then finish at different steps, as in real traffic, and the lag-one/lag-k costs become real.
+    """
+    from engine.config import SamplingParams
+
+    probe = engine.generate(prompts, SamplingParams(max_new_tokens=max_new_tokens, ignore_eos=True,
+                                                    temperature=temperature),
+                            overlap=False, extra_cpu_us=0)
+    rng = random.Random(seed)
+    params = []
+    for out in probe.outputs:
+        ids = out.token_ids
+        stop = ids[rng.randrange(min(lo, len(ids) - 1), max(min(hi, len(ids)), 1))]
+        params.append(SamplingParams(max_new_tokens=max_new_tokens, temperature=temperature,
+                                     ignore_eos=True, stop_token_ids=(stop,)))
+    return params

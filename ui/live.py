@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import gc
 import math
-import random
 import threading
 import time
 from typing import Any
@@ -90,22 +89,13 @@ def _params(values: dict[str, Any]) -> Any:
 
 
 def probe_stops(engine: Any, prompts: list[Any], values: dict[str, Any]) -> list[Any]:
-    """Per-request params whose stop token really fires: picked from a greedy probe run's output,
-    in its last three quarters (requests then finish at different steps, as in real traffic)."""
-    from engine import SamplingParams
+    """Per-request params whose stop token really fires, in the last three quarters of a greedy
+    probe run's output (requests then finish at different steps, as in real traffic)."""
+    from engine.workload import stop_params_from_probe
 
     new = values["max_new"]
-    probe = engine.generate(prompts, SamplingParams(max_new_tokens=new, ignore_eos=True,
-                                                    temperature=values["temperature"]),
-                            overlap=False, extra_cpu_us=0)
-    rng = random.Random(0)
-    params = []
-    for out in probe.outputs:
-        ids = out.token_ids
-        stop = ids[rng.randrange(len(ids) // 4, len(ids))] if len(ids) > 1 else ids[0]
-        params.append(SamplingParams(max_new_tokens=new, temperature=values["temperature"],
-                                     ignore_eos=True, stop_token_ids=(stop,)))
-    return params
+    return stop_params_from_probe(engine, prompts, new, lo=new // 4, hi=new,
+                                  temperature=values["temperature"])
 
 
 def _run_one(engine: Any, loop: str, prompts: list[Any], params: Any, values: dict[str, Any],
