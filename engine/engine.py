@@ -264,8 +264,6 @@ class Engine:
                                   wall_us=wall_s * 1e6)
         metrics["wasted_tokens"] = sched.wasted_tokens
         metrics["unsafe_frees"] = sched.unsafe_frees
-        metrics["wall_s"] = wall_s
-        metrics["tokens_per_s"] = sum(len(o.token_ids) for o in outputs) / max(wall_s, 1e-9)
         label = f"{mode} ({self.device_label()})"
         kernel_spans, kernel_lanes = [], []
         if sched.capture is not None:
