@@ -22,12 +22,14 @@ from engine.runner import ModelRunner
 
 class _Graph:
     def __init__(self, graph: torch.cuda.CUDAGraph, ints: torch.Tensor, floats: torch.Tensor,
-                 out: torch.Tensor) -> None:
+                 out: torch.Tensor, greedy: bool) -> None:
         self.graph, self.ints, self.floats, self.out = graph, ints, floats, out
+        self.greedy = greedy
 
     def replay(self, ints: torch.Tensor, floats: torch.Tensor) -> torch.Tensor:
         self.ints.copy_(ints)            # step metadata -> the graph's static input buffers
-        self.floats.copy_(floats)
+        if not self.greedy:              # greedy decoding never reads temperature / top_p
+            self.floats.copy_(floats)
         self.graph.replay()
         return self.out.clone()          # the next replay overwrites self.out
 
@@ -63,7 +65,7 @@ class DecodeGraphs:
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph, pool=pool):
             out = self.runner.step(ints, floats, 1, self.kv_pages, greedy)
-        return _Graph(graph, ints, floats, out)
+        return _Graph(graph, ints, floats, out, greedy)
 
     def lookup(self, meta: StepMeta) -> _Graph | None:
         if meta.kind != "decode" or meta.kv_pages != self.kv_pages:

@@ -151,8 +151,8 @@ class ProcessDevice:
     def end_run(self) -> None:
         pass
 
-    def upload(self, meta: StepMeta):
-        return meta                     # the metadata travels with the step command
+    def upload(self, metas: list[StepMeta]) -> list[StepMeta]:
+        return metas                    # the metadata travels with each step command
 
     def forward(self, meta: StepMeta) -> ForwardOutput:
         self.buf = (self.buf + 1) % self.num_buffers
@@ -209,8 +209,8 @@ class InlineDevice:
     def end_run(self) -> None:
         pass
 
-    def upload(self, meta: StepMeta):
-        return meta
+    def upload(self, metas: list[StepMeta]) -> list[StepMeta]:
+        return metas
 
     def forward(self, meta: StepMeta) -> ForwardOutput:
         self.buf = (self.buf + 1) % len(self.results)

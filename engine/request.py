@@ -117,31 +117,60 @@ def build_meta(batch: Batch, page_table: np.ndarray, page_size: int, dummy_slot:
     step on the CPU). ``page_table[slot]`` lists a slot's pages, padded with the scratch page.
     Padding rows read the dummy slot and write the scratch page."""
     rows, n = batch.rows, len(batch.rows)
-    bp, pages_per_seq = batch.padded_size, page_table.shape[1]
-    ints = np.zeros((bp, NUM_INT_COLS + pages_per_seq), dtype=np.int64)
-    slots = np.fromiter((r.req.slot for r in rows), np.int64, n)
-    starts = np.fromiter((r.start for r in rows), np.int64, n)
-    lens = np.fromiter((r.length for r in rows), np.int64, n)
-    ints[:n, COL_SLOT] = slots
-    ints[:n, COL_START] = starts
-    ints[:n, COL_LEN] = lens
+    ints, floats = _padded_arrays(batch.padded_size, n, page_table, dummy_slot)
+    ints[:n, COL_SLOT] = np.fromiter((r.req.slot for r in rows), np.int64, n)
+    ints[:n, COL_START] = np.fromiter((r.start for r in rows), np.int64, n)
+    ints[:n, COL_LEN] = np.fromiter((r.length for r in rows), np.int64, n)
     ints[:n, COL_WRITE] = np.fromiter((r.samples for r in rows), np.int64, n)
     ints[:n, COL_SEED] = np.fromiter((r.req.seed for r in rows), np.int64, n)
     ints[:n, COL_TOPK] = np.fromiter((r.req.params.top_k for r in rows), np.int64, n)
-    ints[n:, COL_SLOT] = dummy_slot
-    ints[:, NUM_INT_COLS:] = page_table[ints[:, COL_SLOT]]     # the dummy row is all scratch
-    floats = np.ones((bp, 2), dtype=np.float32)
+    ints[:n, NUM_INT_COLS:] = page_table[ints[:n, COL_SLOT]]
     floats[:n, 0] = np.fromiter((r.req.params.temperature for r in rows), np.float32, n)
     floats[:n, 1] = np.fromiter((r.req.params.top_p for r in rows), np.float32, n)
-    floats[n:, 0] = 0.0
     writes = np.zeros((3, 0), dtype=np.int64)
     if batch.kind == "prefill":
         chunks = [(r.req.slot, r.start, r.req.prompt_ids[r.start:r.start + r.length]) for r in rows]
         writes = np.array([(slot, start + j, t) for slot, start, chunk in chunks
                            for j, t in enumerate(chunk)], dtype=np.int64).T
+    return _meta(batch, ints, floats, n, page_size, full_kv, np.ascontiguousarray(writes))
+
+
+def advance_meta(first: StepMeta, batch: Batch, keep: np.ndarray, offset: int,
+                 page_table: np.ndarray, page_size: int, dummy_slot: int,
+                 full_kv: bool) -> StepMeta:
+    """Step ``offset`` of a multi-step decode group, derived from the group's first step.
+
+    Nothing is looked up per request again: the rows are the first step's rows that still run
+    (``keep``: a length limit may end a row inside the group; stop tokens are only seen later), each
+    one position further on. The page table is unchanged: a request's pages were reserved at
+    admission. ``batch`` must list exactly the kept rows, in order.
+    """
+    n = int(keep.sum())
+    assert n == len(batch.rows), "advance_meta: batch rows and keep mask disagree"
+    ints, floats = _padded_arrays(batch.padded_size, n, page_table, dummy_slot)
+    ints[:n] = first.ints[:first.num_rows][keep]
+    ints[:n, COL_START] += offset
+    floats[:n] = first.floats[:first.num_rows][keep]
+    return _meta(batch, ints, floats, n, page_size, full_kv, np.zeros((3, 0), dtype=np.int64))
+
+
+def _padded_arrays(padded: int, n: int, page_table: np.ndarray, dummy_slot: int):
+    """``ints``/``floats`` with rows ``n..padded`` already set as padding: the dummy slot, the
+    scratch page (``page_table[dummy_slot]``), temperature 0."""
+    ints = np.zeros((padded, NUM_INT_COLS + page_table.shape[1]), dtype=np.int64)
+    ints[n:, COL_SLOT] = dummy_slot
+    ints[n:, NUM_INT_COLS:] = page_table[dummy_slot]
+    floats = np.ones((padded, 2), dtype=np.float32)
+    floats[n:, 0] = 0.0
+    return ints, floats
+
+
+def _meta(batch: Batch, ints: np.ndarray, floats: np.ndarray, n: int, page_size: int,
+          full_kv: bool, writes: np.ndarray) -> StepMeta:
+    starts, lens = ints[:n, COL_START], ints[:n, COL_LEN]
     kv_tokens = int((starts + lens).max())
+    pages_per_seq = ints.shape[1] - NUM_INT_COLS
     kv_pages = pages_per_seq if full_kv else -(-kv_tokens // page_size)
     return StepMeta(
         step=batch.step, kind=batch.kind, num_rows=n, seq_len=int(lens.max()), kv_pages=kv_pages,
-        all_greedy=not floats[:n, 0].any(), ints=ints, floats=floats,
-        prompt_writes=np.ascontiguousarray(writes))
+        all_greedy=not floats[:n, 0].any(), ints=ints, floats=floats, prompt_writes=writes)

@@ -24,7 +24,7 @@ import numpy as np
 
 from engine.config import EngineConfig
 from engine.kv_cache import IdPool, pages_needed
-from engine.request import Batch, Req, Row, StepMeta, build_meta, decode_bucket
+from engine.request import Batch, Req, Row, StepMeta, advance_meta, build_meta, decode_bucket
 from engine.streams import ForwardOutput
 from engine.timeline import Timeline
 
@@ -107,25 +107,19 @@ class Scheduler:
     def multistep_loop(self, last_data: list) -> list:
         """Overlap with k decode steps per iteration (multi-step scheduling).
 
-        Each forward feeds the next through token_pool, so the k launches need no CPU read-back;
-        the k results are processed together one iteration later (stop checks k steps late). The
-        per-iteration scheduler work (``extra_cpu_us``) is paid once per k forwards; each forward
-        still gets its own small metadata upload.
+        One scheduling pass lays out k decode steps and uploads their metadata once; the k
+        launches then need no CPU work but the launch itself, and each forward feeds the next
+        through token_pool. The k results are processed together one iteration later (stop
+        checks k steps late). The per-iteration work (``extra_cpu_us``) is paid once per k forwards.
         """
         self.receive_requests()                                    # 1
-        ongoing_data = []
-        forward_input = self.schedule_next_batch()                 # 2
-        while forward_input is not None:
-            ongoing_data.append((forward_input, self._forward(forward_input)))  # 3
-            if forward_input.batch.kind != "decode" or len(ongoing_data) == self.decode_steps:
-                break
-            forward_input = self.schedule_next_batch(decode_only=True)
-        launched = [fi for fi, _ in ongoing_data]
+        group = self.schedule_next_group(self.decode_steps)        # 2: k steps, one upload
+        ongoing_data = [(fi, self._forward(fi)) for fi in group]   # 3: k launches, no read-back
         for i, data in enumerate(last_data):                       # 4: the previous k steps
             # Not yet processed = still possibly read by the device: this group and the rest.
-            self.ongoing = launched + [fi for fi, _ in last_data[i + 1:]]
+            self.ongoing = group + [fi for fi, _ in last_data[i + 1:]]
             self._process_last_data(data, scheduler_work=i == len(last_data) - 1)
-        self.ongoing = launched
+        self.ongoing = group
         if not last_data:
             self._process_last_data(None)
         self.ongoing = []
@@ -155,26 +149,52 @@ class Scheduler:
                 self.waiting.append(self.inbox.popleft())
 
     # ---- stage 2 ------------------------------------------------------------------------------
-    def schedule_next_batch(self, decode_only: bool = False) -> ForwardInput | None:
+    def schedule_next_batch(self) -> ForwardInput | None:
+        group = self.schedule_next_group(1)
+        return group[0] if group else None
+
+    def schedule_next_group(self, k: int) -> list[ForwardInput]:
+        """The next batch (prefill first), or up to ``k`` decode steps of the same rows.
+
+        A group's later steps are laid out now, before any of its tokens exist: length limits are
+        known ahead, so a row leaves the group when it reaches ``max_new_tokens``; stop tokens are
+        seen only when the group is processed. All the group's metadata goes up in one upload.
+        """
         t0 = time.perf_counter_ns()
-        rows, kind = ([] if decode_only else self._prefill_rows()), "prefill"
+        rows, kind = self._prefill_rows(), "prefill"
         if not rows:
             rows, kind = self._decode_rows(), "decode"
         if not rows:
-            return None
+            return []
+        batches = [self._new_batch(kind, rows)]
+        metas = [build_meta(batches[0], self.page_table, self.cfg.page_size,
+                            dummy_slot=self.slots.total, full_kv=self.pad_batches)]
+        if kind == "decode" and k > 1:
+            # Decode steps each row may still run, counting this one (its length limit).
+            left = np.fromiter((r.req.params.max_new_tokens - r.req.num_scheduled + 1
+                                for r in rows), np.int64, len(rows))
+            for j in range(1, min(k, int(left.max()))):
+                keep = left > j
+                later = [Row(r.req, r.start + j, 1, samples=True)
+                         for r, kept in zip(rows, keep) if kept]
+                for row in later:
+                    row.req.num_scheduled += 1
+                batches.append(self._new_batch(kind, later))
+                metas.append(advance_meta(metas[0], batches[-1], keep, j, self.page_table,
+                                          self.cfg.page_size, self.slots.total, self.pad_batches))
+        uploaded = self.device.upload(metas)                      # scheduler stream, one copy
+        self.timeline.add_cpu("schedule", batches[0].step, t0, time.perf_counter_ns(), len(rows),
+                              sum(b.num_tokens for b in batches), batches[0].rids)
+        return [ForwardInput(b, m, u) for b, m, u in zip(batches, metas, uploaded)]
+
+    def _new_batch(self, kind: str, rows: list[Row]) -> Batch:
         self.step += 1
         if self.capture is not None:
             self.capture.on_step(self.step)
         padded = len(rows)
         if self.pad_batches and kind == "decode":
             padded = decode_bucket(len(rows), self.cfg.max_batch_size)
-        batch = Batch(self.step, kind, rows, padded)
-        meta = build_meta(batch, self.page_table, self.cfg.page_size,
-                          dummy_slot=self.slots.total, full_kv=self.pad_batches)
-        uploaded = self.device.upload(meta)
-        self.timeline.add_cpu("schedule", self.step, t0, time.perf_counter_ns(), len(rows),
-                              batch.num_tokens, batch.rids)
-        return ForwardInput(batch, meta, uploaded)
+        return Batch(self.step, kind, rows, padded)
 
     def _prefill_rows(self) -> list[Row]:
         budget, rows = self.cfg.max_prefill_tokens, []

@@ -2,7 +2,8 @@
 
 The scheduler speaks to a device through three verbs, in this order each step:
 
-- ``upload(meta)``   metadata -> device, on the **scheduler stream** (small copies, prompt writes)
+- ``upload(metas)``  metadata -> device, on the **scheduler stream** (small copies, prompt writes);
+                     one step, or the k steps of a multi-step group in one copy
 - ``forward(up)``    on the **engine stream**: wait for the metadata (the one sync edge), gather
                      inputs from token_pool, run the model, sample, write tokens back to token_pool;
                      then, on the scheduler stream, copy the tokens to a host buffer and record
@@ -39,6 +40,17 @@ class ForwardOutput:
         return self.host_tokens[: self.num_rows].tolist()
 
 
+@dataclass(frozen=True)
+class Uploaded:
+    """One step's metadata on the device: views into its group's single upload."""
+
+    meta: StepMeta
+    ints: torch.Tensor
+    floats: torch.Tensor
+    writes: torch.Tensor
+    first_of_group: bool            # only a group's first forward waits for the upload
+
+
 class _Ring:
     """N host buffers used in turn; one is reused only after the copy that read it has finished."""
 
@@ -68,12 +80,10 @@ class CudaDevice:
         self.scheduler_stream = torch.cuda.Stream()
         self.engine_stream = torch.cuda.Stream()
         self.timeline = Timeline(enabled=False)
+        self.max_rows, self.int_width, self.max_writes, self.ring = max_rows, int_width, max_writes, ring
+        self.staging_rows = 0
+        self._grow_staging(max_rows)
         pin = dict(pin_memory=True)
-        self.staging = _Ring(
-            [(torch.zeros(max_rows, int_width, dtype=torch.int64, **pin),
-              torch.zeros(max_rows, 2, dtype=torch.float32, **pin),
-              torch.zeros(3, max_writes, dtype=torch.int64, **pin)) for _ in range(ring)],
-            [torch.cuda.Event() for _ in range(ring)])
         single = self.hazards.single_host_buffer
         n_results = 1 if single else results
         self.results = _Ring([torch.zeros(max_rows, dtype=torch.int64, **pin)
@@ -103,37 +113,66 @@ class CudaDevice:
             self.timeline.add_gpu(lane, phase, meta.step, start, end, meta.num_rows, tokens)
 
     # ---- verbs --------------------------------------------------------------------------------
-    def upload(self, meta: StepMeta):
-        """Stage 2's device part, on the scheduler stream: H2D copies + prompt writes."""
+    def _grow_staging(self, rows: int) -> None:
+        """(Re)allocate the ring of pinned staging buffers for uploads of up to ``rows`` rows."""
+        torch.cuda.synchronize()     # no queued copy may still read the buffers being replaced
+        pin = dict(pin_memory=True)
+        self.staging_rows = rows
+        self.staging = _Ring(
+            [(torch.zeros(rows, self.int_width, dtype=torch.int64, **pin),
+              torch.zeros(rows, 2, dtype=torch.float32, **pin),
+              torch.zeros(3, self.max_writes, dtype=torch.int64, **pin)) for _ in range(self.ring)],
+            [torch.cuda.Event() for _ in range(self.ring)])
+
+    def upload(self, metas: list[StepMeta]) -> list[Uploaded]:
+        """Stage 2's device part, on the scheduler stream: H2D copies + prompt writes.
+
+        A multi-step group's k steps go up together: one copy per array, then each step reads its
+        own rows of it. Only a prefill carries prompt writes, and a prefill is a group of one.
+        """
+        sizes = [m.ints.shape[0] for m in metas]
+        total = sum(sizes)
+        if total > self.staging_rows:
+            self._grow_staging(max(total, self.max_rows * len(metas)))
         i, (ints_h, floats_h, writes_h) = self.staging.next()
-        bp, nw = meta.ints.shape[0], meta.prompt_writes.shape[1]
-        ints_h[:bp].numpy()[:] = meta.ints
-        floats_h[:bp].numpy()[:] = meta.floats
-        writes_h[:, :nw].numpy()[:] = meta.prompt_writes
+        first = metas[0]
+        nw = first.prompt_writes.shape[1]
+        assert all(m.prompt_writes.shape[1] == 0 for m in metas[1:]), "prompt writes in a group"
+        np.concatenate([m.ints for m in metas], out=ints_h[:total].numpy())
+        np.concatenate([m.floats for m in metas], out=floats_h[:total].numpy())
+        writes_h[:, :nw].numpy()[:] = first.prompt_writes
         start, end = self._event(), self._event()
         with torch.cuda.stream(self.scheduler_stream):
             if start is not None:
                 start.record()
             if self.hazards.no_wait_stream and self.hazards.inject_delay_us:
                 self._sleep()                    # hazard lab: make the upload late
-            ints = ints_h[:bp].to(self.runner.device, non_blocking=True)
-            floats = floats_h[:bp].to(self.runner.device, non_blocking=True)
+            ints = ints_h[:total].to(self.runner.device, non_blocking=True)
+            floats = floats_h[:total].to(self.runner.device, non_blocking=True)
             writes = writes_h[:, :nw].to(self.runner.device, non_blocking=True)
             self.runner.write_prompts(writes)
             self.staging.events[i].record()      # pinned staging buffer i is free after this
             if end is not None:
                 end.record()
-        self._span("scheduler_stream", "upload", meta, start, end, meta.prompt_writes.shape[1])
-        return meta, ints, floats, writes
+        self._span("scheduler_stream", "upload", first, start, end, nw)
+        out, row = [], 0
+        for j, (meta, size) in enumerate(zip(metas, sizes)):
+            out.append(Uploaded(meta, ints[row:row + size], floats[row:row + size],
+                                writes if j == 0 else writes[:, :0], first_of_group=j == 0))
+            row += size
+        return out
 
     def forward(self, uploaded) -> ForwardOutput:
         """Stage 3 on the engine stream, then the async result copy (scheduler stream default)."""
-        meta, ints, floats, writes = uploaded
+        meta, ints, floats = uploaded.meta, uploaded.ints, uploaded.floats
         e0, e1, e2 = self._event(), self._event(), self._event()
         with torch.cuda.stream(self.engine_stream):
-            if not self.hazards.no_wait_stream:
+            if uploaded.first_of_group and not self.hazards.no_wait_stream:
                 # THE sync edge: this forward reads the metadata uploaded on the scheduler stream.
                 self.engine_stream.wait_stream(self.scheduler_stream)
+            # A group's later steps need no wait: its first forward already waited for the whole
+            # group's upload, and the engine stream runs its work in order. (Waiting again would
+            # also wait for the previous step's result copy, a small gap every step.)
             if self.hazards.no_deferred_free and self.hazards.inject_delay_us:
                 self._sleep()                    # hazard lab: keep forward(n) busy for longer
             if e0 is not None:
@@ -157,7 +196,7 @@ class CudaDevice:
             self._span("engine_stream", "sample", meta, e1, e2, meta.num_rows)
         copy_done, host = self._copy_result(meta, next_tokens, forward_done)
         return ForwardOutput(meta.step, meta.num_rows, copy_done, host.numpy(),
-                             keep_alive=(ints, floats, writes, next_tokens))
+                             keep_alive=(ints, floats, uploaded.writes, next_tokens))
 
     def _copy_result(self, meta: StepMeta, next_tokens: torch.Tensor, forward_done):
         """D2H copy of the sampled tokens into the next host buffer of the ring, async."""

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The GPU runs behind the README's tables and assets/recorded/: run on one NVIDIA H200 as
-#   OUT=out bash scripts/h200_runs.sh tests|record|bench|all
+#   OUT=out bash scripts/h200_runs.sh tests|record|bench|multistep|all
 # Every number the README quotes from the H200 comes from the output of one of these commands.
 set -u
 export HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
@@ -40,4 +40,13 @@ if [[ $part == bench || $part == all ]]; then
         | tee "$OUT/overhead.md"
     $B --multistep --models bundled --batches 8 --graphs graph --extra-cpu-us 200 2>&1 \
         | tee "$OUT/multistep.md" | tail -12
+fi
+
+if [[ $part == multistep || $part == all ]]; then
+    # Issue 8: multi-step overlap, a CPU lighter than the forward (200 us) and heavier (800 us).
+    for extra in 200 800; do
+        python3 -m engine.bench --device cuda --multistep --models bundled --batches 8 \
+            --graphs graph --extra-cpu-us $extra 2>&1 | grep -v -e Warning -e warn \
+            | tee "$OUT/multistep-$extra.md" | tail -14
+    done
 fi
