@@ -1,6 +1,7 @@
 """Command line: run a workload in normal and/or overlap mode and print what the timeline measured.
 
     python -m engine --mode both --requests 16 --max-new-tokens 64 --extra-cpu-us 4000
+    python -m engine --mode all --decode-steps 3 --extra-cpu-us 8000   # + multi-step overlap
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from engine.config import EngineConfig, SamplingParams
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m engine", description=__doc__.splitlines()[0])
-    p.add_argument("--mode", choices=["normal", "overlap", "both"], default="both")
+    p.add_argument("--mode", choices=["normal", "overlap", "both", "all"], default="both",
+                   help="both: normal and overlap; all: also multi-step overlap (--decode-steps K)")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     p.add_argument("--model", default="bundled",
                    help="'bundled', a preset (smollm2-135m-shape, qwen2.5-0.5b-shape, "
@@ -30,7 +32,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--extra-cpu-us", type=int, default=0,
                    help="extra real scheduler CPU work per step (emulates a heavier scheduler)")
     p.add_argument("--decode-steps", type=int, default=1, metavar="K",
-                   help="overlap mode: launch K decode steps per scheduling iteration")
+                   help="overlap: launch K decode steps per scheduling iteration (multi-step)")
     p.add_argument("--no-record", action="store_true", help="turn the span recorder off")
     p.add_argument("--json", metavar="PATH", help="write the run record (schema 1)")
     p.add_argument("--trace", metavar="PATH", help="write a Chrome/Perfetto trace")
@@ -43,6 +45,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def build_config(a: argparse.Namespace) -> EngineConfig:
     if a.requests < 1 or a.prompt_len < 1:
         raise ValueError("--requests and --prompt-len must be >= 1")
+    if a.mode == "all" and a.decode_steps < 2:
+        raise ValueError("--mode all compares with multi-step overlap: give --decode-steps K >= 2")
     return EngineConfig(model=a.model, device=a.device, cuda_graph=a.cuda_graph,
                         max_batch_size=a.batch_size, dtype=a.dtype, seed=a.seed,
                         max_seq_len=max(64, a.prompt_len + a.max_new_tokens),
@@ -52,23 +56,26 @@ def build_config(a: argparse.Namespace) -> EngineConfig:
 
 
 def format_table(runs) -> str:
-    head = (f"{'mode':<8} {'tok/s':>9} {'decode tok/s':>12} {'GPU busy':>8} {'idle ms':>8} "
+    head = (f"{'mode':<11} {'tok/s':>9} {'decode tok/s':>12} {'GPU busy':>8} {'idle ms':>8} "
             f"{'step ms':>8} {'T_fwd ms':>8} {'T_cpu ms':>8} {'wasted':>6} {'speedup':>7}")
     lines = [head, "-" * len(head)]
     base = runs[0].metrics["tokens_per_s"] if runs else 0
     for r in runs:
         m = r.metrics
         lines.append(
-            f"{r.mode:<8} {m['tokens_per_s']:>9.1f} {m['decode_tokens_per_s']:>12.1f} "
+            f"{r.mode:<11} {m['tokens_per_s']:>9.1f} {m['decode_tokens_per_s']:>12.1f} "
             f"{100 * m['gpu_busy_frac']:>7.1f}% {m['idle_us_total'] / 1e3:>8.1f} "
             f"{m['mean_step_us'] / 1e3:>8.3f} {m['t_fwd_us'] / 1e3:>8.3f} "
             f"{m['t_cpu_us'] / 1e3:>8.3f} {m['wasted_tokens']:>6} "
             f"{m['tokens_per_s'] / base if base else 0:>6.2f}x")
-    if len(runs) == 2:
-        pred = runs[0].metrics["predicted_overlap_speedup"]
-        lines.append(f"article's model from the normal run: (T_fwd + T_cpu) / max(T_fwd, T_cpu) "
-                     f"= {pred:.2f}x predicted, {runs[1].metrics['tokens_per_s'] / base:.2f}x "
-                     "measured")
+    if len(runs) >= 2 and runs[0].mode == "normal":
+        fwd, cpu = runs[0].metrics["t_fwd_us"], runs[0].metrics["t_cpu_us"]
+        for r in runs[1:]:
+            k = int(r.mode.split("-")[1]) if r.mode.startswith("multistep-") else 1
+            pred = (fwd + cpu) / max(fwd, cpu / k) if max(fwd, cpu) > 0 else 0.0
+            formula = "max(T_fwd, T_cpu)" if k == 1 else f"max(T_fwd, T_cpu / {k})"
+            lines.append(f"{r.mode}: (T_fwd + T_cpu) / {formula} from the normal run = "
+                         f"{pred:.2f}x predicted, {r.metrics['tokens_per_s'] / base:.2f}x measured")
     return "\n".join(lines)
 
 
@@ -97,11 +104,18 @@ def _run(a, cfg, params, eng) -> int:
 
     prompts = make_prompts(eng.tokenizer, a.requests, a.prompt_len, a.seed,
                            eng.spec.vocab_size)
-    # Warm-up on the same prompts (same prefill shapes, every decode batch size), not measured.
-    eng.generate(prompts, SamplingParams(max_new_tokens=2, ignore_eos=True))
-    modes = {"normal": [False], "overlap": [True], "both": [False, True]}[a.mode]
+    k = a.decode_steps
+    # (overlap, decode steps) of each loop to run, in order.
+    modes = {"normal": [(False, 1)], "overlap": [(True, k)], "both": [(False, 1), (True, k)],
+             "all": [(False, 1), (True, 1), (True, k)]}[a.mode]
+    # Warm-up, not measured: every loop once on the same prompts (same prefill shapes, decode
+    # batch sizes and code paths), so no measured run pays first-use costs.
+    warm = SamplingParams(max_new_tokens=min(16, a.max_new_tokens), ignore_eos=True)
+    for overlap, steps in modes:
+        eng.generate(prompts, warm, overlap=overlap, decode_steps=steps)
     prof = tuple(a.profile_steps) if a.profile_steps else None
-    runs = [eng.generate(prompts, params, overlap=ov, profile_steps=prof) for ov in modes]
+    runs = [eng.generate(prompts, params, overlap=overlap, decode_steps=steps, profile_steps=prof)
+            for overlap, steps in modes]
     print(f"device: {eng.device_label()}  model: {cfg.model}"
           f"{'  (random weights, for timing)' if eng.random_weights else ''}")
     print(format_table(runs))
