@@ -20,6 +20,10 @@ if [[ $part == record || $part == all ]]; then
     $E $small --cuda-graph --extra-cpu-us 200 --json "$OUT/rec/h200-bundled-graph-cpu200.json"
     $E $small --cuda-graph --extra-cpu-us 200 --mode overlap --decode-steps 4 \
         --json "$OUT/rec/h200-bundled-graph-cpu200-multistep4.json"
+    # A scheduler heavier than the forward: normal, one-step overlap and multi-step (k=3).
+    $E --model bundled --requests 8 --batch-size 8 --prompt-len 32 --max-new-tokens 96 \
+        --cuda-graph --extra-cpu-us 800 --mode all --decode-steps 3 \
+        --json "$OUT/rec/h200-bundled-graph-cpu800-all.json"
     big="--model qwen2.5-0.5b-shape --requests 64 --batch-size 64 --prompt-len 32 \
         --max-new-tokens 128 --ignore-eos"
     $E $big --cuda-graph --json "$OUT/rec/h200-qwen05-graph-b64.json"
@@ -34,6 +38,8 @@ if [[ $part == bench || $part == all ]]; then
     B="python3 -m engine.bench --device cuda"
     $B --graphs graph --hf --models bundled qwen2.5-0.5b-shape 2>&1 \
         | grep -v -e "^Loading" -e Warning -e warn | tee "$OUT/bench_graph.md" | tail -40
+    $B --graphs graph --models smollm2-135m-shape qwen2.5-1.5b-shape 2>&1 \
+        | grep -v -e "^Loading" -e Warning -e warn | tee "$OUT/bench_graph_more.md" | tail -30
     $B --graphs eager --models bundled qwen2.5-0.5b-shape --batches 64 --extra-cpu-us 0 \
         --repeats 1 --new-tokens 64 2>&1 | grep "^|" | tee "$OUT/bench_eager.md" | tail -16
     $B --overhead --models qwen2.5-0.5b-shape --batches 64 --graphs graph 2>&1 \
