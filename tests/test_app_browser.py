@@ -1,5 +1,6 @@
 """The web UI end to end, in a real browser: start ``python app.py``, drive it with headless
-Chromium through Playwright, read the numbers off the page, and save screenshots for the README.
+Chromium through Playwright, read the numbers off the page, and save screenshots to look at
+($TEST_SCREENSHOTS, default a temp folder).
 A few handler-level checks (bad input, a failing run, recorded runs) run without a browser.
 
 Browser tests skip cleanly where Chromium or Playwright is missing. They are slow: they run the
@@ -13,6 +14,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -21,7 +23,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
-SCREENSHOTS = ROOT / "assets" / "screenshots"
+# Screenshots to look at after a run (not committed: the README's pictures come from ui.screenshots).
+SCREENSHOTS = Path(os.environ.get("TEST_SCREENSHOTS",
+                                  Path(tempfile.gettempdir()) / "overlap-demo-test-screenshots"))
+SCREENSHOTS.mkdir(parents=True, exist_ok=True)
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 RUN_TIMEOUT_MS = 240_000
@@ -116,7 +121,6 @@ def _subplot_titles(page, plot: str) -> list[str]:
 
 
 def test_both_runs_side_by_side_and_overlap_idles_less(page):
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.click("#run")
     # The timeline grows while the engine runs: bars appear before the run has finished.
     page.wait_for_selector("#timeline .js-plotly-plot .bars path", timeout=RUN_TIMEOUT_MS,
