@@ -55,11 +55,13 @@ forwards. They compose.
 
 **Multi-step overlap** answers CPU work longer than a forward: k forwards per scheduling
 iteration, each fed by the one before through the token pool, so a step costs about
-**max(T_fwd, (T_sched + T_post) / k)**. The price is lag k: stop checks come up to k steps late,
-so finished requests run extra forwards (wasted tokens), shown beside the gain.
+**max(T_fwd, (T_sched + T_post) / k)**. One scheduling pass lays out all k steps and uploads
+their metadata in one copy, so each further forward costs the CPU little more than its launch.
+The price is lag k: stop checks come up to k steps late, so finished requests run extra forwards
+(wasted tokens), shown beside the gain.
 """,
     "recorded_help": (
-        "Runs recorded with the CLI on a real GPU (`python -m engine --mode both --json ...`), "
+        "Runs recorded with the CLI on a real GPU (`python -m engine --mode both|all --json ...`), "
         "drawn with the same charts. Each is labelled with its hardware and date."),
     "upload_help": (
         "Upload a `torch.profiler` trace (`.json` or `.json.gz`, for example from SGLang or "
@@ -177,11 +179,12 @@ _ZH: dict[str, str] = {
 **内部**的 launch 开销，重叠消除前向**之间**的空隙，两者可以叠加。
 
 **多步重叠**应对比一次前向还长的 CPU 工作：每次调度迭代提交 k 次前向，每次都通过 token_pool
-接上一次的输出，于是一步约为 **max(T_fwd, (T_sched + T_post) / k)**。代价是滞后 k 步：判停最多
-晚 k 步，已结束的请求会多跑几次前向（浪费的 token），与收益并列显示。
+接上一次的输出，于是一步约为 **max(T_fwd, (T_sched + T_post) / k)**。一次调度排好全部 k 步，
+元数据一次拷贝上传，所以之后每次前向 CPU 只需付出提交本身。代价是滞后 k 步：判停最多晚 k 步，
+已结束的请求会多跑几次前向（浪费的 token），与收益并列显示。
 """,
     "recorded_help": (
-        "在真实 GPU 上用命令行录制的运行（`python -m engine --mode both --json ...`），"
+        "在真实 GPU 上用命令行录制的运行（`python -m engine --mode both|all --json ...`），"
         "用同样的图表展示，并标注硬件和日期。"),
     "upload_help": (
         "上传 `torch.profiler` trace（`.json` 或 `.json.gz`，例如来自 SGLang 或 vLLM），"
