@@ -117,6 +117,16 @@ def _show_recorded(page, stem: str) -> None:
     _settle(page)
 
 
+def _zoom_steps(page, first: int, last: int) -> None:
+    """Zoom the step view to steps first..last and wait until it is drawn."""
+    _set_number(page, "#first-step input", first)
+    _set_number(page, "#last-step input", last)
+    page.click("#zoom")
+    page.wait_for_function("t => [...document.querySelectorAll('#zoomed .annotation-text')]"
+                           ".some(e => e.textContent.includes(t))", arg=f"steps {first}–{last}")
+    _settle(page)
+
+
 _X_RANGE = ("() => { const plot = document.querySelector('#timeline .js-plotly-plot');"
             " return plot && plot.layout ? JSON.stringify(plot.layout.xaxis.range) : ''; }")
 
@@ -192,12 +202,7 @@ def recorded_lesson(page, out: Path) -> None:
     for stem, name in [("h200-smollm-graph-kernels", "walkthrough-7-graph.png"),
                        ("h200-smollm-eager-kernels", "walkthrough-7-eager.png")]:
         _show_recorded(page, stem)
-        _set_number(page, "#first-step input", 21)
-        _set_number(page, "#last-step input", 22)
-        page.click("#zoom")
-        page.wait_for_function("() => [...document.querySelectorAll('#zoomed .annotation-text')]"
-                               ".some(e => e.textContent.includes('steps 21–22'))")
-        _settle(page)
+        _zoom_steps(page, 21, 22)
         page.locator("#zoomed").screenshot(path=str(out / name))
     _drag_zoom(page, "#zoomed", [(0.30, 0.32), (0.40, 0.46)])       # eager: about 0.2 ms
     page.locator("#zoomed").screenshot(path=str(out / "walkthrough-7-eager-zoom.png"))
@@ -210,12 +215,7 @@ def recorded_lesson(page, out: Path) -> None:
     _settle(page)
     page.locator("#timeline").screenshot(path=str(out / "walkthrough-8-h200-heavy.png"))
     page.locator("#metrics").screenshot(path=str(out / "walkthrough-8-h200-heavy-metrics.png"))
-    _set_number(page, "#first-step input", 40)
-    _set_number(page, "#last-step input", 45)
-    page.click("#zoom")
-    page.wait_for_function("() => [...document.querySelectorAll('#zoomed .annotation-text')]"
-                           ".some(e => e.textContent.includes('steps 40–45'))")
-    _settle(page)
+    _zoom_steps(page, 40, 45)
     page.locator("#zoomed").screenshot(path=str(out / "walkthrough-8-h200-heavy-steps.png"))
 
 
