@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from engine.model import CausalLM, ModelSpec
+from engine.model import CausalLM, ModelSpec, split_to_hf_state_dict
 
 
 def hf_config(spec: ModelSpec) -> dict:
@@ -36,7 +36,8 @@ def save_hf_checkpoint(model: CausalLM, out: str | Path) -> Path:
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    state = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
+    hf_state = split_to_hf_state_dict(model.state_dict(), model.spec)   # HF's separate q/k/v, gate/up
+    state = {k: v.detach().contiguous().cpu() for k, v in hf_state.items()}
     if model.spec.tie_word_embeddings:
         state.pop("lm_head.weight", None)
     save_file(state, str(out / "model.safetensors"), metadata={"format": "pt"})

@@ -62,13 +62,16 @@ def build_runner(init: DeviceInit):
 
 
 def execute_step(runner, meta: StepMeta, out: np.ndarray) -> list[tuple]:
-    """Run one step on the CPU "device"; returns spans (lane, phase, step, t0, t1, rows, tokens)."""
+    """Run one step on the CPU "device"; returns spans
+    (lane, phase, step, t0, t1, rows, tokens, request ids)."""
     n, spans = meta.num_rows, []
     t0 = time.perf_counter_ns()
     ints, floats = torch.from_numpy(meta.ints), torch.from_numpy(meta.floats)
     runner.write_prompts(torch.from_numpy(meta.prompt_writes))
     t1 = time.perf_counter_ns()
-    spans.append(("scheduler_stream", "upload", meta.step, t0, t1, n, meta.prompt_writes.shape[1]))
+    rids = list(meta.rids)
+    spans.append(("scheduler_stream", "upload", meta.step, t0, t1, n, meta.prompt_writes.shape[1],
+                  rids))
     logits = runner.forward_logits(ints, meta.seq_len, meta.kv_pages)
     t2 = time.perf_counter_ns()
     next_tokens = runner.sample_and_store(logits, ints, floats, meta.all_greedy)
@@ -76,9 +79,9 @@ def execute_step(runner, meta: StepMeta, out: np.ndarray) -> list[tuple]:
     out[: next_tokens.shape[0]] = next_tokens.numpy()      # the "D2H copy" into shared memory
     t4 = time.perf_counter_ns()
     tokens = meta.prompt_writes.shape[1] if meta.kind == "prefill" else n
-    spans += [("engine_stream", meta.kind, meta.step, t1, t2, n, tokens),
-              ("engine_stream", "sample", meta.step, t2, t3, n, n),
-              ("scheduler_stream", "copy", meta.step, t3, t4, n, n)]
+    spans += [("engine_stream", meta.kind, meta.step, t1, t2, n, tokens, rids),
+              ("engine_stream", "sample", meta.step, t2, t3, n, n, rids),
+              ("scheduler_stream", "copy", meta.step, t3, t4, n, n, rids)]
     return spans
 
 

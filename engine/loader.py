@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from engine.model import CausalLM, ModelSpec, rope_inv_freq
+from engine.model import CausalLM, ModelSpec, fuse_hf_state_dict, rope_inv_freq
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BUNDLED_DIR = REPO_ROOT / "assets" / "bundled"
@@ -179,7 +179,7 @@ def load_model(name: str, device: torch.device | str, dtype: torch.dtype, seed: 
     spec = spec_from_hf_config(cfg, where=str(path / "config.json"))
     with torch.device("meta"):
         model = CausalLM(spec)
-    state = _read_state_dict(path)
+    state = fuse_hf_state_dict(_read_state_dict(path))      # q/k/v -> qkv_proj, gate/up -> gate_up_proj
     if spec.tie_word_embeddings:
         state.pop("lm_head.weight", None)
     model = model.to_empty(device=device)

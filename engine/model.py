@@ -5,6 +5,12 @@ One set of modules covers Llama, Mistral-style (no sliding window), Qwen2 (bias 
 loads directly (``engine/loader.py``) and ``tests/test_model.py`` checks our logits against
 ``transformers`` on the same weights.
 
+Like vLLM and SGLang, each layer stacks Hugging Face's q/k/v matrices into one ``qkv_proj`` and
+gate/up into one ``gate_up_proj`` (``fuse_hf_state_dict`` at load, ``split_to_hf_state_dict`` to
+save): one larger matrix multiply instead of three (two). A decode step of a small model is a long
+chain of tiny kernels, so fewer kernels is most of what makes it fast; the same reason for the
+fused RMSNorm, one RoPE pass over q and k together, and an attention mask built once per forward.
+
 The model never sees requests or pages. It gets padded ``[B, S]`` token ids and positions, plus an
 ``AttentionContext`` that says, for every query token, where its K/V go in the cache
 (``write_loc``) and, for every row, which cache slots hold its keys (``read_loc``). Prefill
@@ -14,6 +20,7 @@ The model never sees requests or pages. It gets padded ``[B, S]`` token ids and 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 import torch
@@ -60,7 +67,7 @@ class AttentionContext:
 
     write_loc: torch.Tensor   # [B*S] flat cache slot per query token (a scratch slot for padding)
     read_loc: torch.Tensor    # [B, Lk] flat cache slot of key position j for row b
-    mask: torch.Tensor        # [B, 1, S, Lk] True where query i may attend key j
+    mask: torch.Tensor        # [B, 1, S, Lk] additive: 0 where query i may attend key j, else -inf
 
 
 class RMSNorm(nn.Module):
@@ -70,11 +77,9 @@ class RMSNorm(nn.Module):
         self.eps = eps
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        # Same arithmetic as transformers: normalise in float32 (float64 stays float64).
-        compute = torch.float64 if x.dtype == torch.float64 else torch.float32
-        h = x.to(compute)
-        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
-        return self.weight * h.to(x.dtype)
+        # Same arithmetic as transformers (normalise in float32, or float64, cast back, then scale
+        # by the weight), but the normalisation is one fused kernel instead of five.
+        return self.weight * F.rms_norm(x, (x.shape[-1],), eps=self.eps)
 
 
 def rope_inv_freq(spec: ModelSpec, device: torch.device | str = "cpu") -> torch.Tensor:
@@ -122,9 +127,9 @@ class Attention(nn.Module):
         super().__init__()
         h, d = spec.hidden_size, spec.head_dim
         self.num_heads, self.num_kv_heads, self.head_dim = spec.num_heads, spec.num_kv_heads, d
-        self.q_proj = nn.Linear(h, spec.num_heads * d, bias=spec.qkv_bias)
-        self.k_proj = nn.Linear(h, spec.num_kv_heads * d, bias=spec.qkv_bias)
-        self.v_proj = nn.Linear(h, spec.num_kv_heads * d, bias=spec.qkv_bias)
+        # q, k and v stacked: rows [0, H*D) are q_proj's, then k_proj's, then v_proj's.
+        self.qkv_proj = nn.Linear(h, (spec.num_heads + 2 * spec.num_kv_heads) * d,
+                                  bias=spec.qkv_bias)
         self.o_proj = nn.Linear(spec.num_heads * d, h, bias=spec.o_bias)
         if spec.qk_norm:
             self.q_norm = RMSNorm(d, spec.rms_norm_eps)
@@ -133,32 +138,72 @@ class Attention(nn.Module):
 
     def forward(self, x, cos, sin, ctx: AttentionContext, k_cache, v_cache) -> torch.Tensor:
         b, s, _ = x.shape
-        q = self.q_proj(x).view(b, s, self.num_heads, self.head_dim)       # [B, S, H, D]
-        k = self.k_proj(x).view(b, s, self.num_kv_heads, self.head_dim)    # [B, S, KV, D]
-        v = self.v_proj(x).view(b, s, self.num_kv_heads, self.head_dim)
-        if self.qk_norm:
-            q, k = self.q_norm(q), self.k_norm(k)
-        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        nh, nkv = self.num_heads, self.num_kv_heads
+        qkv = self.qkv_proj(x).view(b, s, nh + 2 * nkv, self.head_dim)     # [B, S, H+2KV, D]
+        v = qkv[:, :, nh + nkv:]                                            # [B, S, KV, D]
+        if self.qk_norm:                 # Qwen3: q and k have their own norms, then RoPE each
+            q = apply_rope(self.q_norm(qkv[:, :, :nh]), cos, sin)
+            k = apply_rope(self.k_norm(qkv[:, :, nh:nh + nkv]), cos, sin)
+        else:                            # one RoPE pass over the q and k heads together
+            qk = apply_rope(qkv[:, :, :nh + nkv], cos, sin)
+            q, k = qk[:, :, :nh], qk[:, :, nh:]
         # Write this step's keys/values into their pages, then read every key the row may see.
-        k_cache.index_copy_(0, ctx.write_loc, k.reshape(b * s, self.num_kv_heads, self.head_dim))
-        v_cache.index_copy_(0, ctx.write_loc, v.reshape(b * s, self.num_kv_heads, self.head_dim))
+        k_cache.index_copy_(0, ctx.write_loc, k.reshape(b * s, nkv, self.head_dim))
+        v_cache.index_copy_(0, ctx.write_loc, v.reshape(b * s, nkv, self.head_dim))
         keys = k_cache[ctx.read_loc].transpose(1, 2)                        # [B, KV, Lk, D]
         values = v_cache[ctx.read_loc].transpose(1, 2)
         out = F.scaled_dot_product_attention(q.transpose(1, 2), keys, values, attn_mask=ctx.mask,
                                              enable_gqa=True)               # [B, H, S, D]
-        return self.o_proj(out.transpose(1, 2).reshape(b, s, self.num_heads * self.head_dim))
+        return self.o_proj(out.transpose(1, 2).reshape(b, s, nh * self.head_dim))
 
 
 class MLP(nn.Module):
     def __init__(self, spec: ModelSpec) -> None:
         super().__init__()
         h, i, bias = spec.hidden_size, spec.intermediate_size, spec.mlp_bias
-        self.gate_proj = nn.Linear(h, i, bias=bias)
-        self.up_proj = nn.Linear(h, i, bias=bias)
+        self.gate_up_proj = nn.Linear(h, 2 * i, bias=bias)     # gate_proj's rows, then up_proj's
         self.down_proj = nn.Linear(i, h, bias=bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))  # SwiGLU
+        gate, up = self.gate_up_proj(x).chunk(2, dim=-1)
+        return self.down_proj(F.silu(gate) * up)                            # SwiGLU
+
+
+# Hugging Face's separate matrices -> our stacked ones (in this order).
+FUSED = {"self_attn.qkv_proj": ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"),
+         "mlp.gate_up_proj": ("mlp.gate_proj", "mlp.up_proj")}
+
+
+def fuse_hf_state_dict(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Stack each layer's q/k/v (gate/up) weights and biases the way our modules hold them.
+    A group with a part missing is left as it is, so loading reports the names that differ."""
+    out = dict(state)
+    for fused, parts in FUSED.items():
+        first = re.compile(rf"^(.*\.){re.escape(parts[0])}\.(weight|bias)$")
+        for key in state:
+            m = first.match(key)
+            names = [f"{m.group(1)}{p}.{m.group(2)}" for p in parts] if m else []
+            if names and all(n in state for n in names):
+                out[f"{m.group(1)}{fused}.{m.group(2)}"] = torch.cat([state[n] for n in names])
+                for n in names:
+                    del out[n]
+    return out
+
+
+def split_to_hf_state_dict(state: dict[str, torch.Tensor], spec: ModelSpec) -> dict[str, torch.Tensor]:
+    """The inverse of ``fuse_hf_state_dict``: Hugging Face's names and shapes again."""
+    d, i = spec.head_dim, spec.intermediate_size
+    sizes = {"self_attn.qkv_proj": [spec.num_heads * d, spec.num_kv_heads * d, spec.num_kv_heads * d],
+             "mlp.gate_up_proj": [i, i]}
+    out = {}
+    for key, value in state.items():
+        m = re.match(r"^(.*\.)(self_attn\.qkv_proj|mlp\.gate_up_proj)\.(weight|bias)$", key)
+        if not m:
+            out[key] = value
+            continue
+        for part, piece in zip(FUSED[m.group(2)], value.split(sizes[m.group(2)])):
+            out[f"{m.group(1)}{part}.{m.group(3)}"] = piece
+    return out
 
 
 class DecoderLayer(nn.Module):

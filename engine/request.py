@@ -101,6 +101,7 @@ class StepMeta:
     ints: np.ndarray                # [Bp, NUM_INT_COLS + pages_per_seq] int64
     floats: np.ndarray              # [Bp, 2] float32: temperature, top_p
     prompt_writes: np.ndarray       # [3, T] int64: (slot, position, token) into token_pool
+    rids: tuple[int, ...] = ()      # the requests its real rows serve (labels the device's spans)
 
 
 def decode_bucket(n: int, cap: int) -> int:
@@ -173,4 +174,5 @@ def _meta(batch: Batch, ints: np.ndarray, floats: np.ndarray, n: int, page_size:
     kv_pages = pages_per_seq if full_kv else -(-kv_tokens // page_size)
     return StepMeta(
         step=batch.step, kind=batch.kind, num_rows=n, seq_len=int(lens.max()), kv_pages=kv_pages,
-        all_greedy=not floats[:n, 0].any(), ints=ints, floats=floats, prompt_writes=writes)
+        all_greedy=not floats[:n, 0].any(), ints=ints, floats=floats, prompt_writes=writes,
+        rids=tuple(batch.rids))

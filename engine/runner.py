@@ -23,7 +23,7 @@ class ModelRunner:
                  page_size: int, dtype: torch.dtype, device: torch.device,
                  sanitize: bool = False) -> None:
         spec = model.spec
-        self.model, self.device, self.page_size = model, device, page_size
+        self.model, self.device, self.page_size, self.dtype = model, device, page_size, dtype
         self.vocab_size = spec.vocab_size
         self.scratch_page = num_pages                 # the extra page that padding writes into
         self.dummy_slot = max_slots                   # the extra token_pool row padding reads
@@ -63,7 +63,10 @@ class ModelRunner:
         write_loc = torch.where(valid, page * ps + positions % ps, scratch)  # [B, S]
         kv_pos = torch.arange(kv_pages * ps, device=ints.device)             # [Lk]
         read_loc = table[:, kv_pos // ps] * ps + kv_pos % ps                 # [B, Lk]
-        mask = kv_pos[None, None, :] <= positions[:, :, None]                # [B, S, Lk] causal
+        allowed = kv_pos[None, None, :] <= positions[:, :, None]             # [B, S, Lk] causal
+        # Additive mask, built once per forward (every layer would otherwise convert a bool one).
+        mask = torch.zeros(allowed.shape, dtype=self.dtype, device=ints.device)
+        mask.masked_fill_(~allowed, float("-inf"))
         ctx = AttentionContext(write_loc.reshape(-1), read_loc, mask[:, None])
         input_ids = self.token_pool[slots[:, None], positions]              # gather from the pool
         return input_ids, positions, ctx, (lens - 1).clamp_min(0)

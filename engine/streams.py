@@ -110,7 +110,8 @@ class CudaDevice:
 
     def _span(self, lane: str, phase: str, meta: StepMeta, start, end, tokens: int) -> None:
         if start is not None:
-            self.timeline.add_gpu(lane, phase, meta.step, start, end, meta.num_rows, tokens)
+            self.timeline.add_gpu(lane, phase, meta.step, start, end, meta.num_rows, tokens,
+                                  list(meta.rids))
 
     # ---- verbs --------------------------------------------------------------------------------
     def _grow_staging(self, rows: int) -> None:

@@ -117,11 +117,12 @@ class Timeline:
             self._pending.append(pending)
 
     def add_device_spans(self, spans: list[tuple]) -> None:
-        """Spans stamped by the CPU device process: (lane, phase, step, start_ns, end_ns, bs, ntok)."""
+        """Spans stamped by the CPU device process:
+        (lane, phase, step, start_ns, end_ns, batch size, tokens, request ids)."""
         if not self.enabled:
             return
-        converted = [Span(lane, phase, step, self.to_us(s), self.to_us(e), bs, nt)
-                     for lane, phase, step, s, e, bs, nt in spans]
+        converted = [Span(lane, phase, step, self.to_us(s), self.to_us(e), bs, nt, list(rids))
+                     for lane, phase, step, s, e, bs, nt, rids in spans]
         with self._lock:
             self._spans.extend(converted)
 

@@ -96,3 +96,29 @@ def test_preset_parameter_counts():
                 "qwen2.5-1.5b-shape": 1_543_714_304}
     for name, count in expected.items():
         assert PRESETS[name].num_parameters() == count, name
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_stacked_projections_round_trip_through_hf_names(make_checkpoint, arch, tmp_path):
+    """q/k/v and gate/up are stacked at load and split again on save: the file we write is an
+    ordinary Hugging Face checkpoint that transformers reads to the same weights and logits."""
+    from safetensors.torch import load_file
+
+    from engine.checkpoint import save_hf_checkpoint
+    from engine.model import fuse_hf_state_dict, split_to_hf_state_dict
+
+    path = make_checkpoint(arch)
+    original = load_file(str(path / "model.safetensors"))
+    loaded = load_model(str(path), "cpu", torch.float32)
+    assert not any(k.endswith(("q_proj.weight", "gate_proj.weight"))
+                   for k in loaded.model.state_dict())
+    back = split_to_hf_state_dict(fuse_hf_state_dict(original), loaded.spec)
+    assert back.keys() == original.keys()
+    assert all(torch.equal(back[k], original[k]) for k in original)
+    out = save_hf_checkpoint(loaded.model, tmp_path / "ours")
+    saved = load_file(str(out / "model.safetensors"))
+    assert set(saved) <= set(original) and set(original) - set(saved) <= {"lm_head.weight"}
+    prompts = [[5, 6, 7, 8, 9], [10, 11]]
+    ref = _reference(_hf(path, torch.float32, "cpu"), prompts, "cpu")
+    again = _reference(_hf(out, torch.float32, "cpu"), prompts, "cpu")
+    assert torch.equal(ref, again)

@@ -56,6 +56,26 @@ def test_every_step_has_spans_on_all_lanes(engine):
         assert 0 <= s.start_us <= s.end_us
 
 
+def _forwards_name_their_requests(spans) -> int:
+    """Every forward span lists the requests of its step's launch; returns how many were checked."""
+    launched = {s.step: s.req_ids for s in spans if s.lane == "cpu" and s.phase == "launch"}
+    forwards = [s for s in spans if s.lane == "engine_stream"]
+    for s in forwards:
+        assert s.req_ids and s.req_ids == launched[s.step], (s.step, s.req_ids)
+    return len(forwards)
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_forward_spans_name_their_requests(engine, k):
+    prompts = [[5 + i, 6, 7] for i in range(5)]
+    params = [SamplingParams(max_new_tokens=3 + 2 * i, ignore_eos=True) for i in range(5)]
+    res = engine.generate(prompts, params, overlap=True, decode_steps=k)
+    assert _forwards_name_their_requests(res.timeline) >= 10
+    finished_early = {s.step for s in res.timeline if s.lane == "engine_stream"
+                      and s.phase == "decode" and 0 not in s.req_ids}
+    assert finished_early, "request 0 (3 tokens) leaves the batch before the others"
+
+
 def test_live_snapshot_while_running(engine):
     import threading
     tl = Timeline()
@@ -100,6 +120,7 @@ def test_cuda_events_agree_with_profiler_kernels(make_checkpoint):
                            SamplingParams(max_new_tokens=40, ignore_eos=True),
                            overlap=True, profile_steps=(10, 20))
     assert res.extra_lanes, "kernel lanes were merged"
+    assert _forwards_name_their_requests(res.timeline) >= 40
     checked = 0
     for step in range(11, 20):
         ev = [s for s in res.timeline if s.lane == "engine_stream" and s.step == step]
