@@ -20,10 +20,10 @@ if [[ $part == record || $part == all ]]; then
     $E $small --cuda-graph --extra-cpu-us 200 --json "$OUT/rec/h200-bundled-graph-cpu200.json"
     $E $small --cuda-graph --extra-cpu-us 200 --mode overlap --decode-steps 4 \
         --json "$OUT/rec/h200-bundled-graph-cpu200-multistep4.json"
-    # A scheduler heavier than the forward: normal, one-step overlap and multi-step (k=3).
-    $E --model bundled --requests 8 --batch-size 8 --prompt-len 32 --max-new-tokens 96 \
-        --cuda-graph --extra-cpu-us 800 --mode all --decode-steps 3 \
-        --json "$OUT/rec/h200-bundled-graph-cpu800-all.json"
+    # A scheduler twice as slow as the forward: normal, one-step overlap and multi-step (k=3).
+    $E --model smollm2-135m-shape --requests 8 --batch-size 8 --prompt-len 32 --max-new-tokens 96 \
+        --ignore-eos --cuda-graph --extra-cpu-us 4000 --mode all --decode-steps 3 \
+        --json "$OUT/rec/h200-smollm-graph-cpu4000-all.json"
     big="--model qwen2.5-0.5b-shape --requests 64 --batch-size 64 --prompt-len 32 \
         --max-new-tokens 128 --ignore-eos"
     $E $big --cuda-graph --json "$OUT/rec/h200-qwen05-graph-b64.json"
@@ -49,10 +49,14 @@ if [[ $part == bench || $part == all ]]; then
 fi
 
 if [[ $part == multistep || $part == all ]]; then
-    # Issue 8: multi-step overlap, a CPU lighter than the forward (200 us) and heavier (800 us).
+    # Issue 8: multi-step overlap. SmolLM2-135M shape with a scheduler twice as slow as its
+    # forward; the tiny bundled model, whose forward is as short as one launch's CPU cost.
+    python3 -m engine.bench --device cuda --multistep --models smollm2-135m-shape --batches 8 \
+        --graphs graph --extra-cpu-us 4000 2>&1 | grep -v -e Warning -e warn \
+        | tee "$OUT/multistep-smollm-4000.md" | tail -16
     for extra in 200 800; do
         python3 -m engine.bench --device cuda --multistep --models bundled --batches 8 \
             --graphs graph --extra-cpu-us $extra 2>&1 | grep -v -e Warning -e warn \
-            | tee "$OUT/multistep-$extra.md" | tail -14
+            | tee "$OUT/multistep-$extra.md" | tail -16
     done
 fi
