@@ -206,12 +206,12 @@ def recorded_lesson(page, out: Path) -> None:
         page.locator("#zoomed").screenshot(path=str(out / name))
     _drag_zoom(page, "#zoomed", [(0.30, 0.32), (0.40, 0.46)])       # eager: about 0.2 ms
     page.locator("#zoomed").screenshot(path=str(out / "walkthrough-7-eager-zoom.png"))
-    # 3. Multi-step on the H200: k=4 at 200 us; all three loops with a scheduler heavier than
-    # the forward (800 us of extra work, k=3).
+    # 3. Multi-step on the H200: k=4 at 200 us; all three loops with a scheduler twice as slow as
+    # the forward (SmolLM2-135M shape, 4 ms of extra work, k=3).
     _show_recorded(page, "h200-bundled-graph-cpu200-multistep4")
     _settle(page)
     page.locator("#metrics").screenshot(path=str(out / "walkthrough-8-h200-multistep.png"))
-    _show_recorded(page, "h200-bundled-graph-cpu800-all")
+    _show_recorded(page, "h200-smollm-graph-cpu4000-all")
     _settle(page)
     page.locator("#timeline").screenshot(path=str(out / "walkthrough-8-h200-heavy.png"))
     page.locator("#metrics").screenshot(path=str(out / "walkthrough-8-h200-heavy-metrics.png"))
