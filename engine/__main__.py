@@ -10,6 +10,7 @@ import argparse
 import sys
 
 from engine.config import EngineConfig, SamplingParams
+from engine.metrics import overlap_speedup
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -55,7 +56,9 @@ def build_config(a: argparse.Namespace) -> EngineConfig:
                         decode_steps_per_schedule=a.decode_steps)
 
 
-def format_table(runs) -> str:
+def format_table(runs, decode_steps: list[int] | None = None) -> str:
+    """The runs' metrics, a row each; after a normal run, each later run's predicted speedup
+    (``decode_steps[i]``: run i's steps per scheduling iteration, 1 unless multi-step)."""
     head = (f"{'mode':<11} {'tok/s':>9} {'decode tok/s':>12} {'GPU busy':>8} {'idle ms':>8} "
             f"{'step ms':>8} {'T_fwd ms':>8} {'T_cpu ms':>8} {'wasted':>6} {'speedup':>7}")
     lines = [head, "-" * len(head)]
@@ -70,9 +73,8 @@ def format_table(runs) -> str:
             f"{m['tokens_per_s'] / base if base else 0:>6.2f}x")
     if len(runs) >= 2 and runs[0].mode == "normal":
         fwd, cpu = runs[0].metrics["t_fwd_us"], runs[0].metrics["t_cpu_us"]
-        for r in runs[1:]:
-            k = int(r.mode.split("-")[1]) if r.mode.startswith("multistep-") else 1
-            pred = (fwd + cpu) / max(fwd, cpu / k) if max(fwd, cpu) > 0 else 0.0
+        for r, k in zip(runs[1:], (decode_steps or [1] * len(runs))[1:]):
+            pred = overlap_speedup(fwd, cpu, k)
             formula = "max(T_fwd, T_cpu)" if k == 1 else f"max(T_fwd, T_cpu / {k})"
             lines.append(f"{r.mode}: (T_fwd + T_cpu) / {formula} from the normal run = "
                          f"{pred:.2f}x predicted, {r.metrics['tokens_per_s'] / base:.2f}x measured")
@@ -118,7 +120,7 @@ def _run(a, cfg, params, eng) -> int:
             for overlap, steps in modes]
     print(f"device: {eng.device_label()}  model: {cfg.model}"
           f"{'  (random weights, for timing)' if eng.random_weights else ''}")
-    print(format_table(runs))
+    print(format_table(runs, [steps if overlap else 1 for overlap, steps in modes]))
     for o in runs[-1].outputs[: a.show_text]:
         print(f"  [{o.finish_reason}] {o.text!r}")
     if a.json or a.trace:

@@ -185,9 +185,10 @@ def _model_times(spans: Sequence[Span], decode_steps: Iterable[int]) -> tuple[fl
     return fwd / len(steps), cpu_work / len(steps)
 
 
-def overlap_speedup(t_fwd_us: float, t_cpu_us: float) -> float:
-    """The article's model: serial ~ T_fwd + T_cpu, overlapped ~ max(T_fwd, T_cpu); 0.0 if 0/0."""
-    slowest = max(t_fwd_us, t_cpu_us)
+def overlap_speedup(t_fwd_us: float, t_cpu_us: float, k: int = 1) -> float:
+    """The article's model: serial ~ T_fwd + T_cpu, overlapped ~ max(T_fwd, T_cpu); 0.0 if 0/0.
+    With k decode steps per scheduling iteration (multi-step) the CPU's share is T_cpu / k."""
+    slowest = max(t_fwd_us, t_cpu_us / k)
     return (t_fwd_us + t_cpu_us) / slowest if slowest > 0 else 0.0
 
 

@@ -195,6 +195,8 @@ def test_overlap_model():
     assert overlap_speedup(100, 100) == 2.0
     assert overlap_speedup(100, 0) == 1.0
     assert overlap_speedup(0, 0) == 0.0
+    assert overlap_speedup(100, 300, k=3) == 4.0    # multi-step: max(T_fwd, T_cpu / k)
+    assert overlap_speedup(100, 300, k=1) == overlap_speedup(100, 300) == 4 / 3
 
 
 def test_compare_runs_known_answer():
