@@ -62,6 +62,22 @@ def _same(a, b):
            [(o.token_ids, o.finish_reason) for o in b.outputs]
 
 
+def _assert_loops_agree(eng: Engine, rng: random.Random, max_requests: int, ks: tuple[int, ...],
+                        where: str = ""):
+    """One random workload with stops that fire: the normal loop, then overlap with each k of
+    ``ks``, give the same tokens and finish reasons, valid outputs, and leave every page free."""
+    prompts, params = _workload(rng, rng.randrange(1, max_requests + 1), 40, 24)
+    params = _with_stops(eng, prompts, params, rng)
+    normal = eng.generate(prompts, params, overlap=False)
+    _assert_all_free(eng)
+    _check_outputs(normal, params)
+    for k in ks:
+        overlap = eng.generate(prompts, params, overlap=True, decode_steps=k)
+        _assert_all_free(eng)
+        _check_outputs(overlap, params)
+        assert _same(normal, overlap), f"{where}k={k}"
+
+
 @pytest.fixture(scope="module")
 def cpu_engine(make_checkpoint):
     # Few slots, a small page pool and a small prefill budget: admission waits, prompts chunk.
@@ -74,17 +90,8 @@ def cpu_engine(make_checkpoint):
 
 @pytest.mark.parametrize("seed", range(12))
 def test_normal_equals_overlap_random_workloads(cpu_engine, seed):
-    rng = random.Random(seed)
-    prompts, params = _workload(rng, rng.randrange(1, 11), 40, 24)
-    params = _with_stops(cpu_engine, prompts, params, rng)
-    normal = cpu_engine.generate(prompts, params, overlap=False)
-    _assert_all_free(cpu_engine)
-    _check_outputs(normal, params)
-    for k in (1, 1 + seed % 4):            # one-step overlap, and multi-step overlap (k steps)
-        overlap = cpu_engine.generate(prompts, params, overlap=True, decode_steps=k)
-        _assert_all_free(cpu_engine)
-        assert _same(normal, overlap), f"k={k}"
-        _check_outputs(overlap, params)
+    # One-step overlap, and multi-step overlap (k steps).
+    _assert_loops_agree(cpu_engine, random.Random(seed), 10, (1, 1 + seed % 4))
 
 
 def test_sampling_is_seeded_and_mode_independent(cpu_engine):
@@ -197,17 +204,8 @@ def test_cuda_normal_equals_overlap(make_checkpoint, dtype, cuda_graph):
                        num_pages=120, max_prefill_tokens=32)
     with Engine(cfg) as eng:
         for seed in range(8):
-            rng = random.Random(seed)
-            prompts, params = _workload(rng, rng.randrange(1, 20), 40, 24)
-            params = _with_stops(eng, prompts, params, rng)
-            normal = eng.generate(prompts, params, overlap=False)
-            _assert_all_free(eng)
-            _check_outputs(normal, params)
-            for k in (1, 2 + seed % 4):    # one-step overlap, and multi-step (one upload per group)
-                overlap = eng.generate(prompts, params, overlap=True, decode_steps=k)
-                _assert_all_free(eng)
-                _check_outputs(overlap, params)
-                assert _same(normal, overlap), f"seed {seed}, k={k}"
+            # One-step overlap, and multi-step (one upload per group).
+            _assert_loops_agree(eng, random.Random(seed), 19, (1, 2 + seed % 4), f"seed {seed}, ")
 
 
 @requires_cuda
