@@ -1,7 +1,7 @@
 """A small, real LLM inference engine that runs a serial (normal) or overlapped scheduler loop.
 
 Import cost is kept low: ``Engine`` and friends are loaded on first use, so ``import engine.trace``
-or ``import engine.metrics`` (used by the UI for imported traces) never pulls in torch.
+or ``import record.metrics`` (used by the UI for imported traces) never pulls in torch.
 """
 
 from __future__ import annotations

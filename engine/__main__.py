@@ -10,7 +10,7 @@ import argparse
 import sys
 
 from engine.config import EngineConfig, SamplingParams
-from engine.metrics import overlap_speedup
+from record.metrics import overlap_speedup
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -124,14 +124,14 @@ def _run(a, cfg, params, eng) -> int:
     for o in runs[-1].outputs[: a.show_text]:
         print(f"  [{o.finish_reason}] {o.text!r}")
     if a.json or a.trace:
-        from engine.record import make_record, save_record
+        from record.run_record import make_record, save_record
         record = make_record(eng.env_info(), eng.config_dict(),
                              [r.to_run_dict() for r in runs])
         if a.json:
             save_record(record, a.json)
             print(f"wrote {a.json}")
         if a.trace:
-            from engine.trace import write_chrome_trace
+            from record.chrome_trace import write_chrome_trace
             write_chrome_trace(record, a.trace)
             print(f"wrote {a.trace}")
     return 0

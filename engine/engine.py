@@ -21,7 +21,7 @@ from engine.config import MAX_DECODE_STEPS, RESULT_BUFFERS, EngineConfig, Sampli
 from engine.kv_cache import IdPool, pages_needed
 from engine.request import NUM_INT_COLS, Req
 from engine.scheduler import Scheduler
-from engine.timeline import GPU_LANES, LANES, Span, Timeline
+from record.timeline import GPU_LANES, LANES, Span, Timeline
 
 
 @dataclass
@@ -91,8 +91,8 @@ class Engine:
         if self.device_name == "cuda":
             self._build_cuda()
             return
-        from engine.device_process import DeviceInit, InlineDevice, ProcessDevice
         from engine.loader import describe_model
+        from engine.process_device import DeviceInit, InlineDevice, ProcessDevice
 
         # Resolve and validate the model here, so a bad name fails before a process starts.
         self.spec, self.model_path, self.eos_ids = describe_model(cfg.model)
@@ -120,9 +120,9 @@ class Engine:
                              f"context ({limit} positions); use shorter prompts or fewer new tokens")
 
     def _build_cuda(self) -> None:
+        from engine.cuda_device import CudaDevice
         from engine.loader import load_model
         from engine.runner import ModelRunner
-        from engine.streams import CudaDevice
 
         cfg = self.config
         loaded = load_model(cfg.model, "cuda", getattr(torch, self.dtype), cfg.seed)
@@ -251,7 +251,7 @@ class Engine:
         return self.tokenizer.decode([t for t in ids if t < n], skip_special_tokens=True)
 
     def _result(self, mode, reqs, sched, timeline, wall_s) -> RunResult:
-        from engine.metrics import compute_metrics
+        from record.metrics import compute_metrics
 
         def us(ns: int) -> float:
             return timeline.to_us(ns) if ns else 0.0

@@ -8,7 +8,7 @@ and merge its kernels into the run's timeline as lanes named ``kernels: <stream>
 Alignment: each launch in the window is annotated ``ProfilerStep#<step>`` (a CPU range). The
 profiler's host clock is mapped onto ours by the median offset between those annotations and our
 ``cpu/launch`` spans; a kernel belongs to the step whose annotation contains its launch (found by
-its correlation id). Imported production traces go through ``engine.trace`` instead.
+its correlation id). Imported production traces go through ``record.profiler_import`` instead.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from contextlib import nullcontext
 
 import torch
 
-from engine.timeline import Span
+from record.timeline import Span
 
 
 class KernelCapture:

@@ -23,10 +23,10 @@ from typing import Any
 import numpy as np
 
 from engine.config import EngineConfig
+from engine.cuda_device import ForwardOutput
 from engine.kv_cache import IdPool, pages_needed
 from engine.request import Batch, Req, Row, StepMeta, advance_meta, build_meta, decode_bucket
-from engine.streams import ForwardOutput
-from engine.timeline import Timeline
+from record.timeline import Timeline
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ if [[ $part == record || $part == all ]]; then
 fi
 
 if [[ $part == bench || $part == all ]]; then
-    B="python3 -m engine.bench --device cuda"
+    B="python3 -m bench --device cuda"
     $B --graphs graph --hf --models bundled qwen2.5-0.5b-shape 2>&1 \
         | grep -v -e "^Loading" -e Warning -e warn | tee "$OUT/bench_graph.md" | tail -40
     $B --graphs graph --models smollm2-135m-shape qwen2.5-1.5b-shape 2>&1 \
@@ -51,11 +51,11 @@ fi
 if [[ $part == multistep || $part == all ]]; then
     # Issue 8: multi-step overlap. SmolLM2-135M shape with a scheduler twice as slow as its
     # forward; the tiny bundled model, whose forward is as short as one launch's CPU cost.
-    python3 -m engine.bench --device cuda --multistep --models smollm2-135m-shape --batches 8 \
+    python3 -m bench --device cuda --multistep --models smollm2-135m-shape --batches 8 \
         --graphs graph --extra-cpu-us 4000 2>&1 | grep -v -e Warning -e warn \
         | tee "$OUT/multistep-smollm-4000.md" | tail -16
     for extra in 200 800; do
-        python3 -m engine.bench --device cuda --multistep --models bundled --batches 8 \
+        python3 -m bench --device cuda --multistep --models bundled --batches 8 \
             --graphs graph --extra-cpu-us $extra 2>&1 | grep -v -e Warning -e warn \
             | tee "$OUT/multistep-$extra.md" | tail -16
     done

@@ -23,7 +23,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
-# Screenshots to look at after a run (not committed: the README's pictures come from ui.screenshots).
+# Screenshots to look at after a run (not committed: the README's pictures come from scripts.screenshots).
 SCREENSHOTS = Path(os.environ.get("TEST_SCREENSHOTS",
                                   Path(tempfile.gettempdir()) / "overlap-demo-test-screenshots"))
 SCREENSHOTS.mkdir(parents=True, exist_ok=True)
@@ -313,8 +313,8 @@ def test_cuda_without_a_gpu_gives_a_message(app):
 
 def test_recorded_runs_are_listed_and_labelled_with_hardware_and_date(app, monkeypatch,
                                                                        tmp_path):
-    from engine.metrics import compute_metrics
-    from engine.record import make_record, save_record
+    from record.metrics import compute_metrics
+    from record.run_record import make_record, save_record
     from ui import records
 
     spans = [{"lane": "engine_stream", "phase": "decode", "step": 0, "start_us": 0.0,

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.metrics import (
+from record.metrics import (
     METRIC_KEYS,
     busy_fraction,
     compare_runs,
@@ -17,7 +17,7 @@ from engine.metrics import (
     step_window,
     union_intervals,
 )
-from engine.timeline import Span
+from record.timeline import Span
 
 GPU = ("scheduler_stream", "engine_stream")
 

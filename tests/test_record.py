@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from engine.metrics import compute_metrics
-from engine.record import (
+from record.metrics import compute_metrics
+from record.run_record import (
     SCHEMA,
     RecordError,
     load_record,
@@ -15,7 +15,7 @@ from engine.record import (
     save_record,
     validate_record,
 )
-from engine.timeline import LANES, Span
+from record.timeline import LANES, Span
 
 ENV = {"device_name": "cpu", "torch_version": "2.13.0+cpu"}
 CONFIG = {"model": "bundled", "device": "cpu", "overlap": False, "max_batch_size": 2, "seed": 0}
@@ -128,7 +128,7 @@ def test_load_refuses_broken_files(tmp_path, data, message):
 
 
 def test_an_imported_trace_is_a_valid_run():
-    from engine.trace import import_profiler_trace
+    from record.profiler_import import import_profiler_trace
 
     events = [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 10, "dur": 5},
               {"ph": "X", "cat": "gpu_memcpy", "name": "m", "pid": 0, "tid": 8, "ts": 20, "dur": 5}]

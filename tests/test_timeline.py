@@ -8,8 +8,8 @@ import pytest
 from conftest import requires_cuda
 
 from engine import Engine, EngineConfig, SamplingParams
-from engine.record import load_record, make_record, save_record, validate_record
-from engine.timeline import Timeline
+from record.run_record import load_record, make_record, save_record, validate_record
+from record.timeline import Timeline
 
 
 def _overlaps(a, b) -> bool:
@@ -97,7 +97,7 @@ def test_live_snapshot_while_running(engine):
 
 
 def test_run_record_round_trip_and_chrome_trace(engine, tmp_path):
-    from engine.trace import write_chrome_trace
+    from record.chrome_trace import write_chrome_trace
     runs = [engine.generate([[5, 6, 7]] * 2, SamplingParams(max_new_tokens=5), overlap=ov)
             for ov in (False, True)]
     record = make_record(engine.env_info(), engine.config_dict(), [r.to_run_dict() for r in runs])

@@ -5,15 +5,10 @@ import json
 
 import pytest
 
-from engine.metrics import compute_metrics
-from engine.timeline import LANES, Span
-from engine.trace import (
-    MAX_PHASE_CHARS,
-    TraceImportError,
-    import_profiler_trace,
-    to_chrome_trace,
-    write_chrome_trace,
-)
+from record.chrome_trace import to_chrome_trace, write_chrome_trace
+from record.metrics import compute_metrics
+from record.profiler_import import MAX_PHASE_CHARS, TraceImportError, import_profiler_trace
+from record.timeline import LANES, Span
 
 
 def small_run(mode: str = "normal") -> dict:

@@ -4,7 +4,7 @@ Each loop runs in a worker thread while the handler redraws its ``Timeline`` eve
 finished runs become one schema-1 record. The loops are the article's two (``normal``,
 ``overlap``) and multi-step overlap (k decode forwards per scheduling iteration, results
 processed k steps late). With "stop early", each request gets a stop token picked from a quick
-greedy probe run (as ``engine/bench_multistep.py`` does), so requests finish at different steps
+greedy probe run (as ``bench/multistep.py`` does), so requests finish at different steps
 and the lag cost (forwards run after a stop) is real and measured.
 """
 
@@ -101,7 +101,7 @@ def probe_stops(engine: Any, prompts: list[Any], values: dict[str, Any]) -> list
 def _run_one(engine: Any, loop: str, prompts: list[Any], params: Any, values: dict[str, Any],
              finished: list[dict[str, Any]], lang: str, total_runs: int):
     """Run one loop in a worker thread, yield live views, append its run dict to ``finished``."""
-    from engine.timeline import Timeline
+    from record.timeline import Timeline
 
     steps = values["k"] if loop == "multistep" else 1
     mode = f"multistep-{steps}" if loop == "multistep" else loop
@@ -150,7 +150,7 @@ def _run_one(engine: Any, loop: str, prompts: list[Any], params: Any, values: di
 
 def _live_run(mode: str, timeline: Any) -> dict[str, Any]:
     """A run dict of the spans recorded so far (no metrics yet: viz measures what it draws)."""
-    from engine.timeline import GPU_LANES, LANES
+    from record.timeline import GPU_LANES, LANES
 
     return {"mode": mode, "label": mode, "lanes": list(LANES),
             "gpu_lanes": list(GPU_LANES), "metrics": {},
@@ -159,7 +159,7 @@ def _live_run(mode: str, timeline: Any) -> dict[str, Any]:
 
 def _make_record(engine: Any, runs: list[dict[str, Any]], values: dict[str, Any],
                  loops: list[str], stop_early: bool) -> dict[str, Any]:
-    from engine.record import make_record
+    from record.run_record import make_record
 
     config = {**engine.config_dict(), "requests": values["requests"],
               "prompt_len_words": values["prompt_len"], "max_new_tokens": values["max_new"],

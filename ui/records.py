@@ -27,7 +27,7 @@ MAX_UPLOAD_BYTES = 200 * 2**20
 
 def write_downloads(record: dict[str, Any]) -> tuple[str | None, str | None]:
     """The record as JSON and as a Chrome trace, in the temp dir Gradio serves files from."""
-    from engine.trace import write_chrome_trace
+    from record.chrome_trace import write_chrome_trace
 
     DOWNLOAD_DIR.mkdir(parents=True, exist_ok=True)
     for old in DOWNLOAD_DIR.glob("*.json"):  # keep the folder from growing without end
@@ -107,8 +107,8 @@ def _show_file(path: Path, lang: str, recorded: bool):
 
 def load_any(path: Path) -> dict[str, Any]:
     """A run record as it is; anything else is read as a torch.profiler trace."""
-    from engine.record import load_record, make_record
-    from engine.trace import TraceImportError, import_profiler_trace
+    from record.profiler_import import TraceImportError, import_profiler_trace
+    from record.run_record import load_record, make_record
 
     size = path.stat().st_size
     if size > MAX_UPLOAD_BYTES:

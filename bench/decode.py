@@ -5,10 +5,10 @@
 - **transformers ``generate``**: what a user would otherwise run, on the same weights, batch and
   prompts (greedy), eager and with its static cache; tokens are compared with ours.
 
-    python -m engine.bench --device cuda                      # the H200 table in the README
-    python -m engine.bench --device cpu --quick               # a 2-core CPU in about a minute
-    python -m engine.bench --overhead                         # span recording on vs off
-    python -m engine.bench --multistep                        # k decode steps per iteration
+    python -m bench --device cuda                      # the H200 table in the README
+    python -m bench --device cpu --quick               # a 2-core CPU in about a minute
+    python -m bench --overhead                         # span recording on vs off
+    python -m bench --multistep                        # k decode steps per iteration
 
 Every engine number is the median of ``--repeats`` runs of a steady decode workload (``B``
 requests, all admitted at once, ``--new-tokens`` tokens each, no early stops).
@@ -16,28 +16,26 @@ requests, all admitted at once, ``--new-tokens`` tokens each, no early stops).
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
-import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from engine.config import EngineConfig, SamplingParams
-from engine.metrics import busy_fraction
-from engine.timeline import GPU_LANES
+from record.metrics import steady_busy
 
 
-def steady_busy(spans, first_frac: float = 0.1, last_frac: float = 0.9) -> float:
-    """GPU busy (union of both stream lanes) over the middle of the decode phase."""
-    fwd = sorted((s for s in spans if s.lane == "engine_stream" and s.phase == "decode"),
-                 key=lambda s: s.start_us)
-    if len(fwd) < 5:
-        return busy_fraction(spans, GPU_LANES)
-    a, b = fwd[int(len(fwd) * first_frac)], fwd[int(len(fwd) * last_frac) - 1]
-    return busy_fraction(spans, GPU_LANES, window=(a.start_us, b.end_us))
+@dataclass(frozen=True)
+class Workload:
+    """The steady decode workload every engine row runs (all requests admitted at once)."""
+
+    prompt_len: int = 32
+    new_tokens: int = 128
+    repeats: int = 3              # engine rows report the median of this many runs
+    ceiling_iters: int = 50       # back-to-back decode steps timed for the forward-only ceiling
 
 
 def materialise(model: str, device: str, dtype: str, workdir: Path) -> str:
@@ -59,11 +57,11 @@ def forward_ceiling(eng, batch: int, pos: int, iters: int) -> float:
     """Seconds per decode step with no scheduler: the step (graph or eager) back to back."""
     import numpy as np
 
-    from engine.request import NUM_INT_COLS
+    from engine.request import COL_LEN, COL_SLOT, COL_START, COL_WRITE, NUM_INT_COLS
     cfg = eng.config
     runner = getattr(eng.device, "runner", None)
     if runner is None:            # CPU device process: time the same step in this process
-        from engine.device_process import build_runner
+        from engine.process_device import build_runner
         torch.set_num_threads(cfg.cpu_threads)
         runner = build_runner(eng.device_init)[1]
     pad = batch
@@ -71,8 +69,9 @@ def forward_ceiling(eng, batch: int, pos: int, iters: int) -> float:
         from engine.request import decode_bucket
         pad = decode_bucket(batch, cfg.max_batch_size)
     ints = np.zeros((pad, NUM_INT_COLS + cfg.pages_per_seq), dtype=np.int64)
-    ints[:, 0] = np.arange(pad) % cfg.max_batch_size
-    ints[:, 1], ints[:, 2], ints[:, 3] = pos, 1, 0     # write_out=0: the pool stays untouched
+    ints[:, COL_SLOT] = np.arange(pad) % cfg.max_batch_size
+    ints[:, COL_START], ints[:, COL_LEN] = pos, 1
+    ints[:, COL_WRITE] = 0                              # keep no token: the pool stays untouched
     ints[:, NUM_INT_COLS:] = np.arange(cfg.pages_per_seq)[None, :]
     floats = np.ones((pad, 2), dtype=np.float32)
     dev = runner.device
@@ -105,18 +104,20 @@ def forward_ceiling(eng, batch: int, pos: int, iters: int) -> float:
     return (time.perf_counter() - t0) / iters
 
 
-def run_engine_rows(eng, label: str, batches, extras, args, prompts_for) -> list[dict]:
+def engine_rows(eng, label: str, batches: list[int], extra_cpu_us: list[int], work: Workload,
+                prompts_for) -> list[dict]:
+    """Normal and overlap rows for each batch size and extra CPU work, on one engine."""
     rows = []
     for batch in batches:
         prompts = prompts_for(batch)
-        params = SamplingParams(max_new_tokens=args.new_tokens, ignore_eos=True)
-        ceiling = batch / forward_ceiling(eng, batch, args.prompt_len + args.new_tokens // 2,
-                                          args.ceiling_iters)
-        for extra in extras:
+        params = SamplingParams(max_new_tokens=work.new_tokens, ignore_eos=True)
+        ceiling = batch / forward_ceiling(eng, batch, work.prompt_len + work.new_tokens // 2,
+                                          work.ceiling_iters)
+        for extra in extra_cpu_us:
             results = {}
             for overlap in (False, True):
                 runs = [eng.generate(prompts, params, overlap=overlap, extra_cpu_us=extra)
-                        for _ in range(args.repeats)]
+                        for _ in range(work.repeats)]
                 med = statistics.median(r.metrics["decode_tokens_per_s"] for r in runs)
                 best = min(runs, key=lambda r: abs(r.metrics["decode_tokens_per_s"] - med))
                 results[overlap] = (med, best, [r.outputs for r in runs])
@@ -134,7 +135,7 @@ def run_engine_rows(eng, label: str, batches, extras, args, prompts_for) -> list
     return rows
 
 
-def hf_generate_rows(path: str, device: str, dtype: str, prompts, new_tokens: int,
+def hf_generate(path: str, device: str, dtype: str, prompts, new_tokens: int,
                      ours: list[list[int]], static: bool) -> dict:
     """transformers generate, timed as decode tok/s = B*(N-1) / (T(N) - T(1))."""
     from transformers import AutoModelForCausalLM
@@ -194,79 +195,48 @@ def print_table(rows: list[dict], hf: list[dict], header: bool = True) -> None:
                   f"{100 * h['agree']:.0f}% | {h['prefix']:.1f} |")
 
 
-def parse_args(argv):
-    p = argparse.ArgumentParser(prog="python -m engine.bench", description=__doc__.splitlines()[0])
-    p.add_argument("--device", choices=["cpu", "cuda"], default="cuda" if torch.cuda.is_available()
-                   else "cpu")
-    p.add_argument("--models", nargs="+", default=None)
-    p.add_argument("--batches", nargs="+", type=int, default=None)
-    p.add_argument("--extra-cpu-us", nargs="+", type=int, default=None)
-    p.add_argument("--graphs", nargs="+", choices=["eager", "graph"], default=None)
-    p.add_argument("--prompt-len", type=int, default=32)
-    p.add_argument("--new-tokens", type=int, default=128)
-    p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--ceiling-iters", type=int, default=50)
-    p.add_argument("--hf", action="store_true", help="also time transformers generate")
-    p.add_argument("--quick", action="store_true", help="small CPU settings")
-    p.add_argument("--overhead", action="store_true", help="recording on vs off only")
-    p.add_argument("--multistep", action="store_true", help="k decode steps per iteration")
-    p.add_argument("--workdir", default=tempfile.gettempdir())
-    return p.parse_args(argv)
-
-
-def main(argv=None) -> int:
-    a = parse_args(argv)
-    if a.multistep:
-        from engine.bench_multistep import main as multistep_main
-        return multistep_main(a)
-    if a.overhead:
-        from engine.bench_overhead import main as overhead_main
-        return overhead_main(a)
-    cuda = a.device == "cuda"
-    models = a.models or (["bundled", "smollm2-135m-shape", "qwen2.5-0.5b-shape"] if cuda
-                          else ["bundled"])
-    batches = a.batches or ([1, 8, 64] if cuda else [8])
-    extras = a.extra_cpu_us if a.extra_cpu_us is not None else ([0, 200] if cuda else [0, 4000])
-    graphs = [g == "graph" for g in (a.graphs or (["eager", "graph"] if cuda else ["eager"]))]
-    if a.quick:
-        a.new_tokens, a.repeats, a.ceiling_iters = min(a.new_tokens, 48), 1, 10
+def run(device: str, models: list[str], batches: list[int], extra_cpu_us: list[int],
+        graphs: list[bool], work: Workload, hf: bool, workdir: Path) -> int:
+    """Every (model, graphs) engine: its rows as they come, then the whole table."""
     from engine import Engine
     from engine.workload import make_prompts
-    rows, hf = [], []
+    rows, hf_rows = [], []
     for model in models:
-        path = materialise(model, a.device, "auto", Path(a.workdir))
+        path = materialise(model, device, "auto", workdir)
         for graph in graphs:
-            cfg = EngineConfig(model=path, device=a.device, cuda_graph=graph,
+            cfg = EngineConfig(model=path, device=device, cuda_graph=graph,
                                max_batch_size=max(batches),
-                               max_seq_len=a.prompt_len + a.new_tokens + 16)
+                               max_seq_len=work.prompt_len + work.new_tokens + 16)
             with Engine(cfg) as eng:
                 def prompts_for(b, eng=eng):
-                    return make_prompts(eng.tokenizer, b, a.prompt_len, 0, eng.spec.vocab_size)
+                    return make_prompts(eng.tokenizer, b, work.prompt_len, 0, eng.spec.vocab_size)
                 eng.generate(prompts_for(2), SamplingParams(max_new_tokens=4))   # warm-up
-                new_rows = run_engine_rows(eng, model, batches, extras, a, prompts_for)
-                print_table(new_rows, [], header=not rows)     # rows as they come, then the whole
+                new_rows = engine_rows(eng, model, batches, extra_cpu_us, work, prompts_for)
+                print_table(new_rows, [], header=not rows)
                 rows += new_rows
                 dtype = eng.dtype
             print(f"done {model} graph={graph}", file=sys.stderr, flush=True)
-        if a.hf:
-            big = max(batches)
-            ours = [r for r in rows if r["model"] == model and r["batch"] == big and r["extra_us"] == 0]
-            best = max(ours, key=lambda r: r["decode_tok_s"])
-            for static in (False, True):
-                try:
-                    res = hf_generate_rows(path, a.device, dtype, prompts_for(big), a.new_tokens,
-                                           best["tokens"], static)
-                except Exception as err:  # noqa: BLE001 - report, don't die
-                    print(f"transformers static={static} failed: {err}", file=sys.stderr)
-                    continue
-                hf.append(dict(model=model, batch=big, ours=best["decode_tok_s"],
-                               variant="static cache" if static else "eager (dynamic cache)", **res))
-    device = torch.cuda.get_device_name() if cuda else "CPU"
-    print(f"\ndevice: {device}, torch {torch.__version__}; decode tok/s = median of {a.repeats}; "
-          f"busy = union of both streams over the middle 80% of decode\n")
-    print_table(rows, hf)
+        if hf:
+            hf_rows += _hf_rows(model, path, device, dtype, rows, max(batches), work, prompts_for)
+    name = torch.cuda.get_device_name() if device == "cuda" else "CPU"
+    print(f"\ndevice: {name}, torch {torch.__version__}; decode tok/s = median of "
+          f"{work.repeats}; busy = union of both streams over the middle 80% of decode\n")
+    print_table(rows, hf_rows)
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def _hf_rows(model, path, device, dtype, rows, batch, work, prompts_for) -> list[dict]:
+    """transformers generate (dynamic and static cache) against our best row at ``batch``."""
+    ours = [r for r in rows if r["model"] == model and r["batch"] == batch and r["extra_us"] == 0]
+    best = max(ours, key=lambda r: r["decode_tok_s"])
+    out = []
+    for static in (False, True):
+        try:
+            res = hf_generate(path, device, dtype, prompts_for(batch), work.new_tokens,
+                              best["tokens"], static)
+        except Exception as err:  # noqa: BLE001 - report, don't die
+            print(f"transformers static={static} failed: {err}", file=sys.stderr)
+            continue
+        out.append(dict(model=model, batch=batch, ours=best["decode_tok_s"],
+                        variant="static cache" if static else "eager (dynamic cache)", **res))
+    return out

@@ -29,9 +29,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from engine.cuda_device import ForwardOutput
 from engine.request import StepMeta
-from engine.streams import ForwardOutput
-from engine.timeline import Timeline
+from record.timeline import Timeline
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,8 @@
 """The classroom walkthrough's screenshots, taken from the real app in headless Chromium.
 
-    python -m ui.screenshots                # writes assets/screenshots/walkthrough-*.png
-    python -m ui.screenshots --recorded-only  # only the pictures of the H200 recordings
-    python -m ui.screenshots --readme         # the README's picture, timed
+    python -m scripts.screenshots                # writes assets/screenshots/walkthrough-*.png
+    python -m scripts.screenshots --recorded-only  # only the pictures of the H200 recordings
+    python -m scripts.screenshots --readme         # the README's picture, timed
 
 Starts ``python app.py`` on a free port, drives it with Playwright exactly as the lesson in
 ``docs/walkthrough.md`` does (live runs on this machine, the bundled H200 recordings, the hazard

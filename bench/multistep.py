@@ -1,6 +1,6 @@
 """Multi-step overlap: how many decode steps per scheduling iteration (k) hide a heavy CPU?
 
-    python -m engine.bench --multistep --device cuda --models bundled --batches 8 \\
+    python -m bench --multistep --device cuda --models bundled --batches 8 \\
         --graphs graph --extra-cpu-us 200
 
 One-step overlap hides at most T_fwd of CPU work per step: T ~ max(T_fwd, T_sched + T_post).
@@ -14,29 +14,27 @@ from __future__ import annotations
 
 import statistics
 
-from engine.bench import steady_busy
+from bench.decode import Workload
 from engine.config import EngineConfig
 from engine.workload import stop_params_from_probe
+from record.metrics import steady_busy
 
 TARGET_BUSY = 0.97
 
 
-def main(a) -> int:
+def run(device: str, model: str, batch: int, graph: bool, extra: int, work: Workload) -> int:
+    """The normal loop, then multi-step overlap for every k up to 8, on one engine."""
     from engine import Engine
     from engine.workload import make_prompts
 
-    model = (a.models or ["bundled"])[0]
-    batch = (a.batches or [8])[0]
-    graph = (a.graphs or ["graph" if a.device == "cuda" else "eager"])[0] == "graph"
-    extra = (a.extra_cpu_us or [200 if a.device == "cuda" else 4000])[0]
     ks = list(range(1, 9))                 # every k up to 8, so "smallest k" is exact
-    cfg = EngineConfig(model=model, device=a.device, cuda_graph=graph, max_batch_size=batch,
-                       max_seq_len=a.prompt_len + a.new_tokens + 16)
+    cfg = EngineConfig(model=model, device=device, cuda_graph=graph, max_batch_size=batch,
+                       max_seq_len=work.prompt_len + work.new_tokens + 16)
     rows = []
     with Engine(cfg) as eng:
-        prompts = make_prompts(eng.tokenizer, batch, a.prompt_len, 0, eng.spec.vocab_size)
-        params = stop_params_from_probe(eng, prompts, a.new_tokens, lo=a.new_tokens // 4,
-                                        hi=a.new_tokens)
+        prompts = make_prompts(eng.tokenizer, batch, work.prompt_len, 0, eng.spec.vocab_size)
+        params = stop_params_from_probe(eng, prompts, work.new_tokens, lo=work.new_tokens // 4,
+                                        hi=work.new_tokens)
         normal = eng.generate(prompts, params, overlap=False, extra_cpu_us=extra)
         ref = [o.token_ids for o in normal.outputs]
         t_fwd, t_cpu = normal.metrics["t_fwd_us"], normal.metrics["t_cpu_us"]
@@ -44,7 +42,7 @@ def main(a) -> int:
         rows.append(("normal", normal, serial_step, True))
         for k in ks:
             runs = [eng.generate(prompts, params, overlap=True, extra_cpu_us=extra, decode_steps=k)
-                    for _ in range(a.repeats)]
+                    for _ in range(work.repeats)]
             med = statistics.median(r.metrics["decode_tokens_per_s"] for r in runs)
             best = min(runs, key=lambda r: abs(r.metrics["decode_tokens_per_s"] - med))
             same = all([o.token_ids for o in r.outputs] == ref for r in runs)

@@ -12,7 +12,7 @@ The article's model is measured per decode step: ``T_fwd`` (the engine stream's 
 ``T_sched + T_post`` (the scheduler thread's CPU work). A serial loop takes about their sum per
 step, an overlapped loop about their max, so the predicted speedup is ``sum / max``.
 
-This module imports only the standard library and ``engine.timeline`` (never torch), so the UI
+This module imports only the standard library and ``record.timeline`` (never torch), so the UI
 and the tests can use it anywhere. Spans may be ``Span`` objects or their dict form.
 """
 
@@ -23,7 +23,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from engine.timeline import GPU_LANES, Span
+from record.timeline import GPU_LANES, Span
 
 Interval = tuple[float, float]
 SpanLike = Span | Mapping[str, Any]
@@ -121,6 +121,27 @@ def idle_gaps(spans: Iterable[SpanLike], lanes: Iterable[str],
 def step_window(spans: Iterable[SpanLike], first_step: int, last_step: int) -> list[SpanLike]:
     """The spans whose step lies in ``[first_step, last_step]`` (inclusive), as given."""
     return [s for s in spans if first_step <= _as_span(s).step <= last_step]
+
+
+def steady_window(spans: Iterable[SpanLike], first_frac: float = 0.1,
+                  last_frac: float = 0.9) -> Interval | None:
+    """The steady part of decode: from the start of the decode forward at ``first_frac`` of the
+    run's decode forwards to the end of the one at ``last_frac``. Fill (prefills, the first
+    steps) and drain (the last requests finishing) are left out, so two loops on one workload are
+    compared over the same kind of steps. ``None`` with fewer than five decode forwards."""
+    forwards = sorted((s for s in _as_spans(spans)
+                       if s.lane == ENGINE_LANE and s.phase == "decode"), key=lambda s: s.start_us)
+    if len(forwards) < 5:
+        return None
+    first = forwards[int(len(forwards) * first_frac)]
+    last = forwards[max(int(len(forwards) * last_frac) - 1, 0)]
+    return (first.start_us, last.end_us) if last.end_us > first.start_us else None
+
+
+def steady_busy(spans: Iterable[SpanLike], lanes: Iterable[str] = GPU_LANES) -> float:
+    """GPU busy over ``steady_window`` (over the whole run when there is no steady part)."""
+    spans = _as_spans(spans)
+    return busy_fraction(spans, lanes, window=steady_window(spans))
 
 
 # ---- steps ----------------------------------------------------------------------------------

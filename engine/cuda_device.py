@@ -23,7 +23,7 @@ import torch
 
 from engine.request import StepMeta
 from engine.runner import ModelRunner
-from engine.timeline import Timeline
+from record.timeline import Timeline
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,4 @@
-"""Chrome traces: export a run to Perfetto / chrome://tracing, import a torch.profiler trace.
-
-Export turns each run into one *process* and each lane into one *thread* (track), with the span's
-step, batch size, token count and request ids in ``args``, so the same picture the UI draws can be
-inspected in Perfetto (https://ui.perfetto.dev) or chrome://tracing.
-
-Import goes the other way: a ``torch.profiler`` Chrome trace (plain JSON or gzip, e.g. SGLang's or
+"""Chrome traces in: a ``torch.profiler`` Chrome trace (plain JSON or gzip, e.g. SGLang's or
 vLLM's profiler output) becomes a run dict of the record schema. Every CUDA stream that ran a
 kernel, memcpy or memset becomes a GPU lane; ``ProfilerStep#N`` and ``user_annotation`` ranges
 become one ``cpu`` lane. The metrics are the same functions as for our own runs, so a production
@@ -26,8 +20,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from engine.metrics import compute_metrics
-from engine.timeline import Span
+from record.metrics import compute_metrics
+from record.timeline import Span
 
 DEFAULT_MAX_BYTES = 200 * 2**20
 GPU_CATEGORIES = {"kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset"}  # old kineto: Memcpy
@@ -41,62 +35,6 @@ _GZIP_MAGIC = b"\x1f\x8b"
 
 class TraceImportError(ValueError):
     """A trace that cannot be imported; the message says why, for a human."""
-
-
-# ---- export ---------------------------------------------------------------------------------
-
-def _span_dict(span: Span | Mapping[str, Any]) -> dict[str, Any]:
-    return span.to_dict() if isinstance(span, Span) else dict(span)
-
-
-def _run_lanes(run: Mapping[str, Any], spans: list[dict[str, Any]]) -> list[str]:
-    """The run's lanes in their declared order, then any lane only the spans mention."""
-    lanes = list(run.get("lanes") or [])
-    for span in spans:
-        if span["lane"] not in lanes:
-            lanes.append(span["lane"])
-    return lanes
-
-
-def _metadata(name: str, pid: int, tid: int, args: dict[str, Any]) -> dict[str, Any]:
-    return {"name": name, "ph": "M", "pid": pid, "tid": tid, "args": args}
-
-
-def _run_events(run: Mapping[str, Any], pid: int) -> list[dict[str, Any]]:
-    spans = [_span_dict(s) for s in run.get("spans", [])]
-    lanes = _run_lanes(run, spans)
-    tids = {lane: i + 1 for i, lane in enumerate(lanes)}
-    name = str(run.get("label") or run.get("mode") or f"run {pid}")
-    events = [_metadata("process_name", pid, 0, {"name": name}),
-              _metadata("process_sort_index", pid, 0, {"sort_index": pid})]
-    for lane, tid in tids.items():
-        # One named thread per lane is what makes Perfetto draw one track per lane, in this order.
-        events.append(_metadata("thread_name", pid, tid, {"name": lane}))
-        events.append(_metadata("thread_sort_index", pid, tid, {"sort_index": tid}))
-    for span in spans:
-        events.append({
-            "name": span["phase"], "cat": span["lane"], "ph": "X", "pid": pid,
-            "tid": tids[span["lane"]], "ts": span["start_us"],
-            "dur": max(0.0, span["end_us"] - span["start_us"]),
-            "args": {key: span.get(key) for key in ("step", "batch_size", "num_tokens", "req_ids")},
-        })
-    return events
-
-
-def to_chrome_trace(run: Mapping[str, Any], pid: int = 1) -> dict[str, Any]:
-    """One run as a Chrome trace dict: one process, one thread (track) per lane, times in µs."""
-    return {"traceEvents": _run_events(run, pid), "displayTimeUnit": "ms"}
-
-
-def write_chrome_trace(record: Mapping[str, Any], path: str | os.PathLike[str]) -> Path:
-    """Write every run of a record as one process each (named by label or mode). ``.gz`` zips."""
-    events: list[dict[str, Any]] = []
-    for i, run in enumerate(record.get("runs", [])):
-        events.extend(_run_events(run, pid=i + 1))
-    data = json.dumps({"traceEvents": events, "displayTimeUnit": "ms"}).encode()
-    path = Path(path)
-    path.write_bytes(gzip.compress(data) if path.suffix == ".gz" else data)
-    return path
 
 
 # ---- import: bytes -> events ----------------------------------------------------------------

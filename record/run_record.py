@@ -23,8 +23,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from engine.metrics import METRIC_KEYS
-from engine.timeline import GPU_LANES, Span
+from record.metrics import METRIC_KEYS
+from record.timeline import GPU_LANES, Span
 
 SCHEMA = 1
 ENV_KEYS = ("device_name", "torch_version", "python_version", "platform", "date")

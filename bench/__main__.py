@@ -1,0 +1,69 @@
+"""Command line of the benchmarks: ``python -m bench [--multistep | --overhead] ...``.
+
+    python -m bench --device cuda                      # normal vs overlap, eager vs graphs
+    python -m bench --device cpu --quick               # a 2-core CPU in about a minute
+    python -m bench --overhead                         # span recording on vs off
+    python -m bench --multistep                        # k decode steps per iteration
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+from bench import decode, multistep, overhead
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m bench", description=decode.__doc__.splitlines()[0])
+    p.add_argument("--device", choices=["cpu", "cuda"], default=None,
+                   help="default: cuda where a GPU exists, else cpu")
+    p.add_argument("--models", nargs="+", default=None)
+    p.add_argument("--batches", nargs="+", type=int, default=None)
+    p.add_argument("--extra-cpu-us", nargs="+", type=int, default=None)
+    p.add_argument("--graphs", nargs="+", choices=["eager", "graph"], default=None)
+    p.add_argument("--prompt-len", type=int, default=32)
+    p.add_argument("--new-tokens", type=int, default=128)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--ceiling-iters", type=int, default=50)
+    p.add_argument("--hf", action="store_true", help="also time transformers generate")
+    p.add_argument("--quick", action="store_true", help="small CPU settings")
+    p.add_argument("--overhead", action="store_true", help="recording on vs off only")
+    p.add_argument("--multistep", action="store_true", help="k decode steps per iteration")
+    p.add_argument("--workdir", default=tempfile.gettempdir())
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.device is None:
+        import torch
+
+        args.device = "cuda" if torch.cuda.is_available() else "cpu"
+    cuda = args.device == "cuda"
+    work = decode.Workload(prompt_len=args.prompt_len, new_tokens=args.new_tokens,
+                           repeats=args.repeats, ceiling_iters=args.ceiling_iters)
+    if args.quick:
+        work = decode.Workload(args.prompt_len, min(args.new_tokens, 48), 1, 10)
+    graph_names = args.graphs or (["eager", "graph"] if cuda else ["eager"])
+    if args.multistep or args.overhead:
+        model = (args.models or ["bundled"])[0]
+        batch = (args.batches or [8 if args.multistep else 16])[0]
+        graph = (args.graphs or ["graph" if cuda else "eager"])[0] == "graph"
+        if args.multistep:
+            extra = (args.extra_cpu_us or [200 if cuda else 4000])[0]
+            return multistep.run(args.device, model, batch, graph, extra, work)
+        return overhead.run(args.device, model, batch, graph, (args.extra_cpu_us or [0])[0], work)
+    models = args.models or (["bundled", "smollm2-135m-shape", "qwen2.5-0.5b-shape"] if cuda
+                             else ["bundled"])
+    batches = args.batches or ([1, 8, 64] if cuda else [8])
+    extras = args.extra_cpu_us if args.extra_cpu_us is not None else ([0, 200] if cuda
+                                                                       else [0, 4000])
+    return decode.run(args.device, models, batches, extras, [g == "graph" for g in graph_names],
+                      work, args.hf, Path(args.workdir))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
