@@ -7,10 +7,11 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from pathlib import Path
 
 from engine.config import EngineConfig, SamplingParams
-from record.metrics import overlap_speedup
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -53,37 +54,52 @@ def build_config(a: argparse.Namespace) -> EngineConfig:
                         max_seq_len=max(64, a.prompt_len + a.max_new_tokens),
                         max_prefill_tokens=max(512, a.prompt_len),
                         extra_cpu_us=a.extra_cpu_us, record_timeline=not a.no_record,
-                        decode_steps_per_schedule=a.decode_steps)
+                        decode_steps=a.decode_steps)
 
 
-def format_table(runs, decode_steps: list[int] | None = None) -> str:
-    """The runs' metrics, a row each; after a normal run, each later run's predicted speedup
-    (``decode_steps[i]``: run i's steps per scheduling iteration, 1 unless multi-step)."""
-    head = (f"{'mode':<11} {'tok/s':>9} {'decode tok/s':>12} {'GPU busy':>8} {'idle ms':>8} "
-            f"{'step ms':>8} {'T_fwd ms':>8} {'T_cpu ms':>8} {'wasted':>6} {'speedup':>7}")
+def format_table(runs) -> str:
+    """The runs' metrics, a row each; after a normal run, each later run's predicted and measured
+    speedup per decode step (steady window), and its whole-run ratio."""
+    from record.metrics import compare_runs
+
+    head = (f"{'loop':<13} {'tok/s':>9} {'decode tok/s':>12} {'GPU busy':>8} {'idle ms':>8} "
+            f"{'step ms':>8} {'T_fwd ms':>8} {'T_cpu ms':>8} {'wasted':>6}")
     lines = [head, "-" * len(head)]
-    base = runs[0].metrics["tokens_per_s"] if runs else 0
     for r in runs:
         m = r.metrics
         lines.append(
-            f"{r.mode:<11} {m['tokens_per_s']:>9.1f} {m['decode_tokens_per_s']:>12.1f} "
+            f"{r.mode:<13} {m['tokens_per_s']:>9.1f} {m['decode_tokens_per_s']:>12.1f} "
             f"{100 * m['gpu_busy_frac']:>7.1f}% {m['idle_us_total'] / 1e3:>8.1f} "
-            f"{m['mean_step_us'] / 1e3:>8.3f} {m['t_fwd_us'] / 1e3:>8.3f} "
-            f"{m['t_cpu_us'] / 1e3:>8.3f} {m['wasted_tokens']:>6} "
-            f"{m['tokens_per_s'] / base if base else 0:>6.2f}x")
-    if len(runs) >= 2 and runs[0].mode == "normal":
-        fwd, cpu = runs[0].metrics["t_fwd_us"], runs[0].metrics["t_cpu_us"]
-        for r, k in zip(runs[1:], (decode_steps or [1] * len(runs))[1:]):
-            pred = overlap_speedup(fwd, cpu, k)
+            f"{m['steady_step_us'] / 1e3:>8.3f} {m['t_fwd_us'] / 1e3:>8.3f} "
+            f"{m['t_cpu_us'] / 1e3:>8.3f} {m['wasted_tokens']:>6}")
+    if len(runs) >= 2 and runs[0].loop == "normal":
+        for r in runs[1:]:
+            k = r.decode_steps
+            c = compare_runs(runs[0].metrics, r.metrics, k)
             formula = "max(T_fwd, T_cpu)" if k == 1 else f"max(T_fwd, T_cpu / {k})"
             lines.append(f"{r.mode}: (T_fwd + T_cpu) / {formula} from the normal run = "
-                         f"{pred:.2f}x predicted, {r.metrics['tokens_per_s'] / base:.2f}x measured")
+                         f"{c['predicted_speedup']:.2f}x predicted, {c['measured_speedup']:.2f}x "
+                         f"measured per decode step (steady window); whole run "
+                         f"{c['whole_run_speedup']:.2f}x tokens/s")
     return "\n".join(lines)
+
+
+def _check_output_paths(a: argparse.Namespace) -> None:
+    """Refuse an output file that cannot be written before the run, not after it."""
+    for flag, path in (("--json", a.json), ("--trace", a.trace)):
+        if path is None:
+            continue
+        folder = Path(path).expanduser().resolve().parent
+        if not folder.is_dir():
+            raise ValueError(f"{flag} {path}: the folder {folder} does not exist")
+        if not os.access(folder, os.W_OK):
+            raise ValueError(f"{flag} {path}: the folder {folder} is not writable")
 
 
 def main(argv: list[str] | None = None) -> int:
     a = parse_args(argv)
     try:
+        _check_output_paths(a)
         cfg = build_config(a)
         params = SamplingParams(max_new_tokens=a.max_new_tokens, temperature=a.temperature,
                                 ignore_eos=a.ignore_eos)
@@ -92,11 +108,17 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, RuntimeError, FileNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
     try:
         return _run(a, cfg, params, eng)
-    except ValueError as err:
+    except (ValueError, RuntimeError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
     finally:
         eng.close()
 
@@ -120,7 +142,7 @@ def _run(a, cfg, params, eng) -> int:
             for overlap, steps in modes]
     print(f"device: {eng.device_label()}  model: {cfg.model}"
           f"{'  (random weights, for timing)' if eng.random_weights else ''}")
-    print(format_table(runs, [steps if overlap else 1 for overlap, steps in modes]))
+    print(format_table(runs))
     for o in runs[-1].outputs[: a.show_text]:
         print(f"  [{o.finish_reason}] {o.text!r}")
     if a.json or a.trace:

@@ -6,6 +6,8 @@ made it, with a message that names the field, instead of deep inside a forward p
 
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -17,9 +19,31 @@ MAX_DECODE_STEPS = 16
 RESULT_BUFFERS = 2 * MAX_DECODE_STEPS + 1
 
 
+INT64_MAX = 2**63 - 1
+
+
 def _check(cond: bool, msg: str) -> None:
     if not cond:
         raise ValueError(msg)
+
+
+def _is_int(value: Any) -> bool:
+    """A whole number (numpy's too), not a bool: ``True`` is not a token count."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _int_in(owner: str, name: str, value: Any, low: int, high: int) -> None:
+    _check(_is_int(value) and low <= value <= high,
+           f"{owner}.{name} must be an integer in {low}..{high}, got {value!r}")
+
+
+def _number_in(owner: str, name: str, value: Any, low: float, high: float,
+               low_open: bool = False) -> None:
+    ok = (isinstance(value, numbers.Real) and not isinstance(value, bool)
+          and math.isfinite(value) and value <= high
+          and (low < value if low_open else low <= value))
+    bracket = "(" if low_open else "["
+    _check(ok, f"{owner}.{name} must be a finite number in {bracket}{low}, {high}], got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -28,16 +52,12 @@ class HazardSwitches:
 
     no_wait_stream: bool = False      # engine stream does not wait for the metadata upload
     no_deferred_free: bool = False    # free a finished request's slot/pages at once
-    single_host_buffer: bool = False  # one result buffer instead of a double buffer
+    single_host_buffer: bool = False  # one host result buffer instead of a ring of them
     no_finished_guard: bool = False   # the lag-one token of a finished request is not dropped
     # Widen the race window of whichever safeguard is off, so a fault shows reliably in class:
     # a GPU sleep on the scheduler stream (no_wait_stream) or the engine stream (no_deferred_free),
     # a host pause between copy_done and reading the buffer (single_host_buffer).
     inject_delay_us: int = 0
-
-    def any(self) -> bool:
-        return any([self.no_wait_stream, self.no_deferred_free, self.single_host_buffer,
-                    self.no_finished_guard])
 
 
 @dataclass(frozen=True)
@@ -56,35 +76,39 @@ class EngineConfig:
     dtype: str = "auto"               # auto: bfloat16 on CUDA, float32 on CPU
     seed: int = 0
     extra_cpu_us: int = 0             # real extra scheduler work per step
-    decode_steps_per_schedule: int = 1  # k > 1: multi-step overlap (k forwards per iteration)
+    decode_steps: int = 1             # k > 1: multi-step overlap (k forwards per iteration)
     record_timeline: bool = True
     cpu_device_process: bool = True   # on CPU, run the model in a separate device process
     cpu_threads: int = 1              # torch intra-op threads of the CPU device
     result_copy_stream: str = "scheduler"  # or "engine": the copy right after sampling (Mini-SGLang)
+    device_cpus: tuple[int, ...] = ()  # cores the CPU device process may use (empty: any)
     hazards: HazardSwitches = field(default_factory=HazardSwitches)
 
     def __post_init__(self) -> None:
+        c = "EngineConfig"
         _check(isinstance(self.model, str) and self.model.strip() != "",
                "EngineConfig.model must be a non-empty string")
         _check(self.device in DEVICES, f"EngineConfig.device must be one of {DEVICES}, "
                f"got {self.device!r}")
         _check(self.dtype in DTYPES, f"EngineConfig.dtype must be one of {DTYPES}, got {self.dtype!r}")
-        _check(1 <= self.max_batch_size <= 1024,
-               f"EngineConfig.max_batch_size must be in 1..1024, got {self.max_batch_size}")
-        _check(1 <= self.page_size <= 1024, f"EngineConfig.page_size must be in 1..1024, "
-               f"got {self.page_size}")
-        _check(2 <= self.max_seq_len <= 1 << 17,
-               f"EngineConfig.max_seq_len must be in 2..131072, got {self.max_seq_len}")
-        _check(self.max_prefill_tokens >= 1, "EngineConfig.max_prefill_tokens must be >= 1")
-        _check(self.num_pages is None or self.num_pages >= 1,
-               "EngineConfig.num_pages must be >= 1 (or None for automatic)")
-        _check(0 <= self.extra_cpu_us <= 1_000_000,
-               f"EngineConfig.extra_cpu_us must be in 0..1000000, got {self.extra_cpu_us}")
-        _check(1 <= self.cpu_threads <= 256, "EngineConfig.cpu_threads must be in 1..256")
+        _int_in(c, "max_batch_size", self.max_batch_size, 1, 1024)
+        _int_in(c, "page_size", self.page_size, 1, 1024)
+        _int_in(c, "max_seq_len", self.max_seq_len, 2, 1 << 17)
+        _int_in(c, "max_prefill_tokens", self.max_prefill_tokens, 1, 1 << 20)
+        if self.num_pages is not None:
+            _int_in(c, "num_pages", self.num_pages, 1, 1 << 24)
+        _int_in(c, "seed", self.seed, 0, INT64_MAX)
+        _int_in(c, "extra_cpu_us", self.extra_cpu_us, 0, 1_000_000)
+        _int_in(c, "cpu_threads", self.cpu_threads, 1, 256)
+        _int_in(c, "decode_steps", self.decode_steps, 1, MAX_DECODE_STEPS)
         _check(self.result_copy_stream in ("scheduler", "engine"),
                "EngineConfig.result_copy_stream must be 'scheduler' or 'engine'")
-        _check(1 <= self.decode_steps_per_schedule <= MAX_DECODE_STEPS,
-               f"EngineConfig.decode_steps_per_schedule must be in 1..{MAX_DECODE_STEPS}")
+        _check(isinstance(self.device_cpus, tuple) and all(_is_int(c) and c >= 0
+                                                           for c in self.device_cpus),
+               f"EngineConfig.device_cpus must be a tuple of core numbers, got {self.device_cpus!r}")
+        for name in ("overlap", "cuda_graph", "record_timeline", "cpu_device_process"):
+            _check(isinstance(getattr(self, name), bool),
+                   f"EngineConfig.{name} must be True or False, got {getattr(self, name)!r}")
 
     @property
     def pages_per_seq(self) -> int:
@@ -113,11 +137,16 @@ class SamplingParams:
     stop_token_ids: tuple[int, ...] | list[int] = ()
 
     def __post_init__(self) -> None:
-        _check(isinstance(self.max_new_tokens, int) and self.max_new_tokens >= 1,
-               f"SamplingParams.max_new_tokens must be an integer >= 1, got {self.max_new_tokens!r}")
-        _check(self.temperature >= 0.0, f"SamplingParams.temperature must be >= 0, "
-               f"got {self.temperature}")
-        _check(self.top_k >= 0, f"SamplingParams.top_k must be >= 0, got {self.top_k}")
-        _check(0.0 < self.top_p <= 1.0, f"SamplingParams.top_p must be in (0, 1], got {self.top_p}")
-        _check(all(isinstance(t, int) and t >= 0 for t in self.stop_token_ids),
-               f"SamplingParams.stop_token_ids must be non-negative ints, got {self.stop_token_ids!r}")
+        c = "SamplingParams"
+        _int_in(c, "max_new_tokens", self.max_new_tokens, 1, 1 << 20)
+        _number_in(c, "temperature", self.temperature, 0.0, 100.0)
+        _int_in(c, "top_k", self.top_k, 0, 1 << 31)
+        _number_in(c, "top_p", self.top_p, 0.0, 1.0, low_open=True)
+        if self.seed is not None:
+            _int_in(c, "seed", self.seed, 0, INT64_MAX)
+        _check(isinstance(self.ignore_eos, bool),
+               f"SamplingParams.ignore_eos must be True or False, got {self.ignore_eos!r}")
+        _check(isinstance(self.stop_token_ids, (tuple, list))
+               and all(_is_int(t) and 0 <= t <= INT64_MAX for t in self.stop_token_ids),
+               f"SamplingParams.stop_token_ids must be a list of non-negative integers, "
+               f"got {self.stop_token_ids!r}")

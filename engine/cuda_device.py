@@ -1,16 +1,10 @@
-"""The device layer: the same verbs on CUDA (two real streams) and on CPU (a device process).
+"""The CUDA device: two real streams over one ``ModelRunner``, events, pinned host buffer rings.
 
-The scheduler speaks to a device through three verbs, in this order each step:
-
-- ``upload(metas)``  metadata -> device, on the **scheduler stream** (small copies, prompt writes);
-                     one step, or the k steps of a multi-step group in one copy
-- ``forward(up)``    on the **engine stream**: wait for the metadata (the one sync edge), gather
-                     inputs from token_pool, run the model, sample, write tokens back to token_pool;
-                     then, on the scheduler stream, copy the tokens to a host buffer and record
-                     ``copy_done``. Returns at once: nothing here waits for the GPU.
-- ``out.copy_done.synchronize()`` later, when the CPU needs the values (one step later in overlap).
-
-This file is the CUDA implementation; ``device_process.py`` is the CPU one.
+The verbs are those of ``engine.device.Device``. On the **scheduler stream**: the metadata upload
+(and prompt writes) and, by default, the result copy; on the **engine stream**: the forward and
+sampling. The one sync edge is ``engine_stream.wait_stream(scheduler_stream)`` (metadata ->
+forward); the result copy waits for the forward through an event. ``process_device.py`` is the CPU
+implementation of the same verbs.
 """
 
 from __future__ import annotations
@@ -21,23 +15,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from engine.device import ForwardOutput
 from engine.request import StepMeta
 from engine.runner import ModelRunner
 from record.timeline import Timeline
-
-
-@dataclass(frozen=True)
-class ForwardOutput:
-    """An in-flight forward: its result lands in ``host_tokens`` once ``copy_done`` completes."""
-
-    step: int
-    num_rows: int
-    copy_done: Any                  # .synchronize() / .query(): a CUDA event or a process event
-    host_tokens: np.ndarray         # view of the host buffer the result is copied into
-    keep_alive: tuple = ()          # device tensors that queued work still reads (freed after)
-
-    def tokens(self) -> list[int]:
-        return self.host_tokens[: self.num_rows].tolist()
 
 
 @dataclass(frozen=True)
@@ -65,6 +46,28 @@ class _Ring:
         return self.i, self.buffers[self.i]
 
 
+class _TimingEvents:
+    """The timing events of one piece of device work, by name: ``mark("start", stream)`` records
+    an event on ``stream`` when the timeline is on, and does nothing when it is off; ``span``
+    hands a named pair to the timeline, which resolves it later (never a sync in the loop)."""
+
+    def __init__(self, timeline: Timeline) -> None:
+        self.timeline = timeline
+        self.events: dict[str, torch.cuda.Event] = {}
+
+    def mark(self, name: str, stream: torch.cuda.Stream) -> None:
+        if self.timeline.enabled:
+            event = torch.cuda.Event(enable_timing=True)
+            event.record(stream)
+            self.events[name] = event
+
+    def span(self, lane: str, phase: str, meta: StepMeta, start: str, end: str,
+             tokens: int) -> None:
+        if start in self.events and end in self.events:
+            self.timeline.add_gpu(lane, phase, meta.step, self.events[start], self.events[end],
+                                  meta.num_rows, tokens, list(meta.rids))
+
+
 class CudaDevice:
     """Two CUDA streams over one ``ModelRunner``; pinned host buffers used in rings.
 
@@ -82,11 +85,11 @@ class CudaDevice:
         self.runner, self.graphs = runner, graphs
         self.hazards = hazards or HazardSwitches()
         self.copy_on_engine = copy_on_engine
+        self.label = torch.cuda.get_device_name() + (", CUDA graphs" if graphs else ", eager")
         self.scheduler_stream = torch.cuda.Stream()
         self.engine_stream = torch.cuda.Stream()
         self.timeline = Timeline(enabled=False)
         self.max_rows, self.int_width, self.max_writes, self.ring = max_rows, int_width, max_writes, ring
-        self.staging_rows = 0
         self._grow_staging(max_rows)
         pin = dict(pin_memory=True)
         single = self.hazards.single_host_buffer
@@ -109,14 +112,6 @@ class CudaDevice:
 
     def end_run(self) -> None:
         torch.cuda.synchronize()
-
-    def _event(self):
-        return torch.cuda.Event(enable_timing=True) if self.timeline.enabled else None
-
-    def _span(self, lane: str, phase: str, meta: StepMeta, start, end, tokens: int) -> None:
-        if start is not None:
-            self.timeline.add_gpu(lane, phase, meta.step, start, end, meta.num_rows, tokens,
-                                  list(meta.rids))
 
     # ---- verbs --------------------------------------------------------------------------------
     def _grow_staging(self, rows: int) -> None:
@@ -147,10 +142,9 @@ class CudaDevice:
         np.concatenate([m.ints for m in metas], out=ints_h[:total].numpy())
         np.concatenate([m.floats for m in metas], out=floats_h[:total].numpy())
         writes_h[:, :nw].numpy()[:] = first.prompt_writes
-        start, end = self._event(), self._event()
+        timing = _TimingEvents(self.timeline)
         with torch.cuda.stream(self.scheduler_stream):
-            if start is not None:
-                start.record(self.scheduler_stream)
+            timing.mark("start", self.scheduler_stream)
             if self.hazards.no_wait_stream and self.hazards.inject_delay_us:
                 self._sleep()                    # hazard lab: make the upload late
             ints = ints_h[:total].to(self.runner.device, non_blocking=True)
@@ -158,9 +152,8 @@ class CudaDevice:
             writes = writes_h[:, :nw].to(self.runner.device, non_blocking=True)
             self.runner.write_prompts(writes)
             self.staging.events[i].record(self.scheduler_stream)   # staging buffer i free after
-            if end is not None:
-                end.record(self.scheduler_stream)
-        self._span("scheduler_stream", "upload", first, start, end, nw)
+            timing.mark("end", self.scheduler_stream)
+        timing.span("scheduler_stream", "upload", first, "start", "end", nw)
         out, row = [], 0
         for j, (meta, size) in enumerate(zip(metas, sizes)):
             out.append(Uploaded(meta, ints[row:row + size], floats[row:row + size],
@@ -168,10 +161,10 @@ class CudaDevice:
             row += size
         return out
 
-    def forward(self, uploaded) -> ForwardOutput:
+    def forward(self, uploaded: Uploaded) -> ForwardOutput:
         """Stage 3 on the engine stream, then the async result copy (scheduler stream default)."""
         meta, ints, floats = uploaded.meta, uploaded.ints, uploaded.floats
-        e0, e1, e2 = self._event(), self._event(), self._event()
+        timing = _TimingEvents(self.timeline)
         with torch.cuda.stream(self.engine_stream):
             if uploaded.first_of_group and not self.hazards.no_wait_stream:
                 # THE sync edge: this forward reads the metadata uploaded on the scheduler stream.
@@ -181,25 +174,23 @@ class CudaDevice:
             # also wait for the previous step's result copy, a small gap every step.)
             if self.hazards.no_deferred_free and self.hazards.inject_delay_us:
                 self._sleep()                    # hazard lab: keep forward(n) busy for longer
-            if e0 is not None:
-                e0.record(self.engine_stream)
+            timing.mark("start", self.engine_stream)
             graph = self.graphs.lookup(meta) if self.graphs is not None else None
             if graph is not None:
-                next_tokens = graph.replay(ints, floats)
-                e1 = None  # one graph = forward + sample: a single span
+                next_tokens = graph.replay(ints, floats)   # one graph: forward + sample
             else:
                 logits = self.runner.forward_logits(ints, meta.seq_len, meta.kv_pages)
-                if e1 is not None:
-                    e1.record(self.engine_stream)
+                timing.mark("logits", self.engine_stream)
                 next_tokens = self.runner.sample_and_store(logits, ints, floats, meta.all_greedy)
-            if e2 is not None:
-                e2.record(self.engine_stream)
+            timing.mark("end", self.engine_stream)
             forward_done = torch.cuda.Event()
             forward_done.record(self.engine_stream)
         tokens = int(meta.prompt_writes.shape[1]) if meta.kind == "prefill" else meta.num_rows
-        self._span("engine_stream", meta.kind, meta, e0, e1 or e2, tokens)
-        if e1 is not None:
-            self._span("engine_stream", "sample", meta, e1, e2, meta.num_rows)
+        if graph is not None:
+            timing.span("engine_stream", meta.kind, meta, "start", "end", tokens)
+        else:
+            timing.span("engine_stream", meta.kind, meta, "start", "logits", tokens)
+            timing.span("engine_stream", "sample", meta, "logits", "end", meta.num_rows)
         copy_done, host = self._copy_result(meta, next_tokens, forward_done)
         return ForwardOutput(meta.step, meta.num_rows, copy_done, host.numpy(),
                              keep_alive=(ints, floats, uploaded.writes, next_tokens))
@@ -207,21 +198,19 @@ class CudaDevice:
     def _copy_result(self, meta: StepMeta, next_tokens: torch.Tensor, forward_done):
         """D2H copy of the sampled tokens into the next host buffer of the ring, async."""
         i, host = self.results.next()
-        c0, c1 = self._event(), self._event()
+        timing = _TimingEvents(self.timeline)
         on_engine = self.copy_on_engine
         stream = self.engine_stream if on_engine else self.scheduler_stream
         with torch.cuda.stream(stream):
             if not on_engine:
                 # The copy reads the sampled tokens: it waits for this forward, nothing else does.
                 self.scheduler_stream.wait_event(forward_done)
-            if c0 is not None:
-                c0.record(stream)
+            timing.mark("start", stream)
             host[: next_tokens.shape[0]].copy_(next_tokens, non_blocking=True)
             copy_done = self.results.events[i].record_new(stream)
-            if c1 is not None:
-                c1.record(stream)
+            timing.mark("end", stream)
         lane = "engine_stream" if on_engine else "scheduler_stream"
-        self._span(lane, "copy", meta, c0, c1, meta.num_rows)
+        timing.span(lane, "copy", meta, "start", "end", meta.num_rows)
         return copy_done, host
 
     def _sleep(self) -> None:

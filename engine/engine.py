@@ -4,24 +4,39 @@ The engine is the only place that knows about tokenizers and text. It turns prom
 requests, hands them to a fresh ``Scheduler`` per call (the device, the KV pool and the slot table
 persist across calls, so a leak in one run would show in the next), and packs what happened into a
 ``RunResult``: outputs, the timeline's spans, and metrics computed from those spans.
+
+One ``generate`` runs at a time: a second caller (another thread) gets ``EngineBusyError`` at
+once rather than a share of someone else's batch. A device that dies mid-run (the CPU device
+process killed, say) fails that run with a clear error, and the next ``generate`` starts a new one.
 """
 
 from __future__ import annotations
 
 import gc
+import numbers
+import os
 import platform
 import sys
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
+from engine import host_load
 from engine.config import MAX_DECODE_STEPS, RESULT_BUFFERS, EngineConfig, SamplingParams
+from engine.device import Device
 from engine.kv_cache import IdPool, pages_needed
 from engine.request import NUM_INT_COLS, Req
 from engine.scheduler import Scheduler
+from record.run_record import run_dict
 from record.timeline import GPU_LANES, LANES, Span, Timeline
+
+
+class EngineBusyError(RuntimeError):
+    """``generate`` was called while another call on the same engine was still running."""
 
 
 @dataclass
@@ -38,22 +53,32 @@ class RequestOutput:
 
 @dataclass
 class RunResult:
-    mode: str
+    loop: str                       # "normal" | "overlap" | "multistep"
+    decode_steps: int               # k: decode forwards per scheduling iteration (1 unless multi-step)
     outputs: list[RequestOutput]
     timeline: list[Span]
     metrics: dict[str, Any]
     wall_s: float
     label: str = ""
     extra_lanes: list[str] = field(default_factory=list)   # e.g. kernel lanes from torch.profiler
+    host: dict[str, float] = field(default_factory=dict)   # engine.host_load.host_report
+
+    @property
+    def mode(self) -> str:
+        """The loop's name, with k for multi-step ("multistep k=3"): for tables and logs."""
+        return f"{self.loop} k={self.decode_steps}" if self.loop == "multistep" else self.loop
 
     def to_run_dict(self) -> dict[str, Any]:
-        return {
-            "mode": self.mode, "label": self.label or self.mode,
-            "lanes": list(LANES) + self.extra_lanes, "gpu_lanes": list(GPU_LANES),
-            "metrics": self.metrics,
-            "spans": [s.to_dict() for s in self.timeline],
-            "outputs": [o.__dict__.copy() for o in self.outputs],
-        }
+        return run_dict(self.loop, self.decode_steps, self.label or self.mode, self.timeline,
+                        self.metrics, [o.__dict__ for o in self.outputs],
+                        lanes=list(LANES) + self.extra_lanes, gpu_lanes=GPU_LANES, host=self.host)
+
+
+def _whole(value: Any, name: str) -> int:
+    """An integer argument (numpy integers too; not bools, floats or strings)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    return int(value)
 
 
 def _pick_device(requested: str) -> str:
@@ -81,37 +106,34 @@ class Engine:
         self.slots = IdPool(cfg.max_batch_size, "request slot")
         self.pages = IdPool(cfg.total_pages, "KV page")
         self.random_weights = cfg.model in PRESETS
-        self._build_device()
-        self.tokenizer = load_tokenizer(self.model_path)
+        self.device: Device = self._build_device()
+        self.tokenizer = load_tokenizer(self.model_path, preset=self.random_weights)
         self._runs = 0
+        self._busy = threading.Lock()
 
     # ---- construction -------------------------------------------------------------------------
-    def _build_device(self) -> None:
+    def _build_device(self) -> Device:
         cfg = self.config
         if self.device_name == "cuda":
-            self._build_cuda()
-            return
+            return self._build_cuda()
         from engine.loader import describe_model
-        from engine.process_device import DeviceInit, InlineDevice, ProcessDevice
+        from engine.process_device import DeviceError, DeviceInit, InlineDevice, ProcessDevice
 
         # Resolve and validate the model here, so a bad name fails before a process starts.
         self.spec, self.model_path, self.eos_ids = describe_model(cfg.model)
         self._check_context()
-        init = DeviceInit(model=self.model_path or cfg.model, dtype=self.dtype, seed=cfg.seed,
-                          threads=cfg.cpu_threads, max_slots=cfg.max_batch_size,
-                          max_seq_len=cfg.max_seq_len, num_pages=cfg.total_pages,
-                          page_size=cfg.page_size, max_rows=cfg.max_batch_size,
-                          num_buffers=RESULT_BUFFERS)
-        self.device_init, self.device = init, None
-        if cfg.cpu_device_process:
-            try:
-                self.device = ProcessDevice(init, single_buffer=cfg.hazards.single_host_buffer)
-            except (OSError, RuntimeError) as err:
-                # Say why in the label: a serial fallback must never pass for real overlap.
-                self.device = InlineDevice(init)
-                self.device.label += f" [device process failed to start: {str(err)[:120]}]"
-        if self.device is None:
-            self.device = InlineDevice(init)
+        self.device_init = DeviceInit(
+            model=self.model_path or cfg.model, dtype=self.dtype, seed=cfg.seed,
+            threads=cfg.cpu_threads, max_slots=cfg.max_batch_size, max_seq_len=cfg.max_seq_len,
+            num_pages=cfg.total_pages, page_size=cfg.page_size, max_rows=cfg.max_batch_size,
+            num_buffers=RESULT_BUFFERS, cpu_affinity=tuple(cfg.device_cpus))
+        if not cfg.cpu_device_process:
+            return InlineDevice(self.device_init)
+        try:
+            return ProcessDevice(self.device_init, single_buffer=cfg.hazards.single_host_buffer)
+        except (OSError, DeviceError) as err:
+            # Say why in the label: a serial fallback must never pass for real overlap.
+            return InlineDevice(self.device_init, reason=str(err).splitlines()[0])
 
     def _check_context(self) -> None:
         limit = self.spec.max_position_embeddings
@@ -119,7 +141,7 @@ class Engine:
             raise ValueError(f"max_seq_len={self.config.max_seq_len} is longer than the model's "
                              f"context ({limit} positions); use shorter prompts or fewer new tokens")
 
-    def _build_cuda(self) -> None:
+    def _build_cuda(self) -> Device:
         from engine.cuda_device import CudaDevice
         from engine.loader import load_model
         from engine.runner import ModelRunner
@@ -135,31 +157,52 @@ class Engine:
         if cfg.cuda_graph:
             from engine.cuda_graph import DecodeGraphs
             graphs = DecodeGraphs(runner, cfg)
-        self.device = CudaDevice(runner, cfg.max_batch_size, NUM_INT_COLS + cfg.pages_per_seq,
-                                 max(cfg.max_prefill_tokens, 1), graphs=graphs,
-                                 hazards=cfg.hazards, results=RESULT_BUFFERS,
-                                 copy_on_engine=cfg.result_copy_stream == "engine")
+        return CudaDevice(runner, cfg.max_batch_size, NUM_INT_COLS + cfg.pages_per_seq,
+                          max(cfg.max_prefill_tokens, 1), graphs=graphs, hazards=cfg.hazards,
+                          results=RESULT_BUFFERS, copy_on_engine=cfg.result_copy_stream == "engine")
+
+    def _replace_dead_device(self) -> None:
+        """A device that died (or was found stopped) in an earlier run is replaced by a new one."""
+        if getattr(self.device, "healthy", True):
+            return
+        self.device.close()
+        self.device = self._build_device()
 
     # ---- generate -----------------------------------------------------------------------------
     def generate(self, prompts, params: SamplingParams | list[SamplingParams] | None = None,
                  overlap: bool | None = None, timeline: Timeline | None = None,
                  extra_cpu_us: int | None = None,
                  profile_steps: tuple[int, int] | None = None,
-                 decode_steps: int | None = None) -> RunResult:
+                 decode_steps: int | None = None,
+                 should_stop: Callable[[], bool] | None = None) -> RunResult:
         """Run ``prompts`` (strings or token-id lists) to completion; returns a ``RunResult``.
 
         ``overlap`` and ``extra_cpu_us`` override the config for this call (one engine, both loops).
-        ``decode_steps`` (k) overrides ``decode_steps_per_schedule`` (multi-step overlap).
+        ``decode_steps`` (k) overrides the config's (multi-step overlap when k > 1).
         ``profile_steps=(a, b)`` adds kernel-level lanes from torch.profiler for steps a..b (CUDA).
+        ``should_stop()`` is asked once per scheduler iteration; True ends the run with
+        ``RunCancelled``.
         """
+        if not self._busy.acquire(blocking=False):
+            raise EngineBusyError("this engine is already running a generate call (one at a "
+                                  "time: use one Engine per thread, or wait for the first call)")
+        try:
+            self._replace_dead_device()
+            return self._generate(prompts, params, overlap, timeline, extra_cpu_us,
+                                  profile_steps, decode_steps, should_stop)
+        finally:
+            self._busy.release()
+
+    def _generate(self, prompts, params, overlap, timeline, extra_cpu_us, profile_steps,
+                  decode_steps, should_stop) -> RunResult:
         cfg = self.config
-        extra = cfg.extra_cpu_us if extra_cpu_us is None else int(extra_cpu_us)
+        extra = cfg.extra_cpu_us if extra_cpu_us is None else _whole(extra_cpu_us, "extra_cpu_us")
         if not 0 <= extra <= 1_000_000:
             raise ValueError(f"extra_cpu_us must be in 0..1000000, got {extra}")
-        k = cfg.decode_steps_per_schedule if decode_steps is None else int(decode_steps)
+        k = cfg.decode_steps if decode_steps is None else _whole(decode_steps, "decode_steps")
         if not 1 <= k <= MAX_DECODE_STEPS:
             raise ValueError(f"decode_steps must be in 1..{MAX_DECODE_STEPS}, got {k}")
-        overlap = cfg.overlap if overlap is None else overlap
+        overlap = cfg.overlap if overlap is None else bool(overlap)
         reqs = self._make_requests(prompts, params)
         timeline = timeline or Timeline(enabled=cfg.record_timeline)
         sched = Scheduler(cfg, self.device, self.slots, self.pages, timeline,
@@ -175,6 +218,8 @@ class Engine:
         collecting = gc.isenabled()
         gc.collect()
         gc.disable()
+        device_pid = getattr(getattr(self.device, "proc", None), "pid", None)
+        cpu_start = host_load.snapshot([os.getpid()] + ([device_pid] if device_pid else []))
         try:
             timeline.t0_ns = time.perf_counter_ns()
             self.device.begin_run(timeline)
@@ -182,28 +227,39 @@ class Engine:
             for req in reqs:
                 req.arrival_ns = t0
                 sched.add_request(req)
-            sched.run(overlap)
+            sched.run(overlap, should_stop)
+            self.device.end_run()
         except BaseException:
-            # A failed run leaves its requests' slots and pages held; nothing is in flight any
-            # more, so start the next run from clean pools rather than a leaked half.
-            self.slots = IdPool(cfg.max_batch_size, "request slot")
-            self.pages = IdPool(cfg.total_pages, "KV page")
+            # A failed run leaves its requests' slots and pages held. Let the device finish what
+            # it was sent (a dead one is already gone), then start the next run from clean pools.
+            self._end_failed_run()
             raise
         finally:
             if collecting:
                 gc.enable()
-            self.device.end_run()
             if sched.capture is not None:
                 sched.capture.stop()
         wall_s = (time.perf_counter_ns() - t0) / 1e9
-        timeline.finished = True
+        cpu_end = host_load.snapshot(list(cpu_start.ours_s) if cpu_start else [])
         self._runs += 1
-        mode = ("overlap" if k == 1 else f"multistep-{k}") if overlap else "normal"
-        return self._result(mode, reqs, sched, timeline, wall_s)
+        loop = ("overlap" if k == 1 else "multistep") if overlap else "normal"
+        result = self._result(loop, k if overlap else 1, reqs, sched, timeline, wall_s)
+        result.host = host_load.host_report(cpu_start, cpu_end, device_pid,
+                                            result.metrics["gpu_busy_frac"] * wall_s)
+        return result
+
+    def _end_failed_run(self) -> None:
+        try:
+            self.device.end_run()
+        except Exception:  # noqa: BLE001 - the run's own error is the one to report
+            pass
+        self.slots = IdPool(self.config.max_batch_size, "request slot")
+        self.pages = IdPool(self.config.total_pages, "KV page")
 
     def _make_requests(self, prompts, params) -> list[Req]:
         if isinstance(prompts, (str, bytes)) or not isinstance(prompts, (list, tuple)):
-            raise ValueError("prompts must be a list of strings or of token-id lists")
+            raise ValueError(f"prompts must be a list of strings or of token-id lists, got "
+                             f"{type(prompts).__name__}")
         if not prompts:
             raise ValueError("prompts is empty: give at least one prompt")
         if isinstance(params, (list, tuple)):
@@ -214,6 +270,8 @@ class Engine:
             raise ValueError(f"got {len(plist)} SamplingParams for {len(prompts)} prompts")
         reqs = []
         for i, (prompt, sp) in enumerate(zip(prompts, plist)):
+            if not isinstance(sp, SamplingParams):
+                raise ValueError(f"params {i} is a {type(sp).__name__}, not SamplingParams")
             ids = self._encode(prompt, i)
             if len(ids) + sp.max_new_tokens > self.config.max_seq_len:
                 raise ValueError(f"prompt {i} has {len(ids)} tokens; with max_new_tokens="
@@ -221,6 +279,10 @@ class Engine:
                                  " (the context); shorten it or raise max_seq_len")
             if pages_needed(len(ids) + sp.max_new_tokens, self.config.page_size) > self.pages.total:
                 raise ValueError(f"prompt {i} needs more KV pages than the whole cache holds")
+            bad = [t for t in sp.stop_token_ids if t >= self.spec.vocab_size]
+            if bad:
+                raise ValueError(f"params {i}: stop_token_ids {bad[:5]} are outside the "
+                                 f"vocabulary (0..{self.spec.vocab_size - 1})")
             stops = set(sp.stop_token_ids) | (set() if sp.ignore_eos else set(self.eos_ids))
             seed = sp.seed if sp.seed is not None else (self.config.seed * 1_000_003 + i) % (2**31)
             reqs.append(Req(rid=i, prompt_ids=ids, params=sp, seed=seed, stop_ids=frozenset(stops)))
@@ -235,13 +297,21 @@ class Engine:
             ids = self.tokenizer.encode(prompt, add_special_tokens=False)
             if not ids:
                 raise ValueError(f"prompt {i} encodes to no tokens")
-        else:
+        elif isinstance(prompt, (list, tuple)):
+            if not all(isinstance(t, numbers.Integral) and not isinstance(t, bool) for t in prompt):
+                kinds = sorted({type(t).__name__ for t in prompt
+                                if not isinstance(t, numbers.Integral) or isinstance(t, bool)})
+                raise ValueError(f"prompt {i}: token ids must be integers, got {', '.join(kinds)}")
             ids = [int(t) for t in prompt]
             if not ids:
                 raise ValueError(f"prompt {i} is empty")
+        else:
+            raise ValueError(f"prompt {i} is a {type(prompt).__name__}: give a string or a list "
+                             "of token ids")
         bad = [t for t in ids if not 0 <= t < self.spec.vocab_size]
         if bad:
-            raise ValueError(f"prompt {i} has token ids outside the vocabulary: {bad[:5]}")
+            raise ValueError(f"prompt {i} has token ids outside the vocabulary "
+                             f"(0..{self.spec.vocab_size - 1}): {bad[:5]}")
         return ids
 
     def _decode(self, ids: list[int]) -> str:
@@ -250,7 +320,7 @@ class Engine:
         n = len(self.tokenizer)
         return self.tokenizer.decode([t for t in ids if t < n], skip_special_tokens=True)
 
-    def _result(self, mode, reqs, sched, timeline, wall_s) -> RunResult:
+    def _result(self, loop: str, k: int, reqs, sched, timeline, wall_s) -> RunResult:
         from record.metrics import compute_metrics
 
         def us(ns: int) -> float:
@@ -264,19 +334,17 @@ class Engine:
                                   wall_us=wall_s * 1e6)
         metrics["wasted_tokens"] = sched.wasted_tokens
         metrics["unsafe_frees"] = sched.unsafe_frees
-        label = f"{mode} ({self.device_label()})"
         kernel_spans, kernel_lanes = [], []
         if sched.capture is not None:
             kernel_spans, kernel_lanes = sched.capture.merged_spans(spans)
         spans = sorted(spans + kernel_spans, key=lambda s: s.start_us)
-        return RunResult(mode, outputs, spans, metrics, wall_s, label, kernel_lanes)
+        result = RunResult(loop, k, outputs, spans, metrics, wall_s, extra_lanes=kernel_lanes)
+        result.label = f"{result.mode} ({self.device_label()})"
+        return result
 
     # ---- introspection ------------------------------------------------------------------------
     def device_label(self) -> str:
-        if self.device_name == "cuda":
-            graphs = "CUDA graphs" if self.config.cuda_graph else "eager"
-            return f"{torch.cuda.get_device_name()}, {graphs}"
-        return getattr(self.device, "label", self.device_name)
+        return self.device.label
 
     def stats(self) -> dict[str, Any]:
         return {"kv_pages_free": self.pages.num_free, "kv_pages_total": self.pages.total,

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from engine.config import EngineConfig, HazardSwitches
 from engine.kv_cache import DoubleFreeError
@@ -25,46 +26,40 @@ from engine.workload import stop_params_from_probe
 
 @dataclass(frozen=True)
 class Hazard:
+    """One safeguard the lab can remove (its names for people live in ``viz.lab``)."""
+
     switch: str
-    title: str
-    guards: str                     # what the safeguard protects, in the article's terms
-    cuda_only: bool
-    delay_us: int
+    cuda_only: bool                 # the race needs two real CUDA streams
+    delay_us: int                   # widens the race window (HazardSwitches.inject_delay_us)
     config: dict = field(default_factory=dict)
 
 
 HAZARDS = {
-    "no_wait_stream": Hazard(
-        "no_wait_stream", "Remove engine_stream.wait_stream(scheduler_stream)",
-        "metadata -> forward: the forward may read a batch's slots, positions and page table "
-        "before their upload has landed", True, 2000),
-    "no_deferred_free": Hazard(
-        "no_deferred_free", "Free a finished request's slot and pages at once",
-        "a slot/page freed at step n is handed to a new request and written on the scheduler "
-        "stream while the lag-one forward(n), already queued, still writes into it", True, 20000,
-        {"result_copy_stream": "engine"}),
-    "single_host_buffer": Hazard(
-        "single_host_buffer", "One host result buffer instead of a ring",
-        "the async copy of batch n+1 lands in the buffer the CPU is still reading for batch n",
-        False, 20000),
-    "no_finished_guard": Hazard(
-        "no_finished_guard", "Drop the finished_reqs guard",
-        "the lag-one extra token of a request that already stopped is appended and the request "
-        "is finished (and freed) a second time", False, 0),
+    # engine_stream.wait_stream(scheduler_stream): metadata -> forward.
+    "no_wait_stream": Hazard("no_wait_stream", True, 2000),
+    # Deferred free: a slot/page freed at step n is reused while forward(n+1) still writes it.
+    "no_deferred_free": Hazard("no_deferred_free", True, 20000, {"result_copy_stream": "engine"}),
+    # The result-buffer ring: one host buffer is overwritten by the next step's copy too early.
+    "single_host_buffer": Hazard("single_host_buffer", False, 20000),
+    # The finished-request guard: a stopped request's lag-one token is appended.
+    "no_finished_guard": Hazard("no_finished_guard", False, 0),
 }
+SAFE = Hazard("safe", False, 0)
 
 
 @dataclass
 class LabReport:
-    switch: str
+    """What the checks found (never what we expected to find)."""
+
+    switch: str                             # a HAZARDS key, or "safe"
     device: str
-    fault_found: bool
-    findings: list[str]
-    differing: list[tuple[int, int]]        # (request, first differing output position)
-    double_free: str = ""
+    fault_found: bool = False
+    differing: list[tuple[int, int]] = field(default_factory=list)  # (request, first position)
+    double_free: dict | None = None         # DoubleFreeError.details(), if one was raised
     after_stop: list[int] = field(default_factory=list)
-    leak: str = ""
-    note: str = ""
+    leaked_pages: int = 0
+    leaked_slots: int = 0
+    needs_cuda: bool = False                # not run: the race needs two CUDA streams
     windows: int = 0                        # times the removed safeguard would have acted
 
 
@@ -87,11 +82,8 @@ def compare(reference, outputs, params) -> tuple[list[tuple[int, int]], list[int
     return differing, after_stop
 
 
-SAFE = Hazard("safe", "All safeguards on", "nothing: the engine as shipped", False, 0)
-
-
 def run_hazard(base: EngineConfig, switch: str | None, seed: int = 0,
-               ref_engine=None) -> LabReport:
+               ref_engine: Any = None) -> LabReport:
     """One lab run: the safe normal loop as reference, then the overlap loop with ``switch`` on
     (``None``: every safeguard on, which must never show a fault)."""
     from engine import Engine
@@ -106,16 +98,14 @@ def run_hazard(base: EngineConfig, switch: str | None, seed: int = 0,
     try:
         device = ref_engine.device_name
         if hazard.cuda_only and device != "cuda":
-            return LabReport(switch, device, False, [], [], note=(
-                "needs two CUDA streams: on the CPU backend the device process executes commands "
-                "in order, like a single stream, so this race cannot happen there"))
+            return LabReport(hazard.switch, device, needs_cuda=True)
         prompts = lab_workload(ref_engine.spec.vocab_size, seed=seed)
         params = stop_params_from_probe(ref_engine, prompts, 12, lo=1, hi=4, seed=seed)
         reference = [o.token_ids for o in ref_engine.generate(prompts, params).outputs]
     finally:
         if own_ref:
             ref_engine.close()
-    report = LabReport(hazard.switch, device, False, [], [])
+    report = LabReport(hazard.switch, device)
     with Engine(cfg) as eng:
         try:
             res = eng.generate(prompts, params, overlap=True)
@@ -123,30 +113,11 @@ def run_hazard(base: EngineConfig, switch: str | None, seed: int = 0,
             report.differing, report.after_stop = compare(reference, [o.token_ids for o in
                                                                       res.outputs], params)
         except DoubleFreeError as err:
-            report.double_free = str(err)
+            report.double_free = err.details()
         s = eng.stats()
-        if not report.double_free and (s["kv_pages_free"] != s["kv_pages_total"]
-                                       or s["req_slots_free"] != s["req_slots_total"]):
-            report.leak = f"{s['kv_pages_total'] - s['kv_pages_free']} pages, " \
-                          f"{s['req_slots_total'] - s['req_slots_free']} slots still held"
-    _summarise(report)
+        if report.double_free is None:
+            report.leaked_pages = s["kv_pages_total"] - s["kv_pages_free"]
+            report.leaked_slots = s["req_slots_total"] - s["req_slots_free"]
+    report.fault_found = bool(report.differing or report.double_free or report.after_stop
+                              or report.leaked_pages or report.leaked_slots)
     return report
-
-
-def _summarise(r: LabReport) -> None:
-    if r.differing:
-        rid, pos = r.differing[0]
-        r.findings.append(f"{len(r.differing)} request(s) differ from the normal loop; first: "
-                          f"request {rid} from output token {pos}")
-    if r.double_free:
-        r.findings.append(f"double free caught by the allocator: {r.double_free}")
-    if r.after_stop:
-        r.findings.append(f"tokens after a stop token in request(s) {r.after_stop[:8]}")
-    if r.leak:
-        r.findings.append(f"leak: {r.leak}")
-    r.fault_found = bool(r.findings)
-    if not r.fault_found and r.switch == "safe":
-        r.note = "no fault: every check passed with all safeguards on"
-    elif not r.fault_found and not r.note:
-        r.note = ("no fault this time: the race window did not open in this run (timing "
-                  "dependent). Run it again, or raise the injected delay.")

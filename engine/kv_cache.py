@@ -16,6 +16,16 @@ from collections import deque
 class DoubleFreeError(RuntimeError):
     """An id was freed that is not currently allocated (freed twice, or never allocated)."""
 
+    def __init__(self, what: str, item: int, request: int, held_by_other: bool) -> None:
+        self.what, self.item, self.request, self.held_by_other = what, item, request, held_by_other
+        super().__init__(f"{what} {item} freed by request {request} but it is "
+                         f"{'held by another' if held_by_other else 'free'}")
+
+    def details(self) -> dict:
+        """The facts, for a report that names them in the reader's language."""
+        return {"what": self.what, "item": self.item, "request": self.request,
+                "held_by_other": self.held_by_other}
+
 
 class IdPool:
     """A free list of ids ``0..n-1`` with ownership: ``can_allocate`` / ``allocate`` / ``free``."""
@@ -44,16 +54,10 @@ class IdPool:
     def free(self, ids: list[int], owner: int) -> None:
         for i in ids:
             if self._owner.get(i) != owner:
-                raise DoubleFreeError(f"{self.what} {i} freed by request {owner} but it is "
-                                      f"{'free' if i not in self._owner else 'held by another'}")
+                raise DoubleFreeError(self.what, i, owner, held_by_other=i in self._owner)
         for i in ids:
             del self._owner[i]
             self._free.append(i)
-
-    def check_all_free(self) -> None:
-        if self._owner:
-            raise AssertionError(f"{self.what} leak: {len(self._owner)} still held by "
-                                 f"{sorted(set(self._owner.values()))[:10]}")
 
 
 def pages_needed(num_tokens: int, page_size: int) -> int:

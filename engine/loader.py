@@ -206,13 +206,16 @@ def _init_random(model: CausalLM) -> None:
             p.normal_(0.0, 0.02)
 
 
-def load_tokenizer(path: str | None):
-    """The checkpoint's tokenizer, or the bundled one for presets; None if there is none."""
+def load_tokenizer(path: str | None, preset: bool = False):
+    """The checkpoint's own tokenizer; for a preset (random weights, no files) the bundled one,
+    so timing runs can take text. A checkpoint without a tokenizer gets none (token ids only):
+    another model's tokenizer would turn its text into the wrong ids without a word."""
     from transformers import AutoTokenizer
 
-    where = path if path and _has_tokenizer(Path(path)) else None
-    if where is None and _has_tokenizer(BUNDLED_DIR):
-        where = str(BUNDLED_DIR)
+    if preset:
+        where = str(BUNDLED_DIR) if _has_tokenizer(BUNDLED_DIR) else None
+    else:
+        where = path if path and _has_tokenizer(Path(path)) else None
     if where is None:
         return None
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

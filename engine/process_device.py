@@ -1,38 +1,57 @@
 """The CPU backend: a separate *device process* plays the GPU, so overlap is real on a CPU too.
 
 A worker thread would not do: Python's GIL serialises the forward's op dispatch against the
-scheduler's Python work (measured in DESIGN.md). A process has its own interpreter, so
-forward(Bn) in the device process truly runs while the scheduler processes Bn-1.
+scheduler's Python work (measured on this project's 2-core machine: a thread-as-device ran both
+loops at the same speed). A process has its own interpreter, so forward(Bn) in the device process
+truly runs while the scheduler processes Bn-1.
 
 The mapping to CUDA:
 
-| CUDA                          | device process                                           |
-|-------------------------------|----------------------------------------------------------|
-| stream (in-order queue)       | the command pipe: steps execute in the order sent        |
-| H2D metadata upload           | the step message (pickled numpy arrays)                  |
-| model, KV cache, token_pool   | owned by the child; the parent never holds them          |
+| CUDA                          | device process                                            |
+|-------------------------------|-----------------------------------------------------------|
+| stream (in-order queue)       | the command pipe: steps execute in the order sent         |
+| H2D metadata upload           | the ``StepCommand`` message (pickled numpy arrays)        |
+| model, KV cache, token_pool   | owned by the child; the parent never holds them           |
 | pinned host result buffers    | a ring of shared-memory buffers the child writes into     |
-| ``copy_done`` event           | a "done" message per step; ``synchronize()`` waits for it |
+| ``copy_done`` event           | a ``StepDone`` message; ``synchronize()`` waits for it    |
 
 The child stamps its own spans with ``perf_counter_ns`` (one system-wide clock on Linux).
-Where a process cannot be started, ``InlineDevice`` runs the same step function in-process
-(serial: no overlap), and says so in its label.
+
+A device process can die (killed, out of memory) or stop (SIGSTOP). Every wait on it is a short
+poll that also watches the process, so a dead or stopped device raises ``DeviceError`` within a
+second or so instead of hanging; ``Engine`` then starts a fresh one for the next run. Where a
+process cannot be started at all, ``InlineDevice`` runs the same step function in-process
+(serial: no overlap), and its label says so.
 """
 
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
+import signal
 import time
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
 
-from engine.cuda_device import ForwardOutput
+from engine.device import ForwardOutput
+from engine.proc_watch import exit_text, is_stopped
 from engine.request import StepMeta
-from record.timeline import Timeline
+from record.timeline import StampedSpan, Timeline
 
+POLL_S = 0.25                    # how often a wait looks at the process while it waits
+START_TIMEOUT_S = 300.0          # loading a large preset on a slow CPU takes a while
+MIN_STEP_DEADLINE_S = 30.0       # a step may take this long before the device counts as hung
+STEP_DEADLINE_FACTOR = 50        # ... or this many times the slowest step seen so far
+
+
+class DeviceError(RuntimeError):
+    """The device process died, stopped, failed or did not answer; the message says which."""
+
+
+# ---- messages (parent -> child, then child -> parent) -----------------------------------------
 
 @dataclass(frozen=True)
 class DeviceInit:
@@ -48,7 +67,43 @@ class DeviceInit:
     page_size: int
     max_rows: int
     num_buffers: int
+    cpu_affinity: tuple[int, ...] = ()   # cores the device process may run on (empty: any)
 
+
+@dataclass(frozen=True)
+class StepCommand:
+    """Run one step; write its tokens into shared result buffer ``buffer``."""
+
+    run: int                    # which run it belongs to: answers of an aborted run are dropped
+    meta: StepMeta
+    buffer: int
+
+
+@dataclass(frozen=True)
+class CloseCommand:
+    """Exit the device process."""
+
+
+@dataclass(frozen=True)
+class DeviceReady:
+    pid: int
+
+
+@dataclass(frozen=True)
+class StepDone:
+    """The step's tokens are in its result buffer (this message plays ``copy_done``)."""
+
+    run: int
+    step: int
+    spans: list[StampedSpan]
+
+
+@dataclass(frozen=True)
+class DeviceFailed:
+    traceback: str
+
+
+# ---- the device side (runs in the child, or in-process for the fallback) ----------------------
 
 def build_runner(init: DeviceInit):
     from engine.loader import load_model
@@ -61,17 +116,13 @@ def build_runner(init: DeviceInit):
     return loaded, runner
 
 
-def execute_step(runner, meta: StepMeta, out: np.ndarray) -> list[tuple]:
-    """Run one step on the CPU "device"; returns spans
-    (lane, phase, step, t0, t1, rows, tokens, request ids)."""
-    n, spans = meta.num_rows, []
+def execute_step(runner, meta: StepMeta, out: np.ndarray) -> list[StampedSpan]:
+    """Run one step on the CPU "device"; returns its spans, stamped with ``perf_counter_ns``."""
+    n, rids = meta.num_rows, tuple(meta.rids)
     t0 = time.perf_counter_ns()
     ints, floats = torch.from_numpy(meta.ints), torch.from_numpy(meta.floats)
     runner.write_prompts(torch.from_numpy(meta.prompt_writes))
     t1 = time.perf_counter_ns()
-    rids = list(meta.rids)
-    spans.append(("scheduler_stream", "upload", meta.step, t0, t1, n, meta.prompt_writes.shape[1],
-                  rids))
     logits = runner.forward_logits(ints, meta.seq_len, meta.kv_pages)
     t2 = time.perf_counter_ns()
     next_tokens = runner.sample_and_store(logits, ints, floats, meta.all_greedy)
@@ -79,33 +130,46 @@ def execute_step(runner, meta: StepMeta, out: np.ndarray) -> list[tuple]:
     out[: next_tokens.shape[0]] = next_tokens.numpy()      # the "D2H copy" into shared memory
     t4 = time.perf_counter_ns()
     tokens = meta.prompt_writes.shape[1] if meta.kind == "prefill" else n
-    spans += [("engine_stream", meta.kind, meta.step, t1, t2, n, tokens, rids),
-              ("engine_stream", "sample", meta.step, t2, t3, n, n, rids),
-              ("scheduler_stream", "copy", meta.step, t3, t4, n, n, rids)]
-    return spans
+    return [StampedSpan("scheduler_stream", "upload", meta.step, t0, t1, n,
+                        meta.prompt_writes.shape[1], rids),
+            StampedSpan("engine_stream", meta.kind, meta.step, t1, t2, n, tokens, rids),
+            StampedSpan("engine_stream", "sample", meta.step, t2, t3, n, n, rids),
+            StampedSpan("scheduler_stream", "copy", meta.step, t3, t4, n, n, rids)]
 
 
 def device_main(init: DeviceInit, cmd_conn, done_conn, shared) -> None:
-    """The device process: build the runner, then execute steps in order until told to stop."""
+    """The device process: build the runner, then execute steps in order until told to stop.
+
+    It exits quietly when its parent goes away (the command pipe reaches EOF), and leaves Ctrl-C
+    to the parent, which closes it (a terminal sends SIGINT to the whole process group)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
+        if init.cpu_affinity:
+            os.sched_setaffinity(0, init.cpu_affinity)
         torch.set_num_threads(init.threads)
         _, runner = build_runner(init)
         results = np.frombuffer(shared, dtype=np.int64).reshape(init.num_buffers, init.max_rows)
-        done_conn.send(("ready", None))
+        done_conn.send(DeviceReady(os.getpid()))
     except Exception:  # noqa: BLE001 - report any start-up failure to the parent
-        done_conn.send(("error", traceback.format_exc()))
+        done_conn.send(DeviceFailed(traceback.format_exc()))
         return
     while True:
-        msg = cmd_conn.recv()
-        if msg[0] == "close":
-            return
-        _, meta, buf = msg
         try:
-            spans = execute_step(runner, meta, results[buf])
-            done_conn.send(("done", meta.step, spans))
+            msg = cmd_conn.recv()
+        except (EOFError, OSError):
+            return                       # the parent is gone: nothing left to serve
+        if isinstance(msg, CloseCommand):
+            return
+        try:
+            spans = execute_step(runner, msg.meta, results[msg.buffer])
+            done_conn.send(StepDone(msg.run, msg.meta.step, spans))
+        except (BrokenPipeError, OSError):
+            return
         except Exception:  # noqa: BLE001
-            done_conn.send(("error", traceback.format_exc()))
+            done_conn.send(DeviceFailed(traceback.format_exc()))
 
+
+# ---- the parent side --------------------------------------------------------------------------
 
 class _StepDone:
     """Plays a CUDA event for one step: ``synchronize()`` blocks until the child says it is done."""
@@ -122,12 +186,13 @@ class _StepDone:
 
 class ProcessDevice:
     kind = "cpu-process"
-    label = "CPU, separate device process (forward overlaps the scheduler)"
+    label = "CPU, separate device process"
 
-    def __init__(self, init: DeviceInit, single_buffer: bool = False, start_timeout_s: float = 300):
+    def __init__(self, init: DeviceInit, single_buffer: bool = False,
+                 start_timeout_s: float = START_TIMEOUT_S) -> None:
         ctx = mp.get_context("spawn")   # never fork a process that may already run server threads
         self.num_buffers = 1 if single_buffer else init.num_buffers
-        init = DeviceInit(**{**init.__dict__, "num_buffers": self.num_buffers})
+        init = replace(init, num_buffers=self.num_buffers)
         self.shared = ctx.RawArray("b", self.num_buffers * init.max_rows * 8)
         self.results = np.frombuffer(self.shared, dtype=np.int64).reshape(self.num_buffers,
                                                                           init.max_rows)
@@ -136,53 +201,124 @@ class ProcessDevice:
         self.proc = ctx.Process(target=device_main, args=(init, cmd_r, done_w, self.shared),
                                 daemon=True, name="overlap-demo-device")
         self.proc.start()
+        # Drop our copies of the child's ends: once the child dies, reading ``done`` gives EOF
+        # instead of waiting forever for a write end that only we still hold.
+        cmd_r.close()
+        done_w.close()
         self.timeline = Timeline(enabled=False)
         self.done_steps: set[int] = set()
+        self.run_id = 0
+        self.sent = self.answered = 0
+        self.slowest_step_s = 0.0
+        self.broken = ""                 # why this device can no longer be used ("" = fine)
         self.buf = 0
-        if not self.done.poll(start_timeout_s):
+        try:
+            msg = self._receive(time.monotonic() + start_timeout_s, "starting")
+        except DeviceError:
             self.close()
-            raise RuntimeError("the CPU device process did not start in time")
-        kind, payload = self.done.recv()
-        if kind != "ready":
+            raise
+        if not isinstance(msg, DeviceReady):
             self.close()
-            raise RuntimeError(f"the CPU device process failed to start:\n{payload}")
+            raise DeviceError(f"the CPU device process failed to start:\n{msg.traceback}")
 
+    # ---- run boundaries ------------------------------------------------------------------------
     def begin_run(self, timeline: Timeline) -> None:
         self.timeline = timeline
         self.done_steps.clear()
+        self.run_id += 1
 
     def end_run(self) -> None:
-        pass
+        """Wait until every step sent has been answered (after a failed run too), so no answer of
+        this run can be read as one of the next."""
+        deadline = time.monotonic() + self._step_deadline_s()
+        while self.answered < self.sent and not self.broken:
+            self._receive(deadline, "finishing a run")
 
+    # ---- verbs --------------------------------------------------------------------------------
     def upload(self, metas: list[StepMeta]) -> list[StepMeta]:
-        return metas                    # the metadata travels with each step command
+        return list(metas)               # the metadata travels with each step command
 
     def forward(self, meta: StepMeta) -> ForwardOutput:
+        self._check_usable()
         self.buf = (self.buf + 1) % self.num_buffers
-        self.cmd.send(("step", meta, self.buf))   # enqueue: returns before the forward runs
+        try:
+            self.cmd.send(StepCommand(self.run_id, meta, self.buf))   # enqueue: returns at once
+        except (BrokenPipeError, OSError) as error:
+            raise self._fail(f"the CPU device process is gone ({exit_text(self.proc)})") \
+                from error
+        self.sent += 1
         return ForwardOutput(meta.step, meta.num_rows, _StepDone(self, meta.step),
                              self.results[self.buf])
 
     def wait_done(self, step: int) -> None:
+        """Block until ``step``'s answer has arrived (its tokens are in the shared buffer)."""
+        started = time.monotonic()
+        deadline = started + self._step_deadline_s()
         while step not in self.done_steps:
-            while not self.done.poll(1.0):
-                if not self.proc.is_alive():
-                    raise RuntimeError("the CPU device process died")
-            msg = self.done.recv()
-            if msg[0] == "error":
-                raise RuntimeError(f"the CPU device process failed:\n{msg[1]}")
-            self.done_steps.add(msg[1])
-            self.timeline.add_device_spans(msg[2])
+            msg = self._receive(deadline, f"running step {step}")
+            if isinstance(msg, DeviceFailed):
+                raise self._fail(f"the CPU device process failed:\n{msg.traceback}")
+            if msg.run == self.run_id:
+                self.done_steps.add(msg.step)
+                self.timeline.add_stamped(msg.spans)
+        self.slowest_step_s = max(self.slowest_step_s, time.monotonic() - started)
+
+    def _receive(self, deadline: float, doing: str):
+        """The next message from the child; ``DeviceError`` if it died, stopped or timed out."""
+        self._check_usable()
+        while True:
+            try:
+                if self.done.poll(POLL_S):
+                    msg = self.done.recv()
+                    if isinstance(msg, (StepDone, DeviceFailed)):
+                        self.answered += 1       # a step is answered by its result or its error
+                    return msg
+            except (EOFError, OSError):
+                self.proc.join(timeout=1.0)
+                raise self._fail(f"the CPU device process died while {doing} "
+                                 f"({exit_text(self.proc)})") from None
+            if not self.proc.is_alive():
+                self.proc.join(timeout=1.0)
+                raise self._fail(f"the CPU device process died while {doing} "
+                                 f"({exit_text(self.proc)})")
+            if is_stopped(self.proc.pid):
+                raise self._fail(f"the CPU device process is stopped (SIGSTOP?) while {doing}")
+            if time.monotonic() > deadline:
+                raise self._fail(f"the CPU device process did not answer in "
+                                 f"{self._step_deadline_s():.0f} s while {doing}")
+
+    def _step_deadline_s(self) -> float:
+        return max(MIN_STEP_DEADLINE_S, STEP_DEADLINE_FACTOR * self.slowest_step_s)
+
+    def _fail(self, why: str) -> DeviceError:
+        """Mark the device unusable (the engine replaces it) and end the process for good."""
+        self.broken = why
+        self._stop_process()
+        return DeviceError(why)
+
+    def _check_usable(self) -> None:
+        if self.broken:
+            raise DeviceError(f"the CPU device is out of service: {self.broken}")
+
+    @property
+    def healthy(self) -> bool:
+        return not self.broken and self.proc.is_alive()
+
+    def _stop_process(self) -> None:
+        if self.proc.is_alive():
+            self.proc.kill()              # SIGKILL also ends a stopped process
+        self.proc.join(timeout=5)         # reap it: no zombie left behind
 
     def close(self) -> None:
-        if self.proc.is_alive():
+        if self.proc.is_alive() and not self.broken:
             try:
-                self.cmd.send(("close",))
+                self.cmd.send(CloseCommand())
             except (BrokenPipeError, OSError):
                 pass
             self.proc.join(timeout=5)
-            if self.proc.is_alive():
-                self.proc.kill()
+        self._stop_process()
+        for conn in (self.cmd, self.done):
+            conn.close()
 
 
 class _Done:
@@ -198,13 +334,16 @@ class InlineDevice:
 
     kind = "cpu-inline"
     label = "CPU, in-process fallback (no device process: serial, no real overlap)"
+    healthy = True
 
-    def __init__(self, init: DeviceInit) -> None:
+    def __init__(self, init: DeviceInit, reason: str = "") -> None:
         torch.set_num_threads(init.threads)
         _, self.runner = build_runner(init)
         self.results = np.zeros((init.num_buffers, init.max_rows), dtype=np.int64)
         self.buf = 0
         self.timeline = Timeline(enabled=False)
+        if reason:
+            self.label = f"{self.label} [device process failed to start: {reason[:160]}]"
 
     def begin_run(self, timeline: Timeline) -> None:
         self.timeline = timeline
@@ -213,12 +352,12 @@ class InlineDevice:
         pass
 
     def upload(self, metas: list[StepMeta]) -> list[StepMeta]:
-        return metas
+        return list(metas)
 
     def forward(self, meta: StepMeta) -> ForwardOutput:
         self.buf = (self.buf + 1) % len(self.results)
         spans = execute_step(self.runner, meta, self.results[self.buf])
-        self.timeline.add_device_spans(spans)
+        self.timeline.add_stamped(spans)
         return ForwardOutput(meta.step, meta.num_rows, _Done(), self.results[self.buf])
 
     def close(self) -> None:

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from engine.config import EngineConfig
-from engine.cuda_device import ForwardOutput
+from engine.device import Device, ForwardOutput
 from engine.kv_cache import IdPool, pages_needed
 from engine.request import Batch, Req, Row, StepMeta, advance_meta, build_meta, decode_bucket
 from record.timeline import Timeline
@@ -39,8 +40,12 @@ class ForwardInput:
 LastData = tuple[ForwardInput, ForwardOutput] | None
 
 
+class RunCancelled(RuntimeError):
+    """The run was stopped on request (``should_stop`` said so between two iterations)."""
+
+
 class _CpuSpan:
-    """``with self._cpu("phase", step):`` records one span on the ``cpu`` lane."""
+    """``with _CpuSpan(timeline, "phase", step, batch):`` records one span on the ``cpu`` lane."""
 
     def __init__(self, timeline: Timeline, phase: str, step: int, batch: Batch | None) -> None:
         self.timeline, self.phase, self.step, self.batch = timeline, phase, step, batch
@@ -57,7 +62,7 @@ class _CpuSpan:
 
 
 class Scheduler:
-    def __init__(self, cfg: EngineConfig, device: Any, slots: IdPool, pages: IdPool,
+    def __init__(self, cfg: EngineConfig, device: Device, slots: IdPool, pages: IdPool,
                  timeline: Timeline, pad_batches: bool, extra_cpu_us: int = 0,
                  decode_steps: int = 1) -> None:
         self.cfg, self.device, self.slots, self.pages = cfg, device, slots, pages
@@ -71,9 +76,7 @@ class Scheduler:
         self.inbox: deque[Req] = deque()
         self.waiting: deque[Req] = deque()
         self.running: list[Req] = []
-        self.finished_reqs: list[Req] = []
         self.deferred: list[tuple[int, Req]] = []   # (free after this step completes, request)
-        self.ongoing: list[ForwardInput] = []       # launched, not yet processed (overlap only)
         self.step = 0
         self.wasted_tokens = 0
         self.unsafe_frees = 0
@@ -91,7 +94,7 @@ class Scheduler:
         if forward_input is None:
             return
         output = self._forward(forward_input)                      # 3
-        self._process_last_data((forward_input, output))           # 4: the GPU idles meanwhile
+        self._process_last_data((forward_input, output), in_flight=[])   # 4: the GPU idles
 
     def overlap_loop(self, last_data: LastData) -> LastData:
         self.receive_requests()                                    # 1
@@ -99,9 +102,11 @@ class Scheduler:
         ongoing_data = None
         if forward_input is not None:                              # 3: forward(Bn), engine stream
             ongoing_data = (forward_input, self._forward(forward_input))
-        self.ongoing = [forward_input] if forward_input else []
-        self._process_last_data(last_data)                         # 4: process(Bn-1) meanwhile
-        self.ongoing = []
+        in_flight = [forward_input] if forward_input else []
+        if last_data is not None:
+            self._process_last_data(last_data, in_flight)          # 4: process(Bn-1) meanwhile
+        elif not in_flight:
+            self._release_deferred(upto_step=self.step)            # nothing queued: all safe
         return ongoing_data
 
     def multistep_loop(self, last_data: list) -> list:
@@ -117,20 +122,20 @@ class Scheduler:
         ongoing_data = [(fi, self._forward(fi)) for fi in group]   # 3: k launches, no read-back
         for i, data in enumerate(last_data):                       # 4: the previous k steps
             # Not yet processed = still possibly read by the device: this group and the rest.
-            self.ongoing = group + [fi for fi, _ in last_data[i + 1:]]
-            self._process_last_data(data, scheduler_work=i == len(last_data) - 1)
-        self.ongoing = group
-        if not last_data:
-            self._process_last_data(None)
-        self.ongoing = []
+            in_flight = group + [fi for fi, _ in last_data[i + 1:]]
+            self._process_last_data(data, in_flight, scheduler_work=i == len(last_data) - 1)
+        if not last_data and not group:
+            self._release_deferred(upto_step=self.step)            # nothing queued: all safe
         return ongoing_data
 
-    def run(self, overlap: bool) -> None:
-        """Drive a loop until every request has finished."""
+    def run(self, overlap: bool, should_stop: Callable[[], bool] | None = None) -> None:
+        """Drive a loop until every request has finished (or ``should_stop()`` says stop)."""
         last: Any = None
         stalls = 0
         multistep = overlap and self.decode_steps > 1
         while not (self.is_idle() and not last):
+            if should_stop is not None and should_stop():
+                raise RunCancelled("the run was stopped before it finished")
             before = self.step
             if multistep:
                 last = self.multistep_loop(last or [])
@@ -243,11 +248,13 @@ class Scheduler:
             return self.device.forward(forward_input.uploaded)
 
     # ---- stage 4 ------------------------------------------------------------------------------
-    def _process_last_data(self, last_data: LastData, scheduler_work: bool = True) -> None:
-        if last_data is None:
-            if not self.ongoing:
-                self._release_deferred(upto_step=self.step)   # nothing in flight: all safe
-            return
+    def _process_last_data(self, last_data: tuple[ForwardInput, ForwardOutput],
+                           in_flight: list[ForwardInput], scheduler_work: bool = True) -> None:
+        """Read a launched batch's tokens, append them, check stops, free what finished.
+
+        ``in_flight``: the batches launched but not yet processed; the device may still read
+        their slots and pages, so a request they carry is freed only after they complete.
+        """
         forward_input, output = last_data
         batch = forward_input.batch
         with _CpuSpan(self.timeline, "wait", batch.step, batch):
@@ -261,31 +268,33 @@ class Scheduler:
             now = time.perf_counter_ns()
             for row, token in zip(batch.rows, output.tokens()):
                 if row.samples:
-                    self._append_token(row.req, token, batch.step, now)
-            if not self.ongoing:
+                    self._append_token(row.req, token, now, in_flight)
+            if not in_flight:
                 self._release_deferred(upto_step=self.step)
             if scheduler_work:
                 _extra_cpu_work(self.extra_cpu_us)
 
-    def _append_token(self, req: Req, token: int, step: int, now: int) -> None:
+    def _append_token(self, req: Req, token: int, now: int,
+                      in_flight: list[ForwardInput]) -> None:
         if req.finished and not self.cfg.hazards.no_finished_guard:
-            req.wasted_steps += 1                # lag one: it stopped before this step ran
+            # The finished-request guard (lag one): this request stopped before this step ran,
+            # so the token is dropped and the request is not finished (freed) a second time.
+            req.wasted_steps += 1
             self.wasted_tokens += 1
             return
         req.output_ids.append(token)
         if len(req.output_ids) == 1:
             req.first_token_ns = now
         if token in req.stop_ids:
-            self._finish(req, "stop", now)
+            self._finish(req, "stop", now, in_flight)
         elif len(req.output_ids) >= req.params.max_new_tokens:
-            self._finish(req, "length", now)
+            self._finish(req, "length", now, in_flight)
 
-    def _finish(self, req: Req, reason: str, now: int) -> None:
+    def _finish(self, req: Req, reason: str, now: int, in_flight: list[ForwardInput]) -> None:
         req.finished, req.finish_reason, req.finish_ns = True, reason, now
-        self.finished_reqs.append(req)
         if req in self.running:
             self.running.remove(req)
-        readers = [fi.batch.step for fi in self.ongoing if req.rid in fi.batch.rids]
+        readers = [fi.batch.step for fi in in_flight if req.rid in fi.batch.rids]
         if readers and not self.cfg.hazards.no_deferred_free:
             # Hazard 1 guard: queued batches still read this slot and its pages.
             self.deferred.append((max(readers), req))
@@ -308,11 +317,11 @@ class Scheduler:
         self.page_table[req.slot] = self.pages.total
 
 
-def _extra_cpu_work(us: int) -> None:
+def _extra_cpu_work(extra_cpu_us: int) -> None:
     """Real per-step CPU work (hashing, like detokenising and bookkeeping), not a sleep."""
-    if us <= 0:
+    if extra_cpu_us <= 0:
         return
-    deadline = time.perf_counter_ns() + us * 1000
+    deadline = time.perf_counter_ns() + extra_cpu_us * 1000
     x = 0
     while time.perf_counter_ns() < deadline:
         for i in range(50):

@@ -66,3 +66,13 @@ def stop_params_from_probe(engine, prompts, max_new_tokens: int, lo: int, hi: in
         params.append(SamplingParams(max_new_tokens=max_new_tokens, temperature=temperature,
                                      ignore_eos=True, stop_token_ids=(stop,)))
     return params
+
+
+def token_prompts(engine, prompts: list[str], tokens: int) -> list:
+    """Text prompts as they are, for a model with a tokenizer; a model without one (a checkpoint
+    that ships none) gets ``tokens`` deterministic token ids per prompt instead."""
+    if engine.tokenizer is not None:
+        return prompts
+    vocab = engine.spec.vocab_size
+    return [[(i * 7919 + j * 104729) % max(vocab - 16, 1) + min(8, vocab - 1) for j in range(tokens)]
+            for i in range(len(prompts))]

@@ -29,17 +29,21 @@ Interval = tuple[float, float]
 SpanLike = Span | Mapping[str, Any]
 
 # Scheduler-thread phases that are real CPU work (T_sched + T_post). ``wait`` (blocking on a copy)
-# and ``idle`` are time the CPU spends *not* working, so they are not part of the model's T_cpu.
+# is time the CPU spends *not* working, so it is not part of the model's T_cpu.
 CPU_WORK_PHASES = ("receive", "schedule", "launch", "process_last")
 FORWARD_PHASES = ("prefill", "decode")
 ENGINE_LANE = "engine_stream"
 
-METRIC_KEYS = (
+# The keys every schema-1 record has carried since the first one (readers may rely on them) ...
+SCHEMA1_METRIC_KEYS = (
     "tokens_per_s", "decode_tokens_per_s", "output_tokens", "wall_s", "steps",
     "gpu_busy_frac", "idle_us_total", "idle_gap_count", "mean_step_us", "mean_idle_per_step_us",
     "t_fwd_us", "t_cpu_us", "predicted_overlap_speedup",
     "ttft_ms_mean", "ttft_ms_p50", "tpot_ms_mean",
 )
+# ... and the ones added since (``run_record.upgrade_run`` computes them for older records).
+METRIC_KEYS = SCHEMA1_METRIC_KEYS + ("steady_step_us", "steady_busy_frac", "steady_steps",
+                                     "steady_prefill_frac")
 
 
 # ---- intervals ------------------------------------------------------------------------------
@@ -63,9 +67,11 @@ def _as_spans(spans: Iterable[SpanLike]) -> list[Span]:
     return [_as_span(s) for s in spans]
 
 
-def _lane_intervals(spans: Sequence[Span], lanes: Iterable[str]) -> list[Interval]:
+def _lane_intervals(spans: Iterable[SpanLike], lanes: Iterable[str]) -> list[Interval]:
+    """(start, end) of the spans on ``lanes``; Span objects and dicts alike, without converting."""
     wanted = set(lanes)
-    return [(s.start_us, s.end_us) for s in spans if s.lane in wanted]
+    return [(s.start_us, s.end_us) if isinstance(s, Span) else (s["start_us"], s["end_us"])
+            for s in spans if (s.lane if isinstance(s, Span) else s["lane"]) in wanted]
 
 
 def _extent(intervals: Sequence[Interval]) -> Interval | None:
@@ -81,7 +87,7 @@ def _clip(intervals: Iterable[Interval], window: Interval) -> list[Interval]:
 
 def _busy_and_window(spans: Iterable[SpanLike], lanes: Iterable[str],
                      window: Interval | None) -> tuple[list[Interval], Interval | None]:
-    intervals = _lane_intervals(_as_spans(spans), lanes)
+    intervals = _lane_intervals(spans, lanes)
     window = window if window is not None else _extent(intervals)
     if window is None:
         return [], None
@@ -206,6 +212,12 @@ def _model_times(spans: Sequence[Span], decode_steps: Iterable[int]) -> tuple[fl
     return fwd / len(steps), cpu_work / len(steps)
 
 
+def _steady_steps(spans: Sequence[Span], window: Interval | None) -> list[int]:
+    """The decode steps whose forward starts inside the steady window (all of them without one)."""
+    return [s.step for s in spans if s.lane == ENGINE_LANE and s.phase == "decode"
+            and s.step >= 0 and (window is None or window[0] <= s.start_us <= window[1])]
+
+
 def overlap_speedup(t_fwd_us: float, t_cpu_us: float, k: int = 1) -> float:
     """The article's model: serial ~ T_fwd + T_cpu, overlapped ~ max(T_fwd, T_cpu); 0.0 if 0/0.
     With k decode steps per scheduling iteration (multi-step) the CPU's share is T_cpu / k."""
@@ -249,7 +261,10 @@ def compute_metrics(spans: Iterable[SpanLike], outputs: Sequence[Any],
                     wall_us: float | None = None) -> dict[str, float | int]:
     """All metrics of one run (keys: ``METRIC_KEYS``). Undefined values are 0 / 0.0, never NaN.
 
-    ``wall_us`` defaults to the extent of all spans. See docs/run_record.md for each formula.
+    ``wall_us`` defaults to the extent of all spans. The article's terms (T_fwd, T_cpu, the
+    predicted speedup) and the measured step time are all taken over the same decode steps, those
+    of the steady window (``steady_window``), so the prediction and the measurement compare like
+    with like. See docs/run_record.md.
     """
     spans = _as_spans(spans)
     if wall_us is None:
@@ -260,7 +275,9 @@ def compute_metrics(spans: Iterable[SpanLike], outputs: Sequence[Any],
     durations = _step_durations(_step_extents(spans, gpu_lanes))
     decode_tokens = {step: n for step, n in _decode_tokens(spans).items() if step in durations}
     decode_us = sum(durations[step] for step in decode_tokens)
-    t_fwd, t_cpu = _model_times(spans, decode_tokens)
+    window = steady_window(spans)
+    steady = [step for step in _steady_steps(spans, window) if step in decode_tokens]
+    t_fwd, t_cpu = _model_times(spans, steady)
 
     gaps = idle_gaps(spans, gpu_lanes)
     idle_total = sum(e - s for s, e in gaps)
@@ -282,20 +299,38 @@ def compute_metrics(spans: Iterable[SpanLike], outputs: Sequence[Any],
         "ttft_ms_mean": _mean(ttft),
         "ttft_ms_p50": statistics.median(ttft) if ttft else 0.0,
         "tpot_ms_mean": _mean(tpot),
+        "steady_step_us": _mean([durations[step] for step in steady]),
+        "steady_busy_frac": busy_fraction(spans, gpu_lanes, window=window),
+        "steady_steps": len(steady),
+        "steady_prefill_frac": _prefill_share(spans, window),
     }
 
 
-def compare_runs(normal: Mapping[str, Any], overlap: Mapping[str, Any]) -> dict[str, float]:
-    """Overlap against the serial baseline, from two metrics dicts (or two runs holding them).
+def _prefill_share(spans: Sequence[Span], window: Interval | None) -> float:
+    """The share of the steady window covered by prefill forwards (new requests joining)."""
+    if window is None or window[1] <= window[0]:
+        return 0.0
+    prefill = [s for s in spans if s.lane == ENGINE_LANE and s.phase == "prefill"]
+    return busy_fraction(prefill, [ENGINE_LANE], window)
 
-    The prediction uses the *normal* run's T_fwd and T_cpu: that is what the model predicts
-    before overlapping. Ratios with a zero denominator are 0.0.
+
+def compare_runs(normal: Mapping[str, Any], overlap: Mapping[str, Any],
+                 decode_steps: int = 1) -> dict[str, float]:
+    """Overlap (or multi-step with k = ``decode_steps``) against the serial baseline, from two
+    metrics dicts (or two runs holding them).
+
+    ``predicted_speedup`` uses the *normal* run's T_fwd and T_cpu (what the model predicts before
+    overlapping) and ``measured_speedup`` is the ratio of the two runs' steady decode step times:
+    both per decode step, over the steady window. ``whole_run_speedup`` is the ratio of output
+    tokens/s over the whole runs (prefill, fill and drain included). A zero denominator gives 0.0.
     """
     normal = normal.get("metrics", normal)
     overlap = overlap.get("metrics", overlap)
     return {
-        "measured_speedup": _ratio(overlap["tokens_per_s"], normal["tokens_per_s"]),
-        "predicted_speedup": overlap_speedup(normal["t_fwd_us"], normal["t_cpu_us"]),
+        "measured_speedup": _ratio(normal["steady_step_us"], overlap["steady_step_us"]),
+        "predicted_speedup": overlap_speedup(normal["t_fwd_us"], normal["t_cpu_us"],
+                                             decode_steps),
+        "whole_run_speedup": _ratio(overlap["tokens_per_s"], normal["tokens_per_s"]),
         "busy_gain": overlap["gpu_busy_frac"] - normal["gpu_busy_frac"],
         "idle_saved_us": normal["idle_us_total"] - overlap["idle_us_total"],
     }

@@ -23,10 +23,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from record.metrics import METRIC_KEYS
-from record.timeline import GPU_LANES, Span
+from record.metrics import METRIC_KEYS, SCHEMA1_METRIC_KEYS, compute_metrics
+from record.timeline import GPU_LANES, LANES, Span
 
 SCHEMA = 1
+LOOPS = ("normal", "overlap", "multistep", "imported")
 ENV_KEYS = ("device_name", "torch_version", "python_version", "platform", "date")
 RUN_KEYS = ("mode", "label", "lanes", "gpu_lanes", "metrics", "spans", "outputs")
 SPAN_KEYS = ("lane", "phase", "step", "start_us", "end_us")
@@ -38,6 +39,52 @@ class RecordError(ValueError):
 
 
 # ---- making ---------------------------------------------------------------------------------
+
+def run_dict(loop: str, decode_steps: int, label: str, spans: Sequence[Span | Mapping[str, Any]],
+             metrics: Mapping[str, Any] | None = None, outputs: Sequence[Mapping[str, Any]] = (),
+             lanes: Sequence[str] = LANES, gpu_lanes: Sequence[str] = GPU_LANES,
+             host: Mapping[str, float] | None = None) -> dict[str, Any]:
+    """One run of a record. The only place a run dict is built, for a finished run and for the
+    partial run a live view draws (no metrics and no outputs yet).
+
+    ``loop`` is one of ``LOOPS``; ``decode_steps`` is k (1 unless multi-step). ``mode`` repeats the
+    loop's name for readers of schema 1 that know only that key. ``host`` says what else the
+    machine did meanwhile (``engine.host_load``), where that was measured.
+    """
+    run = {"mode": loop, "loop": loop, "decode_steps": int(decode_steps), "label": label,
+           "lanes": list(lanes), "gpu_lanes": list(gpu_lanes), "metrics": dict(metrics or {}),
+           "spans": [s.to_dict() if isinstance(s, Span) else dict(s) for s in spans],
+           "outputs": [dict(o) for o in outputs]}
+    if host:
+        run["host"] = dict(host)
+    return run
+
+
+def loop_of(run: Mapping[str, Any]) -> tuple[str, int]:
+    """(loop, k) of a run: its ``loop`` and ``decode_steps`` fields. Runs written before those
+    existed said ``"multistep-3"`` in ``mode``; this is the one place that form is read."""
+    if "loop" in run:
+        return str(run["loop"]), int(run.get("decode_steps") or 1)
+    text = str(run.get("mode", ""))
+    name, _, k = text.partition("-")
+    if name == "multistep" and k.isdigit():
+        return "multistep", int(k)
+    return (text, 1) if text in LOOPS else ("other", 1)
+
+
+def upgrade_run(run: dict[str, Any]) -> dict[str, Any]:
+    """Bring a run written by older code up to date, in place: ``loop`` and ``decode_steps``
+    fields, and every metric recomputed from its spans (one definition of each number, so an old
+    recording is measured exactly like a new one). Extra metrics (wasted tokens) are kept."""
+    if "loop" not in run or "decode_steps" not in run:
+        run["loop"], run["decode_steps"] = loop_of(run)
+    metrics = run.get("metrics") or {}
+    if metrics and any(key not in metrics for key in METRIC_KEYS):
+        wall = metrics.get("wall_s")
+        fresh = compute_metrics(run["spans"], run["outputs"], run.get("gpu_lanes") or GPU_LANES,
+                                wall_us=wall * 1e6 if _is_number(wall) and wall > 0 else None)
+        run["metrics"] = {**metrics, **fresh}
+    return run
 
 def default_env(**given: Any) -> dict[str, Any]:
     """The environment keys the standard library knows, overridden by ``given``.
@@ -63,7 +110,7 @@ def _normalize_run(run: Mapping[str, Any]) -> dict[str, Any]:
         out["lanes"] = list(dict.fromkeys(s["lane"] for s in out["spans"]))
     if "gpu_lanes" not in out:
         out["gpu_lanes"] = [lane for lane in out["lanes"] if lane in GPU_LANES]
-    return out
+    return upgrade_run(out)
 
 
 def make_record(env: Mapping[str, Any], config: Mapping[str, Any],
@@ -121,7 +168,7 @@ def _validate_run(run: Any, where: str) -> None:
     _check(isinstance(run["mode"], str), where, "mode must be a string")
     for key in ("lanes", "gpu_lanes", "spans", "outputs"):
         _check(isinstance(run[key], list), where, f"{key} must be a list")
-    _require(run["metrics"], METRIC_KEYS, f"{where}.metrics")
+    _require(run["metrics"], SCHEMA1_METRIC_KEYS, f"{where}.metrics")
     for key, value in run["metrics"].items():
         _check(value is None or _is_number(value), f"{where}.metrics",
                f"{key} must be a finite number or null")
@@ -132,7 +179,7 @@ def _validate_run(run: Any, where: str) -> None:
 
 
 def validate_record(d: Any) -> dict[str, Any]:
-    """Return ``d`` unchanged if it is a valid schema-1 record; raise ``RecordError`` if not."""
+    """Return ``d`` if it is a valid schema-1 record; raise ``RecordError`` if not."""
     _require(d, ("schema",), "record")
     _check(d["schema"] == SCHEMA, "record",
            f"schema {d['schema']!r} is not supported (this code reads schema {SCHEMA})")
@@ -142,6 +189,8 @@ def validate_record(d: Any) -> dict[str, Any]:
     _check(isinstance(d["runs"], list), "record.runs", "expected a list")
     for i, run in enumerate(d["runs"]):
         _validate_run(run, f"record.runs[{i}]")
+    for run in d["runs"]:
+        upgrade_run(run)
     return d
 
 

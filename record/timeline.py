@@ -2,7 +2,7 @@
 
 A *span* is one interval of work on one *lane*:
 
-- ``cpu``               the scheduler thread (receive, schedule, launch, wait, process_last, idle)
+- ``cpu``               the scheduler thread (receive, schedule, launch, wait, process_last)
 - ``scheduler_stream``  metadata uploads and the result copy
 - ``engine_stream``     forward (prefill / decode) and sampling
 
@@ -57,6 +57,21 @@ class Span:
         )
 
 
+@dataclass(frozen=True)
+class StampedSpan:
+    """A span stamped with ``perf_counter_ns`` by another process (the CPU device), not yet placed
+    on a run's clock: ``Timeline.add_stamped`` does that."""
+
+    lane: str
+    phase: str
+    step: int
+    start_ns: int
+    end_ns: int
+    batch_size: int = 0
+    num_tokens: int = 0
+    req_ids: tuple[int, ...] = ()
+
+
 @dataclass
 class _PendingGpuSpan:
     lane: str
@@ -83,12 +98,8 @@ class Timeline:
         self.t0_ns = time.perf_counter_ns()
         self._ref_event: Any = None
         self._ref_host_ns = 0
-        self.finished = False
 
     # ---- clock -------------------------------------------------------------------------------
-    def now_us(self) -> float:
-        return (time.perf_counter_ns() - self.t0_ns) / 1000.0
-
     def to_us(self, t_ns: int) -> float:
         return (t_ns - self.t0_ns) / 1000.0
 
@@ -116,13 +127,12 @@ class Timeline:
         with self._lock:
             self._pending.append(pending)
 
-    def add_device_spans(self, spans: list[tuple]) -> None:
-        """Spans stamped by the CPU device process:
-        (lane, phase, step, start_ns, end_ns, batch size, tokens, request ids)."""
+    def add_stamped(self, spans: list[StampedSpan]) -> None:
+        """Spans stamped by the CPU device process, placed on this run's clock."""
         if not self.enabled:
             return
-        converted = [Span(lane, phase, step, self.to_us(s), self.to_us(e), bs, nt, list(rids))
-                     for lane, phase, step, s, e, bs, nt, rids in spans]
+        converted = [Span(s.lane, s.phase, s.step, self.to_us(s.start_ns), self.to_us(s.end_ns),
+                          s.batch_size, s.num_tokens, list(s.req_ids)) for s in spans]
         with self._lock:
             self._spans.extend(converted)
 
@@ -149,6 +159,13 @@ class Timeline:
     def _event_to_us(self, event: Any) -> float:
         offset_ms = self._ref_event.elapsed_time(event)
         return (self._ref_host_ns - self.t0_ns) / 1000.0 + offset_ms * 1000.0
+
+    def since(self, cursor: int) -> tuple[list[Span], int]:
+        """Spans resolved after the first ``cursor`` ones, and the new cursor (for live views
+        that receive only what is new). Never blocks the writer for more than a list slice."""
+        self.resolve()
+        with self._lock:
+            return self._spans[cursor:], len(self._spans)
 
     def snapshot(self) -> list[Span]:
         """Spans resolved so far, sorted by start; safe to call while the run is in progress."""

@@ -17,7 +17,8 @@ def test_mode_all_runs_three_loops_and_records_them(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "max(T_fwd, T_cpu / 2)" in text and "max(T_fwd, T_cpu)" in text
     runs = json.loads(out.read_text())["runs"]
-    assert [r["mode"] for r in runs] == ["normal", "overlap", "multistep-2"]
+    assert [(r["loop"], r["decode_steps"]) for r in runs] == [("normal", 1), ("overlap", 1),
+                                                              ("multistep", 2)]
     tokens = [[o["token_ids"] for o in r["outputs"]] for r in runs]
     assert tokens[0] == tokens[1] == tokens[2]
 

@@ -13,8 +13,12 @@ import html
 from collections.abc import Callable
 from typing import Any
 
+from record.metrics import compare_runs, overlap_speedup
+from record.run_record import loop_of
 from viz.spans import display_labels
 from viz.text import t
+
+BELOW_PREDICTION = 0.8     # a measured speedup under this share of the prediction is explained
 
 _MS = 1e-3
 _ROWS: list[tuple[str, Callable[[float], str]]] = [
@@ -27,6 +31,8 @@ _ROWS: list[tuple[str, Callable[[float], str]]] = [
     ("idle_us_total", lambda v: f"{v * _MS:,.1f}"),
     ("idle_gap_count", lambda v: f"{v:,.0f}"),
     ("mean_step_us", lambda v: f"{v * _MS:.2f}"),
+    ("steady_step_us", lambda v: f"{v * _MS:.2f}"),
+    ("steady_busy_frac", lambda v: f"{100 * v:.1f}%"),
     ("mean_idle_per_step_us", lambda v: f"{v * _MS:.2f}"),
     ("t_fwd_us", lambda v: f"{v * _MS:.2f}"),
     ("t_cpu_us", lambda v: f"{v * _MS:.2f}"),
@@ -50,19 +56,23 @@ _STYLE = """<style>
 </style>"""
 
 
+def _loops(runs: list[dict[str, Any]]) -> list[str]:
+    return [loop_of(run)[0] for run in runs]
+
+
 def compared_pair(runs: list[dict[str, Any]]) -> tuple[int, int] | None:
     """Indices (baseline, candidate): the normal and overlap runs, else the first two runs."""
-    modes = [run.get("mode") for run in runs]
-    if "normal" in modes and "overlap" in modes:
-        return modes.index("normal"), modes.index("overlap")
+    loops = _loops(runs)
+    if "normal" in loops and "overlap" in loops:
+        return loops.index("normal"), loops.index("overlap")
     return (0, 1) if len(runs) == 2 else None
 
 
 def ratio_pairs(runs: list[dict[str, Any]]) -> list[tuple[int, int]]:
     """(baseline, candidate) for each ratio column: every other run against the normal run."""
-    modes = [run.get("mode") for run in runs]
-    if "normal" in modes and len(runs) > 1:
-        base = modes.index("normal")
+    loops = _loops(runs)
+    if "normal" in loops and len(runs) > 1:
+        base = loops.index("normal")
         return [(base, i) for i in range(len(runs)) if i != base]
     pair = compared_pair(runs)
     return [pair] if pair else []
@@ -94,10 +104,16 @@ def metrics_html(runs: list[dict[str, Any]], lang: str = "en") -> str:
     return _STYLE + _formula_html(runs, pair, lang) + multistep_html(runs, lang) + table
 
 
+def _loop_name(run: dict[str, Any]) -> str:
+    """"normal", "overlap", "multistep-3" (k included): a run's loop as a page attribute."""
+    loop, k = loop_of(run)
+    return f"{loop}-{k}" if loop == "multistep" else loop
+
+
 def _value_cell(run: dict[str, Any], key: str, value: Any, fmt: Callable[[float], str]) -> str:
     text = "–" if value is None else fmt(float(value))
     raw = "" if value is None else f"{float(value):.6g}"
-    mode = html.escape(str(run.get("mode", "")))
+    mode = html.escape(_loop_name(run))
     return (f'<td class="num" data-mode="{mode}" data-metric="{key}" data-value="{raw}">'
             f"{text}</td>")
 
@@ -109,64 +125,92 @@ def _ratio_cell(a: Any, b: Any) -> str:
 
 
 def _formula_html(runs: list[dict[str, Any]], pair: tuple[int, int] | None, lang: str) -> str:
-    base = runs[pair[0]] if pair else runs[0]
-    names = display_labels(runs)
-    base_name = names[pair[0]] if pair else names[0]
+    """The article's formula with the baseline's measured terms, the prediction, and the measured
+    speedup beside it: both per decode step over the steady window (like with like). The whole
+    run's tokens/s ratio follows, named as such, and a measurement far below its prediction is
+    explained with what the run could see."""
+    base_i = pair[0] if pair else 0
+    base, names = runs[base_i], display_labels(runs)
     m = base["metrics"]
-    if base.get("mode") == "imported" or m.get("t_fwd_us") is None or m.get("t_cpu_us") is None:
-        return ""  # a profiler trace has no scheduler phases to fill in T_sched + T_post
-    if str(base.get("mode", "")).startswith("multistep"):
-        return ""  # its CPU time per step is already shared by k forwards: not the serial terms
+    loop = loop_of(base)[0]
+    if loop not in ("normal", "overlap") or m.get("t_fwd_us") is None or m.get("t_cpu_us") is None:
+        return ""  # a trace has no scheduler phases; a multi-step run's CPU is already shared
     fwd, cpu = m["t_fwd_us"] * _MS, m["t_cpu_us"] * _MS
-    best = max(fwd, cpu)
-    predicted = m.get("predicted_overlap_speedup")
-    if predicted is None:
-        predicted = (fwd + cpu) / best if best > 0 else 0.0
+    predicted = overlap_speedup(m["t_fwd_us"], m["t_cpu_us"])
     lines = [
-        f"<i>{html.escape(t(lang, 'formula_terms').format(label=base_name))}</i>",
+        f"<i>{html.escape(t(lang, 'formula_terms').format(label=names[base_i]))}</i>",
         t(lang, "formula_serial").format(fwd=fwd, cpu=cpu, total=fwd + cpu),
-        t(lang, "formula_overlap").format(fwd=fwd, cpu=cpu, best=best),
+        t(lang, "formula_overlap").format(fwd=fwd, cpu=cpu, best=max(fwd, cpu)),
         "<b>" + t(lang, "formula_predicted").format(pred=predicted) + "</b>",
     ]
-    if pair:
-        a, b = runs[pair[0]]["metrics"], runs[pair[1]]["metrics"]
-        if a.get("tokens_per_s") and b.get("tokens_per_s") is not None:
-            measured = b["tokens_per_s"] / a["tokens_per_s"]
-            text = t(lang, "formula_measured").format(
-                a=html.escape(names[pair[0]]), b=html.escape(names[pair[1]]), meas=measured)
-            lines.append(f'<b data-metric="measured_speedup" data-value="{measured:.6g}">'
-                         f"{text}</b>")
+    if pair and _comparable(runs[pair[0]], runs[pair[1]]):
+        a, b = html.escape(names[pair[0]]), html.escape(names[pair[1]])
+        c = compare_runs(runs[pair[0]], runs[pair[1]])
+        lines.append(f'<b data-metric="measured_speedup" data-value="{c["measured_speedup"]:.6g}">'
+                     + t(lang, "formula_measured").format(a=a, b=b, meas=c["measured_speedup"])
+                     + "</b>")
+        lines.append(f'<span data-metric="whole_run_speedup" '
+                     f'data-value="{c["whole_run_speedup"]:.6g}">'
+                     + t(lang, "formula_whole").format(a=a, b=b, meas=c["whole_run_speedup"])
+                     + "</span>")
+        if c["measured_speedup"] < BELOW_PREDICTION * c["predicted_speedup"]:
+            lines.append(_why_below(runs[pair[1]], b, lang))
     return '<div class="ov-formula">' + "<br>".join(lines) + "</div>"
+
+
+def _comparable(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    return bool(a["metrics"].get("steady_step_us")) and bool(b["metrics"].get("steady_step_us"))
+
+
+def _why_below(run: dict[str, Any], name: str, lang: str) -> str:
+    """What the run itself saw that the formula leaves out: other load on the machine, a device
+    process that did not get its CPU, prefill inside the measured window."""
+    host, m = run.get("host") or {}, run["metrics"]
+    reasons = []
+    if _is_number(host.get("other_cpu_frac")):
+        reasons.append(t(lang, "why_other_load").format(
+            share=100 * host["other_cpu_frac"], cpus=int(host.get("cpus") or 0)))
+    if _is_number(host.get("device_cpu_frac")):
+        reasons.append(t(lang, "why_device_cpu").format(share=100 * host["device_cpu_frac"]))
+    if _is_number(m.get("steady_prefill_frac")) and m["steady_prefill_frac"] > 0:
+        reasons.append(t(lang, "why_prefill").format(share=100 * m["steady_prefill_frac"]))
+    text = t(lang, "why_below").format(label=name)
+    if reasons:
+        text += " " + t(lang, "why_measured") + " " + "; ".join(reasons) + "."
+    return f'<span class="ov-why" data-block="why-below">{text}</span>'
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def multistep_html(runs: list[dict[str, Any]], lang: str = "en") -> str:
     """With a multi-step run: ``max(T_fwd, (T_sched + T_post) / k)`` with the terms measured in
     the normal (else the overlap) run, the measured gain, and beside it the lag cost: wasted
     tokens and time to first token of every run."""
-    multi = [i for i, run in enumerate(runs) if str(run.get("mode", "")).startswith("multistep-")]
+    loops = _loops(runs)
+    multi = [i for i, loop in enumerate(loops) if loop == "multistep"]
     if not multi:
         return ""
     names = [html.escape(name) for name in display_labels(runs)]
-    modes = [run.get("mode") for run in runs]
-    base = modes.index("normal") if "normal" in modes else (
-        modes.index("overlap") if "overlap" in modes else None)
+    base = loops.index("normal") if "normal" in loops else (
+        loops.index("overlap") if "overlap" in loops else None)
     lines = []
     m = runs[base]["metrics"] if base is not None else {}
     if m.get("t_fwd_us") is not None and m.get("t_cpu_us") is not None:
         fwd, cpu = m["t_fwd_us"] * _MS, m["t_cpu_us"] * _MS
         for i in multi:
-            k = int(str(modes[i]).rpartition("-")[2])
-            best = max(fwd, cpu / k)
-            lines.append(t(lang, "formula_multistep").format(fwd=fwd, cpu=cpu, k=k, best=best))
-            pred = (fwd + cpu) / best if best > 0 else 0.0
+            k = loop_of(runs[i])[1]
+            lines.append(t(lang, "formula_multistep").format(fwd=fwd, cpu=cpu, k=k,
+                                                             best=max(fwd, cpu / k)))
+            pred = overlap_speedup(m["t_fwd_us"], m["t_cpu_us"], k)
             lines.append("<b>" + t(lang, "formula_multistep_pred").format(label=names[i], pred=pred)
                          + "</b>")
-            base_tps, tps = m.get("tokens_per_s"), runs[i]["metrics"].get("tokens_per_s")
-            if modes[base] == "normal" and base_tps and tps is not None:
-                text = t(lang, "formula_measured").format(a=names[base], b=names[i],
-                                                          meas=tps / base_tps)
+            if loops[base] == "normal" and _comparable(runs[base], runs[i]):
+                meas = compare_runs(runs[base], runs[i], k)["measured_speedup"]
+                text = t(lang, "formula_measured").format(a=names[base], b=names[i], meas=meas)
                 lines.append(f'<b data-metric="measured_speedup_multistep" '
-                             f'data-value="{tps / base_tps:.6g}">{text}</b>')
+                             f'data-value="{meas:.6g}">{text}</b>')
     wasted, ttft = [], []
     for i, run in enumerate(runs):
         metrics = run["metrics"]
@@ -201,7 +245,7 @@ def texts_html(runs: list[dict[str, Any]], lang: str = "en", limit: int = 4) -> 
         text = text or _ids_preview(out.get("token_ids", []))
         text = text if len(text) <= 240 else text[:240] + " …"
         tokens = f"{out.get('prompt_tokens', '–')} → {len(out.get('token_ids', []))}"
-        wasted = "".join(f'<td class="num" data-wasted="{html.escape(str(run.get("mode")))}">'
+        wasted = "".join(f'<td class="num" data-wasted="{html.escape(_loop_name(run))}">'
                          f'{_wasted(run, i)}</td>' for _, run in lagged)
         rows.append(f'<tr><td class="num">{i}</td><td>{badge}</td><td class="num">{tokens}</td>'
                     f'{wasted}<td class="ov-text">{html.escape(text)}</td></tr>')

@@ -16,25 +16,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from record.metrics import idle_gaps
+from record.run_record import loop_of
 from viz.lag import extra_steps, lag_marks
-from viz.spans import gpu_lanes, idle_gaps, step_range
+from viz.spans import gpu_lanes, step_range
 from viz.text import t
 
 FORWARD_PHASES = ("decode", "prefill")
 
 
 def loop_kind(run: dict[str, Any]) -> str:
-    """"normal", "overlap", "multistep" or "other" (an imported trace), from the run's mode."""
-    mode = str(run.get("mode", ""))
-    if mode.startswith("multistep"):
-        return "multistep"
-    return mode if mode in ("normal", "overlap") else "other"
-
-
-def multistep_k(run: dict[str, Any]) -> int:
-    """k of a "multistep-k" run; 1 otherwise."""
-    tail = str(run.get("mode", "")).rpartition("-")[2]
-    return int(tail) if loop_kind(run) == "multistep" and tail.isdigit() else 1
+    """"normal", "overlap", "multistep" or "other" (an imported trace, say)."""
+    loop = loop_of(run)[0]
+    return loop if loop in ("normal", "overlap", "multistep") else "other"
 
 
 def _find(spans: list[dict[str, Any]], lane: str | None, phases: tuple[str, ...],
@@ -133,7 +127,7 @@ def step_caption(run: dict[str, Any], step: int, lang: str = "en") -> str:
         text = t(lang, "cap_normal").format(n=step, fwd=fwd, proc=_ms(parts["process"]),
                                             idle=_idle_after(run, forward, step) / 1000.0)
     elif kind == "multistep":
-        k = multistep_k(run)
+        k = loop_of(run)[1]
         text = t(lang, "cap_multistep").format(n=step, fwd=fwd, k=k)
         batches = ", ".join(f"B{s['step']}" for s in parts["hidden"])
         text += (t(lang, "cap_multistep_under").format(batches=batches, hidden=hidden)
@@ -162,7 +156,7 @@ def _idle_after(run: dict[str, Any], forward: dict[str, Any], step: int) -> floa
                  and s["phase"] in FORWARD_PHASES and s.get("step", -1) > step]
     if not following:
         return 0.0
-    gaps = idle_gaps(spans, gpu_lanes(run), forward["end_us"], min(following))
+    gaps = idle_gaps(spans, gpu_lanes(run), (forward["end_us"], min(following)))
     return sum(b - a for a, b in gaps)
 
 

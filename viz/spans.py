@@ -1,16 +1,16 @@
-"""Interval arithmetic on a run's spans: lane order, GPU idle gaps, and step windows.
+"""A run's spans arranged for drawing: lane order, labels, step ranges and step windows.
 
-The GPU is idle where *no* GPU lane is busy, so idle time is measured on the union of the GPU
-lanes' intervals, never on a sum of durations (two streams overlapping each other would count
-twice). The engine computes the run's metrics once and ships them in the record; this module only
-finds the gaps to *draw* them, and the local numbers of a zoomed step window or of a run still in
-progress, which have no metrics of their own yet.
+Every number about the spans (GPU busy, idle gaps) comes from ``record.metrics``, the one place
+those are defined: the engine measured the whole run with it, and this module asks it about the
+pieces a view draws on its own (a zoomed step window, a run still in progress), which have no
+metrics of their own yet.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from record.metrics import busy_fraction, idle_gaps
 from viz.style import DEFAULT_GPU_LANES, STANDARD_LANES
 
 Interval = tuple[float, float]
@@ -47,51 +47,11 @@ def gpu_lanes(run: dict[str, Any]) -> list[str]:
     return list(lanes) if lanes is not None else list(DEFAULT_GPU_LANES)
 
 
-def union_intervals(intervals: list[Interval]) -> list[Interval]:
-    """Merge overlapping or touching intervals into a sorted, disjoint list."""
-    merged: list[list[float]] = []
-    for start, end in sorted(intervals):
-        if end < start:
-            start, end = end, start
-        if merged and start <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], end)
-        else:
-            merged.append([start, end])
-    return [(a, b) for a, b in merged]
-
-
 def time_range(spans: list[dict[str, Any]]) -> Interval:
     """(first start, last end) over all spans, in µs; (0, 0) for none."""
     if not spans:
         return (0.0, 0.0)
     return (min(s["start_us"] for s in spans), max(s["end_us"] for s in spans))
-
-
-def idle_gaps(spans: list[dict[str, Any]], lanes: list[str], t_start: float | None = None,
-              t_end: float | None = None) -> list[Interval]:
-    """Holes in the union of ``lanes``' spans inside [t_start, t_end].
-
-    The default range runs from the first start to the last end on those lanes (as the engine's
-    metrics do), so the drawn gaps add up to the record's ``idle_us_total``. A range with no busy
-    interval at all is one gap; zero-length holes are dropped.
-    """
-    lo, hi = time_range([s for s in spans if s["lane"] in lanes])
-    t_start = lo if t_start is None else t_start
-    t_end = hi if t_end is None else t_end
-    busy = union_intervals([(s["start_us"], s["end_us"]) for s in spans if s["lane"] in lanes])
-    gaps: list[Interval] = []
-    cursor = t_start
-    for start, end in busy:
-        if end <= cursor:
-            continue
-        if start >= t_end:
-            break
-        if start > cursor:
-            gaps.append((cursor, start))
-        cursor = max(cursor, end)
-    if cursor < t_end:
-        gaps.append((cursor, t_end))
-    return [(a, b) for a, b in gaps if b > a]
 
 
 def local_stats(run: dict[str, Any]) -> dict[str, float]:
@@ -102,19 +62,18 @@ def local_stats(run: dict[str, Any]) -> dict[str, float]:
     """
     spans = run.get("spans", [])
     lanes = gpu_lanes(run)
-    t_start, t_end = time_range([s for s in spans if s["lane"] in lanes])
+    window = None
     if "window" in run:
-        t_start, t_end = run["window"]["t_start_us"], run["window"]["t_end_us"]
-    gaps = idle_gaps(spans, lanes, t_start, t_end)
-    idle = sum(b - a for a, b in gaps)
-    span_us = t_end - t_start
+        window = (run["window"]["t_start_us"], run["window"]["t_end_us"])
+    gaps = idle_gaps(spans, lanes, window)
+    t_start, t_end = window or time_range([s for s in spans if s["lane"] in lanes])
     steps = {s["step"] for s in spans if s.get("step", -1) >= 0}
     return {
-        "idle_us_total": idle,
+        "idle_us_total": sum(b - a for a, b in gaps),
         "idle_gap_count": len(gaps),
-        "gpu_busy_frac": (1.0 - idle / span_us) if span_us > 0 else 0.0,
+        "gpu_busy_frac": busy_fraction(spans, lanes, window),
         "steps": len(steps),
-        "span_us": span_us,
+        "span_us": t_end - t_start,
     }
 
 

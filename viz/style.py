@@ -17,7 +17,6 @@ PHASE_COLORS: dict[str, str] = {
     "launch": "#6baed6",
     "wait": "#c9c9c9",
     "process_last": "#756bb1",
-    "idle": "#ececec",
     # scheduler_stream: metadata uploads and the result copy
     "upload": "#31a354",
     "copy": "#a1d99b",

@@ -97,9 +97,19 @@ The price is lag k: stop checks come up to k steps late, so finished requests ru
     "formula_overlap": "overlapped step ≈ max(T_fwd, T_sched + T_post) = max({fwd:.2f}, "
                        "{cpu:.2f}) = {best:.2f} ms",
     "formula_predicted": "predicted speedup: {pred:.2f}×",
-    "formula_measured": "measured speedup ({b} tokens/s ÷ {a} tokens/s): {meas:.2f}×",
-    "formula_terms": "terms measured in the {label} run",
-    "texts_title": "### Generated texts",
+    "formula_measured": "measured speedup per decode step ({a} step time ÷ {b} step time, "
+                        "same steady window): {meas:.2f}×",
+    "formula_whole": "whole run, output tokens/s ({b} ÷ {a}; prefill, fill and drain included): "
+                     "{meas:.2f}×",
+    "formula_terms": "terms per decode step, measured in the {label} run over its steady window "
+                     "(the middle 80% of its decode steps)",
+    "why_below": "The {label} run measured far less than the formula predicts.",
+    "why_measured": "What the run saw:",
+    "why_other_load": "other programs used {share:.0f}% of this machine's {cpus} cores meanwhile",
+    "why_device_cpu": "the device process had a core for {share:.0f}% of the time it was working",
+    "why_prefill": "prefill forwards filled {share:.0f}% of the steady window",
+    "m_steady_step_us": "decode step, steady window (ms)",
+    "m_steady_busy_frac": "GPU busy, steady window",
     "texts_same": "✓ The runs produced identical token ids for every request.",
     "texts_differ": "The runs' token ids differ (expected only with temperature > 0).",
     "col_request": "request",
@@ -218,9 +228,17 @@ _ZH: dict[str, str] = {
     "formula_overlap": "重叠一步 ≈ max(T_fwd, T_sched + T_post) = max({fwd:.2f}, {cpu:.2f}) = "
                        "{best:.2f} ms",
     "formula_predicted": "预测加速比：{pred:.2f}×",
-    "formula_measured": "实测加速比（{b} token/秒 ÷ {a} token/秒）：{meas:.2f}×",
-    "formula_terms": "各项取自 {label} 运行",
-    "texts_title": "### 生成文本",
+    "formula_measured": "每个解码步的实测加速比（{a} 每步时间 ÷ {b} 每步时间，同一稳定窗口）："
+                        "{meas:.2f}×",
+    "formula_whole": "整次运行的输出 token/秒（{b} ÷ {a}；含预填充、填充和收尾）：{meas:.2f}×",
+    "formula_terms": "每个解码步的各项，取自 {label} 运行的稳定窗口（解码步中间的 80%）",
+    "why_below": "{label} 运行的实测结果远低于公式的预测。",
+    "why_measured": "这次运行观察到：",
+    "why_other_load": "其他程序同时占用了本机 {cpus} 个核心的 {share:.0f}%",
+    "why_device_cpu": "设备进程在工作时只有 {share:.0f}% 的时间拿到了核心",
+    "why_prefill": "预填充前向占了稳定窗口的 {share:.0f}%",
+    "m_steady_step_us": "解码步时间，稳定窗口（ms）",
+    "m_steady_busy_frac": "GPU 忙碌比例，稳定窗口",
     "texts_same": "✓ 两次运行对每个请求生成了完全相同的 token id。",
     "texts_differ": "两次运行的 token id 不同（仅在 temperature > 0 时属正常）。",
     "col_request": "请求",

@@ -146,6 +146,16 @@ so when a run happened not to show the fault. It uses the model and device chose
     "lab_leak": "Leak after the run",
     "lab_where": "{device} · model {model} · seed {seed}",
     "lab_failed": "The lab run failed: {error}",
+    "lab_what_page": "KV page",
+    "lab_what_slot": "request slot",
+    "lab_held_by_other": "held by another request",
+    "lab_already_free": "already free",
+    "lab_double_free_detail": "{what} {item} freed by request {request}, but it was {state}",
+    "lab_leak_detail": "{pages} pages and {slots} request slots still held",
+    "lab_note_cuda": "This race needs two CUDA streams: on the CPU backend the device process "
+                     "executes commands in order, like a single stream, so it cannot happen there.",
+    "lab_note_not_shown": "No fault this time: the race window did not open in this run (timing "
+                          "dependent). Run it again, or try another seed.",
 }
 
 ZH: dict[str, str] = {
@@ -270,22 +280,55 @@ ZH: dict[str, str] = {
     "lab_leak": "运行后的泄漏",
     "lab_where": "{device} · 模型 {model} · 种子 {seed}",
     "lab_failed": "实验室运行失败：{error}",
+    "lab_what_page": "KV 页",
+    "lab_what_slot": "请求槽",
+    "lab_held_by_other": "被另一个请求持有",
+    "lab_already_free": "已经是空闲的",
+    "lab_double_free_detail": "请求 {request} 释放了{what} {item}，但它{state}",
+    "lab_leak_detail": "仍有 {pages} 个页和 {slots} 个请求槽未释放",
+    "lab_note_cuda": "这个竞争需要两条 CUDA stream：在 CPU 后端，设备进程按顺序执行命令，就像只有"
+                     "一条 stream，所以不会发生。",
+    "lab_note_not_shown": "这次没有出现故障：这次运行中竞争窗口没有打开（与时序有关）。再运行一次，"
+                          "或换一个种子。",
 }
 
-# The hazard lab's switches are named and explained by the engine (engine/hazard_lab.py), in
-# English; these are their Chinese versions, (title, what it guards), by switch name.
-HAZARD_ZH: dict[str, tuple[str, str]] = {
-    "no_wait_stream": (
-        "去掉 engine_stream.wait_stream(scheduler_stream)",
-        "元数据 → 前向：前向可能在批次的槽位、位置和页表上传完成之前就读取它们"),
-    "no_deferred_free": (
-        "请求结束后立即释放其槽位和页",
-        "第 n 步释放的槽位/页被分给新请求并在 scheduler stream 上写入，而已经排队的滞后一轮的 "
-        "forward(n) 仍在向其中写"),
-    "single_host_buffer": (
-        "只用一个主机结果缓冲区，而不是环形缓冲",
-        "批次 n+1 的异步回传落进了 CPU 仍在读取批次 n 的同一个缓冲区"),
-    "no_finished_guard": (
-        "去掉 finished_reqs 保护",
-        "一个已经停止的请求滞后一轮多出的 token 被追加，并且该请求被第二次结束（和释放）"),
+# The hazard lab's switches, (title, what the safeguard guards), by language and switch name.
+HAZARD_NAMES: dict[str, dict[str, tuple[str, str]]] = {
+    "en": {
+        "no_wait_stream": (
+            "Remove engine_stream.wait_stream(scheduler_stream)",
+            "metadata -> forward: the forward may read a batch's slots, positions and page table "
+            "before their upload has landed"),
+        "no_deferred_free": (
+            "Free a finished request's slot and pages at once",
+            "a slot/page freed at step n is handed to a new request and written on the scheduler "
+            "stream while the lag-one forward(n), already queued, still writes into it"),
+        "single_host_buffer": (
+            "One host result buffer instead of a ring",
+            "the host copy of a step's tokens: with one buffer, the result copy of batch n+1 "
+            "(queued right behind its forward) overwrites batch n's tokens before the CPU, one "
+            "step behind, has read them, so the CPU appends step n+1's tokens as step n's"),
+        "no_finished_guard": (
+            "Drop the finished-request guard",
+            "the lag-one extra token of a request that already stopped is appended (tokens after "
+            "the stop) and the request is finished, and freed, a second time"),
+    },
+    "zh": {
+        "no_wait_stream": (
+            "去掉 engine_stream.wait_stream(scheduler_stream)",
+            "元数据 → 前向：前向可能在批次的槽位、位置和页表上传完成之前就读取它们"),
+        "no_deferred_free": (
+            "请求结束后立即释放其槽位和页",
+            "第 n 步释放的槽位/页被分给新请求并在 scheduler stream 上写入，而已经排队的滞后一轮的 "
+            "forward(n) 仍在向其中写"),
+        "single_host_buffer": (
+            "只用一个主机结果缓冲区，而不是环形缓冲",
+            "每步 token 的主机副本：只有一个缓冲区时，批次 n+1 的结果回传（紧跟在它的前向之后排队）"
+            "会在落后一步的 CPU 读取批次 n 的 token 之前把它们覆盖，于是 CPU 把第 n+1 步的 token "
+            "当成第 n 步的追加"),
+        "no_finished_guard": (
+            "去掉“已结束请求”保护",
+            "一个已经停止的请求滞后一轮多出的 token 被追加（停止之后仍有 token），并且该请求被第二次"
+            "结束（和释放）"),
+    },
 }

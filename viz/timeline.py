@@ -15,16 +15,9 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from record.metrics import busy_fraction, idle_gaps
 from viz.lag import extra_steps, lag_marks
-from viz.spans import (
-    display_labels,
-    gpu_lanes,
-    idle_gaps,
-    local_stats,
-    ordered_lanes,
-    time_range,
-    window_run,
-)
+from viz.spans import display_labels, gpu_lanes, local_stats, ordered_lanes, time_range, window_run
 from viz.style import (
     IDLE_FILL,
     IDLE_LINE,
@@ -104,7 +97,7 @@ def add_run(fig: go.Figure, run: dict[str, Any], lanes: list[str], row: int, off
     t_start, t_end = time_range(spans)
     if "window" in run:
         t_start, t_end = run["window"]["t_start_us"], run["window"]["t_end_us"]
-        gaps = idle_gaps(spans, gpu, t_start, t_end)
+        gaps = idle_gaps(spans, gpu, (t_start, t_end))
     else:
         gaps = idle_gaps(spans, gpu)
     if gaps and gpu:
@@ -142,11 +135,9 @@ def _tick(run: dict[str, Any], lane: str, lang: str) -> str:
     t_start, t_end = time_range(spans)
     if "window" in run:
         t_start, t_end = run["window"]["t_start_us"], run["window"]["t_end_us"]
-    gaps = idle_gaps(spans, [lane], t_start, t_end)
-    span_us = t_end - t_start
-    if span_us <= 0 or not spans:
+    if t_end <= t_start or not spans:
         return lane
-    busy = 100.0 * (1.0 - sum(b - a for a, b in gaps) / span_us)
+    busy = 100.0 * busy_fraction(spans, [lane], (t_start, t_end))
     return t(lang, "lane_busy").format(lane=lane, busy=busy)
 
 

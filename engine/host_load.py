@@ -1,0 +1,63 @@
+"""What else the machine did during a run: the CPU time of other programs, and of our device.
+
+The article's formula assumes the scheduler and the device each have a processor to themselves.
+On a small, shared machine they may not, and a run then measures less than the formula predicts.
+These numbers let the page say why instead of leaving a contradiction: read from ``/proc`` (Linux)
+at a run's start and end, they cost microseconds and nothing in between.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class CpuSnapshot:
+    wall_s: float
+    machine_busy_s: float          # every core's non-idle time, all programs
+    ours_s: dict[int, float]       # CPU time of each of our processes, by pid
+
+
+def _ticks() -> float:
+    return float(os.sysconf("SC_CLK_TCK"))
+
+
+def _machine_busy_s() -> float:
+    with open("/proc/stat") as f:
+        fields = [float(x) for x in f.readline().split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0.0)      # idle + iowait
+    return (sum(fields[:8]) - idle) / _ticks()                       # guest time is inside user
+
+
+def _process_s(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rpartition(")")[2].split()
+    return (float(fields[11]) + float(fields[12])) / _ticks()        # utime + stime
+
+
+def snapshot(pids: list[int]) -> CpuSnapshot | None:
+    """CPU counters now; ``None`` where ``/proc`` cannot be read (not Linux, a sandbox)."""
+    try:
+        return CpuSnapshot(time.monotonic(), _machine_busy_s(), {p: _process_s(p) for p in pids})
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def host_report(start: CpuSnapshot | None, end: CpuSnapshot | None, device_pid: int | None,
+                device_busy_s: float) -> dict[str, float]:
+    """``other_cpu_frac``: the share of all cores that other programs used between the two
+    snapshots; ``device_cpu_frac``: the device process's CPU time over the time it was working
+    (its spans' union), about 1.0 when nothing took its core away; ``cpus``: cores online."""
+    if start is None or end is None or end.wall_s <= start.wall_s:
+        return {}
+    cpus = os.cpu_count() or 1
+    wall = end.wall_s - start.wall_s
+    ours = sum(end.ours_s.get(pid, 0.0) - t for pid, t in start.ours_s.items())
+    other = max(0.0, (end.machine_busy_s - start.machine_busy_s) - ours)
+    report = {"cpus": float(cpus), "other_cpu_frac": min(1.0, other / (wall * cpus))}
+    if device_pid is not None and device_pid in start.ours_s and device_busy_s > 0:
+        used = end.ours_s.get(device_pid, 0.0) - start.ours_s[device_pid]
+        report["device_cpu_frac"] = min(1.0, used / device_busy_s)
+    return report

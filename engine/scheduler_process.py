@@ -1,0 +1,332 @@
+"""The scheduler process: the engine's loops run in a process of their own, away from the server.
+
+SGLang runs its HTTP server and tokenizer (TokenizerManager), its Scheduler and its Detokenizer as
+separate processes. One reason is the GIL: a Python thread beside a busy web server shares one
+interpreter lock with it, so every redraw or JSON encode the server does is time the scheduler
+cannot run, and the GPU idles while it waits. Measured here: the same first click gave 85% GPU
+busy with the scheduler as a thread in the Gradio process, and as much as the CLI with it in a
+process of its own (README, "The app and the CLI").
+
+    web server process  --LiveRunRequest-->  scheduler process  --StepCommand-->  device process
+    (Gradio, HTTP API)  <--SpanBatch, ...--  (Engine, loops,    <--StepDone-----  (CPU only: model,
+                                              timeline)                            KV cache, pool)
+
+``SchedulerClient`` is the server's side: it starts the process (spawned, long-lived: the model is
+loaded once), sends one request at a time and yields its events. If the process dies, the request
+in progress fails within a second with a clear message and the next one starts a new process.
+``InlineScheduler`` serves the same requests from a thread of the calling process: for ZeroGPU,
+where the GPU exists only inside a ``spaces.GPU`` call, itself already a process of its own.
+
+``plan_placement`` decides which cores each process may use on a small machine.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import queue
+import signal
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from engine.messages import (
+    CancelRequest,
+    LabFinished,
+    RequestFailed,
+    RunFinished,
+    SchedulerReady,
+    Warmed,
+)
+from engine.proc_watch import exit_text, is_stopped
+
+FINAL = (RunFinished, LabFinished, Warmed, RequestFailed)
+POLL_S = 0.2                     # how often a waiting client looks at the process
+START_TIMEOUT_S = 120.0          # importing torch on a slow, busy 2-core machine
+
+
+class SchedulerDied(RuntimeError):
+    """The scheduler process died or stopped; the message says how. The next request restarts it."""
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Cores each process may run on (empty: wherever the OS puts it)."""
+
+    scheduler: tuple[int, ...] = ()
+    device: tuple[int, ...] = ()
+    server: tuple[int, ...] = ()
+
+    def describe(self) -> str:
+        def cores(cpus: tuple[int, ...]) -> str:
+            return "any core" if not cpus else (f"core {cpus[0]}" if len(cpus) == 1 else
+                                                f"cores {','.join(map(str, cpus))}")
+        return (f"scheduler on {cores(self.scheduler)}, CPU device process on "
+                f"{cores(self.device)}, web server on {cores(self.server)}")
+
+
+def plan_placement(cpus: list[int] | None = None) -> Placement:
+    """The CPU device process gets a core to itself (it is busy all the time in the overlap
+    loop), the scheduler another; the web server shares the scheduler's core on a 2-core machine
+    (the scheduler waits on the device for part of every step) and gets the rest on a larger one.
+    One core: no pinning at all."""
+    cpus = sorted(cpus if cpus is not None else os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        return Placement()
+    device, scheduler = (cpus[-1],), (cpus[0],)
+    rest = tuple(c for c in cpus if c not in device + scheduler)
+    return Placement(scheduler=scheduler, device=device, server=rest or scheduler)
+
+
+def _pin(cpus: tuple[int, ...]) -> None:
+    if cpus:
+        try:
+            os.sched_setaffinity(0, cpus)
+        except OSError:
+            pass                     # a container that forbids it: run wherever we are put
+
+
+def pin_server(placement: Placement) -> None:
+    """Keep the calling (web server) process off the device process's core."""
+    _pin(placement.server)
+
+
+# ---- the process ------------------------------------------------------------------------------
+
+def scheduler_main(conn: Any, placement: Placement) -> None:
+    """The scheduler process: serve requests from ``conn`` one at a time until it closes."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)      # Ctrl-C is the server's to handle
+    _pin(placement.scheduler)
+    import torch
+
+    from engine.service import SchedulerService
+
+    cuda = torch.cuda.is_available()
+    name = torch.cuda.get_device_name() if cuda else "CPU"
+    service = SchedulerService(device_cpus=placement.device)
+    send_lock = threading.Lock()
+
+    def emit(event: Any) -> None:
+        with send_lock:                   # the reporter thread sends too
+            conn.send(event)
+
+    try:
+        emit(SchedulerReady(os.getpid(), cuda, name, placement.describe()))
+        while True:
+            try:
+                request = conn.recv()
+            except (EOFError, OSError):
+                return                     # the server is gone
+            if isinstance(request, CancelRequest):
+                continue                   # it arrived after its request had ended
+            cancelled = threading.Event()
+            watcher = _CancelWatcher(conn, cancelled)
+            watcher.start()
+            try:
+                service.handle(request, emit, cancelled)
+            finally:
+                watcher.stop()
+    except (BrokenPipeError, OSError):
+        return
+    finally:
+        service.close()
+
+
+class _CancelWatcher(threading.Thread):
+    """Reads the pipe while a request runs: a ``CancelRequest`` sets ``cancelled``."""
+
+    def __init__(self, conn: Any, cancelled: threading.Event) -> None:
+        super().__init__(name="cancel-watcher", daemon=True)
+        self.conn, self.cancelled, self.done = conn, cancelled, threading.Event()
+
+    def run(self) -> None:
+        while not self.done.is_set():
+            try:
+                if self.conn.poll(0.1) and isinstance(self.conn.recv(), CancelRequest):
+                    self.cancelled.set()
+            except (EOFError, OSError):
+                self.cancelled.set()       # the server is gone: stop the run
+                return
+
+    def stop(self) -> None:
+        self.done.set()
+        self.join()
+
+
+# ---- the server's side ------------------------------------------------------------------------
+
+class SchedulerClient:
+    """Starts the scheduler process and talks to it; one request at a time (a lock)."""
+
+    def __init__(self, placement: Placement | None = None) -> None:
+        self.placement = placement or Placement()
+        self._proc: Any = None
+        self._conn: Any = None
+        self._ready: SchedulerReady | None = None
+        self._lock = threading.Lock()            # one request at a time
+        self._send_lock = threading.Lock()       # submit and cancel may send from two threads
+        self.restarts = 0
+
+    # ---- life cycle -------------------------------------------------------------------------
+    def start(self) -> None:
+        """Start the process if it is not running (returns at once; ``ready`` waits for it)."""
+        if self._proc is not None and self._proc.is_alive():
+            return
+        self._discard()
+        ctx = mp.get_context("spawn")
+        self._conn, child = ctx.Pipe(duplex=True)
+        self._proc = ctx.Process(target=scheduler_main, args=(child, self.placement),
+                                 daemon=True, name="overlap-demo-scheduler")
+        self._proc.start()
+        child.close()                 # only the child holds its end: its death reads as EOF
+
+    def ready(self, timeout_s: float = START_TIMEOUT_S) -> SchedulerReady:
+        """What the process reported when it came up (starting it if needed)."""
+        with self._lock:
+            return self._ensure_ready(timeout_s)
+
+    def _ensure_ready(self, timeout_s: float = START_TIMEOUT_S) -> SchedulerReady:
+        self.start()
+        if self._ready is None:
+            event = self._next(timeout_s, "starting")
+            if not isinstance(event, SchedulerReady):
+                raise SchedulerDied(f"the scheduler process sent {type(event).__name__} "
+                                    "instead of starting")
+            self._ready = event
+        return self._ready
+
+    @property
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.is_alive()
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    def close(self) -> None:
+        self._discard()
+
+    def _discard(self) -> None:
+        """End the process (if any) and forget it; the next request starts a new one."""
+        if self._conn is not None:
+            self._conn.close()
+        if self._proc is not None:
+            self._proc.join(timeout=2)       # EOF on its pipe ends it
+            if self._proc.is_alive():
+                self._proc.kill()
+            self._proc.join(timeout=5)
+        self._proc = self._conn = self._ready = None
+
+    # ---- requests ---------------------------------------------------------------------------
+    def submit(self, request: Any) -> Iterator[Any]:
+        """Send ``request`` and yield its events until the final one (which is yielded too).
+
+        Raises ``SchedulerDied`` if the process dies or stops meanwhile. A caller that stops
+        iterating early cancels the request, so the next one starts from a clean pipe.
+        """
+        with self._lock:
+            self._ensure_ready()
+            self._send(request)
+            finished = False
+            try:
+                while not finished:
+                    event = self._next(None, "running a request")
+                    finished = isinstance(event, FINAL)
+                    yield event
+            finally:
+                if not finished and self.alive:
+                    self._abandon()
+
+    def cancel(self) -> None:
+        """Ask the request in progress to stop at its next scheduler iteration."""
+        if self.alive:
+            try:
+                self._send(CancelRequest())
+            except (BrokenPipeError, OSError):
+                pass
+
+    def _send(self, message: Any) -> None:
+        try:
+            with self._send_lock:
+                self._conn.send(message)
+        except (BrokenPipeError, OSError) as error:
+            why = self._death_text()
+            self._discard()
+            raise SchedulerDied(why) from error
+
+    def _abandon(self) -> None:
+        """Cancel the request and read its events up to the final one (or restart)."""
+        self.cancel()
+        try:
+            while not isinstance(self._next(30.0, "stopping a request"), FINAL):
+                pass
+        except SchedulerDied:
+            pass
+
+    def _next(self, timeout_s: float | None, doing: str) -> Any:
+        """The next event; ``SchedulerDied`` when the process dies, stops or misses a deadline."""
+        waited = 0.0
+        while True:
+            try:
+                if self._conn.poll(POLL_S):
+                    return self._conn.recv()
+            except (EOFError, OSError):
+                why = self._death_text()
+                self._discard()
+                raise SchedulerDied(f"the scheduler process {why} while {doing}") from None
+            waited += POLL_S
+            if not self._proc.is_alive():
+                why = self._death_text()
+                self._discard()
+                raise SchedulerDied(f"the scheduler process {why} while {doing}")
+            if is_stopped(self._proc.pid):
+                self._discard()
+                raise SchedulerDied(f"the scheduler process was stopped (SIGSTOP?) while {doing}")
+            if timeout_s is not None and waited > timeout_s:
+                self._discard()
+                raise SchedulerDied(f"the scheduler process did not answer in {timeout_s:.0f} s "
+                                    f"while {doing}")
+
+    def _death_text(self) -> str:
+        if self._proc is None:
+            return "is not running"
+        self._proc.join(timeout=1.0)
+        self.restarts += 1
+        return f"ended ({exit_text(self._proc)})"
+
+
+class InlineScheduler:
+    """The same service in a thread of this process (ZeroGPU: GPU work must run inside the
+    ``spaces.GPU`` call, which is itself a separate process from the web server)."""
+
+    def __init__(self) -> None:
+        from engine.service import SchedulerService
+
+        self.service = SchedulerService()
+        self._lock = threading.Lock()
+        self._cancelled = threading.Event()
+
+    def submit(self, request: Any) -> Iterator[Any]:
+        with self._lock:
+            events: queue.Queue = queue.Queue()
+            self._cancelled = threading.Event()
+            worker = threading.Thread(target=self.service.handle,
+                                      args=(request, events.put, self._cancelled), daemon=True)
+            worker.start()
+            finished = False
+            try:
+                while not finished:
+                    event = events.get()
+                    finished = isinstance(event, FINAL)
+                    yield event
+            finally:
+                if not finished:
+                    self._cancelled.set()
+                worker.join()
+
+    def cancel(self) -> None:
+        self._cancelled.set()
+
+    def close(self) -> None:
+        self.service.close()

@@ -1,0 +1,173 @@
+"""What the scheduler process does with each request, whatever carries the messages.
+
+``SchedulerService.handle(request, emit, cancelled)`` runs one request to its end and reports
+through ``emit`` (one of the events of ``engine.messages``). It keeps one engine per device (the
+model loaded once), built for the request's configuration and rebuilt only when that changes;
+per-call settings (the loops, extra CPU work, k) never rebuild it.
+
+A live run streams its spans while it runs: a reporter thread wakes every ``REPORT_S``, takes the
+spans recorded since its last look and emits them as one ``SpanBatch``. That is all the live view
+costs the scheduler: a few hundred µs of this process's time per report, and no drawing at all
+(the web server draws, in its own process).
+"""
+
+from __future__ import annotations
+
+import threading
+import traceback
+from collections.abc import Callable
+from dataclasses import asdict, replace
+from typing import Any
+
+from engine.config import EngineConfig, SamplingParams
+from engine.messages import (
+    LabFinished,
+    LabRequest,
+    LiveRunRequest,
+    LoopFinished,
+    Progress,
+    RequestFailed,
+    RunFinished,
+    SpanBatch,
+    Warmed,
+    WarmRequest,
+)
+from record.timeline import Timeline
+
+REPORT_S = 0.25                 # how often a live run's new spans are sent
+LAB_MAX_SEQ_LEN = 96            # the lab's prompts are at most 48 tokens, and it asks for 12 more
+
+Emit = Callable[[Any], None]
+
+
+class Cancelled(Exception):
+    """The request was cancelled before its run started."""
+
+
+class SchedulerService:
+    def __init__(self, device_cpus: tuple[int, ...] = ()) -> None:
+        self.device_cpus = device_cpus      # where a CPU device process may run (placement)
+        self.engines: dict[str, tuple[EngineConfig, Any]] = {}      # device -> (config, Engine)
+        self.references: dict[str, tuple[EngineConfig, Any]] = {}   # the lab's reference engines
+
+    # ---- dispatch -----------------------------------------------------------------------------
+    def handle(self, request: Any, emit: Emit, cancelled: threading.Event) -> None:
+        """Run ``request``; every outcome, failures included, ends in exactly one final event."""
+        from engine.process_device import DeviceError
+        from engine.scheduler import RunCancelled
+
+        try:
+            if isinstance(request, LiveRunRequest):
+                self._live(request, emit, cancelled)
+            elif isinstance(request, LabRequest):
+                self._lab(request, emit)
+            elif isinstance(request, WarmRequest):
+                engine = self._engine(request.engine, self.engines)
+                emit(Warmed(engine.device_label()))
+            else:
+                emit(RequestFailed("invalid", f"unknown request {type(request).__name__}"))
+        except (RunCancelled, Cancelled):
+            emit(RequestFailed("cancelled", "the run was stopped"))
+        except DeviceError as error:
+            emit(RequestFailed("device", str(error)))
+        except ValueError as error:                      # bad input, named by the engine
+            emit(RequestFailed("invalid", str(error)))
+        except Exception as error:  # noqa: BLE001 - the server must hear about anything
+            emit(RequestFailed("error", f"{type(error).__name__}: {error}\n"
+                                        f"{traceback.format_exc(limit=4)}"))
+
+    def close(self) -> None:
+        for cache in (self.engines, self.references):
+            for _, engine in cache.values():
+                engine.close()
+            cache.clear()
+
+    # ---- engines ------------------------------------------------------------------------------
+    def _engine(self, config: EngineConfig, cache: dict[str, tuple[EngineConfig, Any]]) -> Any:
+        """The cached engine for this configuration; a different one on the device replaces it."""
+        from engine import Engine
+
+        if self.device_cpus and not config.device_cpus:
+            config = replace(config, device_cpus=self.device_cpus)
+        key = config.device
+        cached = cache.get(key)
+        if cached and cached[0] == config:
+            return cached[1]
+        if cached:
+            cache.pop(key)
+            cached[1].close()
+        engine = Engine(config)
+        cache[key] = (config, engine)
+        return engine
+
+    # ---- a live run ---------------------------------------------------------------------------
+    def _live(self, request: LiveRunRequest, emit: Emit, cancelled: threading.Event) -> None:
+        from engine.workload import stop_params_from_probe, token_prompts
+        from record.run_record import make_record
+
+        emit(Progress("loading"))
+        engine = self._engine(request.engine, self.engines)
+        label = engine.device_label()
+        prompts = token_prompts(engine, request.prompts, request.prompt_tokens)
+        params: SamplingParams | list[SamplingParams] = request.params
+        if request.stop_early:
+            emit(Progress("probe", detail=label))
+            new = request.params.max_new_tokens
+            params = stop_params_from_probe(engine, prompts, new, lo=new // 4, hi=new,
+                                            temperature=request.params.temperature)
+        runs = []
+        for index, loop in enumerate(request.loops):
+            if cancelled.is_set():
+                raise Cancelled()
+            emit(Progress("run", loop, index, len(request.loops), label))
+            k = request.decode_steps if loop == "multistep" else 1
+            result = _run_reported(engine, prompts, params, loop, k, request.extra_cpu_us,
+                                   index, emit, cancelled)
+            runs.append(result.to_run_dict())
+            emit(LoopFinished(index, runs[-1]))
+        config = {**engine.config.to_dict(), **request.workload,
+                  "extra_cpu_us": request.extra_cpu_us, "loops": list(request.loops),
+                  "stop_tokens_from_probe": request.stop_early}
+        if "multistep" in request.loops:
+            config["decode_steps"] = request.decode_steps
+        emit(RunFinished(make_record(engine.env_info(), config, runs)))
+
+    # ---- the hazard lab -----------------------------------------------------------------------
+    def _lab(self, request: LabRequest, emit: Emit) -> None:
+        from engine.hazard_lab import run_hazard
+
+        emit(Progress("loading"))
+        # float32 everywhere: the faulty run is compared token for token with the normal loop,
+        # and bfloat16 rounding can differ with batch composition, which lag one changes.
+        base = EngineConfig(model=request.model, device=request.device,
+                            max_seq_len=LAB_MAX_SEQ_LEN, seed=0, dtype="float32")
+        reference = self._engine(replace(base, overlap=False,
+                                         max_batch_size=min(base.max_batch_size, 4)),
+                                 self.references)
+        emit(Progress("run", "lab", detail=reference.device_label()))
+        report = run_hazard(base, request.switch, seed=request.seed, ref_engine=reference)
+        emit(LabFinished(asdict(report)))
+
+
+def _run_reported(engine: Any, prompts: list[Any], params: Any, loop: str, k: int,
+                  extra_cpu_us: int, index: int, emit: Emit, cancelled: threading.Event) -> Any:
+    """One loop's run, its new spans emitted every ``REPORT_S`` by a reporter thread."""
+    timeline = Timeline()
+    done = threading.Event()
+
+    def report() -> None:
+        cursor = 0
+        while not done.wait(REPORT_S):
+            spans, cursor = timeline.since(cursor)
+            if spans:
+                emit(SpanBatch(index, spans))
+
+    reporter = threading.Thread(target=report, name="span-reporter", daemon=True)
+    reporter.start()
+    try:
+        return engine.generate(prompts, params, overlap=loop != "normal", timeline=timeline,
+                               extra_cpu_us=extra_cpu_us, decode_steps=k,
+                               should_stop=cancelled.is_set)
+    finally:
+        done.set()
+        reporter.join(timeout=max(1.0, 2 * REPORT_S))

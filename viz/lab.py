@@ -1,0 +1,100 @@
+"""The hazard lab in words: each switch's title and what it guards, and a lab report as HTML.
+
+A report arrives as a plain dict (``dataclasses.asdict`` of ``engine.hazard_lab.LabReport``), so
+this module needs no engine. The verdict comes first, then each check's evidence, then how often
+the removed safeguard's window opened. It never claims a fault the checks did not find: a run that
+happened not to show one says so. Every value that came from elsewhere is escaped.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+from viz.text import t
+from viz.text_teach import HAZARD_NAMES
+
+SHOWN_DIFFERING = 12
+SWITCHES = tuple(HAZARD_NAMES["en"])
+
+
+def hazard_title(switch: str | None, lang: str) -> str:
+    """The switch's name for people ("every safeguard on" for the safe engine)."""
+    names = HAZARD_NAMES.get(lang, HAZARD_NAMES["en"])
+    if switch in names:
+        return names[switch][0]
+    return t(lang, "lab_all_on")
+
+
+def describe(switch: str | None, cuda_only: bool, lang: str) -> str:
+    """What the switch's safeguard guards (markdown), and whether it needs CUDA."""
+    names = HAZARD_NAMES.get(lang, HAZARD_NAMES["en"])
+    if switch not in names:
+        return ""
+    text = t(lang, "lab_guards").format(guards=names[switch][1])
+    return text + (t(lang, "lab_cuda_only") if cuda_only else "")
+
+
+def report_html(report: dict[str, Any], model: str, seed: int, lang: str) -> str:
+    """The verdict first, then each check's evidence, then how often the window opened."""
+    safe = report["switch"] == "safe"
+    title = html.escape(hazard_title(None if safe else report["switch"], lang))
+    if report["fault_found"]:
+        kind, verdict = "error", t(lang, "lab_fault").format(title=title)
+    elif safe:
+        kind, verdict = "ok", t(lang, "lab_safe_ok")
+    elif report["needs_cuda"]:
+        kind, verdict = "info", t(lang, "lab_needs_cuda")
+    else:
+        kind, verdict = "warn", t(lang, "lab_not_shown")
+    where = t(lang, "lab_where").format(device=html.escape(str(report["device"]).upper()),
+                                        model=html.escape(str(model)), seed=int(seed))
+    parts = [f'<div class="status status-{kind} lab-verdict" '
+             f'data-fault="{str(bool(report["fault_found"])).lower()}" '
+             f'data-switch="{html.escape(str(report["switch"]))}"><b>{verdict}</b><br>'
+             f"<small>{where}</small></div>"]
+    parts += _evidence(report, lang)
+    if report["needs_cuda"]:
+        parts.append(f'<p class="lab-note">{t(lang, "lab_note_cuda")}</p>')
+    elif not report["fault_found"] and not safe:
+        parts.append(f'<p class="lab-note">{t(lang, "lab_note_not_shown")}</p>')
+    if not report["needs_cuda"]:
+        parts.append(f'<p class="lab-windows" data-windows="{int(report["windows"])}">'
+                     f"{_windows(report, safe, lang)}</p>")
+    return "".join(parts)
+
+
+def _evidence(report: dict[str, Any], lang: str) -> list[str]:
+    out = []
+    differing = report["differing"]
+    if differing:
+        rows = "".join(f'<tr><td class="num">{int(request)}</td><td class="num">{int(position)}'
+                       "</td></tr>" for request, position in differing[:SHOWN_DIFFERING])
+        more = len(differing) - SHOWN_DIFFERING
+        out.append(f"<p><b>{t(lang, 'lab_differ')}: {len(differing)}</b></p>"
+                   f'<table class="ov-table lab-differing"><thead><tr>'
+                   f"<th>{t(lang, 'col_request')}</th>"
+                   f"<th>{t(lang, 'col_first_diff')}</th></tr></thead><tbody>{rows}"
+                   "</tbody></table>" + (f"<p>… +{more}</p>" if more > 0 else ""))
+    free = report["double_free"]
+    if free:
+        what = t(lang, "lab_what_page" if "page" in str(free["what"]) else "lab_what_slot")
+        state = t(lang, "lab_held_by_other" if free["held_by_other"] else "lab_already_free")
+        detail = t(lang, "lab_double_free_detail").format(
+            what=what, item=int(free["item"]), request=int(free["request"]), state=state)
+        out.append(f'<p class="lab-double-free"><b>{t(lang, "lab_double_free")}:</b> '
+                   f"{detail}</p>")
+    if report["after_stop"]:
+        requests = ", ".join(str(int(r)) for r in report["after_stop"])
+        out.append(f"<p><b>{t(lang, 'lab_after_stop')}:</b> {requests}</p>")
+    if report["leaked_pages"] or report["leaked_slots"]:
+        leak = t(lang, "lab_leak_detail").format(pages=int(report["leaked_pages"]),
+                                                 slots=int(report["leaked_slots"]))
+        out.append(f"<p><b>{t(lang, 'lab_leak')}:</b> {leak}</p>")
+    return out
+
+
+def _windows(report: dict[str, Any], safe: bool, lang: str) -> str:
+    if report["double_free"]:
+        return t(lang, "lab_windows_aborted")
+    return t(lang, "lab_windows_safe" if safe else "lab_windows").format(n=int(report["windows"]))
