@@ -3,7 +3,9 @@
 Glue only: the layout, and events wired to the handlers in ``ui/`` (live runs, records, the
 step-through replay, the hazard lab). Every source of a run (a live run, a recorded GPU run, an
 uploaded trace) becomes a schema-1 record and takes one path to the screen through ``viz``.
-Nothing runs at import time: the default engine is built in the background after the page is up.
+The engine never runs in this process: the scheduler process does that (``ui.common.scheduler``),
+started in the background once the page is up, so the web server never holds the GIL the
+scheduler needs.
 """
 
 from __future__ import annotations
@@ -18,39 +20,40 @@ import gradio as gr
 
 import viz
 from ui import common, lab, live, records, replay
-from ui.common import DEFAULTS, DEVICES, LIMITS, lang_of, loop_choices, model_choices
+from ui.common import DEFAULTS, LIMITS, lang_of, loop_choices, model_choices
 from ui.i18n import Translated
+from ui.view import MainView, plot
 
-try:  # Hugging Face ZeroGPU: GPU work must run inside a spaces.GPU function.
+if common.on_zero_gpu():  # Hugging Face ZeroGPU: GPU work must run inside a spaces.GPU call
     import spaces
-except ImportError:
-    spaces = None
 
-RECORDED_DIR = records.RECORDED_DIR
-run_handler = spaces.GPU(duration=120)(live.run_live) if spaces is not None else live.run_live
-run_live = live.run_live
+    run_handler = spaces.GPU(duration=120)(live.run_live)
+else:
+    run_handler = live.run_live
 
 
-def check_cuda() -> Any:
-    """Enable the CUDA-graphs box only where CUDA exists (or ZeroGPU will provide it)."""
-    if spaces is not None:
-        return gr.update(interactive=True)
-    try:
-        import torch
-
-        available = torch.cuda.is_available()
-    except ImportError:
-        available = False
-    return gr.update(interactive=available)
-
-
-def switch_language(lang_choice: str, record: dict[str, Any] | None, first: float | None,
-                    last: float | None):
-    """Every text on the page in the chosen language, and the main charts redrawn with it."""
+def check_devices(lang_choice: str) -> tuple[Any, Any]:
+    """CUDA is offered (device choice, graphs box) only where the scheduler process found a GPU."""
     lang = lang_of(lang_choice)
-    timeline, _, metrics_html, texts_html = records.shown(gr.update(), record, lang)[1:5]
+    cuda = common.on_zero_gpu()
+    if not cuda:
+        try:
+            cuda = common.scheduler().ready().cuda
+        except Exception:  # noqa: BLE001 - no scheduler yet: say so when Run is pressed
+            cuda = False
+    info = None if cuda else viz.t(lang, "device_no_cuda")
+    return (gr.update(choices=common.device_choices(lang, cuda), info=info),
+            gr.update(interactive=cuda, info=info))
+
+
+def switch_language(lang_choice: str, record: dict[str, Any] | None, spec: dict[str, Any] | None,
+                    first: float | None, last: float | None):
+    """Every text on the page in the chosen language, the status said again, the charts redrawn."""
+    lang = lang_of(lang_choice)
+    view = records.shown(spec, record, lang) if record else MainView(
+        status=common.render_said(spec, lang))
     zoomed = records.zoom(record, first, last, lang_choice)
-    return (*TR.updates(lang), timeline, zoomed, metrics_html, texts_html)
+    return (*TR.updates(lang), view.status, view.timeline, zoomed, view.metrics, view.texts)
 
 
 # ---- layout -----------------------------------------------------------------------------------
@@ -73,7 +76,7 @@ RELAYOUT_JS = "() => { setTimeout(() => window.dispatchEvent(new Event('resize')
 
 
 def _slider(name: str, key: str, step: float, scale: int | None = None) -> gr.Slider:
-    low, high = LIMITS[name]
+    low, high, _ = LIMITS[name]
     return TR.add(gr.Slider(low, high, DEFAULTS[name], step=step, label=viz.t("en", key),
                             elem_id=name.replace("_", "-"), scale=scale), key)
 
@@ -89,6 +92,7 @@ def _button(key: str, **kwargs: Any) -> gr.Button:
 with gr.Blocks(title="Overlap scheduling, live") as demo:
     en = "en"
     record_state = gr.State(None)
+    said_state = gr.State(None)
     lab_state = gr.State(None)
     with gr.Row(equal_height=False):
         with gr.Column(scale=5):
@@ -102,16 +106,18 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
                 loops = TR.add(gr.CheckboxGroup(loop_choices(en), value=["normal", "overlap"],
                                                 label=viz.t(en, "ctl_loops"), elem_id="loops",
                                                 scale=3), "ctl_loops", choices=loop_choices)
-                k_steps = _slider("k", "ctl_k", 1, scale=1)
+                decode_steps = _slider("decode_steps", "ctl_k", 1, scale=1)
                 stop_early = TR.add(gr.Checkbox(True, label=viz.t(en, "ctl_stop_early"),
                                                 elem_id="stop-early", scale=2), "ctl_stop_early")
             with gr.Row():
-                device = TR.add(gr.Radio(DEVICES, value="auto", label=viz.t(en, "ctl_device"),
-                                         elem_id="device"), "ctl_device")
+                device = TR.add(gr.Radio(common.device_choices(en, False), value="auto",
+                                         label=viz.t(en, "ctl_device"), elem_id="device"),
+                                "ctl_device", choices=lambda lang: common.device_choices(
+                                    lang, common.cuda_seen()))
                 model = TR.add(gr.Dropdown(model_choices(en), value="bundled", elem_id="model",
                                            label=viz.t(en, "ctl_model")), "ctl_model",
                                choices=model_choices)
-                requests = TR.add(gr.Number(DEFAULTS["requests"], precision=0, elem_id="requests",
+                requests = TR.add(gr.Number(DEFAULTS["requests"], elem_id="requests",
                                             label=viz.t(en, "ctl_requests")), "ctl_requests")
             with gr.Row():
                 batch = _slider("batch", "ctl_batch", 1)
@@ -119,14 +125,16 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
                 max_new = _slider("max_new", "ctl_max_new", 1)
             with gr.Row():
                 temperature = _slider("temperature", "ctl_temperature", 0.05)
-                extra_cpu = _slider("extra_cpu", "ctl_extra_cpu", 250, scale=2)
+                extra_cpu_us = _slider("extra_cpu_us", "ctl_extra_cpu", 250, scale=2)
                 cuda_graph = TR.add(gr.Checkbox(False, label=viz.t(en, "ctl_cuda_graph"),
                                                 interactive=False, elem_id="cuda-graph"),
                                     "ctl_cuda_graph")
             with TR.add(gr.Accordion(viz.t(en, "ctl_prompts"), open=False), "ctl_prompts"):
                 prompts_text = gr.Textbox(common.DEFAULT_PROMPTS, lines=4, show_label=False,
                                           elem_id="prompts")
-            run_button = _button("ctl_run", variant="primary", elem_id="run")
+            with gr.Row():
+                run_button = _button("ctl_run", variant="primary", elem_id="run", scale=4)
+                stop_button = _button("ctl_stop", variant="stop", elem_id="stop", scale=1)
         with TR.add(gr.Tab(viz.t(en, "tab_recorded"), elem_id="tab-recorded"), "tab_recorded"):
             _md("recorded_help")
             recorded = TR.add(gr.Dropdown([], label=viz.t(en, "ctl_recorded"),
@@ -148,12 +156,13 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
                 lab_run = _button("lab_run", variant="primary", elem_id="lab-run")
                 lab_safe = _button("lab_safe", elem_id="lab-safe")
             lab_result = gr.HTML(common.status(viz.t(en, "lab_idle")), elem_id="lab-result")
+    _md("process_note", elem_id="process-note")
     status = gr.HTML(common.status(viz.t(en, "no_runs")), elem_id="status")
     with gr.Tabs():
         with TR.add(gr.Tab(viz.t(en, "tab_whole"), elem_id="tab-whole"), "tab_whole") as whole_tab:
             with gr.Row(equal_height=False):
                 with gr.Column(scale=3):
-                    timeline = gr.Plot(viz.side_by_side_figure([]), show_label=False,
+                    timeline = gr.Plot(plot(viz.side_by_side_figure([])), show_label=False,
                                        elem_id="timeline")
                     with gr.Row():
                         first_step = TR.add(gr.Number(20, precision=0, elem_id="first-step",
@@ -164,7 +173,7 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
                                                      min_width=100), "ctl_last_step")
                         zoom_button = _button("ctl_zoom", elem_id="zoom")
                     _md("zoom_help")
-                    zoomed = gr.Plot(viz.side_by_side_figure([]), show_label=False,
+                    zoomed = gr.Plot(plot(viz.side_by_side_figure([])), show_label=False,
                                      elem_id="zoomed")
                 with gr.Column(scale=1, min_width=280, elem_id="explain"):
                     _md("timeline_help")
@@ -191,20 +200,26 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
                 prev_button = _button("ctl_prev", elem_id="prev-step", scale=0, min_width=140)
                 next_button = _button("ctl_next", elem_id="next-step", scale=0, min_width=140)
             step_caption = gr.Markdown(viz.t(en, "replay_empty"), elem_id="step-caption")
-            step_plot = gr.Plot(viz.step_figure(None, 0), show_label=False, elem_id="step-plot")
+            step_plot = gr.Plot(plot(viz.step_figure(None, 0)), show_label=False,
+                                elem_id="step-plot")
             _md("unrolled_help")
-            unrolled = gr.Plot(viz.unrolled_figure(None), show_label=False, elem_id="unrolled")
+            unrolled = gr.Plot(plot(viz.unrolled_figure(None)), show_label=False,
+                               elem_id="unrolled")
 
     # ---- events -----------------------------------------------------------------------------
-    OUTPUTS = [status, timeline, zoomed, metrics, texts, first_step, last_step, record_state,
-               download_record, download_trace]
+    OUTPUTS = MainView.components(
+        status=status, timeline=timeline, zoomed=zoomed, metrics=metrics, texts=texts,
+        first_step=first_step, last_step=last_step, record=record_state, said=said_state,
+        download_record=download_record, download_trace=download_trace)
     REPLAY = [replay_run, step, step_caption, step_plot, unrolled]
     ENGINE_QUEUE = {"concurrency_limit": 1, "concurrency_id": "engine"}
     run_button.click(
-        run_handler, [loops, k_steps, stop_early, device, model, requests, batch, prompt_len,
-                      prompts_text, max_new, temperature, cuda_graph, extra_cpu, language],
+        run_handler, [loops, decode_steps, stop_early, device, model, requests, batch, prompt_len,
+                      prompts_text, max_new, temperature, cuda_graph, extra_cpu_us, language],
         OUTPUTS, show_progress="minimal", show_progress_on=[status], **ENGINE_QUEUE,
     ).then(replay.reset_replay, [record_state, language], REPLAY, show_progress="hidden")
+    # Not queued behind the run it stops.
+    stop_button.click(live.stop_run, [language], status, queue=False, show_progress="hidden")
     recorded.input(records.show_recorded, [recorded, language], OUTPUTS,
                    show_progress_on=[status]
                    ).then(replay.reset_replay, [record_state, language], REPLAY,
@@ -222,14 +237,15 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
                       show_progress="hidden")
     next_button.click(replay.next_step, [record_state, replay_run, step], step,
                       show_progress="hidden")
-    lab_switch.change(lab.describe, [lab_switch, language], lab_guards, show_progress="hidden")
+    lab_switch.change(lab.describe_switch, [lab_switch, language], lab_guards,
+                      show_progress="hidden")
     lab_run.click(lab.run_lab, [lab_switch, model, device, lab_seed, language],
                   [lab_result, lab_state], show_progress="minimal", **ENGINE_QUEUE)
     lab_safe.click(lab.run_safe, [model, device, lab_seed, language], [lab_result, lab_state],
                    show_progress="minimal", **ENGINE_QUEUE)
     language.change(
-        switch_language, [language, record_state, first_step, last_step],
-        [*TR.components, timeline, zoomed, metrics, texts], show_progress="hidden",
+        switch_language, [language, record_state, said_state, first_step, last_step],
+        [*TR.components, status, timeline, zoomed, metrics, texts], show_progress="hidden",
     ).then(replay.redraw, [record_state, replay_run, step, language],
            [step_caption, step_plot, unrolled], show_progress="hidden"
            ).then(lab.switch_choices, [language, lab_switch], [lab_switch, lab_guards],
@@ -240,7 +256,7 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
     for tab in (whole_tab, steps_tab):
         tab.select(None, js=RELAYOUT_JS)
     demo.load(records.list_recorded, None, recorded, show_progress="hidden")
-    demo.load(check_cuda, None, cuda_graph, show_progress="hidden")
+    demo.load(check_devices, [language], [device, cuda_graph], show_progress="hidden")
     demo.load(lab.switch_choices, [language], [lab_switch, lab_guards], show_progress="hidden")
 
 
@@ -254,18 +270,27 @@ def main() -> None:
     parser.add_argument("--no-prewarm", action="store_true",
                         help="do not build the default engine in the background at start")
     args = parser.parse_args()
-    # The engine starts its CPU device process with multiprocessing "spawn", which re-runs the
-    # main script in the child. The child needs none of this UI (importing gradio there doubled
-    # the engine's start-up time on a 2-core machine), so hide the script from spawn: the child
+    # The scheduler process is started with multiprocessing "spawn", which re-runs the main
+    # script in the child. The child needs none of this UI (importing gradio there doubled the
+    # engine's start-up time on a 2-core machine), so hide the script from spawn: the child
     # imports only the engine modules its target function lives in.
     sys.modules["__main__"].__dict__.pop("__file__", None)
+    if not common.on_zero_gpu():
+        from engine.scheduler_process import pin_server
+
+        pin_server(common.scheduler().placement)   # keep off the device process's core
     demo.queue(default_concurrency_limit=4)
     demo.launch(server_name=args.host, server_port=args.port, css=CSS,
                 max_file_size=records.MAX_UPLOAD_BYTES, theme=gr.themes.Soft(),
                 footer_links=["api"], prevent_thread_lock=True)
-    if not args.no_prewarm and spaces is None:  # on ZeroGPU the GPU exists only inside a run
+    if not args.no_prewarm and not common.on_zero_gpu():  # ZeroGPU: the GPU exists only in a run
         threading.Thread(target=live.prewarm, name="prewarm", daemon=True).start()
-    demo.block_thread()
+    try:
+        demo.block_thread()
+    except KeyboardInterrupt:
+        print("stopped", flush=True)
+    finally:
+        common.shutdown()
 
 
 if __name__ == "__main__":

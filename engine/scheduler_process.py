@@ -22,6 +22,7 @@ where the GPU exists only inside a ``spaces.GPU`` call, itself already a process
 
 from __future__ import annotations
 
+import atexit
 import multiprocessing as mp
 import os
 import queue
@@ -166,6 +167,7 @@ class SchedulerClient:
         self._ready: SchedulerReady | None = None
         self._lock = threading.Lock()            # one request at a time
         self._send_lock = threading.Lock()       # submit and cancel may send from two threads
+        self._atexit = False
         self.restarts = 0
 
     # ---- life cycle -------------------------------------------------------------------------
@@ -176,13 +178,21 @@ class SchedulerClient:
         self._discard()
         ctx = mp.get_context("spawn")
         self._conn, child = ctx.Pipe(duplex=True)
+        # Not a daemon: it starts the CPU device process itself, which daemons may not. It ends
+        # when its pipe does: at close(), at interpreter exit (atexit below), or when this
+        # process dies, since only this process holds the other end.
         self._proc = ctx.Process(target=scheduler_main, args=(child, self.placement),
-                                 daemon=True, name="overlap-demo-scheduler")
+                                 name="overlap-demo-scheduler")
         self._proc.start()
         child.close()                 # only the child holds its end: its death reads as EOF
+        if not self._atexit:
+            atexit.register(self.close)
+            self._atexit = True
 
     def ready(self, timeout_s: float = START_TIMEOUT_S) -> SchedulerReady:
         """What the process reported when it came up (starting it if needed)."""
+        if self._ready is not None and self.alive:
+            return self._ready
         with self._lock:
             return self._ensure_ready(timeout_s)
 

@@ -10,27 +10,24 @@ Standard library only: no torch needed to read a trace.
 from __future__ import annotations
 
 import bisect
-import gzip
-import io
 import json
 import os
 import re
-import zlib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from record.files import DEFAULT_MAX_BYTES, FileTooLarge, read_bounded
 from record.metrics import compute_metrics
+from record.run_record import run_dict
 from record.timeline import Span
 
-DEFAULT_MAX_BYTES = 200 * 2**20
 GPU_CATEGORIES = {"kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset"}  # old kineto: Memcpy
 CPU_CATEGORIES = {"user_annotation"}
 MAX_PHASE_CHARS = 80
 NO_GPU_MESSAGE = ("no GPU kernel, memcpy or memset events: was the profiler run with "
                   "ProfilerActivity.CUDA?")
 _STEP_NAME = re.compile(r"ProfilerStep#(\d+)")
-_GZIP_MAGIC = b"\x1f\x8b"
 
 
 class TraceImportError(ValueError):
@@ -39,42 +36,17 @@ class TraceImportError(ValueError):
 
 # ---- import: bytes -> events ----------------------------------------------------------------
 
-def _size_text(n: int) -> str:
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= scale:
-            return f"{n / scale:.1f} {unit}"
-    return f"{n} bytes"
-
-
-def _too_large(what: str, max_bytes: int) -> TraceImportError:
-    return TraceImportError(f"{what} is larger than the {_size_text(max_bytes)} limit; profile "
-                            "fewer steps (e.g. a shorter torch.profiler schedule) and try again")
-
-
 def _read_limited(source: bytes | str | os.PathLike[str], max_bytes: int) -> bytes:
     """The trace's bytes, gunzipped if needed, refusing anything over ``max_bytes``."""
-    if isinstance(source, (bytes, bytearray, memoryview)):
-        data = bytes(source)
-    else:
-        try:
-            if os.path.getsize(source) > max_bytes:  # check before reading it all into memory
-                raise _too_large(f"trace file {os.fspath(source)!r}", max_bytes)
-            data = Path(source).read_bytes()
-        except OSError as error:
-            raise TraceImportError(f"cannot read trace file: {error}") from error
-    if len(data) > max_bytes:
-        raise _too_large("trace", max_bytes)
-    if not data.startswith(_GZIP_MAGIC):
-        return data
     try:
-        # Read at most one byte past the limit, so a small .gz that inflates hugely is refused.
-        with gzip.GzipFile(fileobj=io.BytesIO(data)) as unzipped:
-            data = unzipped.read(max_bytes + 1)
-    except (OSError, EOFError, zlib.error) as error:
-        raise TraceImportError(f"broken gzip file: {error}") from error
-    if len(data) > max_bytes:
-        raise _too_large("unzipped trace", max_bytes)
-    return data
+        return read_bounded(source, max_bytes, what="trace")
+    except FileTooLarge as error:
+        raise TraceImportError(f"{error}; profile fewer steps (e.g. a shorter torch.profiler "
+                               "schedule) and try again") from None
+    except OSError as error:
+        raise TraceImportError(f"cannot read trace file: {error}") from None
+    except ValueError as error:
+        raise TraceImportError(str(error)) from None
 
 
 def _parse_events(data: bytes) -> list[Any]:
@@ -285,12 +257,19 @@ def import_profiler_trace(source: bytes | str | os.PathLike[str],
     label = "imported"
     if isinstance(source, (str, os.PathLike)):
         label = f"imported: {Path(source).name}"
-    return {
-        "mode": "imported",
-        "label": label,
-        "lanes": (["cpu"] if trace.cpu else []) + gpu_lanes,
-        "gpu_lanes": gpu_lanes,
-        "metrics": compute_metrics(spans, [], gpu_lanes=gpu_lanes),
-        "spans": [s.to_dict() for s in spans],
-        "outputs": [],
-    }
+    lanes = (["cpu"] if trace.cpu else []) + gpu_lanes
+    return run_dict("imported", 1, label, spans, compute_metrics(spans, [], gpu_lanes=gpu_lanes),
+                    lanes=lanes, gpu_lanes=gpu_lanes)
+
+
+def record_from_trace(data: bytes, name: str, max_bytes: int = DEFAULT_MAX_BYTES) -> dict[str, Any]:
+    """A trace's bytes (already read and unzipped) as a schema-1 record of one run."""
+    from record.run_record import make_record
+
+    try:
+        run = import_profiler_trace(data, max_bytes=max_bytes)
+    except TraceImportError as error:
+        raise ValueError(f"not a torch.profiler trace or run record: {error}") from None
+    run["label"] = f"imported: {name}"
+    env = {"device_name": "imported torch.profiler trace", "torch_version": "unknown"}
+    return make_record(env, {"source": name}, [run])

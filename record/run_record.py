@@ -18,7 +18,6 @@ import json
 import math
 import os
 import platform
-import zlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from record.metrics import METRIC_KEYS, SCHEMA1_METRIC_KEYS, compute_metrics
 from record.timeline import GPU_LANES, LANES, Span
 
 SCHEMA = 1
+DEFAULT_MAX_BYTES = 200 * 2**20
 LOOPS = ("normal", "overlap", "multistep", "imported")
 ENV_KEYS = ("device_name", "torch_version", "python_version", "platform", "date")
 RUN_KEYS = ("mode", "label", "lanes", "gpu_lanes", "metrics", "spans", "outputs")
@@ -208,15 +208,25 @@ def save_record(record: Mapping[str, Any], path: str | os.PathLike[str]) -> Path
     return path
 
 
-def load_record(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Read and validate a record (plain or gzip JSON, whatever the name says)."""
+def record_from_bytes(data: bytes, name: str = "record") -> dict[str, Any]:
+    """Parse and validate a record's JSON text (already read, and unzipped, by the caller)."""
     try:
-        data = Path(path).read_bytes()
-        if data.startswith(b"\x1f\x8b"):
-            data = gzip.decompress(data)
         doc = json.loads(data)
-    except (OSError, EOFError, zlib.error) as error:  # unreadable file or a broken gzip stream
-        raise RecordError(f"cannot read record {os.fspath(path)!r}: {error}") from error
     except ValueError as error:  # JSON and Unicode decoding errors are both ValueErrors
-        raise RecordError(f"{os.fspath(path)!r} is not a JSON run record: {error}") from error
+        raise RecordError(f"{name!r} is not a JSON run record: {error}") from error
+    except RecursionError:
+        raise RecordError(f"{name!r} nests deeper than any run record does") from None
     return validate_record(doc)
+
+
+def load_record(path: str | os.PathLike[str], max_bytes: int = DEFAULT_MAX_BYTES) -> dict[str, Any]:
+    """Read and validate a record (plain or gzip JSON, whatever the name says), bounded in size."""
+    from record.files import read_bounded
+
+    try:
+        data = read_bounded(path, max_bytes, what=f"record {os.fspath(path)!r}")
+    except OSError as error:
+        raise RecordError(f"cannot read record {os.fspath(path)!r}: {error}") from error
+    except ValueError as error:             # too large, or a broken gzip stream
+        raise RecordError(f"cannot read record {os.fspath(path)!r}: {error}") from error
+    return record_from_bytes(data, os.fspath(path))

@@ -1,14 +1,18 @@
-"""What every handler shares: control limits, the engine cache, the one-run-at-a-time locks.
+"""What every handler shares: control limits, input checks, status lines, the scheduler process.
 
-The engine is imported lazily (torch is slow to import), built once per configuration and kept,
-and used by one run at a time per device: run events share ``concurrency_id="engine"`` with
-``concurrency_limit=1``, and each run also holds its device's lock, so the start-up warm-up, a live
-run and a hazard-lab run never share a device.
+The web server never runs an engine: ``scheduler()`` is the one ``SchedulerClient`` of this
+process, which starts the scheduler process (long-lived, the model loaded once) and sends it one
+request at a time (run events share ``concurrency_id="engine"`` with ``concurrency_limit=1`` too,
+so a second visitor waits in Gradio's queue and sees so). On ZeroGPU, where the GPU exists only
+inside a ``spaces.GPU`` call, the same requests are served inside that call instead
+(``InlineScheduler``): that call runs in a process of its own already.
 """
 
 from __future__ import annotations
 
+import html
 import math
+import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -23,97 +27,145 @@ MODELS = [  # (value, display name, real weights?)
     ("qwen2.5-1.5b-shape", "Qwen2.5-1.5B shape", False),
 ]
 LOOPS = ("normal", "overlap", "multistep")
-DEVICES = [("auto", "auto"), ("CPU", "cpu"), ("CUDA", "cuda")]
 DEFAULT_PROMPTS = (
     "Once upon a time, in a small village by the sea, there lived an old baker who\n"
     "The quick brown fox jumps over the lazy dog, and then the dog decides to\n"
     "Explain in simple words why a scheduler might read each new token one step late:\n"
     "Here is a short story about a robot that learned to keep its workshop busy:"
 )
-DEFAULTS = {"requests": 16, "batch": 16, "prompt_len": 24, "max_new": 48, "temperature": 0.0,
-            "extra_cpu": 4000, "k": 4}
-LIMITS = {  # control: (min, max); checked again here because a typed number can be anything
-    "requests": (1, 64), "batch": (1, 64), "prompt_len": (1, 256), "max_new": (1, 256),
-    "temperature": (0.0, 2.0), "extra_cpu": (0, 20000), "k": (2, 8),
+DEFAULTS = {"requests": 16, "batch": 16, "prompt_len": 24, "max_new": 96, "temperature": 0.0,
+            "extra_cpu_us": 4000, "decode_steps": 4}
+LIMITS = {  # control: (min, max, whole number?); checked here, since a typed number can be anything
+    "requests": (1, 64, True), "batch": (1, 64, True), "prompt_len": (1, 256, True),
+    "max_new": (1, 256, True), "temperature": (0.0, 2.0, False),
+    "extra_cpu_us": (0, 20000, True), "decode_steps": (2, 8, True),
 }
 
-ENGINES: dict[str, tuple[tuple, Any]] = {}          # device -> (config key, Engine)
-DEVICE_LOCKS = {"cpu": threading.Lock(), "cuda": threading.Lock()}
+_client: Any = None
+_client_lock = threading.Lock()
 
 
-def validate(**values: Any) -> dict[str, Any]:
-    """Numbers within LIMITS (as ints where they count things), or ValueError for a person."""
+class InputError(ValueError):
+    """A control holds a value the run cannot take; ``text(lang)`` says which and why."""
+
+    def __init__(self, key: str, **values: Any) -> None:
+        super().__init__(key)
+        self.key, self.values = key, values
+
+    def said(self) -> dict[str, Any]:
+        return said(self.key, "error", **self.values)
+
+
+def on_zero_gpu() -> bool:
+    """Hugging Face ZeroGPU says so in its environment (the ``spaces`` package alone does not)."""
+    return os.environ.get("SPACES_ZERO_GPU", "").lower() in ("1", "true", "yes")
+
+
+def cuda_seen() -> bool:
+    """Did the scheduler process find a GPU? (False until it has said; True on ZeroGPU.)"""
+    if on_zero_gpu():
+        return True
+    client = _client
+    ready = getattr(client, "_ready", None)
+    return bool(ready and ready.cuda)
+
+
+def shutdown() -> None:
+    """End the scheduler process (and with it the device process) with the server."""
+    with _client_lock:
+        if _client is not None:
+            _client.close()
+
+
+def scheduler() -> Any:
+    """This process's client of the scheduler process (started on first use)."""
+    global _client
+    with _client_lock:
+        if _client is None:
+            from engine.scheduler_process import InlineScheduler, SchedulerClient, plan_placement
+
+            if on_zero_gpu():
+                _client = InlineScheduler()
+            else:
+                _client = SchedulerClient(plan_placement())
+                _client.start()
+        return _client
+
+
+def validate(**given: Any) -> dict[str, Any]:
+    """Every number within LIMITS, whole where it counts things; ``InputError`` otherwise.
+
+    Nothing is rounded or clamped here: a value the run cannot take is refused, naming the limit.
+    """
     checked = {}
-    for name, value in values.items():
-        low, high = LIMITS[name]
+    for name, value in given.items():
+        low, high, whole = LIMITS[name]
         if value is None or (isinstance(value, float) and math.isnan(value)):
-            raise ValueError(f"{name.replace('_', ' ')} is empty: enter a number in {low}..{high}")
+            raise InputError("error_empty", name=name, low=low, high=high)
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            raise InputError("error_range", name=name, low=low, high=high, value=value)
+        if whole and float(value) != int(value):
+            raise InputError("error_whole", name=name, low=low, high=high, value=value)
         if not low <= value <= high:
-            raise ValueError(f"{name.replace('_', ' ')} must be in {low}..{high}, got {value}")
-        checked[name] = float(value) if isinstance(low, float) else int(value)
+            raise InputError("error_range", name=name, low=low, high=high, value=value)
+        checked[name] = int(value) if whole else float(value)
     return checked
 
 
-def make_prompts(text: str, count: int, words: int) -> list[str]:
-    """``count`` prompts of ``words`` words: the given lines, cycled, repeated or cut to length."""
+def validate_seed(seed: Any) -> int:
+    """The lab's workload seed: a whole number in 0..2**31-1."""
+    if seed is None or isinstance(seed, bool) or not isinstance(seed, (int, float)) \
+            or not math.isfinite(seed) or float(seed) != int(seed) or not 0 <= seed < 2**31:
+        raise InputError("error_seed", value=esc(seed))
+    return int(seed)
+
+
+def make_prompts(text: str | None, count: int, words: int) -> tuple[list[str], bool]:
+    """``count`` prompts of ``words`` words: the given lines, cycled, repeated or cut to length.
+    The second value says the box was empty and the built-in prompts were used."""
     lines = [line.split() for line in (text or "").splitlines() if line.strip()]
+    used_default = not lines
     lines = lines or [line.split() for line in DEFAULT_PROMPTS.splitlines()]
     prompts = []
     for i in range(count):
         base = lines[i % len(lines)]
         prompts.append(" ".join((base * (words // len(base) + 1))[:words]))
-    return prompts
+    return prompts, used_default
 
 
-def token_prompts(engine: Any, prompts: list[str], words: int) -> list[Any]:
-    """Models without a tokenizer (random-weight presets) take token ids: ``words`` per prompt."""
-    if getattr(engine, "tokenizer", True) is not None:
-        return prompts
-    vocab = engine.spec.vocab_size
-    return [[(i * 7919 + j * 104729) % (vocab - 16) + 8 for j in range(words)]
-            for i in range(len(prompts))]
+def said(key: str, kind: str = "info", detail: str = "", notes: tuple[str, ...] = (),
+         **args: Any) -> dict[str, Any]:
+    """A final status line as data (its text key, values, kind, notes), so a language switch can
+    say it again in the other language. Values that came from a user or a file are escaped here;
+    ``notes`` are text keys appended after it; ``detail`` is shown folded, as code."""
+    return {"key": key, "kind": kind, "detail": detail, "notes": list(notes),
+            "args": {name: value if isinstance(value, (int, float)) else esc(value)
+                     for name, value in args.items()}}
 
 
-def engine_kwargs(model: str, device: str, values: dict[str, Any], cuda_graph: bool) -> dict:
-    return {"model": model, "device": device, "max_batch_size": values["batch"],
-            "cuda_graph": bool(cuda_graph) and device == "cuda",
-            "extra_cpu_us": values["extra_cpu"], "seed": 0,
-            "max_seq_len": 2 * values["prompt_len"] + values["max_new"] + 64}
-
-
-def resolve_device(device: str) -> str:
-    if device != "auto":
-        return device
-    import torch  # lazy: slow to import, and only needed once someone presses Run
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
-
-def engine_for(config_kwargs: dict[str, Any], cache: dict[str, tuple[tuple, Any]] | None = None
-               ) -> Any:
-    """The cached engine for this configuration; a different one on the device replaces it."""
-    from engine import Engine, EngineConfig
-
-    cache = ENGINES if cache is None else cache
-    config = EngineConfig(**config_kwargs)
-    key = tuple(sorted(config_kwargs.items()))
-    cached = cache.get(config.device)
-    if cached and cached[0] == key:
-        return cached[1]
-    if cached:
-        cache.pop(config.device)
-        cached[1].close()
-    engine = Engine(config)
-    cache[config.device] = (key, engine)
-    return engine
-
-
-def device_lock(device: str) -> threading.Lock:
-    return DEVICE_LOCKS.setdefault(device, threading.Lock())
+def render_said(spec: dict[str, Any] | None, lang: str) -> str:
+    """The status line of a ``said`` spec in ``lang`` (the technical detail folded beneath)."""
+    if not spec:
+        return status(viz.t(lang, "no_runs"))
+    args = dict(spec["args"])
+    if "name" in args:                       # a control's name, in the reader's language
+        args["name"] = viz.t(lang, f"name_{args['name']}")
+    text = viz.t(lang, spec["key"]).format(**args)
+    text += "".join(" " + viz.t(lang, note) for note in spec["notes"])
+    if spec["detail"]:
+        text += (f"<details><summary>{viz.t(lang, 'fail_detail')}</summary>"
+                 f"<pre>{esc(spec['detail'])}</pre></details>")
+    return status(text, spec["kind"])
 
 
 def status(text: str, kind: str = "info") -> str:
+    """A status line. ``text`` is HTML: whatever in it came from a user or a file is escaped by
+    the caller (``esc``)."""
     return f'<div class="status status-{kind}">{text}</div>'
+
+
+def esc(value: Any) -> str:
+    return html.escape(str(value))
 
 
 def progress_bar(fraction: float, text: str) -> str:
@@ -135,5 +187,7 @@ def loop_choices(lang: str) -> list[tuple[str, str]]:
     return [(viz.t(lang, f"loop_{loop}"), loop) for loop in LOOPS]
 
 
-def error_text(error: BaseException) -> str:
-    return f"{type(error).__name__}: {error}"
+def device_choices(lang: str, cuda: bool) -> list[tuple[str, str]]:
+    """auto, CPU, and CUDA only where the scheduler process found a GPU."""
+    choices = [(viz.t(lang, "device_auto"), "auto"), ("CPU", "cpu")]
+    return choices + ([("CUDA", "cuda")] if cuda else [])

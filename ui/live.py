@@ -1,180 +1,253 @@
-"""Live runs: the chosen scheduling loops, one after another, on one engine, drawn while they run.
+"""Live runs: the chosen scheduling loops, run by the scheduler process, drawn while they run.
 
-Each loop runs in a worker thread while the handler redraws its ``Timeline`` every ~0.4 s; the
-finished runs become one schema-1 record. The loops are the article's two (``normal``,
-``overlap``) and multi-step overlap (k decode forwards per scheduling iteration, results
-processed k steps late). With "stop early", each request gets a stop token picked from a quick
-greedy probe run (as ``bench/multistep.py`` does), so requests finish at different steps
-and the lag cost (forwards run after a stop) is real and measured.
+The handler checks the controls, sends one ``LiveRunRequest`` and turns the events that come back
+into views: every ``SpanBatch`` grows the running loop's timeline (redrawn at most once a
+``REFRESH_S``), every ``LoopFinished`` replaces it with the finished run, and ``RunFinished``
+brings the record for the whole page. The scheduler never waits for any of this: it runs in its
+own process, and the drawing happens here, in the web server's.
+
+With "stop early", each request gets a stop token picked from a quick greedy probe run, so
+requests finish at different steps and the lag cost (forwards run after a stop) is measured.
 """
 
 from __future__ import annotations
 
-import gc
 import math
-import threading
 import time
 from typing import Any
 
-import gradio as gr
-
 import viz
+from engine.messages import (
+    LiveRunRequest,
+    LoopFinished,
+    Progress,
+    RequestFailed,
+    RunFinished,
+    SpanBatch,
+)
+from record.run_record import run_dict
+from record.timeline import GPU_LANES, LANES
 from ui import common
-from ui.common import LOOPS, lang_of, progress_bar, status
-from ui.records import progress, shown, write_downloads
+from ui.common import LOOPS, InputError, esc, lang_of, progress_bar, render_said, said, status
+from ui.records import shown, write_downloads
+from ui.view import MainView, plot
 
-REFRESH_S = 0.4
-REDRAW_SHARE = 5      # wait at least this many times as long as the last redraw took
+REFRESH_S = 0.8            # the live timeline is redrawn at most this often (and at least 1/s)
+# Seconds per decode step measured by earlier runs, by (model, device, batch, CUDA graphs): the
+# estimate shown before the next run of the same configuration.
+STEP_SECONDS: dict[tuple, float] = {}
 
 
-def run_live(loops, k, stop_early, device, model, requests, batch, prompt_len, prompts_text,
-             max_new, temperature, cuda_graph, extra_cpu, lang_choice):
-    """Run the chosen loops, yielding redrawn timelines while they work."""
+def run_live(loops, decode_steps, stop_early, device, model, requests, batch, prompt_len,
+             prompts_text, max_new, temperature, cuda_graph, extra_cpu_us, lang_choice):
+    """Run the chosen loops; yield the main view as it grows (a generator of output tuples)."""
     lang = lang_of(lang_choice)
     try:
-        values = common.validate(requests=requests, batch=batch, prompt_len=prompt_len,
-                                 max_new=max_new, temperature=temperature, extra_cpu=extra_cpu,
-                                 k=k)
-        chosen = [loop for loop in LOOPS if loop in (loops or [])]
-        if not chosen:
-            raise ValueError(viz.t(lang, "error_no_loop"))
-        device = common.resolve_device(device)
-    except ValueError as error:
-        gr.Warning(str(error))
-        yield shown(status(str(error), "error"), None, lang)
+        request, notes = build_request(loops, decode_steps, stop_early, device, model, requests,
+                                       batch, prompt_len, prompts_text, max_new, temperature,
+                                       cuda_graph, extra_cpu_us)
+    except InputError as error:
+        spec = error.said()
+        yield MainView(status=render_said(spec, lang), said=spec).values()
         return
-    prompts = common.make_prompts(prompts_text, values["requests"], values["prompt_len"])
-    finished: list[dict[str, Any]] = []
-    lock = common.device_lock(device)
+    key = (model, request.engine.device, request.engine.max_batch_size, request.engine.cuda_graph)
+    expected = _expected_steps(request)
+    yield MainView(status=progress_bar(0.0, _starting_text(request, key, expected, notes, lang)),
+                   zoomed=plot(viz.message_figure(viz.t(lang, "zoom_after_run"))), metrics="",
+                   texts="").values()
+    live = _LiveRuns(request)
+    started = drawn = time.perf_counter()
     try:
-        if not lock.acquire(blocking=False):  # the warm-up or another run holds the device
-            yield progress(progress_bar(0.0, viz.t(lang, "status_waiting")))
-            lock.acquire()
-        try:
-            preparing = viz.t(lang, "status_preparing").format(device=device.upper())
-            yield (progress_bar(0.0, preparing), gr.update(),  # clear the last run's results
-                   viz.message_figure(viz.t(lang, "zoom_after_run")), "", "", gr.update(),
-                   gr.update(), None, gr.update(value=None, interactive=False),
-                   gr.update(value=None, interactive=False))
-            engine = common.engine_for(common.engine_kwargs(model, device, values, cuda_graph))
-            prompts = common.token_prompts(engine, prompts, values["prompt_len"])
-            params = _params(values)
-            if stop_early:
-                yield progress(progress_bar(0.0, viz.t(lang, "status_probe")))
-                params = probe_stops(engine, prompts, values)
-            for loop in chosen:
-                yield from _run_one(engine, loop, prompts, params, values, finished, lang,
-                                    len(chosen))
-            record = _make_record(engine, finished, values, chosen, bool(stop_early))
-        finally:
-            lock.release()
-        files = write_downloads(record)
-    except Exception as error:  # noqa: BLE001 - any failure must reach the user, not kill the page
-        message = viz.t(lang, "status_failed").format(error=common.error_text(error))
-        gr.Warning(message)
-        yield shown(status(message, "error"), None, lang)
-        return
-    tokens = record["runs"][-1]["metrics"].get("output_tokens", 0)
-    device_detail = str(record["runs"][-1].get("label", "")).partition(" (")[2].rstrip(")")
-    where = viz.record_label(record) + (f" ({device_detail})" if device_detail else "")
-    done = viz.t(lang, "status_done").format(requests=len(prompts), tokens=f"{tokens:.0f}",
-                                             where=where)
-    yield shown(status(done, "ok"), record, lang, files)
+        for event in common.scheduler().submit(request):
+            if isinstance(event, Progress):
+                live.stage(event)
+                yield MainView(status=_running(live, expected, started, lang)).values()
+            elif isinstance(event, SpanBatch):
+                live.add(event)
+                if time.perf_counter() - drawn >= REFRESH_S:
+                    drawn = time.perf_counter()
+                    yield MainView(status=_running(live, expected, started, lang),
+                                   timeline=plot(viz.side_by_side_figure(live.runs(),
+                                                                         lang=lang))).values()
+            elif isinstance(event, LoopFinished):
+                live.finish(event)
+                drawn = time.perf_counter()
+                yield MainView(timeline=plot(viz.side_by_side_figure(live.runs(),
+                                                                     lang=lang))).values()
+            elif isinstance(event, RunFinished):
+                _remember_step_time(key, event.record)
+                yield _finished(event.record, request, notes, lang).values()
+            elif isinstance(event, RequestFailed):
+                spec = failure(event.kind, event.message)
+                yield MainView(status=render_said(spec, lang), said=spec).values()
+    except Exception as error:  # noqa: BLE001 - the scheduler process died, or worse
+        from engine.scheduler_process import SchedulerDied
+
+        kind = "died" if isinstance(error, SchedulerDied) else "error"
+        spec = failure(kind, f"{type(error).__name__}: {error}")
+        yield MainView(status=render_said(spec, lang), said=spec).values()
 
 
-def _params(values: dict[str, Any]) -> Any:
-    from engine import SamplingParams
-
-    return SamplingParams(max_new_tokens=values["max_new"], temperature=values["temperature"])
-
-
-def probe_stops(engine: Any, prompts: list[Any], values: dict[str, Any]) -> list[Any]:
-    """Per-request params whose stop token really fires, in the last three quarters of a greedy
-    probe run's output (requests then finish at different steps, as in real traffic)."""
-    from engine.workload import stop_params_from_probe
-
-    new = values["max_new"]
-    return stop_params_from_probe(engine, prompts, new, lo=new // 4, hi=new,
-                                  temperature=values["temperature"])
+def stop_run(lang_choice: str) -> str:
+    """The Stop button: the run ends at the scheduler's next iteration (and says so)."""
+    common.scheduler().cancel()
+    return status(viz.t(lang_of(lang_choice), "status_stopping"), "warn")
 
 
-def _run_one(engine: Any, loop: str, prompts: list[Any], params: Any, values: dict[str, Any],
-             finished: list[dict[str, Any]], lang: str, total_runs: int):
-    """Run one loop in a worker thread, yield live views, append its run dict to ``finished``."""
-    from record.timeline import Timeline
+def build_request(loops, decode_steps, stop_early, device, model, requests, batch, prompt_len,
+                  prompts_text, max_new, temperature, cuda_graph,
+                  extra_cpu_us) -> tuple[LiveRunRequest, list[str]]:
+    """The request for the scheduler process, and notes for the user about what it will run.
+    ``InputError`` for a value the run cannot take."""
+    from engine.config import EngineConfig, SamplingParams
 
-    steps = values["k"] if loop == "multistep" else 1
-    mode = f"multistep-{steps}" if loop == "multistep" else loop
-    timeline, box = Timeline(), {}
-
-    def work() -> None:
-        try:
-            box["result"] = engine.generate(prompts, params, overlap=loop != "normal",
-                                            timeline=timeline, decode_steps=steps)
-        except BaseException as error:  # noqa: BLE001 - handed back to the UI thread below
-            box["error"] = error
-
-    worker = threading.Thread(target=work, name=f"engine-{mode}", daemon=True)
-    # A full collection of this process's large heap (gradio, plotly, torch) holds the GIL for
-    # 0.1-0.3 s on a small CPU, and the scheduler thread then stalls mid-run: collect now,
-    # outside the measured run, and not again until it ends.
-    collecting = gc.isenabled()
-    gc.collect()
-    gc.disable()
-    worker.start()
-    expected = math.ceil(len(prompts) / values["batch"]) * (values["max_new"] + 1)
-    started = time.perf_counter()
-    pause = REFRESH_S
-    try:
-        while worker.is_alive():
-            worker.join(pause)
-            drawing = time.perf_counter()
-            live = _live_run(mode, timeline)
-            step = viz.step_range(live)[1]
-            text = viz.t(lang, "status_running").format(
-                mode=mode, step=step, expected=expected, seconds=time.perf_counter() - started)
-            fraction = (len(finished) + min(step / expected, 1.0)) / total_runs
-            figure = viz.side_by_side_figure(finished + [live], lang=lang)
-            # Drawing holds the GIL that the scheduler thread needs: keep it to a small share
-            # of the run, so the live view does not distort what it measures.
-            pause = max(REFRESH_S, REDRAW_SHARE * (time.perf_counter() - drawing))
-            yield progress(progress_bar(fraction, text), figure)
-    finally:
-        worker.join()  # never hand the device to the next user while this run still uses it
-        if collecting:
-            gc.enable()
-    if "error" in box:
-        raise box["error"]
-    finished.append(box["result"].to_run_dict())
+    values = common.validate(requests=requests, batch=batch, prompt_len=prompt_len,
+                             max_new=max_new, temperature=temperature, extra_cpu_us=extra_cpu_us,
+                             decode_steps=decode_steps)
+    chosen = tuple(loop for loop in LOOPS if loop in (loops or []))
+    if not chosen:
+        raise InputError("error_no_loop")
+    if model not in {value for value, _, _ in common.MODELS}:
+        raise InputError("error_model", model=esc(model))
+    if device not in ("auto", "cpu", "cuda"):
+        raise InputError("error_device", device=esc(device))
+    prompts, used_default = common.make_prompts(prompts_text, values["requests"],
+                                                values["prompt_len"])
+    notes = ["note_default_prompts"] if used_default else []
+    engine = EngineConfig(model=model, device=device, max_batch_size=values["batch"],
+                          cuda_graph=bool(cuda_graph) and device != "cpu", seed=0,
+                          max_seq_len=2 * values["prompt_len"] + values["max_new"] + 64)
+    params = SamplingParams(max_new_tokens=values["max_new"], temperature=values["temperature"])
+    workload = {"requests": values["requests"], "prompt_len_words": values["prompt_len"],
+                "max_new_tokens": values["max_new"], "temperature": values["temperature"]}
+    request = LiveRunRequest(engine=engine, prompts=prompts, prompt_tokens=values["prompt_len"],
+                             params=params, loops=chosen, decode_steps=values["decode_steps"],
+                             extra_cpu_us=values["extra_cpu_us"], stop_early=bool(stop_early),
+                             workload=workload)
+    return request, notes
 
 
-def _live_run(mode: str, timeline: Any) -> dict[str, Any]:
-    """A run dict of the spans recorded so far (no metrics yet: viz measures what it draws)."""
-    from record.timeline import GPU_LANES, LANES
+class _LiveRuns:
+    """The runs of one request as they grow: finished runs, then the one in progress."""
 
-    return {"mode": mode, "label": mode, "lanes": list(LANES),
-            "gpu_lanes": list(GPU_LANES), "metrics": {},
-            "spans": [span.to_dict() for span in timeline.snapshot()], "outputs": []}
+    def __init__(self, request: LiveRunRequest) -> None:
+        self.request = request
+        self.finished: list[dict[str, Any]] = []
+        self.spans: list[dict[str, Any]] = []
+        self.index = 0
+        self.stage_name, self.detail = "loading", ""
+
+    def stage(self, event: Progress) -> None:
+        self.stage_name, self.detail = event.stage, event.detail or self.detail
+        if event.stage == "run" and event.index != self.index:
+            self.index, self.spans = event.index, []
+
+    def add(self, batch: SpanBatch) -> None:
+        if batch.index == self.index:
+            self.spans.extend(span.to_dict() for span in batch.spans)
+
+    def finish(self, event: LoopFinished) -> None:
+        self.finished.append(event.run)
+        self.index, self.spans = event.index + 1, []
+
+    @property
+    def loop(self) -> str:
+        loops = self.request.loops
+        return loops[min(self.index, len(loops) - 1)]
+
+    def runs(self) -> list[dict[str, Any]]:
+        if self.index >= len(self.request.loops) or self.stage_name != "run":
+            return list(self.finished)
+        k = self.request.decode_steps if self.loop == "multistep" else 1
+        live = run_dict(self.loop, k, _loop_name(self.loop, k), self.spans, lanes=LANES,
+                        gpu_lanes=GPU_LANES)
+        return self.finished + [live]
+
+    def steps_done(self) -> int:
+        return max((s["step"] for s in self.spans), default=0)
 
 
-def _make_record(engine: Any, runs: list[dict[str, Any]], values: dict[str, Any],
-                 loops: list[str], stop_early: bool) -> dict[str, Any]:
-    from record.run_record import make_record
+def _loop_name(loop: str, k: int) -> str:
+    return f"multistep k={k}" if loop == "multistep" else loop
 
-    config = {**engine.config_dict(), "requests": values["requests"],
-              "prompt_len_words": values["prompt_len"], "max_new_tokens": values["max_new"],
-              "temperature": values["temperature"], "loops": loops,
-              "stop_tokens_from_probe": stop_early}
-    if "multistep" in loops:
-        config["decode_steps_per_schedule"] = values["k"]
-    return make_record(engine.env_info(), config, runs)
+
+def _expected_steps(request: LiveRunRequest) -> int:
+    """About how many steps one loop takes: a prefill and the decode steps of each wave."""
+    waves = math.ceil(len(request.prompts) / request.engine.max_batch_size)
+    return waves * (request.params.max_new_tokens + 1)
+
+
+def _starting_text(request: LiveRunRequest, key: tuple, expected: int, notes: list[str],
+                   lang: str) -> str:
+    loops = len(request.loops) + (1 if request.stop_early else 0)
+    text = viz.t(lang, "status_starting").format(loops=len(request.loops), steps=expected)
+    step_s = STEP_SECONDS.get(key)
+    if step_s:
+        text += " " + viz.t(lang, "status_estimate").format(seconds=loops * expected * step_s,
+                                                            step_ms=1e3 * step_s)
+    else:
+        text += " " + viz.t(lang, "status_no_estimate")
+    return text + "".join(" " + viz.t(lang, note) for note in notes)
+
+
+def _running(live: _LiveRuns, expected: int, started: float, lang: str) -> str:
+    seconds = time.perf_counter() - started
+    if live.stage_name == "loading":
+        return progress_bar(0.0, viz.t(lang, "status_loading"))
+    if live.stage_name == "probe":
+        return progress_bar(0.0, viz.t(lang, "status_probe"))
+    total = len(live.request.loops)
+    step = live.steps_done()
+    fraction = (len(live.finished) + min(step / expected, 1.0)) / total
+    text = viz.t(lang, "status_running").format(
+        mode=esc(viz.t(lang, f"loop_{live.loop}")), step=step, expected=expected,
+        seconds=seconds, index=min(live.index + 1, total), total=total)
+    if live.detail:
+        text += f" · {esc(live.detail)}"
+    return progress_bar(fraction, text)
+
+
+def _remember_step_time(key: tuple, record: dict[str, Any]) -> None:
+    """The mean step time of the record's loops: what the next estimate of this setup uses."""
+    steps = [run["metrics"].get("mean_step_us") or 0.0 for run in record["runs"]]
+    steps = [us for us in steps if us > 0]
+    if steps:
+        STEP_SECONDS[key] = sum(steps) / len(steps) / 1e6
+
+
+def _finished(record: dict[str, Any], request: LiveRunRequest, notes: list[str],
+              lang: str) -> MainView:
+    files = write_downloads(record)
+    last = record["runs"][-1]
+    device = str(last.get("label", "")).partition(" (")[2].rstrip(")")
+    where = viz.record_label(record) + (f" ({device})" if device else "")
+    spec = said("status_done", "ok", notes=tuple(notes), requests=len(request.prompts),
+                tokens=int(last["metrics"].get("output_tokens", 0)), where=where)
+    return shown(spec, record, lang, files)
+
+
+def failure(kind: str, detail: str) -> dict[str, Any]:
+    """A failed request as a status spec: a sentence in the user's language, and the technical
+    detail (English, as the engine says it) folded away beneath it."""
+    key = {"invalid": "fail_invalid", "cancelled": "fail_cancelled", "device": "fail_device",
+           "died": "fail_died"}.get(kind, "fail_error")
+    if kind == "cancelled":
+        return said(key, "warn")
+    return said(key, "error", detail=detail)
 
 
 def prewarm() -> None:
-    """Build the default engine in the background, so the first Run starts drawing at once."""
+    """Start the scheduler process and build the default engine, so the first Run starts at
+    once. A failed warm-up is not fatal: Run starts (and reports) it again."""
+    from engine.config import EngineConfig
+    from engine.messages import WarmRequest
+
     try:
-        device = common.resolve_device("auto")
-        with common.device_lock(device):
-            common.engine_for(common.engine_kwargs("bundled", device, common.DEFAULTS, False))
-    except Exception as error:  # noqa: BLE001 - a failed warm-up is retried, visibly, by Run
-        print(f"prewarm skipped: {common.error_text(error)}", flush=True)
+        config = EngineConfig(model="bundled", device="auto",
+                              max_batch_size=common.DEFAULTS["batch"],
+                              max_seq_len=2 * common.DEFAULTS["prompt_len"]
+                              + common.DEFAULTS["max_new"] + 64)
+        for _ in common.scheduler().submit(WarmRequest(config)):
+            pass
+    except Exception as error:  # noqa: BLE001
+        print(f"prewarm skipped: {type(error).__name__}: {error}", flush=True)

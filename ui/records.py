@@ -1,13 +1,12 @@
 """Records on screen: draw one (whatever its source), offer it for download, list recorded runs.
 
-A live run, a recorded GPU run (``assets/recorded/*.json``) and an uploaded torch.profiler trace
-all become a schema-1 record here, and ``shown`` turns any record into every output of the main
-view, in ``OUTPUTS`` order (see app.py). An uploaded file is refused above ``MAX_UPLOAD_BYTES``.
+A live run, a recorded GPU run (``assets/recorded/*.json``) and an uploaded trace or record all
+become a schema-1 record, and ``shown`` turns any record into the main view (``ui.view``). A file
+that cannot be shown leaves the view as it was and says why.
 """
 
 from __future__ import annotations
 
-import gzip
 import json
 import tempfile
 import time
@@ -18,7 +17,8 @@ from typing import Any
 import gradio as gr
 
 import viz
-from ui.common import ROOT, lang_of, status
+from ui.common import ROOT, lang_of, render_said, said
+from ui.view import MainView, plot
 
 RECORDED_DIR = ROOT / "assets" / "recorded"
 DOWNLOAD_DIR = Path(tempfile.gettempdir()) / "overlap-demo"
@@ -39,8 +39,7 @@ def write_downloads(record: dict[str, Any]) -> tuple[str | None, str | None]:
     trace_path = DOWNLOAD_DIR / f"chrome-trace-{stamp}.json"
     try:
         write_chrome_trace(record, trace_path)
-    except (OSError, ValueError, KeyError) as error:
-        gr.Warning(f"Could not write the Chrome trace: {error}")
+    except (OSError, ValueError, KeyError):
         return str(record_path), None
     return str(record_path), str(trace_path)
 
@@ -56,87 +55,69 @@ def file_update(path: str | None) -> Any:
     return gr.update(value=path, interactive=path is not None)
 
 
-def shown(status_html: str, record: dict[str, Any] | None, lang: str,
-          files: tuple[str | None, str | None] = (None, None)) -> tuple:
-    """Every output of the main view; ``record=None`` clears the charts."""
+def shown(spec: dict[str, Any], record: dict[str, Any] | None, lang: str,
+          files: tuple[str | None, str | None] = (None, None)) -> MainView:
+    """The whole main view for ``record`` under the status ``spec`` (``ui.common.said``);
+    ``record=None`` clears the charts."""
+    status_html = render_said(spec, lang)
     if not record or not record.get("runs"):
-        empty = viz.side_by_side_figure([], lang=lang)
-        return (status_html, empty, empty, "", "", gr.update(), gr.update(), None,
-                file_update(None), file_update(None))
+        empty = plot(viz.side_by_side_figure([], lang=lang))
+        return MainView(status=status_html, timeline=empty, zoomed=empty, metrics="", texts="",
+                        record=None, said=spec, download_record=file_update(None),
+                        download_trace=file_update(None))
     runs = record["runs"]
     first, last = default_window(runs)
-    return (status_html, viz.side_by_side_figure(runs, lang=lang),
-            viz.side_by_side_figure(runs, window=(first, last), lang=lang),
-            viz.metrics_html(runs, lang), viz.texts_html(runs, lang), first, last, record,
-            file_update(files[0]), file_update(files[1]))
+    return MainView(status=status_html, timeline=plot(viz.side_by_side_figure(runs, lang=lang)),
+                    zoomed=plot(viz.side_by_side_figure(runs, window=(first, last), lang=lang)),
+                    metrics=viz.metrics_html(runs, lang), texts=viz.texts_html(runs, lang),
+                    first_step=first, last_step=last, record=record, said=spec,
+                    download_record=file_update(files[0]), download_trace=file_update(files[1]))
 
 
-def progress(status_html: Any, figure: Any = None) -> tuple:
-    """Outputs while a run is in progress: the status, maybe the live timeline, nothing else."""
-    return (status_html, gr.update() if figure is None else figure, *(gr.update(),) * 8)
-
-
-def show_recorded(name: str | None, lang_choice: str):
+def show_recorded(name: str | None, lang_choice: str) -> tuple:
     """Draw one bundled record, labelled with the hardware and date it was recorded on."""
     lang = lang_of(lang_choice)
     if not name:
-        return shown(status(viz.t(lang, "no_recorded")), None, lang)
-    return _show_file(RECORDED_DIR / Path(name).name, lang, recorded=True)
+        spec = said("no_recorded")
+        return MainView(status=render_said(spec, lang), said=spec).values()
+    return _show_file(RECORDED_DIR / Path(name).name, lang, recorded=True).values()
 
 
-def show_upload(path: str | None, lang_choice: str):
+def show_upload(path: str | None, lang_choice: str) -> tuple:
     """Draw an uploaded torch.profiler trace or run record like a live run."""
     if not path:
-        return progress(gr.update())
-    return _show_file(Path(path), lang_of(lang_choice), recorded=False)
+        return MainView().values()
+    return _show_file(Path(path), lang_of(lang_choice), recorded=False).values()
 
 
-def _show_file(path: Path, lang: str, recorded: bool):
+def _show_file(path: Path, lang: str, recorded: bool) -> MainView:
     try:
         record = load_any(path)
         files = write_downloads(record)
     except Exception as error:  # noqa: BLE001 - a bad file must give a message, not a traceback
-        message = viz.t(lang, "status_cannot_show").format(name=path.name, error=error)
-        gr.Warning(message)
-        return shown(status(message, "error"), None, lang)
+        spec = said("status_cannot_show", "error", detail=str(error), name=path.name)
+        return MainView(status=render_said(spec, lang), said=spec)   # the view on screen stays
     where = viz.record_label(record)
-    text = (viz.t(lang, "status_recorded").format(where=where) if recorded else
-            viz.t(lang, "status_imported").format(name=path.name, where=where))
-    return shown(status(text, "ok"), record, lang, files)
+    spec = (said("status_recorded", "ok", where=where) if recorded else
+            said("status_imported", "ok", name=path.name, where=where))
+    return shown(spec, record, lang, files)
 
 
 def load_any(path: Path) -> dict[str, Any]:
-    """A run record as it is; anything else is read as a torch.profiler trace."""
-    from record.profiler_import import TraceImportError, import_profiler_trace
-    from record.run_record import load_record, make_record
+    """A run record as it is; anything else is read as a Chrome / torch.profiler trace."""
+    from record.profiler_import import load_any_trace_or_record
 
-    size = path.stat().st_size
-    if size > MAX_UPLOAD_BYTES:
-        raise ValueError(f"the file is {size / 2**20:.0f} MiB; the limit is "
-                         f"{MAX_UPLOAD_BYTES / 2**20:.0f} MiB")
-    with path.open("rb") as file:
-        head = file.read(4096)
-    if head.startswith(b"\x1f\x8b"):  # gzip: look at the start of what it holds
-        with gzip.open(path, "rb") as file:
-            head = file.read(4096)
-    if head.lstrip().startswith(b"{") and b'"schema"' in head:
-        return load_record(path)
-    try:
-        run = import_profiler_trace(path, max_bytes=MAX_UPLOAD_BYTES)
-    except TraceImportError as error:
-        raise ValueError(f"not a torch.profiler trace or run record: {error}") from None
-    env = {"device_name": "imported torch.profiler trace", "torch_version": "unknown"}
-    return make_record(env, {"source": path.name}, [run])
+    return load_any_trace_or_record(path, max_bytes=MAX_UPLOAD_BYTES)
 
 
 def zoom(record: dict[str, Any] | None, first: float | None, last: float | None,
-         lang_choice: str):
+         lang_choice: str) -> Any:
     """Redraw the step window for the record on screen."""
     lang = lang_of(lang_choice)
     if not record:
-        return viz.side_by_side_figure([], lang=lang)
+        return plot(viz.side_by_side_figure([], lang=lang))
     window = (int(first or 0), int(last or 0))
-    return viz.side_by_side_figure(record["runs"], window=window, lang=lang)
+    return plot(viz.side_by_side_figure(record["runs"], window=window, lang=lang))
 
 
 def list_recorded() -> Any:

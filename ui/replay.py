@@ -15,6 +15,7 @@ import gradio as gr
 import viz
 from ui.common import lang_of
 from ui.records import default_window
+from ui.view import plot
 
 PREFERRED = ("overlap", "multistep", "normal")   # the loop a replay starts on
 
@@ -51,14 +52,14 @@ def render_run(record: dict[str, Any] | None, index: Any, lang_choice: str):
     lang = lang_of(lang_choice)
     run = _run(record, index)
     if run is None:
-        empty = viz.step_figure(None, 0, lang)
+        empty = plot(viz.step_figure(None, 0, lang))
         return (gr.update(minimum=0, maximum=1, value=0), viz.t(lang, "replay_empty"), empty,
                 empty)
     first, last = viz.step_range(run)
     step = default_window([run])[0]
     caption, figure = render_step(record, index, step, lang_choice)
     slider = gr.update(minimum=first, maximum=max(last, first + 1), value=step)
-    return slider, caption, figure, viz.unrolled_figure(run, lang)
+    return slider, caption, figure, plot(viz.unrolled_figure(run, lang))
 
 
 def render_step(record: dict[str, Any] | None, index: Any, step: Any, lang_choice: str):
@@ -66,10 +67,10 @@ def render_step(record: dict[str, Any] | None, index: Any, step: Any, lang_choic
     lang = lang_of(lang_choice)
     run = _run(record, index)
     if run is None:
-        return viz.t(lang, "replay_empty"), viz.step_figure(None, 0, lang)
+        return viz.t(lang, "replay_empty"), plot(viz.step_figure(None, 0, lang))
     first, last = viz.step_range(run)
     step = min(max(int(step or first), first), last)
-    return viz.step_caption(run, step, lang), viz.step_figure(run, step, lang)
+    return viz.step_caption(run, step, lang), plot(viz.step_figure(run, step, lang))
 
 
 def step_by(record: dict[str, Any] | None, index: Any, step: Any, delta: int) -> Any:
@@ -93,4 +94,4 @@ def redraw(record: dict[str, Any] | None, index: Any, step: Any, lang_choice: st
     """The same step again (after a language switch): caption, step figure, unrolled rounds."""
     caption, figure = render_step(record, index, step, lang_choice)
     run = _run(record, index)
-    return caption, figure, viz.unrolled_figure(run, lang_of(lang_choice))
+    return caption, figure, plot(viz.unrolled_figure(run, lang_of(lang_choice)))

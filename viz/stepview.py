@@ -13,22 +13,28 @@ from __future__ import annotations
 
 from typing import Any
 
-import plotly.graph_objects as go
-from plotly.subplots import make_subplots
-
+from viz.figure import FigureSpec
 from viz.lag import lag_marks
 from viz.replay import links, loop_kind, overlap_us, run_name, spans_of, step_parts
 from viz.spans import ordered_lanes, step_range, window_run
 from viz.style import STANDARD_LANES, phase_color
 from viz.text import t
-from viz.timeline import BAR_WIDTH, LANE_PX, add_run, lane_label, message_figure, side_by_side_figure
+from viz.timeline import (
+    BAR_WIDTH,
+    LANE_PX,
+    add_run,
+    lane_label,
+    message_figure,
+    plotly_white,
+    side_by_side_figure,
+)
 
 DIMMED = 0.3
 _LABELS = {"decode": "fwd", "prefill": "prefill", "process_last": "proc", "schedule": "sched"}
 _LIGHT_TEXT = {"process_last", "schedule", "prefill"}   # dark bars: white labels
 
 
-def step_figure(run: dict[str, Any] | None, step: int, lang: str = "en") -> go.Figure:
+def step_figure(run: dict[str, Any] | None, step: int, lang: str = "en") -> FigureSpec:
     """Steps step-1..step+1 of ``run``, step ``step``'s spans outlined and linked."""
     if not run or not run.get("spans"):
         return message_figure(t(lang, "replay_empty"))
@@ -37,8 +43,8 @@ def step_figure(run: dict[str, Any] | None, step: int, lang: str = "en") -> go.F
     window = (max(first, step - 1), min(last, step + 1))
     fig = side_by_side_figure([dict(run, label=run_name(run))], window=window, lang=lang)
     for trace in fig.data:
-        if isinstance(trace, go.Bar) and trace.legendgroup != "gpu_idle":
-            trace.opacity = DIMMED
+        if trace["type"] == "bar" and trace.get("legendgroup") != "gpu_idle":
+            trace["opacity"] = DIMMED
     windowed = window_run(run, *window)
     offset = windowed["window"]["t_start_us"]
     index = {lane: i for i, lane in enumerate(ordered_lanes(windowed))}
@@ -60,20 +66,20 @@ def _role_name(role: str, span: dict[str, Any], step: int, lang: str) -> str:
 
 
 def _outlined(span: dict[str, Any], role: str, step: int, partners: list[str],
-              index: dict[str, int], offset: float, lang: str) -> go.Bar:
+              index: dict[str, int], offset: float, lang: str) -> dict[str, Any]:
     name = _role_name(role, span, step, lang)
     start = (span["start_us"] - offset) / 1000.0
     duration = (span["end_us"] - span["start_us"]) / 1000.0
     hover = (f"<b>{name}</b> · {lane_label(span['lane'], lang)}<br>{duration:.3f} ms"
              + "".join(f"<br>↔ {line}" for line in partners))
-    return go.Bar(orientation="h", base=[start], x=[max(duration, 1e-4)], y=[index[span["lane"]]],
+    return dict(type="bar", orientation="h", base=[start], x=[max(duration, 1e-4)], y=[index[span["lane"]]],
                   width=BAR_WIDTH, name=name, showlegend=False, hovertext=[hover],
                   hovertemplate="%{hovertext}<extra></extra>", meta=role,
                   marker={"color": phase_color(span["phase"]),
                           "line": {"color": "#111111", "width": 2.5}})
 
 
-def _add_arrows(fig: go.Figure, roles: dict[str, dict[str, Any]], index: dict[str, int],
+def _add_arrows(fig: FigureSpec, roles: dict[str, dict[str, Any]], index: dict[str, int],
                 offset: float, step: int, lang: str) -> None:
     """Arrows for the links, and a band where process_last ran under forward(Bn)."""
     def at(role: str, end: bool) -> tuple[float, int]:
@@ -115,7 +121,7 @@ def _add_arrows(fig: go.Figure, roles: dict[str, dict[str, Any]], index: dict[st
                            bgcolor="rgba(255,255,255,0.8)", name="arrow_hidden")
 
 
-def unrolled_figure(run: dict[str, Any] | None, lang: str = "en") -> go.Figure:
+def unrolled_figure(run: dict[str, Any] | None, lang: str = "en") -> FigureSpec:
     """Fill, steady state and drain: three panels of three real steps each."""
     if not run or not run.get("spans"):
         return message_figure(t(lang, "replay_empty"))
@@ -126,8 +132,8 @@ def unrolled_figure(run: dict[str, Any] | None, lang: str = "en") -> go.Figure:
               ("unrolled_drain", max(first, last - 2), last)]
     lanes = [lane for lane in STANDARD_LANES if lane in ordered_lanes(run)] or ordered_lanes(run)
     titles = [f"<b>{t(lang, key).format(a=a, b=b)}</b>" for key, a, b in panels]
-    fig = make_subplots(rows=1, cols=3, shared_yaxes=True, horizontal_spacing=0.02,
-                        subplot_titles=titles)
+    fig = FigureSpec(rows=1, cols=3, shared_yaxes=True, horizontal_spacing=0.02,
+                     subplot_titles=titles)
     legend_shown: set[str] = set()
     marks = lag_marks(run)
     for col, (_, a, b) in enumerate(panels, start=1):
@@ -136,21 +142,21 @@ def unrolled_figure(run: dict[str, Any] | None, lang: str = "en") -> go.Figure:
         x_max = add_run(fig, windowed, lanes, 1, offset, legend_shown, lang, col=col,
                          marks=marks)
         fig.add_trace(_labels(windowed, lanes, offset, x_max, a, b), row=1, col=col)
-        fig.update_xaxes(range=[0, x_max * 1.01 or 1.0], row=1, col=col, title_text="ms",
+        fig.update_xaxes(range=[0, x_max * 1.01 or 1.0], row=1, col=col, title={"text": "ms"},
                          showgrid=True, gridcolor="#eeeeee", zeroline=False)
     fig.update_yaxes(tickvals=list(range(len(lanes))), fixedrange=True, showgrid=False,
                      ticktext=[lane_label(lane, lang) for lane in lanes],
                      range=[len(lanes) - 0.5, -0.5], zeroline=False)
-    fig.update_layout(barmode="overlay", bargap=0, template="plotly_white", showlegend=False,
+    fig.update_layout(barmode="overlay", bargap=0, template=plotly_white(), showlegend=False,
                       height=120 + LANE_PX * len(lanes), hovermode="closest",
                       margin={"l": 10, "r": 10, "t": 40, "b": 40},
                       font={"family": "Inter, Segoe UI, Noto Sans SC, sans-serif", "size": 12})
-    fig.update_annotations(font_size=12)
+    fig.update_annotations(font={"size": 12})
     return fig
 
 
 def _labels(run: dict[str, Any], lanes: list[str], offset: float, x_max: float, a: int,
-            b: int) -> go.Scatter:
+            b: int) -> dict[str, Any]:
     """Short names ("fwd 12", "proc 11") on the bars wide enough to hold them."""
     index = {lane: i for i, lane in enumerate(lanes)}
     xs, ys, texts, colors = [], [], [], []
@@ -164,5 +170,5 @@ def _labels(run: dict[str, Any], lanes: list[str], offset: float, x_max: float, 
         ys.append(index[span["lane"]])
         texts.append(f"{label} {span['step']}")
         colors.append("white" if span["phase"] in _LIGHT_TEXT else "#111111")
-    return go.Scatter(x=xs, y=ys, text=texts, mode="text", showlegend=False, hoverinfo="skip",
+    return dict(type="scatter", x=xs, y=ys, text=texts, mode="text", showlegend=False, hoverinfo="skip",
                       textfont={"size": 11, "color": colors})

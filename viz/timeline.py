@@ -2,7 +2,7 @@
 
 Drawing idea: a lane is a row at y = 0, 1, 2, ... (reversed, so ``cpu`` is on top) and every span
 is a horizontal bar with ``base`` = start and ``x`` = duration. All spans of one phase go into one
-``go.Bar`` trace, so a run of many thousands of spans is a dozen traces, not thousands of shapes.
+bar trace, so a run of many thousands of spans is a dozen traces, not thousands of shapes.
 GPU idle gaps (holes in the union of the GPU lanes) are one more bar trace, drawn first so it sits
 behind the work: a tall hatched bar spanning the GPU lanes. Runs stacked in one figure share their
 x-axis, so "normal above overlap" is drawn on one time scale and the shorter run looks shorter.
@@ -10,12 +10,11 @@ x-axis, so "normal above overlap" is drawn on one time scale and the shorter run
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
-import plotly.graph_objects as go
-from plotly.subplots import make_subplots
-
 from record.metrics import busy_fraction, idle_gaps
+from viz.figure import FigureSpec
 from viz.lag import extra_steps, lag_marks
 from viz.spans import display_labels, gpu_lanes, local_stats, ordered_lanes, time_range, window_run
 from viz.style import (
@@ -37,13 +36,13 @@ _HOVER = ("<b>%{customdata[0]}</b> · %{customdata[5]}<br>step %{customdata[1]}"
           "<br>batch size %{customdata[3]} · tokens %{customdata[4]}<extra></extra>")
 
 
-def timeline_figure(run: dict[str, Any], lang: str = "en") -> go.Figure:
+def timeline_figure(run: dict[str, Any], lang: str = "en") -> FigureSpec:
     """The Gantt timeline of one run."""
     return side_by_side_figure([run], lang=lang)
 
 
 def side_by_side_figure(runs: list[dict[str, Any]], window: tuple[int, int] | None = None,
-                        lang: str = "en") -> go.Figure:
+                        lang: str = "en") -> FigureSpec:
     """Runs stacked top to bottom (normal above overlap) on one shared time axis.
 
     With ``window=(first_step, last_step)`` each run is cut to those steps and shifted so the
@@ -57,8 +56,8 @@ def side_by_side_figure(runs: list[dict[str, Any]], window: tuple[int, int] | No
     lane_lists = [ordered_lanes(run) or list(STANDARD_LANES) for run in runs]
     heights = [max(len(lanes), 1) for lanes in lane_lists]
     titles = [_run_title(run, label, lang) for run, label in zip(runs, display_labels(runs))]
-    fig = make_subplots(rows=len(runs), cols=1, shared_xaxes=True, row_heights=heights,
-                        vertical_spacing=min(0.3 / len(runs), 0.12), subplot_titles=titles)
+    fig = FigureSpec(rows=len(runs), cols=1, shared_xaxes=True, row_heights=heights,
+                     vertical_spacing=min(0.3 / len(runs), 0.12), subplot_titles=titles)
     legend_shown: set[str] = set()
     x_max = 0.0
     for row, (run, lanes, run_marks) in enumerate(zip(runs, lane_lists, marks), start=1):
@@ -72,21 +71,21 @@ def side_by_side_figure(runs: list[dict[str, Any]], window: tuple[int, int] | No
     axis_title = t(lang, "time_axis_window" if window is not None else "time_axis")
     fig.update_xaxes(range=[0, x_max * 1.01 or 1.0], showgrid=True, gridcolor="#eeeeee",
                      zeroline=False)
-    fig.update_xaxes(title_text=axis_title, row=len(runs), col=1)
+    fig.update_xaxes(title={"text": axis_title}, row=len(runs), col=1)
     chart_px = 90 + sum(LANE_PX * h + 70 for h in heights)
     fig.update_layout(
-        barmode="overlay", bargap=0, template="plotly_white",
+        barmode="overlay", bargap=0, template=plotly_white(),
         height=max(chart_px, 100 + 21 * len(legend_shown)),  # room for the whole legend
         margin={"l": 10, "r": 10, "t": 40, "b": 40},
         legend={"font": {"size": 11}, "tracegroupgap": 2},
         hoverlabel={"bgcolor": "white", "font_size": 12},
         font={"family": "Inter, Segoe UI, Noto Sans SC, sans-serif", "size": 12},
     )
-    fig.update_annotations(font_size=13, xanchor="left", x=0)
+    fig.update_annotations(font={"size": 13}, xanchor="left", x=0)
     return fig
 
 
-def add_run(fig: go.Figure, run: dict[str, Any], lanes: list[str], row: int, offset_us: float,
+def add_run(fig: FigureSpec, run: dict[str, Any], lanes: list[str], row: int, offset_us: float,
              legend_shown: set[str], lang: str, col: int = 1,
              marks: list[dict[str, Any]] | None = None) -> float:
     """Add one run's gap band, phase bars and lag marks to subplot (row, col); return its last
@@ -158,13 +157,13 @@ def _color_key(phase: str, imported_gpu_lane: bool) -> str:
 
 
 def _phase_trace(phase: str, spans: list[dict[str, Any]], index: dict[str, int],
-                 offset_us: float, show_legend: bool, rank: int) -> go.Bar:
+                 offset_us: float, show_legend: bool, rank: int) -> dict[str, Any]:
     starts = [(s["start_us"] - offset_us) / 1000.0 for s in spans]
     durations = [(s["end_us"] - s["start_us"]) / 1000.0 for s in spans]
     custom = [[s["phase"], s.get("step", -1), d, s.get("batch_size", 0), s.get("num_tokens", 0),
                s["lane"], b] for s, d, b in zip(spans, durations, starts)]
-    return go.Bar(
-        name=phase, legendgroup=phase, showlegend=show_legend, legendrank=100 + rank,
+    return dict(
+        type="bar", name=phase, legendgroup=phase, showlegend=show_legend, legendrank=100 + rank,
         orientation="h", base=starts, x=durations, y=[index[s["lane"]] for s in spans],
         width=BAR_WIDTH, customdata=custom, hovertemplate=_HOVER,
         # A hairline between neighbouring bars, while bars are wide enough to keep their colour.
@@ -173,7 +172,7 @@ def _phase_trace(phase: str, spans: list[dict[str, Any]], index: dict[str, int],
     )
 
 
-def _add_gaps(fig: go.Figure, gaps: list[tuple[float, float]], gpu_rows: list[int], row: int,
+def _add_gaps(fig: FigureSpec, gaps: list[tuple[float, float]], gpu_rows: list[int], row: int,
               offset_us: float, legend_shown: set[str], lang: str, col: int = 1) -> None:
     """One hatched bar per gap and per contiguous band of GPU lanes."""
     bands: list[list[int]] = []
@@ -190,8 +189,8 @@ def _add_gaps(fig: go.Figure, gaps: list[tuple[float, float]], gpu_rows: list[in
             starts.append((a - offset_us) / 1000.0)
             lengths.append((b - a) / 1000.0)
     name = t(lang, "gpu_idle")
-    fig.add_trace(go.Bar(
-        name=name, legendgroup="gpu_idle", showlegend="gpu_idle" not in legend_shown,
+    fig.add_trace(dict(
+        type="bar", name=name, legendgroup="gpu_idle", showlegend="gpu_idle" not in legend_shown,
         legendrank=1, orientation="h", base=starts, x=lengths, y=ys, width=widths,
         customdata=starts, hovertemplate=(f"<b>{name}</b><br>" + "start %{customdata:.3f} ms"
                                           " · %{x:.3f} ms<extra></extra>"),
@@ -201,7 +200,7 @@ def _add_gaps(fig: go.Figure, gaps: list[tuple[float, float]], gpu_rows: list[in
     legend_shown.add("gpu_idle")
 
 
-def _add_lag_marks(fig: go.Figure, spans: list[dict[str, Any]], marks: list[dict[str, Any]],
+def _add_lag_marks(fig: FigureSpec, spans: list[dict[str, Any]], marks: list[dict[str, Any]],
                    index: dict[str, int], cell: tuple[int, int], offset_us: float,
                    t_range: tuple[float, float], legend_shown: set[str], lang: str) -> None:
     """★ on each forward that still carried a stopped request; × where its stop was read."""
@@ -220,16 +219,16 @@ def _add_lag_marks(fig: go.Figure, spans: list[dict[str, Any]], marks: list[dict
     stops = [m for m in marks if t_range[0] <= m["stop_us"] <= t_range[1]]
     traces = []
     if stars_x:
-        traces.append(go.Scatter(
-            x=stars_x, y=[index["engine_stream"] - 0.3] * len(stars_x), mode="markers",
+        traces.append(dict(
+            type="scatter", x=stars_x, y=[index["engine_stream"] - 0.3] * len(stars_x), mode="markers",
             name=t(lang, "lag_legend"), legendgroup="lag", showlegend="lag" not in legend_shown,
             legendrank=2, hovertext=stars_text, hovertemplate="%{hovertext}<extra></extra>",
             marker={"symbol": "star", "size": 15, "color": "#ffd400",
                     "line": {"color": "#222222", "width": 1.2}}))
         legend_shown.add("lag")
     if stops and "cpu" in index:
-        traces.append(go.Scatter(
-            x=[(m["stop_us"] - offset_us) / 1000.0 for m in stops],
+        traces.append(dict(
+            type="scatter", x=[(m["stop_us"] - offset_us) / 1000.0 for m in stops],
             y=[index["cpu"] + 0.3] * len(stops),
             mode="markers", name=t(lang, "stop_legend"), legendgroup="stop", legendrank=3,
             showlegend="stop" not in legend_shown,
@@ -279,11 +278,22 @@ def _run_title(run: dict[str, Any], label: str, lang: str) -> str:
     return f"<b>{text}</b>"
 
 
-def message_figure(message: str) -> go.Figure:
+def message_figure(message: str) -> FigureSpec:
     """An empty chart that says ``message`` (before a run, or while one is in progress)."""
-    fig = go.Figure()
+    fig = FigureSpec()
     fig.add_annotation(text=message, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper",
                        font={"size": 14, "color": "#777777"})
-    fig.update_layout(template="plotly_white", height=220, xaxis_visible=False,
-                      yaxis_visible=False, margin={"l": 10, "r": 10, "t": 20, "b": 20})
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False)
+    fig.update_layout(template=plotly_white(), height=220,
+                      margin={"l": 10, "r": 10, "t": 20, "b": 20})
     return fig
+
+
+@functools.cache
+def plotly_white() -> dict[str, Any]:
+    """Plotly's "plotly_white" template as the JSON plotly.js reads (plotly.py expands the name
+    itself; plotly.js does not know names). Read once."""
+    import plotly.io as pio
+
+    return pio.templates["plotly_white"].to_plotly_json()
