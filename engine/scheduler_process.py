@@ -28,6 +28,7 @@ import os
 import queue
 import signal
 import threading
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -112,17 +113,18 @@ def scheduler_main(conn: Any, placement: Placement) -> None:
         with send_lock:                   # the reporter thread sends too
             conn.send(event)
 
+    pending: deque[Any] = deque()         # requests the watcher read while one was running
     try:
         emit(SchedulerReady(os.getpid(), cuda, name, placement.describe()))
         while True:
             try:
-                request = conn.recv()
+                request = pending.popleft() if pending else conn.recv()
             except (EOFError, OSError):
                 return                     # the server is gone
             if isinstance(request, CancelRequest):
                 continue                   # it arrived after its request had ended
             cancelled = threading.Event()
-            watcher = _CancelWatcher(conn, cancelled)
+            watcher = _CancelWatcher(conn, cancelled, pending)
             watcher.start()
             try:
                 service.handle(request, emit, cancelled)
@@ -135,17 +137,24 @@ def scheduler_main(conn: Any, placement: Placement) -> None:
 
 
 class _CancelWatcher(threading.Thread):
-    """Reads the pipe while a request runs: a ``CancelRequest`` sets ``cancelled``."""
+    """Reads the pipe while a request runs: a ``CancelRequest`` sets ``cancelled``; anything else
+    (the next request, sent the moment this one's final event arrived) is kept, in order, for the
+    main loop."""
 
-    def __init__(self, conn: Any, cancelled: threading.Event) -> None:
+    def __init__(self, conn: Any, cancelled: threading.Event, pending: deque[Any]) -> None:
         super().__init__(name="cancel-watcher", daemon=True)
-        self.conn, self.cancelled, self.done = conn, cancelled, threading.Event()
+        self.conn, self.cancelled, self.pending = conn, cancelled, pending
+        self.done = threading.Event()
 
     def run(self) -> None:
         while not self.done.is_set():
             try:
-                if self.conn.poll(0.1) and isinstance(self.conn.recv(), CancelRequest):
-                    self.cancelled.set()
+                if self.conn.poll(0.1):
+                    message = self.conn.recv()
+                    if isinstance(message, CancelRequest):
+                        self.cancelled.set()
+                    else:
+                        self.pending.append(message)
             except (EOFError, OSError):
                 self.cancelled.set()       # the server is gone: stop the run
                 return

@@ -146,7 +146,7 @@ def test_both_runs_side_by_side_and_overlap_idles_less(page):
     with page.expect_download() as download:
         page.click("#download-record")
     record = json.loads(Path(download.value.path()).read_text())
-    assert record["schema"] == 1 and [run["mode"] for run in record["runs"]] == ["normal",
+    assert record["schema"] == 1 and [run["loop"] for run in record["runs"]] == ["normal",
                                                                                 "overlap"]
     with page.expect_download() as download:
         page.click("#download-trace")
@@ -207,7 +207,7 @@ def test_step_through_a_recorded_run(page):
 def test_hazard_lab_safe_engine_in_the_browser(page):
     page.get_by_role("tab", name="Hazard lab").click()
     page.wait_for_selector("#lab-switch label", timeout=60_000)
-    assert "finished_reqs" in page.inner_text("#lab-switch")
+    assert "finished-request guard" in page.inner_text("#lab-switch")
     page.click("#lab-safe")
     page.wait_for_selector('#lab-result .lab-verdict[data-switch="safe"]', timeout=RUN_TIMEOUT_MS)
     verdict = page.locator("#lab-result .lab-verdict")
@@ -219,7 +219,7 @@ def test_out_of_range_input_shows_a_message(page):
     page.fill("#requests input", "0")
     page.click("#run")
     page.wait_for_selector("#status .status-error", timeout=30_000)
-    assert "requests must be in 1..64" in _status(page)
+    assert "Requests must be from 1 to 64; got 0" in _status(page)
 
 
 def _synthetic_trace(path: Path) -> Path:
@@ -257,8 +257,8 @@ def test_upload_of_a_file_that_is_no_trace_shows_a_message(page, tmp_path):
     bad.write_text('{"hello": "world"}')
     page.set_input_files("#upload input[type=file]", str(bad))
     page.wait_for_selector("#status .status-error", timeout=60_000)
-    text = _status(page)
-    assert "Cannot show notes.json" in text and "traceEvents" in text
+    assert "Cannot show notes.json" in _status(page)
+    assert "traceEvents" in page.inner_html("#status")     # the detail, folded beneath
 
 
 # ---- handlers, without a browser -----------------------------------------------------------------
@@ -271,44 +271,69 @@ def app():
     return app
 
 
+live = pytest.importorskip("ui.live") if (ROOT / "ui").exists() else None
+
+
 def _args(**overrides):
-    values = {"loops": ["normal", "overlap"], "k": 4, "stop_early": False, "device": "cpu",
-              "model": "bundled", "requests": 2, "batch": 2, "prompt_len": 4, "prompts_text": "",
-              "max_new": 2, "temperature": 0.0, "cuda_graph": False, "extra_cpu": 0,
-              "lang_choice": "English"}
+    values = {"loops": ["normal", "overlap"], "decode_steps": 4, "stop_early": False,
+              "device": "cpu", "model": "bundled", "requests": 2, "batch": 2, "prompt_len": 4,
+              "prompts_text": "", "max_new": 2, "temperature": 0.0, "cuda_graph": False,
+              "extra_cpu_us": 0, "lang_choice": "English"}
     return {**values, **overrides}
 
 
-@pytest.mark.filterwarnings("ignore:The run failed")
-def test_a_run_that_fails_midway_gives_a_message_and_frees_the_device(app, monkeypatch):
+def _fields(values: tuple) -> dict:
+    from dataclasses import fields
+
+    from ui.view import MainView
+
+    return dict(zip([f.name for f in fields(MainView)], values))
+
+
+class _FailingScheduler:
+    """Stands in for the scheduler process's client: the request fails as a dead device would."""
+
+    def __init__(self, event):
+        self.event = event
+
+    def submit(self, request):
+        yield self.event
+
+    def ready(self):
+        from engine.messages import SchedulerReady
+
+        return SchedulerReady(0, False, "CPU", "")
+
+
+@pytest.mark.parametrize("kind, said", [
+    ("device", "The device process stopped during the run"),
+    ("cancelled", "Stopped: the run was ended before it finished"),
+    ("error", "The run failed."),
+])
+def test_a_failed_run_gives_a_message_in_the_users_language(app, monkeypatch, kind, said):
+    from engine.messages import RequestFailed
     from ui import common
 
-    class Broken:
-        tokenizer = object()
-
-        def generate(self, *args, **kwargs):
-            raise RuntimeError("the CPU device process died")
-
-    monkeypatch.setattr(common, "engine_for", lambda kwargs, cache=None: Broken())
-    outputs = list(app.run_live(**_args()))
-    assert "The run failed: RuntimeError: the CPU device process died" in outputs[-1][0]
-    assert outputs[-1][7] is None                      # no record
-    assert not common.DEVICE_LOCKS["cpu"].locked()     # the next user can run
+    event = RequestFailed(kind, "the CPU device process died while running step 3 (SIGKILL)")
+    monkeypatch.setattr(common, "scheduler", lambda: _FailingScheduler(event))
+    final = _fields(list(live.run_live(**_args()))[-1])
+    assert said in final["status"]
+    zh = _fields(list(live.run_live(**_args(lang_choice="中文")))[-1])
+    assert "Stopped" not in zh["status"] and "The run" not in zh["status"].split("<details>")[0]
 
 
-@pytest.mark.filterwarnings("ignore:choose at least one")
 def test_no_loop_chosen_gives_a_message(app):
-    outputs = list(app.run_live(**_args(loops=[])))
-    assert "choose at least one scheduling loop" in outputs[-1][0]
+    outputs = list(live.run_live(**_args(loops=[])))
+    assert "choose at least one scheduling loop" in _fields(outputs[-1])["status"]
 
 
-@pytest.mark.filterwarnings("ignore:The run failed")
-def test_cuda_without_a_gpu_gives_a_message(app):
-    torch = pytest.importorskip("torch")
-    if torch.cuda.is_available():
-        pytest.skip("this machine has a GPU")
-    outputs = list(app.run_live(**_args(device="cuda")))
-    assert "CUDA requested but not available" in outputs[-1][0]
+def test_cuda_without_a_gpu_gives_a_message(app, monkeypatch):
+    from engine.messages import RequestFailed
+    from ui import common
+
+    monkeypatch.setattr(common, "scheduler", lambda: _FailingScheduler(RequestFailed("x", "")))
+    outputs = list(live.run_live(**_args(device="cuda")))
+    assert "no GPU was found on this machine" in _fields(outputs[-1])["status"]
 
 
 def test_recorded_runs_are_listed_and_labelled_with_hardware_and_date(app, monkeypatch,
@@ -330,6 +355,6 @@ def test_recorded_runs_are_listed_and_labelled_with_hardware_and_date(app, monke
                         "h200-overlap.json")]
     status, timeline, *_ = records.show_recorded("h200-overlap.json", "English")
     assert "Recorded on NVIDIA H200 · torch 2.11.0 · 2025-06-01" in status
-    assert len(timeline.data) >= 2                     # the gap band and the decode bars
+    assert len(json.loads(timeline.plot)["data"]) >= 2   # the gap band and the decode bars
     monkeypatch.setattr(records, "RECORDED_DIR", tmp_path / "empty")
     assert records.list_recorded()["choices"] == []

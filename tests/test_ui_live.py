@@ -1,10 +1,12 @@
-"""A small live run of all three loops through the UI's handler, on CPU: multi-step overlap
-gives the same tokens as the normal loop, pays for its gain with wasted tokens after stops
-(counted per request), and its formula and lag cost reach the page."""
+"""A small live run of all three loops through the UI's handler, on CPU, through the real
+scheduler process: multi-step overlap gives the same tokens as the normal loop, pays for its gain
+with wasted tokens after stops (counted per request), its formula and lag cost reach the page, the
+timeline grows while the run is on, and bad input is refused by name in both languages."""
 
 from __future__ import annotations
 
 import sys
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
@@ -16,33 +18,47 @@ pytest.importorskip("gradio")
 pytest.importorskip("torch")
 
 from ui import common, live  # noqa: E402
+from ui.view import MainView  # noqa: E402
+
+NAMES = [f.name for f in fields(MainView)]
+ARGS = {"loops": ["normal", "overlap", "multistep"], "decode_steps": 3, "stop_early": True,
+        "device": "cpu", "model": "bundled", "requests": 4, "batch": 4, "prompt_len": 6,
+        "prompts_text": "", "max_new": 24, "temperature": 0.0, "cuda_graph": False,
+        "extra_cpu_us": 0, "lang_choice": "English"}
+
+
+def views(**changes):
+    """Every view the handler yields, as {field: value} dicts."""
+    return [dict(zip(NAMES, values)) for values in live.run_live(**{**ARGS, **changes})]
 
 
 @pytest.fixture(scope="module")
 def outputs():
-    args = {"loops": ["normal", "overlap", "multistep"], "k": 3, "stop_early": True,
-            "device": "cpu", "model": "bundled", "requests": 4, "batch": 4, "prompt_len": 6,
-            "prompts_text": "", "max_new": 12, "temperature": 0.0, "cuda_graph": False,
-            "extra_cpu": 0, "lang_choice": "English"}
-    yield list(live.run_live(**args))
-    for _, engine in list(common.ENGINES.values()):
-        engine.close()
-    common.ENGINES.clear()
+    live.REFRESH_S = 0.0          # draw every span batch, so the test sees the view grow
+    yield views()
+    common.shutdown()
 
 
 def test_three_loops_run_and_agree_token_for_token(outputs):
-    status, *_, record, _, _ = outputs[-1]
-    assert "Done" in status
-    runs = record["runs"]
-    assert [run["mode"] for run in runs] == ["normal", "overlap", "multistep-3"]
+    final = outputs[-1]
+    assert "Done" in final["status"]
+    assert "built-in prompts were used" in final["status"]      # said, not silently done
+    runs = final["record"]["runs"]
+    assert [(run["loop"], run["decode_steps"]) for run in runs] == [
+        ("normal", 1), ("overlap", 1), ("multistep", 3)]
     tokens = [[out["token_ids"] for out in run["outputs"]] for run in runs]
     assert tokens[0] == tokens[1] == tokens[2]
-    assert record["config"]["decode_steps_per_schedule"] == 3
-    assert record["config"]["stop_tokens_from_probe"] is True
+    config = final["record"]["config"]
+    assert config["decode_steps"] == 3 and config["stop_tokens_from_probe"] is True
+
+
+def test_the_timeline_is_drawn_while_the_run_is_on(outputs):
+    drawn = [view for view in outputs[:-1] if not isinstance(view["timeline"], dict)]
+    assert len(drawn) >= 3, "the live view should be redrawn as spans arrive"
 
 
 def test_stops_fire_and_the_lag_cost_is_counted(outputs):
-    runs = outputs[-1][7]["runs"]
+    runs = outputs[-1]["record"]["runs"]
     assert all(out["finish_reason"] == "stop" for out in runs[0]["outputs"])
     wasted = [run["metrics"]["wasted_tokens"] for run in runs]
     assert wasted[0] == 0 and 0 < wasted[1] <= wasted[2]
@@ -51,7 +67,21 @@ def test_stops_fire_and_the_lag_cost_is_counted(outputs):
 
 
 def test_the_page_shows_the_multistep_formula_and_cost(outputs):
-    metrics_html, texts_html = outputs[-1][3], outputs[-1][4]
+    metrics_html, texts_html = outputs[-1]["metrics"], outputs[-1]["texts"]
     assert "max(T_fwd, (T_sched + T_post) / k)" in metrics_html and "/ 3)" in metrics_html
-    assert "the lag cost, measured" in metrics_html and "multistep-3" in metrics_html
-    assert "extra steps after stop (multistep-3)" in texts_html
+    assert "the lag cost, measured" in metrics_html and "multistep k=3" in metrics_html
+    assert "extra steps after stop (multistep k=3)" in texts_html
+
+
+@pytest.mark.parametrize("changes, english, chinese", [
+    ({"requests": 2.5}, "Requests must be a whole number from 1 to 64; got 2.5", "请求数必须是"),
+    ({"batch": 1000}, "Batch size must be from 1 to 64; got 1000", "批大小必须在"),
+    ({"temperature": -5}, "Temperature must be from 0.0 to 2.0; got -5", "温度必须在"),
+    ({"max_new": None}, "Max new tokens is empty", "最大新 token 数为空"),
+    ({"loops": []}, "choose at least one scheduling loop", "请至少选择"),
+])
+def test_bad_input_is_refused_by_name_in_both_languages(changes, english, chinese):
+    (view,) = views(**changes)
+    assert english in view["status"] and "status-error" in view["status"]
+    (view,) = views(**changes, lang_choice="中文")
+    assert chinese in view["status"]

@@ -20,6 +20,15 @@ from ui import replay  # noqa: E402
 RECORDED = ROOT / "assets" / "recorded"
 
 
+def figure_of(plot_data):
+    """A gr.Plot value (the JSON plotly.js reads) as a plotly figure to inspect."""
+    import json as _json
+
+    import plotly.graph_objects as go
+
+    return go.Figure(_json.loads(plot_data.plot))
+
+
 @pytest.fixture(scope="module")
 def record():
     return json.loads((RECORDED / "h200-bundled-graph-cpu200.json").read_text())
@@ -27,6 +36,7 @@ def record():
 
 def test_reset_starts_on_the_overlap_run_at_a_steady_state_step(record):
     choices, slider, caption, figure, unrolled = replay.reset_replay(record, "English")
+    figure, unrolled = figure_of(figure), figure_of(unrolled)
     assert choices["choices"] == [("normal", 0), ("overlap", 1)] and choices["value"] == 1
     assert (slider["minimum"], slider["value"]) == (1, 20) and slider["maximum"] >= 25
     assert caption.startswith("**Step 20** (overlap)")
@@ -45,6 +55,7 @@ def test_prev_and_next_stay_inside_the_run(record):
 def test_each_step_has_its_own_caption_and_figure(record):
     caption_20, _ = replay.render_step(record, 1, 20, "English")
     caption_21, figure = replay.render_step(record, 1, 21, "English")
+    figure = figure_of(figure)
     assert caption_20 != caption_21 and "forward(B21)" in caption_21
     forward = next(trace for trace in figure.data if trace.meta == "forward")
     assert "forward(B21)" in forward.hovertext[0]

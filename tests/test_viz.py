@@ -13,7 +13,8 @@ import pytest
 pytest.importorskip("plotly", reason="viz needs plotly")
 
 import viz  # noqa: E402
-from viz.spans import idle_gaps, local_stats, ordered_lanes, union_intervals, window_run
+from record.metrics import idle_gaps, union_intervals
+from viz.spans import local_stats, ordered_lanes, window_run
 from viz.style import NEUTRAL_COLOR, PHASE_COLORS
 from viz.text import STRINGS, t
 
@@ -49,6 +50,18 @@ def known_run():
     return make_run(spans=spans)
 
 
+def _as_plotly(draw):
+    """viz draws plain dicts for plotly.js; the checks read them as plotly figures (validated)."""
+    return lambda *args, **kwargs: draw(*args, **kwargs).to_plotly()
+
+
+timeline_figure = _as_plotly(viz.timeline_figure)
+side_by_side_figure = _as_plotly(viz.side_by_side_figure)
+step_figure = _as_plotly(viz.step_figure)
+unrolled_figure = _as_plotly(viz.unrolled_figure)
+message_figure = _as_plotly(viz.message_figure)
+
+
 def traces_by_name(fig):
     return {trace.name: trace for trace in fig.data}
 
@@ -63,7 +76,7 @@ def test_standard_lanes_come_first_then_extra_lanes_in_listed_order():
 
 
 def test_figure_draws_cpu_on_top_and_engine_stream_at_the_bottom(known_run):
-    fig = viz.timeline_figure(known_run)
+    fig = timeline_figure(known_run)
     axis = fig.layout.yaxis
     assert list(axis.tickvals) == [0, 1, 2]
     assert [text.split()[0] for text in axis.ticktext] == ["CPU", "scheduler", "engine"]
@@ -78,12 +91,13 @@ def test_union_merges_overlapping_and_touching_intervals():
 
 def test_idle_gaps_are_the_holes_in_the_union_of_gpu_lanes(known_run):
     assert idle_gaps(known_run["spans"], GPU) == [(12.0, 15.0), (20.0, 25.0)]
-    assert idle_gaps(known_run["spans"], GPU, 0, 30) == [(12.0, 15.0), (20.0, 25.0), (26.0, 30.0)]
-    assert idle_gaps([], GPU, 0, 5) == [(0, 5)]
+    assert idle_gaps(known_run["spans"], GPU, (0, 30)) == [(12.0, 15.0), (20.0, 25.0),
+                                                           (26.0, 30.0)]
+    assert idle_gaps([], GPU, (0, 5)) == [(0, 5)]
 
 
 def test_gap_shading_equals_the_union_gaps(known_run):
-    fig = viz.timeline_figure(known_run)
+    fig = timeline_figure(known_run)
     gaps = traces_by_name(fig)[t("en", "gpu_idle")]
     assert list(gaps.base) == pytest.approx([0.012, 0.020])  # ms
     assert list(gaps.x) == pytest.approx([0.003, 0.005])
@@ -95,14 +109,14 @@ def test_gap_shading_equals_the_union_gaps(known_run):
 
 def test_title_reports_the_engine_idle_total_when_the_record_has_one(known_run):
     known_run["metrics"] = {"idle_us_total": 8000.0, "idle_gap_count": 2, "gpu_busy_frac": 0.5}
-    title = viz.timeline_figure(known_run).layout.annotations[0].text
+    title = timeline_figure(known_run).layout.annotations[0].text
     assert "8.0 ms" in title and "2 gaps" in title and "50.0%" in title
 
 
 # ---- traces -------------------------------------------------------------------------------------
 
 def test_one_bar_trace_per_phase_with_start_and_duration_in_ms(known_run):
-    traces = traces_by_name(viz.timeline_figure(known_run))
+    traces = traces_by_name(timeline_figure(known_run))
     assert set(traces) == {t("en", "gpu_idle"), "schedule", "upload", "decode", "copy",
                            "process_last", "wait", "other"}
     decode = traces["decode"]
@@ -116,7 +130,7 @@ def test_one_bar_trace_per_phase_with_start_and_duration_in_ms(known_run):
 
 
 def test_hover_shows_phase_step_duration_batch_and_tokens(known_run):
-    decode = traces_by_name(viz.timeline_figure(known_run))["decode"]
+    decode = traces_by_name(timeline_figure(known_run))["decode"]
     phase, step, duration, batch, tokens, lane, _ = decode.customdata[0]
     assert (phase, step, batch, tokens, lane) == ("decode", 0, 4, 4, "engine_stream")
     assert duration == pytest.approx(0.008)
@@ -135,7 +149,7 @@ def test_many_spans_are_few_traces_and_draw_fast():
                   span("engine_stream", "decode", step, t0 + 25, t0 + 80),
                   span("engine_stream", "sample", step, t0 + 80, t0 + 85)]
     started = time.perf_counter()
-    fig = viz.timeline_figure(make_run(spans=spans))
+    fig = timeline_figure(make_run(spans=spans))
     assert time.perf_counter() - started < 5.0
     assert len(fig.data) <= 12
 
@@ -147,7 +161,7 @@ def test_imported_lanes_get_kernel_colours_and_their_own_rows():
            "spans": [span("cpu", "ProfilerStep#3", 3, 0, 40),
                      span("GPU 0 stream 7", "void gemm_kernel<float>", 3, 5, 20),
                      span("GPU 0 stream 9", "Memcpy DtoH (Device -> Pinned)", 3, 22, 24)]}
-    fig = viz.timeline_figure(run)
+    fig = timeline_figure(run)
     traces = traces_by_name(fig)
     assert {"kernel", "memcpy", "other"} <= set(traces)
     assert list(fig.layout.yaxis.ticktext) == ["CPU (scheduler thread)", *lanes[1:]]
@@ -160,7 +174,7 @@ def test_side_by_side_shares_one_time_axis_normal_above_overlap(known_run):
     overlap = make_run("overlap", spans=[dict(s, end_us=s["end_us"] / 2,
                                               start_us=s["start_us"] / 2)
                                          for s in known_run["spans"]])
-    fig = viz.side_by_side_figure([known_run, overlap])
+    fig = side_by_side_figure([known_run, overlap])
     titles = [a.text for a in fig.layout.annotations]
     assert titles[0].startswith("<b>normal") and titles[1].startswith("<b>overlap")
     assert fig.layout.xaxis2.matches == "x" or fig.layout.xaxis.matches == "x2"
@@ -181,7 +195,7 @@ def test_window_keeps_the_steps_and_the_gaps_inside_them():
     assert {s["step"] for s in windowed["spans"]} == {2, 3}
     assert local_stats(windowed)["idle_us_total"] == pytest.approx(10 + 40 + 30)
     assert windowed["metrics"]["idle_gap_count"] == 3
-    fig = viz.side_by_side_figure([make_run(spans=spans)], window=(2, 3))
+    fig = side_by_side_figure([make_run(spans=spans)], window=(2, 3))
     gaps = traces_by_name(fig)[t("en", "gpu_idle")]
     assert list(gaps.base) == pytest.approx([0.0, 0.070, 0.170])  # ms since the window start
     assert "steps 2–3" in fig.layout.annotations[0].text
@@ -201,20 +215,38 @@ METRICS = {"tokens_per_s": 100.0, "decode_tokens_per_s": 110.0, "output_tokens":
            "wall_s": 0.64, "steps": 17, "gpu_busy_frac": 0.6, "idle_us_total": 250000.0,
            "idle_gap_count": 16, "mean_step_us": 37000.0, "mean_idle_per_step_us": 15000.0,
            "t_fwd_us": 13000.0, "t_cpu_us": 6000.0, "predicted_overlap_speedup": 19 / 13,
-           "ttft_ms_mean": 40.0, "ttft_ms_p50": 40.0, "tpot_ms_mean": 37.0}
+           "ttft_ms_mean": 40.0, "ttft_ms_p50": 40.0, "tpot_ms_mean": 37.0,
+           "steady_step_us": 19000.0, "steady_busy_frac": 0.6, "steady_steps": 12,
+           "steady_prefill_frac": 0.0}
 
 
 def test_metrics_table_has_each_run_the_ratio_and_the_formula():
-    fast = dict(METRICS, tokens_per_s=140.0, idle_us_total=20000.0, gpu_busy_frac=0.97)
+    fast = dict(METRICS, tokens_per_s=130.0, idle_us_total=20000.0, gpu_busy_frac=0.97,
+                steady_step_us=19000.0 / 1.4)
     html = viz.metrics_html([make_run("normal", metrics=METRICS),
                              make_run("overlap", metrics=fast)])
     assert 'data-mode="normal" data-metric="idle_us_total" data-value="250000"' in html
     assert 'data-mode="overlap" data-metric="idle_us_total" data-value="20000"' in html
-    assert "1.40×" in html                            # tokens/s ratio
+    assert "1.30×" in html                            # tokens/s ratio
     assert "13.00 + 6.00 = 19.00 ms" in html          # serial ≈ T_fwd + T_sched + T_post
     assert "max(13.00, 6.00) = 13.00 ms" in html      # overlap ≈ max(...)
     assert "1.46×" in html                            # predicted, from the record
+    # like with like: measured per decode step over the steady window, the whole run beside it
     assert 'data-metric="measured_speedup" data-value="1.4"' in html
+    assert 'data-metric="whole_run_speedup" data-value="1.3"' in html
+    assert 'data-block="why-below"' not in html       # 1.40 is close to the predicted 1.46
+
+
+def test_a_measurement_far_below_its_prediction_says_what_the_run_saw():
+    slow = dict(METRICS, tokens_per_s=105.0, steady_step_us=18000.0, steady_prefill_frac=0.1)
+    overlap = make_run("overlap", metrics=slow)
+    overlap["host"] = {"cpus": 2.0, "other_cpu_frac": 0.55, "device_cpu_frac": 0.6}
+    html = viz.metrics_html([make_run("normal", metrics=METRICS), overlap])
+    assert 'data-block="why-below"' in html
+    assert "55% of this machine's 2 cores" in html and "60% of the time" in html
+    assert "prefill forwards filled 10%" in html
+    zh = viz.metrics_html([make_run("normal", metrics=METRICS), overlap], "zh")
+    assert "其他程序" in zh
 
 
 def test_texts_panel_escapes_text_and_shows_finish_reasons():
@@ -253,7 +285,7 @@ def test_explanations_exist_in_english_and_chinese_in_the_articles_terms():
         assert term in zh
     assert t("zh", "ratio") == t("en", "ratio")  # falls back to English
     run = make_run(spans=[span("engine_stream", "decode", 0, 0, 1)])
-    assert "GPU 空闲" in viz.timeline_figure(run, lang="zh").layout.annotations[0].text
+    assert "GPU 空闲" in timeline_figure(run, lang="zh").layout.annotations[0].text
 
 
 def test_viz_imports_neither_torch_nor_the_engine():
@@ -299,7 +331,7 @@ def test_lag_marks_find_the_forward_that_still_carried_a_stopped_request():
     marks = viz.lag_marks(overlap_steps())
     assert marks == [{"request": 0, "stop_step": 2, "stop_us": 330.0, "extra_steps": [3],
                       "wasted_steps": 1}]
-    fig = viz.timeline_figure(overlap_steps())
+    fig = timeline_figure(overlap_steps())
     stars = traces_by_name(fig)[t("en", "lag_legend")]
     assert list(stars.x) == pytest.approx([(300 + 390) / 2 / 1000])   # forward(B3)'s middle
     assert "request 0 stopped at step 2" in stars.hovertext[0]
@@ -312,7 +344,7 @@ def test_no_lag_marks_without_wasted_steps_or_for_length_stops():
     run = overlap_steps()
     run["outputs"][0]["wasted_steps"] = 0
     assert viz.lag_marks(run) == []
-    assert t("en", "lag_legend") not in traces_by_name(viz.timeline_figure(run))
+    assert t("en", "lag_legend") not in traces_by_name(timeline_figure(run))
 
 
 def test_step_parts_link_forward_upload_copy_wait_and_the_hidden_process():
@@ -330,7 +362,7 @@ def test_step_parts_link_forward_upload_copy_wait_and_the_hidden_process():
 
 
 def test_step_figure_outlines_the_linked_spans_and_draws_the_links():
-    fig = viz.step_figure(overlap_steps(), 3)
+    fig = step_figure(overlap_steps(), 3)
     outlined = {trace.meta: trace for trace in fig.data if trace.meta}
     assert set(outlined) == {"forward", "upload", "copy", "wait", "hidden0"}
     assert outlined["forward"].marker.line.width > 2
@@ -362,7 +394,7 @@ def test_the_normal_loop_hides_nothing_and_says_the_gpu_idles():
     run = overlap_steps(mode="normal")
     parts = viz.step_parts(run, 3)
     assert parts["hidden"] == []
-    fig = viz.step_figure(run, 3)
+    fig = step_figure(run, 3)
     assert {trace.meta for trace in fig.data if trace.meta} == {"forward", "upload", "copy",
                                                                   "wait", "process"}
     assert "Nothing hides that work: the GPU idles 0.00 ms" in viz.step_caption(run, 3)
@@ -380,7 +412,7 @@ def test_unrolled_figure_has_fill_steady_and_drain_panels_from_the_run():
     for n in range(1, 10):
         spans += [span("engine_stream", "decode", n, n * 100, n * 100 + 90),
                   span("cpu", "process_last", n, n * 100 + 100, n * 100 + 160)]
-    fig = viz.unrolled_figure(make_run("overlap", spans=spans))
+    fig = unrolled_figure(make_run("overlap", spans=spans))
     titles = [a.text for a in fig.layout.annotations]
     assert titles == ["<b>fill: steps 1–3</b>", "<b>steady state: steps 4–6</b>",
                       "<b>drain: steps 7–9</b>"]
@@ -390,15 +422,16 @@ def test_unrolled_figure_has_fill_steady_and_drain_panels_from_the_run():
 
 
 def test_empty_runs_give_a_message_not_an_error():
-    assert viz.step_figure(None, 3).layout.annotations[0].text == t("en", "replay_empty")
-    assert viz.unrolled_figure({"spans": []}).layout.annotations[0].text == t("en", "replay_empty")
+    assert step_figure(None, 3).layout.annotations[0].text == t("en", "replay_empty")
+    assert unrolled_figure({"spans": []}).layout.annotations[0].text == t("en", "replay_empty")
 
 
 def test_metrics_show_the_multistep_formula_and_its_lag_cost_beside_the_gain():
     normal = make_run("normal", metrics=dict(METRICS, wasted_tokens=0))
     overlap = make_run("overlap", metrics=dict(METRICS, tokens_per_s=140.0, wasted_tokens=8))
     multi = make_run("multistep-4", metrics=dict(METRICS, tokens_per_s=150.0, wasted_tokens=40,
-                                                 ttft_ms_mean=55.0, output_tokens=200))
+                                                 ttft_ms_mean=55.0, output_tokens=200,
+                                                 steady_step_us=19000.0 / 1.5))
     html = viz.metrics_html([normal, overlap, multi])
     assert "overlap / normal" in html and "multistep-4 / normal" in html   # two ratio columns
     assert "max(13.00, 6.00 / 4) = 13.00 ms" in html

@@ -101,13 +101,13 @@ def validate(**given: Any) -> dict[str, Any]:
     for name, value in given.items():
         low, high, whole = LIMITS[name]
         if value is None or (isinstance(value, float) and math.isnan(value)):
-            raise InputError("error_empty", name=name, low=low, high=high)
+            raise InputError("error_empty", control=name, low=low, high=high)
         if not isinstance(value, (int, float)) or isinstance(value, bool):
-            raise InputError("error_range", name=name, low=low, high=high, value=value)
+            raise InputError("error_range", control=name, low=low, high=high, value=value)
         if whole and float(value) != int(value):
-            raise InputError("error_whole", name=name, low=low, high=high, value=value)
+            raise InputError("error_whole", control=name, low=low, high=high, value=value)
         if not low <= value <= high:
-            raise InputError("error_range", name=name, low=low, high=high, value=value)
+            raise InputError("error_range", control=name, low=low, high=high, value=value)
         checked[name] = int(value) if whole else float(value)
     return checked
 
@@ -116,7 +116,7 @@ def validate_seed(seed: Any) -> int:
     """The lab's workload seed: a whole number in 0..2**31-1."""
     if seed is None or isinstance(seed, bool) or not isinstance(seed, (int, float)) \
             or not math.isfinite(seed) or float(seed) != int(seed) or not 0 <= seed < 2**31:
-        raise InputError("error_seed", value=esc(seed))
+        raise InputError("error_seed", value=seed)
     return int(seed)
 
 
@@ -148,8 +148,8 @@ def render_said(spec: dict[str, Any] | None, lang: str) -> str:
     if not spec:
         return status(viz.t(lang, "no_runs"))
     args = dict(spec["args"])
-    if "name" in args:                       # a control's name, in the reader's language
-        args["name"] = viz.t(lang, f"name_{args['name']}")
+    if "control" in args:                    # a control's name, in the reader's language
+        args["control"] = viz.t(lang, f"name_{args['control']}")
     text = viz.t(lang, spec["key"]).format(**args)
     text += "".join(" " + viz.t(lang, note) for note in spec["notes"])
     if spec["detail"]:

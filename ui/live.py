@@ -46,6 +46,8 @@ def run_live(loops, decode_steps, stop_early, device, model, requests, batch, pr
         request, notes = build_request(loops, decode_steps, stop_early, device, model, requests,
                                        batch, prompt_len, prompts_text, max_new, temperature,
                                        cuda_graph, extra_cpu_us)
+        if request.engine.device == "cuda" and not common.scheduler().ready().cuda:
+            raise InputError("device_no_cuda")
     except InputError as error:
         spec = error.said()
         yield MainView(status=render_said(spec, lang), said=spec).values()
@@ -108,9 +110,9 @@ def build_request(loops, decode_steps, stop_early, device, model, requests, batc
     if not chosen:
         raise InputError("error_no_loop")
     if model not in {value for value, _, _ in common.MODELS}:
-        raise InputError("error_model", model=esc(model))
+        raise InputError("error_model", model=model)
     if device not in ("auto", "cpu", "cuda"):
-        raise InputError("error_device", device=esc(device))
+        raise InputError("error_device", device=device)
     prompts, used_default = common.make_prompts(prompts_text, values["requests"],
                                                 values["prompt_len"])
     notes = ["note_default_prompts"] if used_default else []

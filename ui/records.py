@@ -105,9 +105,9 @@ def _show_file(path: Path, lang: str, recorded: bool) -> MainView:
 
 def load_any(path: Path) -> dict[str, Any]:
     """A run record as it is; anything else is read as a Chrome / torch.profiler trace."""
-    from record.profiler_import import load_any_trace_or_record
+    from record.files import load_any as load
 
-    return load_any_trace_or_record(path, max_bytes=MAX_UPLOAD_BYTES)
+    return load(path, max_bytes=MAX_UPLOAD_BYTES)
 
 
 def zoom(record: dict[str, Any] | None, first: float | None, last: float | None,
