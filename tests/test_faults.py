@@ -1,0 +1,228 @@
+"""Faults, injected for real: a killed, stopped or broken device process; a killed scheduler
+process; two callers on one engine; an interrupted CLI. Each must end in a clear error within
+seconds (never a hang), leave the pools whole, and let the next run work."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from conftest import VOCAB
+
+from engine import Engine, EngineConfig, SamplingParams
+from engine.engine import EngineBusyError
+from engine.process_device import DeviceError
+
+ROOT = Path(__file__).resolve().parent.parent
+PROMPTS = [[5 + i, 6, 7, 8] for i in range(4)]
+LONG = SamplingParams(max_new_tokens=200, ignore_eos=True)
+SHORT = SamplingParams(max_new_tokens=6, ignore_eos=True)
+
+
+@pytest.fixture(scope="module")
+def path(make_checkpoint):
+    return str(make_checkpoint("llama"))
+
+
+def _engine(path: str) -> Engine:
+    return Engine(EngineConfig(model=path, device="cpu", max_batch_size=4, max_seq_len=256))
+
+
+def _pools_whole(engine: Engine) -> bool:
+    s = engine.stats()
+    return s["kv_pages_free"] == s["kv_pages_total"] and s["req_slots_free"] == s["req_slots_total"]
+
+
+def _fault_during_run(engine: Engine, act, after_s: float = 0.3) -> tuple[BaseException, float]:
+    """Run a long generate, do ``act(device pid)`` part-way, return the error and how long after
+    the fault it came."""
+    pid = engine.device.proc.pid
+    hit: dict[str, float] = {}
+
+    def fault() -> None:
+        time.sleep(after_s)
+        hit["at"] = time.monotonic()
+        act(pid)
+
+    thread = threading.Thread(target=fault)
+    thread.start()
+    with pytest.raises(DeviceError) as caught:
+        engine.generate(PROMPTS, LONG, extra_cpu_us=2000)
+    thread.join()
+    return caught.value, time.monotonic() - hit["at"]
+
+
+@pytest.mark.parametrize("signum, words", [(signal.SIGKILL, "died"),
+                                           (signal.SIGSTOP, "stopped")])
+def test_a_dead_or_stopped_device_fails_the_run_fast_and_the_next_run_works(path, signum, words):
+    with _engine(path) as engine:
+        reference = engine.generate(PROMPTS, SHORT)
+        error, after = _fault_during_run(engine, lambda pid: os.kill(pid, signum))
+        assert words in str(error) and after < 5.0, (str(error), after)
+        assert _pools_whole(engine)
+        again = engine.generate(PROMPTS, SHORT)          # a fresh device process
+        assert [o.token_ids for o in again.outputs] == [o.token_ids for o in reference.outputs]
+        assert engine.stats()["device_kind"] == "cpu-process"
+
+
+def test_a_device_that_cannot_start_is_said_in_the_label_at_once(path):
+    started = time.monotonic()
+    config = EngineConfig(model=path, device="cpu", max_batch_size=2, max_seq_len=64,
+                          device_cpus=(4096,))            # no such core: the child fails
+    with Engine(config) as engine:
+        assert time.monotonic() - started < 60
+        assert engine.stats()["device_kind"] == "cpu-inline"
+        result = engine.generate(PROMPTS[:2], SHORT)
+        assert "device process failed to start" in result.label
+        assert "serial, no real overlap" in result.label
+
+
+def test_a_device_that_dies_at_start_up_is_noticed_in_seconds(path, tmp_path):
+    """Spawn re-imports the main module; a program read from stdin has none, so the child dies
+    before it can say anything. The engine must see that at once and say so, not wait 300 s."""
+    script = (f"import sys, time; sys.path.insert(0, {str(ROOT)!r})\n"
+              "from engine import Engine, EngineConfig\n"
+              "t = time.monotonic()\n"
+              f"e = Engine(EngineConfig(model={path!r}, device='cpu', max_seq_len=64))\n"
+              "print(round(time.monotonic() - t, 1), e.stats()['device_kind'], "
+              "'failed to start' in e.device.label)\n")
+    done = subprocess.run([sys.executable, "-"], input=script, text=True, capture_output=True,
+                          timeout=120, cwd=tmp_path)
+    seconds, kind, said = done.stdout.split()
+    assert kind == "cpu-inline" and said == "True" and float(seconds) < 30, done.stdout
+
+
+def test_two_callers_on_one_engine_the_second_is_refused_clearly(path):
+    with _engine(path) as engine:
+        errors: list[BaseException] = []
+        first = threading.Thread(target=lambda: engine.generate(PROMPTS, LONG, extra_cpu_us=500))
+        first.start()
+        time.sleep(0.3)
+        try:
+            engine.generate(PROMPTS, SHORT)
+        except EngineBusyError as error:
+            errors.append(error)
+        first.join()
+        assert errors and "already running" in str(errors[0])
+        assert _pools_whole(engine)
+        assert len(engine.generate(PROMPTS, SHORT).outputs) == len(PROMPTS)
+
+
+def test_a_dropped_engine_and_a_killed_parent_leave_no_noise(path, tmp_path):
+    """No traceback from the device process when its parent goes away without close()."""
+    script = (f"import os, sys, signal; sys.path.insert(0, {str(ROOT)!r})\n"
+              "from engine import Engine, EngineConfig, SamplingParams\n"
+              "if __name__ == '__main__':\n"
+              f"    e = Engine(EngineConfig(model={path!r}, device='cpu', max_seq_len=64))\n"
+              "    e.generate([[5, 6, 7]], SamplingParams(max_new_tokens=3))\n"
+              "    print(e.device.proc.pid, flush=True)\n"
+              "    if sys.argv[1] == 'kill':\n"
+              "        os.kill(os.getpid(), signal.SIGKILL)\n")
+    (tmp_path / "drop.py").write_text(script)
+    for how in ("drop", "kill"):
+        done = subprocess.run([sys.executable, "drop.py", how], capture_output=True, text=True,
+                              timeout=120, cwd=tmp_path)
+        child = int(done.stdout.split()[0])
+        deadline = time.monotonic() + 10
+        while _alive(child) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _alive(child), f"the device process outlived its parent ({how})"
+        assert "Traceback" not in done.stderr, done.stderr
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rpartition(")")[2].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_ctrl_c_on_the_cli_prints_one_line(tmp_path):
+    proc = subprocess.Popen([sys.executable, "-m", "engine", "--device", "cpu", "--requests", "16",
+                             "--max-new-tokens", "200", "--extra-cpu-us", "5000"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    time.sleep(12)                                     # into the warm-up or the measured runs
+    os.killpg(proc.pid, signal.SIGINT)                 # as a terminal does: the whole group
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, (proc.returncode, err[-2000:])
+    assert err.strip().splitlines() == ["interrupted"], err[-2000:]
+
+
+def test_an_output_path_that_cannot_be_written_is_refused_before_the_run():
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "engine", "--device", "cpu",
+                           "--json", "/no/such/dir/x.json"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 2 and "does not exist" in done.stderr
+    assert time.monotonic() - started < 30
+
+
+def test_the_scheduler_process_killed_mid_run_is_said_and_the_next_request_works():
+    from engine.messages import LiveRunRequest, RunFinished
+    from engine.scheduler_process import SchedulerClient, SchedulerDied
+
+    request = LiveRunRequest(
+        engine=EngineConfig(model="bundled", device="cpu", max_batch_size=4, max_seq_len=256),
+        prompts=["one two three"] * 4, prompt_tokens=3,
+        params=SamplingParams(max_new_tokens=150, ignore_eos=True), loops=("normal", "overlap"),
+        decode_steps=1, extra_cpu_us=3000, stop_early=False)
+    client = SchedulerClient()
+    try:
+        client.ready()
+        killed_at = None
+        with pytest.raises(SchedulerDied) as caught:
+            for event in client.submit(request):
+                if killed_at is None and type(event).__name__ == "SpanBatch":
+                    killed_at = time.monotonic()
+                    os.kill(client.pid, signal.SIGKILL)
+        assert "SIGKILL" in str(caught.value) and time.monotonic() - killed_at < 5
+        small = LiveRunRequest(**{**request.__dict__, "params": SHORT, "loops": ("overlap",)})
+        events = list(client.submit(small))            # a new scheduler process
+        assert isinstance(events[-1], RunFinished) and client.restarts >= 1
+    finally:
+        client.close()
+
+
+def test_a_cancelled_run_ends_at_the_next_iteration():
+    from engine.messages import LiveRunRequest, RequestFailed
+    from engine.scheduler_process import SchedulerClient
+
+    request = LiveRunRequest(
+        engine=EngineConfig(model="bundled", device="cpu", max_batch_size=4, max_seq_len=256),
+        prompts=["one two three"] * 4, prompt_tokens=3,
+        params=SamplingParams(max_new_tokens=200, ignore_eos=True), loops=("normal",),
+        decode_steps=1, extra_cpu_us=5000, stop_early=False)
+    client = SchedulerClient()
+    try:
+        cancelled_at = None
+        for event in client.submit(request):
+            if cancelled_at is None and type(event).__name__ == "SpanBatch":
+                cancelled_at = time.monotonic()
+                client.cancel()
+        assert isinstance(event, RequestFailed) and event.kind == "cancelled"
+        assert time.monotonic() - cancelled_at < 5
+    finally:
+        client.close()
+
+
+def test_prompts_and_params_that_are_not_what_they_claim_are_refused(path):
+    with _engine(path) as engine:
+        bad = [None, [b"abc"], [[1.5, 2.0]], [[True, 3]], ["x", None]]
+        for prompts in bad:
+            with pytest.raises(ValueError):
+                engine.generate(prompts, SHORT)
+        with pytest.raises(ValueError, match="stop_token_ids"):
+            engine.generate([[5, 6]], SamplingParams(stop_token_ids=(VOCAB + 5,)))
+        import numpy as np
+
+        ok = engine.generate([[np.int64(5), 6]], SamplingParams(max_new_tokens=np.int64(2)))
+        assert len(ok.outputs[0].token_ids) == 2
+        assert _pools_whole(engine)
