@@ -25,6 +25,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--requests", type=int, default=16)
     p.add_argument("--batch-size", type=int, default=16, help="requests decoded together")
     p.add_argument("--prompt-len", type=int, default=16, help="prompt tokens per request")
+    p.add_argument("--prompt-words", type=int, default=0, metavar="N",
+                   help="text prompts of N words cut from the app's default prompts (the app's "
+                        "workload) instead of --prompt-len tokens")
+    p.add_argument("--stop-early", action="store_true",
+                   help="as the app does: each request stops on a token picked from a probe run")
     p.add_argument("--max-new-tokens", type=int, default=64)
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--ignore-eos", action="store_true", help="always run max-new-tokens")
@@ -45,13 +50,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def build_config(a: argparse.Namespace) -> EngineConfig:
-    if a.requests < 1 or a.prompt_len < 1:
-        raise ValueError("--requests and --prompt-len must be >= 1")
+    if a.requests < 1 or a.prompt_len < 1 or a.prompt_words < 0:
+        raise ValueError("--requests and --prompt-len must be >= 1, --prompt-words >= 0")
     if a.mode == "all" and a.decode_steps < 2:
         raise ValueError("--mode all compares with multi-step overlap: give --decode-steps K >= 2")
+    prompt_tokens = 2 * a.prompt_words + 64 if a.prompt_words else a.prompt_len
     return EngineConfig(model=a.model, device=a.device, cuda_graph=a.cuda_graph,
                         max_batch_size=a.batch_size, dtype=a.dtype, seed=a.seed,
-                        max_seq_len=max(64, a.prompt_len + a.max_new_tokens),
+                        max_seq_len=max(64, prompt_tokens + a.max_new_tokens),
                         max_prefill_tokens=max(512, a.prompt_len),
                         extra_cpu_us=a.extra_cpu_us, record_timeline=not a.no_record,
                         decode_steps=a.decode_steps)
@@ -124,10 +130,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(a, cfg, params, eng) -> int:
-    from engine.workload import make_prompts
+    from engine.workload import make_prompts, stop_params_from_probe, token_prompts, word_prompts
 
-    prompts = make_prompts(eng.tokenizer, a.requests, a.prompt_len, a.seed,
-                           eng.spec.vocab_size)
+    if a.prompt_words:
+        prompts = token_prompts(eng, word_prompts("", a.requests, a.prompt_words)[0],
+                                a.prompt_words)
+    else:
+        prompts = make_prompts(eng.tokenizer, a.requests, a.prompt_len, a.seed,
+                               eng.spec.vocab_size)
     k = a.decode_steps
     # (overlap, decode steps) of each loop to run, in order.
     modes = {"normal": [(False, 1)], "overlap": [(True, k)], "both": [(False, 1), (True, k)],
@@ -137,6 +147,10 @@ def _run(a, cfg, params, eng) -> int:
     warm = SamplingParams(max_new_tokens=min(16, a.max_new_tokens), ignore_eos=True)
     for overlap, steps in modes:
         eng.generate(prompts, warm, overlap=overlap, decode_steps=steps)
+    if a.stop_early:
+        new = a.max_new_tokens
+        params = stop_params_from_probe(eng, prompts, new, lo=new // 4, hi=new,
+                                        temperature=a.temperature)
     prof = tuple(a.profile_steps) if a.profile_steps else None
     runs = [eng.generate(prompts, params, overlap=overlap, decode_steps=steps, profile_steps=prof)
             for overlap, steps in modes]

@@ -25,6 +25,29 @@ SENTENCES = (
 )
 
 
+# The prompts the app offers by default (one per line, cycled over the requests).
+DEFAULT_PROMPTS = (
+    "Once upon a time, in a small village by the sea, there lived an old baker who\n"
+    "The quick brown fox jumps over the lazy dog, and then the dog decides to\n"
+    "Explain in simple words why a scheduler might read each new token one step late:\n"
+    "Here is a short story about a robot that learned to keep its workshop busy:"
+)
+
+
+def word_prompts(text: str | None, count: int, words: int) -> tuple[list[str], bool]:
+    """``count`` prompts of ``words`` words: the given lines, cycled, repeated or cut to length
+    (the app's workload, and the CLI's ``--prompt-words``). The second value says ``text`` had
+    no words and ``DEFAULT_PROMPTS`` were used."""
+    lines = [line.split() for line in (text or "").splitlines() if line.strip()]
+    used_default = not lines
+    lines = lines or [line.split() for line in DEFAULT_PROMPTS.splitlines()]
+    prompts = []
+    for i in range(count):
+        base = lines[i % len(lines)]
+        prompts.append(" ".join((base * (words // len(base) + 1))[:words]))
+    return prompts, used_default
+
+
 def make_prompts(tokenizer, n: int, prompt_len: int, seed: int = 0,
                  vocab_size: int | None = None) -> list[list[int]]:
     """``n`` token-id prompts of exactly ``prompt_len`` tokens each."""

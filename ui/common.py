@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import viz
+from engine.workload import DEFAULT_PROMPTS, word_prompts  # noqa: F401 - used by the UI
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = [  # (value, display name, real weights?)
@@ -27,12 +28,6 @@ MODELS = [  # (value, display name, real weights?)
     ("qwen2.5-1.5b-shape", "Qwen2.5-1.5B shape", False),
 ]
 LOOPS = ("normal", "overlap", "multistep")
-DEFAULT_PROMPTS = (
-    "Once upon a time, in a small village by the sea, there lived an old baker who\n"
-    "The quick brown fox jumps over the lazy dog, and then the dog decides to\n"
-    "Explain in simple words why a scheduler might read each new token one step late:\n"
-    "Here is a short story about a robot that learned to keep its workshop busy:"
-)
 DEFAULTS = {"requests": 16, "batch": 16, "prompt_len": 24, "max_new": 96, "temperature": 0.0,
             "extra_cpu_us": 4000, "decode_steps": 4}
 LIMITS = {  # control: (min, max, whole number?); checked here, since a typed number can be anything
@@ -118,19 +113,6 @@ def validate_seed(seed: Any) -> int:
             or not math.isfinite(seed) or float(seed) != int(seed) or not 0 <= seed < 2**31:
         raise InputError("error_seed", value=seed)
     return int(seed)
-
-
-def make_prompts(text: str | None, count: int, words: int) -> tuple[list[str], bool]:
-    """``count`` prompts of ``words`` words: the given lines, cycled, repeated or cut to length.
-    The second value says the box was empty and the built-in prompts were used."""
-    lines = [line.split() for line in (text or "").splitlines() if line.strip()]
-    used_default = not lines
-    lines = lines or [line.split() for line in DEFAULT_PROMPTS.splitlines()]
-    prompts = []
-    for i in range(count):
-        base = lines[i % len(lines)]
-        prompts.append(" ".join((base * (words // len(base) + 1))[:words]))
-    return prompts, used_default
 
 
 def said(key: str, kind: str = "info", detail: str = "", notes: tuple[str, ...] = (),

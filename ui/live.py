@@ -32,7 +32,7 @@ from ui.common import LOOPS, InputError, esc, lang_of, progress_bar, render_said
 from ui.records import shown, write_downloads
 from ui.view import MainView, plot
 
-REFRESH_S = 0.8            # the live timeline is redrawn at most this often (and at least 1/s)
+REFRESH_S = 1.0            # the live timeline is redrawn at most this often (and at least 1/s)
 # Seconds per decode step measured by earlier runs, by (model, device, batch, CUDA graphs): the
 # estimate shown before the next run of the same configuration.
 STEP_SECONDS: dict[tuple, float] = {}
@@ -113,7 +113,7 @@ def build_request(loops, decode_steps, stop_early, device, model, requests, batc
         raise InputError("error_model", model=model)
     if device not in ("auto", "cpu", "cuda"):
         raise InputError("error_device", device=device)
-    prompts, used_default = common.make_prompts(prompts_text, values["requests"],
+    prompts, used_default = common.word_prompts(prompts_text, values["requests"],
                                                 values["prompt_len"])
     notes = ["note_default_prompts"] if used_default else []
     engine = EngineConfig(model=model, device=device, max_batch_size=values["batch"],

@@ -28,6 +28,10 @@ from viz.style import (
 from viz.text import t
 
 MAX_BARS = 8000        # above this many spans, merge neighbours closer than a pixel apart
+CHART_PX = 1000        # about how wide a whole-run chart is drawn, in pixels
+INVISIBLE_PX = 0.3     # whole-run views leave out bars narrower than this (the step window and
+                       # every number keep them): the browser draws each bar on every redraw
+LINED_BARS = 300       # bars get a hairline outline only in traces with fewer bars than this
 LANE_PX = 46           # height of one lane in pixels
 BAR_WIDTH = 0.72       # bar thickness in lane units (a lane is 1.0)
 
@@ -102,6 +106,9 @@ def add_run(fig: FigureSpec, run: dict[str, Any], lanes: list[str], row: int, of
     if gaps and gpu:
         _add_gaps(fig, gaps, sorted(index[lane] for lane in gpu), row, offset_us,
                   legend_shown, lang, col)
+    if "window" not in run:
+        thinnest = INVISIBLE_PX * (t_end - t_start) / CHART_PX
+        spans = [s for s in spans if s["end_us"] - s["start_us"] >= thinnest]
     if len(spans) > MAX_BARS:
         spans = _coalesce(spans, (t_end - t_start) / 3000.0)
     extra_gpu = set(gpu) - set(STANDARD_LANES)
@@ -167,8 +174,9 @@ def _phase_trace(phase: str, spans: list[dict[str, Any]], index: dict[str, int],
         orientation="h", base=starts, x=durations, y=[index[s["lane"]] for s in spans],
         width=BAR_WIDTH, customdata=custom, hovertemplate=_HOVER,
         # A hairline between neighbouring bars, while bars are wide enough to keep their colour.
-        marker={"color": phase_color(phase), "line": {"width": 0.6 if len(spans) < 2000 else 0,
-                                                      "color": "rgba(255,255,255,0.8)"}},
+        marker={"color": phase_color(phase),
+                "line": {"width": 0.6 if len(spans) < LINED_BARS else 0,
+                         "color": "rgba(255,255,255,0.8)"}},
     )
 
 
