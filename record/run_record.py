@@ -64,7 +64,9 @@ def loop_of(run: Mapping[str, Any]) -> tuple[str, int]:
     """(loop, k) of a run: its ``loop`` and ``decode_steps`` fields. Runs written before those
     existed said ``"multistep-3"`` in ``mode``; this is the one place that form is read."""
     if "loop" in run:
-        return str(run["loop"]), int(run.get("decode_steps") or 1)
+        loop, k = run["loop"], run.get("decode_steps")
+        k = k if isinstance(k, int) and not isinstance(k, bool) and 1 <= k <= 64 else 1
+        return (loop if loop in LOOPS else "other"), k
     text = str(run.get("mode", ""))
     name, _, k = text.partition("-")
     if name == "multistep" and k.isdigit():

@@ -133,8 +133,10 @@ def _formula_html(runs: list[dict[str, Any]], pair: tuple[int, int] | None, lang
     base, names = runs[base_i], display_labels(runs)
     m = base["metrics"]
     loop = loop_of(base)[0]
+    if loop == "imported" or "notes" in base:
+        return _trace_html(base, lang)
     if loop not in ("normal", "overlap") or m.get("t_fwd_us") is None or m.get("t_cpu_us") is None:
-        return ""  # a trace has no scheduler phases; a multi-step run's CPU is already shared
+        return ""  # a multi-step run's CPU time per step is already shared by k forwards
     fwd, cpu = m["t_fwd_us"] * _MS, m["t_cpu_us"] * _MS
     predicted = overlap_speedup(m["t_fwd_us"], m["t_cpu_us"])
     lines = [
@@ -156,6 +158,30 @@ def _formula_html(runs: list[dict[str, Any]], pair: tuple[int, int] | None, lang
         if c["measured_speedup"] < BELOW_PREDICTION * c["predicted_speedup"]:
             lines.append(_why_below(runs[pair[1]], b, lang))
     return '<div class="ov-formula">' + "<br>".join(lines) + "</div>"
+
+
+def _trace_html(run: dict[str, Any], lang: str) -> str:
+    """An imported trace: what the import found (its notes), and the formula with the terms the
+    trace allows (the GPU's busy and waiting time per step), as a question: what would overlap
+    give this engine?"""
+    lines = []
+    for note in run.get("notes") or []:
+        if isinstance(note, dict) and isinstance(note.get("key"), str) \
+                and note["key"].startswith("note_"):
+            values = {k: html.escape(str(v)) for k, v in note.items() if k != "key"}
+            try:
+                lines.append(t(lang, note["key"]).format(**values))
+            except (KeyError, IndexError):
+                continue                              # a note this version does not know
+    m = run["metrics"]
+    fwd, cpu = (m.get("t_fwd_us") or 0.0) * _MS, (m.get("t_cpu_us") or 0.0) * _MS
+    if fwd > 0:
+        lines += [t(lang, "formula_serial").format(fwd=fwd, cpu=cpu, total=fwd + cpu),
+                  t(lang, "formula_overlap").format(fwd=fwd, cpu=cpu, best=max(fwd, cpu)),
+                  "<b>" + t(lang, "formula_trace_pred").format(
+                      pred=overlap_speedup(m["t_fwd_us"], m.get("t_cpu_us") or 0.0)) + "</b>"]
+    return ('<div class="ov-formula" data-block="trace">' + "<br>".join(lines) + "</div>"
+            if lines else "")
 
 
 def _comparable(a: dict[str, Any], b: dict[str, Any]) -> bool:

@@ -104,6 +104,21 @@ The price is lag k: stop checks come up to k steps late, so finished requests ru
     "formula_terms": "terms per decode step, measured in the {label} run over its steady window "
                      "(the middle 80% of its decode steps)",
     "why_below": "The {label} run measured far less than the formula predicts.",
+    "note_steps_profiler_step": "{steps} steps, from the trace's ProfilerStep marks.",
+    "note_steps_graph_launch": "{steps} steps, one per CUDA graph launch (the trace has no "
+                               "ProfilerStep marks).",
+    "note_steps_marker": "{steps} steps, one per launch of <code>{marker}</code>, the kernel that "
+                         "runs once per forward (the trace has no ProfilerStep marks).",
+    "note_steps_none": "No repeating step was found: the whole trace is one window.",
+    "note_terms_from_gaps": "A trace has no scheduler phases: T_fwd is the GPU's busy time per "
+                            "step, and T_sched + T_post the rest of the step, the time the GPU "
+                            "waited for the host (in eager mode that includes the gaps between "
+                            "launches inside the forward).",
+    "note_no_cpu_lanes": "No host thread in the trace launched the GPU work (was it recorded "
+                         "with ProfilerActivity.CPU?): only the GPU lanes are drawn.",
+    "note_no_tokens": "A trace holds no tokens: token counts and rates are 0.",
+    "formula_trace_pred": "if the host's part of each step ran under the forward (overlap): "
+                          "{pred:.2f}× predicted",
     "why_measured": "What the run saw:",
     "why_other_load": "other programs used {share:.0f}% of this machine's {cpus} cores meanwhile",
     "why_device_cpu": "the device process had a core for {share:.0f}% of the time it was working",
@@ -267,6 +282,19 @@ _ZH: dict[str, str] = {
     "formula_whole": "整次运行的输出 token/秒（{b} ÷ {a}；含预填充、填充和收尾）：{meas:.2f}×",
     "formula_terms": "每个解码步的各项，取自 {label} 运行的稳定窗口（解码步中间的 80%）",
     "why_below": "{label} 运行的实测结果远低于公式的预测。",
+    "note_steps_profiler_step": "{steps} 步，取自 trace 中的 ProfilerStep 标记。",
+    "note_steps_graph_launch": "{steps} 步，每次 CUDA Graph 启动算一步（trace 中没有 ProfilerStep "
+                               "标记）。",
+    "note_steps_marker": "{steps} 步，每次启动 <code>{marker}</code> 算一步：它是每次前向只运行一次的"
+                         " kernel（trace 中没有 ProfilerStep 标记）。",
+    "note_steps_none": "没有找到重复的步：整个 trace 作为一个窗口。",
+    "note_terms_from_gaps": "trace 中没有调度阶段：T_fwd 是每步 GPU 的忙碌时间，T_sched + T_post "
+                            "是每步剩下的时间，即 GPU 等待主机的时间（在 eager 模式下也包括前向内部"
+                            "各次启动之间的空隙）。",
+    "note_no_cpu_lanes": "trace 中没有发起 GPU 工作的主机线程（是否用 ProfilerActivity.CPU 录制？）："
+                         "只画出 GPU 泳道。",
+    "note_no_tokens": "trace 中没有 token：token 数和速率为 0。",
+    "formula_trace_pred": "如果每步中主机的部分在前向之下运行（重叠）：预测 {pred:.2f}×",
     "why_measured": "这次运行观察到：",
     "why_other_load": "其他程序同时占用了本机 {cpus} 个核心的 {share:.0f}%",
     "why_device_cpu": "设备进程在工作时只有 {share:.0f}% 的时间拿到了核心",
