@@ -42,7 +42,7 @@ HOST_CATEGORIES = {"cpu_op", "user_annotation", "python_function", "cuda_runtime
                    "cuda_driver", "ac2g_host"}
 MAX_PHASE_CHARS = 80
 MAX_LANES = 64              # GPU streams + CPU threads in one import
-MAX_SPANS = 400_000         # spans kept for drawing (the metrics use every event)
+MAX_SPANS = 150_000         # spans kept for drawing (the metrics use every event)
 NO_GPU_MESSAGE = ("no GPU kernel, memcpy or memset events: was the profiler run with "
                   "ProfilerActivity.CUDA?")
 _STEP_NAME = re.compile(r"ProfilerStep#(\d{1,12})")

@@ -27,6 +27,9 @@ from record.timeline import GPU_LANES, LANES, Span
 
 SCHEMA = 1
 DEFAULT_MAX_BYTES = 200 * 2**20
+MAX_RUNS = 16               # a record's structure is bounded too, not only its bytes
+MAX_LANES = 256             # per run
+MAX_SPANS = 2_000_000       # in the whole record
 LOOPS = ("normal", "overlap", "multistep", "imported")
 ENV_KEYS = ("device_name", "torch_version", "python_version", "platform", "date")
 RUN_KEYS = ("mode", "label", "lanes", "gpu_lanes", "metrics", "spans", "outputs")
@@ -170,6 +173,8 @@ def _validate_run(run: Any, where: str) -> None:
     _check(isinstance(run["mode"], str), where, "mode must be a string")
     for key in ("lanes", "gpu_lanes", "spans", "outputs"):
         _check(isinstance(run[key], list), where, f"{key} must be a list")
+    _check(len(run["lanes"]) <= MAX_LANES, where, f"{len(run['lanes'])} lanes; at most "
+           f"{MAX_LANES} are read")
     _require(run["metrics"], SCHEMA1_METRIC_KEYS, f"{where}.metrics")
     for key, value in run["metrics"].items():
         _check(value is None or _is_number(value), f"{where}.metrics",
@@ -189,6 +194,11 @@ def validate_record(d: Any) -> dict[str, Any]:
     _require(d["env"], ENV_KEYS, "record.env")
     _check(isinstance(d["config"], dict), "record.config", "expected an object")
     _check(isinstance(d["runs"], list), "record.runs", "expected a list")
+    _check(len(d["runs"]) <= MAX_RUNS, "record.runs", f"{len(d['runs'])} runs; at most "
+           f"{MAX_RUNS} are read")
+    spans = sum(len(run["spans"]) for run in d["runs"]
+                if isinstance(run, dict) and isinstance(run.get("spans"), list))
+    _check(spans <= MAX_SPANS, "record.runs", f"{spans} spans; at most {MAX_SPANS} are read")
     for i, run in enumerate(d["runs"]):
         _validate_run(run, f"record.runs[{i}]")
     for run in d["runs"]:

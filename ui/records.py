@@ -23,6 +23,8 @@ from ui.view import MainView, plot
 RECORDED_DIR = ROOT / "assets" / "recorded"
 DOWNLOAD_DIR = Path(tempfile.gettempdir()) / "overlap-demo"
 MAX_UPLOAD_BYTES = 200 * 2**20
+PARSE_TIMEOUT_S = 120.0
+MAX_DOWNLOAD_DIR_BYTES = 400 * 2**20   # exported records and traces kept for download, in all
 
 
 def write_downloads(record: dict[str, Any]) -> tuple[str | None, str | None]:
@@ -30,9 +32,7 @@ def write_downloads(record: dict[str, Any]) -> tuple[str | None, str | None]:
     from record.chrome_trace import write_chrome_trace
 
     DOWNLOAD_DIR.mkdir(parents=True, exist_ok=True)
-    for old in DOWNLOAD_DIR.glob("*.json"):  # keep the folder from growing without end
-        if time.time() - old.stat().st_mtime > 3600:
-            old.unlink(missing_ok=True)
+    _trim_downloads()
     stamp = f"{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
     record_path = DOWNLOAD_DIR / f"run-record-{stamp}.json"
     record_path.write_text(json.dumps(record))
@@ -42,6 +42,27 @@ def write_downloads(record: dict[str, Any]) -> tuple[str | None, str | None]:
     except (OSError, ValueError, KeyError):
         return str(record_path), None
     return str(record_path), str(trace_path)
+
+
+def _trim_downloads() -> None:
+    """Keep the download folder small: files older than an hour go, then the oldest until the
+    folder is under ``MAX_DOWNLOAD_DIR_BYTES``."""
+    files = []
+    for path in DOWNLOAD_DIR.glob("*.json"):
+        try:
+            stat = path.stat()
+        except OSError:
+            continue
+        if time.time() - stat.st_mtime > 3600:
+            path.unlink(missing_ok=True)
+        else:
+            files.append((stat.st_mtime, stat.st_size, path))
+    total = sum(size for _, size, _ in files)
+    for _, size, path in sorted(files):
+        if total <= MAX_DOWNLOAD_DIR_BYTES:
+            break
+        path.unlink(missing_ok=True)
+        total -= size
 
 
 def default_window(runs: list[dict[str, Any]]) -> tuple[int, int]:
@@ -104,10 +125,27 @@ def _show_file(path: Path, lang: str, recorded: bool) -> MainView:
 
 
 def load_any(path: Path) -> dict[str, Any]:
-    """A run record as it is; anything else is read as a Chrome / torch.profiler trace."""
+    """A run record as it is; anything else is read as a Chrome / torch.profiler trace.
+
+    The parsing runs in a process of its own, ended after each file: reading a 200 MB trace
+    takes gigabytes for a moment, and a process gives all of it back when it exits (this one
+    would keep it). A file that takes longer than ``PARSE_TIMEOUT_S`` is abandoned."""
+    import concurrent.futures
+    import multiprocessing
+
     from record.files import load_any as load
 
-    return load(path, max_bytes=MAX_UPLOAD_BYTES)
+    with concurrent.futures.ProcessPoolExecutor(
+            max_workers=1, mp_context=multiprocessing.get_context("spawn"),
+            max_tasks_per_child=1) as pool:
+        future = pool.submit(load, str(path), MAX_UPLOAD_BYTES)
+        try:
+            return future.result(timeout=PARSE_TIMEOUT_S)
+        except concurrent.futures.TimeoutError:
+            for process in list(pool._processes.values()):   # no public way to stop a task
+                process.kill()
+            raise ValueError(f"reading the file took more than {PARSE_TIMEOUT_S:.0f} s") \
+                from None
 
 
 def zoom(record: dict[str, Any] | None, first: float | None, last: float | None,

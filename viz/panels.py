@@ -270,7 +270,7 @@ def texts_html(runs: list[dict[str, Any]], lang: str = "en", limit: int = 4) -> 
         text = " ".join(str(out.get("text", "")).split())  # one line per request
         text = text or _ids_preview(out.get("token_ids", []))
         text = text if len(text) <= 240 else text[:240] + " …"
-        tokens = f"{out.get('prompt_tokens', '–')} → {len(out.get('token_ids', []))}"
+        tokens = f"{html.escape(str(out.get('prompt_tokens', '–')))} → {len(out.get('token_ids', []))}"
         wasted = "".join(f'<td class="num" data-wasted="{html.escape(_loop_name(run))}">'
                          f'{_wasted(run, i)}</td>' for _, run in lagged)
         rows.append(f'<tr><td class="num">{i}</td><td>{badge}</td><td class="num">{tokens}</td>'
@@ -291,7 +291,7 @@ def texts_html(runs: list[dict[str, Any]], lang: str = "en", limit: int = 4) -> 
 
 def _wasted(run: dict[str, Any], i: int) -> str:
     outputs = run["outputs"]
-    return str(outputs[i].get("wasted_steps", 0)) if i < len(outputs) else "–"
+    return html.escape(str(outputs[i].get("wasted_steps", 0))) if i < len(outputs) else "–"
 
 
 def _ids_preview(token_ids: list[int]) -> str:

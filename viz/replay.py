@@ -14,6 +14,7 @@ k-step scheduling, whichever process_last spans overlap it in time.
 
 from __future__ import annotations
 
+import html
 from typing import Any
 
 from record.metrics import idle_gaps
@@ -146,7 +147,8 @@ def step_caption(run: dict[str, Any], step: int, lang: str = "en") -> str:
 
 
 def run_name(run: dict[str, Any]) -> str:
-    return str(run.get("label") or run.get("mode") or "run").partition(" (")[0]
+    """The run's label without its device detail, escaped (it may come from a file)."""
+    return html.escape(str(run.get("label") or run.get("mode") or "run").partition(" (")[0])
 
 
 def _idle_after(run: dict[str, Any], forward: dict[str, Any], step: int) -> float:
