@@ -11,6 +11,7 @@ from typing import Any
 
 DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("auto", "float32", "float16", "bfloat16", "float64")
+ATTENTION = ("auto", "reference", "triton")
 MAX_DECODE_STEPS = 16
 # Batches in flight at most: k launched this iteration + k of the previous one being processed.
 # Host result buffers form a ring one longer, so none is rewritten before the CPU has read it.
@@ -62,6 +63,10 @@ class EngineConfig:
     cpu_threads: int = 1              # torch intra-op threads of the CPU device
     result_copy_stream: str = "scheduler"  # or "engine": the copy right after sampling (Mini-SGLang)
     hazards: HazardSwitches = field(default_factory=HazardSwitches)
+    # Issue 14, the fast decode path (CUDA only; CPU mode always runs the plain-PyTorch path):
+    attention: str = "auto"           # auto: Triton paged decode attention on CUDA; or "reference"
+    compile: bool = False             # torch.compile the decode step between attentions (start-up
+                                      # cost: seconds, cached on disk; see engine/compiled.py)
 
     def __post_init__(self) -> None:
         _check(isinstance(self.model, str) and self.model.strip() != "",
@@ -85,6 +90,9 @@ class EngineConfig:
                "EngineConfig.result_copy_stream must be 'scheduler' or 'engine'")
         _check(1 <= self.decode_steps_per_schedule <= MAX_DECODE_STEPS,
                f"EngineConfig.decode_steps_per_schedule must be in 1..{MAX_DECODE_STEPS}")
+        _check(self.attention in ATTENTION, f"EngineConfig.attention must be one of {ATTENTION}, "
+               f"got {self.attention!r}")
+        _check(isinstance(self.compile, bool), "EngineConfig.compile must be True or False")
 
     @property
     def pages_per_seq(self) -> int:

@@ -81,7 +81,11 @@ class Engine:
         self.slots = IdPool(cfg.max_batch_size, "request slot")
         self.pages = IdPool(cfg.total_pages, "KV page")
         self.random_weights = cfg.model in PRESETS
+        # Start-up is part of the user's wait: seconds per phase (load, warm_up incl. compile, capture).
+        self.startup_s: dict[str, float] = {}
+        t0 = time.perf_counter()
         self._build_device()
+        self.startup_s["total"] = time.perf_counter() - t0
         self.tokenizer = load_tokenizer(self.model_path)
         self._runs = 0
 
@@ -125,16 +129,25 @@ class Engine:
         from engine.runner import ModelRunner
 
         cfg = self.config
+        t0 = time.perf_counter()
         loaded = load_model(cfg.model, "cuda", getattr(torch, self.dtype), cfg.seed)
         self.spec, self.model_path, self.eos_ids = loaded.spec, loaded.path, loaded.eos_token_ids
         self._check_context()
         runner = ModelRunner(loaded.model, cfg.max_batch_size, cfg.max_seq_len, cfg.total_pages,
                              cfg.page_size, getattr(torch, self.dtype), torch.device("cuda"),
-                             sanitize=cfg.hazards.no_wait_stream)
+                             sanitize=cfg.hazards.no_wait_stream, attention=cfg.attention,
+                             compile=cfg.compile)
+        torch.cuda.synchronize()
+        t1 = time.perf_counter()
+        # Kernel JIT (Triton) and, with compile, the compiled regions for batch 1 and any batch.
+        runner.warm_up((1, 2), cfg.pages_per_seq)
+        torch.cuda.synchronize()
+        t2 = time.perf_counter()
         graphs = None
         if cfg.cuda_graph:
             from engine.cuda_graph import DecodeGraphs
             graphs = DecodeGraphs(runner, cfg)
+        self.startup_s.update(load=t1 - t0, warm_up=t2 - t1, capture=time.perf_counter() - t2)
         self.device = CudaDevice(runner, cfg.max_batch_size, NUM_INT_COLS + cfg.pages_per_seq,
                                  max(cfg.max_prefill_tokens, 1), graphs=graphs,
                                  hazards=cfg.hazards, results=RESULT_BUFFERS,
@@ -275,7 +288,9 @@ class Engine:
     def device_label(self) -> str:
         if self.device_name == "cuda":
             graphs = "CUDA graphs" if self.config.cuda_graph else "eager"
-            return f"{torch.cuda.get_device_name()}, {graphs}"
+            fast = f"{self.device.runner.attention} attention" + (
+                ", compiled" if self.config.compile else "")
+            return f"{torch.cuda.get_device_name()}, {graphs}, {fast}"
         return getattr(self.device, "label", self.device_name)
 
     def stats(self) -> dict[str, Any]:
