@@ -48,6 +48,9 @@ class CompiledDecode:
 
     def __init__(self, model: CausalLM) -> None:
         self.model = model
+        # Compiled code is cached per function, with one entry per model shape and batch
+        # specialisation; a process that builds several models (the tests do) needs more than 8.
+        torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 64)
         opts = dict(dynamic=True, fullgraph=True)
         self.first = torch.compile(_first, **opts)
         self.between = torch.compile(_between, **opts)

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Issue 14 on one NVIDIA H200, in one call each (device time is scarce):
+#   OUT=out bash scripts/issue14_gpu.sh check    # kernel tests, forward variants vs floor, launch
+#                                                # cost, attention sweep, engine CUDA tests
+#   OUT=out bash scripts/issue14_gpu.sh final    # all CUDA tests, the bench table with the floor
+# Every step has its own time limit and the whole script a budget (BUDGET_S), so one slow step
+# can't eat the call; everything goes to $OUT/log.txt (the device tool returns few files).
+set -u
+export HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
+OUT=${OUT:-out}
+mkdir -p "$OUT"
+LOG="$OUT/log.txt"
+BUDGET_S=${BUDGET_S:-400}
+START=$(date +%s)
+part=${1:-check}
+
+step() {  # step NAME LIMIT_S command...
+    local name=$1 limit=$2
+    shift 2
+    local left=$((BUDGET_S - ($(date +%s) - START)))
+    if ((left < 15)); then echo "=== SKIP $name (budget)" | tee -a "$LOG"; return; fi
+    ((limit > left)) && limit=$left
+    echo "=== $name (limit ${limit}s, t=$(($(date +%s) - START))s)" | tee -a "$LOG"
+    timeout "$limit" "$@" 2>&1 | grep -v -e "Warning" -e "warnings.warn" -e "^Loading" | tee -a "$LOG"
+    echo "=== $name rc=${PIPESTATUS[0]} t=$(($(date +%s) - START))s" | tee -a "$LOG"
+}
+
+step env 20 bash -c "nvidia-smi -L; python3 -c 'import torch, triton, transformers; \
+print(torch.__version__, triton.__version__, transformers.__version__)'"
+PT="python3 -m pytest -q -p no:cacheprovider -m cuda"
+
+if [[ $part == check ]]; then
+    step kernel_tests 100 $PT tests/test_paged_attention.py
+    step forward_05b 130 python3 -m bench --forward --models qwen2.5-0.5b-shape \
+        --batches 1 8 64 --variants triton triton+compile --repeats 5 --ceiling-iters 40 --profile
+    step forward_15b 80 python3 -m bench --forward --models qwen2.5-1.5b-shape \
+        --batches 1 64 --variants triton triton+compile --repeats 5 --ceiling-iters 40
+    step launch_cost 30 python3 -m bench --launch-cost --models qwen2.5-0.5b-shape --batches 8
+    step engine_tests 90 $PT tests/test_engine.py -k "graphs_match_eager or matches_reference \
+        or (normal_equals_overlap and bfloat16)"
+    step attention_sweep 45 python3 -m bench --attention-sweep
+fi
+
+if [[ $part == final ]]; then
+    step cuda_tests 200 $PT tests/
+    step bench 150 python3 -m bench --device cuda --graphs graph --compile \
+        --models qwen2.5-0.5b-shape qwen2.5-1.5b-shape --batches 1 8 64 --extra-cpu-us 0 200
+fi
+echo "=== done t=$(($(date +%s) - START))s" | tee -a "$LOG"
