@@ -32,6 +32,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--ceiling-iters", type=int, default=50)
     p.add_argument("--hf", action="store_true", help="also time transformers generate")
+    p.add_argument("--hf-dynamic-only", action="store_true",
+                   help="with --hf: skip the static-cache variant (it may compile for minutes)")
     p.add_argument("--quick", action="store_true", help="small CPU settings")
     p.add_argument("--overhead", action="store_true", help="recording on vs off only")
     p.add_argument("--multistep", action="store_true", help="k decode steps per iteration")
@@ -41,7 +43,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--forward", action="store_true",
                    help="forward-only decode step vs the weight-read floor, per variant (CUDA)")
     p.add_argument("--variants", nargs="+", choices=list(forward.VARIANTS),
-                   default=["reference", "triton", "triton+compile"])
+                   default=["triton", "triton+compile", "triton+compile+gemv"])
     p.add_argument("--context", type=int, default=160, help="--forward: keys per row")
     p.add_argument("--profile", action="store_true", help="--forward: kernels of one step")
     p.add_argument("--attention-sweep", action="store_true", help="the attention kernel alone")
@@ -83,7 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     extras = args.extra_cpu_us if args.extra_cpu_us is not None else ([0, 200] if cuda
                                                                        else [0, 4000])
     return decode.run(args.device, models, batches, extras, [g == "graph" for g in graph_names],
-                      work, args.hf, Path(args.workdir), args.compile, args.attention)
+                      work, args.hf, Path(args.workdir), args.compile, args.attention,
+                      not args.hf_dynamic_only)
 
 
 if __name__ == "__main__":

@@ -229,7 +229,7 @@ def print_table(rows: list[dict], hf: list[dict], header: bool = True) -> None:
 
 def run(device: str, models: list[str], batches: list[int], extra_cpu_us: list[int],
         graphs: list[bool], work: Workload, hf: bool, workdir: Path, compile: bool = False,
-        attention: str = "auto") -> int:
+        attention: str = "auto", hf_static: bool = True) -> int:
     """Every (model, graphs) engine: its rows as they come, then the whole table."""
     from engine import Engine
     from engine.__main__ import format_startup
@@ -254,7 +254,8 @@ def run(device: str, models: list[str], batches: list[int], extra_cpu_us: list[i
                 dtype = eng.dtype
             print(f"done {model} graph={graph}", file=sys.stderr, flush=True)
         if hf:
-            hf_rows += _hf_rows(model, path, device, dtype, rows, max(batches), work, prompts_for)
+            hf_rows += _hf_rows(model, path, device, dtype, rows, max(batches), work, prompts_for,
+                                hf_static)
     name = torch.cuda.get_device_name() if device == "cuda" else "CPU"
     print(f"\ndevice: {name}, torch {torch.__version__}; decode tok/s = median of "
           f"{work.repeats}; busy = union of both streams over the middle 80% of decode\n")
@@ -263,12 +264,13 @@ def run(device: str, models: list[str], batches: list[int], extra_cpu_us: list[i
     return 0
 
 
-def _hf_rows(model, path, device, dtype, rows, batch, work, prompts_for) -> list[dict]:
+def _hf_rows(model, path, device, dtype, rows, batch, work, prompts_for,
+             hf_static: bool = True) -> list[dict]:
     """transformers generate (dynamic and static cache) against our best row at ``batch``."""
     ours = [r for r in rows if r["model"] == model and r["batch"] == batch and r["extra_us"] == 0]
     best = max(ours, key=lambda r: r["decode_tok_s"])
     out = []
-    for static in (False, True):
+    for static in (False, True) if hf_static else (False,):
         try:
             res = hf_generate(path, device, dtype, prompts_for(batch), work.new_tokens,
                               best["tokens"], static)

@@ -19,8 +19,10 @@ import time
 import torch
 
 SWEEP_SPLITS, SWEEP_BLOCKS = (1, 2, 4, 8), (32, 64)
-VARIANTS = {"reference": ("reference", False), "triton": ("triton", False),
-            "triton+compile": ("triton", True), "reference+compile": ("reference", True)}
+# name: (attention, compile, decode GEMV kernel for the layers' linears)
+VARIANTS = {"reference": ("reference", False, False), "triton": ("triton", False, False),
+            "triton+compile": ("triton", True, False), "triton+compile+gemv": ("triton", True, True),
+            "reference+compile": ("reference", True, False)}
 
 
 def copy_bandwidth_gbs(device: str = "cuda", mib: int = 1024, iters: int = 20) -> float:
@@ -89,12 +91,12 @@ def graph_step_ms(runner, batch: int, context: int, pages_per_seq: int, iters: i
 def build_runner(model_name: str, variant: str, max_batch: int, max_seq_len: int, page_size=16):
     from engine.loader import load_model
     from engine.runner import ModelRunner
-    attention, compile_ = VARIANTS[variant]
+    attention, compile_, gemv = VARIANTS[variant]
     loaded = load_model(model_name, "cuda", torch.bfloat16)
     pages_per_seq = -(-max_seq_len // page_size)
     runner = ModelRunner(loaded.model, max_batch, max_seq_len, max_batch * pages_per_seq,
                          page_size, torch.bfloat16, torch.device("cuda"), attention=attention,
-                         compile=compile_)
+                         compile=compile_, gemv=gemv)
     t0 = time.perf_counter()
     runner.warm_up((1, 2), pages_per_seq)
     torch.cuda.synchronize()
@@ -120,7 +122,8 @@ def run(models: list[str], batches: list[int], variants: list[str], context: int
                       f"[{min(ms):.3f}-{max(ms):.3f}] | {med / floor_ms:.2f} | {warm_s:.1f} |",
                       flush=True)
             if profile:
-                profile_step(runner, batches[0], context, pages)
+                for b in sorted({batches[0], batches[-1]}):
+                    profile_step(runner, b, context, pages)
             del loaded, runner
             torch.cuda.empty_cache()
     return 0

@@ -33,6 +33,35 @@ def _per_call_us(fn, n: int = 2, rounds: int = 200) -> float:
     return statistics.median(out)
 
 
+def _lean_step(dev, graph, meta):
+    """The same step with the costly calls taken out, to show what the launch path could cost:
+    streams switched with ``set_stream`` (no context managers), the metadata copied H2D straight
+    into the graph's static input (no device-side copy, no new tensor), no ``out.clone()`` (the
+    D2H copy reads the static output; the next replay is ordered after it by the engine stream's
+    wait), events created once and re-recorded. Not thread-safe ring handling: a cost prototype."""
+    sched, eng = dev.scheduler_stream, dev.engine_stream
+    pinned_ints = torch.empty(graph.ints.shape, dtype=torch.int64, pin_memory=True)
+    pinned_np = pinned_ints.numpy()
+    host_out = torch.empty(graph.out.shape, dtype=graph.out.dtype, pin_memory=True)
+    uploaded, forwarded, copied = torch.cuda.Event(), torch.cuda.Event(), torch.cuda.Event()
+    rows = meta.ints.shape[0]
+
+    def step():
+        pinned_np[:rows] = meta.ints                                  # host: metadata staging
+        torch.cuda.set_stream(sched)
+        graph.ints.copy_(pinned_ints, non_blocking=True)              # H2D into the graph input
+        uploaded.record(sched)
+        torch.cuda.set_stream(eng)
+        eng.wait_event(uploaded)                                      # the one sync edge
+        graph.graph.replay()
+        forwarded.record(eng)
+        torch.cuda.set_stream(sched)
+        sched.wait_event(forwarded)
+        host_out.copy_(graph.out, non_blocking=True)                  # D2H of the tokens
+        copied.record(sched)
+    return step
+
+
 def _enter_exit(stream) -> None:
     with torch.cuda.stream(stream):
         pass
@@ -91,8 +120,12 @@ def run(model: str, batch: int) -> int:
         "D2H host.copy_(dev, non_blocking)": lambda: host.copy_(graph.out, non_blocking=True),
         "np.concatenate into pinned": lambda: np.concatenate([meta.ints], out=pinned.numpy()),
     }
+    prims["torch.cuda.set_stream(s)"] = lambda: torch.cuda.set_stream(s1)
     for name, fn in prims.items():
         rows[name] = _per_call_us(fn)
+    torch.cuda.set_stream(torch.cuda.default_stream())
+    rows["lean upload + forward (prototype, below)"] = _per_call_us(_lean_step(dev, graph, meta))
+    torch.cuda.set_stream(torch.cuda.default_stream())
     torch.cuda.synchronize()
     print(f"\ndevice: {torch.cuda.get_device_name()}, torch {torch.__version__}; model {model}, "
           f"B={batch}, CUDA graphs; host microseconds per call (median of 200 rounds of 2)\n")

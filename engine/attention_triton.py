@@ -108,7 +108,7 @@ def _merge_kernel(Mid, Lse, Out, stride_mb, stride_mh, stride_ms, stride_lb, str
 
 
 def paged_decode_attention(q, k_new, v_new, k_cache, v_cache, page_table, kv_lens,
-                           page_size: int, num_splits: int, block_n: int = 32,
+                           page_size: int, num_splits: int, block_n: int = 64,
                            num_warps: int = 4) -> torch.Tensor:
     """``q [B, H, D]``, this step's ``k_new, v_new [B, KV, D]`` (stored into the caches
     ``[slots, KV, D]`` at position ``kv_lens - 1``), ``page_table [B, P]``, ``kv_lens [B]``

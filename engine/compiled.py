@@ -44,10 +44,16 @@ def _last(model: CausalLM, layer, x, attn, last_index):
 
 
 class CompiledDecode:
-    """Call like ``CausalLM.forward``; decode runs compiled regions around ``ctx.attend``."""
+    """Call like ``CausalLM.forward``; decode runs compiled regions around ``ctx.attend``.
 
-    def __init__(self, model: CausalLM) -> None:
+    ``gemv=True`` also routes the decoder layers' linear layers through ``gemv_triton.py`` for
+    one-token steps (cuBLAS reads small weights far below memory bandwidth at batch 1..64)."""
+
+    def __init__(self, model: CausalLM, gemv: bool = True) -> None:
         self.model = model
+        if gemv:
+            from engine.gemv_triton import use_decode_gemv
+            use_decode_gemv(model.model.layers)
         # Compiled code is cached per function, with one entry per model shape and batch
         # specialisation; a process that builds several models (the tests do) needs more than 8.
         torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 64)

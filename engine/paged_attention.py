@@ -36,13 +36,16 @@ from dataclasses import dataclass
 
 import torch
 
-TOKENS_PER_SPLIT = 512     # a chunk this long keeps the merge pass's cost small beside it
-MAX_SPLITS = 16
+BLOCK_N = 64               # keys per block of the online softmax
+MIN_SPLITS, MAX_SPLITS = 4, 16
+TOKENS_PER_SPLIT = 256     # past MIN_SPLITS * this, more chunks
 
 
 def num_kv_splits(max_seq_len: int) -> int:
-    """Chunks per row: from the longest context the engine allows (never from the batch)."""
-    return max(1, min(MAX_SPLITS, math.ceil(max_seq_len / TOKENS_PER_SPLIT)))
+    """Chunks per row: from the longest context the engine allows (never from the batch). A chunk
+    is at least one block, so a short row fills only its first chunks and the rest exit at once:
+    batch 1 still gets several programs per KV head, a full batch pays one small merge pass."""
+    return max(MIN_SPLITS, min(MAX_SPLITS, math.ceil(max_seq_len / TOKENS_PER_SPLIT)))
 
 
 def split_bounds(kv_len: int, num_splits: int, block_n: int) -> list[tuple[int, int]]:
@@ -73,15 +76,15 @@ class PagedDecodeContext:
             from engine.attention_triton import paged_decode_attention
             out = paged_decode_attention(q[:, 0], k[:, 0], v[:, 0], k_cache, v_cache,
                                          self.page_table, self.kv_lens, self.page_size,
-                                         self.num_splits)
+                                         self.num_splits, BLOCK_N)
         else:
             out = split_k_attention(q[:, 0], k[:, 0], v[:, 0], k_cache, v_cache, self.page_table,
-                                    self.kv_lens, self.page_size, self.num_splits)
+                                    self.kv_lens, self.page_size, self.num_splits, BLOCK_N)
         return out.reshape(b, 1, nh * d)                                    # out: [B, H, D]
 
 
 def split_k_attention(q, k_new, v_new, k_cache, v_cache, page_table, kv_lens, page_size: int,
-                      num_splits: int, block_n: int = 32) -> torch.Tensor:
+                      num_splits: int, block_n: int = BLOCK_N) -> torch.Tensor:
     """The Triton kernel's arithmetic in PyTorch, one (row, KV head group, chunk, block) at a time.
 
     q ``[B, H, D]``; k_new, v_new ``[B, KV, D]``; caches ``[slots, KV, D]``; returns ``[B, H, D]``.

@@ -44,7 +44,8 @@ def pick_attention(requested: str, device: torch.device, dtype: torch.dtype) -> 
 class ModelRunner:
     def __init__(self, model: CausalLM, max_slots: int, max_seq_len: int, num_pages: int,
                  page_size: int, dtype: torch.dtype, device: torch.device,
-                 sanitize: bool = False, attention: str = "auto", compile: bool = False) -> None:
+                 sanitize: bool = False, attention: str = "auto", compile: bool = False,
+                 gemv: bool = True) -> None:
         spec = model.spec
         self.model, self.device, self.page_size, self.dtype = model, device, page_size, dtype
         self.vocab_size = spec.vocab_size
@@ -67,7 +68,7 @@ class ModelRunner:
             if device.type != "cuda":
                 raise ValueError("compile=True is for CUDA only (CPU mode never compiles)")
             from engine.compiled import CompiledDecode
-            self.forward_fn = CompiledDecode(model)
+            self.forward_fn = CompiledDecode(model, gemv=gemv)   # gemv: only with compile
 
     def write_prompts(self, writes: torch.Tensor) -> None:
         """Scatter prompt tokens ``writes [3, T] = (slot, position, token)`` into token_pool."""
@@ -111,7 +112,8 @@ class ModelRunner:
         kernel = "emulated" if self.attention == "emulated" else "triton"
         ctx = PagedDecodeContext(table, kv_lens, self.page_size, self.num_splits, kernel)
         input_ids = self.token_pool[slots[:, None], positions]              # [B, 1]
-        return input_ids, positions, ctx, torch.zeros_like(lens)
+        last = torch.zeros(ints.shape[0], dtype=torch.int64, device=ints.device)  # the one token
+        return input_ids, positions, ctx, last
 
     @torch.inference_mode()
     def forward_logits(self, ints: torch.Tensor, seq_len: int, kv_pages: int) -> torch.Tensor:

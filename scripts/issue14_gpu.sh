@@ -2,7 +2,8 @@
 # Issue 14 on one NVIDIA H200, in one call each (device time is scarce):
 #   OUT=out bash scripts/issue14_gpu.sh check    # kernel tests, forward variants vs floor, launch
 #                                                # cost, attention sweep, engine CUDA tests
-#   OUT=out bash scripts/issue14_gpu.sh final    # all CUDA tests, the bench table with the floor
+#   OUT=out bash scripts/issue14_gpu.sh tests    # all CUDA tests, GEMV vs cuBLAS, launch prototype
+#   OUT=out bash scripts/issue14_gpu.sh final    # the bench table with the floor (engine, both loops)
 # Every step has its own time limit and the whole script a budget (BUDGET_S), so one slow step
 # can't eat the call; everything goes to $OUT/log.txt (the device tool returns few files).
 set -u
@@ -41,9 +42,20 @@ if [[ $part == check ]]; then
     step attention_sweep 45 python3 -m bench --attention-sweep
 fi
 
+if [[ $part == tests ]]; then   # second call: every CUDA test, the GEMV against cuBLAS in place
+    step cuda_tests 170 $PT -n 6 tests/
+    step forward_05b 85 python3 -m bench --forward --models qwen2.5-0.5b-shape \
+        --batches 1 8 64 --variants triton+compile triton+compile+gemv --repeats 5 \
+        --ceiling-iters 40 --profile
+    step forward_15b 60 python3 -m bench --forward --models qwen2.5-1.5b-shape \
+        --batches 1 64 --variants triton+compile triton+compile+gemv --repeats 5 --ceiling-iters 40
+    step launch_cost 30 python3 -m bench --launch-cost --models qwen2.5-0.5b-shape --batches 8
+fi
+
 if [[ $part == final ]]; then
-    step cuda_tests 200 $PT tests/
-    step bench 150 python3 -m bench --device cuda --graphs graph --compile \
-        --models qwen2.5-0.5b-shape qwen2.5-1.5b-shape --batches 1 8 64 --extra-cpu-us 0 200
+    B="python3 -m bench --device cuda --graphs graph --compile --batches 1 8 64"
+    step bench_05b 120 $B --models qwen2.5-0.5b-shape --extra-cpu-us 0 200 --hf --hf-dynamic-only
+    step bench_15b 90 $B --models qwen2.5-1.5b-shape --extra-cpu-us 0 200
+    step bench_smollm 60 $B --models smollm2-135m-shape --extra-cpu-us 0
 fi
 echo "=== done t=$(($(date +%s) - START))s" | tee -a "$LOG"
