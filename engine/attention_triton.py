@@ -61,13 +61,13 @@ def _split_kernel(Q, K_new, V_new, K_cache, V_cache, Table, Lens, Out, Lse,
         cached = (in_chunk & (pos != last))[:, None] & d_ok[None, :]
         is_new = (pos == last)[:, None]                # this step's key: from k_new, not the cache
         k = tl.where(is_new, k_new[None, :], tl.load(K_cache + offs, mask=cached, other=0.0))
+        v = tl.where(is_new, v_new[None, :], tl.load(V_cache + offs, mask=cached, other=0.0))
         scores = tl.dot(q, tl.trans(k), input_precision=PRECISION) * scale  # [BLOCK_H, BLOCK_N]
         scores = tl.where(in_chunk[None, :], scores, float("-inf"))
         m_new = tl.maximum(m, tl.max(scores, 1))
         alpha = tl.exp(m - m_new)                      # rescale what was summed under the old max
         p = tl.exp(scores - m_new[:, None])
         denom = denom * alpha + tl.sum(p, 1)
-        v = tl.where(is_new, v_new[None, :], tl.load(V_cache + offs, mask=cached, other=0.0))
         acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=PRECISION)
         m = m_new
 

@@ -46,10 +46,12 @@ def _last(model: CausalLM, layer, x, attn, last_index):
 class CompiledDecode:
     """Call like ``CausalLM.forward``; decode runs compiled regions around ``ctx.attend``.
 
-    ``gemv=True`` also routes the decoder layers' linear layers through ``gemv_triton.py`` for
-    one-token steps (cuBLAS reads small weights far below memory bandwidth at batch 1..64)."""
+    ``gemv=True`` (an experiment, off by default) also routes the decoder layers' linear layers
+    through ``gemv_triton.py`` for one-token steps: cuBLAS reads small weights far below memory
+    bandwidth at batch 1..64, but on the H200 this won only for the 1.5B shape at batch 1 (the
+    split-K partial sums cost extra kernels where a norm follows; ``docs/notes/issue14.md``)."""
 
-    def __init__(self, model: CausalLM, gemv: bool = True) -> None:
+    def __init__(self, model: CausalLM, gemv: bool = False) -> None:
         self.model = model
         if gemv:
             from engine.gemv_triton import use_decode_gemv

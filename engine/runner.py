@@ -45,7 +45,7 @@ class ModelRunner:
     def __init__(self, model: CausalLM, max_slots: int, max_seq_len: int, num_pages: int,
                  page_size: int, dtype: torch.dtype, device: torch.device,
                  sanitize: bool = False, attention: str = "auto", compile: bool = False,
-                 gemv: bool = True) -> None:
+                 gemv: bool = False) -> None:
         spec = model.spec
         self.model, self.device, self.page_size, self.dtype = model, device, page_size, dtype
         self.vocab_size = spec.vocab_size
@@ -68,7 +68,8 @@ class ModelRunner:
             if device.type != "cuda":
                 raise ValueError("compile=True is for CUDA only (CPU mode never compiles)")
             from engine.compiled import CompiledDecode
-            self.forward_fn = CompiledDecode(model, gemv=gemv)   # gemv: only with compile
+            # gemv: an experiment, off by default (measured slower for 0.5B; docs/notes/issue14.md)
+            self.forward_fn = CompiledDecode(model, gemv=gemv)
 
     def write_prompts(self, writes: torch.Tensor) -> None:
         """Scatter prompt tokens ``writes [3, T] = (slot, position, token)`` into token_pool."""

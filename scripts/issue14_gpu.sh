@@ -52,10 +52,13 @@ if [[ $part == tests ]]; then   # second call: every CUDA test, the GEMV against
     step launch_cost 30 python3 -m bench --launch-cost --models qwen2.5-0.5b-shape --batches 8
 fi
 
-if [[ $part == final ]]; then
+if [[ $part == final ]]; then  # third call: every CUDA test again, then the engine bench
+    step cuda_tests 150 $PT -n 6 -rs tests/
     B="python3 -m bench --device cuda --graphs graph --compile --batches 1 8 64"
-    step bench_05b 120 $B --models qwen2.5-0.5b-shape --extra-cpu-us 0 200 --hf --hf-dynamic-only
-    step bench_15b 90 $B --models qwen2.5-1.5b-shape --extra-cpu-us 0 200
-    step bench_smollm 60 $B --models smollm2-135m-shape --extra-cpu-us 0
+    step bench_05b 110 $B --models qwen2.5-0.5b-shape --extra-cpu-us 0 200 --hf --hf-dynamic-only
+    step bench_15b 75 $B --models qwen2.5-1.5b-shape --extra-cpu-us 0
+    step bench_smollm 45 $B --models smollm2-135m-shape --extra-cpu-us 0
+    step forward_final 40 python3 -m bench --forward --models qwen2.5-0.5b-shape \
+        --batches 1 8 64 --variants triton+compile --repeats 5 --ceiling-iters 40
 fi
 echo "=== done t=$(($(date +%s) - START))s" | tee -a "$LOG"
