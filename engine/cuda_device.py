@@ -85,7 +85,8 @@ class CudaDevice:
         self.runner, self.graphs = runner, graphs
         self.hazards = hazards or HazardSwitches()
         self.copy_on_engine = copy_on_engine
-        self.label = torch.cuda.get_device_name() + (", CUDA graphs" if graphs else ", eager")
+        self.label = (f"{torch.cuda.get_device_name()}, {'CUDA graphs' if graphs else 'eager'}, "
+                      f"{runner.attention} attention" + (", compiled" if runner.compiled else ""))
         self.scheduler_stream = torch.cuda.Stream()
         self.engine_stream = torch.cuda.Stream()
         self.timeline = Timeline(enabled=False)

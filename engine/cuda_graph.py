@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch
 
 from engine.config import EngineConfig
-from engine.request import COL_SLOT, DECODE_BUCKETS, NUM_INT_COLS, StepMeta
+from engine.request import DECODE_BUCKETS, NUM_INT_COLS, StepMeta
 from engine.runner import ModelRunner
 
 
@@ -47,15 +47,8 @@ class DecodeGraphs:
                 self.graphs[(size, greedy)] = self._capture(size, width, greedy, pool, warmup)
         torch.cuda.synchronize()
 
-    def _padding_meta(self, size: int, width: int):
-        ints = torch.zeros(size, width, dtype=torch.int64, device=self.runner.device)
-        ints[:, COL_SLOT] = self.runner.dummy_slot            # padding reads the dummy slot ...
-        ints[:, NUM_INT_COLS:] = self.runner.scratch_page     # ... and writes the scratch page
-        floats = torch.ones(size, 2, dtype=torch.float32, device=self.runner.device)
-        return ints, floats
-
     def _capture(self, size: int, width: int, greedy: bool, pool, warmup: int) -> _Graph:
-        ints, floats = self._padding_meta(size, width)
+        ints, floats = self.runner.padding_meta(size, width)   # replays copy real rows over it
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):    # warm up allocator and kernels outside the capture
