@@ -26,12 +26,16 @@ class _Graph:
         self.graph, self.ints, self.floats, self.out = graph, ints, floats, out
         self.greedy = greedy
 
-    def replay(self, ints: torch.Tensor, floats: torch.Tensor) -> torch.Tensor:
+    def replay(self, ints: torch.Tensor, floats: torch.Tensor, keep: bool = True) -> torch.Tensor:
+        """One decode step. The sampled tokens stay in the graph's static ``out``, which the next
+        replay overwrites: ``keep=True`` copies them out first (a kernel and an allocation). A
+        caller may pass ``keep=False`` only where something already orders the next replay after
+        every read of ``out`` (the next forward's ``wait_stream`` on the stream that copies it)."""
         self.ints.copy_(ints)            # step metadata -> the graph's static input buffers
         if not self.greedy:              # greedy decoding never reads temperature / top_p
             self.floats.copy_(floats)
         self.graph.replay()
-        return self.out.clone()          # the next replay overwrites self.out
+        return self.out.clone() if keep else self.out
 
 
 class DecodeGraphs:
