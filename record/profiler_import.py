@@ -268,7 +268,7 @@ def _find_steps(trace: _Trace, launch_times: dict[int, float]) -> _Steps:
     marker = _step_marker(trace, launch_times)
     if marker is not None:
         name, times = marker
-        return _Steps(times, list(range(1, len(times) + 1)), "marker", name)
+        return _Steps(times, list(range(1, len(times) + 1)), "marker", _short(name))
     return _Steps([], [], "none")
 
 

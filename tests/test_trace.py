@@ -344,3 +344,32 @@ def test_deep_nesting_and_many_lanes_are_refused_quickly():
     with pytest.raises(TraceImportError, match="at most 64 lanes"):
         import_profiler_trace(json.dumps({"traceEvents": lanes}).encode())
     assert time.monotonic() - started < 20
+
+
+# ---- import: real traces of real decode loops (scripts/profile_traces.py, one H200) -------------
+
+TRACES = ROOT / "tests" / "data" / "traces"
+
+
+@pytest.mark.parametrize("name, how, cpu_bound", [
+    ("hf-generate-qwen05-b8.json.gz", "note_steps_marker", True),      # transformers' generate
+    ("engine-eager-qwen05-b8.json.gz", "note_steps_marker", True),     # ours, eager forward
+    ("engine-graph-qwen05-b8.json.gz", "note_steps_graph_launch", False),  # ours, CUDA graphs
+])
+def test_real_traces_without_step_marks_give_a_whole_lesson(name, how, cpu_bound):
+    """12 new tokens: a prefill, then 11 decode steps to find; the launching thread drawn; the
+    article's terms where the trace allows them. Under the profiler an eager step is host-bound
+    (the host's part is many times the forward), a graphed one is not."""
+    from record.files import load_any
+
+    started = time.monotonic()
+    run = load_any(TRACES / name)["runs"][0]
+    assert time.monotonic() - started < 30                     # a few seconds on a quiet machine
+    assert run["notes"][0]["key"] == how and run["notes"][0]["steps"] == 11
+    assert run["lanes"][0].startswith("CPU thread") and len(run["gpu_lanes"]) >= 1
+    m = run["metrics"]
+    assert m["steps"] >= 11 and 0 < m["gpu_busy_frac"] < 1
+    assert m["t_fwd_us"] > 0 and m["t_cpu_us"] > 0
+    assert (m["t_cpu_us"] > 3 * m["t_fwd_us"]) == cpu_bound
+    html = __import__("viz").metrics_html([run])
+    assert 'data-block="trace"' in html and "predicted" in html

@@ -66,7 +66,12 @@ def _trim_downloads() -> None:
 
 
 def default_window(runs: list[dict[str, Any]]) -> tuple[int, int]:
-    """Steps 20-25 when the run is that long, else a few steps from its middle."""
+    """Steps 20-25 when the run is that long, else a few steps from its middle; for a run with
+    kernel lanes (a torch.profiler window), the steps those lanes cover."""
+    profiled = [s["step"] for run in runs[:1] for s in run.get("spans", [])
+                if str(s.get("lane", "")).startswith("kernels") and s.get("step", -1) >= 0]
+    if profiled:
+        return min(profiled), max(profiled)
     first, last = viz.step_range(runs[0]) if runs else (0, 0)
     start = 20 if last >= 25 else first + (last - first) // 3
     return start, min(last, start + 5)

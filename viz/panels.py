@@ -101,7 +101,18 @@ def metrics_html(runs: list[dict[str, Any]], lang: str = "en") -> str:
         rows.append(f"<tr><td>{html.escape(t(lang, 'm_' + key))}</td>{cells}</tr>")
     table = (f'<table class="ov-table"><thead><tr><th>{t(lang, "metric")}</th>{head}</tr></thead>'
              f"<tbody>{''.join(rows)}</tbody></table>")
-    return _STYLE + _formula_html(runs, pair, lang) + multistep_html(runs, lang) + table
+    return (_STYLE + _profiled_html(runs, lang) + _formula_html(runs, pair, lang)
+            + multistep_html(runs, lang) + table)
+
+
+def _profiled_html(runs: list[dict[str, Any]], lang: str) -> str:
+    """A recording with kernel lanes ran torch.profiler over a few steps: say what that costs."""
+    steps = [s["step"] for run in runs for s in run.get("spans", [])
+             if str(s.get("lane", "")).startswith("kernels") and s.get("step", -1) >= 0]
+    if not steps:
+        return ""
+    text = t(lang, "profiled_note").format(first=min(steps), last=max(steps))
+    return f'<div class="ov-why" data-block="profiled">{text}</div>'
 
 
 def _loop_name(run: dict[str, Any]) -> str:

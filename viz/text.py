@@ -104,6 +104,11 @@ The price is lag k: stop checks come up to k steps late, so finished requests ru
     "formula_terms": "terms per decode step, measured in the {label} run over its steady window "
                      "(the middle 80% of its decode steps)",
     "why_below": "The {label} run measured far less than the formula predicts.",
+    "profiled_note": "<b>Kernel lanes</b>: this recording ran torch.profiler over steps "
+                     "{first}–{last} (the step window shows them). Starting the profiler and its "
+                     "per-kernel bookkeeping slow the run, so its totals are not the loops' own: "
+                     "read the kernel lanes, not the speedup. In eager mode a small model is "
+                     "launch-bound: the forward's span looks solid while its kernels are sparse.",
     "note_steps_profiler_step": "{steps} steps, from the trace's ProfilerStep marks.",
     "note_steps_graph_launch": "{steps} steps, one per CUDA graph launch (the trace has no "
                                "ProfilerStep marks).",
@@ -282,6 +287,10 @@ _ZH: dict[str, str] = {
     "formula_whole": "整次运行的输出 token/秒（{b} ÷ {a}；含预填充、填充和收尾）：{meas:.2f}×",
     "formula_terms": "每个解码步的各项，取自 {label} 运行的稳定窗口（解码步中间的 80%）",
     "why_below": "{label} 运行的实测结果远低于公式的预测。",
+    "profiled_note": "<b>kernel 泳道</b>：这次录制在第 {first}–{last} 步运行了 torch.profiler（步窗口"
+                     "显示这些步）。启动 profiler 以及它对每个 kernel 的记录会拖慢运行，所以整体数字"
+                     "不是两种循环本身的：请看 kernel 泳道，而不是加速比。在 eager 模式下小模型受限于"
+                     "启动开销：前向的区间看起来是满的，而其中的 kernel 很稀疏。",
     "note_steps_profiler_step": "{steps} 步，取自 trace 中的 ProfilerStep 标记。",
     "note_steps_graph_launch": "{steps} 步，每次 CUDA Graph 启动算一步（trace 中没有 ProfilerStep "
                                "标记）。",
