@@ -47,7 +47,8 @@ def _metadata(name: str, pid: int, tid: int, args: dict[str, Any]) -> dict[str, 
     return {"name": name, "ph": "M", "pid": pid, "tid": tid, "args": args}
 
 
-def _run_events(run: Mapping[str, Any], pid: int) -> list[dict[str, Any]]:
+def _run_events(run: Mapping[str, Any], pid: int,
+                env: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
     spans = [_span_dict(s) for s in run.get("spans", [])]
     lanes = _run_lanes(run, spans)
     tids = {lane: i + 1 for i, lane in enumerate(lanes)}
@@ -57,7 +58,9 @@ def _run_events(run: Mapping[str, Any], pid: int) -> list[dict[str, Any]]:
               _metadata(RUN_METADATA, pid, 0, {
                   "loop": run.get("loop", run.get("mode")), "decode_steps": run.get("decode_steps", 1),
                   "label": name, "lanes": lanes, "gpu_lanes": list(run.get("gpu_lanes") or []),
-                  "metrics": dict(run.get("metrics") or {}), "host": run.get("host") or {}})]
+                  "metrics": dict(run.get("metrics") or {}), "host": run.get("host") or {},
+                  "env": {k: v for k, v in (env or {}).items()
+                          if k in ("device_name", "torch_version", "date")}})]
     for lane, tid in tids.items():
         # One named thread per lane is what makes Perfetto draw one track per lane, in this order.
         events.append(_metadata("thread_name", pid, tid, {"name": lane}))
@@ -81,7 +84,7 @@ def write_chrome_trace(record: Mapping[str, Any], path: str | os.PathLike[str]) 
     """Write every run of a record as one process each (named by label or mode). ``.gz`` zips."""
     events: list[dict[str, Any]] = []
     for i, run in enumerate(record.get("runs", [])):
-        events.extend(_run_events(run, pid=i + 1))
+        events.extend(_run_events(run, pid=i + 1, env=record.get("env")))
     data = json.dumps({"traceEvents": events, "displayTimeUnit": "ms"}).encode()
     path = Path(path)
     path.write_bytes(gzip.compress(data) if path.suffix == ".gz" else data)
@@ -156,3 +159,13 @@ def _finite(value: Any) -> float | None:
 
 def _whole(value: Any, default: int) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def trace_env(events: list[Any]) -> dict[str, str]:
+    """Where a trace was made, as far as it says: our own metadata, else kineto's
+    ``deviceProperties`` is read by the caller."""
+    for e in events:
+        if isinstance(e, dict) and e.get("ph") == "M" and e.get("name") == RUN_METADATA:
+            env = (e.get("args") or {}).get("env") or {}
+            return {k: str(v) for k, v in env.items() if isinstance(v, (str, int, float))}
+    return {}

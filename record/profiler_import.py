@@ -377,15 +377,25 @@ def _notes(steps: _Steps, metrics: dict[str, Any], cpu_lanes: bool) -> list[dict
     return notes
 
 
-def import_trace(data: bytes, name: str) -> list[dict[str, Any]]:
-    """A trace's runs: ours come back as the runs they were written from, any other as one."""
-    from record.chrome_trace import read_own_trace
+def import_trace(data: bytes, name: str) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """A trace's runs (ours come back as the runs they were written from, any other as one)
+    and what it says about where it was made."""
+    from record.chrome_trace import read_own_trace, trace_env
 
-    events = _parse_events(data)
-    own = read_own_trace(events)
+    doc_events = _parse_events(data)
+    own = read_own_trace(doc_events)
     if own:
-        return own
-    return [_profiler_run(events, f"imported: {name}")]
+        return own, trace_env(doc_events)
+    run = _profiler_run(doc_events, f"imported: {name}")
+    run["source"] = name
+    return [run], _kineto_env(data)
+
+
+def _kineto_env(data: bytes) -> dict[str, str]:
+    """torch.profiler writes the GPU's name in ``deviceProperties`` (the document's head)."""
+    match = re.search(rb'"deviceProperties"\s*:\s*\[\s*\{[^}]*?"name"\s*:\s*"([^"]{1,80})"',
+                      data[:1 << 20])
+    return {"device_name": match.group(1).decode("utf-8", "replace")} if match else {}
 
 
 def record_from_trace(data: bytes, name: str, max_bytes: int = DEFAULT_MAX_BYTES) -> dict[str, Any]:
@@ -394,8 +404,8 @@ def record_from_trace(data: bytes, name: str, max_bytes: int = DEFAULT_MAX_BYTES
 
     del max_bytes                                    # the caller bounded the bytes already
     try:
-        runs = import_trace(data, name)
+        runs, found = import_trace(data, name)
     except TraceImportError as error:
         raise ValueError(f"not a torch.profiler trace or run record: {error}") from None
-    env = {"device_name": "imported trace", "torch_version": "unknown"}
+    env = {"device_name": "unknown", "torch_version": "unknown", "date": "unknown", **found}
     return make_record(env, {"source": name}, runs)

@@ -158,14 +158,29 @@ def _validate_span(span: Any, where: str) -> None:
     _check(_is_number(span["start_us"]) and _is_number(span["end_us"]), where,
            "start_us and end_us must be finite numbers")
     _check(span["end_us"] >= span["start_us"], where, "end_us is before start_us")
+    for key in ("batch_size", "num_tokens"):
+        _check(_is_whole(span.get(key, 0)), where, f"{key} must be an integer")
+    _check(isinstance(span.get("req_ids", []), list) and all(
+        _is_whole(r) for r in span.get("req_ids", [])), where, "req_ids must be integers")
+
+
+def _is_whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _validate_output(output: Any, where: str) -> None:
     _require(output, OUTPUT_KEYS, where)
-    _check(isinstance(output["token_ids"], list), where, "token_ids must be a list")
+    _check(isinstance(output["token_ids"], list) and all(_is_whole(t) for t in
+                                                          output["token_ids"]),
+           where, "token_ids must be a list of integers")
+    _check(isinstance(output["text"], str) and isinstance(output["finish_reason"], str), where,
+           "text and finish_reason must be strings")
     for key in ("arrival_us", "first_token_us", "finish_us"):
         value = output.get(key)
         _check(value is None or _is_number(value), where, f"{key} must be a number or null")
+    for key in ("prompt_tokens", "wasted_steps"):
+        value = output.get(key)
+        _check(value is None or _is_whole(value), where, f"{key} must be an integer or null")
 
 
 def _validate_run(run: Any, where: str) -> None:

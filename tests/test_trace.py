@@ -259,7 +259,8 @@ def test_a_record_exported_as_a_trace_imports_back_into_the_same_runs(tmp_path):
     runs[1]["loop"], runs[1]["decode_steps"] = "multistep", 3
     record = make_record({"device_name": "cpu", "torch_version": "x"}, {}, runs)
     write_chrome_trace(record, tmp_path / "t.json.gz")
-    back = import_trace(gzip.decompress((tmp_path / "t.json.gz").read_bytes()), "t.json.gz")
+    back, env = import_trace(gzip.decompress((tmp_path / "t.json.gz").read_bytes()), "t.json.gz")
+    assert env["device_name"] == "cpu" and env["torch_version"] == "x"
     assert [(r["loop"], r["decode_steps"]) for r in back] == [("normal", 1), ("multistep", 3)]
     for old, new in zip(record["runs"], back):
         assert new["lanes"] == old["lanes"] and new["gpu_lanes"] == old["gpu_lanes"]

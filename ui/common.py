@@ -132,6 +132,8 @@ def render_said(spec: dict[str, Any] | None, lang: str) -> str:
     args = dict(spec["args"])
     if "control" in args:                    # a control's name, in the reader's language
         args["control"] = viz.t(lang, f"name_{args['control']}")
+    for name in [name for name in args if name.endswith("_key")]:
+        args[name[:-4]] = viz.t(lang, args.pop(name))   # a text said in the reader's language
     text = viz.t(lang, spec["key"]).format(**args)
     text += "".join(" " + viz.t(lang, note) for note in spec["notes"])
     if spec["detail"]:
@@ -161,7 +163,8 @@ def lang_of(choice: str) -> str:
 
 
 def model_choices(lang: str) -> list[tuple[str, str]]:
-    return [(f"{name}: {viz.t(lang, 'model_real' if real else 'model_random')}", value)
+    return [(f"{name.replace(' shape', ' ' + viz.t(lang, 'model_shape'))}: "
+             f"{viz.t(lang, 'model_real' if real else 'model_random')}", value)
             for value, name, real in MODELS]
 
 

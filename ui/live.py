@@ -221,10 +221,10 @@ def _finished(record: dict[str, Any], request: LiveRunRequest, notes: list[str],
               lang: str) -> MainView:
     files = write_downloads(record)
     last = record["runs"][-1]
-    device = str(last.get("label", "")).partition(" (")[2].rstrip(")")
-    where = viz.record_label(record) + (f" ({device})" if device else "")
+    kind = str(record["env"].get("device_kind", ""))
     spec = said("status_done", "ok", notes=tuple(notes), requests=len(request.prompts),
-                tokens=int(last["metrics"].get("output_tokens", 0)), where=where)
+                tokens=int(last["metrics"].get("output_tokens", 0)),
+                where=viz.record_label(record), device_key=f"kind_{kind}")
     return shown(spec, record, lang, files)
 
 

@@ -119,14 +119,13 @@ def show_upload(path: str | None, lang_choice: str) -> tuple:
 def _show_file(path: Path, lang: str, recorded: bool) -> MainView:
     try:
         record = load_any(path)
-        files = write_downloads(record)
+        where = viz.record_label(record)
+        spec = (said("status_recorded", "ok", where=where) if recorded else
+                said("status_imported", "ok", name=path.name, where=where))
+        return shown(spec, record, lang, write_downloads(record))
     except Exception as error:  # noqa: BLE001 - a bad file must give a message, not a traceback
         spec = said("status_cannot_show", "error", detail=str(error), name=path.name)
         return MainView(status=render_said(spec, lang), said=spec)   # the view on screen stays
-    where = viz.record_label(record)
-    spec = (said("status_recorded", "ok", where=where) if recorded else
-            said("status_imported", "ok", name=path.name, where=where))
-    return shown(spec, record, lang, files)
 
 
 def load_any(path: Path) -> dict[str, Any]:

@@ -52,7 +52,9 @@ _STYLE = """<style>
 .ov-formula b {font-variant-numeric: tabular-nums;}
 .ov-badge {padding: 1px 7px; border-radius: 9px; font-size: 11px; font-weight: 600;}
 .ov-stop {background: rgba(49,163,84,.18);} .ov-length {background: rgba(253,141,60,.22);}
-.ov-text {font-family: ui-monospace, Menlo, monospace; font-size: 12px;}
+.ov-text {font-family: ui-monospace, Menlo, monospace; font-size: 12px; overflow-wrap: anywhere;
+  word-break: break-word;}
+.ov-scroll {max-height: 420px; overflow-y: auto;}
 </style>"""
 
 
@@ -86,7 +88,7 @@ def metrics_html(runs: list[dict[str, Any]], lang: str = "en") -> str:
         return ""
     pair = compared_pair(runs)
     pairs = ratio_pairs(runs)
-    labels = [html.escape(label) for label in display_labels(runs)]
+    labels = [html.escape(label) for label in display_labels(runs, lang)]
     head = "".join(f'<th class="num">{label}</th>' for label in labels)
     for a, b in pairs:
         ratio = t(lang, "ratio").format(a=labels[a], b=labels[b])
@@ -141,7 +143,7 @@ def _formula_html(runs: list[dict[str, Any]], pair: tuple[int, int] | None, lang
     run's tokens/s ratio follows, named as such, and a measurement far below its prediction is
     explained with what the run could see."""
     base_i = pair[0] if pair else 0
-    base, names = runs[base_i], display_labels(runs)
+    base, names = runs[base_i], display_labels(runs, lang)
     m = base["metrics"]
     loop = loop_of(base)[0]
     if loop == "imported" or "notes" in base:
@@ -229,7 +231,7 @@ def multistep_html(runs: list[dict[str, Any]], lang: str = "en") -> str:
     multi = [i for i, loop in enumerate(loops) if loop == "multistep"]
     if not multi:
         return ""
-    names = [html.escape(name) for name in display_labels(runs)]
+    names = [html.escape(name) for name in display_labels(runs, lang)]
     base = loops.index("normal") if "normal" in loops else (
         loops.index("overlap") if "overlap" in loops else None)
     lines = []
@@ -266,13 +268,15 @@ def multistep_html(runs: list[dict[str, Any]], lang: str = "en") -> str:
     return '<div class="ov-formula" data-block="multistep">' + "<br>".join(lines) + "</div>"
 
 
-def texts_html(runs: list[dict[str, Any]], lang: str = "en", limit: int = 4) -> str:
-    """The first ``limit`` generated texts with finish reasons, and whether the runs agree."""
+def texts_html(runs: list[dict[str, Any]], lang: str = "en", limit: int = 256) -> str:
+    """Every request's generated text (up to ``limit``, and the count says how many there are),
+    with finish reasons, and whether the runs agree."""
     runs = [run for run in runs if run.get("outputs")]
     if not runs:
         return ""
-    shown = runs[-1]["outputs"][:limit]
-    lagged = [(label, run) for label, run in zip(display_labels(runs), runs)
+    outputs = runs[-1]["outputs"]
+    shown = outputs[:limit]
+    lagged = [(label, run) for label, run in zip(display_labels(runs, lang), runs)
               if any(out.get("wasted_steps") for out in run["outputs"])]
     rows = []
     for i, out in enumerate(shown):
@@ -291,13 +295,14 @@ def texts_html(runs: list[dict[str, Any]], lang: str = "en", limit: int = 4) -> 
     head += "".join(f"<th>{html.escape(t(lang, 'col_wasted').format(label=label))}</th>"
                     for label, _ in lagged)
     head += f"<th>{t(lang, 'col_text')}</th>"
-    note = ""
+    note = f"<p>{t(lang, 'texts_count').format(shown=len(shown), total=len(outputs))}"
     if len(runs) >= 2:
         ids = [[out.get("token_ids") for out in run["outputs"]] for run in runs]
         same = all(other == ids[0] for other in ids[1:])
-        note = f"<p>{t(lang, 'texts_same' if same else 'texts_differ')}</p>"
-    return (_STYLE + note + f'<table class="ov-table"><thead><tr>{head}</tr></thead>'
-            f"<tbody>{''.join(rows)}</tbody></table>")
+        note += " " + t(lang, "texts_same" if same else "texts_differ")
+    note += "</p>"
+    return (_STYLE + note + f'<div class="ov-scroll"><table class="ov-table"><thead><tr>{head}'
+            f"</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
 
 
 def _wasted(run: dict[str, Any], i: int) -> str:
@@ -312,8 +317,11 @@ def _ids_preview(token_ids: list[int]) -> str:
 
 
 def record_label(record: dict[str, Any]) -> str:
-    """"NVIDIA H200 · torch 2.11.0 · 2025-06-01": where and when a record was made."""
+    """"NVIDIA H200 · torch 2.11.0 · 2025-06-01": where and when a record was made (what is
+    unknown is left out)."""
     env = record.get("env") or {}
-    parts = [env.get("device_name"), env.get("torch_version") and f"torch {env['torch_version']}",
+    torch_version = env.get("torch_version")
+    parts = [env.get("device_name"),
+             torch_version and torch_version != "unknown" and f"torch {torch_version}",
              env.get("date")]
-    return " · ".join(str(p) for p in parts if p) or "unknown hardware"
+    return " · ".join(str(p) for p in parts if p and p != "unknown") or "?"

@@ -24,6 +24,7 @@ from viz.spans import gpu_lanes, step_range
 from viz.text import t
 
 FORWARD_PHASES = ("decode", "prefill")
+HIDDEN_SHARE = 0.25     # below this share of process_last under the forward, say it was missed
 
 
 def loop_kind(run: dict[str, Any]) -> str:
@@ -135,8 +136,11 @@ def step_caption(run: dict[str, Any], step: int, lang: str = "en") -> str:
                  if batches else t(lang, "cap_multistep_none"))
     elif parts["hidden"]:
         prev = parts["hidden"][0]
-        text = t(lang, "cap_overlap").format(n=step, prev=prev["step"], fwd=fwd,
-                                             proc=_ms(prev), hidden=hidden, loop=run_name(run))
+        # Say what was measured: when little of process_last(Bn-1) ran under forward(Bn), the
+        # caption must not claim that the CPU's work was hidden.
+        key = "cap_overlap" if hidden >= HIDDEN_SHARE * _ms(prev) else "cap_overlap_missed"
+        text = t(lang, key).format(n=step, prev=prev["step"], fwd=fwd, proc=_ms(prev),
+                                   hidden=hidden, loop=run_name(run))
     else:
         text = t(lang, "cap_fill").format(n=step, fwd=fwd, loop=run_name(run))
     if parts["wait"]:

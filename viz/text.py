@@ -130,6 +130,16 @@ The price is lag k: stop checks come up to k steps late, so finished requests ru
     "why_prefill": "prefill forwards filled {share:.0f}% of the steady window",
     "m_steady_step_us": "decode step, steady window (ms)",
     "m_steady_busy_frac": "GPU busy, steady window",
+    "texts_count": "{shown} of {total} requests, as the last run produced them.",
+    "loopname_normal": "normal",
+    "loopname_overlap": "overlap",
+    "loopname_multistep": "multistep k={k}",
+    "loopname_imported": "imported: {source}",
+    "lane_cpu_thread": "CPU thread {thread}",
+    "kind_cpu-process": "CPU, separate device process",
+    "kind_cpu-inline": "CPU, in-process fallback: serial, no real overlap",
+    "kind_cuda": "CUDA",
+    "model_shape": "shape",
     "texts_same": "✓ The runs produced identical token ids for every request.",
     "texts_differ": "The runs' token ids differ (expected only with temperature > 0).",
     "col_request": "request",
@@ -176,7 +186,8 @@ The price is lag k: stop checks come up to k steps late, so finished requests ru
     "process_note": (
         "*The engine runs in a scheduler process of its own, as SGLang runs it: the web server "
         "draws, the scheduler schedules, and neither waits for the other's Python lock.*"),
-    "status_done": "Done: {requests} requests, {tokens} output tokens per run, on {where}.",
+    "status_done": "Done: {requests} requests, {tokens} output tokens per run, on {where} "
+                   "({device}).",
     "status_failed": "The run failed: {error}",
     "status_recorded": "Recorded on {where}",
     "status_imported": "Imported {name} ({where})",
@@ -310,6 +321,16 @@ _ZH: dict[str, str] = {
     "why_prefill": "预填充前向占了稳定窗口的 {share:.0f}%",
     "m_steady_step_us": "解码步时间，稳定窗口（ms）",
     "m_steady_busy_frac": "GPU 忙碌比例，稳定窗口",
+    "texts_count": "共 {total} 个请求，显示 {shown} 个（最后一次运行的输出）。",
+    "loopname_normal": "普通",
+    "loopname_overlap": "重叠",
+    "loopname_multistep": "多步 k={k}",
+    "loopname_imported": "导入：{source}",
+    "lane_cpu_thread": "CPU 线程 {thread}",
+    "kind_cpu-process": "CPU，独立设备进程",
+    "kind_cpu-inline": "CPU，进程内回退：串行，没有真正的重叠",
+    "kind_cuda": "CUDA",
+    "model_shape": "同形",
     "texts_same": "✓ 两次运行对每个请求生成了完全相同的 token id。",
     "texts_differ": "两次运行的 token id 不同（仅在 temperature > 0 时属正常）。",
     "col_request": "请求",
@@ -354,7 +375,8 @@ _ZH: dict[str, str] = {
     "process_note": (
         "*引擎在自己的调度进程中运行，和 SGLang 一样：网页服务器负责绘图，调度器负责调度，"
         "彼此不等待对方的 Python 锁。*"),
-    "status_done": "完成：{requests} 个请求，每次运行输出 {tokens} 个 token，设备：{where}。",
+    "status_done": "完成：{requests} 个请求，每次运行输出 {tokens} 个 token，设备：{where}"
+                   "（{device}）。",
     "status_failed": "运行失败：{error}",
     "status_recorded": "录制于 {where}",
     "status_imported": "已导入 {name}（{where}）",

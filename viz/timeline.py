@@ -60,7 +60,7 @@ def side_by_side_figure(runs: list[dict[str, Any]], window: tuple[int, int] | No
         return message_figure(t(lang, "no_runs"))
     lane_lists = [ordered_lanes(run) or list(STANDARD_LANES) for run in runs]
     heights = [max(len(lanes), 1) for lanes in lane_lists]
-    titles = [_run_title(run, label, lang) for run, label in zip(runs, display_labels(runs))]
+    titles = [_run_title(run, label, lang) for run, label in zip(runs, display_labels(runs, lang))]
     fig = FigureSpec(rows=len(runs), cols=1, shared_xaxes=True, row_heights=heights,
                      vertical_spacing=min(0.3 / len(runs), 0.12), subplot_titles=titles)
     legend_shown: set[str] = set()
@@ -152,7 +152,11 @@ def _tick(run: dict[str, Any], lane: str, lang: str) -> str:
 def lane_label(lane: str, lang: str) -> str:
     """Our lanes in the reader's language; any other (from a file) escaped, as plotly renders
     text as a small subset of HTML."""
-    return t(lang, f"lane_{lane}") if lane in STANDARD_LANES else html.escape(lane)
+    if lane in STANDARD_LANES:
+        return t(lang, f"lane_{lane}")
+    if lane.startswith("CPU thread "):      # a host thread of an imported trace
+        return t(lang, "lane_cpu_thread").format(thread=html.escape(lane[len("CPU thread "):]))
+    return html.escape(lane)
 
 
 def _color_key(phase: str, imported_gpu_lane: bool) -> str:
