@@ -115,6 +115,7 @@ def format_startup(startup_s: dict[str, float]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     a = parse_args(argv)
+    eng = None
     try:
         _check_output_paths(a)
         cfg = build_config(a)
@@ -122,22 +123,16 @@ def main(argv: list[str] | None = None) -> int:
                                 ignore_eos=a.ignore_eos)
         from engine import Engine
         eng = Engine(cfg)
-    except (ValueError, RuntimeError, FileNotFoundError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-    try:
         return _run(a, cfg, params, eng)
-    except (ValueError, RuntimeError) as err:
+    except (ValueError, RuntimeError, FileNotFoundError) as err:   # one line, no traceback
         print(f"error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
     finally:
-        eng.close()
+        if eng is not None:
+            eng.close()
 
 
 def _run(a, cfg, params, eng) -> int:

@@ -11,18 +11,7 @@ OUT=${OUT:-out}
 mkdir -p "$OUT"
 LOG="$OUT/log.txt"
 BUDGET_S=${BUDGET_S:-480}
-START=$(date +%s)
-
-step() {  # step NAME LIMIT_S command...
-    local name=$1 limit=$2
-    shift 2
-    local left=$((BUDGET_S - ($(date +%s) - START)))
-    if ((left < 15)); then echo "=== SKIP $name (budget)" | tee -a "$LOG"; return; fi
-    ((limit > left)) && limit=$left
-    echo "=== $name (limit ${limit}s, t=$(($(date +%s) - START))s)" | tee -a "$LOG"
-    timeout "$limit" "$@" 2>&1 | grep -v -e "Warning" -e "warnings.warn" -e "^Loading" | tee -a "$LOG"
-    echo "=== $name rc=${PIPESTATUS[0]} t=$(($(date +%s) - START))s" | tee -a "$LOG"
-}
+source "$(dirname "$0")/steps.sh"
 
 step env 20 bash -c "nvidia-smi -L; python3 -c 'import torch, triton, transformers; \
 print(torch.__version__, triton.__version__, transformers.__version__)'"

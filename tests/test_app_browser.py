@@ -263,15 +263,8 @@ def test_upload_of_a_file_that_is_no_trace_shows_a_message(page, tmp_path):
 
 # ---- handlers, without a browser -----------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def app():
-    sys.path.insert(0, str(ROOT))
-    import app
-
-    return app
-
-
-live = pytest.importorskip("ui.live") if (ROOT / "ui").exists() else None
+sys.path.insert(0, str(ROOT))
+live = pytest.importorskip("ui.live")
 
 
 def _args(**overrides):
@@ -296,7 +289,7 @@ class _FailingScheduler:
     def __init__(self, event):
         self.event = event
 
-    def submit(self, request):
+    def submit(self, _request):
         yield self.event
 
     def ready(self):
@@ -310,7 +303,7 @@ class _FailingScheduler:
     ("cancelled", "Stopped: the run was ended before it finished"),
     ("error", "The run failed."),
 ])
-def test_a_failed_run_gives_a_message_in_the_users_language(app, monkeypatch, kind, said):
+def test_a_failed_run_gives_a_message_in_the_users_language(monkeypatch, kind, said):
     from engine.messages import RequestFailed
     from ui import common
 
@@ -322,12 +315,12 @@ def test_a_failed_run_gives_a_message_in_the_users_language(app, monkeypatch, ki
     assert "Stopped" not in zh["status"] and "The run" not in zh["status"].split("<details>")[0]
 
 
-def test_no_loop_chosen_gives_a_message(app):
+def test_no_loop_chosen_gives_a_message():
     outputs = list(live.run_live(**_args(loops=[])))
     assert "choose at least one scheduling loop" in _fields(outputs[-1])["status"]
 
 
-def test_cuda_without_a_gpu_gives_a_message(app, monkeypatch):
+def test_cuda_without_a_gpu_gives_a_message(monkeypatch):
     from engine.messages import RequestFailed
     from ui import common
 
@@ -336,7 +329,7 @@ def test_cuda_without_a_gpu_gives_a_message(app, monkeypatch):
     assert "no GPU was found on this machine" in _fields(outputs[-1])["status"]
 
 
-def test_recorded_runs_are_listed_and_labelled_with_hardware_and_date(app, monkeypatch,
+def test_recorded_runs_are_listed_and_labelled_with_hardware_and_date(monkeypatch,
                                                                        tmp_path):
     from record.metrics import compute_metrics
     from record.run_record import make_record, save_record

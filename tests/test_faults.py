@@ -144,7 +144,7 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def test_ctrl_c_on_the_cli_prints_one_line(tmp_path):
+def test_ctrl_c_on_the_cli_prints_one_line():
     proc = subprocess.Popen([sys.executable, "-m", "engine", "--device", "cpu", "--requests", "16",
                              "--max-new-tokens", "200", "--extra-cpu-us", "5000"],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

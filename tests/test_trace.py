@@ -271,7 +271,7 @@ def test_a_record_exported_as_a_trace_imports_back_into_the_same_runs(tmp_path):
 
 
 def test_the_example_trace_in_the_docs_imports():
-    from record.files import load_any
+    from record.loading import load_any
 
     record = load_any(ROOT / "docs" / "example_trace.json")
     assert [run["loop"] for run in record["runs"]] == ["normal", "overlap"]
@@ -361,7 +361,7 @@ def test_real_traces_without_step_marks_give_a_whole_lesson(name, how, cpu_bound
     """12 new tokens: a prefill, then 11 decode steps to find; the launching thread drawn; the
     article's terms where the trace allows them. Under the profiler an eager step is host-bound
     (the host's part is many times the forward), a graphed one is not."""
-    from record.files import load_any
+    from record.loading import load_any
 
     started = time.monotonic()
     run = load_any(TRACES / name)["runs"][0]

@@ -17,14 +17,8 @@ import time
 from typing import Any
 
 import viz
-from engine.messages import (
-    LiveRunRequest,
-    LoopFinished,
-    Progress,
-    RequestFailed,
-    RunFinished,
-    SpanBatch,
-)
+from engine import messages
+from engine.messages import LiveRunRequest
 from record.run_record import run_dict
 from record.timeline import GPU_LANES, LANES
 from ui import common
@@ -61,25 +55,25 @@ def run_live(loops, decode_steps, stop_early, device, model, requests, batch, pr
     started = drawn = time.perf_counter()
     try:
         for event in common.scheduler().submit(request):
-            if isinstance(event, Progress):
+            if isinstance(event, messages.Progress):
                 live.stage(event)
                 yield MainView(status=_running(live, expected, started, lang)).values()
-            elif isinstance(event, SpanBatch):
+            elif isinstance(event, messages.SpanBatch):
                 live.add(event)
                 if time.perf_counter() - drawn >= REFRESH_S:
                     drawn = time.perf_counter()
                     yield MainView(status=_running(live, expected, started, lang),
                                    timeline=plot(viz.side_by_side_figure(live.runs(),
                                                                          lang=lang))).values()
-            elif isinstance(event, LoopFinished):
+            elif isinstance(event, messages.LoopFinished):
                 live.finish(event)
                 drawn = time.perf_counter()
                 yield MainView(timeline=plot(viz.side_by_side_figure(live.runs(),
                                                                      lang=lang))).values()
-            elif isinstance(event, RunFinished):
+            elif isinstance(event, messages.RunFinished):
                 _remember_step_time(key, event.record)
                 yield _finished(event.record, request, notes, lang).values()
-            elif isinstance(event, RequestFailed):
+            elif isinstance(event, messages.RequestFailed):
                 spec = failure(event.kind, event.message)
                 yield MainView(status=render_said(spec, lang), said=spec).values()
     except Exception as error:  # noqa: BLE001 - the scheduler process died, or worse
@@ -139,16 +133,16 @@ class _LiveRuns:
         self.index = 0
         self.stage_name, self.detail = "loading", ""
 
-    def stage(self, event: Progress) -> None:
+    def stage(self, event: messages.Progress) -> None:
         self.stage_name, self.detail = event.stage, event.detail or self.detail
         if event.stage == "run" and event.index != self.index:
             self.index, self.spans = event.index, []
 
-    def add(self, batch: SpanBatch) -> None:
+    def add(self, batch: messages.SpanBatch) -> None:
         if batch.index == self.index:
             self.spans.extend(span.to_dict() for span in batch.spans)
 
-    def finish(self, event: LoopFinished) -> None:
+    def finish(self, event: messages.LoopFinished) -> None:
         self.finished.append(event.run)
         self.index, self.spans = event.index + 1, []
 

@@ -137,7 +137,7 @@ def load_any(path: Path) -> dict[str, Any]:
     import concurrent.futures
     import multiprocessing
 
-    from record.files import load_any as load
+    from record.loading import load_any as load
 
     with concurrent.futures.ProcessPoolExecutor(
             max_workers=1, mp_context=multiprocessing.get_context("spawn"),
