@@ -284,7 +284,7 @@ def main() -> None:
     if not common.on_zero_gpu():
         from engine.scheduler_process import pin_server
 
-        pin_server(common.scheduler().placement)   # keep off the device process's core
+        pin_server(common.placement())              # keep off the device process's core
     demo.queue(default_concurrency_limit=4)
     demo.launch(server_name=args.host, server_port=args.port, css=CSS,
                 max_file_size=records.MAX_UPLOAD_BYTES, theme=gr.themes.Soft(),

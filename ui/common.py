@@ -72,17 +72,25 @@ def shutdown() -> None:
             _client.close()
 
 
+def placement() -> Any:
+    """Which cores the scheduler, the device process and this server use (none pinned with
+    OVERLAP_DEMO_PIN=0, to measure what the placement buys)."""
+    from engine.scheduler_process import Placement, plan_placement
+
+    return plan_placement() if os.environ.get("OVERLAP_DEMO_PIN", "1") != "0" else Placement()
+
+
 def scheduler() -> Any:
     """This process's client of the scheduler process (started on first use)."""
     global _client
     with _client_lock:
         if _client is None:
-            from engine.scheduler_process import InlineScheduler, SchedulerClient, plan_placement
+            from engine.scheduler_process import InlineScheduler, SchedulerClient
 
             if on_zero_gpu():
                 _client = InlineScheduler()
             else:
-                _client = SchedulerClient(plan_placement())
+                _client = SchedulerClient(placement())
                 _client.start()
         return _client
 

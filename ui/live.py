@@ -52,7 +52,7 @@ def run_live(loops, decode_steps, stop_early, device, model, requests, batch, pr
                    zoomed=plot(viz.message_figure(viz.t(lang, "zoom_after_run"))), metrics="",
                    texts="").values()
     live = _LiveRuns(request)
-    started = drawn = time.perf_counter()
+    started, drawn = time.perf_counter(), -REFRESH_S      # the first spans are drawn at once
     try:
         for event in common.scheduler().submit(request):
             if isinstance(event, messages.Progress):
@@ -233,17 +233,18 @@ def failure(kind: str, detail: str) -> dict[str, Any]:
 
 
 def prewarm() -> None:
-    """Start the scheduler process and build the default engine, so the first Run starts at
-    once. A failed warm-up is not fatal: Run starts (and reports) it again."""
-    from engine.config import EngineConfig
+    """Start the scheduler process, build the default engine and probe the default workload's
+    stop tokens, so the first Run starts drawing at once. A failed warm-up is not fatal: Run
+    starts (and reports) it again."""
     from engine.messages import WarmRequest
 
+    d = common.DEFAULTS
     try:
-        config = EngineConfig(model="bundled", device="auto",
-                              max_batch_size=common.DEFAULTS["batch"],
-                              max_seq_len=2 * common.DEFAULTS["prompt_len"]
-                              + common.DEFAULTS["max_new"] + 64)
-        for _ in common.scheduler().submit(WarmRequest(config)):
+        request, _ = build_request(["normal", "overlap"], d["decode_steps"], True, "auto",
+                                   "bundled", d["requests"], d["batch"], d["prompt_len"],
+                                   common.DEFAULT_PROMPTS, d["max_new"], d["temperature"], False,
+                                   d["extra_cpu_us"])
+        for _ in common.scheduler().submit(WarmRequest(request.engine, probe=request)):
             pass
     except Exception as error:  # noqa: BLE001
         print(f"prewarm skipped: {type(error).__name__}: {error}", flush=True)
