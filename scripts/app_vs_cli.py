@@ -44,8 +44,12 @@ def cli_run() -> dict[str, float]:
 
 
 def figures(runs: list[dict]) -> dict[str, float]:
+    """Busy and speedups of a record's normal and overlap runs (a record written by older code
+    is brought up to date first, so both are measured by today's definitions)."""
     from record.metrics import compare_runs
+    from record.run_record import upgrade_run
 
+    runs = [upgrade_run(dict(r)) for r in runs]
     normal, overlap = ({r["loop"]: r for r in runs}[k]["metrics"] for k in ("normal", "overlap"))
     c = compare_runs(normal, overlap)
     return {"busy": overlap["gpu_busy_frac"], "steady_busy": overlap["steady_busy_frac"],
@@ -59,10 +63,10 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start_app(port: int) -> tuple[subprocess.Popen, float]:
+def start_app(port: int, app_dir: Path = ROOT) -> tuple[subprocess.Popen, float]:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     started = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "app.py", "--port", str(port)], cwd=ROOT, env=env,
+    proc = subprocess.Popen([sys.executable, "app.py", "--port", str(port)], cwd=app_dir, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     while True:
         try:
@@ -106,12 +110,15 @@ def main() -> int:
     parser.add_argument("--clicks", type=int, default=5)
     parser.add_argument("--cli-runs", type=int, default=3)
     parser.add_argument("--chromium", default="/usr/bin/chromium")
+    parser.add_argument("--app-dir", type=Path, default=ROOT,
+                        help="the checkout whose app.py to serve (e.g. an older commit's "
+                             "worktree, for a before/after comparison)")
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
 
     cli = [cli_run() for _ in range(args.cli_runs)]
     port = free_port()
-    proc, served = start_app(port)
+    proc, served = start_app(port, args.app_dir)
     clicks = []
     try:
         with sync_playwright() as pw:
@@ -122,7 +129,8 @@ def main() -> int:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
-    print(f"machine: {os.cpu_count()} cores; page served {served:.1f} s after `python app.py`")
+    print(f"machine: {os.cpu_count()} cores; app from {args.app_dir}; page served {served:.1f} s "
+          "after `python app.py`")
     print("| source | runs | overlap busy | steady busy | normal busy | speedup per step | "
           "predicted | whole run | first bars s | done s |")
     print("|---|---|---|---|---|---|---|---|---|---|")
