@@ -28,8 +28,10 @@ if common.on_zero_gpu():  # Hugging Face ZeroGPU: GPU work must run inside a spa
     import spaces
 
     run_handler = spaces.GPU(duration=120)(live.run_live)
+    lab_handler = spaces.GPU(duration=120)(lab.run_lab)
+    safe_handler = spaces.GPU(duration=120)(lab.run_safe)
 else:
-    run_handler = live.run_live
+    run_handler, lab_handler, safe_handler = live.run_live, lab.run_lab, lab.run_safe
 
 
 def check_devices(lang_choice: str, wait: bool = True) -> tuple[Any, Any]:
@@ -244,9 +246,9 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
                       show_progress="hidden")
     lab_switch.change(lab.describe_switch, [lab_switch, language], lab_guards,
                       show_progress="hidden")
-    lab_run.click(lab.run_lab, [lab_switch, model, device, lab_seed, language],
+    lab_run.click(lab_handler, [lab_switch, model, device, lab_seed, language],
                   [lab_result, lab_state], show_progress="minimal", **ENGINE_QUEUE)
-    lab_safe.click(lab.run_safe, [model, device, lab_seed, language], [lab_result, lab_state],
+    lab_safe.click(safe_handler, [model, device, lab_seed, language], [lab_result, lab_state],
                    show_progress="minimal", **ENGINE_QUEUE)
     language.change(
         switch_language, [language, record_state, said_state, first_step, last_step],

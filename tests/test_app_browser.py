@@ -453,3 +453,15 @@ def test_a_record_full_of_html_runs_no_script_and_injects_nothing(page, tmp_path
     assert page.locator("#injected").count() == 0
     assert page.locator("img[src=x]").count() == 0
     assert "<img src=x" in _status(page)                 # shown as text
+
+
+def test_zero_gpu_is_told_by_its_environment_not_by_the_spaces_package(monkeypatch):
+    """A CPU Space or a laptop may have ``spaces`` installed: only ZeroGPU's own variable counts,
+    and there the engine runs inside the GPU call (an in-process scheduler, no process of ours)."""
+    from ui import common
+
+    monkeypatch.delenv("SPACES_ZERO_GPU", raising=False)
+    assert not common.on_zero_gpu()
+    for value in ("1", "true"):
+        monkeypatch.setenv("SPACES_ZERO_GPU", value)
+        assert common.on_zero_gpu() and common.cuda_seen()
