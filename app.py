@@ -22,6 +22,7 @@ import viz
 from ui import common, lab, live, records, replay
 from ui.common import DEFAULTS, LIMITS, lang_of, loop_choices, model_choices
 from ui.i18n import Translated
+from ui.live_chart import live_chart
 from ui.view import MainView, plot
 
 if common.on_zero_gpu():  # Hugging Face ZeroGPU: GPU work must run inside a spaces.GPU call
@@ -169,6 +170,7 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
         with TR.add(gr.Tab(viz.t(en, "tab_whole"), elem_id="tab-whole"), "tab_whole") as whole_tab:
             with gr.Row(equal_height=False):
                 with gr.Column(scale=3):
+                    live_canvas = live_chart()
                     timeline = gr.Plot(plot(viz.side_by_side_figure([])), show_label=False,
                                        elem_id="timeline")
                     with gr.Row():
@@ -215,7 +217,7 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
 
     # ---- events -----------------------------------------------------------------------------
     OUTPUTS = MainView.components(
-        status=status, timeline=timeline, zoomed=zoomed, metrics=metrics, texts=texts,
+        status=status, timeline=timeline, live=live_canvas, zoomed=zoomed, metrics=metrics, texts=texts,
         first_step=first_step, last_step=last_step, record=record_state, said=said_state,
         download_record=download_record, download_trace=download_trace)
     REPLAY = [replay_run, step, step_caption, step_plot, unrolled]

@@ -87,8 +87,9 @@ def click(browser, url: str) -> dict[str, float]:
         page.wait_for_timeout(1000)
         t0 = time.monotonic()
         page.click("#run")
-        page.wait_for_selector("#timeline .js-plotly-plot .bars path", state="attached",
-                               timeout=120_000)
+        # The first spans on the live canvas (it says how many it drew).
+        page.wait_for_function("() => Number(document.querySelector('#live-chart canvas')"
+                               "?.dataset.spans || 0) > 0", timeout=120_000)
         first_bars = time.monotonic() - t0
         page.wait_for_selector("#status .status-ok", timeout=240_000)
         done = time.monotonic() - t0

@@ -225,8 +225,9 @@ def readme_shot(page, out: Path) -> None:
     page.wait_for_timeout(10_000)        # a visitor reads the page; the engine warms meanwhile
     started = time.monotonic()
     page.click("#run")
-    page.wait_for_selector("#timeline .js-plotly-plot .bars path", timeout=RUN_MS,
-                           state="attached")
+    # The first spans on the live canvas (it says how many it drew).
+    page.wait_for_function("() => Number(document.querySelector('#live-chart canvas')"
+                           "?.dataset.spans || 0) > 0", timeout=RUN_MS)
     first_bars = time.monotonic() - started
     page.wait_for_function("() => document.querySelector('#status').innerText.includes('Done')",
                            timeout=RUN_MS)

@@ -123,8 +123,9 @@ def _subplot_titles(page, plot: str) -> list[str]:
 def test_both_runs_side_by_side_and_overlap_idles_less(page):
     page.click("#run")
     # The timeline grows while the engine runs: bars appear before the run has finished.
-    page.wait_for_selector("#timeline .js-plotly-plot .bars path", timeout=RUN_TIMEOUT_MS,
-                           state="attached")
+    # The first spans on the live canvas (it says how many it drew).
+    page.wait_for_function("() => Number(document.querySelector('#live-chart canvas')"
+                           "?.dataset.spans || 0) > 0", timeout=RUN_TIMEOUT_MS)
     page.wait_for_selector('#metrics td[data-metric="idle_us_total"]', timeout=RUN_TIMEOUT_MS)
     page.wait_for_timeout(500)  # let plotly finish drawing before the screenshot
     page.screenshot(path=str(SCREENSHOTS / "app-both.png"), full_page=True)
@@ -348,7 +349,7 @@ def test_recorded_runs_are_listed_and_labelled_with_hardware_and_date(monkeypatc
                         "h200-overlap.json")]
     status, timeline, *_ = records.show_recorded("h200-overlap.json", "English")
     assert "Recorded on NVIDIA H200 · torch 2.11.0 · 2025-06-01" in status
-    assert len(json.loads(timeline.plot)["data"]) >= 2   # the gap band and the decode bars
+    assert len(json.loads(timeline["value"].plot)["data"]) >= 2   # the gap band and the bars
     monkeypatch.setattr(records, "RECORDED_DIR", tmp_path / "empty")
     assert records.list_recorded()["choices"] == []
 

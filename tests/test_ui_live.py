@@ -5,6 +5,7 @@ timeline grows while the run is on, and bad input is refused by name in both lan
 
 from __future__ import annotations
 
+import json
 import sys
 from dataclasses import fields
 from pathlib import Path
@@ -53,8 +54,10 @@ def test_three_loops_run_and_agree_token_for_token(outputs):
 
 
 def test_the_timeline_is_drawn_while_the_run_is_on(outputs):
-    drawn = [view for view in outputs[:-1] if not isinstance(view["timeline"], dict)]
+    drawn = [view["live"] for view in outputs[:-1] if isinstance(view["live"], str)]
     assert len(drawn) >= 3, "the live view should be redrawn as spans arrive"
+    counts = [sum(len(run["spans"]) for run in json.loads(payload)["runs"]) for payload in drawn]
+    assert counts[-1] > counts[0] > 0                           # it grows
 
 
 def test_stops_fire_and_the_lag_cost_is_counted(outputs):

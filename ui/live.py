@@ -16,6 +16,8 @@ import math
 import time
 from typing import Any
 
+import gradio as gr
+
 import viz
 from engine import messages
 from engine.messages import LiveRunRequest
@@ -48,7 +50,10 @@ def run_live(loops, decode_steps, stop_early, device, model, requests, batch, pr
         return
     key = (model, request.engine.device, request.engine.max_batch_size, request.engine.cuda_graph)
     expected = _expected_steps(request)
+    # While the run is on, a canvas draws it (cheap for the browser, whose cores are the
+    # engine's too); the interactive chart comes back with the finished record.
     yield MainView(status=progress_bar(0.0, _starting_text(request, key, expected, notes, lang)),
+                   timeline=gr.update(visible=False), live=gr.update(value="", visible=True),
                    zoomed=plot(viz.message_figure(viz.t(lang, "zoom_after_run"))), metrics="",
                    texts="").values()
     live = _LiveRuns(request)
@@ -63,13 +68,11 @@ def run_live(loops, decode_steps, stop_early, device, model, requests, batch, pr
                 if time.perf_counter() - drawn >= REFRESH_S:
                     drawn = time.perf_counter()
                     yield MainView(status=_running(live, expected, started, lang),
-                                   timeline=plot(viz.side_by_side_figure(live.runs(),
-                                                                         lang=lang))).values()
+                                   live=viz.live_payload(live.runs(), lang)).values()
             elif isinstance(event, messages.LoopFinished):
                 live.finish(event)
                 drawn = time.perf_counter()
-                yield MainView(timeline=plot(viz.side_by_side_figure(live.runs(),
-                                                                     lang=lang))).values()
+                yield MainView(live=viz.live_payload(live.runs(), lang)).values()
             elif isinstance(event, messages.RunFinished):
                 _remember_step_time(key, event.record)
                 yield _finished(event.record, request, notes, lang).values()
@@ -198,8 +201,6 @@ def _running(live: _LiveRuns, expected: int, started: float, lang: str) -> str:
     text = viz.t(lang, "status_running").format(
         mode=esc(viz.t(lang, f"loop_{live.loop}")), step=step, expected=expected,
         seconds=seconds, index=min(live.index + 1, total), total=total)
-    if live.detail:
-        text += f" · {esc(live.detail)}"
     return progress_bar(fraction, text)
 
 

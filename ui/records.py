@@ -86,14 +86,17 @@ def shown(spec: dict[str, Any], record: dict[str, Any] | None, lang: str,
     """The whole main view for ``record`` under the status ``spec`` (``ui.common.said``);
     ``record=None`` clears the charts."""
     status_html = render_said(spec, lang)
+    idle = gr.update(value="", visible=False)      # the live canvas gives way to the chart
     if not record or not record.get("runs"):
         empty = plot(viz.side_by_side_figure([], lang=lang))
-        return MainView(status=status_html, timeline=empty, zoomed=empty, metrics="", texts="",
+        return MainView(status=status_html, timeline=gr.update(value=empty, visible=True),
+                        live=idle, zoomed=empty, metrics="", texts="",
                         record=None, said=spec, download_record=file_update(None),
                         download_trace=file_update(None))
     runs = record["runs"]
     first, last = default_window(runs)
-    return MainView(status=status_html, timeline=plot(viz.side_by_side_figure(runs, lang=lang)),
+    chart = plot(viz.side_by_side_figure(runs, lang=lang))
+    return MainView(status=status_html, timeline=gr.update(value=chart, visible=True), live=idle,
                     zoomed=plot(viz.side_by_side_figure(runs, window=(first, last), lang=lang)),
                     metrics=viz.metrics_html(runs, lang), texts=viz.texts_html(runs, lang),
                     first_step=first, last_step=last, record=record, said=spec,

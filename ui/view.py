@@ -31,6 +31,7 @@ def plot(figure: Any) -> PlotData:
 class MainView:
     status: Any = field(default_factory=keep)           # the status line (HTML)
     timeline: Any = field(default_factory=keep)         # whole runs, side by side
+    live: Any = field(default_factory=keep)             # the canvas while a run is on
     zoomed: Any = field(default_factory=keep)           # the step window
     metrics: Any = field(default_factory=keep)          # metrics table and formula (HTML)
     texts: Any = field(default_factory=keep)            # generated texts (HTML)

@@ -1,0 +1,68 @@
+"""The live timeline while a run is on: a compact payload that the page draws on a canvas.
+
+A redraw of the plotly chart cost the browser about a second of its main thread on this
+project's 2-core machine (plotly re-renders every bar, then Gradio resizes it and renders them
+again), and the browser shares those cores with the scheduler and the device process. While a
+run is on, the page therefore draws the runs on a ``<canvas>`` instead (``ui/live_chart.py``):
+a rectangle per span, a hatched band per GPU idle gap, a few milliseconds per redraw. When the
+run ends, the full interactive chart (``viz.timeline``) takes its place.
+
+``live_payload`` turns runs (finished ones and the one in progress) into what the canvas needs:
+for each run a title, its lanes, its spans as ``[lane, colour, start ms, end ms]`` and its idle
+gaps on the GPU lanes (``record.metrics.idle_gaps``, the one definition). Plain JSON, no plotly.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from record.metrics import idle_gaps
+from viz.spans import display_labels, gpu_lanes, local_stats, ordered_lanes
+from viz.style import IDLE_FILL, IDLE_LINE, phase_color
+from viz.text import t
+from viz.timeline import lane_label
+
+
+def live_payload(runs: list[dict[str, Any]], lang: str = "en") -> str:
+    """The canvas's JSON for these runs, on one time axis (ms since each run started)."""
+    out = []
+    end_ms = 0.0
+    for run, name in zip(runs, display_labels(runs, lang)):
+        lanes = ordered_lanes(run)
+        index = {lane: i for i, lane in enumerate(lanes)}
+        spans = [s for s in run.get("spans", []) if s["lane"] in index]
+        colors: dict[str, int] = {}
+        palette: list[str] = []
+        rows = []
+        for s in spans:
+            color = phase_color(s["phase"])
+            if color not in colors:
+                colors[color] = len(palette)
+                palette.append(color)
+            rows.append([index[s["lane"]], colors[color], round(s["start_us"] / 1e3, 4),
+                         round(s["end_us"] / 1e3, 4)])
+            end_ms = max(end_ms, s["end_us"] / 1e3)
+        gpu = [lane for lane in gpu_lanes(run) if lane in index]
+        gaps = [[round(a / 1e3, 4), round(b / 1e3, 4)] for a, b in idle_gaps(spans, gpu)]
+        running = "idle_us_total" not in (run.get("metrics") or {})
+        stats = local_stats(run) if running else run["metrics"]
+        title = t(lang, "run_title").format(
+            label=name, idle=stats.get("idle_us_total", 0.0) / 1000.0,
+            gaps=int(stats.get("idle_gap_count", 0)),
+            busy=f"{100 * stats.get('gpu_busy_frac', 0.0):.1f}")
+        if running:
+            title += " · " + t(lang, "so_far")
+        out.append({"title": title, "lanes": [_plain(lane_label(lane, lang)) for lane in lanes],
+                    "gpu_rows": sorted(index[lane] for lane in gpu), "palette": palette,
+                    "spans": rows, "gaps": gaps})
+    return json.dumps({"runs": out, "end_ms": round(end_ms, 3), "idle_fill": IDLE_FILL,
+                       "idle_line": IDLE_LINE, "axis": t(lang, "time_axis")},
+                      separators=(",", ":"))
+
+
+def _plain(label: str) -> str:
+    """Lane labels are escaped for plotly's HTML-ish text; a canvas draws text as it is."""
+    import html
+
+    return html.unescape(label)
