@@ -31,3 +31,24 @@ def is_stopped(pid: int) -> bool:
             return f.read().rpartition(")")[2].split()[0] in ("T", "t")
     except (OSError, IndexError):
         return False
+
+
+def start_deaf_to_ctrl_c(proc: Any) -> None:
+    """Start a ``multiprocessing`` process that a terminal's Ctrl-C does not reach.
+
+    A terminal sends SIGINT to the whole process group, children included. A child that is still
+    importing torch would die of it with a traceback of its own; the parent handles Ctrl-C and
+    closes its children instead. An ignored signal stays ignored across the spawn's exec (and
+    Python then installs no handler of its own), so the child is deaf to it from its first
+    instruction. Only the main thread may change a signal's handler; from another thread the
+    child ignores SIGINT itself once its target runs (both targets here do)."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        proc.start()
+        return
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        proc.start()
+    finally:
+        signal.signal(signal.SIGINT, before)

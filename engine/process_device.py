@@ -37,7 +37,7 @@ import numpy as np
 import torch
 
 from engine.device import ForwardOutput
-from engine.proc_watch import exit_text, is_stopped
+from engine.proc_watch import exit_text, is_stopped, start_deaf_to_ctrl_c
 from engine.request import StepMeta
 from record.timeline import StampedSpan, Timeline
 
@@ -202,7 +202,7 @@ class ProcessDevice:
         self.done, done_w = ctx.Pipe(duplex=False)
         self.proc = ctx.Process(target=device_main, args=(init, cmd_r, done_w, self.shared),
                                 daemon=True, name="overlap-demo-device")
-        self.proc.start()
+        start_deaf_to_ctrl_c(self.proc)
         # Drop our copies of the child's ends: once the child dies, reading ``done`` gives EOF
         # instead of waiting forever for a write end that only we still hold.
         cmd_r.close()

@@ -41,7 +41,7 @@ from engine.messages import (
     SchedulerReady,
     Warmed,
 )
-from engine.proc_watch import exit_text, is_stopped
+from engine.proc_watch import exit_text, is_stopped, start_deaf_to_ctrl_c
 
 FINAL = (RunFinished, LabFinished, Warmed, RequestFailed)
 POLL_S = 0.2                     # how often a waiting client looks at the process
@@ -192,7 +192,7 @@ class SchedulerClient:
         # process dies, since only this process holds the other end.
         self._proc = ctx.Process(target=scheduler_main, args=(child, self.placement),
                                  name="overlap-demo-scheduler")
-        self._proc.start()
+        start_deaf_to_ctrl_c(self._proc)
         child.close()                 # only the child holds its end: its death reads as EOF
         if not self._atexit:
             atexit.register(self.close)

@@ -144,12 +144,28 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def _children(pid: int) -> list[int]:
+    """Processes whose parent is ``pid`` (from /proc, as ps does)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rpartition(")")[2].split()[1]) == pid:
+                found.append(int(stat.parent.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
 def test_ctrl_c_on_the_cli_prints_one_line():
+    # 200 ms of extra CPU work per step: the runs last minutes, so the signal always lands in them.
     proc = subprocess.Popen([sys.executable, "-m", "engine", "--device", "cpu", "--requests", "16",
-                             "--max-new-tokens", "200", "--extra-cpu-us", "5000"],
+                             "--max-new-tokens", "200", "--extra-cpu-us", "200000"],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
-    time.sleep(12)                                     # into the warm-up or the measured runs
+    deadline = time.monotonic() + 120
+    while not _children(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.2)                                # the engine is up once its device process is
+    time.sleep(1.0)
     os.killpg(proc.pid, signal.SIGINT)                 # as a terminal does: the whole group
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, (proc.returncode, err[-2000:])

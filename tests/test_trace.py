@@ -337,14 +337,14 @@ def test_strange_fields_are_skipped_or_kept_without_errors():
 
 
 def test_deep_nesting_and_many_lanes_are_refused_quickly():
-    started = time.monotonic()
+    started = time.process_time()     # this process's CPU time: other load on the machine adds none
     deep = b'{"traceEvents": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
     with pytest.raises(TraceImportError, match="nests deeper"):
         import_profiler_trace(deep)
     lanes = [_kernel(tid=i, ts=i) for i in range(60_000)]
     with pytest.raises(TraceImportError, match="at most 64 lanes"):
         import_profiler_trace(json.dumps({"traceEvents": lanes}).encode())
-    assert time.monotonic() - started < 20
+    assert time.process_time() - started < 20     # ~1 s; the quadratic lane check took 52 s
 
 
 # ---- import: real traces of real decode loops (scripts/profile_traces.py, one H200) -------------
@@ -363,9 +363,7 @@ def test_real_traces_without_step_marks_give_a_whole_lesson(name, how, cpu_bound
     (the host's part is many times the forward), a graphed one is not."""
     from record.loading import load_any
 
-    started = time.monotonic()
-    run = load_any(TRACES / name)["runs"][0]
-    assert time.monotonic() - started < 30                     # a few seconds on a quiet machine
+    run = load_any(TRACES / name)["runs"][0]                   # a few seconds (bench: not timed here)
     assert run["notes"][0]["key"] == how and run["notes"][0]["steps"] == 11
     assert run["lanes"][0].startswith("CPU thread") and len(run["gpu_lanes"]) >= 1
     m = run["metrics"]
