@@ -294,7 +294,10 @@ class Engine:
                 raise ValueError(f"prompt {i} is empty")
             if self.tokenizer is None:
                 raise ValueError("this model has no tokenizer: pass token-id lists")
-            ids = self.tokenizer.encode(prompt, add_special_tokens=False)
+            # As transformers and vLLM do by default: the tokenizer's special tokens included
+            # (a BOS where it adds one). Without it the model sees a context it never saw in
+            # training, and greedy text differs from transformers' for the same prompt.
+            ids = self.tokenizer.encode(prompt)
             if not ids:
                 raise ValueError(f"prompt {i} encodes to no tokens")
         elif isinstance(prompt, (list, tuple)):
