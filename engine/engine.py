@@ -5,7 +5,11 @@ requests, hands them to a fresh ``Scheduler`` per call (the device, the KV pool 
 persist across calls, so a leak in one run would show in the next), and packs what happened into a
 ``RunResult``: outputs, the timeline's spans, and metrics computed from those spans.
 
-One ``generate`` runs at a time: a second caller (another thread) gets ``EngineBusyError`` at
+Requests may arrive over time (``arrivals``: seconds from the run's start, one per prompt), so the
+scheduler's stage 1 receives them while it runs; ``serve`` runs the same loops on requests that
+stream in from a source that never ends by itself (the OpenAI-compatible server).
+
+One ``generate`` (or ``serve``) runs at a time: a second caller (another thread) gets ``EngineBusyError`` at
 once rather than a share of someone else's batch. A device that dies mid-run (the CPU device
 process killed, say) fails that run with a clear error, and the next ``generate`` starts a new one.
 """
@@ -19,7 +23,7 @@ import platform
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,8 +33,10 @@ from engine import host_load
 from engine.config import MAX_DECODE_STEPS, RESULT_BUFFERS, EngineConfig, SamplingParams
 from engine.device import Device
 from engine.kv_cache import IdPool, pages_needed
+from engine.prompts import encode_text
 from engine.request import NUM_INT_COLS, Req
-from engine.scheduler import Scheduler
+from engine.scheduler import Scheduler, TokenSink
+from engine.sources import RequestSource, ScheduledSource
 from record.run_record import run_dict
 from record.timeline import GPU_LANES, LANES, Span, Timeline
 
@@ -49,6 +55,7 @@ class RequestOutput:
     first_token_us: float
     finish_us: float
     wasted_steps: int = 0
+    token_us: list[float] = field(default_factory=list)   # when each token was delivered
 
 
 @dataclass
@@ -174,8 +181,14 @@ class Engine:
                  extra_cpu_us: int | None = None,
                  profile_steps: tuple[int, int] | None = None,
                  decode_steps: int | None = None,
-                 should_stop: Callable[[], bool] | None = None) -> RunResult:
+                 should_stop: Callable[[], bool] | None = None,
+                 arrivals: Sequence[float] | None = None, chat: bool = False) -> RunResult:
         """Run ``prompts`` (strings or token-id lists) to completion; returns a ``RunResult``.
+
+        ``arrivals``: when each prompt's request arrives, in seconds from the run's start (None:
+        all at t=0); see ``engine.arrivals`` for Poisson processes and traces. ``chat``: each
+        prompt is a user message (a string) or a list of {"role", "content"} messages, put
+        through the tokenizer's chat template.
 
         ``overlap`` and ``extra_cpu_us`` override the config for this call (one engine, both loops).
         ``decode_steps`` (k) overrides the config's (multi-step overlap when k > 1).
@@ -189,12 +202,11 @@ class Engine:
         try:
             self._replace_dead_device()
             return self._generate(prompts, params, overlap, timeline, extra_cpu_us,
-                                  profile_steps, decode_steps, should_stop)
+                                  profile_steps, decode_steps, should_stop, arrivals, chat)
         finally:
             self._busy.release()
 
-    def _generate(self, prompts, params, overlap, timeline, extra_cpu_us, profile_steps,
-                  decode_steps, should_stop) -> RunResult:
+    def _loop_settings(self, overlap, extra_cpu_us, decode_steps) -> tuple[bool, int, int]:
         cfg = self.config
         extra = cfg.extra_cpu_us if extra_cpu_us is None else _whole(extra_cpu_us, "extra_cpu_us")
         if not 0 <= extra <= 1_000_000:
@@ -202,8 +214,14 @@ class Engine:
         k = cfg.decode_steps if decode_steps is None else _whole(decode_steps, "decode_steps")
         if not 1 <= k <= MAX_DECODE_STEPS:
             raise ValueError(f"decode_steps must be in 1..{MAX_DECODE_STEPS}, got {k}")
-        overlap = cfg.overlap if overlap is None else bool(overlap)
-        reqs = self._make_requests(prompts, params)
+        return (cfg.overlap if overlap is None else bool(overlap)), extra, k
+
+    def _generate(self, prompts, params, overlap, timeline, extra_cpu_us, profile_steps,
+                  decode_steps, should_stop, arrivals, chat) -> RunResult:
+        cfg = self.config
+        overlap, extra, k = self._loop_settings(overlap, extra_cpu_us, decode_steps)
+        reqs = self._make_requests(prompts, params, chat)
+        offsets_ns = _arrival_offsets_ns(arrivals, len(reqs))
         timeline = timeline or Timeline(enabled=cfg.record_timeline)
         sched = Scheduler(cfg, self.device, self.slots, self.pages, timeline,
                           pad_batches=self.device_name == "cuda", extra_cpu_us=extra,
@@ -224,9 +242,9 @@ class Engine:
             timeline.t0_ns = time.perf_counter_ns()
             self.device.begin_run(timeline)
             t0 = time.perf_counter_ns()
-            for req in reqs:
-                req.arrival_ns = t0
-                sched.add_request(req)
+            for req, offset in zip(reqs, offsets_ns):
+                req.arrival_ns = t0 + offset       # arrival times are relative to the start
+            sched.source = ScheduledSource(reqs)
             sched.run(overlap, should_stop)
             self.device.end_run()
         except BaseException:
@@ -248,6 +266,43 @@ class Engine:
                                             result.metrics["gpu_busy_frac"] * wall_s)
         return result
 
+    def serve(self, source: RequestSource, sink: TokenSink, overlap: bool | None = None,
+              timeline: Timeline | None = None, extra_cpu_us: int | None = None,
+              decode_steps: int | None = None,
+              should_stop: Callable[[], bool] | None = None) -> None:
+        """Serve requests from ``source`` until it is done (or ``should_stop()``), streaming
+        tokens to ``sink`` after every processed step. The requests are the source's own, made
+        with ``make_request``; their clock is ``timeline``'s (its ``t0_ns`` is the session start).
+
+        Unlike ``generate``, Python's garbage collector stays on (a session has no end to wait
+        for); what exists at the start is frozen, so a collection only scans the session's own
+        objects.
+        """
+        if not self._busy.acquire(blocking=False):
+            raise EngineBusyError("this engine is already running (one generate or serve at a "
+                                  "time)")
+        try:
+            self._replace_dead_device()
+            overlap, extra, k = self._loop_settings(overlap, extra_cpu_us, decode_steps)
+            timeline = timeline or Timeline(enabled=self.config.record_timeline)
+            sched = Scheduler(self.config, self.device, self.slots, self.pages, timeline,
+                              pad_batches=self.device_name == "cuda", extra_cpu_us=extra,
+                              decode_steps=k, source=source, sink=sink)
+            gc.collect()
+            gc.freeze()
+            try:
+                self.device.begin_run(timeline)
+                sched.run(overlap, should_stop)
+                self.device.end_run()
+            except BaseException:
+                self._end_failed_run()
+                raise
+            finally:
+                gc.unfreeze()
+            self._runs += 1
+        finally:
+            self._busy.release()
+
     def _end_failed_run(self) -> None:
         try:
             self.device.end_run()
@@ -256,7 +311,7 @@ class Engine:
         self.slots = IdPool(self.config.max_batch_size, "request slot")
         self.pages = IdPool(self.config.total_pages, "KV page")
 
-    def _make_requests(self, prompts, params) -> list[Req]:
+    def _make_requests(self, prompts, params, chat: bool = False) -> list[Req]:
         if isinstance(prompts, (str, bytes)) or not isinstance(prompts, (list, tuple)):
             raise ValueError(f"prompts must be a list of strings or of token-id lists, got "
                              f"{type(prompts).__name__}")
@@ -272,21 +327,41 @@ class Engine:
         for i, (prompt, sp) in enumerate(zip(prompts, plist)):
             if not isinstance(sp, SamplingParams):
                 raise ValueError(f"params {i} is a {type(sp).__name__}, not SamplingParams")
-            ids = self._encode(prompt, i)
-            if len(ids) + sp.max_new_tokens > self.config.max_seq_len:
-                raise ValueError(f"prompt {i} has {len(ids)} tokens; with max_new_tokens="
-                                 f"{sp.max_new_tokens} it exceeds max_seq_len={self.config.max_seq_len}"
-                                 " (the context); shorten it or raise max_seq_len")
-            if pages_needed(len(ids) + sp.max_new_tokens, self.config.page_size) > self.pages.total:
-                raise ValueError(f"prompt {i} needs more KV pages than the whole cache holds")
-            bad = [t for t in sp.stop_token_ids if t >= self.spec.vocab_size]
-            if bad:
-                raise ValueError(f"params {i}: stop_token_ids {bad[:5]} are outside the "
-                                 f"vocabulary (0..{self.spec.vocab_size - 1})")
-            stops = set(sp.stop_token_ids) | (set() if sp.ignore_eos else set(self.eos_ids))
-            seed = sp.seed if sp.seed is not None else (self.config.seed * 1_000_003 + i) % (2**31)
-            reqs.append(Req(rid=i, prompt_ids=ids, params=sp, seed=seed, stop_ids=frozenset(stops)))
+            ids = self._encode_chat(prompt, i) if chat else self._encode(prompt, i)
+            reqs.append(self.make_request(i, ids, sp))
         return reqs
+
+    def make_request(self, rid: int, ids: list[int], sp: SamplingParams,
+                     what: str | None = None) -> Req:
+        """A request for token ids ``ids`` (checked against the context, the cache and the
+        vocabulary; a ValueError names the limit). Its sampling seed, unless ``sp`` gives one,
+        comes from the engine seed and ``rid``."""
+        what = what or f"prompt {rid}"
+        if len(ids) + sp.max_new_tokens > self.config.max_seq_len:
+            raise ValueError(f"{what} has {len(ids)} tokens; with max_new_tokens="
+                             f"{sp.max_new_tokens} it exceeds max_seq_len={self.config.max_seq_len}"
+                             " (the context); shorten it or raise max_seq_len")
+        if pages_needed(len(ids) + sp.max_new_tokens, self.config.page_size) > self.pages.total:
+            raise ValueError(f"{what} needs more KV pages than the whole cache holds")
+        bad = [t for t in sp.stop_token_ids if t >= self.spec.vocab_size]
+        if bad:
+            raise ValueError(f"{what}: stop_token_ids {bad[:5]} are outside the "
+                             f"vocabulary (0..{self.spec.vocab_size - 1})")
+        stops = set(sp.stop_token_ids) | (set() if sp.ignore_eos else set(self.eos_ids))
+        seed = sp.seed if sp.seed is not None else (self.config.seed * 1_000_003 + rid) % (2**31)
+        return Req(rid=rid, prompt_ids=ids, params=sp, seed=seed, stop_ids=frozenset(stops))
+
+    def _encode_chat(self, prompt, i: int) -> list[int]:
+        from engine.prompts import encode_chat
+
+        if self.tokenizer is None:
+            raise ValueError("chat needs a tokenizer with a chat template; this model has none")
+        messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt
+        try:
+            ids = encode_chat(self.tokenizer, messages)
+        except ValueError as error:
+            raise ValueError(f"prompt {i}: {error}") from None
+        return self._encode(ids, i)
 
     def _encode(self, prompt, i: int) -> list[int]:
         if isinstance(prompt, str):
@@ -297,7 +372,7 @@ class Engine:
             # As transformers and vLLM do by default: the tokenizer's special tokens included
             # (a BOS where it adds one). Without it the model sees a context it never saw in
             # training, and greedy text differs from transformers' for the same prompt.
-            ids = self.tokenizer.encode(prompt)
+            ids = encode_text(self.tokenizer, prompt)
             if not ids:
                 raise ValueError(f"prompt {i} encodes to no tokens")
         elif isinstance(prompt, (list, tuple)):
@@ -324,17 +399,19 @@ class Engine:
         return self.tokenizer.decode([t for t in ids if t < n], skip_special_tokens=True)
 
     def _result(self, loop: str, k: int, reqs, sched, timeline, wall_s) -> RunResult:
-        from record.metrics import compute_metrics
+        from record.metrics import compute_metrics, latency_summary
 
         def us(ns: int) -> float:
             return timeline.to_us(ns) if ns else 0.0
 
         outputs = [RequestOutput(r.output_ids, self._decode(r.output_ids), r.finish_reason or "",
                                  r.prompt_len, us(r.arrival_ns), us(r.first_token_ns),
-                                 us(r.finish_ns), r.wasted_steps) for r in reqs]
+                                 us(r.finish_ns), r.wasted_steps, [us(t) for t in r.token_ns])
+                   for r in reqs]
         spans = timeline.snapshot()
-        metrics = compute_metrics(spans, [o.__dict__ for o in outputs], GPU_LANES,
-                                  wall_us=wall_s * 1e6)
+        out_dicts = [o.__dict__ for o in outputs]
+        metrics = compute_metrics(spans, out_dicts, GPU_LANES, wall_us=wall_s * 1e6)
+        metrics.update(latency_summary(out_dicts, wall_us=wall_s * 1e6))
         metrics["wasted_tokens"] = sched.wasted_tokens
         metrics["unsafe_frees"] = sched.unsafe_frees
         kernel_spans, kernel_lanes = [], []
@@ -374,3 +451,18 @@ class Engine:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _arrival_offsets_ns(arrivals: Sequence[float] | None, n: int) -> list[int]:
+    """Each request's arrival, in ns after the run's start (all 0 without ``arrivals``)."""
+    if arrivals is None:
+        return [0] * n
+    if isinstance(arrivals, (str, bytes)) or len(arrivals) != n:
+        raise ValueError(f"arrivals must give one time per prompt ({n}), got "
+                         f"{len(arrivals) if hasattr(arrivals, '__len__') else arrivals!r}")
+    out = []
+    for i, at in enumerate(arrivals):
+        if isinstance(at, bool) or not isinstance(at, numbers.Real) or not 0 <= at <= 86_400:
+            raise ValueError(f"arrivals[{i}] must be a number of seconds in 0..86400, got {at!r}")
+        out.append(int(round(float(at) * 1e9)))
+    return out

@@ -3,7 +3,9 @@
 - normal and overlap loops produce identical tokens and finish reasons (greedy and seeded sampling);
 - after every run every KV page and request slot is free again;
 - nothing follows a stop token, and no request passes its max_new_tokens;
-- greedy output equals transformers' ``generate`` on the same weights.
+- greedy output equals transformers' ``generate`` on the same weights;
+- all of it also when requests arrive over time (random arrival times: the scheduler receives
+  requests while it runs, and idles when nothing is there).
 
 CPU runs use float64 so that no greedy near-tie can flip between batch layouts; the CUDA variants
 run the same workloads in float32 and bfloat16 on both streams.
@@ -62,20 +64,44 @@ def _same(a, b):
            [(o.token_ids, o.finish_reason) for o in b.outputs]
 
 
+def _random_arrivals(rng: random.Random, n: int, span_s: float) -> list[float]:
+    """Arrival times in [0, span_s]: some requests together (bursts), some alone, and gaps in
+    which nothing runs at all."""
+    times = sorted(rng.choice([0.0, rng.uniform(0, span_s)]) for _ in range(n))
+    rng.shuffle(times)                     # the prompt order is not the arrival order
+    return times
+
+
+def _check_timing(result, arrivals):
+    """Arrivals keep their spacing (the run's start is a moment after the timeline's t0)."""
+    start_us = result.outputs[0].arrival_us - arrivals[0] * 1e6
+    assert 0 <= start_us < 50_000
+    for o, at in zip(result.outputs, arrivals):
+        assert abs(o.arrival_us - start_us - at * 1e6) < 1.0
+        assert len(o.token_us) == len(o.token_ids)
+        assert o.arrival_us <= o.first_token_us == o.token_us[0]
+        assert o.token_us == sorted(o.token_us) and o.token_us[-1] == o.finish_us
+
+
 def _assert_loops_agree(eng: Engine, rng: random.Random, max_requests: int, ks: tuple[int, ...],
-                        where: str = ""):
+                        where: str = "", arrival_span_s: float = 0.0):
     """One random workload with stops that fire: the normal loop, then overlap with each k of
-    ``ks``, give the same tokens and finish reasons, valid outputs, and leave every page free."""
+    ``ks``, give the same tokens and finish reasons, valid outputs, and leave every page free.
+    With ``arrival_span_s`` the requests arrive at random times in that many seconds, the same
+    times for every loop."""
     prompts, params = _workload(rng, rng.randrange(1, max_requests + 1), 40, 24)
     params = _with_stops(eng, prompts, params, rng)
-    normal = eng.generate(prompts, params, overlap=False)
+    arrivals = _random_arrivals(rng, len(prompts), arrival_span_s) if arrival_span_s else None
+    normal = eng.generate(prompts, params, overlap=False, arrivals=arrivals)
     _assert_all_free(eng)
     _check_outputs(normal, params)
     for k in ks:
-        overlap = eng.generate(prompts, params, overlap=True, decode_steps=k)
+        overlap = eng.generate(prompts, params, overlap=True, decode_steps=k, arrivals=arrivals)
         _assert_all_free(eng)
         _check_outputs(overlap, params)
         assert _same(normal, overlap), f"{where}k={k}"
+        if arrivals:
+            _check_timing(overlap, arrivals)
 
 
 @pytest.fixture(scope="module")
@@ -92,6 +118,40 @@ def cpu_engine(make_checkpoint):
 def test_normal_equals_overlap_random_workloads(cpu_engine, seed):
     # One-step overlap, and multi-step overlap (k steps).
     _assert_loops_agree(cpu_engine, random.Random(seed), 10, (1, 1 + seed % 4))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_normal_equals_overlap_with_random_arrivals(cpu_engine, seed):
+    # Requests join while others decode (and admission waits: 4 slots), in every loop.
+    _assert_loops_agree(cpu_engine, random.Random(100 + seed), 10, (1, 1 + seed % 4),
+                        arrival_span_s=0.4)
+
+
+def test_idle_gaps_are_neither_cpu_work_nor_a_stall(cpu_engine):
+    """Two requests 0.6 s apart: the loop idles between them (it must not raise "stalled"),
+    the idle time is on no CPU-work span, and the GPU's busy share says it was idle."""
+    prompts = [[5, 6, 7], [8, 9, 10]]
+    params = SamplingParams(max_new_tokens=4, ignore_eos=True)
+    for overlap in (False, True):
+        res = cpu_engine.generate(prompts, params, overlap=overlap, arrivals=[0.0, 0.6])
+        _check_timing(res, [0.0, 0.6])
+        assert res.wall_s >= 0.6
+        first_done, second = res.outputs[0].finish_us, res.outputs[1].arrival_us
+        busy_cpu = [s for s in res.timeline if s.lane == "cpu" and s.phase != "wait"
+                    and s.start_us < second - 1000 and s.end_us > first_done + 1000]
+        assert not busy_cpu, "a CPU span covers the idle gap"
+        assert res.metrics["gpu_busy_frac"] < 0.9
+        _assert_all_free(cpu_engine)
+
+
+def test_arrivals_are_checked(cpu_engine):
+    with pytest.raises(ValueError, match="one time per prompt"):
+        cpu_engine.generate([[5, 6]], arrivals=[0.0, 1.0])
+    with pytest.raises(ValueError, match=r"arrivals\[0\]"):
+        cpu_engine.generate([[5, 6]], arrivals=[-1.0])
+    with pytest.raises(ValueError, match=r"arrivals\[0\]"):
+        cpu_engine.generate([[5, 6]], arrivals=[float("nan")])
+    _assert_all_free(cpu_engine)
 
 
 def test_sampling_is_seeded_and_mode_independent(cpu_engine):
