@@ -32,9 +32,9 @@ import torch
 from engine import host_load
 from engine.config import MAX_DECODE_STEPS, RESULT_BUFFERS, EngineConfig, SamplingParams
 from engine.device import Device
-from engine.kv_cache import IdPool, pages_needed
-from engine.prompts import encode_text
-from engine.request import NUM_INT_COLS, Req
+from engine.intake import Intake, arrival_offsets_ns
+from engine.kv_cache import IdPool
+from engine.request import NUM_INT_COLS
 from engine.scheduler import Scheduler, TokenSink
 from engine.sources import RequestSource, ScheduledSource
 from record.run_record import run_dict
@@ -220,8 +220,8 @@ class Engine:
                   decode_steps, should_stop, arrivals, chat) -> RunResult:
         cfg = self.config
         overlap, extra, k = self._loop_settings(overlap, extra_cpu_us, decode_steps)
-        reqs = self._make_requests(prompts, params, chat)
-        offsets_ns = _arrival_offsets_ns(arrivals, len(reqs))
+        reqs = self.intake().requests(prompts, params, chat)
+        offsets_ns = arrival_offsets_ns(arrivals, len(reqs))
         timeline = timeline or Timeline(enabled=cfg.record_timeline)
         sched = Scheduler(cfg, self.device, self.slots, self.pages, timeline,
                           pad_batches=self.device_name == "cuda", extra_cpu_us=extra,
@@ -311,86 +311,10 @@ class Engine:
         self.slots = IdPool(self.config.max_batch_size, "request slot")
         self.pages = IdPool(self.config.total_pages, "KV page")
 
-    def _make_requests(self, prompts, params, chat: bool = False) -> list[Req]:
-        if isinstance(prompts, (str, bytes)) or not isinstance(prompts, (list, tuple)):
-            raise ValueError(f"prompts must be a list of strings or of token-id lists, got "
-                             f"{type(prompts).__name__}")
-        if not prompts:
-            raise ValueError("prompts is empty: give at least one prompt")
-        if isinstance(params, (list, tuple)):
-            plist = list(params)
-        else:
-            plist = [params or SamplingParams()] * len(prompts)
-        if len(plist) != len(prompts):
-            raise ValueError(f"got {len(plist)} SamplingParams for {len(prompts)} prompts")
-        reqs = []
-        for i, (prompt, sp) in enumerate(zip(prompts, plist)):
-            if not isinstance(sp, SamplingParams):
-                raise ValueError(f"params {i} is a {type(sp).__name__}, not SamplingParams")
-            ids = self._encode_chat(prompt, i) if chat else self._encode(prompt, i)
-            reqs.append(self.make_request(i, ids, sp))
-        return reqs
-
-    def make_request(self, rid: int, ids: list[int], sp: SamplingParams,
-                     what: str | None = None) -> Req:
-        """A request for token ids ``ids`` (checked against the context, the cache and the
-        vocabulary; a ValueError names the limit). Its sampling seed, unless ``sp`` gives one,
-        comes from the engine seed and ``rid``."""
-        what = what or f"prompt {rid}"
-        if len(ids) + sp.max_new_tokens > self.config.max_seq_len:
-            raise ValueError(f"{what} has {len(ids)} tokens; with max_new_tokens="
-                             f"{sp.max_new_tokens} it exceeds max_seq_len={self.config.max_seq_len}"
-                             " (the context); shorten it or raise max_seq_len")
-        if pages_needed(len(ids) + sp.max_new_tokens, self.config.page_size) > self.pages.total:
-            raise ValueError(f"{what} needs more KV pages than the whole cache holds")
-        bad = [t for t in sp.stop_token_ids if t >= self.spec.vocab_size]
-        if bad:
-            raise ValueError(f"{what}: stop_token_ids {bad[:5]} are outside the "
-                             f"vocabulary (0..{self.spec.vocab_size - 1})")
-        stops = set(sp.stop_token_ids) | (set() if sp.ignore_eos else set(self.eos_ids))
-        seed = sp.seed if sp.seed is not None else (self.config.seed * 1_000_003 + rid) % (2**31)
-        return Req(rid=rid, prompt_ids=ids, params=sp, seed=seed, stop_ids=frozenset(stops))
-
-    def _encode_chat(self, prompt, i: int) -> list[int]:
-        from engine.prompts import encode_chat
-
-        if self.tokenizer is None:
-            raise ValueError("chat needs a tokenizer with a chat template; this model has none")
-        messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt
-        try:
-            ids = encode_chat(self.tokenizer, messages)
-        except ValueError as error:
-            raise ValueError(f"prompt {i}: {error}") from None
-        return self._encode(ids, i)
-
-    def _encode(self, prompt, i: int) -> list[int]:
-        if isinstance(prompt, str):
-            if not prompt:
-                raise ValueError(f"prompt {i} is empty")
-            if self.tokenizer is None:
-                raise ValueError("this model has no tokenizer: pass token-id lists")
-            # As transformers and vLLM do by default: the tokenizer's special tokens included
-            # (a BOS where it adds one). Without it the model sees a context it never saw in
-            # training, and greedy text differs from transformers' for the same prompt.
-            ids = encode_text(self.tokenizer, prompt)
-            if not ids:
-                raise ValueError(f"prompt {i} encodes to no tokens")
-        elif isinstance(prompt, (list, tuple)):
-            if not all(isinstance(t, numbers.Integral) and not isinstance(t, bool) for t in prompt):
-                kinds = sorted({type(t).__name__ for t in prompt
-                                if not isinstance(t, numbers.Integral) or isinstance(t, bool)})
-                raise ValueError(f"prompt {i}: token ids must be integers, got {', '.join(kinds)}")
-            ids = [int(t) for t in prompt]
-            if not ids:
-                raise ValueError(f"prompt {i} is empty")
-        else:
-            raise ValueError(f"prompt {i} is a {type(prompt).__name__}: give a string or a list "
-                             "of token ids")
-        bad = [t for t in ids if not 0 <= t < self.spec.vocab_size]
-        if bad:
-            raise ValueError(f"prompt {i} has token ids outside the vocabulary "
-                             f"(0..{self.spec.vocab_size - 1}): {bad[:5]}")
-        return ids
+    def intake(self) -> Intake:
+        """Checks and builds requests for this engine (``engine.intake``)."""
+        return Intake(self.config, self.tokenizer, self.spec.vocab_size, tuple(self.eos_ids),
+                      self.pages.total)
 
     def _decode(self, ids: list[int]) -> str:
         if self.tokenizer is None:
@@ -452,17 +376,3 @@ class Engine:
     def __exit__(self, *exc) -> None:
         self.close()
 
-
-def _arrival_offsets_ns(arrivals: Sequence[float] | None, n: int) -> list[int]:
-    """Each request's arrival, in ns after the run's start (all 0 without ``arrivals``)."""
-    if arrivals is None:
-        return [0] * n
-    if isinstance(arrivals, (str, bytes)) or len(arrivals) != n:
-        raise ValueError(f"arrivals must give one time per prompt ({n}), got "
-                         f"{len(arrivals) if hasattr(arrivals, '__len__') else arrivals!r}")
-    out = []
-    for i, at in enumerate(arrivals):
-        if isinstance(at, bool) or not isinstance(at, numbers.Real) or not 0 <= at <= 86_400:
-            raise ValueError(f"arrivals[{i}] must be a number of seconds in 0..86400, got {at!r}")
-        out.append(int(round(float(at) * 1e9)))
-    return out
