@@ -143,7 +143,11 @@ def load_trace(path: str | Path, rate: float | None = None, seed: int = 0,
     ``rate``: its requests then arrive by a Poisson process at that rate, in file order. Times
     are shifted so the first request arrives at t=0."""
     name = Path(path).name
-    arrivals = parse_trace(read_bounded(path, MAX_TRACE_BYTES, what=f"trace {name}"), name)
+    try:
+        data = read_bounded(path, MAX_TRACE_BYTES, what=f"trace {name}")
+    except OSError as error:
+        raise ValueError(f"cannot read the trace {path}: {error.strerror or error}") from None
+    arrivals = parse_trace(data, name)
     if limit is not None:
         arrivals = arrivals[:limit]
     if arrivals[0].at_s < 0:
