@@ -202,8 +202,8 @@ def _run(a, cfg, params, eng, arrivals=None) -> int:
     print(format_table(runs))
     if arrivals:
         from engine.arrivals import describe
-        from engine.serving_report import format_table as latency_table
-        from engine.serving_report import row_from_metrics, summarize
+        from record.serving import format_table as latency_table
+        from record.serving import row_from_metrics, summarize
 
         rate = None if a.request_rate is None or a.arrivals else a.request_rate
         print(f"\narrivals: {describe(arrivals)}")

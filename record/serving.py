@@ -7,7 +7,8 @@ inter-token latency (mean, p50, p99, ms), TPOT and end-to-end latency, GPU busy 
 was not measured, e.g. a load test's client). Rows of repeated runs are summarised as the median,
 with the spread (min..max) kept for the table and the figure's error bars.
 
-Standard library only: the load-test client and the web app use it without torch.
+Standard library only (like all of ``record``): the engine's CLI, the bench, the load-test client
+and ``viz.latency`` use it alike.
 """
 
 from __future__ import annotations
