@@ -28,6 +28,7 @@ from engine.messages import (
     Progress,
     RequestFailed,
     RunFinished,
+    ServeRequest,
     SpanBatch,
     Warmed,
     WarmRequest,
@@ -71,6 +72,24 @@ class SchedulerService:
         except DeviceError as error:
             emit(RequestFailed("device", str(error)))
         except ValueError as error:                      # bad input, named by the engine
+            emit(RequestFailed("invalid", str(error)))
+        except Exception as error:  # noqa: BLE001 - the server must hear about anything
+            emit(RequestFailed("error", f"{type(error).__name__}: {error}\n"
+                                        f"{traceback.format_exc(limit=4)}"))
+
+    def serve(self, request: ServeRequest, conn: Any, emit: Emit) -> None:
+        """A served session (``engine.online``): it reads the pipe itself until StopServing.
+        It ends in ServingStopped, or in one RequestFailed like any other request."""
+        from engine.online import serve_session
+        from engine.process_device import DeviceError
+
+        try:
+            emit(Progress("loading"))
+            engine = self._engine(request.engine, self.engines)
+            serve_session(engine, request, conn, emit)
+        except DeviceError as error:
+            emit(RequestFailed("device", str(error)))
+        except ValueError as error:
             emit(RequestFailed("invalid", str(error)))
         except Exception as error:  # noqa: BLE001 - the server must hear about anything
             emit(RequestFailed("error", f"{type(error).__name__}: {error}\n"
