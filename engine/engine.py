@@ -104,10 +104,13 @@ def _pick_dtype(name: str, device: str) -> str:
 
 
 class Engine:
-    def __init__(self, config: EngineConfig | None = None) -> None:
+    def __init__(self, config: EngineConfig | None = None,
+                 progress: Callable[[Any], None] | None = None) -> None:
+        """``progress`` hears how fetching a hub model goes (``engine.hub.HubProgress``)."""
         from engine.loader import PRESETS, load_tokenizer
 
         self.config = cfg = config or EngineConfig()
+        self._progress = progress
         self.device_name = _pick_device(cfg.device)
         self.dtype = _pick_dtype(cfg.dtype, self.device_name)
         self.slots = IdPool(cfg.max_batch_size, "request slot")
@@ -127,7 +130,7 @@ class Engine:
         from engine.process_device import DeviceError, DeviceInit, InlineDevice, ProcessDevice
 
         # Resolve and validate the model here, so a bad name fails before a process starts.
-        self.spec, self.model_path, self.eos_ids = describe_model(cfg.model)
+        self.spec, self.model_path, self.eos_ids = describe_model(cfg.model, self._progress)
         self._check_context()
         self.device_init = DeviceInit(
             model=self.model_path or cfg.model, dtype=self.dtype, seed=cfg.seed,
@@ -154,7 +157,8 @@ class Engine:
         from engine.runner import ModelRunner
 
         cfg = self.config
-        loaded = load_model(cfg.model, "cuda", getattr(torch, self.dtype), cfg.seed)
+        loaded = load_model(cfg.model, "cuda", getattr(torch, self.dtype), cfg.seed,
+                            self._progress)
         self.spec, self.model_path, self.eos_ids = loaded.spec, loaded.path, loaded.eos_token_ids
         self._check_context()
         runner = ModelRunner(loaded.model, cfg.max_batch_size, cfg.max_seq_len, cfg.total_pages,
