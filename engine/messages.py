@@ -44,6 +44,9 @@ class LiveRunRequest:
     extra_cpu_us: int
     stop_early: bool                    # per-request stop tokens picked from a probe run
     workload: dict[str, Any] = field(default_factory=dict)   # extra keys for the record's config
+    request_rate: float | None = None   # requests arrive by a Poisson process (None: all at t=0;
+    arrival_seed: int = 0               #   inf: a burst); the same times for every loop
+    chat: bool = False                  # each prompt is a user message, via the chat template
 
 
 @dataclass(frozen=True)
@@ -121,7 +124,7 @@ class SchedulerReady:
 
 @dataclass(frozen=True)
 class Progress:
-    stage: str                          # "loading" | "probe" | "run"
+    stage: str                          # "loading" | "download" | "probe" | "run"
     loop: str = ""                      # the loop now running (stage "run")
     index: int = 0                      # which of the request's loops
     total: int = 0

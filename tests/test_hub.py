@@ -148,3 +148,35 @@ def _template_ids(folder: Path, text: str) -> list[int]:
     tok = AutoTokenizer.from_pretrained(folder)
     return tok.apply_chat_template([{"role": "user", "content": text}],
                                    add_generation_prompt=True, return_dict=True)["input_ids"]
+
+
+def test_service_reports_the_fetch_as_progress_events(hub):
+    from engine.messages import Progress
+    from engine.service import SchedulerService
+
+    events: list = []
+    service = SchedulerService()
+    try:
+        service._engine(EngineConfig(model=REPO, device="cpu", max_seq_len=64), service.engines,
+                        events.append)
+    finally:
+        service.close()
+    words = [e.detail for e in events if isinstance(e, Progress) and e.stage == "download"]
+    assert words[0] == f"checking {REPO} on the hub"
+    assert words[-1].startswith(f"{REPO}: ") and words[-1].endswith("MiB of weights ready")
+
+
+def test_progress_bar_class_forwards_bytes():
+    """The tqdm class handed to snapshot_download turns its byte updates into HubProgress."""
+    from engine.hub import _bar_class
+
+    seen: list[HubProgress] = []
+    bar_class = _bar_class("org/model", 300, seen.append)
+    bytes_bar = bar_class(desc="Reconstructing (incomplete total...)", unit="B", total=0)
+    files_bar = bar_class(desc="Fetching 2 files", total=2)
+    for n in (100, 150):
+        bytes_bar.update(n)
+    files_bar.update(1)
+    assert [(p.stage, p.done_bytes, p.total_bytes) for p in seen] == [
+        ("downloading", 100, 300), ("downloading", 250, 300)]
+    assert seen[-1].describe().startswith("downloading org/model: ")
