@@ -299,3 +299,92 @@ def test_cuda_graphs_match_eager(make_checkpoint, dtype):
         with Engine(cfg) as eng:
             outs.append(eng.generate(prompts, params, overlap=True))
     assert _same(outs[0], outs[1])
+
+
+# ---- aborts (a client that goes away), through Engine.serve and a scripted source ---------------
+
+class _ScriptedSource:
+    """Requests released at their arrival times, and aborts at theirs (a RequestSource)."""
+
+    def __init__(self, reqs, aborts):
+        import time
+
+        from engine.sources import ScheduledSource
+        self.clock = time.perf_counter_ns
+        self.requests = ScheduledSource(reqs)
+        self.aborts = sorted(aborts)                 # (time_ns, rid)
+
+    def receive(self):
+        got = self.requests.receive()
+        now = self.clock()
+        while self.aborts and self.aborts[0][0] <= now:
+            got.aborts.append(self.aborts.pop(0)[1])
+        return got
+
+    def wait(self, timeout_s):
+        return self.requests.wait(timeout_s) or bool(self.aborts)
+
+    def done(self):
+        return self.requests.done() and not self.aborts
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_aborts_free_everything_and_cut_outputs_short(cpu_engine, seed):
+    _assert_aborts_are_clean(cpu_engine, seed)
+
+
+def _collect_finished(into: list):
+    return lambda reqs: into.extend(r for r in reqs if r.finished)
+
+
+def _assert_aborts_are_clean(eng, seed):
+    """Random requests, some aborted at random moments while waiting or running: every loop
+    frees every page and slot exactly once, an aborted request's tokens are a prefix of what it
+    would have produced, and the others are exactly the normal loop's."""
+    import time
+
+    cpu_engine = eng
+    rng = random.Random(200 + seed)
+    prompts, params = _workload(rng, rng.randrange(2, 10), 40, 24)
+    params = [SamplingParams(max_new_tokens=p.max_new_tokens, ignore_eos=True) for p in params]
+    full = cpu_engine.generate(prompts, params, overlap=False)
+    arrivals = _random_arrivals(rng, len(prompts), 0.2)
+    doomed = rng.sample(range(len(prompts)), k=max(1, len(prompts) // 2))
+    # Each abort comes soon after its request arrives (while it waits or runs); the first at
+    # the very moment it arrives, so at least one abort always finds its request waiting.
+    abort_at = {rid: arrivals[rid] + (0.0 if i == 0 else rng.uniform(0.0, 0.02))
+                for i, rid in enumerate(doomed)}
+    intake = cpu_engine.intake()
+    for overlap, k in ((False, 1), (True, 1), (True, 1 + seed % 4)):
+        reqs = [intake.request(i, p, sp) for i, (p, sp) in enumerate(zip(prompts, params))]
+        t0 = time.perf_counter_ns()
+        for req, at in zip(reqs, arrivals):
+            req.arrival_ns = t0 + int(at * 1e9)
+        source = _ScriptedSource(reqs, [(t0 + int(at * 1e9), rid) for rid, at in abort_at.items()])
+        ended: list = []
+        cpu_engine.serve(source, _collect_finished(ended), overlap=overlap, decode_steps=k)
+        _assert_all_free(cpu_engine)
+        assert sorted(r.rid for r in ended) == list(range(len(reqs))), "each request ends once"
+        assert reqs[doomed[0]].finish_reason == "abort" and not reqs[doomed[0]].output_ids
+        for req, want in zip(reqs, full.outputs):
+            if req.finish_reason == "abort":
+                assert req.rid in doomed
+                assert req.output_ids == want.token_ids[:len(req.output_ids)]
+            else:
+                assert req.output_ids == want.token_ids, f"k={k} overlap={overlap}"
+
+
+@requires_cuda
+@pytest.mark.cuda
+@pytest.mark.parametrize("cuda_graph", [False, True])
+def test_cuda_arrivals_and_aborts(make_checkpoint, cuda_graph):
+    """The arrival and abort properties on both CUDA streams (float32, graphs on and off)."""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    cfg = EngineConfig(model=str(make_checkpoint("llama")), device="cuda", dtype="float32",
+                       cuda_graph=cuda_graph, max_batch_size=8, max_seq_len=96, page_size=4,
+                       num_pages=120, max_prefill_tokens=32)
+    with Engine(cfg) as eng:
+        for seed in range(4):
+            _assert_loops_agree(eng, random.Random(300 + seed), 19, (1, 2 + seed % 3),
+                                f"seed {seed}, ", arrival_span_s=0.2)
+            _assert_aborts_are_clean(eng, seed)
