@@ -77,6 +77,7 @@ def run(device: str, model: str, batch: int, extra_cpu_us: int, work: ServingWor
                 for overlap in order:
                     result = eng.generate(prompts, params, overlap=overlap, arrivals=times)
                     row = row_from_metrics(result.loop, rate, len(times), result.metrics)
+                    row["other_cpu_frac"] = result.host.get("other_cpu_frac")
                     rows.append({**row, "repeat": repeat})
         env = eng.env_info()
     summary = summarize(rows)

@@ -4,8 +4,10 @@ and the load test, and the rows that ``viz.latency`` draws.
 A *row* is a plain dict: ``loop``, ``request_rate`` (requests/s; ``None`` for a burst, every
 request at t=0), the run's ``requests``, and its numbers: output tokens/s, requests/s, TTFT and
 inter-token latency (mean, p50, p99, ms), TPOT and end-to-end latency, GPU busy (``None`` where it
-was not measured, e.g. a load test's client). Rows of repeated runs are summarised as the median,
-with the spread (min..max) kept for the table and the figure's error bars.
+was not measured), and ``other_cpu_frac``: the share of the machine other programs used meanwhile
+(``engine.host_load``; a shared machine measures less than a quiet one). Rows of repeated runs
+are summarised as the median, with the spread (min..max) kept for the table and the figure's
+error bars.
 
 Standard library only (like all of ``record``): the engine's CLI, the bench, the load-test client
 and ``viz.latency`` use it alike.
@@ -20,7 +22,7 @@ from typing import Any
 
 NUMBERS = ("output_tokens_per_s", "requests_per_s", "ttft_ms_mean", "ttft_ms_p50", "ttft_ms_p99",
            "itl_ms_mean", "itl_ms_p50", "itl_ms_p99", "tpot_ms_mean", "e2e_ms_p50", "e2e_ms_p99",
-           "gpu_busy_frac", "wall_s")
+           "gpu_busy_frac", "wall_s", "other_cpu_frac")
 
 
 def rate_label(rate: float | None) -> str:
@@ -80,11 +82,17 @@ def _cell(row: Mapping[str, Any], key: str, fmt: str, spread: bool = False) -> s
     return text
 
 
+def _percent(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.0f}%"
+
+
 def format_table(rows: Sequence[Mapping[str, Any]]) -> str:
     """A markdown table of summarised rows (``summarize``); with several runs a cell reads
     "median (min-max)" for throughput and the p50/p99 latencies."""
+    load = any(r.get("other_cpu_frac") is not None for r in rows)
     head = ("| request rate | loop | runs | output tok/s | req/s | TTFT ms mean / p50 / p99 | "
-            "ITL ms mean / p50 / p99 | GPU busy |\n|---|---|---|---|---|---|---|---|")
+            "ITL ms mean / p50 / p99 | GPU busy |" + (" other load |" if load else "")
+            + "\n|---|---|---|---|---|---|---|---|" + ("---|" if load else ""))
     lines = [head]
     for r in rows:
         busy = "-" if r.get("gpu_busy_frac") is None else f"{100 * r['gpu_busy_frac']:.1f}%"
@@ -94,5 +102,6 @@ def format_table(rows: Sequence[Mapping[str, Any]]) -> str:
                           _cell(r, "itl_ms_p99", ".2f", True)))
         lines.append(f"| {rate_label(r['request_rate'])} | {r['loop']} | {r.get('runs', 1)} | "
                      f"{_cell(r, 'output_tokens_per_s', '.0f', True)} | "
-                     f"{_cell(r, 'requests_per_s', '.2f')} | {ttft} | {itl} | {busy} |")
+                     f"{_cell(r, 'requests_per_s', '.2f')} | {ttft} | {itl} | {busy} |"
+                     + (f" {_percent(r.get('other_cpu_frac'))} |" if load else ""))
     return "\n".join(lines)
