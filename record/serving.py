@@ -22,7 +22,7 @@ from typing import Any
 
 NUMBERS = ("output_tokens_per_s", "requests_per_s", "ttft_ms_mean", "ttft_ms_p50", "ttft_ms_p99",
            "itl_ms_mean", "itl_ms_p50", "itl_ms_p99", "tpot_ms_mean", "e2e_ms_p50", "e2e_ms_p99",
-           "gpu_busy_frac", "wall_s", "other_cpu_frac")
+           "gpu_busy_frac", "wall_s", "other_cpu_frac", "t_fwd_us", "t_cpu_us")
 
 
 def rate_label(rate: float | None) -> str:

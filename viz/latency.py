@@ -67,8 +67,9 @@ def _errors(rows: list[Mapping[str, Any]], key: str) -> dict[str, Any] | None:
 
 
 def latency_figure(rows: Sequence[Mapping[str, Any]], lang: str = "en",
-                   title: str | None = None) -> dict[str, Any]:
-    """The three panels for ``rows`` (any loops, any rates), as a plotly.js figure dict."""
+                   title: str | None = None, log_ttft: bool = True) -> dict[str, Any]:
+    """The three panels for ``rows`` (any loops, any rates), as a plotly.js figure dict.
+    ``log_ttft``: a log axis for TTFT, which grows from milliseconds to seconds once queues form."""
     fig = FigureSpec(rows=1, cols=3, horizontal_spacing=0.07,
                      subplot_titles=[_word(lang, "ttft"), _word(lang, "itl"), _word(lang, "tput")])
     rows = _summarised(rows)
@@ -102,6 +103,8 @@ def latency_figure(rows: Sequence[Mapping[str, Any]], lang: str = "en",
     fig.update_xaxes(type="category", categoryorder="array", categoryarray=categories,
                      title={"text": _word(lang, "rate")}, showgrid=True, gridcolor="#eeeeee")
     fig.update_yaxes(rangemode="tozero", showgrid=True, gridcolor="#eeeeee")
+    if log_ttft:
+        fig.update_yaxes(row=1, col=1, type="log", rangemode="normal")
     fig.update_layout(title={"text": title or _word(lang, "title")}, height=380,
                       margin={"l": 50, "r": 20, "t": 80, "b": 50}, plot_bgcolor="white",
                       legend={"orientation": "h", "y": -0.2})
