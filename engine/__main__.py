@@ -80,6 +80,9 @@ def build_config(a: argparse.Namespace, arrivals: list | None = None) -> EngineC
         raise ValueError("--prompt-len must be >= 1, --prompt-words >= 0")
     if a.mode == "all" and a.decode_steps < 2:
         raise ValueError("--mode all compares with multi-step overlap: give --decode-steps K >= 2")
+    if a.stop_early and any(x.output_tokens for x in arrivals or ()):
+        raise ValueError("--stop-early picks stop tokens for --max-new-tokens; the trace in "
+                         "--arrivals already gives each request its output length")
     prompt_tokens = 2 * a.prompt_words + 64 if a.prompt_words else a.prompt_len
     longest = prompt_tokens + a.max_new_tokens
     for arrival in arrivals or ():
@@ -189,7 +192,7 @@ def _run(a, cfg, params, eng, arrivals=None) -> int:
     warm = SamplingParams(max_new_tokens=min(16, a.max_new_tokens), ignore_eos=True)
     for overlap, steps in modes:
         eng.generate(prompts, warm, overlap=overlap, decode_steps=steps)
-    if a.stop_early and not isinstance(params, list):
+    if a.stop_early:
         new = a.max_new_tokens
         params = stop_params_from_probe(eng, prompts, new, lo=new // 4, hi=new,
                                         temperature=a.temperature)

@@ -67,8 +67,9 @@ def _bind(host: str, port: int) -> socket.socket:
     try:
         sock = socket.create_server((host, port), family=socket.AF_INET6 if ":" in host
                                     else socket.AF_INET, reuse_port=False)
-    except OSError as error:
-        raise ValueError(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
+    except (OSError, OverflowError) as error:
+        raise ValueError(f"cannot listen on {host}:{port}: "
+                         f"{getattr(error, 'strerror', None) or error}") from None
     sock.set_inheritable(True)
     return sock
 
@@ -78,6 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if not 1 <= a.max_active <= 100_000:
             raise ValueError("--max-active must be in 1..100000")
+        if not 0 <= a.port <= 65535:
+            raise ValueError(f"--port must be in 0..65535 (0: any free port), got {a.port}")
         config = EngineConfig(model=a.model, device=a.device, max_batch_size=a.max_batch_size,
                               max_seq_len=a.max_seq_len, dtype=a.dtype, seed=a.seed,
                               cuda_graph=a.cuda_graph, decode_steps=a.decode_steps,
