@@ -26,6 +26,9 @@ from pathlib import Path
 from typing import Any
 
 HUB_ARCHITECTURES = ("LlamaForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM")
+# Small instruct models that pass the guards, for the app's model list (fetched on first use).
+SUGGESTED_MODELS = ("HuggingFaceTB/SmolLM2-135M-Instruct", "Qwen/Qwen2.5-0.5B-Instruct",
+                    "Qwen/Qwen3-0.6B")
 HUB_MAX_BYTES = 3 * 2**30
 META_PATTERNS = ["*.json", "*.txt", "*.model", "*.tiktoken", "*.jinja"]
 WEIGHT_PATTERNS = ["*.safetensors"]
@@ -101,6 +104,19 @@ def fetch_hub_model(repo_id: str, progress: Progress | None = None,
     folder = _download(repo_id, WEIGHT_PATTERNS, _bar_class(repo_id, total, report))
     report(HubProgress("ready", repo_id, total, total))
     return folder
+
+
+def cached_snapshot(repo_id: str) -> Path | None:
+    """The cached snapshot of ``repo_id`` with its weights, or None; never touches the network
+    (for a model list that marks what is ready to run)."""
+    from huggingface_hub import snapshot_download
+
+    try:
+        folder = Path(snapshot_download(repo_id, allow_patterns=META_PATTERNS,
+                                        cache_dir=hub_cache_dir(), local_files_only=True))
+    except Exception:  # noqa: BLE001 - not cached, or not a valid id: either way, not ready
+        return None
+    return folder if any(folder.glob("*.safetensors")) else None
 
 
 def check_files(folder: Path, repo_id: str) -> None:

@@ -80,6 +80,15 @@ def test_fetch_returns_the_cached_snapshot_and_reports_progress(hub):
     assert seen[-1].total_bytes == (hub["dir"] / "model.safetensors").stat().st_size
 
 
+def test_cached_snapshot_says_what_is_ready(hub):
+    from engine.hub import cached_snapshot
+
+    assert cached_snapshot(REPO) == fetch_hub_model(REPO)
+    assert cached_snapshot("overlap-demo/config-only") is None        # no weights
+    assert cached_snapshot("overlap-demo/not-cached") is None
+    assert cached_snapshot("not an id!") is None
+
+
 def test_engine_by_hub_id_matches_transformers_on_text_and_chat(hub):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
