@@ -100,6 +100,10 @@ class ServingClient:
                 raise SessionUnavailable(str(error)) from None
             self.started = event
             self.sessions += 1
+            # A new session has a new clock: its record starts afresh.
+            self.spans.clear()
+            self.spans_seen = 0
+            self.finished = _Finished()
             self._reader = threading.Thread(target=self._read, name="session-reader", daemon=True)
             self._reader.start()
             return event
