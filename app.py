@@ -28,32 +28,40 @@ if common.on_zero_gpu():  # Hugging Face ZeroGPU: GPU work must run inside a spa
     import spaces
 
     run_handler = spaces.GPU(duration=120)(live.run_live)
+    lab_handler = spaces.GPU(duration=120)(lab.run_lab)
+    safe_handler = spaces.GPU(duration=120)(lab.run_safe)
 else:
-    run_handler = live.run_live
+    run_handler, lab_handler, safe_handler = live.run_live, lab.run_lab, lab.run_safe
 
 
-def check_devices(lang_choice: str) -> tuple[Any, Any]:
-    """CUDA is offered (device choice, graphs box) only where the scheduler process found a GPU."""
+def check_devices(lang_choice: str, wait: bool = True) -> tuple[Any, Any]:
+    """CUDA is offered (device choice, graphs box) only where the scheduler process found a GPU
+    (``wait``: for it to say so, on page load)."""
     lang = lang_of(lang_choice)
-    cuda = common.on_zero_gpu()
-    if not cuda:
+    cuda = common.cuda_seen()
+    if not cuda and wait:
         try:
             cuda = common.scheduler().ready().cuda
         except Exception:  # noqa: BLE001 - no scheduler yet: say so when Run is pressed
             cuda = False
     info = None if cuda else viz.t(lang, "device_no_cuda")
-    return (gr.update(choices=common.device_choices(lang, cuda), info=info),
-            gr.update(interactive=cuda, info=info))
+    return (gr.update(choices=common.device_choices(lang, cuda), info=info,
+                      label=viz.t(lang, "ctl_device")),
+            gr.update(interactive=cuda, info=info, label=viz.t(lang, "ctl_cuda_graph")))
 
 
 def switch_language(lang_choice: str, record: dict[str, Any] | None, spec: dict[str, Any] | None,
                     first: float | None, last: float | None):
     """Every text on the page in the chosen language, the status said again, the charts redrawn."""
     lang = lang_of(lang_choice)
-    view = records.shown(spec, record, lang) if record else MainView(
-        status=common.render_said(spec, lang))
+    if record:
+        view = records.shown(spec, record, lang)
+    else:
+        empty = plot(viz.side_by_side_figure([], lang=lang))
+        view = MainView(status=common.render_said(spec, lang), timeline=empty)
     zoomed = records.zoom(record, first, last, lang_choice)
-    return (*TR.updates(lang), view.status, view.timeline, zoomed, view.metrics, view.texts)
+    return (*TR.updates(lang), view.status, view.timeline, zoomed, view.metrics, view.texts,
+            *check_devices(lang_choice, wait=False))
 
 
 # ---- layout -----------------------------------------------------------------------------------
@@ -67,6 +75,7 @@ CSS = """
 .bar {height: 6px; background: rgba(128,128,128,.2); border-radius: 3px; margin-top: 4px;}
 .bar > div {height: 6px; background: #3182bd; border-radius: 3px; transition: width .3s;}
 #explain {font-size: 13.5px;}
+#explain code, #metrics code {white-space: normal; overflow-wrap: anywhere;}
 #step-caption {font-size: 14.5px; padding: 6px 12px; border-left: 4px solid #756bb1;
                background: rgba(117,107,177,.08); border-radius: 6px;}
 #lab-result {font-size: 14px;}
@@ -110,10 +119,9 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
                 stop_early = TR.add(gr.Checkbox(True, label=viz.t(en, "ctl_stop_early"),
                                                 elem_id="stop-early", scale=2), "ctl_stop_early")
             with gr.Row():
-                device = TR.add(gr.Radio(common.device_choices(en, False), value="auto",
-                                         label=viz.t(en, "ctl_device"), elem_id="device"),
-                                "ctl_device", choices=lambda lang: common.device_choices(
-                                    lang, common.cuda_seen()))
+                # Not in TR: check_devices says everything about these two in each language.
+                device = gr.Radio(common.device_choices(en, False), value="auto",
+                                  label=viz.t(en, "ctl_device"), elem_id="device")
                 model = TR.add(gr.Dropdown(model_choices(en), value="bundled", elem_id="model",
                                            label=viz.t(en, "ctl_model")), "ctl_model",
                                choices=model_choices)
@@ -126,9 +134,8 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
             with gr.Row():
                 temperature = _slider("temperature", "ctl_temperature", 0.05)
                 extra_cpu_us = _slider("extra_cpu_us", "ctl_extra_cpu", 250, scale=2)
-                cuda_graph = TR.add(gr.Checkbox(False, label=viz.t(en, "ctl_cuda_graph"),
-                                                interactive=False, elem_id="cuda-graph"),
-                                    "ctl_cuda_graph")
+                cuda_graph = gr.Checkbox(False, label=viz.t(en, "ctl_cuda_graph"),
+                                         interactive=False, elem_id="cuda-graph")
             with TR.add(gr.Accordion(viz.t(en, "ctl_prompts"), open=False), "ctl_prompts"):
                 prompts_text = gr.Textbox(common.DEFAULT_PROMPTS, lines=4, show_label=False,
                                           elem_id="prompts")
@@ -239,13 +246,14 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
                       show_progress="hidden")
     lab_switch.change(lab.describe_switch, [lab_switch, language], lab_guards,
                       show_progress="hidden")
-    lab_run.click(lab.run_lab, [lab_switch, model, device, lab_seed, language],
+    lab_run.click(lab_handler, [lab_switch, model, device, lab_seed, language],
                   [lab_result, lab_state], show_progress="minimal", **ENGINE_QUEUE)
-    lab_safe.click(lab.run_safe, [model, device, lab_seed, language], [lab_result, lab_state],
+    lab_safe.click(safe_handler, [model, device, lab_seed, language], [lab_result, lab_state],
                    show_progress="minimal", **ENGINE_QUEUE)
     language.change(
         switch_language, [language, record_state, said_state, first_step, last_step],
-        [*TR.components, status, timeline, zoomed, metrics, texts], show_progress="hidden",
+        [*TR.components, status, timeline, zoomed, metrics, texts, device, cuda_graph],
+        show_progress="hidden",
     ).then(replay.redraw, [record_state, replay_run, step, language],
            [step_caption, step_plot, unrolled], show_progress="hidden"
            ).then(lab.switch_choices, [language, lab_switch], [lab_switch, lab_guards],
@@ -278,11 +286,11 @@ def main() -> None:
     if not common.on_zero_gpu():
         from engine.scheduler_process import pin_server
 
-        pin_server(common.scheduler().placement)   # keep off the device process's core
+        pin_server(common.placement())              # keep off the device process's core
     demo.queue(default_concurrency_limit=4)
     demo.launch(server_name=args.host, server_port=args.port, css=CSS,
                 max_file_size=records.MAX_UPLOAD_BYTES, theme=gr.themes.Soft(),
-                footer_links=["api"], prevent_thread_lock=True)
+                footer_links=[], prevent_thread_lock=True)
     if not args.no_prewarm and not common.on_zero_gpu():  # ZeroGPU: the GPU exists only in a run
         threading.Thread(target=live.prewarm, name="prewarm", daemon=True).start()
     try:

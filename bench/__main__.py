@@ -5,6 +5,9 @@
     python -m bench --overhead                         # span recording on vs off
     python -m bench --multistep                        # k decode steps per iteration
     python -m bench --rates 2 4 8 inf --requests 32    # latency vs request rate (serving)
+    python -m bench --forward                          # forward-only step vs floor, per variant
+    python -m bench --attention-sweep                  # the attention kernel alone
+    python -m bench --launch-cost                      # host time per forward, by primitive
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench import decode, multistep, overhead, serving
+from bench import decode, forward, launch, multistep, overhead, serving
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -30,6 +33,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--ceiling-iters", type=int, default=50)
     p.add_argument("--hf", action="store_true", help="also time transformers generate")
+    p.add_argument("--hf-dynamic-only", action="store_true",
+                   help="with --hf: skip the static-cache variant (it may compile for minutes)")
     p.add_argument("--quick", action="store_true", help="small CPU settings")
     p.add_argument("--overhead", action="store_true", help="recording on vs off only")
     p.add_argument("--multistep", action="store_true", help="k decode steps per iteration")
@@ -41,6 +46,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--arrivals", metavar="FILE", help="serving: a trace file (times, lengths)")
     p.add_argument("--seed", type=int, default=0, help="serving: the arrival process's seed")
     p.add_argument("--json", metavar="PATH", help="serving: write the rows (viz.latency draws)")
+    p.add_argument("--compile", action="store_true", help="CUDA: compiled decode regions")
+    p.add_argument("--attention", choices=["auto", "reference", "triton"], default="auto")
+    p.add_argument("--forward", action="store_true",
+                   help="forward-only decode step vs the weight-read floor, per variant (CUDA)")
+    p.add_argument("--variants", nargs="+", choices=list(forward.VARIANTS),
+                   default=["triton", "triton+compile", "triton+compile+gemv"])
+    p.add_argument("--context", type=int, default=160, help="--forward: keys per row")
+    p.add_argument("--profile", action="store_true", help="--forward: kernels of one step")
+    p.add_argument("--attention-sweep", action="store_true", help="the attention kernel alone")
+    p.add_argument("--launch-cost", action="store_true", help="host time per forward (CUDA)")
     return p.parse_args(argv)
 
 
@@ -66,6 +81,14 @@ def main(argv: list[str] | None = None) -> int:
         return serving.run(args.device, model, batch, (args.extra_cpu_us or [0])[0], work,
                            args.json)
     graph_names = args.graphs or (["eager", "graph"] if cuda else ["eager"])
+    if args.forward:
+        return forward.run(args.models or ["qwen2.5-0.5b-shape"], args.batches or [1, 8, 64],
+                           args.variants, args.context, args.ceiling_iters, args.repeats,
+                           args.profile)
+    if args.attention_sweep:
+        return forward.attention_sweep()
+    if args.launch_cost:
+        return launch.run((args.models or ["bundled"])[0], (args.batches or [8])[0])
     if args.multistep or args.overhead:
         model = (args.models or ["bundled"])[0]
         batch = (args.batches or [8 if args.multistep else 16])[0]
@@ -80,7 +103,8 @@ def main(argv: list[str] | None = None) -> int:
     extras = args.extra_cpu_us if args.extra_cpu_us is not None else ([0, 200] if cuda
                                                                        else [0, 4000])
     return decode.run(args.device, models, batches, extras, [g == "graph" for g in graph_names],
-                      work, args.hf, Path(args.workdir))
+                      work, args.hf, Path(args.workdir), args.compile, args.attention,
+                      not args.hf_dynamic_only)
 
 
 if __name__ == "__main__":

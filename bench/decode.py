@@ -2,6 +2,8 @@
 
 - **forward-only ceiling**: the same decode step replayed back to back with no scheduler at all
   (what the device could do if the CPU cost nothing). Each engine row is reported as a fraction.
+- **weight-read floor**: every parameter read once per step at the copy bandwidth measured in the
+  same run; printed beside the forward-only step and their ratio, so the gap stays visible.
 - **transformers ``generate``**: what a user would otherwise run, on the same weights, batch and
   prompts (greedy), eager and with its static cache; tokens are compared with ours.
 
@@ -111,8 +113,9 @@ def engine_rows(eng, label: str, batches: list[int], extra_cpu_us: list[int], wo
     for batch in batches:
         prompts = prompts_for(batch)
         params = SamplingParams(max_new_tokens=work.new_tokens, ignore_eos=True)
-        ceiling = batch / forward_ceiling(eng, batch, work.prompt_len + work.new_tokens // 2,
-                                          work.ceiling_iters)
+        step_s = forward_ceiling(eng, batch, work.prompt_len + work.new_tokens // 2,
+                                 work.ceiling_iters)
+        ceiling = batch / step_s
         for extra in extra_cpu_us:
             results = {}
             for overlap in (False, True):
@@ -125,6 +128,7 @@ def engine_rows(eng, label: str, batches: list[int], extra_cpu_us: list[int], wo
                 med, best, _ = results[overlap]
                 m = best.metrics
                 rows.append(dict(model=label, batch=batch, graph=eng.config.cuda_graph,
+                                 step_ms=step_s * 1e3, floor_ms=weight_floor_ms(eng),
                                  extra_us=extra, mode="overlap" if overlap else "normal",
                                  decode_tok_s=med, busy=steady_busy(best.timeline),
                                  ceiling_tok_s=ceiling, frac_ceiling=med / ceiling,
@@ -133,6 +137,34 @@ def engine_rows(eng, label: str, batches: list[int], extra_cpu_us: list[int], wo
                                  measured=med / results[False][0],
                                  tokens=[o.token_ids for o in best.outputs]))
     return rows
+
+
+_COPY_GBS: dict[str, float] = {}
+
+
+def weight_floor_ms(eng) -> float:
+    """Milliseconds to read every parameter once at the copy bandwidth measured in this run."""
+    from bench.forward import copy_bandwidth_gbs
+    dev = eng.device_name
+    if dev not in _COPY_GBS:
+        _COPY_GBS[dev] = copy_bandwidth_gbs(dev, mib=1024 if dev == "cuda" else 256)
+    nbytes = eng.spec.num_parameters() * torch.finfo(getattr(torch, eng.dtype)).bits // 8
+    return nbytes / (_COPY_GBS[dev] * 1e9) * 1e3
+
+
+def print_floor_table(rows: list[dict]) -> None:
+    """Forward-only step beside the weight-read floor, once per (model, B, graphs)."""
+    seen = {}
+    for r in rows:
+        seen.setdefault((r["model"], r["batch"], r["graph"]), r)
+    bw = ", ".join(f"{k} {v:.0f} GB/s" for k, v in _COPY_GBS.items())
+    print(f"\nweight-read floor = parameter bytes / copy bandwidth measured in this run ({bw}, "
+          "read + write)\n")
+    print("| model | B | graph | weight-read floor ms | decode step ms (forward only) | "
+          "step / floor |\n|---|---|---|---|---|---|")
+    for (model, batch, graph), r in seen.items():
+        print(f"| {model} | {batch} | {graph} | {r['floor_ms']:.3f} | {r['step_ms']:.3f} | "
+              f"{r['step_ms'] / r['floor_ms']:.2f}x |")
 
 
 def hf_generate(path: str, device: str, dtype: str, prompts, new_tokens: int,
@@ -196,9 +228,11 @@ def print_table(rows: list[dict], hf: list[dict], header: bool = True) -> None:
 
 
 def run(device: str, models: list[str], batches: list[int], extra_cpu_us: list[int],
-        graphs: list[bool], work: Workload, hf: bool, workdir: Path) -> int:
+        graphs: list[bool], work: Workload, hf: bool, workdir: Path, compile: bool = False,
+        attention: str = "auto", hf_static: bool = True) -> int:
     """Every (model, graphs) engine: its rows as they come, then the whole table."""
     from engine import Engine
+    from engine.__main__ import format_startup
     from engine.workload import make_prompts
     rows, hf_rows = [], []
     for model in models:
@@ -206,8 +240,11 @@ def run(device: str, models: list[str], batches: list[int], extra_cpu_us: list[i
         for graph in graphs:
             cfg = EngineConfig(model=path, device=device, cuda_graph=graph,
                                max_batch_size=max(batches),
-                               max_seq_len=work.prompt_len + work.new_tokens + 16)
+                               max_seq_len=work.prompt_len + work.new_tokens + 16,
+                               compile=compile and device == "cuda", attention=attention)
             with Engine(cfg) as eng:
+                print(f"{model} ({eng.device_label()}) start-up: {format_startup(eng.startup_s)}",
+                      file=sys.stderr, flush=True)
                 def prompts_for(b, eng=eng):
                     return make_prompts(eng.tokenizer, b, work.prompt_len, 0, eng.spec.vocab_size)
                 eng.generate(prompts_for(2), SamplingParams(max_new_tokens=4))   # warm-up
@@ -217,20 +254,23 @@ def run(device: str, models: list[str], batches: list[int], extra_cpu_us: list[i
                 dtype = eng.dtype
             print(f"done {model} graph={graph}", file=sys.stderr, flush=True)
         if hf:
-            hf_rows += _hf_rows(model, path, device, dtype, rows, max(batches), work, prompts_for)
+            hf_rows += _hf_rows(model, path, device, dtype, rows, max(batches), work, prompts_for,
+                                hf_static)
     name = torch.cuda.get_device_name() if device == "cuda" else "CPU"
     print(f"\ndevice: {name}, torch {torch.__version__}; decode tok/s = median of "
           f"{work.repeats}; busy = union of both streams over the middle 80% of decode\n")
     print_table(rows, hf_rows)
+    print_floor_table(rows)
     return 0
 
 
-def _hf_rows(model, path, device, dtype, rows, batch, work, prompts_for) -> list[dict]:
+def _hf_rows(model, path, device, dtype, rows, batch, work, prompts_for,
+             hf_static: bool = True) -> list[dict]:
     """transformers generate (dynamic and static cache) against our best row at ``batch``."""
     ours = [r for r in rows if r["model"] == model and r["batch"] == batch and r["extra_us"] == 0]
     best = max(ours, key=lambda r: r["decode_tok_s"])
     out = []
-    for static in (False, True):
+    for static in (False, True) if hf_static else (False,):
         try:
             res = hf_generate(path, device, dtype, prompts_for(batch), work.new_tokens,
                               best["tokens"], static)

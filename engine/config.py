@@ -13,6 +13,7 @@ from typing import Any
 
 DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("auto", "float32", "float16", "bfloat16", "float64")
+ATTENTION = ("auto", "reference", "triton")
 MAX_DECODE_STEPS = 16
 # Batches in flight at most: k launched this iteration + k of the previous one being processed.
 # Host result buffers form a ring one longer, so none is rewritten before the CPU has read it.
@@ -83,6 +84,10 @@ class EngineConfig:
     result_copy_stream: str = "scheduler"  # or "engine": the copy right after sampling (Mini-SGLang)
     device_cpus: tuple[int, ...] = ()  # cores the CPU device process may use (empty: any)
     hazards: HazardSwitches = field(default_factory=HazardSwitches)
+    # Issue 14, the fast decode path (CUDA only; CPU mode always runs the plain-PyTorch path):
+    attention: str = "auto"           # auto: Triton paged decode attention on CUDA; or "reference"
+    compile: bool = False             # torch.compile the decode step between attentions (start-up
+                                      # cost: seconds, cached on disk; see engine/compiled.py)
 
     def __post_init__(self) -> None:
         c = "EngineConfig"
@@ -106,9 +111,11 @@ class EngineConfig:
         _check(isinstance(self.device_cpus, tuple) and all(_is_int(c) and c >= 0
                                                            for c in self.device_cpus),
                f"EngineConfig.device_cpus must be a tuple of core numbers, got {self.device_cpus!r}")
-        for name in ("overlap", "cuda_graph", "record_timeline", "cpu_device_process"):
+        for name in ("overlap", "cuda_graph", "record_timeline", "cpu_device_process", "compile"):
             _check(isinstance(getattr(self, name), bool),
                    f"EngineConfig.{name} must be True or False, got {getattr(self, name)!r}")
+        _check(self.attention in ATTENTION, f"EngineConfig.attention must be one of {ATTENTION}, "
+               f"got {self.attention!r}")
 
     @property
     def pages_per_seq(self) -> int:

@@ -30,6 +30,7 @@ class Uploaded:
     floats: torch.Tensor
     writes: torch.Tensor
     first_of_group: bool            # only a group's first forward waits for the upload
+    last_of_group: bool = True      # the next forward starts a new group (and so waits)
 
 
 class _Ring:
@@ -71,9 +72,12 @@ class _TimingEvents:
 class CudaDevice:
     """Two CUDA streams over one ``ModelRunner``; pinned host buffers used in rings.
 
-    Every ``event.record(stream)`` names its stream: it is clearer, and a bare ``record()`` asks
-    torch for the current stream, a Python call chain that costs the scheduler thread several µs
-    each time (it records ~7 events per forward).
+    The launch path is the scheduler thread's own time per forward, so it avoids Python costs the
+    GPU never sees (measured with ``python -m bench --launch-cost``): every ``event.record(stream)``
+    names its stream (a bare ``record()`` looks the current stream up), the work is put on a
+    stream with ``torch.cuda.set_stream`` rather than a ``with torch.cuda.stream(...)`` block
+    (about 10 µs each, three per forward), and a graph's sampled tokens are copied to the host
+    straight from its static output where that is safe (no clone).
     """
 
     kind = "cuda"
@@ -85,7 +89,8 @@ class CudaDevice:
         self.runner, self.graphs = runner, graphs
         self.hazards = hazards or HazardSwitches()
         self.copy_on_engine = copy_on_engine
-        self.label = torch.cuda.get_device_name() + (", CUDA graphs" if graphs else ", eager")
+        self.label = (f"{torch.cuda.get_device_name()}, {'CUDA graphs' if graphs else 'eager'}, "
+                      f"{runner.attention} attention" + (", compiled" if runner.compiled else ""))
         self.scheduler_stream = torch.cuda.Stream()
         self.engine_stream = torch.cuda.Stream()
         self.timeline = Timeline(enabled=False)
@@ -143,21 +148,22 @@ class CudaDevice:
         np.concatenate([m.floats for m in metas], out=floats_h[:total].numpy())
         writes_h[:, :nw].numpy()[:] = first.prompt_writes
         timing = _TimingEvents(self.timeline)
-        with torch.cuda.stream(self.scheduler_stream):
-            timing.mark("start", self.scheduler_stream)
-            if self.hazards.no_wait_stream and self.hazards.inject_delay_us:
-                self._sleep()                    # hazard lab: make the upload late
-            ints = ints_h[:total].to(self.runner.device, non_blocking=True)
-            floats = floats_h[:total].to(self.runner.device, non_blocking=True)
-            writes = writes_h[:, :nw].to(self.runner.device, non_blocking=True)
-            self.runner.write_prompts(writes)
-            self.staging.events[i].record(self.scheduler_stream)   # staging buffer i free after
-            timing.mark("end", self.scheduler_stream)
+        torch.cuda.set_stream(self.scheduler_stream)      # everything below: scheduler stream
+        timing.mark("start", self.scheduler_stream)
+        if self.hazards.no_wait_stream and self.hazards.inject_delay_us:
+            self._sleep()                        # hazard lab: make the upload late
+        ints = ints_h[:total].to(self.runner.device, non_blocking=True)
+        floats = floats_h[:total].to(self.runner.device, non_blocking=True)
+        writes = writes_h[:, :nw].to(self.runner.device, non_blocking=True)
+        self.runner.write_prompts(writes)
+        self.staging.events[i].record(self.scheduler_stream)       # staging buffer i free after
+        timing.mark("end", self.scheduler_stream)
         timing.span("scheduler_stream", "upload", first, "start", "end", nw)
         out, row = [], 0
         for j, (meta, size) in enumerate(zip(metas, sizes)):
             out.append(Uploaded(meta, ints[row:row + size], floats[row:row + size],
-                                writes if j == 0 else writes[:, :0], first_of_group=j == 0))
+                                writes if j == 0 else writes[:, :0], first_of_group=j == 0,
+                                last_of_group=j == len(metas) - 1))
             row += size
         return out
 
@@ -165,26 +171,32 @@ class CudaDevice:
         """Stage 3 on the engine stream, then the async result copy (scheduler stream default)."""
         meta, ints, floats = uploaded.meta, uploaded.ints, uploaded.floats
         timing = _TimingEvents(self.timeline)
-        with torch.cuda.stream(self.engine_stream):
-            if uploaded.first_of_group and not self.hazards.no_wait_stream:
-                # THE sync edge: this forward reads the metadata uploaded on the scheduler stream.
-                self.engine_stream.wait_stream(self.scheduler_stream)
-            # A group's later steps need no wait: its first forward already waited for the whole
-            # group's upload, and the engine stream runs its work in order. (Waiting again would
-            # also wait for the previous step's result copy, a small gap every step.)
-            if self.hazards.no_deferred_free and self.hazards.inject_delay_us:
-                self._sleep()                    # hazard lab: keep forward(n) busy for longer
-            timing.mark("start", self.engine_stream)
-            graph = self.graphs.lookup(meta) if self.graphs is not None else None
-            if graph is not None:
-                next_tokens = graph.replay(ints, floats)   # one graph: forward + sample
-            else:
-                logits = self.runner.forward_logits(ints, meta.seq_len, meta.kv_pages)
-                timing.mark("logits", self.engine_stream)
-                next_tokens = self.runner.sample_and_store(logits, ints, floats, meta.all_greedy)
-            timing.mark("end", self.engine_stream)
-            forward_done = torch.cuda.Event()
-            forward_done.record(self.engine_stream)
+        torch.cuda.set_stream(self.engine_stream)         # everything below: engine stream
+        if uploaded.first_of_group and not self.hazards.no_wait_stream:
+            # THE sync edge: this forward reads the metadata uploaded on the scheduler stream.
+            # It also orders this forward after every result copy queued there so far.
+            self.engine_stream.wait_stream(self.scheduler_stream)
+        # A group's later steps need no wait: its first forward already waited for the whole
+        # group's upload, and the engine stream runs its work in order. (Waiting again would
+        # also wait for the previous step's result copy, a small gap every step.)
+        if self.hazards.no_deferred_free and self.hazards.inject_delay_us:
+            self._sleep()                        # hazard lab: keep forward(n) busy for longer
+        timing.mark("start", self.engine_stream)
+        graph = self.graphs.lookup(meta) if self.graphs is not None else None
+        if graph is not None:
+            # One graph: forward + sample. The next replay overwrites its output. After a group's
+            # last step the next forward starts a new group and waits for the scheduler stream,
+            # so it runs after this result's copy: the copy may read the output in place. Inside
+            # a group the next step does not wait, so the output is copied out first.
+            in_place = uploaded.last_of_group and not self.hazards.no_wait_stream
+            next_tokens = graph.replay(ints, floats, keep=not in_place)
+        else:
+            logits = self.runner.forward_logits(ints, meta.seq_len, meta.kv_pages)
+            timing.mark("logits", self.engine_stream)
+            next_tokens = self.runner.sample_and_store(logits, ints, floats, meta.all_greedy)
+        timing.mark("end", self.engine_stream)
+        forward_done = torch.cuda.Event()
+        forward_done.record(self.engine_stream)
         tokens = int(meta.prompt_writes.shape[1]) if meta.kind == "prefill" else meta.num_rows
         if graph is not None:
             timing.span("engine_stream", meta.kind, meta, "start", "end", tokens)
@@ -201,14 +213,14 @@ class CudaDevice:
         timing = _TimingEvents(self.timeline)
         on_engine = self.copy_on_engine
         stream = self.engine_stream if on_engine else self.scheduler_stream
-        with torch.cuda.stream(stream):
-            if not on_engine:
-                # The copy reads the sampled tokens: it waits for this forward, nothing else does.
-                self.scheduler_stream.wait_event(forward_done)
-            timing.mark("start", stream)
-            host[: next_tokens.shape[0]].copy_(next_tokens, non_blocking=True)
-            copy_done = self.results.events[i].record_new(stream)
-            timing.mark("end", stream)
+        torch.cuda.set_stream(stream)
+        if not on_engine:
+            # The copy reads the sampled tokens: it waits for this forward, nothing else does.
+            self.scheduler_stream.wait_event(forward_done)
+        timing.mark("start", stream)
+        host[: next_tokens.shape[0]].copy_(next_tokens, non_blocking=True)
+        copy_done = self.results.events[i].record_new(stream)
+        timing.mark("end", stream)
         lane = "engine_stream" if on_engine else "scheduler_stream"
         timing.span(lane, "copy", meta, "start", "end", meta.num_rows)
         return copy_done, host

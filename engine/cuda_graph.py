@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch
 
 from engine.config import EngineConfig
-from engine.request import COL_SLOT, DECODE_BUCKETS, NUM_INT_COLS, StepMeta
+from engine.request import DECODE_BUCKETS, NUM_INT_COLS, StepMeta
 from engine.runner import ModelRunner
 
 
@@ -26,12 +26,16 @@ class _Graph:
         self.graph, self.ints, self.floats, self.out = graph, ints, floats, out
         self.greedy = greedy
 
-    def replay(self, ints: torch.Tensor, floats: torch.Tensor) -> torch.Tensor:
+    def replay(self, ints: torch.Tensor, floats: torch.Tensor, keep: bool = True) -> torch.Tensor:
+        """One decode step. The sampled tokens stay in the graph's static ``out``, which the next
+        replay overwrites: ``keep=True`` copies them out first (a kernel and an allocation). A
+        caller may pass ``keep=False`` only where something already orders the next replay after
+        every read of ``out`` (the next forward's ``wait_stream`` on the stream that copies it)."""
         self.ints.copy_(ints)            # step metadata -> the graph's static input buffers
         if not self.greedy:              # greedy decoding never reads temperature / top_p
             self.floats.copy_(floats)
         self.graph.replay()
-        return self.out.clone()          # the next replay overwrites self.out
+        return self.out.clone() if keep else self.out
 
 
 class DecodeGraphs:
@@ -47,15 +51,8 @@ class DecodeGraphs:
                 self.graphs[(size, greedy)] = self._capture(size, width, greedy, pool, warmup)
         torch.cuda.synchronize()
 
-    def _padding_meta(self, size: int, width: int):
-        ints = torch.zeros(size, width, dtype=torch.int64, device=self.runner.device)
-        ints[:, COL_SLOT] = self.runner.dummy_slot            # padding reads the dummy slot ...
-        ints[:, NUM_INT_COLS:] = self.runner.scratch_page     # ... and writes the scratch page
-        floats = torch.ones(size, 2, dtype=torch.float32, device=self.runner.device)
-        return ints, floats
-
     def _capture(self, size: int, width: int, greedy: bool, pool, warmup: int) -> _Graph:
-        ints, floats = self._padding_meta(size, width)
+        ints, floats = self.runner.padding_meta(size, width)   # replays copy real rows over it
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):    # warm up allocator and kernels outside the capture

@@ -116,7 +116,11 @@ class Engine:
         self.slots = IdPool(cfg.max_batch_size, "request slot")
         self.pages = IdPool(cfg.total_pages, "KV page")
         self.random_weights = cfg.model in PRESETS
+        # Start-up is part of the user's wait: seconds per phase (load, warm_up incl. compile, capture).
+        self.startup_s: dict[str, float] = {}
+        t0 = time.perf_counter()
         self.device: Device = self._build_device()
+        self.startup_s["total"] = time.perf_counter() - t0
         self.tokenizer = load_tokenizer(self.model_path, preset=self.random_weights)
         self._runs = 0
         self._busy = threading.Lock()
@@ -157,17 +161,26 @@ class Engine:
         from engine.runner import ModelRunner
 
         cfg = self.config
+        t0 = time.perf_counter()
         loaded = load_model(cfg.model, "cuda", getattr(torch, self.dtype), cfg.seed,
                             self._progress)
         self.spec, self.model_path, self.eos_ids = loaded.spec, loaded.path, loaded.eos_token_ids
         self._check_context()
         runner = ModelRunner(loaded.model, cfg.max_batch_size, cfg.max_seq_len, cfg.total_pages,
                              cfg.page_size, getattr(torch, self.dtype), torch.device("cuda"),
-                             sanitize=cfg.hazards.no_wait_stream)
+                             sanitize=cfg.hazards.no_wait_stream, attention=cfg.attention,
+                             compile=cfg.compile)
+        torch.cuda.synchronize()
+        t1 = time.perf_counter()
+        # Kernel JIT (Triton) and, with compile, the compiled regions for batch 1 and any batch.
+        runner.warm_up((1, 2), cfg.pages_per_seq)
+        torch.cuda.synchronize()
+        t2 = time.perf_counter()
         graphs = None
         if cfg.cuda_graph:
             from engine.cuda_graph import DecodeGraphs
             graphs = DecodeGraphs(runner, cfg)
+        self.startup_s.update(load=t1 - t0, warm_up=t2 - t1, capture=time.perf_counter() - t2)
         return CudaDevice(runner, cfg.max_batch_size, NUM_INT_COLS + cfg.pages_per_seq,
                           max(cfg.max_prefill_tokens, 1), graphs=graphs, hazards=cfg.hazards,
                           results=RESULT_BUFFERS, copy_on_engine=cfg.result_copy_stream == "engine")

@@ -66,6 +66,40 @@ class LoadedModel:
     random_weights: bool
 
 
+def read_config(path: Path) -> dict:
+    """``config.json`` of a checkpoint directory, or ``ModelLoadError`` naming the file and why."""
+    where = path / "config.json"
+    try:
+        cfg = json.loads(where.read_text())
+    except OSError as error:
+        raise ModelLoadError(f"{where}: cannot be read ({error.strerror or error})") from None
+    except ValueError as error:
+        raise ModelLoadError(f"{where}: not valid JSON ({error})") from None
+    if not isinstance(cfg, dict):
+        raise ModelLoadError(f"{where}: expected a JSON object, got {type(cfg).__name__}")
+    return cfg
+
+
+_INT_KEYS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+             "intermediate_size")
+
+
+def _whole(cfg: dict, key: str, where: str, default: int | None = None) -> int:
+    value = cfg.get(key, default)
+    if value is None:
+        raise ModelLoadError(f"{where}: missing {key!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ModelLoadError(f"{where}: {key!r} must be a positive integer, got {value!r}")
+    return value
+
+
+def _real(cfg: dict, key: str, where: str, default: float) -> float:
+    value = cfg.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        raise ModelLoadError(f"{where}: {key!r} must be a positive number, got {value!r}")
+    return float(value)
+
+
 def spec_from_hf_config(cfg: dict, where: str = "config.json") -> ModelSpec:
     """Read a Hugging Face config dict; refuse what our modules cannot run, naming the reason."""
     if cfg.get("auto_map"):
@@ -79,25 +113,35 @@ def spec_from_hf_config(cfg: dict, where: str = "config.json") -> ModelSpec:
     if cfg.get("hidden_act", "silu") != "silu":
         raise ModelLoadError(f"{where}: unsupported activation {cfg.get('hidden_act')!r} (silu only)")
     family = SUPPORTED_ARCHITECTURES[arch]
-    heads = cfg["num_attention_heads"]
-    rope = dict(cfg.get("rope_parameters") or cfg.get("rope_scaling") or {})
-    theta = rope.get("rope_theta", cfg.get("rope_theta", 10000.0))
+    ints = {key: _whole(cfg, key, where) for key in _INT_KEYS}
+    heads = ints["num_attention_heads"]
+    rope = cfg.get("rope_parameters") or cfg.get("rope_scaling") or {}
+    if not isinstance(rope, dict):
+        raise ModelLoadError(f"{where}: 'rope_scaling' must be an object, got {rope!r}")
+    rope = dict(rope)
+    theta = _real({"rope_theta": rope.get("rope_theta", cfg.get("rope_theta", 10000.0))},
+                  "rope_theta", where, 10000.0)
     kind = rope.get("rope_type", rope.get("type", "default"))
     if kind not in ("default", "llama3", "linear"):
         raise ModelLoadError(f"{where}: unsupported rope scaling {kind!r}")
+    kv_heads = _whole(cfg, "num_key_value_heads", where, heads)
+    head_dim = _whole(cfg, "head_dim", where, ints["hidden_size"] // heads or 1)
+    if heads % kv_heads:
+        raise ModelLoadError(f"{where}: {heads} attention heads are not a multiple of "
+                             f"{kv_heads} key/value heads")
     return ModelSpec(
         architecture=arch,
-        vocab_size=cfg["vocab_size"],
-        hidden_size=cfg["hidden_size"],
-        num_layers=cfg["num_hidden_layers"],
+        vocab_size=ints["vocab_size"],
+        hidden_size=ints["hidden_size"],
+        num_layers=ints["num_hidden_layers"],
         num_heads=heads,
-        num_kv_heads=cfg.get("num_key_value_heads") or heads,
-        head_dim=cfg.get("head_dim") or cfg["hidden_size"] // heads,
-        intermediate_size=cfg["intermediate_size"],
-        rms_norm_eps=cfg.get("rms_norm_eps", 1e-6),
-        rope_theta=float(theta),
+        num_kv_heads=kv_heads,
+        head_dim=head_dim,
+        intermediate_size=ints["intermediate_size"],
+        rms_norm_eps=_real(cfg, "rms_norm_eps", where, 1e-6),
+        rope_theta=theta,
         rope_scaling=rope if kind != "default" else None,
-        max_position_embeddings=cfg.get("max_position_embeddings", 4096),
+        max_position_embeddings=_whole(cfg, "max_position_embeddings", where, 4096),
         tie_word_embeddings=bool(cfg.get("tie_word_embeddings", False)),
         qkv_bias=family == "qwen2" or bool(cfg.get("attention_bias", False)),
         o_bias=family == "llama" and bool(cfg.get("attention_bias", False)),
@@ -151,7 +195,10 @@ def eos_token_ids(path: Path, cfg: dict) -> tuple[int, ...]:
     ids = cfg.get("eos_token_id")
     gen = path / "generation_config.json"
     if gen.exists():
-        ids = json.loads(gen.read_text()).get("eos_token_id", ids)
+        try:
+            ids = json.loads(gen.read_text()).get("eos_token_id", ids)
+        except (OSError, ValueError, AttributeError) as error:
+            raise ModelLoadError(f"{gen}: not a readable JSON object ({error})") from None
     if ids is None:
         return ()
     return tuple(ids) if isinstance(ids, list) else (int(ids),)
@@ -163,7 +210,7 @@ def describe_model(name: str, progress: Progress | None = None
     if name in PRESETS:
         return PRESETS[name], None, ()
     path = resolve_model_dir(name, progress)
-    cfg = json.loads((path / "config.json").read_text())
+    cfg = read_config(path)
     return spec_from_hf_config(cfg, where=str(path / "config.json")), str(path), eos_token_ids(path, cfg)
 
 
@@ -179,7 +226,7 @@ def load_model(name: str, device: torch.device | str, dtype: torch.dtype, seed: 
         _init_random(model)
         return LoadedModel(model.eval(), spec, name, None, (), True)
     path = resolve_model_dir(name, progress)
-    cfg = json.loads((path / "config.json").read_text())
+    cfg = read_config(path)
     spec = spec_from_hf_config(cfg, where=str(path / "config.json"))
     with torch.device("meta"):
         model = CausalLM(spec)
@@ -187,7 +234,12 @@ def load_model(name: str, device: torch.device | str, dtype: torch.dtype, seed: 
     if spec.tie_word_embeddings:
         state.pop("lm_head.weight", None)
     model = model.to_empty(device=device)
-    missing, unexpected = model.load_state_dict(state, strict=False)
+    try:
+        missing, unexpected = model.load_state_dict(state, strict=False)
+    except RuntimeError as error:                     # a tensor of the wrong shape
+        first = str(error).split("\n\t")[1:2] or [str(error)[:300]]
+        raise ModelLoadError(f"{path}: weights do not match {path / 'config.json'}: "
+                             f"{first[0].strip()}") from None
     missing = [m for m in missing if not (spec.tie_word_embeddings and m == "lm_head.weight")]
     if missing or unexpected:
         raise ModelLoadError(f"{path}: weights do not match a {spec.architecture}: missing "

@@ -61,9 +61,11 @@ class LabRequest:
 
 @dataclass(frozen=True)
 class WarmRequest:
-    """Build (and keep) the engine for this configuration, so the first run starts at once."""
+    """Build (and keep) the engine for this configuration, so the first run starts at once; with
+    ``probe``, also run that request's stop-token probe now (it is kept for when it comes)."""
 
     engine: EngineConfig
+    probe: LiveRunRequest | None = None
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,12 @@ chain of tiny kernels, so fewer kernels is most of what makes it fast; the same 
 fused RMSNorm, one RoPE pass over q and k together, and an attention mask built once per forward.
 
 The model never sees requests or pages. It gets padded ``[B, S]`` token ids and positions, plus an
-``AttentionContext`` that says, for every query token, where its K/V go in the cache
-(``write_loc``) and, for every row, which cache slots hold its keys (``read_loc``). Prefill
-(``S`` tokens per row) and decode (``S == 1``) are the same code path.
+attention *context* that owns the KV cache's layout: ``ctx.attend(q, k, v, k_cache, v_cache)``
+stores this step's keys/values and attends over every key a row may see. ``AttentionContext``
+below is the plain-PyTorch one (gather each row's cache slots, SDPA under a mask) that runs on CPU
+and is the oracle; ``engine/paged_attention.py`` has the decode one that reads pages in place
+(a Triton kernel on CUDA). A layer is written as *before attention* / *attend* / *after
+attention*, so ``engine/compiled.py`` can compile everything between two attentions as one region.
 """
 
 from __future__ import annotations
@@ -63,11 +66,24 @@ class ModelSpec:
 
 @dataclass
 class AttentionContext:
-    """Where K/V go and come from, shared by every layer of one forward."""
+    """Where K/V go and come from, shared by every layer of one forward: the plain-PyTorch way."""
 
     write_loc: torch.Tensor   # [B*S] flat cache slot per query token (a scratch slot for padding)
     read_loc: torch.Tensor    # [B, Lk] flat cache slot of key position j for row b
     mask: torch.Tensor        # [B, 1, S, Lk] additive: 0 where query i may attend key j, else -inf
+
+    def attend(self, q, k, v, k_cache, v_cache) -> torch.Tensor:
+        """Store this step's ``k, v [B, S, KV, D]``, then attend ``q [B, S, H, D]`` -> ``[B, S, H*D]``."""
+        b, s, nh, d = q.shape
+        nkv = k.shape[2]
+        k_cache.index_copy_(0, self.write_loc, k.reshape(b * s, nkv, d))
+        v_cache.index_copy_(0, self.write_loc, v.reshape(b * s, nkv, d))
+        # Read every key the row may see: a copy of the whole (padded) context, every layer.
+        keys = k_cache[self.read_loc].transpose(1, 2)                       # [B, KV, Lk, D]
+        values = v_cache[self.read_loc].transpose(1, 2)
+        out = F.scaled_dot_product_attention(q.transpose(1, 2), keys, values, attn_mask=self.mask,
+                                             enable_gqa=True)               # [B, H, S, D]
+        return out.transpose(1, 2).reshape(b, s, nh * d)
 
 
 class RMSNorm(nn.Module):
@@ -136,7 +152,8 @@ class Attention(nn.Module):
             self.k_norm = RMSNorm(d, spec.rms_norm_eps)
         self.qk_norm = spec.qk_norm
 
-    def forward(self, x, cos, sin, ctx: AttentionContext, k_cache, v_cache) -> torch.Tensor:
+    def qkv(self, x: torch.Tensor, cos, sin):
+        """q ``[B, S, H, D]``, k and v ``[B, S, KV, D]``, RoPE applied to q and k."""
         b, s, _ = x.shape
         nh, nkv = self.num_heads, self.num_kv_heads
         qkv = self.qkv_proj(x).view(b, s, nh + 2 * nkv, self.head_dim)     # [B, S, H+2KV, D]
@@ -147,14 +164,7 @@ class Attention(nn.Module):
         else:                            # one RoPE pass over the q and k heads together
             qk = apply_rope(qkv[:, :, :nh + nkv], cos, sin)
             q, k = qk[:, :, :nh], qk[:, :, nh:]
-        # Write this step's keys/values into their pages, then read every key the row may see.
-        k_cache.index_copy_(0, ctx.write_loc, k.reshape(b * s, nkv, self.head_dim))
-        v_cache.index_copy_(0, ctx.write_loc, v.reshape(b * s, nkv, self.head_dim))
-        keys = k_cache[ctx.read_loc].transpose(1, 2)                        # [B, KV, Lk, D]
-        values = v_cache[ctx.read_loc].transpose(1, 2)
-        out = F.scaled_dot_product_attention(q.transpose(1, 2), keys, values, attn_mask=ctx.mask,
-                                             enable_gqa=True)               # [B, H, S, D]
-        return self.o_proj(out.transpose(1, 2).reshape(b, s, nh * self.head_dim))
+        return q, k, v
 
 
 class MLP(nn.Module):
@@ -215,7 +225,17 @@ class DecoderLayer(nn.Module):
         self.mlp = MLP(spec)
 
     def forward(self, x, cos, sin, ctx, k_cache, v_cache) -> torch.Tensor:
-        x = x + self.self_attn(self.input_layernorm(x), cos, sin, ctx, k_cache, v_cache)
+        q, k, v = self.attention_inputs(x, cos, sin)
+        attn = ctx.attend(q, k, v, k_cache, v_cache)                        # [B, S, H*D]
+        return self.attention_output_and_mlp(x, attn)
+
+    def attention_inputs(self, x, cos, sin):
+        """Before attention: norm, the stacked q/k/v projection, RoPE."""
+        return self.self_attn.qkv(self.input_layernorm(x), cos, sin)
+
+    def attention_output_and_mlp(self, x, attn) -> torch.Tensor:
+        """After attention: output projection, residual, norm, SwiGLU MLP, residual."""
+        x = x + self.self_attn.o_proj(attn)
         return x + self.mlp(self.post_attention_layernorm(x))
 
 
@@ -240,20 +260,27 @@ class CausalLM(nn.Module):
         # RoPE frequencies in float32; the loader fills them on the model's device.
         self.register_buffer("inv_freq", torch.empty(spec.head_dim // 2), persistent=False)
 
-    def forward(self, input_ids, positions, ctx: AttentionContext, kv_caches, last_index):
-        # input_ids, positions: [B, S]; last_index: [B] which position's logits to return
+    def embed(self, input_ids, positions):
+        """Token embeddings ``[B, S, h]`` and the RoPE tables for ``positions [B, S]``."""
         x = self.model.embed_tokens(input_ids)                              # [B, S, h]
         cos, sin = rope_cos_sin(self.inv_freq, positions, x.dtype)
+        return x, cos, sin
+
+    def head(self, x, last_index) -> torch.Tensor:
+        """Final norm and LM head at one position per row: ``[B, V]``."""
+        rows = torch.arange(x.shape[0], device=x.device)
+        return self.lm_head(self.model.norm(x[rows, last_index]))           # [B, V]
+
+    def forward(self, input_ids, positions, ctx, kv_caches, last_index):
+        # input_ids, positions: [B, S]; last_index: [B] which position's logits to return
+        x, cos, sin = self.embed(input_ids, positions)
         for layer, (k_cache, v_cache) in zip(self.model.layers, kv_caches):
             x = layer(x, cos, sin, ctx, k_cache, v_cache)
-        rows = torch.arange(x.shape[0], device=x.device)
-        last = self.model.norm(x[rows, last_index])                         # [B, h]
-        return self.lm_head(last)                                           # [B, V]
+        return self.head(x, last_index)
 
     def full_logits(self, input_ids, positions, ctx, kv_caches) -> torch.Tensor:
         """Logits at every position ``[B, S, V]`` (for tests against transformers)."""
-        x = self.model.embed_tokens(input_ids)
-        cos, sin = rope_cos_sin(self.inv_freq, positions, x.dtype)
+        x, cos, sin = self.embed(input_ids, positions)
         for layer, (k_cache, v_cache) in zip(self.model.layers, kv_caches):
             x = layer(x, cos, sin, ctx, k_cache, v_cache)
         return self.lm_head(self.model.norm(x))

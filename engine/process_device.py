@@ -101,6 +101,8 @@ class StepDone:
 @dataclass(frozen=True)
 class DeviceFailed:
     traceback: str
+    error_type: str = ""        # the exception's class name ("ModelLoadError", ...)
+    message: str = ""
 
 
 # ---- the device side (runs in the child, or in-process for the fallback) ----------------------
@@ -150,8 +152,8 @@ def device_main(init: DeviceInit, cmd_conn, done_conn, shared) -> None:
         _, runner = build_runner(init)
         results = np.frombuffer(shared, dtype=np.int64).reshape(init.num_buffers, init.max_rows)
         done_conn.send(DeviceReady(os.getpid()))
-    except Exception:  # noqa: BLE001 - report any start-up failure to the parent
-        done_conn.send(DeviceFailed(traceback.format_exc()))
+    except Exception as error:  # noqa: BLE001 - report any start-up failure to the parent
+        done_conn.send(DeviceFailed(traceback.format_exc(), type(error).__name__, str(error)))
         return
     while True:
         try:
@@ -219,6 +221,10 @@ class ProcessDevice:
             raise
         if not isinstance(msg, DeviceReady):
             self.close()
+            if msg.error_type == "ModelLoadError":
+                # The model itself is wrong: loading it again in-process would fail the same way.
+                from engine.loader import ModelLoadError
+                raise ModelLoadError(msg.message)
             raise DeviceError(f"the CPU device process failed to start:\n{msg.traceback}")
 
     # ---- run boundaries ------------------------------------------------------------------------

@@ -6,22 +6,46 @@ device process on CPU (``device_process.py``). It only ever sees tensors already
 ``token_pool[slot, position]`` is the heart of overlap scheduling: a forward *gathers* its input
 ids from it and *scatters* its sampled tokens back into it, so the next forward can start without
 the CPU ever learning the values (the CPU reads them later, from a copy, for stop checks).
+
+Two attention paths share one model. ``reference`` (CPU, float64, and the test oracle) gathers each
+row's context and runs SDPA under a mask; ``triton`` (CUDA's default) runs a decode step (one token
+per row) through ``PagedDecodeContext``, which reads the pages in place. Prefill always takes the
+reference path. ``compile=True`` (CUDA) also runs decode through ``engine/compiled.py``.
 """
 
 from __future__ import annotations
+
+import importlib.util
 
 import torch
 
 from engine import sampler
 from engine.kv_cache import allocate_kv_tensors
 from engine.model import AttentionContext, CausalLM
+from engine.paged_attention import PagedDecodeContext, num_kv_splits
 from engine.request import COL_LEN, COL_SEED, COL_SLOT, COL_START, COL_TOPK, COL_WRITE, NUM_INT_COLS
+
+ATTENTION = ("auto", "reference", "triton", "emulated")   # emulated: the kernel's math in PyTorch
+
+
+def pick_attention(requested: str, device: torch.device, dtype: torch.dtype) -> str:
+    """``auto``: the Triton kernel on CUDA (16/32-bit floats), else the plain-PyTorch path."""
+    if requested not in ATTENTION:
+        raise ValueError(f"attention must be one of {ATTENTION}, got {requested!r}")
+    fast_ok = device.type == "cuda" and dtype in (torch.float16, torch.bfloat16, torch.float32)
+    if requested == "triton" and not fast_ok:
+        raise ValueError(f"the Triton attention kernel needs CUDA and a 16/32-bit float dtype "
+                         f"(got {device.type}, {dtype})")
+    if requested == "auto":
+        return "triton" if fast_ok and importlib.util.find_spec("triton") else "reference"
+    return requested
 
 
 class ModelRunner:
     def __init__(self, model: CausalLM, max_slots: int, max_seq_len: int, num_pages: int,
                  page_size: int, dtype: torch.dtype, device: torch.device,
-                 sanitize: bool = False) -> None:
+                 sanitize: bool = False, attention: str = "auto", compile: bool = False,
+                 gemv: bool = False) -> None:
         spec = model.spec
         self.model, self.device, self.page_size, self.dtype = model, device, page_size, dtype
         self.vocab_size = spec.vocab_size
@@ -37,6 +61,16 @@ class ModelRunner:
         # token_pool: [slots + 1, max_seq_len + 1] token ids, resident on the device.
         self.token_pool = torch.zeros(max_slots + 1, max_seq_len + 1, dtype=torch.int64,
                                       device=device)
+        self.attention = pick_attention(attention, device, dtype)
+        self.num_splits = num_kv_splits(max_seq_len)   # from the config only: batch-invariant
+        self.forward_fn = model
+        self.compiled = compile
+        if compile:
+            if device.type != "cuda":
+                raise ValueError("compile=True is for CUDA only (CPU mode never compiles)")
+            from engine.compiled import CompiledDecode
+            # gemv: an experiment, off by default (measured slower for 0.5B; docs/notes/issue14.md)
+            self.forward_fn = CompiledDecode(model, gemv=gemv)
 
     def write_prompts(self, writes: torch.Tensor) -> None:
         """Scatter prompt tokens ``writes [3, T] = (slot, position, token)`` into token_pool."""
@@ -71,13 +105,28 @@ class ModelRunner:
         input_ids = self.token_pool[slots[:, None], positions]              # gather from the pool
         return input_ids, positions, ctx, (lens - 1).clamp_min(0)
 
+    def _decode_context(self, ints: torch.Tensor, kv_pages: int):
+        """One token per row: no read_loc, no mask, just each row's page table and length."""
+        slots, starts, lens = ints[:, COL_SLOT], ints[:, COL_START], ints[:, COL_LEN]
+        kv_lens = torch.where(lens > 0, starts + lens, 0)   # keys incl. this step's (0: padding)
+        positions = torch.where(lens > 0, starts, 0)[:, None]                # [B, 1]
+        table = ints[:, NUM_INT_COLS:NUM_INT_COLS + kv_pages]               # [B, P] page ids
+        kernel = "emulated" if self.attention == "emulated" else "triton"
+        ctx = PagedDecodeContext(table, kv_lens, self.page_size, self.num_splits, kernel)
+        input_ids = self.token_pool[slots[:, None], positions]              # [B, 1]
+        last = torch.zeros(ints.shape[0], dtype=torch.int64, device=ints.device)  # the one token
+        return input_ids, positions, ctx, last
+
     @torch.inference_mode()
     def forward_logits(self, ints: torch.Tensor, seq_len: int, kv_pages: int) -> torch.Tensor:
         """The model forward: ``[B, V]`` logits at each row's last token."""
         if self.sanitize:
             ints = self._clamped(ints, seq_len)
-        input_ids, positions, ctx, last = self._context(ints, seq_len, kv_pages)
-        return self.model(input_ids, positions, ctx, self.kv_caches, last)
+        if seq_len == 1 and self.attention != "reference":
+            input_ids, positions, ctx, last = self._decode_context(ints, kv_pages)
+        else:
+            input_ids, positions, ctx, last = self._context(ints, seq_len, kv_pages)
+        return self.forward_fn(input_ids, positions, ctx, self.kv_caches, last)
 
     @torch.inference_mode()
     def sample_and_store(self, logits: torch.Tensor, ints: torch.Tensor, floats: torch.Tensor,
@@ -101,3 +150,17 @@ class ModelRunner:
         """forward + sample + store: what a CUDA graph captures for decode."""
         return self.sample_and_store(self.forward_logits(ints, seq_len, kv_pages), ints, floats,
                                      all_greedy)
+
+    def padding_meta(self, size: int, width: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Metadata of ``size`` padding rows: they read the dummy slot and write nothing real."""
+        ints = torch.zeros(size, width, dtype=torch.int64, device=self.device)
+        ints[:, COL_SLOT] = self.dummy_slot
+        ints[:, NUM_INT_COLS:] = self.scratch_page
+        floats = torch.ones(size, 2, dtype=torch.float32, device=self.device)
+        return ints, floats
+
+    def warm_up(self, sizes: tuple[int, ...], kv_pages: int) -> None:
+        """Decode steps of padding rows: compiles kernels (and regions) before the first request."""
+        for size in sizes:
+            for greedy in (True, False):
+                self.step(*self.padding_meta(size, NUM_INT_COLS + kv_pages), 1, kv_pages, greedy)

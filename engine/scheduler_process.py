@@ -356,6 +356,14 @@ class InlineScheduler:
                     self._cancelled.set()
                 worker.join()
 
+    def ready(self) -> SchedulerReady:
+        """What this process can run on (inside a ZeroGPU call, the GPU it was given)."""
+        import torch
+
+        cuda = torch.cuda.is_available()
+        return SchedulerReady(os.getpid(), cuda, torch.cuda.get_device_name() if cuda else "CPU",
+                              "in the calling process")
+
     def cancel(self) -> None:
         self._cancelled.set()
 

@@ -51,6 +51,7 @@ class SchedulerService:
         self.device_cpus = device_cpus      # where a CPU device process may run (placement)
         self.engines: dict[str, tuple[EngineConfig, Any]] = {}      # device -> (config, Engine)
         self.references: dict[str, tuple[EngineConfig, Any]] = {}   # the lab's reference engines
+        self.probes: dict[tuple, Any] = {}      # a workload's stop-token probe, done once
 
     # ---- dispatch -----------------------------------------------------------------------------
     def handle(self, request: Any, emit: Emit, cancelled: threading.Event) -> None:
@@ -65,6 +66,8 @@ class SchedulerService:
                 self._lab(request, emit)
             elif isinstance(request, WarmRequest):
                 engine = self._engine(request.engine, self.engines)
+                if request.probe is not None and request.probe.engine == request.engine:
+                    self._stop_params(engine, request.probe)
                 emit(Warmed(engine.device_label()))
             else:
                 emit(RequestFailed("invalid", f"unknown request {type(request).__name__}"))
@@ -125,7 +128,7 @@ class SchedulerService:
     # ---- a live run ---------------------------------------------------------------------------
     def _live(self, request: LiveRunRequest, emit: Emit, cancelled: threading.Event) -> None:
         from engine.arrivals import check_rate, poisson_times
-        from engine.workload import stop_params_from_probe, token_prompts
+        from engine.workload import token_prompts
         from record.run_record import make_record
 
         emit(Progress("loading"))
@@ -140,9 +143,7 @@ class SchedulerService:
             arrivals = poisson_times(rate, len(prompts), request.arrival_seed)
         if request.stop_early:
             emit(Progress("probe", detail=label))
-            new = request.params.max_new_tokens
-            params = stop_params_from_probe(engine, prompts, new, lo=new // 4, hi=new,
-                                            temperature=request.params.temperature, chat=chat)
+            params = self._stop_params(engine, request, chat)
         runs = []
         for index, loop in enumerate(request.loops):
             if cancelled.is_set():
@@ -160,6 +161,23 @@ class SchedulerService:
         if "multistep" in request.loops:
             config["decode_steps"] = request.decode_steps
         emit(RunFinished(make_record(engine.env_info(), config, runs)))
+
+    def _stop_params(self, engine: Any, request: LiveRunRequest,
+                     chat: bool = False) -> list[SamplingParams]:
+        """Per-request stop tokens picked from a probe run of this workload (kept: the same
+        workload on the same engine gives the same probe, so it runs once)."""
+        from engine.workload import stop_params_from_probe, token_prompts
+
+        key = (engine.config, tuple(request.prompts), request.prompt_tokens, request.params, chat)
+        if key not in self.probes:
+            if len(self.probes) >= 32:
+                self.probes.clear()
+            prompts = token_prompts(engine, request.prompts, request.prompt_tokens)
+            new = request.params.max_new_tokens
+            self.probes[key] = stop_params_from_probe(engine, prompts, new, lo=new // 4, hi=new,
+                                                      temperature=request.params.temperature,
+                                                      chat=chat)
+        return self.probes[key]
 
     # ---- the hazard lab -----------------------------------------------------------------------
     def _lab(self, request: LabRequest, emit: Emit) -> None:

@@ -221,7 +221,7 @@ class ServingClient:
             self._stats_ready.notify_all()
 
     # ---- the session as a run record ------------------------------------------------------
-    def session_record(self, text_of: Callable[[list[int]], str] = lambda ids: "") -> dict:
+    def session_record(self, text_of: Callable[[list[int]], str] = lambda _: "") -> dict:
         """The session so far as a schema-1 run record: its spans (the last
         ``MAX_SESSION_SPANS``), the requests that finished, and metrics from both."""
         from record.metrics import compute_metrics, latency_summary

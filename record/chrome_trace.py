@@ -1,8 +1,13 @@
-"""Chrome traces out: a run record as a trace for Perfetto (https://ui.perfetto.dev) or chrome://tracing.
+"""Chrome traces of our runs: out for Perfetto (https://ui.perfetto.dev) or chrome://tracing, and
+back in again.
 
 Each run becomes one *process* and each lane one *thread* (track), with the span's step, batch
 size, token count and request ids in ``args``, so the picture the UI draws can be inspected
-there too. ``record.profiler_import`` reads such a file back (and torch.profiler's own traces).
+there too. One extra metadata event per run (``RUN_METADATA``, which Perfetto ignores) carries
+what a trace has no place for: the loop, k, the GPU lanes and the metrics. ``read_own_trace``
+turns such a file back into the same runs (a trace written by an older version, without that
+event, comes back with what its tracks say). Other programs' traces go through
+``record.profiler_import``.
 
 Standard library only.
 """
@@ -32,17 +37,30 @@ def _run_lanes(run: Mapping[str, Any], spans: list[dict[str, Any]]) -> list[str]
     return lanes
 
 
+RUN_METADATA = "overlap_demo_run"
+TOKEN_METRICS = ("tokens_per_s", "output_tokens", "ttft_ms_mean", "ttft_ms_p50", "tpot_ms_mean",
+                 "wasted_tokens")
+SPAN_ARGS = ("step", "batch_size", "num_tokens", "req_ids")
+
+
 def _metadata(name: str, pid: int, tid: int, args: dict[str, Any]) -> dict[str, Any]:
     return {"name": name, "ph": "M", "pid": pid, "tid": tid, "args": args}
 
 
-def _run_events(run: Mapping[str, Any], pid: int) -> list[dict[str, Any]]:
+def _run_events(run: Mapping[str, Any], pid: int,
+                env: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
     spans = [_span_dict(s) for s in run.get("spans", [])]
     lanes = _run_lanes(run, spans)
     tids = {lane: i + 1 for i, lane in enumerate(lanes)}
     name = str(run.get("label") or run.get("mode") or f"run {pid}")
     events = [_metadata("process_name", pid, 0, {"name": name}),
-              _metadata("process_sort_index", pid, 0, {"sort_index": pid})]
+              _metadata("process_sort_index", pid, 0, {"sort_index": pid}),
+              _metadata(RUN_METADATA, pid, 0, {
+                  "loop": run.get("loop", run.get("mode")), "decode_steps": run.get("decode_steps", 1),
+                  "label": name, "lanes": lanes, "gpu_lanes": list(run.get("gpu_lanes") or []),
+                  "metrics": dict(run.get("metrics") or {}), "host": run.get("host") or {},
+                  "env": {k: v for k, v in (env or {}).items()
+                          if k in ("device_name", "torch_version", "date")}})]
     for lane, tid in tids.items():
         # One named thread per lane is what makes Perfetto draw one track per lane, in this order.
         events.append(_metadata("thread_name", pid, tid, {"name": lane}))
@@ -52,7 +70,7 @@ def _run_events(run: Mapping[str, Any], pid: int) -> list[dict[str, Any]]:
             "name": span["phase"], "cat": span["lane"], "ph": "X", "pid": pid,
             "tid": tids[span["lane"]], "ts": span["start_us"],
             "dur": max(0.0, span["end_us"] - span["start_us"]),
-            "args": {key: span.get(key) for key in ("step", "batch_size", "num_tokens", "req_ids")},
+            "args": {key: span.get(key) for key in SPAN_ARGS},
         })
     return events
 
@@ -66,8 +84,88 @@ def write_chrome_trace(record: Mapping[str, Any], path: str | os.PathLike[str]) 
     """Write every run of a record as one process each (named by label or mode). ``.gz`` zips."""
     events: list[dict[str, Any]] = []
     for i, run in enumerate(record.get("runs", [])):
-        events.extend(_run_events(run, pid=i + 1))
+        events.extend(_run_events(run, pid=i + 1, env=record.get("env")))
     data = json.dumps({"traceEvents": events, "displayTimeUnit": "ms"}).encode()
     path = Path(path)
     path.write_bytes(gzip.compress(data) if path.suffix == ".gz" else data)
     return path
+
+
+def read_own_trace(events: list[Any]) -> list[dict[str, Any]] | None:
+    """The runs of a trace this module wrote (``None`` if it is not one): a process per run, a
+    track per lane, each complete event a span. Outputs are not in a trace, so token counts are
+    not either; every span-derived metric is measured again from the spans."""
+    from record.metrics import compute_metrics
+    from record.run_record import loop_of, run_dict
+    from record.timeline import GPU_LANES, LANES
+
+    meta = {e.get("pid"): e.get("args") or {} for e in events
+            if isinstance(e, dict) and e.get("ph") == "M" and e.get("name") == RUN_METADATA}
+    threads: dict[tuple[Any, Any], str] = {}
+    processes: dict[Any, str] = {}
+    for e in events:
+        if not isinstance(e, dict) or e.get("ph") != "M" or not isinstance(e.get("args"), dict):
+            continue
+        if e.get("name") == "thread_name":
+            threads[(e.get("pid"), e.get("tid"))] = str(e["args"].get("name", ""))
+        elif e.get("name") == "process_name":
+            processes[e.get("pid")] = str(e["args"].get("name", ""))
+    ours = set(LANES)
+    if not meta and not any(name in ours for name in threads.values()):
+        return None                                   # somebody else's trace
+    spans: dict[Any, list[dict[str, Any]]] = {}
+    for e in events:
+        if not isinstance(e, dict) or e.get("ph") != "X" or (e.get("pid"), e.get("tid")) \
+                not in threads:
+            continue
+        args = e.get("args") if isinstance(e.get("args"), dict) else {}
+        ts, dur = _finite(e.get("ts")), _finite(e.get("dur"))
+        if ts is None or dur is None or dur < 0:
+            continue
+        spans.setdefault(e.get("pid"), []).append({
+            "lane": threads[(e.get("pid"), e.get("tid"))], "phase": str(e.get("name", "")),
+            "step": _whole(args.get("step"), -1), "start_us": ts, "end_us": ts + dur,
+            "batch_size": _whole(args.get("batch_size"), 0),
+            "num_tokens": _whole(args.get("num_tokens"), 0),
+            "req_ids": [r for r in (args.get("req_ids") or []) if isinstance(r, int)]})
+    runs = []
+    for pid in sorted(spans, key=str):
+        info = meta.get(pid, {})
+        label = str(info.get("label") or processes.get(pid) or f"run {pid}")
+        named = {"loop": info["loop"], "decode_steps": info.get("decode_steps", 1)} \
+            if "loop" in info else {"mode": label.partition(" ")[0]}
+        loop, k = loop_of(named)
+        lanes = [str(x) for x in info.get("lanes") or []] or \
+            list(dict.fromkeys(s["lane"] for s in spans[pid]))
+        gpu = [str(x) for x in info.get("gpu_lanes") or []] or \
+            [lane for lane in lanes if lane in GPU_LANES]
+        given = {key: v for key, v in (info.get("metrics") or {}).items()
+                 if _finite(v) is not None}
+        wall = given.get("wall_s")
+        metrics = {**given, **compute_metrics(spans[pid], [], gpu,
+                                              wall_us=wall * 1e6 if wall and wall > 0 else None)}
+        for key in TOKEN_METRICS:               # from outputs, which the trace does not carry
+            if key in given:
+                metrics[key] = given[key]
+        runs.append(run_dict(loop, k, label, spans[pid], metrics, lanes=lanes, gpu_lanes=gpu))
+    return runs
+
+
+def _finite(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if value == value and abs(value) != float("inf") else None
+
+
+def _whole(value: Any, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def trace_env(events: list[Any]) -> dict[str, str]:
+    """Where a trace was made, as far as it says: our own metadata, else kineto's
+    ``deviceProperties`` is read by the caller."""
+    for e in events:
+        if isinstance(e, dict) and e.get("ph") == "M" and e.get("name") == RUN_METADATA:
+            env = (e.get("args") or {}).get("env") or {}
+            return {k: str(v) for k, v in env.items() if isinstance(v, (str, int, float))}
+    return {}

@@ -3,7 +3,7 @@
 Every path by which a file enters (a run record, a Chrome or torch.profiler trace, plain or gzip)
 reads through ``read_bounded``: the file's size is checked before it is read, and a gzip stream is
 inflated chunk by chunk and abandoned the moment it passes the limit, so a small "zip bomb"
-cannot take the server's memory. ``load_any`` tells a run record from a trace and returns a record.
+cannot take the server's memory. ``record.loading.load_any`` builds on it.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import io
 import os
 import zlib
 from pathlib import Path
-from typing import Any
 
 DEFAULT_MAX_BYTES = 200 * 2**20
 GZIP_MAGIC = b"\x1f\x8b"
@@ -61,21 +60,3 @@ def read_bounded(source: bytes | str | os.PathLike[str], max_bytes: int = DEFAUL
     except (OSError, EOFError, zlib.error) as error:
         raise ValueError(f"the {what} is a broken gzip file ({error})") from None
     return bytes(out)
-
-
-def looks_like_record(data: bytes) -> bool:
-    """A run record starts as a JSON object with a ``"schema"`` key near its top."""
-    head = data[:4096]
-    return head.lstrip().startswith(b"{") and b'"schema"' in head
-
-
-def load_any(path: str | os.PathLike[str], max_bytes: int = DEFAULT_MAX_BYTES) -> dict[str, Any]:
-    """A run record as it is (validated), or a trace imported into a record."""
-    from record.profiler_import import record_from_trace
-    from record.run_record import record_from_bytes
-
-    name = Path(path).name
-    data = read_bounded(path, max_bytes, what=f"file {name}")
-    if looks_like_record(data):
-        return record_from_bytes(data, name)
-    return record_from_trace(data, name, max_bytes)

@@ -212,6 +212,35 @@ def _model_times(spans: Sequence[Span], decode_steps: Iterable[int]) -> tuple[fl
     return fwd / len(steps), cpu_work / len(steps)
 
 
+def _middle_steps(durations: Mapping[int, float], spans: Sequence[Span],
+                  gpu_lanes: Sequence[str]) -> tuple[list[int], Interval | None]:
+    """The middle 80% of a run's steps (by start), and the time they cover: the steady part of
+    a trace that has no decode phases of ours."""
+    extents = _step_extents(spans, gpu_lanes)
+    order = sorted(extents, key=lambda step: extents[step][0])
+    if len(order) < 5:
+        return order, None
+    middle = order[int(len(order) * 0.1):int(len(order) * 0.9)]
+    return middle, (extents[middle[0]][0], extents[middle[-1]][0] + durations[middle[-1]])
+
+
+def _gap_terms(spans: Sequence[Span], gpu_lanes: Sequence[str], steps: Iterable[int],
+               durations: Mapping[int, float]) -> tuple[float, float]:
+    """T_fwd and T_cpu of a trace without scheduler phases: per step, the GPU's busy time (the
+    union of its lanes) and the rest of the step, the time the GPU waited for the host."""
+    steps = [step for step in steps if step in durations]
+    if not steps:
+        return 0.0, 0.0
+    wanted, lanes = set(steps), set(gpu_lanes)
+    busy: dict[int, list[Interval]] = defaultdict(list)
+    for s in spans:
+        if s.step in wanted and s.lane in lanes:
+            busy[s.step].append((s.start_us, s.end_us))
+    fwd = [sum(e - s for s, e in union_intervals(busy[step])) for step in steps]
+    gaps = [max(durations[step] - f, 0.0) for step, f in zip(steps, fwd)]
+    return statistics.fmean(fwd), statistics.fmean(gaps)
+
+
 def _steady_steps(spans: Sequence[Span], window: Interval | None) -> list[int]:
     """The decode steps whose forward starts inside the steady window (all of them without one)."""
     return [s.step for s in spans if s.lane == ENGINE_LANE and s.phase == "decode"
@@ -275,9 +304,13 @@ def compute_metrics(spans: Iterable[SpanLike], outputs: Sequence[Any],
     durations = _step_durations(_step_extents(spans, gpu_lanes))
     decode_tokens = {step: n for step, n in _decode_tokens(spans).items() if step in durations}
     decode_us = sum(durations[step] for step in decode_tokens)
-    window = steady_window(spans)
-    steady = [step for step in _steady_steps(spans, window) if step in decode_tokens]
-    t_fwd, t_cpu = _model_times(spans, steady)
+    if decode_tokens:                   # our own runs: the scheduler's phases are recorded
+        window = steady_window(spans)
+        steady = [step for step in _steady_steps(spans, window) if step in decode_tokens]
+        t_fwd, t_cpu = _model_times(spans, steady)
+    else:                               # a trace of another engine: only the GPU's busy and idle
+        steady, window = _middle_steps(durations, spans, gpu_lanes)
+        t_fwd, t_cpu = _gap_terms(spans, gpu_lanes, steady, durations)
 
     gaps = idle_gaps(spans, gpu_lanes)
     idle_total = sum(e - s for s, e in gaps)
@@ -299,7 +332,7 @@ def compute_metrics(spans: Iterable[SpanLike], outputs: Sequence[Any],
         "ttft_ms_mean": _mean(ttft),
         "ttft_ms_p50": statistics.median(ttft) if ttft else 0.0,
         "tpot_ms_mean": _mean(tpot),
-        "steady_step_us": _mean([durations[step] for step in steady]),
+        "steady_step_us": _mean([durations[step] for step in steady if step in durations]),
         "steady_busy_frac": busy_fraction(spans, gpu_lanes, window=window),
         "steady_steps": len(steady),
         "steady_prefill_frac": _prefill_share(spans, window),

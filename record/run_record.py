@@ -27,6 +27,9 @@ from record.timeline import GPU_LANES, LANES, Span
 
 SCHEMA = 1
 DEFAULT_MAX_BYTES = 200 * 2**20
+MAX_RUNS = 16               # a record's structure is bounded too, not only its bytes
+MAX_LANES = 256             # per run
+MAX_SPANS = 2_000_000       # in the whole record
 LOOPS = ("normal", "overlap", "multistep", "imported")
 ENV_KEYS = ("device_name", "torch_version", "python_version", "platform", "date")
 RUN_KEYS = ("mode", "label", "lanes", "gpu_lanes", "metrics", "spans", "outputs")
@@ -64,7 +67,9 @@ def loop_of(run: Mapping[str, Any]) -> tuple[str, int]:
     """(loop, k) of a run: its ``loop`` and ``decode_steps`` fields. Runs written before those
     existed said ``"multistep-3"`` in ``mode``; this is the one place that form is read."""
     if "loop" in run:
-        return str(run["loop"]), int(run.get("decode_steps") or 1)
+        loop, k = run["loop"], run.get("decode_steps")
+        k = k if isinstance(k, int) and not isinstance(k, bool) and 1 <= k <= 64 else 1
+        return (loop if loop in LOOPS else "other"), k
     text = str(run.get("mode", ""))
     name, _, k = text.partition("-")
     if name == "multistep" and k.isdigit():
@@ -153,14 +158,29 @@ def _validate_span(span: Any, where: str) -> None:
     _check(_is_number(span["start_us"]) and _is_number(span["end_us"]), where,
            "start_us and end_us must be finite numbers")
     _check(span["end_us"] >= span["start_us"], where, "end_us is before start_us")
+    for key in ("batch_size", "num_tokens"):
+        _check(_is_whole(span.get(key, 0)), where, f"{key} must be an integer")
+    _check(isinstance(span.get("req_ids", []), list) and all(
+        _is_whole(r) for r in span.get("req_ids", [])), where, "req_ids must be integers")
+
+
+def _is_whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _validate_output(output: Any, where: str) -> None:
     _require(output, OUTPUT_KEYS, where)
-    _check(isinstance(output["token_ids"], list), where, "token_ids must be a list")
+    _check(isinstance(output["token_ids"], list) and all(_is_whole(t) for t in
+                                                          output["token_ids"]),
+           where, "token_ids must be a list of integers")
+    _check(isinstance(output["text"], str) and isinstance(output["finish_reason"], str), where,
+           "text and finish_reason must be strings")
     for key in ("arrival_us", "first_token_us", "finish_us"):
         value = output.get(key)
         _check(value is None or _is_number(value), where, f"{key} must be a number or null")
+    for key in ("prompt_tokens", "wasted_steps"):
+        value = output.get(key)
+        _check(value is None or _is_whole(value), where, f"{key} must be an integer or null")
 
 
 def _validate_run(run: Any, where: str) -> None:
@@ -168,6 +188,8 @@ def _validate_run(run: Any, where: str) -> None:
     _check(isinstance(run["mode"], str), where, "mode must be a string")
     for key in ("lanes", "gpu_lanes", "spans", "outputs"):
         _check(isinstance(run[key], list), where, f"{key} must be a list")
+    _check(len(run["lanes"]) <= MAX_LANES, where, f"{len(run['lanes'])} lanes; at most "
+           f"{MAX_LANES} are read")
     _require(run["metrics"], SCHEMA1_METRIC_KEYS, f"{where}.metrics")
     for key, value in run["metrics"].items():
         _check(value is None or _is_number(value), f"{where}.metrics",
@@ -187,6 +209,11 @@ def validate_record(d: Any) -> dict[str, Any]:
     _require(d["env"], ENV_KEYS, "record.env")
     _check(isinstance(d["config"], dict), "record.config", "expected an object")
     _check(isinstance(d["runs"], list), "record.runs", "expected a list")
+    _check(len(d["runs"]) <= MAX_RUNS, "record.runs", f"{len(d['runs'])} runs; at most "
+           f"{MAX_RUNS} are read")
+    spans = sum(len(run["spans"]) for run in d["runs"]
+                if isinstance(run, dict) and isinstance(run.get("spans"), list))
+    _check(spans <= MAX_SPANS, "record.runs", f"{spans} spans; at most {MAX_SPANS} are read")
     for i, run in enumerate(d["runs"]):
         _validate_run(run, f"record.runs[{i}]")
     for run in d["runs"]:

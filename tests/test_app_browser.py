@@ -263,15 +263,8 @@ def test_upload_of_a_file_that_is_no_trace_shows_a_message(page, tmp_path):
 
 # ---- handlers, without a browser -----------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def app():
-    sys.path.insert(0, str(ROOT))
-    import app
-
-    return app
-
-
-live = pytest.importorskip("ui.live") if (ROOT / "ui").exists() else None
+sys.path.insert(0, str(ROOT))
+live = pytest.importorskip("ui.live")
 
 
 def _args(**overrides):
@@ -296,7 +289,7 @@ class _FailingScheduler:
     def __init__(self, event):
         self.event = event
 
-    def submit(self, request):
+    def submit(self, _request):
         yield self.event
 
     def ready(self):
@@ -310,7 +303,7 @@ class _FailingScheduler:
     ("cancelled", "Stopped: the run was ended before it finished"),
     ("error", "The run failed."),
 ])
-def test_a_failed_run_gives_a_message_in_the_users_language(app, monkeypatch, kind, said):
+def test_a_failed_run_gives_a_message_in_the_users_language(monkeypatch, kind, said):
     from engine.messages import RequestFailed
     from ui import common
 
@@ -322,12 +315,12 @@ def test_a_failed_run_gives_a_message_in_the_users_language(app, monkeypatch, ki
     assert "Stopped" not in zh["status"] and "The run" not in zh["status"].split("<details>")[0]
 
 
-def test_no_loop_chosen_gives_a_message(app):
+def test_no_loop_chosen_gives_a_message():
     outputs = list(live.run_live(**_args(loops=[])))
     assert "choose at least one scheduling loop" in _fields(outputs[-1])["status"]
 
 
-def test_cuda_without_a_gpu_gives_a_message(app, monkeypatch):
+def test_cuda_without_a_gpu_gives_a_message(monkeypatch):
     from engine.messages import RequestFailed
     from ui import common
 
@@ -336,7 +329,7 @@ def test_cuda_without_a_gpu_gives_a_message(app, monkeypatch):
     assert "no GPU was found on this machine" in _fields(outputs[-1])["status"]
 
 
-def test_recorded_runs_are_listed_and_labelled_with_hardware_and_date(app, monkeypatch,
+def test_recorded_runs_are_listed_and_labelled_with_hardware_and_date(monkeypatch,
                                                                        tmp_path):
     from record.metrics import compute_metrics
     from record.run_record import make_record, save_record
@@ -358,3 +351,117 @@ def test_recorded_runs_are_listed_and_labelled_with_hardware_and_date(app, monke
     assert len(json.loads(timeline.plot)["data"]) >= 2   # the gap band and the decode bars
     monkeypatch.setattr(records, "RECORDED_DIR", tmp_path / "empty")
     assert records.list_recorded()["choices"] == []
+
+
+# ---- the whole page in 中文, and hostile files ----------------------------------------------------
+
+# Technical terms the Chinese text keeps in English (as the source article does), and the figure
+# and file names that are names, not sentences.
+TERMS = {"CUDA Graph", "Chrome trace", "GPU stream", "KV Cache", "engine stream",
+         "scheduler stream", "token id", "token pool"}
+VISIBLE_TEXT = """() => {
+  const out = [];
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  while (walker.nextNode()) {
+    const node = walker.currentNode, parent = node.parentElement;
+    if (!parent || parent.closest('code, pre, script, style, .ov-text')) continue;
+    if (parent.closest('details:not([open])') && !parent.closest('summary')) continue;
+    const style = getComputedStyle(parent);
+    if (style.display === 'none' || style.visibility === 'hidden') continue;
+    const text = node.textContent.trim();
+    if (text) out.push(text);
+  }
+  return out;
+}"""
+
+
+def _latin_runs(page) -> set[str]:
+    """Runs of two or more Latin words in the visible text, outside code, identifiers (with _ or
+    digits), numbers, units, the generated texts, and the terms above."""
+    import re
+
+    found = set()
+    for text in page.evaluate(VISIBLE_TEXT):
+        run: list[str] = []
+        for word in re.findall(r"[\w'’.+-]+|[^\w\s]", text) + ["。"]:
+            if re.fullmatch(r"[A-Za-z][A-Za-z'’-]*", word):
+                run.append(word)
+            elif word in (",", ":", ";") and run:
+                continue
+            else:
+                if len(run) >= 2 and " ".join(run) not in TERMS:
+                    found.add(" ".join(run))
+                run = []
+    return found
+
+
+def _to_chinese(page) -> None:
+    page.locator("#language label", has_text="中文").click()
+    page.wait_for_function("document.querySelector('#explain').innerText.includes('看什么')")
+    page.wait_for_timeout(500)
+
+
+def test_the_page_speaks_chinese_after_a_run_an_import_a_lab_run_and_bad_input(page):
+    page.fill("#requests input", "4")
+    page.click("#run")
+    page.wait_for_selector("#status .status-ok", timeout=RUN_TIMEOUT_MS)
+    _to_chinese(page)                                  # after a run
+    assert not _latin_runs(page), _latin_runs(page)
+    page.fill("#requests input", "2.5")                # bad input, said in Chinese
+    page.click("#run")
+    page.wait_for_selector("#status .status-error", timeout=30_000)
+    assert "请求数必须是" in _status(page)
+    assert not _latin_runs(page), _latin_runs(page)
+    page.get_by_role("tab", name="导入 trace").click()   # an import
+    page.set_input_files("#upload input[type=file]",
+                         str(ROOT / "tests" / "data" / "traces" / "engine-graph-qwen05-b8.json.gz"))
+    page.wait_for_function("document.querySelector('#status').innerText.includes('已导入')",
+                           timeout=60_000)
+    assert not _latin_runs(page), _latin_runs(page)
+    page.get_by_role("tab", name="隐患实验室").click()   # a lab run
+    page.click("#lab-safe")
+    page.wait_for_selector("#lab-result .lab-verdict", timeout=RUN_TIMEOUT_MS)
+    assert not _latin_runs(page), _latin_runs(page)
+    page.screenshot(path=str(SCREENSHOTS / "app-zh-after-all.png"), full_page=True)
+
+
+def test_a_record_full_of_html_runs_no_script_and_injects_nothing(page, tmp_path):
+    """Every string field of an uploaded record is an HTML payload: shown as text, never run."""
+    from record.metrics import compute_metrics
+    from record.run_record import make_record, save_record
+
+    payload = '<img src=x id=injected onerror="window.__xss=1"><script>window.__xss=2</script>'
+    spans = [{"lane": lane, "phase": payload, "step": n, "start_us": 10.0 * n + off,
+              "end_us": 10.0 * n + off + 4, "req_ids": [0]}
+             for n in range(8) for lane, off in (("cpu", 0.0), (payload, 4.0),
+                                                 ("engine_stream", 5.0))]
+    outputs = [{"token_ids": [1, 2], "text": payload, "finish_reason": payload,
+                "prompt_tokens": 3, "wasted_steps": 1}]
+    run = {"mode": payload, "label": payload, "lanes": ["cpu", payload, "engine_stream"],
+           "gpu_lanes": [payload, "engine_stream"], "spans": spans, "outputs": outputs,
+           "metrics": compute_metrics(spans, [], [payload, "engine_stream"]), "notes": [
+               {"key": "note_steps_marker", "steps": 8, "marker": payload}]}
+    env = {"device_name": payload, "torch_version": payload, "date": payload}
+    record = make_record(env, {"source": payload}, [run])
+    save_record(record, tmp_path / "hostile.json")
+    page.get_by_role("tab", name="Import a trace").click()
+    page.set_input_files("#upload input[type=file]", str(tmp_path / "hostile.json"))
+    page.wait_for_selector("#status .status-ok", timeout=60_000)
+    page.get_by_role("tab", name="Step through").click()
+    page.wait_for_timeout(1500)
+    assert page.evaluate("() => window.__xss") is None
+    assert page.locator("#injected").count() == 0
+    assert page.locator("img[src=x]").count() == 0
+    assert "<img src=x" in _status(page)                 # shown as text
+
+
+def test_zero_gpu_is_told_by_its_environment_not_by_the_spaces_package(monkeypatch):
+    """A CPU Space or a laptop may have ``spaces`` installed: only ZeroGPU's own variable counts,
+    and there the engine runs inside the GPU call (an in-process scheduler, no process of ours)."""
+    from ui import common
+
+    monkeypatch.delenv("SPACES_ZERO_GPU", raising=False)
+    assert not common.on_zero_gpu()
+    for value in ("1", "true"):
+        monkeypatch.setenv("SPACES_ZERO_GPU", value)
+        assert common.on_zero_gpu() and common.cuda_seen()

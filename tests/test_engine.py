@@ -255,13 +255,15 @@ def test_inline_fallback_matches_process(make_checkpoint):
 
 @requires_cuda
 @pytest.mark.cuda
-@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-@pytest.mark.parametrize("cuda_graph", [False, True])
-def test_cuda_normal_equals_overlap(make_checkpoint, dtype, cuda_graph):
+@pytest.mark.parametrize("dtype,cuda_graph,compile", [
+    ("float32", False, False), ("float32", True, False), ("bfloat16", False, False),
+    ("bfloat16", True, False), ("bfloat16", True, True)])
+def test_cuda_normal_equals_overlap(make_checkpoint, dtype, cuda_graph, compile):
+    # CUDA decode steps take the Triton paged attention kernel (attention="auto").
     torch.backends.cuda.matmul.allow_tf32 = False
     cfg = EngineConfig(model=str(make_checkpoint("llama")), device="cuda", dtype=dtype,
                        cuda_graph=cuda_graph, max_batch_size=8, max_seq_len=96, page_size=4,
-                       num_pages=120, max_prefill_tokens=32)
+                       num_pages=120, max_prefill_tokens=32, compile=compile)
     with Engine(cfg) as eng:
         for seed in range(8):
             # One-step overlap, and multi-step (one upload per group).
@@ -287,15 +289,16 @@ def test_cuda_greedy_equals_transformers(make_checkpoint):
 
 @requires_cuda
 @pytest.mark.cuda
-@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-def test_cuda_graphs_match_eager(make_checkpoint, dtype):
+@pytest.mark.parametrize("dtype,compile", [("float32", False), ("bfloat16", False),
+                                           ("bfloat16", True)])
+def test_cuda_graphs_match_eager(make_checkpoint, dtype, compile):
     """Replaying captured decode graphs gives exactly the eager engine's tokens."""
     rng = random.Random(5)
     prompts, params = _workload(rng, 12, 30, 20)
     outs = []
     for graph in (False, True):
         cfg = EngineConfig(model=str(make_checkpoint("qwen2")), device="cuda", dtype=dtype,
-                           cuda_graph=graph, max_batch_size=8, max_seq_len=64)
+                           cuda_graph=graph, max_batch_size=8, max_seq_len=64, compile=compile)
         with Engine(cfg) as eng:
             outs.append(eng.generate(prompts, params, overlap=True))
     assert _same(outs[0], outs[1])
@@ -388,3 +391,23 @@ def test_cuda_arrivals_and_aborts(make_checkpoint, cuda_graph):
             _assert_loops_agree(eng, random.Random(300 + seed), 19, (1, 2 + seed % 3),
                                 f"seed {seed}, ", arrival_span_s=0.2)
             _assert_aborts_are_clean(eng, seed)
+
+
+@requires_cuda
+@pytest.mark.cuda
+@pytest.mark.parametrize("arch", ["llama", "qwen3"])
+def test_cuda_triton_attention_matches_reference_fp32(make_checkpoint, arch):
+    """The fast path changes no token: Triton paged attention (+ compiled regions) against the
+    plain-PyTorch path, float32, greedy, on several batch layouts at once."""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    rng = random.Random(11)
+    prompts, _ = _workload(rng, 10, 30, 1)
+    params = SamplingParams(max_new_tokens=24, ignore_eos=True)
+    outs = []
+    for attention, compile in (("reference", False), ("triton", False), ("triton", True)):
+        cfg = EngineConfig(model=str(make_checkpoint(arch)), device="cuda", dtype="float32",
+                           cuda_graph=True, max_batch_size=4, max_seq_len=64, page_size=4,
+                           attention=attention, compile=compile)
+        with Engine(cfg) as eng:
+            outs.append(eng.generate(prompts, params, overlap=True))
+    assert _same(outs[0], outs[1]) and _same(outs[0], outs[2])

@@ -104,3 +104,50 @@ def test_context_longer_than_the_model_is_refused(make_checkpoint):
     with pytest.raises(ValueError, match="longer than the model's context"):
         Engine(EngineConfig(model=str(make_checkpoint("llama")), device="cpu", max_seq_len=4096,
                             cpu_device_process=False))
+
+
+@pytest.mark.parametrize("text, words", [
+    ("{not json", "not valid JSON"),
+    ("[1, 2]", "expected a JSON object"),
+    ('{"architectures": ["LlamaForCausalLM"], "hidden_size": 64}', "missing 'vocab_size'"),
+    ('{"architectures": ["LlamaForCausalLM"], "vocab_size": "320", "hidden_size": 64, '
+     '"num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128}',
+     "'vocab_size' must be a positive integer"),
+])
+def test_a_broken_config_json_is_named_with_its_path(tmp_path, text, words):
+    (tmp_path / "config.json").write_text(text)
+    with pytest.raises(ModelLoadError, match=words) as caught:
+        Engine(EngineConfig(model=str(tmp_path), device="cpu"))
+    assert str(tmp_path) in str(caught.value)
+
+
+def test_a_checkpoint_with_wrong_shapes_fails_once_with_a_clear_message(make_checkpoint, tmp_path):
+    """The device process finds the mismatch; the model is not loaded a second time in-process."""
+    import json
+    import shutil
+    import time
+
+    src = make_checkpoint("llama")
+    for f in src.iterdir():
+        shutil.copy(f, tmp_path / f.name)
+    config = json.loads((tmp_path / "config.json").read_text())
+    config["intermediate_size"] = 96                  # the weights say 128
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    started = time.monotonic()
+    with pytest.raises(ModelLoadError, match="do not match|size mismatch"):
+        Engine(EngineConfig(model=str(tmp_path), device="cpu"))
+    assert time.monotonic() - started < 60
+
+
+def test_a_checkpoint_without_a_tokenizer_takes_token_ids_only(make_checkpoint, tmp_path):
+    import shutil
+
+    for f in make_checkpoint("llama").iterdir():
+        if "token" not in f.name:
+            shutil.copy(f, tmp_path / f.name)
+    with Engine(EngineConfig(model=str(tmp_path), device="cpu", max_seq_len=64,
+                             cpu_device_process=False)) as eng:
+        assert eng.tokenizer is None
+        with pytest.raises(ValueError, match="no tokenizer"):
+            eng.generate(["some text"], SamplingParams(max_new_tokens=2))
+        assert eng.generate([[5, 6]], SamplingParams(max_new_tokens=2)).outputs

@@ -144,7 +144,7 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def test_ctrl_c_on_the_cli_prints_one_line(tmp_path):
+def test_ctrl_c_on_the_cli_prints_one_line():
     proc = subprocess.Popen([sys.executable, "-m", "engine", "--device", "cpu", "--requests", "16",
                              "--max-new-tokens", "200", "--extra-cpu-us", "5000"],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -226,3 +226,56 @@ def test_prompts_and_params_that_are_not_what_they_claim_are_refused(path):
         ok = engine.generate([[np.int64(5), 6]], SamplingParams(max_new_tokens=np.int64(2)))
         assert len(ok.outputs[0].token_ids) == 2
         assert _pools_whole(engine)
+
+
+def test_the_app_stopped_with_sigterm_leaves_no_noise_and_no_process(tmp_path):
+    """The scheduler and device processes end with the server, quietly."""
+    import socket
+    import urllib.request
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    log = tmp_path / "app.log"
+    with log.open("w") as out:
+        app = subprocess.Popen([sys.executable, "app.py", "--port", str(port)], cwd=ROOT,
+                               stdout=out, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 120
+        children: list[int] = []
+        while time.monotonic() < deadline and len(children) < 2:   # scheduler + device
+            time.sleep(0.5)
+            children = _descendants(app.pid)
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10).read(100)
+        assert len(children) >= 2, "the scheduler and device processes did not start"
+        app.send_signal(signal.SIGTERM)
+        app.wait(timeout=30)
+        deadline = time.monotonic() + 15
+        while any(_alive(pid) for pid in children) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not any(_alive(pid) for pid in children), "a child outlived the server"
+        assert "Traceback" not in log.read_text(), log.read_text()[-3000:]
+    finally:
+        if app.poll() is None:
+            app.kill()
+
+
+def _descendants(pid: int) -> list[int]:
+    found, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        try:
+            kids = open(f"/proc/{parent}/task/{parent}/children").read().split()
+        except OSError:
+            continue
+        for kid in map(int, kids):
+            found.append(kid)
+            todo.append(kid)
+    return [p for p in found if "resource_tracker" not in _cmdline(p)]
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return open(f"/proc/{pid}/cmdline").read().replace("\0", " ")
+    except OSError:
+        return ""

@@ -80,7 +80,8 @@ def test_fetch_returns_the_cached_snapshot_and_reports_progress(hub):
     assert seen[-1].total_bytes == (hub["dir"] / "model.safetensors").stat().st_size
 
 
-def test_cached_snapshot_says_what_is_ready(hub):
+@pytest.mark.usefixtures("hub")
+def test_cached_snapshot_says_what_is_ready():
     from engine.hub import cached_snapshot
 
     assert cached_snapshot(REPO) == fetch_hub_model(REPO)
@@ -89,7 +90,8 @@ def test_cached_snapshot_says_what_is_ready(hub):
     assert cached_snapshot("not an id!") is None
 
 
-def test_engine_by_hub_id_matches_transformers_on_text_and_chat(hub):
+@pytest.mark.usefixtures("hub")
+def test_engine_by_hub_id_matches_transformers_on_text_and_chat():
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     folder = fetch_hub_model(REPO)
@@ -117,12 +119,14 @@ def test_engine_by_hub_id_matches_transformers_on_text_and_chat(hub):
     ("overlap-demo/config-only", "weights of overlap-demo/config-only are not in the local"),
     ("not a repo id!", "not a local directory"),
 ])
-def test_guards_refuse_with_the_reason(hub, repo, words):
+@pytest.mark.usefixtures("hub")
+def test_guards_refuse_with_the_reason(repo, words):
     with pytest.raises(ModelLoadError, match=words.replace("(", r"\(").replace(")", r"\)")):
         Engine(EngineConfig(model=repo, device="cpu"))
 
 
-def test_size_cap(hub, monkeypatch):
+@pytest.mark.usefixtures("hub")
+def test_size_cap(monkeypatch):
     monkeypatch.setenv("OVERLAP_DEMO_HUB_MAX_BYTES", "1000")
     with pytest.raises(ModelLoadError, match="the limit is"):
         Engine(EngineConfig(model=REPO, device="cpu"))
@@ -159,7 +163,8 @@ def _template_ids(folder: Path, text: str) -> list[int]:
                                    add_generation_prompt=True, return_dict=True)["input_ids"]
 
 
-def test_service_reports_the_fetch_as_progress_events(hub):
+@pytest.mark.usefixtures("hub")
+def test_service_reports_the_fetch_as_progress_events():
     from engine.messages import Progress
     from engine.service import SchedulerService
 

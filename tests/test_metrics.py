@@ -186,7 +186,10 @@ def test_steps_fall_back_to_gpu_lanes_without_an_engine_stream():
     assert m["mean_step_us"] == pytest.approx((100 + 40) / 2)
     assert m["gpu_busy_frac"] == pytest.approx(100 / 160)
     assert m["idle_gap_count"] == 2
-    assert m["tokens_per_s"] == 0.0 and m["t_fwd_us"] == 0.0
+    assert m["tokens_per_s"] == 0.0
+    # No scheduler phases: T_fwd is the GPU's busy time per step (50 and 40 µs), T_cpu the rest
+    # of each step, the time the GPU waited for the host (50 and 0 µs).
+    assert m["t_fwd_us"] == pytest.approx(45) and m["t_cpu_us"] == pytest.approx(25)
 
 
 # ---- comparing runs and zooming -------------------------------------------------------------
@@ -200,18 +203,22 @@ def test_overlap_model():
 
 
 def test_compare_runs_known_answer():
+    """Measured and predicted compare like with like (per decode step, steady window); the
+    whole run's tokens/s ratio is reported beside them, named as such."""
     normal = {"tokens_per_s": 100.0, "t_fwd_us": 300.0, "t_cpu_us": 100.0,
-              "gpu_busy_frac": 0.75, "idle_us_total": 5000.0}
+              "gpu_busy_frac": 0.75, "idle_us_total": 5000.0, "steady_step_us": 400.0}
     overlap = {"tokens_per_s": 125.0, "t_fwd_us": 300.0, "t_cpu_us": 100.0,
-               "gpu_busy_frac": 0.98, "idle_us_total": 400.0}
+               "gpu_busy_frac": 0.98, "idle_us_total": 400.0, "steady_step_us": 310.0}
     result = compare_runs(normal, overlap)
-    assert result["measured_speedup"] == pytest.approx(1.25)
+    assert result["measured_speedup"] == pytest.approx(400 / 310)
+    assert result["whole_run_speedup"] == pytest.approx(1.25)
     assert result["predicted_speedup"] == pytest.approx(400 / 300)
     assert result["busy_gain"] == pytest.approx(0.23)
     assert result["idle_saved_us"] == pytest.approx(4600.0)
     # Runs holding their metrics work too, and a zero baseline gives 0.0, not an error.
     assert compare_runs({"metrics": normal}, {"metrics": overlap}) == result
-    assert compare_runs({**normal, "tokens_per_s": 0.0}, overlap)["measured_speedup"] == 0.0
+    assert compare_runs({**normal, "tokens_per_s": 0.0}, overlap)["whole_run_speedup"] == 0.0
+    assert compare_runs(normal, {**overlap, "steady_step_us": 0.0})["measured_speedup"] == 0.0
 
 
 def test_compare_runs_on_timelines():
@@ -220,7 +227,7 @@ def test_compare_runs_on_timelines():
     hidden = [Span("engine_stream", "decode", n, 20 + 60 * n, 80 + 60 * n, 4, 4) for n in range(3)]
     overlapped = compute_metrics(hidden, outputs(), wall_us=200.0)
     result = compare_runs(serial, overlapped)
-    assert result["measured_speedup"] == pytest.approx(300 / 200)
+    assert result["whole_run_speedup"] == pytest.approx(300 / 200)
     assert result["idle_saved_us"] == pytest.approx(70)
     assert result["busy_gain"] == pytest.approx(1 - 195 / 265)
 

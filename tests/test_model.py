@@ -20,10 +20,12 @@ def _hf(path, dtype, device):
     return AutoModelForCausalLM.from_pretrained(path, dtype=dtype).to(device).eval()
 
 
-def _runner(path, dtype, device, page_size=4, slots=4, seq=64):
+def _runner(path, dtype, device, page_size=4, slots=4, seq=64, attention="auto", compile=False,
+            gemv=False):
     loaded = load_model(str(path), device, dtype)
     pages = slots * (seq // page_size)
-    return ModelRunner(loaded.model, slots, seq, pages, page_size, dtype, torch.device(device))
+    return ModelRunner(loaded.model, slots, seq, pages, page_size, dtype, torch.device(device),
+                       attention=attention, compile=compile, gemv=gemv)
 
 
 def _prefill_logits(runner: ModelRunner, prompts: list[list[int]], chunk: int):
@@ -65,11 +67,16 @@ def _reference(hf, prompts, device):
 
 @pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("chunk", [1, 5, 64])
-def test_logits_match_transformers_fp32_cpu(make_checkpoint, arch, chunk):
+@pytest.mark.parametrize("attention", ["reference", "emulated"])
+def test_logits_match_transformers_fp32_cpu(make_checkpoint, arch, chunk, attention):
+    """``emulated``: every one-token step (all of them at chunk 1) goes through the paged decode
+    path, the Triton kernel's split-K arithmetic done in PyTorch, instead of gather + SDPA."""
+    if attention == "emulated" and chunk == 64:
+        pytest.skip("no one-token steps: nothing takes the decode path")
     path = make_checkpoint(arch)
     rng = random.Random(arch + str(chunk))
     prompts = [[rng.randrange(4, 320) for _ in range(rng.randrange(1, 40))] for _ in range(4)]
-    ours = _prefill_logits(_runner(path, torch.float32, "cpu"), prompts, chunk)
+    ours = _prefill_logits(_runner(path, torch.float32, "cpu", attention=attention), prompts, chunk)
     ref = _reference(_hf(path, torch.float32, "cpu"), prompts, "cpu")
     assert (ours - ref).abs().max().item() < 1e-4
 
@@ -78,12 +85,16 @@ def test_logits_match_transformers_fp32_cpu(make_checkpoint, arch, chunk):
 @pytest.mark.cuda
 @pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_logits_match_transformers_cuda(make_checkpoint, arch, dtype):
+@pytest.mark.parametrize("chunk,compile,gemv", [(7, False, False), (1, False, False),
+                                                (1, True, False), (1, True, True)])
+def test_logits_match_transformers_cuda(make_checkpoint, arch, dtype, chunk, compile, gemv):
+    """chunk 1: every step is a one-token step through the Triton kernel (and, with compile, the
+    compiled regions around it; with gemv, the decode GEMV kernel for the layers' linears)."""
     torch.backends.cuda.matmul.allow_tf32 = False
     path = make_checkpoint(arch)
     rng = random.Random(arch)
     prompts = [[rng.randrange(4, 320) for _ in range(rng.randrange(1, 40))] for _ in range(4)]
-    ours = _prefill_logits(_runner(path, dtype, "cuda"), prompts, 7)
+    ours = _prefill_logits(_runner(path, dtype, "cuda", compile=compile, gemv=gemv), prompts, chunk)
     ref = _reference(_hf(path, dtype, "cuda"), prompts, "cuda")
     scale = ref.abs().max().item()
     tol = 1e-4 if dtype == torch.float32 else 0.05

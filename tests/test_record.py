@@ -135,3 +135,19 @@ def test_an_imported_trace_is_a_valid_run():
     imported = import_profiler_trace(json.dumps({"traceEvents": events}).encode())
     made = make_record(ENV, {"source": "trace"}, [imported])
     assert made["runs"][0] == imported
+
+
+@pytest.mark.parametrize("field, value, words", [
+    ("wasted_steps", "<b>", "wasted_steps must be an integer"),
+    ("prompt_tokens", 1.5, "prompt_tokens must be an integer"),
+    ("text", 7, "text and finish_reason must be strings"),
+    ("token_ids", ["a"], "token_ids must be a list of integers"),
+])
+def test_output_fields_the_page_draws_are_checked(record, field, value, words):
+    import copy
+
+    bad = copy.deepcopy(record)
+    bad["runs"][0]["outputs"] = [{"token_ids": [1], "text": "", "finish_reason": "stop",
+                                  field: value}]
+    with pytest.raises(RecordError, match=words):
+        validate_record(bad)

@@ -113,7 +113,7 @@ def test_completion_equals_the_engine_and_streams_the_same_text(server, client):
     wait_idle(server)
 
 
-def test_chat_streaming_and_not(server, client):
+def test_chat_streaming_and_not(client):
     messages = [{"role": "system", "content": "You write code."},
                 {"role": "user", "content": "Write a function"}]
     done = client.chat.completions.create(model="bundled", messages=messages, max_tokens=12,
@@ -246,7 +246,7 @@ def test_killed_scheduler_costs_requests_not_the_server(server, client):
     wait_idle(server)
 
 
-def test_normal_loop_server_gives_the_same_tokens(server, client):
+def test_normal_loop_server_gives_the_same_tokens(client):
     proc, url = start_server("--loop", "normal", "--max-batch-size", "4", "--max-seq-len", "128",
                              "--dtype", "float64")
     try:

@@ -433,11 +433,11 @@ def test_metrics_show_the_multistep_formula_and_its_lag_cost_beside_the_gain():
                                                  ttft_ms_mean=55.0, output_tokens=200,
                                                  steady_step_us=19000.0 / 1.5))
     html = viz.metrics_html([normal, overlap, multi])
-    assert "overlap / normal" in html and "multistep-4 / normal" in html   # two ratio columns
+    assert "overlap / normal" in html and "multistep k=4 / normal" in html   # two ratio columns
     assert "max(13.00, 6.00 / 4) = 13.00 ms" in html
     assert 'data-metric="measured_speedup_multistep" data-value="1.5"' in html
-    assert "normal 0 · overlap 8 · multistep-4 40 (20.0% of its 200 output tokens)" in html
-    assert "multistep-4 55.0 ms" in html
+    assert "normal 0 · overlap 8 · multistep k=4 40 (20.0% of its 200 output tokens)" in html
+    assert "multistep k=4 55.0 ms" in html
     assert 'data-mode="multistep-4" data-metric="wasted_tokens" data-value="40"' in html
     assert viz.multistep_html([normal, overlap]) == ""
 
@@ -448,3 +448,16 @@ def test_texts_show_each_runs_wasted_steps_per_request():
     html = viz.texts_html(runs)
     assert "extra steps after stop (overlap)" in html
     assert '<td class="num" data-wasted="multistep-4">5</td>' in html
+
+
+def test_a_step_whose_processing_did_not_overlap_its_forward_does_not_claim_it_did():
+    run = overlap_steps(mode="overlap")
+    fwd = next(s for s in run["spans"] if s["lane"] == "engine_stream" and s["step"] == 3)
+    for s in run["spans"]:                      # move process_last(B2) after forward(B3) ends
+        if s["lane"] == "cpu" and s["phase"] == "process_last" and s["step"] == 2:
+            length = s["end_us"] - s["start_us"]
+            s["start_us"], s["end_us"] = fwd["end_us"] + 1, fwd["end_us"] + 1 + length
+    caption = viz.step_caption(run, 3)
+    assert "hardly overlapped" in caption and "0.00 ms" in caption
+    assert "ran hidden under it" not in caption
+    assert "几乎没有重叠" in viz.step_caption(run, 3, "zh")

@@ -72,17 +72,25 @@ def shutdown() -> None:
             _client.close()
 
 
+def placement() -> Any:
+    """Which cores the scheduler, the device process and this server use (none pinned with
+    OVERLAP_DEMO_PIN=0, to measure what the placement buys)."""
+    from engine.scheduler_process import Placement, plan_placement
+
+    return plan_placement() if os.environ.get("OVERLAP_DEMO_PIN", "1") != "0" else Placement()
+
+
 def scheduler() -> Any:
     """This process's client of the scheduler process (started on first use)."""
     global _client
     with _client_lock:
         if _client is None:
-            from engine.scheduler_process import InlineScheduler, SchedulerClient, plan_placement
+            from engine.scheduler_process import InlineScheduler, SchedulerClient
 
             if on_zero_gpu():
                 _client = InlineScheduler()
             else:
-                _client = SchedulerClient(plan_placement())
+                _client = SchedulerClient(placement())
                 _client.start()
         return _client
 
@@ -132,6 +140,8 @@ def render_said(spec: dict[str, Any] | None, lang: str) -> str:
     args = dict(spec["args"])
     if "control" in args:                    # a control's name, in the reader's language
         args["control"] = viz.t(lang, f"name_{args['control']}")
+    for name in [name for name in args if name.endswith("_key")]:
+        args[name[:-4]] = viz.t(lang, args.pop(name))   # a text said in the reader's language
     text = viz.t(lang, spec["key"]).format(**args)
     text += "".join(" " + viz.t(lang, note) for note in spec["notes"])
     if spec["detail"]:
@@ -161,7 +171,8 @@ def lang_of(choice: str) -> str:
 
 
 def model_choices(lang: str) -> list[tuple[str, str]]:
-    return [(f"{name}: {viz.t(lang, 'model_real' if real else 'model_random')}", value)
+    return [(f"{name.replace(' shape', ' ' + viz.t(lang, 'model_shape'))}: "
+             f"{viz.t(lang, 'model_real' if real else 'model_random')}", value)
             for value, name, real in MODELS]
 
 

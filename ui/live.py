@@ -17,14 +17,8 @@ import time
 from typing import Any
 
 import viz
-from engine.messages import (
-    LiveRunRequest,
-    LoopFinished,
-    Progress,
-    RequestFailed,
-    RunFinished,
-    SpanBatch,
-)
+from engine import messages
+from engine.messages import LiveRunRequest
 from record.run_record import run_dict
 from record.timeline import GPU_LANES, LANES
 from ui import common
@@ -58,28 +52,28 @@ def run_live(loops, decode_steps, stop_early, device, model, requests, batch, pr
                    zoomed=plot(viz.message_figure(viz.t(lang, "zoom_after_run"))), metrics="",
                    texts="").values()
     live = _LiveRuns(request)
-    started = drawn = time.perf_counter()
+    started, drawn = time.perf_counter(), -REFRESH_S      # the first spans are drawn at once
     try:
         for event in common.scheduler().submit(request):
-            if isinstance(event, Progress):
+            if isinstance(event, messages.Progress):
                 live.stage(event)
                 yield MainView(status=_running(live, expected, started, lang)).values()
-            elif isinstance(event, SpanBatch):
+            elif isinstance(event, messages.SpanBatch):
                 live.add(event)
                 if time.perf_counter() - drawn >= REFRESH_S:
                     drawn = time.perf_counter()
                     yield MainView(status=_running(live, expected, started, lang),
                                    timeline=plot(viz.side_by_side_figure(live.runs(),
                                                                          lang=lang))).values()
-            elif isinstance(event, LoopFinished):
+            elif isinstance(event, messages.LoopFinished):
                 live.finish(event)
                 drawn = time.perf_counter()
                 yield MainView(timeline=plot(viz.side_by_side_figure(live.runs(),
                                                                      lang=lang))).values()
-            elif isinstance(event, RunFinished):
+            elif isinstance(event, messages.RunFinished):
                 _remember_step_time(key, event.record)
                 yield _finished(event.record, request, notes, lang).values()
-            elif isinstance(event, RequestFailed):
+            elif isinstance(event, messages.RequestFailed):
                 spec = failure(event.kind, event.message)
                 yield MainView(status=render_said(spec, lang), said=spec).values()
     except Exception as error:  # noqa: BLE001 - the scheduler process died, or worse
@@ -139,16 +133,16 @@ class _LiveRuns:
         self.index = 0
         self.stage_name, self.detail = "loading", ""
 
-    def stage(self, event: Progress) -> None:
+    def stage(self, event: messages.Progress) -> None:
         self.stage_name, self.detail = event.stage, event.detail or self.detail
         if event.stage == "run" and event.index != self.index:
             self.index, self.spans = event.index, []
 
-    def add(self, batch: SpanBatch) -> None:
+    def add(self, batch: messages.SpanBatch) -> None:
         if batch.index == self.index:
             self.spans.extend(span.to_dict() for span in batch.spans)
 
-    def finish(self, event: LoopFinished) -> None:
+    def finish(self, event: messages.LoopFinished) -> None:
         self.finished.append(event.run)
         self.index, self.spans = event.index + 1, []
 
@@ -221,10 +215,10 @@ def _finished(record: dict[str, Any], request: LiveRunRequest, notes: list[str],
               lang: str) -> MainView:
     files = write_downloads(record)
     last = record["runs"][-1]
-    device = str(last.get("label", "")).partition(" (")[2].rstrip(")")
-    where = viz.record_label(record) + (f" ({device})" if device else "")
+    kind = str(record["env"].get("device_kind", ""))
     spec = said("status_done", "ok", notes=tuple(notes), requests=len(request.prompts),
-                tokens=int(last["metrics"].get("output_tokens", 0)), where=where)
+                tokens=int(last["metrics"].get("output_tokens", 0)),
+                where=viz.record_label(record), device_key=f"kind_{kind}")
     return shown(spec, record, lang, files)
 
 
@@ -239,17 +233,18 @@ def failure(kind: str, detail: str) -> dict[str, Any]:
 
 
 def prewarm() -> None:
-    """Start the scheduler process and build the default engine, so the first Run starts at
-    once. A failed warm-up is not fatal: Run starts (and reports) it again."""
-    from engine.config import EngineConfig
+    """Start the scheduler process, build the default engine and probe the default workload's
+    stop tokens, so the first Run starts drawing at once. A failed warm-up is not fatal: Run
+    starts (and reports) it again."""
     from engine.messages import WarmRequest
 
+    d = common.DEFAULTS
     try:
-        config = EngineConfig(model="bundled", device="auto",
-                              max_batch_size=common.DEFAULTS["batch"],
-                              max_seq_len=2 * common.DEFAULTS["prompt_len"]
-                              + common.DEFAULTS["max_new"] + 64)
-        for _ in common.scheduler().submit(WarmRequest(config)):
+        request, _ = build_request(["normal", "overlap"], d["decode_steps"], True, "auto",
+                                   "bundled", d["requests"], d["batch"], d["prompt_len"],
+                                   common.DEFAULT_PROMPTS, d["max_new"], d["temperature"], False,
+                                   d["extra_cpu_us"])
+        for _ in common.scheduler().submit(WarmRequest(request.engine, probe=request)):
             pass
     except Exception as error:  # noqa: BLE001
         print(f"prewarm skipped: {type(error).__name__}: {error}", flush=True)

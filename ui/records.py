@@ -23,6 +23,8 @@ from ui.view import MainView, plot
 RECORDED_DIR = ROOT / "assets" / "recorded"
 DOWNLOAD_DIR = Path(tempfile.gettempdir()) / "overlap-demo"
 MAX_UPLOAD_BYTES = 200 * 2**20
+PARSE_TIMEOUT_S = 120.0
+MAX_DOWNLOAD_DIR_BYTES = 400 * 2**20   # exported records and traces kept for download, in all
 
 
 def write_downloads(record: dict[str, Any]) -> tuple[str | None, str | None]:
@@ -30,9 +32,7 @@ def write_downloads(record: dict[str, Any]) -> tuple[str | None, str | None]:
     from record.chrome_trace import write_chrome_trace
 
     DOWNLOAD_DIR.mkdir(parents=True, exist_ok=True)
-    for old in DOWNLOAD_DIR.glob("*.json"):  # keep the folder from growing without end
-        if time.time() - old.stat().st_mtime > 3600:
-            old.unlink(missing_ok=True)
+    _trim_downloads()
     stamp = f"{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
     record_path = DOWNLOAD_DIR / f"run-record-{stamp}.json"
     record_path.write_text(json.dumps(record))
@@ -44,8 +44,34 @@ def write_downloads(record: dict[str, Any]) -> tuple[str | None, str | None]:
     return str(record_path), str(trace_path)
 
 
+def _trim_downloads() -> None:
+    """Keep the download folder small: files older than an hour go, then the oldest until the
+    folder is under ``MAX_DOWNLOAD_DIR_BYTES``."""
+    files = []
+    for path in DOWNLOAD_DIR.glob("*.json"):
+        try:
+            stat = path.stat()
+        except OSError:
+            continue
+        if time.time() - stat.st_mtime > 3600:
+            path.unlink(missing_ok=True)
+        else:
+            files.append((stat.st_mtime, stat.st_size, path))
+    total = sum(size for _, size, _ in files)
+    for _, size, path in sorted(files):
+        if total <= MAX_DOWNLOAD_DIR_BYTES:
+            break
+        path.unlink(missing_ok=True)
+        total -= size
+
+
 def default_window(runs: list[dict[str, Any]]) -> tuple[int, int]:
-    """Steps 20-25 when the run is that long, else a few steps from its middle."""
+    """Steps 20-25 when the run is that long, else a few steps from its middle; for a run with
+    kernel lanes (a torch.profiler window), the steps those lanes cover."""
+    profiled = [s["step"] for run in runs[:1] for s in run.get("spans", [])
+                if str(s.get("lane", "")).startswith("kernels") and s.get("step", -1) >= 0]
+    if profiled:
+        return min(profiled), max(profiled)
     first, last = viz.step_range(runs[0]) if runs else (0, 0)
     start = 20 if last >= 25 else first + (last - first) // 3
     return start, min(last, start + 5)
@@ -93,21 +119,37 @@ def show_upload(path: str | None, lang_choice: str) -> tuple:
 def _show_file(path: Path, lang: str, recorded: bool) -> MainView:
     try:
         record = load_any(path)
-        files = write_downloads(record)
+        where = viz.record_label(record)
+        spec = (said("status_recorded", "ok", where=where) if recorded else
+                said("status_imported", "ok", name=path.name, where=where))
+        return shown(spec, record, lang, write_downloads(record))
     except Exception as error:  # noqa: BLE001 - a bad file must give a message, not a traceback
         spec = said("status_cannot_show", "error", detail=str(error), name=path.name)
         return MainView(status=render_said(spec, lang), said=spec)   # the view on screen stays
-    where = viz.record_label(record)
-    spec = (said("status_recorded", "ok", where=where) if recorded else
-            said("status_imported", "ok", name=path.name, where=where))
-    return shown(spec, record, lang, files)
 
 
 def load_any(path: Path) -> dict[str, Any]:
-    """A run record as it is; anything else is read as a Chrome / torch.profiler trace."""
-    from record.files import load_any as load
+    """A run record as it is; anything else is read as a Chrome / torch.profiler trace.
 
-    return load(path, max_bytes=MAX_UPLOAD_BYTES)
+    The parsing runs in a process of its own, ended after each file: reading a 200 MB trace
+    takes gigabytes for a moment, and a process gives all of it back when it exits (this one
+    would keep it). A file that takes longer than ``PARSE_TIMEOUT_S`` is abandoned."""
+    import concurrent.futures
+    import multiprocessing
+
+    from record.loading import load_any as load
+
+    with concurrent.futures.ProcessPoolExecutor(
+            max_workers=1, mp_context=multiprocessing.get_context("spawn"),
+            max_tasks_per_child=1) as pool:
+        future = pool.submit(load, str(path), MAX_UPLOAD_BYTES)
+        try:
+            return future.result(timeout=PARSE_TIMEOUT_S)
+        except concurrent.futures.TimeoutError:
+            for process in list(pool._processes.values()):   # no public way to stop a task
+                process.kill()
+            raise ValueError(f"reading the file took more than {PARSE_TIMEOUT_S:.0f} s") \
+                from None
 
 
 def zoom(record: dict[str, Any] | None, first: float | None, last: float | None,

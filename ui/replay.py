@@ -40,7 +40,7 @@ def default_run(record: dict[str, Any] | None) -> int:
 def reset_replay(record: dict[str, Any] | None, lang_choice: str):
     """A new record on screen: its runs as choices, the slider over its steps, all redrawn."""
     runs = _runs(record)
-    labels = viz.display_labels(runs)
+    labels = viz.display_labels(runs, lang_of(lang_choice))
     index = default_run(record)
     choices = gr.update(choices=[(label, i) for i, label in enumerate(labels)],
                         value=index if runs else None)

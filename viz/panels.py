@@ -52,7 +52,9 @@ _STYLE = """<style>
 .ov-formula b {font-variant-numeric: tabular-nums;}
 .ov-badge {padding: 1px 7px; border-radius: 9px; font-size: 11px; font-weight: 600;}
 .ov-stop {background: rgba(49,163,84,.18);} .ov-length {background: rgba(253,141,60,.22);}
-.ov-text {font-family: ui-monospace, Menlo, monospace; font-size: 12px;}
+.ov-text {font-family: ui-monospace, Menlo, monospace; font-size: 12px; overflow-wrap: anywhere;
+  word-break: break-word;}
+.ov-scroll {max-height: 420px; overflow-y: auto;}
 </style>"""
 
 
@@ -86,7 +88,7 @@ def metrics_html(runs: list[dict[str, Any]], lang: str = "en") -> str:
         return ""
     pair = compared_pair(runs)
     pairs = ratio_pairs(runs)
-    labels = [html.escape(label) for label in display_labels(runs)]
+    labels = [html.escape(label) for label in display_labels(runs, lang)]
     head = "".join(f'<th class="num">{label}</th>' for label in labels)
     for a, b in pairs:
         ratio = t(lang, "ratio").format(a=labels[a], b=labels[b])
@@ -101,7 +103,18 @@ def metrics_html(runs: list[dict[str, Any]], lang: str = "en") -> str:
         rows.append(f"<tr><td>{html.escape(t(lang, 'm_' + key))}</td>{cells}</tr>")
     table = (f'<table class="ov-table"><thead><tr><th>{t(lang, "metric")}</th>{head}</tr></thead>'
              f"<tbody>{''.join(rows)}</tbody></table>")
-    return _STYLE + _formula_html(runs, pair, lang) + multistep_html(runs, lang) + table
+    return (_STYLE + _profiled_html(runs, lang) + _formula_html(runs, pair, lang)
+            + multistep_html(runs, lang) + table)
+
+
+def _profiled_html(runs: list[dict[str, Any]], lang: str) -> str:
+    """A recording with kernel lanes ran torch.profiler over a few steps: say what that costs."""
+    steps = [s["step"] for run in runs for s in run.get("spans", [])
+             if str(s.get("lane", "")).startswith("kernels") and s.get("step", -1) >= 0]
+    if not steps:
+        return ""
+    text = t(lang, "profiled_note").format(first=min(steps), last=max(steps))
+    return f'<div class="ov-why" data-block="profiled">{text}</div>'
 
 
 def _loop_name(run: dict[str, Any]) -> str:
@@ -130,11 +143,13 @@ def _formula_html(runs: list[dict[str, Any]], pair: tuple[int, int] | None, lang
     run's tokens/s ratio follows, named as such, and a measurement far below its prediction is
     explained with what the run could see."""
     base_i = pair[0] if pair else 0
-    base, names = runs[base_i], display_labels(runs)
+    base, names = runs[base_i], display_labels(runs, lang)
     m = base["metrics"]
     loop = loop_of(base)[0]
+    if loop == "imported" or "notes" in base:
+        return _trace_html(base, lang)
     if loop not in ("normal", "overlap") or m.get("t_fwd_us") is None or m.get("t_cpu_us") is None:
-        return ""  # a trace has no scheduler phases; a multi-step run's CPU is already shared
+        return ""  # a multi-step run's CPU time per step is already shared by k forwards
     fwd, cpu = m["t_fwd_us"] * _MS, m["t_cpu_us"] * _MS
     predicted = overlap_speedup(m["t_fwd_us"], m["t_cpu_us"])
     lines = [
@@ -156,6 +171,30 @@ def _formula_html(runs: list[dict[str, Any]], pair: tuple[int, int] | None, lang
         if c["measured_speedup"] < BELOW_PREDICTION * c["predicted_speedup"]:
             lines.append(_why_below(runs[pair[1]], b, lang))
     return '<div class="ov-formula">' + "<br>".join(lines) + "</div>"
+
+
+def _trace_html(run: dict[str, Any], lang: str) -> str:
+    """An imported trace: what the import found (its notes), and the formula with the terms the
+    trace allows (the GPU's busy and waiting time per step), as a question: what would overlap
+    give this engine?"""
+    lines = []
+    for note in run.get("notes") or []:
+        if isinstance(note, dict) and isinstance(note.get("key"), str) \
+                and note["key"].startswith("note_"):
+            values = {k: html.escape(str(v)) for k, v in note.items() if k != "key"}
+            try:
+                lines.append(t(lang, note["key"]).format(**values))
+            except (KeyError, IndexError):
+                continue                              # a note this version does not know
+    m = run["metrics"]
+    fwd, cpu = (m.get("t_fwd_us") or 0.0) * _MS, (m.get("t_cpu_us") or 0.0) * _MS
+    if fwd > 0:
+        lines += [t(lang, "formula_serial").format(fwd=fwd, cpu=cpu, total=fwd + cpu),
+                  t(lang, "formula_overlap").format(fwd=fwd, cpu=cpu, best=max(fwd, cpu)),
+                  "<b>" + t(lang, "formula_trace_pred").format(
+                      pred=overlap_speedup(m["t_fwd_us"], m.get("t_cpu_us") or 0.0)) + "</b>"]
+    return ('<div class="ov-formula" data-block="trace">' + "<br>".join(lines) + "</div>"
+            if lines else "")
 
 
 def _comparable(a: dict[str, Any], b: dict[str, Any]) -> bool:
@@ -192,7 +231,7 @@ def multistep_html(runs: list[dict[str, Any]], lang: str = "en") -> str:
     multi = [i for i, loop in enumerate(loops) if loop == "multistep"]
     if not multi:
         return ""
-    names = [html.escape(name) for name in display_labels(runs)]
+    names = [html.escape(name) for name in display_labels(runs, lang)]
     base = loops.index("normal") if "normal" in loops else (
         loops.index("overlap") if "overlap" in loops else None)
     lines = []
@@ -229,13 +268,15 @@ def multistep_html(runs: list[dict[str, Any]], lang: str = "en") -> str:
     return '<div class="ov-formula" data-block="multistep">' + "<br>".join(lines) + "</div>"
 
 
-def texts_html(runs: list[dict[str, Any]], lang: str = "en", limit: int = 4) -> str:
-    """The first ``limit`` generated texts with finish reasons, and whether the runs agree."""
+def texts_html(runs: list[dict[str, Any]], lang: str = "en", limit: int = 256) -> str:
+    """Every request's generated text (up to ``limit``, and the count says how many there are),
+    with finish reasons, and whether the runs agree."""
     runs = [run for run in runs if run.get("outputs")]
     if not runs:
         return ""
-    shown = runs[-1]["outputs"][:limit]
-    lagged = [(label, run) for label, run in zip(display_labels(runs), runs)
+    outputs = runs[-1]["outputs"]
+    shown = outputs[:limit]
+    lagged = [(label, run) for label, run in zip(display_labels(runs, lang), runs)
               if any(out.get("wasted_steps") for out in run["outputs"])]
     rows = []
     for i, out in enumerate(shown):
@@ -244,7 +285,7 @@ def texts_html(runs: list[dict[str, Any]], lang: str = "en", limit: int = 4) -> 
         text = " ".join(str(out.get("text", "")).split())  # one line per request
         text = text or _ids_preview(out.get("token_ids", []))
         text = text if len(text) <= 240 else text[:240] + " …"
-        tokens = f"{out.get('prompt_tokens', '–')} → {len(out.get('token_ids', []))}"
+        tokens = f"{html.escape(str(out.get('prompt_tokens', '–')))} → {len(out.get('token_ids', []))}"
         wasted = "".join(f'<td class="num" data-wasted="{html.escape(_loop_name(run))}">'
                          f'{_wasted(run, i)}</td>' for _, run in lagged)
         rows.append(f'<tr><td class="num">{i}</td><td>{badge}</td><td class="num">{tokens}</td>'
@@ -254,18 +295,19 @@ def texts_html(runs: list[dict[str, Any]], lang: str = "en", limit: int = 4) -> 
     head += "".join(f"<th>{html.escape(t(lang, 'col_wasted').format(label=label))}</th>"
                     for label, _ in lagged)
     head += f"<th>{t(lang, 'col_text')}</th>"
-    note = ""
+    note = f"<p>{t(lang, 'texts_count').format(shown=len(shown), total=len(outputs))}"
     if len(runs) >= 2:
         ids = [[out.get("token_ids") for out in run["outputs"]] for run in runs]
         same = all(other == ids[0] for other in ids[1:])
-        note = f"<p>{t(lang, 'texts_same' if same else 'texts_differ')}</p>"
-    return (_STYLE + note + f'<table class="ov-table"><thead><tr>{head}</tr></thead>'
-            f"<tbody>{''.join(rows)}</tbody></table>")
+        note += " " + t(lang, "texts_same" if same else "texts_differ")
+    note += "</p>"
+    return (_STYLE + note + f'<div class="ov-scroll"><table class="ov-table"><thead><tr>{head}'
+            f"</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
 
 
 def _wasted(run: dict[str, Any], i: int) -> str:
     outputs = run["outputs"]
-    return str(outputs[i].get("wasted_steps", 0)) if i < len(outputs) else "–"
+    return html.escape(str(outputs[i].get("wasted_steps", 0))) if i < len(outputs) else "–"
 
 
 def _ids_preview(token_ids: list[int]) -> str:
@@ -275,8 +317,11 @@ def _ids_preview(token_ids: list[int]) -> str:
 
 
 def record_label(record: dict[str, Any]) -> str:
-    """"NVIDIA H200 · torch 2.11.0 · 2025-06-01": where and when a record was made."""
+    """"NVIDIA H200 · torch 2.11.0 · 2025-06-01": where and when a record was made (what is
+    unknown is left out)."""
     env = record.get("env") or {}
-    parts = [env.get("device_name"), env.get("torch_version") and f"torch {env['torch_version']}",
+    torch_version = env.get("torch_version")
+    parts = [env.get("device_name"),
+             torch_version and torch_version != "unknown" and f"torch {torch_version}",
              env.get("date")]
-    return " · ".join(str(p) for p in parts if p) or "unknown hardware"
+    return " · ".join(str(p) for p in parts if p and p != "unknown") or "?"

@@ -14,6 +14,7 @@ k-step scheduling, whichever process_last spans overlap it in time.
 
 from __future__ import annotations
 
+import html
 from typing import Any
 
 from record.metrics import idle_gaps
@@ -23,6 +24,7 @@ from viz.spans import gpu_lanes, step_range
 from viz.text import t
 
 FORWARD_PHASES = ("decode", "prefill")
+HIDDEN_SHARE = 0.25     # below this share of process_last under the forward, say it was missed
 
 
 def loop_kind(run: dict[str, Any]) -> str:
@@ -134,8 +136,11 @@ def step_caption(run: dict[str, Any], step: int, lang: str = "en") -> str:
                  if batches else t(lang, "cap_multistep_none"))
     elif parts["hidden"]:
         prev = parts["hidden"][0]
-        text = t(lang, "cap_overlap").format(n=step, prev=prev["step"], fwd=fwd,
-                                             proc=_ms(prev), hidden=hidden, loop=run_name(run))
+        # Say what was measured: when little of process_last(Bn-1) ran under forward(Bn), the
+        # caption must not claim that the CPU's work was hidden.
+        key = "cap_overlap" if hidden >= HIDDEN_SHARE * _ms(prev) else "cap_overlap_missed"
+        text = t(lang, key).format(n=step, prev=prev["step"], fwd=fwd, proc=_ms(prev),
+                                   hidden=hidden, loop=run_name(run))
     else:
         text = t(lang, "cap_fill").format(n=step, fwd=fwd, loop=run_name(run))
     if parts["wait"]:
@@ -146,7 +151,8 @@ def step_caption(run: dict[str, Any], step: int, lang: str = "en") -> str:
 
 
 def run_name(run: dict[str, Any]) -> str:
-    return str(run.get("label") or run.get("mode") or "run").partition(" (")[0]
+    """The run's label without its device detail, escaped (it may come from a file)."""
+    return html.escape(str(run.get("label") or run.get("mode") or "run").partition(" (")[0])
 
 
 def _idle_after(run: dict[str, Any], forward: dict[str, Any], step: int) -> float:

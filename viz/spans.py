@@ -11,7 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from record.metrics import busy_fraction, idle_gaps
+from record.run_record import loop_of
 from viz.style import DEFAULT_GPU_LANES, STANDARD_LANES
+from viz.text import t
 
 Interval = tuple[float, float]
 
@@ -28,18 +30,28 @@ def ordered_lanes(run: dict[str, Any]) -> list[str]:
     return standard + [lane for lane in seen if lane not in STANDARD_LANES]
 
 
-def display_labels(runs: list[dict[str, Any]]) -> list[str]:
-    """Short names for charts and table headers.
+def display_labels(runs: list[dict[str, Any]], lang: str = "en") -> list[str]:
+    """Short names for charts and table headers, in the reader's language.
 
-    Engine labels look like "overlap (CPU, separate device process ...)". When all runs that
-    carry a detail in parentheses carry the same one, it says nothing about the difference
-    between them and is dropped (the page names the hardware elsewhere); differing details stay.
+    A run of one of our loops is named by its loop ("overlap", "multistep k=3"); an imported one
+    by its file. Engine labels also carry a detail ("overlap (CPU, separate device process)"):
+    when all runs carry the same one, it says nothing about the difference between them and is
+    dropped (the page names the hardware elsewhere); differing details stay.
     """
     labels = [str(run.get("label") or run.get("mode") or "run") for run in runs]
-    details = {label.partition(" (")[2] for label in labels if " (" in label}
-    if len(runs) > 1 and len(details) == 1:
-        return [label.partition(" (")[0] for label in labels]
-    return labels
+    details = [label.partition(" (")[2].rstrip(")") for label in labels]
+    keep_details = len(runs) > 1 and len({d for d in details if d}) > 1
+    names = []
+    for run, label, detail in zip(runs, labels, details):
+        loop, k = loop_of(run)
+        if loop in ("normal", "overlap", "multistep"):
+            name = t(lang, f"loopname_{loop}").format(k=k)
+        elif loop == "imported" and run.get("source"):
+            name = t(lang, "loopname_imported").format(source=run["source"])
+        else:
+            name = label.partition(" (")[0]
+        names.append(f"{name} ({detail})" if keep_details and detail else name)
+    return names
 
 
 def gpu_lanes(run: dict[str, Any]) -> list[str]:

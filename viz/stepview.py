@@ -15,7 +15,7 @@ from typing import Any
 
 from viz.figure import FigureSpec
 from viz.lag import lag_marks
-from viz.replay import links, loop_kind, overlap_us, run_name, spans_of, step_parts
+from viz.replay import links, loop_kind, overlap_us, spans_of, step_parts
 from viz.spans import ordered_lanes, step_range, window_run
 from viz.style import STANDARD_LANES, phase_color
 from viz.text import t
@@ -41,7 +41,8 @@ def step_figure(run: dict[str, Any] | None, step: int, lang: str = "en") -> Figu
     first, last = step_range(run)
     step = min(max(int(step), first), last)
     window = (max(first, step - 1), min(last, step + 1))
-    fig = side_by_side_figure([dict(run, label=run_name(run))], window=window, lang=lang)
+    label = str(run.get("label") or run.get("mode") or "run").partition(" (")[0]
+    fig = side_by_side_figure([dict(run, label=label)], window=window, lang=lang)
     for trace in fig.data:
         if trace["type"] == "bar" and trace.get("legendgroup") != "gpu_idle":
             trace["opacity"] = DIMMED

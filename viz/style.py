@@ -20,7 +20,7 @@ PHASE_COLORS: dict[str, str] = {
     # scheduler_stream: metadata uploads and the result copy
     "upload": "#31a354",
     "copy": "#a1d99b",
-    # engine_stream: forward and sampling
+    # the engine stream: forward and sampling
     "prefill": "#a63603",
     "decode": "#fd8d3c",
     "sample": "#8c6d31",

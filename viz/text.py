@@ -104,12 +104,42 @@ The price is lag k: stop checks come up to k steps late, so finished requests ru
     "formula_terms": "terms per decode step, measured in the {label} run over its steady window "
                      "(the middle 80% of its decode steps)",
     "why_below": "The {label} run measured far less than the formula predicts.",
+    "profiled_note": "<b>Kernel lanes</b>: this recording ran torch.profiler over steps "
+                     "{first}–{last} (the step window shows them). Starting the profiler and its "
+                     "per-kernel bookkeeping slow the run, so its totals are not the loops' own: "
+                     "read the kernel lanes, not the speedup. In eager mode a small model is "
+                     "launch-bound: the forward's span looks solid while its kernels are sparse.",
+    "note_steps_profiler_step": "{steps} steps, from the trace's ProfilerStep marks.",
+    "note_steps_graph_launch": "{steps} steps, one per CUDA graph launch (the trace has no "
+                               "ProfilerStep marks).",
+    "note_steps_marker": "{steps} steps, one per launch of <code>{marker}</code>, the kernel that "
+                         "runs once per forward (the trace has no ProfilerStep marks).",
+    "note_steps_none": "No repeating step was found: the whole trace is one window.",
+    "note_terms_from_gaps": "A trace has no scheduler phases: T_fwd is the GPU's busy time per "
+                            "step, and T_sched + T_post the rest of the step, the time the GPU "
+                            "waited for the host (in eager mode that includes the gaps between "
+                            "launches inside the forward).",
+    "note_no_cpu_lanes": "No host thread in the trace launched the GPU work (was it recorded "
+                         "with ProfilerActivity.CPU?): only the GPU lanes are drawn.",
+    "note_no_tokens": "A trace holds no tokens: token counts and rates are 0.",
+    "formula_trace_pred": "if the host's part of each step ran under the forward (overlap): "
+                          "{pred:.2f}× predicted",
     "why_measured": "What the run saw:",
     "why_other_load": "other programs used {share:.0f}% of this machine's {cpus} cores meanwhile",
     "why_device_cpu": "the device process had a core for {share:.0f}% of the time it was working",
     "why_prefill": "prefill forwards filled {share:.0f}% of the steady window",
     "m_steady_step_us": "decode step, steady window (ms)",
     "m_steady_busy_frac": "GPU busy, steady window",
+    "texts_count": "{shown} of {total} requests, as the last run produced them.",
+    "loopname_normal": "normal",
+    "loopname_overlap": "overlap",
+    "loopname_multistep": "multistep k={k}",
+    "loopname_imported": "imported: {source}",
+    "lane_cpu_thread": "CPU thread {thread}",
+    "kind_cpu-process": "CPU, separate device process",
+    "kind_cpu-inline": "CPU, in-process fallback: serial, no real overlap",
+    "kind_cuda": "CUDA",
+    "model_shape": "shape",
     "texts_same": "✓ The runs produced identical token ids for every request.",
     "texts_differ": "The runs' token ids differ (expected only with temperature > 0).",
     "col_request": "request",
@@ -156,7 +186,8 @@ The price is lag k: stop checks come up to k steps late, so finished requests ru
     "process_note": (
         "*The engine runs in a scheduler process of its own, as SGLang runs it: the web server "
         "draws, the scheduler schedules, and neither waits for the other's Python lock.*"),
-    "status_done": "Done: {requests} requests, {tokens} output tokens per run, on {where}.",
+    "status_done": "Done: {requests} requests, {tokens} output tokens per run, on {where} "
+                   "({device}).",
     "status_failed": "The run failed: {error}",
     "status_recorded": "Recorded on {where}",
     "status_imported": "Imported {name} ({where})",
@@ -267,12 +298,39 @@ _ZH: dict[str, str] = {
     "formula_whole": "整次运行的输出 token/秒（{b} ÷ {a}；含预填充、填充和收尾）：{meas:.2f}×",
     "formula_terms": "每个解码步的各项，取自 {label} 运行的稳定窗口（解码步中间的 80%）",
     "why_below": "{label} 运行的实测结果远低于公式的预测。",
+    "profiled_note": "<b>kernel 泳道</b>：这次录制在第 {first}–{last} 步运行了 torch.profiler（步窗口"
+                     "显示这些步）。启动 profiler 以及它对每个 kernel 的记录会拖慢运行，所以整体数字"
+                     "不是两种循环本身的：请看 kernel 泳道，而不是加速比。在 eager 模式下小模型受限于"
+                     "启动开销：前向的区间看起来是满的，而其中的 kernel 很稀疏。",
+    "note_steps_profiler_step": "{steps} 步，取自 trace 中的 ProfilerStep 标记。",
+    "note_steps_graph_launch": "{steps} 步，每次 CUDA Graph 启动算一步（trace 中没有 ProfilerStep "
+                               "标记）。",
+    "note_steps_marker": "{steps} 步，每次启动 <code>{marker}</code> 算一步：它是每次前向只运行一次的"
+                         " kernel（trace 中没有 ProfilerStep 标记）。",
+    "note_steps_none": "没有找到重复的步：整个 trace 作为一个窗口。",
+    "note_terms_from_gaps": "trace 中没有调度阶段：T_fwd 是每步 GPU 的忙碌时间，T_sched + T_post "
+                            "是每步剩下的时间，即 GPU 等待主机的时间（在 eager 模式下也包括前向内部"
+                            "各次启动之间的空隙）。",
+    "note_no_cpu_lanes": "trace 中没有发起 GPU 工作的主机线程（是否用 ProfilerActivity.CPU 录制？）："
+                         "只画出 GPU 泳道。",
+    "note_no_tokens": "trace 中没有 token：token 数和速率为 0。",
+    "formula_trace_pred": "如果每步中主机的部分在前向之下运行（重叠）：预测 {pred:.2f}×",
     "why_measured": "这次运行观察到：",
     "why_other_load": "其他程序同时占用了本机 {cpus} 个核心的 {share:.0f}%",
     "why_device_cpu": "设备进程在工作时只有 {share:.0f}% 的时间拿到了核心",
     "why_prefill": "预填充前向占了稳定窗口的 {share:.0f}%",
     "m_steady_step_us": "解码步时间，稳定窗口（ms）",
     "m_steady_busy_frac": "GPU 忙碌比例，稳定窗口",
+    "texts_count": "共 {total} 个请求，显示 {shown} 个（最后一次运行的输出）。",
+    "loopname_normal": "普通",
+    "loopname_overlap": "重叠",
+    "loopname_multistep": "多步 k={k}",
+    "loopname_imported": "导入：{source}",
+    "lane_cpu_thread": "CPU 线程 {thread}",
+    "kind_cpu-process": "CPU，独立设备进程",
+    "kind_cpu-inline": "CPU，进程内回退：串行，没有真正的重叠",
+    "kind_cuda": "CUDA",
+    "model_shape": "同形",
     "texts_same": "✓ 两次运行对每个请求生成了完全相同的 token id。",
     "texts_differ": "两次运行的 token id 不同（仅在 temperature > 0 时属正常）。",
     "col_request": "请求",
@@ -317,7 +375,8 @@ _ZH: dict[str, str] = {
     "process_note": (
         "*引擎在自己的调度进程中运行，和 SGLang 一样：网页服务器负责绘图，调度器负责调度，"
         "彼此不等待对方的 Python 锁。*"),
-    "status_done": "完成：{requests} 个请求，每次运行输出 {tokens} 个 token，设备：{where}。",
+    "status_done": "完成：{requests} 个请求，每次运行输出 {tokens} 个 token，设备：{where}"
+                   "（{device}）。",
     "status_failed": "运行失败：{error}",
     "status_recorded": "录制于 {where}",
     "status_imported": "已导入 {name}（{where}）",

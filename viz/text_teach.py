@@ -57,6 +57,12 @@ EN: dict[str, str] = {
         "B{prev} ({proc:.2f} ms): it reads B{prev}'s tokens after copy_done, checks stops, frees "
         "finished requests. forward(B{n}) only waited for B{n}'s metadata upload (wait_stream); "
         "{hidden:.2f} ms of the CPU's work ran hidden under it."),
+    "cap_overlap_missed": (
+        "**Step {n}** ({loop}): the loop launched forward(B{n}) ({fwd:.2f} ms) and then processed "
+        "B{prev} ({proc:.2f} ms), as overlap does, but this time the two hardly overlapped in "
+        "time: only {hidden:.2f} ms of that work ran under the forward. The device started or "
+        "finished the forward away from the CPU's work (on a busy machine a process can wait for "
+        "a core)."),
     "cap_fill": (
         "**Step {n}** ({loop}, fill): the GPU runs forward(B{n}) ({fwd:.2f} ms); there is no "
         "earlier batch to process yet, so the CPU goes straight on to schedule the next batch. "
@@ -202,6 +208,11 @@ ZH: dict[str, str] = {
         "（{proc:.2f} ms）：在 copy_done 之后读取 B{prev} 的 token、判停、回收已结束的请求。"
         "forward(B{n}) 只等待了 B{n} 的元数据上传（wait_stream）；CPU 有 {hidden:.2f} ms 的工作"
         "藏在它下面。"),
+    "cap_overlap_missed": (
+        "**第 {n} 步**（{loop}）：循环先提交了 forward(B{n})（{fwd:.2f} ms），再处理 B{prev}"
+        "（{proc:.2f} ms），这正是重叠的做法；但这一次两者在时间上几乎没有重叠：只有 {hidden:.2f} ms "
+        "的工作在前向之下运行。设备开始或结束前向的时间避开了 CPU 的工作（在繁忙的机器上，进程可能"
+        "要等待核心）。"),
     "cap_fill": (
         "**第 {n} 步**（{loop}，填充）：GPU 执行 forward(B{n})（{fwd:.2f} ms）；此时还没有更早的"
         "批次需要处理，CPU 直接去调度下一批。forward(B{n}) 只等待了自己的元数据上传（wait_stream）。"),

@@ -11,6 +11,7 @@ x-axis, so "normal above overlap" is drawn on one time scale and the shorter run
 from __future__ import annotations
 
 import functools
+import html
 from typing import Any
 
 from record.metrics import busy_fraction, idle_gaps
@@ -59,7 +60,7 @@ def side_by_side_figure(runs: list[dict[str, Any]], window: tuple[int, int] | No
         return message_figure(t(lang, "no_runs"))
     lane_lists = [ordered_lanes(run) or list(STANDARD_LANES) for run in runs]
     heights = [max(len(lanes), 1) for lanes in lane_lists]
-    titles = [_run_title(run, label, lang) for run, label in zip(runs, display_labels(runs))]
+    titles = [_run_title(run, label, lang) for run, label in zip(runs, display_labels(runs, lang))]
     fig = FigureSpec(rows=len(runs), cols=1, shared_xaxes=True, row_heights=heights,
                      vertical_spacing=min(0.3 / len(runs), 0.12), subplot_titles=titles)
     legend_shown: set[str] = set()
@@ -141,14 +142,21 @@ def _tick(run: dict[str, Any], lane: str, lang: str) -> str:
     t_start, t_end = time_range(spans)
     if "window" in run:
         t_start, t_end = run["window"]["t_start_us"], run["window"]["t_end_us"]
-    if t_end <= t_start or not spans:
-        return lane
+        spans = [s for s in spans if s["end_us"] > t_start and s["start_us"] < t_end]
+    if t_end <= t_start or not spans:   # nothing captured here: no busy figure, not "0.0%"
+        return lane_label(lane, lang)
     busy = 100.0 * busy_fraction(spans, [lane], (t_start, t_end))
-    return t(lang, "lane_busy").format(lane=lane, busy=busy)
+    return t(lang, "lane_busy").format(lane=html.escape(lane), busy=busy)
 
 
 def lane_label(lane: str, lang: str) -> str:
-    return t(lang, f"lane_{lane}") if lane in STANDARD_LANES else lane
+    """Our lanes in the reader's language; any other (from a file) escaped, as plotly renders
+    text as a small subset of HTML."""
+    if lane in STANDARD_LANES:
+        return t(lang, f"lane_{lane}")
+    if lane.startswith("CPU thread "):      # a host thread of an imported trace
+        return t(lang, "lane_cpu_thread").format(thread=html.escape(lane[len("CPU thread "):]))
+    return html.escape(lane)
 
 
 def _color_key(phase: str, imported_gpu_lane: bool) -> str:
@@ -167,8 +175,9 @@ def _phase_trace(phase: str, spans: list[dict[str, Any]], index: dict[str, int],
                  offset_us: float, show_legend: bool, rank: int) -> dict[str, Any]:
     starts = [(s["start_us"] - offset_us) / 1000.0 for s in spans]
     durations = [(s["end_us"] - s["start_us"]) / 1000.0 for s in spans]
-    custom = [[s["phase"], s.get("step", -1), d, s.get("batch_size", 0), s.get("num_tokens", 0),
-               s["lane"], b] for s, d, b in zip(spans, durations, starts)]
+    custom = [[html.escape(str(s["phase"])), s.get("step", -1), d, s.get("batch_size", 0),
+               s.get("num_tokens", 0), html.escape(str(s["lane"])), b]
+              for s, d, b in zip(spans, durations, starts)]
     return dict(
         type="bar", name=phase, legendgroup=phase, showlegend=show_legend, legendrank=100 + rank,
         orientation="h", base=starts, x=durations, y=[index[s["lane"]] for s in spans],
@@ -275,7 +284,7 @@ def _run_title(run: dict[str, Any], label: str, lang: str) -> str:
     stats = local_stats(run) if live else metrics
     busy = stats.get("gpu_busy_frac")
     text = t(lang, "run_title").format(
-        label=label, idle=stats.get("idle_us_total", 0.0) / 1000.0,
+        label=html.escape(label), idle=stats.get("idle_us_total", 0.0) / 1000.0,
         gaps=int(stats.get("idle_gap_count", 0)),
         busy="–" if busy is None else f"{100 * busy:.1f}")
     if "window" in run:

@@ -1,0 +1,136 @@
+"""Where the CPU's time per forward goes on CUDA: the launch path, primitive by primitive.
+
+    python -m bench --launch-cost --models bundled --batches 8
+
+A graphed decode step costs the scheduler thread the two device verbs, ``upload`` (H2D metadata)
+and ``forward`` (graph replay, its metadata copy, the result copy and its events). This times each
+verb as the engine calls it (span recording off and on), then each primitive inside them alone, in
+microseconds of host time per call (the median over rounds of two calls each; the GPU is
+synchronised between rounds, never inside one).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from functools import partial
+
+import numpy as np
+import torch
+
+
+def _per_call_us(fn, n: int = 2, rounds: int = 200) -> float:
+    """Rounds of ``n`` calls from an idle GPU: short enough that no ring buffer's guard ever waits
+    for the GPU (that would time the GPU, not the launch)."""
+    out = []
+    for _ in range(rounds):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter_ns()
+        for _ in range(n):
+            fn()
+        out.append((time.perf_counter_ns() - t0) / n / 1e3)
+    torch.cuda.synchronize()
+    return statistics.median(out)
+
+
+def _lean_step(dev, graph, meta):
+    """The same step with the costly calls taken out, to show what the launch path could cost:
+    streams switched with ``set_stream`` (no context managers), the metadata copied H2D straight
+    into the graph's static input (no device-side copy, no new tensor), no ``out.clone()`` (the
+    D2H copy reads the static output; the next replay is ordered after it by the engine stream's
+    wait), events created once and re-recorded. Not thread-safe ring handling: a cost prototype."""
+    sched, eng = dev.scheduler_stream, dev.engine_stream
+    pinned_ints = torch.empty(graph.ints.shape, dtype=torch.int64, pin_memory=True)
+    pinned_np = pinned_ints.numpy()
+    host_out = torch.empty(graph.out.shape, dtype=graph.out.dtype, pin_memory=True)
+    uploaded, forwarded, copied = torch.cuda.Event(), torch.cuda.Event(), torch.cuda.Event()
+    rows = meta.ints.shape[0]
+
+    def step():
+        pinned_np[:rows] = meta.ints                                  # host: metadata staging
+        torch.cuda.set_stream(sched)
+        graph.ints.copy_(pinned_ints, non_blocking=True)              # H2D into the graph input
+        uploaded.record(sched)
+        torch.cuda.set_stream(eng)
+        eng.wait_event(uploaded)                                      # the one sync edge
+        graph.graph.replay()
+        forwarded.record(eng)
+        torch.cuda.set_stream(sched)
+        sched.wait_event(forwarded)
+        host_out.copy_(graph.out, non_blocking=True)                  # D2H of the tokens
+        copied.record(sched)
+    return step
+
+
+def _enter_exit(stream) -> None:
+    with torch.cuda.stream(stream):
+        pass
+
+
+def _decode_meta(eng, batch: int, step: int = 0):
+    from engine.request import COL_LEN, COL_SLOT, COL_START, NUM_INT_COLS, StepMeta
+    cfg = eng.config
+    ints = np.zeros((batch, NUM_INT_COLS + cfg.pages_per_seq), dtype=np.int64)
+    ints[:, COL_SLOT] = np.arange(batch)
+    ints[:, COL_START], ints[:, COL_LEN] = 40, 1
+    ints[:, NUM_INT_COLS:] = np.arange(batch)[:, None] * cfg.pages_per_seq + np.arange(
+        cfg.pages_per_seq)[None, :]
+    floats = np.ones((batch, 2), dtype=np.float32)
+    return StepMeta(step, "decode", batch, 1, cfg.pages_per_seq, True, ints, floats,
+                    np.zeros((3, 0), dtype=np.int64), tuple(range(batch)))
+
+
+def run(model: str, batch: int) -> int:
+    from engine import Engine, EngineConfig
+    from record.timeline import Timeline
+
+    eng = Engine(EngineConfig(model=model, device="cuda", cuda_graph=True, max_batch_size=batch,
+                              max_seq_len=256, record_timeline=False))
+    dev, meta = eng.device, _decode_meta(eng, batch)
+    rows = {}
+    for recording in (False, True):
+        dev.timeline = Timeline(enabled=recording)
+        if recording:
+            dev.begin_run(dev.timeline)
+        tag = "spans on" if recording else "spans off"
+        rows[f"upload ({tag})"] = _per_call_us(lambda: dev.upload([meta]))
+        rows[f"forward ({tag})"] = _per_call_us(partial(dev.forward, dev.upload([meta])[0]))
+        rows[f"upload + forward ({tag})"] = _per_call_us(lambda: dev.forward(dev.upload([meta])[0]))
+    dev.timeline = Timeline(enabled=False)
+
+    graph = dev.graphs.lookup(meta)
+    ints_d = torch.from_numpy(meta.ints).cuda()
+    floats_d = torch.from_numpy(meta.floats).cuda()
+    pinned = torch.zeros(meta.ints.shape, dtype=torch.int64, pin_memory=True)
+    host = torch.zeros(batch, dtype=torch.int64, pin_memory=True)
+    s1, s2 = dev.scheduler_stream, dev.engine_stream
+    ev = torch.cuda.Event()
+    prims = {
+        "graph.replay()": lambda: graph.graph.replay(),
+        "_Graph.replay (ints copy + replay + clone)": lambda: graph.replay(ints_d, floats_d),
+        "static ints copy_ (D2D, small)": lambda: graph.ints.copy_(ints_d),
+        "out.clone()": lambda: graph.out.clone(),
+        "torch.cuda.Event()": lambda: torch.cuda.Event(),
+        "torch.cuda.Event(enable_timing=True)": lambda: torch.cuda.Event(enable_timing=True),
+        "event.record(stream)": lambda: ev.record(s1),
+        "with torch.cuda.stream(s)": lambda: _enter_exit(s1),
+        "stream.wait_stream(other)": lambda: s2.wait_stream(s1),
+        "stream.wait_event(event)": lambda: s1.wait_event(ev),
+        "H2D pinned .to(cuda, non_blocking)": lambda: pinned.to("cuda", non_blocking=True),
+        "D2H host.copy_(dev, non_blocking)": lambda: host.copy_(graph.out, non_blocking=True),
+        "np.concatenate into pinned": lambda: np.concatenate([meta.ints], out=pinned.numpy()),
+    }
+    prims["torch.cuda.set_stream(s)"] = lambda: torch.cuda.set_stream(s1)
+    for name, fn in prims.items():
+        rows[name] = _per_call_us(fn)
+    torch.cuda.set_stream(torch.cuda.default_stream())
+    rows["lean upload + forward (prototype, below)"] = _per_call_us(_lean_step(dev, graph, meta))
+    torch.cuda.set_stream(torch.cuda.default_stream())
+    torch.cuda.synchronize()
+    print(f"\ndevice: {torch.cuda.get_device_name()}, torch {torch.__version__}; model {model}, "
+          f"B={batch}, CUDA graphs; host microseconds per call (median of 200 rounds of 2)\n")
+    print("| what | us per call |\n|---|---|")
+    for name, us in rows.items():
+        print(f"| {name} | {us:.1f} |")
+    eng.close()
+    return 0

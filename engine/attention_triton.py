@@ -1,0 +1,144 @@
+"""The paged decode-attention kernel in Triton (CUDA only; ``paged_attention.py`` explains it).
+
+Two launches, as in FlashDecoding and SGLang's Triton backend:
+
+1. ``_split_kernel``, grid ``(B, KV, num_splits)``: one program per row, KV head and chunk of the
+   row's keys. It reads the row's length and page ids from device memory, walks its chunk in
+   blocks of ``BLOCK_N`` keys (online softmax, all ``H / KV`` query heads of the group at once, so
+   the scores are one small matrix product), and stores this step's k, v in the cache.
+2. ``_merge_kernel``, grid ``(B, H)``: merges the chunks by their log-sum-exp. Skipped with one
+   chunk: then the first kernel writes the normalised output itself.
+
+Nothing here depends on the batch's lengths at launch time, so CUDA graphs capture it as is.
+``split_k_attention`` in ``paged_attention.py`` is this arithmetic in PyTorch, for the CPU test.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _split_kernel(Q, K_new, V_new, K_cache, V_cache, Table, Lens, Out, Lse,
+                  stride_qb, stride_qh, stride_kb, stride_kh, stride_vb, stride_vh,
+                  stride_cache_slot, stride_cache_head, stride_table,
+                  stride_ob, stride_oh, stride_os, stride_lb, stride_lh, scale,
+                  PAGE_SIZE: tl.constexpr, GROUP: tl.constexpr, HEAD_DIM: tl.constexpr,
+                  BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr,
+                  NUM_SPLITS: tl.constexpr, PRECISION: tl.constexpr):
+    row = tl.program_id(0)
+    kv_head = tl.program_id(1)
+    split = tl.program_id(2)
+    kv_len = tl.load(Lens + row).to(tl.int32)          # real keys of this row (0: padding)
+    last = kv_len - 1                                  # this step's position
+    per_split = tl.cdiv(tl.cdiv(kv_len, NUM_SPLITS), BLOCK_N) * BLOCK_N
+    start = tl.minimum(split * per_split, kv_len)
+    end = tl.minimum(start + per_split, kv_len)
+
+    h = tl.arange(0, BLOCK_H)
+    heads = kv_head * GROUP + h                        # the query heads that share this KV head
+    h_ok = h < GROUP
+    d = tl.arange(0, BLOCK_D)
+    d_ok = d < HEAD_DIM
+    q = tl.load(Q + row * stride_qb + heads[:, None] * stride_qh + d[None, :],
+                mask=h_ok[:, None] & d_ok[None, :], other=0.0)            # [BLOCK_H, BLOCK_D]
+    k_new = tl.load(K_new + row * stride_kb + kv_head * stride_kh + d, mask=d_ok, other=0.0)
+    v_new = tl.load(V_new + row * stride_vb + kv_head * stride_vh + d, mask=d_ok, other=0.0)
+
+    m = tl.full([BLOCK_H], float("-inf"), tl.float32)  # running max of the scores
+    denom = tl.zeros([BLOCK_H], tl.float32)                # running sum of exp(score - m)
+    acc = tl.zeros([BLOCK_H, BLOCK_D], tl.float32)     # running sum of exp(score - m) * v
+    for n0 in range(start, end, BLOCK_N):
+        pos = n0 + tl.arange(0, BLOCK_N)
+        in_chunk = pos < end
+        page = tl.load(Table + row * stride_table + pos // PAGE_SIZE, mask=in_chunk, other=0)
+        slot = page * PAGE_SIZE + pos % PAGE_SIZE      # int64: where key `pos` lies in the cache
+        offs = slot[:, None] * stride_cache_slot + kv_head * stride_cache_head + d[None, :]
+        cached = (in_chunk & (pos != last))[:, None] & d_ok[None, :]
+        is_new = (pos == last)[:, None]                # this step's key: from k_new, not the cache
+        k = tl.where(is_new, k_new[None, :], tl.load(K_cache + offs, mask=cached, other=0.0))
+        v = tl.where(is_new, v_new[None, :], tl.load(V_cache + offs, mask=cached, other=0.0))
+        scores = tl.dot(q, tl.trans(k), input_precision=PRECISION) * scale  # [BLOCK_H, BLOCK_N]
+        scores = tl.where(in_chunk[None, :], scores, float("-inf"))
+        m_new = tl.maximum(m, tl.max(scores, 1))
+        alpha = tl.exp(m - m_new)                      # rescale what was summed under the old max
+        p = tl.exp(scores - m_new[:, None])
+        denom = denom * alpha + tl.sum(p, 1)
+        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=PRECISION)
+        m = m_new
+
+    if (last >= start) & (last < end):                 # only the chunk holding `last` stores it
+        page = tl.load(Table + row * stride_table + last // PAGE_SIZE)
+        at = (page * PAGE_SIZE + last % PAGE_SIZE) * stride_cache_slot + kv_head * stride_cache_head
+        tl.store(K_cache + at + d, k_new, mask=d_ok)
+        tl.store(V_cache + at + d, v_new, mask=d_ok)
+
+    found = denom > 0                                      # an empty chunk (or padding row) writes 0
+    safe = tl.where(found, denom, 1.0)
+    out = acc / safe[:, None]
+    tl.store(Out + row * stride_ob + heads[:, None] * stride_oh + split * stride_os + d[None, :],
+             out.to(Out.dtype.element_ty), mask=h_ok[:, None] & d_ok[None, :])
+    if NUM_SPLITS > 1:
+        lse = tl.where(found, m + tl.log(safe), float("-inf"))
+        tl.store(Lse + row * stride_lb + heads * stride_lh + split, lse, mask=h_ok)
+
+
+@triton.jit
+def _merge_kernel(Mid, Lse, Out, stride_mb, stride_mh, stride_ms, stride_lb, stride_lh,
+                  stride_ob, stride_oh, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,
+                  NUM_SPLITS: tl.constexpr, BLOCK_S: tl.constexpr):
+    row = tl.program_id(0)
+    head = tl.program_id(1)
+    s = tl.arange(0, BLOCK_S)
+    s_ok = s < NUM_SPLITS
+    d = tl.arange(0, BLOCK_D)
+    d_ok = d < HEAD_DIM
+    lse = tl.load(Lse + row * stride_lb + head * stride_lh + s, mask=s_ok, other=float("-inf"))
+    top = tl.max(lse, 0)
+    w = tl.where(lse > float("-inf"), tl.exp(lse - top), 0.0)           # empty chunks weigh 0
+    total = tl.sum(w, 0)
+    o = tl.load(Mid + row * stride_mb + head * stride_mh + s[:, None] * stride_ms + d[None, :],
+                mask=s_ok[:, None] & d_ok[None, :], other=0.0)          # [BLOCK_S, BLOCK_D]
+    out = tl.sum(o * w[:, None], 0) / tl.where(total > 0, total, 1.0)
+    tl.store(Out + row * stride_ob + head * stride_oh + d, out.to(Out.dtype.element_ty), mask=d_ok)
+
+
+def paged_decode_attention(q, k_new, v_new, k_cache, v_cache, page_table, kv_lens,
+                           page_size: int, num_splits: int, block_n: int = 64,
+                           num_warps: int = 4) -> torch.Tensor:
+    """``q [B, H, D]``, this step's ``k_new, v_new [B, KV, D]`` (stored into the caches
+    ``[slots, KV, D]`` at position ``kv_lens - 1``), ``page_table [B, P]``, ``kv_lens [B]``
+    -> ``[B, H, D]``. Inputs may be strided views; their last dimension must be contiguous."""
+    b, nh, d = q.shape
+    nkv = k_cache.shape[1]
+    assert nh % nkv == 0 and k_cache.stride() == v_cache.stride() and k_cache.stride(2) == 1
+    assert q.stride(2) == k_new.stride(2) == v_new.stride(2) == page_table.stride(1) == 1
+    assert kv_lens.is_contiguous() and q.dtype == k_cache.dtype
+    group = nh // nkv
+    out = torch.empty(b, nh, d, dtype=q.dtype, device=q.device)
+    if num_splits == 1:       # the first kernel writes the answer: no partials, no merge
+        mid, lse = out, out
+        mid_strides, lse_strides = (out.stride(0), out.stride(1), 0), (0, 0)
+    else:
+        mid = torch.empty(b, nh, num_splits, d, dtype=torch.float32, device=q.device)
+        lse = torch.empty(b, nh, num_splits, dtype=torch.float32, device=q.device)
+        mid_strides, lse_strides = mid.stride()[:3], lse.stride()[:2]
+    block_d = max(16, triton.next_power_of_2(d))
+    _split_kernel[(b, nkv, num_splits)](
+        q, k_new, v_new, k_cache, v_cache, page_table, kv_lens, mid, lse,
+        q.stride(0), q.stride(1), k_new.stride(0), k_new.stride(1), v_new.stride(0),
+        v_new.stride(1), k_cache.stride(0), k_cache.stride(1), page_table.stride(0),
+        *mid_strides, *lse_strides, 1.0 / math.sqrt(d),
+        PAGE_SIZE=page_size, GROUP=group, HEAD_DIM=d, BLOCK_H=max(16, triton.next_power_of_2(group)),
+        BLOCK_D=block_d, BLOCK_N=block_n, NUM_SPLITS=num_splits,
+        # float32 scores in true float32 (the test oracle's precision); tf32 is the default
+        PRECISION="ieee" if q.dtype == torch.float32 else "tf32", num_warps=num_warps)
+    if num_splits > 1:
+        _merge_kernel[(b, nh)](mid, lse, out, *mid_strides, *lse_strides, out.stride(0),
+                               out.stride(1), HEAD_DIM=d, BLOCK_D=block_d, NUM_SPLITS=num_splits,
+                               BLOCK_S=triton.next_power_of_2(num_splits), num_warps=num_warps)
+    return out

@@ -1,0 +1,160 @@
+"""Decode attention that reads the KV pages in place: FlashDecoding's split-K, over our page table.
+
+The plain path (``AttentionContext`` in ``model.py``) copies every row's whole padded context out of
+the cache (``k_cache[read_loc]``) and runs SDPA under a mask, every layer. A decode step has one
+query per row, so it can do much less: walk the row's page table, read only its ``kv_len`` real
+keys where they lie, and never build a mask.
+
+**Split-K.** One row's keys are cut into ``num_splits`` contiguous chunks, each handled by its own
+program (in parallel, so even batch 1 fills the GPU). A chunk keeps an *online softmax* over blocks
+of ``block_n`` keys: a running max ``m``, a running sum ``denom`` and an unnormalised output
+``acc``, rescaled by ``exp(m_old - m_new)`` whenever the max grows. It then writes ``acc / denom``
+and ``lse = m + log(denom)``. A second pass merges the chunks: ``sum_s exp(lse_s - max) * o_s``, over
+the same sum of weights. With one split there is nothing to merge and the first pass writes the
+answer. GQA: the program of one KV head handles all ``H / KV`` query heads that share it, so each
+key is read once per group, not once per query head.
+
+**The step's own key.** The kernel also stores this step's ``k, v`` into the cache (one launch
+instead of a separate store per layer): only the chunk that holds position ``kv_len - 1`` writes it,
+and that chunk takes the key from the new ``k`` rather than the cache, so no program reads a slot
+another program of the same launch is writing.
+
+**Fixed shapes for CUDA graphs.** The grid is ``(B, KV, num_splits)`` whatever the lengths; each
+program reads its row's real ``kv_len`` from device memory, so a graph captured once serves every
+step. ``num_splits`` comes from the engine's ``max_seq_len`` only, never from the batch, so a
+row's arithmetic is the same in any batch, eager or replayed: normal and overlap stay identical.
+
+This file is plain PyTorch: ``split_k_attention`` does the kernel's arithmetic block by block (the
+CPU test of the algorithm), and ``PagedDecodeContext`` picks it or the Triton kernel
+(``attention_triton.py``, imported only on CUDA).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+BLOCK_N = 64               # keys per block of the online softmax
+MIN_SPLITS, MAX_SPLITS = 4, 16
+TOKENS_PER_SPLIT = 256     # past MIN_SPLITS * this, more chunks
+
+
+def num_kv_splits(max_seq_len: int) -> int:
+    """Chunks per row: from the longest context the engine allows (never from the batch). A chunk
+    is at least one block, so a short row fills only its first chunks and the rest exit at once:
+    batch 1 still gets several programs per KV head, a full batch pays one small merge pass."""
+    return max(MIN_SPLITS, min(MAX_SPLITS, math.ceil(max_seq_len / TOKENS_PER_SPLIT)))
+
+
+def split_bounds(kv_len: int, num_splits: int, block_n: int) -> list[tuple[int, int]]:
+    """``[start, end)`` of each chunk: equal lengths rounded up to whole blocks (the last is short
+    and trailing chunks may be empty)."""
+    per_split = _cdiv(_cdiv(kv_len, num_splits), block_n) * block_n
+    return [(min(s * per_split, kv_len), min((s + 1) * per_split, kv_len)) for s in range(num_splits)]
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+@dataclass
+class PagedDecodeContext:
+    """The attention context of a decode forward (one query per row) that reads pages in place."""
+
+    page_table: torch.Tensor      # [B, P] page ids of each row (int64, a view of the step's ints)
+    kv_lens: torch.Tensor         # [B] keys each row sees, this step's included; 0 for padding
+    page_size: int
+    num_splits: int
+    kernel: str = "triton"        # or "emulated": the same arithmetic in PyTorch (CPU tests)
+
+    def attend(self, q, k, v, k_cache, v_cache) -> torch.Tensor:
+        """``q [B, 1, H, D]``, this step's ``k, v [B, 1, KV, D]`` -> ``[B, 1, H*D]`` (stores k, v)."""
+        b, _, nh, d = q.shape
+        if self.kernel == "triton":
+            from engine.attention_triton import paged_decode_attention
+            out = paged_decode_attention(q[:, 0], k[:, 0], v[:, 0], k_cache, v_cache,
+                                         self.page_table, self.kv_lens, self.page_size,
+                                         self.num_splits, BLOCK_N)
+        else:
+            out = split_k_attention(q[:, 0], k[:, 0], v[:, 0], k_cache, v_cache, self.page_table,
+                                    self.kv_lens, self.page_size, self.num_splits, BLOCK_N)
+        return out.reshape(b, 1, nh * d)                                    # out: [B, H, D]
+
+
+def split_k_attention(q, k_new, v_new, k_cache, v_cache, page_table, kv_lens, page_size: int,
+                      num_splits: int, block_n: int = BLOCK_N) -> torch.Tensor:
+    """The Triton kernel's arithmetic in PyTorch, one (row, KV head group, chunk, block) at a time.
+
+    q ``[B, H, D]``; k_new, v_new ``[B, KV, D]``; caches ``[slots, KV, D]``; returns ``[B, H, D]``.
+    Slow (Python loops), exact to the algorithm: a CPU test checks it against plain attention.
+    """
+    b, nh, d = q.shape
+    nkv = k_cache.shape[1]
+    group = nh // nkv
+    acc_dtype = torch.float64 if q.dtype == torch.float64 else torch.float32
+    scale = 1.0 / math.sqrt(d)
+    out = torch.zeros(b, nh, d, dtype=q.dtype, device=q.device)
+    for row in range(b):
+        kv_len = int(kv_lens[row])
+        last = kv_len - 1
+        bounds = split_bounds(kv_len, num_splits, block_n)
+        for g in range(nkv):
+            heads = slice(g * group, (g + 1) * group)
+            qg = q[row, heads].to(acc_dtype)                                # [G, D]
+            partial = []                                                    # (o [G, D], lse [G])
+            for start, end in bounds:
+                m = torch.full((group,), -math.inf, dtype=acc_dtype, device=q.device)
+                denom = torch.zeros(group, dtype=acc_dtype, device=q.device)
+                acc = torch.zeros(group, d, dtype=acc_dtype, device=q.device)
+                for n0 in range(start, end, block_n):
+                    pos = torch.arange(n0, min(n0 + block_n, end), device=q.device)
+                    slot = page_table[row, pos // page_size] * page_size + pos % page_size
+                    keys, values = k_cache[slot, g].clone(), v_cache[slot, g].clone()  # [n, D]
+                    keys[pos == last], values[pos == last] = k_new[row, g], v_new[row, g]
+                    scores = (qg @ keys.to(acc_dtype).T) * scale                 # [G, n]
+                    m_new = torch.maximum(m, scores.max(dim=1).values)
+                    alpha = torch.exp(m - m_new)                            # rescale what we had
+                    p = torch.exp(scores - m_new[:, None])
+                    denom = denom * alpha + p.sum(dim=1)
+                    acc = acc * alpha[:, None] + p @ values.to(acc_dtype)
+                    m = m_new
+                if start <= last < end:  # the chunk holding this step's position stores its k, v
+                    slot = page_table[row, last // page_size] * page_size + last % page_size
+                    k_cache[slot, g], v_cache[slot, g] = k_new[row, g], v_new[row, g]
+                safe = torch.where(denom > 0, denom, torch.ones_like(denom))
+                lse = torch.where(denom > 0, m + torch.log(safe), torch.full_like(denom, -math.inf))
+                partial.append((acc / safe[:, None], lse))
+            out[row, heads] = _merge(partial).to(q.dtype)
+    return out
+
+
+def _merge(partial: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
+    """The second pass: chunk outputs weighted by ``exp(lse_s - max)`` (empty chunks weigh 0)."""
+    if len(partial) == 1:
+        return partial[0][0]
+    o = torch.stack([p[0] for p in partial])                                # [S, G, D]
+    lse = torch.stack([p[1] for p in partial])                              # [S, G]
+    top = lse.max(dim=0).values
+    w = torch.where(lse > -math.inf, torch.exp(lse - top), torch.zeros_like(lse))
+    total = w.sum(dim=0)
+    return (w[:, :, None] * o).sum(dim=0) / torch.where(total > 0, total, 1.0)[:, None]
+
+
+def paged_attention_reference(q, k_cache, v_cache, page_table, kv_lens, page_size: int):
+    """Plain attention of each row over its first ``kv_len`` cached keys (the test oracle):
+    ``q [B, H, D]`` -> ``[B, H, D]``, computed in float64."""
+    b, nh, d = q.shape
+    group = nh // k_cache.shape[1]
+    out = torch.zeros(b, nh, d, dtype=torch.float64, device=q.device)
+    for row in range(b):
+        pos = torch.arange(int(kv_lens[row]), device=q.device)
+        if not len(pos):
+            continue
+        slot = page_table[row, pos // page_size] * page_size + pos % page_size
+        keys = k_cache[slot].double().repeat_interleave(group, dim=1)       # [L, H, D]
+        values = v_cache[slot].double().repeat_interleave(group, dim=1)
+        scores = torch.einsum("hd,lhd->hl", q[row].double(), keys) / math.sqrt(d)
+        out[row] = torch.einsum("hl,lhd->hd", scores.softmax(dim=-1), values)
+    return out

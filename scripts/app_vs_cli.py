@@ -1,0 +1,151 @@
+"""The app against the CLI on the same machine and workload: the numbers behind the README's
+first-click caption and the walkthrough's live sections, with their spread.
+
+    python scripts/app_vs_cli.py --clicks 5 --cli-runs 3
+
+1. The CLI on the app's default workload (``python -m engine ... --prompt-words 24
+   --stop-early``), ``--cli-runs`` times.
+2. ``python app.py`` on a free port (how long until the page is served), then ``--clicks`` first
+   clicks on Run with the defaults, each in a fresh headless Chromium page on this machine:
+   when the first bars appeared, when the run finished, and the page's own figures.
+Prints one table: overlap GPU busy (whole run and steady window), the speedup per decode step
+(steady window, as the page's headline) and the whole run's tokens/s ratio, min-max over runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+CLI = [sys.executable, "-m", "engine", "--device", "cpu", "--requests", "16", "--batch-size", "16",
+       "--prompt-words", "24", "--max-new-tokens", "96", "--extra-cpu-us", "4000", "--stop-early",
+       "--show-text", "0"]
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+def cli_run() -> dict[str, float]:
+    """One CLI run of the app's workload; its figures, read from the run record it writes."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "run.json"
+        subprocess.run(CLI + ["--json", str(out)], cwd=ROOT, check=True, capture_output=True)
+        return figures(json.loads(out.read_text())["runs"])
+
+
+def figures(runs: list[dict]) -> dict[str, float]:
+    """Busy and speedups of a record's normal and overlap runs (a record written by older code
+    is brought up to date first, so both are measured by today's definitions)."""
+    from record.metrics import compare_runs
+    from record.run_record import upgrade_run
+
+    runs = [upgrade_run(dict(r)) for r in runs]
+    normal, overlap = ({r["loop"]: r for r in runs}[k]["metrics"] for k in ("normal", "overlap"))
+    c = compare_runs(normal, overlap)
+    return {"busy": overlap["gpu_busy_frac"], "steady_busy": overlap["steady_busy_frac"],
+            "normal_busy": normal["gpu_busy_frac"], "speedup": c["measured_speedup"],
+            "predicted": c["predicted_speedup"], "whole": c["whole_run_speedup"]}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_app(port: int, app_dir: Path = ROOT) -> tuple[subprocess.Popen, float]:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    started = time.monotonic()
+    proc = subprocess.Popen([sys.executable, "app.py", "--port", str(port)], cwd=app_dir, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    while True:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2).read(100)
+            return proc, time.monotonic() - started
+        except OSError:
+            if proc.poll() is not None or time.monotonic() - started > 120:
+                raise RuntimeError("the app did not start") from None
+            time.sleep(0.1)
+
+
+def click(browser, url: str) -> dict[str, float]:
+    """A first click on Run with the defaults: timings and the page's own figures."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    try:
+        page.goto(url)
+        page.wait_for_selector("#run")
+        page.wait_for_timeout(1000)
+        t0 = time.monotonic()
+        page.click("#run")
+        page.wait_for_selector("#timeline .js-plotly-plot .bars path", state="attached",
+                               timeout=120_000)
+        first_bars = time.monotonic() - t0
+        page.wait_for_selector("#status .status-ok", timeout=240_000)
+        done = time.monotonic() - t0
+        with page.expect_download() as download:       # the record the page offers
+            page.click("#download-record")
+        record = json.loads(Path(download.value.path()).read_text())
+        return {**figures(record["runs"]), "first_bars_s": first_bars, "done_s": done}
+    finally:
+        page.close()
+
+
+def spread(values: list[float], fmt: str) -> str:
+    lo, hi, mid = min(values), max(values), statistics.median(values)
+    return f"{fmt.format(mid)} ({fmt.format(lo)}-{fmt.format(hi)})"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--clicks", type=int, default=5)
+    parser.add_argument("--cli-runs", type=int, default=3)
+    parser.add_argument("--chromium", default="/usr/bin/chromium")
+    parser.add_argument("--app-dir", type=Path, default=ROOT,
+                        help="the checkout whose app.py to serve (e.g. an older commit's "
+                             "worktree, for a before/after comparison)")
+    args = parser.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    cli = [cli_run() for _ in range(args.cli_runs)]
+    port = free_port()
+    proc, served = start_app(port, args.app_dir)
+    clicks = []
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=args.chromium, args=CHROMIUM_ARGS)
+            for _ in range(args.clicks):
+                clicks.append(click(browser, f"http://127.0.0.1:{port}/"))
+            browser.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    print(f"machine: {os.cpu_count()} cores; app from {args.app_dir}; page served {served:.1f} s "
+          "after `python app.py`")
+    print("| source | runs | overlap busy | steady busy | normal busy | speedup per step | "
+          "predicted | whole run | first bars s | done s |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for name, rows in (("CLI", cli), ("app (first clicks)", clicks)):
+        cells = [spread([100 * r["busy"] for r in rows], "{:.1f}%"),
+                 spread([100 * r["steady_busy"] for r in rows], "{:.1f}%"),
+                 spread([100 * r["normal_busy"] for r in rows], "{:.1f}%"),
+                 spread([r["speedup"] for r in rows], "{:.2f}x"),
+                 spread([r["predicted"] for r in rows], "{:.2f}x"),
+                 spread([r["whole"] for r in rows], "{:.2f}x")]
+        times = [spread([r[k] for r in rows], "{:.1f}") if k in rows[0] else "-"
+                 for k in ("first_bars_s", "done_s")]
+        print(f"| {name} | {len(rows)} | " + " | ".join(cells + times) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
