@@ -4,6 +4,7 @@
     python -m bench --device cpu --quick               # a 2-core CPU in about a minute
     python -m bench --overhead                         # span recording on vs off
     python -m bench --multistep                        # k decode steps per iteration
+    python -m bench --rates 2 4 8 inf --requests 32    # latency vs request rate (serving)
     python -m bench --forward                          # forward-only step vs floor, per variant
     python -m bench --attention-sweep                  # the attention kernel alone
     python -m bench --launch-cost                      # host time per forward, by primitive
@@ -16,7 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench import decode, forward, launch, multistep, overhead
+from bench import decode, forward, launch, multistep, overhead, serving
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -38,6 +39,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--overhead", action="store_true", help="recording on vs off only")
     p.add_argument("--multistep", action="store_true", help="k decode steps per iteration")
     p.add_argument("--workdir", default=tempfile.gettempdir())
+    # Serving (bench/serving.py): requests arrive over time; latency against request rate.
+    p.add_argument("--rates", nargs="+", type=float, default=None, metavar="R",
+                   help="serving: request rates (req/s; inf = burst); latency vs rate, both loops")
+    p.add_argument("--requests", type=int, default=32, help="serving: requests per run")
+    p.add_argument("--arrivals", metavar="FILE", help="serving: a trace file (times, lengths)")
+    p.add_argument("--seed", type=int, default=0, help="serving: the arrival process's seed")
+    p.add_argument("--json", metavar="PATH", help="serving: write the rows (viz.latency draws)")
     p.add_argument("--compile", action="store_true", help="CUDA: compiled decode regions")
     p.add_argument("--attention", choices=["auto", "reference", "triton"], default="auto")
     p.add_argument("--forward", action="store_true",
@@ -62,6 +70,16 @@ def main(argv: list[str] | None = None) -> int:
                            repeats=args.repeats, ceiling_iters=args.ceiling_iters)
     if args.quick:
         work = decode.Workload(args.prompt_len, min(args.new_tokens, 48), 1, 10)
+    if args.rates:
+        from engine.arrivals import check_rate
+
+        rates = tuple(check_rate(r, "--rates") for r in args.rates)
+        work = serving.ServingWorkload(rates, args.requests, args.prompt_len, args.new_tokens,
+                                       args.repeats, args.seed, args.arrivals)
+        model = (args.models or ["bundled"])[0]
+        batch = (args.batches or [16])[0]
+        return serving.run(args.device, model, batch, (args.extra_cpu_us or [0])[0], work,
+                           args.json)
     graph_names = args.graphs or (["eager", "graph"] if cuda else ["eager"])
     if args.forward:
         return forward.run(args.models or ["qwen2.5-0.5b-shape"], args.batches or [1, 8, 64],

@@ -2,6 +2,8 @@
 
     python -m engine --mode both --requests 16 --max-new-tokens 64 --extra-cpu-us 4000
     python -m engine --mode all --decode-steps 3 --extra-cpu-us 8000   # + multi-step overlap
+    python -m engine --request-rate 8 --requests 32       # requests arrive by a Poisson process
+    python -m engine --arrivals trace.json                # ... or as a trace file says
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--model", default="bundled",
                    help="'bundled', a preset (smollm2-135m-shape, qwen2.5-0.5b-shape, "
                         "qwen2.5-1.5b-shape: random weights, for timing) or a local HF directory")
-    p.add_argument("--requests", type=int, default=16)
+    p.add_argument("--requests", type=int, default=None,
+                   help="how many requests (default 16; with --arrivals, the whole trace)")
     p.add_argument("--batch-size", type=int, default=16, help="requests decoded together")
     p.add_argument("--prompt-len", type=int, default=16, help="prompt tokens per request")
     p.add_argument("--prompt-words", type=int, default=0, metavar="N",
@@ -50,18 +53,48 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--profile-steps", type=int, nargs=2, metavar=("FIRST", "LAST"),
                    help="CUDA: add kernel-level lanes from torch.profiler for these steps")
     p.add_argument("--show-text", type=int, default=2, help="print this many generated texts")
+    p.add_argument("--request-rate", type=float, default=None, metavar="R",
+                   help="requests arrive by a Poisson process at R requests/s (inf: all at "
+                        "t=0), the same arrival times for every loop; prints TTFT and ITL")
+    p.add_argument("--arrivals", metavar="FILE",
+                   help="a trace of arrival times and prompt/output token lengths (JSON list of "
+                        "{arrival_s, prompt_tokens, output_tokens}); without times, spread at "
+                        "--request-rate")
     return p.parse_args(argv)
 
 
-def build_config(a: argparse.Namespace) -> EngineConfig:
-    if a.requests < 1 or a.prompt_len < 1 or a.prompt_words < 0:
-        raise ValueError("--requests and --prompt-len must be >= 1, --prompt-words >= 0")
+def load_arrivals(a: argparse.Namespace) -> list | None:
+    """The run's arrivals (``--request-rate`` / ``--arrivals``), or None: all at t=0."""
+    from engine.arrivals import check_rate, load_trace, poisson_times
+
+    if a.request_rate is not None:
+        check_rate(a.request_rate, "--request-rate")
+    if a.arrivals:
+        return load_trace(a.arrivals, a.request_rate, a.seed, limit=a.requests)
+    if a.request_rate is not None:
+        from engine.arrivals import Arrival
+        return [Arrival(t) for t in poisson_times(a.request_rate, a.requests or 16, a.seed)]
+    return None
+
+
+def build_config(a: argparse.Namespace, arrivals: list | None = None) -> EngineConfig:
+    if a.requests is not None and a.requests < 1:
+        raise ValueError("--requests must be >= 1")
+    if a.prompt_len < 1 or a.prompt_words < 0:
+        raise ValueError("--prompt-len must be >= 1, --prompt-words >= 0")
     if a.mode == "all" and a.decode_steps < 2:
         raise ValueError("--mode all compares with multi-step overlap: give --decode-steps K >= 2")
+    if a.stop_early and any(x.output_tokens for x in arrivals or ()):
+        raise ValueError("--stop-early picks stop tokens for --max-new-tokens; the trace in "
+                         "--arrivals already gives each request its output length")
     prompt_tokens = 2 * a.prompt_words + 64 if a.prompt_words else a.prompt_len
+    longest = prompt_tokens + a.max_new_tokens
+    for arrival in arrivals or ():
+        longest = max(longest, (arrival.prompt_tokens or prompt_tokens)
+                      + (arrival.output_tokens or a.max_new_tokens))
     return EngineConfig(model=a.model, device=a.device, cuda_graph=a.cuda_graph,
                         max_batch_size=a.batch_size, dtype=a.dtype, seed=a.seed,
-                        max_seq_len=max(64, prompt_tokens + a.max_new_tokens),
+                        max_seq_len=max(64, longest),
                         max_prefill_tokens=max(512, a.prompt_len),
                         extra_cpu_us=a.extra_cpu_us, record_timeline=not a.no_record,
                         decode_steps=a.decode_steps, compile=a.compile,
@@ -118,12 +151,13 @@ def main(argv: list[str] | None = None) -> int:
     eng = None
     try:
         _check_output_paths(a)
-        cfg = build_config(a)
+        arrivals = load_arrivals(a)
+        cfg = build_config(a, arrivals)
         params = SamplingParams(max_new_tokens=a.max_new_tokens, temperature=a.temperature,
                                 ignore_eos=a.ignore_eos)
         from engine import Engine
         eng = Engine(cfg)
-        return _run(a, cfg, params, eng)
+        return _run(a, cfg, params, eng, arrivals)
     except (ValueError, RuntimeError, FileNotFoundError) as err:   # one line, no traceback
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -135,15 +169,26 @@ def main(argv: list[str] | None = None) -> int:
             eng.close()
 
 
-def _run(a, cfg, params, eng) -> int:
-    from engine.workload import make_prompts, stop_params_from_probe, token_prompts, word_prompts
+def _prompts(a, eng, arrivals) -> list:
+    from engine.workload import make_prompts, token_prompts, word_prompts
 
+    n = len(arrivals) if arrivals else (a.requests or 16)
+    if arrivals and any(x.prompt_tokens for x in arrivals):      # lengths from a trace
+        return [make_prompts(eng.tokenizer, 1, x.prompt_tokens or a.prompt_len, a.seed + i,
+                             eng.spec.vocab_size)[0] for i, x in enumerate(arrivals)]
     if a.prompt_words:
-        prompts = token_prompts(eng, word_prompts("", a.requests, a.prompt_words)[0],
-                                a.prompt_words)
-    else:
-        prompts = make_prompts(eng.tokenizer, a.requests, a.prompt_len, a.seed,
-                               eng.spec.vocab_size)
+        return token_prompts(eng, word_prompts("", n, a.prompt_words)[0], a.prompt_words)
+    return make_prompts(eng.tokenizer, n, a.prompt_len, a.seed, eng.spec.vocab_size)
+
+
+def _run(a, cfg, params, eng, arrivals=None) -> int:
+    from engine.workload import stop_params_from_probe
+
+    prompts = _prompts(a, eng, arrivals)
+    if arrivals and any(x.output_tokens for x in arrivals):      # output lengths from a trace
+        params = [SamplingParams(max_new_tokens=x.output_tokens or a.max_new_tokens,
+                                 temperature=a.temperature, ignore_eos=a.ignore_eos)
+                  for x in arrivals]
     k = a.decode_steps
     # (overlap, decode steps) of each loop to run, in order.
     modes = {"normal": [(False, 1)], "overlap": [(True, k)], "both": [(False, 1), (True, k)],
@@ -158,12 +203,22 @@ def _run(a, cfg, params, eng) -> int:
         params = stop_params_from_probe(eng, prompts, new, lo=new // 4, hi=new,
                                         temperature=a.temperature)
     prof = tuple(a.profile_steps) if a.profile_steps else None
-    runs = [eng.generate(prompts, params, overlap=overlap, decode_steps=steps, profile_steps=prof)
-            for overlap, steps in modes]
+    times = [x.at_s for x in arrivals] if arrivals else None
+    runs = [eng.generate(prompts, params, overlap=overlap, decode_steps=steps, profile_steps=prof,
+                         arrivals=times) for overlap, steps in modes]
     print(f"device: {eng.device_label()}  model: {cfg.model}"
           f"{'  (random weights, for timing)' if eng.random_weights else ''}")
     print(f"start-up: {format_startup(eng.startup_s)}")
     print(format_table(runs))
+    if arrivals:
+        from engine.arrivals import describe
+        from record.serving import format_table as latency_table
+        from record.serving import row_from_metrics, summarize
+
+        rate = None if a.request_rate is None or a.arrivals else a.request_rate
+        print(f"\narrivals: {describe(arrivals)}")
+        print(latency_table(summarize([row_from_metrics(r.mode, rate, len(prompts), r.metrics)
+                                       for r in runs])))
     for o in runs[-1].outputs[: a.show_text]:
         print(f"  [{o.finish_reason}] {o.text!r}")
     if a.json or a.trace:

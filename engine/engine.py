@@ -5,7 +5,11 @@ requests, hands them to a fresh ``Scheduler`` per call (the device, the KV pool 
 persist across calls, so a leak in one run would show in the next), and packs what happened into a
 ``RunResult``: outputs, the timeline's spans, and metrics computed from those spans.
 
-One ``generate`` runs at a time: a second caller (another thread) gets ``EngineBusyError`` at
+Requests may arrive over time (``arrivals``: seconds from the run's start, one per prompt), so the
+scheduler's stage 1 receives them while it runs; ``serve`` runs the same loops on requests that
+stream in from a source that never ends by itself (the OpenAI-compatible server).
+
+One ``generate`` (or ``serve``) runs at a time: a second caller (another thread) gets ``EngineBusyError`` at
 once rather than a share of someone else's batch. A device that dies mid-run (the CPU device
 process killed, say) fails that run with a clear error, and the next ``generate`` starts a new one.
 """
@@ -19,7 +23,7 @@ import platform
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,9 +32,11 @@ import torch
 from engine import host_load
 from engine.config import MAX_DECODE_STEPS, RESULT_BUFFERS, EngineConfig, SamplingParams
 from engine.device import Device
-from engine.kv_cache import IdPool, pages_needed
-from engine.request import NUM_INT_COLS, Req
-from engine.scheduler import Scheduler
+from engine.intake import Intake, arrival_offsets_ns
+from engine.kv_cache import IdPool
+from engine.request import NUM_INT_COLS
+from engine.scheduler import Scheduler, TokenSink
+from engine.sources import RequestSource, ScheduledSource
 from record.run_record import run_dict
 from record.timeline import GPU_LANES, LANES, Span, Timeline
 
@@ -49,6 +55,7 @@ class RequestOutput:
     first_token_us: float
     finish_us: float
     wasted_steps: int = 0
+    token_us: list[float] = field(default_factory=list)   # when each token was delivered
 
 
 @dataclass
@@ -97,10 +104,13 @@ def _pick_dtype(name: str, device: str) -> str:
 
 
 class Engine:
-    def __init__(self, config: EngineConfig | None = None) -> None:
+    def __init__(self, config: EngineConfig | None = None,
+                 progress: Callable[[Any], None] | None = None) -> None:
+        """``progress`` hears how fetching a hub model goes (``engine.hub.HubProgress``)."""
         from engine.loader import PRESETS, load_tokenizer
 
         self.config = cfg = config or EngineConfig()
+        self._progress = progress
         self.device_name = _pick_device(cfg.device)
         self.dtype = _pick_dtype(cfg.dtype, self.device_name)
         self.slots = IdPool(cfg.max_batch_size, "request slot")
@@ -124,7 +134,7 @@ class Engine:
         from engine.process_device import DeviceError, DeviceInit, InlineDevice, ProcessDevice
 
         # Resolve and validate the model here, so a bad name fails before a process starts.
-        self.spec, self.model_path, self.eos_ids = describe_model(cfg.model)
+        self.spec, self.model_path, self.eos_ids = describe_model(cfg.model, self._progress)
         self._check_context()
         self.device_init = DeviceInit(
             model=self.model_path or cfg.model, dtype=self.dtype, seed=cfg.seed,
@@ -152,7 +162,8 @@ class Engine:
 
         cfg = self.config
         t0 = time.perf_counter()
-        loaded = load_model(cfg.model, "cuda", getattr(torch, self.dtype), cfg.seed)
+        loaded = load_model(cfg.model, "cuda", getattr(torch, self.dtype), cfg.seed,
+                            self._progress)
         self.spec, self.model_path, self.eos_ids = loaded.spec, loaded.path, loaded.eos_token_ids
         self._check_context()
         runner = ModelRunner(loaded.model, cfg.max_batch_size, cfg.max_seq_len, cfg.total_pages,
@@ -187,8 +198,14 @@ class Engine:
                  extra_cpu_us: int | None = None,
                  profile_steps: tuple[int, int] | None = None,
                  decode_steps: int | None = None,
-                 should_stop: Callable[[], bool] | None = None) -> RunResult:
+                 should_stop: Callable[[], bool] | None = None,
+                 arrivals: Sequence[float] | None = None, chat: bool = False) -> RunResult:
         """Run ``prompts`` (strings or token-id lists) to completion; returns a ``RunResult``.
+
+        ``arrivals``: when each prompt's request arrives, in seconds from the run's start (None:
+        all at t=0); see ``engine.arrivals`` for Poisson processes and traces. ``chat``: each
+        prompt is a user message (a string) or a list of {"role", "content"} messages, put
+        through the tokenizer's chat template.
 
         ``overlap`` and ``extra_cpu_us`` override the config for this call (one engine, both loops).
         ``decode_steps`` (k) overrides the config's (multi-step overlap when k > 1).
@@ -202,12 +219,11 @@ class Engine:
         try:
             self._replace_dead_device()
             return self._generate(prompts, params, overlap, timeline, extra_cpu_us,
-                                  profile_steps, decode_steps, should_stop)
+                                  profile_steps, decode_steps, should_stop, arrivals, chat)
         finally:
             self._busy.release()
 
-    def _generate(self, prompts, params, overlap, timeline, extra_cpu_us, profile_steps,
-                  decode_steps, should_stop) -> RunResult:
+    def _loop_settings(self, overlap, extra_cpu_us, decode_steps) -> tuple[bool, int, int]:
         cfg = self.config
         extra = cfg.extra_cpu_us if extra_cpu_us is None else _whole(extra_cpu_us, "extra_cpu_us")
         if not 0 <= extra <= 1_000_000:
@@ -215,8 +231,14 @@ class Engine:
         k = cfg.decode_steps if decode_steps is None else _whole(decode_steps, "decode_steps")
         if not 1 <= k <= MAX_DECODE_STEPS:
             raise ValueError(f"decode_steps must be in 1..{MAX_DECODE_STEPS}, got {k}")
-        overlap = cfg.overlap if overlap is None else bool(overlap)
-        reqs = self._make_requests(prompts, params)
+        return (cfg.overlap if overlap is None else bool(overlap)), extra, k
+
+    def _generate(self, prompts, params, overlap, timeline, extra_cpu_us, profile_steps,
+                  decode_steps, should_stop, arrivals, chat) -> RunResult:
+        cfg = self.config
+        overlap, extra, k = self._loop_settings(overlap, extra_cpu_us, decode_steps)
+        reqs = self.intake().requests(prompts, params, chat)
+        offsets_ns = arrival_offsets_ns(arrivals, len(reqs))
         timeline = timeline or Timeline(enabled=cfg.record_timeline)
         sched = Scheduler(cfg, self.device, self.slots, self.pages, timeline,
                           pad_batches=self.device_name == "cuda", extra_cpu_us=extra,
@@ -237,9 +259,9 @@ class Engine:
             timeline.t0_ns = time.perf_counter_ns()
             self.device.begin_run(timeline)
             t0 = time.perf_counter_ns()
-            for req in reqs:
-                req.arrival_ns = t0
-                sched.add_request(req)
+            for req, offset in zip(reqs, offsets_ns):
+                req.arrival_ns = t0 + offset       # arrival times are relative to the start
+            sched.source = ScheduledSource(reqs)
             sched.run(overlap, should_stop)
             self.device.end_run()
         except BaseException:
@@ -261,6 +283,43 @@ class Engine:
                                             result.metrics["gpu_busy_frac"] * wall_s)
         return result
 
+    def serve(self, source: RequestSource, sink: TokenSink, overlap: bool | None = None,
+              timeline: Timeline | None = None, extra_cpu_us: int | None = None,
+              decode_steps: int | None = None,
+              should_stop: Callable[[], bool] | None = None) -> None:
+        """Serve requests from ``source`` until it is done (or ``should_stop()``), streaming
+        tokens to ``sink`` after every processed step. The requests are the source's own, made
+        with ``make_request``; their clock is ``timeline``'s (its ``t0_ns`` is the session start).
+
+        Unlike ``generate``, Python's garbage collector stays on (a session has no end to wait
+        for); what exists at the start is frozen, so a collection only scans the session's own
+        objects.
+        """
+        if not self._busy.acquire(blocking=False):
+            raise EngineBusyError("this engine is already running (one generate or serve at a "
+                                  "time)")
+        try:
+            self._replace_dead_device()
+            overlap, extra, k = self._loop_settings(overlap, extra_cpu_us, decode_steps)
+            timeline = timeline or Timeline(enabled=self.config.record_timeline)
+            sched = Scheduler(self.config, self.device, self.slots, self.pages, timeline,
+                              pad_batches=self.device_name == "cuda", extra_cpu_us=extra,
+                              decode_steps=k, source=source, sink=sink)
+            gc.collect()
+            gc.freeze()
+            try:
+                self.device.begin_run(timeline)
+                sched.run(overlap, should_stop)
+                self.device.end_run()
+            except BaseException:
+                self._end_failed_run()
+                raise
+            finally:
+                gc.unfreeze()
+            self._runs += 1
+        finally:
+            self._busy.release()
+
     def _end_failed_run(self) -> None:
         try:
             self.device.end_run()
@@ -269,63 +328,10 @@ class Engine:
         self.slots = IdPool(self.config.max_batch_size, "request slot")
         self.pages = IdPool(self.config.total_pages, "KV page")
 
-    def _make_requests(self, prompts, params) -> list[Req]:
-        if isinstance(prompts, (str, bytes)) or not isinstance(prompts, (list, tuple)):
-            raise ValueError(f"prompts must be a list of strings or of token-id lists, got "
-                             f"{type(prompts).__name__}")
-        if not prompts:
-            raise ValueError("prompts is empty: give at least one prompt")
-        if isinstance(params, (list, tuple)):
-            plist = list(params)
-        else:
-            plist = [params or SamplingParams()] * len(prompts)
-        if len(plist) != len(prompts):
-            raise ValueError(f"got {len(plist)} SamplingParams for {len(prompts)} prompts")
-        reqs = []
-        for i, (prompt, sp) in enumerate(zip(prompts, plist)):
-            if not isinstance(sp, SamplingParams):
-                raise ValueError(f"params {i} is a {type(sp).__name__}, not SamplingParams")
-            ids = self._encode(prompt, i)
-            if len(ids) + sp.max_new_tokens > self.config.max_seq_len:
-                raise ValueError(f"prompt {i} has {len(ids)} tokens; with max_new_tokens="
-                                 f"{sp.max_new_tokens} it exceeds max_seq_len={self.config.max_seq_len}"
-                                 " (the context); shorten it or raise max_seq_len")
-            if pages_needed(len(ids) + sp.max_new_tokens, self.config.page_size) > self.pages.total:
-                raise ValueError(f"prompt {i} needs more KV pages than the whole cache holds")
-            bad = [t for t in sp.stop_token_ids if t >= self.spec.vocab_size]
-            if bad:
-                raise ValueError(f"params {i}: stop_token_ids {bad[:5]} are outside the "
-                                 f"vocabulary (0..{self.spec.vocab_size - 1})")
-            stops = set(sp.stop_token_ids) | (set() if sp.ignore_eos else set(self.eos_ids))
-            seed = sp.seed if sp.seed is not None else (self.config.seed * 1_000_003 + i) % (2**31)
-            reqs.append(Req(rid=i, prompt_ids=ids, params=sp, seed=seed, stop_ids=frozenset(stops)))
-        return reqs
-
-    def _encode(self, prompt, i: int) -> list[int]:
-        if isinstance(prompt, str):
-            if not prompt:
-                raise ValueError(f"prompt {i} is empty")
-            if self.tokenizer is None:
-                raise ValueError("this model has no tokenizer: pass token-id lists")
-            ids = self.tokenizer.encode(prompt, add_special_tokens=False)
-            if not ids:
-                raise ValueError(f"prompt {i} encodes to no tokens")
-        elif isinstance(prompt, (list, tuple)):
-            if not all(isinstance(t, numbers.Integral) and not isinstance(t, bool) for t in prompt):
-                kinds = sorted({type(t).__name__ for t in prompt
-                                if not isinstance(t, numbers.Integral) or isinstance(t, bool)})
-                raise ValueError(f"prompt {i}: token ids must be integers, got {', '.join(kinds)}")
-            ids = [int(t) for t in prompt]
-            if not ids:
-                raise ValueError(f"prompt {i} is empty")
-        else:
-            raise ValueError(f"prompt {i} is a {type(prompt).__name__}: give a string or a list "
-                             "of token ids")
-        bad = [t for t in ids if not 0 <= t < self.spec.vocab_size]
-        if bad:
-            raise ValueError(f"prompt {i} has token ids outside the vocabulary "
-                             f"(0..{self.spec.vocab_size - 1}): {bad[:5]}")
-        return ids
+    def intake(self) -> Intake:
+        """Checks and builds requests for this engine (``engine.intake``)."""
+        return Intake(self.config, self.tokenizer, self.spec.vocab_size, tuple(self.eos_ids),
+                      self.pages.total)
 
     def _decode(self, ids: list[int]) -> str:
         if self.tokenizer is None:
@@ -334,17 +340,19 @@ class Engine:
         return self.tokenizer.decode([t for t in ids if t < n], skip_special_tokens=True)
 
     def _result(self, loop: str, k: int, reqs, sched, timeline, wall_s) -> RunResult:
-        from record.metrics import compute_metrics
+        from record.metrics import compute_metrics, latency_summary
 
         def us(ns: int) -> float:
             return timeline.to_us(ns) if ns else 0.0
 
         outputs = [RequestOutput(r.output_ids, self._decode(r.output_ids), r.finish_reason or "",
                                  r.prompt_len, us(r.arrival_ns), us(r.first_token_ns),
-                                 us(r.finish_ns), r.wasted_steps) for r in reqs]
+                                 us(r.finish_ns), r.wasted_steps, [us(t) for t in r.token_ns])
+                   for r in reqs]
         spans = timeline.snapshot()
-        metrics = compute_metrics(spans, [o.__dict__ for o in outputs], GPU_LANES,
-                                  wall_us=wall_s * 1e6)
+        out_dicts = [o.__dict__ for o in outputs]
+        metrics = compute_metrics(spans, out_dicts, GPU_LANES, wall_us=wall_s * 1e6)
+        metrics.update(latency_summary(out_dicts, wall_us=wall_s * 1e6))
         metrics["wasted_tokens"] = sched.wasted_tokens
         metrics["unsafe_frees"] = sched.unsafe_frees
         kernel_spans, kernel_lanes = [], []
@@ -384,3 +392,4 @@ class Engine:
 
     def __exit__(self, *exc) -> None:
         self.close()
+

@@ -5,7 +5,9 @@ A model name resolves to one of three things:
 - ``"bundled"``: the small model trained for this demo, in ``assets/bundled`` (HF format);
 - a *preset* (``"smollm2-135m-shape"`` ...): the exact shapes of a public model with random weights,
   for timing studies only (labelled "random weights, for timing" wherever it appears);
-- a local Hugging Face directory (``config.json`` + safetensors) or a hub id already in the cache.
+- a local Hugging Face directory (``config.json`` + safetensors), or a hub id ("org/name"),
+  fetched into the hub cache through ``engine.hub``'s guards (architecture, safetensors only, no
+  remote code, a size cap), with a progress callback for the app.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 
 import torch
 
+from engine.hub import HubError, Progress, fetch_hub_model
 from engine.model import CausalLM, ModelSpec, fuse_hf_state_dict, rope_inv_freq
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -147,8 +150,9 @@ def spec_from_hf_config(cfg: dict, where: str = "config.json") -> ModelSpec:
     )
 
 
-def resolve_model_dir(name: str) -> Path:
-    """Map "bundled", a local directory or a cached hub id to a checkpoint directory."""
+def resolve_model_dir(name: str, progress: Progress | None = None) -> Path:
+    """Map "bundled", a local directory or a hub id to a checkpoint directory (a hub id is
+    fetched, or found in the cache, through ``engine.hub``; ``progress`` hears how it goes)."""
     if name == "bundled":
         if not (BUNDLED_DIR / "config.json").exists():
             raise ModelLoadError(f"the bundled model is missing at {BUNDLED_DIR}; run "
@@ -162,13 +166,11 @@ def resolve_model_dir(name: str) -> Path:
     if path.suffix or name.startswith((".", "/", "~")) or name.count("/") != 1:
         raise ModelLoadError(f"unknown model {name!r}: not 'bundled', not a preset "
                              f"({', '.join(PRESETS)}), and not a local directory")
-    try:  # a hub id: use the local cache, or download when the network allows it
-        from huggingface_hub import snapshot_download
-        return Path(snapshot_download(name, allow_patterns=["*.json", "*.safetensors", "*.txt",
-                                                              "*.model", "*.tiktoken"]))
-    except Exception as err:  # noqa: BLE001 - any hub failure becomes one clear message
-        raise ModelLoadError(f"model {name!r} is not a local directory and could not be fetched "
-                             f"from the hub ({type(err).__name__}: {err})") from err
+    try:  # a hub id: from the local cache, or downloaded where the network allows it
+        return fetch_hub_model(name, progress)
+    except HubError as err:
+        raise ModelLoadError(f"model {name!r} is not a local directory, and from the hub: "
+                             f"{err}") from None
 
 
 def _read_state_dict(path: Path) -> dict[str, torch.Tensor]:
@@ -202,16 +204,18 @@ def eos_token_ids(path: Path, cfg: dict) -> tuple[int, ...]:
     return tuple(ids) if isinstance(ids, list) else (int(ids),)
 
 
-def describe_model(name: str) -> tuple[ModelSpec, str | None, tuple[int, ...]]:
+def describe_model(name: str, progress: Progress | None = None
+                   ) -> tuple[ModelSpec, str | None, tuple[int, ...]]:
     """(spec, checkpoint dir, eos ids) without loading weights: fails fast on a bad name."""
     if name in PRESETS:
         return PRESETS[name], None, ()
-    path = resolve_model_dir(name)
+    path = resolve_model_dir(name, progress)
     cfg = read_config(path)
     return spec_from_hf_config(cfg, where=str(path / "config.json")), str(path), eos_token_ids(path, cfg)
 
 
-def load_model(name: str, device: torch.device | str, dtype: torch.dtype, seed: int = 0) -> LoadedModel:
+def load_model(name: str, device: torch.device | str, dtype: torch.dtype, seed: int = 0,
+               progress: Progress | None = None) -> LoadedModel:
     """Build our modules for ``name`` on ``device`` in ``dtype``, with weights loaded (or random)."""
     if name in PRESETS:
         spec = PRESETS[name]
@@ -221,7 +225,7 @@ def load_model(name: str, device: torch.device | str, dtype: torch.dtype, seed: 
         model.inv_freq = rope_inv_freq(spec, device)
         _init_random(model)
         return LoadedModel(model.eval(), spec, name, None, (), True)
-    path = resolve_model_dir(name)
+    path = resolve_model_dir(name, progress)
     cfg = read_config(path)
     spec = spec_from_hf_config(cfg, where=str(path / "config.json"))
     with torch.device("meta"):

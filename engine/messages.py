@@ -8,6 +8,13 @@ scheduler process and reads events back. Every message is a small frozen datacla
     scheduler -> server   SchedulerReady, then per request: Progress*, SpanBatch*, LoopFinished*,
                           and exactly one of RunFinished | LabFinished | Warmed | RequestFailed
 
+Online serving (the OpenAI-compatible server, ``engine.serve``) is one long request:
+
+    server -> scheduler   ServeRequest, then any number of SubmitRequest | AbortRequest |
+                          StatsQuery, and StopServing at the end
+    scheduler -> server   Progress*, ServingStarted, then TokensOut | ServingStats | SpanBatch |
+                          Rejected as they come, and ServingStopped (or RequestFailed) at the end
+
 This module imports no torch: the web server's process stays light.
 """
 
@@ -37,6 +44,9 @@ class LiveRunRequest:
     extra_cpu_us: int
     stop_early: bool                    # per-request stop tokens picked from a probe run
     workload: dict[str, Any] = field(default_factory=dict)   # extra keys for the record's config
+    request_rate: float | None = None   # requests arrive by a Poisson process (None: all at t=0;
+    arrival_seed: int = 0               #   inf: a burst); the same times for every loop
+    chat: bool = False                  # each prompt is a user message, via the chat template
 
 
 @dataclass(frozen=True)
@@ -63,6 +73,45 @@ class CancelRequest:
     """Stop the request in progress at the next scheduler iteration."""
 
 
+@dataclass(frozen=True)
+class ServeRequest:
+    """Serve requests that stream in (``SubmitRequest``) until ``StopServing``, with one loop."""
+
+    engine: EngineConfig
+    loop: str                           # from LOOPS
+    decode_steps: int = 1               # k of the multistep loop
+    extra_cpu_us: int = 0
+
+
+@dataclass(frozen=True)
+class SubmitRequest:
+    """One request of a served session: token ids (the server tokenized them) and sampling."""
+
+    rid: int                            # unique in the session (the server numbers them)
+    prompt_ids: list[int]
+    params: SamplingParams
+    arrival_ns: int                     # perf_counter_ns when the server received it
+
+
+@dataclass(frozen=True)
+class AbortRequest:
+    """Stop a served request now (its client went away); its pages and slot are freed."""
+
+    rid: int
+
+
+@dataclass(frozen=True)
+class StatsQuery:
+    """Ask the serving loop for ``ServingStats`` (answered at its next stage 1)."""
+
+    token: int
+
+
+@dataclass(frozen=True)
+class StopServing:
+    """Finish the requests in progress, then end the served session."""
+
+
 # ---- scheduler -> server ----------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -77,7 +126,7 @@ class SchedulerReady:
 
 @dataclass(frozen=True)
 class Progress:
-    stage: str                          # "loading" | "probe" | "run"
+    stage: str                          # "loading" | "download" | "probe" | "run"
     loop: str = ""                      # the loop now running (stage "run")
     index: int = 0                      # which of the request's loops
     total: int = 0
@@ -111,6 +160,68 @@ class LabFinished:
 @dataclass(frozen=True)
 class Warmed:
     detail: str
+
+
+@dataclass(frozen=True)
+class ServingStarted:
+    """The served session's engine is ready: what the server needs to check and tokenize."""
+
+    model: str                          # the name it was asked for
+    tokenizer_path: str | None          # where the engine's tokenizer came from (None: ids only)
+    max_seq_len: int                    # prompt + output tokens per request
+    vocab_size: int
+    device: str                         # the device label
+    env: dict[str, Any]
+    config: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class TokenDelta:
+    """New tokens of one served request, and how it ended once it has (times: µs on the
+    session's clock)."""
+
+    rid: int
+    token_ids: list[int]
+    token_us: list[float]
+    finish_reason: str = ""             # "" while it runs; "stop" | "length" | "abort"
+    prompt_tokens: int = 0
+    arrival_us: float = 0.0
+    first_token_us: float = 0.0
+    finish_us: float = 0.0
+    wasted_steps: int = 0
+
+
+@dataclass(frozen=True)
+class TokensOut:
+    """The requests that got tokens (or ended) in one processed step."""
+
+    deltas: list[TokenDelta]
+
+
+@dataclass(frozen=True)
+class Rejected:
+    """A submitted request the engine refused (the message names the limit)."""
+
+    rid: int
+    message: str
+
+
+@dataclass(frozen=True)
+class ServingStats:
+    """The session's requests and the engine's pools, at a stage 1 (an iteration boundary)."""
+
+    token: int
+    active: int                         # requests received and not finished
+    served: int                         # requests finished (stop, length or abort)
+    kv_pages_free: int
+    kv_pages_total: int
+    req_slots_free: int
+    req_slots_total: int
+
+
+@dataclass(frozen=True)
+class ServingStopped:
+    """The served session ended (StopServing, or the server went away)."""
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ class Req:
     num_prefilled: int = 0          # prompt tokens whose forward has been launched
     num_scheduled: int = 0          # output tokens whose forward has been launched (device side)
     output_ids: list[int] = field(default_factory=list)   # tokens read back (host side)
+    token_ns: list[int] = field(default_factory=list)     # when each was read back (delivered)
     finished: bool = False
     finish_reason: str | None = None
     first_token_ns: int = 0

@@ -1,6 +1,7 @@
 """The scheduler: ``normal_loop`` and ``overlap_loop``, side by side, in the article's four stages.
 
-1. ``receive_requests``      take new requests from the inbox
+1. ``receive_requests``      take what has arrived from the request source (new requests,
+                             aborts); requests may arrive while the loop runs
 2. ``schedule_next_batch``   pick the next batch (prefill first, chunked under a token budget,
                              else decode), allocate slots/pages, upload metadata (scheduler stream)
 3. ``_forward``              launch it on the engine stream (returns immediately)
@@ -11,6 +12,10 @@ the next stage 1-2. ``overlap_loop`` runs stage 4 on the *previous* batch after 
 one, so the CPU's work hides behind the GPU's forward. The price is *lag one*: a request that
 stopped at step n-1 may already be in batch n. Its extra token is dropped, and its slot and pages
 are freed only once batch n has finished with them.
+
+Requests arrive over time (``engine.sources``): at t=0, by a Poisson process, or from a client of
+the OpenAI-compatible server. When nothing is waiting, running or in flight, the loop blocks on the
+source until something arrives: real idle time, neither CPU work nor a stall.
 """
 
 from __future__ import annotations
@@ -27,7 +32,11 @@ from engine.config import EngineConfig
 from engine.device import Device, ForwardOutput
 from engine.kv_cache import IdPool, pages_needed
 from engine.request import Batch, Req, Row, StepMeta, advance_meta, build_meta, decode_bucket
+from engine.sources import RequestSource, ScheduledSource
 from record.timeline import Timeline
+
+IDLE_WAIT_S = 0.05              # an idle loop looks at should_stop at least this often
+TokenSink = Callable[[list[Req]], None]    # told which requests got tokens (or ended) in a step
 
 
 @dataclass(frozen=True)
@@ -64,8 +73,11 @@ class _CpuSpan:
 class Scheduler:
     def __init__(self, cfg: EngineConfig, device: Device, slots: IdPool, pages: IdPool,
                  timeline: Timeline, pad_batches: bool, extra_cpu_us: int = 0,
-                 decode_steps: int = 1) -> None:
+                 decode_steps: int = 1, source: RequestSource | None = None,
+                 sink: TokenSink | None = None) -> None:
         self.cfg, self.device, self.slots, self.pages = cfg, device, slots, pages
+        self.source: RequestSource = source if source is not None else ScheduledSource([])
+        self.sink = sink                            # streams tokens out (the server); optional
         self.extra_cpu_us = extra_cpu_us
         self.decode_steps = decode_steps            # k: decode forwards launched per iteration
         # Host copy of each slot's page list (SGLang's req_to_token), scratch page where unused;
@@ -73,7 +85,6 @@ class Scheduler:
         self.page_table = np.full((slots.total + 1, cfg.pages_per_seq), pages.total, np.int64)
         self.capture: Any = None                    # optional KernelCapture (torch.profiler window)
         self.timeline, self.pad_batches = timeline, pad_batches
-        self.inbox: deque[Req] = deque()
         self.waiting: deque[Req] = deque()
         self.running: list[Req] = []
         self.deferred: list[tuple[int, Req]] = []   # (free after this step completes, request)
@@ -81,15 +92,12 @@ class Scheduler:
         self.wasted_tokens = 0
         self.unsafe_frees = 0
 
-    def add_request(self, req: Req) -> None:
-        self.inbox.append(req)
-
     def is_idle(self) -> bool:
-        return not (self.inbox or self.waiting or self.running)
+        return not (self.waiting or self.running)
 
     # ---- the two loops ------------------------------------------------------------------------
     def normal_loop(self) -> None:
-        self.receive_requests()                                    # 1
+        self.receive_requests(in_flight=[])                        # 1
         forward_input = self.schedule_next_batch()                 # 2
         if forward_input is None:
             return
@@ -97,7 +105,7 @@ class Scheduler:
         self._process_last_data((forward_input, output), in_flight=[])   # 4: the GPU idles
 
     def overlap_loop(self, last_data: LastData) -> LastData:
-        self.receive_requests()                                    # 1
+        self.receive_requests([last_data[0]] if last_data else [])  # 1
         forward_input = self.schedule_next_batch()                 # 2 (metadata: scheduler stream)
         ongoing_data = None
         if forward_input is not None:                              # 3: forward(Bn), engine stream
@@ -117,7 +125,7 @@ class Scheduler:
         through token_pool. The k results are processed together one iteration later (stop
         checks k steps late). The per-iteration work (``extra_cpu_us``) is paid once per k forwards.
         """
-        self.receive_requests()                                    # 1
+        self.receive_requests([fi for fi, _ in last_data])          # 1
         group = self.schedule_next_group(self.decode_steps)        # 2: k steps, one upload
         ongoing_data = [(fi, self._forward(fi)) for fi in group]   # 3: k launches, no read-back
         for i, data in enumerate(last_data):                       # 4: the previous k steps
@@ -129,13 +137,21 @@ class Scheduler:
         return ongoing_data
 
     def run(self, overlap: bool, should_stop: Callable[[], bool] | None = None) -> None:
-        """Drive a loop until every request has finished (or ``should_stop()`` says stop)."""
+        """Drive a loop until the source is done and every request has finished (or
+        ``should_stop()`` says stop)."""
         last: Any = None
         stalls = 0
         multistep = overlap and self.decode_steps > 1
-        while not (self.is_idle() and not last):
+        while True:
             if should_stop is not None and should_stop():
                 raise RunCancelled("the run was stopped before it finished")
+            if self.is_idle() and not last:
+                if self.source.done():
+                    return
+                # Nothing waiting, running or in flight: block until a request may have
+                # arrived. Idle time, not CPU work, and not a stall.
+                if not self.source.wait(IDLE_WAIT_S):
+                    continue
             before = self.step
             if multistep:
                 last = self.multistep_loop(last or [])
@@ -143,15 +159,34 @@ class Scheduler:
                 last = self.overlap_loop(last)
             else:
                 self.normal_loop()
-            stalls = stalls + 1 if (self.step == before and not last) else 0
+            # Stalled: requests wait, yet nothing was launched and nothing is in flight.
+            stalls = stalls + 1 if (self.step == before and not last and self.waiting) else 0
             if stalls > 2:
                 raise RuntimeError("scheduler stalled: waiting requests can never be admitted")
 
     # ---- stage 1 ------------------------------------------------------------------------------
-    def receive_requests(self) -> None:
+    def receive_requests(self, in_flight: list[ForwardInput]) -> None:
+        """Take what has arrived. ``in_flight``: batches launched and not yet processed (an
+        aborted request they carry is freed only after them, as in ``_finish``)."""
         with _CpuSpan(self.timeline, "receive", self.step + 1, None):
-            while self.inbox:
-                self.waiting.append(self.inbox.popleft())
+            received = self.source.receive()
+            self.waiting.extend(received.reqs)
+            if received.aborts:
+                self._abort(set(received.aborts), in_flight)
+
+    def _abort(self, rids: set[int], in_flight: list[ForwardInput]) -> None:
+        """Stop requests whose client went away: a waiting one simply leaves the queue, a
+        running one finishes now ("abort") and its tokens still in flight are dropped."""
+        now = time.perf_counter_ns()
+        gone = [r for r in self.waiting if r.rid in rids]
+        for req in gone:
+            self.waiting.remove(req)
+            req.finished, req.finish_reason, req.finish_ns = True, "abort", now
+        for req in [r for r in self.running if r.rid in rids]:
+            self._finish(req, "abort", now, in_flight)
+            gone.append(req)
+        if gone and self.sink is not None:
+            self.sink(gone)
 
     # ---- stage 2 ------------------------------------------------------------------------------
     def schedule_next_batch(self) -> ForwardInput | None:
@@ -266,29 +301,33 @@ class Scheduler:
         with _CpuSpan(self.timeline, "process_last", batch.step, batch):
             self._release_deferred(upto_step=batch.step)
             now = time.perf_counter_ns()
-            for row, token in zip(batch.rows, output.tokens()):
-                if row.samples:
-                    self._append_token(row.req, token, now, in_flight)
+            touched = [row.req for row, token in zip(batch.rows, output.tokens())
+                       if row.samples and self._append_token(row.req, token, now, in_flight)]
+            if touched and self.sink is not None:
+                self.sink(touched)                  # stream the new tokens out (the server)
             if not in_flight:
                 self._release_deferred(upto_step=self.step)
             if scheduler_work:
                 _extra_cpu_work(self.extra_cpu_us)
 
     def _append_token(self, req: Req, token: int, now: int,
-                      in_flight: list[ForwardInput]) -> None:
+                      in_flight: list[ForwardInput]) -> bool:
+        """Keep ``token`` (True), or drop the lag-one token of a finished request (False)."""
         if req.finished and not self.cfg.hazards.no_finished_guard:
             # The finished-request guard (lag one): this request stopped before this step ran,
             # so the token is dropped and the request is not finished (freed) a second time.
             req.wasted_steps += 1
             self.wasted_tokens += 1
-            return
+            return False
         req.output_ids.append(token)
+        req.token_ns.append(now)
         if len(req.output_ids) == 1:
             req.first_token_ns = now
         if token in req.stop_ids:
             self._finish(req, "stop", now, in_flight)
         elif len(req.output_ids) >= req.params.max_new_tokens:
             self._finish(req, "length", now, in_flight)
+        return True
 
     def _finish(self, req: Req, reason: str, now: int, in_flight: list[ForwardInput]) -> None:
         req.finished, req.finish_reason, req.finish_ns = True, reason, now

@@ -34,16 +34,25 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.messages import (
+    AbortRequest,
     CancelRequest,
     LabFinished,
     RequestFailed,
     RunFinished,
     SchedulerReady,
+    ServeRequest,
+    ServingStopped,
+    StatsQuery,
+    StopServing,
+    SubmitRequest,
     Warmed,
 )
 from engine.proc_watch import exit_text, is_stopped, start_deaf_to_ctrl_c
 
-FINAL = (RunFinished, LabFinished, Warmed, RequestFailed)
+FINAL = (RunFinished, LabFinished, Warmed, RequestFailed, ServingStopped)
+# Messages that mean something only inside a served session; outside one (the session failed or
+# ended while they were on their way) they are dropped.
+SESSION_ONLY = (CancelRequest, SubmitRequest, AbortRequest, StatsQuery, StopServing)
 POLL_S = 0.2                     # how often a waiting client looks at the process
 START_TIMEOUT_S = 120.0          # importing torch on a slow, busy 2-core machine
 
@@ -121,8 +130,11 @@ def scheduler_main(conn: Any, placement: Placement) -> None:
                 request = pending.popleft() if pending else conn.recv()
             except (EOFError, OSError):
                 return                     # the server is gone
-            if isinstance(request, CancelRequest):
+            if isinstance(request, SESSION_ONLY):
                 continue                   # it arrived after its request had ended
+            if isinstance(request, ServeRequest):
+                service.serve(request, conn, emit)   # reads the pipe itself: no watcher
+                continue
             cancelled = threading.Event()
             watcher = _CancelWatcher(conn, cancelled, pending)
             watcher.start()

@@ -14,6 +14,7 @@ costs the scheduler: a few hundred µs of this process's time per report, and no
 from __future__ import annotations
 
 import threading
+import time
 import traceback
 from collections.abc import Callable
 from dataclasses import asdict, replace
@@ -28,6 +29,7 @@ from engine.messages import (
     Progress,
     RequestFailed,
     RunFinished,
+    ServeRequest,
     SpanBatch,
     Warmed,
     WarmRequest,
@@ -79,6 +81,24 @@ class SchedulerService:
             emit(RequestFailed("error", f"{type(error).__name__}: {error}\n"
                                         f"{traceback.format_exc(limit=4)}"))
 
+    def serve(self, request: ServeRequest, conn: Any, emit: Emit) -> None:
+        """A served session (``engine.online``): it reads the pipe itself until StopServing.
+        It ends in ServingStopped, or in one RequestFailed like any other request."""
+        from engine.online import serve_session
+        from engine.process_device import DeviceError
+
+        try:
+            emit(Progress("loading"))
+            engine = self._engine(request.engine, self.engines, emit)
+            serve_session(engine, request, conn, emit)
+        except DeviceError as error:
+            emit(RequestFailed("device", str(error)))
+        except ValueError as error:
+            emit(RequestFailed("invalid", str(error)))
+        except Exception as error:  # noqa: BLE001 - the server must hear about anything
+            emit(RequestFailed("error", f"{type(error).__name__}: {error}\n"
+                                        f"{traceback.format_exc(limit=4)}"))
+
     def close(self) -> None:
         for cache in (self.engines, self.references):
             for _, engine in cache.values():
@@ -86,8 +106,10 @@ class SchedulerService:
             cache.clear()
 
     # ---- engines ------------------------------------------------------------------------------
-    def _engine(self, config: EngineConfig, cache: dict[str, tuple[EngineConfig, Any]]) -> Any:
-        """The cached engine for this configuration; a different one on the device replaces it."""
+    def _engine(self, config: EngineConfig, cache: dict[str, tuple[EngineConfig, Any]],
+                emit: Emit | None = None) -> Any:
+        """The cached engine for this configuration; a different one on the device replaces it.
+        A hub model's download progress goes out as ``Progress("download", detail=...)``."""
         from engine import Engine
 
         if self.device_cpus and not config.device_cpus:
@@ -99,23 +121,29 @@ class SchedulerService:
         if cached:
             cache.pop(key)
             cached[1].close()
-        engine = Engine(config)
+        engine = Engine(config, progress=_download_reporter(emit) if emit else None)
         cache[key] = (config, engine)
         return engine
 
     # ---- a live run ---------------------------------------------------------------------------
     def _live(self, request: LiveRunRequest, emit: Emit, cancelled: threading.Event) -> None:
+        from engine.arrivals import check_rate, poisson_times
         from engine.workload import token_prompts
         from record.run_record import make_record
 
         emit(Progress("loading"))
-        engine = self._engine(request.engine, self.engines)
+        engine = self._engine(request.engine, self.engines, emit)
         label = engine.device_label()
         prompts = token_prompts(engine, request.prompts, request.prompt_tokens)
         params: SamplingParams | list[SamplingParams] = request.params
+        chat = request.chat and engine.tokenizer is not None
+        arrivals = None
+        if request.request_rate is not None:
+            rate = check_rate(request.request_rate)
+            arrivals = poisson_times(rate, len(prompts), request.arrival_seed)
         if request.stop_early:
             emit(Progress("probe", detail=label))
-            params = self._stop_params(engine, request)
+            params = self._stop_params(engine, request, chat)
         runs = []
         for index, loop in enumerate(request.loops):
             if cancelled.is_set():
@@ -123,29 +151,32 @@ class SchedulerService:
             emit(Progress("run", loop, index, len(request.loops), label))
             k = request.decode_steps if loop == "multistep" else 1
             result = _run_reported(engine, prompts, params, loop, k, request.extra_cpu_us,
-                                   index, emit, cancelled)
+                                   index, emit, cancelled, arrivals=arrivals, chat=chat)
             runs.append(result.to_run_dict())
             emit(LoopFinished(index, runs[-1]))
         config = {**engine.config.to_dict(), **request.workload,
                   "extra_cpu_us": request.extra_cpu_us, "loops": list(request.loops),
-                  "stop_tokens_from_probe": request.stop_early}
+                  "stop_tokens_from_probe": request.stop_early,
+                  "request_rate": request.request_rate, "chat": chat}
         if "multistep" in request.loops:
             config["decode_steps"] = request.decode_steps
         emit(RunFinished(make_record(engine.env_info(), config, runs)))
 
-    def _stop_params(self, engine: Any, request: LiveRunRequest) -> list[SamplingParams]:
+    def _stop_params(self, engine: Any, request: LiveRunRequest,
+                     chat: bool = False) -> list[SamplingParams]:
         """Per-request stop tokens picked from a probe run of this workload (kept: the same
         workload on the same engine gives the same probe, so it runs once)."""
         from engine.workload import stop_params_from_probe, token_prompts
 
-        key = (engine.config, tuple(request.prompts), request.prompt_tokens, request.params)
+        key = (engine.config, tuple(request.prompts), request.prompt_tokens, request.params, chat)
         if key not in self.probes:
             if len(self.probes) >= 32:
                 self.probes.clear()
             prompts = token_prompts(engine, request.prompts, request.prompt_tokens)
             new = request.params.max_new_tokens
             self.probes[key] = stop_params_from_probe(engine, prompts, new, lo=new // 4, hi=new,
-                                                      temperature=request.params.temperature)
+                                                      temperature=request.params.temperature,
+                                                      chat=chat)
         return self.probes[key]
 
     # ---- the hazard lab -----------------------------------------------------------------------
@@ -165,8 +196,23 @@ class SchedulerService:
         emit(LabFinished(asdict(report)))
 
 
+def _download_reporter(emit: Emit, every_s: float = 0.25) -> Any:
+    """A hub download's progress as ``Progress("download")`` events, at most every ``every_s``
+    (and always its first and last word)."""
+    last = [0.0]
+
+    def report(progress: Any) -> None:
+        now = time.monotonic()
+        if progress.stage != "downloading" or now - last[0] >= every_s:
+            last[0] = now
+            emit(Progress("download", detail=progress.describe()))
+
+    return report
+
+
 def _run_reported(engine: Any, prompts: list[Any], params: Any, loop: str, k: int,
-                  extra_cpu_us: int, index: int, emit: Emit, cancelled: threading.Event) -> Any:
+                  extra_cpu_us: int, index: int, emit: Emit, cancelled: threading.Event,
+                  arrivals: list[float] | None = None, chat: bool = False) -> Any:
     """One loop's run, its new spans emitted every ``REPORT_S`` by a reporter thread."""
     timeline = Timeline()
     done = threading.Event()
@@ -183,7 +229,7 @@ def _run_reported(engine: Any, prompts: list[Any], params: Any, loop: str, k: in
     try:
         return engine.generate(prompts, params, overlap=loop != "normal", timeline=timeline,
                                extra_cpu_us=extra_cpu_us, decode_steps=k,
-                               should_stop=cancelled.is_set)
+                               should_stop=cancelled.is_set, arrivals=arrivals, chat=chat)
     finally:
         done.set()
         reporter.join(timeout=max(1.0, 2 * REPORT_S))

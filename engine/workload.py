@@ -69,7 +69,7 @@ def make_prompts(tokenizer, n: int, prompt_len: int, seed: int = 0,
 
 
 def stop_params_from_probe(engine, prompts, max_new_tokens: int, lo: int, hi: int, seed: int = 0,
-                           temperature: float = 0.0) -> list:
+                           temperature: float = 0.0, chat: bool = False) -> list:
     """Per-request ``SamplingParams`` whose stop token really fires, at varied steps.
 
     A probe run (normal loop, no early stop) shows what each request emits; its stop token is the
@@ -80,7 +80,7 @@ def stop_params_from_probe(engine, prompts, max_new_tokens: int, lo: int, hi: in
 
     probe = engine.generate(prompts, SamplingParams(max_new_tokens=max_new_tokens, ignore_eos=True,
                                                     temperature=temperature),
-                            overlap=False, extra_cpu_us=0)
+                            overlap=False, extra_cpu_us=0, chat=chat)
     rng = random.Random(seed)
     params = []
     for out in probe.outputs:

@@ -367,3 +367,57 @@ def compare_runs(normal: Mapping[str, Any], overlap: Mapping[str, Any],
         "busy_gain": overlap["gpu_busy_frac"] - normal["gpu_busy_frac"],
         "idle_saved_us": normal["idle_us_total"] - overlap["idle_us_total"],
     }
+
+
+# ---- serving latency (issue 15): what serving benchmarks report, from the outputs alone -------
+
+LATENCY_STATS = ("mean", "p50", "p99")
+LATENCY_KEYS = tuple(f"{name}_ms_{stat}" for name in ("ttft", "itl", "tpot", "e2e")
+                     for stat in LATENCY_STATS) + ("requests_per_s", "completed_requests")
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The ``q``-th percentile (0..100) with linear interpolation, as numpy's default; 0.0 if
+    there are no values."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    rank = (len(ordered) - 1) * q / 100.0
+    low = int(rank)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+def latency_summary(outputs: Sequence[Any], wall_us: float | None = None) -> dict[str, float]:
+    """TTFT, inter-token latency, TPOT and end-to-end latency (mean, p50, p99, in ms) of the
+    requests that completed ("stop" or "length"; aborted ones are left out), and their rate.
+
+    - TTFT: first token delivered - arrival (queueing and prefill included);
+    - ITL: the gaps between a request's consecutive delivered tokens (``token_us``), pooled over
+      all requests, as vLLM's benchmark does; several tokens delivered at once (multi-step) give
+      gaps of 0;
+    - TPOT: per request, (finish - first token) / (tokens - 1);
+    - e2e: finish - arrival.
+    ``requests_per_s`` divides by ``wall_us`` (default: first arrival to last finish).
+    """
+    done = [o for o in outputs if _field(o, "finish_reason") in ("stop", "length")]
+    ttft, tpot = _latencies(done)
+    itl: list[float] = []
+    e2e: list[float] = []
+    for out in done:
+        times = _field(out, "token_us") or []
+        itl += [(b - a) / 1000.0 for a, b in zip(times, times[1:])]
+        arrival, finish = _field(out, "arrival_us"), _field(out, "finish_us")
+        if arrival is not None and finish is not None:
+            e2e.append((finish - arrival) / 1000.0)
+    summary: dict[str, float] = {}
+    for name, values in (("ttft", ttft), ("itl", itl), ("tpot", tpot), ("e2e", e2e)):
+        summary[f"{name}_ms_mean"] = _mean(values)
+        summary[f"{name}_ms_p50"] = percentile(values, 50)
+        summary[f"{name}_ms_p99"] = percentile(values, 99)
+    if wall_us is None and done:
+        wall_us = (max(_field(o, "finish_us") or 0.0 for o in done)
+                   - min(_field(o, "arrival_us") or 0.0 for o in done))
+    summary["requests_per_s"] = _ratio(len(done), (wall_us or 0.0) / 1e6)
+    summary["completed_requests"] = len(done)
+    return summary

@@ -174,3 +174,11 @@ class Timeline:
             spans = list(self._spans)
         spans.sort(key=lambda s: (s.start_us, s.lane))
         return spans
+
+    def take(self) -> list[Span]:
+        """Remove and return the spans resolved so far (issue 15: a served session, which never
+        ends, streams its spans out this way instead of keeping them all)."""
+        self.resolve()
+        with self._lock:
+            spans, self._spans = self._spans, []
+        return spans

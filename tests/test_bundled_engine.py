@@ -1,4 +1,10 @@
-"""The bundled model through both stacks: our engine's greedy text equals transformers' generate."""
+"""The bundled model through both stacks: our engine's greedy text equals transformers' generate.
+
+Text prompts are tokenized as transformers does by default: ``tokenizer(text)`` adds the bundled
+tokenizer's BOS (``<|endoftext|>``, id 0). The reference call passes the tokenizer's attention
+mask, as a transformers user does: ``generate(input_ids, pad_token_id=0)`` without it would read
+the BOS (id 0 = the pad id) as left padding and mask it out.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +14,8 @@ from engine import Engine, EngineConfig, SamplingParams
 from engine.loader import BUNDLED_DIR
 
 PROMPTS = ["The license grants", "This module provides", "If the file does not exist,"]
+ENGLISH = ["The license grants", "This module provides", "If the file does not exist,",
+           "Once upon a time, in a small village", "The server waits for"]
 
 
 def test_bundled_greedy_matches_transformers():
@@ -24,3 +32,19 @@ def test_bundled_greedy_matches_transformers():
                           eos_token_id=None, pad_token_id=0)[0, len(p):].tolist()
         assert o.token_ids == ref
     assert all(len(o.text.split()) >= 2 for o in text.outputs), "continuations should be words"
+
+
+def test_bundled_text_prompts_match_transformers():
+    """Five English prompts as text: the engine's greedy tokens equal transformers' (fp32)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(BUNDLED_DIR)
+    hf = AutoModelForCausalLM.from_pretrained(BUNDLED_DIR, dtype=torch.float32).eval()
+    with Engine(EngineConfig(model="bundled", device="cpu", dtype="float32")) as eng:
+        res = eng.generate(ENGLISH, SamplingParams(max_new_tokens=24, ignore_eos=True))
+    for text, out in zip(ENGLISH, res.outputs):
+        enc = tok(text, return_tensors="pt")
+        assert enc.input_ids[0, 0].item() == tok.bos_token_id
+        ref = hf.generate(**enc, max_new_tokens=24, min_new_tokens=24, do_sample=False)
+        assert out.token_ids == ref[0, enc.input_ids.shape[1]:].tolist(), text
+        assert out.prompt_tokens == enc.input_ids.shape[1]

@@ -3,7 +3,9 @@
 - normal and overlap loops produce identical tokens and finish reasons (greedy and seeded sampling);
 - after every run every KV page and request slot is free again;
 - nothing follows a stop token, and no request passes its max_new_tokens;
-- greedy output equals transformers' ``generate`` on the same weights.
+- greedy output equals transformers' ``generate`` on the same weights;
+- all of it also when requests arrive over time (random arrival times: the scheduler receives
+  requests while it runs, and idles when nothing is there).
 
 CPU runs use float64 so that no greedy near-tie can flip between batch layouts; the CUDA variants
 run the same workloads in float32 and bfloat16 on both streams.
@@ -62,20 +64,44 @@ def _same(a, b):
            [(o.token_ids, o.finish_reason) for o in b.outputs]
 
 
+def _random_arrivals(rng: random.Random, n: int, span_s: float) -> list[float]:
+    """Arrival times in [0, span_s]: some requests together (bursts), some alone, and gaps in
+    which nothing runs at all."""
+    times = sorted(rng.choice([0.0, rng.uniform(0, span_s)]) for _ in range(n))
+    rng.shuffle(times)                     # the prompt order is not the arrival order
+    return times
+
+
+def _check_timing(result, arrivals):
+    """Arrivals keep their spacing (the run's start is a moment after the timeline's t0)."""
+    start_us = result.outputs[0].arrival_us - arrivals[0] * 1e6
+    assert 0 <= start_us < 50_000
+    for o, at in zip(result.outputs, arrivals):
+        assert abs(o.arrival_us - start_us - at * 1e6) < 1.0
+        assert len(o.token_us) == len(o.token_ids)
+        assert o.arrival_us <= o.first_token_us == o.token_us[0]
+        assert o.token_us == sorted(o.token_us) and o.token_us[-1] == o.finish_us
+
+
 def _assert_loops_agree(eng: Engine, rng: random.Random, max_requests: int, ks: tuple[int, ...],
-                        where: str = ""):
+                        where: str = "", arrival_span_s: float = 0.0):
     """One random workload with stops that fire: the normal loop, then overlap with each k of
-    ``ks``, give the same tokens and finish reasons, valid outputs, and leave every page free."""
+    ``ks``, give the same tokens and finish reasons, valid outputs, and leave every page free.
+    With ``arrival_span_s`` the requests arrive at random times in that many seconds, the same
+    times for every loop."""
     prompts, params = _workload(rng, rng.randrange(1, max_requests + 1), 40, 24)
     params = _with_stops(eng, prompts, params, rng)
-    normal = eng.generate(prompts, params, overlap=False)
+    arrivals = _random_arrivals(rng, len(prompts), arrival_span_s) if arrival_span_s else None
+    normal = eng.generate(prompts, params, overlap=False, arrivals=arrivals)
     _assert_all_free(eng)
     _check_outputs(normal, params)
     for k in ks:
-        overlap = eng.generate(prompts, params, overlap=True, decode_steps=k)
+        overlap = eng.generate(prompts, params, overlap=True, decode_steps=k, arrivals=arrivals)
         _assert_all_free(eng)
         _check_outputs(overlap, params)
         assert _same(normal, overlap), f"{where}k={k}"
+        if arrivals:
+            _check_timing(overlap, arrivals)
 
 
 @pytest.fixture(scope="module")
@@ -92,6 +118,40 @@ def cpu_engine(make_checkpoint):
 def test_normal_equals_overlap_random_workloads(cpu_engine, seed):
     # One-step overlap, and multi-step overlap (k steps).
     _assert_loops_agree(cpu_engine, random.Random(seed), 10, (1, 1 + seed % 4))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_normal_equals_overlap_with_random_arrivals(cpu_engine, seed):
+    # Requests join while others decode (and admission waits: 4 slots), in every loop.
+    _assert_loops_agree(cpu_engine, random.Random(100 + seed), 10, (1, 1 + seed % 4),
+                        arrival_span_s=0.4)
+
+
+def test_idle_gaps_are_neither_cpu_work_nor_a_stall(cpu_engine):
+    """Two requests 0.6 s apart: the loop idles between them (it must not raise "stalled"),
+    the idle time is on no CPU-work span, and the GPU's busy share says it was idle."""
+    prompts = [[5, 6, 7], [8, 9, 10]]
+    params = SamplingParams(max_new_tokens=4, ignore_eos=True)
+    for overlap in (False, True):
+        res = cpu_engine.generate(prompts, params, overlap=overlap, arrivals=[0.0, 0.6])
+        _check_timing(res, [0.0, 0.6])
+        assert res.wall_s >= 0.6
+        first_done, second = res.outputs[0].finish_us, res.outputs[1].arrival_us
+        busy_cpu = [s for s in res.timeline if s.lane == "cpu" and s.phase != "wait"
+                    and s.start_us < second - 1000 and s.end_us > first_done + 1000]
+        assert not busy_cpu, "a CPU span covers the idle gap"
+        assert res.metrics["gpu_busy_frac"] < 0.9
+        _assert_all_free(cpu_engine)
+
+
+def test_arrivals_are_checked(cpu_engine):
+    with pytest.raises(ValueError, match="one time per prompt"):
+        cpu_engine.generate([[5, 6]], arrivals=[0.0, 1.0])
+    with pytest.raises(ValueError, match=r"arrivals\[0\]"):
+        cpu_engine.generate([[5, 6]], arrivals=[-1.0])
+    with pytest.raises(ValueError, match=r"arrivals\[0\]"):
+        cpu_engine.generate([[5, 6]], arrivals=[float("nan")])
+    _assert_all_free(cpu_engine)
 
 
 def test_sampling_is_seeded_and_mode_independent(cpu_engine):
@@ -242,6 +302,95 @@ def test_cuda_graphs_match_eager(make_checkpoint, dtype, compile):
         with Engine(cfg) as eng:
             outs.append(eng.generate(prompts, params, overlap=True))
     assert _same(outs[0], outs[1])
+
+
+# ---- aborts (a client that goes away), through Engine.serve and a scripted source ---------------
+
+class _ScriptedSource:
+    """Requests released at their arrival times, and aborts at theirs (a RequestSource)."""
+
+    def __init__(self, reqs, aborts):
+        import time
+
+        from engine.sources import ScheduledSource
+        self.clock = time.perf_counter_ns
+        self.requests = ScheduledSource(reqs)
+        self.aborts = sorted(aborts)                 # (time_ns, rid)
+
+    def receive(self):
+        got = self.requests.receive()
+        now = self.clock()
+        while self.aborts and self.aborts[0][0] <= now:
+            got.aborts.append(self.aborts.pop(0)[1])
+        return got
+
+    def wait(self, timeout_s):
+        return self.requests.wait(timeout_s) or bool(self.aborts)
+
+    def done(self):
+        return self.requests.done() and not self.aborts
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_aborts_free_everything_and_cut_outputs_short(cpu_engine, seed):
+    _assert_aborts_are_clean(cpu_engine, seed)
+
+
+def _collect_finished(into: list):
+    return lambda reqs: into.extend(r for r in reqs if r.finished)
+
+
+def _assert_aborts_are_clean(eng, seed):
+    """Random requests, some aborted at random moments while waiting or running: every loop
+    frees every page and slot exactly once, an aborted request's tokens are a prefix of what it
+    would have produced, and the others are exactly the normal loop's."""
+    import time
+
+    cpu_engine = eng
+    rng = random.Random(200 + seed)
+    prompts, params = _workload(rng, rng.randrange(2, 10), 40, 24)
+    params = [SamplingParams(max_new_tokens=p.max_new_tokens, ignore_eos=True) for p in params]
+    full = cpu_engine.generate(prompts, params, overlap=False)
+    arrivals = _random_arrivals(rng, len(prompts), 0.2)
+    doomed = rng.sample(range(len(prompts)), k=max(1, len(prompts) // 2))
+    # Each abort comes soon after its request arrives (while it waits or runs); the first at
+    # the very moment it arrives, so at least one abort always finds its request waiting.
+    abort_at = {rid: arrivals[rid] + (0.0 if i == 0 else rng.uniform(0.0, 0.02))
+                for i, rid in enumerate(doomed)}
+    intake = cpu_engine.intake()
+    for overlap, k in ((False, 1), (True, 1), (True, 1 + seed % 4)):
+        reqs = [intake.request(i, p, sp) for i, (p, sp) in enumerate(zip(prompts, params))]
+        t0 = time.perf_counter_ns()
+        for req, at in zip(reqs, arrivals):
+            req.arrival_ns = t0 + int(at * 1e9)
+        source = _ScriptedSource(reqs, [(t0 + int(at * 1e9), rid) for rid, at in abort_at.items()])
+        ended: list = []
+        cpu_engine.serve(source, _collect_finished(ended), overlap=overlap, decode_steps=k)
+        _assert_all_free(cpu_engine)
+        assert sorted(r.rid for r in ended) == list(range(len(reqs))), "each request ends once"
+        assert reqs[doomed[0]].finish_reason == "abort" and not reqs[doomed[0]].output_ids
+        for req, want in zip(reqs, full.outputs):
+            if req.finish_reason == "abort":
+                assert req.rid in doomed
+                assert req.output_ids == want.token_ids[:len(req.output_ids)]
+            else:
+                assert req.output_ids == want.token_ids, f"k={k} overlap={overlap}"
+
+
+@requires_cuda
+@pytest.mark.cuda
+@pytest.mark.parametrize("cuda_graph", [False, True])
+def test_cuda_arrivals_and_aborts(make_checkpoint, cuda_graph):
+    """The arrival and abort properties on both CUDA streams (float32, graphs on and off)."""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    cfg = EngineConfig(model=str(make_checkpoint("llama")), device="cuda", dtype="float32",
+                       cuda_graph=cuda_graph, max_batch_size=8, max_seq_len=96, page_size=4,
+                       num_pages=120, max_prefill_tokens=32)
+    with Engine(cfg) as eng:
+        for seed in range(4):
+            _assert_loops_agree(eng, random.Random(300 + seed), 19, (1, 2 + seed % 3),
+                                f"seed {seed}, ", arrival_span_s=0.2)
+            _assert_aborts_are_clean(eng, seed)
 
 
 @requires_cuda

@@ -1,0 +1,168 @@
+"""When requests arrive: a Poisson process at a request rate, a burst, or a replayed trace.
+
+A serving benchmark does not hand the engine its whole workload at t=0. Requests arrive over time,
+so the scheduler's stage 1 (``receive``) has real work: new prompts join while others decode,
+prefills interleave with decode steps, and a request's latency includes the time it waited.
+Normal and overlap are compared on the *same* arrival sequence, generated here from a seed.
+
+- ``poisson_times(rate, n, seed)``: gaps drawn from an exponential distribution of mean 1/rate
+  (what vLLM's and SGLang's serving benchmarks send); ``rate = inf`` is a burst (all at t=0).
+- ``load_trace(path)``: a JSON (or JSON-lines) list of requests with their lengths and, optionally,
+  their arrival times, e.g. a ShareGPT-style sample reduced to lengths::
+
+      [{"arrival_s": 0.0, "prompt_tokens": 31, "output_tokens": 142},
+       {"arrival_s": 0.4, "prompt_tokens": 210, "output_tokens": 35}, ...]
+
+  Field names used by other tools are accepted too (``timestamp``; ``prompt_len``, ``input_len``;
+  ``output_len``). Entries without arrival times are spread by a Poisson process at a rate.
+
+Times are seconds from the run's start. This module imports no torch (the bench, the load test and
+the web server use it).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from record.files import read_bounded
+
+MAX_ARRIVALS = 100_000
+MAX_TRACE_BYTES = 64 * 2**20
+MAX_RATE = 1e6
+_ARRIVAL_KEYS = ("arrival_s", "timestamp", "arrival_time")
+_PROMPT_KEYS = ("prompt_tokens", "prompt_len", "input_len", "input_length")
+_OUTPUT_KEYS = ("output_tokens", "output_len", "output_length", "max_tokens")
+
+
+@dataclass(frozen=True)
+class Arrival:
+    """One request of a workload: when it arrives and, from a trace, how long it is."""
+
+    at_s: float                           # seconds after the run starts
+    prompt_tokens: int | None = None      # None: the workload's own prompt length
+    output_tokens: int | None = None      # None: the workload's own max_new_tokens
+
+
+def check_rate(rate: Any, name: str = "request_rate") -> float:
+    """A request rate: a positive number of requests per second, or ``inf`` for a burst."""
+    ok = isinstance(rate, numbers.Real) and not isinstance(rate, bool) and rate > 0 \
+        and (math.isinf(rate) or rate <= MAX_RATE)
+    if not ok:
+        raise ValueError(f"{name} must be a number of requests per second in (0, {MAX_RATE:g}] "
+                         f"or inf (a burst), got {rate!r}")
+    return float(rate)
+
+
+def poisson_times(rate: float, n: int, seed: int = 0) -> list[float]:
+    """``n`` arrival times of a Poisson process at ``rate`` requests/s, the first at t=0.
+
+    The first request arrives at once (a run does not start with an empty wait); each later gap
+    is exponential with mean ``1/rate``. ``rate = inf`` gives a burst: every request at t=0.
+    """
+    rate = check_rate(rate)
+    if not 1 <= n <= MAX_ARRIVALS:
+        raise ValueError(f"the number of requests must be in 1..{MAX_ARRIVALS}, got {n}")
+    if math.isinf(rate):
+        return [0.0] * n
+    rng = random.Random(seed)
+    times, t = [0.0], 0.0
+    for _ in range(n - 1):
+        t += rng.expovariate(rate)
+        times.append(t)
+    return times
+
+
+def burst_times(n: int) -> list[float]:
+    """Every request at t=0 (what ``generate`` did before arrivals existed)."""
+    return poisson_times(math.inf, n)
+
+
+def _pick(entry: dict[str, Any], keys: tuple[str, ...]) -> Any:
+    return next((entry[k] for k in keys if k in entry), None)
+
+
+def _count(value: Any, where: str, field: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 1 <= value <= 1 << 20:
+        raise ValueError(f"{where}: {field} must be a whole number of tokens in 1..{1 << 20}, "
+                         f"got {value!r}")
+    return int(value)
+
+
+def _parse(data: bytes, name: str) -> list[Any]:
+    text = data.decode("utf-8", errors="replace")
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError:
+        try:                                   # JSON lines: one object per line
+            doc = [json.loads(line) for line in text.splitlines() if line.strip()]
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{name} is neither JSON nor JSON lines ({error})") from None
+    if isinstance(doc, dict):
+        doc = doc.get("requests", doc.get("data"))
+    if not isinstance(doc, list) or not doc:
+        raise ValueError(f"{name}: expected a non-empty list of requests (or {{\"requests\": "
+                         "[...]}})")
+    return doc
+
+
+def parse_trace(data: bytes, name: str = "the trace") -> list[Arrival]:
+    """The arrivals of a trace file's bytes (see the module docstring for the format), sorted."""
+    entries = _parse(data, name)
+    if len(entries) > MAX_ARRIVALS:
+        raise ValueError(f"{name} has {len(entries)} requests; the limit is {MAX_ARRIVALS}")
+    arrivals = []
+    for i, entry in enumerate(entries):
+        where = f"{name}, request {i}"
+        if not isinstance(entry, dict):
+            raise ValueError(f"{where}: expected an object, got {type(entry).__name__}")
+        at = _pick(entry, _ARRIVAL_KEYS)
+        if at is not None and (isinstance(at, bool) or not isinstance(at, numbers.Real)
+                               or not math.isfinite(at) or at < 0):
+            raise ValueError(f"{where}: arrival_s must be a finite number of seconds >= 0, "
+                             f"got {at!r}")
+        arrivals.append(Arrival(-1.0 if at is None else float(at),
+                                _count(_pick(entry, _PROMPT_KEYS), where, "prompt_tokens"),
+                                _count(_pick(entry, _OUTPUT_KEYS), where, "output_tokens")))
+    timed = [a.at_s >= 0 for a in arrivals]
+    if any(timed) and not all(timed):
+        raise ValueError(f"{name}: either every request has an arrival time or none has")
+    return sorted(arrivals, key=lambda a: a.at_s)
+
+
+def load_trace(path: str | Path, rate: float | None = None, seed: int = 0,
+               limit: int | None = None) -> list[Arrival]:
+    """A trace file's arrivals (first ``limit`` of them). A trace without arrival times needs
+    ``rate``: its requests then arrive by a Poisson process at that rate, in file order. Times
+    are shifted so the first request arrives at t=0."""
+    name = Path(path).name
+    try:
+        data = read_bounded(path, MAX_TRACE_BYTES, what=f"trace {name}")
+    except OSError as error:
+        raise ValueError(f"cannot read the trace {path}: {error.strerror or error}") from None
+    arrivals = parse_trace(data, name)
+    if limit is not None:
+        arrivals = arrivals[:limit]
+    if arrivals[0].at_s < 0:
+        if rate is None:
+            raise ValueError(f"{name} has no arrival times: give a request rate to spread them")
+        times = poisson_times(rate, len(arrivals), seed)
+        return [Arrival(t, a.prompt_tokens, a.output_tokens) for t, a in zip(times, arrivals)]
+    first = arrivals[0].at_s
+    return [Arrival(a.at_s - first, a.prompt_tokens, a.output_tokens) for a in arrivals]
+
+
+def describe(arrivals: list[Arrival]) -> str:
+    """One line for a table's caption: how many requests over how long, at what mean rate."""
+    span = arrivals[-1].at_s - arrivals[0].at_s if arrivals else 0.0
+    if span <= 0:
+        return f"{len(arrivals)} requests, all at t=0 (a burst)"
+    return (f"{len(arrivals)} requests over {span:.1f} s "
+            f"(mean {(len(arrivals) - 1) / span:.2f} req/s)")

@@ -1,0 +1,66 @@
+"""Where the scheduler's requests come from: stage 1 (``receive``) asks a *request source*.
+
+SGLang's scheduler starts every iteration with ``recv_requests``: a non-blocking poll of the socket
+from the tokenizer process. Here the same question goes to a ``RequestSource``:
+
+- ``receive()``  what has arrived by now (new requests, and requests to abort): never blocks;
+- ``wait(s)``    called only when the scheduler has nothing at all to do (nothing waiting, running
+                 or in flight): block until something has arrived (True) or ``s`` seconds have
+                 passed (False). Idle time is real and is not CPU work: no span records it;
+- ``done()``     nothing will ever arrive again: the run may end once its requests have finished.
+
+Two sources: ``ScheduledSource`` replays requests at their arrival times (``Engine.generate``:
+a burst at t=0, a Poisson process, a trace), and ``engine.online.PipeSource`` reads requests
+that stream in over the scheduler process's pipe (the OpenAI-compatible server).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from engine.request import Req
+
+
+@dataclass
+class Received:
+    reqs: list[Req] = field(default_factory=list)      # new requests, in arrival order
+    aborts: list[int] = field(default_factory=list)    # rids to stop now (their client left)
+
+
+class RequestSource(Protocol):
+    def receive(self) -> Received: ...
+
+    def wait(self, timeout_s: float) -> bool: ...
+
+    def done(self) -> bool: ...
+
+
+class ScheduledSource:
+    """Requests released at their ``arrival_ns`` (``perf_counter_ns`` clock), in that order."""
+
+    def __init__(self, reqs: list[Req]) -> None:
+        self.pending: deque[Req] = deque(sorted(reqs, key=lambda r: r.arrival_ns))
+
+    def receive(self) -> Received:
+        now = time.perf_counter_ns()
+        arrived = []
+        while self.pending and self.pending[0].arrival_ns <= now:
+            arrived.append(self.pending.popleft())
+        return Received(arrived)
+
+    def wait(self, timeout_s: float) -> bool:
+        if not self.pending:
+            return False
+        due_s = (self.pending[0].arrival_ns - time.perf_counter_ns()) / 1e9
+        if due_s > timeout_s:
+            time.sleep(timeout_s)
+            return False
+        if due_s > 0:
+            time.sleep(due_s)
+        return True
+
+    def done(self) -> bool:
+        return not self.pending

@@ -1,0 +1,54 @@
+"""The scheduler service runs the app's live runs with arrivals and chat: what the UI will send.
+
+A ``LiveRunRequest`` with a request rate gives every loop the same Poisson arrival times; the
+record says the rate, carries per-token times, and becomes latency-vs-rate rows for the figure.
+A chat request to a model without a chat template is refused with the reason.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from engine.config import EngineConfig, SamplingParams
+from engine.messages import LiveRunRequest, RequestFailed, RunFinished
+from engine.service import SchedulerService
+from viz.latency import latency_figure, rows_from_record
+
+
+def _run(service: SchedulerService, **extra) -> list:
+    events: list = []
+    request = LiveRunRequest(
+        engine=EngineConfig(model="bundled", device="cpu", dtype="float64", max_batch_size=4,
+                            max_seq_len=96),
+        prompts=["Once upon a time", "The license grants", "This module provides"] * 2,
+        prompt_tokens=8, params=SamplingParams(max_new_tokens=6, ignore_eos=True),
+        loops=("normal", "overlap"), decode_steps=2, extra_cpu_us=0, stop_early=False, **extra)
+    service.handle(request, events.append, threading.Event())
+    return events
+
+
+def test_live_run_with_a_request_rate_and_the_latency_rows():
+    service = SchedulerService()
+    try:
+        events = _run(service, request_rate=30.0, arrival_seed=2)
+        final = events[-1]
+        assert isinstance(final, RunFinished), final
+        record = final.record
+        assert record["config"]["request_rate"] == 30.0
+        normal, overlap = record["runs"]
+        arrivals = [[o["arrival_us"] for o in run["outputs"]] for run in (normal, overlap)]
+        gaps = [[a - run[0] for a in run] for run in arrivals]
+        assert max(abs(x - y) for x, y in zip(*gaps)) < 1.0       # the same arrival times
+        assert gaps[0][-1] > 0                                     # ... and not all at t=0
+        assert [o["token_ids"] for o in normal["outputs"]] == \
+            [o["token_ids"] for o in overlap["outputs"]]
+        rows = rows_from_record(record, record["config"]["request_rate"])
+        assert [r["loop"] for r in rows] == ["normal", "overlap"]
+        assert all(r["itl_ms_p50"] > 0 and r["request_rate"] == 30.0 for r in rows)
+        assert len(latency_figure(rows)["data"]) == 10
+
+        refused = _run(service, chat=True)[-1]
+        assert isinstance(refused, RequestFailed) and refused.kind == "invalid"
+        assert "chat template" in refused.message
+    finally:
+        service.close()

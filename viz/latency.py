@@ -1,0 +1,124 @@
+"""Latency against request rate, for both loops: the figure a serving benchmark is read from.
+
+Three panels side by side, the request rate along each x axis (burst last):
+
+- **time to first token** (p50 solid, p99 dashed): queueing and prefill, and in the overlap loop
+  the one step by which the CPU reads every token late;
+- **inter-token latency** (p50, p99): the time between a client's consecutive tokens, about one
+  decode step, so the loop with the shorter step streams faster;
+- **output tokens/s**: equal to the offered load while the engine keeps up, then flat where it
+  saturates; the overlap loop saturates later when the CPU's work per step is large.
+
+Input: the rows of ``record.serving`` (plain dicts, from the bench's ``--json``, the load
+test's or an app run), raw or summarised; repeats become a median with min-max error bars.
+Output: a plotly figure as plain dicts (``viz.figure.FigureSpec``). No torch, no engine objects.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from record.serving import row_from_metrics, summarize
+from viz.figure import FigureSpec
+
+LOOP_COLORS = {"normal": "#636363", "overlap": "#e6550d", "multistep": "#756bb1"}
+OTHER_COLOR = "#3182bd"
+
+_TEXT = {
+    "en": {"ttft": "Time to first token (ms)", "itl": "Inter-token latency (ms)",
+           "tput": "Output tokens/s", "rate": "request rate (req/s)", "burst": "burst",
+           "title": "Latency against request rate", "empty": "No serving runs to draw yet"},
+    "zh": {"ttft": "首个 token 延迟（毫秒）", "itl": "token 间延迟（毫秒）",
+           "tput": "每秒输出 token 数", "rate": "请求速率（请求/秒）", "burst": "突发",
+           "title": "延迟随请求速率的变化", "empty": "还没有可以绘制的服务运行"},
+}
+
+
+def _word(lang: str, key: str) -> str:
+    return _TEXT.get(lang, _TEXT["en"]).get(key, _TEXT["en"][key])
+
+
+def _summarised(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    if all("runs" in r for r in rows):
+        return list(rows)
+    return summarize(rows)
+
+
+def _rate_text(rate: Any, lang: str) -> str:
+    if rate is None or (isinstance(rate, float) and math.isinf(rate)):
+        return _word(lang, "burst")
+    return f"{rate:g}"
+
+
+def _errors(rows: list[Mapping[str, Any]], key: str) -> dict[str, Any] | None:
+    """Error bars from each point's min..max over repeats (none where a point ran once)."""
+    if not any(r.get("runs", 1) > 1 and key in r.get("spread", {}) for r in rows):
+        return None
+    plus, minus = [], []
+    for r in rows:
+        lo, hi = r.get("spread", {}).get(key, [r.get(key), r.get(key)])
+        value = r.get(key)
+        plus.append(None if value is None else hi - value)
+        minus.append(None if value is None else value - lo)
+    return {"type": "data", "symmetric": False, "array": plus, "arrayminus": minus,
+            "thickness": 1, "width": 3}
+
+
+def latency_figure(rows: Sequence[Mapping[str, Any]], lang: str = "en",
+                   title: str | None = None, log_ttft: bool = True) -> dict[str, Any]:
+    """The three panels for ``rows`` (any loops, any rates), as a plotly.js figure dict.
+    ``log_ttft``: a log axis for TTFT, which grows from milliseconds to seconds once queues form."""
+    fig = FigureSpec(rows=1, cols=3, horizontal_spacing=0.07,
+                     subplot_titles=[_word(lang, "ttft"), _word(lang, "itl"), _word(lang, "tput")])
+    rows = _summarised(rows)
+    if not rows:
+        fig.add_annotation(text=_word(lang, "empty"), showarrow=False, xref="paper", yref="paper",
+                           x=0.5, y=0.5, font={"size": 16, "color": "#777777"})
+    loops = list(dict.fromkeys(r["loop"] for r in rows))
+    order = sorted({r["request_rate"] if r["request_rate"] is not None else math.inf
+                    for r in rows})
+    categories = [_rate_text(None if math.isinf(r) else r, lang) for r in order]
+    for loop in loops:
+        mine = sorted((r for r in rows if r["loop"] == loop),
+                      key=lambda r: math.inf if r["request_rate"] is None else r["request_rate"])
+        x = [_rate_text(r["request_rate"], lang) for r in mine]
+        color = LOOP_COLORS.get(loop, OTHER_COLOR)
+        panels = ((1, "ttft_ms_p50", "p50", "solid"), (1, "ttft_ms_p99", "p99", "dash"),
+                  (2, "itl_ms_p50", "p50", "solid"), (2, "itl_ms_p99", "p99", "dash"),
+                  (3, "output_tokens_per_s", "", "solid"))
+        for col, key, stat, dash in panels:
+            trace: dict[str, Any] = {
+                "type": "scatter", "mode": "lines+markers", "x": x,
+                "y": [r.get(key) for r in mine], "name": f"{loop} {stat}".strip(),
+                "legendgroup": loop, "showlegend": col == 1,
+                "line": {"color": color, "dash": dash, "width": 2},
+                "marker": {"color": color, "size": 7},
+                "hovertemplate": f"{loop} {stat} %{{y:.2f}}<extra>%{{x}}</extra>"}
+            errors = _errors(mine, key)
+            if errors:
+                trace["error_y"] = {**errors, "color": color}
+            fig.add_trace(trace, 1, col)
+    fig.update_xaxes(type="category", categoryorder="array", categoryarray=categories,
+                     title={"text": _word(lang, "rate")}, showgrid=True, gridcolor="#eeeeee")
+    fig.update_yaxes(rangemode="tozero", showgrid=True, gridcolor="#eeeeee")
+    if log_ttft:
+        fig.update_yaxes(row=1, col=1, type="log", rangemode="normal")
+    fig.update_layout(title={"text": title or _word(lang, "title")}, height=380,
+                      margin={"l": 50, "r": 20, "t": 80, "b": 50}, plot_bgcolor="white",
+                      legend={"orientation": "h", "y": -0.2})
+    return fig.to_dict()
+
+
+def rows_from_record(record: Mapping[str, Any], request_rate: float | None) -> list[dict[str, Any]]:
+    """One row per run of a run record whose requests arrived at ``request_rate`` (an app or
+    CLI run with arrivals, or a served session's record), for ``latency_figure``."""
+    out = []
+    for run in record.get("runs", []):
+        metrics = run.get("metrics", {})
+        if "itl_ms_p50" not in metrics:
+            continue                                    # a run without per-token times
+        out.append(row_from_metrics(run.get("loop", run.get("mode", "?")), request_rate,
+                                    len(run.get("outputs", [])), metrics))
+    return out
