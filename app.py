@@ -19,7 +19,7 @@ from typing import Any
 import gradio as gr
 
 import viz
-from ui import common, lab, live, records, replay
+from ui import common, lab, live, records, replay, serving
 from ui.common import DEFAULTS, LIMITS, lang_of, loop_choices, model_choices
 from ui.i18n import Translated
 from ui.live_chart import live_chart
@@ -80,6 +80,10 @@ CSS = """
 #step-caption {font-size: 14.5px; padding: 6px 12px; border-left: 4px solid #756bb1;
                background: rgba(117,107,177,.08); border-radius: 6px;}
 #lab-result {font-size: 14px;}
+.serving-scroll {overflow-x: auto;}
+table.serving {border-collapse: collapse; font-size: 13px; white-space: nowrap;}
+table.serving th, table.serving td {padding: 3px 10px; border-bottom: 1px solid rgba(128,128,128,.3);
+                                     text-align: left;}
 """
 TR = Translated()
 RELAYOUT_JS = "() => { setTimeout(() => window.dispatchEvent(new Event('resize')), 60); }"
@@ -123,11 +127,16 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
                 # Not in TR: check_devices says everything about these two in each language.
                 device = gr.Radio(common.device_choices(en, False), value="auto",
                                   label=viz.t(en, "ctl_device"), elem_id="device")
+                # A hub id typed into the box is a value too (checked before any run).
                 model = TR.add(gr.Dropdown(model_choices(en), value="bundled", elem_id="model",
+                                           allow_custom_value=True, scale=2,
                                            label=viz.t(en, "ctl_model")), "ctl_model",
                                choices=model_choices)
                 requests = TR.add(gr.Number(DEFAULTS["requests"], elem_id="requests",
                                             label=viz.t(en, "ctl_requests")), "ctl_requests")
+                request_rate = TR.add(gr.Number(DEFAULTS["request_rate"], elem_id="request-rate",
+                                                label=viz.t(en, "ctl_request_rate")),
+                                      "ctl_request_rate")
             with gr.Row():
                 batch = _slider("batch", "ctl_batch", 1)
                 prompt_len = _slider("prompt_len", "ctl_prompt_len", 1)
@@ -140,6 +149,8 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
             with TR.add(gr.Accordion(viz.t(en, "ctl_prompts"), open=False), "ctl_prompts"):
                 prompts_text = gr.Textbox(common.DEFAULT_PROMPTS, lines=4, show_label=False,
                                           elem_id="prompts")
+                chat = TR.add(gr.Checkbox(False, label=viz.t(en, "ctl_chat"), elem_id="chat"),
+                              "ctl_chat")
             with gr.Row():
                 run_button = _button("ctl_run", variant="primary", elem_id="run", scale=4)
                 stop_button = _button("ctl_stop", variant="stop", elem_id="stop", scale=1)
@@ -151,6 +162,13 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
             _md("upload_help")
             upload = TR.add(gr.File(file_types=[".json", ".gz"], label=viz.t(en, "ctl_upload"),
                                     elem_id="upload"), "ctl_upload")
+        with TR.add(gr.Tab(viz.t(en, "tab_serving"), elem_id="tab-serving"), "tab_serving"):
+            _md("serving_help")
+            serving_file = TR.add(gr.Dropdown([], label=viz.t(en, "ctl_serving_file"),
+                                              elem_id="serving-file"), "ctl_serving_file")
+            serving_plot = gr.Plot(plot(viz.latency_figure([], en)), show_label=False,
+                                   elem_id="serving-plot")
+            serving_table = gr.HTML(elem_id="serving-table")
         with TR.add(gr.Tab(viz.t(en, "tab_lab"), elem_id="tab-lab"), "tab_lab"):
             _md("lab_help")
             with gr.Row():
@@ -224,7 +242,8 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
     ENGINE_QUEUE = {"concurrency_limit": 1, "concurrency_id": "engine"}
     run_button.click(
         run_handler, [loops, decode_steps, stop_early, device, model, requests, batch, prompt_len,
-                      prompts_text, max_new, temperature, cuda_graph, extra_cpu_us, language],
+                      prompts_text, max_new, temperature, cuda_graph, extra_cpu_us,
+                      request_rate, chat, language],
         OUTPUTS, show_progress="minimal", show_progress_on=[status], **ENGINE_QUEUE,
     ).then(replay.reset_replay, [record_state, language], REPLAY, show_progress="hidden")
     # Not queued behind the run it stops.
@@ -260,12 +279,18 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
            [step_caption, step_plot, unrolled], show_progress="hidden"
            ).then(lab.switch_choices, [language, lab_switch], [lab_switch, lab_guards],
                   show_progress="hidden"
-                  ).then(lab.redraw, [lab_state, language], lab_result, show_progress="hidden")
+                  ).then(lab.redraw, [lab_state, language], lab_result, show_progress="hidden"
+                         ).then(serving.relabel, [serving_file, language],
+                                [serving_file, serving_plot, serving_table], show_progress="hidden")
+    serving_file.input(serving.show_measured, [serving_file, language],
+                       [serving_plot, serving_table], show_progress="hidden")
     # A chart updated while its tab was hidden was laid out at a default width: on showing the
     # tab, a resize event lets plotly fit it to its container again.
     for tab in (whole_tab, steps_tab):
         tab.select(None, js=RELAYOUT_JS)
     demo.load(records.list_recorded, None, recorded, show_progress="hidden")
+    demo.load(serving.relabel, [serving_file, language],
+              [serving_file, serving_plot, serving_table], show_progress="hidden")
     demo.load(check_devices, [language], [device, cuda_graph], show_progress="hidden")
     demo.load(lab.switch_choices, [language], [lab_switch, lab_guards], show_progress="hidden")
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,6 +60,18 @@ class HubProgress:
 
 
 Progress = Callable[[HubProgress], None]
+
+
+_ID_PART = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,95}")
+
+
+def is_hub_id(name: str) -> bool:
+    """``name`` has the form of a hub repository id ("org/name"), and names nothing on disk: the
+    app takes hub ids from its visitors and must never read a server path they type."""
+    parts = name.split("/")
+    return (len(parts) == 2 and all(_ID_PART.fullmatch(part) and ".." not in part
+                                    for part in parts)
+            and not Path(name).exists())
 
 
 def hub_cache_dir() -> Path:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from engine.hub import HubError, Progress, fetch_hub_model
+from engine.hub import HubError, Progress, fetch_hub_model, is_hub_id
 from engine.model import CausalLM, ModelSpec, fuse_hf_state_dict, rope_inv_freq
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -163,7 +163,7 @@ def resolve_model_dir(name: str, progress: Progress | None = None) -> Path:
         if not (path / "config.json").exists():
             raise ModelLoadError(f"{path} is a directory but has no config.json")
         return path
-    if path.suffix or name.startswith((".", "/", "~")) or name.count("/") != 1:
+    if not is_hub_id(name):           # "org/name" ("Qwen/Qwen2.5-0.5B" has dots; a file has none)
         raise ModelLoadError(f"unknown model {name!r}: not 'bundled', not a preset "
                              f"({', '.join(PRESETS)}), and not a local directory")
     try:  # a hub id: from the local cache, or downloaded where the network allows it

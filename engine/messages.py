@@ -130,7 +130,10 @@ class Progress:
     loop: str = ""                      # the loop now running (stage "run")
     index: int = 0                      # which of the request's loops
     total: int = 0
-    detail: str = ""                    # the device label once the engine exists
+    detail: str = ""                    # the device label once the engine exists (stage
+                                        #   "download": where the fetch stands, in English)
+    done_mib: float = 0.0               # stage "download": MiB of weights fetched so far,
+    total_mib: float = 0.0              #   of this many
 
 
 @dataclass(frozen=True)
@@ -227,7 +230,8 @@ class ServingStopped:
 @dataclass(frozen=True)
 class RequestFailed:
     """The request did not finish. ``kind``: "invalid" (bad input, said in ``message``),
-    "cancelled", "device" (the device failed or died) or "error" (anything else)."""
+    "model" (the model could not be found, fetched or passed a hub guard), "cancelled",
+    "device" (the device failed or died) or "error" (anything else)."""
 
     kind: str
     message: str

@@ -56,6 +56,7 @@ class SchedulerService:
     # ---- dispatch -----------------------------------------------------------------------------
     def handle(self, request: Any, emit: Emit, cancelled: threading.Event) -> None:
         """Run ``request``; every outcome, failures included, ends in exactly one final event."""
+        from engine.loader import ModelLoadError
         from engine.process_device import DeviceError
         from engine.scheduler import RunCancelled
 
@@ -75,6 +76,8 @@ class SchedulerService:
             emit(RequestFailed("cancelled", "the run was stopped"))
         except DeviceError as error:
             emit(RequestFailed("device", str(error)))
+        except ModelLoadError as error:                  # not found, offline, or a hub guard
+            emit(RequestFailed("model", str(error)))
         except ValueError as error:                      # bad input, named by the engine
             emit(RequestFailed("invalid", str(error)))
         except Exception as error:  # noqa: BLE001 - the server must hear about anything
@@ -205,7 +208,9 @@ def _download_reporter(emit: Emit, every_s: float = 0.25) -> Any:
         now = time.monotonic()
         if progress.stage != "downloading" or now - last[0] >= every_s:
             last[0] = now
-            emit(Progress("download", detail=progress.describe()))
+            emit(Progress("download", detail=progress.describe(),
+                          done_mib=progress.done_bytes / 2**20,
+                          total_mib=progress.total_bytes / 2**20))
 
     return report
 

@@ -50,3 +50,24 @@ def copy_tokenizer(source: Path, dest: Path, chat_template: str | None = None) -
         config = json.loads((dest / "tokenizer_config.json").read_text())
         config["chat_template"] = chat_template
         (dest / "tokenizer_config.json").write_text(json.dumps(config, indent=1))
+
+
+CHAT_TEMPLATE = ("{% for m in messages %}<|{{ m['role'] }}|>\n{{ m['content'] }}\n{% endfor %}"
+                 "{% if add_generation_prompt %}<|assistant|>\n{% endif %}")
+
+
+def save_tiny_llama(model_dir: Path, tokenizer_from: Path, chat_template: str = CHAT_TEMPLATE,
+                    seed: int = 0) -> dict[str, Path]:
+    """A tiny random Llama saved by transformers, with ``tokenizer_from``'s tokenizer and a chat
+    template: the files of a hub repository (repo path -> file)."""
+    import torch
+    import transformers as tf
+
+    torch.manual_seed(seed)
+    cfg = tf.LlamaConfig(vocab_size=8192, hidden_size=64, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, intermediate_size=128,
+                         max_position_embeddings=256, bos_token_id=0, eos_token_id=0,
+                         pad_token_id=0, initializer_range=0.2, tie_word_embeddings=False)
+    tf.LlamaForCausalLM(cfg).save_pretrained(model_dir)
+    copy_tokenizer(tokenizer_from, model_dir, chat_template)
+    return checkpoint_files(model_dir)

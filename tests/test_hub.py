@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from hub_cache import add_to_cache, checkpoint_files, copy_tokenizer
+from hub_cache import CHAT_TEMPLATE, add_to_cache, save_tiny_llama
 
 from engine import Engine, EngineConfig, SamplingParams
 from engine.hub import HubProgress, fetch_hub_model
@@ -26,8 +26,6 @@ from engine.loader import BUNDLED_DIR, ModelLoadError
 
 ROOT = Path(__file__).resolve().parent.parent
 REPO = "overlap-demo/tiny-llama-chat"
-CHAT_TEMPLATE = ("{% for m in messages %}<|{{ m['role'] }}|>\n{{ m['content'] }}\n{% endfor %}"
-                 "{% if add_generation_prompt %}<|assistant|>\n{% endif %}")
 TEXTS = ["Once upon a time", "The license grants", "If the file does not exist,",
          "This module provides", "The server waits for"]
 
@@ -36,19 +34,10 @@ TEXTS = ["Once upon a time", "The license grants", "If the file does not exist,"
 def hub(tmp_path_factory):
     """A hub cache with REPO and some checkpoints the guards must refuse; the environment is
     set for the whole module (the engine's processes inherit it)."""
-    import transformers as tf
-
     base = tmp_path_factory.mktemp("hub")
     cache = base / "cache"
-    torch.manual_seed(0)
-    cfg = tf.LlamaConfig(vocab_size=8192, hidden_size=64, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, intermediate_size=128,
-                         max_position_embeddings=256, bos_token_id=0, eos_token_id=0,
-                         pad_token_id=0, initializer_range=0.2, tie_word_embeddings=False)
     model_dir = base / "tiny"
-    tf.LlamaForCausalLM(cfg).save_pretrained(model_dir)
-    copy_tokenizer(BUNDLED_DIR, model_dir, CHAT_TEMPLATE)
-    files = checkpoint_files(model_dir)
+    files = save_tiny_llama(model_dir, BUNDLED_DIR, CHAT_TEMPLATE)
     add_to_cache(cache, REPO, files)
     gpt2 = json.dumps({"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2"}).encode()
     add_to_cache(cache, "overlap-demo/gpt2", {**files, "config.json": gpt2})
@@ -194,3 +183,24 @@ def test_progress_bar_class_forwards_bytes():
     assert [(p.stage, p.done_bytes, p.total_bytes) for p in seen] == [
         ("downloading", 100, 300), ("downloading", 250, 300)]
     assert seen[-1].describe().startswith("downloading org/model: ")
+
+
+@pytest.mark.parametrize("name, ok", [
+    ("Qwen/Qwen2.5-0.5B-Instruct", True), ("HuggingFaceTB/SmolLM2-135M-Instruct", True),
+    ("Qwen/Qwen3-0.6B", True), ("../etc", False), ("a/b/c", False), ("model.json", False),
+    ("org/..", False), ("/abs/path", False), ("org/na me", False), ("", False), ("tests/data", False),
+])
+def test_hub_ids_are_told_from_paths(name, ok):
+    from engine.hub import is_hub_id
+
+    assert is_hub_id(name) == ok                   # "tests/data" exists here: a path, not an id
+
+
+def test_a_dotted_hub_id_goes_to_the_hub_and_offline_says_so(tmp_path, monkeypatch):
+    """"Qwen2.5" has dots: it is still a hub id (it was once refused as a file name)."""
+    from engine.loader import ModelLoadError, resolve_model_dir
+
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ModelLoadError, match="not in the local hub cache.*offline"):
+        resolve_model_dir("Qwen/Qwen2.5-0.5B-Instruct")

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import viz
+from engine.hub import SUGGESTED_MODELS, cached_snapshot, is_hub_id
 from engine.workload import DEFAULT_PROMPTS, word_prompts  # noqa: F401 - used by the UI
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -27,13 +28,17 @@ MODELS = [  # (value, display name, real weights?)
     ("qwen2.5-0.5b-shape", "Qwen2.5-0.5B shape", False),
     ("qwen2.5-1.5b-shape", "Qwen2.5-1.5B shape", False),
 ]
+# Real pretrained checkpoints from the Hugging Face hub, fetched on first use through the guards
+# of ``engine.hub``; the model box also takes any other hub id typed into it.
+HUB_MODELS = SUGGESTED_MODELS
 LOOPS = ("normal", "overlap", "multistep")
 DEFAULTS = {"requests": 16, "batch": 16, "prompt_len": 24, "max_new": 96, "temperature": 0.0,
-            "extra_cpu_us": 4000, "decode_steps": 4}
+            "extra_cpu_us": 4000, "decode_steps": 4, "request_rate": 0.0}
 LIMITS = {  # control: (min, max, whole number?); checked here, since a typed number can be anything
     "requests": (1, 64, True), "batch": (1, 64, True), "prompt_len": (1, 256, True),
     "max_new": (1, 256, True), "temperature": (0.0, 2.0, False),
     "extra_cpu_us": (0, 20000, True), "decode_steps": (2, 8, True),
+    "request_rate": (0.0, 1000.0, False),     # requests/s; 0: all arrive at the start
 }
 
 _client: Any = None
@@ -171,9 +176,27 @@ def lang_of(choice: str) -> str:
 
 
 def model_choices(lang: str) -> list[tuple[str, str]]:
-    return [(f"{name.replace(' shape', ' ' + viz.t(lang, 'model_shape'))}: "
-             f"{viz.t(lang, 'model_real' if real else 'model_random')}", value)
-            for value, name, real in MODELS]
+    """The bundled model and the random-weight shapes, then the suggested hub models, each marked
+    as downloaded already or fetched on first use (read from the local cache, never the network)."""
+    local = [(f"{name.replace(' shape', ' ' + viz.t(lang, 'model_shape'))}: "
+              f"{viz.t(lang, 'model_real' if real else 'model_random')}", value)
+             for value, name, real in MODELS]
+    hub = [(f"{repo}: {viz.t(lang, 'model_hub_ready' if cached_snapshot(repo) else 'model_hub')}",
+            repo) for repo in HUB_MODELS]
+    return local + hub
+
+
+def check_model(model: Any) -> str:
+    """A model from the list, or a hub id typed into the box; ``InputError`` otherwise (a path
+    on this server is never taken from a visitor)."""
+    name = str(model or "").strip()
+    if name in {value for value, _, _ in MODELS} or name in HUB_MODELS:
+        return name
+    if not name:
+        raise InputError("error_model_empty")
+    if not is_hub_id(name):
+        raise InputError("error_model", model=name)
+    return name
 
 
 def loop_choices(lang: str) -> list[tuple[str, str]]:

@@ -28,6 +28,7 @@ from ui.common import LOOPS, InputError, esc, lang_of, progress_bar, render_said
 from ui.records import shown, write_downloads
 from ui.view import MainView, plot
 
+MAX_ARRIVAL_S = 60.0       # requests / rate: how long the arrivals of one loop may take
 REFRESH_S = 1.0            # the live timeline is redrawn at most this often (and at least 1/s)
 # Seconds per decode step measured by earlier runs, by (model, device, batch, CUDA graphs): the
 # estimate shown before the next run of the same configuration.
@@ -35,20 +36,22 @@ STEP_SECONDS: dict[tuple, float] = {}
 
 
 def run_live(loops, decode_steps, stop_early, device, model, requests, batch, prompt_len,
-             prompts_text, max_new, temperature, cuda_graph, extra_cpu_us, lang_choice):
+             prompts_text, max_new, temperature, cuda_graph, extra_cpu_us, request_rate=0.0,
+             chat=False, lang_choice="English"):
     """Run the chosen loops; yield the main view as it grows (a generator of output tuples)."""
     lang = lang_of(lang_choice)
     try:
         request, notes = build_request(loops, decode_steps, stop_early, device, model, requests,
                                        batch, prompt_len, prompts_text, max_new, temperature,
-                                       cuda_graph, extra_cpu_us)
+                                       cuda_graph, extra_cpu_us, request_rate, chat)
         if request.engine.device == "cuda" and not common.scheduler().ready().cuda:
             raise InputError("device_no_cuda")
     except InputError as error:
         spec = error.said()
         yield MainView(status=render_said(spec, lang), said=spec).values()
         return
-    key = (model, request.engine.device, request.engine.max_batch_size, request.engine.cuda_graph)
+    key = (request.engine.model, request.engine.device, request.engine.max_batch_size,
+           request.engine.cuda_graph)
     expected = _expected_steps(request)
     # While the run is on, a canvas draws it (cheap for the browser, whose cores are the
     # engine's too); the interactive chart comes back with the finished record.
@@ -94,20 +97,25 @@ def stop_run(lang_choice: str) -> str:
 
 
 def build_request(loops, decode_steps, stop_early, device, model, requests, batch, prompt_len,
-                  prompts_text, max_new, temperature, cuda_graph,
-                  extra_cpu_us) -> tuple[LiveRunRequest, list[str]]:
+                  prompts_text, max_new, temperature, cuda_graph, extra_cpu_us,
+                  request_rate=0.0, chat=False) -> tuple[LiveRunRequest, list[str]]:
     """The request for the scheduler process, and notes for the user about what it will run.
-    ``InputError`` for a value the run cannot take."""
+    ``InputError`` for a value the run cannot take.
+
+    ``request_rate`` (requests/s): 0 admits every request at the start; above 0 they arrive by
+    a Poisson process (seed 0), the same arrival times for every loop, and the page reports time
+    to first token and inter-token latency. ``chat``: each prompt goes in as a user message
+    through the model's chat template (models without one, or without a tokenizer, take the
+    text as it is)."""
     from engine.config import EngineConfig, SamplingParams
 
     values = common.validate(requests=requests, batch=batch, prompt_len=prompt_len,
                              max_new=max_new, temperature=temperature, extra_cpu_us=extra_cpu_us,
-                             decode_steps=decode_steps)
+                             decode_steps=decode_steps, request_rate=request_rate)
     chosen = tuple(loop for loop in LOOPS if loop in (loops or []))
     if not chosen:
         raise InputError("error_no_loop")
-    if model not in {value for value, _, _ in common.MODELS}:
-        raise InputError("error_model", model=model)
+    model = common.check_model(model)
     if device not in ("auto", "cpu", "cuda"):
         raise InputError("error_device", device=device)
     prompts, used_default = common.word_prompts(prompts_text, values["requests"],
@@ -117,12 +125,17 @@ def build_request(loops, decode_steps, stop_early, device, model, requests, batc
                           cuda_graph=bool(cuda_graph) and device != "cpu", seed=0,
                           max_seq_len=2 * values["prompt_len"] + values["max_new"] + 64)
     params = SamplingParams(max_new_tokens=values["max_new"], temperature=values["temperature"])
+    rate = values["request_rate"] or None
+    if rate and values["requests"] / rate > MAX_ARRIVAL_S:     # a run must not take hours
+        raise InputError("error_rate_slow", rate=rate, requests=values["requests"],
+                         seconds=values["requests"] / rate, limit=MAX_ARRIVAL_S)
     workload = {"requests": values["requests"], "prompt_len_words": values["prompt_len"],
-                "max_new_tokens": values["max_new"], "temperature": values["temperature"]}
+                "max_new_tokens": values["max_new"], "temperature": values["temperature"],
+                "request_rate": rate, "chat": bool(chat)}
     request = LiveRunRequest(engine=engine, prompts=prompts, prompt_tokens=values["prompt_len"],
                              params=params, loops=chosen, decode_steps=values["decode_steps"],
                              extra_cpu_us=values["extra_cpu_us"], stop_early=bool(stop_early),
-                             workload=workload)
+                             workload=workload, request_rate=rate, chat=bool(chat))
     return request, notes
 
 
@@ -135,9 +148,12 @@ class _LiveRuns:
         self.spans: list[dict[str, Any]] = []
         self.index = 0
         self.stage_name, self.detail = "loading", ""
+        self.done_mib = self.total_mib = 0.0          # a hub model's download
 
     def stage(self, event: messages.Progress) -> None:
         self.stage_name, self.detail = event.stage, event.detail or self.detail
+        if event.stage == "download":
+            self.done_mib, self.total_mib = event.done_mib, event.total_mib
         if event.stage == "run" and event.index != self.index:
             self.index, self.spans = event.index, []
 
@@ -195,6 +211,15 @@ def _running(live: _LiveRuns, expected: int, started: float, lang: str) -> str:
         return progress_bar(0.0, viz.t(lang, "status_loading"))
     if live.stage_name == "probe":
         return progress_bar(0.0, viz.t(lang, "status_probe"))
+    if live.stage_name == "download":
+        model = esc(live.request.engine.model)
+        if live.total_mib <= 0:
+            return progress_bar(0.0, viz.t(lang, "status_hub_checking").format(model=model))
+        if live.done_mib >= live.total_mib:
+            return progress_bar(1.0, viz.t(lang, "status_hub_ready").format(
+                model=model, total=live.total_mib))
+        return progress_bar(live.done_mib / live.total_mib, viz.t(lang, "status_download").format(
+            model=model, done=live.done_mib, total=live.total_mib))
     total = len(live.request.loops)
     step = live.steps_done()
     fraction = (len(live.finished) + min(step / expected, 1.0)) / total
@@ -227,7 +252,7 @@ def failure(kind: str, detail: str) -> dict[str, Any]:
     """A failed request as a status spec: a sentence in the user's language, and the technical
     detail (English, as the engine says it) folded away beneath it."""
     key = {"invalid": "fail_invalid", "cancelled": "fail_cancelled", "device": "fail_device",
-           "died": "fail_died"}.get(kind, "fail_error")
+           "died": "fail_died", "model": "fail_model"}.get(kind, "fail_error")
     if kind == "cancelled":
         return said(key, "warn")
     return said(key, "error", detail=detail)

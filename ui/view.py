@@ -22,9 +22,10 @@ def keep() -> Any:
 
 
 def plot(figure: Any) -> PlotData:
-    """A ``viz`` figure (plain dicts) for a ``gr.Plot``: serialised once, never validated again
-    by plotly's Python objects (the cost a live redraw must not pay)."""
-    return PlotData(type="plotly", plot=json.dumps(figure.to_dict(), separators=(",", ":")))
+    """A ``viz`` figure (a ``FigureSpec`` or its dict) for a ``gr.Plot``: serialised once, never
+    validated again by plotly's Python objects (the cost a live redraw must not pay)."""
+    spec = figure if isinstance(figure, dict) else figure.to_dict()
+    return PlotData(type="plotly", plot=json.dumps(spec, separators=(",", ":")))
 
 
 @dataclass

@@ -6,6 +6,7 @@ the standard library only: never torch, never the engine.
 """
 
 from viz.lag import lag_marks
+from viz.latency import latency_figure
 from viz.live import live_payload
 from viz.panels import metrics_html, multistep_html, record_label, texts_html
 from viz.replay import loop_kind, step_caption, step_parts
@@ -15,8 +16,8 @@ from viz.text import LANGUAGES, t
 from viz.timeline import message_figure, side_by_side_figure, timeline_figure
 
 __all__ = [
-    "LANGUAGES", "display_labels", "lag_marks", "live_payload", "loop_kind", "message_figure",
-    "metrics_html", "multistep_html", "ordered_lanes", "record_label", "side_by_side_figure",
-    "step_caption", "step_figure", "step_parts", "step_range", "t", "texts_html",
+    "LANGUAGES", "display_labels", "lag_marks", "latency_figure", "live_payload", "loop_kind",
+    "message_figure", "metrics_html", "multistep_html", "ordered_lanes", "record_label",
+    "side_by_side_figure", "step_caption", "step_figure", "step_parts", "step_range", "t", "texts_html",
     "timeline_figure", "unrolled_figure", "window_run",
 ]

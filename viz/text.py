@@ -170,7 +170,18 @@ The price is lag k: stop checks come up to k steps late, so finished requests ru
     "error_empty": "{control} is empty: enter a number from {low} to {high}.",
     "error_range": "{control} must be from {low} to {high}; got {value}.",
     "error_whole": "{control} must be a whole number from {low} to {high}; got {value}.",
-    "error_model": "Unknown model {model}.",
+    "error_model": "{model} is not a model of the list nor a Hugging Face hub id (such as "
+                   "Qwen/Qwen2.5-0.5B-Instruct).",
+    "error_model_empty": "The model box is empty: pick a model or type a hub id.",
+    "error_rate_slow": "At {rate:g} requests/s, {requests} requests take about {seconds:.0f} s "
+                       "to arrive; a run here allows {limit:.0f} s. Raise the rate or lower the "
+                       "number of requests.",
+    "name_request_rate": "Request rate",
+    "fail_model": "The model could not be loaded: not found, refused by a guard, or not "
+                  "downloadable here (the reason is below).",
+    "status_hub_checking": "Checking {model} on the Hugging Face hub…",
+    "status_download": "Downloading {model}: {done:.1f} of {total:.1f} MiB…",
+    "status_hub_ready": "{model}: {total:.1f} MiB of weights ready; loading…",
     "error_device": "Unknown device {device}.",
     "error_seed": "The workload seed must be a whole number from 0 to 2147483647; got {value}.",
     "name_requests": "Requests",
@@ -194,9 +205,13 @@ The price is lag k: stop checks come up to k steps late, so finished requests ru
     "status_cannot_show": "Cannot show {name}: it is not a run record or a trace this page can read.",
     "model_real": "tiny model, real weights",
     "model_random": "random weights, timing only",
+    "model_hub": "hub checkpoint, downloaded on first use",
+    "model_hub_ready": "hub checkpoint, downloaded",
     # controls
     "ctl_device": "Device",
-    "ctl_model": "Model",
+    "ctl_model": "Model (or type a hub id, e.g. Qwen/Qwen2.5-0.5B-Instruct)",
+    "ctl_request_rate": "Request rate (requests/s; 0 = all at the start)",
+    "ctl_chat": "Chat: each prompt is a user message, through the model's chat template",
     "ctl_requests": "Requests",
     "ctl_batch": "Batch size (requests decoded together)",
     "ctl_prompt_len": "Prompt length (words)",
@@ -214,6 +229,28 @@ The price is lag k: stop checks come up to k steps late, so finished requests ru
     "tab_live": "Live run",
     "tab_recorded": "Recorded GPU runs",
     "tab_upload": "Import a trace",
+    "tab_serving": "Serving: latency vs rate",
+    "ctl_serving_file": "Measurement",
+    "serving_bench": "{device}, {model} model, extra CPU {extra} µs/step: the engine driven in "
+                     "process (python -m bench), {requests} requests, {repeats} runs per rate",
+    "serving_load": "{device}, {model} model, extra CPU {extra} µs/step: streaming HTTP clients "
+                    "against python -m engine.serve (python -m bench.load), {requests} requests, "
+                    "{repeats} runs per rate",
+    "serving_help": (
+        "Requests in production do not all arrive at once. Here they arrive by a Poisson process "
+        "at a given **request rate**, the same arrival times for both loops, and each loop is "
+        "judged as serving benchmarks judge it: **time to first token** (TTFT: queueing, then "
+        "prefill), **inter-token latency** (ITL: about one decode step) and output tokens/s. "
+        "Points are medians over the repeats, the bars their range.\n\n"
+        "What to look for: at low rates the GPU idles between requests whatever the loop, and "
+        "throughput equals the offered load; overlap still shortens every step, so ITL drops. "
+        "As the rate grows, the serial loop saturates first: its queue grows and TTFT climbs "
+        "from tens of milliseconds to seconds, while the overlap loop still keeps up. Set "
+        "*Request rate* above 0 in the live run to measure TTFT and ITL of your own workload.\n\n"
+        "Re-make a measurement: `python -m bench --device cpu --models bundled --rates 2 4 8 16 "
+        "inf --requests 32 --prompt-len 32 --new-tokens 64 --repeats 3 --extra-cpu-us 4000 "
+        "--json FILE`, or against the HTTP server: `python -m bench.load --rates 2 4 8 "
+        "--requests 32 --max-tokens 64 --repeats 2 --json FILE`."),
     "dl_record": "Download run record (JSON)",
     "dl_trace": "Download Chrome trace (Perfetto)",
 }
@@ -359,7 +396,16 @@ _ZH: dict[str, str] = {
     "error_empty": "{control}为空：请输入 {low} 到 {high} 之间的数。",
     "error_range": "{control}必须在 {low} 到 {high} 之间；收到的是 {value}。",
     "error_whole": "{control}必须是 {low} 到 {high} 之间的整数；收到的是 {value}。",
-    "error_model": "未知模型 {model}。",
+    "error_model": "{model} 既不是列表中的模型，也不是 Hugging Face Hub 的模型 id（例如 "
+                   "Qwen/Qwen2.5-0.5B-Instruct）。",
+    "error_model_empty": "模型框为空：请选择一个模型或输入 Hub 模型 id。",
+    "error_rate_slow": "按每秒 {rate:g} 个请求，{requests} 个请求大约需要 {seconds:.0f} 秒才能全部到达；"
+                       "这里一次运行最多 {limit:.0f} 秒。请提高速率或减少请求数。",
+    "name_request_rate": "请求速率",
+    "fail_model": "无法加载该模型：找不到、被安全检查拒绝，或在这里无法下载（原因见下方）。",
+    "status_hub_checking": "正在 Hugging Face Hub 上检查 {model}…",
+    "status_download": "正在下载 {model}：{done:.1f} / {total:.1f} MiB…",
+    "status_hub_ready": "{model}：{total:.1f} MiB 权重已就绪，正在加载…",
     "error_device": "未知设备 {device}。",
     "error_seed": "负载种子必须是 0 到 2147483647 之间的整数；收到的是 {value}。",
     "name_requests": "请求数",
@@ -383,8 +429,12 @@ _ZH: dict[str, str] = {
     "status_cannot_show": "无法显示 {name}：它不是本页能读取的运行记录或 trace。",
     "model_real": "小模型，真实权重",
     "model_random": "随机权重，仅用于计时",
+    "model_hub": "Hub 检查点，首次使用时下载",
+    "model_hub_ready": "Hub 检查点，已下载",
     "ctl_device": "设备",
-    "ctl_model": "模型",
+    "ctl_model": "模型（也可输入 Hub 模型 id，例如 Qwen/Qwen2.5-0.5B-Instruct）",
+    "ctl_request_rate": "请求速率（每秒请求数；0 = 全部在开始时到达）",
+    "ctl_chat": "对话：每条提示词作为用户消息，经过模型的对话模板",
     "ctl_requests": "请求数",
     "ctl_batch": "批大小（一起解码的请求数）",
     "ctl_prompt_len": "提示长度（词）",
@@ -402,6 +452,25 @@ _ZH: dict[str, str] = {
     "tab_live": "现场运行",
     "tab_recorded": "录制的 GPU 运行",
     "tab_upload": "导入 trace",
+    "tab_serving": "服务：延迟与请求速率",
+    "ctl_serving_file": "测量结果",
+    "serving_bench": "{device}，{model} 模型，每步额外 CPU {extra} µs：进程内直接驱动引擎"
+                     "（python -m bench），{requests} 个请求，每个速率 {repeats} 次",
+    "serving_load": "{device}，{model} 模型，每步额外 CPU {extra} µs：流式 HTTP 客户端请求 "
+                    "python -m engine.serve（python -m bench.load），{requests} 个请求，每个速率 "
+                    "{repeats} 次",
+    "serving_help": (
+        "生产环境中的请求不会同时到达。这里请求按给定**请求速率**的泊松过程到达，两种循环使用相同的到达"
+        "时间，并按服务基准的方式评判：**首 token 延迟**（TTFT：排队加 prefill）、**token 间延迟**"
+        "（ITL：大约一个解码步）和每秒输出 token 数。点是多次重复的中位数，误差线是其范围。\n\n"
+        "看什么：速率低时，无论哪种循环，GPU 都会在请求之间空闲，吞吐量等于到达的负载；但重叠循环仍然"
+        "缩短了每一步，所以 ITL 更低。速率升高后，串行循环先饱和：队列变长，TTFT 从几十毫秒涨到几秒，"
+        "而重叠循环还能跟上。在现场运行中把*请求速率*设为大于 0，即可测量你自己工作负载的 TTFT 和 ITL。"
+        "\n\n"
+        "重新测量：`python -m bench --device cpu --models bundled --rates 2 4 8 16 inf "
+        "--requests 32 --prompt-len 32 --new-tokens 64 --repeats 3 --extra-cpu-us 4000 --json "
+        "FILE`，或者针对 HTTP 服务：`python -m bench.load --rates 2 4 8 --requests 32 "
+        "--max-tokens 64 --repeats 2 --json FILE`。"),
     "dl_record": "下载运行记录（JSON）",
     "dl_trace": "下载 Chrome trace（Perfetto）",
 }

@@ -1,0 +1,113 @@
+"""Run the CLI several times on one workload and print each loop's figures with their spread.
+
+    python scripts/cli_spread.py --runs 5                                    # the app's workload
+    python scripts/cli_spread.py --runs 5 -- --mode all --decode-steps 4 --extra-cpu-us 12000
+
+Everything after ``--`` goes to ``python -m engine`` (after the app's default workload, so a
+flag given here wins). Each run writes its record; per loop the table gives GPU busy (whole run
+and the steady window), decode tok/s, and against the normal loop of the same run: the speedup
+per decode step (steady window, the page's headline), the formula's prediction from the normal
+run's T_fwd and T_cpu, and the whole run's tokens/s ratio. Cells read "median (min-max)" over
+the runs, with the machine's other load (``engine.host_load``) beside them: the numbers the
+README and the walkthroughs quote, re-made.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+APP_WORKLOAD = ["--device", "cpu", "--requests", "16", "--batch-size", "16", "--prompt-words",
+                "24", "--max-new-tokens", "96", "--extra-cpu-us", "4000", "--stop-early",
+                "--show-text", "0"]
+
+
+def one_run(extra: list[str]) -> list[dict]:
+    """The runs of one CLI call (its record's ``runs``), brought up to today's definitions."""
+    from record.run_record import upgrade_run
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "run.json"
+        cmd = [sys.executable, "-m", "engine", *APP_WORKLOAD, *extra, "--json", str(out)]
+        done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise SystemExit(f"the CLI failed ({done.returncode}): {done.stderr[-2000:]}")
+        return [upgrade_run(dict(r)) for r in json.loads(out.read_text())["runs"]]
+
+
+def loop_name(run: dict) -> str:
+    k = run.get("decode_steps", 1)
+    return f"multistep k={k}" if run.get("loop") == "multistep" else run.get("loop", "?")
+
+
+def figures(runs: list[dict]) -> dict[str, dict[str, float]]:
+    """Per loop: busy, steady busy, decode tok/s, other load; against normal: the speedups."""
+    from record.metrics import compare_runs
+
+    by_name = {loop_name(r): r for r in runs}
+    normal = by_name.get("normal")
+    out = {}
+    for name, run in by_name.items():
+        m = run["metrics"]
+        row = {"busy": m.get("gpu_busy_frac", 0.0), "steady_busy": m.get("steady_busy_frac", 0.0),
+               "tok_s": m.get("tokens_per_s", 0.0),
+               "other_load": run.get("host", {}).get("other_cpu_frac", float("nan"))}
+        if normal is not None and name != "normal":
+            c = compare_runs(normal["metrics"], m, decode_steps=run.get("decode_steps", 1))
+            row.update(speedup=c["measured_speedup"], predicted=c["predicted_speedup"],
+                       whole=c["whole_run_speedup"])
+        out[name] = row
+    return out
+
+
+def spread(values: list[float], fmt: str) -> str:
+    values = [v for v in values if v == v]          # NaN: not measured
+    if not values:
+        return "-"
+    if len(values) == 1:
+        return format(values[0], fmt)
+    return (f"{format(statistics.median(values), fmt)} "
+            f"({format(min(values), fmt)}-{format(max(values), fmt)})")
+
+
+def table(results: list[dict[str, dict[str, float]]]) -> str:
+    names = list(dict.fromkeys(name for result in results for name in result))
+    lines = ["| loop | GPU busy | steady busy | decode tok/s | speedup / step | predicted | "
+             "whole run | other load |", "|---|---|---|---|---|---|---|---|"]
+    for name in names:
+        rows = [r[name] for r in results if name in r]
+
+        def cell(key: str, fmt: str, scale: float = 1.0, rows=rows) -> str:
+            return spread([scale * r[key] for r in rows if key in r], fmt)
+
+        lines.append(f"| {name} | {cell('busy', '.1%')} | {cell('steady_busy', '.1%')} | "
+                     f"{cell('tok_s', '.0f')} | {cell('speedup', '.2f')}x | "
+                     f"{cell('predicted', '.2f')}x | {cell('whole', '.2f')}x | "
+                     f"{cell('other_load', '.0%')} |")
+    return "\n".join(lines).replace("| -x |", "| - |")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("engine_args", nargs="*", help="after --: more flags for python -m engine")
+    args = parser.parse_args()
+    results = []
+    for i in range(args.runs):
+        results.append(figures(one_run(args.engine_args)))
+        print(f"run {i + 1}/{args.runs} done", file=sys.stderr, flush=True)
+    print(f"python -m engine {' '.join(APP_WORKLOAD + args.engine_args)}  ({args.runs} runs; "
+          "median (min-max))")
+    print(table(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
