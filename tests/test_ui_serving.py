@@ -108,8 +108,9 @@ def test_the_serving_tab_draws_every_measurement_in_both_languages():
         loops = {trace["legendgroup"] for trace in json.loads(figure.plot)["data"]}
         assert loops == {"normal", "overlap"}, name
         assert "<table" in table and "overlap" in table
-    update, figure, _ = serving.relabel(choices[0][1], "中文")
+    update, figure, table = serving.relabel(choices[0][1], "中文")
     assert "每步额外 CPU" in update["choices"][0][0] and update["value"] == choices[0][1]
+    assert "<th>请求速率</th>" in table and "请求/秒" in table and "req/s" not in table
     assert "首个 token 延迟" in figure.plot or "\\u9996" in figure.plot
 
 

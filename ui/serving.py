@@ -20,6 +20,7 @@ import viz
 from record.serving import format_table, summarize
 from ui.common import ROOT, esc, lang_of, status
 from ui.view import plot
+from viz.text import STRINGS
 
 SERVING_DIR = ROOT / "assets" / "serving"
 MAX_FILE_BYTES = 8 * 2**20
@@ -49,14 +50,17 @@ def _setup(data: dict[str, Any]) -> dict[str, Any]:
 def list_measured(lang_choice: str = "English") -> Any:
     """Choices for the measurement dropdown: one per file, named by how and where it was made."""
     lang = lang_of(lang_choice)
-    choices = []
-    for path in sorted(SERVING_DIR.glob("*.json")):
+    found = []
+    for path in SERVING_DIR.glob("*.json"):
         try:
             setup = _setup(_read(path))
             label = viz.t(lang, f"serving_{setup['how']}").format(**setup)
-        except (OSError, ValueError):
-            label = path.stem                       # listed by name; choosing it says why not
-        choices.append((label, path.name))
+            # The bench's measurements first, the heaviest scheduler first: it shows the most.
+            order = (setup["how"] != "bench", -float(setup["extra"] or 0), path.name)
+        except (OSError, ValueError, TypeError):
+            label, order = path.stem, (True, 0.0, path.name)   # choosing it says why not
+        found.append((order, label, path.name))
+    choices = [(label, name) for _, label, name in sorted(found)]
     return gr.update(choices=choices, value=choices[0][1] if choices else None)
 
 
@@ -87,14 +91,26 @@ def show_measured(name: str | None, lang_choice: str) -> tuple[Any, str]:
     setup = _setup(data)
     title = viz.t(lang, f"serving_{setup['how']}").format(**setup)
     table = format_table(rows)
-    return plot(viz.latency_figure(data["rows"], lang, title=title)), _markdown_table(table)
+    return (plot(viz.latency_figure(data["rows"], lang, title=title)),
+            _markdown_table(table, lang))
 
 
-def _markdown_table(table: str) -> str:
-    """``format_table``'s markdown as an HTML table (cells escaped), for a ``gr.HTML``."""
+def _word(cell: str, lang: str) -> str:
+    """A header or a rate of the bench's table in ``lang`` ("4 req/s", "burst", "GPU busy")."""
+    cell = cell.strip()
+    number, _, unit = cell.partition(" ")
+    if unit == "req/s":
+        return f"{number} {viz.t(lang, 'servingcol_req/s')}"
+    key = f"servingcol_{cell}"
+    return viz.t(lang, key) if key in STRINGS["en"] else cell
+
+
+def _markdown_table(table: str, lang: str) -> str:
+    """``format_table``'s markdown as an HTML table in ``lang`` (cells escaped), for a
+    ``gr.HTML``."""
     lines = [line.strip().strip("|").split("|") for line in table.splitlines()]
     head, body = lines[0], lines[2:]
-    cells = "".join(f"<th>{esc(cell.strip())}</th>" for cell in head)
-    rows = "".join("<tr>" + "".join(f"<td>{esc(cell.strip())}</td>" for cell in row) + "</tr>"
-                   for row in body)
+    cells = "".join(f"<th>{esc(_word(cell, lang))}</th>" for cell in head)
+    rows = "".join("<tr>" + "".join(f"<td>{esc(_word(cell, lang))}</td>" for cell in row)
+                   + "</tr>" for row in body)
     return f'<div class="serving-scroll"><table class="serving"><tr>{cells}</tr>{rows}</table></div>'

@@ -231,6 +231,16 @@ The price is lag k: stop checks come up to k steps late, so finished requests ru
     "tab_upload": "Import a trace",
     "tab_serving": "Serving: latency vs rate",
     "ctl_serving_file": "Measurement",
+    "servingcol_request rate": "request rate",
+    "servingcol_loop": "loop",
+    "servingcol_runs": "runs",
+    "servingcol_output tok/s": "output tok/s",
+    "servingcol_req/s": "req/s",
+    "servingcol_TTFT ms mean / p50 / p99": "TTFT ms mean / p50 / p99",
+    "servingcol_ITL ms mean / p50 / p99": "ITL ms mean / p50 / p99",
+    "servingcol_GPU busy": "GPU busy",
+    "servingcol_other load": "other load",
+    "servingcol_burst": "burst",
     "serving_bench": "{device}, {model} model, extra CPU {extra} µs/step: the engine driven in "
                      "process (python -m bench), {requests} requests, {repeats} runs per rate",
     "serving_load": "{device}, {model} model, extra CPU {extra} µs/step: streaming HTTP clients "
@@ -454,6 +464,16 @@ _ZH: dict[str, str] = {
     "tab_upload": "导入 trace",
     "tab_serving": "服务：延迟与请求速率",
     "ctl_serving_file": "测量结果",
+    "servingcol_request rate": "请求速率",
+    "servingcol_loop": "循环",
+    "servingcol_runs": "次数",
+    "servingcol_output tok/s": "输出 token/秒",
+    "servingcol_req/s": "请求/秒",
+    "servingcol_TTFT ms mean / p50 / p99": "TTFT 毫秒 均值 / p50 / p99",
+    "servingcol_ITL ms mean / p50 / p99": "ITL 毫秒 均值 / p50 / p99",
+    "servingcol_GPU busy": "GPU 忙碌",
+    "servingcol_other load": "其他负载",
+    "servingcol_burst": "突发",
     "serving_bench": "{device}，{model} 模型，每步额外 CPU {extra} µs：进程内直接驱动引擎"
                      "（python -m bench），{requests} 个请求，每个速率 {repeats} 次",
     "serving_load": "{device}，{model} 模型，每步额外 CPU {extra} µs：流式 HTTP 客户端请求 "
