@@ -375,7 +375,7 @@ class Engine:
     def env_info(self) -> dict[str, Any]:
         gpu = torch.cuda.get_device_name() if self.device_name == "cuda" else None
         return {"device_name": gpu or f"CPU ({platform.processor() or platform.machine()})",
-                "device_kind": self.device.kind, "torch_version": torch.__version__,
+                "device_kind": self.device.kind, "torch_version": str(torch.__version__),
                 "python_version": sys.version.split()[0], "platform": platform.platform(),
                 "date": time.strftime("%Y-%m-%d"), "dtype": self.dtype,
                 "model": self.config.model, "random_weights": self.random_weights,

@@ -5,7 +5,7 @@
 
 Everything after ``--`` goes to ``python -m engine`` (after the app's default workload, so a
 flag given here wins). Each run writes its record; per loop the table gives GPU busy (whole run
-and the steady window), decode tok/s, and against the normal loop of the same run: the speedup
+and the steady window), output tok/s (whole run), and against the normal loop of the same run: the speedup
 per decode step (steady window, the page's headline), the formula's prediction from the normal
 run's T_fwd and T_cpu, and the whole run's tokens/s ratio. Cells read "median (min-max)" over
 the runs, with the machine's other load (``engine.host_load``) beside them: the numbers the
@@ -48,7 +48,7 @@ def loop_name(run: dict) -> str:
 
 
 def figures(runs: list[dict]) -> dict[str, dict[str, float]]:
-    """Per loop: busy, steady busy, decode tok/s, other load; against normal: the speedups."""
+    """Per loop: busy, steady busy, output tok/s, other load; against normal: the speedups."""
     from record.metrics import compare_runs
 
     by_name = {loop_name(r): r for r in runs}
@@ -79,19 +79,20 @@ def spread(values: list[float], fmt: str) -> str:
 
 def table(results: list[dict[str, dict[str, float]]]) -> str:
     names = list(dict.fromkeys(name for result in results for name in result))
-    lines = ["| loop | GPU busy | steady busy | decode tok/s | speedup / step | predicted | "
+    lines = ["| loop | GPU busy | steady busy | output tok/s | speedup / step | predicted | "
              "whole run | other load |", "|---|---|---|---|---|---|---|---|"]
     for name in names:
         rows = [r[name] for r in results if name in r]
 
-        def cell(key: str, fmt: str, scale: float = 1.0, rows=rows) -> str:
-            return spread([scale * r[key] for r in rows if key in r], fmt)
+        def cell(key: str, fmt: str, unit: str = "", rows=rows) -> str:
+            text = spread([r[key] for r in rows if key in r], fmt)
+            return text if text == "-" else text + unit
 
         lines.append(f"| {name} | {cell('busy', '.1%')} | {cell('steady_busy', '.1%')} | "
-                     f"{cell('tok_s', '.0f')} | {cell('speedup', '.2f')}x | "
-                     f"{cell('predicted', '.2f')}x | {cell('whole', '.2f')}x | "
+                     f"{cell('tok_s', '.0f')} | {cell('speedup', '.2f', 'x')} | "
+                     f"{cell('predicted', '.2f', 'x')} | {cell('whole', '.2f', 'x')} | "
                      f"{cell('other_load', '.0%')} |")
-    return "\n".join(lines).replace("| -x |", "| - |")
+    return "\n".join(lines)
 
 
 def main() -> int:

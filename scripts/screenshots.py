@@ -143,11 +143,20 @@ def _live_run(page) -> None:
     _settle(page, 2500)
 
 
+def _report(page, what: str) -> None:
+    """Print what the page says about the run on screen (the walkthrough quotes these)."""
+    titles = page.locator("#timeline .annotation-text").all_text_contents()
+    print(f"--- {what}")
+    print("\n".join(titles[:3]))
+    print(page.inner_text("#metrics"), flush=True)
+
+
 def lesson(page, out: Path) -> None:
     # 1. The serial picture and overlap: a live run with the defaults.
     page.get_by_role("tab", name="Live run").click()
     page.locator("#tab-live").screenshot(path=str(out / "walkthrough-0-controls.png"))
     _live_run(page)
+    _report(page, "section 1: the defaults")
     page.locator("#timeline").screenshot(path=str(out / "walkthrough-1-run.png"))
     page.get_by_role("tab", name="Step through").click()
     _caption_has(page, "Step 20")
@@ -169,6 +178,7 @@ def lesson(page, out: Path) -> None:
     page.get_by_label("multi-step overlap (k steps)").check()
     _set_number(page, "#extra-cpu-us input[type=number]", 12000)
     _live_run(page)
+    _report(page, "section 9: multi-step, k=4, 12000 us")
     page.locator("#timeline").screenshot(path=str(out / "walkthrough-8-multistep.png"))
     page.locator("#metrics").screenshot(path=str(out / "walkthrough-8-cost.png"))
     # 4. One hazard, and the safe engine.

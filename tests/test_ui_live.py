@@ -40,10 +40,22 @@ def outputs():
     common.shutdown()
 
 
+def _plain(value) -> bool:
+    """Only builtin JSON-like types, exactly (a ``str`` subclass such as torch's TorchVersion pickles as
+    its class, and unpickling it imports torch into the web server: 2 s of a first click)."""
+    if type(value) is dict:
+        return all(type(k) is str and _plain(v) for k, v in value.items())
+    if type(value) in (list, tuple):
+        return all(_plain(v) for v in value)
+    return type(value) in (str, int, float, bool, type(None))
+
+
 def test_three_loops_run_and_agree_token_for_token(outputs):
     final = outputs[-1]
     assert "Done" in final["status"]
     assert "built-in prompts were used" in final["status"]      # said, not silently done
+    assert "Placement: the OS placed" in final["status"]       # where the processes ran
+    assert _plain(final["record"]), "the record must unpickle in the web server without torch"
     runs = final["record"]["runs"]
     assert [(run["loop"], run["decode_steps"]) for run in runs] == [
         ("normal", 1), ("overlap", 1), ("multistep", 3)]
@@ -88,3 +100,18 @@ def test_bad_input_is_refused_by_name_in_both_languages(changes, english, chines
     assert english in view["status"] and "status-error" in view["status"]
     (view,) = views(**changes, lang_choice="中文")
     assert chinese in view["status"]
+
+
+def test_the_run_label_says_where_the_processes_ran_in_both_languages(monkeypatch):
+    """Unpinned by default (measured better with a browser beside the app); OVERLAP_DEMO_PIN=1
+    pins, and the label names the cores."""
+    spec = common.said("status_done", "ok", notes=(common.placement_note()[0],), requests=1,
+                       tokens=1, where="CPU", device_key="kind_cpu-process")
+    assert "none pinned" in common.render_said(spec, "en")
+    monkeypatch.setenv("OVERLAP_DEMO_PIN", "1")
+    key, cores = common.placement_note()
+    spec = common.said("status_done", "ok", notes=(key,), requests=1, tokens=1, where="CPU",
+                       device_key="kind_cpu-process", **cores)
+    placement = common.placement()
+    assert f"device process on core {placement.device[0]}" in common.render_said(spec, "en")
+    assert f"设备进程在核心 {placement.device[0]}" in common.render_said(spec, "zh")

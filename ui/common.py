@@ -78,11 +78,26 @@ def shutdown() -> None:
 
 
 def placement() -> Any:
-    """Which cores the scheduler, the device process and this server use (none pinned with
-    OVERLAP_DEMO_PIN=0, to measure what the placement buys)."""
+    """Which cores the scheduler, the device process and this server may use.
+
+    Measured on the 2-core machine with a browser beside the app (``scripts/app_vs_cli.py``,
+    README): pinning (device process on one core, scheduler and server on the other) gave the
+    first clicks 91-92% GPU busy, leaving the processes to the OS 94-95%, since the OS can move
+    the scheduler off a core the browser or the server is using. So nothing is pinned unless
+    OVERLAP_DEMO_PIN=1 asks for ``plan_placement``'s split (to measure it again)."""
     from engine.scheduler_process import Placement, plan_placement
 
-    return plan_placement() if os.environ.get("OVERLAP_DEMO_PIN", "1") != "0" else Placement()
+    return plan_placement() if os.environ.get("OVERLAP_DEMO_PIN", "0") == "1" else Placement()
+
+
+def placement_note() -> tuple[str, dict[str, str]]:
+    """The run label's word on placement: a text key and its values (cores, or none pinned)."""
+    place = placement()
+    if not place.device:
+        return "placement_os", {}
+    return "placement_pinned", {"sched_cores": ",".join(map(str, place.scheduler)),
+                                "device_cores": ",".join(map(str, place.device)),
+                                "server_cores": ",".join(map(str, place.server))}
 
 
 def scheduler() -> Any:
@@ -132,7 +147,8 @@ def said(key: str, kind: str = "info", detail: str = "", notes: tuple[str, ...] 
          **args: Any) -> dict[str, Any]:
     """A final status line as data (its text key, values, kind, notes), so a language switch can
     say it again in the other language. Values that came from a user or a file are escaped here;
-    ``notes`` are text keys appended after it; ``detail`` is shown folded, as code."""
+    ``notes`` are text keys appended after it (formatted with the same values); ``detail`` is
+    shown folded, as code."""
     return {"key": key, "kind": kind, "detail": detail, "notes": list(notes),
             "args": {name: value if isinstance(value, (int, float)) else esc(value)
                      for name, value in args.items()}}
@@ -148,7 +164,7 @@ def render_said(spec: dict[str, Any] | None, lang: str) -> str:
     for name in [name for name in args if name.endswith("_key")]:
         args[name[:-4]] = viz.t(lang, args.pop(name))   # a text said in the reader's language
     text = viz.t(lang, spec["key"]).format(**args)
-    text += "".join(" " + viz.t(lang, note) for note in spec["notes"])
+    text += "".join(" " + viz.t(lang, note).format(**args) for note in spec["notes"])
     if spec["detail"]:
         text += (f"<details><summary>{viz.t(lang, 'fail_detail')}</summary>"
                  f"<pre>{esc(spec['detail'])}</pre></details>")

@@ -242,9 +242,12 @@ def _finished(record: dict[str, Any], request: LiveRunRequest, notes: list[str],
     files = write_downloads(record)
     last = record["runs"][-1]
     kind = str(record["env"].get("device_kind", ""))
+    place_key, cores = common.placement_note()
+    if kind == "cpu-process":                       # where the device process ran matters
+        notes = [place_key, *notes]
     spec = said("status_done", "ok", notes=tuple(notes), requests=len(request.prompts),
                 tokens=int(last["metrics"].get("output_tokens", 0)),
-                where=viz.record_label(record), device_key=f"kind_{kind}")
+                where=viz.record_label(record), device_key=f"kind_{kind}", **cores)
     return shown(spec, record, lang, files)
 
 

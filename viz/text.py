@@ -159,6 +159,10 @@ The price is lag k: stop checks come up to k steps late, so finished requests ru
     "status_loading": "Loading the model in the scheduler process…",
     "status_stopping": "Stopping: the run ends at the scheduler's next step.",
     "note_default_prompts": "The prompts box was empty: the built-in prompts were used.",
+    "placement_os": "Placement: the OS placed the scheduler, the device process and the web "
+                    "server on any core (none pinned).",
+    "placement_pinned": "Placement: scheduler on core {sched_cores}, device process on core "
+                        "{device_cores}, web server on core {server_cores} (pinned).",
     "fail_invalid": "The engine refused these settings.",
     "fail_cancelled": "Stopped: the run was ended before it finished. Press Run to start again.",
     "fail_device": "The device process stopped during the run. It is restarted for the next run:"
@@ -397,6 +401,9 @@ _ZH: dict[str, str] = {
     "status_loading": "正在调度进程中加载模型…",
     "status_stopping": "正在停止：运行将在调度器的下一步结束。",
     "note_default_prompts": "提示框为空：使用了内置提示。",
+    "placement_os": "进程放置：调度进程、设备进程和 Web 服务器由操作系统分配到任意核心（未绑定）。",
+    "placement_pinned": "进程放置：调度进程在核心 {sched_cores}，设备进程在核心 {device_cores}，"
+                        "Web 服务器在核心 {server_cores}（已绑定）。",
     "fail_invalid": "引擎拒绝了这些设置。",
     "fail_cancelled": "已停止：运行在完成之前被结束。点击“运行”重新开始。",
     "fail_device": "设备进程在运行中停止了。下一次运行会重新启动它：请再次点击“运行”。",
