@@ -227,6 +227,11 @@ def recorded_lesson(page, out: Path) -> None:
     page.locator("#metrics").screenshot(path=str(out / "walkthrough-8-h200-heavy-metrics.png"))
     _zoom_steps(page, 40, 45)
     page.locator("#zoomed").screenshot(path=str(out / "walkthrough-8-h200-heavy-steps.png"))
+    # The README's serving figure: the tab's first measurement (assets/serving, the bench with
+    # 4000 us of extra CPU work per step).
+    page.get_by_role("tab", name="Serving: latency vs rate").click()
+    _settle(page, 1500)
+    page.locator("#serving-plot").screenshot(path=str(out / "latency-vs-rate-cpu.png"))
 
 
 def readme_shot(page, out: Path) -> None:
