@@ -2,6 +2,7 @@
 
     python -m scripts.screenshots                # writes assets/screenshots/walkthrough-*.png
     python -m scripts.screenshots --recorded-only  # only the pictures of the H200 recordings
+    python -m scripts.screenshots --multistep-only # only section 9's live run
     python -m scripts.screenshots --readme         # the README's picture, timed
 
 Starts ``python app.py`` on a free port, drives it with Playwright exactly as the lesson in
@@ -173,15 +174,23 @@ def lesson(page, out: Path) -> None:
     _settle(page)
     page.locator("#metrics").screenshot(path=str(out / "walkthrough-5-formula.png"))
     recorded_lesson(page, out)
-    # 3. Multi-step: a live run of all three loops with a heavy scheduler.
+    multistep_lesson(page, out)
+    hazard_lesson(page, out)
+
+
+def multistep_lesson(page, out: Path) -> None:
+    """Section 9: a live run of all three loops with a scheduler heavier than the forward."""
     page.get_by_role("tab", name="Live run").click()
     page.get_by_label("multi-step overlap (k steps)").check()
-    _set_number(page, "#extra-cpu-us input[type=number]", 12000)
+    _set_number(page, "#extra-cpu-us input[type=number]", 20000)
     _live_run(page)
-    _report(page, "section 9: multi-step, k=4, 12000 us")
+    _report(page, "section 9: multi-step, k=4, 20000 us")
     page.locator("#timeline").screenshot(path=str(out / "walkthrough-8-multistep.png"))
     page.locator("#metrics").screenshot(path=str(out / "walkthrough-8-cost.png"))
-    # 4. One hazard, and the safe engine.
+
+
+def hazard_lesson(page, out: Path) -> None:
+    """Section 10: one hazard and the safe engine, then the step view in Chinese."""
     page.get_by_role("tab", name="Hazard lab").click()
     page.locator("#lab-switch label", has_text="finished-request guard").click()
     page.click("#lab-run")
@@ -261,6 +270,8 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=OUT, help="folder for the PNG files")
     parser.add_argument("--recorded-only", action="store_true",
                         help="only the pictures of the bundled H200 recordings")
+    parser.add_argument("--multistep-only", action="store_true",
+                        help="only section 9's live run (all three loops, a heavy scheduler)")
     parser.add_argument("--readme", action="store_true",
                         help="only the README's picture (a timed first click on Run)")
     args = parser.parse_args()
@@ -282,6 +293,8 @@ def main() -> int:
             page.wait_for_selector("#run")
             if args.readme:
                 readme_shot(page, args.out)
+            elif args.multistep_only:
+                multistep_lesson(page, args.out)
             else:
                 (recorded_lesson if args.recorded_only else lesson)(page, args.out)
             browser.close()
