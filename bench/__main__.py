@@ -30,7 +30,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--graphs", nargs="+", choices=["eager", "graph"], default=None)
     p.add_argument("--prompt-len", type=int, default=32)
     p.add_argument("--new-tokens", type=int, default=128)
-    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--repeats", type=int, default=None,
+                   help="runs per configuration, the median reported (default 3; 1 with --quick)")
     p.add_argument("--ceiling-iters", type=int, default=50)
     p.add_argument("--hf", action="store_true", help="also time transformers generate")
     p.add_argument("--hf-dynamic-only", action="store_true",
@@ -66,10 +67,12 @@ def main(argv: list[str] | None = None) -> int:
 
         args.device = "cuda" if torch.cuda.is_available() else "cpu"
     cuda = args.device == "cuda"
+    if args.repeats is None:
+        args.repeats = 1 if args.quick else 3
     work = decode.Workload(prompt_len=args.prompt_len, new_tokens=args.new_tokens,
                            repeats=args.repeats, ceiling_iters=args.ceiling_iters)
     if args.quick:
-        work = decode.Workload(args.prompt_len, min(args.new_tokens, 48), 1, 10)
+        work = decode.Workload(args.prompt_len, min(args.new_tokens, 48), args.repeats, 10)
     if args.rates:
         from engine.arrivals import check_rate
 
