@@ -69,6 +69,7 @@ def switch_language(lang_choice: str, record: dict[str, Any] | None, spec: dict[
 
 CSS = """
 .status {padding: 8px 12px; border-radius: 6px; font-size: 14px;}
+.status pre {white-space: pre-wrap; overflow-wrap: anywhere; max-height: 240px; overflow-y: auto;}
 .status-error {background: rgba(214,39,40,.12); border-left: 4px solid #d62728;}
 .status-ok {background: rgba(49,163,84,.12); border-left: 4px solid #31a354;}
 .status-warn {background: rgba(253,174,107,.18); border-left: 4px solid #e6550d;}

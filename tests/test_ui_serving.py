@@ -98,6 +98,7 @@ def test_a_hub_model_that_is_not_cached_offline_says_so():
     final = views(model="overlap-demo/not-cached")[-1]
     assert "The model could not be loaded" in final["status"]
     assert "offline" in final["status"]                     # the reason, in the detail
+    assert final["timeline"]["visible"] is True and final["live"]["visible"] is False  # no empty canvas
 
 
 def test_the_serving_tab_draws_every_measurement_in_both_languages():

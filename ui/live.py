@@ -81,13 +81,23 @@ def run_live(loops, decode_steps, stop_early, device, model, requests, batch, pr
                 yield _finished(event.record, request, notes, lang).values()
             elif isinstance(event, messages.RequestFailed):
                 spec = failure(event.kind, event.message)
-                yield MainView(status=render_said(spec, lang), said=spec).values()
+                yield _failed_view(spec, lang).values()
     except Exception as error:  # noqa: BLE001 - the scheduler process died, or worse
         from engine.scheduler_process import SchedulerDied
 
         kind = "died" if isinstance(error, SchedulerDied) else "error"
         spec = failure(kind, f"{type(error).__name__}: {error}")
-        yield MainView(status=render_said(spec, lang), said=spec).values()
+        yield _failed_view(spec, lang).values()
+
+
+def _failed_view(spec: dict[str, Any], lang: str) -> MainView:
+    """A run that did not finish: its status. A stopped run keeps its live canvas (what ran up
+    to the stop); a failed one gets the interactive chart back in place of an empty canvas,
+    showing what it showed before the run."""
+    if spec["key"] == "fail_cancelled":
+        return MainView(status=render_said(spec, lang), said=spec)
+    return MainView(status=render_said(spec, lang), said=spec,
+                    timeline=gr.update(visible=True), live=gr.update(value="", visible=False))
 
 
 def stop_run(lang_choice: str) -> str:
