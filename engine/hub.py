@@ -40,6 +40,10 @@ class HubError(ValueError):
     """A hub model that cannot be used; the message says which guard refused it and why."""
 
 
+class HubUnreachable(HubError):
+    """The model is not (wholly) in the local cache and the hub cannot be reached: offline."""
+
+
 @dataclass(frozen=True)
 class HubProgress:
     """Where a fetch stands: ``stage`` is "checking", "downloading" or "ready"."""
@@ -107,7 +111,7 @@ def fetch_hub_model(repo_id: str, progress: Progress | None = None,
     total = sum(sizes.values())
     if not sizes:
         if hub_offline() and not any(folder.glob("*.bin")):
-            raise HubError(f"the weights of {repo_id} are not in the local hub cache "
+            raise HubUnreachable(f"the weights of {repo_id} are not in the local hub cache "
                            f"({hub_cache_dir()}) and this machine is offline (HF_HUB_OFFLINE=1)")
         raise HubError(f"{repo_id} has no safetensors weights; only safetensors are loaded from "
                        "the hub (pickled .bin weights can run code when loaded)")
@@ -178,14 +182,14 @@ def _download(repo_id: str, patterns: list[str], bar: Any = None) -> Path:
     except RepositoryNotFoundError:
         raise HubError(f"there is no model {repo_id} on the hub (or it is private)") from None
     except IncompleteSnapshotError:
-        raise HubError(f"the cached snapshot of {repo_id} in {cache} is incomplete and the hub "
-                       "cannot be reached to finish it") from None
+        raise HubUnreachable(f"the cached snapshot of {repo_id} in {cache} is incomplete and "
+                             "the hub cannot be reached to finish it") from None
     except LocalEntryNotFoundError:
         why = ("this machine is offline (HF_HUB_OFFLINE=1)" if offline else
                "the hub could not be reached")
-        raise HubError(f"{repo_id} is not in the local hub cache ({cache}) and {why}: fetch it "
-                       "where a network exists, or point HF_HUB_CACHE at a cache that has it") \
-            from None
+        raise HubUnreachable(f"{repo_id} is not in the local hub cache ({cache}) and {why}: "
+                             "fetch it where a network exists, or point HF_HUB_CACHE at a cache "
+                             "that has it") from None
     except Exception as error:  # noqa: BLE001 - any other hub failure: one clear message
         raise HubError(f"{repo_id}: the hub download failed ({type(error).__name__}: "
                        f"{error})") from None

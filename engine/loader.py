@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from engine.hub import HubError, Progress, fetch_hub_model, is_hub_id
+from engine.hub import HubError, HubUnreachable, Progress, fetch_hub_model, is_hub_id
 from engine.model import CausalLM, ModelSpec, fuse_hf_state_dict, rope_inv_freq
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -33,7 +33,15 @@ SUPPORTED_ARCHITECTURES = {
 
 
 class ModelLoadError(ValueError):
-    """A model could not be found or is not supported; the message says which and why."""
+    """A model could not be found or is not supported; the message says which and why.
+    ``offline``: it would come from the hub, which cannot be reached from here."""
+
+    def __init__(self, message: str, offline: bool = False) -> None:
+        super().__init__(message)
+        self.offline = offline
+
+    def __reduce__(self) -> tuple:                 # keeps ``offline`` across a process pipe
+        return (type(self), (str(self), self.offline))
 
 
 def _preset(arch, vocab, hidden, layers, heads, kv, inter, theta, tie, qkv_bias, max_pos):
@@ -170,7 +178,7 @@ def resolve_model_dir(name: str, progress: Progress | None = None) -> Path:
         return fetch_hub_model(name, progress)
     except HubError as err:
         raise ModelLoadError(f"model {name!r} is not a local directory, and from the hub: "
-                             f"{err}") from None
+                             f"{err}", offline=isinstance(err, HubUnreachable)) from None
 
 
 def _read_state_dict(path: Path) -> dict[str, torch.Tensor]:

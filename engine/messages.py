@@ -230,7 +230,8 @@ class ServingStopped:
 @dataclass(frozen=True)
 class RequestFailed:
     """The request did not finish. ``kind``: "invalid" (bad input, said in ``message``),
-    "model" (the model could not be found, fetched or passed a hub guard), "cancelled",
+    "model" (the model could not be found or failed a hub guard), "offline" (it is not cached
+    and the hub cannot be reached), "cancelled",
     "device" (the device failed or died) or "error" (anything else)."""
 
     kind: str

@@ -269,6 +269,11 @@ class SchedulerClient:
                 if not finished and self.alive:
                     self._abandon()
 
+    @property
+    def busy(self) -> bool:
+        """A request is in progress (its events are being read)."""
+        return self._lock.locked()
+
     def cancel(self) -> None:
         """Ask the request in progress to stop at its next scheduler iteration."""
         if self.alive:
@@ -363,6 +368,10 @@ class InlineScheduler:
         cuda = torch.cuda.is_available()
         return SchedulerReady(os.getpid(), cuda, torch.cuda.get_device_name() if cuda else "CPU",
                               "in the calling process")
+
+    @property
+    def busy(self) -> bool:
+        return self._lock.locked()
 
     def cancel(self) -> None:
         self._cancelled.set()

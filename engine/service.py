@@ -77,7 +77,7 @@ class SchedulerService:
         except DeviceError as error:
             emit(RequestFailed("device", str(error)))
         except ModelLoadError as error:                  # not found, offline, or a hub guard
-            emit(RequestFailed("model", str(error)))
+            emit(RequestFailed("offline" if error.offline else "model", str(error)))
         except ValueError as error:                      # bad input, named by the engine
             emit(RequestFailed("invalid", str(error)))
         except Exception as error:  # noqa: BLE001 - the server must hear about anything
@@ -131,6 +131,7 @@ class SchedulerService:
     # ---- a live run ---------------------------------------------------------------------------
     def _live(self, request: LiveRunRequest, emit: Emit, cancelled: threading.Event) -> None:
         from engine.arrivals import check_rate, poisson_times
+        from engine.prompts import has_chat_template
         from engine.workload import token_prompts
         from record.run_record import make_record
 
@@ -139,7 +140,9 @@ class SchedulerService:
         label = engine.device_label()
         prompts = token_prompts(engine, request.prompts, request.prompt_tokens)
         params: SamplingParams | list[SamplingParams] = request.params
-        chat = request.chat and engine.tokenizer is not None
+        # A model without a chat template (a base model) takes the prompts as plain text; the
+        # record's config says which happened, and the page says so.
+        chat = request.chat and has_chat_template(engine.tokenizer)
         arrivals = None
         if request.request_rate is not None:
             rate = check_rate(request.request_rate)

@@ -67,6 +67,8 @@ def test_a_hub_model_with_chat_and_arrivals_runs_and_reports_latency(hub):
     final = outputs[-1]
     assert "status-ok" in final["status"], final["status"]
     assert 'data-metric="ttft_ms_mean"' in final["metrics"]
+    assert 'data-metric="itl_ms_mean"' in final["metrics"]
+    assert "the requests arrive over about" in statuses        # progress by arrival time
     assert "identical token ids" in final["texts"]
     assert final["record"]["config"]["request_rate"] == 40.0
     assert final["record"]["config"]["chat"] is True
@@ -75,13 +77,13 @@ def test_a_hub_model_with_chat_and_arrivals_runs_and_reports_latency(hub):
 def test_the_model_list_offers_hub_models_marked_by_the_cache(hub):
     choices = dict((value, label) for label, value in common.model_choices("en"))
     for repo in common.HUB_MODELS:
-        assert repo in choices and "hub checkpoint" in choices[repo]
+        assert repo in choices and ": hub, " in choices[repo]
     assert common.check_model(hub) == hub                     # a typed id is taken as it is
 
 
 @pytest.mark.parametrize("changes, english, chinese", [
-    ({"model": "../etc"}, "is not a model of the list nor a Hugging Face hub id", "既不是"),
-    ({"model": "tests/data"}, "is not a model of the list nor a Hugging Face hub id", "既不是"),
+    ({"model": "../etc"}, "is neither a model in the list nor a Hugging Face hub id", "既不是"),
+    ({"model": "tests/data"}, "paths on this server are not accepted", "不接受这台服务器上的路径"),
     ({"model": "  "}, "The model box is empty", "模型框为空"),
     ({"request_rate": -1}, "Request rate must be from 0.0 to 1000.0; got -1", "请求速率必须在"),
     ({"request_rate": 0.01}, "take about 400 s to arrive", "大约需要 400 秒"),
@@ -96,8 +98,8 @@ def test_bad_model_or_rate_is_refused_by_name_in_both_languages(changes, english
 @pytest.mark.usefixtures("hub")                         # offline, with a cache that lacks it
 def test_a_hub_model_that_is_not_cached_offline_says_so():
     final = views(model="overlap-demo/not-cached")[-1]
-    assert "The model could not be loaded" in final["status"]
-    assert "offline" in final["status"]                     # the reason, in the detail
+    assert "the Hugging Face hub cannot be reached from this machine" in final["status"]
+    assert "HF_HUB_OFFLINE=1" in final["status"]            # the reason, in the detail
     assert final["timeline"]["visible"] is True and final["live"]["visible"] is False  # no empty canvas
 
 
@@ -118,3 +120,15 @@ def test_the_serving_tab_draws_every_measurement_in_both_languages():
 def test_the_serving_tab_reads_only_its_own_files():
     figure, table = serving.show_measured("../../README.md", "English")
     assert "Cannot show" in table and not json.loads(figure.plot)["data"]
+
+
+def test_chat_with_a_model_without_a_template_runs_on_plain_text_and_says_so():
+    final = views(chat=True)[-1]
+    assert "status-ok" in final["status"], final["status"]
+    assert "no chat template" in final["status"]
+    assert final["record"]["config"]["chat"] is False
+
+
+def test_stop_with_nothing_running_changes_nothing():
+    update = live.stop_run("English")
+    assert update == {"__type__": "update"}                 # the status line stays as it was

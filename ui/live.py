@@ -102,8 +102,12 @@ def _failed_view(spec: dict[str, Any], lang: str) -> MainView:
 
 def stop_run(lang_choice: str) -> str:
     """The Stop button: the run ends at the scheduler's next iteration (and says so)."""
-    common.scheduler().cancel()
-    return status(viz.t(lang_of(lang_choice), "status_stopping"), "warn")
+    lang = lang_of(lang_choice)
+    client = common.scheduler()
+    if not client.busy:
+        return gr.update()                  # nothing to stop: the status line stays as it was
+    client.cancel()
+    return status(viz.t(lang, "status_stopping"), "warn")
 
 
 def build_request(loops, decode_steps, stop_early, device, model, requests, batch, prompt_len,
@@ -159,8 +163,11 @@ class _LiveRuns:
         self.index = 0
         self.stage_name, self.detail = "loading", ""
         self.done_mib = self.total_mib = 0.0          # a hub model's download
+        self.loop_started = time.perf_counter()       # when the loop now running began
 
     def stage(self, event: messages.Progress) -> None:
+        if event.stage == "run" and (self.stage_name != "run" or event.index != self.index):
+            self.loop_started = time.perf_counter()
         self.stage_name, self.detail = event.stage, event.detail or self.detail
         if event.stage == "download":
             self.done_mib, self.total_mib = event.done_mib, event.total_mib
@@ -174,6 +181,7 @@ class _LiveRuns:
     def finish(self, event: messages.LoopFinished) -> None:
         self.finished.append(event.run)
         self.index, self.spans = event.index + 1, []
+        self.loop_started = time.perf_counter()
 
     @property
     def loop(self) -> str:
@@ -205,6 +213,10 @@ def _expected_steps(request: LiveRunRequest) -> int:
 def _starting_text(request: LiveRunRequest, key: tuple, expected: int, notes: list[str],
                    lang: str) -> str:
     loops = len(request.loops) + (1 if request.stop_early else 0)
+    span = _arrival_span_s(request)
+    if span:
+        text = viz.t(lang, "status_starting_arrivals").format(loops=len(request.loops), span=span)
+        return text + "".join(" " + viz.t(lang, note) for note in notes)
     text = viz.t(lang, "status_starting").format(loops=len(request.loops), steps=expected)
     step_s = STEP_SECONDS.get(key)
     if step_s:
@@ -232,11 +244,22 @@ def _running(live: _LiveRuns, expected: int, started: float, lang: str) -> str:
             model=model, done=live.done_mib, total=live.total_mib))
     total = len(live.request.loops)
     step = live.steps_done()
-    fraction = (len(live.finished) + min(step / expected, 1.0)) / total
-    text = viz.t(lang, "status_running").format(
-        mode=esc(viz.t(lang, f"loop_{live.loop}")), step=step, expected=expected,
-        seconds=seconds, index=min(live.index + 1, total), total=total)
-    return progress_bar(fraction, text)
+    words = {"mode": esc(viz.t(lang, f"loop_{live.loop}")), "step": step, "expected": expected,
+             "seconds": seconds, "index": min(live.index + 1, total), "total": total}
+    span = _arrival_span_s(live.request)
+    if span:        # arrivals set the pace: the steps are as many as the time they take allows
+        done = min((time.perf_counter() - live.loop_started) / (1.1 * span), 0.99)
+        text = viz.t(lang, "status_running_arrivals").format(span=span, **words)
+    else:
+        done = min(step / expected, 1.0)
+        text = viz.t(lang, "status_running").format(**words)
+    return progress_bar((len(live.finished) + done) / total, text)
+
+
+def _arrival_span_s(request: LiveRunRequest) -> float:
+    """About how long the requests take to arrive (0: all at the start)."""
+    rate = request.request_rate
+    return len(request.prompts) / rate if rate and math.isfinite(rate) else 0.0
 
 
 def _remember_step_time(key: tuple, record: dict[str, Any]) -> None:
@@ -255,6 +278,8 @@ def _finished(record: dict[str, Any], request: LiveRunRequest, notes: list[str],
     place_key, cores = common.placement_note()
     if kind == "cpu-process":                       # where the device process ran matters
         notes = [place_key, *notes]
+    if request.chat and not record["config"].get("chat"):
+        notes.append("note_no_chat_template")
     spec = said("status_done", "ok", notes=tuple(notes), requests=len(request.prompts),
                 tokens=int(last["metrics"].get("output_tokens", 0)),
                 where=viz.record_label(record), device_key=f"kind_{kind}", **cores)
@@ -265,7 +290,8 @@ def failure(kind: str, detail: str) -> dict[str, Any]:
     """A failed request as a status spec: a sentence in the user's language, and the technical
     detail (English, as the engine says it) folded away beneath it."""
     key = {"invalid": "fail_invalid", "cancelled": "fail_cancelled", "device": "fail_device",
-           "died": "fail_died", "model": "fail_model"}.get(kind, "fail_error")
+           "died": "fail_died", "model": "fail_model",
+           "offline": "fail_offline"}.get(kind, "fail_error")
     if kind == "cancelled":
         return said(key, "warn")
     return said(key, "error", detail=detail)

@@ -41,7 +41,7 @@ def _setup(data: dict[str, Any]) -> dict[str, Any]:
     config = data.get("config") or data.get("args") or {}
     env = data.get("env") or {}
     return {"how": "load" if data.get("source") == "bench.load" else "bench",
-            "device": env.get("device_name") or config.get("device", "?"),
+            "device": env.get("device_name") or str(config.get("device", "?")).upper(),
             "model": config.get("model", "?"), "extra": config.get("extra_cpu_us", 0),
             "requests": config.get("requests", "?"),
             "repeats": config.get("repeats", "?"), "date": env.get("date", "")}
@@ -98,6 +98,8 @@ def show_measured(name: str | None, lang_choice: str) -> tuple[Any, str]:
 def _word(cell: str, lang: str) -> str:
     """A header or a rate of the bench's table in ``lang`` ("4 req/s", "burst", "GPU busy")."""
     cell = cell.strip()
+    if cell in ("normal", "overlap", "multistep"):
+        return viz.t(lang, f"loopname_{cell}").format(k="k")
     number, _, unit = cell.partition(" ")
     if unit == "req/s":
         return f"{number} {viz.t(lang, 'servingcol_req/s')}"

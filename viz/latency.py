@@ -103,8 +103,10 @@ def latency_figure(rows: Sequence[Mapping[str, Any]], lang: str = "en",
     fig.update_xaxes(type="category", categoryorder="array", categoryarray=categories,
                      title={"text": _word(lang, "rate")}, showgrid=True, gridcolor="#eeeeee")
     fig.update_yaxes(rangemode="tozero", showgrid=True, gridcolor="#eeeeee")
-    if log_ttft:            # ticks at 1, 2 and 5 of each decade: no crowd of minor labels
-        fig.update_yaxes(row=1, col=1, type="log", rangemode="normal", dtick="D2")
+    if log_ttft:            # ticks at 1, 2 and 5 of each decade, each labelled in full
+        ticks = [m * 10 ** e for e in range(-1, 6) for m in (1, 2, 5)]
+        fig.update_yaxes(row=1, col=1, type="log", rangemode="normal", tickvals=ticks,
+                         ticktext=[f"{v:g}" for v in ticks])
     fig.update_layout(title={"text": title or _word(lang, "title")}, height=420,
                       margin={"l": 50, "r": 20, "t": 80, "b": 90}, plot_bgcolor="white",
                       legend={"orientation": "h", "y": -0.32, "x": 0.5, "xanchor": "center"})

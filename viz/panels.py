@@ -37,6 +37,8 @@ _ROWS: list[tuple[str, Callable[[float], str]]] = [
     ("t_fwd_us", lambda v: f"{v * _MS:.2f}"),
     ("t_cpu_us", lambda v: f"{v * _MS:.2f}"),
     ("ttft_ms_mean", lambda v: f"{v:.1f}"),
+    ("itl_ms_mean", lambda v: f"{v:.2f}"),
+    ("itl_ms_p99", lambda v: f"{v:.2f}"),
     ("tpot_ms_mean", lambda v: f"{v:.2f}"),
     ("wasted_tokens", lambda v: f"{v:,.0f}"),
 ]

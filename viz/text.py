@@ -91,6 +91,8 @@ The price is lag k: stop checks come up to k steps late, so finished requests ru
     "m_t_fwd_us": "T_fwd: forward per step (ms)",
     "m_t_cpu_us": "T_sched + T_post: CPU per step (ms)",
     "m_ttft_ms_mean": "time to first token, mean (ms)",
+    "m_itl_ms_mean": "inter-token latency (ITL), mean (ms)",
+    "m_itl_ms_p99": "inter-token latency (ITL), p99 (ms)",
     "m_tpot_ms_mean": "time per output token, mean (ms)",
     "formula_serial": "serial step ≈ T_fwd + T_sched + T_post = {fwd:.2f} + {cpu:.2f} = "
                       "{total:.2f} ms",
@@ -154,11 +156,17 @@ The price is lag k: stop checks come up to k steps late, so finished requests ru
     "status_running": "Running <b>{mode}</b> (loop {index} of {total}): step {step} of about "
                       "{expected}, {seconds:.1f} s",
     "status_starting": "Starting {loops} loop(s) of about {steps} steps each.",
+    "status_starting_arrivals": "Starting {loops} loop(s); in each, the requests arrive over about "
+                                "{span:.0f} s.",
+    "status_running_arrivals": "Running <b>{mode}</b> (loop {index} of {total}): step {step}, "
+                               "{seconds:.1f} s; the requests arrive over about {span:.0f} s",
     "status_estimate": "Expected time: about {seconds:.0f} s (measured: {step_ms:.1f} ms a step).",
     "status_no_estimate": "The time estimate comes after the first run of this setup.",
     "status_loading": "Loading the model in the scheduler process…",
     "status_stopping": "Stopping: the run ends at the scheduler's next step.",
     "note_default_prompts": "The prompts box was empty: the built-in prompts were used.",
+    "note_no_chat_template": "This model has no chat template (a base model): the prompts went in "
+                             "as plain text.",
     "placement_os": "Placement: the OS placed the scheduler, the device process and the web "
                     "server on any core (none pinned).",
     "placement_pinned": "Placement: scheduler on core {sched_cores}, device process on core "
@@ -174,8 +182,8 @@ The price is lag k: stop checks come up to k steps late, so finished requests ru
     "error_empty": "{control} is empty: enter a number from {low} to {high}.",
     "error_range": "{control} must be from {low} to {high}; got {value}.",
     "error_whole": "{control} must be a whole number from {low} to {high}; got {value}.",
-    "error_model": "{model} is not a model of the list nor a Hugging Face hub id (such as "
-                   "Qwen/Qwen2.5-0.5B-Instruct).",
+    "error_model": "{model} is neither a model in the list nor a Hugging Face hub id (such as "
+                   "Qwen/Qwen2.5-0.5B-Instruct); paths on this server are not accepted.",
     "error_model_empty": "The model box is empty: pick a model or type a hub id.",
     "error_rate_slow": "At {rate:g} requests/s, {requests} requests take about {seconds:.0f} s "
                        "to arrive; a run here allows {limit:.0f} s. Raise the rate or lower the "
@@ -183,6 +191,9 @@ The price is lag k: stop checks come up to k steps late, so finished requests ru
     "name_request_rate": "Request rate",
     "fail_model": "The model could not be loaded: not found, refused by a guard, or not "
                   "downloadable here (the reason is below).",
+    "fail_offline": "The model is not downloaded yet and the Hugging Face hub cannot be reached "
+                    "from this machine: pick the bundled model or a shape preset, or run the app "
+                    "where a network exists (the detail is below).",
     "status_hub_checking": "Checking {model} on the Hugging Face hub…",
     "status_download": "Downloading {model}: {done:.1f} of {total:.1f} MiB…",
     "status_hub_ready": "{model}: {total:.1f} MiB of weights ready; loading…",
@@ -209,13 +220,14 @@ The price is lag k: stop checks come up to k steps late, so finished requests ru
     "status_cannot_show": "Cannot show {name}: it is not a run record or a trace this page can read.",
     "model_real": "tiny model, real weights",
     "model_random": "random weights, timing only",
-    "model_hub": "hub checkpoint, downloaded on first use",
-    "model_hub_ready": "hub checkpoint, downloaded",
+    "model_hub": "hub, fetched on first use",
+    "model_hub_ready": "hub, downloaded",
     # controls
     "ctl_device": "Device",
     "ctl_model": "Model (or type a hub id, e.g. Qwen/Qwen2.5-0.5B-Instruct)",
     "ctl_request_rate": "Request rate (requests/s; 0 = all at the start)",
-    "ctl_chat": "Chat: each prompt is a user message, through the model's chat template",
+    "ctl_chat": "Chat: each prompt is a user message, through the model's chat template (a model "
+                "without one takes plain text)",
     "ctl_requests": "Requests",
     "ctl_batch": "Batch size (requests decoded together)",
     "ctl_prompt_len": "Prompt length (words)",
@@ -261,6 +273,9 @@ The price is lag k: stop checks come up to k steps late, so finished requests ru
         "As the rate grows, the serial loop saturates first: its queue grows and TTFT climbs "
         "from tens of milliseconds to seconds, while the overlap loop still keeps up. Set "
         "*Request rate* above 0 in the live run to measure TTFT and ITL of your own workload.\n\n"
+        "In the table, *req/s* is the rate at which requests were completed (below the offered "
+        "rate when the engine falls behind) and *other load* the share of the cores that other "
+        "programs used meanwhile (a busy machine measures less).\n\n"
         "Re-make a measurement: `python -m bench --device cpu --models bundled --rates 2 4 8 16 "
         "inf --requests 32 --prompt-len 32 --new-tokens 64 --repeats 3 --extra-cpu-us 4000 "
         "--json FILE`, or against the HTTP server: `python -m bench.load --rates 2 4 8 "
@@ -338,6 +353,8 @@ _ZH: dict[str, str] = {
     "m_t_fwd_us": "T_fwd：每步前向（ms）",
     "m_t_cpu_us": "T_sched + T_post：每步 CPU（ms）",
     "m_ttft_ms_mean": "首 token 延迟均值（ms）",
+    "m_itl_ms_mean": "token 间延迟（ITL）均值（ms）",
+    "m_itl_ms_p99": "token 间延迟（ITL）p99（ms）",
     "m_tpot_ms_mean": "每输出 token 时间均值（ms）",
     "formula_serial": "串行一步 ≈ T_fwd + T_sched + T_post = {fwd:.2f} + {cpu:.2f} = "
                       "{total:.2f} ms",
@@ -396,11 +413,15 @@ _ZH: dict[str, str] = {
     "status_running": "正在运行 <b>{mode}</b>（第 {index}/{total} 个循环）：第 {step} 步（约 "
                       "{expected} 步），{seconds:.1f} 秒",
     "status_starting": "开始运行 {loops} 个循环，每个约 {steps} 步。",
+    "status_starting_arrivals": "开始运行 {loops} 个循环；每个循环中，请求在约 {span:.0f} 秒内陆续到达。",
+    "status_running_arrivals": "正在运行 <b>{mode}</b>（第 {index}/{total} 个循环）：第 {step} 步，"
+                               "{seconds:.1f} 秒；请求在约 {span:.0f} 秒内陆续到达",
     "status_estimate": "预计耗时：约 {seconds:.0f} 秒（实测每步 {step_ms:.1f} ms）。",
     "status_no_estimate": "这个配置第一次运行之后才能给出耗时估计。",
     "status_loading": "正在调度进程中加载模型…",
     "status_stopping": "正在停止：运行将在调度器的下一步结束。",
     "note_default_prompts": "提示框为空：使用了内置提示。",
+    "note_no_chat_template": "该模型没有对话模板（基础模型）：提示词按纯文本输入。",
     "placement_os": "进程放置：调度进程、设备进程和 Web 服务器由操作系统分配到任意核心（未绑定）。",
     "placement_pinned": "进程放置：调度进程在核心 {sched_cores}，设备进程在核心 {device_cores}，"
                         "Web 服务器在核心 {server_cores}（已绑定）。",
@@ -414,12 +435,14 @@ _ZH: dict[str, str] = {
     "error_range": "{control}必须在 {low} 到 {high} 之间；收到的是 {value}。",
     "error_whole": "{control}必须是 {low} 到 {high} 之间的整数；收到的是 {value}。",
     "error_model": "{model} 既不是列表中的模型，也不是 Hugging Face Hub 的模型 id（例如 "
-                   "Qwen/Qwen2.5-0.5B-Instruct）。",
+                   "Qwen/Qwen2.5-0.5B-Instruct）；不接受这台服务器上的路径。",
     "error_model_empty": "模型框为空：请选择一个模型或输入 Hub 模型 id。",
     "error_rate_slow": "按每秒 {rate:g} 个请求，{requests} 个请求大约需要 {seconds:.0f} 秒才能全部到达；"
                        "这里一次运行最多 {limit:.0f} 秒。请提高速率或减少请求数。",
     "name_request_rate": "请求速率",
     "fail_model": "无法加载该模型：找不到、被安全检查拒绝，或在这里无法下载（原因见下方）。",
+    "fail_offline": "该模型尚未下载，而这台机器无法访问 Hugging Face Hub：请选择附带的模型或同形预设，"
+                    "或在能联网的地方运行本应用（细节见下方）。",
     "status_hub_checking": "正在 Hugging Face Hub 上检查 {model}…",
     "status_download": "正在下载 {model}：{done:.1f} / {total:.1f} MiB…",
     "status_hub_ready": "{model}：{total:.1f} MiB 权重已就绪，正在加载…",
@@ -446,12 +469,12 @@ _ZH: dict[str, str] = {
     "status_cannot_show": "无法显示 {name}：它不是本页能读取的运行记录或 trace。",
     "model_real": "小模型，真实权重",
     "model_random": "随机权重，仅用于计时",
-    "model_hub": "Hub 检查点，首次使用时下载",
-    "model_hub_ready": "Hub 检查点，已下载",
+    "model_hub": "Hub，首次使用时下载",
+    "model_hub_ready": "Hub，已下载",
     "ctl_device": "设备",
     "ctl_model": "模型（也可输入 Hub 模型 id，例如 Qwen/Qwen2.5-0.5B-Instruct）",
     "ctl_request_rate": "请求速率（每秒请求数；0 = 全部在开始时到达）",
-    "ctl_chat": "对话：每条提示词作为用户消息，经过模型的对话模板",
+    "ctl_chat": "对话：每条提示词作为用户消息，经过模型的对话模板（没有模板的模型按纯文本输入）",
     "ctl_requests": "请求数",
     "ctl_batch": "批大小（一起解码的请求数）",
     "ctl_prompt_len": "提示长度（词）",
@@ -494,6 +517,8 @@ _ZH: dict[str, str] = {
         "缩短了每一步，所以 ITL 更低。速率升高后，串行循环先饱和：队列变长，TTFT 从几十毫秒涨到几秒，"
         "而重叠循环还能跟上。在现场运行中把*请求速率*设为大于 0，即可测量你自己工作负载的 TTFT 和 ITL。"
         "\n\n"
+        "表中*请求/秒*是实际完成请求的速率（引擎跟不上时低于到达速率），*其他负载*是同一时间其他程序"
+        "占用核心的比例（机器繁忙时测得的数字更低）。\n\n"
         "重新测量：`python -m bench --device cpu --models bundled --rates 2 4 8 16 inf "
         "--requests 32 --prompt-len 32 --new-tokens 64 --repeats 3 --extra-cpu-us 4000 --json "
         "FILE`，或者针对 HTTP 服务：`python -m bench.load --rates 2 4 8 --requests 32 "
