@@ -40,9 +40,6 @@ class ModelLoadError(ValueError):
         super().__init__(message)
         self.offline = offline
 
-    def __reduce__(self) -> tuple:                 # keeps ``offline`` across a process pipe
-        return (type(self), (str(self), self.offline))
-
 
 def _preset(arch, vocab, hidden, layers, heads, kv, inter, theta, tie, qkv_bias, max_pos):
     return ModelSpec(architecture=arch, vocab_size=vocab, hidden_size=hidden, num_layers=layers,

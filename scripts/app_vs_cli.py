@@ -18,29 +18,24 @@ import argparse
 import json
 import os
 import socket
-import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-CLI = [sys.executable, "-m", "engine", "--device", "cpu", "--requests", "16", "--batch-size", "16",
-       "--prompt-words", "24", "--max-new-tokens", "96", "--extra-cpu-us", "4000", "--stop-early",
-       "--show-text", "0"]
+sys.path.insert(0, str(ROOT / "scripts"))
+from cli_spread import one_run, spread  # noqa: E402 - the CLI's side, one definition
+
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 
 
 def cli_run() -> dict[str, float]:
-    """One CLI run of the app's workload; its figures, read from the run record it writes."""
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "run.json"
-        subprocess.run(CLI + ["--json", str(out)], cwd=ROOT, check=True, capture_output=True)
-        return figures(json.loads(out.read_text())["runs"])
+    """One CLI run of the app's workload (``cli_spread.APP_WORKLOAD``); its figures."""
+    return figures(one_run([]))
 
 
 def figures(runs: list[dict]) -> dict[str, float]:
@@ -103,11 +98,6 @@ def click(browser, url: str) -> dict[str, float]:
         page.close()
 
 
-def spread(values: list[float], fmt: str) -> str:
-    lo, hi, mid = min(values), max(values), statistics.median(values)
-    return f"{fmt.format(mid)} ({fmt.format(lo)}-{fmt.format(hi)})"
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clicks", type=int, default=5)
@@ -140,13 +130,13 @@ def main() -> int:
     for name, rows in (("CLI", cli), ("app (first clicks)", clicks)):
         if not rows:                                # --cli-runs 0: the app alone
             continue
-        cells = [spread([100 * r["busy"] for r in rows], "{:.1f}%"),
-                 spread([100 * r["steady_busy"] for r in rows], "{:.1f}%"),
-                 spread([100 * r["normal_busy"] for r in rows], "{:.1f}%"),
-                 spread([r["speedup"] for r in rows], "{:.2f}x"),
-                 spread([r["predicted"] for r in rows], "{:.2f}x"),
-                 spread([r["whole"] for r in rows], "{:.2f}x")]
-        times = [spread([r[k] for r in rows], "{:.1f}") if k in rows[0] else "-"
+        cells = [spread([r["busy"] for r in rows], ".1%"),
+                 spread([r["steady_busy"] for r in rows], ".1%"),
+                 spread([r["normal_busy"] for r in rows], ".1%"),
+                 spread([r["speedup"] for r in rows], ".2f", "x"),
+                 spread([r["predicted"] for r in rows], ".2f", "x"),
+                 spread([r["whole"] for r in rows], ".2f", "x")]
+        times = [spread([r[k] for r in rows], ".1f") if k in rows[0] else "-"
                  for k in ("first_bars_s", "done_s")]
         print(f"| {name} | {len(rows)} | " + " | ".join(cells + times) + " |")
     return 0

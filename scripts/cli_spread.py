@@ -67,14 +67,14 @@ def figures(runs: list[dict]) -> dict[str, dict[str, float]]:
     return out
 
 
-def spread(values: list[float], fmt: str) -> str:
-    values = [v for v in values if v == v]          # NaN: not measured
+def spread(values: list[float], fmt: str, unit: str = "") -> str:
+    """ "median (min-max)" of ``values``, each formatted with ``fmt`` and followed by ``unit``;
+    "-" when nothing was measured (NaN)."""
+    values = [v for v in values if v == v]
     if not values:
         return "-"
-    if len(values) == 1:
-        return format(values[0], fmt)
-    return (f"{format(statistics.median(values), fmt)} "
-            f"({format(min(values), fmt)}-{format(max(values), fmt)})")
+    cell = [format(v, fmt) + unit for v in (statistics.median(values), min(values), max(values))]
+    return cell[0] if len(values) == 1 else f"{cell[0]} ({cell[1]}-{cell[2]})"
 
 
 def table(results: list[dict[str, dict[str, float]]]) -> str:
@@ -85,8 +85,7 @@ def table(results: list[dict[str, dict[str, float]]]) -> str:
         rows = [r[name] for r in results if name in r]
 
         def cell(key: str, fmt: str, unit: str = "", rows=rows) -> str:
-            text = spread([r[key] for r in rows if key in r], fmt)
-            return text if text == "-" else text + unit
+            return spread([r[key] for r in rows if key in r], fmt, unit)
 
         lines.append(f"| {name} | {cell('busy', '.1%')} | {cell('steady_busy', '.1%')} | "
                      f"{cell('tok_s', '.0f')} | {cell('speedup', '.2f', 'x')} | "

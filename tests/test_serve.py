@@ -14,12 +14,13 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import httpx
 import pytest
+
+from bench import load
 
 openai = pytest.importorskip("openai")
 
@@ -28,32 +29,14 @@ PROMPTS = ["Once upon a time", "The license grants", "This module provides funct
 
 
 def start_server(*flags: str, timeout_s: float = 240.0) -> tuple[subprocess.Popen, str]:
-    """``python -m engine.serve`` on 127.0.0.1, any free port; (process, base URL)."""
-    proc = subprocess.Popen([sys.executable, "-m", "engine.serve", "--host", "127.0.0.1",
-                             "--port", "0", "--device", "cpu", *flags], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    deadline = time.monotonic() + timeout_s
-    seen = []
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            break
-        seen.append(line)
-        if line.startswith("serving "):
-            url = line.split(" on ", 1)[1].split()[0]
-            assert url.startswith("http://127.0.0.1:")
-            return proc, url
-    proc.kill()
-    raise AssertionError("the server did not start:\n" + "".join(seen))
+    """``python -m engine.serve`` on CPU, on 127.0.0.1, any free port, through the load test's
+    launcher (a later ``--loop`` in ``flags`` wins); (process, base URL)."""
+    proc, url = load.start_server("overlap", ["--device", "cpu", *flags], timeout_s)
+    assert url.startswith("http://127.0.0.1:")
+    return proc, url
 
 
-def stop_server(proc: subprocess.Popen) -> None:
-    proc.send_signal(signal.SIGINT)
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+stop_server = load.stop_server
 
 
 @pytest.fixture(scope="module")

@@ -76,7 +76,7 @@ def test_a_hub_model_with_chat_and_arrivals_runs_and_reports_latency(hub):
 
 def test_the_model_list_offers_hub_models_marked_by_the_cache(hub):
     choices = dict((value, label) for label, value in common.model_choices("en"))
-    for repo in common.HUB_MODELS:
+    for repo in common.SUGGESTED_MODELS:
         assert repo in choices and ": hub, " in choices[repo]
     assert common.check_model(hub) == hub                     # a typed id is taken as it is
 

@@ -28,9 +28,6 @@ MODELS = [  # (value, display name, real weights?)
     ("qwen2.5-0.5b-shape", "Qwen2.5-0.5B shape", False),
     ("qwen2.5-1.5b-shape", "Qwen2.5-1.5B shape", False),
 ]
-# Real pretrained checkpoints from the Hugging Face hub, fetched on first use through the guards
-# of ``engine.hub``; the model box also takes any other hub id typed into it.
-HUB_MODELS = SUGGESTED_MODELS
 LOOPS = ("normal", "overlap", "multistep")
 DEFAULTS = {"requests": 16, "batch": 16, "prompt_len": 24, "max_new": 96, "temperature": 0.0,
             "extra_cpu_us": 4000, "decode_steps": 4, "request_rate": 0.0}
@@ -192,13 +189,14 @@ def lang_of(choice: str) -> str:
 
 
 def model_choices(lang: str) -> list[tuple[str, str]]:
-    """The bundled model and the random-weight shapes, then the suggested hub models, each marked
+    """The bundled model and the random-weight shapes, then the suggested hub models (fetched on
+    first use through ``engine.hub``'s guards; the box takes any other hub id too), each marked
     as downloaded already or fetched on first use (read from the local cache, never the network)."""
     local = [(f"{name.replace(' shape', ' ' + viz.t(lang, 'model_shape'))}: "
               f"{viz.t(lang, 'model_real' if real else 'model_random')}", value)
              for value, name, real in MODELS]
     hub = [(f"{repo}: {viz.t(lang, 'model_hub_ready' if cached_snapshot(repo) else 'model_hub')}",
-            repo) for repo in HUB_MODELS]
+            repo) for repo in SUGGESTED_MODELS]
     return local + hub
 
 
@@ -206,7 +204,7 @@ def check_model(model: Any) -> str:
     """A model from the list, or a hub id typed into the box; ``InputError`` otherwise (a path
     on this server is never taken from a visitor)."""
     name = str(model or "").strip()
-    if name in {value for value, _, _ in MODELS} or name in HUB_MODELS:
+    if name in {value for value, _, _ in MODELS} or name in SUGGESTED_MODELS:
         return name
     if not name:
         raise InputError("error_model_empty")

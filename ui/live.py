@@ -161,18 +161,17 @@ class _LiveRuns:
         self.finished: list[dict[str, Any]] = []
         self.spans: list[dict[str, Any]] = []
         self.index = 0
-        self.stage_name, self.detail = "loading", ""
+        self.stage_name = "loading"
         self.done_mib = self.total_mib = 0.0          # a hub model's download
         self.loop_started = time.perf_counter()       # when the loop now running began
 
     def stage(self, event: messages.Progress) -> None:
         if event.stage == "run" and (self.stage_name != "run" or event.index != self.index):
+            self.index, self.spans = event.index, []      # a loop begins
             self.loop_started = time.perf_counter()
-        self.stage_name, self.detail = event.stage, event.detail or self.detail
+        self.stage_name = event.stage
         if event.stage == "download":
             self.done_mib, self.total_mib = event.done_mib, event.total_mib
-        if event.stage == "run" and event.index != self.index:
-            self.index, self.spans = event.index, []
 
     def add(self, batch: messages.SpanBatch) -> None:
         if batch.index == self.index:
@@ -214,15 +213,15 @@ def _starting_text(request: LiveRunRequest, key: tuple, expected: int, notes: li
                    lang: str) -> str:
     loops = len(request.loops) + (1 if request.stop_early else 0)
     span = _arrival_span_s(request)
-    if span:
-        text = viz.t(lang, "status_starting_arrivals").format(loops=len(request.loops), span=span)
-        return text + "".join(" " + viz.t(lang, note) for note in notes)
-    text = viz.t(lang, "status_starting").format(loops=len(request.loops), steps=expected)
     step_s = STEP_SECONDS.get(key)
-    if step_s:
+    if span:        # arrivals set the pace, not a count of steps: no estimate from step times
+        text = viz.t(lang, "status_starting_arrivals").format(loops=len(request.loops), span=span)
+    elif step_s:
+        text = viz.t(lang, "status_starting").format(loops=len(request.loops), steps=expected)
         text += " " + viz.t(lang, "status_estimate").format(seconds=loops * expected * step_s,
                                                             step_ms=1e3 * step_s)
     else:
+        text = viz.t(lang, "status_starting").format(loops=len(request.loops), steps=expected)
         text += " " + viz.t(lang, "status_no_estimate")
     return text + "".join(" " + viz.t(lang, note) for note in notes)
 
@@ -276,11 +275,10 @@ def _finished(record: dict[str, Any], request: LiveRunRequest, notes: list[str],
     last = record["runs"][-1]
     kind = str(record["env"].get("device_kind", ""))
     place_key, cores = common.placement_note()
-    if kind == "cpu-process":                       # where the device process ran matters
-        notes = [place_key, *notes]
+    said_notes = ([place_key] if kind == "cpu-process" else []) + notes   # where it ran matters
     if request.chat and not record["config"].get("chat"):
-        notes.append("note_no_chat_template")
-    spec = said("status_done", "ok", notes=tuple(notes), requests=len(request.prompts),
+        said_notes.append("note_no_chat_template")
+    spec = said("status_done", "ok", notes=tuple(said_notes), requests=len(request.prompts),
                 tokens=int(last["metrics"].get("output_tokens", 0)),
                 where=viz.record_label(record), device_key=f"kind_{kind}", **cores)
     return shown(spec, record, lang, files)

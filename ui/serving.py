@@ -17,6 +17,7 @@ from typing import Any
 import gradio as gr
 
 import viz
+from record.files import read_bounded
 from record.serving import format_table, summarize
 from ui.common import ROOT, esc, lang_of, status
 from ui.view import plot
@@ -27,9 +28,7 @@ MAX_FILE_BYTES = 8 * 2**20
 
 
 def _read(path: Path) -> dict[str, Any]:
-    if path.stat().st_size > MAX_FILE_BYTES:
-        raise ValueError(f"{path.name} is larger than {MAX_FILE_BYTES // 2**20} MiB")
-    data = json.loads(path.read_text())
+    data = json.loads(read_bounded(path, MAX_FILE_BYTES))
     if not isinstance(data, dict) or data.get("kind") != "latency_vs_rate" \
             or not isinstance(data.get("rows"), list):
         raise ValueError(f"{path.name} holds no latency-vs-rate rows")
