@@ -312,7 +312,7 @@ def main() -> None:
     # imports only the engine modules its target function lives in.
     sys.modules["__main__"].__dict__.pop("__file__", None)
     if not common.on_zero_gpu():
-        from engine.scheduler_process import pin_server
+        from engine.processes.scheduler_process import pin_server
 
         pin_server(common.placement())              # keep off the device process's core
     demo.queue(default_concurrency_limit=4)

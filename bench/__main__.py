@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         work = decode.Workload(args.prompt_len, min(args.new_tokens, 48), args.repeats, 10)
     if args.rates:
-        from engine.arrivals import check_rate
+        from engine.scheduler.arrivals import check_rate
 
         rates = tuple(check_rate(r, "--rates") for r in args.rates)
         work = serving.ServingWorkload(rates, args.requests, args.prompt_len, args.new_tokens,

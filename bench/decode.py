@@ -42,13 +42,13 @@ class Workload:
 
 def materialise(model: str, device: str, dtype: str, workdir: Path) -> str:
     """Presets become real HF checkpoints (random weights) so transformers can load the same."""
-    from engine.loader import PRESETS, resolve_model_dir
+    from engine.models.loader import PRESETS, resolve_model_dir
     if model not in PRESETS:
         return str(resolve_model_dir(model))     # "bundled" -> assets/bundled, a dir -> itself
     out = workdir / model
     if not (out / "config.json").exists():
-        from engine.checkpoint import save_hf_checkpoint
-        from engine.loader import load_model
+        from engine.models.checkpoint import save_hf_checkpoint
+        from engine.models.loader import load_model
         loaded = load_model(model, device, getattr(torch, dtype if dtype != "auto" else
                                                     ("bfloat16" if device == "cuda" else "float32")))
         save_hf_checkpoint(loaded.model, out)
@@ -59,16 +59,16 @@ def forward_ceiling(eng, batch: int, pos: int, iters: int) -> float:
     """Seconds per decode step with no scheduler: the step (graph or eager) back to back."""
     import numpy as np
 
-    from engine.request import COL_LEN, COL_SLOT, COL_START, COL_WRITE, NUM_INT_COLS
+    from engine.scheduler.request import COL_LEN, COL_SLOT, COL_START, COL_WRITE, NUM_INT_COLS
     cfg = eng.config
     runner = getattr(eng.device, "runner", None)
     if runner is None:            # CPU device process: time the same step in this process
-        from engine.process_device import build_runner
+        from engine.devices.process import build_runner
         torch.set_num_threads(cfg.cpu_threads)
         runner = build_runner(eng.device_init)[1]
     pad = batch
     if eng.device_name == "cuda":
-        from engine.request import decode_bucket
+        from engine.scheduler.request import decode_bucket
         pad = decode_bucket(batch, cfg.max_batch_size)
     ints = np.zeros((pad, NUM_INT_COLS + cfg.pages_per_seq), dtype=np.int64)
     ints[:, COL_SLOT] = np.arange(pad) % cfg.max_batch_size
@@ -83,7 +83,7 @@ def forward_ceiling(eng, batch: int, pos: int, iters: int) -> float:
 
     def one():
         if graphs is not None:
-            from engine.request import StepMeta
+            from engine.scheduler.request import StepMeta
             meta = StepMeta(0, "decode", batch, 1, kv_pages, True, ints, floats,
                             np.zeros((3, 0), dtype=np.int64))
             return graphs.lookup(meta).replay(t_ints, t_floats)
@@ -233,7 +233,7 @@ def run(device: str, models: list[str], batches: list[int], extra_cpu_us: list[i
     """Every (model, graphs) engine: its rows as they come, then the whole table."""
     from engine import Engine
     from engine.__main__ import format_startup
-    from engine.workload import make_prompts
+    from engine.teach.workload import make_prompts
     rows, hf_rows = [], []
     for model in models:
         path = materialise(model, device, "auto", workdir)

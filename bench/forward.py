@@ -56,7 +56,7 @@ def weight_bytes(model: torch.nn.Module) -> int:
 
 
 def _rows(runner, batch: int, context: int, pages_per_seq: int):
-    from engine.request import COL_LEN, COL_SLOT, COL_START, NUM_INT_COLS
+    from engine.scheduler.request import COL_LEN, COL_SLOT, COL_START, NUM_INT_COLS
     ints, floats = runner.padding_meta(batch, NUM_INT_COLS + pages_per_seq)
     rows = torch.arange(batch, device=ints.device)
     ints[:, COL_SLOT], ints[:, COL_START], ints[:, COL_LEN] = rows, context, 1
@@ -89,8 +89,8 @@ def graph_step_ms(runner, batch: int, context: int, pages_per_seq: int, iters: i
 
 
 def build_runner(model_name: str, variant: str, max_batch: int, max_seq_len: int, page_size=16):
-    from engine.loader import load_model
-    from engine.runner import ModelRunner
+    from engine.devices.runner import ModelRunner
+    from engine.models.loader import load_model
     attention, compile_, gemv = VARIANTS[variant]
     loaded = load_model(model_name, "cuda", torch.bfloat16)
     pages_per_seq = -(-max_seq_len // page_size)
@@ -175,7 +175,7 @@ def attention_sweep(iters: int = 20) -> int:
 
 def _sweep_cells(q, kn, vn, kc, vc, table, lens, ps, iters) -> list[float]:
     """Microseconds per call: the plain path, then the kernel at each (splits, block) setting."""
-    from engine.attention_triton import paged_decode_attention
+    from engine.layers.attention_triton import paged_decode_attention
     plain = _plain_context(table, lens, ps, q.dtype)
     cells = [_time_calls(lambda: plain.attend(q[:, None], kn[:, None], vn[:, None], kc, vc), iters)]
     for s in SWEEP_SPLITS:
@@ -187,7 +187,7 @@ def _sweep_cells(q, kn, vn, kc, vc, table, lens, ps, iters) -> list[float]:
 
 def _plain_context(table, lens, ps, dtype):
     """The reference path's context for a decode step (built once per forward, not per layer)."""
-    from engine.model import AttentionContext
+    from engine.models.model import AttentionContext
     b, pages = table.shape
     kv_pos = torch.arange(pages * ps, device=table.device)
     read_loc = table[:, kv_pos // ps] * ps + kv_pos % ps

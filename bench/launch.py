@@ -68,7 +68,7 @@ def _enter_exit(stream) -> None:
 
 
 def _decode_meta(eng, batch: int, step: int = 0):
-    from engine.request import COL_LEN, COL_SLOT, COL_START, NUM_INT_COLS, StepMeta
+    from engine.scheduler.request import COL_LEN, COL_SLOT, COL_START, NUM_INT_COLS, StepMeta
     cfg = eng.config
     ints = np.zeros((batch, NUM_INT_COLS + cfg.pages_per_seq), dtype=np.int64)
     ints[:, COL_SLOT] = np.arange(batch)

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import httpx
 
-from engine.arrivals import check_rate, poisson_times
+from engine.scheduler.arrivals import check_rate, poisson_times
 from record.metrics import busy_fraction, latency_summary
 from record.serving import format_table, row_from_metrics, summarize
 

@@ -18,7 +18,7 @@ from record.timeline import Timeline
 def run(device: str, model: str, batch: int, graph: bool, extra: int, work: Workload) -> int:
     """Median tokens/s with the recorder off and on, for each loop (at least 5 pairs)."""
     from engine import Engine
-    from engine.workload import make_prompts
+    from engine.teach.workload import make_prompts
 
     repeats = max(work.repeats, 5)
     print(f"{'device':<8} {'model':<20} {'B':>3} {'graph':<5} {'mode':<8} {'off tok/s':>10} "

@@ -24,8 +24,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.arrivals import Arrival, describe, load_trace, poisson_times
 from engine.config import EngineConfig, SamplingParams
+from engine.scheduler.arrivals import Arrival, describe, load_trace, poisson_times
 from record.serving import format_table, rate_label, row_from_metrics, summarize
 
 
@@ -43,7 +43,7 @@ class ServingWorkload:
 def run(device: str, model: str, batch: int, extra_cpu_us: int, work: ServingWorkload,
         json_path: str | None = None) -> int:
     from engine import Engine
-    from engine.workload import make_prompts
+    from engine.teach.workload import make_prompts
 
     trace = load_trace(work.arrivals_file, limit=work.requests,
                        rate=work.rates[0]) if work.arrivals_file else []

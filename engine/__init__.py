@@ -1,6 +1,20 @@
 """A small, real LLM inference engine that runs a serial (normal) or overlapped scheduler loop.
 
-Import cost is kept low: ``Engine`` and friends are loaded on first use, so ``import engine.trace``
+One subpackage per concern, bottom first (``tests/test_layers.py`` keeps imports pointing down):
+
+    config.py, proc_watch.py, host_load.py   values; is a child process alive; what the OS did
+    layers/      sampling and attention kernels (PyTorch, Triton)
+    models/      the Llama-family model, checkpoints, the hub, text <-> ids
+    scheduler/   the article: normal_loop / overlap_loop, requests, KV pages, request sources
+    devices/     what plays the GPU: two CUDA streams, or a CPU device process; the runner
+    engine.py    ``Engine``: prompts in, ``RunResult`` out (this package's public names)
+    teach/       the hazard lab and the workloads
+    processes/   the scheduler process, what it serves, the typed messages between processes
+    serve/       the OpenAI-compatible server (``python -m engine.serve``); __main__.py: the CLI
+
+Start reading at ``scheduler/scheduler.py``: it reads like the article's four stages.
+
+Import cost is kept low: ``Engine`` and friends are loaded on first use, so ``import engine.config``
 or ``import record.metrics`` (used by the UI for imported traces) never pulls in torch.
 """
 

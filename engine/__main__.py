@@ -66,14 +66,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def load_arrivals(a: argparse.Namespace) -> list | None:
     """The run's arrivals (``--request-rate`` / ``--arrivals``), or None: all at t=0."""
-    from engine.arrivals import check_rate, load_trace, poisson_times
+    from engine.scheduler.arrivals import check_rate, load_trace, poisson_times
 
     if a.request_rate is not None:
         check_rate(a.request_rate, "--request-rate")
     if a.arrivals:
         return load_trace(a.arrivals, a.request_rate, a.seed, limit=a.requests)
     if a.request_rate is not None:
-        from engine.arrivals import Arrival
+        from engine.scheduler.arrivals import Arrival
         return [Arrival(t) for t in poisson_times(a.request_rate, a.requests or 16, a.seed)]
     return None
 
@@ -171,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _prompts(a, eng, arrivals) -> list:
-    from engine.workload import make_prompts, token_prompts, word_prompts
+    from engine.teach.workload import make_prompts, token_prompts, word_prompts
 
     n = len(arrivals) if arrivals else (a.requests or 16)
     if arrivals and any(x.prompt_tokens for x in arrivals):      # lengths from a trace
@@ -183,7 +183,7 @@ def _prompts(a, eng, arrivals) -> list:
 
 
 def _run(a, cfg, params, eng, arrivals=None) -> int:
-    from engine.workload import stop_params_from_probe
+    from engine.teach.workload import stop_params_from_probe
 
     prompts = _prompts(a, eng, arrivals)
     if arrivals and any(x.output_tokens for x in arrivals):      # output lengths from a trace
@@ -212,7 +212,7 @@ def _run(a, cfg, params, eng, arrivals=None) -> int:
     print(f"start-up: {format_startup(eng.startup_s)}")
     print(format_table(runs))
     if arrivals:
-        from engine.arrivals import describe
+        from engine.scheduler.arrivals import describe
         from record.serving import format_table as latency_table
         from record.serving import row_from_metrics, summarize
 

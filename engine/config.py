@@ -87,7 +87,7 @@ class EngineConfig:
     # Issue 14, the fast decode path (CUDA only; CPU mode always runs the plain-PyTorch path):
     attention: str = "auto"           # auto: Triton paged decode attention on CUDA; or "reference"
     compile: bool = False             # torch.compile the decode step between attentions (start-up
-                                      # cost: seconds, cached on disk; see engine/compiled.py)
+                                      # cost: seconds, cached on disk; see engine/models/compiled.py)
 
     def __post_init__(self) -> None:
         c = "EngineConfig"

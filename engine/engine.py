@@ -31,12 +31,12 @@ import torch
 
 from engine import host_load
 from engine.config import MAX_DECODE_STEPS, RESULT_BUFFERS, EngineConfig, SamplingParams
-from engine.device import Device
-from engine.intake import Intake, arrival_offsets_ns
-from engine.kv_cache import IdPool
-from engine.request import NUM_INT_COLS
-from engine.scheduler import Scheduler, TokenSink
-from engine.sources import RequestSource, ScheduledSource
+from engine.scheduler.device import Device
+from engine.scheduler.intake import Intake, arrival_offsets_ns
+from engine.scheduler.kv_cache import IdPool
+from engine.scheduler.request import NUM_INT_COLS
+from engine.scheduler.scheduler import Scheduler, TokenSink
+from engine.scheduler.sources import RequestSource, ScheduledSource
 from record.run_record import run_dict
 from record.timeline import GPU_LANES, LANES, Span, Timeline
 
@@ -106,8 +106,8 @@ def _pick_dtype(name: str, device: str) -> str:
 class Engine:
     def __init__(self, config: EngineConfig | None = None,
                  progress: Callable[[Any], None] | None = None) -> None:
-        """``progress`` hears how fetching a hub model goes (``engine.hub.HubProgress``)."""
-        from engine.loader import PRESETS, load_tokenizer
+        """``progress`` hears how fetching a hub model goes (``engine.models.hub.HubProgress``)."""
+        from engine.models.loader import PRESETS, load_tokenizer
 
         self.config = cfg = config or EngineConfig()
         self._progress = progress
@@ -130,8 +130,8 @@ class Engine:
         cfg = self.config
         if self.device_name == "cuda":
             return self._build_cuda()
-        from engine.loader import describe_model
-        from engine.process_device import DeviceError, DeviceInit, InlineDevice, ProcessDevice
+        from engine.devices.process import DeviceError, DeviceInit, InlineDevice, ProcessDevice
+        from engine.models.loader import describe_model
 
         # Resolve and validate the model here, so a bad name fails before a process starts.
         self.spec, self.model_path, self.eos_ids = describe_model(cfg.model, self._progress)
@@ -156,9 +156,9 @@ class Engine:
                              f"context ({limit} positions); use shorter prompts or fewer new tokens")
 
     def _build_cuda(self) -> Device:
-        from engine.cuda_device import CudaDevice
-        from engine.loader import load_model
-        from engine.runner import ModelRunner
+        from engine.devices.cuda import CudaDevice
+        from engine.devices.runner import ModelRunner
+        from engine.models.loader import load_model
 
         cfg = self.config
         t0 = time.perf_counter()
@@ -178,7 +178,7 @@ class Engine:
         t2 = time.perf_counter()
         graphs = None
         if cfg.cuda_graph:
-            from engine.cuda_graph import DecodeGraphs
+            from engine.devices.cuda_graph import DecodeGraphs
             graphs = DecodeGraphs(runner, cfg)
         self.startup_s.update(load=t1 - t0, warm_up=t2 - t1, capture=time.perf_counter() - t2)
         return CudaDevice(runner, cfg.max_batch_size, NUM_INT_COLS + cfg.pages_per_seq,
@@ -203,7 +203,7 @@ class Engine:
         """Run ``prompts`` (strings or token-id lists) to completion; returns a ``RunResult``.
 
         ``arrivals``: when each prompt's request arrives, in seconds from the run's start (None:
-        all at t=0); see ``engine.arrivals`` for Poisson processes and traces. ``chat``: each
+        all at t=0); see ``engine.scheduler.arrivals`` for Poisson processes and traces. ``chat``: each
         prompt is a user message (a string) or a list of {"role", "content"} messages, put
         through the tokenizer's chat template.
 
@@ -246,7 +246,7 @@ class Engine:
         if profile_steps is not None:
             if self.device_name != "cuda":
                 raise ValueError("kernel-level capture (profile_steps) needs a CUDA device")
-            from engine.kernel_capture import KernelCapture
+            from engine.devices.kernel_capture import KernelCapture
             sched.capture = KernelCapture(*profile_steps)
         # Like production schedulers, keep Python's full collections (0.1-0.3 s on a big heap)
         # out of the loop: collect now, and not again until the run ends.
@@ -329,7 +329,7 @@ class Engine:
         self.pages = IdPool(self.config.total_pages, "KV page")
 
     def intake(self) -> Intake:
-        """Checks and builds requests for this engine (``engine.intake``)."""
+        """Checks and builds requests for this engine (``engine.scheduler.intake``)."""
         return Intake(self.config, self.tokenizer, self.spec.vocab_size, tuple(self.eos_ids),
                       self.pages.total)
 

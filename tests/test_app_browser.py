@@ -294,7 +294,7 @@ class _FailingScheduler:
         yield self.event
 
     def ready(self):
-        from engine.messages import SchedulerReady
+        from engine.processes.messages import SchedulerReady
 
         return SchedulerReady(0, False, "CPU", "")
 
@@ -305,7 +305,7 @@ class _FailingScheduler:
     ("error", "The run failed."),
 ])
 def test_a_failed_run_gives_a_message_in_the_users_language(monkeypatch, kind, said):
-    from engine.messages import RequestFailed
+    from engine.processes.messages import RequestFailed
     from ui import common
 
     event = RequestFailed(kind, "the CPU device process died while running step 3 (SIGKILL)")
@@ -322,7 +322,7 @@ def test_no_loop_chosen_gives_a_message():
 
 
 def test_cuda_without_a_gpu_gives_a_message(monkeypatch):
-    from engine.messages import RequestFailed
+    from engine.processes.messages import RequestFailed
     from ui import common
 
     monkeypatch.setattr(common, "scheduler", lambda: _FailingScheduler(RequestFailed("x", "")))

@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from engine.arrivals import Arrival, check_rate, load_trace, parse_trace, poisson_times
+from engine.scheduler.arrivals import Arrival, check_rate, load_trace, parse_trace, poisson_times
 from record.metrics import latency_summary, percentile
 from record.serving import format_table, row_from_metrics, summarize
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 
 from engine import Engine, EngineConfig, SamplingParams
-from engine.loader import BUNDLED_DIR
+from engine.models.loader import BUNDLED_DIR
 
 PROMPTS = ["The license grants", "This module provides", "If the file does not exist,"]
 ENGLISH = ["The license grants", "This module provides", "If the file does not exist,",

@@ -312,7 +312,7 @@ class _ScriptedSource:
     def __init__(self, reqs, aborts):
         import time
 
-        from engine.sources import ScheduledSource
+        from engine.scheduler.sources import ScheduledSource
         self.clock = time.perf_counter_ns
         self.requests = ScheduledSource(reqs)
         self.aborts = sorted(aborts)                 # (time_ns, rid)

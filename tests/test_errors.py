@@ -8,7 +8,7 @@ import pytest
 from conftest import cuda_available
 
 from engine import Engine, EngineConfig, SamplingParams
-from engine.loader import ModelLoadError
+from engine.models.loader import ModelLoadError
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +73,7 @@ def test_cuda_without_gpu_is_a_clear_error():
 def test_failed_run_leaves_clean_pools(make_checkpoint, monkeypatch):
     """A run that dies mid-way must not poison the engine: the error reaches the caller, and the
     next run starts with every page and slot free and still gives the right tokens."""
-    from engine.scheduler import Scheduler
+    from engine.scheduler.scheduler import Scheduler
 
     cfg = EngineConfig(model=str(make_checkpoint("llama")), device="cpu", max_seq_len=64,
                        max_batch_size=2, cpu_device_process=False)

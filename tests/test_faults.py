@@ -16,8 +16,8 @@ import pytest
 from conftest import VOCAB
 
 from engine import Engine, EngineConfig, SamplingParams
+from engine.devices.process import DeviceError
 from engine.engine import EngineBusyError
-from engine.process_device import DeviceError
 
 ROOT = Path(__file__).resolve().parent.parent
 PROMPTS = [[5 + i, 6, 7, 8] for i in range(4)]
@@ -182,8 +182,8 @@ def test_an_output_path_that_cannot_be_written_is_refused_before_the_run():
 
 
 def test_the_scheduler_process_killed_mid_run_is_said_and_the_next_request_works():
-    from engine.messages import LiveRunRequest, RunFinished
-    from engine.scheduler_process import SchedulerClient, SchedulerDied
+    from engine.processes.messages import LiveRunRequest, RunFinished
+    from engine.processes.scheduler_process import SchedulerClient, SchedulerDied
 
     request = LiveRunRequest(
         engine=EngineConfig(model="bundled", device="cpu", max_batch_size=4, max_seq_len=256),
@@ -208,8 +208,8 @@ def test_the_scheduler_process_killed_mid_run_is_said_and_the_next_request_works
 
 
 def test_a_cancelled_run_ends_at_the_next_iteration():
-    from engine.messages import LiveRunRequest, RequestFailed
-    from engine.scheduler_process import SchedulerClient
+    from engine.processes.messages import LiveRunRequest, RequestFailed
+    from engine.processes.scheduler_process import SchedulerClient
 
     request = LiveRunRequest(
         engine=EngineConfig(model="bundled", device="cpu", max_batch_size=4, max_seq_len=256),

@@ -19,7 +19,7 @@ SHAPES = [(1152, 896), (896, 896), (9728, 896), (896, 4864), (2048, 1536), (1536
 
 
 def _checks(device, dtype, rows, shapes, tol):
-    from engine.gemv_triton import gemv_partials, plan
+    from engine.layers.gemv_triton import gemv_partials, plan
 
     gen = torch.Generator().manual_seed(len(rows) * 7 + len(shapes))
     for n, k in shapes:
@@ -36,7 +36,7 @@ def _checks(device, dtype, rows, shapes, tol):
 
 def test_split_plan_covers_k():
     pytest.importorskip("triton")
-    from engine.gemv_triton import BLOCK_K, plan
+    from engine.layers.gemv_triton import BLOCK_K, plan
     for n, k in SHAPES:
         split, k_split = plan(n, k)
         assert k_split % BLOCK_K == 0 and (split - 1) * k_split < k <= split * k_split

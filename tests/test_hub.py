@@ -21,8 +21,8 @@ import torch
 from hub_cache import CHAT_TEMPLATE, add_to_cache, save_tiny_llama
 
 from engine import Engine, EngineConfig, SamplingParams
-from engine.hub import HubProgress, fetch_hub_model
-from engine.loader import BUNDLED_DIR, ModelLoadError
+from engine.models.hub import HubProgress, fetch_hub_model
+from engine.models.loader import BUNDLED_DIR, ModelLoadError
 
 ROOT = Path(__file__).resolve().parent.parent
 REPO = "overlap-demo/tiny-llama-chat"
@@ -71,7 +71,7 @@ def test_fetch_returns_the_cached_snapshot_and_reports_progress(hub):
 
 @pytest.mark.usefixtures("hub")
 def test_cached_snapshot_says_what_is_ready():
-    from engine.hub import cached_snapshot
+    from engine.models.hub import cached_snapshot
 
     assert cached_snapshot(REPO) == fetch_hub_model(REPO)
     assert cached_snapshot("overlap-demo/config-only") is None        # no weights
@@ -154,8 +154,8 @@ def _template_ids(folder: Path, text: str) -> list[int]:
 
 @pytest.mark.usefixtures("hub")
 def test_service_reports_the_fetch_as_progress_events():
-    from engine.messages import Progress
-    from engine.service import SchedulerService
+    from engine.processes.messages import Progress
+    from engine.processes.service import SchedulerService
 
     events: list = []
     service = SchedulerService()
@@ -171,7 +171,7 @@ def test_service_reports_the_fetch_as_progress_events():
 
 def test_progress_bar_class_forwards_bytes():
     """The tqdm class handed to snapshot_download turns its byte updates into HubProgress."""
-    from engine.hub import _bar_class
+    from engine.models.hub import _bar_class
 
     seen: list[HubProgress] = []
     bar_class = _bar_class("org/model", 300, seen.append)
@@ -191,14 +191,14 @@ def test_progress_bar_class_forwards_bytes():
     ("org/..", False), ("/abs/path", False), ("org/na me", False), ("", False), ("tests/data", False),
 ])
 def test_hub_ids_are_told_from_paths(name, ok):
-    from engine.hub import is_hub_id
+    from engine.models.hub import is_hub_id
 
     assert is_hub_id(name) == ok                   # "tests/data" exists here: a path, not an id
 
 
 def test_a_dotted_hub_id_goes_to_the_hub_and_offline_says_so(tmp_path, monkeypatch):
     """"Qwen2.5" has dots: it is still a hub id (it was once refused as a file name)."""
-    from engine.loader import ModelLoadError, resolve_model_dir
+    from engine.models.loader import ModelLoadError, resolve_model_dir
 
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")

@@ -1,6 +1,10 @@
 """The layout is the architecture, checked: ``record`` at the bottom (standard library only),
 then ``engine`` (torch, never a UI library), ``viz`` (plotly, never torch or the engine), ``ui``
-and ``app.py`` on top; no package imports one above it, and no module import cycle anywhere."""
+and ``app.py`` on top; no package imports one above it, and no module import cycle anywhere.
+
+Inside ``engine`` the subpackages are layers too (``ENGINE_LAYERS``, bottom first): the scheduling
+core never imports a device implementation, the devices never import the processes around them,
+and nothing below the server imports it."""
 
 from __future__ import annotations
 
@@ -12,6 +16,20 @@ PACKAGES = ("record", "engine", "viz", "ui", "bench")
 # What each package may import from this repository (its own modules aside).
 MAY_IMPORT = {"record": set(), "engine": {"record"}, "viz": {"record"},
               "ui": {"record", "engine", "viz"}, "bench": {"record", "engine"}}
+# engine's own layers, bottom first. A module may import its own layer and those below it; every
+# module of engine belongs to exactly one (the longest name that is a prefix of its own).
+ENGINE_LAYERS = (
+    ("engine.config", "engine.proc_watch", "engine.host_load"),   # values; what the OS says
+    ("engine.layers",),                   # sampling and attention kernels (torch, triton)
+    ("engine.models",),                   # the model, checkpoints, tokenizing
+    ("engine.scheduler",),                # the article: loops, requests, KV pages, sources
+    ("engine.devices",),                  # CUDA streams, the CPU device process, the runner
+    ("engine", "engine.engine"),          # the public API: Engine (the package's lazy names)
+    ("engine.teach",),                    # hazard lab, workloads
+    ("engine.processes",),                # the scheduler process, its service and messages
+    ("engine.serve", "engine.__main__"),  # the OpenAI-compatible server, the CLI
+)
+MAX_TOP_LEVEL_MODULES = 8                 # engine/*.py: the rest lives in subpackages
 FORBIDDEN = {"record": {"torch", "numpy", "gradio", "plotly", "transformers"},
              "engine": {"gradio", "plotly"}, "viz": {"torch", "gradio", "transformers"}}
 
@@ -53,6 +71,44 @@ def test_no_package_imports_a_layer_above_it_or_a_library_it_must_not():
                 problems.append(f"{module} imports {name}")
             if first in FORBIDDEN.get(top, ()):
                 problems.append(f"{module} imports {first}")
+    assert not problems, problems
+
+
+def _engine_layer(name: str) -> int | None:
+    """The index in ENGINE_LAYERS of the layer ``name`` (a module, or a name inside one) is in."""
+    best, found = -1, None
+    for index, layer in enumerate(ENGINE_LAYERS):
+        for prefix in layer:
+            if (name == prefix or name.startswith(prefix + ".")) and len(prefix) > best:
+                best, found = len(prefix), index
+    return found
+
+
+def test_engine_is_grouped_by_concern():
+    top = sorted(p.name for p in (ROOT / "engine").glob("*.py"))
+    subpackages = sorted(p.parent.name for p in (ROOT / "engine").glob("*/__init__.py"))
+    assert len(top) <= MAX_TOP_LEVEL_MODULES, top
+    assert len(subpackages) >= 4, subpackages
+    for name in subpackages:              # each says what lives there and what it may import
+        doc = ast.get_docstring(ast.parse((ROOT / "engine" / name / "__init__.py").read_text()))
+        assert doc and "May import" in doc, f"engine/{name}/__init__.py: no docstring saying so"
+    unplaced = [m for m in _modules() if m.split(".")[0] == "engine" and _engine_layer(m) is None]
+    assert not unplaced, f"modules in no layer of ENGINE_LAYERS: {unplaced}"
+
+
+def test_no_engine_module_imports_a_layer_above_its_own():
+    problems = []
+    known = set(_modules())
+    for module, path in _modules().items():
+        if module.split(".")[0] != "engine":
+            continue
+        own = _engine_layer(module)
+        for name in _imports(path, module, known):
+            if name.split(".")[0] != "engine":
+                continue
+            layer = _engine_layer(name)
+            if layer is not None and layer > own:
+                problems.append(f"{module} (layer {own}) imports {name} (layer {layer})")
     assert not problems, problems
 
 

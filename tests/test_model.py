@@ -8,9 +8,9 @@ import pytest
 import torch
 from conftest import requires_cuda
 
-from engine.loader import load_model
-from engine.request import NUM_INT_COLS
-from engine.runner import ModelRunner
+from engine.devices.runner import ModelRunner
+from engine.models.loader import load_model
+from engine.scheduler.request import NUM_INT_COLS
 
 ARCHS = ["llama", "qwen2", "qwen3"]
 
@@ -102,7 +102,7 @@ def test_logits_match_transformers_cuda(make_checkpoint, arch, dtype, chunk, com
 
 
 def test_preset_parameter_counts():
-    from engine.loader import PRESETS
+    from engine.models.loader import PRESETS
     expected = {"smollm2-135m-shape": 134_515_008, "qwen2.5-0.5b-shape": 494_032_768,
                 "qwen2.5-1.5b-shape": 1_543_714_304}
     for name, count in expected.items():
@@ -115,8 +115,8 @@ def test_stacked_projections_round_trip_through_hf_names(make_checkpoint, arch, 
     ordinary Hugging Face checkpoint that transformers reads to the same weights and logits."""
     from safetensors.torch import load_file
 
-    from engine.checkpoint import save_hf_checkpoint
-    from engine.model import fuse_hf_state_dict, split_to_hf_state_dict
+    from engine.models.checkpoint import save_hf_checkpoint
+    from engine.models.model import fuse_hf_state_dict, split_to_hf_state_dict
 
     path = make_checkpoint(arch)
     original = load_file(str(path / "model.safetensors"))

@@ -19,7 +19,12 @@ import pytest
 import torch
 from conftest import requires_cuda
 
-from engine.paged_attention import num_kv_splits, paged_attention_reference, split_bounds, split_k_attention
+from engine.layers.paged_attention import (
+    num_kv_splits,
+    paged_attention_reference,
+    split_bounds,
+    split_k_attention,
+)
 
 # (heads, kv heads, head dim): MHA, GQA 2, 3, 7 (Qwen2.5-0.5B), 6 with D=128 (Qwen2.5-1.5B)
 SHAPES = [(4, 4, 16), (4, 2, 32), (9, 3, 64), (14, 2, 64), (12, 2, 128)]
@@ -96,7 +101,7 @@ def test_split_k_emulation_matches_plain_attention(seed):
 
 
 def _kernel_checks(device, dtypes, seeds, tol):
-    from engine.attention_triton import paged_decode_attention
+    from engine.layers.attention_triton import paged_decode_attention
 
 
     for seed in seeds:
@@ -130,7 +135,7 @@ def test_triton_kernel_matches_plain_attention_cuda(seed):
 @pytest.mark.cuda
 def test_triton_kernel_writes_every_output():
     """Poison the output buffer's memory first: every element must be written (padding rows 0)."""
-    from engine.attention_triton import paged_decode_attention
+    from engine.layers.attention_triton import paged_decode_attention
 
     gen = torch.Generator().manual_seed(7)
     for splits in (1, 4):

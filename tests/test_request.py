@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from engine.config import SamplingParams
-from engine.request import Batch, Req, Row, advance_meta, build_meta, decode_bucket
+from engine.scheduler.request import Batch, Req, Row, advance_meta, build_meta, decode_bucket
 
 
 def _requests(rng: random.Random, n: int, page_table: np.ndarray, page_size: int) -> list[Req]:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import threading
 
 from engine.config import EngineConfig, SamplingParams
-from engine.messages import LiveRunRequest, RunFinished
-from engine.service import SchedulerService
+from engine.processes.messages import LiveRunRequest, RunFinished
+from engine.processes.service import SchedulerService
 from viz.latency import latency_figure, rows_from_record
 
 

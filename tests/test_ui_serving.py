@@ -26,7 +26,7 @@ pytest.importorskip("torch")
 
 from hub_cache import add_to_cache, save_tiny_llama  # noqa: E402
 
-from engine.loader import BUNDLED_DIR  # noqa: E402
+from engine.models.loader import BUNDLED_DIR  # noqa: E402
 from ui import common, live, serving  # noqa: E402
 from ui.view import MainView  # noqa: E402
 

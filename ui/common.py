@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import viz
-from engine.hub import SUGGESTED_MODELS, cached_snapshot, is_hub_id
-from engine.workload import DEFAULT_PROMPTS, word_prompts  # noqa: F401 - used by the UI
+from engine.models.hub import SUGGESTED_MODELS, cached_snapshot, is_hub_id
+from engine.teach.workload import DEFAULT_PROMPTS, word_prompts  # noqa: F401 - used by the UI
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = [  # (value, display name, real weights?)
@@ -82,7 +82,7 @@ def placement() -> Any:
     first clicks 91-92% GPU busy, leaving the processes to the OS 94-95%, since the OS can move
     the scheduler off a core the browser or the server is using. So nothing is pinned unless
     OVERLAP_DEMO_PIN=1 asks for ``plan_placement``'s split (to measure it again)."""
-    from engine.scheduler_process import Placement, plan_placement
+    from engine.processes.scheduler_process import Placement, plan_placement
 
     return plan_placement() if os.environ.get("OVERLAP_DEMO_PIN", "0") == "1" else Placement()
 
@@ -102,7 +102,7 @@ def scheduler() -> Any:
     global _client
     with _client_lock:
         if _client is None:
-            from engine.scheduler_process import InlineScheduler, SchedulerClient
+            from engine.processes.scheduler_process import InlineScheduler, SchedulerClient
 
             if on_zero_gpu():
                 _client = InlineScheduler()
@@ -190,7 +190,7 @@ def lang_of(choice: str) -> str:
 
 def model_choices(lang: str) -> list[tuple[str, str]]:
     """The bundled model and the random-weight shapes, then the suggested hub models (fetched on
-    first use through ``engine.hub``'s guards; the box takes any other hub id too), each marked
+    first use through ``engine.models.hub``'s guards; the box takes any other hub id too), each marked
     as downloaded already or fetched on first use (read from the local cache, never the network)."""
     local = [(f"{name.replace(' shape', ' ' + viz.t(lang, 'model_shape'))}: "
               f"{viz.t(lang, 'model_real' if real else 'model_random')}", value)

@@ -1,6 +1,6 @@
 """Hazard lab handlers: remove one safeguard, run, and show what the engine's checks found.
 
-``engine.hazard_lab.run_hazard`` does the work, in the scheduler process (a ``LabRequest``): the
+``engine.teach.hazard_lab.run_hazard`` does the work, in the scheduler process (a ``LabRequest``): the
 normal loop as reference, then the overlap loop with one switch on, compared token by token, with
 the allocator and the stop checks watching. This module picks the configuration (the model and
 device of the live tab) and shows the report through ``viz.lab`` in the chosen language; the
@@ -14,7 +14,7 @@ from typing import Any
 import gradio as gr
 
 import viz
-from engine.messages import LabFinished, LabRequest, Progress, RequestFailed
+from engine.processes.messages import LabFinished, LabRequest, Progress, RequestFailed
 from ui import common
 from ui.common import esc, lang_of
 from ui.live import failure
@@ -30,7 +30,7 @@ def switch_choices(lang_choice: str, current: str | None = None) -> tuple[Any, s
 
 
 def describe_switch(switch: str | None, lang_choice: str) -> str:
-    from engine.hazard_lab import HAZARDS  # torch-free: the lab's behaviour, not its engine
+    from engine.teach.hazard_lab import HAZARDS  # torch-free: the lab's behaviour, not its engine
 
     hazard = HAZARDS.get(switch or "")
     return describe(switch, bool(hazard and hazard.cuda_only), lang_of(lang_choice))

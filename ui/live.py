@@ -19,8 +19,8 @@ from typing import Any
 import gradio as gr
 
 import viz
-from engine import messages
-from engine.messages import LiveRunRequest
+from engine.processes import messages
+from engine.processes.messages import LiveRunRequest
 from record.run_record import run_dict
 from record.timeline import GPU_LANES, LANES
 from ui import common
@@ -83,7 +83,7 @@ def run_live(loops, decode_steps, stop_early, device, model, requests, batch, pr
                 spec = failure(event.kind, event.message)
                 yield _failed_view(spec, lang).values()
     except Exception as error:  # noqa: BLE001 - the scheduler process died, or worse
-        from engine.scheduler_process import SchedulerDied
+        from engine.processes.scheduler_process import SchedulerDied
 
         kind = "died" if isinstance(error, SchedulerDied) else "error"
         spec = failure(kind, f"{type(error).__name__}: {error}")
@@ -299,7 +299,7 @@ def prewarm() -> None:
     """Start the scheduler process, build the default engine and probe the default workload's
     stop tokens, so the first Run starts drawing at once. A failed warm-up is not fatal: Run
     starts (and reports) it again."""
-    from engine.messages import WarmRequest
+    from engine.processes.messages import WarmRequest
 
     d = common.DEFAULTS
     try:

@@ -3,7 +3,7 @@
 Everything a caller can get wrong is refused here, before a run starts, with one sentence that
 names the prompt and the limit: an empty prompt, token ids outside the vocabulary, a prompt that
 with its ``max_new_tokens`` does not fit the context or the KV cache, stop tokens the model cannot
-emit, arrival times that are not times. Text goes through ``engine.prompts`` (the tokenizer's
+emit, arrival times that are not times. Text goes through ``engine.models.prompts`` (the tokenizer's
 special tokens; a chat through its chat template).
 """
 
@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.config import EngineConfig, SamplingParams
-from engine.kv_cache import pages_needed
-from engine.prompts import encode_chat, encode_text
-from engine.request import Req
+from engine.models.prompts import encode_chat, encode_text
+from engine.scheduler.kv_cache import pages_needed
+from engine.scheduler.request import Req
 
 MAX_ARRIVAL_S = 86_400
 

@@ -10,7 +10,7 @@ from the tokenizer process. Here the same question goes to a ``RequestSource``:
 - ``done()``     nothing will ever arrive again: the run may end once its requests have finished.
 
 Two sources: ``ScheduledSource`` replays requests at their arrival times (``Engine.generate``:
-a burst at t=0, a Poisson process, a trace), and ``engine.online.PipeSource`` reads requests
+a burst at t=0, a Poisson process, a trace), and ``engine.processes.online.PipeSource`` reads requests
 that stream in over the scheduler process's pipe (the OpenAI-compatible server).
 """
 
@@ -21,7 +21,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from engine.request import Req
+from engine.scheduler.request import Req
 
 
 @dataclass

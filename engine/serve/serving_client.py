@@ -1,6 +1,6 @@
 """Online serving, the web server's side: one served session in the scheduler process.
 
-``ServingClient`` starts the scheduler process (``engine.scheduler_process``), opens a session
+``ServingClient`` starts the scheduler process (``engine.processes.scheduler_process``), opens a session
 (``ServeRequest``) and then only forwards: ``submit`` sends a tokenized request, ``abort`` one
 whose client went away, and a reader thread hands every event to whoever waits for it: each
 request's ``TokenDelta`` to its handler, ``ServingStats`` to ``stats()``. It keeps the session's
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.config import EngineConfig, SamplingParams
-from engine.messages import (
+from engine.processes.messages import (
     AbortRequest,
     Progress,
     Rejected,
@@ -38,7 +38,7 @@ from engine.messages import (
     TokenDelta,
     TokensOut,
 )
-from engine.scheduler_process import Placement, SchedulerClient, SchedulerDied
+from engine.processes.scheduler_process import Placement, SchedulerClient, SchedulerDied
 
 MAX_SESSION_SPANS = 400_000        # the session timeline's window (about 10 min of CPU steps)
 MAX_SESSION_OUTPUTS = 20_000       # finished requests kept for the session's record

@@ -10,7 +10,7 @@ the CPU ever learning the values (the CPU reads them later, from a copy, for sto
 Two attention paths share one model. ``reference`` (CPU, float64, and the test oracle) gathers each
 row's context and runs SDPA under a mask; ``triton`` (CUDA's default) runs a decode step (one token
 per row) through ``PagedDecodeContext``, which reads the pages in place. Prefill always takes the
-reference path. ``compile=True`` (CUDA) also runs decode through ``engine/compiled.py``.
+reference path. ``compile=True`` (CUDA) also runs decode through ``engine/models/compiled.py``.
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ import importlib.util
 
 import torch
 
-from engine import sampler
-from engine.kv_cache import allocate_kv_tensors
-from engine.model import AttentionContext, CausalLM
-from engine.paged_attention import PagedDecodeContext, num_kv_splits
-from engine.request import COL_LEN, COL_SEED, COL_SLOT, COL_START, COL_TOPK, COL_WRITE, NUM_INT_COLS
+from engine.layers import sampler
+from engine.layers.paged_attention import PagedDecodeContext, num_kv_splits
+from engine.models.model import AttentionContext, CausalLM
+from engine.scheduler.kv_cache import allocate_kv_tensors
+from engine.scheduler.request import COL_LEN, COL_SEED, COL_SLOT, COL_START, COL_TOPK, COL_WRITE, NUM_INT_COLS
 
 ATTENTION = ("auto", "reference", "triton", "emulated")   # emulated: the kernel's math in PyTorch
 
@@ -68,7 +68,7 @@ class ModelRunner:
         if compile:
             if device.type != "cuda":
                 raise ValueError("compile=True is for CUDA only (CPU mode never compiles)")
-            from engine.compiled import CompiledDecode
+            from engine.models.compiled import CompiledDecode
             # gemv: an experiment, off by default (measured slower for 0.5B; docs/notes/issue14.md)
             self.forward_fn = CompiledDecode(model, gemv=gemv)
 

@@ -33,7 +33,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from engine.messages import (
+from engine.proc_watch import exit_text, is_stopped, start_deaf_to_ctrl_c
+from engine.processes.messages import (
     AbortRequest,
     CancelRequest,
     LabFinished,
@@ -47,7 +48,6 @@ from engine.messages import (
     SubmitRequest,
     Warmed,
 )
-from engine.proc_watch import exit_text, is_stopped, start_deaf_to_ctrl_c
 
 FINAL = (RunFinished, LabFinished, Warmed, RequestFailed, ServingStopped)
 # Messages that mean something only inside a served session; outside one (the session failed or
@@ -111,7 +111,7 @@ def scheduler_main(conn: Any, placement: Placement) -> None:
     _pin(placement.scheduler)
     import torch
 
-    from engine.service import SchedulerService
+    from engine.processes.service import SchedulerService
 
     cuda = torch.cuda.is_available()
     name = torch.cuda.get_device_name() if cuda else "CPU"
@@ -337,7 +337,7 @@ class InlineScheduler:
     ``spaces.GPU`` call, which is itself a separate process from the web server)."""
 
     def __init__(self) -> None:
-        from engine.service import SchedulerService
+        from engine.processes.service import SchedulerService
 
         self.service = SchedulerService()
         self._lock = threading.Lock()

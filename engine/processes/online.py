@@ -23,8 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.intake import Intake
-from engine.messages import (
+from engine.processes.messages import (
     AbortRequest,
     Rejected,
     ServeRequest,
@@ -38,8 +37,9 @@ from engine.messages import (
     TokenDelta,
     TokensOut,
 )
-from engine.request import Req
-from engine.sources import Received
+from engine.scheduler.intake import Intake
+from engine.scheduler.request import Req
+from engine.scheduler.sources import Received
 from record.timeline import Timeline
 
 REPORT_S = 0.25                 # how often the session's new spans are sent to the server

@@ -36,9 +36,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 
-from engine.device import ForwardOutput
 from engine.proc_watch import exit_text, is_stopped, start_deaf_to_ctrl_c
-from engine.request import StepMeta
+from engine.scheduler.device import ForwardOutput
+from engine.scheduler.request import StepMeta
 from record.timeline import StampedSpan, Timeline
 
 POLL_S = 0.25                    # how often a wait looks at the process while it waits
@@ -108,8 +108,8 @@ class DeviceFailed:
 # ---- the device side (runs in the child, or in-process for the fallback) ----------------------
 
 def build_runner(init: DeviceInit):
-    from engine.loader import load_model
-    from engine.runner import ModelRunner
+    from engine.devices.runner import ModelRunner
+    from engine.models.loader import load_model
 
     dtype = getattr(torch, init.dtype)
     loaded = load_model(init.model, "cpu", dtype, init.seed)
@@ -223,7 +223,7 @@ class ProcessDevice:
             self.close()
             if msg.error_type == "ModelLoadError":
                 # The model itself is wrong: loading it again in-process would fail the same way.
-                from engine.loader import ModelLoadError
+                from engine.models.loader import ModelLoadError
                 raise ModelLoadError(msg.message)
             raise DeviceError(f"the CPU device process failed to start:\n{msg.traceback}")
 

@@ -6,7 +6,7 @@
          -d '{"model": "bundled", "prompt": "Once upon a time", "max_tokens": 32}'
 
 Three processes, as SGLang runs them: this one (HTTP, tokenizer, streaming), the scheduler
-process (the loop, one served session; ``engine.online``) and, on a CPU, the device process.
+process (the loop, one served session; ``engine.processes.online``) and, on a CPU, the device process.
 The served session's timeline is at ``/v1/timeline/record`` (a run record the app can open)
 and ``/v1/timeline/trace`` (Perfetto). The server listens on 127.0.0.1 unless told otherwise.
 """
@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from engine.config import EngineConfig
-from engine.messages import LOOPS
+from engine.processes.messages import LOOPS
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -50,7 +50,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def _chat_template(value: str | None) -> str | None:
-    from engine.prompts import PLAIN_CHAT_TEMPLATE
+    from engine.models.prompts import PLAIN_CHAT_TEMPLATE
 
     if value is None:
         return None
@@ -97,9 +97,9 @@ def _serve(a: argparse.Namespace, config: EngineConfig, template: str | None,
            sock: socket.socket) -> int:
     import uvicorn
 
-    from engine.http_app import build_app
-    from engine.scheduler_process import pin_server, plan_placement
-    from engine.serving_client import ServingClient, SessionUnavailable
+    from engine.processes.scheduler_process import pin_server, plan_placement
+    from engine.serve.http_app import build_app
+    from engine.serve.serving_client import ServingClient, SessionUnavailable
 
     placement = plan_placement()
     pin_server(placement)

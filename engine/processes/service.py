@@ -1,7 +1,7 @@
 """What the scheduler process does with each request, whatever carries the messages.
 
 ``SchedulerService.handle(request, emit, cancelled)`` runs one request to its end and reports
-through ``emit`` (one of the events of ``engine.messages``). It keeps one engine per device (the
+through ``emit`` (one of the events of ``engine.processes.messages``). It keeps one engine per device (the
 model loaded once), built for the request's configuration and rebuilt only when that changes;
 per-call settings (the loops, extra CPU work, k) never rebuild it.
 
@@ -21,7 +21,7 @@ from dataclasses import asdict, replace
 from typing import Any
 
 from engine.config import EngineConfig, SamplingParams
-from engine.messages import (
+from engine.processes.messages import (
     LabFinished,
     LabRequest,
     LiveRunRequest,
@@ -56,9 +56,9 @@ class SchedulerService:
     # ---- dispatch -----------------------------------------------------------------------------
     def handle(self, request: Any, emit: Emit, cancelled: threading.Event) -> None:
         """Run ``request``; every outcome, failures included, ends in exactly one final event."""
-        from engine.loader import ModelLoadError
-        from engine.process_device import DeviceError
-        from engine.scheduler import RunCancelled
+        from engine.devices.process import DeviceError
+        from engine.models.loader import ModelLoadError
+        from engine.scheduler.scheduler import RunCancelled
 
         try:
             if isinstance(request, LiveRunRequest):
@@ -85,10 +85,10 @@ class SchedulerService:
                                         f"{traceback.format_exc(limit=4)}"))
 
     def serve(self, request: ServeRequest, conn: Any, emit: Emit) -> None:
-        """A served session (``engine.online``): it reads the pipe itself until StopServing.
+        """A served session (``engine.processes.online``): it reads the pipe itself until StopServing.
         It ends in ServingStopped, or in one RequestFailed like any other request."""
-        from engine.online import serve_session
-        from engine.process_device import DeviceError
+        from engine.devices.process import DeviceError
+        from engine.processes.online import serve_session
 
         try:
             emit(Progress("loading"))
@@ -130,9 +130,9 @@ class SchedulerService:
 
     # ---- a live run ---------------------------------------------------------------------------
     def _live(self, request: LiveRunRequest, emit: Emit, cancelled: threading.Event) -> None:
-        from engine.arrivals import check_rate, poisson_times
-        from engine.prompts import has_chat_template
-        from engine.workload import token_prompts
+        from engine.models.prompts import has_chat_template
+        from engine.scheduler.arrivals import check_rate, poisson_times
+        from engine.teach.workload import token_prompts
         from record.run_record import make_record
 
         emit(Progress("loading"))
@@ -172,7 +172,7 @@ class SchedulerService:
                      chat: bool = False) -> list[SamplingParams]:
         """Per-request stop tokens picked from a probe run of this workload (kept: the same
         workload on the same engine gives the same probe, so it runs once)."""
-        from engine.workload import stop_params_from_probe, token_prompts
+        from engine.teach.workload import stop_params_from_probe, token_prompts
 
         key = (engine.config, tuple(request.prompts), request.prompt_tokens, request.params, chat)
         if key not in self.probes:
@@ -187,7 +187,7 @@ class SchedulerService:
 
     # ---- the hazard lab -----------------------------------------------------------------------
     def _lab(self, request: LabRequest, emit: Emit) -> None:
-        from engine.hazard_lab import run_hazard
+        from engine.teach.hazard_lab import run_hazard
 
         emit(Progress("loading"))
         # float32 everywhere: the faulty run is compared token for token with the normal loop,

@@ -26,8 +26,9 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from engine.messages import Rejected, ServingStarted, TokenDelta
-from engine.openai_api import (
+from engine.models.prompts import TextStream
+from engine.processes.messages import Rejected, ServingStarted, TokenDelta
+from engine.serve.openai_api import (
     ApiError,
     Job,
     Limits,
@@ -40,8 +41,7 @@ from engine.openai_api import (
     usage,
     usage_chunk,
 )
-from engine.prompts import TextStream
-from engine.serving_client import ServingClient, SessionLost, SessionUnavailable
+from engine.serve.serving_client import ServingClient, SessionLost, SessionUnavailable
 
 MAX_BODY_BYTES = 4 * 2**20
 

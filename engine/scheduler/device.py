@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from engine.request import StepMeta
+from engine.scheduler.request import StepMeta
 from record.timeline import Timeline
 
 

@@ -157,7 +157,7 @@ class RunFinished:
 
 @dataclass(frozen=True)
 class LabFinished:
-    report: dict[str, Any]              # dataclasses.asdict(engine.hazard_lab.LabReport)
+    report: dict[str, Any]              # dataclasses.asdict(engine.teach.hazard_lab.LabReport)
 
 
 @dataclass(frozen=True)

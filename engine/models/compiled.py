@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import torch
 
-from engine.model import CausalLM
+from engine.models.model import CausalLM
 
 
 def _first(model: CausalLM, layer, input_ids, positions):
@@ -54,7 +54,7 @@ class CompiledDecode:
     def __init__(self, model: CausalLM, gemv: bool = False) -> None:
         self.model = model
         if gemv:
-            from engine.gemv_triton import use_decode_gemv
+            from engine.layers.gemv_triton import use_decode_gemv
             use_decode_gemv(model.model.layers)
         # Compiled code is cached per function, with one entry per model shape and batch
         # specialisation; a process that builds several models (the tests do) needs more than 8.

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from engine.model import CausalLM, ModelSpec, split_to_hf_state_dict
+from engine.models.model import CausalLM, ModelSpec, split_to_hf_state_dict
 
 
 def hf_config(spec: ModelSpec) -> dict:

@@ -6,7 +6,7 @@ A model name resolves to one of three things:
 - a *preset* (``"smollm2-135m-shape"`` ...): the exact shapes of a public model with random weights,
   for timing studies only (labelled "random weights, for timing" wherever it appears);
 - a local Hugging Face directory (``config.json`` + safetensors), or a hub id ("org/name"),
-  fetched into the hub cache through ``engine.hub``'s guards (architecture, safetensors only, no
+  fetched into the hub cache through ``engine.models.hub``'s guards (architecture, safetensors only, no
   remote code, a size cap), with a progress callback for the app.
 """
 
@@ -19,10 +19,10 @@ from pathlib import Path
 
 import torch
 
-from engine.hub import HubError, HubUnreachable, Progress, fetch_hub_model, is_hub_id
-from engine.model import CausalLM, ModelSpec, fuse_hf_state_dict, rope_inv_freq
+from engine.models.hub import HubError, HubUnreachable, Progress, fetch_hub_model, is_hub_id
+from engine.models.model import CausalLM, ModelSpec, fuse_hf_state_dict, rope_inv_freq
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]          # engine/models/loader.py -> the repo
 BUNDLED_DIR = REPO_ROOT / "assets" / "bundled"
 SUPPORTED_ARCHITECTURES = {
     "LlamaForCausalLM": "llama",
@@ -157,7 +157,7 @@ def spec_from_hf_config(cfg: dict, where: str = "config.json") -> ModelSpec:
 
 def resolve_model_dir(name: str, progress: Progress | None = None) -> Path:
     """Map "bundled", a local directory or a hub id to a checkpoint directory (a hub id is
-    fetched, or found in the cache, through ``engine.hub``; ``progress`` hears how it goes)."""
+    fetched, or found in the cache, through ``engine.models.hub``; ``progress`` hears how it goes)."""
     if name == "bundled":
         if not (BUNDLED_DIR / "config.json").exists():
             raise ModelLoadError(f"the bundled model is missing at {BUNDLED_DIR}; run "

@@ -2,7 +2,7 @@
 
 One set of modules covers Llama, Mistral-style (no sliding window), Qwen2 (bias on q/k/v) and Qwen3
 (RMSNorm on q and k per head). Parameter names follow Hugging Face's, so a checkpoint's state dict
-loads directly (``engine/loader.py``) and ``tests/test_model.py`` checks our logits against
+loads directly (``engine/models/loader.py``) and ``tests/test_model.py`` checks our logits against
 ``transformers`` on the same weights.
 
 Like vLLM and SGLang, each layer stacks Hugging Face's q/k/v matrices into one ``qkv_proj`` and
@@ -15,9 +15,9 @@ The model never sees requests or pages. It gets padded ``[B, S]`` token ids and 
 attention *context* that owns the KV cache's layout: ``ctx.attend(q, k, v, k_cache, v_cache)``
 stores this step's keys/values and attends over every key a row may see. ``AttentionContext``
 below is the plain-PyTorch one (gather each row's cache slots, SDPA under a mask) that runs on CPU
-and is the oracle; ``engine/paged_attention.py`` has the decode one that reads pages in place
+and is the oracle; ``engine/layers/paged_attention.py`` has the decode one that reads pages in place
 (a Triton kernel on CUDA). A layer is written as *before attention* / *attend* / *after
-attention*, so ``engine/compiled.py`` can compile everything between two attentions as one region.
+attention*, so ``engine/models/compiled.py`` can compile everything between two attentions as one region.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.config import SamplingParams
-from engine.prompts import check_messages, encode_chat, encode_text
+from engine.models.prompts import check_messages, encode_chat, encode_text
 
 MAX_STOPS = 4
 MAX_PROMPTS = 64                   # prompts in one /v1/completions request

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from engine.config import EngineConfig, HazardSwitches
-from engine.kv_cache import DoubleFreeError
-from engine.workload import stop_params_from_probe
+from engine.scheduler.kv_cache import DoubleFreeError
+from engine.teach.workload import stop_params_from_probe
 
 
 @dataclass(frozen=True)

@@ -73,7 +73,7 @@ class PagedDecodeContext:
         """``q [B, 1, H, D]``, this step's ``k, v [B, 1, KV, D]`` -> ``[B, 1, H*D]`` (stores k, v)."""
         b, _, nh, d = q.shape
         if self.kernel == "triton":
-            from engine.attention_triton import paged_decode_attention
+            from engine.layers.attention_triton import paged_decode_attention
             out = paged_decode_attention(q[:, 0], k[:, 0], v[:, 0], k_cache, v_cache,
                                          self.page_table, self.kv_lens, self.page_size,
                                          self.num_splits, BLOCK_N)

@@ -16,8 +16,8 @@ from __future__ import annotations
 import torch
 
 from engine.config import EngineConfig
-from engine.request import DECODE_BUCKETS, NUM_INT_COLS, StepMeta
-from engine.runner import ModelRunner
+from engine.devices.runner import ModelRunner
+from engine.scheduler.request import DECODE_BUCKETS, NUM_INT_COLS, StepMeta
 
 
 class _Graph:

@@ -13,7 +13,7 @@ one, so the CPU's work hides behind the GPU's forward. The price is *lag one*: a
 stopped at step n-1 may already be in batch n. Its extra token is dropped, and its slot and pages
 are freed only once batch n has finished with them.
 
-Requests arrive over time (``engine.sources``): at t=0, by a Poisson process, or from a client of
+Requests arrive over time (``engine.scheduler.sources``): at t=0, by a Poisson process, or from a client of
 the OpenAI-compatible server. When nothing is waiting, running or in flight, the loop blocks on the
 source until something arrives: real idle time, neither CPU work nor a stall.
 """
@@ -29,10 +29,10 @@ from typing import Any
 import numpy as np
 
 from engine.config import EngineConfig
-from engine.device import Device, ForwardOutput
-from engine.kv_cache import IdPool, pages_needed
-from engine.request import Batch, Req, Row, StepMeta, advance_meta, build_meta, decode_bucket
-from engine.sources import RequestSource, ScheduledSource
+from engine.scheduler.device import Device, ForwardOutput
+from engine.scheduler.kv_cache import IdPool, pages_needed
+from engine.scheduler.request import Batch, Req, Row, StepMeta, advance_meta, build_meta, decode_bucket
+from engine.scheduler.sources import RequestSource, ScheduledSource
 from record.timeline import Timeline
 
 IDLE_WAIT_S = 0.05              # an idle loop looks at should_stop at least this often

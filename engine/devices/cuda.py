@@ -1,6 +1,6 @@
 """The CUDA device: two real streams over one ``ModelRunner``, events, pinned host buffer rings.
 
-The verbs are those of ``engine.device.Device``. On the **scheduler stream**: the metadata upload
+The verbs are those of ``engine.scheduler.device.Device``. On the **scheduler stream**: the metadata upload
 (and prompt writes) and, by default, the result copy; on the **engine stream**: the forward and
 sampling. The one sync edge is ``engine_stream.wait_stream(scheduler_stream)`` (metadata ->
 forward); the result copy waits for the forward through an event. ``process_device.py`` is the CPU
@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from engine.device import ForwardOutput
-from engine.request import StepMeta
-from engine.runner import ModelRunner
+from engine.devices.runner import ModelRunner
+from engine.scheduler.device import ForwardOutput
+from engine.scheduler.request import StepMeta
 from record.timeline import Timeline
 
 
