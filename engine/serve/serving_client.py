@@ -83,8 +83,14 @@ class ServingClient:
     def start(self, on_progress: Callable[[Progress], None] | None = None) -> ServingStarted:
         """Open the session (starting the scheduler process if needed); returns what it said."""
         with self._lock:
-            if self.started is not None and self._reader is not None and self._reader.is_alive():
-                return self.started
+            if self.started is not None and self.alive:
+                if self.process.alive:
+                    return self.started
+                # The scheduler process died and the reader has not noticed yet (it looks every
+                # POLL_S): let it finish with the old pipe before a new session takes its place.
+                self._reader.join(timeout=5.0)
+                if self._reader.is_alive():
+                    raise SessionUnavailable("the last session has not ended yet; retry")
             try:
                 self.process._ensure_ready()
                 self.process._send(self.request)
@@ -145,20 +151,27 @@ class ServingClient:
                 pass
 
     def stats(self, timeout_s: float = 10.0) -> ServingStats | None:
-        """The session's counts and pools at the scheduler's next iteration (None: no answer)."""
-        self.start()
-        token = next(self._ids)
-        try:
-            self.process._send(StatsQuery(token))
-        except SchedulerDied:
-            return None
-        deadline = time.monotonic() + timeout_s
-        with self._stats_ready:
-            while token not in self._stats:
-                left = deadline - time.monotonic()
-                if left <= 0 or not self._stats_ready.wait(left):
-                    return None
-            return self._stats.pop(token)
+        """The session's counts and pools at the scheduler's next iteration (None: no answer).
+        A session that dies under the question (its process killed) is started afresh and
+        asked once more."""
+        for _ in range(2):
+            self.start()
+            token = next(self._ids)
+            try:
+                self.process._send(StatsQuery(token))
+            except SchedulerDied:
+                continue
+            deadline = time.monotonic() + timeout_s
+            with self._stats_ready:
+                # The reader answers, or ends (and notifies) when the process dies.
+                while token not in self._stats and self.alive:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        return None
+                    self._stats_ready.wait(left)
+                if token in self._stats:
+                    return self._stats.pop(token)
+        return None
 
     @property
     def alive(self) -> bool:
