@@ -8,6 +8,11 @@ the sum of their durations. Two streams working at the same moment keep the GPU 
 twice; summing would report more than 100% busy and hide exactly the idle gaps overlap scheduling
 removes.
 
+Busy is reported two ways. Over **both stream lanes** (``gpu_busy_frac``) a metadata upload or a
+result copy counts as work even while the engine stream waits for it; over the **engine stream
+alone** (``engine_busy_frac``) only the forward, sampling and whatever else runs on that stream
+count. Where the two differ, the GPU was moving bytes, not computing.
+
 The article's model is measured per decode step: ``T_fwd`` (the engine stream's work) and
 ``T_sched + T_post`` (the scheduler thread's CPU work). A serial loop takes about their sum per
 step, an overlapped loop about their max, so the predicted speedup is ``sum / max``.
@@ -43,7 +48,9 @@ SCHEMA1_METRIC_KEYS = (
 )
 # ... and the ones added since (``run_record.upgrade_run`` computes them for older records).
 METRIC_KEYS = SCHEMA1_METRIC_KEYS + ("steady_step_us", "steady_busy_frac", "steady_steps",
-                                     "steady_prefill_frac")
+                                     "steady_prefill_frac", "engine_busy_frac",
+                                     "steady_engine_busy_frac", "decode_gap_us_p50",
+                                     "active_busy_frac")
 
 
 # ---- intervals ------------------------------------------------------------------------------
@@ -283,12 +290,45 @@ def _ratio(numerator: float, denominator: float) -> float:
     return numerator / denominator if denominator > 0 else 0.0
 
 
+def decode_gaps(spans: Iterable[SpanLike], window: Interval | None = None) -> list[float]:
+    """The time between consecutive decode forwards on the engine stream (end of one to the
+    start of the next, 0 where they touch), for the forwards that start inside ``window``."""
+    forwards = sorted((s.start_us, s.end_us) for s in _as_spans(spans)
+                       if s.lane == ENGINE_LANE and s.phase == "decode"
+                       and (window is None or window[0] <= s.start_us <= window[1]))
+    return [max(b[0] - a[1], 0.0) for a, b in zip(forwards, forwards[1:])]
+
+
+def active_windows(outputs: Sequence[Any]) -> list[Interval]:
+    """When requests were in the system: the union of each request's arrival-to-finish time.
+    Between these windows nothing was asked of the engine (a served session between clients)."""
+    lives = []
+    for out in outputs:
+        arrival, finish = _field(out, "arrival_us"), _field(out, "finish_us")
+        if arrival is not None and finish is not None and finish > arrival:
+            lives.append((float(arrival), float(finish)))
+    return union_intervals(lives)
+
+
+def busy_while_active(spans: Iterable[SpanLike], lanes: Iterable[str],
+                      outputs: Sequence[Any]) -> float | None:
+    """GPU busy counted only while some request was in the system (``active_windows``); None
+    when no output says when it arrived and finished."""
+    windows = active_windows(outputs)
+    if not windows:
+        return None
+    busy = union_intervals(_lane_intervals(spans, lanes))
+    covered = sum(e - s for w in windows for s, e in _clip(busy, w))
+    return covered / sum(e - s for s, e in windows)
+
+
 # ---- the metrics dict -----------------------------------------------------------------------
 
 def compute_metrics(spans: Iterable[SpanLike], outputs: Sequence[Any],
                     gpu_lanes: Sequence[str] = GPU_LANES,
                     wall_us: float | None = None) -> dict[str, float | int]:
-    """All metrics of one run (keys: ``METRIC_KEYS``). Undefined values are 0 / 0.0, never NaN.
+    """All metrics of one run (keys: ``METRIC_KEYS``). Undefined values are 0 / 0.0, never NaN
+    (``active_busy_frac`` is None when no output carries arrival and finish times).
 
     ``wall_us`` defaults to the extent of all spans. The article's terms (T_fwd, T_cpu, the
     predicted speedup) and the measured step time are all taken over the same decode steps, those
@@ -336,6 +376,12 @@ def compute_metrics(spans: Iterable[SpanLike], outputs: Sequence[Any],
         "steady_busy_frac": busy_fraction(spans, gpu_lanes, window=window),
         "steady_steps": len(steady),
         "steady_prefill_frac": _prefill_share(spans, window),
+        # Over the same window as gpu_busy_frac (the extent of both lanes), so the two compare.
+        "engine_busy_frac": busy_fraction(spans, [ENGINE_LANE],
+                                          window=_extent(_lane_intervals(spans, gpu_lanes))),
+        "steady_engine_busy_frac": busy_fraction(spans, [ENGINE_LANE], window=window),
+        "decode_gap_us_p50": percentile(decode_gaps(spans, window), 50),
+        "active_busy_frac": busy_while_active(spans, gpu_lanes, outputs),
     }
 
 

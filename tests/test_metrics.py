@@ -120,8 +120,35 @@ def test_dict_spans_work_like_span_objects():
 def test_empty_run_gives_zeros_and_valid_json():
     metrics = compute_metrics([], [])
     assert set(metrics) == set(METRIC_KEYS)
+    assert metrics.pop("active_busy_frac") is None          # no request says when it was there
     assert all(value == 0 for value in metrics.values())
     json.dumps(metrics, allow_nan=False)
+
+
+def test_engine_stream_busy_leaves_uploads_and_copies_out():
+    # serial_timeline: both lanes busy 15-80 of each 100 µs step; the engine stream 20-75.
+    m = compute_metrics(serial_timeline(), outputs())
+    gpu_window = 280 - 15                                    # first upload to the last copy
+    assert m["gpu_busy_frac"] == pytest.approx(3 * 65 / gpu_window)
+    assert m["engine_busy_frac"] == pytest.approx(3 * 55 / gpu_window)
+
+
+def test_decode_gaps_are_end_to_start_between_consecutive_forwards():
+    # Decode forwards 20-70, 120-170, 220-270: 50 µs between each pair (sampling is not one).
+    m = compute_metrics(serial_timeline(), outputs())
+    assert m["decode_gap_us_p50"] == pytest.approx(50.0)
+    touching = [Span("engine_stream", "decode", n, 10 * n, 10 * n + 10) for n in range(6)]
+    assert compute_metrics(touching, [])["decode_gap_us_p50"] == 0.0
+
+
+def test_busy_while_active_leaves_out_the_time_without_requests():
+    # Two requests, 0-100 and 900-1000 µs; the GPU works 0-50 and 900-950, idles 100-900.
+    spans = [Span("engine_stream", "decode", 0, 0, 50), Span("engine_stream", "decode", 1, 900, 950)]
+    outs = [{"token_ids": [1], "arrival_us": 0.0, "finish_us": 100.0},
+            {"token_ids": [1], "arrival_us": 900.0, "finish_us": 1000.0}]
+    m = compute_metrics(spans, outs)
+    assert m["gpu_busy_frac"] == pytest.approx(100 / 950)  # the whole extent, idle time included
+    assert m["active_busy_frac"] == pytest.approx(100 / 200)
 
 
 def test_known_answer_serial_timeline():
