@@ -8,6 +8,7 @@
     python -m bench --forward                          # forward-only step vs floor, per variant
     python -m bench --attention-sweep                  # the attention kernel alone
     python -m bench --launch-cost                      # host time per forward, by primitive
+    python -m bench --copy-placement                   # the result copy: engine vs scheduler stream
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench import decode, forward, launch, multistep, overhead, serving
+from bench import decode, forward, launch, multistep, overhead, placement, serving
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -57,6 +58,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--profile", action="store_true", help="--forward: kernels of one step")
     p.add_argument("--attention-sweep", action="store_true", help="the attention kernel alone")
     p.add_argument("--launch-cost", action="store_true", help="host time per forward (CUDA)")
+    p.add_argument("--copy-placement", action="store_true",
+                   help="gap between forwards and busy, result copy on either stream (CUDA)")
     return p.parse_args(argv)
 
 
@@ -92,14 +95,17 @@ def main(argv: list[str] | None = None) -> int:
         return forward.attention_sweep()
     if args.launch_cost:
         return launch.run((args.models or ["bundled"])[0], (args.batches or [8])[0])
-    if args.multistep or args.overhead:
-        model = (args.models or ["bundled"])[0]
-        batch = (args.batches or [8 if args.multistep else 16])[0]
+    if args.multistep or args.overhead or args.copy_placement:
+        models = args.models or ["bundled"]
         graph = (args.graphs or ["graph" if cuda else "eager"])[0] == "graph"
-        if args.multistep:
-            extra = (args.extra_cpu_us or [200 if cuda else 4000])[0]
-            return multistep.run(args.device, model, batch, graph, extra, work)
-        return overhead.run(args.device, model, batch, graph, (args.extra_cpu_us or [0])[0], work)
+        extra = (args.extra_cpu_us or [0])[0]
+        if args.overhead:
+            return overhead.run(args.device, models, args.batches or [1, 64], graph, extra, work)
+        if args.copy_placement:
+            return placement.run(args.device, models, args.batches or [16], graph, extra, work)
+        extra = (args.extra_cpu_us or [200 if cuda else 4000])[0]
+        return multistep.run(args.device, models[0], (args.batches or [8])[0], graph, extra,
+                             work)
     models = args.models or (["bundled", "smollm2-135m-shape", "qwen2.5-0.5b-shape"] if cuda
                              else ["bundled"])
     batches = args.batches or ([1, 8, 64] if cuda else [8])

@@ -19,12 +19,15 @@ import numpy as np
 import torch
 
 
-def _per_call_us(fn, n: int = 2, rounds: int = 200) -> float:
+def _per_call_us(fn, n: int = 2, rounds: int = 200, between=None) -> float:
     """Rounds of ``n`` calls from an idle GPU: short enough that no ring buffer's guard ever waits
-    for the GPU (that would time the GPU, not the launch)."""
+    for the GPU (that would time the GPU, not the launch). ``between`` runs between rounds,
+    untimed (the recorder reading its spans, as a live view's reader thread does)."""
     out = []
     for _ in range(rounds):
         torch.cuda.synchronize()
+        if between is not None:
+            between()
         t0 = time.perf_counter_ns()
         for _ in range(n):
             fn()
@@ -93,9 +96,12 @@ def run(model: str, batch: int) -> int:
         if recording:
             dev.begin_run(dev.timeline)
         tag = "spans on" if recording else "spans off"
-        rows[f"upload ({tag})"] = _per_call_us(lambda: dev.upload([meta]))
-        rows[f"forward ({tag})"] = _per_call_us(partial(dev.forward, dev.upload([meta])[0]))
-        rows[f"upload + forward ({tag})"] = _per_call_us(lambda: dev.forward(dev.upload([meta])[0]))
+        read = dev.timeline.resolve        # spans read between rounds: their events are reused
+        rows[f"upload ({tag})"] = _per_call_us(lambda: dev.upload([meta]), between=read)
+        rows[f"forward ({tag})"] = _per_call_us(partial(dev.forward, dev.upload([meta])[0]),
+                                                between=read)
+        rows[f"upload + forward ({tag})"] = _per_call_us(lambda: dev.forward(dev.upload([meta])[0]),
+                                                         between=read)
     dev.timeline = Timeline(enabled=False)
 
     graph = dev.graphs.lookup(meta)

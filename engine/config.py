@@ -55,8 +55,14 @@ class HazardSwitches:
     no_deferred_free: bool = False    # free a finished request's slot/pages at once
     single_host_buffer: bool = False  # one host result buffer instead of a ring of them
     no_finished_guard: bool = False   # the lag-one token of a finished request is not dropped
+    no_deferred_retract_free: bool = False  # free a retracted request's slot/pages at once
+    no_cache_lock: bool = False       # prefix-cache pages a running request reads are not locked
+    late_prefix_insert: bool = False  # a prefill's prefix is inserted when its result is
+                                      # processed (after the next batch was built), deduplicated
+                                      # into the cache's pages as SGLang once did
     # Widen the race window of whichever safeguard is off, so a fault shows reliably in class:
-    # a GPU sleep on the scheduler stream (no_wait_stream) or the engine stream (no_deferred_free),
+    # a GPU sleep on the scheduler stream (no_wait_stream) or the engine stream (no_deferred_free,
+    # no_deferred_retract_free),
     # a host pause between copy_done and reading the buffer (single_host_buffer).
     inject_delay_us: int = 0
 
@@ -81,7 +87,8 @@ class EngineConfig:
     record_timeline: bool = True
     cpu_device_process: bool = True   # on CPU, run the model in a separate device process
     cpu_threads: int = 1              # torch intra-op threads of the CPU device
-    result_copy_stream: str = "scheduler"  # or "engine": the copy right after sampling (Mini-SGLang)
+    result_copy_stream: str = "engine"  # the copy right after sampling (Mini-SGLang); "scheduler":
+                                        # after wait_event(forward) there, which serialises the GPU
     device_cpus: tuple[int, ...] = ()  # cores the CPU device process may use (empty: any)
     hazards: HazardSwitches = field(default_factory=HazardSwitches)
     # Issue 14, the fast decode path (CUDA only; CPU mode always runs the plain-PyTorch path):

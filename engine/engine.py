@@ -34,7 +34,7 @@ from engine.config import MAX_DECODE_STEPS, RESULT_BUFFERS, EngineConfig, Sampli
 from engine.scheduler.device import Device
 from engine.scheduler.intake import Intake, arrival_offsets_ns
 from engine.scheduler.kv_cache import IdPool
-from engine.scheduler.request import NUM_INT_COLS
+from engine.scheduler.request import NUM_INT_COLS, prefill_shapes
 from engine.scheduler.scheduler import Scheduler, TokenSink
 from engine.scheduler.sources import RequestSource, ScheduledSource
 from record.run_record import run_dict
@@ -172,8 +172,10 @@ class Engine:
                              compile=cfg.compile)
         torch.cuda.synchronize()
         t1 = time.perf_counter()
-        # Kernel JIT (Triton) and, with compile, the compiled regions for batch 1 and any batch.
+        # Kernel JIT (Triton) and, with compile, the compiled regions for batch 1 and any batch;
+        # then every prefill shape the scheduler can make (it pads prefills to these buckets).
         runner.warm_up((1, 2), cfg.pages_per_seq)
+        runner.warm_up_prefill(*prefill_shapes(cfg), cfg.pages_per_seq)
         torch.cuda.synchronize()
         t2 = time.perf_counter()
         graphs = None
@@ -183,7 +185,8 @@ class Engine:
         self.startup_s.update(load=t1 - t0, warm_up=t2 - t1, capture=time.perf_counter() - t2)
         return CudaDevice(runner, cfg.max_batch_size, NUM_INT_COLS + cfg.pages_per_seq,
                           max(cfg.max_prefill_tokens, 1), graphs=graphs, hazards=cfg.hazards,
-                          results=RESULT_BUFFERS, copy_on_engine=cfg.result_copy_stream == "engine")
+                          results=RESULT_BUFFERS, copy_on_engine=cfg.result_copy_stream == "engine",
+                          max_group=cfg.decode_steps)
 
     def _replace_dead_device(self) -> None:
         """A device that died (or was found stopped) in an earlier run is replaced by a new one."""

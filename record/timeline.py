@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import deque
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -72,29 +74,30 @@ class StampedSpan:
     req_ids: tuple[int, ...] = ()
 
 
-@dataclass
-class _PendingGpuSpan:
-    lane: str
-    phase: str
-    step: int
-    start_event: Any
-    end_event: Any
-    batch_size: int
-    num_tokens: int
-    req_ids: list[int]
+# One GPU span of a group: (lane, phase, index of its start event, of its end event, batch size,
+# tokens). A group's events were recorded in order on one stream, so once its last event has
+# completed, all of them have.
+GroupSpan = tuple[str, str, int, int, int, int]
 
 
 class Timeline:
-    """Collects spans during a run. Thread-safe for one writer and any number of readers.
+    """Collects spans during a run. One writer (the scheduler thread), any number of readers.
 
     ``enabled=False`` makes every method a cheap no-op (used to measure recording overhead).
+
+    Writing costs the scheduler thread as little as possible, because in a serial loop every
+    microsecond of it lengthens the GPU's idle gap that the run is measuring: a writer only
+    appends a tuple to a deque (atomic, no lock, no object built); readers turn the tuples into
+    ``Span`` objects later, under their own lock.
     """
 
     def __init__(self, enabled: bool = True) -> None:
         self.enabled = enabled
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()       # among readers; writers never take it
         self._spans: list[Span] = []
-        self._pending: list[_PendingGpuSpan] = []
+        self._cpu_raw: deque = deque()      # (lane, phase, step, start_ns, end_ns, bs, tokens, ids)
+        self._gpu_raw: deque = deque()      # (events, spans, step, req_ids, release)
+        self._waiting: list = []            # GPU groups whose last event had not completed yet
         self.t0_ns = time.perf_counter_ns()
         self._ref_event: Any = None
         self._ref_host_ns = 0
@@ -110,50 +113,59 @@ class Timeline:
 
     # ---- writers (scheduler thread) ---------------------------------------------------------
     def add_cpu(self, phase: str, step: int, start_ns: int, end_ns: int, batch_size: int = 0,
-                num_tokens: int = 0, req_ids: list[int] | None = None, lane: str = "cpu") -> None:
-        if not self.enabled:
-            return
-        span = Span(lane, phase, step, self.to_us(start_ns), self.to_us(end_ns),
-                    batch_size, num_tokens, list(req_ids or []))
-        with self._lock:
-            self._spans.append(span)
+                num_tokens: int = 0, req_ids: Sequence[int] = (), lane: str = "cpu") -> None:
+        if self.enabled:
+            self._cpu_raw.append((lane, phase, step, start_ns, end_ns, batch_size, num_tokens,
+                                  req_ids))
+
+    def add_gpu_group(self, events: Sequence[Any], spans: Sequence[GroupSpan], step: int,
+                      req_ids: Sequence[int] = (),
+                      release: Callable[[Sequence[Any]], None] | None = None) -> None:
+        """Spans between events recorded in order on one stream (``spans`` index ``events``).
+        They are read once the last event has completed; then ``release(events)`` hands the
+        events back to whoever lends them (so the launch path need not create new ones)."""
+        if self.enabled:
+            self._gpu_raw.append((events, spans, step, req_ids, release))
 
     def add_gpu(self, lane: str, phase: str, step: int, start_event: Any, end_event: Any,
-                batch_size: int = 0, num_tokens: int = 0, req_ids: list[int] | None = None) -> None:
-        if not self.enabled:
-            return
-        pending = _PendingGpuSpan(lane, phase, step, start_event, end_event, batch_size,
-                                  num_tokens, list(req_ids or []))
-        with self._lock:
-            self._pending.append(pending)
+                batch_size: int = 0, num_tokens: int = 0, req_ids: Sequence[int] = ()) -> None:
+        """One span between two events on one stream."""
+        self.add_gpu_group((start_event, end_event), ((lane, phase, 0, 1, batch_size, num_tokens),),
+                           step, req_ids)
 
     def add_stamped(self, spans: list[StampedSpan]) -> None:
         """Spans stamped by the CPU device process, placed on this run's clock."""
         if not self.enabled:
             return
-        converted = [Span(s.lane, s.phase, s.step, self.to_us(s.start_ns), self.to_us(s.end_ns),
-                          s.batch_size, s.num_tokens, list(s.req_ids)) for s in spans]
-        with self._lock:
-            self._spans.extend(converted)
+        for s in spans:
+            self._cpu_raw.append((s.lane, s.phase, s.step, s.start_ns, s.end_ns, s.batch_size,
+                                  s.num_tokens, s.req_ids))
 
     # ---- readers (any thread) ---------------------------------------------------------------
     def resolve(self) -> None:
-        """Turn completed GPU event pairs into spans. Never blocks: unfinished pairs stay pending."""
-        if not self._pending:
-            return
+        """Turn what the writer appended into spans. Never blocks: GPU groups whose events have
+        not completed stay pending."""
         with self._lock:
-            still: list[_PendingGpuSpan] = []
-            done: list[Span] = []
-            for p in self._pending:
+            raw, to_us, done = self._cpu_raw, self.to_us, []
+            for _ in range(len(raw)):
+                lane, phase, step, start, end, bs, tokens, ids = raw.popleft()
+                done.append(Span(lane, phase, step, to_us(start), to_us(end), bs, tokens,
+                                 list(ids)))
+            gpu = self._gpu_raw
+            groups = self._waiting + [gpu.popleft() for _ in range(len(gpu))]
+            still = []
+            for group in groups:
+                events, spans, step, ids, release = group
                 # query() asks the driver without waiting: the loop is never synchronised by us.
-                if not p.end_event.query():
-                    still.append(p)
+                if not events[-1].query():
+                    still.append(group)
                     continue
-                start = self._event_to_us(p.start_event)
-                end = self._event_to_us(p.end_event)
-                done.append(Span(p.lane, p.phase, p.step, start, end, p.batch_size,
-                                 p.num_tokens, p.req_ids))
-            self._pending = still
+                at = [self._event_to_us(e) for e in events]
+                done.extend(Span(lane, phase, step, at[i], at[j], bs, tokens, list(ids))
+                            for lane, phase, i, j, bs, tokens in spans)
+                if release is not None:
+                    release(events)
+            self._waiting = still
             self._spans.extend(done)
 
     def _event_to_us(self, event: Any) -> float:

@@ -1,10 +1,18 @@
 """The CUDA device: two real streams over one ``ModelRunner``, events, pinned host buffer rings.
 
-The verbs are those of ``engine.scheduler.device.Device``. On the **scheduler stream**: the metadata upload
-(and prompt writes) and, by default, the result copy; on the **engine stream**: the forward and
-sampling. The one sync edge is ``engine_stream.wait_stream(scheduler_stream)`` (metadata ->
-forward); the result copy waits for the forward through an event. ``process_device.py`` is the CPU
-implementation of the same verbs.
+The verbs are those of ``engine.scheduler.device.Device``. On the **scheduler stream**: the
+metadata upload (and prompt writes). On the **engine stream**: the forward, sampling and, by
+default, the result copy right after sampling, as Mini-SGLang places it. The one sync edge is
+the forward waiting for its upload (metadata -> forward).
+
+Where the result copy runs decides whether the GPU serialises. On the engine stream it sits in
+stream order after the sampling it reads, and upload(n+1) on the scheduler stream never waits for
+forward(n): while forward(n) runs, the next metadata is already on its way, and forward(n+1)
+follows forward(n) after a copy of a few microseconds. On the scheduler stream
+(``result_copy_stream="scheduler"``) the copy must wait for forward(n) there, upload(n+1) queues
+behind the copy in that stream's order, and forward(n+1) waits for the upload: every forward
+starts only after the previous one, its copy and the next upload, one after the other.
+``process.py`` is the CPU implementation of the same verbs.
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from engine.devices.cuda_buffers import EventPool, EventRing, Ring
 from engine.devices.runner import ModelRunner
 from engine.scheduler.device import ForwardOutput
 from engine.scheduler.request import StepMeta
@@ -29,44 +38,9 @@ class Uploaded:
     ints: torch.Tensor
     floats: torch.Tensor
     writes: torch.Tensor
+    ready: Any                      # event recorded after the group's upload (its forward waits)
     first_of_group: bool            # only a group's first forward waits for the upload
     last_of_group: bool = True      # the next forward starts a new group (and so waits)
-
-
-class _Ring:
-    """N host buffers used in turn; one is reused only after the copy that read it has finished."""
-
-    def __init__(self, buffers: list, events: list, guard: bool = True) -> None:
-        self.buffers, self.events, self.i, self.guard = buffers, events, 0, guard
-
-    def next(self):
-        self.i = (self.i + 1) % len(self.buffers)
-        if self.guard:
-            # Hazard 2 guard: the async copy from/into this host buffer must be done before reuse.
-            self.events[self.i].synchronize()
-        return self.i, self.buffers[self.i]
-
-
-class _TimingEvents:
-    """The timing events of one piece of device work, by name: ``mark("start", stream)`` records
-    an event on ``stream`` when the timeline is on, and does nothing when it is off; ``span``
-    hands a named pair to the timeline, which resolves it later (never a sync in the loop)."""
-
-    def __init__(self, timeline: Timeline) -> None:
-        self.timeline = timeline
-        self.events: dict[str, torch.cuda.Event] = {}
-
-    def mark(self, name: str, stream: torch.cuda.Stream) -> None:
-        if self.timeline.enabled:
-            event = torch.cuda.Event(enable_timing=True)
-            event.record(stream)
-            self.events[name] = event
-
-    def span(self, lane: str, phase: str, meta: StepMeta, start: str, end: str,
-             tokens: int) -> None:
-        if start in self.events and end in self.events:
-            self.timeline.add_gpu(lane, phase, meta.step, self.events[start], self.events[end],
-                                  meta.num_rows, tokens, list(meta.rids))
 
 
 class CudaDevice:
@@ -76,15 +50,16 @@ class CudaDevice:
     GPU never sees (measured with ``python -m bench --launch-cost``): every ``event.record(stream)``
     names its stream (a bare ``record()`` looks the current stream up), the work is put on a
     stream with ``torch.cuda.set_stream`` rather than a ``with torch.cuda.stream(...)`` block
-    (about 10 µs each, three per forward), and a graph's sampled tokens are copied to the host
-    straight from its static output where that is safe (no clone).
+    (about 10 µs each, three per forward), a graph's sampled tokens are copied to the host
+    straight from its static output where that is safe (no clone), and no event is made per step:
+    signals re-record events of a ring, and the recorder's timing events come from a pool.
     """
 
     kind = "cuda"
 
     def __init__(self, runner: ModelRunner, max_rows: int, int_width: int, max_writes: int,
                  graphs: Any = None, hazards: Any = None, ring: int = 2,
-                 results: int = 2, copy_on_engine: bool = False) -> None:
+                 results: int = 2, copy_on_engine: bool = True, max_group: int = 1) -> None:
         from engine.config import HazardSwitches
         self.runner, self.graphs = runner, graphs
         self.hazards = hazards or HazardSwitches()
@@ -94,14 +69,16 @@ class CudaDevice:
         self.scheduler_stream = torch.cuda.Stream()
         self.engine_stream = torch.cuda.Stream()
         self.timeline = Timeline(enabled=False)
+        self.events = EventPool()                 # timing events, lent to the timeline
+        self.forward_done = EventRing(results)    # scheduler-stream copies wait on these
         self.max_rows, self.int_width, self.max_writes, self.ring = max_rows, int_width, max_writes, ring
-        self._grow_staging(max_rows)
+        self.staging: Ring | None = None
+        # Room for a multi-step group of max_group steps from the start: growing later waits.
+        self._grow_staging(max_rows * max_group)
         pin = dict(pin_memory=True)
         single = self.hazards.single_host_buffer
-        n_results = 1 if single else results
-        self.results = _Ring([torch.zeros(max_rows, dtype=torch.int64, **pin)
-                              for _ in range(n_results)],
-                             [_DoneEvent() for _ in range(n_results)], guard=not single)
+        self.results = Ring([torch.zeros(max_rows, dtype=torch.int64, **pin)
+                             for _ in range(1 if single else results)], guard=not single)
 
     # ---- run boundaries ------------------------------------------------------------------------
     def begin_run(self, timeline: Timeline) -> None:
@@ -120,15 +97,19 @@ class CudaDevice:
 
     # ---- verbs --------------------------------------------------------------------------------
     def _grow_staging(self, rows: int) -> None:
-        """(Re)allocate the ring of pinned staging buffers for uploads of up to ``rows`` rows."""
-        torch.cuda.synchronize()     # no queued copy may still read the buffers being replaced
+        """(Re)allocate the ring of pinned staging buffers for uploads of up to ``rows`` rows.
+
+        Only the H2D copies from the old buffers may still read them, and each buffer's event
+        follows its last copy: wait for those, not for the whole device."""
+        if self.staging is not None:
+            for event in self.staging.events:
+                event.synchronize()
         pin = dict(pin_memory=True)
         self.staging_rows = rows
-        self.staging = _Ring(
+        self.staging = Ring(
             [(torch.zeros(rows, self.int_width, dtype=torch.int64, **pin),
               torch.zeros(rows, 2, dtype=torch.float32, **pin),
-              torch.zeros(3, self.max_writes, dtype=torch.int64, **pin)) for _ in range(self.ring)],
-            [torch.cuda.Event() for _ in range(self.ring)])
+              torch.zeros(3, self.max_writes, dtype=torch.int64, **pin)) for _ in range(self.ring)])
 
     def upload(self, metas: list[StepMeta]) -> list[Uploaded]:
         """Stage 2's device part, on the scheduler stream: H2D copies + prompt writes.
@@ -147,82 +128,117 @@ class CudaDevice:
         np.concatenate([m.ints for m in metas], out=ints_h[:total].numpy())
         np.concatenate([m.floats for m in metas], out=floats_h[:total].numpy())
         writes_h[:, :nw].numpy()[:] = first.prompt_writes
-        timing = _TimingEvents(self.timeline)
-        torch.cuda.set_stream(self.scheduler_stream)      # everything below: scheduler stream
-        timing.mark("start", self.scheduler_stream)
+        stream = self.scheduler_stream
+        torch.cuda.set_stream(stream)                     # everything below: scheduler stream
+        timing = self.events.take(2) if self.timeline.enabled else None
+        if timing:
+            timing[0].record(stream)
         if self.hazards.no_wait_stream and self.hazards.inject_delay_us:
             self._sleep()                        # hazard lab: make the upload late
         ints = ints_h[:total].to(self.runner.device, non_blocking=True)
         floats = floats_h[:total].to(self.runner.device, non_blocking=True)
         writes = writes_h[:, :nw].to(self.runner.device, non_blocking=True)
         self.runner.write_prompts(writes)
-        self.staging.events[i].record(self.scheduler_stream)       # staging buffer i free after
-        timing.mark("end", self.scheduler_stream)
-        timing.span("scheduler_stream", "upload", first, "start", "end", nw)
+        ready = self.staging.events[i]
+        ready.record(stream)                     # staging buffer i is free after; forwards wait
+        if timing:
+            timing[1].record(stream)
+            self.timeline.add_gpu_group(timing, (("scheduler_stream", "upload", 0, 1,
+                                                  first.num_rows, nw),),
+                                        first.step, first.rids, self.events.give_back)
         out, row = [], 0
         for j, (meta, size) in enumerate(zip(metas, sizes)):
             out.append(Uploaded(meta, ints[row:row + size], floats[row:row + size],
-                                writes if j == 0 else writes[:, :0], first_of_group=j == 0,
+                                writes if j == 0 else writes[:, :0], ready, first_of_group=j == 0,
                                 last_of_group=j == len(metas) - 1))
             row += size
         return out
 
     def forward(self, uploaded: Uploaded) -> ForwardOutput:
-        """Stage 3 on the engine stream, then the async result copy (scheduler stream default)."""
+        """Stage 3 on the engine stream, then the async result copy (engine stream by default)."""
         meta, ints, floats = uploaded.meta, uploaded.ints, uploaded.floats
-        timing = _TimingEvents(self.timeline)
-        torch.cuda.set_stream(self.engine_stream)         # everything below: engine stream
+        stream = self.engine_stream
+        torch.cuda.set_stream(stream)                     # everything below: engine stream
         if uploaded.first_of_group and not self.hazards.no_wait_stream:
-            # THE sync edge: this forward reads the metadata uploaded on the scheduler stream.
-            # It also orders this forward after every result copy queued there so far.
-            self.engine_stream.wait_stream(self.scheduler_stream)
+            # THE sync edge: this forward reads the metadata its group uploaded on the scheduler
+            # stream. (Mini-SGLang writes engine_stream.wait_stream(scheduler_stream): with the
+            # copy on the engine stream the scheduler stream holds only uploads, so it is the
+            # same edge; with the copy there, wait_stream would also wait for that copy.)
+            stream.wait_event(uploaded.ready)
         # A group's later steps need no wait: its first forward already waited for the whole
-        # group's upload, and the engine stream runs its work in order. (Waiting again would
-        # also wait for the previous step's result copy, a small gap every step.)
-        if self.hazards.no_deferred_free and self.hazards.inject_delay_us:
+        # group's upload, and the engine stream runs its work in order.
+        if self.hazards.inject_delay_us and (self.hazards.no_deferred_free
+                                             or self.hazards.no_deferred_retract_free):
             self._sleep()                        # hazard lab: keep forward(n) busy for longer
-        timing.mark("start", self.engine_stream)
         graph = self.graphs.lookup(meta) if self.graphs is not None else None
+        timing = None
+        if self.timeline.enabled:                # start, [logits,] sampled, [copied]
+            timing = self.events.take((2 if graph is not None else 3) + self.copy_on_engine)
+            timing[0].record(stream)
+        rows = meta.num_rows
+        tokens = int(meta.prompt_writes.shape[1]) if meta.kind == "prefill" else rows
         if graph is not None:
-            # One graph: forward + sample. The next replay overwrites its output. After a group's
-            # last step the next forward starts a new group and waits for the scheduler stream,
-            # so it runs after this result's copy: the copy may read the output in place. Inside
-            # a group the next step does not wait, so the output is copied out first.
-            in_place = uploaded.last_of_group and not self.hazards.no_wait_stream
-            next_tokens = graph.replay(ints, floats, keep=not in_place)
+            # One graph: forward + sample. The next replay overwrites its output, so the copy
+            # may read it in place only if the next replay is ordered after the copy.
+            next_tokens = graph.replay(ints, floats, keep=not self._copy_before_next(uploaded))
+            spans = [("engine_stream", meta.kind, 0, 1, rows, tokens)]
         else:
             logits = self.runner.forward_logits(ints, meta.seq_len, meta.kv_pages)
-            timing.mark("logits", self.engine_stream)
+            if timing:
+                timing[1].record(stream)
             next_tokens = self.runner.sample_and_store(logits, ints, floats, meta.all_greedy)
-        timing.mark("end", self.engine_stream)
-        forward_done = torch.cuda.Event()
-        forward_done.record(self.engine_stream)
-        tokens = int(meta.prompt_writes.shape[1]) if meta.kind == "prefill" else meta.num_rows
-        if graph is not None:
-            timing.span("engine_stream", meta.kind, meta, "start", "end", tokens)
-        else:
-            timing.span("engine_stream", meta.kind, meta, "start", "logits", tokens)
-            timing.span("engine_stream", "sample", meta, "logits", "end", meta.num_rows)
-        copy_done, host = self._copy_result(meta, next_tokens, forward_done)
-        return ForwardOutput(meta.step, meta.num_rows, copy_done, host.numpy(),
+            spans = [("engine_stream", meta.kind, 0, 1, rows, tokens),
+                     ("engine_stream", "sample", 1, 2, rows, rows)]
+        sampled = len(spans)
+        if timing:
+            timing[sampled].record(stream)
+        copy_done, host = self._copy_result(meta, next_tokens, timing, sampled, spans)
+        if timing:
+            self.timeline.add_gpu_group(timing, spans, meta.step, meta.rids, self.events.give_back)
+        return ForwardOutput(meta.step, rows, copy_done, host.numpy(),
                              keep_alive=(ints, floats, uploaded.writes, next_tokens))
 
-    def _copy_result(self, meta: StepMeta, next_tokens: torch.Tensor, forward_done):
-        """D2H copy of the sampled tokens into the next host buffer of the ring, async."""
+    def _copy_before_next(self, uploaded: Uploaded) -> bool:
+        """Is the next forward (the next graph replay) ordered after this step's result copy?
+        On the engine stream always (stream order). On the scheduler stream only when the next
+        forward starts a new group, whose wait for its upload also waits for this copy queued
+        before it."""
+        if self.copy_on_engine:
+            return True
+        return uploaded.last_of_group and not self.hazards.no_wait_stream
+
+    def _copy_result(self, meta: StepMeta, next_tokens: torch.Tensor, timing, sampled: int,
+                     spans: list):
+        """D2H copy of the sampled tokens into the next host buffer of the ring, async. Adds its
+        span to ``spans`` (engine stream) or records it as a group of its own (scheduler)."""
         i, host = self.results.next()
-        timing = _TimingEvents(self.timeline)
-        on_engine = self.copy_on_engine
-        stream = self.engine_stream if on_engine else self.scheduler_stream
+        rows = meta.num_rows
+        if self.copy_on_engine:
+            stream = self.engine_stream           # in stream order after the sampling it reads
+            host[: next_tokens.shape[0]].copy_(next_tokens, non_blocking=True)
+            copy_done = self.results.events[i]
+            copy_done.record(stream)
+            if timing:
+                timing[sampled + 1].record(stream)
+                spans.append(("engine_stream", "copy", sampled, sampled + 1, rows, rows))
+            return copy_done, host
+        forward_done = self.forward_done.record(self.engine_stream)
+        stream = self.scheduler_stream
         torch.cuda.set_stream(stream)
-        if not on_engine:
-            # The copy reads the sampled tokens: it waits for this forward, nothing else does.
-            self.scheduler_stream.wait_event(forward_done)
-        timing.mark("start", stream)
+        # The copy reads the sampled tokens: it waits for this forward here, and every upload
+        # queued on this stream after it (the next step's) waits for it in turn.
+        stream.wait_event(forward_done)
+        copy_timing = self.events.take(2) if timing else None
+        if copy_timing:
+            copy_timing[0].record(stream)
         host[: next_tokens.shape[0]].copy_(next_tokens, non_blocking=True)
-        copy_done = self.results.events[i].record_new(stream)
-        timing.mark("end", stream)
-        lane = "engine_stream" if on_engine else "scheduler_stream"
-        timing.span(lane, "copy", meta, "start", "end", meta.num_rows)
+        copy_done = self.results.events[i]
+        copy_done.record(stream)
+        if copy_timing:
+            copy_timing[1].record(stream)
+            self.timeline.add_gpu_group(copy_timing, (("scheduler_stream", "copy", 0, 1, rows,
+                                                       rows),), meta.step, meta.rids,
+                                        self.events.give_back)
         return copy_done, host
 
     def _sleep(self) -> None:
@@ -230,19 +246,3 @@ class CudaDevice:
 
     def close(self) -> None:
         pass
-
-
-class _DoneEvent:
-    """Holds the latest CUDA event recorded for one result buffer (a fresh event per copy)."""
-
-    def __init__(self) -> None:
-        self.event: torch.cuda.Event | None = None
-
-    def record_new(self, stream: torch.cuda.Stream) -> torch.cuda.Event:
-        self.event = torch.cuda.Event()
-        self.event.record(stream)
-        return self.event
-
-    def synchronize(self) -> None:
-        if self.event is not None:
-            self.event.synchronize()

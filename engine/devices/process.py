@@ -183,7 +183,7 @@ class _StepDone:
         self.device.wait_done(self.step)
 
     def query(self) -> bool:
-        return self.step in self.device.done_steps
+        return self.device.is_done(self.step)
 
 
 class ProcessDevice:
@@ -208,7 +208,12 @@ class ProcessDevice:
         cmd_r.close()
         done_w.close()
         self.timeline = Timeline(enabled=False)
+        # Steps answered but not yet waited for. Steps are waited for in launch order, so once
+        # step s has been waited for, every earlier one has been too: ``waited_upto`` says so in
+        # one number, and the set stays as small as the steps in flight (a served session runs
+        # for hours).
         self.done_steps: set[int] = set()
+        self.waited_upto = 0
         self.run_id = 0
         self.sent = self.answered = 0
         self.slowest_step_s = 0.0
@@ -231,6 +236,7 @@ class ProcessDevice:
     def begin_run(self, timeline: Timeline) -> None:
         self.timeline = timeline
         self.done_steps.clear()
+        self.waited_upto = 0
         self.run_id += 1
 
     def end_run(self) -> None:
@@ -256,11 +262,14 @@ class ProcessDevice:
         return ForwardOutput(meta.step, meta.num_rows, _StepDone(self, meta.step),
                              self.results[self.buf])
 
+    def is_done(self, step: int) -> bool:
+        return step <= self.waited_upto or step in self.done_steps
+
     def wait_done(self, step: int) -> None:
         """Block until ``step``'s answer has arrived (its tokens are in the shared buffer)."""
         started = time.monotonic()
         deadline = started + self._step_deadline_s()
-        while step not in self.done_steps:
+        while not self.is_done(step):
             msg = self._receive(deadline, f"running step {step}")
             if isinstance(msg, DeviceFailed):
                 raise self._fail(f"the CPU device process failed:\n{msg.traceback}")
@@ -268,6 +277,9 @@ class ProcessDevice:
                 self.done_steps.add(msg.step)
                 self.timeline.add_stamped(msg.spans)
         self.slowest_step_s = max(self.slowest_step_s, time.monotonic() - started)
+        if step > self.waited_upto:
+            self.waited_upto = step
+            self.done_steps = {s for s in self.done_steps if s > step}
 
     def _receive(self, deadline: float, doing: str):
         """The next message from the child; ``DeviceError`` if it died, stopped or timed out."""

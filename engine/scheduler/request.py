@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -75,16 +76,23 @@ class Row:
 
 @dataclass
 class Batch:
+    """One forward's rows. Its request ids and token count are read several times a step (span
+    labels, stop checks), so they are computed once, on first use."""
+
     step: int
     kind: str                       # "prefill" | "decode"
     rows: list[Row]
     padded_size: int
 
-    @property
-    def rids(self) -> list[int]:
-        return [r.req.rid for r in self.rows]
+    @cached_property
+    def rids(self) -> tuple[int, ...]:
+        return tuple(r.req.rid for r in self.rows)
 
-    @property
+    @cached_property
+    def rid_set(self) -> frozenset[int]:
+        return frozenset(self.rids)
+
+    @cached_property
     def num_tokens(self) -> int:
         return sum(r.length for r in self.rows)
 
@@ -106,11 +114,29 @@ class StepMeta:
 
 
 def decode_bucket(n: int, cap: int) -> int:
-    """Pad decode batches to a few sizes (the CUDA-graph buckets), never above ``cap``."""
+    """Pad batches to a few sizes (the CUDA-graph buckets), never above ``cap``."""
     for b in DECODE_BUCKETS:
         if b >= n:
             return min(b, cap)
     return cap
+
+
+def prefill_bucket(n: int) -> int:
+    """Tokens per row of a padded prefill: the next power of two, at least 16. With batch sizes
+    padded to ``DECODE_BUCKETS`` too, a CUDA run meets only a few prefill shapes, and the engine
+    runs each one at start (``ModelRunner.warm_up_prefill``), so no measured step pays a shape's
+    first use (kernel loading, library heuristics)."""
+    return max(16, 1 << (n - 1).bit_length())
+
+
+def prefill_shapes(cfg) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Every (batch size, tokens per row) a padded prefill of ``cfg`` (an ``EngineConfig``) can
+    have: the batch buckets up to ``max_batch_size``, and the token buckets up to the longest
+    chunk (``max_prefill_tokens``, or a whole prompt if shorter). What the CUDA engine warms."""
+    sizes = tuple(sorted({decode_bucket(n, cfg.max_batch_size) for n in DECODE_BUCKETS}))
+    longest = prefill_bucket(min(cfg.max_prefill_tokens, cfg.max_seq_len))
+    seq_lens = tuple(16 << i for i in range(longest.bit_length()) if 16 << i <= longest)
+    return sizes, seq_lens
 
 
 def build_meta(batch: Batch, page_table: np.ndarray, page_size: int, dummy_slot: int,
@@ -173,7 +199,10 @@ def _meta(batch: Batch, ints: np.ndarray, floats: np.ndarray, n: int, page_size:
     kv_tokens = int((starts + lens).max())
     pages_per_seq = ints.shape[1] - NUM_INT_COLS
     kv_pages = pages_per_seq if full_kv else -(-kv_tokens // page_size)
+    seq_len = int(lens.max())
+    if full_kv and batch.kind == "prefill":
+        seq_len = prefill_bucket(seq_len)        # CUDA: one of a few shapes, each warmed at start
     return StepMeta(
-        step=batch.step, kind=batch.kind, num_rows=n, seq_len=int(lens.max()), kv_pages=kv_pages,
+        step=batch.step, kind=batch.kind, num_rows=n, seq_len=seq_len, kv_pages=kv_pages,
         all_greedy=not floats[:n, 0].any(), ints=ints, floats=floats, prompt_writes=writes,
-        rids=tuple(batch.rids))
+        rids=batch.rids)

@@ -54,7 +54,10 @@ class RunCancelled(RuntimeError):
 
 
 class _CpuSpan:
-    """``with _CpuSpan(timeline, "phase", step, batch):`` records one span on the ``cpu`` lane."""
+    """``with _CpuSpan(timeline, "phase", step, batch):`` records one span on the ``cpu`` lane
+    (two clock reads and one append: the recorder's cost lands in the gaps it measures)."""
+
+    __slots__ = ("timeline", "phase", "step", "batch", "t0")
 
     def __init__(self, timeline: Timeline, phase: str, step: int, batch: Batch | None) -> None:
         self.timeline, self.phase, self.step, self.batch = timeline, phase, step, batch
@@ -64,10 +67,11 @@ class _CpuSpan:
         return self
 
     def __exit__(self, *exc) -> None:
-        b = self.batch
-        self.timeline.add_cpu(self.phase, self.step, self.t0, time.perf_counter_ns(),
-                              len(b.rows) if b else 0, b.num_tokens if b else 0,
-                              b.rids if b else None)
+        if self.timeline.enabled:
+            b = self.batch
+            self.timeline.add_cpu(self.phase, self.step, self.t0, time.perf_counter_ns(),
+                                  len(b.rows) if b else 0, b.num_tokens if b else 0,
+                                  b.rids if b else ())
 
 
 class Scheduler:
@@ -232,7 +236,7 @@ class Scheduler:
         if self.capture is not None:
             self.capture.on_step(self.step)
         padded = len(rows)
-        if self.pad_batches and kind == "decode":
+        if self.pad_batches:                     # CUDA: a few batch sizes (graphs, warmed shapes)
             padded = decode_bucket(len(rows), self.cfg.max_batch_size)
         return Batch(self.step, kind, rows, padded)
 
@@ -333,7 +337,7 @@ class Scheduler:
         req.finished, req.finish_reason, req.finish_ns = True, reason, now
         if req in self.running:
             self.running.remove(req)
-        readers = [fi.batch.step for fi in in_flight if req.rid in fi.batch.rids]
+        readers = [fi.batch.step for fi in in_flight if req.rid in fi.batch.rid_set]
         if readers and not self.cfg.hazards.no_deferred_free:
             # Hazard 1 guard: queued batches still read this slot and its pages.
             self.deferred.append((max(readers), req))

@@ -1,0 +1,58 @@
+"""Where the result copy runs, measured: the gap between decode forwards and GPU busy.
+
+    python -m bench --copy-placement [--models bundled --batches 16]
+
+The same overlap run with the copy of the sampled tokens on the engine stream (the default,
+as Mini-SGLang places it) and on the scheduler stream (``result_copy_stream="scheduler"``). On
+the scheduler stream the copy waits for forward(n) there, upload(n+1) queues behind it and
+forward(n+1) waits for that upload, so consecutive forwards are separated by the copy and the
+upload in turn; on the engine stream only by the copy. The table gives, over the steady window,
+the median gap between consecutive decode forwards, busy over both stream lanes and over the
+engine stream alone, and the decode step; median [min-max] over ``--repeats`` runs.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from bench.decode import Workload
+from engine.config import EngineConfig, SamplingParams
+
+PLACEMENTS = ("engine", "scheduler")
+
+
+def _cell(values: list[float], fmt: str = "{:.1f}") -> str:
+    return (fmt.format(statistics.median(values)) + " [" + fmt.format(min(values)) + "-"
+            + fmt.format(max(values)) + "]")
+
+
+def run(device: str, models: list[str], batches: list[int], graph: bool, extra: int,
+        work: Workload) -> int:
+    from engine import Engine
+    from engine.teach.workload import make_prompts
+
+    print(f"result copy placement: {device}, {'CUDA graphs' if graph else 'eager'}, overlap loop, "
+          f"{work.prompt_len}-token prompts, {work.new_tokens} new tokens, extra CPU {extra} us, "
+          f"{work.repeats} runs each; median [min-max] over the steady window\n")
+    print("| model | B | copy on | gap between forwards us | busy, both lanes | busy, engine "
+          "stream | decode step us |\n|---|---|---|---|---|---|---|")
+    for model in models:
+        for batch in batches:
+            for placement in PLACEMENTS:
+                cfg = EngineConfig(model=model, device=device, cuda_graph=graph,
+                                   max_batch_size=batch, result_copy_stream=placement,
+                                   max_seq_len=work.prompt_len + work.new_tokens + 16)
+                with Engine(cfg) as eng:
+                    prompts = make_prompts(eng.tokenizer, batch, work.prompt_len, 0,
+                                           eng.spec.vocab_size)
+                    params = SamplingParams(max_new_tokens=work.new_tokens, ignore_eos=True)
+                    eng.generate(prompts, params, overlap=True, extra_cpu_us=extra)   # warm
+                    runs = [eng.generate(prompts, params, overlap=True, extra_cpu_us=extra).metrics
+                            for _ in range(work.repeats)]
+                gap = [m["decode_gap_us_p50"] for m in runs]
+                both = [100 * m["steady_busy_frac"] for m in runs]
+                engine = [100 * m["steady_engine_busy_frac"] for m in runs]
+                step = [m["steady_step_us"] for m in runs]
+                print(f"| {model} | {batch} | {placement} stream | {_cell(gap)} | "
+                      f"{_cell(both)}% | {_cell(engine)}% | {_cell(step, '{:.0f}')} |", flush=True)
+    return 0
