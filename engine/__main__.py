@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 from pathlib import Path
 
 from engine.config import EngineConfig, SamplingParams
@@ -147,9 +149,46 @@ def format_startup(startup_s: dict[str, float]) -> str:
     return f"total {startup_s.get('total', 0.0):.1f} s" + (f" ({parts})" if parts else "")
 
 
+class CtrlC:
+    """Ctrl-C while the engine runs ends the run at the scheduler's next iteration.
+
+    A ``KeyboardInterrupt`` raised at an arbitrary bytecode can land in the middle of reading a
+    message from the device process and leave that pipe half read; asked through
+    ``should_stop``, the loop stops between two iterations instead, with every step it sent
+    answered. A second Ctrl-C interrupts at once. Outside ``with CtrlC()`` (loading the model)
+    Ctrl-C interrupts at once as usual."""
+
+    def __init__(self) -> None:
+        self.pressed = False
+        self._before: object = None
+
+    def __enter__(self) -> CtrlC:
+        if threading.current_thread() is threading.main_thread():   # only it may set handlers
+            self._before = signal.signal(signal.SIGINT, self._on_sigint)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._before is not None:
+            signal.signal(signal.SIGINT, self._before)
+
+    def _on_sigint(self, *_signal: object) -> None:
+        if self.pressed:
+            raise KeyboardInterrupt
+        self.pressed = True
+
+    def should_stop(self) -> bool:
+        return self.pressed
+
+    def check(self) -> None:
+        """Between two phases of the CLI's work: stop here if Ctrl-C was pressed."""
+        if self.pressed:
+            raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     a = parse_args(argv)
     eng = None
+    ctrl_c = CtrlC()
     try:
         _check_output_paths(a)
         arrivals = load_arrivals(a)
@@ -158,13 +197,17 @@ def main(argv: list[str] | None = None) -> int:
                                 ignore_eos=a.ignore_eos)
         from engine import Engine
         eng = Engine(cfg)
-        return _run(a, cfg, params, eng, arrivals)
-    except (ValueError, RuntimeError, FileNotFoundError) as err:   # one line, no traceback
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+        with ctrl_c:
+            return _run(a, cfg, params, eng, arrivals, ctrl_c)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except (ValueError, RuntimeError, FileNotFoundError) as err:   # one line, no traceback
+        if ctrl_c.pressed:                   # RunCancelled: the run stopped for Ctrl-C
+            print("interrupted", file=sys.stderr)
+            return 130
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     finally:
         if eng is not None:
             eng.close()
@@ -182,9 +225,14 @@ def _prompts(a, eng, arrivals) -> list:
     return make_prompts(eng.tokenizer, n, a.prompt_len, a.seed, eng.spec.vocab_size)
 
 
-def _run(a, cfg, params, eng, arrivals=None) -> int:
+def _run(a, cfg, params, eng, arrivals=None, ctrl_c: CtrlC | None = None) -> int:
     from engine.teach.workload import stop_params_from_probe
 
+    ctrl_c = ctrl_c or CtrlC()
+    # What runs where, before the minutes it may take (and a sign for a script that it began).
+    print(f"device: {eng.device_label()}  model: {cfg.model}"
+          f"{'  (random weights, for timing)' if eng.random_weights else ''}")
+    print(f"start-up: {format_startup(eng.startup_s)}", flush=True)
     prompts = _prompts(a, eng, arrivals)
     if arrivals and any(x.output_tokens for x in arrivals):      # output lengths from a trace
         params = [SamplingParams(max_new_tokens=x.output_tokens or a.max_new_tokens,
@@ -198,18 +246,21 @@ def _run(a, cfg, params, eng, arrivals=None) -> int:
     # batch sizes and code paths), so no measured run pays first-use costs.
     warm = SamplingParams(max_new_tokens=min(16, a.max_new_tokens), ignore_eos=True)
     for overlap, steps in modes:
-        eng.generate(prompts, warm, overlap=overlap, decode_steps=steps)
+        eng.generate(prompts, warm, overlap=overlap, decode_steps=steps,
+                     should_stop=ctrl_c.should_stop)
     if a.stop_early:
+        ctrl_c.check()
         new = a.max_new_tokens
         params = stop_params_from_probe(eng, prompts, new, lo=new // 4, hi=new,
                                         temperature=a.temperature)
     prof = tuple(a.profile_steps) if a.profile_steps else None
     times = [x.at_s for x in arrivals] if arrivals else None
-    runs = [eng.generate(prompts, params, overlap=overlap, decode_steps=steps, profile_steps=prof,
-                         arrivals=times) for overlap, steps in modes]
-    print(f"device: {eng.device_label()}  model: {cfg.model}"
-          f"{'  (random weights, for timing)' if eng.random_weights else ''}")
-    print(f"start-up: {format_startup(eng.startup_s)}")
+    runs = []
+    for overlap, steps in modes:
+        ctrl_c.check()
+        runs.append(eng.generate(prompts, params, overlap=overlap, decode_steps=steps,
+                                 profile_steps=prof, arrivals=times,
+                                 should_stop=ctrl_c.should_stop))
     print(format_table(runs))
     if arrivals:
         from engine.scheduler.arrivals import describe

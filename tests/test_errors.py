@@ -125,7 +125,6 @@ def test_a_checkpoint_with_wrong_shapes_fails_once_with_a_clear_message(make_che
     """The device process finds the mismatch; the model is not loaded a second time in-process."""
     import json
     import shutil
-    import time
 
     src = make_checkpoint("llama")
     for f in src.iterdir():
@@ -133,10 +132,8 @@ def test_a_checkpoint_with_wrong_shapes_fails_once_with_a_clear_message(make_che
     config = json.loads((tmp_path / "config.json").read_text())
     config["intermediate_size"] = 96                  # the weights say 128
     (tmp_path / "config.json").write_text(json.dumps(config))
-    started = time.monotonic()
     with pytest.raises(ModelLoadError, match="do not match|size mismatch"):
         Engine(EngineConfig(model=str(tmp_path), device="cpu"))
-    assert time.monotonic() - started < 60
 
 
 def test_a_checkpoint_without_a_tokenizer_takes_token_ids_only(make_checkpoint, tmp_path):

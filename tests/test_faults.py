@@ -39,32 +39,35 @@ def _pools_whole(engine: Engine) -> bool:
     return s["kv_pages_free"] == s["kv_pages_total"] and s["req_slots_free"] == s["req_slots_total"]
 
 
-def _fault_during_run(engine: Engine, act, after_s: float = 0.3) -> tuple[BaseException, float]:
-    """Run a long generate, do ``act(device pid)`` part-way, return the error and how long after
-    the fault it came."""
+def _fault_during_run(engine: Engine, act, at_iteration: int = 5) -> BaseException:
+    """Run a long generate and do ``act(device pid)`` at its ``at_iteration``-th scheduler
+    iteration (from the loop's own ``should_stop`` hook, so the fault lands mid-run whatever the
+    machine's speed); return the error the run ended with."""
     pid = engine.device.proc.pid
-    hit: dict[str, float] = {}
+    iterations = 0
 
-    def fault() -> None:
-        time.sleep(after_s)
-        hit["at"] = time.monotonic()
-        act(pid)
+    def fault_at_iteration() -> bool:
+        nonlocal iterations
+        iterations += 1
+        if iterations == at_iteration:
+            act(pid)
+        return False
 
-    thread = threading.Thread(target=fault)
-    thread.start()
     with pytest.raises(DeviceError) as caught:
-        engine.generate(PROMPTS, LONG, extra_cpu_us=2000)
-    thread.join()
-    return caught.value, time.monotonic() - hit["at"]
+        engine.generate(PROMPTS, LONG, extra_cpu_us=2000, should_stop=fault_at_iteration)
+    assert iterations >= at_iteration
+    return caught.value
 
 
 @pytest.mark.parametrize("signum, words", [(signal.SIGKILL, "died"),
                                            (signal.SIGSTOP, "stopped")])
 def test_a_dead_or_stopped_device_fails_the_run_fast_and_the_next_run_works(path, signum, words):
+    """The watch says how the device ended ("died", "stopped"); a run that only timed out would
+    say "did not answer" after minutes instead."""
     with _engine(path) as engine:
         reference = engine.generate(PROMPTS, SHORT)
-        error, after = _fault_during_run(engine, lambda pid: os.kill(pid, signum))
-        assert words in str(error) and after < 5.0, (str(error), after)
+        error = _fault_during_run(engine, lambda pid: os.kill(pid, signum))
+        assert words in str(error) and "did not answer" not in str(error), str(error)
         assert _pools_whole(engine)
         again = engine.generate(PROMPTS, SHORT)          # a fresh device process
         assert [o.token_ids for o in again.outputs] == [o.token_ids for o in reference.outputs]
@@ -72,14 +75,15 @@ def test_a_dead_or_stopped_device_fails_the_run_fast_and_the_next_run_works(path
 
 
 def test_a_device_that_cannot_start_is_said_in_the_label_at_once(path):
-    started = time.monotonic()
+    """The child's own failure is in the label (a start that only timed out would say "did not
+    answer", after START_TIMEOUT_S)."""
     config = EngineConfig(model=path, device="cpu", max_batch_size=2, max_seq_len=64,
                           device_cpus=(4096,))            # no such core: the child fails
     with Engine(config) as engine:
-        assert time.monotonic() - started < 60
         assert engine.stats()["device_kind"] == "cpu-inline"
         result = engine.generate(PROMPTS[:2], SHORT)
         assert "device process failed to start" in result.label
+        assert "did not answer" not in result.label, result.label
         assert "serial, no real overlap" in result.label
 
 
@@ -88,28 +92,37 @@ def test_a_device_that_dies_at_start_up_is_noticed_in_seconds(path, tmp_path):
     before it can say anything. The engine must see that at once and say so, not wait 300 s."""
     script = (f"import sys, time; sys.path.insert(0, {str(ROOT)!r})\n"
               "from engine import Engine, EngineConfig\n"
-              "t = time.monotonic()\n"
               f"e = Engine(EngineConfig(model={path!r}, device='cpu', max_seq_len=64))\n"
-              "print(round(time.monotonic() - t, 1), e.stats()['device_kind'], "
-              "'failed to start' in e.device.label)\n")
+              "print(e.stats()['device_kind'], 'failed to start' in e.device.label, "
+              "'died' in e.device.label, 'did not answer' in e.device.label)\n")
     done = subprocess.run([sys.executable, "-"], input=script, text=True, capture_output=True,
-                          timeout=120, cwd=tmp_path)
-    seconds, kind, said = done.stdout.split()
-    assert kind == "cpu-inline" and said == "True" and float(seconds) < 30, done.stdout
+                          timeout=600, cwd=tmp_path)
+    # Its death is seen, by the watch, as a death (not waited out as a missing answer).
+    assert done.stdout.split() == ["cpu-inline", "True", "True", "False"], \
+        (done.stdout, done.stderr[-2000:])
 
 
 def test_two_callers_on_one_engine_the_second_is_refused_clearly(path):
+    """The second call comes while the first is inside its loop for sure: the first run's
+    ``should_stop`` hook holds it there until the second call has been answered."""
     with _engine(path) as engine:
-        errors: list[BaseException] = []
-        first = threading.Thread(target=lambda: engine.generate(PROMPTS, LONG, extra_cpu_us=500))
+        inside, answered = threading.Event(), threading.Event()
+
+        def hold_first_run() -> bool:
+            inside.set()
+            answered.wait(timeout=120)                  # a hang guard, not a synchronisation
+            return False
+
+        first = threading.Thread(target=lambda: engine.generate(PROMPTS, SHORT,
+                                                                should_stop=hold_first_run))
         first.start()
-        time.sleep(0.3)
+        assert inside.wait(timeout=120)
         try:
-            engine.generate(PROMPTS, SHORT)
-        except EngineBusyError as error:
-            errors.append(error)
-        first.join()
-        assert errors and "already running" in str(errors[0])
+            with pytest.raises(EngineBusyError, match="already running"):
+                engine.generate(PROMPTS, SHORT)
+        finally:
+            answered.set()
+            first.join()
         assert _pools_whole(engine)
         assert len(engine.generate(PROMPTS, SHORT).outputs) == len(PROMPTS)
 
@@ -129,7 +142,7 @@ def test_a_dropped_engine_and_a_killed_parent_leave_no_noise(path, tmp_path):
         done = subprocess.run([sys.executable, "drop.py", how], capture_output=True, text=True,
                               timeout=120, cwd=tmp_path)
         child = int(done.stdout.split()[0])
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 120                # a hang guard
         while _alive(child) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert not _alive(child), f"the device process outlived its parent ({how})"
@@ -157,28 +170,33 @@ def _children(pid: int) -> list[int]:
 
 
 def test_ctrl_c_on_the_cli_prints_one_line():
-    # 200 ms of extra CPU work per step: the runs last minutes, so the signal always lands in them.
+    """Ctrl-C while the CLI runs (a terminal sends it to the whole process group): one line,
+    exit code 130, no traceback from any process. The CLI says what it runs on before it runs,
+    so the test presses Ctrl-C once that line is out, not after a guessed delay."""
+    # 200 ms of extra CPU work per step: the runs last minutes, so the signal lands in them.
     proc = subprocess.Popen([sys.executable, "-m", "engine", "--device", "cpu", "--requests", "16",
                              "--max-new-tokens", "200", "--extra-cpu-us", "200000"],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
-    deadline = time.monotonic() + 120
-    while not _children(proc.pid) and time.monotonic() < deadline:
-        time.sleep(0.2)                                # the engine is up once its device process is
-    time.sleep(1.0)
-    os.killpg(proc.pid, signal.SIGINT)                 # as a terminal does: the whole group
-    out, err = proc.communicate(timeout=60)
+    try:
+        head = [proc.stdout.readline() for _ in range(2)]     # "device: ...", "start-up: ..."
+        assert head[1].startswith("start-up:"), (head, proc.poll())
+        os.killpg(proc.pid, signal.SIGINT)                     # as a terminal does
+        out, err = proc.communicate(timeout=600)               # a hang guard, not a bound
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode == 130, (proc.returncode, err[-2000:])
     assert err.strip().splitlines() == ["interrupted"], err[-2000:]
 
 
 def test_an_output_path_that_cannot_be_written_is_refused_before_the_run():
-    started = time.monotonic()
+    """Refused before the engine is even built: the CLI never said what it would run on."""
     done = subprocess.run([sys.executable, "-m", "engine", "--device", "cpu",
                            "--json", "/no/such/dir/x.json"], cwd=ROOT, capture_output=True,
-                          text=True, timeout=60)
+                          text=True, timeout=600)
     assert done.returncode == 2 and "does not exist" in done.stderr
-    assert time.monotonic() - started < 30
+    assert "device:" not in done.stdout and "start-up:" not in done.stdout, done.stdout
 
 
 def test_the_scheduler_process_killed_mid_run_is_said_and_the_next_request_works():
@@ -193,13 +211,14 @@ def test_the_scheduler_process_killed_mid_run_is_said_and_the_next_request_works
     client = SchedulerClient()
     try:
         client.ready()
-        killed_at = None
+        killed = False
         with pytest.raises(SchedulerDied) as caught:
             for event in client.submit(request):
-                if killed_at is None and type(event).__name__ == "SpanBatch":
-                    killed_at = time.monotonic()
+                if not killed and type(event).__name__ == "SpanBatch":
+                    killed = True
                     os.kill(client.pid, signal.SIGKILL)
-        assert "SIGKILL" in str(caught.value) and time.monotonic() - killed_at < 5
+        # The watch saw the death itself (a missed deadline would say "did not answer").
+        assert killed and "SIGKILL" in str(caught.value), str(caught.value)
         small = LiveRunRequest(**{**request.__dict__, "params": SHORT, "loops": ("overlap",)})
         events = list(client.submit(small))            # a new scheduler process
         assert isinstance(events[-1], RunFinished) and client.restarts >= 1
@@ -218,13 +237,13 @@ def test_a_cancelled_run_ends_at_the_next_iteration():
         decode_steps=1, extra_cpu_us=5000, stop_early=False)
     client = SchedulerClient()
     try:
-        cancelled_at = None
+        cancelled = False
         for event in client.submit(request):
-            if cancelled_at is None and type(event).__name__ == "SpanBatch":
-                cancelled_at = time.monotonic()
+            if not cancelled and type(event).__name__ == "SpanBatch":
+                cancelled = True
                 client.cancel()
-        assert isinstance(event, RequestFailed) and event.kind == "cancelled"
-        assert time.monotonic() - cancelled_at < 5
+        # 200 steps at 5 ms of extra work each: without the cancel it would have finished.
+        assert cancelled and isinstance(event, RequestFailed) and event.kind == "cancelled", event
     finally:
         client.close()
 
@@ -266,7 +285,7 @@ def test_the_app_stopped_with_sigterm_leaves_no_noise_and_no_process(tmp_path):
         assert len(children) >= 2, "the scheduler and device processes did not start"
         app.send_signal(signal.SIGTERM)
         app.wait(timeout=30)
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + 120                # a hang guard
         while any(_alive(pid) for pid in children) and time.monotonic() < deadline:
             time.sleep(0.2)
         assert not any(_alive(pid) for pid in children), "a child outlived the server"

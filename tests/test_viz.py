@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -139,7 +138,7 @@ def test_hover_shows_phase_step_duration_batch_and_tokens(known_run):
         assert field in decode.hovertemplate
 
 
-def test_many_spans_are_few_traces_and_draw_fast():
+def test_many_spans_are_few_traces():
     spans = []
     for step in range(2000):
         t0 = step * 100.0
@@ -148,10 +147,8 @@ def test_many_spans_are_few_traces_and_draw_fast():
                   span("scheduler_stream", "upload", step, t0 + 21, t0 + 24),
                   span("engine_stream", "decode", step, t0 + 25, t0 + 80),
                   span("engine_stream", "sample", step, t0 + 80, t0 + 85)]
-    started = time.perf_counter()
     fig = timeline_figure(make_run(spans=spans))
-    assert time.perf_counter() - started < 5.0
-    assert len(fig.data) <= 12
+    assert len(fig.data) <= 12         # a trace per phase, not a shape per span
 
 
 def test_imported_lanes_get_kernel_colours_and_their_own_rows():
