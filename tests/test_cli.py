@@ -64,3 +64,12 @@ def test_bad_arrival_flags_give_an_error_line(tmp_path, capsys):
     assert "arrival_s" in capsys.readouterr().err
     assert main(["--device", "cpu", "--arrivals", str(tmp_path / "missing.json")]) == 2
     assert "missing.json" in capsys.readouterr().err
+
+
+def test_an_arrivals_file_that_is_no_list_names_the_two_shapes_it_takes(tmp_path, capsys):
+    empty = tmp_path / "empty.json"
+    empty.write_text("{}")
+    assert main(["--device", "cpu", "--arrivals", str(empty)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == ('error: empty.json: expected a non-empty list of requests, or an object '
+                   'with one: {"requests": [...]}'), err

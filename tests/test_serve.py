@@ -41,8 +41,9 @@ stop_server = load.stop_server
 
 @pytest.fixture(scope="module")
 def server():
-    proc, url = start_server("--chat-template", "plain", "--max-batch-size", "4",
-                             "--max-seq-len", "128", "--dtype", "float64")
+    # No --chat-template: chat goes through the template the bundled model ships.
+    proc, url = start_server("--max-batch-size", "4", "--max-seq-len", "128",
+                             "--dtype", "float64")
     yield url
     stop_server(proc)
 
@@ -108,7 +109,43 @@ def test_chat_streaming_and_not(client):
     chunks = list(stream)
     assert chunks[0].choices[0].delta.role == "assistant"
     assert "".join(c.choices[0].delta.content or "" for c in chunks) == message.content
-    assert done.usage.prompt_tokens > 10            # "System: ...\nUser: ...\nAssistant:"
+    # The bundled model's own template: "<BOS>System: ...\nUser: ...\nAssistant:".
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(ROOT / "assets" / "bundled")
+    expected = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    assert expected == "<|endoftext|>System: You write code.\nUser: Write a function\nAssistant:"
+    assert done.usage.prompt_tokens == len(tokenizer.encode(expected, add_special_tokens=False))
+
+
+def test_the_bundled_models_chat_template_is_the_plain_one():
+    """One definition: the template shipped with the bundled model is ``--chat-template plain``."""
+    from engine.models.prompts import PLAIN_CHAT_TEMPLATE
+
+    config = json.loads((ROOT / "assets" / "bundled" / "tokenizer_config.json").read_text())
+    assert config["chat_template"] == PLAIN_CHAT_TEMPLATE
+
+
+def test_the_readme_server_snippet_pasted_whole_prints_a_completion_and_a_chat_reply():
+    """The README's block, run as one paste (on a free port instead of 8000): the server starts
+    in the background, the block waits for /health, then both answers are printed."""
+    import re
+    import socket
+
+    text = (ROOT / "README.md").read_text()
+    block = next(b for b in re.findall(r"```bash\n(.*?)```", text, re.S)
+                 if "engine.serve --port 8000 &" in b)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    script = "trap 'kill $! 2>/dev/null; wait' EXIT\n" + block.replace(":8000", f":{port}") \
+        .replace("--port 8000", f"--port {port}")
+    done = subprocess.run(["bash", "-c", script], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600)
+    answers = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert [a["object"] for a in answers] == ["text_completion", "chat.completion"], done.stdout
+    assert answers[0]["choices"][0]["text"] and answers[0]["usage"]["completion_tokens"] == 24
+    assert answers[1]["choices"][0]["message"]["content"], answers[1]
 
 
 def test_concurrent_streams_get_their_own_tokens(server, client):

@@ -32,6 +32,7 @@ from ui.view import MainView  # noqa: E402
 
 NAMES = [f.name for f in fields(MainView)]
 REPO = "overlap-demo/tiny-llama-2.5-chat"          # dots, as "Qwen2.5" has
+BASE_REPO = "overlap-demo/tiny-llama-base"          # a base model: no chat template
 ARGS = {"loops": ["normal", "overlap"], "decode_steps": 3, "stop_early": False,
         "device": "cpu", "model": "bundled", "requests": 4, "batch": 4, "prompt_len": 6,
         "prompts_text": "", "max_new": 8, "temperature": 0.0, "cuda_graph": False,
@@ -47,6 +48,11 @@ def hub(tmp_path_factory):
     """A hub cache holding REPO; the scheduler process is started afresh so it inherits it."""
     base = tmp_path_factory.mktemp("hub")
     add_to_cache(base / "cache", REPO, save_tiny_llama(base / "tiny", BUNDLED_DIR))
+    files = save_tiny_llama(base / "tiny-base", BUNDLED_DIR)
+    config = json.loads(files["tokenizer_config.json"].read_text())
+    config.pop("chat_template")
+    files["tokenizer_config.json"].write_text(json.dumps(config))
+    add_to_cache(base / "cache", BASE_REPO, files)
     env = {"HF_HUB_CACHE": str(base / "cache"), "HF_HUB_OFFLINE": "1"}
     saved = {k: os.environ.get(k) for k in env}
     common.shutdown()
@@ -122,8 +128,16 @@ def test_the_serving_tab_reads_only_its_own_files():
     assert "Cannot show" in table and not json.loads(figure.plot)["data"]
 
 
-def test_chat_with_a_model_without_a_template_runs_on_plain_text_and_says_so():
+def test_chat_on_the_bundled_model_goes_through_its_own_template():
     final = views(chat=True)[-1]
+    assert "status-ok" in final["status"], final["status"]
+    assert "no chat template" not in final["status"]
+    assert final["record"]["config"]["chat"] is True
+
+
+@pytest.mark.usefixtures("hub")
+def test_chat_with_a_model_without_a_template_runs_on_plain_text_and_says_so():
+    final = views(model=BASE_REPO, chat=True)[-1]
     assert "status-ok" in final["status"], final["status"]
     assert "no chat template" in final["status"]
     assert final["record"]["config"]["chat"] is False

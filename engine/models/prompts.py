@@ -19,9 +19,13 @@ from __future__ import annotations
 from typing import Any
 
 ROLES = ("system", "user", "assistant", "tool", "developer")
-# For a base model without a chat template, when asked for (``--chat-template plain``): turns
-# as "Role: text" lines, ending with "Assistant:" for the model to continue.
+# A plain chat template: turns as "Role: text" lines, ending with "Assistant:" for the model to
+# continue, after the tokenizer's BOS where it has one (as ``encode_text`` starts every text;
+# a template writes its own special tokens). The bundled model ships it in its
+# tokenizer_config.json, so every chat client works on the default server; any base model gets
+# it with ``--chat-template plain``.
 PLAIN_CHAT_TEMPLATE = (
+    "{% if bos_token %}{{ bos_token }}{% endif %}"
     "{% for m in messages %}{{ m['role'] | capitalize }}: {{ m['content'] }}\n{% endfor %}"
     "{% if add_generation_prompt %}Assistant:{% endif %}")
 

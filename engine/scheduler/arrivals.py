@@ -108,8 +108,8 @@ def _parse(data: bytes, name: str) -> list[Any]:
     if isinstance(doc, dict):
         doc = doc.get("requests", doc.get("data"))
     if not isinstance(doc, list) or not doc:
-        raise ValueError(f"{name}: expected a non-empty list of requests (or {{\"requests\": "
-                         "[...]}})")
+        raise ValueError(f"{name}: expected a non-empty list of requests, or an object "
+                         'with one: {"requests": [...]}')
     return doc
 
 
