@@ -257,7 +257,8 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
                   show_progress_on=[status]
                   ).then(replay.reset_replay, [record_state, language], REPLAY,
                          show_progress="hidden")
-    zoom_button.click(records.zoom, [record_state, first_step, last_step, language], zoomed)
+    zoom_button.click(records.zoom_steps, [record_state, first_step, last_step, language],
+                      [zoomed, first_step, last_step])
     replay_run.input(replay.render_run, [record_state, replay_run, language], REPLAY[1:],
                      show_progress="hidden")
     step.change(replay.render_step, [record_state, replay_run, step, language],

@@ -181,6 +181,13 @@ def _step_extents(spans: Sequence[Span], gpu_lanes: Sequence[str]) -> dict[int, 
     return {step: (starts[step], ends[step]) for step in starts}
 
 
+def step_extents(spans: Iterable[SpanLike],
+                 gpu_lanes: Sequence[str] = GPU_LANES) -> dict[int, Interval]:
+    """Per step number: (start of its forward, end of its engine-stream work), the steps the
+    step time is measured over (a trace of another engine: its GPU work per step)."""
+    return _step_extents(_as_spans(spans), gpu_lanes)
+
+
 def _step_durations(extents: Mapping[int, Interval]) -> dict[int, float]:
     """A step lasts from its forward start to the next step's; the last one to its own end."""
     order = sorted(extents, key=lambda step: extents[step][0])

@@ -180,6 +180,8 @@ def test_side_by_side_shares_one_time_axis_normal_above_overlap(known_run):
 
 
 def test_window_keeps_the_steps_and_the_gaps_inside_them():
+    """A step runs from its forward's start to the next forward's start (the measured step
+    time): steps 2-3 of a serial loop are its forwards 2 and 3 and the CPU work after each."""
     spans = []
     for step in range(6):
         t0 = step * 100.0
@@ -187,23 +189,79 @@ def test_window_keeps_the_steps_and_the_gaps_inside_them():
                   span("engine_stream", "decode", step, t0 + 10, t0 + 70),
                   span("cpu", "process_last", step, t0 + 70, t0 + 100)]
     windowed = window_run(make_run(spans=spans), 2, 3)
-    assert windowed["window"] == {"first_step": 2, "last_step": 3, "t_start_us": 200.0,
-                                  "t_end_us": 400.0}
-    assert {s["step"] for s in windowed["spans"]} == {2, 3}
-    assert local_stats(windowed)["idle_us_total"] == pytest.approx(10 + 40 + 30)
-    assert windowed["metrics"]["idle_gap_count"] == 3
+    assert windowed["window"] == {"first_step": 2, "last_step": 3, "forwards": 2,
+                                  "t_start_us": 210.0, "t_end_us": 410.0}
+    assert {s["step"] for s in windowed["spans"]} == {2, 3, 4}      # schedule(4) ends step 3
+    assert local_stats(windowed)["idle_us_total"] == pytest.approx(40 + 40)
+    assert windowed["metrics"]["idle_gap_count"] == 2
     fig = side_by_side_figure([make_run(spans=spans)], window=(2, 3))
     gaps = traces_by_name(fig)[t("en", "gpu_idle")]
-    assert list(gaps.base) == pytest.approx([0.0, 0.070, 0.170])  # ms since the window start
-    assert "steps 2–3" in fig.layout.annotations[0].text
+    assert list(gaps.base) == pytest.approx([0.060, 0.160])  # ms since the window start
+    assert "steps 2–3: 2 forwards in 0.200 ms" in fig.layout.annotations[0].text
 
 
-def test_window_keeps_a_forward_of_an_earlier_step_that_is_still_running():
+def _serial_and_overlapped(steps: int = 8) -> tuple[dict, dict]:
+    """A serial loop (60 µs forward + 40 µs CPU per step) and an overlapped one (the CPU's work
+    for step n-1 and the schedule of n+1 under forward(n): 60 µs a step), prefill at step 1."""
+    normal, overlap = [], []
+    for step in range(1, steps + 1):
+        phase = "prefill" if step == 1 else "decode"
+        t0 = step * 100.0
+        normal += [span("cpu", "schedule", step, t0, t0 + 10),
+                   span("engine_stream", phase, step, t0 + 10, t0 + 70),
+                   span("cpu", "process_last", step, t0 + 70, t0 + 100)]
+        t1 = 100.0 + step * 60
+        overlap += [span("cpu", "schedule", step, t1 - 60, t1 - 50),
+                    span("engine_stream", phase, step, t1, t1 + 60),
+                    span("cpu", "process_last", step, t1 + 60, t1 + 90)]
+    return make_run("normal", spans=normal), make_run("overlap", spans=overlap)
+
+
+def test_a_step_window_holds_the_same_forwards_in_every_loop_and_overlap_is_shorter():
+    """What the caption says: both runs cut to the same steps; each overlap step is shorter.
+    Neither the forward before the window nor the one after it is drawn (they were: the
+    overlap panel then showed two forwards more, and a prefill the normal one did not)."""
+    normal, overlap = _serial_and_overlapped()
+    windows = [window_run(run, 2, 4)["window"] for run in (normal, overlap)]
+    assert [w["forwards"] for w in windows] == [3, 3]
+    lengths = [w["t_end_us"] - w["t_start_us"] for w in windows]
+    assert lengths == [300.0, 180.0]                      # 3 x 100 µs against 3 x 60 µs
+    for run in (normal, overlap):
+        drawn = window_run(run, 2, 4)["spans"]
+        forwards = [s["step"] for s in drawn if s["lane"] == "engine_stream"]
+        assert forwards == [2, 3, 4], forwards
+        assert all(s["phase"] != "prefill" for s in drawn)
+    fig = side_by_side_figure([normal, overlap], window=(2, 4))
+    titles = [a.text for a in fig.layout.annotations]
+    assert "3 forwards in 0.300 ms" in titles[0] and "3 forwards in 0.180 ms" in titles[1]
+
+
+def test_a_window_outside_the_run_is_clamped_and_titled_with_the_steps_drawn():
+    normal, _ = _serial_and_overlapped()
+    windowed = window_run(normal, -5, 99999)
+    assert (windowed["window"]["first_step"], windowed["window"]["last_step"]) == (1, 8)
+    assert windowed["window"]["forwards"] == 8
+    title = side_by_side_figure([normal], window=(-5, 99999)).layout.annotations[0].text
+    assert "steps 1–8" in title and "99999" not in title and "-5" not in title
+    assert window_run(normal, 5, 3)["window"]["first_step"] == 3        # given backwards
+
+
+def test_the_first_and_last_windows_keep_the_cpu_work_before_and_after_every_forward():
+    normal, _ = _serial_and_overlapped()
+    first = window_run(normal, 1, 1)
+    assert first["window"]["t_start_us"] == 100.0        # the schedule of step 1, not its forward
+    last = window_run(normal, 8, 8)
+    assert last["window"]["t_end_us"] == 900.0           # the last process_last ends the run
+
+
+def test_a_window_starts_at_its_first_forward_and_paints_no_busy_gpu_as_idle():
     spans = [span("engine_stream", "decode", 4, 0, 100), span("cpu", "schedule", 5, 50, 60),
-             span("engine_stream", "decode", 5, 100, 200)]
+             span("engine_stream", "decode", 5, 100, 200), span("cpu", "schedule", 6, 150, 160),
+             span("engine_stream", "decode", 6, 200, 300)]
     windowed = window_run(make_run("overlap", spans=spans), 5, 5)
     assert windowed["metrics"]["idle_us_total"] == 0.0
-    assert len(windowed["spans"]) == 3
+    assert [(s["step"], s["start_us"], s["end_us"]) for s in windowed["spans"]] == \
+        [(5, 100.0, 200.0), (6, 150.0, 160.0)]
 
 
 # ---- panels -------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ that cannot be shown leaves the view as it was and says why.
 from __future__ import annotations
 
 import json
+import math
 import tempfile
 import time
 import uuid
@@ -158,11 +159,27 @@ def load_any(path: Path) -> dict[str, Any]:
 def zoom(record: dict[str, Any] | None, first: float | None, last: float | None,
          lang_choice: str) -> Any:
     """Redraw the step window for the record on screen."""
+    return zoom_steps(record, first, last, lang_choice)[0]
+
+
+def zoom_steps(record: dict[str, Any] | None, first: Any, last: Any,
+               lang_choice: str) -> tuple[Any, Any, Any]:
+    """The step window (the Zoom button): the figure, and the step boxes set to the steps drawn
+    (a window past either end of the run is clamped to it). An empty box gets a message."""
     lang = lang_of(lang_choice)
-    if not record:
-        return plot(viz.side_by_side_figure([], lang=lang))
-    window = (int(first or 0), int(last or 0))
-    return plot(viz.side_by_side_figure(record["runs"], window=window, lang=lang))
+    if not record or not record.get("runs"):
+        return plot(viz.side_by_side_figure([], lang=lang)), gr.update(), gr.update()
+    if not all(_is_step(v) for v in (first, last)):
+        return plot(viz.message_figure(viz.t(lang, "zoom_need_steps"))), gr.update(), gr.update()
+    window = (int(first), int(last))
+    drawn = viz.window_run(record["runs"][0], *window)["window"]
+    return (plot(viz.side_by_side_figure(record["runs"], window=window, lang=lang)),
+            drawn["first_step"], drawn["last_step"])
+
+
+def _is_step(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) \
+        and math.isfinite(value)
 
 
 def list_recorded() -> Any:

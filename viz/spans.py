@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from record.metrics import busy_fraction, idle_gaps
+from record.metrics import busy_fraction, idle_gaps, step_extents
 from record.run_record import loop_of
 from viz.style import DEFAULT_GPU_LANES, STANDARD_LANES
 from viz.text import t
@@ -96,23 +96,40 @@ def step_range(run: dict[str, Any]) -> tuple[int, int]:
 
 
 def window_run(run: dict[str, Any], first_step: int, last_step: int) -> dict[str, Any]:
-    """A copy of ``run`` cut to the time the steps first_step..last_step (inclusive) took.
+    """A copy of ``run`` cut to the time its steps first_step..last_step (inclusive) took.
 
-    The window runs from the first start to the last end of those steps' spans. It keeps every
-    span that overlaps that time, whatever its step: in the overlap loop the forward of step
-    ``first_step - 1`` is still running while the CPU schedules ``first_step``, and leaving it
-    out would paint a busy GPU as idle. ``metrics`` become the window's local numbers
-    (``local_stats``) and ``window`` records the steps and the time range.
+    A step lasts from the start of its forward to the start of the next step's forward, as the
+    step time is measured (``record.metrics.step_extents``), so a window of n steps holds
+    exactly n forwards in every loop and its length is n step times: two loops cut to the same
+    steps compare like with like. The run's first step starts with the run (the CPU schedules
+    it before any forward), its last one ends with the run (the CPU processes it after every
+    forward). Spans are clipped to that time, whatever their step: in the overlap loop the CPU
+    lane then shows process_last(n-1) under forward(n). Steps outside the run are clamped to it;
+    ``window`` records the steps drawn, how many forwards, and the time range; ``metrics``
+    become the window's local numbers (``local_stats``).
     """
     if first_step > last_step:
         first_step, last_step = last_step, first_step
     spans = run.get("spans", [])
-    chosen = [s for s in spans if first_step <= s.get("step", -1) <= last_step]
-    t_start, t_end = time_range(chosen)
+    extents = step_extents(spans, gpu_lanes(run))
+    order = sorted(extents, key=lambda step: extents[step][0])
+    if order:
+        first_step = min(max(first_step, min(order)), max(order))
+        last_step = min(max(last_step, min(order)), max(order))
+    chosen = [step for step in order if first_step <= step <= last_step]
+    run_start, run_end = time_range(spans)
+    if chosen:
+        i, j = order.index(chosen[0]), order.index(chosen[-1])
+        t_start = run_start if i == 0 else extents[chosen[0]][0]
+        t_end = run_end if j == len(order) - 1 else extents[order[j + 1]][0]
+    else:                          # no forward among those steps: the time their spans took
+        t_start, t_end = time_range([s for s in spans
+                                     if first_step <= s.get("step", -1) <= last_step])
     windowed = {k: v for k, v in run.items() if k not in ("spans", "metrics", "outputs")}
-    windowed["spans"] = [s for s in spans if chosen and s["end_us"] > t_start
-                         and s["start_us"] < t_end]
+    windowed["spans"] = [dict(s, start_us=max(s["start_us"], t_start),
+                              end_us=min(s["end_us"], t_end))
+                         for s in spans if s["end_us"] > t_start and s["start_us"] < t_end]
     windowed["window"] = {"first_step": first_step, "last_step": last_step,
-                          "t_start_us": t_start, "t_end_us": t_end}
+                          "forwards": len(chosen), "t_start_us": t_start, "t_end_us": t_end}
     windowed["metrics"] = local_stats(windowed)
     return windowed

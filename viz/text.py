@@ -41,9 +41,13 @@ _EN: dict[str, str] = {
   KV cache and token pool). Its lanes are measured, not simulated.
 """,
     "zoom_help": (
-        "**Step window.** Both runs are cut to the same steps and start at 0 ms, so you can read "
-        "single steps: in the overlap run the CPU's work for the previous step hides under the "
-        "current forward, and each step is shorter."),
+        "**Step window.** Both runs are cut to the same steps and start at 0 ms. A step runs "
+        "from the start of its forward to the start of the next one (the step time the table "
+        "measures), so each panel holds exactly the chosen forwards and its length is their "
+        "step times: the shorter panel is the faster loop. The CPU's work is drawn as it fell "
+        "in that time: in the overlap run, process_last of the previous step sits under each "
+        "forward."),
+    "zoom_need_steps": "Enter a first and a last step (whole numbers) to zoom to.",
     "metrics_help": """
 ### The article's formula, measured
 A serial step costs **T_fwd + T_sched + T_post**; an overlapped step costs
@@ -74,7 +78,7 @@ The price is lag k: stop checks come up to k steps late, so finished requests ru
     "time_axis_window": "time since the window's first step (ms)",
     "gpu_idle": "GPU idle",
     "run_title": "{label}: GPU idle {idle:.1f} ms in {gaps} gaps · GPU busy {busy}%",
-    "window_steps": "steps {first}–{last}",
+    "window_steps": "steps {first}–{last}: {forwards} forwards in {ms} ms",
     "so_far": "so far (running)",
     "metric": "metric",
     "ratio": "{b} / {a}",
@@ -310,8 +314,11 @@ _ZH: dict[str, str] = {
   它的泳道是实测的，不是模拟的。
 """,
     "zoom_help": (
-        "**步窗口。** 两次运行都截取相同的步并从 0 ms 开始，方便逐步阅读：重叠运行中，上一步的 CPU "
-        "工作藏在当前前向的下面，每一步都更短。"),
+        "**步窗口。** 两次运行都截取相同的步并从 0 ms 开始。一步从它的前向开始，到下一次前向开始为止"
+        "（即表中测量的每步时间），所以每个面板恰好包含所选的那些前向，长度就是它们的每步时间之和："
+        "更短的面板就是更快的循环。CPU 的工作按它在这段时间里实际发生的位置画出：重叠运行中，上一步的 "
+        "process_last 位于每次前向的下面。"),
+    "zoom_need_steps": "请输入起始步和结束步（整数）后再放大。",
     "metrics_help": """
 ### 文中的公式，代入实测值
 串行一步耗时 **T_fwd + T_sched + T_post**；重叠一步耗时 **max(T_fwd, T_sched + T_post)**，
@@ -337,7 +344,7 @@ _ZH: dict[str, str] = {
     "time_axis_window": "自窗口第一步开始的时间（ms）",
     "gpu_idle": "GPU 空闲",
     "run_title": "{label}：GPU 空闲 {idle:.1f} ms，共 {gaps} 段 · GPU 忙碌 {busy}%",
-    "window_steps": "第 {first}–{last} 步",
+    "window_steps": "第 {first}–{last} 步：{forwards} 次前向，共 {ms} ms",
     "so_far": "目前为止（运行中）",
     "metric": "指标",
     "m_tokens_per_s": "输出 token / 秒",

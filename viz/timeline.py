@@ -289,10 +289,18 @@ def _run_title(run: dict[str, Any], label: str, lang: str) -> str:
         busy="–" if busy is None else f"{100 * busy:.1f}")
     if "window" in run:
         w = run["window"]
-        text += " · " + t(lang, "window_steps").format(first=w["first_step"], last=w["last_step"])
+        text += " · " + t(lang, "window_steps").format(
+            first=w["first_step"], last=w["last_step"], forwards=w.get("forwards", 0),
+            ms=_ms_text((w["t_end_us"] - w["t_start_us"]) / 1000.0))
     elif live:
         text += " · " + t(lang, "so_far")
     return f"<b>{text}</b>"
+
+
+def _ms_text(ms: float) -> str:
+    """Milliseconds with three significant digits or more: 0.183, 6.02, 95.1, 1234."""
+    return f"{ms:.3f}" if ms < 1 else f"{ms:.2f}" if ms < 10 else f"{ms:.1f}" if ms < 1000 \
+        else f"{ms:,.0f}"
 
 
 def message_figure(message: str) -> FigureSpec:
