@@ -19,7 +19,7 @@ from typing import Any
 import gradio as gr
 
 import viz
-from ui import common, lab, live, records, replay, serving
+from ui import common, lab, live, parsing, records, replay, serving
 from ui.common import DEFAULTS, LIMITS, lang_of, loop_choices, model_choices
 from ui.i18n import Translated
 from ui.live_chart import live_chart
@@ -161,8 +161,9 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
                                           elem_id="recorded"), "ctl_recorded")
         with TR.add(gr.Tab(viz.t(en, "tab_upload"), elem_id="tab-upload"), "tab_upload"):
             _md("upload_help")
-            upload = TR.add(gr.File(file_types=[".json", ".gz"], label=viz.t(en, "ctl_upload"),
-                                    elem_id="upload"), "ctl_upload")
+            # Any file is taken and answered (a filter in the browser refused an image silently).
+            upload = TR.add(gr.File(label=viz.t(en, "ctl_upload"), elem_id="upload"),
+                            "ctl_upload")
         with TR.add(gr.Tab(viz.t(en, "tab_serving"), elem_id="tab-serving"), "tab_serving"):
             _md("serving_help")
             serving_file = TR.add(gr.Dropdown([], label=viz.t(en, "ctl_serving_file"),
@@ -322,6 +323,7 @@ def main() -> None:
                 footer_links=[], prevent_thread_lock=True)
     if not args.no_prewarm and not common.on_zero_gpu():  # ZeroGPU: the GPU exists only in a run
         threading.Thread(target=live.prewarm, name="prewarm", daemon=True).start()
+    threading.Thread(target=parsing.prepare, name="parse-prepare", daemon=True).start()
     try:
         demo.block_thread()
     except KeyboardInterrupt:

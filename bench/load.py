@@ -30,7 +30,7 @@ from pathlib import Path
 import httpx
 
 from engine.scheduler.arrivals import check_rate, poisson_times
-from record.metrics import busy_fraction, latency_summary
+from record.metrics import busy_while_active, latency_summary
 from record.serving import format_table, row_from_metrics, summarize
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -111,14 +111,14 @@ async def run_rate(url: str, model: str, times: list[float], max_tokens: int, pr
 
 
 def server_busy(url: str, n: int) -> float | None:
-    """GPU busy on the server's timeline over the window of its last ``n`` finished requests."""
+    """GPU busy on the server's timeline while its last ``n`` finished requests were in the
+    system (time with no request at all, at a low rate, is not GPU idleness)."""
     record = httpx.get(f"{url}/v1/timeline/record", timeout=120).json()
     run = record["runs"][0]
     outs = [o for o in run["outputs"] if o["finish_reason"] in ("stop", "length")][-n:]
     if len(outs) < n:
         return None
-    window = (min(o["arrival_us"] for o in outs), max(o["finish_us"] for o in outs))
-    return busy_fraction(run["spans"], run["gpu_lanes"], window)
+    return busy_while_active(run["spans"], run["gpu_lanes"], outs)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -2,6 +2,8 @@
 
 ``load_any`` reads through ``record.files.read_bounded`` (bounded in bytes, before and after
 decompression), then tells a run record from a Chrome or torch.profiler trace by its first bytes.
+``sniff`` refuses, by its first bytes alone, a file that is plainly neither (an image, a PDF, an
+archive, an empty file, text that is not JSON), so the page can say so at once and in words.
 """
 
 from __future__ import annotations
@@ -13,6 +15,38 @@ from typing import Any
 from record.files import DEFAULT_MAX_BYTES, read_bounded
 from record.profiler_import import record_from_trace
 from record.run_record import record_from_bytes
+
+# First bytes of files people upload by mistake -> what they are (``NotATrace.kind``).
+MAGIC = ((b"\x89PNG", "png"), (b"\xff\xd8\xff", "jpeg"), (b"GIF8", "gif"), (b"%PDF", "pdf"),
+         (b"PK\x03\x04", "zip"), (b"BZh", "bzip2"), (b"\xfd7zXZ", "xz"),
+         (b"7z\xbc\xaf", "7z"), (b"RIFF", "riff"))
+
+
+class NotATrace(ValueError):
+    """A file that is plainly no record and no trace; ``kind`` says what it is instead."""
+
+    def __init__(self, kind: str, name: str) -> None:
+        super().__init__(f"{name} is not JSON ({kind}): upload a run record or a Chrome / "
+                         "torch.profiler trace (.json or .json.gz)")
+        self.kind = kind
+
+
+def sniff(path: str | os.PathLike[str]) -> None:
+    """Raise ``NotATrace`` when the file's first bytes say it cannot be a record or a trace."""
+    name = Path(path).name
+    with open(path, "rb") as f:
+        head = f.read(64)
+    if not head.strip():
+        raise NotATrace("empty", name)
+    for magic, kind in MAGIC:
+        if head.startswith(magic):
+            raise NotATrace(kind, name)
+    text = head.lstrip(b" \t\r\n")
+    if text.startswith(b"\xef\xbb\xbf"):            # a UTF-8 byte-order mark, then JSON
+        text = text[3:].lstrip()
+    first = text[:1]
+    if first.isascii() and first.isalnum() or first in (b"<", b"#", b"-", b'"'):
+        raise NotATrace("text", name)                 # text (CSV, HTML, a log), not JSON
 
 
 def looks_like_record(data: bytes) -> bool:

@@ -184,8 +184,26 @@ def _step_extents(spans: Sequence[Span], gpu_lanes: Sequence[str]) -> dict[int, 
 def step_extents(spans: Iterable[SpanLike],
                  gpu_lanes: Sequence[str] = GPU_LANES) -> dict[int, Interval]:
     """Per step number: (start of its forward, end of its engine-stream work), the steps the
-    step time is measured over (a trace of another engine: its GPU work per step)."""
-    return _step_extents(_as_spans(spans), gpu_lanes)
+    step time is measured over (a trace of another engine: its GPU work per step). Span dicts
+    are read as they are (a view asks this of runs of a hundred thousand spans)."""
+    spans = list(spans)
+    if all(isinstance(s, Span) for s in spans):
+        return _step_extents(spans, gpu_lanes)
+    rows = [_SpanRow(d) for d in spans]
+    return _step_extents(rows, gpu_lanes)       # type: ignore[arg-type] - the fields it reads
+
+
+class _SpanRow:
+    """A span dict read through the attribute names ``_step_extents`` uses (no copy)."""
+
+    __slots__ = ("lane", "phase", "step", "start_us", "end_us")
+
+    def __init__(self, d: Any) -> None:
+        if isinstance(d, Span):
+            d = {"lane": d.lane, "phase": d.phase, "step": d.step, "start_us": d.start_us,
+                 "end_us": d.end_us}
+        self.lane, self.phase, self.step = d["lane"], d["phase"], d.get("step", -1)
+        self.start_us, self.end_us = d["start_us"], d["end_us"]
 
 
 def _step_durations(extents: Mapping[int, Interval]) -> dict[int, float]:
@@ -293,6 +311,10 @@ def _mean(values: Sequence[float]) -> float:
     return statistics.fmean(values) if values else 0.0
 
 
+def _mean_or_none(values: Sequence[float]) -> float | None:
+    return statistics.fmean(values) if values else None
+
+
 def _ratio(numerator: float, denominator: float) -> float:
     return numerator / denominator if denominator > 0 else 0.0
 
@@ -317,6 +339,29 @@ def active_windows(outputs: Sequence[Any]) -> list[Interval]:
     return union_intervals(lives)
 
 
+def within(intervals: Iterable[Interval], windows: Sequence[Interval]) -> list[Interval]:
+    """The parts of ``intervals`` that lie inside ``windows`` (both sorted or not)."""
+    merged = union_intervals(windows)
+    return [piece for w in merged for piece in _clip(intervals, w)]
+
+
+def outside(intervals: Iterable[Interval], windows: Sequence[Interval]) -> list[Interval]:
+    """The parts of ``intervals`` that lie outside every one of ``windows``."""
+    merged = union_intervals(windows)
+    out: list[Interval] = []
+    for start, end in intervals:
+        cursor = start
+        for lo, hi in merged:
+            if hi <= cursor or lo >= end:
+                continue
+            if lo > cursor:
+                out.append((cursor, lo))
+            cursor = max(cursor, hi)
+        if cursor < end:
+            out.append((cursor, end))
+    return out
+
+
 def busy_while_active(spans: Iterable[SpanLike], lanes: Iterable[str],
                       outputs: Sequence[Any]) -> float | None:
     """GPU busy counted only while some request was in the system (``active_windows``); None
@@ -333,9 +378,12 @@ def busy_while_active(spans: Iterable[SpanLike], lanes: Iterable[str],
 
 def compute_metrics(spans: Iterable[SpanLike], outputs: Sequence[Any],
                     gpu_lanes: Sequence[str] = GPU_LANES,
-                    wall_us: float | None = None) -> dict[str, float | int]:
-    """All metrics of one run (keys: ``METRIC_KEYS``). Undefined values are 0 / 0.0, never NaN
-    (``active_busy_frac`` is None when no output carries arrival and finish times).
+                    wall_us: float | None = None) -> dict[str, float | int | None]:
+    """All metrics of one run (keys: ``METRIC_KEYS``), never NaN. A metric the run cannot tell
+    is None, "not in this trace": token counts and rates without outputs (a profiler trace),
+    latencies without timestamps, decode rates and gaps without decode forwards, the engine
+    stream's busy share without an engine stream, ``active_busy_frac`` without arrival and
+    finish times. A number the run can tell but that is empty (no idle gap) is 0.
 
     ``wall_us`` defaults to the extent of all spans. The article's terms (T_fwd, T_cpu, the
     predicted speedup) and the measured step time are all taken over the same decode steps, those
@@ -362,10 +410,14 @@ def compute_metrics(spans: Iterable[SpanLike], outputs: Sequence[Any],
     gaps = idle_gaps(spans, gpu_lanes)
     idle_total = sum(e - s for s, e in gaps)
     ttft, tpot = _latencies(outputs)
+    has_outputs = bool(outputs)
+    engine = any(s.lane == ENGINE_LANE for s in spans)
+    forward_gaps = decode_gaps(spans, window)
     return {
-        "tokens_per_s": _ratio(output_tokens, wall_us / 1e6),
-        "decode_tokens_per_s": _ratio(sum(decode_tokens.values()), decode_us / 1e6),
-        "output_tokens": output_tokens,
+        "tokens_per_s": _ratio(output_tokens, wall_us / 1e6) if has_outputs else None,
+        "decode_tokens_per_s": _ratio(sum(decode_tokens.values()), decode_us / 1e6)
+        if decode_tokens else None,
+        "output_tokens": output_tokens if has_outputs else None,
         "wall_s": wall_us / 1e6,
         "steps": len(durations),
         "gpu_busy_frac": busy_fraction(spans, gpu_lanes),
@@ -376,18 +428,20 @@ def compute_metrics(spans: Iterable[SpanLike], outputs: Sequence[Any],
         "t_fwd_us": t_fwd,
         "t_cpu_us": t_cpu,
         "predicted_overlap_speedup": overlap_speedup(t_fwd, t_cpu),
-        "ttft_ms_mean": _mean(ttft),
-        "ttft_ms_p50": statistics.median(ttft) if ttft else 0.0,
-        "tpot_ms_mean": _mean(tpot),
+        "ttft_ms_mean": _mean_or_none(ttft),
+        "ttft_ms_p50": statistics.median(ttft) if ttft else None,
+        "tpot_ms_mean": _mean_or_none(tpot),
         "steady_step_us": _mean([durations[step] for step in steady if step in durations]),
         "steady_busy_frac": busy_fraction(spans, gpu_lanes, window=window),
         "steady_steps": len(steady),
         "steady_prefill_frac": _prefill_share(spans, window),
         # Over the same window as gpu_busy_frac (the extent of both lanes), so the two compare.
         "engine_busy_frac": busy_fraction(spans, [ENGINE_LANE],
-                                          window=_extent(_lane_intervals(spans, gpu_lanes))),
-        "steady_engine_busy_frac": busy_fraction(spans, [ENGINE_LANE], window=window),
-        "decode_gap_us_p50": percentile(decode_gaps(spans, window), 50),
+                                          window=_extent(_lane_intervals(spans, gpu_lanes)))
+        if engine else None,
+        "steady_engine_busy_frac": busy_fraction(spans, [ENGINE_LANE], window=window)
+        if engine else None,
+        "decode_gap_us_p50": percentile(forward_gaps, 50) if forward_gaps else None,
         "active_busy_frac": busy_while_active(spans, gpu_lanes, outputs),
     }
 
@@ -408,15 +462,18 @@ def compare_runs(normal: Mapping[str, Any], overlap: Mapping[str, Any],
     ``predicted_speedup`` uses the *normal* run's T_fwd and T_cpu (what the model predicts before
     overlapping) and ``measured_speedup`` is the ratio of the two runs' steady decode step times:
     both per decode step, over the steady window. ``whole_run_speedup`` is the ratio of output
-    tokens/s over the whole runs (prefill, fill and drain included). A zero denominator gives 0.0.
+    tokens/s over the whole runs (prefill, fill and drain included), None when either run has no
+    outputs. A zero denominator gives 0.0.
     """
     normal = normal.get("metrics", normal)
     overlap = overlap.get("metrics", overlap)
+    whole = None if None in (overlap["tokens_per_s"], normal["tokens_per_s"]) \
+        else _ratio(overlap["tokens_per_s"], normal["tokens_per_s"])
     return {
         "measured_speedup": _ratio(normal["steady_step_us"], overlap["steady_step_us"]),
         "predicted_speedup": overlap_speedup(normal["t_fwd_us"], normal["t_cpu_us"],
                                              decode_steps),
-        "whole_run_speedup": _ratio(overlap["tokens_per_s"], normal["tokens_per_s"]),
+        "whole_run_speedup": whole,                 # None: a run without outputs (a trace)
         "busy_gain": overlap["gpu_busy_frac"] - normal["gpu_busy_frac"],
         "idle_saved_us": normal["idle_us_total"] - overlap["idle_us_total"],
     }

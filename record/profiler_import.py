@@ -123,6 +123,16 @@ def _finite(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
+def _number(value: Any) -> float | None:
+    """``_finite`` with a fast path for the JSON floats and ints nearly every event has."""
+    kind = type(value)
+    if kind is float:
+        return value if math.isfinite(value) else None
+    if kind is int:
+        return float(value)
+    return _finite(value)
+
+
 def _short(name: Any) -> str:
     name = " ".join(str(name)[:4 * MAX_PHASE_CHARS].split())
     return name if len(name) <= MAX_PHASE_CHARS else name[:MAX_PHASE_CHARS - 3] + "..."
@@ -144,7 +154,11 @@ class _Trace:
                 self._add(event)
 
     def _add(self, event: dict) -> None:
-        ph, cat = event.get("ph", "X"), str(event.get("cat", "")).lower()
+        ph = event.get("ph", "X")
+        if ph == "X":                              # most events: the fast path first
+            self._add_complete(event)
+            return
+        cat = str(event.get("cat", "")).lower()
         thread = (_key(event.get("pid")), _key(event.get("tid")))
         args = event.get("args") if isinstance(event.get("args"), dict) else {}
         if ph == "M":
@@ -161,19 +175,30 @@ class _Trace:
                     self.flow_starts[event["id"]] = ts
                 else:
                     self.flow_ends[(thread, ts)] = event["id"]
+
+    def _add_complete(self, event: dict) -> None:
+        """A complete ("X") event: GPU work, a host event, or nothing this import reads."""
+        cat = event.get("cat", "")
+        cat = cat.lower() if type(cat) is str else str(cat).lower()
+        gpu = cat in GPU_CATEGORIES
+        name = event.get("name", "")
+        name = name if type(name) is str else str(name)
+        if not gpu and cat not in HOST_CATEGORIES and not _STEP_NAME.fullmatch(name):
+            return                                 # neither GPU work nor a host event we read
+        ts, dur = _number(event.get("ts")), _number(event.get("dur"))
+        if ts is None or dur is None or dur < 0:
             return
-        ts, dur = _finite(event.get("ts")), _finite(event.get("dur"))
-        if ph != "X" or ts is None or dur is None or dur < 0:
-            return
-        item = _Event(str(event.get("name", "")), cat, thread, ts, dur, args)
-        if cat in GPU_CATEGORIES:
+        pid, tid = event.get("pid"), event.get("tid")
+        thread = (pid if type(pid) is int else _key(pid), tid if type(tid) is int else _key(tid))
+        args = event.get("args")
+        item = _Event(name, cat, thread, ts, dur, args if type(args) is dict else {})
+        if gpu:
             self.gpu.append(item)
             return
-        if cat in HOST_CATEGORIES or _STEP_NAME.fullmatch(item.name):
-            self.host.append(item)
-            correlation = args.get("correlation")
-            if cat in ("cuda_runtime", "cuda_driver") and isinstance(correlation, (int, str)):
-                self.launches[correlation] = item
+        self.host.append(item)
+        correlation = item.args.get("correlation")
+        if cat in ("cuda_runtime", "cuda_driver") and isinstance(correlation, (int, str)):
+            self.launches[correlation] = item
 
     def launch_of(self, event: _Event) -> _Event | None:
         """The host call that launched a GPU event (its correlation id, else its flow arrow)."""

@@ -12,6 +12,7 @@ Standard library only.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import gzip
 import json
@@ -56,11 +57,25 @@ def run_dict(loop: str, decode_steps: int, label: str, spans: Sequence[Span | Ma
     """
     run = {"mode": loop, "loop": loop, "decode_steps": int(decode_steps), "label": label,
            "lanes": list(lanes), "gpu_lanes": list(gpu_lanes), "metrics": dict(metrics or {}),
-           "spans": [s.to_dict() if isinstance(s, Span) else dict(s) for s in spans],
-           "outputs": [dict(o) for o in outputs]}
+           "spans": [span_dict(s) for s in spans], "outputs": [dict(o) for o in outputs]}
     if host:
         run["host"] = dict(host)
     return run
+
+
+_SPAN_FIELDS = tuple(f.name for f in dataclasses.fields(Span))
+
+
+def span_dict(span: Span | Mapping[str, Any]) -> dict[str, Any]:
+    """A span as the record's dict: ``Span.to_dict`` without ``dataclasses.asdict``'s deep copy
+    of every field (a profiler import builds a hundred thousand of them); lists are copied."""
+    if not isinstance(span, Span):
+        return dict(span)
+    out = {name: getattr(span, name) for name in _SPAN_FIELDS}
+    for name, value in out.items():
+        if isinstance(value, (list, tuple)):
+            out[name] = list(value)
+    return out
 
 
 def loop_of(run: Mapping[str, Any]) -> tuple[str, int]:
@@ -109,7 +124,7 @@ def default_env(**given: Any) -> dict[str, Any]:
 def _normalize_run(run: Mapping[str, Any]) -> dict[str, Any]:
     """Span objects become dicts; a missing label is the mode; missing lanes are the used ones."""
     out = dict(run)
-    out["spans"] = [s.to_dict() if isinstance(s, Span) else dict(s) for s in run.get("spans", [])]
+    out["spans"] = [span_dict(s) for s in run.get("spans", [])]
     out.setdefault("label", run.get("mode"))
     if "lanes" not in out:
         out["lanes"] = list(dict.fromkeys(s["lane"] for s in out["spans"]))

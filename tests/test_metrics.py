@@ -117,12 +117,33 @@ def test_dict_spans_work_like_span_objects():
 
 # ---- compute_metrics ------------------------------------------------------------------------
 
-def test_empty_run_gives_zeros_and_valid_json():
+# What a run without outputs, forwards or an engine stream cannot tell: "not in this trace".
+NOT_IN_A_TRACE = {"tokens_per_s", "decode_tokens_per_s", "output_tokens", "ttft_ms_mean",
+                  "ttft_ms_p50", "tpot_ms_mean", "engine_busy_frac", "steady_engine_busy_frac",
+                  "decode_gap_us_p50", "active_busy_frac"}
+
+
+def test_empty_run_gives_zeros_where_it_can_tell_and_none_where_it_cannot():
     metrics = compute_metrics([], [])
     assert set(metrics) == set(METRIC_KEYS)
-    assert metrics.pop("active_busy_frac") is None          # no request says when it was there
-    assert all(value == 0 for value in metrics.values())
+    assert {key for key, value in metrics.items() if value is None} == NOT_IN_A_TRACE
+    assert all(value == 0 for key, value in metrics.items() if key not in NOT_IN_A_TRACE)
     json.dumps(metrics, allow_nan=False)
+
+
+def test_a_run_with_outputs_and_an_engine_stream_tells_every_metric():
+    m = compute_metrics(serial_timeline(), outputs())
+    told = {"tokens_per_s", "decode_tokens_per_s", "output_tokens", "engine_busy_frac",
+            "steady_engine_busy_frac"}
+    assert all(m[key] is not None for key in told), m
+    assert m["output_tokens"] > 0 and m["tokens_per_s"] > 0
+
+
+def test_whole_run_speedup_is_none_when_a_run_has_no_outputs():
+    with_outputs = compute_metrics(serial_timeline(), outputs())
+    trace = compute_metrics(serial_timeline(), [])
+    assert compare_runs(trace, with_outputs)["whole_run_speedup"] is None
+    assert compare_runs(with_outputs, with_outputs)["whole_run_speedup"] == pytest.approx(1.0)
 
 
 def test_engine_stream_busy_leaves_uploads_and_copies_out():
@@ -213,7 +234,7 @@ def test_steps_fall_back_to_gpu_lanes_without_an_engine_stream():
     assert m["mean_step_us"] == pytest.approx((100 + 40) / 2)
     assert m["gpu_busy_frac"] == pytest.approx(100 / 160)
     assert m["idle_gap_count"] == 2
-    assert m["tokens_per_s"] == 0.0
+    assert m["tokens_per_s"] is None and m["engine_busy_frac"] is None   # not in this trace
     # No scheduler phases: T_fwd is the GPU's busy time per step (50 and 40 µs), T_cpu the rest
     # of each step, the time the GPU waited for the host (50 and 0 µs).
     assert m["t_fwd_us"] == pytest.approx(45) and m["t_cpu_us"] == pytest.approx(25)

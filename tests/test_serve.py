@@ -251,6 +251,8 @@ def test_timeline_record_and_trace(server):
     done = [o for o in run["outputs"] if o["finish_reason"] in ("stop", "length")]
     assert done and run["metrics"]["completed_requests"] == len(done)
     assert run["metrics"]["ttft_ms_p50"] > 0 and run["metrics"]["itl_ms_p50"] > 0
+    # Busy counted while requests were in the system: the time between clients is not idle GPU.
+    assert run["metrics"]["active_busy_frac"] >= run["metrics"]["gpu_busy_frac"]
     trace = httpx.get(f"{server}/v1/timeline/trace", timeout=60).json()
     assert any(e.get("ph") == "X" for e in trace["traceEvents"])
 

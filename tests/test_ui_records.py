@@ -56,3 +56,73 @@ def test_zoom_with_an_empty_box_says_what_it_needs(record, lang, said):
     figure, first, last = records.zoom_steps(record, None, 25, lang)
     assert said in json.dumps(_figure(figure), ensure_ascii=False)
     assert first == {"__type__": "update"} and last == {"__type__": "update"}
+
+
+# ---- uploads: every file gets an answer ------------------------------------------------------------
+
+def _fields(values: tuple) -> dict:
+    from dataclasses import fields
+
+    from ui.view import MainView
+
+    return dict(zip([f.name for f in fields(MainView)], values))
+
+
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(64)
+
+
+@pytest.mark.parametrize("name, data, english, chinese", [
+    ("chart.png", PNG, "it is a PNG image, not a run record or a trace", "一张 PNG 图片"),
+    ("empty.json", b"", "it is an empty file", "一个空文件"),
+    ("notes.txt", b"step,ms\n1,2\n", "text that does not start like a JSON object",
+     "不以 JSON 对象或列表开头"),
+    ("bundle.zip", b"PK\x03\x04" + bytes(40), "a ZIP archive", "ZIP 压缩包"),
+])
+def test_an_upload_that_is_plainly_no_trace_is_told_what_it_is_in_both_languages(
+        tmp_path, name, data, english, chinese):
+    path = tmp_path / name
+    path.write_bytes(data)
+    view = _fields(records.show_upload(str(path), "English"))
+    assert english in view["status"] and "status-error" in view["status"], view["status"]
+    assert name in view["status"]
+    assert view["said"]["key"] == "status_not_a_trace"
+    assert chinese in _fields(records.show_upload(str(path), "中文"))["status"]
+    assert view["timeline"] == {"__type__": "update"}        # what was on screen stays
+
+
+def test_json_that_is_no_trace_still_gets_the_parsers_reason(tmp_path):
+    path = tmp_path / "notes.json"
+    path.write_text('{"hello": "world"}')
+    view = _fields(records.show_upload(str(path), "English"))
+    assert "Cannot show notes.json" in view["status"] and "traceEvents" in view["status"]
+
+
+def test_an_old_trace_of_ours_says_what_it_does_not_know_instead_of_zeros(tmp_path):
+    """A trace written before the run metadata existed (as the first docs/example_trace.json
+    was): its tracks say the runs, nothing says the device or the outputs."""
+    from record.chrome_trace import RUN_METADATA, write_chrome_trace
+
+    write_chrome_trace(load_record(ROOT / "docs" / "example_record.json"), tmp_path / "t.json")
+    doc = json.loads((tmp_path / "t.json").read_text())
+    doc["traceEvents"] = [e for e in doc["traceEvents"] if e.get("name") != RUN_METADATA]
+    (tmp_path / "example_trace.json").write_text(json.dumps(doc))
+    view = _fields(records.show_upload(str(tmp_path / "example_trace.json"), "English"))
+    assert "(?)" not in view["status"], view["status"]
+    assert "does not say what hardware" in view["status"], view["status"]
+    metrics = view["metrics"]
+    for key in ("tokens_per_s", "output_tokens", "ttft_ms_mean", "tpot_ms_mean"):
+        assert f'data-metric="{key}"' not in metrics, key       # not in this trace: no row
+    assert "0.00×" not in metrics and "whole_run_speedup" not in metrics
+
+
+def test_a_profiler_trace_is_offered_for_download_as_it_was_uploaded(tmp_path):
+    import shutil
+
+    trace = tmp_path / "engine-graph.json.gz"
+    shutil.copy(ROOT / "tests" / "data" / "traces" / "engine-graph-qwen05-b8.json.gz", trace)
+    view = _fields(records.show_upload(str(trace), "English"))
+    assert "status-ok" in view["status"], view["status"]
+    assert view["download_trace"]["value"] == str(trace)
+    assert json.loads(Path(view["download_record"]["value"]).read_text())["schema"] == 1
+    for key in ("tokens_per_s", "output_tokens", "engine_busy_frac"):
+        assert f'data-metric="{key}"' not in view["metrics"], key

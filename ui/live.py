@@ -279,7 +279,7 @@ def _finished(record: dict[str, Any], request: LiveRunRequest, notes: list[str],
     if request.chat and not record["config"].get("chat"):
         said_notes.append("note_no_chat_template")
     spec = said("status_done", "ok", notes=tuple(said_notes), requests=len(request.prompts),
-                tokens=int(last["metrics"].get("output_tokens", 0)),
+                tokens=int(last["metrics"].get("output_tokens") or 0),
                 where=viz.record_label(record), device_key=f"kind_{kind}", **cores)
     return shown(spec, record, lang, files)
 

@@ -51,6 +51,8 @@ function draw() {
     if (run.gpu_rows.length) {            // GPU idle: a red hatched band over the GPU lanes
       const y0 = top + Math.min(...run.gpu_rows) * LANE;
       const y1 = top + (Math.max(...run.gpu_rows) + 1) * LANE;
+      ctx.fillStyle = data.quiet_fill;    // no request in the system: plain grey
+      for (const [a, b] of (run.quiet || [])) ctx.fillRect(x(a), y0, Math.max(x(b) - x(a), 0.5), y1 - y0);
       for (const [a, b] of run.gaps) {
         const w = Math.max(x(b) - x(a), 0.5);
         ctx.fillStyle = data.idle_fill; ctx.fillRect(x(a), y0, w, y1 - y0);

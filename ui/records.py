@@ -18,6 +18,7 @@ from typing import Any
 import gradio as gr
 
 import viz
+from record.loading import NotATrace, sniff
 from ui.common import ROOT, lang_of, render_said, said
 from ui.view import MainView, plot
 
@@ -28,15 +29,20 @@ PARSE_TIMEOUT_S = 120.0
 MAX_DOWNLOAD_DIR_BYTES = 400 * 2**20   # exported records and traces kept for download, in all
 
 
-def write_downloads(record: dict[str, Any]) -> tuple[str | None, str | None]:
-    """The record as JSON and as a Chrome trace, in the temp dir Gradio serves files from."""
+def write_downloads(record: dict[str, Any],
+                    trace: Path | None = None) -> tuple[str | None, str | None]:
+    """The record as JSON and as a Chrome trace, in the temp dir Gradio serves files from.
+    ``trace``: a Chrome trace the record was imported from, offered as it is (a profiler
+    trace needs no conversion to open in Perfetto, and converting a big one costs a second)."""
     from record.chrome_trace import write_chrome_trace
 
     DOWNLOAD_DIR.mkdir(parents=True, exist_ok=True)
     _trim_downloads()
     stamp = f"{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
     record_path = DOWNLOAD_DIR / f"run-record-{stamp}.json"
-    record_path.write_text(json.dumps(record))
+    record_path.write_text(json.dumps(record, separators=(",", ":")))
+    if trace is not None:
+        return str(record_path), str(trace)
     trace_path = DOWNLOAD_DIR / f"chrome-trace-{stamp}.json"
     try:
         write_chrome_trace(record, trace_path)
@@ -124,36 +130,31 @@ def _show_file(path: Path, lang: str, recorded: bool) -> MainView:
     try:
         record = load_any(path)
         where = viz.record_label(record)
-        spec = (said("status_recorded", "ok", where=where) if recorded else
-                said("status_imported", "ok", name=path.name, where=where))
-        return shown(spec, record, lang, write_downloads(record))
+        if recorded:
+            spec = said("status_recorded", "ok", where=where or path.name)
+        elif where:
+            spec = said("status_imported", "ok", name=path.name, where=where)
+        else:                    # a trace that names no device, torch or date
+            spec = said("status_imported_unlabelled", "ok", name=path.name)
+        imported = all(run.get("loop") == "imported" for run in record["runs"])
+        files = write_downloads(record, trace=path if imported and not recorded else None)
+        return shown(spec, record, lang, files)
+    except NotATrace as error:       # an image, an archive, an empty file: said in words
+        spec = said("status_not_a_trace", "error", name=path.name, what_key=f"file_{error.kind}")
+        return MainView(status=render_said(spec, lang), said=spec)
     except Exception as error:  # noqa: BLE001 - a bad file must give a message, not a traceback
         spec = said("status_cannot_show", "error", detail=str(error), name=path.name)
         return MainView(status=render_said(spec, lang), said=spec)   # the view on screen stays
 
 
 def load_any(path: Path) -> dict[str, Any]:
-    """A run record as it is; anything else is read as a Chrome / torch.profiler trace.
+    """A run record as it is; anything else is read as a Chrome / torch.profiler trace, in a
+    worker process of its own (``ui.parsing``). A file that is plainly neither (an image, an
+    archive, an empty file) is told at once, by its first bytes."""
+    from ui import parsing
 
-    The parsing runs in a process of its own, ended after each file: reading a 200 MB trace
-    takes gigabytes for a moment, and a process gives all of it back when it exits (this one
-    would keep it). A file that takes longer than ``PARSE_TIMEOUT_S`` is abandoned."""
-    import concurrent.futures
-    import multiprocessing
-
-    from record.loading import load_any as load
-
-    with concurrent.futures.ProcessPoolExecutor(
-            max_workers=1, mp_context=multiprocessing.get_context("spawn"),
-            max_tasks_per_child=1) as pool:
-        future = pool.submit(load, str(path), MAX_UPLOAD_BYTES)
-        try:
-            return future.result(timeout=PARSE_TIMEOUT_S)
-        except concurrent.futures.TimeoutError:
-            for process in list(pool._processes.values()):   # no public way to stop a task
-                process.kill()
-            raise ValueError(f"reading the file took more than {PARSE_TIMEOUT_S:.0f} s") \
-                from None
+    sniff(path)
+    return parsing.parse(path, MAX_UPLOAD_BYTES, PARSE_TIMEOUT_S)
 
 
 def zoom(record: dict[str, Any] | None, first: float | None, last: float | None,
@@ -189,7 +190,8 @@ def list_recorded() -> Any:
         label = path.stem
         try:
             if path.stat().st_size < 50 * 2**20:
-                label = f"{path.stem}: {viz.record_label(json.loads(path.read_text()))}"
+                where = viz.record_label(json.loads(path.read_text()))
+                label = f"{path.stem}: {where}" if where else path.stem
         except (OSError, ValueError):
             pass  # unreadable: listed by name; choosing it shows the error
         choices.append((label, path.name))

@@ -70,7 +70,9 @@ def render_step(record: dict[str, Any] | None, index: Any, step: Any, lang_choic
         return viz.t(lang, "replay_empty"), plot(viz.step_figure(None, 0, lang))
     first, last = viz.step_range(run)
     step = min(max(int(step or first), first), last)
-    return viz.step_caption(run, step, lang), plot(viz.step_figure(run, step, lang))
+    placement = viz.copy_placement(run, (record or {}).get("env"))
+    return (viz.step_caption(run, step, lang, placement),
+            plot(viz.step_figure(run, step, lang, placement)))
 
 
 def step_by(record: dict[str, Any] | None, index: Any, step: Any, delta: int) -> Any:

@@ -17,9 +17,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from record.metrics import idle_gaps
-from viz.spans import display_labels, gpu_lanes, local_stats, ordered_lanes
-from viz.style import IDLE_FILL, IDLE_LINE, phase_color
+from viz.gpu_time import gpu_time, run_title
+from viz.spans import display_labels, gpu_lanes, ordered_lanes
+from viz.style import IDLE_FILL, IDLE_LINE, QUIET_FILL, phase_color
 from viz.text import t
 from viz.timeline import lane_label
 
@@ -44,20 +44,19 @@ def live_payload(runs: list[dict[str, Any]], lang: str = "en") -> str:
                          round(s["end_us"] / 1e3, 4)])
             end_ms = max(end_ms, s["end_us"] / 1e3)
         gpu = [lane for lane in gpu_lanes(run) if lane in index]
-        gaps = [[round(a / 1e3, 4), round(b / 1e3, 4)] for a, b in idle_gaps(spans, gpu)]
+        time = gpu_time(dict(run, spans=spans, gpu_lanes=gpu))
+        gaps = [[round(a / 1e3, 4), round(b / 1e3, 4)] for a, b in time.gaps]
+        quiet = [[round(a / 1e3, 4), round(b / 1e3, 4)] for a, b in time.quiet]
         running = "idle_us_total" not in (run.get("metrics") or {})
-        stats = local_stats(run) if running else run["metrics"]
-        title = t(lang, "run_title").format(
-            label=name, idle=stats.get("idle_us_total", 0.0) / 1000.0,
-            gaps=int(stats.get("idle_gap_count", 0)),
-            busy=f"{100 * stats.get('gpu_busy_frac', 0.0):.1f}")
+        title = run_title(run, name, lang)
         if running:
             title += " · " + t(lang, "so_far")
         out.append({"title": title, "lanes": [_plain(lane_label(lane, lang)) for lane in lanes],
                     "gpu_rows": sorted(index[lane] for lane in gpu), "palette": palette,
-                    "spans": rows, "gaps": gaps})
+                    "spans": rows, "gaps": gaps, "quiet": quiet})
     return json.dumps({"runs": out, "end_ms": round(end_ms, 3), "idle_fill": IDLE_FILL,
-                       "idle_line": IDLE_LINE, "axis": t(lang, "time_axis")},
+                       "idle_line": IDLE_LINE, "quiet_fill": QUIET_FILL,
+                       "axis": t(lang, "time_axis")},
                       separators=(",", ":"))
 
 

@@ -1,9 +1,12 @@
 """Step-through replay: one step of a finished run, its linked spans, its caption.
 
 The article explains overlap one step at a time: forward(Bn) runs on the engine stream while the
-CPU's process_last(Bn-1) hides under it; forward(Bn) waits only for Bn's metadata upload
-(``wait_stream``); Bn's sampled tokens come back by a result copy, and the CPU blocks on that
-copy's ``copy_done`` event when it processes Bn, one step later. This module finds those spans in
+CPU's process_last(Bn-1) hides under it; forward(Bn) waits for Bn's metadata upload (Mini-SGLang's
+``wait_stream``, which orders it after everything queued on the scheduler stream so far: with the
+result copy on the engine stream, the default, that is the upload alone; with the copy on the
+scheduler stream, also copy(Bn-1) and so forward(Bn-1)); Bn's sampled tokens come back by that
+result copy, and the CPU blocks on the copy's ``copy_done`` event when it processes Bn, one step
+later. ``copy_placement`` reads where a run's copies ran off its spans. This module finds those spans in
 a run dict by lane, phase and step (``step_parts``), names each one's partners (``links``), and
 says in words what the measured step did (``step_caption``). ``viz.stepview`` draws them.
 
@@ -20,7 +23,7 @@ from typing import Any
 from record.metrics import idle_gaps
 from record.run_record import loop_of
 from viz.lag import extra_steps, lag_marks
-from viz.spans import gpu_lanes, step_range
+from viz.spans import display_labels, gpu_lanes, step_range
 from viz.text import t
 
 FORWARD_PHASES = ("decode", "prefill")
@@ -72,6 +75,19 @@ def step_parts(run: dict[str, Any], step: int) -> dict[str, Any]:
     return parts
 
 
+def copy_placement(run: dict[str, Any], env: dict[str, Any] | None = None) -> str:
+    """Where the run's result copies ran, read off their spans: ``"engine"`` (on the engine
+    stream right after sampling, the default), ``"scheduler"`` (on the scheduler stream after
+    the forward, ``result_copy_stream="scheduler"``), or ``"in_order"`` (a CPU device process,
+    which runs every command in order like a single stream; ``env`` says so)."""
+    lanes = {s["lane"] for s in run.get("spans", []) if s["phase"] == "copy"}
+    if "engine_stream" in lanes:
+        return "engine"
+    if str((env or {}).get("device_kind", "")).startswith("cpu"):
+        return "in_order"
+    return "scheduler" if "scheduler_stream" in lanes else "engine"
+
+
 def _names(parts: dict[str, Any], step: int, lang: str) -> dict[str, str]:
     names = {role: t(lang, f"role_{role}").format(n=step)
              for role in ("forward", "upload", "copy", "wait", "process")}
@@ -80,8 +96,10 @@ def _names(parts: dict[str, Any], step: int, lang: str) -> dict[str, str]:
     return names
 
 
-def links(parts: dict[str, Any], step: int, kind: str, lang: str) -> dict[str, list[str]]:
-    """role -> the sentences naming its partners (what the hover of that span says)."""
+def links(parts: dict[str, Any], step: int, kind: str, lang: str,
+          placement: str = "engine") -> dict[str, list[str]]:
+    """role -> the sentences naming its partners (what the hover of that span says); what the
+    upload guards depends on where the result copy ran (``copy_placement``)."""
     names = _names(parts, step, lang)
     present = {role for role in ("forward", "upload", "copy", "wait", "process") if parts[role]}
     present |= {f"hidden{i}" for i in range(len(parts["hidden"]))}
@@ -92,7 +110,7 @@ def links(parts: dict[str, Any], step: int, kind: str, lang: str) -> dict[str, l
             said[a].append(t(lang, a_says).format(other=names[b], **extra))
             said[b].append(t(lang, b_says).format(other=names[a], **extra))
 
-    pair("forward", "upload", "rel_waits_for", "rel_guards")
+    pair("forward", "upload", "rel_waits_for", f"rel_guards_{placement}")
     pair("forward", "copy", "rel_copied_by", "rel_copies", partner=names["wait"])
     if "copy" in present and "wait" in present:
         said["wait"].append(t(lang, "rel_waits_copy").format(other=names["copy"]))
@@ -116,8 +134,11 @@ def _ms(span: dict[str, Any] | None) -> float:
     return (span["end_us"] - span["start_us"]) / 1000.0 if span else 0.0
 
 
-def step_caption(run: dict[str, Any], step: int, lang: str = "en") -> str:
-    """What step ``step`` did, in the article's terms, with the measured durations (markdown)."""
+def step_caption(run: dict[str, Any], step: int, lang: str = "en",
+                 placement: str | None = None) -> str:
+    """What step ``step`` did, in the article's terms, with the measured durations (markdown).
+    ``placement``: where the result copy ran (``copy_placement``; read off the spans if None)."""
+    placement = placement or copy_placement(run)
     parts, kind = step_parts(run, step), loop_kind(run)
     forward = parts["forward"]
     if forward is None:
@@ -139,10 +160,13 @@ def step_caption(run: dict[str, Any], step: int, lang: str = "en") -> str:
         # Say what was measured: when little of process_last(Bn-1) ran under forward(Bn), the
         # caption must not claim that the CPU's work was hidden.
         key = "cap_overlap" if hidden >= HIDDEN_SHARE * _ms(prev) else "cap_overlap_missed"
+        waited = t(lang, f"waited_{placement}").format(n=step, prev=prev["step"])
         text = t(lang, key).format(n=step, prev=prev["step"], fwd=fwd, proc=_ms(prev),
-                                   hidden=hidden, loop=run_name(run))
+                                   hidden=hidden, loop=run_name(run, lang), waited=waited)
     else:
-        text = t(lang, "cap_fill").format(n=step, fwd=fwd, loop=run_name(run))
+        waited = t(lang, "waited_first").format(n=step)
+        text = t(lang, "cap_fill").format(n=step, fwd=fwd, loop=run_name(run, lang),
+                                          waited=waited)
     if parts["wait"]:
         text += t(lang, "cap_copy").format(n=step, wait=_ms(parts["wait"]))
     if step == last and kind != "normal":
@@ -150,9 +174,10 @@ def step_caption(run: dict[str, Any], step: int, lang: str = "en") -> str:
     return text + _lag_sentences(run, step, lang)
 
 
-def run_name(run: dict[str, Any]) -> str:
-    """The run's label without its device detail, escaped (it may come from a file)."""
-    return html.escape(str(run.get("label") or run.get("mode") or "run").partition(" (")[0])
+def run_name(run: dict[str, Any], lang: str = "en") -> str:
+    """The run's name in the reader's language ("overlap", "重叠"), escaped (an imported run's
+    comes from a file)."""
+    return html.escape(display_labels([run], lang)[0])
 
 
 def _idle_after(run: dict[str, Any], forward: dict[str, Any], step: int) -> float:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from record.metrics import busy_fraction, idle_gaps, step_extents
+from record.metrics import active_windows, busy_fraction, idle_gaps, step_extents
 from record.run_record import loop_of
 from viz.style import DEFAULT_GPU_LANES, STANDARD_LANES
 from viz.text import t
@@ -95,6 +95,23 @@ def step_range(run: dict[str, Any]) -> tuple[int, int]:
     return (min(steps), max(steps)) if steps else (0, 0)
 
 
+_last_steps: dict[str, tuple] = {}   # "run": (spans, length, lanes, extents, order)
+
+
+def _steps_of(spans: list[dict[str, Any]], lanes: tuple[str, ...]) -> tuple[dict, list[int]]:
+    """The run's step extents and their order by start. A view cuts one run into several
+    windows (the step figure, the three unrolled panels): the last run's are kept, held by the
+    very list they were computed from (one tuple, read and replaced whole, so two handlers in
+    two threads never mix two runs')."""
+    cached = _last_steps.get("run")
+    if cached and cached[0] is spans and cached[1] == len(spans) and cached[2] == lanes:
+        return cached[3], cached[4]
+    extents = step_extents(spans, lanes)
+    order = sorted(extents, key=lambda step: extents[step][0])
+    _last_steps["run"] = (spans, len(spans), lanes, extents, order)
+    return extents, order
+
+
 def window_run(run: dict[str, Any], first_step: int, last_step: int) -> dict[str, Any]:
     """A copy of ``run`` cut to the time its steps first_step..last_step (inclusive) took.
 
@@ -111,8 +128,7 @@ def window_run(run: dict[str, Any], first_step: int, last_step: int) -> dict[str
     if first_step > last_step:
         first_step, last_step = last_step, first_step
     spans = run.get("spans", [])
-    extents = step_extents(spans, gpu_lanes(run))
-    order = sorted(extents, key=lambda step: extents[step][0])
+    extents, order = _steps_of(spans, tuple(gpu_lanes(run)))
     if order:
         first_step = min(max(first_step, min(order)), max(order))
         last_step = min(max(last_step, min(order)), max(order))
@@ -130,6 +146,8 @@ def window_run(run: dict[str, Any], first_step: int, last_step: int) -> dict[str
                               end_us=min(s["end_us"], t_end))
                          for s in spans if s["end_us"] > t_start and s["start_us"] < t_end]
     windowed["window"] = {"first_step": first_step, "last_step": last_step,
-                          "forwards": len(chosen), "t_start_us": t_start, "t_end_us": t_end}
+                          "forwards": len(chosen), "t_start_us": t_start, "t_end_us": t_end,
+                          # when requests were in the system (from the outputs left out)
+                          "active": active_windows(run.get("outputs") or [])}
     windowed["metrics"] = local_stats(windowed)
     return windowed

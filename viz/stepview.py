@@ -15,7 +15,7 @@ from typing import Any
 
 from viz.figure import FigureSpec
 from viz.lag import lag_marks
-from viz.replay import links, loop_kind, overlap_us, spans_of, step_parts
+from viz.replay import copy_placement, links, loop_kind, overlap_us, spans_of, step_parts
 from viz.spans import ordered_lanes, step_range, window_run
 from viz.style import STANDARD_LANES, phase_color
 from viz.text import t
@@ -34,8 +34,10 @@ _LABELS = {"decode": "fwd", "prefill": "prefill", "process_last": "proc", "sched
 _LIGHT_TEXT = {"process_last", "schedule", "prefill"}   # dark bars: white labels
 
 
-def step_figure(run: dict[str, Any] | None, step: int, lang: str = "en") -> FigureSpec:
-    """Steps step-1..step+1 of ``run``, step ``step``'s spans outlined and linked."""
+def step_figure(run: dict[str, Any] | None, step: int, lang: str = "en",
+                placement: str | None = None) -> FigureSpec:
+    """Steps step-1..step+1 of ``run``, step ``step``'s spans outlined and linked (``placement``:
+    where its result copies ran, ``viz.replay.copy_placement``)."""
     if not run or not run.get("spans"):
         return message_figure(t(lang, "replay_empty"))
     first, last = step_range(run)
@@ -50,7 +52,7 @@ def step_figure(run: dict[str, Any] | None, step: int, lang: str = "en") -> Figu
     offset = windowed["window"]["t_start_us"]
     index = {lane: i for i, lane in enumerate(ordered_lanes(windowed))}
     parts, kind = step_parts(run, step), loop_kind(run)
-    said = links(parts, step, kind, lang)
+    said = links(parts, step, kind, lang, placement or copy_placement(run))
     roles = spans_of(parts, kind)
     for role, span in roles.items():
         if span["lane"] in index:

@@ -2,7 +2,9 @@
 
 CPU phases are blues and purples (the scheduler thread), scheduler-stream phases greens (small
 copies), engine-stream phases oranges and browns (the forward). GPU idle is the only red thing on
-the page: a hatched band over the GPU lanes wherever none of them is doing anything.
+the page: a hatched band over the GPU lanes wherever none of them is doing anything while
+requests are waiting or running. Time with no request in the system at all (a served session
+between clients) is a plain light grey band: nobody asked the GPU for anything.
 """
 
 from __future__ import annotations
@@ -17,10 +19,10 @@ PHASE_COLORS: dict[str, str] = {
     "launch": "#6baed6",
     "wait": "#c9c9c9",
     "process_last": "#756bb1",
-    # scheduler_stream: metadata uploads and the result copy
+    # scheduler_stream: metadata uploads (and, with result_copy_stream="scheduler", the copy)
     "upload": "#31a354",
-    "copy": "#a1d99b",
-    # the engine stream: forward and sampling
+    "copy": "#a1d99b",                     # the result copy, on whichever stream it ran
+    # the engine stream: forward and sampling (and, by default, the result copy)
     "prefill": "#a63603",
     "decode": "#fd8d3c",
     "sample": "#8c6d31",
@@ -38,6 +40,8 @@ OTHER_PHASE = "other"
 
 IDLE_FILL = "rgba(214, 39, 40, 0.16)"
 IDLE_LINE = "rgba(214, 39, 40, 0.75)"
+QUIET_FILL = "rgba(150, 150, 150, 0.16)"   # no request in the system (not GPU idleness)
+
 
 def phase_color(phase: str) -> str:
     """The phase's colour; a neutral grey for phases the legend does not know."""

@@ -7,7 +7,7 @@ English for a key a language lacks, so a missing translation shows English, neve
 
 from __future__ import annotations
 
-from viz import text_teach
+from viz import text_metrics, text_teach
 
 LANGUAGES = {"en": "English", "zh": "中文"}
 
@@ -24,17 +24,29 @@ _EN: dict[str, str] = {
 ### What to look for
 - **Lanes.** *CPU* is the scheduler thread: `receive` requests, `schedule` the next batch,
   `launch` it, `process_last` (read sampled tokens, check EOS, free finished requests) and
-  `wait`. The **scheduler stream** carries small metadata uploads and the result copy; the
-  **engine stream** runs the forward (`prefill` / `decode`) and `sample`.
-- **Red hatched bands = GPU idle**: neither stream has work. Their total is in each title.
+  `wait`. The **scheduler stream** carries small metadata uploads; the **engine stream** runs
+  the forward (`prefill` / `decode`), `sample` and, by default, the result `copy` of the sampled
+  tokens to the host.
+- **Red hatched bands = GPU idle**: neither stream has work while requests are waiting or
+  running (time with no request at all is grey). Each title gives their total and GPU busy two
+  ways: over *both stream lanes* (an upload or a copy counts as work) and over the *engine
+  stream alone*.
 - **Normal loop:** forward(B*n*) → copy → CPU reads the token → stop check → build B*n+1* →
   forward(B*n+1*). A red band follows every decode: the GPU waits for `process_last` and
   `schedule`.
 - **Overlap loop:** the sampled token is written into a GPU-resident **token pool** and gathered
   from there as the next input, so forward(B*n+1*) never waits for the CPU. Find
   `process_last` of step *n−1* on the CPU lane *under* the decode bar of step *n*.
-- **One sync edge:** `engine_stream.wait_stream(scheduler_stream)`: a forward waits only for
-  its own metadata upload (green), nothing else.
+- **One sync edge:** the forward waits for its metadata upload (green). Mini-SGLang writes it as
+  `engine_stream.wait_stream(scheduler_stream)`, which orders the forward after *everything*
+  queued on the scheduler stream so far, so where the result copy runs matters. By default it
+  runs on the engine stream right after sampling (as Mini-SGLang does): the scheduler stream
+  holds only uploads, upload(*n+1*) never waits for forward(*n*), and forward(*n+1*) follows
+  forward(*n*) after a copy of a few microseconds. With `result_copy_stream="scheduler"` (the
+  recorded H200 runs made before this default) copy(*n*) waits there for forward(*n*),
+  upload(*n+1*) queues behind it, and every forward starts only after the previous one, its copy
+  and the next upload. On a CPU the device process runs every command in order, like a single
+  stream (its copy is drawn on the scheduler-stream lane).
 - **Lag one:** the CPU sees an EOS one step late, so a finished request may ride along in one
   more batch; that extra token is dropped and the request is freed exactly once.
 - On a machine without a GPU, a separate **device process** plays the GPU (it owns the model,
@@ -63,6 +75,13 @@ iteration, each fed by the one before through the token pool, so a step costs ab
 their metadata in one copy, so each further forward costs the CPU little more than its launch.
 The price is lag k: stop checks come up to k steps late, so finished requests run extra forwards
 (wasted tokens), shown beside the gain.
+
+**When the measurement and the formula differ** by more than 10%, a note says what the runs
+measured that the formula leaves out, in ms per step: a serial step that was not the sum of its
+terms, an overlapped step longer than the longer of its own, a forward or CPU work that changed
+between the runs, other programs on the machine. **GPU busy** is given two ways: over *both
+stream lanes* and over the *engine stream alone*; where they differ, the GPU was moving bytes
+(uploads, copies), not computing.
 """,
     "recorded_help": (
         "Runs recorded with the CLI on a real GPU (`python -m engine --mode both|all --json ...`), "
@@ -77,65 +96,18 @@ The price is lag k: stop checks come up to k steps late, so finished requests ru
     "time_axis": "time since the run started (ms)",
     "time_axis_window": "time since the window's first step (ms)",
     "gpu_idle": "GPU idle",
-    "run_title": "{label}: GPU idle {idle:.1f} ms in {gaps} gaps · GPU busy {busy}%",
+    "hover_bar": ("<b>%{customdata[0]}</b> · %{customdata[5]}<br>step %{customdata[1]}"
+                  "<br>start %{customdata[6]:.3f} ms · duration %{customdata[2]:.3f} ms"
+                  "<br>batch size %{customdata[3]} · tokens %{customdata[4]}<extra></extra>"),
+    "hover_gap": "start %{customdata:.3f} ms · %{x:.3f} ms<extra></extra>",
+    "run_title": "{label}: GPU idle {idle} ms in {gaps} gaps · GPU busy {busy}",
+    "run_title_active": "{label}, while requests were in the system ({share}% of the time): "
+                        "GPU idle {idle} ms in {gaps} gaps · GPU busy {busy}",
+    "busy_two_ways": "{both}% both stream lanes, {engine}% engine stream alone",
+    "busy_gpu_lanes": "{both}% (its GPU lanes together)",
+    "no_requests": "no request in the system",
     "window_steps": "steps {first}–{last}: {forwards} forwards in {ms} ms",
     "so_far": "so far (running)",
-    "metric": "metric",
-    "ratio": "{b} / {a}",
-    "m_tokens_per_s": "output tokens / s",
-    "m_decode_tokens_per_s": "decode tokens / s",
-    "m_output_tokens": "output tokens",
-    "m_wall_s": "wall time (s)",
-    "m_steps": "steps",
-    "m_gpu_busy_frac": "GPU busy",
-    "m_idle_us_total": "GPU idle total (ms)",
-    "m_idle_gap_count": "idle gaps",
-    "m_mean_step_us": "mean step time (ms)",
-    "m_mean_idle_per_step_us": "mean GPU idle per step (ms)",
-    "m_t_fwd_us": "T_fwd: forward per step (ms)",
-    "m_t_cpu_us": "T_sched + T_post: CPU per step (ms)",
-    "m_ttft_ms_mean": "time to first token, mean (ms)",
-    "m_itl_ms_mean": "inter-token latency (ITL), mean (ms)",
-    "m_itl_ms_p99": "inter-token latency (ITL), p99 (ms)",
-    "m_tpot_ms_mean": "time per output token, mean (ms)",
-    "formula_serial": "serial step ≈ T_fwd + T_sched + T_post = {fwd:.2f} + {cpu:.2f} = "
-                      "{total:.2f} ms",
-    "formula_overlap": "overlapped step ≈ max(T_fwd, T_sched + T_post) = max({fwd:.2f}, "
-                       "{cpu:.2f}) = {best:.2f} ms",
-    "formula_predicted": "predicted speedup: {pred:.2f}×",
-    "formula_measured": "measured speedup per decode step ({a} step time ÷ {b} step time, "
-                        "same steady window): {meas:.2f}×",
-    "formula_whole": "whole run, output tokens/s ({b} ÷ {a}; prefill, fill and drain included): "
-                     "{meas:.2f}×",
-    "formula_terms": "terms per decode step, measured in the {label} run over its steady window "
-                     "(the middle 80% of its decode steps)",
-    "why_below": "The {label} run measured far less than the formula predicts.",
-    "profiled_note": "<b>Kernel lanes</b>: this recording ran torch.profiler over steps "
-                     "{first}–{last} (the step window shows them). Starting the profiler and its "
-                     "per-kernel bookkeeping slow the run, so its totals are not the loops' own: "
-                     "read the kernel lanes, not the speedup. In eager mode a small model is "
-                     "launch-bound: the forward's span looks solid while its kernels are sparse.",
-    "note_steps_profiler_step": "{steps} steps, from the trace's ProfilerStep marks.",
-    "note_steps_graph_launch": "{steps} steps, one per CUDA graph launch (the trace has no "
-                               "ProfilerStep marks).",
-    "note_steps_marker": "{steps} steps, one per launch of <code>{marker}</code>, the kernel that "
-                         "runs once per forward (the trace has no ProfilerStep marks).",
-    "note_steps_none": "No repeating step was found: the whole trace is one window.",
-    "note_terms_from_gaps": "A trace has no scheduler phases: T_fwd is the GPU's busy time per "
-                            "step, and T_sched + T_post the rest of the step, the time the GPU "
-                            "waited for the host (in eager mode that includes the gaps between "
-                            "launches inside the forward).",
-    "note_no_cpu_lanes": "No host thread in the trace launched the GPU work (was it recorded "
-                         "with ProfilerActivity.CPU?): only the GPU lanes are drawn.",
-    "note_no_tokens": "A trace holds no tokens: token counts and rates are 0.",
-    "formula_trace_pred": "if the host's part of each step ran under the forward (overlap): "
-                          "{pred:.2f}× predicted",
-    "why_measured": "What the run saw:",
-    "why_other_load": "other programs used {share:.0f}% of this machine's {cpus} cores meanwhile",
-    "why_device_cpu": "the device process had a core for {share:.0f}% of the time it was working",
-    "why_prefill": "prefill forwards filled {share:.0f}% of the steady window",
-    "m_steady_step_us": "decode step, steady window (ms)",
-    "m_steady_busy_frac": "GPU busy, steady window",
     "texts_count": "{shown} of {total} requests, as the last run produced them.",
     "loopname_normal": "normal",
     "loopname_overlap": "overlap",
@@ -168,9 +140,6 @@ The price is lag k: stop checks come up to k steps late, so finished requests ru
     "status_no_estimate": "The time estimate comes after the first run of this setup.",
     "status_loading": "Loading the model in the scheduler process…",
     "status_stopping": "Stopping: the run ends at the scheduler's next step.",
-    "note_default_prompts": "The prompts box was empty: the built-in prompts were used.",
-    "note_no_chat_template": "This model has no chat template (a base model): the prompts went in "
-                             "as plain text.",
     "placement_os": "Placement: the OS placed the scheduler, the device process and the web "
                     "server on any core (none pinned).",
     "placement_pinned": "Placement: scheduler on core {sched_cores}, device process on core "
@@ -221,7 +190,23 @@ The price is lag k: stop checks come up to k steps late, so finished requests ru
     "status_failed": "The run failed: {error}",
     "status_recorded": "Recorded on {where}",
     "status_imported": "Imported {name} ({where})",
+    "status_imported_unlabelled": "Imported {name} (the file does not say what hardware it was "
+                                  "recorded on).",
     "status_cannot_show": "Cannot show {name}: it is not a run record or a trace this page can read.",
+    "status_not_a_trace": "Cannot show {name}: it is {what}, not a run record or a trace. Upload "
+                          "a .json or .json.gz file: a torch.profiler trace or a run record saved "
+                          "from this page.",
+    "file_png": "a PNG image",
+    "file_jpeg": "a JPEG image",
+    "file_gif": "a GIF image",
+    "file_riff": "a media file (WebP, WAV or AVI)",
+    "file_pdf": "a PDF document",
+    "file_zip": "a ZIP archive",
+    "file_bzip2": "a bzip2 archive",
+    "file_xz": "an xz archive",
+    "file_7z": "a 7z archive",
+    "file_empty": "an empty file",
+    "file_text": "text that does not start like a JSON object or list",
     "model_real": "tiny model, real weights",
     "model_random": "random weights, timing only",
     "model_hub": "hub, fetched on first use",
@@ -299,15 +284,24 @@ _ZH: dict[str, str] = {
 ### 看什么
 - **泳道。** *CPU* 是调度线程：`receive` 接收请求、`schedule` 组下一批、`launch` 提交、
   `process_last`（读取采样 token、判 EOS、回收已结束请求）以及 `wait`。**scheduler stream**
-  承载小的元数据上传和结果回传；**engine stream** 执行前向（`prefill` / `decode`）和 `sample`。
-- **红色斜线 = GPU 空闲**：两条 stream 都没有工作。每个标题里给出其总和。
+  承载小的元数据上传；**engine stream** 执行前向（`prefill` / `decode`）、`sample`，默认还执行把
+  采样 token 回传到主机的结果 `copy`。
+- **红色斜线 = GPU 空闲**：有请求在等待或运行时，两条 stream 都没有工作（系统中根本没有请求的时间
+  画成灰色）。每个标题给出其总和，并用两种方式给出 GPU 忙碌比例：*两条 stream 泳道合计*（上传或
+  回传也算工作）和 *engine stream 单独*。
 - **普通循环：** forward(B*n*) → 回传 → CPU 读 token → 判停 → 组 B*n+1* → forward(B*n+1*)。
   每次 decode 之后都有一段红色：GPU 在等 `process_last` 和 `schedule`。
 - **重叠循环：** 采样出的 token 写入常驻显存的 **token_pool**，下一步直接从中 gather 作为输入，
   forward(B*n+1*) 不再等待 CPU。请在 CPU 泳道上找到第 *n−1* 步的 `process_last`，它位于第 *n*
   步 decode 条的**正下方**。
-- **唯一的同步边：** `engine_stream.wait_stream(scheduler_stream)`：前向只等待自己的元数据上传
-  （绿色），不等其他任何东西。
+- **唯一的同步边：** 前向等待自己的元数据上传（绿色）。Mini-SGLang 把它写成
+  `engine_stream.wait_stream(scheduler_stream)`，这会让前向排在 scheduler stream 上此前*所有*已排队
+  工作之后，所以结果回传放在哪里很重要。默认它在 engine stream 上紧跟采样执行（和 Mini-SGLang
+  一样）：scheduler stream 上只有上传，upload(*n+1*) 从不等待 forward(*n*)，forward(*n+1*) 只隔几微秒
+  的回传就接在 forward(*n*) 之后。若设 `result_copy_stream="scheduler"`（采用这个默认值之前录制的
+  H200 运行就是如此），copy(*n*) 在那里等待 forward(*n*)，upload(*n+1*) 排在它后面，于是每次前向都要
+  等上一次前向、它的回传和下一次上传依次完成后才开始。在 CPU 上，设备进程按顺序执行每条命令，就像
+  只有一条 stream（它的回传画在 scheduler stream 泳道上）。
 - **滞后一轮：** CPU 晚一步才看到 EOS，已结束的请求可能还会跟着多跑一批；那个多出的 token 被丢弃，
   请求只释放一次。
 - 没有 GPU 的机器上，由一个独立的**设备进程**扮演 GPU（它持有模型、KV Cache 和 token_pool）。
@@ -330,6 +324,11 @@ _ZH: dict[str, str] = {
 接上一次的输出，于是一步约为 **max(T_fwd, (T_sched + T_post) / k)**。一次调度排好全部 k 步，
 元数据一次拷贝上传，所以之后每次前向 CPU 只需付出提交本身。代价是滞后 k 步：判停最多晚 k 步，
 已结束的请求会多跑几次前向（浪费的 token），与收益并列显示。
+
+**当实测与公式相差** 超过 10% 时，会有一条说明，以每步毫秒数列出各次运行测到、而公式没有计入的：
+串行一步并不等于各项之和、重叠一步比它自己较长的一项还长、两次运行之间前向或 CPU 工作的变化、
+机器上的其他程序。**GPU 忙碌比例**用两种方式给出：*两条 stream 泳道合计*和 *engine stream 单独*；
+两者不同之处，GPU 在搬运数据（上传、回传），而不是在计算。
 """,
     "recorded_help": (
         "在真实 GPU 上用命令行录制的运行（`python -m engine --mode both|all --json ...`），"
@@ -343,59 +342,18 @@ _ZH: dict[str, str] = {
     "time_axis": "自运行开始的时间（ms）",
     "time_axis_window": "自窗口第一步开始的时间（ms）",
     "gpu_idle": "GPU 空闲",
-    "run_title": "{label}：GPU 空闲 {idle:.1f} ms，共 {gaps} 段 · GPU 忙碌 {busy}%",
+    "hover_bar": ("<b>%{customdata[0]}</b> · %{customdata[5]}<br>第 %{customdata[1]} 步"
+                  "<br>开始 %{customdata[6]:.3f} ms · 时长 %{customdata[2]:.3f} ms"
+                  "<br>批大小 %{customdata[3]} · token 数 %{customdata[4]}<extra></extra>"),
+    "hover_gap": "开始 %{customdata:.3f} ms · %{x:.3f} ms<extra></extra>",
+    "run_title": "{label}：GPU 空闲 {idle} ms，共 {gaps} 段 · GPU 忙碌 {busy}",
+    "run_title_active": "{label}，只算系统中有请求的时间（占 {share}%）：GPU 空闲 {idle} ms，共 "
+                        "{gaps} 段 · GPU 忙碌 {busy}",
+    "busy_two_ways": "两条 stream 泳道合计 {both}%，engine stream 单独 {engine}%",
+    "busy_gpu_lanes": "{both}%（其 GPU 泳道合计）",
+    "no_requests": "系统中没有请求",
     "window_steps": "第 {first}–{last} 步：{forwards} 次前向，共 {ms} ms",
     "so_far": "目前为止（运行中）",
-    "metric": "指标",
-    "m_tokens_per_s": "输出 token / 秒",
-    "m_decode_tokens_per_s": "解码 token / 秒",
-    "m_output_tokens": "输出 token 数",
-    "m_wall_s": "总耗时（秒）",
-    "m_steps": "步数",
-    "m_gpu_busy_frac": "GPU 忙碌比例",
-    "m_idle_us_total": "GPU 空闲总计（ms）",
-    "m_idle_gap_count": "空闲段数",
-    "m_mean_step_us": "平均每步时间（ms）",
-    "m_mean_idle_per_step_us": "平均每步 GPU 空闲（ms）",
-    "m_t_fwd_us": "T_fwd：每步前向（ms）",
-    "m_t_cpu_us": "T_sched + T_post：每步 CPU（ms）",
-    "m_ttft_ms_mean": "首 token 延迟均值（ms）",
-    "m_itl_ms_mean": "token 间延迟（ITL）均值（ms）",
-    "m_itl_ms_p99": "token 间延迟（ITL）p99（ms）",
-    "m_tpot_ms_mean": "每输出 token 时间均值（ms）",
-    "formula_serial": "串行一步 ≈ T_fwd + T_sched + T_post = {fwd:.2f} + {cpu:.2f} = "
-                      "{total:.2f} ms",
-    "formula_overlap": "重叠一步 ≈ max(T_fwd, T_sched + T_post) = max({fwd:.2f}, {cpu:.2f}) = "
-                       "{best:.2f} ms",
-    "formula_predicted": "预测加速比：{pred:.2f}×",
-    "formula_measured": "每个解码步的实测加速比（{a} 每步时间 ÷ {b} 每步时间，同一稳定窗口）："
-                        "{meas:.2f}×",
-    "formula_whole": "整次运行的输出 token/秒（{b} ÷ {a}；含预填充、填充和收尾）：{meas:.2f}×",
-    "formula_terms": "每个解码步的各项，取自 {label} 运行的稳定窗口（解码步中间的 80%）",
-    "why_below": "{label} 运行的实测结果远低于公式的预测。",
-    "profiled_note": "<b>kernel 泳道</b>：这次录制在第 {first}–{last} 步运行了 torch.profiler（步窗口"
-                     "显示这些步）。启动 profiler 以及它对每个 kernel 的记录会拖慢运行，所以整体数字"
-                     "不是两种循环本身的：请看 kernel 泳道，而不是加速比。在 eager 模式下小模型受限于"
-                     "启动开销：前向的区间看起来是满的，而其中的 kernel 很稀疏。",
-    "note_steps_profiler_step": "{steps} 步，取自 trace 中的 ProfilerStep 标记。",
-    "note_steps_graph_launch": "{steps} 步，每次 CUDA Graph 启动算一步（trace 中没有 ProfilerStep "
-                               "标记）。",
-    "note_steps_marker": "{steps} 步，每次启动 <code>{marker}</code> 算一步：它是每次前向只运行一次的"
-                         " kernel（trace 中没有 ProfilerStep 标记）。",
-    "note_steps_none": "没有找到重复的步：整个 trace 作为一个窗口。",
-    "note_terms_from_gaps": "trace 中没有调度阶段：T_fwd 是每步 GPU 的忙碌时间，T_sched + T_post "
-                            "是每步剩下的时间，即 GPU 等待主机的时间（在 eager 模式下也包括前向内部"
-                            "各次启动之间的空隙）。",
-    "note_no_cpu_lanes": "trace 中没有发起 GPU 工作的主机线程（是否用 ProfilerActivity.CPU 录制？）："
-                         "只画出 GPU 泳道。",
-    "note_no_tokens": "trace 中没有 token：token 数和速率为 0。",
-    "formula_trace_pred": "如果每步中主机的部分在前向之下运行（重叠）：预测 {pred:.2f}×",
-    "why_measured": "这次运行观察到：",
-    "why_other_load": "其他程序同时占用了本机 {cpus} 个核心的 {share:.0f}%",
-    "why_device_cpu": "设备进程在工作时只有 {share:.0f}% 的时间拿到了核心",
-    "why_prefill": "预填充前向占了稳定窗口的 {share:.0f}%",
-    "m_steady_step_us": "解码步时间，稳定窗口（ms）",
-    "m_steady_busy_frac": "GPU 忙碌比例，稳定窗口",
     "texts_count": "共 {total} 个请求，显示 {shown} 个（最后一次运行的输出）。",
     "loopname_normal": "普通",
     "loopname_overlap": "重叠",
@@ -427,8 +385,6 @@ _ZH: dict[str, str] = {
     "status_no_estimate": "这个配置第一次运行之后才能给出耗时估计。",
     "status_loading": "正在调度进程中加载模型…",
     "status_stopping": "正在停止：运行将在调度器的下一步结束。",
-    "note_default_prompts": "提示框为空：使用了内置提示。",
-    "note_no_chat_template": "该模型没有对话模板（基础模型）：提示词按纯文本输入。",
     "placement_os": "进程放置：调度进程、设备进程和 Web 服务器由操作系统分配到任意核心（未绑定）。",
     "placement_pinned": "进程放置：调度进程在核心 {sched_cores}，设备进程在核心 {device_cores}，"
                         "Web 服务器在核心 {server_cores}（已绑定）。",
@@ -473,7 +429,21 @@ _ZH: dict[str, str] = {
     "status_failed": "运行失败：{error}",
     "status_recorded": "录制于 {where}",
     "status_imported": "已导入 {name}（{where}）",
+    "status_imported_unlabelled": "已导入 {name}（文件中没有说明它是在什么硬件上录制的）。",
     "status_cannot_show": "无法显示 {name}：它不是本页能读取的运行记录或 trace。",
+    "status_not_a_trace": "无法显示 {name}：它是{what}，不是运行记录或 trace。请上传 .json 或 .json.gz "
+                          "文件：torch.profiler trace，或从本页保存的运行记录。",
+    "file_png": "一张 PNG 图片",
+    "file_jpeg": "一张 JPEG 图片",
+    "file_gif": "一张 GIF 图片",
+    "file_riff": "一个媒体文件（WebP、WAV 或 AVI）",
+    "file_pdf": "一份 PDF 文档",
+    "file_zip": "一个 ZIP 压缩包",
+    "file_bzip2": "一个 bzip2 压缩包",
+    "file_xz": "一个 xz 压缩包",
+    "file_7z": "一个 7z 压缩包",
+    "file_empty": "一个空文件",
+    "file_text": "一段不以 JSON 对象或列表开头的文本",
     "model_real": "小模型，真实权重",
     "model_random": "随机权重，仅用于计时",
     "model_hub": "Hub，首次使用时下载",
@@ -536,6 +506,8 @@ _ZH: dict[str, str] = {
 
 _EN.update(text_teach.EN)
 _ZH.update(text_teach.ZH)
+_EN.update(text_metrics.EN)
+_ZH.update(text_metrics.ZH)
 STRINGS: dict[str, dict[str, str]] = {"en": _EN, "zh": _ZH}
 
 

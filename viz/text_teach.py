@@ -55,8 +55,7 @@ EN: dict[str, str] = {
     "cap_overlap": (
         "**Step {n}** ({loop}): the GPU runs forward(B{n}) ({fwd:.2f} ms) while the CPU processes "
         "B{prev} ({proc:.2f} ms): it reads B{prev}'s tokens after copy_done, checks stops, frees "
-        "finished requests. forward(B{n}) only waited for B{n}'s metadata upload (wait_stream); "
-        "{hidden:.2f} ms of the CPU's work ran hidden under it."),
+        "finished requests. {waited}; {hidden:.2f} ms of the CPU's work ran hidden under it."),
     "cap_overlap_missed": (
         "**Step {n}** ({loop}): the loop launched forward(B{n}) ({fwd:.2f} ms) and then processed "
         "B{prev} ({proc:.2f} ms), as overlap does, but this time the two hardly overlapped in "
@@ -66,7 +65,16 @@ EN: dict[str, str] = {
     "cap_fill": (
         "**Step {n}** ({loop}, fill): the GPU runs forward(B{n}) ({fwd:.2f} ms); there is no "
         "earlier batch to process yet, so the CPU goes straight on to schedule the next batch. "
-        "forward(B{n}) only waited for its metadata upload (wait_stream)."),
+        "{waited}."),
+    "waited_first": "forward(B{n}) waited for its metadata upload (wait_stream)",
+    "waited_engine": "forward(B{n}) waited for B{n}'s metadata upload, the only work on the "
+                     "scheduler stream (the result copy runs on the engine stream, right after "
+                     "sampling)",
+    "waited_scheduler": "forward(B{n}) waited for all the scheduler stream held before it "
+                        "(wait_stream): copy(B{prev}), which itself waited for forward(B{prev}), "
+                        "then B{n}'s upload",
+    "waited_in_order": "the device process runs its commands in order, like one stream: "
+                       "forward(B{n}) began after copy(B{prev}) and B{n}'s upload",
     "cap_normal": (
         "**Step {n}** (normal loop): the GPU runs forward(B{n}) ({fwd:.2f} ms); then the CPU "
         "waits for copy_done, processes B{n} ({proc:.2f} ms: reads its tokens, checks stops, "
@@ -93,7 +101,10 @@ EN: dict[str, str] = {
     "role_wait": "CPU wait for copy_done(B{n})",
     "role_process": "process_last(B{n})",
     "rel_waits_for": "waits for {other} (wait_stream)",
-    "rel_guards": "wait_stream: {other} waits for this upload, and only for it",
+    "rel_guards_engine": "{other} waits for this upload, the only work on the scheduler stream",
+    "rel_guards_scheduler": "{other} waits for this upload and for everything queued before it on "
+                            "the scheduler stream (the previous step's result copy)",
+    "rel_guards_in_order": "{other} runs after it: the device process runs its commands in order",
     "rel_hides": "hides {other} under it",
     "rel_hidden_under": "runs hidden under {other}",
     "rel_copied_by": "its sampled tokens are copied to the host by {other}",
@@ -206,8 +217,7 @@ ZH: dict[str, str] = {
     "cap_overlap": (
         "**第 {n} 步**（{loop}）：GPU 执行 forward(B{n})（{fwd:.2f} ms），同时 CPU 处理 B{prev}"
         "（{proc:.2f} ms）：在 copy_done 之后读取 B{prev} 的 token、判停、回收已结束的请求。"
-        "forward(B{n}) 只等待了 B{n} 的元数据上传（wait_stream）；CPU 有 {hidden:.2f} ms 的工作"
-        "藏在它下面。"),
+        "{waited}；CPU 有 {hidden:.2f} ms 的工作藏在它下面。"),
     "cap_overlap_missed": (
         "**第 {n} 步**（{loop}）：循环先提交了 forward(B{n})（{fwd:.2f} ms），再处理 B{prev}"
         "（{proc:.2f} ms），这正是重叠的做法；但这一次两者在时间上几乎没有重叠：只有 {hidden:.2f} ms "
@@ -215,7 +225,14 @@ ZH: dict[str, str] = {
         "要等待核心）。"),
     "cap_fill": (
         "**第 {n} 步**（{loop}，填充）：GPU 执行 forward(B{n})（{fwd:.2f} ms）；此时还没有更早的"
-        "批次需要处理，CPU 直接去调度下一批。forward(B{n}) 只等待了自己的元数据上传（wait_stream）。"),
+        "批次需要处理，CPU 直接去调度下一批。{waited}。"),
+    "waited_first": "forward(B{n}) 等待了自己的元数据上传（wait_stream）",
+    "waited_engine": "forward(B{n}) 等待了 B{n} 的元数据上传，这是 scheduler stream 上唯一的工作（结果"
+                     "回传在 engine stream 上紧跟采样执行）",
+    "waited_scheduler": "forward(B{n}) 等待了 scheduler stream 上排在它之前的全部工作（wait_stream）："
+                        "copy(B{prev})（它本身要等 forward(B{prev})），然后是 B{n} 的上传",
+    "waited_in_order": "设备进程按顺序执行命令，就像只有一条 stream：forward(B{n}) 在 copy(B{prev}) 和 "
+                       "B{n} 的上传之后开始",
     "cap_normal": (
         "**第 {n} 步**（普通循环）：GPU 执行 forward(B{n})（{fwd:.2f} ms）；随后 CPU 等待 "
         "copy_done，处理 B{n}（{proc:.2f} ms：读 token、判停、回收已结束请求），再调度下一批。"
@@ -238,7 +255,10 @@ ZH: dict[str, str] = {
     "role_wait": "CPU 等待 copy_done(B{n})",
     "role_process": "process_last(B{n})",
     "rel_waits_for": "等待 {other}（wait_stream）",
-    "rel_guards": "wait_stream：{other} 等待这次上传，且只等它",
+    "rel_guards_engine": "{other} 等待这次上传，它是 scheduler stream 上唯一的工作",
+    "rel_guards_scheduler": "{other} 等待这次上传，以及 scheduler stream 上排在它之前的一切（上一步的"
+                            "结果回传）",
+    "rel_guards_in_order": "{other} 在它之后执行：设备进程按顺序执行命令",
     "rel_hides": "把 {other} 藏在自己下面",
     "rel_hidden_under": "藏在 {other} 下面执行",
     "rel_copied_by": "它采样出的 token 由 {other} 回传到主机",

@@ -14,21 +14,25 @@ import functools
 import html
 from typing import Any
 
-from record.metrics import busy_fraction, idle_gaps
+from record.metrics import busy_fraction
 from viz.figure import FigureSpec
+from viz.gpu_time import gpu_time, run_title
 from viz.lag import extra_steps, lag_marks
-from viz.spans import display_labels, gpu_lanes, local_stats, ordered_lanes, time_range, window_run
+from viz.spans import display_labels, gpu_lanes, ordered_lanes, time_range, window_run
 from viz.style import (
     IDLE_FILL,
     IDLE_LINE,
     OTHER_PHASE,
     PHASE_COLORS,
+    QUIET_FILL,
     STANDARD_LANES,
     phase_color,
 )
 from viz.text import t
 
-MAX_BARS = 8000        # above this many spans, merge neighbours closer than a pixel apart
+MAX_BARS = 2000        # above this many bars, merge same-colour neighbours within a pixel
+PIXELS = 2000          # ... a "pixel" being this share of the view's time (half a pixel at 1000)
+MIN_OPACITY = 0.08     # a merged bar or band is never fainter than this
 CHART_PX = 1000        # about how wide a whole-run chart is drawn, in pixels
 INVISIBLE_PX = 0.3     # whole-run views leave out bars narrower than this (the step window and
                        # every number keep them): the browser draws each bar on every redraw
@@ -36,9 +40,6 @@ LINED_BARS = 300       # bars get a hairline outline only in traces with fewer b
 LANE_PX = 46           # height of one lane in pixels
 BAR_WIDTH = 0.72       # bar thickness in lane units (a lane is 1.0)
 
-_HOVER = ("<b>%{customdata[0]}</b> · %{customdata[5]}<br>step %{customdata[1]}"
-          "<br>start %{customdata[6]:.3f} ms · duration %{customdata[2]:.3f} ms"
-          "<br>batch size %{customdata[3]} · tokens %{customdata[4]}<extra></extra>")
 
 
 def timeline_figure(run: dict[str, Any], lang: str = "en") -> FigureSpec:
@@ -101,22 +102,24 @@ def add_run(fig: FigureSpec, run: dict[str, Any], lanes: list[str], row: int, of
     t_start, t_end = time_range(spans)
     if "window" in run:
         t_start, t_end = run["window"]["t_start_us"], run["window"]["t_end_us"]
-        gaps = idle_gaps(spans, gpu, (t_start, t_end))
-    else:
-        gaps = idle_gaps(spans, gpu)
-    if gaps and gpu:
-        _add_gaps(fig, gaps, sorted(index[lane] for lane in gpu), row, offset_us,
-                  legend_shown, lang, col)
-    if "window" not in run:
-        thinnest = INVISIBLE_PX * (t_end - t_start) / CHART_PX
-        spans = [s for s in spans if s["end_us"] - s["start_us"] >= thinnest]
-    if len(spans) > MAX_BARS:
-        spans = _coalesce(spans, (t_end - t_start) / 3000.0)
+    time = gpu_time(dict(run, spans=spans, gpu_lanes=gpu))
+    rows = sorted(index[lane] for lane in gpu)
+    for kind, gaps in (("gpu_idle", time.gaps), ("no_requests", time.quiet)):
+        if len(gaps) > MAX_BARS:       # thousands of gaps per pixel: one band per pixel run
+            gaps = _bands(gaps, (t_end - t_start) / PIXELS)
+        if gaps and gpu:
+            _add_gaps(fig, gaps, rows, row, offset_us, legend_shown, lang, col, kind)
+    every = spans                                  # the lag marks find their forwards here
     extra_gpu = set(gpu) - set(STANDARD_LANES)
+    keyed = [(_color_key(s["phase"], s["lane"] in extra_gpu or s["lane"].startswith("kernels")),
+              s) for s in spans]
+    if len(keyed) > MAX_BARS:          # pixel-sized bars, each as opaque as it was busy
+        keyed = _coalesce(keyed, (t_end - t_start) / PIXELS)
+    elif "window" not in run:
+        thinnest = INVISIBLE_PX * (t_end - t_start) / CHART_PX
+        keyed = [(k, s) for k, s in keyed if s["end_us"] - s["start_us"] >= thinnest]
     by_phase: dict[str, list[dict[str, Any]]] = {}
-    for span in spans:
-        kernel_lane = span["lane"] in extra_gpu or span["lane"].startswith("kernels")
-        key = _color_key(span["phase"], kernel_lane)
+    for key, span in keyed:
         by_phase.setdefault(key, []).append(span)
     order = list(PHASE_COLORS) + [OTHER_PHASE]
     for rank, phase in enumerate(order):
@@ -124,10 +127,10 @@ def add_run(fig: FigureSpec, run: dict[str, Any], lanes: list[str], row: int, of
         if not group:
             continue
         fig.add_trace(_phase_trace(phase, group, index, offset_us, phase not in legend_shown,
-                                   rank), row=row, col=col)
+                                   rank, lang), row=row, col=col)
         legend_shown.add(phase)
     if marks:
-        _add_lag_marks(fig, spans, marks, index, (row, col), offset_us, (t_start, t_end),
+        _add_lag_marks(fig, every, marks, index, (row, col), offset_us, (t_start, t_end),
                        legend_shown, lang)
     return (t_end - offset_us) / 1000.0
 
@@ -172,7 +175,9 @@ def _color_key(phase: str, imported_gpu_lane: bool) -> str:
 
 
 def _phase_trace(phase: str, spans: list[dict[str, Any]], index: dict[str, int],
-                 offset_us: float, show_legend: bool, rank: int) -> dict[str, Any]:
+                 offset_us: float, show_legend: bool, rank: int, lang: str) -> dict[str, Any]:
+    """One bar trace for all spans of a phase (a merged bar, ``_coalesce``, as opaque as the
+    share of it that was busy)."""
     starts = [(s["start_us"] - offset_us) / 1000.0 for s in spans]
     durations = [(s["end_us"] - s["start_us"]) / 1000.0 for s in spans]
     custom = [[html.escape(str(s["phase"])), s.get("step", -1), d, s.get("batch_size", 0),
@@ -181,40 +186,56 @@ def _phase_trace(phase: str, spans: list[dict[str, Any]], index: dict[str, int],
     return dict(
         type="bar", name=phase, legendgroup=phase, showlegend=show_legend, legendrank=100 + rank,
         orientation="h", base=starts, x=durations, y=[index[s["lane"]] for s in spans],
-        width=BAR_WIDTH, customdata=custom, hovertemplate=_HOVER,
+        width=BAR_WIDTH, customdata=custom, hovertemplate=t(lang, "hover_bar"),
         # A hairline between neighbouring bars, while bars are wide enough to keep their colour.
-        marker={"color": phase_color(phase),
+        marker={"color": phase_color(phase), **_opacity(spans),
                 "line": {"width": 0.6 if len(spans) < LINED_BARS else 0,
                          "color": "rgba(255,255,255,0.8)"}},
     )
 
 
+def _opacity(spans: list[dict[str, Any]]) -> dict[str, Any]:
+    """Merged bars get the more opaque the more of their time was busy (the square root of
+    that share, so that a lane busy 4% of the time still shows where its work was); other
+    bars are opaque."""
+    if not any("fill" in s for s in spans):
+        return {}
+    return {"opacity": [round(max(s.get("fill", 1.0) ** 0.5, MIN_OPACITY), 3) for s in spans]}
+
+
 def _add_gaps(fig: FigureSpec, gaps: list[tuple[float, float]], gpu_rows: list[int], row: int,
-              offset_us: float, legend_shown: set[str], lang: str, col: int = 1) -> None:
-    """One hatched bar per gap and per contiguous band of GPU lanes."""
+              offset_us: float, legend_shown: set[str], lang: str, col: int = 1,
+              kind: str = "gpu_idle") -> None:
+    """One bar per gap and per contiguous band of GPU lanes: red hatched for GPU idle, plain
+    grey for time when no request was in the system (``kind="no_requests"``)."""
     bands: list[list[int]] = []
     for lane_row in gpu_rows:
         if bands and lane_row == bands[-1][-1] + 1:
             bands[-1].append(lane_row)
         else:
             bands.append([lane_row])
-    ys, widths, starts, lengths = [], [], [], []
+    ys, widths, starts, lengths, fills = [], [], [], [], []
     for band in bands:
-        for a, b in gaps:
+        for gap in gaps:
+            a, b = gap[0], gap[1]
             ys.append((band[0] + band[-1]) / 2.0)
             widths.append(len(band) - 1 + 0.96)
             starts.append((a - offset_us) / 1000.0)
             lengths.append((b - a) / 1000.0)
-    name = t(lang, "gpu_idle")
+            fills.append(round(max(gap[2], MIN_OPACITY), 3) if len(gap) > 2 else 1.0)
+    name = t(lang, kind)
+    marker = ({"color": IDLE_FILL, "line": {"color": IDLE_LINE, "width": 0.6},
+               "pattern": {"shape": "/", "fgcolor": IDLE_LINE, "size": 6, "solidity": 0.15}}
+              if kind == "gpu_idle" else {"color": QUIET_FILL, "line": {"width": 0}})
+    if any(fill < 1.0 for fill in fills):       # bands of many gaps: as opaque as idle
+        marker["opacity"] = fills
     fig.add_trace(dict(
-        type="bar", name=name, legendgroup="gpu_idle", showlegend="gpu_idle" not in legend_shown,
-        legendrank=1, orientation="h", base=starts, x=lengths, y=ys, width=widths,
-        customdata=starts, hovertemplate=(f"<b>{name}</b><br>" + "start %{customdata:.3f} ms"
-                                          " · %{x:.3f} ms<extra></extra>"),
-        marker={"color": IDLE_FILL, "line": {"color": IDLE_LINE, "width": 0.6},
-                "pattern": {"shape": "/", "fgcolor": IDLE_LINE, "size": 6, "solidity": 0.15}},
+        type="bar", name=name, legendgroup=kind, showlegend=kind not in legend_shown,
+        legendrank=1 if kind == "gpu_idle" else 4, orientation="h", base=starts, x=lengths,
+        y=ys, width=widths, customdata=starts,
+        hovertemplate=f"<b>{name}</b><br>" + t(lang, "hover_gap"), marker=marker,
     ), row=row, col=col)
-    legend_shown.add("gpu_idle")
+    legend_shown.add(kind)
 
 
 def _add_lag_marks(fig: FigureSpec, spans: list[dict[str, Any]], marks: list[dict[str, Any]],
@@ -263,30 +284,49 @@ def _with_totals(items: list[tuple[int, int, int]], marks: list[dict[str, Any]])
     return [(req, stop, nth, wasted.get(req, 1)) for req, stop, nth in items]
 
 
-def _coalesce(spans: list[dict[str, Any]], eps_us: float) -> list[dict[str, Any]]:
-    """Merge same-lane, same-phase neighbours closer than ``eps_us`` (they share a pixel)."""
-    ordered = sorted(spans, key=lambda s: (s["lane"], s["phase"], s["start_us"]))
-    merged: list[dict[str, Any]] = []
-    for span in ordered:
-        last = merged[-1] if merged else None
-        if (last is not None and last["lane"] == span["lane"] and last["phase"] == span["phase"]
+def _bands(gaps: list[tuple[float, float]],
+           eps_us: float) -> list[tuple[float, float, float]]:
+    """Idle gaps less than ``eps_us`` apart drawn as one band, as opaque as the share of it
+    that was idle (start, end, share); the numbers in the title and the table count every
+    gap."""
+    bands: list[list[float]] = []
+    for start, end in gaps:
+        if bands and start - bands[-1][1] <= eps_us:
+            bands[-1][1] = end
+            bands[-1][2] += end - start
+        else:
+            bands.append([start, end, end - start])
+    return [(a, b, idle / (b - a) if b > a else 1.0) for a, b, idle in bands]
+
+
+def _coalesce(keyed: list[tuple[str, dict[str, Any]]],
+              eps_us: float) -> list[tuple[str, dict[str, Any]]]:
+    """Merge same-lane neighbours of one colour closer than ``eps_us`` (they share a pixel):
+    a kernel lane's thousands of differently named kernels become the bars a reader can see.
+    A merged bar's hover says how many spans it holds."""
+    ordered = sorted(keyed, key=lambda item: (item[1]["lane"], item[0], item[1]["start_us"]))
+    merged: list[tuple[str, dict[str, Any]]] = []
+    for key, span in ordered:
+        last = merged[-1][1] if merged else None
+        if (last is not None and merged[-1][0] == key and last["lane"] == span["lane"]
                 and span["start_us"] - last["end_us"] <= eps_us):
             last["end_us"] = max(last["end_us"], span["end_us"])
             last["num_tokens"] = last.get("num_tokens", 0) + span.get("num_tokens", 0)
+            last["merged"] = last.get("merged", 1) + 1
+            last["busy_us"] += span["end_us"] - span["start_us"]
         else:
-            merged.append(dict(span))
+            merged.append((key, dict(span, busy_us=span["end_us"] - span["start_us"])))
+    for _, span in merged:
+        extent, busy = span["end_us"] - span["start_us"], span.pop("busy_us")
+        if span.get("merged", 1) > 1:
+            span["fill"] = min(busy / extent, 1.0) if extent > 0 else 1.0
+            span["phase"] = f"{span['merged']} × {span['phase']} … ({span['fill']:.0%})"
     return merged
 
 
 def _run_title(run: dict[str, Any], label: str, lang: str) -> str:
-    metrics = run.get("metrics") or {}
-    live = "idle_us_total" not in metrics
-    stats = local_stats(run) if live else metrics
-    busy = stats.get("gpu_busy_frac")
-    text = t(lang, "run_title").format(
-        label=html.escape(label), idle=stats.get("idle_us_total", 0.0) / 1000.0,
-        gaps=int(stats.get("idle_gap_count", 0)),
-        busy="–" if busy is None else f"{100 * busy:.1f}")
+    live = "idle_us_total" not in (run.get("metrics") or {})
+    text = run_title(run, html.escape(label), lang)
     if "window" in run:
         w = run["window"]
         text += " · " + t(lang, "window_steps").format(

@@ -1,0 +1,78 @@
+"""Reading an uploaded file in a process of its own, one file per process, the next one started
+ahead of time.
+
+Parsing a 200 MB trace takes gigabytes for a moment; a process gives all of that back when it
+exits, where the web server would keep it. Starting a process (spawn: a fresh interpreter that
+imports ``record``) costs an upload a few hundred milliseconds on two cores, so the next worker
+is started as soon as the last one is done: an upload finds one waiting. A worker that takes
+longer than its time limit is killed, and the upload says so.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import threading
+from pathlib import Path
+from typing import Any
+
+_lock = threading.Lock()
+_ready: list[tuple[Any, Any]] = []          # (process, pipe) of the worker waiting for a file
+
+
+def _worker(conn: Any) -> None:
+    """The worker process: read one file, send back its record or why not, exit."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)    # Ctrl-C on the app is the app's to handle
+    try:
+        path, max_bytes = conn.recv()
+    except (EOFError, OSError):
+        return                                      # the web server went away
+    from record.loading import load_any
+
+    try:
+        conn.send(("ok", load_any(path, max_bytes)))
+    except Exception as error:  # noqa: BLE001 - every failure goes back as a message
+        conn.send(("error", str(error) or type(error).__name__))
+
+
+def _start() -> tuple[Any, Any]:
+    context = multiprocessing.get_context("spawn")
+    parent, child = context.Pipe()
+    process = context.Process(target=_worker, args=(child,), daemon=True,
+                              name="overlap-demo-parse")
+    process.start()
+    child.close()
+    return process, parent
+
+
+def prepare() -> None:
+    """Have a worker waiting (at start-up, and after each file)."""
+    with _lock:
+        if not _ready:
+            _ready.append(_start())
+
+
+def parse(path: Path, max_bytes: int, timeout_s: float) -> dict[str, Any]:
+    """The record of ``path`` (a record, or a trace imported), read by a worker process;
+    ``ValueError`` with the reason when it cannot be read or takes longer than ``timeout_s``."""
+    with _lock:
+        process, conn = _ready.pop() if _ready else _start()
+    try:
+        conn.send((str(path), max_bytes))
+        if not conn.poll(timeout_s):
+            raise ValueError(f"reading the file took more than {timeout_s:.0f} s")
+        kind, value = conn.recv()
+    except (EOFError, OSError):
+        process.join(timeout=5)
+        raise ValueError(f"the process reading the file ended (exit code {process.exitcode})"
+                         ) from None
+    finally:
+        conn.close()
+        if process.is_alive():
+            process.kill()
+        process.join(timeout=5)
+        threading.Thread(target=prepare, name="parse-prepare", daemon=True).start()
+    if kind != "ok":
+        raise ValueError(value)
+    return value

@@ -1,0 +1,248 @@
+"""The article's formula with measured terms, the measured speedup beside it, and what a large
+difference between the two was made of.
+
+A serial step costs about ``T_fwd + T_sched + T_post``, an overlapped one about
+``max(T_fwd, T_sched + T_post)`` (with k steps per scheduling pass, the CPU's share is divided by
+k); the prediction takes the normal run's terms, the measurement is the ratio of the two runs'
+steady decode step times (like with like). Where they differ by more than ``GAP_EXPLAINED``, a
+note names what the runs measured that the formula leaves out, largest first, in ms per step:
+
+- the serial step was not the sum of its terms: part of the CPU's work ran while the forward
+  ran (an eager forward lasts as long as the CPU takes to launch its kernels), or the step held
+  waiting that is neither (the result copy, the device's answer), which overlap hides as well;
+- the overlapped step was longer than the longer of its own terms: GPU idle left between
+  forwards;
+- the forward, or the CPU's work, took longer (or less) in the overlapped run than in the serial
+  one;
+- and what the machine did: other programs' share of the cores, a device process that waited for
+  a core, prefill inside the window.
+
+Numbers come from each run's metrics; this module only compares them.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+from record.metrics import compare_runs, overlap_speedup
+from record.run_record import loop_of
+from viz.spans import display_labels
+from viz.text import t
+
+GAP_EXPLAINED = 0.10      # |measured / predicted - 1| above this gets a note
+SIGNIFICANT = 0.05        # a term is named when it is at least this share of the step
+OTHER_LOAD = 0.05         # other programs' share of the cores worth naming
+DEVICE_CORE = 0.90        # a device process that had a core less of its working time than this
+PREFILL = 0.01            # prefill's share of the steady window worth naming
+_MS = 1e-3
+
+
+def _loops(runs: list[dict[str, Any]]) -> list[str]:
+    return [loop_of(run)[0] for run in runs]
+
+
+def compared_pair(runs: list[dict[str, Any]]) -> tuple[int, int] | None:
+    """Indices (baseline, candidate): the normal and overlap runs, else the first two runs."""
+    loops = _loops(runs)
+    if "normal" in loops and "overlap" in loops:
+        return loops.index("normal"), loops.index("overlap")
+    return (0, 1) if len(runs) == 2 else None
+
+
+def ratio_pairs(runs: list[dict[str, Any]]) -> list[tuple[int, int]]:
+    """(baseline, candidate) for each ratio column: every other run against the normal run."""
+    loops = _loops(runs)
+    if "normal" in loops and len(runs) > 1:
+        base = loops.index("normal")
+        return [(base, i) for i in range(len(runs)) if i != base]
+    pair = compared_pair(runs)
+    return [pair] if pair else []
+
+
+def _comparable(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    return bool(a["metrics"].get("steady_step_us")) and bool(b["metrics"].get("steady_step_us"))
+
+
+def formula_html(runs: list[dict[str, Any]], lang: str) -> str:
+    """The formula with the baseline's measured terms, the prediction, the measured speedup
+    (both per decode step over the steady window), the whole run's tokens/s ratio named as such,
+    and, for a large difference, what the runs measured that the formula leaves out."""
+    pair = compared_pair(runs)
+    base_i = pair[0] if pair else 0
+    base, names = runs[base_i], [html.escape(n) for n in display_labels(runs, lang)]
+    m = base["metrics"]
+    loop = loop_of(base)[0]
+    if loop == "imported" or "notes" in base:
+        return _trace_html(base, lang)
+    if loop not in ("normal", "overlap") or m.get("t_fwd_us") is None or m.get("t_cpu_us") is None:
+        return ""  # a multi-step run's CPU time per step is already shared by k forwards
+    fwd, cpu = m["t_fwd_us"] * _MS, m["t_cpu_us"] * _MS
+    lines = [
+        f"<i>{t(lang, 'formula_terms').format(label=names[base_i])}</i>",
+        t(lang, "formula_serial").format(fwd=fwd, cpu=cpu, total=fwd + cpu),
+        t(lang, "formula_overlap").format(fwd=fwd, cpu=cpu, best=max(fwd, cpu)),
+        "<b>" + t(lang, "formula_predicted").format(
+            pred=overlap_speedup(m["t_fwd_us"], m["t_cpu_us"])) + "</b>",
+    ]
+    if pair and _comparable(runs[pair[0]], runs[pair[1]]):
+        a, b = names[pair[0]], names[pair[1]]
+        c = compare_runs(runs[pair[0]], runs[pair[1]])
+        lines.append(f'<b data-metric="measured_speedup" data-value="{c["measured_speedup"]:.6g}">'
+                     + t(lang, "formula_measured").format(a=a, b=b, meas=c["measured_speedup"])
+                     + "</b>")
+        if c["whole_run_speedup"] is not None:
+            lines.append(f'<span data-metric="whole_run_speedup" '
+                         f'data-value="{c["whole_run_speedup"]:.6g}">'
+                         + t(lang, "formula_whole").format(a=a, b=b,
+                                                           meas=c["whole_run_speedup"])
+                         + "</span>")
+        lines.append(why_html(runs[pair[0]], runs[pair[1]], a, b, 1, lang))
+    return '<div class="ov-formula">' + "<br>".join(line for line in lines if line) + "</div>"
+
+
+def _trace_html(run: dict[str, Any], lang: str) -> str:
+    """An imported trace: what the import found (its notes), and the formula with the terms the
+    trace allows (the GPU's busy and waiting time per step), as a question: what would overlap
+    give this engine?"""
+    lines = []
+    for note in run.get("notes") or []:
+        if isinstance(note, dict) and isinstance(note.get("key"), str) \
+                and note["key"].startswith("note_"):
+            values = {k: html.escape(str(v)) for k, v in note.items() if k != "key"}
+            try:
+                lines.append(t(lang, note["key"]).format(**values))
+            except (KeyError, IndexError):
+                continue                              # a note this version does not know
+    m = run["metrics"]
+    fwd, cpu = (m.get("t_fwd_us") or 0.0) * _MS, (m.get("t_cpu_us") or 0.0) * _MS
+    if fwd > 0:
+        lines += [t(lang, "formula_serial").format(fwd=fwd, cpu=cpu, total=fwd + cpu),
+                  t(lang, "formula_overlap").format(fwd=fwd, cpu=cpu, best=max(fwd, cpu)),
+                  "<b>" + t(lang, "formula_trace_pred").format(
+                      pred=overlap_speedup(m["t_fwd_us"], m.get("t_cpu_us") or 0.0)) + "</b>"]
+    return ('<div class="ov-formula" data-block="trace">' + "<br>".join(lines) + "</div>"
+            if lines else "")
+
+
+def multistep_html(runs: list[dict[str, Any]], lang: str = "en") -> str:
+    """With a multi-step run: ``max(T_fwd, (T_sched + T_post) / k)`` with the terms measured in
+    the normal (else the overlap) run, the measured gain, and beside it the lag cost: wasted
+    tokens and time to first token of every run."""
+    loops = _loops(runs)
+    multi = [i for i, loop in enumerate(loops) if loop == "multistep"]
+    if not multi:
+        return ""
+    names = [html.escape(name) for name in display_labels(runs, lang)]
+    base = loops.index("normal") if "normal" in loops else (
+        loops.index("overlap") if "overlap" in loops else None)
+    lines = []
+    m = runs[base]["metrics"] if base is not None else {}
+    if m.get("t_fwd_us") is not None and m.get("t_cpu_us") is not None:
+        fwd, cpu = m["t_fwd_us"] * _MS, m["t_cpu_us"] * _MS
+        for i in multi:
+            k = loop_of(runs[i])[1]
+            lines.append(t(lang, "formula_multistep").format(fwd=fwd, cpu=cpu, k=k,
+                                                             best=max(fwd, cpu / k)))
+            pred = overlap_speedup(m["t_fwd_us"], m["t_cpu_us"], k)
+            lines.append("<b>" + t(lang, "formula_multistep_pred").format(label=names[i], pred=pred)
+                         + "</b>")
+            if loops[base] == "normal" and _comparable(runs[base], runs[i]):
+                meas = compare_runs(runs[base], runs[i], k)["measured_speedup"]
+                text = t(lang, "formula_measured").format(a=names[base], b=names[i], meas=meas)
+                lines.append(f'<b data-metric="measured_speedup_multistep" '
+                             f'data-value="{meas:.6g}">{text}</b>')
+                lines.append(why_html(runs[base], runs[i], names[base], names[i], k, lang))
+    lines.append(_lag_cost(runs, names, multi, lang))
+    return ('<div class="ov-formula" data-block="multistep">'
+            + "<br>".join(line for line in lines if line) + "</div>")
+
+
+def _lag_cost(runs: list[dict[str, Any]], names: list[str], multi: list[int], lang: str) -> str:
+    wasted, ttft = [], []
+    for i, run in enumerate(runs):
+        metrics = run["metrics"]
+        if metrics.get("wasted_tokens") is not None:
+            entry = f"{names[i]} {metrics['wasted_tokens']:.0f}"
+            total = metrics.get("output_tokens")
+            if i in multi and total:
+                share = 100.0 * metrics["wasted_tokens"] / total
+                entry += " (" + t(lang, "cost_share").format(share=share, total=f"{total:.0f}") + ")"
+            wasted.append(entry)
+        if metrics.get("ttft_ms_mean") is not None:
+            ttft.append(f"{names[i]} {metrics['ttft_ms_mean']:.1f} ms")
+    cost = [f"{t(lang, 'cost_wasted')}: {' · '.join(wasted)}" if wasted else "",
+            f"{t(lang, 'cost_ttft')}: {' · '.join(ttft)}" if ttft else ""]
+    return f"<i>{t(lang, 'cost_title')}</i>: " + "; ".join(c for c in cost if c)
+
+
+# ---- a large gap between the prediction and the measurement, explained ----------------------
+
+def why_html(normal: dict[str, Any], other: dict[str, Any], a: str, b: str, k: int,
+             lang: str) -> str:
+    """The note for a measured speedup far from the prediction ('' when they agree within
+    ``GAP_EXPLAINED``): which way, by how much, and what the runs measured that the formula
+    leaves out, each term in ms per step, largest first. ``a``, ``b``: the runs' names."""
+    c = compare_runs(normal, other, k)
+    predicted, measured = c["predicted_speedup"], c["measured_speedup"]
+    if predicted <= 0 or measured <= 0 or abs(measured / predicted - 1) <= GAP_EXPLAINED:
+        return ""
+    below = measured < predicted
+    head = t(lang, "why_below" if below else "why_above").format(
+        label=b, pct=100 * abs(measured / predicted - 1), meas=measured, pred=predicted)
+    reasons = [text for _, text in sorted(_step_terms(normal, other, a, b, k, lang),
+                                          key=lambda item: -item[0])]
+    reasons += _machine(other, lang)
+    tail = (t(lang, "why_measured") + " " + "; ".join(reasons) + "." if reasons
+            else t(lang, "why_none"))
+    return (f'<span class="ov-why" data-block="why" data-direction="{"below" if below else "above"}"'
+            f">{head} {tail}</span>")
+
+
+def _step_terms(normal: dict[str, Any], other: dict[str, Any], a: str, b: str, k: int,
+                lang: str) -> list[tuple[float, str]]:
+    """(µs per step, sentence) for each term of the steps that the formula leaves out."""
+    n, o = normal["metrics"], other["metrics"]
+    f_n, c_n, s_n = n["t_fwd_us"], n["t_cpu_us"], n["steady_step_us"]
+    f_o, c_o, s_o = o["t_fwd_us"], o["t_cpu_us"], o["steady_step_us"]
+    found: list[tuple[float, str]] = []
+    rest_n = s_n - (f_n + c_n)                    # serial: neither forward nor CPU work
+    if rest_n < -SIGNIFICANT * s_n:
+        found.append((-rest_n, t(lang, "why_serial_overlapped").format(
+            label=a, ms=-rest_n * _MS, step=s_n * _MS, total=(f_n + c_n) * _MS)))
+    elif rest_n > SIGNIFICANT * s_n:
+        found.append((rest_n, t(lang, "why_serial_waited").format(
+            label=a, ms=rest_n * _MS, step=s_n * _MS)))
+    longer = max(f_o, c_o)                        # the overlapped step's own bound
+    rest_o = s_o - longer
+    if rest_o > SIGNIFICANT * s_o:
+        text = t(lang, "why_overlap_rest").format(label=b, ms=rest_o * _MS, step=s_o * _MS,
+                                                  longer=longer * _MS)
+        if o.get("decode_gap_us_p50") is not None:
+            text += t(lang, "why_gap_p50").format(gap=o["decode_gap_us_p50"] * _MS)
+        found.append((rest_o, text))
+    if f_o >= c_o and abs(f_o - f_n) > SIGNIFICANT * s_o:         # the forward bounds it
+        found.append((abs(f_o - f_n), t(lang, "why_forward").format(
+            a=a, b=b, ms_b=f_o * _MS, ms_a=f_n * _MS)))
+    if c_o > f_o and abs(c_o - c_n / k) > SIGNIFICANT * s_o:       # the CPU's work bounds it
+        found.append((abs(c_o - c_n / k), t(lang, "why_cpu").format(
+            a=a, b=b, ms_b=c_o * _MS, ms_a=c_n / k * _MS)))
+    return found
+
+
+def _machine(run: dict[str, Any], lang: str) -> list[str]:
+    """What the machine did meanwhile, where the run measured it and it was worth naming."""
+    host, m = run.get("host") or {}, run["metrics"]
+    reasons = []
+    if _is_number(host.get("other_cpu_frac")) and host["other_cpu_frac"] >= OTHER_LOAD:
+        reasons.append(t(lang, "why_other_load").format(
+            share=100 * host["other_cpu_frac"], cpus=int(host.get("cpus") or 0)))
+    if _is_number(host.get("device_cpu_frac")) and host["device_cpu_frac"] < DEVICE_CORE:
+        reasons.append(t(lang, "why_device_cpu").format(share=100 * host["device_cpu_frac"]))
+    if _is_number(m.get("steady_prefill_frac")) and m["steady_prefill_frac"] >= PREFILL:
+        reasons.append(t(lang, "why_prefill").format(share=100 * m["steady_prefill_frac"]))
+    return reasons
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
