@@ -11,6 +11,7 @@ scheduler needs.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 import threading
@@ -116,7 +117,7 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
                             show_label=False, scale=1, min_width=220, elem_id="language")
     _md("intro")
     with gr.Tabs():
-        with TR.add(gr.Tab(viz.t(en, "tab_live"), elem_id="tab-live"), "tab_live"):
+        with TR.add(gr.Tab(viz.t(en, "tab_live"), elem_id="tab-live"), "tab_live") as live_tab:
             with gr.Row():
                 loops = TR.add(gr.CheckboxGroup(loop_choices(en), value=["normal", "overlap"],
                                                 label=viz.t(en, "ctl_loops"), elem_id="loops",
@@ -155,23 +156,27 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
             with gr.Row():
                 run_button = _button("ctl_run", variant="primary", elem_id="run", scale=4)
                 stop_button = _button("ctl_stop", variant="stop", elem_id="stop", scale=1)
-        with TR.add(gr.Tab(viz.t(en, "tab_recorded"), elem_id="tab-recorded"), "tab_recorded"):
+            _md("process_note", elem_id="process-note")
+        with TR.add(gr.Tab(viz.t(en, "tab_recorded"), elem_id="tab-recorded"),
+                    "tab_recorded") as recorded_tab:
             _md("recorded_help")
             recorded = TR.add(gr.Dropdown([], label=viz.t(en, "ctl_recorded"),
                                           elem_id="recorded"), "ctl_recorded")
-        with TR.add(gr.Tab(viz.t(en, "tab_upload"), elem_id="tab-upload"), "tab_upload"):
+        with TR.add(gr.Tab(viz.t(en, "tab_upload"), elem_id="tab-upload"),
+                    "tab_upload") as upload_tab:
             _md("upload_help")
             # Any file is taken and answered (a filter in the browser refused an image silently).
             upload = TR.add(gr.File(label=viz.t(en, "ctl_upload"), elem_id="upload"),
                             "ctl_upload")
-        with TR.add(gr.Tab(viz.t(en, "tab_serving"), elem_id="tab-serving"), "tab_serving"):
+        with TR.add(gr.Tab(viz.t(en, "tab_serving"), elem_id="tab-serving"),
+                    "tab_serving") as serving_tab:
             _md("serving_help")
             serving_file = TR.add(gr.Dropdown([], label=viz.t(en, "ctl_serving_file"),
                                               elem_id="serving-file"), "ctl_serving_file")
             serving_plot = gr.Plot(plot(viz.latency_figure([], en)), show_label=False,
                                    elem_id="serving-plot")
             serving_table = gr.HTML(elem_id="serving-table")
-        with TR.add(gr.Tab(viz.t(en, "tab_lab"), elem_id="tab-lab"), "tab_lab"):
+        with TR.add(gr.Tab(viz.t(en, "tab_lab"), elem_id="tab-lab"), "tab_lab") as lab_tab:
             _md("lab_help")
             with gr.Row():
                 lab_switch = TR.add(gr.Radio([], label=viz.t(en, "lab_switch"),
@@ -184,56 +189,58 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
                 lab_run = _button("lab_run", variant="primary", elem_id="lab-run")
                 lab_safe = _button("lab_safe", elem_id="lab-safe")
             lab_result = gr.HTML(common.status(viz.t(en, "lab_idle")), elem_id="lab-result")
-    _md("process_note", elem_id="process-note")
-    status = gr.HTML(common.status(viz.t(en, "no_runs")), elem_id="status")
-    with gr.Tabs():
-        with TR.add(gr.Tab(viz.t(en, "tab_whole"), elem_id="tab-whole"), "tab_whole") as whole_tab:
-            with gr.Row(equal_height=False):
-                with gr.Column(scale=3):
-                    live_canvas = live_chart()
-                    timeline = gr.Plot(plot(viz.side_by_side_figure([])), show_label=False,
-                                       elem_id="timeline")
-                    with gr.Row():
-                        first_step = TR.add(gr.Number(20, precision=0, elem_id="first-step",
-                                                      label=viz.t(en, "ctl_first_step"),
-                                                      min_width=100), "ctl_first_step")
-                        last_step = TR.add(gr.Number(25, precision=0, elem_id="last-step",
-                                                     label=viz.t(en, "ctl_last_step"),
-                                                     min_width=100), "ctl_last_step")
-                        zoom_button = _button("ctl_zoom", elem_id="zoom")
-                    _md("zoom_help")
-                    zoomed = gr.Plot(plot(viz.side_by_side_figure([])), show_label=False,
-                                     elem_id="zoomed")
-                with gr.Column(scale=1, min_width=280, elem_id="explain"):
-                    _md("timeline_help")
-            with gr.Row(equal_height=False):
-                with gr.Column(scale=3):
-                    metrics = gr.HTML(elem_id="metrics")
-                    texts = gr.HTML(elem_id="texts")
-                with gr.Column(scale=1, min_width=280):
-                    _md("metrics_help")
-                    download_record = TR.add(gr.DownloadButton(
-                        viz.t(en, "dl_record"), interactive=False, elem_id="download-record"),
-                        "dl_record")
-                    download_trace = TR.add(gr.DownloadButton(
-                        viz.t(en, "dl_trace"), interactive=False, elem_id="download-trace"),
-                        "dl_trace")
-        with TR.add(gr.Tab(viz.t(en, "tab_steps"), elem_id="tab-steps"), "tab_steps") as steps_tab:
-            _md("replay_help")
-            with gr.Row(equal_height=True):
-                replay_run = TR.add(gr.Dropdown([], label=viz.t(en, "ctl_replay_run"),
-                                                elem_id="replay-run", scale=1),
-                                    "ctl_replay_run")
-                step = TR.add(gr.Slider(0, 1, 0, step=1, label=viz.t(en, "ctl_step"),
-                                        elem_id="step", scale=3), "ctl_step")
-                prev_button = _button("ctl_prev", elem_id="prev-step", scale=0, min_width=140)
-                next_button = _button("ctl_next", elem_id="next-step", scale=0, min_width=140)
-            step_caption = gr.Markdown(viz.t(en, "replay_empty"), elem_id="step-caption")
-            step_plot = gr.Plot(plot(viz.step_figure(None, 0)), show_label=False,
-                                elem_id="step-plot")
-            _md("unrolled_help")
-            unrolled = gr.Plot(plot(viz.unrolled_figure(None)), show_label=False,
-                               elem_id="unrolled")
+    # What a run shows (its status, the whole run, the step-through): under the tabs that show
+    # runs (live, recorded, imported); the serving tab and the lab have their own results.
+    with gr.Column(elem_id="run-view") as run_view:
+        status = gr.HTML(common.status(viz.t(en, "no_runs")), elem_id="status")
+        with gr.Tabs():
+            with TR.add(gr.Tab(viz.t(en, "tab_whole"), elem_id="tab-whole"), "tab_whole") as whole_tab:
+                with gr.Row(equal_height=False):
+                    with gr.Column(scale=3):
+                        live_canvas = live_chart()
+                        timeline = gr.Plot(plot(viz.side_by_side_figure([])), show_label=False,
+                                           elem_id="timeline")
+                        with gr.Row():
+                            first_step = TR.add(gr.Number(20, precision=0, elem_id="first-step",
+                                                          label=viz.t(en, "ctl_first_step"),
+                                                          min_width=100), "ctl_first_step")
+                            last_step = TR.add(gr.Number(25, precision=0, elem_id="last-step",
+                                                         label=viz.t(en, "ctl_last_step"),
+                                                         min_width=100), "ctl_last_step")
+                            zoom_button = _button("ctl_zoom", elem_id="zoom")
+                        _md("zoom_help")
+                        zoomed = gr.Plot(plot(viz.side_by_side_figure([])), show_label=False,
+                                         elem_id="zoomed")
+                    with gr.Column(scale=1, min_width=280, elem_id="explain"):
+                        _md("timeline_help")
+                with gr.Row(equal_height=False):
+                    with gr.Column(scale=3):
+                        metrics = gr.HTML(elem_id="metrics")
+                        texts = gr.HTML(elem_id="texts")
+                    with gr.Column(scale=1, min_width=280):
+                        _md("metrics_help")
+                        download_record = TR.add(gr.DownloadButton(
+                            viz.t(en, "dl_record"), interactive=False, elem_id="download-record"),
+                            "dl_record")
+                        download_trace = TR.add(gr.DownloadButton(
+                            viz.t(en, "dl_trace"), interactive=False, elem_id="download-trace"),
+                            "dl_trace")
+            with TR.add(gr.Tab(viz.t(en, "tab_steps"), elem_id="tab-steps"), "tab_steps") as steps_tab:
+                _md("replay_help")
+                with gr.Row(equal_height=True):
+                    replay_run = TR.add(gr.Dropdown([], label=viz.t(en, "ctl_replay_run"),
+                                                    elem_id="replay-run", scale=1),
+                                        "ctl_replay_run")
+                    step = TR.add(gr.Slider(0, 1, 0, step=1, label=viz.t(en, "ctl_step"),
+                                            elem_id="step", scale=3), "ctl_step")
+                    prev_button = _button("ctl_prev", elem_id="prev-step", scale=0, min_width=140)
+                    next_button = _button("ctl_next", elem_id="next-step", scale=0, min_width=140)
+                step_caption = gr.Markdown(viz.t(en, "replay_empty"), elem_id="step-caption")
+                step_plot = gr.Plot(plot(viz.step_figure(None, 0)), show_label=False,
+                                    elem_id="step-plot")
+                _md("unrolled_help")
+                unrolled = gr.Plot(plot(viz.unrolled_figure(None)), show_label=False,
+                                   elem_id="unrolled")
 
     # ---- events -----------------------------------------------------------------------------
     OUTPUTS = MainView.components(
@@ -268,8 +275,11 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
                       show_progress="hidden")
     next_button.click(replay.next_step, [record_state, replay_run, step], step,
                       show_progress="hidden")
-    lab_switch.change(lab.describe_switch, [lab_switch, language], lab_guards,
+    lab_switch.change(lab.describe_switch, [lab_switch, language, device], [lab_guards, lab_run],
                       show_progress="hidden")
+    # A switch that needs CUDA is marked as soon as the device says there is none.
+    device.change(lab.switch_choices, [language, lab_switch, device],
+                  [lab_switch, lab_guards, lab_run], show_progress="hidden")
     lab_run.click(lab_handler, [lab_switch, model, device, lab_seed, language],
                   [lab_result, lab_state], show_progress="minimal", **ENGINE_QUEUE)
     lab_safe.click(safe_handler, [model, device, lab_seed, language], [lab_result, lab_state],
@@ -280,8 +290,8 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
         show_progress="hidden",
     ).then(replay.redraw, [record_state, replay_run, step, language],
            [step_caption, step_plot, unrolled], show_progress="hidden"
-           ).then(lab.switch_choices, [language, lab_switch], [lab_switch, lab_guards],
-                  show_progress="hidden"
+           ).then(lab.switch_choices, [language, lab_switch, device],
+                  [lab_switch, lab_guards, lab_run], show_progress="hidden"
                   ).then(lab.redraw, [lab_state, language], lab_result, show_progress="hidden"
                          ).then(serving.relabel, [serving_file, language],
                                 [serving_file, serving_plot, serving_table], show_progress="hidden")
@@ -291,11 +301,24 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
     # tab, a resize event lets plotly fit it to its container again.
     for tab in (whole_tab, steps_tab):
         tab.select(None, js=RELAYOUT_JS)
+    # The run's half of the page belongs to the tabs that show runs; the serving tab and the
+    # lab show their own results, and the page is that much shorter there.
+    for tab, shows_runs in ((live_tab, True), (recorded_tab, True), (upload_tab, True),
+                            (serving_tab, False), (lab_tab, False)):
+        shown = tab.select(functools.partial(gr.update, visible=shows_runs), None, run_view,
+                           queue=False, show_progress="hidden")
+        if shows_runs:                     # charts laid out while hidden: fit them again
+            shown.then(None, js=RELAYOUT_JS)
     demo.load(records.list_recorded, None, recorded, show_progress="hidden")
     demo.load(serving.relabel, [serving_file, language],
               [serving_file, serving_plot, serving_table], show_progress="hidden")
-    demo.load(check_devices, [language], [device, cuda_graph], show_progress="hidden")
-    demo.load(lab.switch_choices, [language], [lab_switch, lab_guards], show_progress="hidden")
+    # The switches at once, marked as the machine is known so far; again once the scheduler
+    # process has said whether it found a GPU.
+    demo.load(lab.switch_choices, [language, lab_switch, device],
+              [lab_switch, lab_guards, lab_run], show_progress="hidden")
+    demo.load(check_devices, [language], [device, cuda_graph], show_progress="hidden"
+              ).then(lab.switch_choices, [language, lab_switch, device],
+                     [lab_switch, lab_guards, lab_run], show_progress="hidden")
 
 
 def main() -> None:

@@ -65,12 +65,50 @@ def test_a_bad_seed_is_refused(seed):
 
 
 def test_switch_choices_and_descriptions_in_both_languages():
-    choices, guards = lab.switch_choices("English")
+    from engine.teach.hazard_lab import HAZARDS
+
+    choices, guards, _ = lab.switch_choices("English")
     names = [value for _, value in choices["choices"]]
-    assert names == ["no_wait_stream", "no_deferred_free", "single_host_buffer",
-                     "no_finished_guard"]
+    assert names == list(HAZARDS)                   # every switch the lab has, in its order
     assert choices["value"] == "no_finished_guard" and "What it guards" in guards
-    assert "CUDA" in lab.describe_switch("no_wait_stream", "English")
-    zh_choices, zh_guards = lab.switch_choices("中文", "single_host_buffer")
+    assert "CUDA" in lab.describe_switch("no_wait_stream", "English")[0]
+    zh_choices, zh_guards, _ = lab.switch_choices("中文", "single_host_buffer")
     assert zh_choices["value"] == "single_host_buffer" and "它保护的是" in zh_guards
-    assert "overwrites batch n's tokens" in lab.describe_switch("single_host_buffer", "English")
+    assert "overwrites batch n's tokens" in lab.describe_switch("single_host_buffer",
+                                                                "English")[0]
+
+
+def test_every_switch_has_words_in_both_languages():
+    from engine.teach.hazard_lab import HAZARDS
+    from viz.text_teach import HAZARD_NAMES
+
+    for lang in ("en", "zh"):
+        missing = [name for name in HAZARDS if name not in HAZARD_NAMES[lang]]
+        assert not missing, (lang, missing)
+
+
+def test_switches_that_need_cuda_are_marked_before_the_click_on_a_machine_without_one():
+    """Generic over HAZARDS' cuda_only: no switch is special-cased in the UI."""
+    from engine.teach.hazard_lab import HAZARDS
+
+    assert not common.cuda_seen()                        # this machine (CI) has no GPU
+    choices, _, _ = lab.switch_choices("English", device="auto")
+    marked = {name for title, name in choices["choices"] if "(needs CUDA: not here)" in title}
+    assert marked == {name for name, hazard in HAZARDS.items() if hazard.cuda_only}
+    assert marked                                        # the marking is exercised at all
+    name = sorted(marked)[0]
+    guards, button = lab.describe_switch(name, "English", "auto")
+    assert button["interactive"] is False and "This machine has no GPU" in guards
+    guards, button = lab.describe_switch("no_finished_guard", "English", "auto")
+    assert button["interactive"] is True and "no GPU" not in guards
+    zh, _, _ = lab.switch_choices("中文", device="auto")
+    assert any("需要 CUDA" in title for title, _ in zh["choices"])
+
+
+def test_a_cuda_only_switch_clicked_anyway_is_answered_at_once_without_the_engine(monkeypatch):
+    def no_engine():
+        raise AssertionError("the scheduler process was asked")
+
+    monkeypatch.setattr(common, "scheduler", no_engine)
+    (html, shown), = list(lab.run_lab("no_wait_stream", "bundled", "auto", 0, "English"))
+    assert "this switch needs CUDA" in html and shown["report"]["needs_cuda"]

@@ -18,22 +18,48 @@ from engine.processes.messages import LabFinished, LabRequest, Progress, Request
 from ui import common
 from ui.common import esc, lang_of
 from ui.live import failure
-from viz.lab import SWITCHES, describe, hazard_title, report_html
+from viz.lab import describe, hazard_title, report_html
 
 
-def switch_choices(lang_choice: str, current: str | None = None) -> tuple[Any, str]:
-    """The switches as (title, name) choices, and what the chosen one guards."""
-    lang = lang_of(lang_choice)
-    value = current if current in SWITCHES else "no_finished_guard"
-    choices = [(hazard_title(name, lang), name) for name in SWITCHES]
-    return gr.update(choices=choices, value=value), describe_switch(value, lang_choice)
-
-
-def describe_switch(switch: str | None, lang_choice: str) -> str:
+def _hazards() -> dict[str, Any]:
     from engine.teach.hazard_lab import HAZARDS  # torch-free: the lab's behaviour, not its engine
 
-    hazard = HAZARDS.get(switch or "")
-    return describe(switch, bool(hazard and hazard.cuda_only), lang_of(lang_choice))
+    return HAZARDS
+
+
+def cuda_here(device: str | None) -> bool:
+    """Can a lab run here use two CUDA streams: a GPU found, and the live tab's device not CPU?"""
+    return common.cuda_seen() and device != "cpu"
+
+
+def switch_choices(lang_choice: str, current: str | None = None,
+                   device: str | None = "auto") -> tuple[Any, str, Any]:
+    """The switches as (title, name) choices, every switch of ``engine.teach.hazard_lab.HAZARDS``
+    in its order; those that need CUDA marked so before any click where this machine (or the
+    chosen device) has none. Then what the chosen one guards, and the Run button's state."""
+    lang = lang_of(lang_choice)
+    hazards = _hazards()
+    value = current if current in hazards else "no_finished_guard"
+    cuda = cuda_here(device)
+    choices = [(hazard_title(name, lang)
+                + (viz.t(lang, "lab_mark_cuda") if hazard.cuda_only and not cuda else ""), name)
+               for name, hazard in hazards.items()]
+    return (gr.update(choices=choices, value=value), *describe_switch(value, lang_choice, device))
+
+
+def describe_switch(switch: str | None, lang_choice: str,
+                    device: str | None = "auto") -> tuple[str, Any]:
+    """What the switch's safeguard guards, and the Run button: off (saying why) for a switch
+    that needs CUDA where there is none, so nobody waits for a run that cannot happen."""
+    lang = lang_of(lang_choice)
+    hazard = _hazards().get(switch or "")
+    cuda_only = bool(hazard and hazard.cuda_only)
+    blocked = cuda_only and not cuda_here(device)
+    where = None
+    if blocked:
+        where = "lab_no_cuda_device" if common.cuda_seen() else "lab_no_cuda_machine"
+    return (describe(switch, cuda_only, lang, where),
+            gr.update(interactive=not blocked, value=viz.t(lang, "lab_run")))
 
 
 def run_lab(switch: str | None, model: str, device: str, seed: Any, lang_choice: str):
@@ -46,6 +72,15 @@ def run_lab(switch: str | None, model: str, device: str, seed: Any, lang_choice:
         yield common.render_said(error.said(), lang), None
         return
     what = esc(hazard_title(switch, lang))
+    hazard = _hazards().get(switch or "")
+    if hazard is not None and hazard.cuda_only and not cuda_here(device):
+        # Said at once: the scheduler process would only find the same (seconds later).
+        report = {"switch": switch, "device": device if device != "auto" else "cpu",
+                  "fault_found": False, "differing": [], "double_free": None, "after_stop": [],
+                  "leaked_pages": 0, "leaked_slots": 0, "needs_cuda": True, "windows": 0}
+        shown = {"report": report, "model": model, "seed": seed_value}
+        yield report_html(report, model, seed_value, lang), shown
+        return
     request = LabRequest(switch=switch, model=model, device=device, seed=seed_value)
     try:
         for event in common.scheduler().submit(request):

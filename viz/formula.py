@@ -193,8 +193,8 @@ def why_html(normal: dict[str, Any], other: dict[str, Any], a: str, b: str, k: i
     reasons = [text for _, text in sorted(_step_terms(normal, other, a, b, k, lang),
                                           key=lambda item: -item[0])]
     reasons += _machine(other, lang)
-    tail = (t(lang, "why_measured") + " " + "; ".join(reasons) + "." if reasons
-            else t(lang, "why_none"))
+    tail = (t(lang, "why_measured") + " " + t(lang, "why_join").join(reasons)
+            + t(lang, "why_end") if reasons else t(lang, "why_none"))
     return (f'<span class="ov-why" data-block="why" data-direction="{"below" if below else "above"}"'
             f">{head} {tail}</span>")
 

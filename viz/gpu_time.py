@@ -94,10 +94,12 @@ def busy_text(time: GpuTime, lang: str) -> str:
     return t(lang, "busy_two_ways").format(both=both, engine=f"{100 * time.busy_engine:.1f}")
 
 
-def run_title(run: dict[str, Any], label: str, lang: str) -> str:
-    """A run's title (text, not HTML markup): its idle gaps and its busy share, two ways."""
+def run_title(run: dict[str, Any], label: str, lang: str) -> tuple[str, str]:
+    """A run's title (text, not HTML markup) in two parts: its idle gaps, and its busy share,
+    two ways."""
     time = gpu_time(run)
     key = "run_title" if time.active_share is None else "run_title_active"
-    return t(lang, key).format(label=label, idle=f"{time.idle_us / 1000.0:.1f}",
-                               gaps=time.gap_count, busy=busy_text(time, lang),
+    head = t(lang, key).format(label=label, idle=f"{time.idle_us / 1000.0:.1f}",
+                               gaps=time.gap_count,
                                share=f"{100 * (time.active_share or 0.0):.0f}")
+    return head, t(lang, "run_busy").format(busy=busy_text(time, lang))

@@ -15,24 +15,30 @@ from viz.text import t
 from viz.text_teach import HAZARD_NAMES
 
 SHOWN_DIFFERING = 12
-SWITCHES = tuple(HAZARD_NAMES["en"])
 
 
 def hazard_title(switch: str | None, lang: str) -> str:
-    """The switch's name for people ("every safeguard on" for the safe engine)."""
+    """The switch's name for people ("every safeguard on" for the safe engine; a switch this
+    version has no words for is named by its identifier)."""
+    if not switch:
+        return t(lang, "lab_all_on")
     names = HAZARD_NAMES.get(lang, HAZARD_NAMES["en"])
-    if switch in names:
-        return names[switch][0]
-    return t(lang, "lab_all_on")
+    return names.get(switch, HAZARD_NAMES["en"].get(switch, (html.escape(switch), "")))[0]
 
 
-def describe(switch: str | None, cuda_only: bool, lang: str) -> str:
-    """What the switch's safeguard guards (markdown), and whether it needs CUDA."""
-    names = HAZARD_NAMES.get(lang, HAZARD_NAMES["en"])
-    if switch not in names:
+def describe(switch: str | None, cuda_only: bool, lang: str, blocked: str | None = None) -> str:
+    """What the switch's safeguard guards (markdown), whether it needs CUDA, and, where it
+    cannot run (``blocked``: a text key), why."""
+    if not switch:
         return ""
-    text = t(lang, "lab_guards").format(guards=names[switch][1])
-    return text + (t(lang, "lab_cuda_only") if cuda_only else "")
+    names = HAZARD_NAMES.get(lang, HAZARD_NAMES["en"])
+    guards = names.get(switch, HAZARD_NAMES["en"].get(switch, ("", "")))[1]
+    text = t(lang, "lab_guards").format(guards=guards) if guards else ""
+    if cuda_only:
+        text += t(lang, "lab_cuda_only")
+    if blocked:
+        text += " " + t(lang, blocked)
+    return text.strip()
 
 
 def report_html(report: dict[str, Any], model: str, seed: int, lang: str) -> str:
@@ -91,6 +97,28 @@ def _evidence(report: dict[str, Any], lang: str) -> list[str]:
         leak = t(lang, "lab_leak_detail").format(pages=int(report["leaked_pages"]),
                                                  slots=int(report["leaked_slots"]))
         out.append(f"<p><b>{t(lang, 'lab_leak')}:</b> {leak}</p>")
+    return out + _memory_evidence(report, lang)
+
+
+def _memory_evidence(report: dict[str, Any], lang: str) -> list[str]:
+    """The memory checks' findings (prefix cache, retraction), where the report has them."""
+    out = []
+    remapped = report.get("remapped") or []
+    if remapped:
+        items = "; ".join(t(lang, "lab_remapped_item").format(request=int(r), position=int(p))
+                          for r, p in remapped[:SHOWN_DIFFERING])
+        more = f" … +{len(remapped) - SHOWN_DIFFERING}" if len(remapped) > SHOWN_DIFFERING else ""
+        out.append(f'<p class="lab-remapped"><b>{t(lang, "lab_remapped")}: {len(remapped)}</b>'
+                   f" ({items}{more})</p>")
+    for key, items in (("lab_cache", report.get("cache_problems") or []),
+                       ("lab_stalled", [report["stalled"]] if report.get("stalled") else [])):
+        if items:                   # the engine's own words, as technical detail
+            detail = "".join(f"<li><code>{html.escape(str(item))}</code></li>" for item in items)
+            out.append(f"<p><b>{t(lang, key)}:</b></p><ul>{detail}</ul>")
+    if report.get("retractions") or report.get("prefix_hit_tokens"):
+        out.append('<p class="lab-memory">' + t(lang, "lab_memory").format(
+            retractions=int(report.get("retractions") or 0),
+            hits=int(report.get("prefix_hit_tokens") or 0)) + "</p>")
     return out
 
 

@@ -48,7 +48,7 @@ def live_payload(runs: list[dict[str, Any]], lang: str = "en") -> str:
         gaps = [[round(a / 1e3, 4), round(b / 1e3, 4)] for a, b in time.gaps]
         quiet = [[round(a / 1e3, 4), round(b / 1e3, 4)] for a, b in time.quiet]
         running = "idle_us_total" not in (run.get("metrics") or {})
-        title = run_title(run, name, lang)
+        title = " · ".join(run_title(run, name, lang))
         if running:
             title += " · " + t(lang, "so_far")
         out.append({"title": title, "lanes": [_plain(lane_label(lane, lang)) for lane in lanes],

@@ -100,9 +100,10 @@ stream lanes* and over the *engine stream alone*; where they differ, the GPU was
                   "<br>start %{customdata[6]:.3f} ms · duration %{customdata[2]:.3f} ms"
                   "<br>batch size %{customdata[3]} · tokens %{customdata[4]}<extra></extra>"),
     "hover_gap": "start %{customdata:.3f} ms · %{x:.3f} ms<extra></extra>",
-    "run_title": "{label}: GPU idle {idle} ms in {gaps} gaps · GPU busy {busy}",
+    "run_title": "{label}: GPU idle {idle} ms in {gaps} gaps",
     "run_title_active": "{label}, while requests were in the system ({share}% of the time): "
-                        "GPU idle {idle} ms in {gaps} gaps · GPU busy {busy}",
+                        "GPU idle {idle} ms in {gaps} gaps",
+    "run_busy": "GPU busy {busy}",
     "busy_two_ways": "{both}% both stream lanes, {engine}% engine stream alone",
     "busy_gpu_lanes": "{both}% (its GPU lanes together)",
     "no_requests": "no request in the system",
@@ -346,9 +347,10 @@ _ZH: dict[str, str] = {
                   "<br>开始 %{customdata[6]:.3f} ms · 时长 %{customdata[2]:.3f} ms"
                   "<br>批大小 %{customdata[3]} · token 数 %{customdata[4]}<extra></extra>"),
     "hover_gap": "开始 %{customdata:.3f} ms · %{x:.3f} ms<extra></extra>",
-    "run_title": "{label}：GPU 空闲 {idle} ms，共 {gaps} 段 · GPU 忙碌 {busy}",
+    "run_title": "{label}：GPU 空闲 {idle} ms，共 {gaps} 段",
     "run_title_active": "{label}，只算系统中有请求的时间（占 {share}%）：GPU 空闲 {idle} ms，共 "
-                        "{gaps} 段 · GPU 忙碌 {busy}",
+                        "{gaps} 段",
+    "run_busy": "GPU 忙碌：{busy}",
     "busy_two_ways": "两条 stream 泳道合计 {both}%，engine stream 单独 {engine}%",
     "busy_gpu_lanes": "{both}%（其 GPU 泳道合计）",
     "no_requests": "系统中没有请求",

@@ -83,6 +83,8 @@ EN: dict[str, str] = {
     "formula_trace_pred": "if the host's part of each step ran under the forward (overlap): "
                           "{pred:.2f}× predicted",
     "why_measured": "What the runs measured that the formula leaves out:",
+    "why_join": "; ",
+    "why_end": ".",
     "why_other_load": "other programs used {share:.0f}% of this machine's {cpus} cores meanwhile",
     "why_device_cpu": "the device process had a core for {share:.0f}% of the time it was working",
     "why_prefill": "prefill forwards filled {share:.0f}% of the steady window",
@@ -158,6 +160,8 @@ ZH: dict[str, str] = {
     "note_no_tokens": "trace 中没有 token：token 数、速率和延迟都不在其中，表中略去（–）。",
     "formula_trace_pred": "如果每步中主机的部分在前向之下运行（重叠）：预测 {pred:.2f}×",
     "why_measured": "各次运行测到、而公式没有计入的：",
+    "why_join": "；",
+    "why_end": "。",
     "why_other_load": "其他程序同时占用了本机 {cpus} 个核心的 {share:.0f}%",
     "why_device_cpu": "设备进程在工作时只有 {share:.0f}% 的时间拿到了核心",
     "why_prefill": "预填充前向占了稳定窗口的 {share:.0f}%",

@@ -141,7 +141,19 @@ so when a run happened not to show the fault. It uses the model and device chose
     "lab_run": "Run with this safeguard removed",
     "lab_safe": "Run the safe engine (every safeguard on)",
     "lab_guards": "**What it guards:** {guards}.",
-    "lab_cuda_only": " *Needs two CUDA streams: on a CPU device the lab says so instead of running.*",
+    "lab_cuda_only": " *Needs two CUDA streams.*",
+    "lab_mark_cuda": " (needs CUDA: not here)",
+    "lab_no_cuda_machine": "**This machine has no GPU, so this switch cannot run here** (on a CPU "
+                           "the device process runs commands in order, like one stream, and the "
+                           "race cannot happen); choose another switch. Its test runs on CUDA.",
+    "lab_no_cuda_device": "**The Live run tab's device is CPU**: choose auto or CUDA there to run "
+                          "this switch.",
+    "lab_remapped": "Positions read through two different KV pages",
+    "lab_remapped_item": "request {request}, position {position}",
+    "lab_cache": "Prefix cache accounting broken",
+    "lab_stalled": "The run could not go on",
+    "lab_memory": "Memory in this run: {retractions} retractions (requests set aside when pages "
+                  "ran out), {hits} prompt tokens found in the prefix cache.",
     "lab_idle": "Choose a safeguard and run the lab.",
     "lab_running": "Running the lab on {device}: the normal loop as reference, then the overlap "
                    "loop with {what}…",
@@ -291,7 +303,18 @@ ZH: dict[str, str] = {
     "lab_run": "去掉这道保护后运行",
     "lab_safe": "运行安全引擎（所有保护都在）",
     "lab_guards": "**它保护的是：** {guards}。",
-    "lab_cuda_only": " *需要两条 CUDA stream：在 CPU 设备上实验室会说明这一点，而不是运行。*",
+    "lab_cuda_only": " *需要两条 CUDA stream。*",
+    "lab_mark_cuda": "（需要 CUDA：此处没有）",
+    "lab_no_cuda_machine": "**这台机器没有 GPU，所以这个开关在这里无法运行**（在 CPU 上，设备进程按顺序"
+                           "执行命令，就像只有一条 stream，这个竞争不会发生）；请选择另一个开关。它的测试"
+                           "在 CUDA 上运行。",
+    "lab_no_cuda_device": "**现场运行页选择的设备是 CPU**：请在那里选择“自动”或 CUDA 后再运行这个开关。",
+    "lab_remapped": "通过两个不同的 KV 页读取的位置",
+    "lab_remapped_item": "请求 {request}，位置 {position}",
+    "lab_cache": "前缀缓存的记账出错",
+    "lab_stalled": "运行无法继续",
+    "lab_memory": "这次运行的内存情况：{retractions} 次撤回（页不够时把请求暂时放下），{hits} 个提示 "
+                  "token 命中前缀缓存。",
     "lab_idle": "选择一道保护，然后运行实验室。",
     "lab_running": "正在 {device} 上运行实验室：先用普通循环得到参考结果，再用{what}的重叠循环…",
     "lab_all_on": "所有保护都在",
@@ -343,6 +366,25 @@ HAZARD_NAMES: dict[str, dict[str, tuple[str, str]]] = {
             "Drop the finished-request guard",
             "the lag-one extra token of a request that already stopped is appended (tokens after "
             "the stop) and the request is finished, and freed, a second time"),
+        "no_cache_lock": (
+            "Drop the prefix cache's locks",
+            "prefix pages that a running request reads: unlocked, the cache may evict them when "
+            "memory runs short and hand them to another request while the batch that reads them "
+            "is still in flight"),
+        "late_prefix_insert": (
+            "Insert a prefill's prefix after the next batch is built",
+            "one mapping of positions to KV pages per request: inserted late (SGLang PR 38140), "
+            "the next batch is built against one mapping and later steps read another, so a "
+            "request reads a position through two different pages"),
+        "no_retract_guard": (
+            "Drop the retraction guard",
+            "the token that the batch already launched computes for a request retracted meanwhile "
+            "(pages ran out): without the guard it is appended, and the request resumes one token "
+            "off"),
+        "no_deferred_retract_free": (
+            "Free a retracted request's slot and pages at once",
+            "the slot and pages of a retracted request, given back while the launched batch that "
+            "still carries it reads and writes them, and handed to a new request"),
     },
     "zh": {
         "no_wait_stream": (
@@ -361,5 +403,20 @@ HAZARD_NAMES: dict[str, dict[str, tuple[str, str]]] = {
             "去掉“已结束请求”保护",
             "一个已经停止的请求滞后一轮多出的 token 被追加（停止之后仍有 token），并且该请求被第二次"
             "结束（和释放）"),
+        "no_cache_lock": (
+            "去掉前缀缓存的锁",
+            "正在运行的请求所读取的前缀页：不加锁时，内存紧张的缓存可能把它们驱逐并交给另一个请求，"
+            "而读取它们的批次仍在执行中"),
+        "late_prefix_insert": (
+            "在下一批组好之后才插入预填充的前缀",
+            "每个请求从位置到 KV 页的唯一映射：插入太晚（SGLang PR 38140）时，下一批按一种映射组好，"
+            "之后的步却读另一种，于是请求通过两个不同的页读取同一个位置"),
+        "no_retract_guard": (
+            "去掉撤回保护",
+            "已提交的批次为一个期间被撤回（页不够了）的请求算出的 token：没有保护时它被追加，请求恢复"
+            "后就错了一个 token"),
+        "no_deferred_retract_free": (
+            "被撤回的请求立即释放其槽位和页",
+            "被撤回请求的槽位和页，在仍带着它的已提交批次还在读写它们时就被归还，并分给新的请求"),
     },
 }

@@ -78,11 +78,11 @@ def side_by_side_figure(runs: list[dict[str, Any]], window: tuple[int, int] | No
     fig.update_xaxes(range=[0, x_max * 1.01 or 1.0], showgrid=True, gridcolor="#eeeeee",
                      zeroline=False)
     fig.update_xaxes(title={"text": axis_title}, row=len(runs), col=1)
-    chart_px = 90 + sum(LANE_PX * h + 70 for h in heights)
+    chart_px = 90 + sum(LANE_PX * h + 80 for h in heights)   # two title lines a run
     fig.update_layout(
         barmode="overlay", bargap=0, template=plotly_white(),
         height=max(chart_px, 100 + 21 * len(legend_shown)),  # room for the whole legend
-        margin={"l": 10, "r": 10, "t": 40, "b": 40},
+        margin={"l": 10, "r": 10, "t": 58, "b": 40},
         legend={"font": {"size": 11}, "tracegroupgap": 2},
         hoverlabel={"bgcolor": "white", "font_size": 12},
         font={"family": "Inter, Segoe UI, Noto Sans SC, sans-serif", "size": 12},
@@ -325,16 +325,18 @@ def _coalesce(keyed: list[tuple[str, dict[str, Any]]],
 
 
 def _run_title(run: dict[str, Any], label: str, lang: str) -> str:
+    """Two lines above a run's lanes: its idle gaps (bold), then its busy share two ways and,
+    for a window, which steps and how long (the legend leaves no room for one long line)."""
     live = "idle_us_total" not in (run.get("metrics") or {})
-    text = run_title(run, html.escape(label), lang)
+    head, busy = run_title(run, html.escape(label), lang)
     if "window" in run:
         w = run["window"]
-        text += " · " + t(lang, "window_steps").format(
+        busy += " · " + t(lang, "window_steps").format(
             first=w["first_step"], last=w["last_step"], forwards=w.get("forwards", 0),
             ms=_ms_text((w["t_end_us"] - w["t_start_us"]) / 1000.0))
     elif live:
-        text += " · " + t(lang, "so_far")
-    return f"<b>{text}</b>"
+        busy += " · " + t(lang, "so_far")
+    return f"<b>{head}</b><br><span style=\"font-size:12px\">{busy}</span>"
 
 
 def _ms_text(ms: float) -> str:
