@@ -153,6 +153,11 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
                                           elem_id="prompts")
                 chat = TR.add(gr.Checkbox(False, label=viz.t(en, "ctl_chat"), elem_id="chat"),
                               "ctl_chat")
+            with gr.Row(equal_height=True):
+                _md("preset_help", elem_id="preset-help")
+                preset_overlap = _button("preset_overlap", elem_id="preset-overlap", size="sm")
+                preset_multistep = _button("preset_multistep", elem_id="preset-multistep",
+                                           size="sm")
             with gr.Row():
                 run_button = _button("ctl_run", variant="primary", elem_id="run", scale=4)
                 stop_button = _button("ctl_stop", variant="stop", elem_id="stop", scale=1)
@@ -255,6 +260,11 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
                       request_rate, chat, language],
         OUTPUTS, show_progress="minimal", show_progress_on=[status], **ENGINE_QUEUE,
     ).then(replay.reset_replay, [record_state, language], REPLAY, show_progress="hidden")
+    PRESET_OUTPUTS = [loops, decode_steps, stop_early, requests, batch, prompt_len, max_new,
+                      temperature, extra_cpu_us, request_rate]
+    for button, name in ((preset_overlap, "overlap"), (preset_multistep, "multistep")):
+        button.click(functools.partial(common.preset, name), None, PRESET_OUTPUTS, queue=False,
+                     show_progress="hidden")
     # Not queued behind the run it stops.
     stop_button.click(live.stop_run, [language], status, queue=False, show_progress="hidden")
     recorded.input(records.show_recorded, [recorded, language], OUTPUTS,
@@ -345,6 +355,9 @@ def main() -> None:
                 max_file_size=records.MAX_UPLOAD_BYTES, theme=gr.themes.Soft(),
                 footer_links=[], prevent_thread_lock=True)
     if not args.no_prewarm and not common.on_zero_gpu():  # ZeroGPU: the GPU exists only in a run
+        # The scheduler process is started here, in the main thread: only there can it be
+        # started deaf to a terminal's Ctrl-C (engine.proc_watch); the warm-up then uses it.
+        common.scheduler()
         threading.Thread(target=live.prewarm, name="prewarm", daemon=True).start()
     threading.Thread(target=parsing.prepare, name="parse-prepare", daemon=True).start()
     try:
@@ -352,6 +365,7 @@ def main() -> None:
     except KeyboardInterrupt:
         print("stopped", flush=True)
     finally:
+        common.SHUTTING_DOWN.set()
         common.shutdown()
 
 

@@ -295,6 +295,46 @@ def test_the_app_stopped_with_sigterm_leaves_no_noise_and_no_process(tmp_path):
             app.kill()
 
 
+def test_ctrl_c_on_the_app_during_its_warm_up_says_stopped_and_nothing_else(tmp_path):
+    """Ctrl-C while the background warm-up builds the engine: one line, no 'prewarm skipped:
+    SchedulerDied', no traceback, no process left."""
+    import socket
+    import urllib.request
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    log = tmp_path / "app.log"
+    with log.open("w") as out:
+        app = subprocess.Popen([sys.executable, "app.py", "--port", str(port)], cwd=ROOT,
+                               stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 300                # a hang guard
+        while time.monotonic() < deadline:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10).read(100)
+                break
+            except OSError:
+                time.sleep(0.2)
+        while not _descendants(app.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)                              # the warm-up has started its process
+        children = _descendants(app.pid)
+        os.killpg(app.pid, signal.SIGINT)                # as a terminal does
+        app.wait(timeout=120)
+        deadline = time.monotonic() + 120
+        while any(_alive(pid) for pid in children) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        text = log.read_text()
+        assert not any(_alive(pid) for pid in children), "a child outlived the server"
+        assert "prewarm skipped" not in text and "Traceback" not in text, text[-3000:]
+        # Gradio says it on a Ctrl-C in its loop, the app ("stopped") on one outside it.
+        assert text.strip().splitlines()[-1] in (
+            "stopped", "Keyboard interruption in main thread... closing server."), text[-3000:]
+    finally:
+        if app.poll() is None:
+            app.kill()
+
+
 def _descendants(pid: int) -> list[int]:
     found, todo = [], [pid]
     while todo:

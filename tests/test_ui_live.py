@@ -115,3 +115,68 @@ def test_the_run_label_says_where_the_processes_ran_in_both_languages(monkeypatc
     placement = common.placement()
     assert f"device process on core {placement.device[0]}" in common.render_said(spec, "en")
     assert f"设备进程在核心 {placement.device[0]}" in common.render_said(spec, "zh")
+
+
+def test_the_presets_set_controls_the_run_accepts():
+    """The multi-step preset gives the scheduler more work than the forward (what k steps per
+    scheduling pass are for); both presets pass the controls' own checks."""
+    for name in common.PRESETS:
+        values = dict(zip(common.PRESET_CONTROLS, common.preset(name)))
+        request, _ = live.build_request(
+            values["loops"], values["decode_steps"], values["stop_early"], "cpu", "bundled",
+            values["requests"], values["batch"], values["prompt_len"], "", values["max_new"],
+            values["temperature"], False, values["extra_cpu_us"], values["request_rate"])
+        assert request.loops == tuple(values["loops"])
+    heavy = dict(zip(common.PRESET_CONTROLS, common.preset("multistep")))
+    assert "multistep" in heavy["loops"] and heavy["decode_steps"] >= 2
+    assert heavy["extra_cpu_us"] == common.LIMITS["extra_cpu_us"][1]      # the heaviest
+    default = dict(zip(common.PRESET_CONTROLS, common.preset("overlap")))
+    assert default["loops"] == ["normal", "overlap"]
+    assert default["extra_cpu_us"] == common.DEFAULTS["extra_cpu_us"]
+
+
+class _ProbingScheduler:
+    """Stands in for the scheduler process's client: a run that is probing when Stop is pressed
+    (the test presses it between two events), then winds down and ends cancelled."""
+
+    def __init__(self):
+        self.busy, self.cancelled = True, 0
+
+    def ready(self):
+        from engine.processes.messages import SchedulerReady
+
+        return SchedulerReady(0, False, "CPU", "")
+
+    def cancel(self):
+        self.cancelled += 1
+
+    def submit(self, _request):
+        from engine.processes.messages import Progress, RequestFailed
+
+        yield Progress("loading")
+        yield Progress("probe", detail="CPU")
+        yield Progress("probe", detail="CPU")              # Stop is pressed before this one
+        yield RequestFailed("cancelled", "the run was stopped before it finished")
+
+
+def test_stop_while_probing_says_stopping_until_the_run_has_ended_and_leaves_no_stale_caption(
+        monkeypatch):
+    fake = _ProbingScheduler()
+    monkeypatch.setattr(common, "scheduler", lambda: fake)
+    run = live.run_live(**{**ARGS, "extra_cpu_us": 0})
+    views_seen = []
+    for i, values in enumerate(run):
+        views_seen.append(dict(zip(NAMES, values)))
+        if i == 2:                                         # the first "Probing…" status
+            assert "Probing" in views_seen[-1]["status"]
+            stopped = live.stop_run("English")
+            assert "Stopping" in stopped and fake.cancelled == 1
+    assert "Stopping: the probe run that picks each request's stop token ends first" in \
+        views_seen[-2]["status"]                           # not "Probing…" again
+    final = views_seen[-1]
+    assert "Stopped: the run was ended before it finished" in final["status"]
+    zoomed = json.loads(final["zoomed"].plot)
+    said = " ".join(a["text"] for a in zoomed["layout"]["annotations"])
+    assert "stopped before it finished" in said            # not "drawn when the run has finished"
+    again = [dict(zip(NAMES, values)) for values in live.run_live(**ARGS)]   # the next run
+    assert "Probing" in again[2]["status"]                 # ... is not "stopping" any more

@@ -663,3 +663,16 @@ def test_a_run_whose_requests_were_always_in_shows_no_quiet_time_and_no_extra_ro
     assert t("en", "no_requests") not in traces_by_name(fig)
     assert "while requests" not in fig.layout.annotations[0].text
     assert 'data-metric="active_busy_frac"' not in viz.metrics_html([known_run])
+
+
+def test_multi_step_where_the_cpu_is_not_the_bottleneck_says_what_multi_step_is_for():
+    """T_cpu <= T_fwd: one-step overlap hides it already, k steps add only lag (the issue's
+    defaults: the same prediction, 17% of the tokens wasted)."""
+    multi = make_run("multistep", metrics=dict(METRICS, wasted_tokens=11))
+    multi["loop"], multi["decode_steps"] = "multistep", 4
+    html = viz.metrics_html([make_run("normal", metrics=METRICS), multi])
+    assert 'data-block="multistep-no-gain"' in html
+    assert "6.00 ms) is not longer than T_fwd (13.00 ms)" in html
+    heavy = dict(METRICS, t_cpu_us=40000.0)
+    assert "multistep-no-gain" not in viz.metrics_html([make_run("normal", metrics=heavy), multi])
+    assert "重调度器" in viz.metrics_html([make_run("normal", metrics=METRICS), multi], "zh")

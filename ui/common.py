@@ -31,6 +31,17 @@ MODELS = [  # (value, display name, real weights?)
 LOOPS = ("normal", "overlap", "multistep")
 DEFAULTS = {"requests": 16, "batch": 16, "prompt_len": 24, "max_new": 96, "temperature": 0.0,
             "extra_cpu_us": 4000, "decode_steps": 4, "request_rate": 0.0}
+# One click sets the controls for what a loop is for. "overlap": the defaults (one-step overlap
+# hides CPU work about as long as the forward). "multistep": a scheduler far heavier than the
+# forward (20 ms of extra CPU work a step), which one-step overlap cannot hide and k = 4 decode
+# steps per scheduling pass can (README, the 2-core CPU table: 58% busy against 97%).
+PRESETS = {
+    "overlap": {"loops": ["normal", "overlap"], **DEFAULTS, "stop_early": True},
+    "multistep": {"loops": ["normal", "overlap", "multistep"], **DEFAULTS, "decode_steps": 4,
+                  "extra_cpu_us": 20000, "max_new": 64, "stop_early": True},
+}
+PRESET_CONTROLS = ("loops", "decode_steps", "stop_early", "requests", "batch", "prompt_len",
+                   "max_new", "temperature", "extra_cpu_us", "request_rate")
 LIMITS = {  # control: (min, max, whole number?); checked here, since a typed number can be anything
     "requests": (1, 64, True), "batch": (1, 64, True), "prompt_len": (1, 256, True),
     "max_new": (1, 256, True), "temperature": (0.0, 2.0, False),
@@ -40,6 +51,7 @@ LIMITS = {  # control: (min, max, whole number?); checked here, since a typed nu
 
 _client: Any = None
 _client_lock = threading.Lock()
+SHUTTING_DOWN = threading.Event()      # set as the server stops: work cut short is not news
 
 
 class InputError(ValueError):
@@ -51,6 +63,12 @@ class InputError(ValueError):
 
     def said(self) -> dict[str, Any]:
         return said(self.key, "error", **self.values)
+
+
+def preset(name: str) -> tuple:
+    """The values a preset gives the controls, in ``PRESET_CONTROLS`` order."""
+    values = PRESETS[name]
+    return tuple(values[control] for control in PRESET_CONTROLS)
 
 
 def on_zero_gpu() -> bool:
@@ -68,10 +86,18 @@ def cuda_seen() -> bool:
 
 
 def shutdown() -> None:
-    """End the scheduler process (and with it the device process) with the server."""
+    """End the scheduler process (and with it the device process) with the server.
+
+    A request in progress (the warm-up, at a Ctrl-C during start-up) sees the process end and
+    discards it from its own thread at the same moment; SchedulerClient does not lock that, so
+    a close that loses the race may fail. The process is ending either way: at shutdown that
+    is not worth a traceback."""
     with _client_lock:
         if _client is not None:
-            _client.close()
+            try:
+                _client.close()
+            except Exception:  # noqa: BLE001 - see above
+                pass
 
 
 def placement() -> Any:

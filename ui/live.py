@@ -13,6 +13,7 @@ requests finish at different steps and the lag cost (forwards run after a stop) 
 from __future__ import annotations
 
 import math
+import threading
 import time
 from typing import Any
 
@@ -33,6 +34,9 @@ REFRESH_S = 1.0            # the live timeline is redrawn at most this often (an
 # Seconds per decode step measured by earlier runs, by (model, device, batch, CUDA graphs): the
 # estimate shown before the next run of the same configuration.
 STEP_SECONDS: dict[tuple, float] = {}
+# Set by the Stop button, cleared when a run starts: runs take turns (one engine queue), so there
+# is one run in progress to stop; while it winds down, its status keeps saying so.
+STOPPING = threading.Event()
 
 
 def run_live(loops, decode_steps, stop_early, device, model, requests, batch, prompt_len,
@@ -50,6 +54,7 @@ def run_live(loops, decode_steps, stop_early, device, model, requests, batch, pr
         spec = error.said()
         yield MainView(status=render_said(spec, lang), said=spec).values()
         return
+    STOPPING.clear()
     key = (request.engine.model, request.engine.device, request.engine.max_batch_size,
            request.engine.cuda_graph)
     expected = _expected_steps(request)
@@ -92,10 +97,12 @@ def run_live(loops, decode_steps, stop_early, device, model, requests, batch, pr
 
 def _failed_view(spec: dict[str, Any], lang: str) -> MainView:
     """A run that did not finish: its status. A stopped run keeps its live canvas (what ran up
-    to the stop); a failed one gets the interactive chart back in place of an empty canvas,
-    showing what it showed before the run."""
+    to the stop), and the step window says why it has nothing to draw (it said it would be
+    drawn when the run finished); a failed one gets the interactive chart back in place of an
+    empty canvas, showing what it showed before the run."""
     if spec["key"] == "fail_cancelled":
-        return MainView(status=render_said(spec, lang), said=spec)
+        return MainView(status=render_said(spec, lang), said=spec,
+                        zoomed=plot(viz.message_figure(viz.t(lang, "zoom_stopped"))))
     return MainView(status=render_said(spec, lang), said=spec,
                     timeline=gr.update(visible=True), live=gr.update(value="", visible=False))
 
@@ -106,6 +113,7 @@ def stop_run(lang_choice: str) -> str:
     client = common.scheduler()
     if not client.busy:
         return gr.update()                  # nothing to stop: the status line stays as it was
+    STOPPING.set()
     client.cancel()
     return status(viz.t(lang, "status_stopping"), "warn")
 
@@ -227,6 +235,9 @@ def _starting_text(request: LiveRunRequest, key: tuple, expected: int, notes: li
 
 
 def _running(live: _LiveRuns, expected: int, started: float, lang: str) -> str:
+    if STOPPING.is_set():                   # Stop was pressed: say so until the run has ended
+        key = "status_stopping_probe" if live.stage_name == "probe" else "status_stopping"
+        return status(viz.t(lang, key), "warn")
     seconds = time.perf_counter() - started
     if live.stage_name == "loading":
         return progress_bar(0.0, viz.t(lang, "status_loading"))
@@ -310,4 +321,5 @@ def prewarm() -> None:
         for _ in common.scheduler().submit(WarmRequest(request.engine, probe=request)):
             pass
     except Exception as error:  # noqa: BLE001
-        print(f"prewarm skipped: {type(error).__name__}: {error}", flush=True)
+        if not common.SHUTTING_DOWN.is_set():   # Ctrl-C during the warm-up ends it, quietly
+            print(f"prewarm skipped: {type(error).__name__}: {error}", flush=True)

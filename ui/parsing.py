@@ -11,6 +11,7 @@ longer than its time limit is killed, and the upload says so.
 from __future__ import annotations
 
 import multiprocessing
+import signal
 import threading
 from pathlib import Path
 from typing import Any
@@ -21,9 +22,6 @@ _ready: list[tuple[Any, Any]] = []          # (process, pipe) of the worker wait
 
 def _worker(conn: Any) -> None:
     """The worker process: read one file, send back its record or why not, exit."""
-    import signal
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)    # Ctrl-C on the app is the app's to handle
     try:
         path, max_bytes = conn.recv()
     except (EOFError, OSError):
@@ -37,11 +35,20 @@ def _worker(conn: Any) -> None:
 
 
 def _start() -> tuple[Any, Any]:
+    """A worker that a terminal's Ctrl-C (sent to the whole process group) does not reach: it
+    starts with SIGINT blocked, a mask the child inherits through spawn's fork and exec, from
+    its first instruction (a handler set in the child would come too late for a Ctrl-C during
+    its imports, and SIG_IGN in the parent would lose a Ctrl-C meant for the server; the mask is
+    this thread's alone). The app handles Ctrl-C and its workers end with it."""
     context = multiprocessing.get_context("spawn")
     parent, child = context.Pipe()
     process = context.Process(target=_worker, args=(child,), daemon=True,
                               name="overlap-demo-parse")
-    process.start()
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        process.start()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
     child.close()
     return process, parent
 

@@ -140,6 +140,9 @@ def multistep_html(runs: list[dict[str, Any]], lang: str = "en") -> str:
     m = runs[base]["metrics"] if base is not None else {}
     if m.get("t_fwd_us") is not None and m.get("t_cpu_us") is not None:
         fwd, cpu = m["t_fwd_us"] * _MS, m["t_cpu_us"] * _MS
+        if cpu <= fwd:               # nothing left for k steps to hide: say what it is for
+            lines.append(f'<span class="ov-why" data-block="multistep-no-gain">'
+                         f'{t(lang, "multistep_no_gain").format(cpu=cpu, fwd=fwd)}</span>')
         for i in multi:
             k = loop_of(runs[i])[1]
             lines.append(t(lang, "formula_multistep").format(fwd=fwd, cpu=cpu, k=k,
