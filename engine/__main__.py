@@ -1,7 +1,7 @@
 """Command line: run a workload in normal and/or overlap mode and print what the timeline measured.
 
     python -m engine --mode both --requests 16 --max-new-tokens 64 --extra-cpu-us 4000
-    python -m engine --mode all --decode-steps 3 --extra-cpu-us 8000   # + multi-step overlap
+    python -m engine --mode all --decode-steps 4 --extra-cpu-us 20000  # + multi-step overlap
     python -m engine --request-rate 8 --requests 32       # requests arrive by a Poisson process
     python -m engine --arrivals trace.json                # ... or as a trace file says
 """
