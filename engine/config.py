@@ -56,6 +56,8 @@ class HazardSwitches:
     single_host_buffer: bool = False  # one host result buffer instead of a ring of them
     no_finished_guard: bool = False   # the lag-one token of a finished request is not dropped
     no_deferred_retract_free: bool = False  # free a retracted request's slot/pages at once
+    no_retract_guard: bool = False    # the token a launched batch computes for a request that
+                                      # was retracted meanwhile is not dropped
     no_cache_lock: bool = False       # prefix-cache pages a running request reads are not locked
     late_prefix_insert: bool = False  # a prefill's prefix is inserted when its result is
                                       # processed (after the next batch was built), deduplicated
@@ -79,6 +81,7 @@ class EngineConfig:
     max_seq_len: int = 512            # prompt + output tokens per request
     page_size: int = 16               # tokens per KV page
     num_pages: int | None = None      # KV pages; None: every slot at max_seq_len
+    prefix_cache: bool = True         # a radix cache of computed pages, matched at admission
     max_prefill_tokens: int = 512     # prefill batch token budget (chunking)
     dtype: str = "auto"               # auto: bfloat16 on CUDA, float32 on CPU
     seed: int = 0
@@ -91,6 +94,8 @@ class EngineConfig:
                                         # after wait_event(forward) there, which serialises the GPU
     device_cpus: tuple[int, ...] = ()  # cores the CPU device process may use (empty: any)
     hazards: HazardSwitches = field(default_factory=HazardSwitches)
+    debug_checks: bool = False        # check every launched batch's KV mapping (slow; the tests
+                                      # and the hazard lab turn it on)
     # Issue 14, the fast decode path (CUDA only; CPU mode always runs the plain-PyTorch path):
     attention: str = "auto"           # auto: Triton paged decode attention on CUDA; or "reference"
     compile: bool = False             # torch.compile the decode step between attentions (start-up
@@ -118,7 +123,8 @@ class EngineConfig:
         _check(isinstance(self.device_cpus, tuple) and all(_is_int(c) and c >= 0
                                                            for c in self.device_cpus),
                f"EngineConfig.device_cpus must be a tuple of core numbers, got {self.device_cpus!r}")
-        for name in ("overlap", "cuda_graph", "record_timeline", "cpu_device_process", "compile"):
+        for name in ("overlap", "cuda_graph", "record_timeline", "cpu_device_process", "compile",
+                     "prefix_cache", "debug_checks"):
             _check(isinstance(getattr(self, name), bool),
                    f"EngineConfig.{name} must be True or False, got {getattr(self, name)!r}")
         _check(self.attention in ATTENTION, f"EngineConfig.attention must be one of {ATTENTION}, "

@@ -31,9 +31,11 @@ import torch
 
 from engine import host_load
 from engine.config import MAX_DECODE_STEPS, RESULT_BUFFERS, EngineConfig, SamplingParams
+from engine.scheduler.checks import memory_problems
 from engine.scheduler.device import Device
 from engine.scheduler.intake import Intake, arrival_offsets_ns
-from engine.scheduler.kv_cache import IdPool
+from engine.scheduler.kv_cache import CACHE_OWNER, IdPool
+from engine.scheduler.radix_cache import RadixCache
 from engine.scheduler.request import NUM_INT_COLS, prefill_shapes
 from engine.scheduler.scheduler import Scheduler, TokenSink
 from engine.scheduler.sources import RequestSource, ScheduledSource
@@ -69,6 +71,8 @@ class RunResult:
     label: str = ""
     extra_lanes: list[str] = field(default_factory=list)   # e.g. kernel lanes from torch.profiler
     host: dict[str, float] = field(default_factory=dict)   # engine.host_load.host_report
+    memory: dict[str, Any] = field(default_factory=dict)   # KV pages per step (memory_record)
+    mapping_faults: list[tuple[int, int, int, int]] = field(default_factory=list)  # debug_checks
 
     @property
     def mode(self) -> str:
@@ -76,9 +80,12 @@ class RunResult:
         return f"{self.loop} k={self.decode_steps}" if self.loop == "multistep" else self.loop
 
     def to_run_dict(self) -> dict[str, Any]:
-        return run_dict(self.loop, self.decode_steps, self.label or self.mode, self.timeline,
-                        self.metrics, [o.__dict__ for o in self.outputs],
-                        lanes=list(LANES) + self.extra_lanes, gpu_lanes=GPU_LANES, host=self.host)
+        run = run_dict(self.loop, self.decode_steps, self.label or self.mode, self.timeline,
+                       self.metrics, [o.__dict__ for o in self.outputs],
+                       lanes=list(LANES) + self.extra_lanes, gpu_lanes=GPU_LANES, host=self.host)
+        if self.memory:
+            run["memory"] = self.memory
+        return run
 
 
 def _whole(value: Any, name: str) -> int:
@@ -113,8 +120,8 @@ class Engine:
         self._progress = progress
         self.device_name = _pick_device(cfg.device)
         self.dtype = _pick_dtype(cfg.dtype, self.device_name)
-        self.slots = IdPool(cfg.max_batch_size, "request slot")
-        self.pages = IdPool(cfg.total_pages, "KV page")
+        self._new_pools()
+        self.totals = {"prefix_hit_tokens": 0, "retractions": 0}   # over this engine's runs
         self.random_weights = cfg.model in PRESETS
         # Start-up is part of the user's wait: seconds per phase (load, warm_up incl. compile, capture).
         self.startup_s: dict[str, float] = {}
@@ -245,7 +252,7 @@ class Engine:
         timeline = timeline or Timeline(enabled=cfg.record_timeline)
         sched = Scheduler(cfg, self.device, self.slots, self.pages, timeline,
                           pad_batches=self.device_name == "cuda", extra_cpu_us=extra,
-                          decode_steps=k)
+                          decode_steps=k, cache=self.cache)
         if profile_steps is not None:
             if self.device_name != "cuda":
                 raise ValueError("kernel-level capture (profile_steps) needs a CUDA device")
@@ -307,7 +314,7 @@ class Engine:
             timeline = timeline or Timeline(enabled=self.config.record_timeline)
             sched = Scheduler(self.config, self.device, self.slots, self.pages, timeline,
                               pad_batches=self.device_name == "cuda", extra_cpu_us=extra,
-                              decode_steps=k, source=source, sink=sink)
+                              decode_steps=k, source=source, sink=sink, cache=self.cache)
             gc.collect()
             gc.freeze()
             try:
@@ -328,8 +335,15 @@ class Engine:
             self.device.end_run()
         except Exception:  # noqa: BLE001 - the run's own error is the one to report
             pass
-        self.slots = IdPool(self.config.max_batch_size, "request slot")
-        self.pages = IdPool(self.config.total_pages, "KV page")
+        self._new_pools()
+
+    def _new_pools(self) -> None:
+        """Request slots, KV pages and the prefix cache over them, all free (at start, and after
+        a failed run, which leaves its requests' memory held)."""
+        cfg = self.config
+        self.slots = IdPool(cfg.max_batch_size, "request slot")
+        self.pages = IdPool(cfg.total_pages, "KV page")
+        self.cache = RadixCache(cfg.page_size) if cfg.prefix_cache else None
 
     def intake(self) -> Intake:
         """Checks and builds requests for this engine (``engine.scheduler.intake``)."""
@@ -358,11 +372,16 @@ class Engine:
         metrics.update(latency_summary(out_dicts, wall_us=wall_s * 1e6))
         metrics["wasted_tokens"] = sched.wasted_tokens
         metrics["unsafe_frees"] = sched.unsafe_frees
+        metrics.update(memory_metrics(sched))
+        self.totals["prefix_hit_tokens"] += metrics["prefix_hit_tokens"]
+        self.totals["retractions"] += metrics["retractions"]
         kernel_spans, kernel_lanes = [], []
         if sched.capture is not None:
             kernel_spans, kernel_lanes = sched.capture.merged_spans(spans)
         spans = sorted(spans + kernel_spans, key=lambda s: s.start_us)
-        result = RunResult(loop, k, outputs, spans, metrics, wall_s, extra_lanes=kernel_lanes)
+        result = RunResult(loop, k, outputs, spans, metrics, wall_s, extra_lanes=kernel_lanes,
+                           memory=memory_record(sched, timeline, self.pages.total),
+                           mapping_faults=sched.mapping.faults if sched.mapping else [])
         result.label = f"{result.mode} ({self.device_label()})"
         return result
 
@@ -371,9 +390,35 @@ class Engine:
         return self.device.label
 
     def stats(self) -> dict[str, Any]:
+        """Pools and counters. ``kv_pages_cached``: pages held only by the prefix cache (no
+        request reads them; eviction frees them when pages run short), so after a run
+        ``kv_pages_free + kv_pages_cached == kv_pages_total``. ``prefix_hit_tokens`` and
+        ``retractions`` count over every run of this engine."""
         return {"kv_pages_free": self.pages.num_free, "kv_pages_total": self.pages.total,
+                "kv_pages_cached": self.cache.evictable() if self.cache else 0,
                 "req_slots_free": self.slots.num_free, "req_slots_total": self.slots.total,
-                "device": self.device_name, "device_kind": self.device.kind, "runs": self._runs}
+                "device": self.device_name, "device_kind": self.device.kind, "runs": self._runs,
+                **self.totals}
+
+    def clear_prefix_cache(self) -> int:
+        """Empty the prefix cache (every page free again when no run is on); pages freed.
+        Loops compared on one engine each start from an empty cache this way, so none finds
+        the prompts the one before it cached."""
+        if not self._busy.acquire(blocking=False):
+            raise EngineBusyError("the prefix cache can't be cleared while a run is on")
+        try:
+            if self.cache is None:
+                return 0
+            freed = self.cache.evict_all()
+            self.pages.free(freed, CACHE_OWNER)
+            return len(freed)
+        finally:
+            self._busy.release()
+
+    def memory_problems(self) -> list[str]:
+        """What is wrong with the slots, the pages and the prefix cache (empty: nothing), checked
+        between runs: nothing held but the cache's pages, no page lost, none held twice."""
+        return memory_problems(self.slots, self.pages, self.cache)
 
     def env_info(self) -> dict[str, Any]:
         gpu = torch.cuda.get_device_name() if self.device_name == "cuda" else None
@@ -396,3 +441,25 @@ class Engine:
     def __exit__(self, *exc) -> None:
         self.close()
 
+
+
+def memory_metrics(sched: Scheduler) -> dict[str, Any]:
+    """A run's KV-memory numbers: prompt tokens served from the prefix cache (over every
+    admission, resumptions too), their share of the tokens admitted, and retractions."""
+    hits = sched.memory.prefix_hit_tokens
+    admitted = sched.memory.fill_tokens
+    return {"prefix_hit_tokens": hits, "prefix_hit_rate": hits / admitted if admitted else 0.0,
+            "retractions": sched.retractions,
+            "kv_remaps": len(sched.mapping.faults) if sched.mapping else 0}
+
+
+def memory_record(sched: Scheduler, timeline: Timeline, total_pages: int) -> dict[str, Any]:
+    """What the KV-memory chart draws: per scheduled step its time and the pages in use by
+    requests, held only by the prefix cache, and free; and each retraction."""
+    if not sched.memory_trace:
+        return {}
+    return {"total_pages": total_pages,
+            "steps": [[step, round(timeline.to_us(t), 1), used, cached, free]
+                      for step, t, used, cached, free in sched.memory_trace],
+            "retractions": [[step, round(timeline.to_us(t), 1), rid]
+                            for step, t, rid in sched.retraction_trace]}

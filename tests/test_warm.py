@@ -62,6 +62,19 @@ def test_padded_prefills_are_all_in_the_warmed_grid(make_checkpoint, seed):
     assert all(len(r.output_ids) == 4 for r in reqs)
 
 
+@pytest.mark.parametrize("max_seq_len", [40, 96, 128])
+def test_the_warm_up_runs_every_shape_in_the_grid(make_checkpoint, max_seq_len):
+    """The CUDA engine's warm-up, run by the same runner on the CPU: every shape of the grid,
+    also where a token bucket is longer than the context (a prefill of 70 tokens of a 96-token
+    context is padded to 128 columns)."""
+    cfg = EngineConfig(model=str(make_checkpoint("llama")), device="cpu", dtype="float32",
+                       max_batch_size=5, max_seq_len=max_seq_len, page_size=8,
+                       cpu_device_process=False)
+    with Engine(cfg) as eng:
+        eng.device.runner.warm_up_prefill(*prefill_shapes(cfg), cfg.pages_per_seq)
+        assert len(eng.generate([[5, 6, 7]], SamplingParams(max_new_tokens=3)).outputs) == 1
+
+
 def _forward_medians(result) -> dict[str, float]:
     return {phase: statistics.median(s.end_us - s.start_us for s in result.timeline
                                      if s.lane == "engine_stream" and s.phase == phase)

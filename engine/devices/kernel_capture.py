@@ -5,10 +5,14 @@ launch-bound: the forward's span stretches to the CPU's launch time while the ke
 sparse. Only a kernel-level view shows those gaps, so for a window of steps we run torch.profiler
 and merge its kernels into the run's timeline as lanes named ``kernels: <stream>``.
 
-Alignment: each launch in the window is annotated ``ProfilerStep#<step>`` (a CPU range). The
-profiler's host clock is mapped onto ours by the median offset between those annotations and our
-``cpu/launch`` spans; a kernel belongs to the step whose annotation contains its launch (found by
-its correlation id). Imported production traces go through ``record.profiler_import`` instead.
+Alignment: each launch in the window is annotated ``ProfilerStep#<step>`` (a CPU range); a kernel
+belongs to the step whose annotation contains its launch (found by its correlation id). Kernel
+times are GPU times, so they are placed on our clock by GPU anchors: the median offset between
+each step's first kernel and the start of our engine-stream span of that step (both say when the
+GPU began the step). Mapping through the host clock instead (annotations against our ``launch``
+spans) was off by about 200 µs on an H200, the profiler's own GPU-to-host clock offset. Where a
+window has no such spans the host mapping is used. Imported production traces go through
+``record.profiler_import`` instead.
 """
 
 from __future__ import annotations
@@ -77,17 +81,37 @@ class KernelCapture:
                 launches[args["correlation"]] = float(e["ts"])   # host time of the launch
             elif cat in ("kernel", "gpu_memcpy", "gpu_memset") and "dur" in e:
                 kernels.append(e)
-        ours = {s.step: s.start_us for s in spans if s.lane == "cpu" and s.phase == "launch"}
-        offsets = [ours[n] - t0 for t0, _, n in steps if n in ours]
-        if not offsets:
-            return [], []
-        shift = statistics.median(offsets)       # profiler clock -> our clock (host side)
-        merged, lanes = [], {}
+        owned = []                                # (step, kernel event)
         for e in kernels:
             launch = launches.get((e.get("args") or {}).get("correlation"))
             step = next((n for t0, t1, n in steps if launch is not None and t0 <= launch <= t1), -1)
+            owned.append((step, e))
+        shift = _gpu_shift(owned, spans)
+        if shift is None:                         # no GPU anchor: through the host clock
+            ours = {s.step: s.start_us for s in spans if s.lane == "cpu" and s.phase == "launch"}
+            offsets = [ours[n] - t0 for t0, _, n in steps if n in ours]
+            if not offsets:
+                return [], []
+            shift = statistics.median(offsets)
+        merged, lanes = [], {}
+        for step, e in owned:
             lane = lanes.setdefault(e.get("tid"), f"kernels: stream {e.get('tid')}")
             start = float(e["ts"]) + shift
             merged.append(Span(lane, str(e.get("name", ""))[:80], step, start,
                                start + float(e["dur"])))
         return merged, list(lanes.values())
+
+
+def _gpu_shift(owned: list[tuple[int, dict]], spans: list[Span]) -> float | None:
+    """Profiler GPU clock -> our clock: the median, over steps, of our engine-stream start of the
+    step minus its first kernel's start (None when no step has both)."""
+    first: dict[int, float] = {}
+    for step, e in owned:
+        if step >= 0:
+            first[step] = min(first.get(step, float("inf")), float(e["ts"]))
+    ours: dict[int, float] = {}
+    for s in spans:
+        if s.lane == "engine_stream" and s.step in first:
+            ours[s.step] = min(ours.get(s.step, s.start_us), s.start_us)
+    offsets = [ours[n] - first[n] for n in ours]
+    return statistics.median(offsets) if offsets else None

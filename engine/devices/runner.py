@@ -79,9 +79,11 @@ class ModelRunner:
 
     def _clamped(self, ints: torch.Tensor, seq_len: int) -> torch.Tensor:
         ints = ints.clone()
+        # A row ends inside the context even where seq_len (a padded bucket) is longer than it.
+        longest = min(seq_len, self.max_seq_len - 1)
         ints[:, COL_SLOT].clamp_(0, self.dummy_slot)
-        ints[:, COL_LEN].clamp_(0, seq_len)
-        ints[:, COL_START].clamp_(0, self.max_seq_len - seq_len)
+        ints[:, COL_LEN].clamp_(0, longest)
+        ints[:, COL_START].clamp_(0, self.max_seq_len - 1 - longest)
         ints[:, NUM_INT_COLS:].clamp_(0, self.scratch_page)
         return ints
 
@@ -174,6 +176,7 @@ class ModelRunner:
         for size in sizes:
             ints, floats = self.padding_meta(size, NUM_INT_COLS + kv_pages)
             for seq_len in seq_lens:
-                ints[:, COL_LEN] = seq_len
+                # A row is never longer than the context leaves room for (the bucket may be).
+                ints[:, COL_LEN] = min(seq_len, self.max_seq_len - 1)
                 for greedy in (True, False):
                     self.step(ints, floats, seq_len, kv_pages, greedy)

@@ -5,12 +5,16 @@ The KV cache of every layer is one flat tensor of ``(num_pages + 1) * page_size`
 padding tokens write their K/V there, so a padded batch never touches a live request's pages.
 
 ``IdPool`` hands out integer ids (KV pages here, request slots in ``request.py``) and knows who
-holds each one, so a double free or a leak is caught at the moment it happens, not later.
+holds each one, so a double free or a leak is caught at the moment it happens, not later. A page
+held by the prefix cache (``radix_cache.py``) belongs to ``CACHE_OWNER``; a request hands its
+pages over with ``transfer`` when it inserts them.
 """
 
 from __future__ import annotations
 
 from collections import deque
+
+CACHE_OWNER = -1                 # the owner id of pages held by the prefix cache
 
 
 class DoubleFreeError(RuntimeError):
@@ -50,6 +54,24 @@ class IdPool:
         for i in ids:
             self._owner[i] = owner
         return ids
+
+    def owner(self, i: int) -> int | None:
+        return self._owner.get(i)
+
+    @property
+    def num_held(self) -> int:
+        return len(self._owner)
+
+    def held_by(self, owner: int) -> set[int]:
+        return {i for i, o in self._owner.items() if o == owner}
+
+    def transfer(self, ids: list[int], owner: int, new_owner: int) -> None:
+        """``owner`` hands ``ids`` to ``new_owner`` (a request's pages to the prefix cache)."""
+        for i in ids:
+            if self._owner.get(i) != owner:
+                raise DoubleFreeError(self.what, i, owner, held_by_other=i in self._owner)
+        for i in ids:
+            self._owner[i] = new_owner
 
     def free(self, ids: list[int], owner: int) -> None:
         for i in ids:

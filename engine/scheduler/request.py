@@ -8,6 +8,11 @@ which is exactly the window in which a request that already stopped can sit in t
 The model never reads a token value from the host: a row's input comes from the device-resident
 ``token_pool[slot, position]``, and the sampled token is written back there (``runner.py``).
 The scheduler only decides *which* (slot, position) each row reads and writes: ``StepMeta``.
+
+A request can also be *retracted* (memory ran short): it gives its slot and pages back and waits
+again, keeping the tokens it has read; when it is admitted again its ``fill_ids`` (prompt and
+those tokens) are prefilled, most of them found in the prefix cache. ``epoch`` counts its
+admissions, so a token of a batch launched before the retraction is recognised and dropped.
 """
 
 from __future__ import annotations
@@ -35,8 +40,12 @@ class Req:
     stop_ids: frozenset[int]
     arrival_ns: int = field(default_factory=time.perf_counter_ns)
     slot: int = -1
-    pages: list[int] = field(default_factory=list)
-    num_prefilled: int = 0          # prompt tokens whose forward has been launched
+    pages: list[int] = field(default_factory=list)   # the page of each page_size positions
+    cached_pages: int = 0           # the first of ``pages`` are the prefix cache's (borrowed)
+    cache_node: object = None       # the cache node whose lock keeps those pages (radix_cache)
+    fill_ids: list[int] = field(default_factory=list)  # what a prefill puts in the KV cache
+    epoch: int = 0                  # admissions so far (a retraction starts a new one)
+    num_prefilled: int = 0          # fill tokens whose forward has been launched
     num_scheduled: int = 0          # output tokens whose forward has been launched (device side)
     output_ids: list[int] = field(default_factory=list)   # tokens read back (host side)
     token_ns: list[int] = field(default_factory=list)     # when each was read back (delivered)
@@ -45,6 +54,12 @@ class Req:
     first_token_ns: int = 0
     finish_ns: int = 0
     wasted_steps: int = 0           # forwards that ran for it after it had stopped (lag one)
+    prefix_hit_tokens: int = 0      # fill tokens found in the prefix cache, over its admissions
+    retractions: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.fill_ids:
+            self.fill_ids = list(self.prompt_ids)
 
     @property
     def prompt_len(self) -> int:
@@ -56,7 +71,17 @@ class Req:
 
     @property
     def prefill_done(self) -> bool:
-        return self.num_prefilled == self.prompt_len
+        return self.num_prefilled == len(self.fill_ids)
+
+    def kv_tokens(self, finished: bool) -> list[int]:
+        """The tokens whose K/V a launched forward writes and whose values the host knows: what
+        may go into the prefix cache. During prefill, the launched part of ``fill_ids``; later,
+        the prompt and the tokens read back, up to the input of the last launched decode step
+        (the last token read back has no K/V yet unless a later forward was launched)."""
+        if not finished or not self.prefill_done:
+            return self.fill_ids[:self.num_prefilled]
+        known = self.prompt_ids + self.output_ids
+        return known[:min(len(known), self.prompt_len + self.num_scheduled - 1)]
 
     def can_decode(self) -> bool:
         """Launch one more decode step? Length limits are known ahead; stop tokens only later."""
@@ -72,6 +97,11 @@ class Row:
     start: int
     length: int
     samples: bool                   # does this row produce a token the request keeps?
+    epoch: int = -1                 # the request's admission it belongs to (set on creation)
+
+    def __post_init__(self) -> None:
+        if self.epoch < 0:
+            self.epoch = self.req.epoch
 
 
 @dataclass
@@ -157,7 +187,7 @@ def build_meta(batch: Batch, page_table: np.ndarray, page_size: int, dummy_slot:
     floats[:n, 1] = np.fromiter((r.req.params.top_p for r in rows), np.float32, n)
     writes = np.zeros((3, 0), dtype=np.int64)
     if batch.kind == "prefill":
-        chunks = [(r.req.slot, r.start, r.req.prompt_ids[r.start:r.start + r.length]) for r in rows]
+        chunks = [(r.req.slot, r.start, r.req.fill_ids[r.start:r.start + r.length]) for r in rows]
         writes = np.array([(slot, start + j, t) for slot, start, chunk in chunks
                            for j, t in enumerate(chunk)], dtype=np.int64).T
     return _meta(batch, ints, floats, n, page_size, full_kv, np.ascontiguousarray(writes))
@@ -170,8 +200,9 @@ def advance_meta(first: StepMeta, batch: Batch, keep: np.ndarray, offset: int,
 
     Nothing is looked up per request again: the rows are the first step's rows that still run
     (``keep``: a length limit may end a row inside the group; stop tokens are only seen later), each
-    one position further on. The page table is unchanged: a request's pages were reserved at
-    admission. ``batch`` must list exactly the kept rows, in order.
+    one position further on. The page table is unchanged: the scheduler took the pages of all the
+    group's positions before laying out its first step. ``batch`` must list exactly the kept
+    rows, in order.
     """
     n = int(keep.sum())
     assert n == len(batch.rows), "advance_meta: batch rows and keep mask disagree"

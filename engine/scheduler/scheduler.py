@@ -6,6 +6,7 @@
                              else decode), allocate slots/pages, upload metadata (scheduler stream)
 3. ``_forward``              launch it on the engine stream (returns immediately)
 4. ``_process_last_data``    wait for a batch's tokens (``copy_done``), append, stop checks, free
+                             (finished requests' pages go to the prefix cache, the rest back)
 
 ``normal_loop`` runs 1-2-3-4 on the *same* batch: the GPU idles while the CPU does stage 4 and
 the next stage 1-2. ``overlap_loop`` runs stage 4 on the *previous* batch after launching the next
@@ -13,9 +14,16 @@ one, so the CPU's work hides behind the GPU's forward. The price is *lag one*: a
 stopped at step n-1 may already be in batch n. Its extra token is dropped, and its slot and pages
 are freed only once batch n has finished with them.
 
-Requests arrive over time (``engine.scheduler.sources``): at t=0, by a Poisson process, or from a client of
-the OpenAI-compatible server. When nothing is waiting, running or in flight, the loop blocks on the
-source until something arrives: real idle time, neither CPU work nor a stall.
+KV memory (``cache_manager.py``) is taken as requests grow, not reserved for their whole length:
+admission matches the prompt in the radix prefix cache and takes pages for the rest; each decode
+step takes a page when a row's next token starts one; when the pool runs dry a running request
+is *retracted* (its computed pages cached, the rest given back once no launched batch reads
+them, its tokens in flight dropped) and resumes later. Under overlap every one of these touches
+memory the batch already launched may read: the comments at each say which dependency they keep.
+
+Requests arrive over time (``engine.scheduler.sources``): at t=0, by a Poisson process, or from a
+client of the OpenAI-compatible server. When nothing is waiting, running or in flight, the loop
+blocks on the source until something arrives: real idle time, neither CPU work nor a stall.
 """
 
 from __future__ import annotations
@@ -29,9 +37,20 @@ from typing import Any
 import numpy as np
 
 from engine.config import EngineConfig
+from engine.scheduler.cache_manager import CacheManager, Release
+from engine.scheduler.checks import MappingCheck
 from engine.scheduler.device import Device, ForwardOutput
-from engine.scheduler.kv_cache import IdPool, pages_needed
-from engine.scheduler.request import Batch, Req, Row, StepMeta, advance_meta, build_meta, decode_bucket
+from engine.scheduler.kv_cache import IdPool
+from engine.scheduler.radix_cache import RadixCache
+from engine.scheduler.request import (
+    Batch,
+    Req,
+    Row,
+    StepMeta,
+    advance_meta,
+    build_meta,
+    decode_bucket,
+)
 from engine.scheduler.sources import RequestSource, ScheduledSource
 from record.timeline import Timeline
 
@@ -78,7 +97,7 @@ class Scheduler:
     def __init__(self, cfg: EngineConfig, device: Device, slots: IdPool, pages: IdPool,
                  timeline: Timeline, pad_batches: bool, extra_cpu_us: int = 0,
                  decode_steps: int = 1, source: RequestSource | None = None,
-                 sink: TokenSink | None = None) -> None:
+                 sink: TokenSink | None = None, cache: RadixCache | None = None) -> None:
         self.cfg, self.device, self.slots, self.pages = cfg, device, slots, pages
         self.source: RequestSource = source if source is not None else ScheduledSource([])
         self.sink = sink                            # streams tokens out (the server); optional
@@ -87,14 +106,20 @@ class Scheduler:
         # Host copy of each slot's page list (SGLang's req_to_token), scratch page where unused;
         # one extra row for the dummy slot that padding rows read.
         self.page_table = np.full((slots.total + 1, cfg.pages_per_seq), pages.total, np.int64)
+        self.memory = CacheManager(cfg, slots, pages, cache, self.page_table)
         self.capture: Any = None                    # optional KernelCapture (torch.profiler window)
         self.timeline, self.pad_batches = timeline, pad_batches
         self.waiting: deque[Req] = deque()
-        self.running: list[Req] = []
-        self.deferred: list[tuple[int, Req]] = []   # (free after this step completes, request)
+        self.running: list[Req] = []                # in admission order
+        self.deferred: list[tuple[int, Release]] = []   # (give back after this step, release)
         self.step = 0
         self.wasted_tokens = 0
         self.unsafe_frees = 0
+        self.retractions = 0
+        # Per step: (step, time, pages used, pages only cached, free); each retraction's moment.
+        self.memory_trace: list[tuple[int, int, int, int, int]] = []
+        self.retraction_trace: list[tuple[int, int, int]] = []
+        self.mapping = MappingCheck(cfg.page_size) if cfg.debug_checks else None
 
     def is_idle(self) -> bool:
         return not (self.waiting or self.running)
@@ -102,15 +127,16 @@ class Scheduler:
     # ---- the two loops ------------------------------------------------------------------------
     def normal_loop(self) -> None:
         self.receive_requests(in_flight=[])                        # 1
-        forward_input = self.schedule_next_batch()                 # 2
+        forward_input = self.schedule_next_batch(in_flight=[])     # 2
         if forward_input is None:
             return
         output = self._forward(forward_input)                      # 3
         self._process_last_data((forward_input, output), in_flight=[])   # 4: the GPU idles
 
     def overlap_loop(self, last_data: LastData) -> LastData:
-        self.receive_requests([last_data[0]] if last_data else [])  # 1
-        forward_input = self.schedule_next_batch()                 # 2 (metadata: scheduler stream)
+        launched = [last_data[0]] if last_data else []             # B(n-1): not processed yet
+        self.receive_requests(launched)                            # 1
+        forward_input = self.schedule_next_batch(launched)         # 2 (metadata: scheduler stream)
         ongoing_data = None
         if forward_input is not None:                              # 3: forward(Bn), engine stream
             ongoing_data = (forward_input, self._forward(forward_input))
@@ -129,8 +155,9 @@ class Scheduler:
         through token_pool. The k results are processed together one iteration later (stop
         checks k steps late). The per-iteration work (``extra_cpu_us``) is paid once per k forwards.
         """
-        self.receive_requests([fi for fi, _ in last_data])          # 1
-        group = self.schedule_next_group(self.decode_steps)        # 2: k steps, one upload
+        launched = [fi for fi, _ in last_data]                     # the previous k, not processed
+        self.receive_requests(launched)                            # 1
+        group = self.schedule_next_group(self.decode_steps, launched)   # 2: k steps, one upload
         ongoing_data = [(fi, self._forward(fi)) for fi in group]   # 3: k launches, no read-back
         for i, data in enumerate(last_data):                       # 4: the previous k steps
             # Not yet processed = still possibly read by the device: this group and the rest.
@@ -163,10 +190,12 @@ class Scheduler:
                 last = self.overlap_loop(last)
             else:
                 self.normal_loop()
-            # Stalled: requests wait, yet nothing was launched and nothing is in flight.
-            stalls = stalls + 1 if (self.step == before and not last and self.waiting) else 0
+            # Stalled: requests wait or run, yet nothing was launched and nothing is in flight.
+            stuck = self.step == before and not last and (self.waiting or self.running)
+            stalls = stalls + 1 if stuck else 0
             if stalls > 2:
-                raise RuntimeError("scheduler stalled: waiting requests can never be admitted")
+                raise RuntimeError(f"scheduler stalled: {len(self.waiting)} waiting and "
+                                   f"{len(self.running)} running requests can never go on")
 
     # ---- stage 1 ------------------------------------------------------------------------------
     def receive_requests(self, in_flight: list[ForwardInput]) -> None:
@@ -193,21 +222,23 @@ class Scheduler:
             self.sink(gone)
 
     # ---- stage 2 ------------------------------------------------------------------------------
-    def schedule_next_batch(self) -> ForwardInput | None:
-        group = self.schedule_next_group(1)
+    def schedule_next_batch(self, in_flight: list[ForwardInput]) -> ForwardInput | None:
+        group = self.schedule_next_group(1, in_flight)
         return group[0] if group else None
 
-    def schedule_next_group(self, k: int) -> list[ForwardInput]:
+    def schedule_next_group(self, k: int, in_flight: list[ForwardInput]) -> list[ForwardInput]:
         """The next batch (prefill first), or up to ``k`` decode steps of the same rows.
 
         A group's later steps are laid out now, before any of its tokens exist: length limits are
         known ahead, so a row leaves the group when it reaches ``max_new_tokens``; stop tokens are
         seen only when the group is processed. All the group's metadata goes up in one upload.
+        ``in_flight``: batches launched and not processed yet (a request retracted here while one
+        of them carries it gives its memory back only after them).
         """
         t0 = time.perf_counter_ns()
         rows, kind = self._prefill_rows(), "prefill"
         if not rows:
-            rows, kind = self._decode_rows(), "decode"
+            rows, kind = self._decode_rows(k, in_flight), "decode"
         if not rows:
             return []
         batches = [self._new_batch(kind, rows)]
@@ -226,9 +257,21 @@ class Scheduler:
                 batches.append(self._new_batch(kind, later))
                 metas.append(advance_meta(metas[0], batches[-1], keep, j, self.page_table,
                                           self.cfg.page_size, self.slots.total, self.pad_batches))
+        if self.mapping is not None:
+            self.mapping.launched(batches, metas)
         uploaded = self.device.upload(metas)                      # scheduler stream, one copy
+        if kind == "prefill" and not self.cfg.hazards.late_prefix_insert:
+            # The seed's cache_req(req, finished=False), for a launched prefill: done here,
+            # before the next batch is built, so every later batch maps these positions to the
+            # same pages (inserting them after the next batch was built let SGLang's first
+            # decode step read other pages than the later ones: PR 38140). A later batch that
+            # reads them runs after this prefill in the engine stream's order.
+            for row in rows:
+                self.memory.cache_req(row.req, finished=False)
         self.timeline.add_cpu("schedule", batches[0].step, t0, time.perf_counter_ns(), len(rows),
                               sum(b.num_tokens for b in batches), batches[0].rids)
+        if self.timeline.enabled:
+            self.memory_trace.append((batches[0].step, t0, *self.memory.usage()))
         return [ForwardInput(b, m, u) for b, m, u in zip(batches, metas, uploaded)]
 
     def _new_batch(self, kind: str, rows: list[Row]) -> Batch:
@@ -246,36 +289,80 @@ class Scheduler:
             if not req.prefill_done and budget > 0:
                 rows.append(self._chunk(req, budget))
                 budget -= rows[-1].length
+        reserved = self.memory.reserve_tokens(self.running)
         while self.waiting and budget > 0:       # admit new requests while memory allows
             req = self.waiting[0]
-            need = pages_needed(req.max_len, self.cfg.page_size)
-            if not (self.slots.can_allocate(1) and self.pages.can_allocate(need)):
-                break                            # admission waits for a request to finish
+            if not self.memory.admit(req, reserved):
+                break                            # admission waits for memory
             self.waiting.popleft()
-            req.slot = self.slots.allocate(1, req.rid)[0]
-            req.pages = self.pages.allocate(need, req.rid)
-            self.page_table[req.slot, :need] = req.pages
             self.running.append(req)
+            reserved = self.memory.reserve_tokens(self.running)
             rows.append(self._chunk(req, budget))
             budget -= rows[-1].length
         return rows
 
     @staticmethod
     def _chunk(req: Req, budget: int) -> Row:
-        n = min(req.prompt_len - req.num_prefilled, budget)
-        last_chunk = req.num_prefilled + n == req.prompt_len
+        n = min(len(req.fill_ids) - req.num_prefilled, budget)
+        last_chunk = req.num_prefilled + n == len(req.fill_ids)
         row = Row(req, req.num_prefilled, n, samples=last_chunk)
         req.num_prefilled += n
-        req.num_scheduled += int(last_chunk)     # the last chunk samples the first output token
+        req.num_scheduled += int(last_chunk)     # the last chunk samples the next output token
         return row
 
-    def _decode_rows(self) -> list[Row]:
+    def _decode_rows(self, k: int, in_flight: list[ForwardInput]) -> list[Row]:
+        """One row per running request that may decode, each with pages for its next ``k``
+        positions. A request the pool cannot serve waits a step while retracted requests'
+        memory comes back; if none is coming, the newest running request is retracted."""
         rows = []
-        for req in self.running:
-            if req.can_decode():                 # knows lengths ahead, stop tokens one step late
-                rows.append(Row(req, req.prompt_len + req.num_scheduled - 1, 1, samples=True))
-                req.num_scheduled += 1
+        for req in list(self.running):
+            if req not in self.running or not req.can_decode():
+                continue                         # retracted in this pass, or waiting on a stop
+            steps = min(k, req.params.max_new_tokens - req.num_scheduled)
+            start = req.prompt_len + req.num_scheduled - 1      # the position it writes next
+            if not self._make_room(req, start + steps, in_flight):
+                continue
+            rows.append(Row(req, start, 1, samples=True))
+            req.num_scheduled += 1
+        if rows:
+            self.memory.decoded()
         return rows
+
+    def _make_room(self, req: Req, tokens: int, in_flight: list[ForwardInput]) -> bool:
+        """Pages for ``req``'s first ``tokens`` positions; retracting the newest requests (those
+        without a row in this batch yet) while that helps now. False: ``req`` sits this step out
+        (it may have been retracted itself)."""
+        while not self.memory.grow(req, tokens):
+            if self._pages_coming_back() > 0:
+                return False                     # given back once the launched batches are done
+            victim = self.running[-1]
+            self._retract(victim, in_flight)
+            if victim is req:
+                return False
+        return True
+
+    def _pages_coming_back(self) -> int:
+        return sum(len(release.pages) for _, release in self.deferred)
+
+    def _retract(self, req: Req, in_flight: list[ForwardInput]) -> None:
+        """Memory ran short: ``req`` leaves the running batch and waits again at the front of the
+        queue, keeping the tokens it has read. Its computed pages go to the prefix cache (so its
+        resumption finds them), the rest come back once the launched batches that read them are
+        done, and the token a launched batch is computing for it is dropped (a new epoch)."""
+        self.running.remove(req)
+        self.memory.cache_req(req, finished=True)
+        release = self.memory.detach(req)
+        req.epoch += 1
+        req.retractions += 1
+        self.retractions += 1
+        req.fill_ids = req.prompt_ids + req.output_ids
+        req.num_prefilled = 0
+        req.num_scheduled = len(req.output_ids)
+        self.waiting.appendleft(req)
+        self.memory.retracted()
+        if self.timeline.enabled:
+            self.retraction_trace.append((self.step + 1, time.perf_counter_ns(), req.rid))
+        self._release(release, req, in_flight, self.cfg.hazards.no_deferred_retract_free)
 
     # ---- stage 3 ------------------------------------------------------------------------------
     def _forward(self, forward_input: ForwardInput) -> ForwardOutput:
@@ -305,8 +392,12 @@ class Scheduler:
         with _CpuSpan(self.timeline, "process_last", batch.step, batch):
             self._release_deferred(upto_step=batch.step)
             now = time.perf_counter_ns()
+            if batch.kind == "prefill" and self.cfg.hazards.late_prefix_insert:
+                for row in batch.rows:               # hazard lab: after the next batch was built
+                    if row.epoch == row.req.epoch and row.req in self.running:
+                        self.memory.cache_req(row.req, finished=False, remap=True)
             touched = [row.req for row, token in zip(batch.rows, output.tokens())
-                       if row.samples and self._append_token(row.req, token, now, in_flight)]
+                       if row.samples and self._append_token(row, token, now, in_flight)]
             if touched and self.sink is not None:
                 self.sink(touched)                  # stream the new tokens out (the server)
             if not in_flight:
@@ -314,9 +405,16 @@ class Scheduler:
             if scheduler_work:
                 _extra_cpu_work(self.extra_cpu_us)
 
-    def _append_token(self, req: Req, token: int, now: int,
+    def _append_token(self, row: Row, token: int, now: int,
                       in_flight: list[ForwardInput]) -> bool:
         """Keep ``token`` (True), or drop the lag-one token of a finished request (False)."""
+        req = row.req
+        if row.epoch != req.epoch and not self.cfg.hazards.no_retract_guard:
+            # The retraction guard: launched before the request was retracted, which resumes
+            # from the tokens it had read (its fill_ids); this token comes again after it.
+            req.wasted_steps += 1
+            self.wasted_tokens += 1
+            return False
         if req.finished and not self.cfg.hazards.no_finished_guard:
             # The finished-request guard (lag one): this request stopped before this step ran,
             # so the token is dropped and the request is not finished (freed) a second time.
@@ -337,27 +435,36 @@ class Scheduler:
         req.finished, req.finish_reason, req.finish_ns = True, reason, now
         if req in self.running:
             self.running.remove(req)
+            self.memory.cache_req(req, finished=True)       # cache_req(req, finished=True)
+            self._release(self.memory.detach(req), req, in_flight,
+                          self.cfg.hazards.no_deferred_free)
+
+    def _release(self, release: Release, req: Req, in_flight: list[ForwardInput],
+                 unsafe: bool) -> None:
+        """The one release path (finished, aborted, retracted): give the memory back now, or
+        after the last launched batch that carries the request, whose forward still reads its
+        slot's token_pool row and its pages."""
         readers = [fi.batch.step for fi in in_flight if req.rid in fi.batch.rid_set]
-        if readers and not self.cfg.hazards.no_deferred_free:
+        if readers and not unsafe:
             # Hazard 1 guard: queued batches still read this slot and its pages.
-            self.deferred.append((max(readers), req))
+            self.deferred.append((max(readers), release))
         else:
             self.unsafe_frees += bool(readers)      # hazard lab: a race window opened
-            self._free(req)
+            self._apply(release)
 
     def _release_deferred(self, upto_step: int) -> None:
         keep = []
-        for step, req in self.deferred:
+        for step, release in self.deferred:
             if step <= upto_step:
-                self._free(req)
+                self._apply(release)
             else:
-                keep.append((step, req))
+                keep.append((step, release))
         self.deferred = keep
 
-    def _free(self, req: Req) -> None:
-        self.slots.free([req.slot], req.rid)     # IdPool raises DoubleFreeError on a second free
-        self.pages.free(req.pages, req.rid)
-        self.page_table[req.slot] = self.pages.total
+    def _apply(self, release: Release) -> None:
+        self.memory.apply(release)               # IdPool raises DoubleFreeError on a second free
+        if self.mapping is not None:
+            self.mapping.released(release.rid)
 
 
 def _extra_cpu_work(extra_cpu_us: int) -> None:

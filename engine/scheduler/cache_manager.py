@@ -1,0 +1,211 @@
+"""KV memory for the scheduler: slots, pages and the prefix cache, per request.
+
+What the seed's ``cache_manager`` does, in the order a request meets it:
+
+1. ``admit``      match the request's tokens in the prefix cache and lock what matched, take a
+                  slot and the pages for the rest of its prompt; refuse while the pool, less a
+                  reserve for the running requests' output, cannot hold it;
+2. ``grow``       as it decodes, take one more page whenever its next token starts one (evicting
+                  cached pages nobody reads when the pool runs short);
+3. ``cache_req``  hand its computed pages to the prefix cache: after each launched prefill chunk
+                  (``finished=False``) and when it finishes (``finished=True``);
+4. ``detach`` / ``apply``  one release path for finished, aborted and retracted requests: take
+                  its slot, its own pages and its cache lock into a ``Release`` at once, and give
+                  them back once no launched batch reads them any more (``apply``).
+
+A request's pages are a prefix borrowed from the cache (``req.cached_pages`` of them, locked
+through ``req.cache_node``) followed by pages it owns; nothing here ever remaps a position to
+another page while the request runs (only the hazard lab's ``late_prefix_insert`` does).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from engine.config import EngineConfig
+from engine.scheduler.kv_cache import CACHE_OWNER, IdPool, pages_needed
+from engine.scheduler.radix_cache import Node, RadixCache
+from engine.scheduler.request import Req
+
+# Admission reserves this share of the running requests' remaining output (SGLang's new-token
+# ratio): it starts high, decays as decoding goes well, and jumps back after a retraction.
+NEW_TOKEN_RATIO_START = 0.5
+NEW_TOKEN_RATIO_MIN = 0.1
+NEW_TOKEN_RATIO_DECAY = 0.005     # per decode step
+
+
+@dataclass
+class Release:
+    """What a request gives back: its slot, the pages it owns, its lock on the cache."""
+
+    rid: int
+    slot: int
+    pages: list[int]
+    node: Node | None               # the cache node it locked (None: nothing locked)
+
+
+class CacheManager:
+    def __init__(self, cfg: EngineConfig, slots: IdPool, pages: IdPool,
+                 cache: RadixCache | None, page_table: np.ndarray) -> None:
+        self.cfg, self.slots, self.pages, self.cache = cfg, slots, pages, cache
+        self.page_table = page_table            # [slots + 1, pages_per_seq], the host copy
+        self.ps = cfg.page_size
+        self.lock_pages = not cfg.hazards.no_cache_lock
+        self.new_token_ratio = NEW_TOKEN_RATIO_START
+        self.prefix_hit_tokens = 0                # fill tokens found in the cache, this run
+        self.fill_tokens = 0                      # fill tokens admitted, this run
+
+    # ---- 1. admission -------------------------------------------------------------------------
+    def reserve_tokens(self, running: list[Req]) -> float:
+        """Output tokens the running requests are still expected to need, at the current ratio."""
+        return self.new_token_ratio * sum(r.params.max_new_tokens - r.num_scheduled
+                                          for r in running)
+
+    def admit(self, req: Req, reserved_tokens: float) -> bool:
+        """Give ``req`` a slot and the pages for its tokens (``req.fill_ids``), the cached prefix
+        borrowed; False, with nothing taken, when the memory is not there."""
+        if not self.slots.can_allocate(1):
+            return False
+        fill = req.fill_ids
+        matched, node = self._match(fill)
+        self._lock(node)
+        need = pages_needed(len(fill), self.ps) - len(matched)
+        expected = reserved_tokens + self.new_token_ratio * (req.params.max_new_tokens
+                                                             - len(req.output_ids))
+        if need + math.ceil(expected / self.ps) > self.available():
+            self._unlock(node)
+            return False                          # admission waits for memory
+        own = self._take(need, req.rid)
+        if own is None:                            # only with no_cache_lock: evicted under us
+            self._unlock(node)
+            return False
+        req.slot = self.slots.allocate(1, req.rid)[0]
+        req.pages, req.cached_pages, req.cache_node = matched + own, len(matched), node
+        req.num_prefilled = len(matched) * self.ps
+        req.num_scheduled = len(req.output_ids)
+        req.prefix_hit_tokens += req.num_prefilled
+        self.prefix_hit_tokens += req.num_prefilled
+        self.fill_tokens += len(fill)
+        self.page_table[req.slot, :len(req.pages)] = req.pages
+        return True
+
+    def available(self) -> int:
+        """Pages a request could get now: the free ones and those only the cache holds."""
+        return self.pages.num_free + (self.cache.evictable() if self.cache else 0)
+
+    # ---- 2. growth ----------------------------------------------------------------------------
+    def grow(self, req: Req, tokens: int) -> bool:
+        """Make ``req``'s pages cover its first ``tokens`` positions; False if the pool can't."""
+        need = pages_needed(tokens, self.ps) - len(req.pages)
+        if need <= 0:
+            return True
+        own = self._take(need, req.rid)
+        if own is None:
+            return False
+        self.page_table[req.slot, len(req.pages):len(req.pages) + need] = own
+        req.pages.extend(own)
+        return True
+
+    def decoded(self) -> None:
+        """One decode step went by without a retraction: reserve a little less."""
+        self.new_token_ratio = max(NEW_TOKEN_RATIO_MIN,
+                                   self.new_token_ratio - NEW_TOKEN_RATIO_DECAY)
+
+    def retracted(self) -> None:
+        self.new_token_ratio = NEW_TOKEN_RATIO_START
+
+    # ---- 3. the prefix cache ------------------------------------------------------------------
+    def cache_req(self, req: Req, finished: bool, remap: bool = False) -> None:
+        """Insert ``req``'s pages whose K/V a launched forward writes and whose tokens are known.
+
+        ``remap`` (the hazard lab's ``late_prefix_insert`` only): where the cache already holds
+        those tokens in other pages, point the request at the cache's pages and free its own at
+        once, as SGLang's insert did when it ran after the next batch was built."""
+        if self.cache is None or req.slot < 0:
+            return
+        tokens = req.kv_tokens(finished)
+        n = len(tokens) // self.ps
+        if n <= req.cached_pages:
+            return
+        if remap:
+            self._remap_to_cache(req, tokens[:n * self.ps])
+            if n <= req.cached_pages:
+                return
+        old = req.cache_node if req.cache_node is not None else self.cache.root
+        node, taken = self.cache.insert(tokens[:n * self.ps], req.pages[:n], old)
+        if taken:
+            self.pages.transfer(req.pages[req.cached_pages:req.cached_pages + taken], req.rid,
+                                CACHE_OWNER)
+            self._lock(node)
+            self._unlock(old)
+            req.cache_node, req.cached_pages = node, req.cached_pages + taken
+
+    def _remap_to_cache(self, req: Req, tokens: list[int]) -> None:
+        matched, node = self.cache.match(tokens)
+        if len(matched) <= req.cached_pages:
+            return
+        dup = req.pages[req.cached_pages:len(matched)]
+        self.pages.free(dup, req.rid)            # at once: a launched batch may still read them
+        req.pages[:len(matched)] = matched
+        self.page_table[req.slot, :len(matched)] = matched
+        self._lock(node)
+        self._unlock(req.cache_node if req.cache_node is not None else self.cache.root)
+        req.cache_node, req.cached_pages = node, len(matched)
+
+    def clear(self) -> int:
+        """Evict every page no request reads; how many were freed."""
+        if self.cache is None:
+            return 0
+        freed = self.cache.evict_all()
+        self.pages.free(freed, CACHE_OWNER)
+        return len(freed)
+
+    # ---- 4. release ---------------------------------------------------------------------------
+    def detach(self, req: Req) -> Release:
+        """Take ``req``'s slot, own pages and lock into a Release (``req`` holds none after)."""
+        release = Release(req.rid, req.slot, req.pages[req.cached_pages:],
+                          req.cache_node if self.lock_pages else None)
+        req.slot, req.pages, req.cached_pages, req.cache_node = -1, [], 0, None
+        return release
+
+    def apply(self, release: Release) -> None:
+        """Give a Release back: IdPool raises ``DoubleFreeError`` if anything was freed already."""
+        self.slots.free([release.slot], release.rid)
+        self.pages.free(release.pages, release.rid)
+        if release.node is not None and self.cache is not None:
+            self.cache.unlock(release.node)
+        self.page_table[release.slot] = self.pages.total
+
+    # ---- what the memory chart draws ----------------------------------------------------------
+    def usage(self) -> tuple[int, int, int]:
+        """(pages in use by requests, pages held only by the cache, free pages)."""
+        cached = self.cache.evictable() if self.cache else 0
+        free = self.pages.num_free
+        return self.pages.total - free - cached, cached, free
+
+    # ---- helpers ------------------------------------------------------------------------------
+    def _match(self, fill: list[int]) -> tuple[list[int], Any]:
+        if self.cache is None:
+            return [], None
+        # At least the last token is computed: its logits give the next token.
+        return self.cache.match(fill[:(len(fill) - 1) // self.ps * self.ps])
+
+    def _take(self, n: int, owner: int) -> list[int] | None:
+        """``n`` pages for ``owner``, evicting least recently used cached pages if need be."""
+        if n > self.pages.num_free and self.cache is not None:
+            self.pages.free(self.cache.evict(n - self.pages.num_free), CACHE_OWNER)
+        if n > self.pages.num_free:
+            return None
+        return self.pages.allocate(n, owner)
+
+    def _lock(self, node: Node | None) -> None:
+        if node is not None and self.lock_pages:
+            self.cache.lock(node)
+
+    def _unlock(self, node: Node | None) -> None:
+        if node is not None and self.lock_pages:
+            self.cache.unlock(node)
