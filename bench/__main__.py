@@ -48,6 +48,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--arrivals", metavar="FILE", help="serving: a trace file (times, lengths)")
     p.add_argument("--seed", type=int, default=0, help="serving: the arrival process's seed")
     p.add_argument("--json", metavar="PATH", help="serving: write the rows (viz.latency draws)")
+    p.add_argument("--shared-prefix", type=int, default=0, metavar="N",
+                   help="serving: a system prompt of N tokens in front of every request")
+    p.add_argument("--prefix-cache", choices=["on", "off", "both"], default="on",
+                   help="serving: with the radix prefix cache, without it, or both (compared)")
     p.add_argument("--compile", action="store_true", help="CUDA: compiled decode regions")
     p.add_argument("--attention", choices=["auto", "reference", "triton"], default="auto")
     p.add_argument("--forward", action="store_true",
@@ -80,8 +84,10 @@ def main(argv: list[str] | None = None) -> int:
         from engine.scheduler.arrivals import check_rate
 
         rates = tuple(check_rate(r, "--rates") for r in args.rates)
+        caches = {"on": (True,), "off": (False,), "both": (False, True)}[args.prefix_cache]
         work = serving.ServingWorkload(rates, args.requests, args.prompt_len, args.new_tokens,
-                                       args.repeats, args.seed, args.arrivals)
+                                       args.repeats, args.seed, args.arrivals,
+                                       max(args.shared_prefix, 0), caches)
         model = (args.models or ["bundled"])[0]
         batch = (args.batches or [16])[0]
         return serving.run(args.device, model, batch, (args.extra_cpu_us or [0])[0], work,

@@ -40,6 +40,13 @@ class Workload:
     ceiling_iters: int = 50       # back-to-back decode steps timed for the forward-only ceiling
 
 
+def fresh(eng):
+    """``eng`` with an empty prefix cache: every measured run starts from the same memory, none
+    finding the prompts an earlier run cached (those runs would prefill less)."""
+    eng.clear_prefix_cache()
+    return eng
+
+
 def materialise(model: str, device: str, dtype: str, workdir: Path) -> str:
     """Presets become real HF checkpoints (random weights) so transformers can load the same."""
     from engine.models.loader import PRESETS, resolve_model_dir
@@ -119,7 +126,7 @@ def engine_rows(eng, label: str, batches: list[int], extra_cpu_us: list[int], wo
         for extra in extra_cpu_us:
             results = {}
             for overlap in (False, True):
-                runs = [eng.generate(prompts, params, overlap=overlap, extra_cpu_us=extra)
+                runs = [fresh(eng).generate(prompts, params, overlap=overlap, extra_cpu_us=extra)
                         for _ in range(work.repeats)]
                 med = statistics.median(r.metrics["decode_tokens_per_s"] for r in runs)
                 best = min(runs, key=lambda r: abs(r.metrics["decode_tokens_per_s"] - med))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import statistics
 
-from bench.decode import Workload
+from bench.decode import Workload, fresh
 from engine.config import EngineConfig, SamplingParams
 from record.timeline import Timeline
 
@@ -49,8 +49,9 @@ def run(device: str, models: list[str], batches: list[int], graph: bool, extra: 
                     speeds: dict[bool, list[float]] = {False: [], True: []}
                     for _ in range(repeats):
                         for record in (False, True):
-                            r = eng.generate(prompts, params, overlap=overlap, extra_cpu_us=extra,
-                                             timeline=Timeline(enabled=record))
+                            r = fresh(eng).generate(prompts, params, overlap=overlap,
+                                                    extra_cpu_us=extra,
+                                                    timeline=Timeline(enabled=record))
                             speeds[record].append(sum(len(o.token_ids) for o in r.outputs)
                                                   / r.wall_s)
                     off, on = statistics.median(speeds[False]), statistics.median(speeds[True])

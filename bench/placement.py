@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import statistics
 
-from bench.decode import Workload
+from bench.decode import Workload, fresh
 from engine.config import EngineConfig, SamplingParams
 
 PLACEMENTS = ("engine", "scheduler")
@@ -47,7 +47,8 @@ def run(device: str, models: list[str], batches: list[int], graph: bool, extra: 
                                            eng.spec.vocab_size)
                     params = SamplingParams(max_new_tokens=work.new_tokens, ignore_eos=True)
                     eng.generate(prompts, params, overlap=True, extra_cpu_us=extra)   # warm
-                    runs = [eng.generate(prompts, params, overlap=True, extra_cpu_us=extra).metrics
+                    runs = [fresh(eng).generate(prompts, params, overlap=True,
+                                                extra_cpu_us=extra).metrics
                             for _ in range(work.repeats)]
                 gap = [m["decode_gap_us_p50"] for m in runs]
                 both = [100 * m["steady_busy_frac"] for m in runs]

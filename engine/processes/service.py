@@ -155,6 +155,9 @@ class SchedulerService:
             if cancelled.is_set():
                 raise Cancelled()
             emit(Progress("run", loop, index, len(request.loops), label))
+            # Like with like: every loop starts from an empty prefix cache (the one before it,
+            # or the probe, would otherwise have cached its prompts).
+            engine.clear_prefix_cache()
             k = request.decode_steps if loop == "multistep" else 1
             result = _run_reported(engine, prompts, params, loop, k, request.extra_cpu_us,
                                    index, emit, cancelled, arrivals=arrivals, chat=chat)

@@ -3,6 +3,9 @@
 Prompts are cut from plain English sentences (so the bundled model continues them sensibly), each
 request starting at a different sentence so the batch is not one prompt repeated. Without a
 tokenizer the prompts are random token ids.
+
+A *shared-prefix* workload puts one system prompt in front of every request, as chat services
+do: the prefix cache computes it once and finds it for every later request.
 """
 
 from __future__ import annotations
@@ -66,6 +69,38 @@ def make_prompts(tokenizer, n: int, prompt_len: int, seed: int = 0,
             k += 1
         prompts.append(ids[:prompt_len])
     return prompts
+
+
+def system_prompt_ids(tokenizer, tokens: int, vocab_size: int | None = None) -> list[int]:
+    """A system prompt of exactly ``tokens`` token ids, the same at every call: English
+    sentences through the tokenizer (random ids, seeded, without one)."""
+    if tokenizer is None:
+        rng = random.Random(12345)
+        return [rng.randrange(1, vocab_size or 1000) for _ in range(tokens)]
+    ids: list[int] = []
+    k = 0
+    while len(ids) < tokens:
+        ids += tokenizer.encode(SENTENCES[k % len(SENTENCES)] + " ", add_special_tokens=False)
+        k += 1
+    return ids[:tokens]
+
+
+def system_prompt_text(tokenizer, tokens: int) -> str:
+    """The same system prompt as text (for text prompts): about ``tokens`` tokens, ending in a
+    line break so every prompt after it starts its own words."""
+    return tokenizer.decode(system_prompt_ids(tokenizer, tokens)).strip() + "\n"
+
+
+def with_shared_prefix(prompts: list, tokens: int, tokenizer, vocab_size: int | None = None):
+    """``prompts`` (text or token ids) each after one shared system prompt of ``tokens``
+    tokens (``tokens`` = 0: unchanged)."""
+    if tokens <= 0:
+        return list(prompts)
+    if prompts and isinstance(prompts[0], str):
+        system = system_prompt_text(tokenizer, tokens)
+        return [system + p for p in prompts]
+    system = system_prompt_ids(tokenizer, tokens, vocab_size)
+    return [system + list(p) for p in prompts]
 
 
 def stop_params_from_probe(engine, prompts, max_new_tokens: int, lo: int, hi: int, seed: int = 0,
