@@ -75,6 +75,8 @@ def span_dict(span: Span | Mapping[str, Any]) -> dict[str, Any]:
     for name, value in out.items():
         if isinstance(value, (list, tuple)):
             out[name] = list(value)
+    if not out["cached_tokens"]:
+        del out["cached_tokens"]            # as Span.to_dict: only prefills that hit the cache
     return out
 
 

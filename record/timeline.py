@@ -41,9 +41,13 @@ class Span:
     batch_size: int = 0
     num_tokens: int = 0
     req_ids: list[int] = field(default_factory=list)
+    cached_tokens: int = 0          # a prefill's prompt tokens found in the prefix cache
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        if not self.cached_tokens:
+            del d["cached_tokens"]      # most spans have none: records stay as they were
+        return d
 
     @staticmethod
     def from_dict(d: dict[str, Any]) -> Span:
@@ -56,6 +60,7 @@ class Span:
             batch_size=int(d.get("batch_size", 0)),
             num_tokens=int(d.get("num_tokens", 0)),
             req_ids=[int(r) for r in d.get("req_ids", [])],
+            cached_tokens=int(d.get("cached_tokens", 0)),
         )
 
 
@@ -72,12 +77,13 @@ class StampedSpan:
     batch_size: int = 0
     num_tokens: int = 0
     req_ids: tuple[int, ...] = ()
+    cached_tokens: int = 0
 
 
 # One GPU span of a group: (lane, phase, index of its start event, of its end event, batch size,
-# tokens). A group's events were recorded in order on one stream, so once its last event has
-# completed, all of them have.
-GroupSpan = tuple[str, str, int, int, int, int]
+# tokens[, cached tokens]). A group's events were recorded in order on one stream, so once its
+# last event has completed, all of them have.
+GroupSpan = tuple
 
 
 class Timeline:
@@ -139,7 +145,7 @@ class Timeline:
             return
         for s in spans:
             self._cpu_raw.append((s.lane, s.phase, s.step, s.start_ns, s.end_ns, s.batch_size,
-                                  s.num_tokens, s.req_ids))
+                                  s.num_tokens, s.req_ids, s.cached_tokens))
 
     # ---- readers (any thread) ---------------------------------------------------------------
     def resolve(self) -> None:
@@ -148,9 +154,9 @@ class Timeline:
         with self._lock:
             raw, to_us, done = self._cpu_raw, self.to_us, []
             for _ in range(len(raw)):
-                lane, phase, step, start, end, bs, tokens, ids = raw.popleft()
+                lane, phase, step, start, end, bs, tokens, ids, *cached = raw.popleft()
                 done.append(Span(lane, phase, step, to_us(start), to_us(end), bs, tokens,
-                                 list(ids)))
+                                 list(ids), *cached))
             gpu = self._gpu_raw
             groups = self._waiting + [gpu.popleft() for _ in range(len(gpu))]
             still = []
@@ -161,8 +167,8 @@ class Timeline:
                     still.append(group)
                     continue
                 at = [self._event_to_us(e) for e in events]
-                done.extend(Span(lane, phase, step, at[i], at[j], bs, tokens, list(ids))
-                            for lane, phase, i, j, bs, tokens in spans)
+                done.extend(Span(lane, phase, step, at[i], at[j], bs, tokens, list(ids), *cached)
+                            for lane, phase, i, j, bs, tokens, *cached in spans)
                 if release is not None:
                     release(events)
             self._waiting = still

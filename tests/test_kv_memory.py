@@ -230,7 +230,8 @@ def test_a_cached_prompt_is_prefilled_from_its_last_token(make_checkpoint):
         assert second.metrics["prefix_hit_tokens"] == 3 * PS          # not the last page
         prefill = [s for s in second.timeline if s.lane == "engine_stream"
                    and s.phase == "prefill"]
-        assert prefill and prefill[0].num_tokens == PS
+        assert prefill and prefill[0].num_tokens == PS and prefill[0].cached_tokens == 3 * PS
+        assert prefill[0].to_dict()["cached_tokens"] == 3 * PS
 
 
 def test_aborts_and_retractions_release_once(make_checkpoint):

@@ -2,7 +2,7 @@
 
 A ``LiveRunRequest`` with a request rate gives every loop the same Poisson arrival times; the
 record says the rate, carries per-token times, and becomes latency-vs-rate rows for the figure.
-A chat request to a model without a chat template is refused with the reason.
+A chat request goes through the model's chat template (the bundled model ships a plain one).
 """
 
 from __future__ import annotations
@@ -47,9 +47,9 @@ def test_live_run_with_a_request_rate_and_the_latency_rows():
         assert all(r["itl_ms_p50"] > 0 and r["request_rate"] == 30.0 for r in rows)
         assert len(latency_figure(rows)["data"]) == 10
 
-        # The bundled model has no chat template: chat falls back to plain text, and the
-        # record says which way the prompts went in (the page then says so).
-        plain = _run(service, chat=True)[-1]
-        assert isinstance(plain, RunFinished) and plain.record["config"]["chat"] is False
+        # The bundled model ships a plain chat template: the prompts go in as user messages,
+        # and the record says which way they went in (the page says so).
+        chat = _run(service, chat=True)[-1]
+        assert isinstance(chat, RunFinished) and chat.record["config"]["chat"] is True
     finally:
         service.close()

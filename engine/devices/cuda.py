@@ -177,18 +177,18 @@ class CudaDevice:
             timing[0].record(stream)
         rows = meta.num_rows
         tokens = int(meta.prompt_writes.shape[1]) if meta.kind == "prefill" else rows
+        forward = ("engine_stream", meta.kind, 0, 1, rows, tokens, meta.cached_tokens)
         if graph is not None:
             # One graph: forward + sample. The next replay overwrites its output, so the copy
             # may read it in place only if the next replay is ordered after the copy.
             next_tokens = graph.replay(ints, floats, keep=not self._copy_before_next(uploaded))
-            spans = [("engine_stream", meta.kind, 0, 1, rows, tokens)]
+            spans = [forward]
         else:
             logits = self.runner.forward_logits(ints, meta.seq_len, meta.kv_pages)
             if timing:
                 timing[1].record(stream)
             next_tokens = self.runner.sample_and_store(logits, ints, floats, meta.all_greedy)
-            spans = [("engine_stream", meta.kind, 0, 1, rows, tokens),
-                     ("engine_stream", "sample", 1, 2, rows, rows)]
+            spans = [forward, ("engine_stream", "sample", 1, 2, rows, rows)]
         sampled = len(spans)
         if timing:
             timing[sampled].record(stream)

@@ -134,7 +134,8 @@ def execute_step(runner, meta: StepMeta, out: np.ndarray) -> list[StampedSpan]:
     tokens = meta.prompt_writes.shape[1] if meta.kind == "prefill" else n
     return [StampedSpan("scheduler_stream", "upload", meta.step, t0, t1, n,
                         meta.prompt_writes.shape[1], rids),
-            StampedSpan("engine_stream", meta.kind, meta.step, t1, t2, n, tokens, rids),
+            StampedSpan("engine_stream", meta.kind, meta.step, t1, t2, n, tokens, rids,
+                        meta.cached_tokens),
             StampedSpan("engine_stream", "sample", meta.step, t2, t3, n, n, rids),
             StampedSpan("scheduler_stream", "copy", meta.step, t3, t4, n, n, rids)]
 

@@ -161,8 +161,24 @@ class LabFinished:
 
 
 @dataclass(frozen=True)
+class DeviceProfile:
+    """What one decode step of a workload costs on this device, measured by the warm-up's probe
+    run (the serial loop, no extra CPU work): the page sizes its extra-CPU-work control by it
+    (one-step overlap hides CPU work up to about ``t_fwd_us`` a step; more needs k steps)."""
+
+    device_kind: str                    # "cuda" | "cpu-process" | "cpu-inline"
+    device_name: str                    # "NVIDIA H200", "CPU (x86_64)"
+    model: str
+    batch: int                          # requests decoded together in the probe
+    cuda_graph: bool
+    t_fwd_us: float                     # the engine stream's work per decode step
+    t_cpu_us: float                     # the scheduler's own CPU work per decode step
+
+
+@dataclass(frozen=True)
 class Warmed:
     detail: str
+    profile: DeviceProfile | None = None   # with a probe: what a decode step costs here
 
 
 @dataclass(frozen=True)

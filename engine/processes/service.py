@@ -22,6 +22,7 @@ from typing import Any
 
 from engine.config import EngineConfig, SamplingParams
 from engine.processes.messages import (
+    DeviceProfile,
     LabFinished,
     LabRequest,
     LiveRunRequest,
@@ -52,6 +53,7 @@ class SchedulerService:
         self.engines: dict[str, tuple[EngineConfig, Any]] = {}      # device -> (config, Engine)
         self.references: dict[str, tuple[EngineConfig, Any]] = {}   # the lab's reference engines
         self.probes: dict[tuple, Any] = {}      # a workload's stop-token probe, done once
+        self.profiles: dict[tuple, DeviceProfile] = {}   # what a decode step cost in the probe
 
     # ---- dispatch -----------------------------------------------------------------------------
     def handle(self, request: Any, emit: Emit, cancelled: threading.Event) -> None:
@@ -67,9 +69,11 @@ class SchedulerService:
                 self._lab(request, emit)
             elif isinstance(request, WarmRequest):
                 engine = self._engine(request.engine, self.engines)
+                profile = None
                 if request.probe is not None and request.probe.engine == request.engine:
                     self._stop_params(engine, request.probe)
-                emit(Warmed(engine.device_label()))
+                    profile = self.profiles.get(self._probe_key(engine, request.probe))
+                emit(Warmed(engine.device_label(), profile))
             else:
                 emit(RequestFailed("invalid", f"unknown request {type(request).__name__}"))
         except (RunCancelled, Cancelled):
@@ -177,16 +181,27 @@ class SchedulerService:
         workload on the same engine gives the same probe, so it runs once)."""
         from engine.teach.workload import stop_params_from_probe, token_prompts
 
-        key = (engine.config, tuple(request.prompts), request.prompt_tokens, request.params, chat)
+        key = self._probe_key(engine, request, chat)
         if key not in self.probes:
             if len(self.probes) >= 32:
                 self.probes.clear()
+                self.profiles.clear()
             prompts = token_prompts(engine, request.prompts, request.prompt_tokens)
             new = request.params.max_new_tokens
-            self.probes[key] = stop_params_from_probe(engine, prompts, new, lo=new // 4, hi=new,
-                                                      temperature=request.params.temperature,
-                                                      chat=chat)
+            self.probes[key], probe = stop_params_from_probe(
+                engine, prompts, new, lo=new // 4, hi=new, temperature=request.params.temperature,
+                chat=chat, with_run=True)
+            env = engine.env_info()
+            self.profiles[key] = DeviceProfile(
+                env["device_kind"], env["device_name"], engine.config.model,
+                engine.config.max_batch_size, engine.config.cuda_graph,
+                probe.metrics["t_fwd_us"], probe.metrics["t_cpu_us"])
         return self.probes[key]
+
+    @staticmethod
+    def _probe_key(engine: Any, request: LiveRunRequest, chat: bool = False) -> tuple:
+        return (engine.config, tuple(request.prompts), request.prompt_tokens, request.params,
+                chat)
 
     # ---- the hazard lab -----------------------------------------------------------------------
     def _lab(self, request: LabRequest, emit: Emit) -> None:

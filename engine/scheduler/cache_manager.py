@@ -87,6 +87,7 @@ class CacheManager:
         req.pages, req.cached_pages, req.cache_node = matched + own, len(matched), node
         req.num_prefilled = len(matched) * self.ps
         req.num_scheduled = len(req.output_ids)
+        req.admit_hit = req.num_prefilled
         req.prefix_hit_tokens += req.num_prefilled
         self.prefix_hit_tokens += req.num_prefilled
         self.fill_tokens += len(fill)

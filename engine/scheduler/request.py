@@ -55,6 +55,7 @@ class Req:
     finish_ns: int = 0
     wasted_steps: int = 0           # forwards that ran for it after it had stopped (lag one)
     prefix_hit_tokens: int = 0      # fill tokens found in the prefix cache, over its admissions
+    admit_hit: int = 0              # of those, at its current admission
     retractions: int = 0
 
     def __post_init__(self) -> None:
@@ -98,6 +99,7 @@ class Row:
     length: int
     samples: bool                   # does this row produce a token the request keeps?
     epoch: int = -1                 # the request's admission it belongs to (set on creation)
+    cached: int = 0                 # a first prefill chunk: the tokens before it, from the cache
 
     def __post_init__(self) -> None:
         if self.epoch < 0:
@@ -141,6 +143,7 @@ class StepMeta:
     floats: np.ndarray              # [Bp, 2] float32: temperature, top_p
     prompt_writes: np.ndarray       # [3, T] int64: (slot, position, token) into token_pool
     rids: tuple[int, ...] = ()      # the requests its real rows serve (labels the device's spans)
+    cached_tokens: int = 0          # prefill: its rows' prompt tokens found in the prefix cache
 
 
 def decode_bucket(n: int, cap: int) -> int:
@@ -236,4 +239,4 @@ def _meta(batch: Batch, ints: np.ndarray, floats: np.ndarray, n: int, page_size:
     return StepMeta(
         step=batch.step, kind=batch.kind, num_rows=n, seq_len=seq_len, kv_pages=kv_pages,
         all_greedy=not floats[:n, 0].any(), ints=ints, floats=floats, prompt_writes=writes,
-        rids=batch.rids)
+        rids=batch.rids, cached_tokens=sum(r.cached for r in batch.rows))

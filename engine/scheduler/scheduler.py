@@ -305,7 +305,9 @@ class Scheduler:
     def _chunk(req: Req, budget: int) -> Row:
         n = min(len(req.fill_ids) - req.num_prefilled, budget)
         last_chunk = req.num_prefilled + n == len(req.fill_ids)
-        row = Row(req, req.num_prefilled, n, samples=last_chunk)
+        first_chunk = req.num_prefilled == req.admit_hit       # right after the cached prefix
+        row = Row(req, req.num_prefilled, n, samples=last_chunk,
+                  cached=req.admit_hit if first_chunk else 0)
         req.num_prefilled += n
         req.num_scheduled += int(last_chunk)     # the last chunk samples the next output token
         return row

@@ -104,12 +104,14 @@ def with_shared_prefix(prompts: list, tokens: int, tokenizer, vocab_size: int | 
 
 
 def stop_params_from_probe(engine, prompts, max_new_tokens: int, lo: int, hi: int, seed: int = 0,
-                           temperature: float = 0.0, chat: bool = False) -> list:
+                           temperature: float = 0.0, chat: bool = False,
+                           with_run: bool = False):
     """Per-request ``SamplingParams`` whose stop token really fires, at varied steps.
 
     A probe run (normal loop, no early stop) shows what each request emits; its stop token is the
     token it emitted at a random output position in ``[lo, hi)`` (clamped to its output). Requests
     then finish at different steps, as in real traffic, and the lag-one/lag-k costs become real.
+    ``with_run``: also return the probe's ``RunResult`` (what a step of this workload costs).
     """
     from engine.config import SamplingParams
 
@@ -123,7 +125,7 @@ def stop_params_from_probe(engine, prompts, max_new_tokens: int, lo: int, hi: in
         stop = ids[rng.randrange(min(lo, len(ids) - 1), max(min(hi, len(ids)), 1))]
         params.append(SamplingParams(max_new_tokens=max_new_tokens, temperature=temperature,
                                      ignore_eos=True, stop_token_ids=(stop,)))
-    return params
+    return (params, probe) if with_run else params
 
 
 def token_prompts(engine, prompts: list[str], tokens: int) -> list:
