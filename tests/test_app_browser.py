@@ -260,6 +260,47 @@ def test_upload_of_a_file_that_is_no_trace_shows_a_message(page, tmp_path):
     assert "traceEvents" in page.inner_html("#status")     # the detail, folded beneath
 
 
+def test_an_image_uploaded_after_a_bad_file_gets_its_own_answer(page, tmp_path):
+    """Every upload is answered: a PNG (the browser's type filter used to drop it silently and
+    leave the previous error on screen) is said to be a PNG image."""
+    page.get_by_role("tab", name="Import a trace").click()
+    bad = tmp_path / "notes.json"
+    bad.write_text('{"hello": "world"}')
+    page.set_input_files("#upload input[type=file]", str(bad))
+    page.wait_for_function("document.querySelector('#status').innerText.includes('notes.json')",
+                           timeout=60_000)
+    image = tmp_path / "chart.png"
+    image.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(64))
+    page.click("#upload button[aria-label='Clear']")          # as a person does: x, then pick
+    page.set_input_files("#upload input[type=file]", str(image))
+    page.wait_for_function("document.querySelector('#status').innerText.includes('chart.png')",
+                           timeout=60_000)
+    assert "it is a PNG image, not a run record or a trace" in _status(page)
+    assert "notes.json" not in _status(page)
+
+
+def test_the_lab_and_serving_tabs_show_their_own_results_and_mark_cuda_switches(page):
+    assert page.is_visible("#run-view")                       # the live run tab shows runs
+    page.get_by_role("tab", name="Hazard lab").click()
+    page.wait_for_selector("#lab-switch label", timeout=60_000)
+    page.wait_for_function("() => !document.querySelector('#run-view') || "
+                           "document.querySelector('#run-view').offsetParent === null")
+    assert not page.is_visible("#status")                     # no "Press Run ..." here
+    marked = page.locator("#lab-switch label", has_text="(needs CUDA: not here)")
+    assert marked.count() >= 2                                # wait_stream, the deferred frees
+    marked.first.click()
+    page.wait_for_function("document.querySelector('#lab-guards').innerText"
+                           ".includes('This machine has no GPU')")
+    assert page.locator("#lab-run").is_disabled()
+    page.locator("#lab-switch label", has_text="finished-request guard").click()
+    page.wait_for_function("!document.querySelector('#lab-run').disabled")
+    page.get_by_role("tab", name="Serving: latency vs rate").click()
+    page.wait_for_selector("#serving-table table")
+    assert not page.is_visible("#status")
+    page.get_by_role("tab", name="Recorded GPU runs").click()
+    page.wait_for_selector("#status", state="visible")
+
+
 # ---- handlers, without a browser -----------------------------------------------------------------
 
 sys.path.insert(0, str(ROOT))
@@ -395,12 +436,35 @@ def _latin_runs(page) -> set[str]:
 
 
 def _to_chinese(page) -> None:
+    """Switch the page to Chinese and wait for the last handler of the switch's chain (the
+    serving tab's table), not for a guessed delay."""
     page.locator("#language label", has_text="中文").click()
     page.wait_for_function("document.querySelector('#explain').innerText.includes('看什么')")
-    page.wait_for_timeout(500)
+    page.wait_for_function("() => { const t = document.querySelector('#serving-table');"
+                           " return !t || t.innerText.includes('请求速率'); }")
+    _settled(page)
 
 
-def test_the_page_speaks_chinese_after_a_run_an_import_a_lab_run_and_bad_input(page):
+def _settled(page) -> None:
+    """No event of the page is queued or running (Gradio's progress overlays are gone)."""
+    page.wait_for_function("() => !document.querySelector('.progress-text, .eta-bar, .meta-text,"
+                           " .meta-text-center')", timeout=120_000)
+
+
+@pytest.fixture
+def zh_page(browser, server):
+    """A page in a Chinese reader's browser: Gradio's own words (its queue notices) follow the
+    browser's locale; the page's follow its language switch."""
+    context = browser.new_context(locale="zh-CN", viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.goto(server)
+    page.wait_for_selector("#run")
+    yield page
+    context.close()
+
+
+def test_the_page_speaks_chinese_after_a_run_an_import_a_lab_run_and_bad_input(zh_page):
+    page = zh_page
     page.fill("#requests input", "4")
     page.click("#run")
     page.wait_for_selector("#status .status-ok", timeout=RUN_TIMEOUT_MS)
@@ -416,6 +480,7 @@ def test_the_page_speaks_chinese_after_a_run_an_import_a_lab_run_and_bad_input(p
                          str(ROOT / "tests" / "data" / "traces" / "engine-graph-qwen05-b8.json.gz"))
     page.wait_for_function("document.querySelector('#status').innerText.includes('已导入')",
                            timeout=60_000)
+    _settled(page)
     assert not _latin_runs(page), _latin_runs(page)
     page.get_by_role("tab", name="隐患实验室").click()   # a lab run
     page.click("#lab-safe")
