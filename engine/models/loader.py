@@ -178,20 +178,22 @@ def resolve_model_dir(name: str, progress: Progress | None = None) -> Path:
                              f"{err}", offline=isinstance(err, HubUnreachable)) from None
 
 
-def _read_state_dict(path: Path) -> dict[str, torch.Tensor]:
+def _read_state_dict(path: Path, device: torch.device | str) -> dict[str, torch.Tensor]:
+    """The checkpoint's tensors, read straight onto ``device`` (no host copy on the way to a
+    GPU)."""
     from safetensors.torch import load_file
 
     files = sorted(path.glob("*.safetensors"))
     if files:
         state: dict[str, torch.Tensor] = {}
         for f in files:
-            state.update(load_file(str(f)))
+            state.update(load_file(str(f), device=str(device)))
         return state
     bins = sorted(path.glob("pytorch_model*.bin"))
     if bins:
         state = {}
         for f in bins:
-            state.update(torch.load(f, map_location="cpu", weights_only=True))
+            state.update(torch.load(f, map_location=device, weights_only=True))
         return state
     raise ModelLoadError(f"{path}: no model.safetensors (or pytorch_model.bin) weights found")
 
@@ -233,14 +235,15 @@ def load_model(name: str, device: torch.device | str, dtype: torch.dtype, seed: 
     path = resolve_model_dir(name, progress)
     cfg = read_config(path)
     spec = spec_from_hf_config(cfg, where=str(path / "config.json"))
+    # Our modules are built on the meta device (shapes, no memory) and take the checkpoint's
+    # tensors as their own (assign=True): the weights exist once, where they will run.
     with torch.device("meta"):
         model = CausalLM(spec)
-    state = fuse_hf_state_dict(_read_state_dict(path))      # q/k/v -> qkv_proj, gate/up -> gate_up_proj
+    state = fuse_hf_state_dict(_read_state_dict(path, device))   # q/k/v -> qkv, gate/up -> one
     if spec.tie_word_embeddings:
         state.pop("lm_head.weight", None)
-    model = model.to_empty(device=device)
     try:
-        missing, unexpected = model.load_state_dict(state, strict=False)
+        missing, unexpected = model.load_state_dict(state, strict=False, assign=True)
     except RuntimeError as error:                     # a tensor of the wrong shape
         first = str(error).split("\n\t")[1:2] or [str(error)[:300]]
         raise ModelLoadError(f"{path}: weights do not match {path / 'config.json'}: "
