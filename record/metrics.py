@@ -364,14 +364,17 @@ def outside(intervals: Iterable[Interval], windows: Sequence[Interval]) -> list[
 
 def busy_while_active(spans: Iterable[SpanLike], lanes: Iterable[str],
                       outputs: Sequence[Any]) -> float | None:
-    """GPU busy counted only while some request was in the system (``active_windows``); None
-    when no output says when it arrived and finished."""
+    """GPU busy counted only while work was in flight: while some request was in the system
+    (``active_windows``) or the GPU was busy (a forward still running for a request that has
+    just finished counts; the time between clients of a served session does not). None when no
+    output says when it arrived and finished."""
     windows = active_windows(outputs)
     if not windows:
         return None
     busy = union_intervals(_lane_intervals(spans, lanes))
-    covered = sum(e - s for w in windows for s, e in _clip(busy, w))
-    return covered / sum(e - s for s, e in windows)
+    counted = union_intervals(windows + busy)
+    total = sum(e - s for s, e in counted)
+    return sum(e - s for s, e in busy) / total if total > 0 else None
 
 
 # ---- the metrics dict -----------------------------------------------------------------------

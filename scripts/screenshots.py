@@ -181,10 +181,11 @@ def lesson(page, out: Path) -> None:
 def multistep_lesson(page, out: Path) -> None:
     """Section 9: a live run of all three loops with a scheduler heavier than the forward."""
     page.get_by_role("tab", name="Live run").click()
-    page.get_by_label("multi-step overlap (k steps)").check()
-    _set_number(page, "#extra-cpu-us input[type=number]", 20000)
+    page.click("#preset-multistep")          # all three loops, k = 4, 20000 us, 64 new tokens
+    page.wait_for_function("() => document.querySelector('#extra-cpu-us input[type=number]')"
+                           ".value === '20000'")
     _live_run(page)
-    _report(page, "section 9: multi-step, k=4, 20000 us")
+    _report(page, "section 9: the heavy-scheduler preset, multi-step k=4, 20000 us")
     page.locator("#timeline").screenshot(path=str(out / "walkthrough-8-multistep.png"))
     page.locator("#metrics").screenshot(path=str(out / "walkthrough-8-cost.png"))
 
@@ -200,11 +201,15 @@ def hazard_lesson(page, out: Path) -> None:
     page.click("#lab-safe")
     page.wait_for_selector('#lab-result .lab-verdict[data-switch="safe"]', timeout=RUN_MS)
     page.locator("#lab-result").screenshot(path=str(out / "walkthrough-9-safe.png"))
-    # 5. The same step in Chinese.
+    # 5. The same step in Chinese (the step-through sits under the tabs that show runs).
     page.get_by_text("中文", exact=True).click()
-    page.wait_for_function("() => document.querySelector('#step-caption').innerText"
-                           ".includes('第')", timeout=60_000)
+    page.wait_for_function("() => document.querySelector('#explain') === null || document"
+                           ".querySelector('#explain').innerText.includes('看什么')",
+                           timeout=60_000)
+    page.get_by_role("tab", name="现场运行").click()
     page.get_by_role("tab", name="逐步回放").click()
+    page.wait_for_function("() => document.querySelector('#step-caption')?.innerText"
+                           ".includes('第')", timeout=60_000)
     _settle(page, 1500)
     _union(page, ["#step-caption", "#step-plot"], out / "walkthrough-zh-step.png")
 

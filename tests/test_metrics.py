@@ -172,6 +172,14 @@ def test_busy_while_active_leaves_out_the_time_without_requests():
     assert m["active_busy_frac"] == pytest.approx(100 / 200)
 
 
+def test_busy_while_active_counts_a_forward_still_running_after_the_last_request_finished():
+    """Work in flight is work: a lag forward after the finish is busy time, not 'no request'."""
+    spans = [Span("engine_stream", "decode", 0, 0, 50), Span("engine_stream", "decode", 1, 120, 150)]
+    outs = [{"token_ids": [1], "arrival_us": 0.0, "finish_us": 100.0}]
+    m = compute_metrics(spans, outs)
+    assert m["active_busy_frac"] == pytest.approx((50 + 30) / (100 + 30))
+
+
 def test_known_answer_serial_timeline():
     m = compute_metrics(serial_timeline(), outputs())
     assert m["output_tokens"] == 12

@@ -54,12 +54,19 @@ def gpu_time(run: dict[str, Any]) -> GpuTime:
     else:
         view = time_range([s for s in spans if s["lane"] in lanes])
         active = active_windows(run.get("outputs") or [])
+    if active and "window" not in run:      # a request may arrive before the first upload,
+        view = (min(view[0], active[0][0]), max(view[1], active[-1][1]))   # finish after
+    gaps = idle_gaps(spans, lanes, view)
     has_engine = ENGINE in lanes and any(s["lane"] == ENGINE for s in spans)
     length = view[1] - view[0]
-    quiet = outside([view], active) if active else []
-    if active and length > 0 and _length(quiet) > QUIET_SHOWN * length:
-        return _cut(spans, lanes, active, quiet, length, has_engine)
-    gaps = idle_gaps(spans, lanes, view)
+    # "No request in the system": GPU idle time outside every request's life (a forward still
+    # running after a request finished is work in flight, not such time).
+    quiet = outside(gaps, active) if active else []
+    if quiet and length > 0 and _length(quiet) > QUIET_SHOWN * length:
+        return _cut(spans, view, gaps, active, quiet, has_engine)
+    if active and "window" not in run:      # nothing set apart: the GPU lanes' own extent
+        view = time_range([s for s in spans if s["lane"] in lanes])
+        gaps = idle_gaps(spans, lanes, view)
     metrics = run.get("metrics") or {}
     if "window" not in run and "idle_us_total" in metrics:       # a whole run: its metrics
         return GpuTime(gaps, [], float(metrics["idle_us_total"]),
@@ -69,18 +76,19 @@ def gpu_time(run: dict[str, Any]) -> GpuTime:
                    busy_fraction(spans, [ENGINE], view) if has_engine else None)
 
 
-def _cut(spans: list[dict[str, Any]], lanes: list[str], active: list[Interval],
-         quiet: list[Interval], length: float, has_engine: bool) -> GpuTime:
-    """Idle and busy counted only while requests were in the system (``active``), as
-    ``record.metrics.busy_while_active`` counts a whole run's."""
-    active_us = _length(active)
-    idle = [gap for window in active for gap in idle_gaps(spans, lanes, window)]
+def _cut(spans: list[dict[str, Any]], view: Interval, gaps: list[Interval],
+         active: list[Interval], quiet: list[Interval], has_engine: bool) -> GpuTime:
+    """Idle and busy counted only while work was in flight: the view less the time with no
+    request in the system and the GPU idle (``quiet``), as ``record.metrics.busy_while_active``
+    counts a whole run's."""
+    counted = (view[1] - view[0]) - _length(quiet)
+    idle = within(gaps, active)
     engine_busy = None
     if has_engine:
-        engine_idle = [gap for window in active for gap in idle_gaps(spans, [ENGINE], window)]
-        engine_busy = 1.0 - _length(engine_idle) / active_us
-    return GpuTime(idle, quiet, _length(idle), len(idle), 1.0 - _length(idle) / active_us,
-                   engine_busy, 1.0 - _length(quiet) / length)
+        engine_idle = outside(idle_gaps(spans, [ENGINE], view), quiet)
+        engine_busy = 1.0 - _length(engine_idle) / counted
+    return GpuTime(idle, quiet, _length(idle), len(idle), 1.0 - _length(idle) / counted,
+                   engine_busy, counted / (view[1] - view[0]))
 
 
 def busy_text(time: GpuTime, lang: str) -> str:
