@@ -153,11 +153,13 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
                                           elem_id="prompts")
                 chat = TR.add(gr.Checkbox(False, label=viz.t(en, "ctl_chat"), elem_id="chat"),
                               "ctl_chat")
-            with gr.Row(equal_height=True):
-                _md("preset_help", elem_id="preset-help")
-                preset_overlap = _button("preset_overlap", elem_id="preset-overlap", size="sm")
+            with gr.Row(equal_height=False, elem_id="presets"):
+                with gr.Column(scale=3, min_width=300):
+                    _md("preset_help", elem_id="preset-help")
+                preset_overlap = _button("preset_overlap", elem_id="preset-overlap", size="sm",
+                                         scale=1, min_width=180)
                 preset_multistep = _button("preset_multistep", elem_id="preset-multistep",
-                                           size="sm")
+                                           size="sm", scale=1, min_width=180)
             with gr.Row():
                 run_button = _button("ctl_run", variant="primary", elem_id="run", scale=4)
                 stop_button = _button("ctl_stop", variant="stop", elem_id="stop", scale=1)

@@ -146,7 +146,9 @@ def _live_run(page) -> None:
 
 def _report(page, what: str) -> None:
     """Print what the page says about the run on screen (the walkthrough quotes these)."""
-    titles = page.locator("#timeline .annotation-text").all_text_contents()
+    titles = page.locator("#timeline .annotation-text").evaluate_all(
+        "els => els.map(e => [...e.querySelectorAll('tspan.line')].map(l => l.textContent)"
+        ".join(' · ') || e.textContent)")           # a title's two lines, joined
     print(f"--- {what}")
     print("\n".join(titles[:3]))
     print(page.inner_text("#metrics"), flush=True)
@@ -263,7 +265,9 @@ def readme_shot(page, out: Path) -> None:
     done = time.monotonic() - started
     _settle(page, 2500)
     page.screenshot(path=str(out / "readme-app.png"), full_page=True)
-    titles = page.locator("#timeline .annotation-text").all_text_contents()[:2]
+    titles = page.locator("#timeline .annotation-text").evaluate_all(
+        "els => els.map(e => [...e.querySelectorAll('tspan.line')].map(l => l.textContent)"
+        ".join(' · ') || e.textContent)")[:2]
     formula = [line for line in page.inner_text("#metrics").splitlines()
                if "measured" in line or "whole run" in line]
     print(f"first bars {first_bars:.1f} s after the click, done at {done:.1f} s")

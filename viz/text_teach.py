@@ -16,9 +16,9 @@ EN: dict[str, str] = {
     "ctl_k": "k (multi-step): forwards per scheduling iteration",
     "ctl_stop_early": "Requests stop early: a stop token per request, picked from a quick probe "
                       "run (shows the lag cost)",
-    "preset_help": "**Presets:** the defaults show one-step overlap hiding CPU work as long as the "
-                   "forward; multi-step pays off only when the scheduler's work is longer than "
-                   "the forward.",
+    "preset_help": "**Presets.** One-step overlap hides CPU work up to a forward's length (the "
+                   "defaults); multi-step pays off when the scheduler's work is longer than the "
+                   "forward.",
     "preset_overlap": "Normal vs overlap (the defaults)",
     "preset_multistep": "A heavy scheduler: multi-step, k = 4",
     "multistep_no_gain": "Here T_sched + T_post ({cpu:.2f} ms) is not longer than T_fwd ({fwd:.2f} "
@@ -204,8 +204,8 @@ ZH: dict[str, str] = {
     "loop_multistep": "多步重叠（k 步）",
     "ctl_k": "k（多步）：每次调度迭代的前向次数",
     "ctl_stop_early": "请求提前停止：用一次快速探测运行为每个请求选一个停止 token（显示滞后的代价）",
-    "preset_help": "**预设：** 默认设置展示一步重叠如何藏住与前向一样长的 CPU 工作；只有当调度器的工作比前向"
-                   "还长时，多步重叠才有收益。",
+    "preset_help": "**预设。** 一步重叠最多能藏住与一次前向一样长的 CPU 工作（默认设置）；只有当调度器的工作"
+                   "比前向还长时，多步重叠才有收益。",
     "preset_overlap": "普通与重叠（默认设置）",
     "preset_multistep": "重调度器：多步，k = 4",
     "multistep_no_gain": "这里 T_sched + T_post（{cpu:.2f} ms）不比 T_fwd（{fwd:.2f} ms）长：一步重叠已经"
