@@ -371,7 +371,7 @@ class Engine:
         metrics = compute_metrics(spans, out_dicts, GPU_LANES, wall_us=wall_s * 1e6)
         metrics.update(latency_summary(out_dicts, wall_us=wall_s * 1e6))
         metrics["wasted_tokens"] = sched.wasted_tokens
-        metrics["unsafe_frees"] = sched.unsafe_frees
+        metrics["unsafe_frees"] = sched.table.unsafe_frees
         metrics.update(memory_metrics(sched))
         self.totals["prefix_hit_tokens"] += metrics["prefix_hit_tokens"]
         self.totals["retractions"] += metrics["retractions"]
@@ -449,7 +449,7 @@ def memory_metrics(sched: Scheduler) -> dict[str, Any]:
     hits = sched.memory.prefix_hit_tokens
     admitted = sched.memory.fill_tokens
     return {"prefix_hit_tokens": hits, "prefix_hit_rate": hits / admitted if admitted else 0.0,
-            "retractions": sched.retractions,
+            "retractions": sched.table.retractions,
             "kv_remaps": len(sched.mapping.faults) if sched.mapping else 0}
 
 
@@ -462,4 +462,4 @@ def memory_record(sched: Scheduler, timeline: Timeline, total_pages: int) -> dic
             "steps": [[step, round(timeline.to_us(t), 1), used, cached, free]
                       for step, t, used, cached, free in sched.memory_trace],
             "retractions": [[step, round(timeline.to_us(t), 1), rid]
-                            for step, t, rid in sched.retraction_trace]}
+                            for step, t, rid in sched.table.retraction_trace]}

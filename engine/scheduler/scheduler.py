@@ -14,7 +14,9 @@ one, so the CPU's work hides behind the GPU's forward. The price is *lag one*: a
 stopped at step n-1 may already be in batch n. Its extra token is dropped, and its slot and pages
 are freed only once batch n has finished with them.
 
-KV memory (``cache_manager.py``) is taken as requests grow, not reserved for their whole length:
+Who waits and who runs, and what a request gives back when it ends, is ``table.py``'s; KV memory
+(``cache_manager.py``, over the radix prefix cache) is taken as requests grow, not reserved for
+their whole length:
 admission matches the prompt in the radix prefix cache and takes pages for the rest; each decode
 step takes a page when a row's next token starts one; when the pool runs dry a running request
 is *retracted* (its computed pages cached, the rest given back once no launched batch reads
@@ -29,7 +31,6 @@ blocks on the source until something arrives: real idle time, neither CPU work n
 from __future__ import annotations
 
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -37,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from engine.config import EngineConfig
-from engine.scheduler.cache_manager import CacheManager, Release
+from engine.scheduler.cache_manager import CacheManager
 from engine.scheduler.checks import MappingCheck
 from engine.scheduler.device import Device, ForwardOutput
 from engine.scheduler.kv_cache import IdPool
@@ -52,6 +53,7 @@ from engine.scheduler.request import (
     decode_bucket,
 )
 from engine.scheduler.sources import RequestSource, ScheduledSource
+from engine.scheduler.table import RequestTable
 from record.timeline import Timeline
 
 IDLE_WAIT_S = 0.05              # an idle loop looks at should_stop at least this often
@@ -107,22 +109,17 @@ class Scheduler:
         # one extra row for the dummy slot that padding rows read.
         self.page_table = np.full((slots.total + 1, cfg.pages_per_seq), pages.total, np.int64)
         self.memory = CacheManager(cfg, slots, pages, cache, self.page_table)
+        self.mapping = MappingCheck(cfg.page_size) if cfg.debug_checks else None
+        self.table = RequestTable(cfg, self.memory, timeline, self.mapping)  # waiting, running
         self.capture: Any = None                    # optional KernelCapture (torch.profiler window)
         self.timeline, self.pad_batches = timeline, pad_batches
-        self.waiting: deque[Req] = deque()
-        self.running: list[Req] = []                # in admission order
-        self.deferred: list[tuple[int, Release]] = []   # (give back after this step, release)
         self.step = 0
         self.wasted_tokens = 0
-        self.unsafe_frees = 0
-        self.retractions = 0
-        # Per step: (step, time, pages used, pages only cached, free); each retraction's moment.
+        # Per step: (step, time, pages used, pages only cached, free): the memory chart.
         self.memory_trace: list[tuple[int, int, int, int, int]] = []
-        self.retraction_trace: list[tuple[int, int, int]] = []
-        self.mapping = MappingCheck(cfg.page_size) if cfg.debug_checks else None
 
     def is_idle(self) -> bool:
-        return not (self.waiting or self.running)
+        return self.table.is_idle()
 
     # ---- the two loops ------------------------------------------------------------------------
     def normal_loop(self) -> None:
@@ -144,7 +141,7 @@ class Scheduler:
         if last_data is not None:
             self._process_last_data(last_data, in_flight)          # 4: process(Bn-1) meanwhile
         elif not in_flight:
-            self._release_deferred(upto_step=self.step)            # nothing queued: all safe
+            self.table.release_deferred(upto_step=self.step)       # nothing queued: all safe
         return ongoing_data
 
     def multistep_loop(self, last_data: list) -> list:
@@ -164,7 +161,7 @@ class Scheduler:
             in_flight = group + [fi for fi, _ in last_data[i + 1:]]
             self._process_last_data(data, in_flight, scheduler_work=i == len(last_data) - 1)
         if not last_data and not group:
-            self._release_deferred(upto_step=self.step)            # nothing queued: all safe
+            self.table.release_deferred(upto_step=self.step)       # nothing queued: all safe
         return ongoing_data
 
     def run(self, overlap: bool, should_stop: Callable[[], bool] | None = None) -> None:
@@ -191,35 +188,23 @@ class Scheduler:
             else:
                 self.normal_loop()
             # Stalled: requests wait or run, yet nothing was launched and nothing is in flight.
-            stuck = self.step == before and not last and (self.waiting or self.running)
+            stuck = self.step == before and not last and not self.table.is_idle()
             stalls = stalls + 1 if stuck else 0
             if stalls > 2:
-                raise RuntimeError(f"scheduler stalled: {len(self.waiting)} waiting and "
-                                   f"{len(self.running)} running requests can never go on")
+                raise RuntimeError(f"scheduler stalled: {len(self.table.waiting)} waiting and "
+                                   f"{len(self.table.running)} running requests can never go on")
 
     # ---- stage 1 ------------------------------------------------------------------------------
     def receive_requests(self, in_flight: list[ForwardInput]) -> None:
         """Take what has arrived. ``in_flight``: batches launched and not yet processed (an
-        aborted request they carry is freed only after them, as in ``_finish``)."""
+        aborted request they carry is freed only after them, as a finished one)."""
         with _CpuSpan(self.timeline, "receive", self.step + 1, None):
             received = self.source.receive()
-            self.waiting.extend(received.reqs)
+            self.table.waiting.extend(received.reqs)
             if received.aborts:
-                self._abort(set(received.aborts), in_flight)
-
-    def _abort(self, rids: set[int], in_flight: list[ForwardInput]) -> None:
-        """Stop requests whose client went away: a waiting one simply leaves the queue, a
-        running one finishes now ("abort") and its tokens still in flight are dropped."""
-        now = time.perf_counter_ns()
-        gone = [r for r in self.waiting if r.rid in rids]
-        for req in gone:
-            self.waiting.remove(req)
-            req.finished, req.finish_reason, req.finish_ns = True, "abort", now
-        for req in [r for r in self.running if r.rid in rids]:
-            self._finish(req, "abort", now, in_flight)
-            gone.append(req)
-        if gone and self.sink is not None:
-            self.sink(gone)
+                gone = self.table.abort(set(received.aborts), _batches(in_flight))
+                if gone and self.sink is not None:
+                    self.sink(gone)
 
     # ---- stage 2 ------------------------------------------------------------------------------
     def schedule_next_batch(self, in_flight: list[ForwardInput]) -> ForwardInput | None:
@@ -236,9 +221,9 @@ class Scheduler:
         of them carries it gives its memory back only after them).
         """
         t0 = time.perf_counter_ns()
-        rows, kind = self._prefill_rows(), "prefill"
+        rows, kind = self.table.prefill_rows(), "prefill"
         if not rows:
-            rows, kind = self._decode_rows(k, in_flight), "decode"
+            rows, kind = self.table.decode_rows(k, _batches(in_flight), self.step + 1), "decode"
         if not rows:
             return []
         batches = [self._new_batch(kind, rows)]
@@ -283,89 +268,6 @@ class Scheduler:
             padded = decode_bucket(len(rows), self.cfg.max_batch_size)
         return Batch(self.step, kind, rows, padded)
 
-    def _prefill_rows(self) -> list[Row]:
-        budget, rows = self.cfg.max_prefill_tokens, []
-        for req in self.running:                 # continue prompts already being chunked
-            if not req.prefill_done and budget > 0:
-                rows.append(self._chunk(req, budget))
-                budget -= rows[-1].length
-        reserved = self.memory.reserve_tokens(self.running)
-        while self.waiting and budget > 0:       # admit new requests while memory allows
-            req = self.waiting[0]
-            if not self.memory.admit(req, reserved):
-                break                            # admission waits for memory
-            self.waiting.popleft()
-            self.running.append(req)
-            reserved = self.memory.reserve_tokens(self.running)
-            rows.append(self._chunk(req, budget))
-            budget -= rows[-1].length
-        return rows
-
-    @staticmethod
-    def _chunk(req: Req, budget: int) -> Row:
-        n = min(len(req.fill_ids) - req.num_prefilled, budget)
-        last_chunk = req.num_prefilled + n == len(req.fill_ids)
-        first_chunk = req.num_prefilled == req.admit_hit       # right after the cached prefix
-        row = Row(req, req.num_prefilled, n, samples=last_chunk,
-                  cached=req.admit_hit if first_chunk else 0)
-        req.num_prefilled += n
-        req.num_scheduled += int(last_chunk)     # the last chunk samples the next output token
-        return row
-
-    def _decode_rows(self, k: int, in_flight: list[ForwardInput]) -> list[Row]:
-        """One row per running request that may decode, each with pages for its next ``k``
-        positions. A request the pool cannot serve waits a step while retracted requests'
-        memory comes back; if none is coming, the newest running request is retracted."""
-        rows = []
-        for req in list(self.running):
-            if req not in self.running or not req.can_decode():
-                continue                         # retracted in this pass, or waiting on a stop
-            steps = min(k, req.params.max_new_tokens - req.num_scheduled)
-            start = req.prompt_len + req.num_scheduled - 1      # the position it writes next
-            if not self._make_room(req, start + steps, in_flight):
-                continue
-            rows.append(Row(req, start, 1, samples=True))
-            req.num_scheduled += 1
-        if rows:
-            self.memory.decoded()
-        return rows
-
-    def _make_room(self, req: Req, tokens: int, in_flight: list[ForwardInput]) -> bool:
-        """Pages for ``req``'s first ``tokens`` positions; retracting the newest requests (those
-        without a row in this batch yet) while that helps now. False: ``req`` sits this step out
-        (it may have been retracted itself)."""
-        while not self.memory.grow(req, tokens):
-            if self._pages_coming_back() > 0:
-                return False                     # given back once the launched batches are done
-            victim = self.running[-1]
-            self._retract(victim, in_flight)
-            if victim is req:
-                return False
-        return True
-
-    def _pages_coming_back(self) -> int:
-        return sum(len(release.pages) for _, release in self.deferred)
-
-    def _retract(self, req: Req, in_flight: list[ForwardInput]) -> None:
-        """Memory ran short: ``req`` leaves the running batch and waits again at the front of the
-        queue, keeping the tokens it has read. Its computed pages go to the prefix cache (so its
-        resumption finds them), the rest come back once the launched batches that read them are
-        done, and the token a launched batch is computing for it is dropped (a new epoch)."""
-        self.running.remove(req)
-        self.memory.cache_req(req, finished=True)
-        release = self.memory.detach(req)
-        req.epoch += 1
-        req.retractions += 1
-        self.retractions += 1
-        req.fill_ids = req.prompt_ids + req.output_ids
-        req.num_prefilled = 0
-        req.num_scheduled = len(req.output_ids)
-        self.waiting.appendleft(req)
-        self.memory.retracted()
-        if self.timeline.enabled:
-            self.retraction_trace.append((self.step + 1, time.perf_counter_ns(), req.rid))
-        self._release(release, req, in_flight, self.cfg.hazards.no_deferred_retract_free)
-
     # ---- stage 3 ------------------------------------------------------------------------------
     def _forward(self, forward_input: ForwardInput) -> ForwardOutput:
         step = forward_input.batch.step
@@ -392,18 +294,18 @@ class Scheduler:
             if hazards.single_host_buffer and hazards.inject_delay_us:
                 time.sleep(hazards.inject_delay_us / 1e6)   # hazard lab: read the buffer late
         with _CpuSpan(self.timeline, "process_last", batch.step, batch):
-            self._release_deferred(upto_step=batch.step)
+            self.table.release_deferred(upto_step=batch.step)
             now = time.perf_counter_ns()
             if batch.kind == "prefill" and self.cfg.hazards.late_prefix_insert:
                 for row in batch.rows:               # hazard lab: after the next batch was built
-                    if row.epoch == row.req.epoch and row.req in self.running:
+                    if row.epoch == row.req.epoch and row.req in self.table.running:
                         self.memory.cache_req(row.req, finished=False, remap=True)
             touched = [row.req for row, token in zip(batch.rows, output.tokens())
                        if row.samples and self._append_token(row, token, now, in_flight)]
             if touched and self.sink is not None:
                 self.sink(touched)                  # stream the new tokens out (the server)
             if not in_flight:
-                self._release_deferred(upto_step=self.step)
+                self.table.release_deferred(upto_step=self.step)
             if scheduler_work:
                 _extra_cpu_work(self.extra_cpu_us)
 
@@ -428,45 +330,14 @@ class Scheduler:
         if len(req.output_ids) == 1:
             req.first_token_ns = now
         if token in req.stop_ids:
-            self._finish(req, "stop", now, in_flight)
+            self.table.finish(req, "stop", now, _batches(in_flight))
         elif len(req.output_ids) >= req.params.max_new_tokens:
-            self._finish(req, "length", now, in_flight)
+            self.table.finish(req, "length", now, _batches(in_flight))
         return True
 
-    def _finish(self, req: Req, reason: str, now: int, in_flight: list[ForwardInput]) -> None:
-        req.finished, req.finish_reason, req.finish_ns = True, reason, now
-        if req in self.running:
-            self.running.remove(req)
-            self.memory.cache_req(req, finished=True)       # cache_req(req, finished=True)
-            self._release(self.memory.detach(req), req, in_flight,
-                          self.cfg.hazards.no_deferred_free)
 
-    def _release(self, release: Release, req: Req, in_flight: list[ForwardInput],
-                 unsafe: bool) -> None:
-        """The one release path (finished, aborted, retracted): give the memory back now, or
-        after the last launched batch that carries the request, whose forward still reads its
-        slot's token_pool row and its pages."""
-        readers = [fi.batch.step for fi in in_flight if req.rid in fi.batch.rid_set]
-        if readers and not unsafe:
-            # Hazard 1 guard: queued batches still read this slot and its pages.
-            self.deferred.append((max(readers), release))
-        else:
-            self.unsafe_frees += bool(readers)      # hazard lab: a race window opened
-            self._apply(release)
-
-    def _release_deferred(self, upto_step: int) -> None:
-        keep = []
-        for step, release in self.deferred:
-            if step <= upto_step:
-                self._apply(release)
-            else:
-                keep.append((step, release))
-        self.deferred = keep
-
-    def _apply(self, release: Release) -> None:
-        self.memory.apply(release)               # IdPool raises DoubleFreeError on a second free
-        if self.mapping is not None:
-            self.mapping.released(release.rid)
+def _batches(in_flight: list[ForwardInput]) -> list[Batch]:
+    return [fi.batch for fi in in_flight]
 
 
 def _extra_cpu_work(extra_cpu_us: int) -> None:
