@@ -20,7 +20,7 @@ from typing import Any
 import gradio as gr
 
 import viz
-from ui import common, lab, live, parsing, records, replay, serving
+from ui import common, lab, live, parsing, presets, records, replay, serving
 from ui.common import DEFAULTS, LIMITS, lang_of, loop_choices, model_choices
 from ui.i18n import Translated
 from ui.live_chart import live_chart
@@ -160,6 +160,7 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
                                          scale=1, min_width=180)
                 preset_multistep = _button("preset_multistep", elem_id="preset-multistep",
                                            size="sm", scale=1, min_width=180)
+            preset_said = gr.Markdown("", elem_id="preset-said")
             with gr.Row():
                 run_button = _button("ctl_run", variant="primary", elem_id="run", scale=4)
                 stop_button = _button("ctl_stop", variant="stop", elem_id="stop", scale=1)
@@ -263,10 +264,10 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
         OUTPUTS, show_progress="minimal", show_progress_on=[status], **ENGINE_QUEUE,
     ).then(replay.reset_replay, [record_state, language], REPLAY, show_progress="hidden")
     PRESET_OUTPUTS = [loops, decode_steps, stop_early, requests, batch, prompt_len, max_new,
-                      temperature, extra_cpu_us, request_rate]
+                      temperature, extra_cpu_us, request_rate, preset_said]
     for button, name in ((preset_overlap, "overlap"), (preset_multistep, "multistep")):
-        button.click(functools.partial(common.preset, name), None, PRESET_OUTPUTS, queue=False,
-                     show_progress="hidden")
+        button.click(functools.partial(presets.preset, name), [language], PRESET_OUTPUTS,
+                     queue=False, show_progress="hidden")
     # Not queued behind the run it stops.
     stop_button.click(live.stop_run, [language], status, queue=False, show_progress="hidden")
     recorded.input(records.show_recorded, [recorded, language], OUTPUTS,

@@ -117,22 +117,34 @@ def test_the_run_label_says_where_the_processes_ran_in_both_languages(monkeypatc
     assert f"设备进程在核心 {placement.device[0]}" in common.render_said(spec, "zh")
 
 
-def test_the_presets_set_controls_the_run_accepts():
-    """The multi-step preset gives the scheduler more work than the forward (what k steps per
-    scheduling pass are for); both presets pass the controls' own checks."""
-    for name in common.PRESETS:
-        values = dict(zip(common.PRESET_CONTROLS, common.preset(name)))
+def test_the_presets_set_controls_the_run_accepts_and_are_sized_to_the_machine():
+    """Without a measurement the presets use the values measured on the 2-core machine; with
+    the warm-up's DeviceProfile they bring the CPU's part of a step to one forward (overlap) or
+    three (multi-step: more than one-step overlap can hide, what k = 4 steps are for)."""
+    from engine.processes.messages import DeviceProfile
+    from ui import presets
+
+    presets._profile.clear()
+    for name in presets.PRESETS:
+        *control_values, said = presets.preset(name)
+        values = dict(zip(presets.CONTROLS, control_values))
         request, _ = live.build_request(
             values["loops"], values["decode_steps"], values["stop_early"], "cpu", "bundled",
             values["requests"], values["batch"], values["prompt_len"], "", values["max_new"],
             values["temperature"], False, values["extra_cpu_us"], values["request_rate"])
-        assert request.loops == tuple(values["loops"])
-    heavy = dict(zip(common.PRESET_CONTROLS, common.preset("multistep")))
-    assert "multistep" in heavy["loops"] and heavy["decode_steps"] >= 2
-    assert heavy["extra_cpu_us"] == common.LIMITS["extra_cpu_us"][1]      # the heaviest
-    default = dict(zip(common.PRESET_CONTROLS, common.preset("overlap")))
-    assert default["loops"] == ["normal", "overlap"]
-    assert default["extra_cpu_us"] == common.DEFAULTS["extra_cpu_us"]
+        assert request.loops == tuple(values["loops"]) and "2-core" in said
+    heavy = dict(zip(presets.CONTROLS, presets.preset("multistep")[:-1]))
+    assert "multistep" in heavy["loops"] and heavy["decode_steps"] == 4
+    assert heavy["extra_cpu_us"] == 20000
+    presets.remember(DeviceProfile("cuda", "NVIDIA H200", "bundled", 16, True, 320.0, 240.0))
+    try:
+        *values, said = presets.preset("multistep", "中文")
+        assert dict(zip(presets.CONTROLS, values))["extra_cpu_us"] == 750   # 3 x 0.32 - 0.24 ms
+        assert "NVIDIA H200" in said and "按这台机器设定" in said
+        values = dict(zip(presets.CONTROLS, presets.preset("overlap")[:-1]))
+        assert values["extra_cpu_us"] == 0 and values["loops"] == ["normal", "overlap"]
+    finally:
+        presets._profile.clear()
 
 
 class _ProbingScheduler:

@@ -31,17 +31,6 @@ MODELS = [  # (value, display name, real weights?)
 LOOPS = ("normal", "overlap", "multistep")
 DEFAULTS = {"requests": 16, "batch": 16, "prompt_len": 24, "max_new": 96, "temperature": 0.0,
             "extra_cpu_us": 4000, "decode_steps": 4, "request_rate": 0.0}
-# One click sets the controls for what a loop is for. "overlap": the defaults (one-step overlap
-# hides CPU work about as long as the forward). "multistep": a scheduler far heavier than the
-# forward (20 ms of extra CPU work a step), which one-step overlap cannot hide and k = 4 decode
-# steps per scheduling pass can (README, the 2-core CPU table: 58% busy against 97%).
-PRESETS = {
-    "overlap": {"loops": ["normal", "overlap"], **DEFAULTS, "stop_early": True},
-    "multistep": {"loops": ["normal", "overlap", "multistep"], **DEFAULTS, "decode_steps": 4,
-                  "extra_cpu_us": 20000, "max_new": 64, "stop_early": True},
-}
-PRESET_CONTROLS = ("loops", "decode_steps", "stop_early", "requests", "batch", "prompt_len",
-                   "max_new", "temperature", "extra_cpu_us", "request_rate")
 LIMITS = {  # control: (min, max, whole number?); checked here, since a typed number can be anything
     "requests": (1, 64, True), "batch": (1, 64, True), "prompt_len": (1, 256, True),
     "max_new": (1, 256, True), "temperature": (0.0, 2.0, False),
@@ -63,12 +52,6 @@ class InputError(ValueError):
 
     def said(self) -> dict[str, Any]:
         return said(self.key, "error", **self.values)
-
-
-def preset(name: str) -> tuple:
-    """The values a preset gives the controls, in ``PRESET_CONTROLS`` order."""
-    values = PRESETS[name]
-    return tuple(values[control] for control in PRESET_CONTROLS)
 
 
 def on_zero_gpu() -> bool:

@@ -24,7 +24,7 @@ from engine.processes import messages
 from engine.processes.messages import LiveRunRequest
 from record.run_record import run_dict
 from record.timeline import GPU_LANES, LANES
-from ui import common
+from ui import common, presets
 from ui.common import LOOPS, InputError, esc, lang_of, progress_bar, render_said, said, status
 from ui.records import shown, write_downloads
 from ui.view import MainView, plot
@@ -318,8 +318,8 @@ def prewarm() -> None:
                                    "bundled", d["requests"], d["batch"], d["prompt_len"],
                                    common.DEFAULT_PROMPTS, d["max_new"], d["temperature"], False,
                                    d["extra_cpu_us"])
-        for _ in common.scheduler().submit(WarmRequest(request.engine, probe=request)):
-            pass
+        for event in common.scheduler().submit(WarmRequest(request.engine, probe=request)):
+            presets.remember(getattr(event, "profile", None))   # sizes the presets here
     except Exception as error:  # noqa: BLE001
         if not common.SHUTTING_DOWN.is_set():   # Ctrl-C during the warm-up ends it, quietly
             print(f"prewarm skipped: {type(error).__name__}: {error}", flush=True)

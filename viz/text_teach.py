@@ -20,6 +20,11 @@ EN: dict[str, str] = {
                    "defaults); multi-step pays off when the scheduler's work is longer than the "
                    "forward.",
     "preset_overlap": "Normal vs overlap (the defaults)",
+    "preset_sized": "*Sized to this machine ({device}): in the warm-up a decode step's forward "
+                    "took {fwd:.2f} ms and the scheduler's own work {cpu:.2f} ms, so {extra} µs of "
+                    "extra CPU work a step make the CPU's part about {forwards} forward(s) long.*",
+    "preset_fixed": "*Extra CPU work {extra} µs a step, as measured on this project's 2-core "
+                    "machine (this one has not been measured yet: the warm-up is still on).*",
     "preset_multistep": "A heavy scheduler: multi-step, k = 4",
     "multistep_no_gain": "Here T_sched + T_post ({cpu:.2f} ms) is not longer than T_fwd ({fwd:.2f} "
                          "ms): one-step overlap already hides the CPU's work, so k steps per "
@@ -207,6 +212,11 @@ ZH: dict[str, str] = {
     "preset_help": "**预设。** 一步重叠最多能藏住与一次前向一样长的 CPU 工作（默认设置）；只有当调度器的工作"
                    "比前向还长时，多步重叠才有收益。",
     "preset_overlap": "普通与重叠（默认设置）",
+    "preset_sized": "*按这台机器设定（{device}）：预热时一个解码步的前向用了 {fwd:.2f} ms，调度器"
+                    "自身的工作用了 {cpu:.2f} ms，所以每步 {extra} µs 的额外 CPU 工作让 CPU 的部分约为 "
+                    "{forwards} 次前向那么长。*",
+    "preset_fixed": "*每步额外 CPU 工作 {extra} µs，取自本项目的双核机器上的测量（这台机器还没有测过："
+                    "预热仍在进行）。*",
     "preset_multistep": "重调度器：多步，k = 4",
     "multistep_no_gain": "这里 T_sched + T_post（{cpu:.2f} ms）不比 T_fwd（{fwd:.2f} ms）长：一步重叠已经"
                          "藏住了 CPU 的工作，所以每次调度 k 步只会带来它的滞后（下方浪费的 token）。多步重叠"
