@@ -42,6 +42,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--chat-template", default=None, metavar="plain|FILE",
                    help="for a model without one: 'plain' (Role: text lines) or a Jinja file")
+    p.add_argument("--prefix-cache", choices=["on", "off"], default="on",
+                   help="keep finished prompts' KV pages for later requests that share them")
     p.add_argument("--max-active", type=int, default=256,
                    help="requests in progress at most (more get 503)")
     p.add_argument("--host", default="127.0.0.1")
@@ -84,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         config = EngineConfig(model=a.model, device=a.device, max_batch_size=a.max_batch_size,
                               max_seq_len=a.max_seq_len, dtype=a.dtype, seed=a.seed,
                               cuda_graph=a.cuda_graph, decode_steps=a.decode_steps,
-                              extra_cpu_us=a.extra_cpu_us)
+                              extra_cpu_us=a.extra_cpu_us, prefix_cache=a.prefix_cache == "on")
         template = _chat_template(a.chat_template)
         sock = _bind(a.host, a.port)
     except ValueError as error:
