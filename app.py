@@ -89,6 +89,9 @@ table.serving th, table.serving td {padding: 3px 10px; border-bottom: 1px solid 
 """
 TR = Translated()
 RELAYOUT_JS = "() => { setTimeout(() => window.dispatchEvent(new Event('resize')), 60); }"
+STEP_JS = ("(s) => {{ const r = document.querySelector('#step input[type=range]');"
+           " const lo = Number(r ? r.min : s), hi = Number(r ? r.max : s);"
+           " return Math.min(Math.max(Number(s) + ({delta}), lo), hi); }}")
 
 
 def _slider(name: str, key: str, step: float, scale: int | None = None) -> gr.Slider:
@@ -284,10 +287,11 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
                      show_progress="hidden")
     step.change(replay.render_step, [record_state, replay_run, step, language],
                 [step_caption, step_plot], show_progress="hidden", trigger_mode="always_last")
-    prev_button.click(replay.previous_step, [record_state, replay_run, step], step,
-                      show_progress="hidden")
-    next_button.click(replay.next_step, [record_state, replay_run, step], step,
-                      show_progress="hidden")
+    # The buttons move the slider in the browser, from the value it shows now, within its
+    # range: two quick clicks are two steps (read on the server, the second click saw the
+    # value from before the first had come back, and one step was lost).
+    prev_button.click(None, [step], [step], js=STEP_JS.format(delta=-1))
+    next_button.click(None, [step], [step], js=STEP_JS.format(delta=+1))
     lab_switch.change(lab.describe_switch, [lab_switch, language, device], [lab_guards, lab_run],
                       show_progress="hidden")
     # A switch that needs CUDA is marked as soon as the device says there is none.

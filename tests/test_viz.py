@@ -676,3 +676,19 @@ def test_multi_step_where_the_cpu_is_not_the_bottleneck_says_what_multi_step_is_
     heavy = dict(METRICS, t_cpu_us=40000.0)
     assert "multistep-no-gain" not in viz.metrics_html([make_run("normal", metrics=heavy), multi])
     assert "重调度器" in viz.metrics_html([make_run("normal", metrics=METRICS), multi], "zh")
+
+
+def test_a_lane_of_many_kernels_is_drawn_at_pixel_resolution_as_opaque_as_it_was_busy():
+    """10,000 kernels of 1 µs every 10 µs (10% busy): a few thousand bars at most, each merged
+    bar about sqrt(10%) opaque; the title still counts every gap."""
+    lanes = ["GPU 0 stream 7"]
+    spans = [span(lanes[0], f"kernel_{i % 7}", i // 100, 10.0 * i, 10.0 * i + 1)
+             for i in range(10_000)]
+    run = {"mode": "imported", "label": "imported", "lanes": lanes, "gpu_lanes": lanes,
+           "metrics": {}, "outputs": [], "spans": spans}
+    fig = timeline_figure(run)
+    bars = [trace for trace in fig.data if trace.type == "bar" and trace.name == "kernel"]
+    assert sum(len(trace.x) for trace in bars) <= 2000
+    opacities = [o for trace in bars for o in trace.marker.opacity]
+    assert all(0.25 < o < 0.4 for o in opacities), sorted(opacities)[:5]   # sqrt(0.1) = 0.32
+    assert "in 9999 gaps" in fig.layout.annotations[0].text

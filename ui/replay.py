@@ -2,8 +2,9 @@
 
 The record is whatever the main view shows (live, recorded or imported); ``viz`` draws the step
 (``step_figure``), says what it did (``step_caption``) and unrolls fill / steady state / drain
-(``unrolled_figure``). The previous/next buttons only move the step slider; the slider's change
-redraws, so a drag, a typed number and a button press take one path.
+(``unrolled_figure``). The previous/next buttons only move the step slider (in the browser:
+``app.STEP_JS``); the slider's change redraws, so a drag, a typed number and a button press
+take one path.
 """
 
 from __future__ import annotations
@@ -73,23 +74,6 @@ def render_step(record: dict[str, Any] | None, index: Any, step: Any, lang_choic
     placement = viz.copy_placement(run, (record or {}).get("env"))
     return (viz.step_caption(run, step, lang, placement),
             plot(viz.step_figure(run, step, lang, placement)))
-
-
-def step_by(record: dict[str, Any] | None, index: Any, step: Any, delta: int) -> Any:
-    """The slider one step back or forward, kept inside the run."""
-    run = _run(record, index)
-    if run is None:
-        return gr.update()
-    first, last = viz.step_range(run)
-    return min(max(int(step or first) + delta, first), last)
-
-
-def previous_step(record, index, step):
-    return step_by(record, index, step, -1)
-
-
-def next_step(record, index, step):
-    return step_by(record, index, step, +1)
 
 
 def redraw(record: dict[str, Any] | None, index: Any, step: Any, lang_choice: str):

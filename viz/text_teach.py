@@ -142,14 +142,20 @@ EN: dict[str, str] = {
     # hazard lab
     "lab_help": """
 ### Hazard lab: remove one safeguard and let the checks find what breaks
-Each switch removes one protection of the overlap loop. The lab runs the same workload (24
-requests for 4 request slots, so slots and pages are reused; 12 new tokens; each request stops on a
-token picked from a probe run) with the **normal loop** as reference, then with the **overlap
-loop** and the switch on, and reports what the checks found: tokens that differ (which request,
-from which output token), a double free caught by the allocator, tokens after a stop, leaked
-pages or slots. Races depend on timing; the lab widens the window with an injected delay and says
-so when a run happened not to show the fault. It uses the model and device chosen on the
-*Live run* tab, and waits its turn like a live run.
+Each switch removes one protection of the overlap loop. The lab runs a workload that makes its
+safeguard matter: for the slot, buffer and guard switches 24 requests for 4 request slots (so
+slots and pages are reused) and 12 new tokens; for the memory switches (the prefix cache and
+retraction) prompts that share a system prompt, on a KV pool too small for every request at
+full length (the prefix cache finds the shared pages; requests are retracted and resumed), and
+40 new tokens. The safe engine takes the first workload for even seeds, the second for odd
+ones. Each request stops on a token picked from a probe run. The **normal loop** is the
+reference; then the **overlap loop** runs with the switch on, and the lab reports what the
+checks found: tokens that differ (which request, from which output token), a double free
+caught by the allocator, tokens after a stop, leaked pages or slots, a position read through
+two different KV pages, a prefix cache whose accounting broke. Races depend on timing; the lab
+widens the window with an injected delay and says so when a run happened not to show the
+fault. It uses the model and device chosen on the *Live run* tab, and waits its turn like a
+live run.
 """,
     "lab_switch": "Safeguard to remove",
     "lab_seed": "workload seed",
@@ -318,12 +324,15 @@ ZH: dict[str, str] = {
     "stop_legend": "读到停止 token",
     "lab_help": """
 ### 隐患实验室：去掉一道保护，让检查找出坏在哪里
-每个开关去掉重叠循环的一道保护。实验室用同一份负载（24 个请求只有 4 个请求槽，所以槽位和页会被
-复用；每个请求生成 12 个新 token，并在探测运行选出的 token 处停止），先用**普通循环**跑出参考结果，
-再用打开开关的**重叠循环**运行，然后报告检查发现的问题：哪些请求的 token 不同（从第几个输出 token
-开始）、分配器捕获的重复释放、停止之后的 token、泄漏的页或槽位。竞争与时序有关；实验室注入延迟来
-放大竞争窗口，并在某次运行恰好没有暴露故障时如实说明。它使用*现场运行*页选择的模型和设备，并像
-现场运行一样排队。
+每个开关去掉重叠循环的一道保护。实验室为每个开关运行一份能让它的保护起作用的负载：槽位、缓冲区和各种
+保护开关用 24 个请求争用 4 个请求槽（所以槽位和页会被复用），每个请求生成 12 个新 token；内存开关
+（前缀缓存和撤回）用共享同一段系统提示的提示词，KV 池小到装不下所有请求的完整长度（前缀缓存会找到共享的
+页，请求会被撤回再恢复），每个请求生成 40 个新 token。安全引擎在种子为偶数时用第一种负载，为奇数时用
+第二种。每个请求在探测运行选出的 token 处停止。先用**普通循环**跑出参考结果，再用打开开关的
+**重叠循环**运行，然后报告检查发现的问题：哪些请求的 token 不同（从第几个输出 token 开始）、分配器
+捕获的重复释放、停止之后的 token、泄漏的页或槽位、通过两个不同的 KV 页读取的位置、记账出错的前缀缓存。
+竞争与时序有关；实验室注入延迟来放大竞争窗口，并在某次运行恰好没有暴露故障时如实说明。它使用*现场运行*
+页选择的模型和设备，并像现场运行一样排队。
 """,
     "lab_switch": "要去掉的保护",
     "lab_seed": "负载种子",

@@ -18,6 +18,7 @@ from record.metrics import busy_fraction
 from viz.figure import FigureSpec
 from viz.gpu_time import gpu_time, run_title
 from viz.lag import extra_steps, lag_marks
+from viz.pixels import MAX_BARS, MIN_OPACITY, PIXELS, bands, coalesce, opacity
 from viz.spans import display_labels, gpu_lanes, ordered_lanes, time_range, window_run
 from viz.style import (
     IDLE_FILL,
@@ -30,9 +31,6 @@ from viz.style import (
 )
 from viz.text import t
 
-MAX_BARS = 2000        # above this many bars, merge same-colour neighbours within a pixel
-PIXELS = 2000          # ... a "pixel" being this share of the view's time (half a pixel at 1000)
-MIN_OPACITY = 0.08     # a merged bar or band is never fainter than this
 CHART_PX = 1000        # about how wide a whole-run chart is drawn, in pixels
 INVISIBLE_PX = 0.3     # whole-run views leave out bars narrower than this (the step window and
                        # every number keep them): the browser draws each bar on every redraw
@@ -106,7 +104,7 @@ def add_run(fig: FigureSpec, run: dict[str, Any], lanes: list[str], row: int, of
     rows = sorted(index[lane] for lane in gpu)
     for kind, gaps in (("gpu_idle", time.gaps), ("no_requests", time.quiet)):
         if len(gaps) > MAX_BARS:       # thousands of gaps per pixel: one band per pixel run
-            gaps = _bands(gaps, (t_end - t_start) / PIXELS)
+            gaps = bands(gaps, (t_end - t_start) / PIXELS)
         if gaps and gpu:
             _add_gaps(fig, gaps, rows, row, offset_us, legend_shown, lang, col, kind)
     every = spans                                  # the lag marks find their forwards here
@@ -114,7 +112,7 @@ def add_run(fig: FigureSpec, run: dict[str, Any], lanes: list[str], row: int, of
     keyed = [(_color_key(s["phase"], s["lane"] in extra_gpu or s["lane"].startswith("kernels")),
               s) for s in spans]
     if len(keyed) > MAX_BARS:          # pixel-sized bars, each as opaque as it was busy
-        keyed = _coalesce(keyed, (t_end - t_start) / PIXELS)
+        keyed = coalesce(keyed, (t_end - t_start) / PIXELS)
     elif "window" not in run:
         thinnest = INVISIBLE_PX * (t_end - t_start) / CHART_PX
         keyed = [(k, s) for k, s in keyed if s["end_us"] - s["start_us"] >= thinnest]
@@ -188,19 +186,10 @@ def _phase_trace(phase: str, spans: list[dict[str, Any]], index: dict[str, int],
         orientation="h", base=starts, x=durations, y=[index[s["lane"]] for s in spans],
         width=BAR_WIDTH, customdata=custom, hovertemplate=t(lang, "hover_bar"),
         # A hairline between neighbouring bars, while bars are wide enough to keep their colour.
-        marker={"color": phase_color(phase), **_opacity(spans),
+        marker={"color": phase_color(phase), **opacity(spans),
                 "line": {"width": 0.6 if len(spans) < LINED_BARS else 0,
                          "color": "rgba(255,255,255,0.8)"}},
     )
-
-
-def _opacity(spans: list[dict[str, Any]]) -> dict[str, Any]:
-    """Merged bars get the more opaque the more of their time was busy (the square root of
-    that share, so that a lane busy 4% of the time still shows where its work was); other
-    bars are opaque."""
-    if not any("fill" in s for s in spans):
-        return {}
-    return {"opacity": [round(max(s.get("fill", 1.0) ** 0.5, MIN_OPACITY), 3) for s in spans]}
 
 
 def _add_gaps(fig: FigureSpec, gaps: list[tuple[float, float]], gpu_rows: list[int], row: int,
@@ -282,46 +271,6 @@ def _with_totals(items: list[tuple[int, int, int]], marks: list[dict[str, Any]])
     """(request, stop step, nth extra step, that request's wasted steps) for hover lines."""
     wasted = {m["request"]: m["wasted_steps"] for m in marks}
     return [(req, stop, nth, wasted.get(req, 1)) for req, stop, nth in items]
-
-
-def _bands(gaps: list[tuple[float, float]],
-           eps_us: float) -> list[tuple[float, float, float]]:
-    """Idle gaps less than ``eps_us`` apart drawn as one band, as opaque as the share of it
-    that was idle (start, end, share); the numbers in the title and the table count every
-    gap."""
-    bands: list[list[float]] = []
-    for start, end in gaps:
-        if bands and start - bands[-1][1] <= eps_us:
-            bands[-1][1] = end
-            bands[-1][2] += end - start
-        else:
-            bands.append([start, end, end - start])
-    return [(a, b, idle / (b - a) if b > a else 1.0) for a, b, idle in bands]
-
-
-def _coalesce(keyed: list[tuple[str, dict[str, Any]]],
-              eps_us: float) -> list[tuple[str, dict[str, Any]]]:
-    """Merge same-lane neighbours of one colour closer than ``eps_us`` (they share a pixel):
-    a kernel lane's thousands of differently named kernels become the bars a reader can see.
-    A merged bar's hover says how many spans it holds."""
-    ordered = sorted(keyed, key=lambda item: (item[1]["lane"], item[0], item[1]["start_us"]))
-    merged: list[tuple[str, dict[str, Any]]] = []
-    for key, span in ordered:
-        last = merged[-1][1] if merged else None
-        if (last is not None and merged[-1][0] == key and last["lane"] == span["lane"]
-                and span["start_us"] - last["end_us"] <= eps_us):
-            last["end_us"] = max(last["end_us"], span["end_us"])
-            last["num_tokens"] = last.get("num_tokens", 0) + span.get("num_tokens", 0)
-            last["merged"] = last.get("merged", 1) + 1
-            last["busy_us"] += span["end_us"] - span["start_us"]
-        else:
-            merged.append((key, dict(span, busy_us=span["end_us"] - span["start_us"])))
-    for _, span in merged:
-        extent, busy = span["end_us"] - span["start_us"], span.pop("busy_us")
-        if span.get("merged", 1) > 1:
-            span["fill"] = min(busy / extent, 1.0) if extent > 0 else 1.0
-            span["phase"] = f"{span['merged']} × {span['phase']} … ({span['fill']:.0%})"
-    return merged
 
 
 def _run_title(run: dict[str, Any], label: str, lang: str) -> str:

@@ -1,0 +1,68 @@
+"""Many spans drawn at the resolution they are seen at: a pixel of a chart holds what it holds.
+
+A trace of a production engine has tens of thousands of kernels; a whole-run view of it is a
+thousand pixels wide. Above ``MAX_BARS`` bars, neighbours of one colour on one lane closer than
+half a pixel (the view's time / ``PIXELS``) are merged into one bar, and idle gaps closer than
+that into one band; each merged bar is drawn as opaque as it was busy (the square root of its
+busy share, so that a lane busy 4% of the time still shows where its work was), each band as
+opaque as it was idle. Every number on the page (titles, the table) counts every span and every
+gap: only the drawing is merged. The browser then draws a few thousand bars, not 185,000 events'
+worth (a 3.3 MB trace's import on the page went from about 10 s to about 4 s on two cores).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+MAX_BARS = 2000        # above this many bars, merge same-colour neighbours within a pixel
+PIXELS = 2000          # ... a "pixel" being this share of the view's time (half a pixel at 1000)
+MIN_OPACITY = 0.08     # a merged bar or band is never fainter than this
+
+
+def opacity(spans: list[dict[str, Any]]) -> dict[str, Any]:
+    """Merged bars get the more opaque the more of their time was busy (the square root of
+    that share, so that a lane busy 4% of the time still shows where its work was); other
+    bars are opaque."""
+    if not any("fill" in s for s in spans):
+        return {}
+    return {"opacity": [round(max(s.get("fill", 1.0) ** 0.5, MIN_OPACITY), 3) for s in spans]}
+
+
+def bands(gaps: list[tuple[float, float]],
+           eps_us: float) -> list[tuple[float, float, float]]:
+    """Idle gaps less than ``eps_us`` apart drawn as one band, as opaque as the share of it
+    that was idle (start, end, share); the numbers in the title and the table count every
+    gap."""
+    bands: list[list[float]] = []
+    for start, end in gaps:
+        if bands and start - bands[-1][1] <= eps_us:
+            bands[-1][1] = end
+            bands[-1][2] += end - start
+        else:
+            bands.append([start, end, end - start])
+    return [(a, b, idle / (b - a) if b > a else 1.0) for a, b, idle in bands]
+
+
+def coalesce(keyed: list[tuple[str, dict[str, Any]]],
+              eps_us: float) -> list[tuple[str, dict[str, Any]]]:
+    """Merge same-lane neighbours of one colour closer than ``eps_us`` (they share a pixel):
+    a kernel lane's thousands of differently named kernels become the bars a reader can see.
+    A merged bar's hover says how many spans it holds."""
+    ordered = sorted(keyed, key=lambda item: (item[1]["lane"], item[0], item[1]["start_us"]))
+    merged: list[tuple[str, dict[str, Any]]] = []
+    for key, span in ordered:
+        last = merged[-1][1] if merged else None
+        if (last is not None and merged[-1][0] == key and last["lane"] == span["lane"]
+                and span["start_us"] - last["end_us"] <= eps_us):
+            last["end_us"] = max(last["end_us"], span["end_us"])
+            last["num_tokens"] = last.get("num_tokens", 0) + span.get("num_tokens", 0)
+            last["merged"] = last.get("merged", 1) + 1
+            last["busy_us"] += span["end_us"] - span["start_us"]
+        else:
+            merged.append((key, dict(span, busy_us=span["end_us"] - span["start_us"])))
+    for _, span in merged:
+        extent, busy = span["end_us"] - span["start_us"], span.pop("busy_us")
+        if span.get("merged", 1) > 1:
+            span["fill"] = min(busy / extent, 1.0) if extent > 0 else 1.0
+            span["phase"] = f"{span['merged']} × {span['phase']} … ({span['fill']:.0%})"
+    return merged
