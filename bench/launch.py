@@ -120,6 +120,7 @@ def run(model: str, batch: int) -> int:
         "torch.cuda.Event()": lambda: torch.cuda.Event(),
         "torch.cuda.Event(enable_timing=True)": lambda: torch.cuda.Event(enable_timing=True),
         "event.record(stream)": lambda: ev.record(s1),
+        "_CudaEventBase.record(event, stream)": lambda: torch._C._CudaEventBase.record(ev, s1),
         "with torch.cuda.stream(s)": lambda: _enter_exit(s1),
         "stream.wait_stream(other)": lambda: s2.wait_stream(s1),
         "stream.wait_event(event)": lambda: s1.wait_event(ev),

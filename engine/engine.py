@@ -122,6 +122,7 @@ class Engine:
         self.dtype = _pick_dtype(cfg.dtype, self.device_name)
         self._new_pools()
         self.totals = {"prefix_hit_tokens": 0, "retractions": 0}   # over this engine's runs
+        self._running: Scheduler | None = None          # the run in progress (its counts)
         self.random_weights = cfg.model in PRESETS
         # Start-up is part of the user's wait: seconds per phase (load, warm_up incl. compile, capture).
         self.startup_s: dict[str, float] = {}
@@ -272,6 +273,7 @@ class Engine:
             for req, offset in zip(reqs, offsets_ns):
                 req.arrival_ns = t0 + offset       # arrival times are relative to the start
             sched.source = ScheduledSource(reqs)
+            self._running = sched
             sched.run(overlap, should_stop)
             self.device.end_run()
         except BaseException:
@@ -280,6 +282,7 @@ class Engine:
             self._end_failed_run()
             raise
         finally:
+            self._count(sched)
             if collecting:
                 gc.enable()
             if sched.capture is not None:
@@ -319,16 +322,24 @@ class Engine:
             gc.freeze()
             try:
                 self.device.begin_run(timeline)
+                self._running = sched
                 sched.run(overlap, should_stop)
                 self.device.end_run()
             except BaseException:
                 self._end_failed_run()
                 raise
             finally:
+                self._count(sched)
                 gc.unfreeze()
             self._runs += 1
         finally:
             self._busy.release()
+
+    def _count(self, sched: Scheduler) -> None:
+        """A run ended: its prefix hits and retractions join the engine's totals."""
+        self._running = None
+        self.totals["prefix_hit_tokens"] += sched.memory.prefix_hit_tokens
+        self.totals["retractions"] += sched.table.retractions
 
     def _end_failed_run(self) -> None:
         try:
@@ -373,8 +384,6 @@ class Engine:
         metrics["wasted_tokens"] = sched.wasted_tokens
         metrics["unsafe_frees"] = sched.table.unsafe_frees
         metrics.update(memory_metrics(sched))
-        self.totals["prefix_hit_tokens"] += metrics["prefix_hit_tokens"]
-        self.totals["retractions"] += metrics["retractions"]
         kernel_spans, kernel_lanes = [], []
         if sched.capture is not None:
             kernel_spans, kernel_lanes = sched.capture.merged_spans(spans)
@@ -398,7 +407,16 @@ class Engine:
                 "kv_pages_cached": self.cache.evictable() if self.cache else 0,
                 "req_slots_free": self.slots.num_free, "req_slots_total": self.slots.total,
                 "device": self.device_name, "device_kind": self.device.kind, "runs": self._runs,
-                **self.totals}
+                **self._totals_now()}
+
+    def _totals_now(self) -> dict[str, int]:
+        """The totals, with the counts of a run still going (a served session) added in."""
+        running = self._running
+        if running is None:
+            return dict(self.totals)
+        return {"prefix_hit_tokens": self.totals["prefix_hit_tokens"]
+                + running.memory.prefix_hit_tokens,
+                "retractions": self.totals["retractions"] + running.table.retractions}
 
     def clear_prefix_cache(self) -> int:
         """Empty the prefix cache (every page free again when no run is on); pages freed.

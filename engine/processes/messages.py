@@ -236,6 +236,9 @@ class ServingStats:
     kv_pages_total: int
     req_slots_free: int
     req_slots_total: int
+    kv_pages_cached: int = 0            # held only by the prefix cache (free on demand)
+    prefix_hit_tokens: int = 0          # prompt tokens served from the prefix cache, so far
+    retractions: int = 0                # requests retracted for memory, so far
 
 
 @dataclass(frozen=True)

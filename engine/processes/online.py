@@ -142,7 +142,8 @@ def serve_session(engine: Any, request: ServeRequest, conn: Any, emit: Emit) -> 
     def stats(token: int) -> ServingStats:
         s = engine.stats()
         return ServingStats(token, len(counts.active), counts.served, s["kv_pages_free"],
-                            s["kv_pages_total"], s["req_slots_free"], s["req_slots_total"])
+                            s["kv_pages_total"], s["req_slots_free"], s["req_slots_total"],
+                            s["kv_pages_cached"], s["prefix_hit_tokens"], s["retractions"])
 
     source = PipeSource(conn, engine.intake(), emit, counts, stats)
     tokenizer = getattr(engine.tokenizer, "name_or_path", None) if engine.tokenizer else None
