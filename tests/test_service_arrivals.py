@@ -53,3 +53,21 @@ def test_live_run_with_a_request_rate_and_the_latency_rows():
         assert isinstance(chat, RunFinished) and chat.record["config"]["chat"] is True
     finally:
         service.close()
+
+
+def test_a_shared_system_prompt_is_computed_once_per_loop():
+    """Six prompts after one 48-token system prompt, four slots: the first batch computes it,
+    the requests admitted later find it in the prefix cache, in every loop alike (each loop
+    starts from an empty cache)."""
+    service = SchedulerService()
+    try:
+        final = _run(service, shared_prefix=48)[-1]
+        assert isinstance(final, RunFinished), final
+        assert final.record["config"]["shared_prefix"] == 48
+        normal, overlap = final.record["runs"]
+        hits = [run["metrics"]["prefix_hit_tokens"] for run in (normal, overlap)]
+        assert hits[0] == hits[1] >= 2 * 32, hits       # two late requests, whole pages each
+        assert [o["token_ids"] for o in normal["outputs"]] == \
+            [o["token_ids"] for o in overlap["outputs"]]
+    finally:
+        service.close()

@@ -47,6 +47,7 @@ class LiveRunRequest:
     request_rate: float | None = None   # requests arrive by a Poisson process (None: all at t=0;
     arrival_seed: int = 0               #   inf: a burst); the same times for every loop
     chat: bool = False                  # each prompt is a user message, via the chat template
+    shared_prefix: int = 0              # tokens of one system prompt before every prompt
 
 
 @dataclass(frozen=True)

@@ -136,13 +136,12 @@ class SchedulerService:
     def _live(self, request: LiveRunRequest, emit: Emit, cancelled: threading.Event) -> None:
         from engine.models.prompts import has_chat_template
         from engine.scheduler.arrivals import check_rate, poisson_times
-        from engine.teach.workload import token_prompts
         from record.run_record import make_record
 
         emit(Progress("loading"))
         engine = self._engine(request.engine, self.engines, emit)
         label = engine.device_label()
-        prompts = token_prompts(engine, request.prompts, request.prompt_tokens)
+        prompts = _prompts(engine, request)
         params: SamplingParams | list[SamplingParams] = request.params
         # A model without a chat template (a base model) takes the prompts as plain text; the
         # record's config says which happened, and the page says so.
@@ -170,7 +169,8 @@ class SchedulerService:
         config = {**engine.config.to_dict(), **request.workload,
                   "extra_cpu_us": request.extra_cpu_us, "loops": list(request.loops),
                   "stop_tokens_from_probe": request.stop_early,
-                  "request_rate": request.request_rate, "chat": chat}
+                  "request_rate": request.request_rate, "chat": chat,
+                  "shared_prefix": request.shared_prefix}
         if "multistep" in request.loops:
             config["decode_steps"] = request.decode_steps
         emit(RunFinished(make_record(engine.env_info(), config, runs)))
@@ -179,14 +179,14 @@ class SchedulerService:
                      chat: bool = False) -> list[SamplingParams]:
         """Per-request stop tokens picked from a probe run of this workload (kept: the same
         workload on the same engine gives the same probe, so it runs once)."""
-        from engine.teach.workload import stop_params_from_probe, token_prompts
+        from engine.teach.workload import stop_params_from_probe
 
         key = self._probe_key(engine, request, chat)
         if key not in self.probes:
             if len(self.probes) >= 32:
                 self.probes.clear()
                 self.profiles.clear()
-            prompts = token_prompts(engine, request.prompts, request.prompt_tokens)
+            prompts = _prompts(engine, request)
             new = request.params.max_new_tokens
             self.probes[key], probe = stop_params_from_probe(
                 engine, prompts, new, lo=new // 4, hi=new, temperature=request.params.temperature,
@@ -201,7 +201,7 @@ class SchedulerService:
     @staticmethod
     def _probe_key(engine: Any, request: LiveRunRequest, chat: bool = False) -> tuple:
         return (engine.config, tuple(request.prompts), request.prompt_tokens, request.params,
-                chat)
+                chat, request.shared_prefix)
 
     # ---- the hazard lab -----------------------------------------------------------------------
     def _lab(self, request: LabRequest, emit: Emit) -> None:
@@ -218,6 +218,16 @@ class SchedulerService:
         emit(Progress("run", "lab", detail=reference.device_label()))
         report = run_hazard(base, request.switch, seed=request.seed, ref_engine=reference)
         emit(LabFinished(asdict(report)))
+
+
+def _prompts(engine: Any, request: LiveRunRequest) -> list:
+    """The request's prompts as the engine takes them: text (token ids for a model without a
+    tokenizer), each after the shared system prompt when the request asks for one."""
+    from engine.teach.workload import token_prompts, with_shared_prefix
+
+    prompts = token_prompts(engine, request.prompts, request.prompt_tokens)
+    return with_shared_prefix(prompts, request.shared_prefix, engine.tokenizer,
+                              engine.spec.vocab_size)
 
 
 def _download_reporter(emit: Emit, every_s: float = 0.25) -> Any:
