@@ -34,6 +34,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--prompt-words", type=int, default=0, metavar="N",
                    help="text prompts of N words cut from the app's default prompts (the app's "
                         "workload) instead of --prompt-len tokens")
+    p.add_argument("--shared-prefix", type=int, default=0, metavar="N",
+                   help="one system prompt of N tokens before every prompt (the prefix cache "
+                        "computes it once)")
+    p.add_argument("--no-prefix-cache", action="store_true",
+                   help="run without the radix prefix cache")
     p.add_argument("--stop-early", action="store_true",
                    help="as the app does: each request stops on a token picked from a probe run")
     p.add_argument("--max-new-tokens", type=int, default=64)
@@ -83,19 +88,20 @@ def load_arrivals(a: argparse.Namespace) -> list | None:
 def build_config(a: argparse.Namespace, arrivals: list | None = None) -> EngineConfig:
     if a.requests is not None and a.requests < 1:
         raise ValueError("--requests must be >= 1")
-    if a.prompt_len < 1 or a.prompt_words < 0:
-        raise ValueError("--prompt-len must be >= 1, --prompt-words >= 0")
+    if a.prompt_len < 1 or a.prompt_words < 0 or a.shared_prefix < 0:
+        raise ValueError("--prompt-len must be >= 1, --prompt-words and --shared-prefix >= 0")
     if a.mode == "all" and a.decode_steps < 2:
         raise ValueError("--mode all compares with multi-step overlap: give --decode-steps K >= 2")
     if a.stop_early and any(x.output_tokens for x in arrivals or ()):
         raise ValueError("--stop-early picks stop tokens for --max-new-tokens; the trace in "
                          "--arrivals already gives each request its output length")
     prompt_tokens = 2 * a.prompt_words + 64 if a.prompt_words else a.prompt_len
-    longest = prompt_tokens + a.max_new_tokens
+    longest = prompt_tokens + a.max_new_tokens + a.shared_prefix
     for arrival in arrivals or ():
         longest = max(longest, (arrival.prompt_tokens or prompt_tokens)
-                      + (arrival.output_tokens or a.max_new_tokens))
+                      + (arrival.output_tokens or a.max_new_tokens) + a.shared_prefix)
     return EngineConfig(model=a.model, device=a.device, cuda_graph=a.cuda_graph,
+                        prefix_cache=not a.no_prefix_cache,
                         max_batch_size=a.batch_size, dtype=a.dtype, seed=a.seed,
                         max_seq_len=max(64, longest),
                         max_prefill_tokens=max(512, a.prompt_len),
@@ -214,6 +220,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _prompts(a, eng, arrivals) -> list:
+    from engine.teach.workload import with_shared_prefix
+
+    return with_shared_prefix(_own_prompts(a, eng, arrivals), a.shared_prefix, eng.tokenizer,
+                              eng.spec.vocab_size)
+
+
+def _own_prompts(a, eng, arrivals) -> list:
     from engine.teach.workload import make_prompts, token_prompts, word_prompts
 
     n = len(arrivals) if arrivals else (a.requests or 16)
@@ -258,10 +271,17 @@ def _run(a, cfg, params, eng, arrivals=None, ctrl_c: CtrlC | None = None) -> int
     runs = []
     for overlap, steps in modes:
         ctrl_c.check()
+        eng.clear_prefix_cache()     # like with like: no loop finds the prompts of the one before
         runs.append(eng.generate(prompts, params, overlap=overlap, decode_steps=steps,
                                  profile_steps=prof, arrivals=times,
                                  should_stop=ctrl_c.should_stop))
     print(format_table(runs))
+    for r in runs:
+        m = r.metrics
+        if m["prefix_hit_tokens"] or m["retractions"]:
+            print(f"{r.mode}: prefix cache found {m['prefix_hit_tokens']} prompt tokens "
+                  f"({100 * m['prefix_hit_rate']:.0f}% of those admitted), "
+                  f"{m['retractions']} retractions")
     if arrivals:
         from engine.scheduler.arrivals import describe
         from record.serving import format_table as latency_table

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# The GPU side of issues 20-22 on one NVIDIA H200, in three calls (device time is scarce: every
+# step has a time limit, the whole a budget; everything goes to $OUT/log.txt):
+#   OUT=out bash scripts/gpu_final.sh engine   # every CUDA test; the result copy on either
+#                                              # stream; the recorder's cost; the README's table
+#   OUT=out bash scripts/gpu_final.sh stage    # (carries .whl-ui-a) the recorded runs, the
+#                                              # shared-prefix serving bench; wheels to /tmp/whl
+#   OUT=out bash scripts/gpu_final.sh ui       # (carries .whl-ui-b, within 30 s of stage) the UI
+#                                              # and server tests, the page's first clicks on CUDA
+# The UI's wheels: bash ../shared/gpu/ui-wheels.sh .whl-ui-a .whl-ui-b (or pinned to this
+# checkout's versions, as this session did: see the closing note of issue 21).
+set -u
+export HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
+OUT=${OUT:-out}
+mkdir -p "$OUT"
+LOG="$OUT/log.txt"
+BUDGET_S=${BUDGET_S:-540}
+part=${1:?engine, stage or ui}
+source "$(dirname "$0")/steps.sh"
+PT="python3 -m pytest -q -p no:cacheprovider -rs"
+
+step env 20 bash -c "nvidia-smi -L; python3 -c 'import torch, triton, transformers; \
+print(torch.__version__, triton.__version__, transformers.__version__)'"
+
+if [[ $part == engine ]]; then
+    # The timing test alone, not beside six other processes on the same GPU.
+    step cuda_tests 200 $PT -m cuda -n 6 tests/ \
+        --deselect tests/test_warm.py::test_cuda_first_loop_pays_no_first_use
+    step cuda_warm 60 $PT -m cuda tests/test_warm.py
+    step placement 60 python3 -m bench --copy-placement --models bundled --batches 1 16 \
+        --graphs graph
+    step overhead 150 python3 -m bench --overhead --models bundled qwen2.5-0.5b-shape \
+        --batches 1 64 --graphs graph --new-tokens 256
+    step launch_cost 30 python3 -m bench --launch-cost --models bundled --batches 8
+    # The README's H200 table, with the new copy placement and recorder.
+    step table 120 python3 -m bench --device cuda --graphs graph --compile --batches 1 8 64 \
+        --models qwen2.5-0.5b-shape --extra-cpu-us 0 200
+fi
+
+if [[ $part == stage ]]; then
+    mkdir -p /tmp/whl && cp .whl-ui-a/*.whl /tmp/whl/
+    step record 200 env OUT="$OUT" bash scripts/h200_runs.sh record
+    rm -rf "$OUT/rec"                          # (in recorded.tgz: $OUT holds few files)
+    step serving 110 python3 -m bench --device cuda --rates 8 --requests 32 --prompt-len 32 \
+        --new-tokens 64 --shared-prefix 512 --prefix-cache both --repeats 3 \
+        --json "$OUT/serving-shared-prefix-h200.json"
+fi
+
+if [[ $part == ui ]]; then
+    cp .whl-ui-b/*.whl /tmp/whl/
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site \
+        /tmp/whl/*.whl 2>&1 | tail -3
+    export PYTHONPATH=/tmp/site
+    step ui_tests 200 $PT -n 4 tests/test_ui_live.py tests/test_ui_lab.py tests/test_ui_replay.py \
+        tests/test_ui_serving.py tests/test_ui_records.py tests/test_serve.py tests/test_faults.py
+    step first_clicks 240 python3 scripts/gpu_first_click.py --clicks 3 --out "$OUT"
+fi
+echo "=== done t=$(($(date +%s) - START))s" | tee -a "$LOG"
