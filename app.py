@@ -294,9 +294,14 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
     next_button.click(None, [step], [step], js=STEP_JS.format(delta=+1))
     lab_switch.change(lab.describe_switch, [lab_switch, language, device], [lab_guards, lab_run],
                       show_progress="hidden")
-    # A switch that needs CUDA is marked as soon as the device says there is none.
-    device.change(lab.switch_choices, [language, lab_switch, device],
-                  [lab_switch, lab_guards, lab_run], show_progress="hidden")
+    # A switch that needs CUDA is marked as soon as the device says there is none. The marks
+    # never change the choice (a reader may have clicked meanwhile); what it guards is then
+    # said for the choice as it is by then.
+    LAB_MARKS = dict(fn=lab.switch_choices, inputs=[language, lab_switch, device],
+                     outputs=lab_switch, show_progress="hidden")
+    LAB_SAID = dict(fn=lab.describe_switch, inputs=[lab_switch, language, device],
+                    outputs=[lab_guards, lab_run], show_progress="hidden")
+    device.change(**LAB_MARKS).then(**LAB_SAID)
     lab_run.click(lab_handler, [lab_switch, model, device, lab_seed, language],
                   [lab_result, lab_state], show_progress="minimal", **ENGINE_QUEUE)
     lab_safe.click(safe_handler, [model, device, lab_seed, language], [lab_result, lab_state],
@@ -307,9 +312,9 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
         show_progress="hidden",
     ).then(replay.redraw, [record_state, replay_run, step, language],
            [step_caption, step_plot, unrolled], show_progress="hidden"
-           ).then(lab.switch_choices, [language, lab_switch, device],
-                  [lab_switch, lab_guards, lab_run], show_progress="hidden"
-                  ).then(lab.redraw, [lab_state, language], lab_result, show_progress="hidden"
+           ).then(**LAB_MARKS).then(**LAB_SAID
+                                    ).then(lab.redraw, [lab_state, language], lab_result,
+                                           show_progress="hidden"
                          ).then(serving.relabel, [serving_file, language],
                                 [serving_file, serving_plot, serving_table], show_progress="hidden")
     serving_file.input(serving.show_measured, [serving_file, language],
@@ -331,11 +336,9 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
               [serving_file, serving_plot, serving_table], show_progress="hidden")
     # The switches at once, marked as the machine is known so far; again once the scheduler
     # process has said whether it found a GPU.
-    demo.load(lab.switch_choices, [language, lab_switch, device],
-              [lab_switch, lab_guards, lab_run], show_progress="hidden")
+    demo.load(**LAB_MARKS).then(**LAB_SAID)
     demo.load(check_devices, [language], [device, cuda_graph], show_progress="hidden"
-              ).then(lab.switch_choices, [language, lab_switch, device],
-                     [lab_switch, lab_guards, lab_run], show_progress="hidden")
+              ).then(**LAB_MARKS).then(**LAB_SAID)
 
 
 def main() -> None:

@@ -67,13 +67,15 @@ def test_a_bad_seed_is_refused(seed):
 def test_switch_choices_and_descriptions_in_both_languages():
     from engine.teach.hazard_lab import HAZARDS
 
-    choices, guards, _ = lab.switch_choices("English")
+    choices = lab.switch_choices("English")
     names = [value for _, value in choices["choices"]]
     assert names == list(HAZARDS)                   # every switch the lab has, in its order
-    assert choices["value"] == "no_finished_guard" and "What it guards" in guards
+    assert choices["value"] == "no_finished_guard"
+    assert "What it guards" in lab.describe_switch("no_finished_guard", "English")[0]
     assert "CUDA" in lab.describe_switch("no_wait_stream", "English")[0]
-    zh_choices, zh_guards, _ = lab.switch_choices("中文", "single_host_buffer")
-    assert zh_choices["value"] == "single_host_buffer" and "它保护的是" in zh_guards
+    zh_choices = lab.switch_choices("中文", "single_host_buffer")
+    assert "value" not in zh_choices                # a reader's choice is never undone
+    assert "它保护的是" in lab.describe_switch("single_host_buffer", "中文")[0]
     assert "overwrites batch n's tokens" in lab.describe_switch("single_host_buffer",
                                                                 "English")[0]
 
@@ -92,7 +94,7 @@ def test_switches_that_need_cuda_are_marked_before_the_click_on_a_machine_withou
     from engine.teach.hazard_lab import HAZARDS
 
     assert not common.cuda_seen()                        # this machine (CI) has no GPU
-    choices, _, _ = lab.switch_choices("English", device="auto")
+    choices = lab.switch_choices("English", device="auto")
     marked = {name for title, name in choices["choices"] if "(needs CUDA: not here)" in title}
     assert marked == {name for name, hazard in HAZARDS.items() if hazard.cuda_only}
     assert marked                                        # the marking is exercised at all
@@ -101,7 +103,7 @@ def test_switches_that_need_cuda_are_marked_before_the_click_on_a_machine_withou
     assert button["interactive"] is False and "This machine has no GPU" in guards
     guards, button = lab.describe_switch("no_finished_guard", "English", "auto")
     assert button["interactive"] is True and "no GPU" not in guards
-    zh, _, _ = lab.switch_choices("中文", device="auto")
+    zh = lab.switch_choices("中文", device="auto")
     assert any("需要 CUDA" in title for title, _ in zh["choices"])
 
 

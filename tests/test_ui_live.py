@@ -192,3 +192,13 @@ def test_stop_while_probing_says_stopping_until_the_run_has_ended_and_leaves_no_
     assert "stopped before it finished" in said            # not "drawn when the run has finished"
     again = [dict(zip(NAMES, values)) for values in live.run_live(**ARGS)]   # the next run
     assert "Probing" in again[2]["status"]                 # ... is not "stopping" any more
+
+
+def test_step_times_are_remembered_for_the_latest_setups_only():
+    live.STEP_SECONDS.clear()
+    record = {"runs": [{"metrics": {"mean_step_us": 2000.0}}]}
+    for i in range(live.MAX_REMEMBERED + 10):
+        live._remember_step_time((f"org/model-{i}", "cpu", 16, False), record)
+    assert len(live.STEP_SECONDS) == live.MAX_REMEMBERED
+    assert ("org/model-0", "cpu", 16, False) not in live.STEP_SECONDS
+    assert live.STEP_SECONDS[(f"org/model-{live.MAX_REMEMBERED + 9}", "cpu", 16, False)] == 0.002

@@ -33,18 +33,20 @@ def cuda_here(device: str | None) -> bool:
 
 
 def switch_choices(lang_choice: str, current: str | None = None,
-                   device: str | None = "auto") -> tuple[Any, str, Any]:
+                   device: str | None = "auto") -> Any:
     """The switches as (title, name) choices, every switch of ``engine.teach.hazard_lab.HAZARDS``
     in its order; those that need CUDA marked so before any click where this machine (or the
-    chosen device) has none. Then what the chosen one guards, and the Run button's state."""
+    chosen device) has none. The choice is set only when there is none yet: marks that arrive
+    late (once the scheduler process has said what it found) never undo a reader's click."""
     lang = lang_of(lang_choice)
     hazards = _hazards()
-    value = current if current in hazards else "no_finished_guard"
     cuda = cuda_here(device)
     choices = [(hazard_title(name, lang)
                 + (viz.t(lang, "lab_mark_cuda") if hazard.cuda_only and not cuda else ""), name)
                for name, hazard in hazards.items()]
-    return (gr.update(choices=choices, value=value), *describe_switch(value, lang_choice, device))
+    if current in hazards:
+        return gr.update(choices=choices)
+    return gr.update(choices=choices, value="no_finished_guard")
 
 
 def describe_switch(switch: str | None, lang_choice: str,

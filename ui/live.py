@@ -34,6 +34,7 @@ REFRESH_S = 1.0            # the live timeline is redrawn at most this often (an
 # Seconds per decode step measured by earlier runs, by (model, device, batch, CUDA graphs): the
 # estimate shown before the next run of the same configuration.
 STEP_SECONDS: dict[tuple, float] = {}
+MAX_REMEMBERED = 64
 # Set by the Stop button, cleared when a run starts: runs take turns (one engine queue), so there
 # is one run in progress to stop; while it winds down, its status keeps saying so.
 STOPPING = threading.Event()
@@ -273,11 +274,15 @@ def _arrival_span_s(request: LiveRunRequest) -> float:
 
 
 def _remember_step_time(key: tuple, record: dict[str, Any]) -> None:
-    """The mean step time of the record's loops: what the next estimate of this setup uses."""
+    """The mean step time of the record's loops: what the next estimate of this setup uses
+    (the latest ``MAX_REMEMBERED`` setups: visitors may type any number of hub ids)."""
     steps = [run["metrics"].get("mean_step_us") or 0.0 for run in record["runs"]]
     steps = [us for us in steps if us > 0]
     if steps:
+        STEP_SECONDS.pop(key, None)
         STEP_SECONDS[key] = sum(steps) / len(steps) / 1e6
+        while len(STEP_SECONDS) > MAX_REMEMBERED:
+            STEP_SECONDS.pop(next(iter(STEP_SECONDS)))
 
 
 def _finished(record: dict[str, Any], request: LiveRunRequest, notes: list[str],
