@@ -31,7 +31,7 @@ NUM_INT_COLS = 6
 DECODE_BUCKETS = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
 
 
-@dataclass
+@dataclass(eq=False)   # a request equals only itself: membership tests compare identities
 class Req:
     rid: int
     prompt_ids: list[int]

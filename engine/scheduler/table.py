@@ -73,9 +73,14 @@ class RequestTable:
         positions. A request the pool cannot serve waits a step while retracted requests'
         memory comes back; if none is coming, the newest running request is retracted."""
         rows = []
-        for req in list(self.running):
-            if req not in self.running or not req.can_decode():
-                continue                         # retracted in this pass, or waiting on a stop
+        i = 0
+        # Retraction takes the newest requests (the list's tail), so a request retracted in this
+        # pass is never reached: the list has shrunk below it.
+        while i < len(self.running):
+            req = self.running[i]
+            i += 1
+            if not req.can_decode():
+                continue                         # waiting on a stop check
             steps = min(k, req.params.max_new_tokens - req.num_scheduled)
             start = req.prompt_len + req.num_scheduled - 1      # the position it writes next
             if not self._make_room(req, start + steps, in_flight, step):
