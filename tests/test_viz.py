@@ -130,7 +130,7 @@ def test_one_bar_trace_per_phase_with_start_and_duration_in_ms(known_run):
 
 def test_hover_shows_phase_step_duration_batch_and_tokens(known_run):
     decode = traces_by_name(timeline_figure(known_run))["decode"]
-    phase, step, duration, batch, tokens, lane, _ = decode.customdata[0]
+    phase, step, duration, batch, tokens, lane, *_ = decode.customdata[0]
     assert (phase, step, batch, tokens, lane) == ("decode", 0, 4, 4, "engine_stream")
     assert duration == pytest.approx(0.008)
     for field in ("customdata[0]", "customdata[1]", "customdata[2]", "customdata[3]",

@@ -47,6 +47,10 @@ _ROWS: list[tuple[str, Callable[[float], str]]] = [
     ("itl_ms_p99", lambda v: f"{v:.2f}"),
     ("tpot_ms_mean", lambda v: f"{v:.2f}"),
     ("wasted_tokens", lambda v: f"{v:,.0f}"),
+    # KV memory (runs of an engine with the prefix cache; a trace has none: "–")
+    ("prefix_hit_rate", lambda v: f"{100 * v:.1f}%"),
+    ("prefix_hit_tokens", lambda v: f"{v:,.0f}"),
+    ("retractions", lambda v: f"{v:,.0f}"),
 ]
 
 _STYLE = """<style>

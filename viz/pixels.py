@@ -56,6 +56,8 @@ def coalesce(keyed: list[tuple[str, dict[str, Any]]],
                 and span["start_us"] - last["end_us"] <= eps_us):
             last["end_us"] = max(last["end_us"], span["end_us"])
             last["num_tokens"] = last.get("num_tokens", 0) + span.get("num_tokens", 0)
+            if span.get("cached_tokens"):        # prefills' cache hits, summed as their tokens
+                last["cached_tokens"] = last.get("cached_tokens", 0) + span["cached_tokens"]
             last["merged"] = last.get("merged", 1) + 1
             last["busy_us"] += span["end_us"] - span["start_us"]
         else:

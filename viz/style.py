@@ -47,3 +47,12 @@ def phase_color(phase: str) -> str:
     """The phase's colour; a neutral grey for phases the legend does not know."""
     return PHASE_COLORS.get(phase, NEUTRAL_COLOR)
 
+
+# The KV-memory chart: pages in use by requests, held only by the prefix cache, and free. Not
+# red (red means GPU idle), and light where nothing is held.
+MEMORY_COLORS: dict[str, str] = {
+    "used": "#6a51a3",
+    "cached": "#41b6c4",
+    "free": "#e7e7e7",
+}
+RETRACTION_COLOR = "#222222"

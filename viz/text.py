@@ -7,7 +7,7 @@ English for a key a language lacks, so a missing translation shows English, neve
 
 from __future__ import annotations
 
-from viz import text_metrics, text_teach
+from viz import text_memory, text_metrics, text_teach
 
 LANGUAGES = {"en": "English", "zh": "中文"}
 
@@ -98,7 +98,8 @@ stream lanes* and over the *engine stream alone*; where they differ, the GPU was
     "gpu_idle": "GPU idle",
     "hover_bar": ("<b>%{customdata[0]}</b> · %{customdata[5]}<br>step %{customdata[1]}"
                   "<br>start %{customdata[6]:.3f} ms · duration %{customdata[2]:.3f} ms"
-                  "<br>batch size %{customdata[3]} · tokens %{customdata[4]}<extra></extra>"),
+                  "<br>batch size %{customdata[3]} · tokens %{customdata[4]}%{customdata[7]}"
+                  "<extra></extra>"),
     "hover_gap": "start %{customdata:.3f} ms · %{x:.3f} ms<extra></extra>",
     "run_title": "{label}: GPU idle {idle} ms in {gaps} gaps",
     "run_title_active": "{label}, while requests were in the system ({share}% of the time): "
@@ -349,7 +350,8 @@ _ZH: dict[str, str] = {
     "gpu_idle": "GPU 空闲",
     "hover_bar": ("<b>%{customdata[0]}</b> · %{customdata[5]}<br>第 %{customdata[1]} 步"
                   "<br>开始 %{customdata[6]:.3f} ms · 时长 %{customdata[2]:.3f} ms"
-                  "<br>批大小 %{customdata[3]} · token 数 %{customdata[4]}<extra></extra>"),
+                  "<br>批大小 %{customdata[3]} · token 数 %{customdata[4]}%{customdata[7]}"
+                  "<extra></extra>"),
     "hover_gap": "开始 %{customdata:.3f} ms · %{x:.3f} ms<extra></extra>",
     "run_title": "{label}：GPU 空闲 {idle} ms，共 {gaps} 段",
     "run_title_active": "{label}，只算系统中有请求的时间（占 {share}%）：GPU 空闲 {idle} ms，共 "
@@ -516,6 +518,8 @@ _EN.update(text_teach.EN)
 _ZH.update(text_teach.ZH)
 _EN.update(text_metrics.EN)
 _ZH.update(text_metrics.ZH)
+_EN.update(text_memory.EN)
+_ZH.update(text_memory.ZH)
 STRINGS: dict[str, dict[str, str]] = {"en": _EN, "zh": _ZH}
 
 

@@ -179,7 +179,7 @@ def _phase_trace(phase: str, spans: list[dict[str, Any]], index: dict[str, int],
     starts = [(s["start_us"] - offset_us) / 1000.0 for s in spans]
     durations = [(s["end_us"] - s["start_us"]) / 1000.0 for s in spans]
     custom = [[html.escape(str(s["phase"])), s.get("step", -1), d, s.get("batch_size", 0),
-               s.get("num_tokens", 0), html.escape(str(s["lane"])), b]
+               s.get("num_tokens", 0), html.escape(str(s["lane"])), b, _cached_line(s, lang)]
               for s, d, b in zip(spans, durations, starts)]
     return dict(
         type="bar", name=phase, legendgroup=phase, showlegend=show_legend, legendrank=100 + rank,
@@ -190,6 +190,16 @@ def _phase_trace(phase: str, spans: list[dict[str, Any]], index: dict[str, int],
                 "line": {"width": 0.6 if len(spans) < LINED_BARS else 0,
                          "color": "rgba(255,255,255,0.8)"}},
     )
+
+
+def _cached_line(span: dict[str, Any], lang: str) -> str:
+    """A prefill's hover line for its prompt tokens found in the prefix cache ("" for none):
+    ``num_tokens`` counts the tokens the forward computed, so the prompt it covered is both."""
+    cached = int(span.get("cached_tokens") or 0)
+    if not cached:
+        return ""
+    return t(lang, "hover_cached").format(cached=cached,
+                                          total=cached + int(span.get("num_tokens") or 0))
 
 
 def _add_gaps(fig: FigureSpec, gaps: list[tuple[float, float]], gpu_rows: list[int], row: int,

@@ -1,0 +1,154 @@
+"""The KV-memory chart: a run's pages in use by requests, held only by the prefix cache, and
+free, at every scheduled step, with its retractions marked.
+
+The engine samples the pool each time stage 2 builds a batch (``run["memory"]``, see
+docs/run_record.md), on the clock of the run's spans, so the chart's x-axis is the timeline's
+("time since the run started") and the two read one above the other; the step is in the hover.
+The three counts always add up to the pool, so they are drawn as stacked areas on a y-axis of
+exactly ``total_pages``: what the cache keeps is what the requests do not use, and a retraction
+(a dashed line, its hover naming the request and the step) comes where the free band is gone.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from typing import Any
+
+from viz.figure import FigureSpec
+from viz.spans import display_labels, time_range
+from viz.style import MEMORY_COLORS, RETRACTION_COLOR
+from viz.text import t
+from viz.timeline import message_figure, plotly_white
+
+PANEL_PX = 170          # height of one run's chart, in pixels
+KINDS = ("used", "cached", "free")       # bottom to top, as the columns of a memory step
+
+
+def memory_figure(runs: dict[str, Any] | list[dict[str, Any]], lang: str = "en") -> FigureSpec:
+    """One panel per run that carries a memory trace (a record, its ``runs`` list, or one run),
+    stacked top to bottom on one shared time axis; a message figure when none carries one."""
+    given = _runs_of(runs)
+    drawn = [run for run in given if has_memory(run)]
+    if not drawn:
+        return message_figure(t(lang, "memory_none" if given else "no_runs"))
+    labels = [html.escape(label) for label in display_labels(drawn, lang)]
+    fig = FigureSpec(rows=len(drawn), cols=1, shared_xaxes=True,
+                     vertical_spacing=min(0.3 / len(drawn), 0.14),
+                     subplot_titles=[_title(run, label, lang) for run, label in zip(drawn, labels)])
+    legend_shown: set[str] = set()
+    x_max = 0.0
+    for row, run in enumerate(drawn, start=1):
+        x_max = max(x_max, _add_run(fig, run, row, legend_shown, lang))
+        total = run["memory"]["total_pages"]
+        fig.update_yaxes(row=row, col=1, range=[0, total], fixedrange=True, showgrid=True,
+                         gridcolor="#eeeeee", zeroline=False, title={"text": t(lang, "memory_axis")})
+    fig.update_xaxes(range=[0, x_max * 1.01 or 1.0], showgrid=True, gridcolor="#eeeeee",
+                     zeroline=False, hoverformat=".1f")
+    fig.update_xaxes(title={"text": t(lang, "time_axis")}, row=len(drawn), col=1)
+    fig.update_layout(
+        template=plotly_white(), height=90 + len(drawn) * (PANEL_PX + 70),
+        margin={"l": 10, "r": 10, "t": 58, "b": 40}, hovermode="x unified",
+        legend={"font": {"size": 11}, "traceorder": "normal"},
+        hoverlabel={"bgcolor": "white", "font_size": 12},
+        font={"family": "Inter, Segoe UI, Noto Sans SC, sans-serif", "size": 12},
+    )
+    fig.update_annotations(font={"size": 13}, xanchor="left", x=0, align="left")
+    return fig
+
+
+def has_memory(run: dict[str, Any]) -> bool:
+    """Whether ``run`` carries a memory trace to draw (old records and imports do not). A
+    record read from a file is checked for the shape drawn here, so a malformed one is
+    "no trace", never an exception."""
+    memory = run.get("memory")
+    if not isinstance(memory, dict):
+        return False
+    total, steps = memory.get("total_pages"), memory.get("steps")
+    return (_is_number(total) and total > 0 and isinstance(steps, list) and bool(steps)
+            and all(_is_row(s, 5) for s in steps)
+            and isinstance(memory.get("retractions") or [], list)
+            and all(_is_row(r, 3) for r in memory.get("retractions") or []))
+
+
+def _is_row(row: Any, n: int) -> bool:
+    return isinstance(row, (list, tuple)) and len(row) >= n and all(_is_number(v) for v in row[:n])
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _runs_of(runs: dict[str, Any] | list[dict[str, Any]]) -> list[dict[str, Any]]:
+    if isinstance(runs, dict):
+        return list(runs.get("runs", [])) if "runs" in runs else [runs]
+    return list(runs or [])
+
+
+def _add_run(fig: FigureSpec, run: dict[str, Any], row: int, legend_shown: set[str],
+             lang: str) -> float:
+    """The three stacked areas and the retraction marks of one run; its last time in ms."""
+    memory = run["memory"]
+    total = memory["total_pages"]
+    steps = sorted(memory["steps"], key=lambda s: s[1])
+    # The pool as each schedule left it, held until the next one (a step function); the last
+    # state is held until the run's last span ends, so the panel is as long as its timeline.
+    end_us = max(time_range(run.get("spans", []))[1], steps[-1][1])
+    xs = [s[1] / 1000.0 for s in steps] + [end_us / 1000.0]
+    custom = [[s[0], s[2], s[3], s[4], total] for s in steps]
+    custom.append(custom[-1])
+    for column, kind in enumerate(KINDS, start=2):
+        color = MEMORY_COLORS[kind]
+        fig.add_trace(dict(
+            type="scatter", mode="lines", name=t(lang, f"mem_{kind}"), legendgroup=kind,
+            showlegend=kind not in legend_shown, x=xs, y=[c[column - 1] for c in custom],
+            stackgroup=f"memory{row}", line={"shape": "hv", "width": 0.5, "color": color},
+            fillcolor=color, customdata=custom, hovertemplate=t(lang, f"mem_hover_{kind}"),
+        ), row=row, col=1)
+        legend_shown.add(kind)
+    _add_retractions(fig, memory.get("retractions") or [], total, row, legend_shown, lang)
+    return end_us / 1000.0
+
+
+def _add_retractions(fig: FigureSpec, retractions: list[list[Any]], total: int, row: int,
+                     legend_shown: set[str], lang: str) -> None:
+    """A dashed line through the pool at each retraction (one trace, gaps between lines) and a
+    marker on top whose hover names the request and the step being built."""
+    if not retractions:
+        return
+    xs = [r[1] / 1000.0 for r in retractions]
+    line_x = [v for x in xs for v in (x, x, None)]
+    line_y = [v for _ in xs for v in (0, total, None)]
+    fig.add_trace(dict(
+        type="scatter", mode="lines", x=line_x, y=line_y, hoverinfo="skip", showlegend=False,
+        legendgroup="retraction", line={"color": RETRACTION_COLOR, "width": 1, "dash": "dot"},
+    ), row=row, col=1)
+    fig.add_trace(dict(
+        type="scatter", mode="markers", x=xs, y=[total] * len(xs), cliponaxis=False,
+        name=t(lang, "mem_retraction"), legendgroup="retraction",
+        showlegend="retraction" not in legend_shown,
+        hovertext=[t(lang, "mem_retracted").format(req=r[2], step=r[0]) for r in retractions],
+        hovertemplate="%{hovertext}<extra></extra>",
+        marker={"symbol": "triangle-down", "size": 10, "color": RETRACTION_COLOR},
+    ), row=row, col=1)
+    legend_shown.add("retraction")
+
+
+def _title(run: dict[str, Any], label: str, lang: str) -> str:
+    """Two lines above a run's panel: the prefix cache's hit rate and the retractions (bold),
+    then the pool's size and how close it came to running dry."""
+    memory, metrics = run["memory"], run.get("metrics") or {}
+    count = metrics.get("retractions")
+    count = len(memory.get("retractions") or []) if count is None else int(count)
+    retractions = (t(lang, "memory_retractions_one") if count == 1
+                   else t(lang, "memory_retractions").format(n=count))
+    if metrics.get("prefix_hit_rate") is not None:
+        head = t(lang, "memory_head").format(
+            label=label, rate=100 * float(metrics["prefix_hit_rate"]),
+            hits=int(metrics.get("prefix_hit_tokens") or 0), retractions=retractions)
+    else:
+        head = t(lang, "memory_head_no_rate").format(label=label, retractions=retractions)
+    sub = t(lang, "memory_sub").format(total=memory["total_pages"],
+                                       peak=max(s[2] for s in memory["steps"]),
+                                       free=min(s[4] for s in memory["steps"]))
+    return f"<b>{head}</b><br><span style=\"font-size:12px\">{sub}</span>"
