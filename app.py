@@ -269,8 +269,14 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
     PRESET_OUTPUTS = [loops, decode_steps, stop_early, requests, batch, prompt_len, max_new,
                       temperature, extra_cpu_us, request_rate, preset_said]
     for button, name in ((preset_overlap, "overlap"), (preset_multistep, "multistep")):
-        button.click(functools.partial(presets.preset, name), [language], PRESET_OUTPUTS,
-                     queue=False, show_progress="hidden")
+        button.click(functools.partial(presets.preset, name), [language, device],
+                     PRESET_OUTPUTS, queue=False, show_progress="hidden")
+    # The extra-CPU-work control fits the device a run uses: on a page load once the warm-up
+    # has measured it (a GPU's forward is a fraction of a CPU's), and when the reader picks one.
+    SIZING = dict(fn=presets.device_defaults, inputs=[device, extra_cpu_us, cuda_graph, language],
+                  outputs=[extra_cpu_us, cuda_graph, preset_said], show_progress="hidden")
+    device.input(functools.partial(presets.device_defaults, changed=True),
+                 SIZING["inputs"], SIZING["outputs"], show_progress="hidden")
     # Not queued behind the run it stops.
     stop_button.click(live.stop_run, [language], status, queue=False, show_progress="hidden")
     recorded.input(records.show_recorded, [recorded, language], OUTPUTS,
@@ -337,8 +343,12 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
     # The switches at once, marked as the machine is known so far; again once the scheduler
     # process has said whether it found a GPU.
     demo.load(**LAB_MARKS).then(**LAB_SAID)
-    demo.load(check_devices, [language], [device, cuda_graph], show_progress="hidden"
-              ).then(**LAB_MARKS).then(**LAB_SAID)
+    devices_known = demo.load(check_devices, [language], [device, cuda_graph],
+                              show_progress="hidden")
+    devices_known.then(**LAB_MARKS).then(**LAB_SAID)
+    devices_known.then(**SIZING, concurrency_limit=None)    # (it may wait for the warm-up)
+    language.change(presets.describe, [device, extra_cpu_us, language], preset_said,
+                    show_progress="hidden")
 
 
 def main() -> None:

@@ -319,12 +319,17 @@ def prewarm() -> None:
 
     d = common.DEFAULTS
     try:
+        # On a GPU the page's first click runs with CUDA graphs (presets.device_defaults): warm
+        # that engine, and measure its forward for the defaults.
+        graphs = common.scheduler().ready().cuda
         request, _ = build_request(["normal", "overlap"], d["decode_steps"], True, "auto",
                                    "bundled", d["requests"], d["batch"], d["prompt_len"],
-                                   common.DEFAULT_PROMPTS, d["max_new"], d["temperature"], False,
+                                   common.DEFAULT_PROMPTS, d["max_new"], d["temperature"], graphs,
                                    d["extra_cpu_us"])
         for event in common.scheduler().submit(WarmRequest(request.engine, probe=request)):
-            presets.remember(getattr(event, "profile", None))   # sizes the presets here
+            presets.remember(getattr(event, "profile", None))   # sizes presets and defaults
     except Exception as error:  # noqa: BLE001
         if not common.SHUTTING_DOWN.is_set():   # Ctrl-C during the warm-up ends it, quietly
             print(f"prewarm skipped: {type(error).__name__}: {error}", flush=True)
+    finally:
+        presets.WARMED.set()        # a page load waiting to size its controls goes on

@@ -1,67 +1,158 @@
-"""Presets: one click sets the controls for what a loop is for, sized to this machine.
+"""Presets and the page's defaults: one click sets the controls for what a loop is for, sized to
+the device the run will use.
 
-- ``overlap`` (the defaults' loops): the scheduler's CPU work about as long as the forward, where
-  one-step overlap gains the most (a serial step costs T_fwd + T_cpu, an overlapped one
-  max(T_fwd, T_cpu): twice as fast when they are equal);
+- ``overlap`` (the defaults' loops): the scheduler's CPU work a little shorter than the forward
+  (``FIRST_CLICK_FORWARDS``), just inside what one-step overlap hides: a serial step costs
+  T_fwd + T_cpu, an overlapped one max(T_fwd, T_cpu), so the GPU stays busy and the step is
+  almost twice as fast (at exactly one forward, any jitter in the CPU's work shows as idle GPU);
 - ``multistep``: the scheduler's work about three forwards long, which one-step overlap cannot
   hide and k = 4 decode steps per scheduling pass can (max(T_fwd, T_cpu / 4) = T_fwd).
 
-How long a forward and the scheduler's own work take here is what the background warm-up's probe
-run measured (``engine.processes.messages.DeviceProfile``, kept by ``remember``); the extra CPU
-work per step is set to bring the CPU's part to that many forwards. Before the warm-up has
+How long a forward and the scheduler's own work take is what the background warm-up's probe run
+measured (``engine.processes.messages.DeviceProfile``, kept by ``remember`` per kind of device);
+the extra CPU work per step brings the CPU's part to that many forwards. Before the warm-up has
 measured anything (or with ``--no-prewarm``) the presets use fixed values measured on this
-project's 2-core machine: 4 ms, and 20 ms (README: 58% GPU busy for one-step overlap, 97% for
-k = 4).
+project's 2-core machine: 4 ms and 20 ms.
+
+On CUDA the page's own defaults follow the ``overlap`` preset too (``device_defaults``: a forward
+there is a fraction of a millisecond, and the CPU-sized 4 ms would leave the GPU idle 90% of
+every step in both loops), with the control's range and steps cut to the device; CPU mode keeps
+the fixed defaults of its first click.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 from typing import Any
 
+import gradio as gr
+
 import viz
+from ui import common
 from ui.common import DEFAULTS, LIMITS, lang_of
 
 CONTROLS = ("loops", "decode_steps", "stop_early", "requests", "batch", "prompt_len", "max_new",
             "temperature", "extra_cpu_us", "request_rate")
+FIRST_CLICK_FORWARDS = 0.8   # the defaults' CPU part of a step, in forwards
 PRESETS = {   # name: (the controls it sets, the CPU's part of a step in forwards, fixed extra us)
-    "overlap": ({"loops": ["normal", "overlap"], **DEFAULTS, "stop_early": True}, 1.0, 4000),
+    "overlap": ({"loops": ["normal", "overlap"], **DEFAULTS, "stop_early": True},
+                FIRST_CLICK_FORWARDS, 4000),
     "multistep": ({"loops": ["normal", "overlap", "multistep"], **DEFAULTS, "decode_steps": 4,
                    "max_new": 64, "stop_early": True}, 3.0, 20000),
 }
-_profile: dict[str, Any] = {}
+CPU_SLIDER = (LIMITS["extra_cpu_us"][1], 250)     # (maximum, step) of the control on a CPU
+CUDA_STEP_US = 10
+WARM_WAIT_S = 180.0          # how long a page load waits for the warm-up to measure the GPU
+_profiles: dict[str, Any] = {}      # "cuda" | "cpu": the latest DeviceProfile of that kind
 _lock = threading.Lock()
+WARMED = threading.Event()          # the warm-up has ended (measured, skipped or failed)
+
+
+def _kind(device_kind: str) -> str:
+    return "cuda" if device_kind == "cuda" else "cpu"
 
 
 def remember(profile: Any) -> None:
     """Keep what the warm-up measured (a ``DeviceProfile``, or None)."""
     if profile is not None and profile.t_fwd_us > 0:
         with _lock:
-            _profile["now"] = profile
+            _profiles[_kind(profile.device_kind)] = profile
+
+
+def profile_for(device_choice: str) -> Any:
+    """The profile of the device a run with this choice uses ("auto": CUDA where there is one)."""
+    kind = "cuda" if device_choice == "cuda" or (
+        device_choice == "auto" and common.cuda_seen()) else "cpu"
+    with _lock:
+        return _profiles.get(kind)
+
+
+def slider_range(profile: Any) -> tuple[int, int]:
+    """(maximum, step) of the extra-CPU-work control for a device: on CUDA up to eight forwards
+    (multi-step's largest k) in 10 µs steps, on a CPU the whole 0-20 ms in 250 µs steps."""
+    if profile is None or _kind(profile.device_kind) != "cuda":
+        return CPU_SLIDER
+    top = max(2000, math.ceil(8 * profile.t_fwd_us / 500) * 500)
+    return min(top, LIMITS["extra_cpu_us"][1]), CUDA_STEP_US
 
 
 def sized_extra_us(forwards: float, profile: Any) -> int:
     """Extra CPU work per step that makes the CPU's part ``forwards`` forwards long, in the
-    control's steps (250 µs) and limits."""
-    low, high, _ = LIMITS["extra_cpu_us"]
+    control's steps and limits."""
+    low, _, _ = LIMITS["extra_cpu_us"]
+    high, step = slider_range(profile)
     extra = forwards * profile.t_fwd_us - profile.t_cpu_us
-    return int(min(max(round(extra / 250) * 250, low), high))
+    return int(min(max(round(extra / step) * step, low), high))
 
 
-def preset(name: str, lang_choice: str = "English") -> tuple:
+def sizing_said(profile: Any, extra: int, lang: str) -> str:
+    """What the device measured and what that means for the control: one forward, where one-step
+    overlap stops hiding the CPU's work, which k multi-step needs for this much."""
+    fwd, cpu = profile.t_fwd_us, profile.t_cpu_us
+    part = (cpu + extra) / fwd                  # the CPU's part of a step, in forwards
+    return viz.t(lang, "preset_sized").format(
+        device=profile.device_name, model=profile.model, batch=profile.batch,
+        graphs=viz.t(lang, "sized_graphs" if profile.cuda_graph else "sized_eager"),
+        fwd=fwd / 1e3, cpu=cpu / 1e3, extra=extra, forwards=part,
+        hides=int(max(fwd - cpu, 0)), k=max(1, math.ceil(part - 1e-9)),
+        k4=int(max(4 * fwd - cpu, 0)))
+
+
+def preset(name: str, lang_choice: str = "English", device_choice: str = "auto") -> tuple:
     """The values the preset gives the controls (``CONTROLS`` order), then a sentence saying
     how the extra CPU work was chosen."""
     lang = lang_of(lang_choice)
     values, forwards, fixed = PRESETS[name]
-    with _lock:
-        profile = _profile.get("now")
+    profile = profile_for(device_choice)
     if profile is None:
         extra = fixed
         said = viz.t(lang, "preset_fixed").format(extra=extra)
     else:
         extra = sized_extra_us(forwards, profile)
-        said = viz.t(lang, "preset_sized").format(
-            device=profile.device_name, fwd=profile.t_fwd_us / 1e3, cpu=profile.t_cpu_us / 1e3,
-            extra=extra, forwards=f"{forwards:g}")
+        said = sizing_said(profile, extra, lang)
     chosen = {**values, "extra_cpu_us": extra}
     return (*(chosen[control] for control in CONTROLS), said)
+
+
+def device_defaults(device_choice: str, extra_now: Any, graphs_now: Any, lang_choice: str,
+                    changed: bool = False) -> tuple[Any, Any, str]:
+    """The extra-CPU-work control, the CUDA-graphs box and the sizing line for the device a run
+    would use. On a page load (``changed`` False) a CUDA device's values replace only the
+    untouched CPU defaults (a reader who moved the control keeps it), once the warm-up has
+    measured the GPU; a device chosen by the reader (``changed``) gets that device's defaults.
+    """
+    lang = lang_of(lang_choice)
+    cuda = device_choice == "cuda" or (device_choice == "auto" and common.cuda_seen())
+    if cuda and not changed:
+        WARMED.wait(WARM_WAIT_S)
+    profile = profile_for(device_choice)
+    if not cuda:
+        high, step = CPU_SLIDER
+        value = DEFAULTS["extra_cpu_us"] if changed else extra_now
+        said = (sizing_said(profile, int(value), lang) if profile is not None else
+                viz.t(lang, "preset_cpu_default").format(extra=DEFAULTS["extra_cpu_us"]))
+        return gr.update(maximum=high, step=step, value=value), gr.update(), said
+    if profile is None:                         # no GPU measured (no warm-up): fixed steps
+        return gr.update(), gr.update(value=True), viz.t(lang, "preset_unmeasured")
+    extra = sized_extra_us(FIRST_CLICK_FORWARDS, profile)
+    high, step = slider_range(profile)
+    untouched = changed or extra_now == DEFAULTS["extra_cpu_us"]
+    slider = gr.update(maximum=high, step=step, **({"value": extra} if untouched else {}))
+    graphs = gr.update(value=True) if untouched else gr.update()
+    return slider, graphs, sizing_said(profile, extra if untouched else int(extra_now), lang)
+
+
+def describe(device_choice: str, extra_now: Any, lang_choice: str) -> str:
+    """The sizing line again (in another language) for the control as it is now."""
+    lang = lang_of(lang_choice)
+    profile = profile_for(device_choice)
+    try:
+        extra = int(extra_now)
+    except (TypeError, ValueError):
+        extra = DEFAULTS["extra_cpu_us"]
+    if profile is not None:
+        return sizing_said(profile, extra, lang)
+    cuda = device_choice == "cuda" or (device_choice == "auto" and common.cuda_seen())
+    return viz.t(lang, "preset_unmeasured" if cuda else "preset_cpu_default").format(
+        extra=DEFAULTS["extra_cpu_us"])

@@ -20,9 +20,20 @@ EN: dict[str, str] = {
                    "defaults); multi-step pays off when the scheduler's work is longer than the "
                    "forward.",
     "preset_overlap": "Normal vs overlap (the defaults)",
-    "preset_sized": "*Sized to this machine ({device}): in the warm-up a decode step's forward "
-                    "took {fwd:.2f} ms and the scheduler's own work {cpu:.2f} ms, so {extra} µs of "
-                    "extra CPU work a step make the CPU's part about {forwards} forward(s) long.*",
+    "preset_sized": "*Sized to {device} ({model}, B = {batch}, {graphs}): in the warm-up a "
+                    "decode step's forward took {fwd:.2f} ms and the scheduler's own work "
+                    "{cpu:.2f} ms. With {extra} µs of extra CPU work a step the CPU's part is "
+                    "{forwards:.1f} forwards long. One-step overlap hides up to about {hides} µs "
+                    "of extra work (the CPU's part one forward); beyond that, multi-step needs k "
+                    "at least the CPU's part in forwards: this setting needs k = {k}, and k = 4 "
+                    "hides up to about {k4} µs.*",
+    "sized_graphs": "CUDA graphs",
+    "sized_eager": "eager",
+    "preset_cpu_default": "*CPU mode: {extra} µs of extra CPU work a step, the first click "
+                          "measured on this project's 2-core machine (the warm-up has not "
+                          "measured this one yet).*",
+    "preset_unmeasured": "*The GPU has not been measured (no warm-up ran): CUDA graphs are on; "
+                         "for the lesson, set the extra CPU work a little below one forward.*",
     "preset_fixed": "*Extra CPU work {extra} µs a step, as measured on this project's 2-core "
                     "machine (this one has not been measured yet: the warm-up is still on).*",
     "preset_multistep": "A heavy scheduler: multi-step, k = 4",
@@ -218,9 +229,17 @@ ZH: dict[str, str] = {
     "preset_help": "**预设。** 一步重叠最多能藏住与一次前向一样长的 CPU 工作（默认设置）；只有当调度器的工作"
                    "比前向还长时，多步重叠才有收益。",
     "preset_overlap": "普通与重叠（默认设置）",
-    "preset_sized": "*按这台机器设定（{device}）：预热时一个解码步的前向用了 {fwd:.2f} ms，调度器"
-                    "自身的工作用了 {cpu:.2f} ms，所以每步 {extra} µs 的额外 CPU 工作让 CPU 的部分约为 "
-                    "{forwards} 次前向那么长。*",
+    "preset_sized": "*按 {device} 设定（{model}，B = {batch}，{graphs}）：预热时一个解码步的前向用了 "
+                    "{fwd:.2f} ms，调度器自身的工作用了 {cpu:.2f} ms。每步加 {extra} µs 额外 CPU 工作后，"
+                    "CPU 的部分约为 {forwards:.1f} 次前向那么长。一步重叠最多能藏住约 {hides} µs 的额外工作"
+                    "（CPU 的部分等于一次前向）；再多，多步重叠的 k 至少要等于 CPU 部分折合的前向数：这个设置"
+                    "需要 k = {k}，k = 4 最多能藏住约 {k4} µs。*",
+    "sized_graphs": "CUDA Graph",
+    "sized_eager": "eager 模式",
+    "preset_cpu_default": "*CPU 模式：每步额外 CPU 工作 {extra} µs，即本项目双核机器上实测的第一次点击"
+                          "（预热还没有测过这台机器）。*",
+    "preset_unmeasured": "*还没有测过这块 GPU（没有运行预热）：已打开 CUDA Graph；要看到效果，请把额外 CPU "
+                         "工作设得比一次前向略短。*",
     "preset_fixed": "*每步额外 CPU 工作 {extra} µs，取自本项目的双核机器上的测量（这台机器还没有测过："
                     "预热仍在进行）。*",
     "preset_multistep": "重调度器：多步，k = 4",
