@@ -62,8 +62,8 @@ def switch_language(lang_choice: str, record: dict[str, Any] | None, spec: dict[
         empty = plot(viz.side_by_side_figure([], lang=lang))
         view = MainView(status=common.render_said(spec, lang), timeline=empty)
     zoomed = records.zoom(record, first, last, lang_choice)
-    return (*TR.updates(lang), view.status, view.timeline, zoomed, view.metrics, view.texts,
-            *check_devices(lang_choice, wait=False))
+    return (*TR.updates(lang), view.status, view.timeline, zoomed, view.memory, view.metrics,
+            view.texts, *check_devices(lang_choice, wait=False))
 
 
 # ---- layout -----------------------------------------------------------------------------------
@@ -151,6 +151,13 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
                 extra_cpu_us = _slider("extra_cpu_us", "ctl_extra_cpu", 250, scale=2)
                 cuda_graph = gr.Checkbox(False, label=viz.t(en, "ctl_cuda_graph"),
                                          interactive=False, elem_id="cuda-graph")
+            with gr.Row():
+                shared_prefix = TR.add(gr.Number(DEFAULTS["shared_prefix"],
+                                                 elem_id="shared-prefix",
+                                                 label=viz.t(en, "ctl_shared_prefix")),
+                                       "ctl_shared_prefix")
+                kv_pages = TR.add(gr.Number(DEFAULTS["kv_pages"], elem_id="kv-pages",
+                                            label=viz.t(en, "ctl_kv_pages")), "ctl_kv_pages")
             with TR.add(gr.Accordion(viz.t(en, "ctl_prompts"), open=False), "ctl_prompts"):
                 prompts_text = gr.Textbox(common.DEFAULT_PROMPTS, lines=4, show_label=False,
                                           elem_id="prompts")
@@ -222,6 +229,7 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
                         _md("zoom_help")
                         zoomed = gr.Plot(plot(viz.side_by_side_figure([])), show_label=False,
                                          elem_id="zoomed")
+                        memory = gr.Plot(show_label=False, elem_id="memory", visible=False)
                     with gr.Column(scale=1, min_width=280, elem_id="explain"):
                         _md("timeline_help")
                 with gr.Row(equal_height=False):
@@ -255,7 +263,8 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
 
     # ---- events -----------------------------------------------------------------------------
     OUTPUTS = MainView.components(
-        status=status, timeline=timeline, live=live_canvas, zoomed=zoomed, metrics=metrics, texts=texts,
+        status=status, timeline=timeline, live=live_canvas, zoomed=zoomed, memory=memory,
+        metrics=metrics, texts=texts,
         first_step=first_step, last_step=last_step, record=record_state, said=said_state,
         download_record=download_record, download_trace=download_trace)
     REPLAY = [replay_run, step, step_caption, step_plot, unrolled]
@@ -263,7 +272,7 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
     run_button.click(
         run_handler, [loops, decode_steps, stop_early, device, model, requests, batch, prompt_len,
                       prompts_text, max_new, temperature, cuda_graph, extra_cpu_us,
-                      request_rate, chat, language],
+                      request_rate, chat, language, shared_prefix, kv_pages],
         OUTPUTS, show_progress="minimal", show_progress_on=[status], **ENGINE_QUEUE,
     ).then(replay.reset_replay, [record_state, language], REPLAY, show_progress="hidden")
     PRESET_OUTPUTS = [loops, decode_steps, stop_early, requests, batch, prompt_len, max_new,
@@ -314,7 +323,7 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
                    show_progress="minimal", **ENGINE_QUEUE)
     language.change(
         switch_language, [language, record_state, said_state, first_step, last_step],
-        [*TR.components, status, timeline, zoomed, metrics, texts, device, cuda_graph],
+        [*TR.components, status, timeline, zoomed, memory, metrics, texts, device, cuda_graph],
         show_progress="hidden",
     ).then(replay.redraw, [record_state, replay_run, step, language],
            [step_caption, step_plot, unrolled], show_progress="hidden"

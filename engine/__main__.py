@@ -39,6 +39,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "computes it once)")
     p.add_argument("--no-prefix-cache", action="store_true",
                    help="run without the radix prefix cache")
+    p.add_argument("--kv-pages", type=int, default=None, metavar="N",
+                   help="KV pool of N pages of 16 tokens (default: every request at full "
+                        "length); fewer make the scheduler retract requests when it runs dry")
     p.add_argument("--stop-early", action="store_true",
                    help="as the app does: each request stops on a token picked from a probe run")
     p.add_argument("--max-new-tokens", type=int, default=64)
@@ -100,10 +103,14 @@ def build_config(a: argparse.Namespace, arrivals: list | None = None) -> EngineC
     for arrival in arrivals or ():
         longest = max(longest, (arrival.prompt_tokens or prompt_tokens)
                       + (arrival.output_tokens or a.max_new_tokens) + a.shared_prefix)
+    max_seq_len = max(64, longest)
+    if a.kv_pages is not None and a.kv_pages < -(-max_seq_len // EngineConfig.page_size):
+        raise ValueError(f"--kv-pages must be at least {-(-max_seq_len // EngineConfig.page_size)}"
+                         f", the pages of one request at full length ({max_seq_len} tokens)")
     return EngineConfig(model=a.model, device=a.device, cuda_graph=a.cuda_graph,
-                        prefix_cache=not a.no_prefix_cache,
+                        prefix_cache=not a.no_prefix_cache, num_pages=a.kv_pages,
                         max_batch_size=a.batch_size, dtype=a.dtype, seed=a.seed,
-                        max_seq_len=max(64, longest),
+                        max_seq_len=max_seq_len,
                         max_prefill_tokens=max(512, a.prompt_len),
                         extra_cpu_us=a.extra_cpu_us, record_timeline=not a.no_record,
                         decode_steps=a.decode_steps, compile=a.compile,
@@ -281,7 +288,7 @@ def _run(a, cfg, params, eng, arrivals=None, ctrl_c: CtrlC | None = None) -> int
         if m["prefix_hit_tokens"] or m["retractions"]:
             print(f"{r.mode}: prefix cache found {m['prefix_hit_tokens']} prompt tokens "
                   f"({100 * m['prefix_hit_rate']:.0f}% of those admitted), "
-                  f"{m['retractions']} retractions")
+                  f"{m['retractions']} retraction{'' if m['retractions'] == 1 else 's'}")
     if arrivals:
         from engine.scheduler.arrivals import describe
         from record.serving import format_table as latency_table

@@ -235,3 +235,28 @@ def test_step_times_are_remembered_for_the_latest_setups_only():
     assert len(live.STEP_SECONDS) == live.MAX_REMEMBERED
     assert ("org/model-0", "cpu", 16, False) not in live.STEP_SECONDS
     assert live.STEP_SECONDS[(f"org/model-{live.MAX_REMEMBERED + 9}", "cpu", 16, False)] == 0.002
+
+
+def test_a_shared_prompt_on_a_small_pool_shows_hits_retractions_and_the_memory_chart():
+    """The page's memory controls reach the engine: a shared system prompt is served by the
+    prefix cache after the first prefills, a pool below every request at full length retracts,
+    every loop still gives the same tokens, and the KV-memory chart is shown for the run."""
+    # 8 requests, 8 rows: 64 + 2*6 + 48 + 64 = 188 tokens a request at most (12 pages); 8 x 12
+    # pages would hold them all, 40 do not.
+    (*_, final) = views(loops=["normal", "overlap"], requests=8, batch=8, max_new=48,
+                        stop_early=False, shared_prefix=64, kv_pages=40)
+    assert "Done" in final["status"], final["status"]
+    runs = final["record"]["runs"]
+    assert final["record"]["config"]["shared_prefix"] == 64
+    tokens = [[out["token_ids"] for out in run["outputs"]] for run in runs]
+    assert tokens[0] == tokens[1]
+    for run in runs:
+        assert run["metrics"]["prefix_hit_tokens"] > 0 and run["metrics"]["retractions"] > 0
+        assert run["memory"]["total_pages"] == 40
+    assert final["memory"]["visible"] is True and final["memory"]["value"] is not None
+    (view,) = views(shared_prefix=64, kv_pages=5)        # 64 + 12 + 24 + 64 = 164 tokens: 11
+    assert "at least 11" in view["status"] and "status-error" in view["status"]
+    (view,) = views(shared_prefix=64, kv_pages=5, lang_choice="中文")
+    assert "KV 页数必须为 0" in view["status"]
+    (view,) = views(shared_prefix=2.5)
+    assert "Shared system prompt must be a whole number" in view["status"]

@@ -42,13 +42,14 @@ STOPPING = threading.Event()
 
 def run_live(loops, decode_steps, stop_early, device, model, requests, batch, prompt_len,
              prompts_text, max_new, temperature, cuda_graph, extra_cpu_us, request_rate=0.0,
-             chat=False, lang_choice="English"):
+             chat=False, lang_choice="English", shared_prefix=0, kv_pages=0):
     """Run the chosen loops; yield the main view as it grows (a generator of output tuples)."""
     lang = lang_of(lang_choice)
     try:
         request, notes = build_request(loops, decode_steps, stop_early, device, model, requests,
                                        batch, prompt_len, prompts_text, max_new, temperature,
-                                       cuda_graph, extra_cpu_us, request_rate, chat)
+                                       cuda_graph, extra_cpu_us, request_rate, chat,
+                                       shared_prefix, kv_pages)
         if request.engine.device == "cuda" and not common.scheduler().ready().cuda:
             raise InputError("device_no_cuda")
     except InputError as error:
@@ -63,6 +64,7 @@ def run_live(loops, decode_steps, stop_early, device, model, requests, batch, pr
     # engine's too); the interactive chart comes back with the finished record.
     yield MainView(status=progress_bar(0.0, _starting_text(request, key, expected, notes, lang)),
                    timeline=gr.update(visible=False), live=gr.update(value="", visible=True),
+                   memory=gr.update(visible=False),
                    zoomed=plot(viz.message_figure(viz.t(lang, "zoom_after_run"))), metrics="",
                    texts="").values()
     live = _LiveRuns(request)
@@ -121,7 +123,8 @@ def stop_run(lang_choice: str) -> str:
 
 def build_request(loops, decode_steps, stop_early, device, model, requests, batch, prompt_len,
                   prompts_text, max_new, temperature, cuda_graph, extra_cpu_us,
-                  request_rate=0.0, chat=False) -> tuple[LiveRunRequest, list[str]]:
+                  request_rate=0.0, chat=False, shared_prefix=0,
+                  kv_pages=0) -> tuple[LiveRunRequest, list[str]]:
     """The request for the scheduler process, and notes for the user about what it will run.
     ``InputError`` for a value the run cannot take.
 
@@ -129,12 +132,15 @@ def build_request(loops, decode_steps, stop_early, device, model, requests, batc
     a Poisson process (seed 0), the same arrival times for every loop, and the page reports time
     to first token and inter-token latency. ``chat``: each prompt goes in as a user message
     through the model's chat template (models without one, or without a tokenizer, take the
-    text as it is)."""
+    text as it is). ``shared_prefix``: tokens of one system prompt before every prompt (what
+    the prefix cache serves after the first prefill). ``kv_pages``: the KV pool (0: pages for
+    every request at full length; fewer make the scheduler retract requests)."""
     from engine.config import EngineConfig, SamplingParams
 
     values = common.validate(requests=requests, batch=batch, prompt_len=prompt_len,
                              max_new=max_new, temperature=temperature, extra_cpu_us=extra_cpu_us,
-                             decode_steps=decode_steps, request_rate=request_rate)
+                             decode_steps=decode_steps, request_rate=request_rate,
+                             shared_prefix=shared_prefix, kv_pages=kv_pages)
     chosen = tuple(loop for loop in LOOPS if loop in (loops or []))
     if not chosen:
         raise InputError("error_no_loop")
@@ -144,9 +150,16 @@ def build_request(loops, decode_steps, stop_early, device, model, requests, batc
     prompts, used_default = common.word_prompts(prompts_text, values["requests"],
                                                 values["prompt_len"])
     notes = ["note_default_prompts"] if used_default else []
+    # Words become about two tokens each (chat adds its template); the shared system prompt
+    # comes before every prompt.
+    max_seq_len = 2 * values["prompt_len"] + values["max_new"] + 64 + values["shared_prefix"]
+    page = EngineConfig.page_size
+    need = -(-max_seq_len // page)
+    if values["kv_pages"] and values["kv_pages"] < need:
+        raise InputError("error_kv_pages", need=need, tokens=max_seq_len, value=values["kv_pages"])
     engine = EngineConfig(model=model, device=device, max_batch_size=values["batch"],
                           cuda_graph=bool(cuda_graph) and device != "cpu", seed=0,
-                          max_seq_len=2 * values["prompt_len"] + values["max_new"] + 64)
+                          max_seq_len=max_seq_len, num_pages=values["kv_pages"] or None)
     params = SamplingParams(max_new_tokens=values["max_new"], temperature=values["temperature"])
     rate = values["request_rate"] or None
     if rate and values["requests"] / rate > MAX_ARRIVAL_S:     # a run must not take hours
@@ -154,11 +167,14 @@ def build_request(loops, decode_steps, stop_early, device, model, requests, batc
                          seconds=values["requests"] / rate, limit=MAX_ARRIVAL_S)
     workload = {"requests": values["requests"], "prompt_len_words": values["prompt_len"],
                 "max_new_tokens": values["max_new"], "temperature": values["temperature"],
-                "request_rate": rate, "chat": bool(chat)}
+                "request_rate": rate, "chat": bool(chat),
+                "shared_prefix_tokens": values["shared_prefix"],
+                "kv_pages": values["kv_pages"] or None}
     request = LiveRunRequest(engine=engine, prompts=prompts, prompt_tokens=values["prompt_len"],
                              params=params, loops=chosen, decode_steps=values["decode_steps"],
                              extra_cpu_us=values["extra_cpu_us"], stop_early=bool(stop_early),
-                             workload=workload, request_rate=rate, chat=bool(chat))
+                             workload=workload, request_rate=rate, chat=bool(chat),
+                             shared_prefix=values["shared_prefix"])
     return request, notes
 
 

@@ -97,7 +97,8 @@ def shown(spec: dict[str, Any], record: dict[str, Any] | None, lang: str,
     if not record or not record.get("runs"):
         empty = plot(viz.side_by_side_figure([], lang=lang))
         return MainView(status=status_html, timeline=gr.update(value=empty, visible=True),
-                        live=idle, zoomed=empty, metrics="", texts="",
+                        live=idle, zoomed=empty, memory=gr.update(visible=False), metrics="",
+                        texts="",
                         record=None, said=spec, download_record=file_update(None),
                         download_trace=file_update(None))
     runs = record["runs"]
@@ -105,9 +106,18 @@ def shown(spec: dict[str, Any], record: dict[str, Any] | None, lang: str,
     chart = plot(viz.side_by_side_figure(runs, lang=lang))
     return MainView(status=status_html, timeline=gr.update(value=chart, visible=True), live=idle,
                     zoomed=plot(viz.side_by_side_figure(runs, window=(first, last), lang=lang)),
+                    memory=memory_view(runs, lang),
                     metrics=viz.metrics_html(runs, lang), texts=viz.texts_html(runs, lang),
                     first_step=first, last_step=last, record=record, said=spec,
                     download_record=file_update(files[0]), download_trace=file_update(files[1]))
+
+
+def memory_view(runs: list[dict[str, Any]], lang: str) -> Any:
+    """The KV-memory chart, shown only for runs that recorded their pages (records made before
+    the prefix cache, and imported traces, have none)."""
+    if not any(viz.has_memory(run) for run in runs):
+        return gr.update(visible=False)
+    return gr.update(value=plot(viz.memory_figure(runs, lang)), visible=True)
 
 
 def show_recorded(name: str | None, lang_choice: str) -> tuple:

@@ -34,6 +34,7 @@ class MainView:
     timeline: Any = field(default_factory=keep)         # whole runs, side by side
     live: Any = field(default_factory=keep)             # the canvas while a run is on
     zoomed: Any = field(default_factory=keep)           # the step window
+    memory: Any = field(default_factory=keep)           # KV pages per step (runs that have them)
     metrics: Any = field(default_factory=keep)          # metrics table and formula (HTML)
     texts: Any = field(default_factory=keep)            # generated texts (HTML)
     first_step: Any = field(default_factory=keep)

@@ -47,6 +47,11 @@ _EN: dict[str, str] = {
   upload(*n+1*) queues behind it, and every forward starts only after the previous one, its copy
   and the next upload. On a CPU the device process runs every command in order, like a single
   stream (its copy is drawn on the scheduler-stream lane).
+- **KV memory** (the chart under the step window, for runs that record it): pages in use by
+  requests, held only by the prefix cache, and free, per step; a dotted line marks a
+  retraction (the pool ran dry and the newest request waits again). With a *shared system
+  prompt* the later requests' prefills are short: hover one to see how many prompt tokens the
+  prefix cache served.
 - **Lag one:** the CPU sees an EOS one step late, so a finished request may ride along in one
   more batch; that extra token is dropped and the request is freed exactly once.
 - On a machine without a GPU, a separate **device process** plays the GPU (it owns the model,
@@ -168,6 +173,14 @@ stream lanes* and over the *engine stream alone*; where they differ, the GPU was
                        "to arrive; a run here allows {limit:.0f} s. Raise the rate or lower the "
                        "number of requests.",
     "name_request_rate": "Request rate",
+    "name_shared_prefix": "Shared system prompt",
+    "name_kv_pages": "KV pages",
+    "ctl_shared_prefix": "Shared system prompt (tokens before every prompt; the prefix cache "
+                         "computes it once)",
+    "ctl_kv_pages": "KV pages (16 tokens each; 0 = enough for every request, fewer: requests "
+                    "are retracted when the pool runs dry)",
+    "error_kv_pages": "KV pages must be 0 (enough for every request) or at least {need}, the "
+                      "pages of one request at full length ({tokens} tokens); got {value}.",
     "fail_model": "The model could not be loaded: not found, refused by a guard, or not "
                   "downloadable here (the reason is below).",
     "fail_offline": "The model is not downloaded yet and the Hugging Face hub cannot be reached "
@@ -308,6 +321,9 @@ _ZH: dict[str, str] = {
   H200 运行就是如此），copy(*n*) 在那里等待 forward(*n*)，upload(*n+1*) 排在它后面，于是每次前向都要
   等上一次前向、它的回传和下一次上传依次完成后才开始。在 CPU 上，设备进程按顺序执行每条命令，就像
   只有一条 stream（它的回传画在 scheduler stream 泳道上）。
+- **KV 内存**（步窗口下方的图，仅限记录了它的运行）：每一步中请求占用、只由前缀缓存持有和空闲的页；
+  虚线标出一次撤回（页池用尽，最新的请求重新排队）。使用*共享系统提示*时，后来请求的 prefill 很短：
+  把鼠标移到上面，可以看到有多少提示 token 来自前缀缓存。
 - **滞后一轮：** CPU 晚一步才看到 EOS，已结束的请求可能还会跟着多跑一批；那个多出的 token 被丢弃，
   请求只释放一次。
 - 没有 GPU 的机器上，由一个独立的**设备进程**扮演 GPU（它持有模型、KV Cache 和 token_pool）。
@@ -413,6 +429,12 @@ _ZH: dict[str, str] = {
     "error_rate_slow": "按每秒 {rate:g} 个请求，{requests} 个请求大约需要 {seconds:.0f} 秒才能全部到达；"
                        "这里一次运行最多 {limit:.0f} 秒。请提高速率或减少请求数。",
     "name_request_rate": "请求速率",
+    "name_shared_prefix": "共享系统提示",
+    "name_kv_pages": "KV 页数",
+    "ctl_shared_prefix": "共享系统提示（每个提示前的 token 数；前缀缓存只计算一次）",
+    "ctl_kv_pages": "KV 页数（每页 16 个 token；0 = 够所有请求用，更少：页池用尽时撤回请求）",
+    "error_kv_pages": "KV 页数必须为 0（够所有请求用）或至少 {need}，即一个请求满长度（{tokens} 个 token）"
+                      "所需的页数；收到的是 {value}。",
     "fail_model": "无法加载该模型：找不到、被安全检查拒绝，或在这里无法下载（原因见下方）。",
     "fail_offline": "该模型尚未下载，而这台机器无法访问 Hugging Face Hub：请选择附带的模型或同形预设，"
                     "或在能联网的地方运行本应用（细节见下方）。",
