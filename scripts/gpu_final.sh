@@ -41,6 +41,7 @@ if [[ $part == stage ]]; then
     mkdir -p /tmp/whl && cp .whl-ui-a/*.whl /tmp/whl/
     step record 200 env OUT="$OUT" bash scripts/h200_runs.sh record
     rm -rf "$OUT/rec"                          # (in recorded.tgz: $OUT holds few files)
+    step launch_cost 30 python3 -m bench --launch-cost --models bundled --batches 8
     step serving 110 python3 -m bench --device cuda --rates 8 --requests 32 --prompt-len 32 \
         --new-tokens 64 --shared-prefix 512 --prefix-cache both --repeats 3 \
         --json "$OUT/serving-shared-prefix-h200.json"
@@ -51,6 +52,8 @@ if [[ $part == ui ]]; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site \
         /tmp/whl/*.whl 2>&1 | tail -3
     export PYTHONPATH=/tmp/site
+    step cuda_again 100 $PT -m cuda -n 4 tests/test_kv_memory.py tests/test_engine.py \
+        tests/test_hazards.py tests/test_request.py
     step ui_tests 200 $PT -n 4 tests/test_ui_live.py tests/test_ui_lab.py tests/test_ui_replay.py \
         tests/test_ui_serving.py tests/test_ui_records.py tests/test_serve.py tests/test_faults.py
     step first_clicks 240 python3 scripts/gpu_first_click.py --clicks 3 --out "$OUT"

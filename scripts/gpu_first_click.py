@@ -1,0 +1,149 @@
+"""The page's first click on a GPU, through the page's own handler (issue 21, items 1, 5, 6).
+
+    python scripts/gpu_first_click.py --clicks 3 --out DIR      # on a machine with CUDA
+
+What a visitor gets: the app's warm-up (``ui.live.prewarm``: the scheduler process, the default
+engine with CUDA graphs, the stop-token probe that measures a forward), the controls as a page
+load sets them (``ui.presets.device_defaults``), then Run pressed ``--clicks`` times with those
+values (``ui.live.run_live``, the real scheduler process, the same generator the page draws).
+Printed per click and as median [min-max]: GPU busy over both stream lanes and over the engine
+stream alone (whole run and steady window), the measured speedup per decode step, and the two
+loops' median prefill forward. The first click's record is written to DIR (for assets/recorded).
+
+``--allow-cpu`` runs it where there is no GPU (to try the script; the figures are CPU's).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from dataclasses import fields
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+TARGETS = {   # issue 21's "done when", checked on the steady window of each click
+    "overlap busy, both lanes": (0.95, "min"), "overlap busy, engine stream": (0.90, "min"),
+    "speedup per decode step": (1.5, "min"), "prefill normal / overlap": (0.2, "within"),
+}
+
+
+def _median_us(run: dict, phase: str) -> float:
+    spans = [s["end_us"] - s["start_us"] for s in run["spans"]
+             if s["lane"] == "engine_stream" and s["phase"] == phase]
+    return statistics.median(spans) if spans else float("nan")
+
+
+def _click(live, common, values: dict) -> tuple[dict, float]:
+    from ui.view import MainView
+
+    names = [f.name for f in fields(MainView)]
+    started = time.perf_counter()
+    final = None
+    for out in live.run_live(**values):
+        final = dict(zip(names, out))
+    seconds = time.perf_counter() - started
+    record = final["record"] if final else None
+    if not isinstance(record, dict):
+        raise SystemExit(f"the click did not finish: {final and final['status']}")
+    return record, seconds
+
+
+def _row(record: dict) -> dict[str, float]:
+    from record.metrics import compare_runs
+
+    normal, overlap = record["runs"]
+    n, o = normal["metrics"], overlap["metrics"]
+    return {
+        "normal busy, both lanes": n["gpu_busy_frac"],
+        "overlap busy, both lanes (whole run)": o["gpu_busy_frac"],
+        "overlap busy, engine stream (whole run)": o["engine_busy_frac"],
+        "normal busy, steady": n["steady_busy_frac"],
+        "overlap busy, both lanes": o["steady_busy_frac"],
+        "overlap busy, engine stream": o["steady_engine_busy_frac"],
+        "speedup per decode step": compare_runs(normal, overlap)["measured_speedup"],
+        "predicted": compare_runs(normal, overlap)["predicted_speedup"],
+        "whole-run speedup (tokens/s)": compare_runs(normal, overlap)["whole_run_speedup"] or 0,
+        "prefill us, normal": _median_us(normal, "prefill"),
+        "prefill us, overlap": _median_us(overlap, "prefill"),
+        "decode us, normal": _median_us(normal, "decode"),
+        "decode us, overlap": _median_us(overlap, "decode"),
+        "gap between decode forwards us, overlap": o.get("decode_gap_us_p50") or 0,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--clicks", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=None, help="where the first record goes")
+    parser.add_argument("--name", default="h200-first-click-defaults.json")
+    parser.add_argument("--allow-cpu", action="store_true")
+    args = parser.parse_args()
+
+    from ui import common, live, presets
+
+    t0 = time.perf_counter()
+    cuda = common.scheduler().ready().cuda
+    if not cuda and not args.allow_cpu:
+        print("no CUDA GPU here (--allow-cpu runs the same on this CPU)")
+        return 2
+    live.prewarm()                       # what app.py starts in the background
+    print(f"warm-up (scheduler process, engine, probe): {time.perf_counter() - t0:.1f} s")
+    d = common.DEFAULTS
+    slider, graphs, said = presets.device_defaults("auto", d["extra_cpu_us"], False, "English")
+    values = {"loops": ["normal", "overlap"], "decode_steps": d["decode_steps"],
+              "stop_early": True, "device": "auto", "model": "bundled",
+              "requests": d["requests"], "batch": d["batch"], "prompt_len": d["prompt_len"],
+              "prompts_text": common.DEFAULT_PROMPTS, "max_new": d["max_new"],
+              "temperature": d["temperature"], "cuda_graph": graphs.get("value", False),
+              "extra_cpu_us": slider.get("value", d["extra_cpu_us"]),
+              "request_rate": d["request_rate"], "chat": False, "lang_choice": "English"}
+    print("the page's sizing line: " + said.strip("*"))
+    print(f"controls after the page load: extra CPU work {values['extra_cpu_us']} us, CUDA graphs "
+          f"{values['cuda_graph']}, {values['requests']} requests, batch {values['batch']}, "
+          f"{values['max_new']} new tokens, stop early\n")
+    rows, first = [], None
+    for i in range(args.clicks):
+        record, seconds = _click(live, common, values)
+        first = first or record
+        row = _row(record)
+        rows.append(row)
+        print(f"click {i + 1} ({seconds:.1f} s): " + ", ".join(
+            f"{k} {v:.3f}" if v < 10 else f"{k} {v:.1f}" for k, v in row.items()), flush=True)
+    print(f"\n{first['env'].get('device_name', '?')}, the page's defaults, {args.clicks} clicks: "
+          "median [min-max]\n\n| figure | median [min-max] |\n|---|---|")
+    for key in rows[0]:
+        vals = [r[key] for r in rows]
+        fmt = "{:.1%}" if "busy" in key else ("{:.2f}x" if "speedup" in key or key == "predicted"
+                                              else "{:.1f}")
+        print(f"| {key} | {fmt.format(statistics.median(vals))} "
+              f"[{fmt.format(min(vals))}-{fmt.format(max(vals))}] |")
+    print()
+    for key, (target, how) in TARGETS.items():
+        if how == "within":
+            vals = [abs(r["prefill us, normal"] / r["prefill us, overlap"] - 1) for r in rows]
+            ok = all(v <= target for v in vals)
+            print(f"{'met' if ok else 'NOT met'}: median prefill spans within {target:.0%} in "
+                  f"every click (largest difference {max(vals):.1%})")
+        else:
+            vals = [r[key] for r in rows]
+            ok = min(vals) >= target
+            print(f"{'met' if ok else 'NOT met'}: {key} >= {target:g} in every click "
+                  f"(lowest {min(vals):.3f})")
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        first.setdefault("config", {})["made_by"] = (
+            "scripts/gpu_first_click.py: the page's handler (ui.live.run_live) with the page's "
+            "defaults after the warm-up, first click")
+        (args.out / args.name).write_text(json.dumps(first, separators=(",", ":")))
+        print(f"\nfirst click's record: {args.out / args.name}")
+    common.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
