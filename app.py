@@ -388,6 +388,8 @@ def main() -> None:
         # started deaf to a terminal's Ctrl-C (engine.proc_watch); the warm-up then uses it.
         common.scheduler()
         threading.Thread(target=live.prewarm, name="prewarm", daemon=True).start()
+    else:
+        presets.WARMED.set()          # no warm-up will measure: a page load sizes at once
     threading.Thread(target=parsing.prepare, name="parse-prepare", daemon=True).start()
     try:
         demo.block_thread()

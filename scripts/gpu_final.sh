@@ -47,14 +47,18 @@ if [[ $part == stage ]]; then
         --json "$OUT/serving-shared-prefix-h200.json"
 fi
 
+if [[ $part == wheels ]]; then                  # (carries .whl-ui-a) a fresh machine's half
+    mkdir -p /tmp/whl && cp .whl-ui-a/*.whl /tmp/whl/
+fi
+
 if [[ $part == ui ]]; then
     cp .whl-ui-b/*.whl /tmp/whl/
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site \
         /tmp/whl/*.whl 2>&1 | tail -3
     export PYTHONPATH=/tmp/site
-    step cuda_again 100 $PT -m cuda -n 4 tests/test_kv_memory.py tests/test_engine.py \
+    [[ ${SKIP_CUDA:-0} == 1 ]] || step cuda_again 100 $PT -m cuda -n 4 tests/test_kv_memory.py tests/test_engine.py \
         tests/test_hazards.py tests/test_request.py
-    step ui_tests 200 $PT -n 4 tests/test_ui_live.py tests/test_ui_lab.py tests/test_ui_replay.py \
+    step ui_tests 260 $PT -n 4 -v tests/test_ui_live.py tests/test_ui_lab.py tests/test_ui_replay.py \
         tests/test_ui_serving.py tests/test_ui_records.py tests/test_serve.py tests/test_faults.py
     step first_clicks 240 python3 scripts/gpu_first_click.py --clicks 3 --out "$OUT"
 fi
