@@ -93,9 +93,11 @@ def test_switches_that_need_cuda_are_marked_before_the_click_on_a_machine_withou
     """Generic over HAZARDS' cuda_only: no switch is special-cased in the UI."""
     from engine.teach.hazard_lab import HAZARDS
 
-    assert not common.cuda_seen()                        # this machine (CI) has no GPU
     choices = lab.switch_choices("English", device="auto")
     marked = {name for title, name in choices["choices"] if "(needs CUDA: not here)" in title}
+    if common.cuda_seen():                 # a GPU machine (the H200 runs): nothing is marked
+        assert not marked
+        return
     assert marked == {name for name, hazard in HAZARDS.items() if hazard.cuda_only}
     assert marked                                        # the marking is exercised at all
     name = sorted(marked)[0]
