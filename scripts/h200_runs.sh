@@ -21,7 +21,8 @@ if [[ $part == record || $part == all ]]; then
     $E $small --cuda-graph --extra-cpu-us 200 --mode overlap --decode-steps 4 \
         --json "$OUT/rec/h200-bundled-graph-cpu200-multistep4.json"
     # KV memory: one shared system prompt of 256 tokens before every prompt, on a pool of 160
-    # pages (16 requests at full length need 336): prefix-cache hits and retractions.
+    # pages (16 requests at full length would need 336 unshared; sharing the prompt's 16 pages,
+    # they fit: prefix-cache hits, no retractions in the recorded run).
     $E $small --cuda-graph --extra-cpu-us 200 --shared-prefix 256 --kv-pages 160 \
         --json "$OUT/rec/h200-bundled-graph-shared-prefix-kv160.json"
     # A scheduler twice as slow as the forward: normal, one-step overlap and multi-step (k=3).
