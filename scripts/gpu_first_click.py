@@ -38,7 +38,7 @@ def _median_us(run: dict, phase: str) -> float:
     return statistics.median(spans) if spans else float("nan")
 
 
-def _click(live, common, values: dict) -> tuple[dict, float]:
+def _click(live, values: dict) -> tuple[dict, float]:
     from ui.view import MainView
 
     names = [f.name for f in fields(MainView)]
@@ -108,7 +108,7 @@ def main() -> int:
           f"{values['max_new']} new tokens, stop early\n")
     rows, first = [], None
     for i in range(args.clicks):
-        record, seconds = _click(live, common, values)
+        record, seconds = _click(live, values)
         first = first or record
         row = _row(record)
         rows.append(row)

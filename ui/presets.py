@@ -140,7 +140,7 @@ def device_defaults(device_choice: str, extra_now: Any, graphs_now: Any, lang_ch
     high, step = slider_range(profile)
     untouched = changed or extra_now == DEFAULTS["extra_cpu_us"]
     slider = gr.update(maximum=high, step=step, **({"value": extra} if untouched else {}))
-    graphs = gr.update(value=True) if untouched else gr.update()
+    graphs = gr.update(value=True) if untouched and not graphs_now else gr.update()
     return slider, graphs, sizing_said(profile, extra if untouched else int(extra_now), lang)
 
 

@@ -189,7 +189,7 @@ class SchedulerService:
         for index, loop in enumerate(request.loops):   # the click's own path, spans reported
             engine.clear_prefix_cache()
             k = request.decode_steps if loop == "multistep" else 1
-            result = _run_reported(engine, prompts, params, loop, k, 0, index, lambda e: None,
+            result = _run_reported(engine, prompts, params, loop, k, 0, index, lambda _: None,
                                    threading.Event())
             if loop == "normal":
                 warm = result
