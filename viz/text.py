@@ -42,8 +42,8 @@ _EN: dict[str, str] = {
   queued on the scheduler stream so far, so where the result copy runs matters. By default it
   runs on the engine stream right after sampling (as Mini-SGLang does): the scheduler stream
   holds only uploads, upload(*n+1*) never waits for forward(*n*), and forward(*n+1*) follows
-  forward(*n*) after a copy of a few microseconds. With `result_copy_stream="scheduler"` (the
-  recorded H200 runs made before this default) copy(*n*) waits there for forward(*n*),
+  forward(*n*) after a copy of a few microseconds. With `result_copy_stream="scheduler"` (H200
+  records made before 2026-12-01) copy(*n*) waits there for forward(*n*),
   upload(*n+1*) queues behind it, and every forward starts only after the previous one, its copy
   and the next upload. On a CPU the device process runs every command in order, like a single
   stream (its copy is drawn on the scheduler-stream lane).
@@ -317,7 +317,7 @@ _ZH: dict[str, str] = {
   `engine_stream.wait_stream(scheduler_stream)`，这会让前向排在 scheduler stream 上此前*所有*已排队
   工作之后，所以结果回传放在哪里很重要。默认它在 engine stream 上紧跟采样执行（和 Mini-SGLang
   一样）：scheduler stream 上只有上传，upload(*n+1*) 从不等待 forward(*n*)，forward(*n+1*) 只隔几微秒
-  的回传就接在 forward(*n*) 之后。若设 `result_copy_stream="scheduler"`（采用这个默认值之前录制的
+  的回传就接在 forward(*n*) 之后。若设 `result_copy_stream="scheduler"`（2026-12-01 之前录制的
   H200 运行就是如此），copy(*n*) 在那里等待 forward(*n*)，upload(*n+1*) 排在它后面，于是每次前向都要
   等上一次前向、它的回传和下一次上传依次完成后才开始。在 CPU 上，设备进程按顺序执行每条命令，就像
   只有一条 stream（它的回传画在 scheduler stream 泳道上）。
