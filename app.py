@@ -355,7 +355,8 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
     devices_known = demo.load(check_devices, [language], [device, cuda_graph],
                               show_progress="hidden")
     devices_known.then(**LAB_MARKS).then(**LAB_SAID)
-    devices_known.then(**SIZING, concurrency_limit=None)    # (it may wait for the warm-up)
+    devices_known.then(presets.wait_for_warm_up, device, None, concurrency_limit=None,
+                       show_progress="hidden").then(**SIZING)
     language.change(presets.describe, [device, extra_cpu_us, language], preset_said,
                     show_progress="hidden")
 

@@ -175,6 +175,8 @@ def test_the_page_defaults_fit_the_device_the_run_uses():
         slider, graphs, said = presets.device_defaults("cpu", 20, True, "English", changed=True)
         assert (slider["value"], slider["step"], slider["maximum"]) == (4000, 250, 20000)
         assert "2-core" in said and "value" not in graphs
+        slider, _, _ = presets.device_defaults("cpu", 1250, False, "English")
+        assert "value" not in slider               # a page load on a CPU changes no value
         assert "0.32 ms" in presets.describe("cuda", 20, "English")
     finally:
         presets._profiles.clear()

@@ -121,19 +121,20 @@ def device_defaults(device_choice: str, extra_now: Any, graphs_now: Any, lang_ch
     """The extra-CPU-work control, the CUDA-graphs box and the sizing line for the device a run
     would use. On a page load (``changed`` False) a CUDA device's values replace only the
     untouched CPU defaults (a reader who moved the control keeps it), once the warm-up has
-    measured the GPU; a device chosen by the reader (``changed``) gets that device's defaults.
+    measured the GPU (``wait_for_warm_up`` runs before it); a device chosen by the reader
+    (``changed``) gets that device's defaults.
     """
     lang = lang_of(lang_choice)
     cuda = device_choice == "cuda" or (device_choice == "auto" and common.cuda_seen())
-    if cuda and not changed:
-        WARMED.wait(WARM_WAIT_S)
     profile = profile_for(device_choice)
     if not cuda:
         high, step = CPU_SLIDER
         value = DEFAULTS["extra_cpu_us"] if changed else extra_now
         said = (sizing_said(profile, int(value), lang) if profile is not None else
                 viz.t(lang, "preset_cpu_default").format(extra=DEFAULTS["extra_cpu_us"]))
-        return gr.update(maximum=high, step=step, value=value), gr.update(), said
+        # A page load leaves the value alone: the reader may have moved it meanwhile.
+        return (gr.update(maximum=high, step=step, **({"value": value} if changed else {})),
+                gr.update(), said)
     if profile is None:                         # no GPU measured (no warm-up): fixed steps
         return gr.update(), gr.update(value=True), viz.t(lang, "preset_unmeasured")
     extra = sized_extra_us(FIRST_CLICK_FORWARDS, profile)
@@ -142,6 +143,13 @@ def device_defaults(device_choice: str, extra_now: Any, graphs_now: Any, lang_ch
     slider = gr.update(maximum=high, step=step, **({"value": extra} if untouched else {}))
     graphs = gr.update(value=True) if untouched and not graphs_now else gr.update()
     return slider, graphs, sizing_said(profile, extra if untouched else int(extra_now), lang)
+
+
+def wait_for_warm_up(device_choice: str) -> None:
+    """On a page load with a GPU: wait until the warm-up has measured it (the sizing that
+    follows then reads the controls as they are by then, not as they were at the load)."""
+    if device_choice == "cuda" or (device_choice == "auto" and common.cuda_seen()):
+        WARMED.wait(WARM_WAIT_S)
 
 
 def describe(device_choice: str, extra_now: Any, lang_choice: str) -> str:
