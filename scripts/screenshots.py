@@ -3,6 +3,7 @@
     python -m scripts.screenshots                # writes assets/screenshots/walkthrough-*.png
     python -m scripts.screenshots --recorded-only  # only the pictures of the H200 recordings
     python -m scripts.screenshots --multistep-only # only section 9's live run
+    python -m scripts.screenshots --memory-only    # only section 12's live run (KV memory)
     python -m scripts.screenshots --readme         # the README's picture, timed
 
 Starts ``python app.py`` on a free port, drives it with Playwright exactly as the lesson in
@@ -139,6 +140,9 @@ def _live_run(page) -> None:
     cores)."""
     page.get_by_role("tab", name="Live run").click()
     page.click("#run")
+    # A run before this one left "Done" in the status: wait for this run to replace it first.
+    page.wait_for_function("() => !document.querySelector('#status').innerText.includes('Done')",
+                           timeout=60_000)
     page.wait_for_function("() => document.querySelector('#status').innerText.includes('Done')",
                            timeout=RUN_MS)
     _settle(page, 2500)
@@ -177,6 +181,7 @@ def lesson(page, out: Path) -> None:
     page.locator("#metrics").screenshot(path=str(out / "walkthrough-5-formula.png"))
     recorded_lesson(page, out)
     multistep_lesson(page, out)
+    memory_lesson(page, out)
     hazard_lesson(page, out)
 
 
@@ -190,6 +195,29 @@ def multistep_lesson(page, out: Path) -> None:
     _report(page, "section 9: the heavy-scheduler preset, multi-step k=4, 20000 us")
     page.locator("#timeline").screenshot(path=str(out / "walkthrough-8-multistep.png"))
     page.locator("#metrics").screenshot(path=str(out / "walkthrough-8-cost.png"))
+
+
+def memory_lesson(page, out: Path) -> None:
+    """Section 12: a shared system prompt on a pool too small for every request at full length,
+    so the KV-memory chart shows the prefix cache's pages and dotted retraction lines."""
+    page.get_by_role("tab", name="Live run").click()
+    page.click("#preset-overlap")                  # the defaults (after section 9's preset)
+    page.wait_for_function("() => document.querySelector('#extra-cpu-us input[type=number]')"
+                           ".value !== '20000'")
+    _set_number(page, "#shared-prefix input", 256)
+    page.locator("#stop-early input").uncheck()
+    _set_number(page, "#kv-pages input", 40)
+    _live_run(page)
+    _report(page, "section 12: shared system prompt 256, no early stops, 40 KV pages")
+    print("\n".join(page.locator("#memory .annotation-text").all_text_contents()), flush=True)
+    page.locator("#memory").scroll_into_view_if_needed()
+    page.mouse.move(0, 0)                           # no hover label in the picture
+    _settle(page)
+    page.locator("#memory").screenshot(path=str(out / "walkthrough-12-memory.png"))
+    # Back to the defaults for the scenes after this one.
+    _set_number(page, "#shared-prefix input", 0)
+    page.locator("#stop-early input").check()
+    _set_number(page, "#kv-pages input", 0)
 
 
 def hazard_lesson(page, out: Path) -> None:
@@ -281,6 +309,8 @@ def main() -> int:
                         help="only the pictures of the bundled H200 recordings")
     parser.add_argument("--multistep-only", action="store_true",
                         help="only section 9's live run (all three loops, a heavy scheduler)")
+    parser.add_argument("--memory-only", action="store_true",
+                        help="only section 12's live run (shared prompt, small KV pool)")
     parser.add_argument("--readme", action="store_true",
                         help="only the README's picture (a timed first click on Run)")
     args = parser.parse_args()
@@ -304,6 +334,8 @@ def main() -> int:
                 readme_shot(page, args.out)
             elif args.multistep_only:
                 multistep_lesson(page, args.out)
+            elif args.memory_only:
+                memory_lesson(page, args.out)
             else:
                 (recorded_lesson if args.recorded_only else lesson)(page, args.out)
             browser.close()
