@@ -404,7 +404,9 @@ VISIBLE_TEXT = """() => {
   const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
   while (walker.nextNode()) {
     const node = walker.currentNode, parent = node.parentElement;
-    if (!parent || parent.closest('code, pre, script, style, .ov-text')) continue;
+    // .sr-only: Gradio's screen-reader announcements ("In queue: 1 of 2" for a second while an
+    // event waits), not on screen; in Gradio 6 that one has no zh-CN string.
+    if (!parent || parent.closest('code, pre, script, style, .ov-text, .sr-only')) continue;
     if (parent.closest('details:not([open])') && !parent.closest('summary')) continue;
     const style = getComputedStyle(parent);
     if (style.display === 'none' || style.visibility === 'hidden') continue;
