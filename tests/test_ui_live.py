@@ -225,6 +225,9 @@ def test_stop_while_probing_says_stopping_until_the_run_has_ended_and_leaves_no_
     zoomed = json.loads(final["zoomed"].plot)
     said = " ".join(a["text"] for a in zoomed["layout"]["annotations"])
     assert "stopped before it finished" in said            # not "drawn when the run has finished"
+    whole = json.loads(final["timeline"]["value"].plot)   # nothing ran: said, not an empty plot
+    assert "stopped before its first step" in whole["layout"]["annotations"][0]["text"]
+    assert final["timeline"]["visible"] is True and final["live"]["visible"] is False
     again = [dict(zip(NAMES, values)) for values in live.run_live(**ARGS)]   # the next run
     assert "Probing" in again[2]["status"]                 # ... is not "stopping" any more
 

@@ -89,20 +89,27 @@ def run_live(loops, decode_steps, stop_early, device, model, requests, batch, pr
                 yield _finished(event.record, request, notes, lang).values()
             elif isinstance(event, messages.RequestFailed):
                 spec = failure(event.kind, event.message)
-                yield _failed_view(spec, lang).values()
+                yield _failed_view(spec, lang, live.drew_any()).values()
     except Exception as error:  # noqa: BLE001 - the scheduler process died, or worse
         from engine.processes.scheduler_process import SchedulerDied
 
         kind = "died" if isinstance(error, SchedulerDied) else "error"
         spec = failure(kind, f"{type(error).__name__}: {error}")
-        yield _failed_view(spec, lang).values()
+        yield _failed_view(spec, lang, live.drew_any()).values()
 
 
-def _failed_view(spec: dict[str, Any], lang: str) -> MainView:
+def _failed_view(spec: dict[str, Any], lang: str, drew: bool = True) -> MainView:
     """A run that did not finish: its status. A stopped run keeps its live canvas (what ran up
     to the stop), and the step window says why it has nothing to draw (it said it would be
-    drawn when the run finished); a failed one gets the interactive chart back in place of an
-    empty canvas, showing what it showed before the run."""
+    drawn when the run finished); one stopped before its first step (``drew`` False: in the
+    probe, say) says so in place of an empty canvas. A failed one gets the interactive chart
+    back in place of an empty canvas, showing what it showed before the run."""
+    if spec["key"] == "fail_cancelled" and not drew:
+        message = plot(viz.message_figure(viz.t(lang, "timeline_stopped")))
+        return MainView(status=render_said(spec, lang), said=spec,
+                        timeline=gr.update(value=message, visible=True),
+                        live=gr.update(value="", visible=False),
+                        zoomed=plot(viz.message_figure(viz.t(lang, "zoom_stopped"))))
     if spec["key"] == "fail_cancelled":
         return MainView(status=render_said(spec, lang), said=spec,
                         zoomed=plot(viz.message_figure(viz.t(lang, "zoom_stopped"))))
@@ -219,6 +226,10 @@ class _LiveRuns:
         live = run_dict(self.loop, k, _loop_name(self.loop, k), self.spans, lanes=LANES,
                         gpu_lanes=GPU_LANES)
         return self.finished + [live]
+
+    def drew_any(self) -> bool:
+        """Has the canvas anything of this run to show (a finished loop, or spans)?"""
+        return bool(self.finished or self.spans)
 
     def steps_done(self) -> int:
         return max((s["step"] for s in self.spans), default=0)

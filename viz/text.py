@@ -149,6 +149,8 @@ stream lanes* and over the *engine stream alone*; where they differ, the GPU was
     "status_stopping": "Stopping: the run ends at the scheduler's next step.",
     "status_stopping_probe": "Stopping: the probe run that picks each request's stop token ends "
                              "first, then the run stops.",
+    "timeline_stopped": "The run was stopped before its first step: nothing ran to draw. Press "
+                        "Run to start again.",
     "zoom_stopped": "The run was stopped before it finished: there is no step window to draw. "
                     "Press Run to start again.",
     "placement_os": "Placement: the OS placed the scheduler, the device process and the web "
@@ -410,6 +412,7 @@ _ZH: dict[str, str] = {
     "status_loading": "正在调度进程中加载模型…",
     "status_stopping": "正在停止：运行将在调度器的下一步结束。",
     "status_stopping_probe": "正在停止：先结束为每个请求选出停止 token 的探测运行，然后运行停止。",
+    "timeline_stopped": "运行在第一步之前就被停止了：没有运行过的内容可画。点击“运行”重新开始。",
     "zoom_stopped": "运行在完成之前被停止了：没有可画的步窗口。点击“运行”重新开始。",
     "placement_os": "进程放置：调度进程、设备进程和 Web 服务器由操作系统分配到任意核心（未绑定）。",
     "placement_pinned": "进程放置：调度进程在核心 {sched_cores}，设备进程在核心 {device_cores}，"
