@@ -13,6 +13,7 @@ import os
 import signal
 import sys
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 from engine.config import EngineConfig, SamplingParams
@@ -103,18 +104,18 @@ def build_config(a: argparse.Namespace, arrivals: list | None = None) -> EngineC
     for arrival in arrivals or ():
         longest = max(longest, (arrival.prompt_tokens or prompt_tokens)
                       + (arrival.output_tokens or a.max_new_tokens) + a.shared_prefix)
-    max_seq_len = max(64, longest)
-    if a.kv_pages is not None and a.kv_pages < -(-max_seq_len // EngineConfig.page_size):
-        raise ValueError(f"--kv-pages must be at least {-(-max_seq_len // EngineConfig.page_size)}"
-                         f", the pages of one request at full length ({max_seq_len} tokens)")
-    return EngineConfig(model=a.model, device=a.device, cuda_graph=a.cuda_graph,
-                        prefix_cache=not a.no_prefix_cache, num_pages=a.kv_pages,
-                        max_batch_size=a.batch_size, dtype=a.dtype, seed=a.seed,
-                        max_seq_len=max_seq_len,
-                        max_prefill_tokens=max(512, a.prompt_len),
-                        extra_cpu_us=a.extra_cpu_us, record_timeline=not a.no_record,
-                        decode_steps=a.decode_steps, compile=a.compile,
-                        attention=a.attention)
+    cfg = EngineConfig(model=a.model, device=a.device, cuda_graph=a.cuda_graph,
+                       prefix_cache=not a.no_prefix_cache,
+                       max_batch_size=a.batch_size, dtype=a.dtype, seed=a.seed,
+                       max_seq_len=max(64, longest),
+                       max_prefill_tokens=max(512, a.prompt_len),
+                       extra_cpu_us=a.extra_cpu_us, record_timeline=not a.no_record,
+                       decode_steps=a.decode_steps, compile=a.compile,
+                       attention=a.attention)
+    if a.kv_pages is not None and a.kv_pages < cfg.pages_per_seq:
+        raise ValueError(f"--kv-pages must be at least {cfg.pages_per_seq}, the pages of one "
+                         f"request at full length ({cfg.max_seq_len} tokens)")
+    return replace(cfg, num_pages=a.kv_pages)
 
 
 def format_table(runs) -> str:

@@ -160,13 +160,12 @@ def build_request(loops, decode_steps, stop_early, device, model, requests, batc
     # Words become about two tokens each (chat adds its template); the shared system prompt
     # comes before every prompt.
     max_seq_len = 2 * values["prompt_len"] + values["max_new"] + 64 + values["shared_prefix"]
-    page = EngineConfig.page_size
-    need = -(-max_seq_len // page)
-    if values["kv_pages"] and values["kv_pages"] < need:
-        raise InputError("error_kv_pages", need=need, tokens=max_seq_len, value=values["kv_pages"])
     engine = EngineConfig(model=model, device=device, max_batch_size=values["batch"],
                           cuda_graph=bool(cuda_graph) and device != "cpu", seed=0,
                           max_seq_len=max_seq_len, num_pages=values["kv_pages"] or None)
+    if values["kv_pages"] and values["kv_pages"] < engine.pages_per_seq:
+        raise InputError("error_kv_pages", need=engine.pages_per_seq, tokens=max_seq_len,
+                         value=values["kv_pages"])
     params = SamplingParams(max_new_tokens=values["max_new"], temperature=values["temperature"])
     rate = values["request_rate"] or None
     if rate and values["requests"] / rate > MAX_ARRIVAL_S:     # a run must not take hours

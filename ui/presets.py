@@ -61,12 +61,15 @@ def remember(profile: Any) -> None:
             _profiles[_kind(profile.device_kind)] = profile
 
 
+def on_cuda(device_choice: str) -> bool:
+    """Does a run with this device choice use CUDA ("auto": where the scheduler found a GPU)?"""
+    return device_choice == "cuda" or (device_choice == "auto" and common.cuda_seen())
+
+
 def profile_for(device_choice: str) -> Any:
-    """The profile of the device a run with this choice uses ("auto": CUDA where there is one)."""
-    kind = "cuda" if device_choice == "cuda" or (
-        device_choice == "auto" and common.cuda_seen()) else "cpu"
+    """The profile of the device a run with this choice uses."""
     with _lock:
-        return _profiles.get(kind)
+        return _profiles.get("cuda" if on_cuda(device_choice) else "cpu")
 
 
 def slider_range(profile: Any) -> tuple[int, int]:
@@ -125,7 +128,7 @@ def device_defaults(device_choice: str, extra_now: Any, graphs_now: Any, lang_ch
     (``changed``) gets that device's defaults.
     """
     lang = lang_of(lang_choice)
-    cuda = device_choice == "cuda" or (device_choice == "auto" and common.cuda_seen())
+    cuda = on_cuda(device_choice)
     profile = profile_for(device_choice)
     if not cuda:
         high, step = CPU_SLIDER
@@ -148,7 +151,7 @@ def device_defaults(device_choice: str, extra_now: Any, graphs_now: Any, lang_ch
 def wait_for_warm_up(device_choice: str) -> None:
     """On a page load with a GPU: wait until the warm-up has measured it (the sizing that
     follows then reads the controls as they are by then, not as they were at the load)."""
-    if device_choice == "cuda" or (device_choice == "auto" and common.cuda_seen()):
+    if on_cuda(device_choice):
         WARMED.wait(WARM_WAIT_S)
 
 
@@ -162,6 +165,6 @@ def describe(device_choice: str, extra_now: Any, lang_choice: str) -> str:
         extra = DEFAULTS["extra_cpu_us"]
     if profile is not None:
         return sizing_said(profile, extra, lang)
-    cuda = device_choice == "cuda" or (device_choice == "auto" and common.cuda_seen())
-    return viz.t(lang, "preset_unmeasured" if cuda else "preset_cpu_default").format(
+    return viz.t(lang, "preset_unmeasured" if on_cuda(device_choice)
+                 else "preset_cpu_default").format(
         extra=DEFAULTS["extra_cpu_us"])

@@ -196,11 +196,7 @@ class SchedulerService:
         engine.clear_prefix_cache()
         key = self._probe_key(engine, request)
         if warm is not None:
-            env = engine.env_info()
-            self.profiles[key] = DeviceProfile(
-                env["device_kind"], env["device_name"], engine.config.model,
-                engine.config.max_batch_size, engine.config.cuda_graph,
-                warm.metrics["t_fwd_us"], warm.metrics["t_cpu_us"])
+            self.profiles[key] = _device_profile(engine, warm)
         return self.profiles[key]
 
     def _stop_params(self, engine: Any, request: LiveRunRequest,
@@ -219,11 +215,7 @@ class SchedulerService:
             self.probes[key], probe = stop_params_from_probe(
                 engine, prompts, new, lo=new // 4, hi=new, temperature=request.params.temperature,
                 chat=chat, with_run=True)
-            env = engine.env_info()
-            self.profiles[key] = DeviceProfile(
-                env["device_kind"], env["device_name"], engine.config.model,
-                engine.config.max_batch_size, engine.config.cuda_graph,
-                probe.metrics["t_fwd_us"], probe.metrics["t_cpu_us"])
+            self.profiles[key] = _device_profile(engine, probe)
         return self.probes[key]
 
     @staticmethod
@@ -246,6 +238,15 @@ class SchedulerService:
         emit(Progress("run", "lab", detail=reference.device_label()))
         report = run_hazard(base, request.switch, seed=request.seed, ref_engine=reference)
         emit(LabFinished(asdict(report)))
+
+
+def _device_profile(engine: Any, run: Any) -> DeviceProfile:
+    """What a decode step of ``run`` (a serial run on ``engine``) cost: its forward, and the
+    scheduler's own work."""
+    env = engine.env_info()
+    return DeviceProfile(env["device_kind"], env["device_name"], engine.config.model,
+                         engine.config.max_batch_size, engine.config.cuda_graph,
+                         run.metrics["t_fwd_us"], run.metrics["t_cpu_us"])
 
 
 def _prompts(engine: Any, request: LiveRunRequest) -> list:
