@@ -265,16 +265,9 @@ def test_prompts_and_params_that_are_not_what_they_claim_are_refused(path):
 
 def test_the_app_stopped_with_sigterm_leaves_no_noise_and_no_process(tmp_path):
     """The scheduler and device processes end with the server, quietly."""
-    import socket
     import urllib.request
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    log = tmp_path / "app.log"
-    with log.open("w") as out:
-        app = subprocess.Popen([sys.executable, "app.py", "--port", str(port)], cwd=ROOT,
-                               stdout=out, stderr=subprocess.STDOUT)
+    app, port, log = _start_app(tmp_path)
     try:
         deadline = time.monotonic() + 120
         children: list[int] = []
@@ -298,16 +291,9 @@ def test_the_app_stopped_with_sigterm_leaves_no_noise_and_no_process(tmp_path):
 def test_ctrl_c_on_the_app_during_its_warm_up_says_stopped_and_nothing_else(tmp_path):
     """Ctrl-C while the background warm-up builds the engine: one line, no 'prewarm skipped:
     SchedulerDied', no traceback, no process left."""
-    import socket
     import urllib.request
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    log = tmp_path / "app.log"
-    with log.open("w") as out:
-        app = subprocess.Popen([sys.executable, "app.py", "--port", str(port)], cwd=ROOT,
-                               stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    app, port, log = _start_app(tmp_path, start_new_session=True)
     try:
         deadline = time.monotonic() + 300                # a hang guard
         while time.monotonic() < deadline:
@@ -333,6 +319,20 @@ def test_ctrl_c_on_the_app_during_its_warm_up_says_stopped_and_nothing_else(tmp_
     finally:
         if app.poll() is None:
             app.kill()
+
+
+def _start_app(tmp_path, **popen) -> tuple[subprocess.Popen, int, Path]:
+    """``python app.py`` on a free port, its output in ``tmp_path/app.log``."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    log = tmp_path / "app.log"
+    with log.open("w") as out:
+        app = subprocess.Popen([sys.executable, "app.py", "--port", str(port)], cwd=ROOT,
+                               stdout=out, stderr=subprocess.STDOUT, **popen)
+    return app, port, log
 
 
 def _descendants(pid: int) -> list[int]:
