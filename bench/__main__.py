@@ -90,8 +90,9 @@ def main(argv: list[str] | None = None) -> int:
                                        max(args.shared_prefix, 0), caches)
         model = (args.models or ["bundled"])[0]
         batch = (args.batches or [16])[0]
+        graph = cuda and (args.graphs or ["graph"])[0] == "graph"     # as the page
         return serving.run(args.device, model, batch, (args.extra_cpu_us or [0])[0], work,
-                           args.json)
+                           args.json, graph)
     graph_names = args.graphs or (["eager", "graph"] if cuda else ["eager"])
     if args.forward:
         return forward.run(args.models or ["qwen2.5-0.5b-shape"], args.batches or [1, 8, 64],

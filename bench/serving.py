@@ -19,6 +19,8 @@ shorter step of the overlap loop is more throughput, and queues form later.
 
     python -m bench --rates 4 --shared-prefix 512 --prefix-cache both   # the prefix cache's gain
 
+On CUDA the decode steps run as CUDA graphs unless ``--graphs eager`` (prefills are always eager).
+
 ``--shared-prefix N`` puts one system prompt of N tokens in front of every request;
 ``--prefix-cache on|off|both`` runs with the radix prefix cache, without it, or both (a table
 each, then their TTFT compared). Every measured run starts from an empty cache, so a run's hits
@@ -50,7 +52,7 @@ class ServingWorkload:
 
 
 def run(device: str, model: str, batch: int, extra_cpu_us: int, work: ServingWorkload,
-        json_path: str | None = None) -> int:
+        json_path: str | None = None, graph: bool = False) -> int:
     trace = load_trace(work.arrivals_file, limit=work.requests,
                        rate=work.rates[0]) if work.arrivals_file else []
     longest = max([work.prompt_len + work.new_tokens]
@@ -60,7 +62,7 @@ def run(device: str, model: str, batch: int, extra_cpu_us: int, work: ServingWor
     for cache in work.prefix_caches:
         cfg = EngineConfig(model=model, device=device, max_batch_size=batch,
                            max_seq_len=max(64, longest + 16), extra_cpu_us=extra_cpu_us,
-                           seed=work.seed, prefix_cache=cache)
+                           seed=work.seed, prefix_cache=cache, cuda_graph=graph)
         found, env = _run_engine(cfg, batch, extra_cpu_us, work, trace)
         rows += [{**row, "prefix_cache": cache} for row in found]
     for cache in work.prefix_caches:

@@ -104,7 +104,7 @@ def test_logits_match_transformers_cuda(make_checkpoint, arch, dtype, chunk, com
 def test_preset_parameter_counts():
     from engine.models.loader import PRESETS
     expected = {"smollm2-135m-shape": 134_515_008, "qwen2.5-0.5b-shape": 494_032_768,
-                "qwen2.5-1.5b-shape": 1_543_714_304}
+                "qwen2.5-1.5b-shape": 1_543_714_304, "llama-3.1-8b-shape": 8_030_261_248}
     for name, count in expected.items():
         assert PRESETS[name].num_parameters() == count, name
 

@@ -1,4 +1,4 @@
-"""The CUDA device: two real streams over one ``ModelRunner``, events, pinned host buffer rings.
+"""The CUDA device: two real streams over one ``ModelRunner``, events, reused buffers.
 
 The verbs are those of ``engine.scheduler.device.Device``. On the **scheduler stream**: the
 metadata upload (and prompt writes). On the **engine stream**: the forward, sampling and, by
@@ -20,10 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import torch
 
-from engine.devices.cuda_buffers import EventPool, EventRing, Ring
+from engine.devices.cuda_buffers import EventPool, EventRing, Ring, UploadRing
 from engine.devices.runner import ModelRunner
 from engine.scheduler.device import ForwardOutput
 from engine.scheduler.request import StepMeta
@@ -39,18 +38,21 @@ class Uploaded:
     floats: torch.Tensor
     writes: torch.Tensor
     ready: Any                      # event recorded after the group's upload (its forward waits)
-    first_of_group: bool            # only a group's first forward waits for the upload
+    released: Any                   # the group's last forward records it: its buffer is reusable
+    first_of_group: bool = True     # only a group's first forward waits for the upload
     last_of_group: bool = True      # the next forward starts a new group (and so waits)
 
 
 class CudaDevice:
-    """Two CUDA streams over one ``ModelRunner``; pinned host buffers used in rings.
+    """Two CUDA streams over one ``ModelRunner``; upload and result buffers used in rings.
 
     The launch path is the scheduler thread's own time per forward, so it avoids Python costs the
     GPU never sees (measured with ``python -m bench --launch-cost``): every ``event.record(stream)``
     names its stream (a bare ``record()`` looks the current stream up), the work is put on a
     stream with ``torch.cuda.set_stream`` rather than a ``with torch.cuda.stream(...)`` block
-    (about 10 µs each, three per forward), a graph's sampled tokens are copied to the host
+    (about 10 µs each, three per forward), a step's metadata goes up in one H2D copy into a
+    device buffer made once (three ``.to()`` calls, each allocating, cost about 26 µs), a
+    graph's sampled tokens are copied to the host
     straight from its static output where that is safe (no clone), and no event is made per step:
     signals re-record events of a ring, and the recorder's timing events come from a pool.
     """
@@ -72,7 +74,6 @@ class CudaDevice:
         self.events = EventPool()                 # timing events, lent to the timeline
         self.forward_done = EventRing(results)    # scheduler-stream copies wait on these
         self.max_rows, self.int_width, self.max_writes, self.ring = max_rows, int_width, max_writes, ring
-        self.staging: Ring | None = None
         # Room for a multi-step group of max_group steps from the start: growing later waits.
         self._grow_staging(max_rows * max_group)
         pin = dict(pin_memory=True)
@@ -97,37 +98,31 @@ class CudaDevice:
 
     # ---- verbs --------------------------------------------------------------------------------
     def _grow_staging(self, rows: int) -> None:
-        """(Re)allocate the ring of pinned staging buffers for uploads of up to ``rows`` rows.
+        """(Re)make the ring of upload buffers for uploads of up to ``rows`` rows.
 
-        Only the H2D copies from the old buffers may still read them, and each buffer's event
-        follows its last copy: wait for those, not for the whole device."""
-        if self.staging is not None:
-            for event in self.staging.events:
-                event.synchronize()
-        pin = dict(pin_memory=True)
+        Nothing needs to wait: an in-flight forward holds views of the old device buffers (its
+        ``keep_alive``) until it is processed, and PyTorch's pinned-memory allocator keeps a
+        dropped host buffer until the copies queued from it have run."""
         self.staging_rows = rows
-        self.staging = Ring(
-            [(torch.zeros(rows, self.int_width, dtype=torch.int64, **pin),
-              torch.zeros(rows, 2, dtype=torch.float32, **pin),
-              torch.zeros(3, self.max_writes, dtype=torch.int64, **pin)) for _ in range(self.ring)])
+        self.staging = UploadRing(self.ring, rows, self.int_width, self.max_writes,
+                                  self.runner.device)
 
     def upload(self, metas: list[StepMeta]) -> list[Uploaded]:
-        """Stage 2's device part, on the scheduler stream: H2D copies + prompt writes.
+        """Stage 2's device part, on the scheduler stream: one H2D copy, then the prompt writes.
 
-        A multi-step group's k steps go up together: one copy per array, then each step reads its
-        own rows of it. Only a prefill carries prompt writes, and a prefill is a group of one.
+        The step's ints, floats and prompt writes travel packed in one buffer
+        (``UploadRing``). A multi-step group's k steps go up together in the same copy, then each
+        step reads its own rows of it. Only a prefill carries prompt writes, and a prefill is a
+        group of one.
         """
         sizes = [m.ints.shape[0] for m in metas]
         total = sum(sizes)
-        if total > self.staging_rows:
-            self._grow_staging(max(total, self.max_rows * len(metas)))
-        i, (ints_h, floats_h, writes_h) = self.staging.next()
         first = metas[0]
-        nw = first.prompt_writes.shape[1]
         assert all(m.prompt_writes.shape[1] == 0 for m in metas[1:]), "prompt writes in a group"
-        np.concatenate([m.ints for m in metas], out=ints_h[:total].numpy())
-        np.concatenate([m.floats for m in metas], out=floats_h[:total].numpy())
-        writes_h[:, :nw].numpy()[:] = first.prompt_writes
+        if not self.staging.fits(total, first.prompt_writes.shape[1]):
+            self._grow_staging(max(total, self.max_rows * len(metas)))
+        i, rows, nw, words = self.staging.pack([m.ints for m in metas],
+                                               [m.floats for m in metas], first.prompt_writes)
         stream = self.scheduler_stream
         torch.cuda.set_stream(stream)                     # everything below: scheduler stream
         timing = self.events.take(2) if self.timeline.enabled else None
@@ -135,22 +130,23 @@ class CudaDevice:
             timing[0].record(stream)
         if self.hazards.no_wait_stream and self.hazards.inject_delay_us:
             self._sleep()                        # hazard lab: make the upload late
-        ints = ints_h[:total].to(self.runner.device, non_blocking=True)
-        floats = floats_h[:total].to(self.runner.device, non_blocking=True)
-        writes = writes_h[:, :nw].to(self.runner.device, non_blocking=True)
-        self.runner.write_prompts(writes)
-        ready = self.staging.events[i]
-        ready.record(stream)                     # staging buffer i is free after; forwards wait
+        slot = self.staging.send(i, rows, nw, words, stream)
+        self.runner.write_prompts(slot.writes)
+        ready = self.staging.copied[i]
+        ready.record(stream)                     # host buffer i is free after; forwards wait
+        released = self.staging.read[i]
         if timing:
             timing[1].record(stream)
             self.timeline.add_gpu_group(timing, (("scheduler_stream", "upload", 0, 1,
                                                   first.num_rows, nw),),
                                         first.step, first.rids, self.events.give_back)
+        if len(metas) == 1:
+            return [Uploaded(first, slot.ints, slot.floats, slot.writes, ready, released)]
         out, row = [], 0
         for j, (meta, size) in enumerate(zip(metas, sizes)):
-            out.append(Uploaded(meta, ints[row:row + size], floats[row:row + size],
-                                writes if j == 0 else writes[:, :0], ready, first_of_group=j == 0,
-                                last_of_group=j == len(metas) - 1))
+            out.append(Uploaded(meta, slot.ints[row:row + size], slot.floats[row:row + size],
+                                slot.writes if j == 0 else slot.writes[:, :0], ready, released,
+                                first_of_group=j == 0, last_of_group=j == len(metas) - 1))
             row += size
         return out
 
@@ -190,6 +186,10 @@ class CudaDevice:
             next_tokens = self.runner.sample_and_store(logits, ints, floats, meta.all_greedy)
             spans = [forward, ("engine_stream", "sample", 1, 2, rows, rows)]
         sampled = len(spans)
+        if uploaded.last_of_group:
+            # The group's upload buffer may be overwritten once this forward has read it: the
+            # next upload into it waits for this event on the GPU (UploadRing.read).
+            uploaded.released.record(stream)
         if timing:
             timing[sampled].record(stream)
         copy_done, host = self._copy_result(meta, next_tokens, timing, sampled, spans)

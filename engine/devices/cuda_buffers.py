@@ -1,4 +1,5 @@
 """What the CUDA device reuses every step instead of making anew: pinned host buffers in rings,
+the upload buffers (a pinned host buffer and a device buffer per slot, one H2D copy per step),
 and CUDA events (timing ones lent out and given back).
 
 Both exist because of the launch path's cost. A serial loop pays every microsecond the scheduler
@@ -13,6 +14,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Sequence
 
+import numpy as np
 import torch
 
 
@@ -73,3 +75,80 @@ class EventPool:
 
     def give_back(self, events: Sequence[torch.cuda.Event]) -> None:
         self.free.extend(events)
+
+
+class UploadSlot:
+    """One step's (or one multi-step group's) metadata as the device sees it: views into the
+    slot's device buffer, filled by a single H2D copy."""
+
+    __slots__ = ("index", "ints", "floats", "writes")
+
+    def __init__(self, index: int, ints: torch.Tensor, floats: torch.Tensor,
+                 writes: torch.Tensor) -> None:
+        self.index, self.ints, self.floats, self.writes = index, ints, floats, writes
+
+
+class UploadRing:
+    """Pairs of (pinned host buffer, device buffer), made once and used in turn: a step's
+    metadata (``ints [rows, W]`` int64, ``floats [rows, 2]`` float32, prompt writes ``[3, T]``)
+    is packed into the host buffer back to back and sent with **one** H2D copy into the device
+    buffer of the same slot; the device reads it through views. No device memory is allocated per
+    step, and one copy costs the launch path one call instead of three.
+
+    Two things must be done with a slot before it is used again, and each has its own event:
+    ``copied[i]`` (recorded after the H2D copy): the host buffer may be rewritten; the scheduler
+    thread waits for it (it has long fired: the copy is microseconds). ``read[i]`` (recorded on
+    the engine stream after the last forward that reads the slot): the device buffer may be
+    overwritten; the next copy into it waits for it *on the GPU* (``wait_event``), never on the
+    host, so reuse costs the pipeline nothing while keeping forward(n) from reading metadata that
+    upload(n + ring) already overwrote.
+    """
+
+    def __init__(self, n: int, rows: int, width: int, max_writes: int,
+                 device: torch.device) -> None:
+        self.rows, self.width, self.max_writes = rows, width, max_writes
+        words = rows * (width + 1) + 3 * max_writes     # ints, floats (2 x f32 = 1 word), writes
+        self.host = [torch.zeros(words, dtype=torch.int64, pin_memory=True) for _ in range(n)]
+        self.host_np = [h.numpy() for h in self.host]
+        self.dev = [torch.zeros(words, dtype=torch.int64, device=device) for _ in range(n)]
+        self.copied = [torch.cuda.Event() for _ in range(n)]
+        self.read = [torch.cuda.Event() for _ in range(n)]
+        self.i = 0
+
+    def fits(self, rows: int, writes: int) -> bool:
+        return rows <= self.rows and writes <= self.max_writes
+
+    def pack(self, ints: list, floats: list, writes) -> tuple[int, int, int, int]:
+        """Write the metadata into the next slot's host buffer (after its last copy is done);
+        returns (slot, rows, prompt writes, words to copy)."""
+        self.i = (self.i + 1) % len(self.host)
+        i = self.i
+        # Host buffer reuse guard: the H2D copy that last read this buffer must have finished.
+        self.copied[i].synchronize()
+        rows = sum(a.shape[0] for a in ints)
+        nw = writes.shape[1]
+        w = self.width
+        buf = self.host_np[i]
+        n_ints = rows * w
+        if len(ints) == 1:
+            buf[:n_ints].reshape(rows, w)[:] = ints[0]
+            buf[n_ints:n_ints + rows].view(np.float32).reshape(rows, 2)[:] = floats[0]
+        else:                           # a multi-step group: its steps' rows one after another
+            np.concatenate(ints, out=buf[:n_ints].reshape(rows, w))
+            np.concatenate(floats, out=buf[n_ints:n_ints + rows].view(np.float32).reshape(rows, 2))
+        end = n_ints + rows
+        if nw:
+            buf[end:end + 3 * nw].reshape(3, nw)[:] = writes
+        return i, rows, nw, end + 3 * nw
+
+    def send(self, i: int, rows: int, nw: int, words: int,
+             stream: torch.cuda.Stream) -> UploadSlot:
+        """The one H2D copy of slot ``i`` on ``stream`` (the current stream), and its views."""
+        # Device buffer reuse guard (on the GPU): the forwards that read this buffer last are done.
+        stream.wait_event(self.read[i])
+        dev = self.dev[i]
+        dev[:words].copy_(self.host[i][:words], non_blocking=True)
+        n_ints = rows * self.width
+        return UploadSlot(i, dev[:n_ints].view(rows, self.width),
+                          dev[n_ints:n_ints + rows].view(torch.float32).view(rows, 2),
+                          dev[n_ints + rows:words].view(3, nw))

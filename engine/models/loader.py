@@ -57,6 +57,10 @@ PRESETS: dict[str, ModelSpec] = {
                                   True, True, 32768),
     "qwen2.5-1.5b-shape": _preset("Qwen2ForCausalLM", 151936, 1536, 28, 12, 2, 8960, 1000000.0,
                                   True, True, 32768),
+    # A GPU-sized model, where a prefill of a few hundred tokens is compute, not launches (the
+    # prefix cache's gain on an H200); without Llama 3.1's long-context RoPE scaling.
+    "llama-3.1-8b-shape": _preset("LlamaForCausalLM", 128256, 4096, 32, 32, 8, 14336, 500000.0,
+                                  False, False, 131072),
 }
 PRESET_LABEL = "random weights, for timing"
 
