@@ -137,7 +137,14 @@ def test_run_record_round_trip_and_chrome_trace(engine, tmp_path):
 @requires_cuda
 @pytest.mark.cuda
 def test_cuda_events_agree_with_profiler_kernels(make_checkpoint):
-    """For each profiled step, the engine-stream event span and the kernels' extent agree."""
+    """For each profiled step, the kernels lie inside the engine-stream event span, at the same
+    place on the clock; and over the steps, the two extents agree (median within 5%).
+
+    One step may differ: in an eager step the host issues each kernel, so a host stall under the
+    profiler (measured once on an H200: 449 us in a 6.3 ms step) keeps the GPU idle inside the
+    event span before its first kernel. That is real idle time, seen by the events."""
+    import statistics
+
     with Engine(EngineConfig(model=str(make_checkpoint("llama")), device="cuda",
                              max_batch_size=8, max_seq_len=128)) as eng:
         eng.generate([[5, 6]] * 2, SamplingParams(max_new_tokens=4))
@@ -146,16 +153,18 @@ def test_cuda_events_agree_with_profiler_kernels(make_checkpoint):
                            overlap=True, profile_steps=(10, 20))
     assert res.extra_lanes, "kernel lanes were merged"
     assert _forwards_name_their_requests(res.timeline) >= 40
-    checked = 0
+    ratios = []
     for step in range(11, 20):
         ev = [s for s in res.timeline if s.lane == "engine_stream" and s.step == step]
         kern = [s for s in res.timeline if s.lane.startswith("kernels:") and s.step == step]
         if not ev or not kern:
             continue
-        ev_dur = max(s.end_us for s in ev) - min(s.start_us for s in ev)
+        ev_start, ev_end = min(s.start_us for s in ev), max(s.end_us for s in ev)
+        ev_dur = ev_end - ev_start
         k_start, k_end = min(s.start_us for s in kern), max(s.end_us for s in kern)
-        assert abs((k_end - k_start) - ev_dur) <= 0.05 * ev_dur + 10, (step, ev_dur, k_end - k_start)
-        # and they sit at the same place on the clock
-        assert abs(k_start - min(s.start_us for s in ev)) <= 0.05 * ev_dur + 50
-        checked += 1
-    assert checked >= 5
+        slack = 0.05 * ev_dur + 50          # the two clocks are mapped onto each other
+        assert ev_start - slack <= k_start and k_end <= ev_end + slack, (step, ev_start, ev_end,
+                                                                         k_start, k_end)
+        ratios.append((k_end - k_start) / ev_dur)
+    assert len(ratios) >= 5
+    assert abs(statistics.median(ratios) - 1) <= 0.05, ratios

@@ -54,27 +54,31 @@ class EventRing:
 class EventPool:
     """Timing events lent to the span recorder and given back once it has read them.
 
-    ``take`` hands out events (making new ones only while the pool is empty, so after the first
-    run a run makes none); the timeline calls ``give_back`` when a group's spans have been
-    resolved. Both are safe from two threads: deque appends and pops are atomic.
+    ``take(n)`` hands out a group of ``n`` events (made only while no group of that size is free,
+    so after the first run a run makes none), and the timeline gives the group back whole when
+    its spans have been resolved: one deque operation each way, whatever ``n``. Both are safe
+    from two threads: deque appends and pops are atomic.
     """
 
     def __init__(self) -> None:
-        self.free: deque = deque()
+        self.free: dict[int, deque] = {}
         self.made = 0
 
     def take(self, n: int) -> list[torch.cuda.Event]:
-        out = []
-        for _ in range(n):
+        free = self.free.get(n)
+        if free:
             try:
-                out.append(self.free.popleft())
-            except IndexError:
-                self.made += 1
-                out.append(torch.cuda.Event(enable_timing=True))
-        return out
+                return free.popleft()
+            except IndexError:          # the other thread took the last one
+                pass
+        self.made += n
+        return [torch.cuda.Event(enable_timing=True) for _ in range(n)]
 
     def give_back(self, events: Sequence[torch.cuda.Event]) -> None:
-        self.free.extend(events)
+        free = self.free.get(len(events))
+        if free is None:
+            free = self.free.setdefault(len(events), deque())
+        free.append(events)
 
 
 class UploadSlot:
@@ -114,6 +118,7 @@ class UploadRing:
         self.copied = [torch.cuda.Event() for _ in range(n)]
         self.read = [torch.cuda.Event() for _ in range(n)]
         self.i = 0
+        self._views: dict[tuple[int, int, int], UploadSlot] = {}
 
     def fits(self, rows: int, writes: int) -> bool:
         return rows <= self.rows and writes <= self.max_writes
@@ -148,7 +153,13 @@ class UploadRing:
         stream.wait_event(self.read[i])
         dev = self.dev[i]
         dev[:words].copy_(self.host[i][:words], non_blocking=True)
-        n_ints = rows * self.width
-        return UploadSlot(i, dev[:n_ints].view(rows, self.width),
-                          dev[n_ints:n_ints + rows].view(torch.float32).view(rows, 2),
-                          dev[n_ints + rows:words].view(3, nw))
+        key = (i, rows, nw)
+        slot = self._views.get(key)
+        if slot is None:                # views are made once per shape (decode steps repeat them)
+            n_ints = rows * self.width
+            slot = UploadSlot(i, dev[:n_ints].view(rows, self.width),
+                              dev[n_ints:n_ints + rows].view(torch.float32).view(rows, 2),
+                              dev[n_ints + rows:words].view(3, nw))
+            if nw == 0:
+                self._views[key] = slot
+        return slot

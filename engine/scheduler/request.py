@@ -174,20 +174,16 @@ def prefill_shapes(cfg) -> tuple[tuple[int, ...], tuple[int, ...]]:
 
 def build_meta(batch: Batch, page_table: np.ndarray, page_size: int, dummy_slot: int,
                full_kv: bool) -> StepMeta:
-    """Lay the batch out as arrays, one column at a time (no per-row numpy calls: this runs every
-    step on the CPU). ``page_table[slot]`` lists a slot's pages, padded with the scratch page.
-    Padding rows read the dummy slot and write the scratch page."""
+    """Lay the batch out as arrays: one Python pass over the rows, one conversion per array (a
+    numpy call costs microseconds, and this runs every step on the scheduler thread, where in a
+    serial loop each of them is GPU idle time). ``page_table[slot]`` lists a slot's pages, padded
+    with the scratch page. Padding rows read the dummy slot and write the scratch page."""
     rows, n = batch.rows, len(batch.rows)
     ints, floats = _padded_arrays(batch.padded_size, n, page_table, dummy_slot)
-    ints[:n, COL_SLOT] = np.fromiter((r.req.slot for r in rows), np.int64, n)
-    ints[:n, COL_START] = np.fromiter((r.start for r in rows), np.int64, n)
-    ints[:n, COL_LEN] = np.fromiter((r.length for r in rows), np.int64, n)
-    ints[:n, COL_WRITE] = np.fromiter((r.samples for r in rows), np.int64, n)
-    ints[:n, COL_SEED] = np.fromiter((r.req.seed for r in rows), np.int64, n)
-    ints[:n, COL_TOPK] = np.fromiter((r.req.params.top_k for r in rows), np.int64, n)
+    ints[:n, :NUM_INT_COLS] = [(r.req.slot, r.start, r.length, r.samples, r.req.seed,
+                                r.req.params.top_k) for r in rows]          # COL_SLOT..COL_TOPK
     ints[:n, NUM_INT_COLS:] = page_table[ints[:n, COL_SLOT]]
-    floats[:n, 0] = np.fromiter((r.req.params.temperature for r in rows), np.float32, n)
-    floats[:n, 1] = np.fromiter((r.req.params.top_p for r in rows), np.float32, n)
+    floats[:n] = [(r.req.params.temperature, r.req.params.top_p) for r in rows]
     writes = np.zeros((3, 0), dtype=np.int64)
     if batch.kind == "prefill":
         chunks = [(r.req.slot, r.start, r.req.fill_ids[r.start:r.start + r.length]) for r in rows]
@@ -217,26 +213,29 @@ def advance_meta(first: StepMeta, batch: Batch, keep: np.ndarray, offset: int,
 
 
 def _padded_arrays(padded: int, n: int, page_table: np.ndarray, dummy_slot: int):
-    """``ints``/``floats`` with rows ``n..padded`` already set as padding: the dummy slot, the
-    scratch page (``page_table[dummy_slot]``), temperature 0."""
-    ints = np.zeros((padded, NUM_INT_COLS + page_table.shape[1]), dtype=np.int64)
-    ints[n:, COL_SLOT] = dummy_slot
-    ints[n:, NUM_INT_COLS:] = page_table[dummy_slot]
-    floats = np.ones((padded, 2), dtype=np.float32)
-    floats[n:, 0] = 0.0
+    """``ints``/``floats`` for ``padded`` rows, rows ``n..padded`` already set as padding: the
+    dummy slot, the scratch page (``page_table[dummy_slot]``), temperature 0. Rows ``0..n`` are
+    left for the caller to fill, every column."""
+    ints = np.empty((padded, NUM_INT_COLS + page_table.shape[1]), dtype=np.int64)
+    floats = np.empty((padded, 2), dtype=np.float32)
+    if padded > n:
+        ints[n:, :NUM_INT_COLS] = 0
+        ints[n:, COL_SLOT] = dummy_slot
+        ints[n:, NUM_INT_COLS:] = page_table[dummy_slot]
+        floats[n:] = (0.0, 1.0)
     return ints, floats
 
 
 def _meta(batch: Batch, ints: np.ndarray, floats: np.ndarray, n: int, page_size: int,
           full_kv: bool, writes: np.ndarray) -> StepMeta:
-    starts, lens = ints[:n, COL_START], ints[:n, COL_LEN]
-    kv_tokens = int((starts + lens).max())
+    rows = batch.rows
+    kv_tokens = max(r.start + r.length for r in rows)
     pages_per_seq = ints.shape[1] - NUM_INT_COLS
     kv_pages = pages_per_seq if full_kv else -(-kv_tokens // page_size)
-    seq_len = int(lens.max())
+    seq_len = max(r.length for r in rows)
     if full_kv and batch.kind == "prefill":
         seq_len = prefill_bucket(seq_len)        # CUDA: one of a few shapes, each warmed at start
     return StepMeta(
         step=batch.step, kind=batch.kind, num_rows=n, seq_len=seq_len, kv_pages=kv_pages,
-        all_greedy=not floats[:n, 0].any(), ints=ints, floats=floats, prompt_writes=writes,
-        rids=batch.rids, cached_tokens=sum(r.cached for r in batch.rows))
+        all_greedy=all(r.req.params.temperature == 0 for r in rows), ints=ints, floats=floats,
+        prompt_writes=writes, rids=batch.rids, cached_tokens=sum(r.cached for r in rows))
