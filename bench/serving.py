@@ -19,7 +19,7 @@ shorter step of the overlap loop is more throughput, and queues form later.
 
     python -m bench --rates 4 --shared-prefix 512 --prefix-cache both   # the prefix cache's gain
 
-On CUDA the decode steps run as CUDA graphs unless ``--graphs eager`` (prefills are always eager).
+On CUDA every step (decode and prefill) runs as a CUDA graph unless ``--graphs eager``.
 
 ``--shared-prefix N`` puts one system prompt of N tokens in front of every request;
 ``--prefix-cache on|off|both`` runs with the radix prefix cache, without it, or both (a table

@@ -181,15 +181,17 @@ class Engine:
         torch.cuda.synchronize()
         t1 = time.perf_counter()
         # Kernel JIT (Triton) and, with compile, the compiled regions for batch 1 and any batch;
-        # then every prefill shape the scheduler can make (it pads prefills to these buckets).
+        # then every prefill shape the scheduler can make (it pads prefills to these buckets):
+        # eagerly here, or, with CUDA graphs, as the capture's own warm-up runs.
         runner.warm_up((1, 2), cfg.pages_per_seq)
-        runner.warm_up_prefill(*prefill_shapes(cfg), cfg.pages_per_seq)
+        if not cfg.cuda_graph:
+            runner.warm_up_prefill(*prefill_shapes(cfg), cfg.pages_per_seq)
         torch.cuda.synchronize()
         t2 = time.perf_counter()
         graphs = None
         if cfg.cuda_graph:
-            from engine.devices.cuda_graph import DecodeGraphs
-            graphs = DecodeGraphs(runner, cfg)
+            from engine.devices.cuda_graph import StepGraphs
+            graphs = StepGraphs(runner, cfg)
         self.startup_s.update(load=t1 - t0, warm_up=t2 - t1, capture=time.perf_counter() - t2)
         return CudaDevice(runner, cfg.max_batch_size, NUM_INT_COLS + cfg.pages_per_seq,
                           max(cfg.max_prefill_tokens, 1), graphs=graphs, hazards=cfg.hazards,

@@ -304,7 +304,7 @@ def test_cuda_greedy_equals_transformers(make_checkpoint):
 @pytest.mark.parametrize("dtype,compile", [("float32", False), ("bfloat16", False),
                                            ("bfloat16", True)])
 def test_cuda_graphs_match_eager(make_checkpoint, dtype, compile):
-    """Replaying captured decode graphs gives exactly the eager engine's tokens."""
+    """Replaying captured decode and prefill graphs gives exactly the eager engine's tokens."""
     rng = random.Random(5)
     prompts, params = _workload(rng, 12, 30, 20)
     outs = []
@@ -314,6 +314,9 @@ def test_cuda_graphs_match_eager(make_checkpoint, dtype, compile):
         with Engine(cfg) as eng:
             outs.append(eng.generate(prompts, params, overlap=True))
     assert _same(outs[0], outs[1])
+    # Every step ran as one graph launch, prefills too: an eager step records its sampling apart.
+    eager, graphed = ({s.phase for s in out.timeline if s.lane == "engine_stream"} for out in outs)
+    assert {"prefill", "sample"} <= eager and "sample" not in graphed and "prefill" in graphed
 
 
 # ---- aborts (a client that goes away), through Engine.serve and a scripted source ---------------

@@ -1,14 +1,22 @@
-"""Decode CUDA graphs, one per batch-size bucket: the whole step (forward, sample, token_pool
-write) captured once and replayed with a single launch.
+"""CUDA graphs, one per step shape: the whole step (forward, sample, token_pool write) captured
+once and replayed with a single launch.
 
 Graphs and overlap fix different gaps. An eager forward of a small model is *launch-bound*: the
 GPU waits between its own kernels while Python issues the next one. A graph removes those gaps
 *inside* a forward. Overlap removes the gap *between* forwards (the CPU's per-step work). They
 compose: graphs make the forward short and dense, overlap hides the CPU behind it.
 
+Shapes: a decode step for each batch-size bucket, and a prefill for each (batch-size bucket,
+tokens-per-row bucket) the scheduler can make on CUDA (it pads prefills to those:
+``request.prefill_shapes``), greedy and sampled. An eager prefill of a small model is several
+milliseconds of kernel launches whatever its length, and how long it takes depends on how fast
+the host issues them (measured on an H200: the same prefill 3.4-6.3 ms from run to run); as a
+graph it is as long as its work, so a prefix-cache hit shortens it and two loops' prefills
+compare.
+
 A graph reads fixed addresses, so each replay first copies the step's metadata into static
-buffers (on the engine stream, after ``wait_stream``), and the sampled tokens are copied out of the
-static output before the next replay can overwrite them.
+buffers (on the engine stream, after the wait for the upload), and the sampled tokens are copied
+out of the static output before the next replay can overwrite them.
 """
 
 from __future__ import annotations
@@ -17,7 +25,7 @@ import torch
 
 from engine.config import EngineConfig
 from engine.devices.runner import ModelRunner
-from engine.scheduler.request import DECODE_BUCKETS, NUM_INT_COLS, StepMeta
+from engine.scheduler.request import COL_LEN, DECODE_BUCKETS, NUM_INT_COLS, StepMeta, prefill_shapes
 
 
 class _Graph:
@@ -27,10 +35,11 @@ class _Graph:
         self.greedy = greedy
 
     def replay(self, ints: torch.Tensor, floats: torch.Tensor, keep: bool = True) -> torch.Tensor:
-        """One decode step. The sampled tokens stay in the graph's static ``out``, which the next
-        replay overwrites: ``keep=True`` copies them out first (a kernel and an allocation). A
-        caller may pass ``keep=False`` only where something already orders the next replay after
-        every read of ``out`` (the next forward's ``wait_stream`` on the stream that copies it)."""
+        """One step. The sampled tokens stay in the graph's static ``out``, which the next replay
+        of any graph may overwrite (they share one memory pool): ``keep=True`` copies them out
+        first (a kernel and an allocation). A caller may pass ``keep=False`` only where something
+        already orders the next replay after every read of ``out`` (the engine stream's order,
+        or the next forward's wait on the stream that copies it)."""
         self.ints.copy_(ints)            # step metadata -> the graph's static input buffers
         if not self.greedy:              # greedy decoding never reads temperature / top_p
             self.floats.copy_(floats)
@@ -38,33 +47,48 @@ class _Graph:
         return self.out.clone() if keep else self.out
 
 
-class DecodeGraphs:
-    def __init__(self, runner: ModelRunner, cfg: EngineConfig, warmup: int = 2) -> None:
+class StepGraphs:
+    """Every decode and prefill shape of ``cfg`` as a CUDA graph (``prefill=False``: decode
+    only). ``lookup`` finds the graph of a step, or None (run it eagerly)."""
+
+    def __init__(self, runner: ModelRunner, cfg: EngineConfig, warmup: int = 2,
+                 prefill: bool = True) -> None:
         self.runner = runner
         self.kv_pages = cfg.pages_per_seq
-        sizes = sorted({min(b, cfg.max_batch_size) for b in DECODE_BUCKETS})
         width = NUM_INT_COLS + cfg.pages_per_seq
-        self.graphs: dict[tuple[int, bool], _Graph] = {}
+        sizes = sorted({min(b, cfg.max_batch_size) for b in DECODE_BUCKETS})
+        shapes = [(size, 1) for size in sizes]                     # (rows, tokens per row)
+        if prefill:
+            prefill_sizes, seq_lens = prefill_shapes(cfg)
+            shapes += [(size, seq_len) for size in prefill_sizes for seq_len in seq_lens]
+        self.graphs: dict[tuple[int, int, bool], _Graph] = {}
         pool = torch.cuda.graph_pool_handle()
-        for size in reversed(sizes):     # largest first, so smaller graphs reuse its memory pool
+        # Largest first, so the smaller graphs reuse its memory in the shared pool.
+        for size, seq_len in sorted(shapes, key=lambda s: (s[0] * s[1], s), reverse=True):
             for greedy in (True, False):
-                self.graphs[(size, greedy)] = self._capture(size, width, greedy, pool, warmup)
+                self.graphs[(size, seq_len, greedy)] = self._capture(size, seq_len, width,
+                                                                     greedy, pool, warmup)
         torch.cuda.synchronize()
 
-    def _capture(self, size: int, width: int, greedy: bool, pool, warmup: int) -> _Graph:
+    def _capture(self, size: int, seq_len: int, width: int, greedy: bool, pool,
+                 warmup: int) -> _Graph:
         ints, floats = self.runner.padding_meta(size, width)   # replays copy real rows over it
+        if seq_len > 1:
+            # A padding row as long as the shape (never longer than the context leaves room for).
+            ints[:, COL_LEN] = min(seq_len, self.runner.max_seq_len - 1)
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):    # warm up allocator and kernels outside the capture
             for _ in range(warmup):
-                self.runner.step(ints, floats, 1, self.kv_pages, greedy)
+                self.runner.step(ints, floats, seq_len, self.kv_pages, greedy)
         torch.cuda.current_stream().wait_stream(side)
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph, pool=pool):
-            out = self.runner.step(ints, floats, 1, self.kv_pages, greedy)
+            out = self.runner.step(ints, floats, seq_len, self.kv_pages, greedy)
         return _Graph(graph, ints, floats, out, greedy)
 
     def lookup(self, meta: StepMeta) -> _Graph | None:
-        if meta.kind != "decode" or meta.kv_pages != self.kv_pages:
+        if meta.kv_pages != self.kv_pages:
             return None
-        return self.graphs.get((meta.ints.shape[0], meta.all_greedy))
+        seq_len = 1 if meta.kind == "decode" else meta.seq_len
+        return self.graphs.get((meta.ints.shape[0], seq_len, meta.all_greedy))
