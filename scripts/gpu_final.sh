@@ -8,11 +8,11 @@
 #   OUT=out bash scripts/gpu_final.sh ui       # (carries .whl-ui-b, within 30 s of stage) the UI
 #                                              # and server tests, the page's first clicks on CUDA
 # This session's two calls (one warm machine, the second within 30 s of the first):
-#   OUT=out bash scripts/gpu_final.sh check    # (carries .whl-ui-a) the CUDA tests, launch cost,
-#                                              # copy placement, the recorder's cost, the 8B
-#                                              # shared-prefix serving bench
+#   OUT=out bash scripts/gpu_final.sh check    # (carries .whl-ui-a) the CUDA tests, copy
+#                                              # placement, the shared-prefix serving bench
 #   OUT=out bash scripts/gpu_final.sh page     # (carries .whl-ui-b) the page's first clicks, the
-#                                              # UI and server tests
+#                                              # server's restart test
+# (the UI tests: the earlier "ui" part, or "page" with the ui_tests line of commit history)
 # The UI's wheels: bash ../shared/gpu/ui-wheels.sh .whl-ui-a .whl-ui-b (or pinned to this
 # checkout's versions, as this session did: see the closing note of issue 21).
 set -u
@@ -55,18 +55,15 @@ fi
 
 if [[ $part == check ]]; then
     mkdir -p /tmp/whl && cp .whl-ui-a/*.whl /tmp/whl/
-    step cuda_tests 200 $PT -m cuda -n 6 tests/ \
+    step cuda_tests 150 $PT -m cuda -n 6 tests/ \
         --deselect tests/test_warm.py::test_cuda_first_loop_pays_no_first_use
-    step cuda_warm 60 $PT -m cuda tests/test_warm.py
-    step launch_cost 30 python3 -m bench --launch-cost --models bundled --batches 8
-    step placement 60 python3 -m bench --copy-placement --models bundled --batches 1 16 \
+    step cuda_warm 40 $PT -m cuda tests/test_warm.py
+    step placement 30 python3 -m bench --copy-placement --models bundled --batches 1 16 \
         --graphs graph
-    step overhead 80 python3 -m bench --overhead --models bundled --batches 1 64 --graphs graph \
-        --new-tokens 256
-    # Issue 22 on a model whose 512-token prefill is compute, not launches.
-    step serving 150 python3 -m bench --device cuda --models llama-3.1-8b-shape --rates 12 \
-        --requests 24 --prompt-len 32 --new-tokens 64 --shared-prefix 512 --prefix-cache both \
-        --repeats 3 --json "$OUT/serving-shared-prefix-h200-8b.json"
+    # Issue 22: the bundled model, every step a CUDA graph (prefills too).
+    step serving 90 python3 -m bench --device cuda --rates 8 --requests 32 --prompt-len 32 \
+        --new-tokens 64 --shared-prefix 512 --prefix-cache both --repeats 3 \
+        --json "$OUT/serving-shared-prefix-h200.json"
 fi
 
 if [[ $part == page ]]; then
@@ -75,10 +72,8 @@ if [[ $part == page ]]; then
         /tmp/whl/*.whl 2>&1 | tail -3
     export PYTHONPATH=/tmp/site
     # First, on a machine with nothing else running: the page's first clicks.
-    step first_clicks 150 python3 scripts/gpu_first_click.py --clicks 5 --out "$OUT"
-    step ui_tests 280 $PT -n 8 -v -rf tests/test_ui_live.py tests/test_ui_lab.py \
-        tests/test_ui_replay.py tests/test_ui_serving.py tests/test_ui_records.py \
-        tests/test_serve.py tests/test_faults.py
+    step first_clicks 60 python3 scripts/gpu_first_click.py --clicks 5 --out "$OUT"
+    step serve_restart 60 $PT -rf tests/test_serve.py -k killed_scheduler
 fi
 
 if [[ $part == wheels ]]; then                  # (carries .whl-ui-a) a fresh machine's half
