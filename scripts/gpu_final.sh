@@ -12,7 +12,7 @@
 #                                              # placement, the shared-prefix serving bench
 #   OUT=out bash scripts/gpu_final.sh page     # (carries .whl-ui-b) the page's first clicks, the
 #                                              # server's restart test
-# (the UI tests: the earlier "ui" part, or "page" with the ui_tests line of commit history)
+#                                              # (UI_TESTS=1: and every UI and server test)
 # The UI's wheels: bash ../shared/gpu/ui-wheels.sh .whl-ui-a .whl-ui-b (or pinned to this
 # checkout's versions, as this session did: see the closing note of issue 21).
 set -u
@@ -74,6 +74,9 @@ if [[ $part == page ]]; then
     # First, on a machine with nothing else running: the page's first clicks.
     step first_clicks 60 python3 scripts/gpu_first_click.py --clicks 5 --out "$OUT"
     step serve_restart 60 $PT -rf tests/test_serve.py -k killed_scheduler
+    [[ ${UI_TESTS:-0} == 1 ]] && step ui_tests 280 $PT -n 8 -v -rf tests/test_ui_live.py \
+        tests/test_ui_lab.py tests/test_ui_replay.py tests/test_ui_serving.py \
+        tests/test_ui_records.py tests/test_serve.py tests/test_faults.py
 fi
 
 if [[ $part == wheels ]]; then                  # (carries .whl-ui-a) a fresh machine's half
