@@ -86,8 +86,14 @@ def _forward_medians(result) -> dict[str, float]:
 @pytest.mark.parametrize("cuda_graph", [False, True])
 def test_cuda_first_loop_pays_no_first_use(cuda_graph):
     """The page's workload shape (requests arriving at 20/s, so prefills of varied sizes come
-    one by one): normal first, then overlap, on a fresh engine. Their median prefill and decode
-    forwards agree within 20%."""
+    one by one): normal first, then overlap, on a fresh engine. With CUDA graphs (the page's
+    setting on a GPU) a span is the GPU's work, and the two loops' median prefill and decode
+    forwards agree within 20%.
+
+    Eager, a small model's span is how long the host takes to issue its kernels, and that varies
+    with the host, not the loop (on an H200, back to back: decode 3.1 ms in one run, 5.0 ms in the
+    next). What must not be there is first use, which cost the first loop's prefills 44-51 ms
+    against 3.5-4 ms later: eager, the loops agree within a factor of 3."""
     with Engine(EngineConfig(model="bundled", device="cuda", cuda_graph=cuda_graph,
                              max_batch_size=16, max_seq_len=208)) as eng:
         rng = random.Random(0)
@@ -98,4 +104,8 @@ def test_cuda_first_loop_pays_no_first_use(cuda_graph):
         normal = _forward_medians(eng.generate(prompts, params, overlap=False, arrivals=arrivals))
         overlap = _forward_medians(eng.generate(prompts, params, overlap=True, arrivals=arrivals))
     for phase in ("prefill", "decode"):
-        assert normal[phase] == pytest.approx(overlap[phase], rel=0.2), (phase, normal, overlap)
+        if cuda_graph:
+            assert normal[phase] == pytest.approx(overlap[phase], rel=0.2), (phase, normal, overlap)
+        else:
+            ratio = max(normal[phase], overlap[phase]) / min(normal[phase], overlap[phase])
+            assert ratio < 3, (phase, normal, overlap)
