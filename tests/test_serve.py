@@ -277,14 +277,44 @@ def test_timeline_record_and_trace(server):
 
 
 def test_killed_scheduler_costs_requests_not_the_server(server, client):
+    """A killed scheduler process is replaced without a request asking for it; meanwhile /health
+    answers (503, "restarting") instead of waiting for the new one."""
     pid = health(server)["scheduler_pid"]
     os.kill(pid, signal.SIGKILL)
-    h = health(server)                                     # a new session starts
-    assert h["status"] == "ok" and h["scheduler_pid"] != pid
+    deadline = time.monotonic() + 180
+    while True:                                            # a new session starts by itself
+        r = httpx.get(f"{server}/health", timeout=60)
+        h = r.json()
+        if h["status"] == "ok":
+            break
+        assert r.status_code == 503 and h["status"] in ("restarting", "unavailable"), h
+        assert time.monotonic() < deadline, "no new session within 180 s"
+        time.sleep(0.2)
+    assert h["scheduler_pid"] != pid
     text = client.completions.create(model="bundled", prompt=PROMPTS[0], max_tokens=5,
                                      temperature=0).choices[0].text
     assert text
     wait_idle(server)
+
+
+def test_a_session_whose_process_died_is_replaced_without_being_asked():
+    """Noticed within seconds and restarted: nothing calls the client after the kill."""
+    from engine.config import EngineConfig
+    from engine.serve.serving_client import ServingClient
+
+    serving = ServingClient(EngineConfig(model="bundled", device="cpu", max_batch_size=2,
+                                         max_seq_len=64, prefix_cache=False))
+    try:
+        serving.start()
+        pid = serving.process.pid
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 180
+        while serving.sessions < 2 or serving.restarting:
+            assert time.monotonic() < deadline, "the session was not replaced within 180 s"
+            time.sleep(0.1)
+        assert serving.process.pid != pid and serving.process.alive and serving.alive
+    finally:
+        serving.close()
 
 
 def test_normal_loop_server_gives_the_same_tokens(client):

@@ -1,6 +1,7 @@
 """The OpenAI-compatible HTTP API (FastAPI): tokenize, forward, stream. No engine runs here.
 
-    GET  /health                   the session's counts and pools (503 while it is down)
+    GET  /health                   the session's counts and pools (503 while it is down or
+                                   restarting)
     GET  /v1/models                the one model served
     POST /v1/completions           text or token-id prompts; streaming (SSE) or not
     POST /v1/chat/completions      messages through the tokenizer's chat template
@@ -78,7 +79,10 @@ def build_app(client: ServingClient, started: ServingStarted, tokenizer: Any, se
     async def health() -> JSONResponse:
         stats = await asyncio.to_thread(client.stats, 10.0)
         if stats is None:
-            return JSONResponse({"status": "unavailable"}, status_code=503)
+            # Restarting: the scheduler process died and a new session is starting (seconds
+            # for the bundled model, longer for a large one); retry.
+            status = "restarting" if client.restarting else "unavailable"
+            return JSONResponse({"status": status}, status_code=503)
         return JSONResponse({"status": "ok", "model": served_name, "loop": client.request.loop,
                              "device": started.device, "sessions": client.sessions,
                              "scheduler_pid": client.process.pid,

@@ -8,7 +8,10 @@ timeline (the spans the scheduler streams, a bounded window) and its finished re
 session can be drawn like any run (``session_record``).
 
 If the scheduler process dies or the session fails, every request in progress is told so
-(``SessionLost``) and the next ``submit`` starts a new session. Nothing here imports torch.
+(``SessionLost``). A process that died is replaced at once, in the background (the reader notices
+within ``POLL_S``): ``restarting`` is true meanwhile, and ``stats`` answers None without waiting
+for it, so a health check says so instead of hanging. A session that failed is started again by
+the next ``submit``. Nothing here imports torch.
 """
 
 from __future__ import annotations
@@ -77,6 +80,8 @@ class ServingClient:
         self._ids = itertools.count(1)
         self._lock = threading.Lock()         # session start / stop
         self._reader: threading.Thread | None = None
+        self._restarter: threading.Thread | None = None
+        self._closed = False
         self.sessions = 0
 
     # ---- the session ----------------------------------------------------------------------
@@ -114,8 +119,25 @@ class ServingClient:
             self._reader.start()
             return event
 
+    @property
+    def restarting(self) -> bool:
+        """A new session is being started in place of one whose process died."""
+        return self._restarter is not None and self._restarter.is_alive()
+
+    def _restart(self) -> None:
+        """Start a new session in the background (the scheduler process died under the last)."""
+        def run() -> None:
+            try:
+                self.start()
+            except SessionUnavailable:
+                pass                        # the next request tries again, and says why
+        if not self._closed and not self.restarting:
+            self._restarter = threading.Thread(target=run, name="session-restart", daemon=True)
+            self._restarter.start()
+
     def close(self, timeout_s: float = 30.0) -> None:
         """Let the requests in progress finish (up to ``timeout_s``), then end the process."""
+        self._closed = True
         with self._lock:
             reader = self._reader
             if reader is not None and reader.is_alive():
@@ -155,6 +177,8 @@ class ServingClient:
         A session that dies under the question (its process killed) is started afresh and
         asked once more."""
         for _ in range(2):
+            if self.restarting:
+                return None                 # answered when the new session is up, not before
             self.start()
             token = next(self._ids)
             try:
@@ -179,7 +203,7 @@ class ServingClient:
 
     # ---- the reader thread ----------------------------------------------------------------
     def _read(self) -> None:
-        why = "the served session ended"
+        why, died = "the served session ended", False
         try:
             while True:
                 event = self.process._next(None, "serving")
@@ -203,9 +227,11 @@ class ServingClient:
                 elif isinstance(event, ServingStopped):
                     return
         except SchedulerDied as error:
-            why = str(error)
+            why, died = str(error), True
         finally:
             self._lose_all(why)
+        if died:
+            self._restart()
 
     def _deliver(self, delta: TokenDelta) -> None:
         self.finished.deltas.setdefault(delta.rid, []).append(delta)
