@@ -13,6 +13,8 @@
 #   OUT=out bash scripts/gpu_final.sh page     # (carries .whl-ui-b) the page's first clicks, the
 #                                              # server's restart test
 #                                              # (UI_TESTS=1: and every UI and server test)
+#   OUT=out bash scripts/gpu_final.sh next     # (carries .whl-ui-a) what this session could not
+#                                              # run: warm test, recorder cost, 8B serving
 # The UI's wheels: bash ../shared/gpu/ui-wheels.sh .whl-ui-a .whl-ui-b (or pinned to this
 # checkout's versions, as this session did: see the closing note of issue 21).
 set -u
@@ -77,6 +79,17 @@ if [[ $part == page ]]; then
     [[ ${UI_TESTS:-0} == 1 ]] && step ui_tests 280 $PT -n 8 -v -rf tests/test_ui_live.py \
         tests/test_ui_lab.py tests/test_ui_replay.py tests/test_ui_serving.py \
         tests/test_ui_records.py tests/test_serve.py tests/test_faults.py
+fi
+
+if [[ $part == next ]]; then                    # (carries .whl-ui-a) left for the next session
+    mkdir -p /tmp/whl && cp .whl-ui-a/*.whl /tmp/whl/
+    step cuda_warm 40 $PT -m cuda tests/test_warm.py
+    step overhead 80 python3 -m bench --overhead --models bundled --batches 1 64 --graphs graph \
+        --new-tokens 256
+    # Issue 22 with every step a graph, prefills too, on a model whose 512 tokens are compute.
+    step serving 300 python3 -m bench --device cuda --models llama-3.1-8b-shape --rates 4 12 \
+        --requests 24 --prompt-len 32 --new-tokens 64 --shared-prefix 512 --prefix-cache both \
+        --repeats 3 --json "$OUT/serving-shared-prefix-h200-8b.json"
 fi
 
 if [[ $part == wheels ]]; then                  # (carries .whl-ui-a) a fresh machine's half
