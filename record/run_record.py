@@ -200,6 +200,28 @@ def _validate_output(output: Any, where: str) -> None:
         _check(value is None or _is_whole(value), where, f"{key} must be an integer or null")
 
 
+def memory_problem(memory: Any) -> str | None:
+    """What is wrong with a run's KV-memory trace (None: nothing), the shape the engine writes
+    (``engine.engine.memory_record``) and the memory chart draws: ``total_pages`` > 0, ``steps``
+    rows of (step, time us, pages used, pages only cached, free), ``retractions`` rows of
+    (step, time us, request id)."""
+    if not isinstance(memory, dict):
+        return f"expected an object, got {type(memory).__name__}"
+    total = memory.get("total_pages")
+    if not (_is_number(total) and total > 0):
+        return f"total_pages must be a positive number, got {total!r}"
+    for key, width, what in (("steps", 5, "(step, time, used, cached, free)"),
+                             ("retractions", 3, "(step, time, request)")):
+        rows = memory.get(key) or []
+        if not isinstance(rows, list):
+            return f"{key} must be a list"
+        for i, row in enumerate(rows):
+            if not (isinstance(row, (list, tuple)) and len(row) >= width
+                    and all(_is_number(v) for v in row[:width])):
+                return f"{key}[{i}] must be {width} finite numbers {what}, got {row!r}"[:300]
+    return None
+
+
 def _validate_run(run: Any, where: str) -> None:
     _require(run, RUN_KEYS, where)
     _check(isinstance(run["mode"], str), where, "mode must be a string")
@@ -215,6 +237,9 @@ def _validate_run(run: Any, where: str) -> None:
         _validate_span(span, f"{where}.spans[{i}]")
     for i, output in enumerate(run["outputs"]):
         _validate_output(output, f"{where}.outputs[{i}]")
+    if run.get("memory") is not None:
+        problem = memory_problem(run["memory"])
+        _check(problem is None, f"{where}.memory", problem or "")
 
 
 def validate_record(d: Any) -> dict[str, Any]:

@@ -101,6 +101,14 @@ def broken(record: dict, change) -> dict:
     (lambda r: r["runs"][0]["spans"][0].update(step="3"), "step must be an integer"),
     (lambda r: r["runs"][0]["outputs"][0].pop("text"), r"outputs\[0\]: missing key\(s\) 'text'"),
     (lambda r: r["runs"][0].update(lanes="cpu"), "lanes must be a list"),
+    (lambda r: r["runs"][0].update(memory=[1]), r"runs\[0\].memory: expected an object"),
+    (lambda r: r["runs"][0].update(memory={"total_pages": 0, "steps": []}),
+     r"memory: total_pages must be a positive number"),
+    (lambda r: r["runs"][1].update(memory={"total_pages": 8, "steps": [[1, 0.0, 2, 1]]}),
+     r"runs\[1\].memory: steps\[0\] must be 5 finite numbers"),
+    (lambda r: r["runs"][0].update(memory={"total_pages": 8, "steps": [[1, 0.0, 2, 1, 5]],
+                                           "retractions": [[1, "soon", 3]]}),
+     r"memory: retractions\[0\] must be 3 finite numbers"),
 ])
 def test_invalid_records_say_where_and_why(record, change, message):
     with pytest.raises(RecordError, match=message):
@@ -151,3 +159,10 @@ def test_output_fields_the_page_draws_are_checked(record, field, value, words):
                                   field: value}]
     with pytest.raises(RecordError, match=words):
         validate_record(bad)
+
+
+def test_a_memory_trace_as_the_engine_writes_it_is_valid(record):
+    good = copy.deepcopy(record)
+    good["runs"][1]["memory"] = {"total_pages": 8, "steps": [[1, 0.0, 2, 1, 5], [2, 9.5, 3, 1, 4]],
+                                 "retractions": [[2, 9.5, 7]]}
+    assert validate_record(good)["runs"][1]["memory"]["total_pages"] == 8

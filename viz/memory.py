@@ -12,9 +12,9 @@ exactly ``total_pages``: what the cache keeps is what the requests do not use, a
 from __future__ import annotations
 
 import html
-import math
 from typing import Any
 
+from record.run_record import memory_problem
 from viz.figure import FigureSpec
 from viz.spans import display_labels, time_range
 from viz.style import MEMORY_COLORS, RETRACTION_COLOR
@@ -58,25 +58,12 @@ def memory_figure(runs: dict[str, Any] | list[dict[str, Any]], lang: str = "en")
 
 
 def has_memory(run: dict[str, Any]) -> bool:
-    """Whether ``run`` carries a memory trace to draw (old records and imports do not). A
-    record read from a file is checked for the shape drawn here, so a malformed one is
-    "no trace", never an exception."""
+    """Whether ``run`` carries a memory trace to draw (old records and imports do not): one of
+    the shape ``record.run_record.memory_problem`` checks, with at least one step. A malformed one
+    (a run dict not read through ``validate_record``) is "no trace", never an exception."""
     memory = run.get("memory")
-    if not isinstance(memory, dict):
-        return False
-    total, steps = memory.get("total_pages"), memory.get("steps")
-    return (_is_number(total) and total > 0 and isinstance(steps, list) and bool(steps)
-            and all(_is_row(s, 5) for s in steps)
-            and isinstance(memory.get("retractions") or [], list)
-            and all(_is_row(r, 3) for r in memory.get("retractions") or []))
-
-
-def _is_row(row: Any, n: int) -> bool:
-    return isinstance(row, (list, tuple)) and len(row) >= n and all(_is_number(v) for v in row[:n])
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return (isinstance(memory, dict) and memory_problem(memory) is None
+            and bool(memory.get("steps")))
 
 
 def _runs_of(runs: dict[str, Any] | list[dict[str, Any]]) -> list[dict[str, Any]]:
