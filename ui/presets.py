@@ -1,11 +1,12 @@
 """Presets and the page's defaults: one click sets the controls for what a loop is for, sized to
 the device the run will use.
 
-- ``overlap`` (the defaults' loops): the scheduler's CPU work three quarters of a forward
+- ``overlap`` (the defaults' loops): the scheduler's CPU work 0.8 of a forward
   (``FIRST_CLICK_FORWARDS``), inside what one-step overlap hides: a serial step costs
   T_fwd + T_cpu, an overlapped one max(T_fwd, T_cpu), so the GPU stays busy and the step is
-  1.75x as fast (at exactly one forward, any jitter in the CPU's work shows as idle GPU: on an
-  H200 the scheduler's own work per step varied by a third between runs);
+  1.8x as fast. Why 0.8: at exactly one forward, any jitter in the CPU's work shows as idle GPU,
+  and the serial run's own CPU work varies from run to run (on an H200, five clicks at 0.73
+  forwards gave 1.49-2.03x per decode step; at 0.8, 1.57-2.00x with 96-99.6% busy);
 - ``multistep``: the scheduler's work about three forwards long, which one-step overlap cannot
   hide and k = 4 decode steps per scheduling pass can (max(T_fwd, T_cpu / 4) = T_fwd).
 
@@ -35,7 +36,7 @@ from ui.common import DEFAULTS, LIMITS, lang_of
 
 CONTROLS = ("loops", "decode_steps", "stop_early", "requests", "batch", "prompt_len", "max_new",
             "temperature", "extra_cpu_us", "request_rate")
-FIRST_CLICK_FORWARDS = 0.75  # the defaults' CPU part of a step, in forwards
+FIRST_CLICK_FORWARDS = 0.8   # the defaults' CPU part of a step, in forwards
 PRESETS = {   # name: (the controls it sets, the CPU's part of a step in forwards, fixed extra us)
     "overlap": ({"loops": ["normal", "overlap"], **DEFAULTS, "stop_early": True},
                 FIRST_CLICK_FORWARDS, 4000),
