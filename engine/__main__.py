@@ -26,7 +26,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     p.add_argument("--model", default="bundled",
                    help="'bundled', a preset (smollm2-135m-shape, qwen2.5-0.5b-shape, "
-                        "qwen2.5-1.5b-shape: random weights, for timing), a local HF directory "
+                        "qwen2.5-1.5b-shape, llama-3.1-8b-shape: random weights, for timing), "
+                        "a local HF directory "
                         "or a hub id such as Qwen/Qwen2.5-0.5B-Instruct (fetched once, guarded)")
     p.add_argument("--requests", type=int, default=None,
                    help="how many requests (default 16; with --arrivals, the whole trace)")
