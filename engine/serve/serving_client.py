@@ -88,6 +88,8 @@ class ServingClient:
     def start(self, on_progress: Callable[[Progress], None] | None = None) -> ServingStarted:
         """Open the session (starting the scheduler process if needed); returns what it said."""
         with self._lock:
+            if self._closed:                # a restart queued just before close() must not run
+                raise SessionUnavailable("the server is shutting down")
             if self.started is not None and self.alive:
                 if self.process.alive:
                     return self.started
@@ -177,6 +179,8 @@ class ServingClient:
         A session that dies under the question (its process killed) is started afresh and
         asked once more."""
         for _ in range(2):
+            if self.started is not None and not self.process.alive:
+                self._restart()             # died, and the reader may not have noticed yet
             if self.restarting:
                 return None                 # answered when the new session is up, not before
             self.start()
