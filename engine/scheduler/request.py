@@ -237,5 +237,6 @@ def _meta(batch: Batch, ints: np.ndarray, floats: np.ndarray, n: int, page_size:
         seq_len = prefill_bucket(seq_len)        # CUDA: one of a few shapes, each warmed at start
     return StepMeta(
         step=batch.step, kind=batch.kind, num_rows=n, seq_len=seq_len, kv_pages=kv_pages,
-        all_greedy=all(r.req.params.temperature == 0 for r in rows), ints=ints, floats=floats,
+        # Greedy as the device will see it: a temperature that is 0 once in float32.
+        all_greedy=not floats[:n, 0].any(), ints=ints, floats=floats,
         prompt_writes=writes, rids=batch.rids, cached_tokens=sum(r.cached for r in rows))
