@@ -27,6 +27,16 @@ part=${1:?engine, stage or ui}
 source "$(dirname "$0")/steps.sh"
 PT="python3 -m pytest -q -p no:cacheprovider -rs"
 
+# The UI's wheels come in two calls (one call carries at most 64 MiB): .whl-ui-a waits in
+# /tmp/whl (which survives on a warm machine), then .whl-ui-b joins it and both are installed.
+first_half_of_wheels() { mkdir -p /tmp/whl && cp .whl-ui-a/*.whl /tmp/whl/; }
+install_ui_wheels() {
+    cp .whl-ui-b/*.whl /tmp/whl/
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site \
+        /tmp/whl/*.whl 2>&1 | tail -3
+    export PYTHONPATH=/tmp/site
+}
+
 step env 20 bash -c "nvidia-smi -L; python3 -c 'import torch, triton, transformers; \
 print(torch.__version__, triton.__version__, transformers.__version__)'"
 
@@ -46,7 +56,7 @@ if [[ $part == engine ]]; then
 fi
 
 if [[ $part == stage ]]; then
-    mkdir -p /tmp/whl && cp .whl-ui-a/*.whl /tmp/whl/
+    first_half_of_wheels
     step record 200 env OUT="$OUT" bash scripts/h200_runs.sh record
     rm -rf "$OUT/rec"                          # (in recorded.tgz: $OUT holds few files)
     step launch_cost 30 python3 -m bench --launch-cost --models bundled --batches 8
@@ -56,7 +66,7 @@ if [[ $part == stage ]]; then
 fi
 
 if [[ $part == check ]]; then
-    mkdir -p /tmp/whl && cp .whl-ui-a/*.whl /tmp/whl/
+    first_half_of_wheels
     step cuda_tests 150 $PT -m cuda -n 6 tests/ \
         --deselect tests/test_warm.py::test_cuda_first_loop_pays_no_first_use
     step cuda_warm 40 $PT -m cuda tests/test_warm.py
@@ -69,10 +79,7 @@ if [[ $part == check ]]; then
 fi
 
 if [[ $part == page ]]; then
-    cp .whl-ui-b/*.whl /tmp/whl/
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site \
-        /tmp/whl/*.whl 2>&1 | tail -3
-    export PYTHONPATH=/tmp/site
+    install_ui_wheels
     # First, on a machine with nothing else running: the page's first clicks.
     step first_clicks 60 python3 scripts/gpu_first_click.py --clicks 5 --out "$OUT"
     step serve_restart 60 $PT -rf tests/test_serve.py -k killed_scheduler
@@ -82,7 +89,7 @@ if [[ $part == page ]]; then
 fi
 
 if [[ $part == next ]]; then                    # (carries .whl-ui-a) left for the next session
-    mkdir -p /tmp/whl && cp .whl-ui-a/*.whl /tmp/whl/
+    first_half_of_wheels
     step cuda_warm 40 $PT -m cuda tests/test_warm.py
     step overhead 80 python3 -m bench --overhead --models bundled --batches 1 64 --graphs graph \
         --new-tokens 256
@@ -93,14 +100,11 @@ if [[ $part == next ]]; then                    # (carries .whl-ui-a) left for t
 fi
 
 if [[ $part == wheels ]]; then                  # (carries .whl-ui-a) a fresh machine's half
-    mkdir -p /tmp/whl && cp .whl-ui-a/*.whl /tmp/whl/
+    first_half_of_wheels
 fi
 
 if [[ $part == ui ]]; then
-    cp .whl-ui-b/*.whl /tmp/whl/
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site \
-        /tmp/whl/*.whl 2>&1 | tail -3
-    export PYTHONPATH=/tmp/site
+    install_ui_wheels
     [[ ${SKIP_CUDA:-0} == 1 ]] || step cuda_again 100 $PT -m cuda -n 4 tests/test_kv_memory.py tests/test_engine.py \
         tests/test_hazards.py tests/test_request.py
     step ui_tests 260 $PT -n 4 -v tests/test_ui_live.py tests/test_ui_lab.py tests/test_ui_replay.py \

@@ -103,7 +103,6 @@ class CudaDevice:
         Nothing needs to wait: an in-flight forward holds views of the old device buffers (its
         ``keep_alive``) until it is processed, and PyTorch's pinned-memory allocator keeps a
         dropped host buffer until the copies queued from it have run."""
-        self.staging_rows = rows
         self.staging = UploadRing(self.ring, rows, self.int_width, self.max_writes,
                                   self.runner.device)
 

@@ -85,11 +85,10 @@ class UploadSlot:
     """One step's (or one multi-step group's) metadata as the device sees it: views into the
     slot's device buffer, filled by a single H2D copy."""
 
-    __slots__ = ("index", "ints", "floats", "writes")
+    __slots__ = ("ints", "floats", "writes")
 
-    def __init__(self, index: int, ints: torch.Tensor, floats: torch.Tensor,
-                 writes: torch.Tensor) -> None:
-        self.index, self.ints, self.floats, self.writes = index, ints, floats, writes
+    def __init__(self, ints: torch.Tensor, floats: torch.Tensor, writes: torch.Tensor) -> None:
+        self.ints, self.floats, self.writes = ints, floats, writes
 
 
 class UploadRing:
@@ -157,7 +156,7 @@ class UploadRing:
         slot = self._views.get(key)
         if slot is None:                # views are made once per shape (decode steps repeat them)
             n_ints = rows * self.width
-            slot = UploadSlot(i, dev[:n_ints].view(rows, self.width),
+            slot = UploadSlot(dev[:n_ints].view(rows, self.width),
                               dev[n_ints:n_ints + rows].view(torch.float32).view(rows, 2),
                               dev[n_ints + rows:words].view(3, nw))
             if nw == 0:
