@@ -90,9 +90,9 @@ fi
 
 if [[ $part == next ]]; then                    # (carries .whl-ui-a) left for the next session
     first_half_of_wheels
-    step cuda_warm 40 $PT -m cuda tests/test_warm.py
-    step overhead 80 python3 -m bench --overhead --models bundled --batches 1 64 --graphs graph \
-        --new-tokens 256
+    [[ ${SERVING_ONLY:-0} == 1 ]] || step cuda_warm 40 $PT -m cuda tests/test_warm.py
+    [[ ${SERVING_ONLY:-0} == 1 ]] || step overhead 80 python3 -m bench --overhead --models bundled \
+        --batches 1 64 --graphs graph --new-tokens 256
     # Issue 22 with every step a graph, prefills too, on a model whose 512 tokens are compute.
     step serving 300 python3 -m bench --device cuda --models llama-3.1-8b-shape --rates 4 12 \
         --requests 24 --prompt-len 32 --new-tokens 64 --shared-prefix 512 --prefix-cache both \
