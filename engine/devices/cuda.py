@@ -38,7 +38,8 @@ class Uploaded:
     floats: torch.Tensor
     writes: torch.Tensor
     ready: Any                      # event recorded after the group's upload (its forward waits)
-    released: Any                   # the group's last forward records it: its buffer is reusable
+    ring: Any                       # the UploadRing and slot it came in: the group's last
+    slot: int                       # forward marks the slot's device buffer reusable
     first_of_group: bool = True     # only a group's first forward waits for the upload
     last_of_group: bool = True      # the next forward starts a new group (and so waits)
 
@@ -54,7 +55,10 @@ class CudaDevice:
     device buffer made once (three ``.to()`` calls, each allocating, cost about 26 µs), a
     graph's sampled tokens are copied to the host
     straight from its static output where that is safe (no clone), and no event is made per step:
-    signals re-record events of a ring, and the recorder's timing events come from a pool.
+    signals re-record events of a ring, and the recorder's timing events come from a pool (one
+    per stream). With the recorder on, its timing event at a signal's point *is* the signal
+    (the upload's end, the forward's end, the copy's end), so recording costs five event
+    records a step, not five on top of the three signals (see ``cuda_buffers``).
     """
 
     kind = "cuda"
@@ -71,7 +75,9 @@ class CudaDevice:
         self.scheduler_stream = torch.cuda.Stream()
         self.engine_stream = torch.cuda.Stream()
         self.timeline = Timeline(enabled=False)
-        self.events = EventPool()                 # timing events, lent to the timeline
+        # Timing events, lent to the timeline: one pool per stream (an event lent for a stream
+        # is recorded only on it, so one that stands in for a signal stays a safe one).
+        self.scheduler_events, self.engine_events = EventPool(), EventPool()
         self.forward_done = EventRing(results)    # scheduler-stream copies wait on these
         self.max_rows, self.int_width, self.max_writes, self.ring = max_rows, int_width, max_writes, ring
         # Room for a multi-step group of max_group steps from the start: growing later waits.
@@ -124,27 +130,27 @@ class CudaDevice:
                                                [m.floats for m in metas], first.prompt_writes)
         stream = self.scheduler_stream
         torch.cuda.set_stream(stream)                     # everything below: scheduler stream
-        timing = self.events.take(2) if self.timeline.enabled else None
+        pool = self.scheduler_events
+        timing = pool.take(2) if self.timeline.enabled else None
         if timing:
             timing[0].record(stream)
         if self.hazards.no_wait_stream and self.hazards.inject_delay_us:
             self._sleep()                        # hazard lab: make the upload late
-        slot = self.staging.send(i, rows, nw, words, stream)
+        staging = self.staging
+        slot = staging.send(i, rows, nw, words, stream)
         self.runner.write_prompts(slot.writes)
-        ready = self.staging.copied[i]
-        ready.record(stream)                     # host buffer i is free after; forwards wait
-        released = self.staging.read[i]
+        # The upload's end: host buffer i is free after it, and the group's forwards wait for it.
+        ready = staging.mark_copied(i, timing[1] if timing else None, stream)
         if timing:
-            timing[1].record(stream)
             self.timeline.add_gpu_group(timing, (("scheduler_stream", "upload", 0, 1,
                                                   first.num_rows, nw),),
-                                        first.step, first.rids, self.events.give_back)
+                                        first.step, first.rids, pool.give_back)
         if len(metas) == 1:
-            return [Uploaded(first, slot.ints, slot.floats, slot.writes, ready, released)]
+            return [Uploaded(first, slot.ints, slot.floats, slot.writes, ready, staging, i)]
         out, row = [], 0
         for j, (meta, size) in enumerate(zip(metas, sizes)):
             out.append(Uploaded(meta, slot.ints[row:row + size], slot.floats[row:row + size],
-                                slot.writes if j == 0 else slot.writes[:, :0], ready, released,
+                                slot.writes if j == 0 else slot.writes[:, :0], ready, staging, i,
                                 first_of_group=j == 0, last_of_group=j == len(metas) - 1))
             row += size
         return out
@@ -168,7 +174,7 @@ class CudaDevice:
         graph = self.graphs.lookup(meta) if self.graphs is not None else None
         timing = None
         if self.timeline.enabled:                # start, [logits,] sampled, [copied]
-            timing = self.events.take((2 if graph is not None else 3) + self.copy_on_engine)
+            timing = self.engine_events.take((2 if graph is not None else 3) + self.copy_on_engine)
             timing[0].record(stream)
         rows = meta.num_rows
         tokens = int(meta.prompt_writes.shape[1]) if meta.kind == "prefill" else rows
@@ -185,15 +191,17 @@ class CudaDevice:
             next_tokens = self.runner.sample_and_store(logits, ints, floats, meta.all_greedy)
             spans = [forward, ("engine_stream", "sample", 1, 2, rows, rows)]
         sampled = len(spans)
+        end = timing[sampled] if timing else None          # the forward's end (and sampling's)
         if uploaded.last_of_group:
             # The group's upload buffer may be overwritten once this forward has read it: the
-            # next upload into it waits for this event on the GPU (UploadRing.read).
-            uploaded.released.record(stream)
-        if timing:
-            timing[sampled].record(stream)
+            # next upload into it waits for this event on the GPU (UploadRing.read_at).
+            uploaded.ring.mark_read(uploaded.slot, end, stream)
+        elif end is not None:
+            end.record(stream)
         copy_done, host = self._copy_result(meta, next_tokens, timing, sampled, spans)
         if timing:
-            self.timeline.add_gpu_group(timing, spans, meta.step, meta.rids, self.events.give_back)
+            self.timeline.add_gpu_group(timing, spans, meta.step, meta.rids,
+                                        self.engine_events.give_back)
         return ForwardOutput(meta.step, rows, copy_done, host.numpy(),
                              keep_alive=(ints, floats, uploaded.writes, next_tokens))
 
@@ -215,10 +223,9 @@ class CudaDevice:
         if self.copy_on_engine:
             stream = self.engine_stream           # in stream order after the sampling it reads
             host[: next_tokens.shape[0]].copy_(next_tokens, non_blocking=True)
-            copy_done = self.results.events[i]
-            copy_done.record(stream)
+            # The copy's end: the host may read the tokens, and reuse the buffer, after it.
+            copy_done = self.results.mark(i, timing[sampled + 1] if timing else None, stream)
             if timing:
-                timing[sampled + 1].record(stream)
                 spans.append(("engine_stream", "copy", sampled, sampled + 1, rows, rows))
             return copy_done, host
         forward_done = self.forward_done.record(self.engine_stream)
@@ -227,17 +234,16 @@ class CudaDevice:
         # The copy reads the sampled tokens: it waits for this forward here, and every upload
         # queued on this stream after it (the next step's) waits for it in turn.
         stream.wait_event(forward_done)
-        copy_timing = self.events.take(2) if timing else None
+        pool = self.scheduler_events
+        copy_timing = pool.take(2) if timing else None
         if copy_timing:
             copy_timing[0].record(stream)
         host[: next_tokens.shape[0]].copy_(next_tokens, non_blocking=True)
-        copy_done = self.results.events[i]
-        copy_done.record(stream)
+        copy_done = self.results.mark(i, copy_timing[1] if copy_timing else None, stream)
         if copy_timing:
-            copy_timing[1].record(stream)
             self.timeline.add_gpu_group(copy_timing, (("scheduler_stream", "copy", 0, 1, rows,
                                                        rows),), meta.step, meta.rids,
-                                        self.events.give_back)
+                                        pool.give_back)
         return copy_done, host
 
     def _sleep(self) -> None:

@@ -7,6 +7,15 @@ thread spends launching a step as GPU idle time, so making a CUDA event (or a pi
 step would make the loop look worse than it is, and the recorder would inflate the very gap it
 measures. Here buffers and events are made once and used again, each only when nothing can still
 be reading it.
+
+**One event per point, recorder on or off.** A buffer's reuse waits for the event that marks its
+last use (``last[i]``, ``copied_at[i]``, ``read_at[i]``). With the recorder off that is a plain
+event of the ring's own; with it on, the recorder's timing event recorded at the very same point
+of the same stream stands in for it (two records where one does would cost the launch path about
+1.5 µs each, measured on an H200). That is safe because timing events are lent per stream
+(``EventPool``, one per stream): once given back, an event is only ever recorded again on its own
+stream, later in that stream's order, so waiting on it still waits for at least the point it
+first marked.
 """
 
 from __future__ import annotations
@@ -19,20 +28,30 @@ import torch
 
 
 class Ring:
-    """N host buffers used in turn, each with the event recorded after the last copy that used
-    it; a buffer is reused only after that copy has finished."""
+    """N host buffers used in turn, each with the event that marks the end of the last copy that
+    used it (``last[i]``: its own plain event ``events[i]``, or the recorder's timing event at the
+    same point); a buffer is reused only after that copy has finished."""
 
     def __init__(self, buffers: list, guard: bool = True) -> None:
         self.buffers, self.i, self.guard = buffers, 0, guard
         self.events = [torch.cuda.Event() for _ in buffers]
+        self.last = list(self.events)
 
     def next(self):
         """The next buffer (its index and itself), once the copy that last used it is done."""
         self.i = (self.i + 1) % len(self.buffers)
         if self.guard:
             # Hazard 2 guard: the async copy from/into this host buffer must be done before reuse.
-            self.events[self.i].synchronize()
+            self.last[self.i].synchronize()
         return self.i, self.buffers[self.i]
+
+    def mark(self, i: int, event: torch.cuda.Event | None, stream: torch.cuda.Stream):
+        """Record the end of buffer ``i``'s copy on ``stream``: in ``event`` (a timing event of
+        the recorder, recorded at this very point) or, with None, in the ring's own event."""
+        event = event or self.events[i]
+        event.record(stream)
+        self.last[i] = event
+        return event
 
 
 class EventRing:
@@ -52,7 +71,8 @@ class EventRing:
 
 
 class EventPool:
-    """Timing events lent to the span recorder and given back once it has read them.
+    """Timing events lent to the span recorder and given back once it has read them; one pool per
+    stream, so that a lent event is only ever recorded on that stream (see the module's note).
 
     ``take(n)`` hands out a group of ``n`` events (made only while no group of that size is free,
     so after the first run a run makes none), and the timeline gives the group back whole when
@@ -98,13 +118,14 @@ class UploadRing:
     buffer of the same slot; the device reads it through views. No device memory is allocated per
     step, and one copy costs the launch path one call instead of three.
 
-    Two things must be done with a slot before it is used again, and each has its own event:
-    ``copied[i]`` (recorded after the H2D copy): the host buffer may be rewritten; the scheduler
-    thread waits for it (it has long fired: the copy is microseconds). ``read[i]`` (recorded on
-    the engine stream after the last forward that reads the slot): the device buffer may be
-    overwritten; the next copy into it waits for it *on the GPU* (``wait_event``), never on the
-    host, so reuse costs the pipeline nothing while keeping forward(n) from reading metadata that
-    upload(n + ring) already overwrote.
+    Two things must be done with a slot before it is used again, and each has its event:
+    ``copied_at[i]`` (after the H2D copy, on the scheduler stream): the host buffer may be
+    rewritten; the scheduler thread waits for it (it has long fired: the copy is microseconds).
+    ``read_at[i]`` (on the engine stream after the last forward that reads the slot): the device
+    buffer may be overwritten; the next copy into it waits for it *on the GPU* (``wait_event``),
+    never on the host, so reuse costs the pipeline nothing while keeping forward(n) from reading
+    metadata that upload(n + ring) already overwrote. Each is the slot's own plain event
+    (``copied[i]``, ``read[i]``) or the recorder's timing event at the same point.
     """
 
     def __init__(self, n: int, rows: int, width: int, max_writes: int,
@@ -116,6 +137,7 @@ class UploadRing:
         self.dev = [torch.zeros(words, dtype=torch.int64, device=device) for _ in range(n)]
         self.copied = [torch.cuda.Event() for _ in range(n)]
         self.read = [torch.cuda.Event() for _ in range(n)]
+        self.copied_at, self.read_at = list(self.copied), list(self.read)
         self.i = 0
         self._views: dict[tuple[int, int, int], UploadSlot] = {}
 
@@ -128,7 +150,7 @@ class UploadRing:
         self.i = (self.i + 1) % len(self.host)
         i = self.i
         # Host buffer reuse guard: the H2D copy that last read this buffer must have finished.
-        self.copied[i].synchronize()
+        self.copied_at[i].synchronize()
         rows = sum(a.shape[0] for a in ints)
         nw = writes.shape[1]
         w = self.width
@@ -149,7 +171,7 @@ class UploadRing:
              stream: torch.cuda.Stream) -> UploadSlot:
         """The one H2D copy of slot ``i`` on ``stream`` (the current stream), and its views."""
         # Device buffer reuse guard (on the GPU): the forwards that read this buffer last are done.
-        stream.wait_event(self.read[i])
+        stream.wait_event(self.read_at[i])
         dev = self.dev[i]
         dev[:words].copy_(self.host[i][:words], non_blocking=True)
         key = (i, rows, nw)
@@ -162,3 +184,20 @@ class UploadRing:
             if nw == 0:
                 self._views[key] = slot
         return slot
+
+    def mark_copied(self, i: int, event: torch.cuda.Event | None,
+                    stream: torch.cuda.Stream) -> torch.cuda.Event:
+        """Record the end of slot ``i``'s upload on ``stream`` (in ``event``, a timing event at
+        this point, or the slot's own); forwards wait for it, and so does the slot's next pack."""
+        event = event or self.copied[i]
+        event.record(stream)
+        self.copied_at[i] = event
+        return event
+
+    def mark_read(self, i: int, event: torch.cuda.Event | None,
+                  stream: torch.cuda.Stream) -> None:
+        """Record, after the last forward that reads slot ``i``, that its device buffer may be
+        overwritten (in ``event``, a timing event at this point, or the slot's own)."""
+        event = event or self.read[i]
+        event.record(stream)
+        self.read_at[i] = event
