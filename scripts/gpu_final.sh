@@ -15,6 +15,8 @@
 #                                              # (UI_TESTS=1: and every UI and server test)
 #   OUT=out bash scripts/gpu_final.sh next     # (carries .whl-ui-a) what this session could not
 #                                              # run: warm test, recorder cost, 8B serving
+#   OUT=out bash scripts/gpu_final.sh events   # every CUDA test, copy placement, launch cost and
+#                                              # the recorder's cost (after a change to events)
 # The UI's wheels: bash ../shared/gpu/ui-wheels.sh .whl-ui-a .whl-ui-b (or pinned to this
 # checkout's versions, as this session did: see the closing note of issue 21).
 set -u
@@ -97,6 +99,17 @@ if [[ $part == next ]]; then                    # (carries .whl-ui-a) left for t
     step serving 300 python3 -m bench --device cuda --models llama-3.1-8b-shape --rates 4 12 \
         --requests 24 --prompt-len 32 --new-tokens 64 --shared-prefix 512 --prefix-cache both \
         --repeats 3 --json "$OUT/serving-shared-prefix-h200-8b.json"
+fi
+
+if [[ $part == events ]]; then                  # the recorder's timing events as the signals
+    step cuda_tests 170 $PT -m cuda -n 6 tests/ \
+        --deselect tests/test_warm.py::test_cuda_first_loop_pays_no_first_use
+    step cuda_warm 40 $PT -m cuda tests/test_warm.py
+    step placement 30 python3 -m bench --copy-placement --models bundled --batches 1 16 \
+        --graphs graph
+    step launch_cost 30 python3 -m bench --launch-cost --models bundled --batches 8
+    step overhead 120 python3 -m bench --overhead --models bundled --batches 1 64 --graphs graph \
+        --new-tokens 256
 fi
 
 if [[ $part == wheels ]]; then                  # (carries .whl-ui-a) a fresh machine's half
