@@ -106,11 +106,19 @@ class CudaDevice:
     def _grow_staging(self, rows: int) -> None:
         """(Re)make the ring of upload buffers for uploads of up to ``rows`` rows.
 
-        Nothing needs to wait: an in-flight forward holds views of the old device buffers (its
-        ``keep_alive``) until it is processed, and PyTorch's pinned-memory allocator keeps a
-        dropped host buffer until the copies queued from it have run."""
+        The old buffers may go at once: an in-flight forward holds views of the old device
+        buffers (its ``keep_alive``) until it is processed, and PyTorch's pinned-memory allocator
+        keeps a dropped host buffer until the copies queued from it have run. The new ones need
+        one wait (growing is rare: a multi-step group larger than any before it)."""
         self.staging = UploadRing(self.ring, rows, self.int_width, self.max_writes,
                                   self.runner.device)
+        # Sync point, guarding two dependencies of the new device buffers: they were made (and
+        # zero-filled) on whatever stream was current, so the fill is queued behind the forwards
+        # in flight there while the upload that writes them runs at once on the scheduler
+        # stream, and the allocator may have handed them memory that in-flight work on that
+        # stream still reads. Without this wait an upload could be zeroed after it landed (a
+        # multi-step run on an H200 read metadata of zeros once).
+        torch.cuda.synchronize()
 
     def upload(self, metas: list[StepMeta]) -> list[Uploaded]:
         """Stage 2's device part, on the scheduler stream: one H2D copy, then the prompt writes.
