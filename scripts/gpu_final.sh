@@ -112,6 +112,21 @@ if [[ $part == events ]]; then                  # the recorder's timing events a
         --new-tokens 256
 fi
 
+if [[ $part == last ]]; then                    # (carries .whl-ui-a) this session's last round
+    first_half_of_wheels
+    step cuda_tests 170 $PT -m cuda -n 6 tests/ \
+        --deselect tests/test_warm.py::test_cuda_first_loop_pays_no_first_use
+    step cuda_warm 40 $PT -m cuda tests/test_warm.py
+    step placement 30 python3 -m bench --copy-placement --models bundled --batches 1 16 \
+        --graphs graph
+    step overhead 90 python3 -m bench --overhead --models bundled --batches 1 64 --graphs graph \
+        --new-tokens 256
+    # Issue 22 nearer the 8B shape's capacity with the cache off (48 requests each).
+    step serving 200 python3 -m bench --device cuda --models llama-3.1-8b-shape --rates 16 20 \
+        --requests 48 --prompt-len 32 --new-tokens 64 --shared-prefix 512 --prefix-cache both \
+        --repeats 3 --json "$OUT/serving-shared-prefix-h200-8b-high.json"
+fi
+
 if [[ $part == wheels ]]; then                  # (carries .whl-ui-a) a fresh machine's half
     first_half_of_wheels
 fi
