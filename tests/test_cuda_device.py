@@ -5,7 +5,8 @@
   upload writes them at once on the scheduler stream (``CudaDevice._grow_staging`` waits).
 - With the recorder on, a step's timing events stand in for its signals (the upload's end, the
   forward's end, the copy's end): the loops still give the tokens of the recorder-off run, and
-  the result the host reads is the copy's own timing event.
+  the pool never lends an event again while it still marks a slot (the bookkeeping is plain
+  Python and is also tested without a GPU, on objects that only count their records).
 """
 
 from __future__ import annotations
@@ -15,7 +16,36 @@ import pytest
 from conftest import requires_cuda
 
 from engine import Engine, EngineConfig, SamplingParams
+from engine.devices.cuda_buffers import EventPool, Marks
 from record.timeline import Timeline
+
+
+class _Counted:
+    """Stands for a CUDA event in the pool's bookkeeping: it only counts its records."""
+
+    def __init__(self) -> None:
+        self.records = 0
+
+    def record(self, _stream) -> None:
+        self.records += 1
+
+
+def test_pool_never_lends_an_event_that_still_marks_a_slot():
+    pool = EventPool()
+    first, second = [_Counted(), _Counted()], [_Counted(), _Counted()]
+    marks = Marks(1, pool, make=_Counted)
+    pool.give_back(first)
+    pool.give_back(second)
+    assert marks.record(0, None, first[1]) is first[1]      # first[1] marks slot 0 now
+    assert pool.take(2) is second, "a group whose event marks a slot was lent"
+    pool.give_back(second)
+    marks.record(0, None)                         # slot 0's own event replaces the stand-in
+    assert pool.live == {}
+    assert {id(pool.take(2)), id(pool.take(2))} == {id(first), id(second)}
+    marks.record(0, None, first[0])
+    marks.release()
+    assert pool.live == {} and marks.at == marks.own
+    assert marks.own[0].records == 1 and first[0].records == first[1].records == 1
 
 
 def _engine(make_checkpoint, **kw) -> Engine:
@@ -69,7 +99,8 @@ def test_cuda_timing_events_stand_in_for_signals(make_checkpoint, cuda_graph, co
                 copies = [s for s in spans if s.phase == "copy"]
                 assert copies and all(s.end_us >= s.start_us for s in copies)
         dev = eng.device
-        pools = dev.engine_events.free, dev.scheduler_events.free
-        lent = {id(e) for pool in pools for groups in pool.values() for g in groups for e in g}
-        marks = dev.results.last + dev.staging.copied_at + dev.staging.read_at
-        assert any(id(e) in lent for e in marks), "no signal was a timing event"
+        marks = dev.results.last.at + dev.staging.copied.at + dev.staging.read.at
+        held = [e for e in marks if id(e) in dev.events.live]
+        assert held, "no signal was a timing event"
+        free = {id(e) for groups in dev.events.free.values() for g in groups for e in g}
+        assert {id(e) for e in held} <= free, "a held event is not the recorder's"

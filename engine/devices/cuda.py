@@ -55,10 +55,10 @@ class CudaDevice:
     device buffer made once (three ``.to()`` calls, each allocating, cost about 26 µs), a
     graph's sampled tokens are copied to the host
     straight from its static output where that is safe (no clone), and no event is made per step:
-    signals re-record events of a ring, and the recorder's timing events come from a pool (one
-    per stream). With the recorder on, its timing event at a signal's point *is* the signal
-    (the upload's end, the forward's end, the copy's end), so recording costs five event
-    records a step, not five on top of the three signals (see ``cuda_buffers``).
+    signals re-record events of a ring, and the recorder's timing events come from a pool.
+    With the recorder on, its timing event at a signal's point *is* the signal (the upload's
+    end, the forward's end, the copy's end), so recording costs five event records a step, not
+    five on top of the three signals (``cuda_buffers.Marks``).
     """
 
     kind = "cuda"
@@ -75,9 +75,7 @@ class CudaDevice:
         self.scheduler_stream = torch.cuda.Stream()
         self.engine_stream = torch.cuda.Stream()
         self.timeline = Timeline(enabled=False)
-        # Timing events, lent to the timeline: one pool per stream (an event lent for a stream
-        # is recorded only on it, so one that stands in for a signal stays a safe one).
-        self.scheduler_events, self.engine_events = EventPool(), EventPool()
+        self.events = EventPool()                 # timing events, lent to the timeline
         self.forward_done = EventRing(results)    # scheduler-stream copies wait on these
         self.max_rows, self.int_width, self.max_writes, self.ring = max_rows, int_width, max_writes, ring
         # Room for a multi-step group of max_group steps from the start: growing later waits.
@@ -85,7 +83,8 @@ class CudaDevice:
         pin = dict(pin_memory=True)
         single = self.hazards.single_host_buffer
         self.results = Ring([torch.zeros(max_rows, dtype=torch.int64, **pin)
-                             for _ in range(1 if single else results)], guard=not single)
+                             for _ in range(1 if single else results)], guard=not single,
+                            pool=self.events)
 
     # ---- run boundaries ------------------------------------------------------------------------
     def begin_run(self, timeline: Timeline) -> None:
@@ -110,15 +109,19 @@ class CudaDevice:
         buffers (its ``keep_alive``) until it is processed, and PyTorch's pinned-memory allocator
         keeps a dropped host buffer until the copies queued from it have run. The new ones need
         one wait (growing is rare: a multi-step group larger than any before it)."""
+        old = getattr(self, "staging", None)
         self.staging = UploadRing(self.ring, rows, self.int_width, self.max_writes,
-                                  self.runner.device)
+                                  self.runner.device, self.events)
         # Sync point, guarding two dependencies of the new device buffers: they were made (and
         # zero-filled) on whatever stream was current, so the fill is queued behind the forwards
         # in flight there while the upload that writes them runs at once on the scheduler
         # stream, and the allocator may have handed them memory that in-flight work on that
-        # stream still reads. Without this wait an upload could be zeroed after it landed (a
-        # multi-step run on an H200 read metadata of zeros once).
+        # stream still reads. Without this wait an upload could be zeroed after it landed
+        # (tests/test_cuda_device.py makes that happen).
         torch.cuda.synchronize()
+        if old is not None:           # its last marks are recorded and done: events lent again
+            old.copied.release()
+            old.read.release()
 
     def upload(self, metas: list[StepMeta]) -> list[Uploaded]:
         """Stage 2's device part, on the scheduler stream: one H2D copy, then the prompt writes.
@@ -138,7 +141,7 @@ class CudaDevice:
                                                [m.floats for m in metas], first.prompt_writes)
         stream = self.scheduler_stream
         torch.cuda.set_stream(stream)                     # everything below: scheduler stream
-        pool = self.scheduler_events
+        pool = self.events
         timing = pool.take(2) if self.timeline.enabled else None
         if timing:
             timing[0].record(stream)
@@ -148,7 +151,7 @@ class CudaDevice:
         slot = staging.send(i, rows, nw, words, stream)
         self.runner.write_prompts(slot.writes)
         # The upload's end: host buffer i is free after it, and the group's forwards wait for it.
-        ready = staging.mark_copied(i, timing[1] if timing else None, stream)
+        ready = staging.copied.record(i, stream, timing[1] if timing else None)
         if timing:
             self.timeline.add_gpu_group(timing, (("scheduler_stream", "upload", 0, 1,
                                                   first.num_rows, nw),),
@@ -182,7 +185,7 @@ class CudaDevice:
         graph = self.graphs.lookup(meta) if self.graphs is not None else None
         timing = None
         if self.timeline.enabled:                # start, [logits,] sampled, [copied]
-            timing = self.engine_events.take((2 if graph is not None else 3) + self.copy_on_engine)
+            timing = self.events.take((2 if graph is not None else 3) + self.copy_on_engine)
             timing[0].record(stream)
         rows = meta.num_rows
         tokens = int(meta.prompt_writes.shape[1]) if meta.kind == "prefill" else rows
@@ -202,14 +205,13 @@ class CudaDevice:
         end = timing[sampled] if timing else None          # the forward's end (and sampling's)
         if uploaded.last_of_group:
             # The group's upload buffer may be overwritten once this forward has read it: the
-            # next upload into it waits for this event on the GPU (UploadRing.read_at).
-            uploaded.ring.mark_read(uploaded.slot, end, stream)
+            # next upload into it waits for this event on the GPU (UploadRing.read).
+            uploaded.ring.read.record(uploaded.slot, stream, end)
         elif end is not None:
             end.record(stream)
         copy_done, host = self._copy_result(meta, next_tokens, timing, sampled, spans)
         if timing:
-            self.timeline.add_gpu_group(timing, spans, meta.step, meta.rids,
-                                        self.engine_events.give_back)
+            self.timeline.add_gpu_group(timing, spans, meta.step, meta.rids, self.events.give_back)
         return ForwardOutput(meta.step, rows, copy_done, host.numpy(),
                              keep_alive=(ints, floats, uploaded.writes, next_tokens))
 
@@ -232,7 +234,7 @@ class CudaDevice:
             stream = self.engine_stream           # in stream order after the sampling it reads
             host[: next_tokens.shape[0]].copy_(next_tokens, non_blocking=True)
             # The copy's end: the host may read the tokens, and reuse the buffer, after it.
-            copy_done = self.results.mark(i, timing[sampled + 1] if timing else None, stream)
+            copy_done = self.results.last.record(i, stream, timing[sampled + 1] if timing else None)
             if timing:
                 spans.append(("engine_stream", "copy", sampled, sampled + 1, rows, rows))
             return copy_done, host
@@ -242,12 +244,12 @@ class CudaDevice:
         # The copy reads the sampled tokens: it waits for this forward here, and every upload
         # queued on this stream after it (the next step's) waits for it in turn.
         stream.wait_event(forward_done)
-        pool = self.scheduler_events
+        pool = self.events
         copy_timing = pool.take(2) if timing else None
         if copy_timing:
             copy_timing[0].record(stream)
         host[: next_tokens.shape[0]].copy_(next_tokens, non_blocking=True)
-        copy_done = self.results.mark(i, copy_timing[1] if copy_timing else None, stream)
+        copy_done = self.results.last.record(i, stream, copy_timing[1] if copy_timing else None)
         if copy_timing:
             self.timeline.add_gpu_group(copy_timing, (("scheduler_stream", "copy", 0, 1, rows,
                                                        rows),), meta.step, meta.rids,
