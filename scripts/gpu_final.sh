@@ -119,6 +119,7 @@ if [[ $part == last ]]; then                    # (carries .whl-ui-a) this sessi
     step cuda_warm 40 $PT -m cuda tests/test_warm.py
     step placement 30 python3 -m bench --copy-placement --models bundled --batches 1 16 \
         --graphs graph
+    step launch_cost 30 python3 -m bench --launch-cost --models bundled --batches 8
     step overhead 90 python3 -m bench --overhead --models bundled --batches 1 64 --graphs graph \
         --new-tokens 256
     # Issue 22 nearer the 8B shape's capacity with the cache off (48 requests each).
