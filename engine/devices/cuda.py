@@ -38,8 +38,7 @@ class Uploaded:
     floats: torch.Tensor
     writes: torch.Tensor
     ready: Any                      # event recorded after the group's upload (its forward waits)
-    ring: Any                       # the UploadRing and slot it came in: the group's last
-    slot: int                       # forward marks the slot's device buffer reusable
+    released: Any                   # the group's last forward records it: its buffer is reusable
     first_of_group: bool = True     # only a group's first forward waits for the upload
     last_of_group: bool = True      # the next forward starts a new group (and so waits)
 
@@ -56,9 +55,6 @@ class CudaDevice:
     graph's sampled tokens are copied to the host
     straight from its static output where that is safe (no clone), and no event is made per step:
     signals re-record events of a ring, and the recorder's timing events come from a pool.
-    With the recorder on, its timing event at a signal's point *is* the signal (the upload's
-    end, the forward's end, the copy's end), so recording costs five event records a step, not
-    five on top of the three signals (``cuda_buffers.Marks``).
     """
 
     kind = "cuda"
@@ -83,8 +79,7 @@ class CudaDevice:
         pin = dict(pin_memory=True)
         single = self.hazards.single_host_buffer
         self.results = Ring([torch.zeros(max_rows, dtype=torch.int64, **pin)
-                             for _ in range(1 if single else results)], guard=not single,
-                            pool=self.events)
+                             for _ in range(1 if single else results)], guard=not single)
 
     # ---- run boundaries ------------------------------------------------------------------------
     def begin_run(self, timeline: Timeline) -> None:
@@ -109,9 +104,8 @@ class CudaDevice:
         buffers (its ``keep_alive``) until it is processed, and PyTorch's pinned-memory allocator
         keeps a dropped host buffer until the copies queued from it have run. The new ones need
         one wait (growing is rare: a multi-step group larger than any before it)."""
-        old = getattr(self, "staging", None)
         self.staging = UploadRing(self.ring, rows, self.int_width, self.max_writes,
-                                  self.runner.device, self.events)
+                                  self.runner.device)
         # Sync point, guarding two dependencies of the new device buffers: they were made (and
         # zero-filled) on whatever stream was current, so the fill is queued behind the forwards
         # in flight there while the upload that writes them runs at once on the scheduler
@@ -119,9 +113,6 @@ class CudaDevice:
         # stream still reads. Without this wait an upload could be zeroed after it landed
         # (tests/test_cuda_device.py makes that happen).
         torch.cuda.synchronize()
-        if old is not None:           # its last marks are recorded and done: events lent again
-            old.copied.release()
-            old.read.release()
 
     def upload(self, metas: list[StepMeta]) -> list[Uploaded]:
         """Stage 2's device part, on the scheduler stream: one H2D copy, then the prompt writes.
@@ -141,27 +132,27 @@ class CudaDevice:
                                                [m.floats for m in metas], first.prompt_writes)
         stream = self.scheduler_stream
         torch.cuda.set_stream(stream)                     # everything below: scheduler stream
-        pool = self.events
-        timing = pool.take(2) if self.timeline.enabled else None
+        timing = self.events.take(2) if self.timeline.enabled else None
         if timing:
             timing[0].record(stream)
         if self.hazards.no_wait_stream and self.hazards.inject_delay_us:
             self._sleep()                        # hazard lab: make the upload late
-        staging = self.staging
-        slot = staging.send(i, rows, nw, words, stream)
+        slot = self.staging.send(i, rows, nw, words, stream)
         self.runner.write_prompts(slot.writes)
-        # The upload's end: host buffer i is free after it, and the group's forwards wait for it.
-        ready = staging.copied.record(i, stream, timing[1] if timing else None)
+        ready = self.staging.copied[i]
+        ready.record(stream)                     # host buffer i is free after; forwards wait
+        released = self.staging.read[i]
         if timing:
+            timing[1].record(stream)
             self.timeline.add_gpu_group(timing, (("scheduler_stream", "upload", 0, 1,
                                                   first.num_rows, nw),),
-                                        first.step, first.rids, pool.give_back)
+                                        first.step, first.rids, self.events.give_back)
         if len(metas) == 1:
-            return [Uploaded(first, slot.ints, slot.floats, slot.writes, ready, staging, i)]
+            return [Uploaded(first, slot.ints, slot.floats, slot.writes, ready, released)]
         out, row = [], 0
         for j, (meta, size) in enumerate(zip(metas, sizes)):
             out.append(Uploaded(meta, slot.ints[row:row + size], slot.floats[row:row + size],
-                                slot.writes if j == 0 else slot.writes[:, :0], ready, staging, i,
+                                slot.writes if j == 0 else slot.writes[:, :0], ready, released,
                                 first_of_group=j == 0, last_of_group=j == len(metas) - 1))
             row += size
         return out
@@ -202,13 +193,12 @@ class CudaDevice:
             next_tokens = self.runner.sample_and_store(logits, ints, floats, meta.all_greedy)
             spans = [forward, ("engine_stream", "sample", 1, 2, rows, rows)]
         sampled = len(spans)
-        end = timing[sampled] if timing else None          # the forward's end (and sampling's)
         if uploaded.last_of_group:
             # The group's upload buffer may be overwritten once this forward has read it: the
             # next upload into it waits for this event on the GPU (UploadRing.read).
-            uploaded.ring.read.record(uploaded.slot, stream, end)
-        elif end is not None:
-            end.record(stream)
+            uploaded.released.record(stream)
+        if timing:
+            timing[sampled].record(stream)
         copy_done, host = self._copy_result(meta, next_tokens, timing, sampled, spans)
         if timing:
             self.timeline.add_gpu_group(timing, spans, meta.step, meta.rids, self.events.give_back)
@@ -233,9 +223,10 @@ class CudaDevice:
         if self.copy_on_engine:
             stream = self.engine_stream           # in stream order after the sampling it reads
             host[: next_tokens.shape[0]].copy_(next_tokens, non_blocking=True)
-            # The copy's end: the host may read the tokens, and reuse the buffer, after it.
-            copy_done = self.results.last.record(i, stream, timing[sampled + 1] if timing else None)
+            copy_done = self.results.events[i]
+            copy_done.record(stream)
             if timing:
+                timing[sampled + 1].record(stream)
                 spans.append(("engine_stream", "copy", sampled, sampled + 1, rows, rows))
             return copy_done, host
         forward_done = self.forward_done.record(self.engine_stream)
@@ -244,16 +235,17 @@ class CudaDevice:
         # The copy reads the sampled tokens: it waits for this forward here, and every upload
         # queued on this stream after it (the next step's) waits for it in turn.
         stream.wait_event(forward_done)
-        pool = self.events
-        copy_timing = pool.take(2) if timing else None
+        copy_timing = self.events.take(2) if timing else None
         if copy_timing:
             copy_timing[0].record(stream)
         host[: next_tokens.shape[0]].copy_(next_tokens, non_blocking=True)
-        copy_done = self.results.last.record(i, stream, copy_timing[1] if copy_timing else None)
+        copy_done = self.results.events[i]
+        copy_done.record(stream)
         if copy_timing:
+            copy_timing[1].record(stream)
             self.timeline.add_gpu_group(copy_timing, (("scheduler_stream", "copy", 0, 1, rows,
                                                        rows),), meta.step, meta.rids,
-                                        pool.give_back)
+                                        self.events.give_back)
         return copy_done, host
 
     def _sleep(self) -> None:

@@ -7,13 +7,6 @@ thread spends launching a step as GPU idle time, so making a CUDA event (or a pi
 step would make the loop look worse than it is, and the recorder would inflate the very gap it
 measures. Here buffers and events are made once and used again, each only when nothing can still
 be reading it.
-
-**One event per point, recorder on or off.** A buffer's reuse waits for the event that marks its
-last use (``Marks``). With the recorder off that is a plain event of the slot's own; with it on,
-the recorder's timing event recorded at the very same point of the same stream stands in for it
-(two records where one does would cost the launch path about 1.5 µs each, measured on an H200).
-The pool then lends that event to no one while it still marks a slot, so it is never recorded
-again under a waiter (which would make the waiter wait for a later point, or for nothing).
 """
 
 from __future__ import annotations
@@ -25,100 +18,20 @@ import numpy as np
 import torch
 
 
-class EventPool:
-    """Timing events lent to the span recorder and given back once it has read them.
-
-    ``take(n)`` hands out a group of ``n`` events (made only while no group of that size is free,
-    so after the first run a run makes none), and the timeline gives the group back whole when
-    its spans have been resolved: one deque operation each way, whatever ``n``; both are safe
-    from two threads (deque appends and pops are atomic). A lent event may also stand in for a
-    signal (``Marks``): ``hold`` and ``drop`` count that, and ``take`` skips a group while any of
-    its events still marks something. Those three run on the scheduler thread only.
-    """
-
-    def __init__(self) -> None:
-        self.free: dict[int, deque] = {}
-        self.made = 0
-        self.live: dict[int, int] = {}       # id(event) -> slots it marks now
-
-    def take(self, n: int) -> list[torch.cuda.Event]:
-        free = self.free.get(n)
-        if free:
-            for _ in range(len(free)):
-                try:
-                    group = free.popleft()
-                except IndexError:      # the other thread took the last one
-                    break
-                if not self.live or not any(id(e) in self.live for e in group):
-                    return group
-                free.append(group)      # it still marks a slot: lent again later
-        self.made += n
-        return [torch.cuda.Event(enable_timing=True) for _ in range(n)]
-
-    def give_back(self, events: Sequence[torch.cuda.Event]) -> None:
-        free = self.free.get(len(events))
-        if free is None:
-            free = self.free.setdefault(len(events), deque())
-        free.append(events)
-
-    def hold(self, event: torch.cuda.Event) -> None:
-        self.live[id(event)] = self.live.get(id(event), 0) + 1
-
-    def drop(self, event: torch.cuda.Event) -> None:
-        left = self.live.get(id(event), 0) - 1
-        if left > 0:
-            self.live[id(event)] = left
-        else:
-            self.live.pop(id(event), None)
-
-
-class Marks:
-    """For each of ``n`` slots, the event that marks its last use, which the slot's next use
-    waits for: the slot's own plain event, or a timing event of the recorder recorded at that
-    very point (held in ``pool`` until a later mark of the slot replaces it)."""
-
-    def __init__(self, n: int, pool: EventPool | None, make=torch.cuda.Event) -> None:
-        self.own = [make() for _ in range(n)]
-        self.at = list(self.own)
-        self.pool = pool
-
-    def record(self, i: int, stream: torch.cuda.Stream,
-               timing: torch.cuda.Event | None = None) -> torch.cuda.Event:
-        """Mark slot ``i``'s use as done at this point of ``stream`` (in ``timing``, a timing
-        event being recorded here anyway, or the slot's own); returns the event."""
-        event = timing or self.own[i]
-        event.record(stream)
-        old, self.at[i] = self.at[i], event
-        if self.pool is not None:
-            if timing is not None:
-                self.pool.hold(event)
-            if old is not self.own[i]:
-                self.pool.drop(old)
-        return event
-
-    def release(self) -> None:
-        """Give every held timing event up (the slots go unused from now on)."""
-        if self.pool is not None:
-            for i, event in enumerate(self.at):
-                if event is not self.own[i]:
-                    self.pool.drop(event)
-        self.at = list(self.own)
-
-
 class Ring:
-    """N host buffers used in turn, each with the event that marks the end of the last copy that
-    used it (``last``); a buffer is reused only after that copy has finished."""
+    """N host buffers used in turn, each with the event recorded after the last copy that used
+    it; a buffer is reused only after that copy has finished."""
 
-    def __init__(self, buffers: list, guard: bool = True, pool: EventPool | None = None) -> None:
+    def __init__(self, buffers: list, guard: bool = True) -> None:
         self.buffers, self.i, self.guard = buffers, 0, guard
-        self.last = Marks(len(buffers), pool)
+        self.events = [torch.cuda.Event() for _ in buffers]
 
     def next(self):
         """The next buffer (its index and itself), once the copy that last used it is done."""
         self.i = (self.i + 1) % len(self.buffers)
         if self.guard:
             # Hazard 2 guard: the async copy from/into this host buffer must be done before reuse.
-            self.last.at[self.i].synchronize()
+            self.events[self.i].synchronize()
         return self.i, self.buffers[self.i]
 
 
@@ -138,6 +51,36 @@ class EventRing:
         return event
 
 
+class EventPool:
+    """Timing events lent to the span recorder and given back once it has read them.
+
+    ``take(n)`` hands out a group of ``n`` events (made only while no group of that size is free,
+    so after the first run a run makes none), and the timeline gives the group back whole when
+    its spans have been resolved: one deque operation each way, whatever ``n``. Both are safe
+    from two threads: deque appends and pops are atomic.
+    """
+
+    def __init__(self) -> None:
+        self.free: dict[int, deque] = {}
+        self.made = 0
+
+    def take(self, n: int) -> list[torch.cuda.Event]:
+        free = self.free.get(n)
+        if free:
+            try:
+                return free.popleft()
+            except IndexError:          # the other thread took the last one
+                pass
+        self.made += n
+        return [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+
+    def give_back(self, events: Sequence[torch.cuda.Event]) -> None:
+        free = self.free.get(len(events))
+        if free is None:
+            free = self.free.setdefault(len(events), deque())
+        free.append(events)
+
+
 class UploadSlot:
     """One step's (or one multi-step group's) metadata as the device sees it: views into the
     slot's device buffer, filled by a single H2D copy."""
@@ -155,23 +98,24 @@ class UploadRing:
     buffer of the same slot; the device reads it through views. No device memory is allocated per
     step, and one copy costs the launch path one call instead of three.
 
-    Two things must be done with a slot before it is used again, and each has its mark
-    (``Marks``): ``copied`` (after the H2D copy, on the scheduler stream): the host buffer may be
-    rewritten; the scheduler thread waits for it (it has long fired: the copy is microseconds).
-    ``read`` (on the engine stream after the last forward that reads the slot): the device
-    buffer may be overwritten; the next copy into it waits for it *on the GPU* (``wait_event``),
-    never on the host, so reuse costs the pipeline nothing while keeping forward(n) from reading
-    metadata that upload(n + ring) already overwrote.
+    Two things must be done with a slot before it is used again, and each has its own event:
+    ``copied[i]`` (recorded after the H2D copy): the host buffer may be rewritten; the scheduler
+    thread waits for it (it has long fired: the copy is microseconds). ``read[i]`` (recorded on
+    the engine stream after the last forward that reads the slot): the device buffer may be
+    overwritten; the next copy into it waits for it *on the GPU* (``wait_event``), never on the
+    host, so reuse costs the pipeline nothing while keeping forward(n) from reading metadata that
+    upload(n + ring) already overwrote.
     """
 
     def __init__(self, n: int, rows: int, width: int, max_writes: int,
-                 device: torch.device, pool: EventPool | None = None) -> None:
+                 device: torch.device) -> None:
         self.rows, self.width, self.max_writes = rows, width, max_writes
         words = rows * (width + 1) + 3 * max_writes     # ints, floats (2 x f32 = 1 word), writes
         self.host = [torch.zeros(words, dtype=torch.int64, pin_memory=True) for _ in range(n)]
         self.host_np = [h.numpy() for h in self.host]
         self.dev = [torch.zeros(words, dtype=torch.int64, device=device) for _ in range(n)]
-        self.copied, self.read = Marks(n, pool), Marks(n, pool)
+        self.copied = [torch.cuda.Event() for _ in range(n)]
+        self.read = [torch.cuda.Event() for _ in range(n)]
         self.i = 0
         self._views: dict[tuple[int, int, int], UploadSlot] = {}
 
@@ -184,7 +128,7 @@ class UploadRing:
         self.i = (self.i + 1) % len(self.host)
         i = self.i
         # Host buffer reuse guard: the H2D copy that last read this buffer must have finished.
-        self.copied.at[i].synchronize()
+        self.copied[i].synchronize()
         rows = sum(a.shape[0] for a in ints)
         nw = writes.shape[1]
         w = self.width
@@ -205,7 +149,7 @@ class UploadRing:
              stream: torch.cuda.Stream) -> UploadSlot:
         """The one H2D copy of slot ``i`` on ``stream`` (the current stream), and its views."""
         # Device buffer reuse guard (on the GPU): the forwards that read this buffer last are done.
-        stream.wait_event(self.read.at[i])
+        stream.wait_event(self.read[i])
         dev = self.dev[i]
         dev[:words].copy_(self.host[i][:words], non_blocking=True)
         key = (i, rows, nw)
