@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import html
+import re
 from typing import Any
 
 from record.metrics import busy_fraction
@@ -60,8 +61,9 @@ def side_by_side_figure(runs: list[dict[str, Any]], window: tuple[int, int] | No
     lane_lists = [ordered_lanes(run) or list(STANDARD_LANES) for run in runs]
     heights = [max(len(lanes), 1) for lanes in lane_lists]
     titles = [_run_title(run, label, lang) for run, label in zip(runs, display_labels(runs, lang))]
+    lines = 3 if window is not None else 2        # title lines a run (``_run_title``)
     fig = FigureSpec(rows=len(runs), cols=1, shared_xaxes=True, row_heights=heights,
-                     vertical_spacing=min(0.3 / len(runs), 0.12), subplot_titles=titles)
+                     vertical_spacing=min(0.3 / len(runs), 0.06 * lines), subplot_titles=titles)
     legend_shown: set[str] = set()
     x_max = 0.0
     for row, (run, lanes, run_marks) in enumerate(zip(runs, lane_lists, marks), start=1):
@@ -76,16 +78,17 @@ def side_by_side_figure(runs: list[dict[str, Any]], window: tuple[int, int] | No
     fig.update_xaxes(range=[0, x_max * 1.01 or 1.0], showgrid=True, gridcolor="#eeeeee",
                      zeroline=False)
     fig.update_xaxes(title={"text": axis_title}, row=len(runs), col=1)
-    chart_px = 90 + sum(LANE_PX * h + 80 for h in heights)   # two title lines a run
+    chart_px = 90 + sum(LANE_PX * h + 40 * lines for h in heights)   # its title lines
+    frame = run_frame(runs, lang)
     fig.update_layout(
         barmode="overlay", bargap=0, template=plotly_white(),
         height=max(chart_px, 100 + 21 * len(legend_shown)),  # room for the whole legend
-        margin={"l": 10, "r": 10, "t": 58, "b": 40},
-        legend={"font": {"size": 11}, "tracegroupgap": 2},
+        margin=frame["margin"],
+        legend={"font": {"size": 11}, "tracegroupgap": 2, **frame["legend"]},
         hoverlabel={"bgcolor": "white", "font_size": 12},
         font={"family": "Inter, Segoe UI, Noto Sans SC, sans-serif", "size": 12},
     )
-    fig.update_annotations(font={"size": 13}, xanchor="left", x=0)
+    fig.update_annotations(font={"size": 13}, xanchor="left", x=0, align="left")
     return fig
 
 
@@ -131,6 +134,24 @@ def add_run(fig: FigureSpec, run: dict[str, Any], lanes: list[str], row: int, of
         _add_lag_marks(fig, every, marks, index, (row, col), offset_us, (t_start, t_end),
                        legend_shown, lang)
     return (t_end - offset_us) / 1000.0
+
+
+LEGEND_PX = 270        # right margin of a run chart: its legend's widest entry fits
+CHAR_PX = 7            # about one character of a 12 px lane label
+
+
+def run_frame(runs: list[dict[str, Any]], lang: str) -> dict[str, Any]:
+    """The margins and legend place shared by every chart drawn on a run's time axis (the
+    timeline, its zoom, the KV-memory chart). Fixed rather than grown to fit each chart's own
+    labels and legend (plotly's default), so the charts' plot areas line up and one instant of a
+    run sits at the same x in all of them: the left margin fits the longest lane label of these
+    runs, the right one the widest legend entry."""
+    lines = [line for run in runs for lane in (ordered_lanes(run) or STANDARD_LANES)
+             for line in re.split(r"<br\s*/?>", _tick(run, lane, lang))]
+    longest = max((len(re.sub(r"<[^>]+>", "", line)) for line in lines), default=0)
+    return {"margin": {"l": max(150, 16 + CHAR_PX * longest), "r": LEGEND_PX, "t": 58, "b": 40,
+                       "autoexpand": False},
+            "legend": {"x": 1.02, "xanchor": "left", "y": 1, "yanchor": "top"}}
 
 
 def _tick(run: dict[str, Any], lane: str, lang: str) -> str:
@@ -284,13 +305,14 @@ def _with_totals(items: list[tuple[int, int, int]], marks: list[dict[str, Any]])
 
 
 def _run_title(run: dict[str, Any], label: str, lang: str) -> str:
-    """Two lines above a run's lanes: its idle gaps (bold), then its busy share two ways and,
-    for a window, which steps and how long (the legend leaves no room for one long line)."""
+    """Lines above a run's lanes: its idle gaps (bold), then its busy share two ways and, for a
+    window, a third: which steps and how long (the plot's width leaves no room for one long
+    line, and a line running past it would cross the legend)."""
     live = "idle_us_total" not in (run.get("metrics") or {})
     head, busy = run_title(run, html.escape(label), lang)
     if "window" in run:
         w = run["window"]
-        busy += " · " + t(lang, "window_steps").format(
+        busy += "<br>" + t(lang, "window_steps").format(
             first=w["first_step"], last=w["last_step"], forwards=w.get("forwards", 0),
             ms=_ms_text((w["t_end_us"] - w["t_start_us"]) / 1000.0))
     elif live:
