@@ -519,7 +519,7 @@ def test_the_caption_says_what_the_forward_waited_for_where_the_copy_ran():
     assert "waited for B3's metadata upload, the only work on the scheduler stream" in said
     assert "only waited" not in said and "only for" not in said
     said = viz.step_caption(scheduler, 3, placement="in_order")
-    assert "the device process runs its commands in order" in said
+    assert "The device process runs its commands in order" in said
     zh = viz.step_caption(engine, 3, "zh")
     assert "scheduler stream 上唯一的工作" in zh and "（重叠）" in zh      # the loop, in Chinese
     from viz.replay import links

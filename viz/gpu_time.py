@@ -22,7 +22,7 @@ from typing import Any
 
 from record.metrics import active_windows, busy_fraction, idle_gaps, outside, within
 from viz.spans import gpu_lanes, time_range
-from viz.text import t
+from viz.text import count, t
 
 Interval = tuple[float, float]
 ENGINE = "engine_stream"
@@ -108,6 +108,6 @@ def run_title(run: dict[str, Any], label: str, lang: str) -> tuple[str, str]:
     time = gpu_time(run)
     key = "run_title" if time.active_share is None else "run_title_active"
     head = t(lang, key).format(label=label, idle=f"{time.idle_us / 1000.0:.1f}",
-                               gaps=time.gap_count,
+                               gaps=count(lang, time.gap_count, "gaps"),
                                share=f"{100 * (time.active_share or 0.0):.0f}")
     return head, t(lang, "run_busy").format(busy=busy_text(time, lang))

@@ -198,8 +198,10 @@ def _lag_sentences(run: dict[str, Any], step: int, lang: str) -> str:
     if riders:
         items = ", ".join(t(lang, "cap_lag_item").format(req=req, stop=stop)
                           for req, stop, _ in riders)
-        text += t(lang, "cap_lag").format(items=items, n=step)
+        key = "cap_lag_one" if len(riders) == 1 else "cap_lag"
+        text += t(lang, key).format(items=items, n=step)
     stopped = [m["request"] for m in marks if m["stop_step"] == step]
     if stopped:
-        text += t(lang, "cap_stopped").format(reqs=", ".join(map(str, stopped)), n=step)
+        key = "cap_stopped_one" if len(stopped) == 1 else "cap_stopped"
+        text += t(lang, key).format(reqs=", ".join(map(str, stopped)), n=step)
     return text

@@ -7,6 +7,8 @@ English for a key a language lacks, so a missing translation shows English, neve
 
 from __future__ import annotations
 
+import re
+
 from viz import text_memory, text_metrics, text_teach
 
 LANGUAGES = {"en": "English", "zh": "中文"}
@@ -106,14 +108,18 @@ stream lanes* and over the *engine stream alone*; where they differ, the GPU was
                   "<br>batch size %{customdata[3]} · tokens %{customdata[4]}%{customdata[7]}"
                   "<extra></extra>"),
     "hover_gap": "start %{customdata:.3f} ms · %{x:.3f} ms<extra></extra>",
-    "run_title": "{label}: GPU idle {idle} ms in {gaps} gaps",
+    "run_title": "{label}: GPU idle {idle} ms in {gaps}",
     "run_title_active": "{label}, while requests were in the system ({share}% of the time): "
-                        "GPU idle {idle} ms in {gaps} gaps",
+                        "GPU idle {idle} ms in {gaps}",
+    "n_gaps": "{n} gaps",
+    "n_gaps_one": "{n} gap",
+    "n_forwards": "{n} forwards",
+    "n_forwards_one": "{n} forward",
     "run_busy": "GPU busy {busy}",
     "busy_two_ways": "{both}% both stream lanes, {engine}% engine stream alone",
     "busy_gpu_lanes": "{both}% (its GPU lanes together)",
     "no_requests": "no request in the system",
-    "window_steps": "steps {first}–{last}: {forwards} forwards in {ms} ms",
+    "window_steps": "steps {first}–{last}: {forwards} in {ms} ms",
     "so_far": "so far (running)",
     "texts_count": "{shown} of {total} requests, as the last run produced them.",
     "loopname_normal": "normal",
@@ -371,14 +377,18 @@ _ZH: dict[str, str] = {
                   "<br>批大小 %{customdata[3]} · token 数 %{customdata[4]}%{customdata[7]}"
                   "<extra></extra>"),
     "hover_gap": "开始 %{customdata:.3f} ms · %{x:.3f} ms<extra></extra>",
-    "run_title": "{label}：GPU 空闲 {idle} ms，共 {gaps} 段",
+    "run_title": "{label}：GPU 空闲 {idle} ms，共 {gaps}",
     "run_title_active": "{label}，只算系统中有请求的时间（占 {share}%）：GPU 空闲 {idle} ms，共 "
-                        "{gaps} 段",
+                        "{gaps}",
+    "n_gaps": "{n} 段",
+    "n_gaps_one": "{n} 段",
+    "n_forwards": "{n} 次前向",
+    "n_forwards_one": "{n} 次前向",
     "run_busy": "GPU 忙碌：{busy}",
     "busy_two_ways": "两条 stream 泳道合计 {both}%，engine stream 单独 {engine}%",
     "busy_gpu_lanes": "{both}%（其 GPU 泳道合计）",
     "no_requests": "系统中没有请求",
-    "window_steps": "第 {first}–{last} 步：{forwards} 次前向，共 {ms} ms",
+    "window_steps": "第 {first}–{last} 步：{forwards}，共 {ms} ms",
     "so_far": "目前为止（运行中）",
     "texts_count": "共 {total} 个请求，显示 {shown} 个（最后一次运行的输出）。",
     "loopname_normal": "普通",
@@ -545,9 +555,21 @@ _EN.update(text_metrics.EN)
 _ZH.update(text_metrics.ZH)
 _EN.update(text_memory.EN)
 _ZH.update(text_memory.ZH)
+
+# The Chinese texts are wrapped in the source like the English ones, but where a line break falls
+# between two Chinese characters (or their punctuation) Markdown would show it as a space, which
+# Chinese does not put between words: such breaks are joined here, once.
+_CJK = "\u3000-\u303f\u4e00-\u9fff\uff00-\uffef"
+_CJK_BREAK = re.compile(f"(?<=[{_CJK}])\n[ \t]*(?=[{_CJK}])")
+_ZH = {key: _CJK_BREAK.sub("", text) for key, text in _ZH.items()}
 STRINGS: dict[str, dict[str, str]] = {"en": _EN, "zh": _ZH}
 
 
 def t(lang: str, key: str) -> str:
     """The string ``key`` in ``lang`` ("en" or "zh"), falling back to English."""
     return STRINGS.get(lang, _EN).get(key, _EN[key])
+
+
+def count(lang: str, n: int, noun: str) -> str:
+    """``n`` with its noun in ``lang``: "1 gap", "12 gaps" (keys ``n_<noun>``, ``n_<noun>_one``)."""
+    return t(lang, f"n_{noun}_one" if n == 1 else f"n_{noun}").format(n=n)

@@ -99,7 +99,7 @@ EN: dict[str, str] = {
     "waited_scheduler": "forward(B{n}) waited for all the scheduler stream held before it "
                         "(wait_stream): copy(B{prev}), which itself waited for forward(B{prev}), "
                         "then B{n}'s upload",
-    "waited_in_order": "the device process runs its commands in order, like one stream: "
+    "waited_in_order": "The device process runs its commands in order, like one stream: "
                        "forward(B{n}) began after copy(B{prev}) and B{n}'s upload",
     "cap_normal": (
         "**Step {n}** (normal loop): the GPU runs forward(B{n}) ({fwd:.2f} ms); then the CPU "
@@ -117,9 +117,13 @@ EN: dict[str, str] = {
                 "copy_done.",
     "cap_lag": " ★ **Lag:** {items} had already stopped but rode along in B{n}; their tokens from "
                "this forward are dropped.",
+    "cap_lag_one": " ★ **Lag:** {items} had already stopped but rode along in B{n}; its token "
+                   "from this forward is dropped.",
     "cap_lag_item": "request {req} (stopped at step {stop})",
-    "cap_stopped": " Request(s) {reqs} produced a stop token in B{n}; the CPU sees it only when "
+    "cap_stopped": " Requests {reqs} produced stop tokens in B{n}; the CPU sees them only when "
                    "it processes B{n}.",
+    "cap_stopped_one": " Request {reqs} produced a stop token in B{n}; the CPU sees it only when "
+                       "it processes B{n}.",
     "cap_none": "**Step {n}**: no forward on the engine stream was recorded for this step.",
     "role_forward": "forward(B{n})",
     "role_upload": "metadata upload(B{n})",
@@ -308,10 +312,13 @@ ZH: dict[str, str] = {
     "cap_multistep_none": " 在它下面 CPU 没有处理任何批次：它在提交前向或等待。",
     "cap_drain": " 这是最后一次前向（排空）：之后没有前向能遮住 CPU 的工作。",
     "cap_copy": " B{n} 的 token 通过 copy(B{n}) 回传；CPU 在它的 copy_done 上阻塞了 {wait:.2f} ms。",
-    "cap_lag": " ★ **滞后：** {items} 已经停止，却仍随 B{n} 多跑了一步；它们在这次前向中的 token "
+    "cap_lag": " ★ **滞后：** {items}已经停止，却仍随 B{n} 多跑了一步；它们在这次前向中的 token "
                "被丢弃。",
+    "cap_lag_one": " ★ **滞后：** {items}已经停止，却仍随 B{n} 多跑了一步；它在这次前向中的 token "
+                   "被丢弃。",
     "cap_lag_item": "请求 {req}（在第 {stop} 步停止）",
     "cap_stopped": " 请求 {reqs} 在 B{n} 中产生了停止 token；CPU 要到处理 B{n} 时才看到。",
+    "cap_stopped_one": " 请求 {reqs} 在 B{n} 中产生了停止 token；CPU 要到处理 B{n} 时才看到。",
     "cap_none": "**第 {n} 步**：这一步在 engine stream 上没有记录到前向。",
     "role_forward": "forward(B{n})",
     "role_upload": "元数据上传(B{n})",

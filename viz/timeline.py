@@ -30,7 +30,7 @@ from viz.style import (
     STANDARD_LANES,
     phase_color,
 )
-from viz.text import t
+from viz.text import count, t
 
 CHART_PX = 1000        # about how wide a whole-run chart is drawn, in pixels
 INVISIBLE_PX = 0.3     # whole-run views leave out bars narrower than this (the step window and
@@ -313,7 +313,8 @@ def _run_title(run: dict[str, Any], label: str, lang: str) -> str:
     if "window" in run:
         w = run["window"]
         busy += "<br>" + t(lang, "window_steps").format(
-            first=w["first_step"], last=w["last_step"], forwards=w.get("forwards", 0),
+            first=w["first_step"], last=w["last_step"],
+            forwards=count(lang, w.get("forwards", 0), "forwards"),
             ms=_ms_text((w["t_end_us"] - w["t_start_us"]) / 1000.0))
     elif live:
         busy += " · " + t(lang, "so_far")
