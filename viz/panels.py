@@ -27,7 +27,7 @@ _ROWS: list[tuple[str, Callable[[float], str]]] = [
     ("tokens_per_s", lambda v: f"{v:,.1f}"),
     ("decode_tokens_per_s", lambda v: f"{v:,.1f}"),
     ("output_tokens", lambda v: f"{v:,.0f}"),
-    ("wall_s", lambda v: f"{v:.2f}"),
+    ("wall_s", lambda v: f"{v:.3g}" if v < 100 else f"{v:,.0f}"),   # 0.0283, 1.83, 12.3
     ("steps", lambda v: f"{v:,.0f}"),
     ("gpu_busy_frac", lambda v: f"{100 * v:.1f}%"),           # both stream lanes
     ("engine_busy_frac", lambda v: f"{100 * v:.1f}%"),        # the engine stream alone

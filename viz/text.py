@@ -51,9 +51,11 @@ _EN: dict[str, str] = {
   stream (its copy is drawn on the scheduler-stream lane).
 - **KV memory** (the chart under the step window, for runs that record it): pages in use by
   requests, held only by the prefix cache, and free, per step; a dotted line marks a
-  retraction (the pool ran dry and the newest request waits again). With a *shared system
-  prompt* the later requests' prefills are short: hover one to see how many prompt tokens the
-  prefix cache served.
+  retraction (the pool ran dry and the newest request waits again). A finished request's pages
+  stay in the prefix cache (teal) for a later request that starts with the same tokens, so teal
+  appears even when nothing was found there. Its hits come from a *shared system prompt*, from
+  prompts that repeat, and from retracted requests finding their own pages when they resume;
+  hover a short prefill to see how many prompt tokens the prefix cache served.
 - **Lag one:** the CPU sees an EOS one step late, so a finished request may ride along in one
   more batch; that extra token is dropped and the request is freed exactly once.
 - On a machine without a GPU, a separate **device process** plays the GPU (it owns the model,
@@ -330,8 +332,9 @@ _ZH: dict[str, str] = {
   等上一次前向、它的回传和下一次上传依次完成后才开始。在 CPU 上，设备进程按顺序执行每条命令，就像
   只有一条 stream（它的回传画在 scheduler stream 泳道上）。
 - **KV 内存**（步窗口下方的图，仅限记录了它的运行）：每一步中请求占用、只由前缀缓存持有和空闲的页；
-  虚线标出一次撤回（页池用尽，最新的请求重新排队）。使用*共享系统提示*时，后来请求的 prefill 很短：
-  把鼠标移到上面，可以看到有多少提示 token 来自前缀缓存。
+  虚线标出一次撤回（页池用尽，最新的请求重新排队）。请求结束后，它的页留在前缀缓存里（青色），等待以相同
+  token 开头的后来请求，所以即使一次都没命中，也会出现青色。命中来自*共享系统提示*、重复的提示，以及被
+  撤回的请求恢复时找回自己的页；把鼠标移到较短的 prefill 上，可以看到有多少提示 token 来自前缀缓存。
 - **滞后一轮：** CPU 晚一步才看到 EOS，已结束的请求可能还会跟着多跑一批；那个多出的 token 被丢弃，
   请求只释放一次。
 - 没有 GPU 的机器上，由一个独立的**设备进程**扮演 GPU（它持有模型、KV Cache 和 token_pool）。
