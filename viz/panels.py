@@ -17,7 +17,7 @@ from record.run_record import loop_of
 from viz.formula import compared_pair, formula_html, multistep_html, ratio_pairs
 from viz.gpu_time import gpu_time
 from viz.spans import display_labels
-from viz.text import t
+from viz.text import STRINGS, t
 
 __all__ = ["compared_pair", "metrics_html", "multistep_html", "ratio_pairs", "record_label",
            "texts_html"]
@@ -143,7 +143,9 @@ def texts_html(runs: list[dict[str, Any]], lang: str = "en", limit: int = 256) -
     rows = []
     for i, out in enumerate(shown):
         reason = str(out.get("finish_reason", ""))
-        badge = f'<span class="ov-badge ov-{html.escape(reason)}">{html.escape(reason)}</span>'
+        shown_as = t(lang, f"finish_{reason}") if f"finish_{reason}" in STRINGS["en"] else reason
+        badge = (f'<span class="ov-badge ov-{html.escape(reason)}" title="{html.escape(reason)}">'
+                 f'{html.escape(shown_as)}</span>')
         text = " ".join(str(out.get("text", "")).split())  # one line per request
         text = text or _ids_preview(out.get("token_ids", []))
         text = text if len(text) <= 240 else text[:240] + " …"
