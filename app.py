@@ -359,6 +359,9 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
                        show_progress="hidden").then(**SIZING)
     language.change(presets.describe, [device, extra_cpu_us, language], preset_said,
                     show_progress="hidden")
+    # The sizing line speaks of the control's value: it follows the control (a preset, a drag).
+    extra_cpu_us.change(presets.describe, [device, extra_cpu_us, language], preset_said,
+                        show_progress="hidden", queue=False)
 
 
 def main() -> None:

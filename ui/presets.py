@@ -150,14 +150,17 @@ def device_defaults(device_choice: str, extra_now: Any, graphs_now: Any, lang_ch
 
 
 def wait_for_warm_up(device_choice: str) -> None:
-    """On a page load with a GPU: wait until the warm-up has measured it (the sizing that
-    follows then reads the controls as they are by then, not as they were at the load)."""
-    if on_cuda(device_choice):
-        WARMED.wait(WARM_WAIT_S)
+    """On a page load: wait until the warm-up has measured the device (the sizing that follows
+    then reads the controls as they are by then, not as they were at the load). On a CPU only
+    the sizing line changes (the control keeps the first click's value): it then says what was
+    measured instead of "not measured yet"."""
+    del device_choice                 # either device: the warm-up measures the one it found
+    WARMED.wait(WARM_WAIT_S)
 
 
 def describe(device_choice: str, extra_now: Any, lang_choice: str) -> str:
-    """The sizing line again (in another language) for the control as it is now."""
+    """The sizing line again for the control as it is now (in another language, or after the
+    control moved): what the device measured and what this much extra CPU work means there."""
     lang = lang_of(lang_choice)
     profile = profile_for(device_choice)
     try:
@@ -166,6 +169,8 @@ def describe(device_choice: str, extra_now: Any, lang_choice: str) -> str:
         extra = DEFAULTS["extra_cpu_us"]
     if profile is not None:
         return sizing_said(profile, extra, lang)
-    return viz.t(lang, "preset_unmeasured" if on_cuda(device_choice)
-                 else "preset_cpu_default").format(
-        extra=DEFAULTS["extra_cpu_us"])
+    if on_cuda(device_choice):
+        return viz.t(lang, "preset_unmeasured")
+    # Unmeasured CPU: the sentence is about the default's first click, and only about it.
+    return (viz.t(lang, "preset_cpu_default").format(extra=DEFAULTS["extra_cpu_us"])
+            if extra == DEFAULTS["extra_cpu_us"] else "")
