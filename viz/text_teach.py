@@ -151,7 +151,7 @@ EN: dict[str, str] = {
     "lag_extra_k": "request {req} stopped at step {stop}; this forward is its extra step {nth} of "
                    "{total}, its token is dropped",
     "lag_stop": "request {req}: stop token read here, in process_last(B{stop})",
-    "lag_legend": "★ forward after a stop (token dropped)",
+    "lag_legend": "forward after a stop (token dropped)",
     "lane_busy": "{lane} · busy {busy:.1f}%",
     "stop_legend": "stop token read",
     # hazard lab
@@ -345,7 +345,7 @@ ZH: dict[str, str] = {
     "lag_extra_k": "请求 {req} 在第 {stop} 步停止；这次前向是它多跑的第 {nth}/{total} 步，"
                    "其 token 被丢弃",
     "lag_stop": "请求 {req}：在这里（process_last(B{stop})）读到停止 token",
-    "lag_legend": "★ 停止后的前向（token 丢弃）",
+    "lag_legend": "停止后的前向（token 丢弃）",
     "lane_busy": "{lane} · 忙碌 {busy:.1f}%",
     "stop_legend": "读到停止 token",
     "lab_help": """

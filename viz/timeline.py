@@ -82,7 +82,7 @@ def side_by_side_figure(runs: list[dict[str, Any]], window: tuple[int, int] | No
     frame = run_frame(runs, lang)
     fig.update_layout(
         barmode="overlay", bargap=0, template=plotly_white(),
-        height=max(chart_px, 100 + 21 * len(legend_shown)),  # room for the whole legend
+        height=max(chart_px, 110 + 24 * len(legend_shown)),  # room for the whole legend
         margin=frame["margin"],
         legend={"font": {"size": 11}, "tracegroupgap": 2, **frame["legend"]},
         hoverlabel={"bgcolor": "white", "font_size": 12},
