@@ -62,7 +62,8 @@ _EN: dict[str, str] = {
   KV cache and token pool). Its lanes are measured, not simulated.
 """,
     "zoom_help": (
-        "**Step window.** Both runs are cut to the same steps and start at 0 ms. A step runs "
+        "**Step window.** Both runs are cut to the same step numbers (a run with fewer steps "
+        "stops at its last) and start at 0 ms. A step runs "
         "from the start of its forward to the start of the next one (the step time the table "
         "measures), so each panel holds exactly the chosen forwards and its length is their "
         "step times: the shorter panel is the faster loop. The CPU's work is drawn as it fell "
@@ -100,7 +101,8 @@ stream lanes* and over the *engine stream alone*; where they differ, the GPU was
         "vLLM) or a run record saved from this page. GPU streams become lanes; idle gaps are the "
         "holes in the union of all GPU lanes."),
     "no_recorded": "No recorded GPU runs are bundled yet (`assets/recorded/*.json`).",
-    "no_runs": "Press Run to draw the timelines.",
+    "no_runs": "Press Run on the Live run tab, or choose a recorded or imported run, to draw "
+               "the timelines.",
     "zoom_after_run": "The step window is drawn when the run has finished.",
     "time_axis": "time since the run started (ms)",
     "time_axis_window": "time since the window's first step (ms)",
@@ -344,7 +346,8 @@ _ZH: dict[str, str] = {
   它的泳道是实测的，不是模拟的。
 """,
     "zoom_help": (
-        "**步窗口。** 两次运行都截取相同的步并从 0 ms 开始。一步从它的前向开始，到下一次前向开始为止"
+        "**步窗口。** 两次运行都截取相同编号的步（步数较少的运行截到它的最后一步为止）并从 0 ms 开始。"
+        "一步从它的前向开始，到下一次前向开始为止"
         "（即表中测量的每步时间），所以每个面板恰好包含所选的那些前向，长度就是它们的每步时间之和："
         "更短的面板就是更快的循环。CPU 的工作按它在这段时间里实际发生的位置画出：重叠运行中，上一步的 "
         "process_last 位于每次前向的下面。"),
@@ -373,7 +376,7 @@ _ZH: dict[str, str] = {
         "上传 `torch.profiler` trace（`.json` 或 `.json.gz`，例如来自 SGLang 或 vLLM），"
         "或本页下载的运行记录。GPU stream 成为泳道；空闲间隙是所有 GPU 泳道并集中的空洞。"),
     "no_recorded": "尚未附带录制的 GPU 运行（`assets/recorded/*.json`）。",
-    "no_runs": "点击“运行”绘制时间线。",
+    "no_runs": "在“现场运行”页点击“运行”，或选择一个录制的或导入的运行，即可绘制时间线。",
     "zoom_after_run": "运行结束后绘制步窗口。",
     "time_axis": "自运行开始的时间（ms）",
     "time_axis_window": "自窗口第一步开始的时间（ms）",
