@@ -126,3 +126,21 @@ def test_a_profiler_trace_is_offered_for_download_as_it_was_uploaded(tmp_path):
     assert json.loads(Path(view["download_record"]["value"]).read_text())["schema"] == 1
     for key in ("tokens_per_s", "output_tokens", "engine_busy_frac"):
         assert f'data-metric="{key}"' not in view["metrics"], key
+
+
+@pytest.mark.parametrize("lang, want", [
+    ("English", ["Recorded on NVIDIA H200", "Run with: bundled, B = 16, CUDA graphs, 0 µs of extra",
+                 "Result copy on the engine stream."]),
+    ("中文", ["录制于 NVIDIA H200", "运行设置：bundled，B = 16，CUDA Graph，每步额外 CPU 工作 0 µs。",
+             "结果回传在 engine stream 上。"]),
+])
+def test_a_recorded_run_says_what_it_was_run_with(lang, want):
+    """A recording's settings are in its status, read from its config, in the page's language:
+    the first click on the H200 ran with 0 µs of extra CPU work, not the CPU page's 4000."""
+    view = records.show_recorded("h200-first-click-defaults.json", lang)
+    status = view[0] if isinstance(view, tuple) else view.status
+    for text in want:
+        assert text in status, (text, status)
+    shared = records.show_recorded("h200-bundled-graph-shared-prefix-kv160.json", "English")
+    shared_status = shared[0] if isinstance(shared, tuple) else shared.status
+    assert "KV pool of 160 pages." in shared_status

@@ -141,7 +141,8 @@ def _show_file(path: Path, lang: str, recorded: bool) -> MainView:
         record = load_any(path)
         where = viz.record_label(record)
         if recorded:
-            spec = said("status_recorded", "ok", where=where or path.name)
+            notes, values = _settings(record.get("config") or {})
+            spec = said("status_recorded", "ok", notes=notes, where=where or path.name, **values)
         elif where:
             spec = said("status_imported", "ok", name=path.name, where=where)
         else:                    # a trace that names no device, torch or date
@@ -155,6 +156,30 @@ def _show_file(path: Path, lang: str, recorded: bool) -> MainView:
     except Exception as error:  # noqa: BLE001 - a bad file must give a message, not a traceback
         spec = said("status_cannot_show", "error", detail=str(error), name=path.name)
         return MainView(status=render_said(spec, lang), said=spec)   # the view on screen stays
+
+
+def _settings(config: dict[str, Any]) -> tuple[tuple[str, ...], dict[str, Any]]:
+    """What a recorded run was run with, as status notes and their values (a record's config
+    says it; what it does not say is left out): model, batch, graphs, extra CPU work, where the
+    result copy ran, the KV pool and a shared system prompt."""
+    if not {"model", "max_batch_size"} <= set(config):
+        return (), {}
+    notes = ["status_settings"]
+    values: dict[str, Any] = {
+        "model": str(config["model"]), "batch": int(config["max_batch_size"]),
+        "graphs_key": "sized_graphs" if config.get("cuda_graph") else "sized_eager",
+        "extra": int(config.get("extra_cpu_us") or 0)}
+    if config.get("result_copy_stream") in ("engine", "scheduler"):
+        notes.append("status_settings_copy")
+        values["copy_key"] = f"copy_on_{config['result_copy_stream']}"
+    if config.get("num_pages"):
+        notes.append("status_settings_kv")
+        values["kv_pages"] = int(config["num_pages"])
+    shared = config.get("shared_prefix") or config.get("shared_prefix_tokens")
+    if shared:
+        notes.append("status_settings_prefix")
+        values["prefix"] = int(shared)
+    return tuple(notes), values
 
 
 def load_any(path: Path) -> dict[str, Any]:

@@ -222,7 +222,14 @@ stream lanes* and over the *engine stream alone*; where they differ, the GPU was
     "status_done": "Done: {requests} requests, {tokens} output tokens per run, on {where} "
                    "({device}).",
     "status_failed": "The run failed: {error}",
-    "status_recorded": "Recorded on {where}",
+    "status_recorded": "Recorded on {where}.",
+    "status_settings": "Run with: {model}, B = {batch}, {graphs}, {extra} µs of extra CPU work a "
+                       "step.",
+    "status_settings_copy": "Result copy on the {copy}.",
+    "status_settings_kv": "KV pool of {kv_pages} pages.",
+    "status_settings_prefix": "A shared system prompt of {prefix} tokens.",
+    "copy_on_engine": "engine stream",
+    "copy_on_scheduler": "scheduler stream",
     "status_imported": "Imported {name} ({where})",
     "status_imported_unlabelled": "Imported {name} (the file does not say what hardware it was "
                                   "recorded on).",
@@ -484,7 +491,13 @@ _ZH: dict[str, str] = {
     "status_done": "完成：{requests} 个请求，每次运行输出 {tokens} 个 token，设备：{where}"
                    "（{device}）。",
     "status_failed": "运行失败：{error}",
-    "status_recorded": "录制于 {where}",
+    "status_recorded": "录制于 {where}。",
+    "status_settings": "运行设置：{model}，B = {batch}，{graphs}，每步额外 CPU 工作 {extra} µs。",
+    "status_settings_copy": "结果回传在 {copy} 上。",
+    "status_settings_kv": "KV 页池共 {kv_pages} 页。",
+    "status_settings_prefix": "共享系统提示 {prefix} 个 token。",
+    "copy_on_engine": "engine stream",
+    "copy_on_scheduler": "scheduler stream",
     "status_imported": "已导入 {name}（{where}）",
     "status_imported_unlabelled": "已导入 {name}（文件中没有说明它是在什么硬件上录制的）。",
     "status_cannot_show": "无法显示 {name}：它不是本页能读取的运行记录或 trace。",
