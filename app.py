@@ -274,7 +274,9 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
                       prompts_text, max_new, temperature, cuda_graph, extra_cpu_us,
                       request_rate, chat, language, shared_prefix, kv_pages],
         OUTPUTS, show_progress="minimal", show_progress_on=[status], **ENGINE_QUEUE,
-    ).then(replay.reset_replay, [record_state, language], REPLAY, show_progress="hidden")
+    ).then(replay.reset_replay, [record_state, language], REPLAY, show_progress="hidden",
+           ).then(presets.describe, [device, extra_cpu_us, language], preset_said,
+                  show_progress="hidden")         # sized by what this run measured
     PRESET_OUTPUTS = [loops, decode_steps, stop_early, requests, batch, prompt_len, max_new,
                       temperature, extra_cpu_us, request_rate, preset_said]
     for button, name in ((preset_overlap, "overlap"), (preset_multistep, "multistep")):

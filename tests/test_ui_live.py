@@ -266,3 +266,33 @@ def test_a_shared_prompt_on_a_small_pool_shows_hits_retractions_and_the_memory_c
     assert "KV 页数必须为 0" in view["status"]
     (view,) = views(shared_prefix=2.5)
     assert "Shared system prompt must be a whole number" in view["status"]
+
+
+def test_the_sizing_line_speaks_of_the_last_run_once_there_is_one():
+    """After a run, the sizing line's forward and scheduler work are that run's serial loop's
+    (less the extra CPU work it was given), named as such; a warm-up ending later keeps them."""
+    import json
+
+    from engine.processes.messages import DeviceProfile
+    from ui import presets
+
+    record = json.loads((ROOT / "assets" / "recorded" / "h200-first-click-defaults.json").read_text())
+    normal = next(run for run in record["runs"] if run["loop"] == "normal")
+    presets._profiles.clear()
+    try:
+        profile = presets.profile_of_run(record)
+        assert profile.source == "run" and profile.device_kind == "cuda"
+        assert profile.t_fwd_us == normal["metrics"]["t_fwd_us"]
+        assert profile.t_cpu_us == normal["metrics"]["t_cpu_us"]          # it ran with 0 us
+        given = dict(record, config=dict(record["config"], extra_cpu_us=50))
+        assert presets.profile_of_run(given).t_cpu_us == pytest.approx(
+            max(normal["metrics"]["t_cpu_us"] - 50, 0.0))
+        presets.remember(profile)
+        presets.remember(DeviceProfile("cuda", "NVIDIA H200", "bundled", 16, True, 999.0, 1.0))
+        assert presets.profile_for("cuda").source == "run"
+        said = presets.describe("cuda", 0, "English")
+        assert "in the last run's serial loop" in said and "B = 16" in said
+        assert "上一次运行的串行循环" in presets.describe("cuda", 0, "中文")
+        assert presets.profile_of_run({"runs": [], "config": {}, "env": {}}) is None
+    finally:
+        presets._profiles.clear()

@@ -86,6 +86,7 @@ def run_live(loops, decode_steps, stop_early, device, model, requests, batch, pr
                 yield MainView(live=viz.live_payload(live.runs(), lang)).values()
             elif isinstance(event, messages.RunFinished):
                 _remember_step_time(key, event.record)
+                presets.remember(presets.profile_of_run(event.record))   # the sizing line's now
                 yield _finished(event.record, request, notes, lang).values()
             elif isinstance(event, messages.RequestFailed):
                 spec = failure(event.kind, event.message)

@@ -56,10 +56,34 @@ def _kind(device_kind: str) -> str:
 
 
 def remember(profile: Any) -> None:
-    """Keep what the warm-up measured (a ``DeviceProfile``, or None)."""
+    """Keep what the warm-up, or since then a run, measured (a ``DeviceProfile``, or None); a
+    warm-up that ends after a run does not replace the run's measurement."""
     if profile is not None and profile.t_fwd_us > 0:
+        kind = _kind(profile.device_kind)
         with _lock:
-            _profiles[_kind(profile.device_kind)] = profile
+            kept = _profiles.get(kind)
+            if not (kept is not None and kept.source == "run" and profile.source != "run"):
+                _profiles[kind] = profile
+
+
+def profile_of_run(record: dict[str, Any]) -> Any:
+    """What a finished live run measured on its device, as the warm-up would have: its serial
+    loop's forward per decode step and the scheduler's own work (the run's CPU part less the
+    extra work it was given); None without a serial loop that decoded. The latest measurement
+    is the one the sizing line then speaks of (a warm-up on a machine still starting the app can
+    be far off: 7.8 ms against 4.6 ms for the same forward on the 2-core machine)."""
+    from engine.processes.messages import DeviceProfile
+
+    config, env = record.get("config") or {}, record.get("env") or {}
+    normal = next((run for run in record.get("runs", []) if run.get("loop") == "normal"), None)
+    metrics = (normal or {}).get("metrics") or {}
+    fwd, cpu = metrics.get("t_fwd_us") or 0.0, metrics.get("t_cpu_us")
+    if not fwd or cpu is None or "model" not in config or "max_batch_size" not in config:
+        return None
+    own = max(float(cpu) - float(config.get("extra_cpu_us") or 0), 0.0)
+    return DeviceProfile(str(env.get("device_kind", "")), str(env.get("device_name", "")),
+                         str(config["model"]), int(config["max_batch_size"]),
+                         bool(config.get("cuda_graph")), float(fwd), own, source="run")
 
 
 def on_cuda(device_choice: str) -> bool:
@@ -96,7 +120,8 @@ def sizing_said(profile: Any, extra: int, lang: str) -> str:
     overlap stops hiding the CPU's work, which k multi-step needs for this much."""
     fwd, cpu = profile.t_fwd_us, profile.t_cpu_us
     part = (cpu + extra) / fwd                  # the CPU's part of a step, in forwards
-    return viz.t(lang, "preset_sized").format(
+    key = "preset_sized_run" if getattr(profile, "source", "") == "run" else "preset_sized"
+    return viz.t(lang, key).format(
         device=profile.device_name, model=profile.model, batch=profile.batch,
         graphs=viz.t(lang, "sized_graphs" if profile.cuda_graph else "sized_eager"),
         fwd=fwd / 1e3, cpu=cpu / 1e3, extra=extra, forwards=part,

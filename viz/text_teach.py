@@ -27,6 +27,14 @@ EN: dict[str, str] = {
                     "of extra work (the CPU's part one forward); beyond that, multi-step needs k "
                     "at least the CPU's part in forwards: this setting needs k = {k}, and k = 4 "
                     "hides up to about {k4} µs.*",
+    "preset_sized_run": "*Measured on {device} ({model}, B = {batch}, {graphs}) in the last "
+                    "run's serial loop: a decode step's forward took {fwd:.2f} ms and the "
+                    "scheduler's own work {cpu:.2f} ms. With {extra} µs of extra CPU work a step "
+                    "the CPU's part is "
+                    "{forwards:.1f} forwards long. One-step overlap hides up to about {hides} µs "
+                    "of extra work (the CPU's part one forward); beyond that, multi-step needs k "
+                    "at least the CPU's part in forwards: this setting needs k = {k}, and k = 4 "
+                    "hides up to about {k4} µs.*",
     "sized_graphs": "CUDA graphs",
     "sized_eager": "eager",
     "preset_cpu_default": "*CPU mode: {extra} µs of extra CPU work a step, the first click "
@@ -235,6 +243,12 @@ ZH: dict[str, str] = {
     "preset_overlap": "普通与重叠（默认设置）",
     "preset_sized": "*按 {device} 设定（{model}，B = {batch}，{graphs}）：预热时一个解码步的前向用了 "
                     "{fwd:.2f} ms，调度器自身的工作用了 {cpu:.2f} ms。每步加 {extra} µs 额外 CPU 工作后，"
+                    "CPU 的部分约为 {forwards:.1f} 次前向那么长。一步重叠最多能藏住约 {hides} µs 的额外工作"
+                    "（CPU 的部分等于一次前向）；再多，多步重叠的 k 至少要等于 CPU 部分折合的前向数：这个设置"
+                    "需要 k = {k}，k = 4 最多能藏住约 {k4} µs。*",
+    "preset_sized_run": "*在 {device} 上（{model}，B = {batch}，{graphs}）上一次运行的串行循环实测："
+                    "一个解码步的前向用了 {fwd:.2f} ms，调度器自身的工作用了 {cpu:.2f} ms。每步加 {extra} µs "
+                    "额外 CPU 工作后，"
                     "CPU 的部分约为 {forwards:.1f} 次前向那么长。一步重叠最多能藏住约 {hides} µs 的额外工作"
                     "（CPU 的部分等于一次前向）；再多，多步重叠的 k 至少要等于 CPU 部分折合的前向数：这个设置"
                     "需要 k = {k}，k = 4 最多能藏住约 {k4} µs。*",

@@ -174,6 +174,7 @@ class DeviceProfile:
     cuda_graph: bool
     t_fwd_us: float                     # the engine stream's work per decode step
     t_cpu_us: float                     # the scheduler's own CPU work per decode step
+    source: str = "warm-up"             # "warm-up" | "run": the page's last run, serial loop
 
 
 @dataclass(frozen=True)
