@@ -275,7 +275,7 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
                       request_rate, chat, language, shared_prefix, kv_pages],
         OUTPUTS, show_progress="minimal", show_progress_on=[status], **ENGINE_QUEUE,
     ).then(replay.reset_replay, [record_state, language], REPLAY, show_progress="hidden",
-           ).then(presets.describe, [device, extra_cpu_us, language], preset_said,
+           ).then(presets.follow, [device, extra_cpu_us, language], preset_said,
                   show_progress="hidden")         # sized by what this run measured
     PRESET_OUTPUTS = [loops, decode_steps, stop_early, requests, batch, prompt_len, max_new,
                       temperature, extra_cpu_us, request_rate, preset_said]
@@ -362,7 +362,7 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
     language.change(presets.describe, [device, extra_cpu_us, language], preset_said,
                     show_progress="hidden")
     # The sizing line speaks of the control's value: it follows the control (a preset, a drag).
-    extra_cpu_us.change(presets.describe, [device, extra_cpu_us, language], preset_said,
+    extra_cpu_us.change(presets.follow, [device, extra_cpu_us, language], preset_said,
                         show_progress="hidden", queue=False)
 
 

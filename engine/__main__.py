@@ -305,8 +305,10 @@ def _run(a, cfg, params, eng, arrivals=None, ctrl_c: CtrlC | None = None) -> int
     if a.json or a.trace:
         from record.run_record import make_record, save_record
         # The workload beside the engine's config: a reader of the record sees what ran.
-        workload = {"requests": len(prompts), "max_new_tokens": a.max_new_tokens,
-                    "shared_prefix": a.shared_prefix, "extra_cpu_us": a.extra_cpu_us}
+        workload = {"requests": len(prompts), "shared_prefix": a.shared_prefix,
+                    "extra_cpu_us": a.extra_cpu_us}
+        if not a.arrivals:                     # a trace gives each request its own length
+            workload["max_new_tokens"] = a.max_new_tokens
         record = make_record(eng.env_info(), {**eng.config_dict(), **workload},
                              [r.to_run_dict() for r in runs])
         if a.json:

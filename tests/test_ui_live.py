@@ -269,8 +269,9 @@ def test_a_shared_prompt_on_a_small_pool_shows_hits_retractions_and_the_memory_c
 
 
 def test_the_sizing_line_speaks_of_the_last_run_once_there_is_one():
-    """After a run, the sizing line's forward and scheduler work are that run's serial loop's
-    (less the extra CPU work it was given), named as such; a warm-up ending later keeps them."""
+    """After a run of the setup the warm-up measured, the sizing line's forward and scheduler
+    work are that run's serial loop's (less the extra CPU work it was given), named as such; a
+    warm-up ending later keeps them; a run of another setup, or with arrivals, changes nothing."""
     import json
 
     from engine.processes.messages import DeviceProfile
@@ -287,9 +288,21 @@ def test_the_sizing_line_speaks_of_the_last_run_once_there_is_one():
         given = dict(record, config=dict(record["config"], extra_cpu_us=50))
         assert presets.profile_of_run(given).t_cpu_us == pytest.approx(
             max(normal["metrics"]["t_cpu_us"] - 50, 0.0))
+        assert not isinstance(presets.follow("cuda", 0, "English"), str)   # nothing measured:
+        presets.remember(profile)                     # the line stays; nor does a run alone
+        assert presets.profile_for("cuda") is None     # size the setup the warm-up measures
+        warm = DeviceProfile("cuda", "NVIDIA H200", "bundled", 16, True, 999.0, 1.0)
+        presets.remember(warm)
         presets.remember(profile)
-        presets.remember(DeviceProfile("cuda", "NVIDIA H200", "bundled", 16, True, 999.0, 1.0))
         assert presets.profile_for("cuda").source == "run"
+        presets.remember(warm)                         # a warm-up ending after the run
+        assert presets.profile_for("cuda").source == "run"
+        other = presets.profile_of_run(dict(record, config=dict(record["config"],
+                                                                max_batch_size=64)))
+        presets.remember(other)                        # another batch: not the page's setup
+        assert presets.profile_for("cuda").batch == 16
+        arrivals = dict(record, config=dict(record["config"], request_rate=8.0))
+        assert presets.profile_of_run(arrivals) is None
         said = presets.describe("cuda", 0, "English")
         assert "in the last run's serial loop" in said and "B = 16" in said
         assert "上一次运行的串行循环" in presets.describe("cuda", 0, "中文")

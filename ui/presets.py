@@ -62,19 +62,33 @@ def remember(profile: Any) -> None:
         kind = _kind(profile.device_kind)
         with _lock:
             kept = _profiles.get(kind)
-            if not (kept is not None and kept.source == "run" and profile.source != "run"):
-                _profiles[kind] = profile
+            if profile.source == "run":
+                # A run refreshes the measurement of the setup the warm-up measured, and only
+                # that one: the presets and a GPU's page load size the default setup by it (a
+                # run of another model or batch would size them by a forward they do not have).
+                if kept is None or _setup(kept) != _setup(profile):
+                    return
+            elif kept is not None and kept.source == "run" and _setup(kept) == _setup(profile):
+                return                  # a warm-up ending after a run of its setup: keep the run
+            _profiles[kind] = profile
+
+
+def _setup(profile: Any) -> tuple:
+    return profile.model, profile.batch, profile.cuda_graph
 
 
 def profile_of_run(record: dict[str, Any]) -> Any:
     """What a finished live run measured on its device, as the warm-up would have: its serial
     loop's forward per decode step and the scheduler's own work (the run's CPU part less the
-    extra work it was given); None without a serial loop that decoded. The latest measurement
-    is the one the sizing line then speaks of (a warm-up on a machine still starting the app can
-    be far off: 7.8 ms against 4.6 ms for the same forward on the 2-core machine)."""
+    extra work it was given); None without a serial loop that decoded, or with arrivals. The
+    latest measurement is the one the sizing line then speaks of (a warm-up on a machine still
+    starting the app can be far off: 7.8 ms against 4.6 ms for the same forward on the 2-core
+    machine)."""
     from engine.processes.messages import DeviceProfile
 
     config, env = record.get("config") or {}, record.get("env") or {}
+    if config.get("request_rate"):
+        return None                     # arrivals: its steps ran at partial batches
     normal = next((run for run in record.get("runs", []) if run.get("loop") == "normal"), None)
     metrics = (normal or {}).get("metrics") or {}
     fwd, cpu = metrics.get("t_fwd_us") or 0.0, metrics.get("t_cpu_us")
@@ -184,8 +198,8 @@ def wait_for_warm_up(device_choice: str) -> None:
 
 
 def describe(device_choice: str, extra_now: Any, lang_choice: str) -> str:
-    """The sizing line again for the control as it is now (in another language, or after the
-    control moved): what the device measured and what this much extra CPU work means there."""
+    """The sizing line again for the control as it is now (in another language; ``follow``
+    after it moved): what the device measured and what this much extra CPU work means there."""
     lang = lang_of(lang_choice)
     profile = profile_for(device_choice)
     try:
@@ -194,8 +208,14 @@ def describe(device_choice: str, extra_now: Any, lang_choice: str) -> str:
         extra = DEFAULTS["extra_cpu_us"]
     if profile is not None:
         return sizing_said(profile, extra, lang)
-    if on_cuda(device_choice):
-        return viz.t(lang, "preset_unmeasured")
-    # Unmeasured CPU: the sentence is about the default's first click, and only about it.
-    return (viz.t(lang, "preset_cpu_default").format(extra=DEFAULTS["extra_cpu_us"])
-            if extra == DEFAULTS["extra_cpu_us"] else "")
+    return viz.t(lang, "preset_unmeasured" if on_cuda(device_choice)
+                 else "preset_cpu_default").format(extra=DEFAULTS["extra_cpu_us"])
+
+
+def follow(device_choice: str, extra_now: Any, lang_choice: str) -> Any:
+    """The sizing line after the control moved or a run ended: said again for the value now
+    and the latest measurement; left as it is while nothing has been measured (a preset's own
+    sentence about its fixed values stays)."""
+    if profile_for(device_choice) is None:
+        return gr.update()
+    return describe(device_choice, extra_now, lang_choice)

@@ -584,9 +584,25 @@ _ZH.update(text_memory.ZH)
 # The Chinese texts are wrapped in the source like the English ones, but where a line break falls
 # between two Chinese characters (or their punctuation) Markdown would show it as a space, which
 # Chinese does not put between words: such breaks are joined here, once.
-_CJK = "\u3000-\u303f\u4e00-\u9fff\uff00-\uffef"
-_CJK_BREAK = re.compile(f"(?<=[{_CJK}])\n[ \t]*(?=[{_CJK}])")
-_ZH = {key: _CJK_BREAK.sub("", text) for key, text in _ZH.items()}
+_CJK = re.compile("[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")
+
+
+def _join_cjk_breaks(text: str) -> str:
+    """``text`` with each line break between two Chinese characters removed, except after a
+    heading line (a heading ends at its line; joining would pull the paragraph into it)."""
+    lines = text.split("\n")
+    out = [lines[0]]
+    for line in lines[1:]:
+        prev, stripped = out[-1], line.lstrip(" \t")
+        if (prev and stripped and _CJK.match(prev[-1]) and _CJK.match(stripped[0])
+                and not prev.lstrip().startswith("#")):
+            out[-1] = prev + stripped
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
+_ZH = {key: _join_cjk_breaks(text) for key, text in _ZH.items()}
 STRINGS: dict[str, dict[str, str]] = {"en": _EN, "zh": _ZH}
 
 
