@@ -288,8 +288,10 @@ def _run(a, cfg, params, eng, arrivals=None, ctrl_c: CtrlC | None = None) -> int
     for r in runs:
         m = r.metrics
         if m["prefix_hit_tokens"] or m["retractions"]:
-            print(f"{r.mode}: prefix cache found {m['prefix_hit_tokens']} prompt tokens "
-                  f"({100 * m['prefix_hit_rate']:.0f}% of those admitted), "
+            found = ("no prefix cache" if m["prefix_hit_tokens"] is None else
+                     f"prefix cache found {m['prefix_hit_tokens']} prompt tokens "
+                     f"({100 * m['prefix_hit_rate']:.0f}% of those admitted)")
+            print(f"{r.mode}: {found}, "
                   f"{m['retractions']} retraction{'' if m['retractions'] == 1 else 's'}")
     if arrivals:
         from engine.scheduler.arrivals import describe

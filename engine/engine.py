@@ -465,10 +465,15 @@ class Engine:
 
 def memory_metrics(sched: Scheduler) -> dict[str, Any]:
     """A run's KV-memory numbers: prompt tokens served from the prefix cache (over every
-    admission, resumptions too), their share of the tokens admitted, and retractions."""
-    hits = sched.memory.prefix_hit_tokens
-    admitted = sched.memory.fill_tokens
-    return {"prefix_hit_tokens": hits, "prefix_hit_rate": hits / admitted if admitted else 0.0,
+    admission, resumptions too), their share of the tokens admitted, and retractions. Without
+    a prefix cache the first two are None ("–" in the table, no "served 0%" in a title): there
+    was nothing to find them in, which is not the same as finding none."""
+    if not sched.cfg.prefix_cache:
+        hits, rate = None, None
+    else:
+        hits, admitted = sched.memory.prefix_hit_tokens, sched.memory.fill_tokens
+        rate = hits / admitted if admitted else 0.0
+    return {"prefix_hit_tokens": hits, "prefix_hit_rate": rate,
             "retractions": sched.table.retractions,
             "kv_remaps": len(sched.mapping.faults) if sched.mapping else 0}
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import random
 import time
+from dataclasses import replace
 
 import pytest
 from conftest import VOCAB, requires_cuda
@@ -232,6 +233,13 @@ def test_a_cached_prompt_is_prefilled_from_its_last_token(make_checkpoint):
                    and s.phase == "prefill"]
         assert prefill and prefill[0].num_tokens == PS and prefill[0].cached_tokens == 3 * PS
         assert prefill[0].to_dict()["cached_tokens"] == 3 * PS
+    # Without a prefix cache there is nothing to find: "not measured", not "found none".
+    with Engine(replace(cfg, prefix_cache=False)) as eng:
+        eng.generate([prompt], SamplingParams(max_new_tokens=5, ignore_eos=True))
+        again = eng.generate([prompt], SamplingParams(max_new_tokens=5, ignore_eos=True))
+        assert again.metrics["prefix_hit_tokens"] is None
+        assert again.metrics["prefix_hit_rate"] is None
+        assert again.metrics["retractions"] == 0
 
 
 def test_aborts_and_retractions_release_once(make_checkpoint):

@@ -168,7 +168,7 @@ def run_hazard(base: EngineConfig, switch: str | None, seed: int = 0,
                                                                       res.outputs], params)
             report.remapped = [(rid, position) for rid, position, _, _ in res.mapping_faults]
             report.retractions = res.metrics["retractions"]
-            report.prefix_hit_tokens = res.metrics["prefix_hit_tokens"]
+            report.prefix_hit_tokens = res.metrics["prefix_hit_tokens"] or 0
         except DoubleFreeError as err:
             report.double_free = err.details()
         except RuntimeError as err:
