@@ -101,27 +101,26 @@ if [[ $part == next ]]; then                    # (carries .whl-ui-a) left for t
         --repeats 3 --json "$OUT/serving-shared-prefix-h200-8b.json"
 fi
 
-if [[ $part == events ]]; then                  # the recorder's timing events as the signals
+# After a change to the device's events: every CUDA test, then what the events cost and where
+# the copy leaves the GPU idle. $1: the recorder-cost step's time limit.
+engine_checks() {
     step cuda_tests 170 $PT -m cuda -n 6 tests/ \
         --deselect tests/test_warm.py::test_cuda_first_loop_pays_no_first_use
     step cuda_warm 40 $PT -m cuda tests/test_warm.py
     step placement 30 python3 -m bench --copy-placement --models bundled --batches 1 16 \
         --graphs graph
     step launch_cost 30 python3 -m bench --launch-cost --models bundled --batches 8
-    step overhead 120 python3 -m bench --overhead --models bundled --batches 1 64 --graphs graph \
+    step overhead "$1" python3 -m bench --overhead --models bundled --batches 1 64 --graphs graph \
         --new-tokens 256
+}
+
+if [[ $part == events ]]; then                  # the recorder's timing events as the signals
+    engine_checks 120
 fi
 
 if [[ $part == last ]]; then                    # (carries .whl-ui-a) this session's last round
     first_half_of_wheels
-    step cuda_tests 170 $PT -m cuda -n 6 tests/ \
-        --deselect tests/test_warm.py::test_cuda_first_loop_pays_no_first_use
-    step cuda_warm 40 $PT -m cuda tests/test_warm.py
-    step placement 30 python3 -m bench --copy-placement --models bundled --batches 1 16 \
-        --graphs graph
-    step launch_cost 30 python3 -m bench --launch-cost --models bundled --batches 8
-    step overhead 90 python3 -m bench --overhead --models bundled --batches 1 64 --graphs graph \
-        --new-tokens 256
+    engine_checks 90
     # Issue 22 nearer the 8B shape's capacity with the cache off (48 requests each).
     step serving 200 python3 -m bench --device cuda --models llama-3.1-8b-shape --rates 16 20 \
         --requests 48 --prompt-len 32 --new-tokens 64 --shared-prefix 512 --prefix-cache both \
