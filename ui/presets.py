@@ -134,7 +134,7 @@ def sizing_said(profile: Any, extra: int, lang: str) -> str:
     overlap stops hiding the CPU's work, which k multi-step needs for this much."""
     fwd, cpu = profile.t_fwd_us, profile.t_cpu_us
     part = (cpu + extra) / fwd                  # the CPU's part of a step, in forwards
-    key = "preset_sized_run" if getattr(profile, "source", "") == "run" else "preset_sized"
+    key = "preset_sized_run" if profile.source == "run" else "preset_sized"
     return viz.t(lang, key).format(
         device=profile.device_name, model=profile.model, batch=profile.batch,
         graphs=viz.t(lang, "sized_graphs" if profile.cuda_graph else "sized_eager"),
@@ -173,8 +173,7 @@ def device_defaults(device_choice: str, extra_now: Any, graphs_now: Any, lang_ch
     if not cuda:
         high, step = CPU_SLIDER
         value = DEFAULTS["extra_cpu_us"] if changed else extra_now
-        said = (sizing_said(profile, int(value), lang) if profile is not None else
-                viz.t(lang, "preset_cpu_default").format(extra=DEFAULTS["extra_cpu_us"]))
+        said = describe(device_choice, value, lang_choice)
         # A page load leaves the value alone: the reader may have moved it meanwhile.
         return (gr.update(maximum=high, step=step, **({"value": value} if changed else {})),
                 gr.update(), said)

@@ -19,7 +19,7 @@ from viz.figure import FigureSpec
 from viz.spans import display_labels, time_range
 from viz.style import MEMORY_COLORS, RETRACTION_COLOR
 from viz.text import t
-from viz.timeline import message_figure, plotly_white, run_frame
+from viz.timeline import lane_ticks, message_figure, plotly_white, run_frame
 
 PANEL_PX = 170          # height of one run's chart, in pixels
 KINDS = ("used", "cached", "free")       # bottom to top, as the columns of a memory step
@@ -46,7 +46,8 @@ def memory_figure(runs: dict[str, Any] | list[dict[str, Any]], lang: str = "en")
     fig.update_xaxes(range=[0, x_max * 1.01 or 1.0], showgrid=True, gridcolor="#eeeeee",
                      zeroline=False, hoverformat=".1f")
     fig.update_xaxes(title={"text": t(lang, "time_axis")}, row=len(drawn), col=1)
-    frame = run_frame(given, lang)         # the timeline's plot area: the same x, the same time
+    # The timeline's plot area: the same x, the same time.
+    frame = run_frame([lane_ticks(run, lang) for run in given])
     fig.update_layout(
         template=plotly_white(), height=90 + len(drawn) * (PANEL_PX + 70),
         margin=frame["margin"], hovermode="x unified",

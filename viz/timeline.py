@@ -59,6 +59,7 @@ def side_by_side_figure(runs: list[dict[str, Any]], window: tuple[int, int] | No
     if not runs:
         return message_figure(t(lang, "no_runs"))
     lane_lists = [ordered_lanes(run) or list(STANDARD_LANES) for run in runs]
+    ticks = [lane_ticks(run, lang) for run in runs]
     heights = [max(len(lanes), 1) for lanes in lane_lists]
     titles = [_run_title(run, label, lang) for run, label in zip(runs, display_labels(runs, lang))]
     lines = 3 if window is not None else 2        # title lines a run (``_run_title``)
@@ -66,12 +67,13 @@ def side_by_side_figure(runs: list[dict[str, Any]], window: tuple[int, int] | No
                      vertical_spacing=min(0.3 / len(runs), 0.06 * lines), subplot_titles=titles)
     legend_shown: set[str] = set()
     x_max = 0.0
-    for row, (run, lanes, run_marks) in enumerate(zip(runs, lane_lists, marks), start=1):
+    for row, (run, lanes, run_ticks, run_marks) in enumerate(zip(runs, lane_lists, ticks, marks),
+                                                              start=1):
         offset = run["window"]["t_start_us"] if window is not None else 0.0
         x_max = max(x_max, add_run(fig, run, lanes, row, offset, legend_shown, lang,
                                     marks=run_marks))
         fig.update_yaxes(row=row, col=1, tickvals=list(range(len(lanes))),
-                         ticktext=[_tick(run, lane, lang) for lane in lanes],
+                         ticktext=run_ticks,
                          range=[len(lanes) - 0.5, -0.5], showgrid=False, zeroline=False,
                          fixedrange=True)
     axis_title = t(lang, "time_axis_window" if window is not None else "time_axis")
@@ -79,7 +81,7 @@ def side_by_side_figure(runs: list[dict[str, Any]], window: tuple[int, int] | No
                      zeroline=False)
     fig.update_xaxes(title={"text": axis_title}, row=len(runs), col=1)
     chart_px = 90 + sum(LANE_PX * h + 40 * lines for h in heights)   # its title lines
-    frame = run_frame(runs, lang)
+    frame = run_frame(ticks)
     fig.update_layout(
         barmode="overlay", bargap=0, template=plotly_white(),
         height=max(chart_px, 110 + 24 * len(legend_shown)),  # room for the whole legend
@@ -140,14 +142,19 @@ LEGEND_PX = 270        # right margin of a run chart: its legend's widest entry 
 CHAR_PX = 7            # about one character of a 12 px lane label
 
 
-def run_frame(runs: list[dict[str, Any]], lang: str) -> dict[str, Any]:
+def lane_ticks(run: dict[str, Any], lang: str) -> list[str]:
+    """The labels of a run's lanes, top to bottom, as its timeline draws them."""
+    return [_tick(run, lane, lang) for lane in ordered_lanes(run) or STANDARD_LANES]
+
+
+def run_frame(ticks: list[list[str]]) -> dict[str, Any]:
     """The margins and legend place shared by every chart drawn on a run's time axis (the
     timeline, its zoom, the KV-memory chart). Fixed rather than grown to fit each chart's own
     labels and legend (plotly's default), so the charts' plot areas line up and one instant of a
     run sits at the same x in all of them: the left margin fits the longest lane label of these
-    runs, the right one the widest legend entry."""
-    lines = [line for run in runs for lane in (ordered_lanes(run) or STANDARD_LANES)
-             for line in re.split(r"<br\s*/?>", _tick(run, lane, lang))]
+    runs (``ticks``: each run's ``lane_ticks``), the right one the widest legend entry."""
+    lines = [line for run_ticks in ticks for tick in run_ticks
+             for line in re.split(r"<br\s*/?>", tick)]
     longest = max((len(re.sub(r"<[^>]+>", "", line)) for line in lines), default=0)
     return {"margin": {"l": max(150, 16 + CHAR_PX * longest), "r": LEGEND_PX, "t": 58, "b": 40,
                        "autoexpand": False},
