@@ -24,7 +24,10 @@ On CUDA every step (decode and prefill) runs as a CUDA graph unless ``--graphs e
 ``--shared-prefix N`` puts one system prompt of N tokens in front of every request;
 ``--prefix-cache on|off|both`` runs with the radix prefix cache, without it, or both (a table
 each, then their TTFT compared). Every measured run starts from an empty cache, so a run's hits
-are its own requests finding the prefix its first request computed.
+are its own requests finding the prefix its first request computed. The comparison also gives
+each run's TTFT drift (``record.serving.ttft_drift``: the last third of the requests' median
+TTFT over the first third's), which says whether the rate was one the engine sustains: about 1
+where the queue holds, growing with the run where it does not.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from pathlib import Path
 
 from engine.config import EngineConfig, SamplingParams
 from engine.scheduler.arrivals import Arrival, describe, load_trace, poisson_times
-from record.serving import format_table, rate_label, row_from_metrics, summarize
+from record.serving import format_table, rate_label, row_from_metrics, summarize, ttft_drift
 
 
 @dataclass(frozen=True)
@@ -122,6 +125,7 @@ def _run_engine(cfg: EngineConfig, batch: int, extra_cpu_us: int, work: ServingW
                     row["other_cpu_frac"] = result.host.get("other_cpu_frac")
                     row["prefix_hit_rate"] = result.metrics.get("prefix_hit_rate")
                     row["prefill_ms_p50"] = _prefill_ms_p50(result.timeline)
+                    row["ttft_drift"] = ttft_drift(result.outputs)
                     rows.append({**row, "repeat": repeat})
         env = eng.env_info()
     return rows, env
@@ -142,8 +146,9 @@ def compare_caches(rows: list[dict]) -> str:
     import statistics
 
     lines = ["| rate | loop | TTFT p50 ms, cache off -> on | TTFT off / on | median prefill ms, "
-             "off -> on | output tok/s, off -> on | prefix hit rate |",
-             "|---|---|---|---|---|---|---|"]
+             "off -> on | output tok/s, off -> on | prefix hit rate | TTFT late / early third, "
+             "off -> on |",
+             "|---|---|---|---|---|---|---|---|"]
     keys = sorted({(r["request_rate"] if r["request_rate"] is not None else float("inf"),
                     r["loop"]) for r in rows})
     for rate, loop in keys:
@@ -162,7 +167,9 @@ def compare_caches(rows: list[dict]) -> str:
                      f"{_median_cell(on, 'prefill_ms_p50')} | "
                      f"{_median_cell(off, 'output_tokens_per_s', '{:.0f}')} -> "
                      f"{_median_cell(on, 'output_tokens_per_s', '{:.0f}')} | "
-                     f"{100 * med(r['prefix_hit_rate'] or 0 for r in on):.0f}% |")
+                     f"{100 * med(r['prefix_hit_rate'] or 0 for r in on):.0f}% | "
+                     f"{_median_cell(off, 'ttft_drift', '{:.2f}')} -> "
+                     f"{_median_cell(on, 'ttft_drift', '{:.2f}')} |")
     return "\n".join(lines)
 
 

@@ -9,6 +9,12 @@ page's workload (bundled model, B = 16, CUDA graphs, serial loop), the scheduler
 step (T_cpu) and the forward (T_fwd), median [min-max] over runs, with the thread pinned to one
 core and: nothing else, a busy process on that core's hyperthread sibling, one on another
 physical core; then what one CUDA event record costs the host.
+
+    python scripts/host_noise.py --sequence  # does a short serial probe predict the next run?
+
+``--sequence``: ten pairs, unpinned as the page runs: a 16-step serial probe, then the page's
+serial run right after it; each pair's T_cpu. If the host's speed holds for the second or so a
+click takes, a probe made just before a click sizes that click's extra CPU work for it.
 """
 
 from __future__ import annotations
@@ -62,6 +68,17 @@ def main() -> None:
     params = SamplingParams(max_new_tokens=96, ignore_eos=True)
     for _ in range(3):
         eng.generate(prompts, params, overlap=False, timeline=Timeline())
+    if "--sequence" in sys.argv:
+        short = SamplingParams(max_new_tokens=16, ignore_eos=True)
+        for i in range(10):
+            eng.clear_prefix_cache()
+            probe = eng.generate(prompts, short, overlap=False, timeline=Timeline()).metrics
+            eng.clear_prefix_cache()
+            run = eng.generate(prompts, params, overlap=False, timeline=Timeline()).metrics
+            print(f"pair {i}: probe T_cpu {probe['t_cpu_us']:.0f} us (T_fwd "
+                  f"{probe['t_fwd_us']:.0f}), run T_cpu {run['t_cpu_us']:.0f} us (T_fwd "
+                  f"{run['t_fwd_us']:.0f})", flush=True)
+        return
     cases = [("pinned, alone", None), ("sibling busy", sib[0] if sib else None),
              ("other core busy", other)]
     for name, busy in cases:

@@ -106,3 +106,16 @@ def test_table_summarises_repeats_with_their_spread():
     text = format_table(summary)
     assert "| 2 req/s | normal | 3 | 110 (100-120) |" in text and "| burst | overlap |" in text
     json.dumps(summary)                                          # rows are plain JSON
+
+
+def test_ttft_drift_tells_a_queue_that_holds_from_one_that_grows() -> None:
+    from record.serving import ttft_drift
+
+    steady = [{"arrival_us": 1000.0 * i, "first_token_us": 1000.0 * i + 500 + 10 * (i % 3)}
+              for i in range(30)]
+    growing = [{"arrival_us": 1000.0 * i, "first_token_us": 1000.0 * i + 500 + 400.0 * i}
+               for i in range(30)]
+    assert abs(ttft_drift(steady) - 1.0) < 0.05
+    assert ttft_drift(growing) > 3
+    assert ttft_drift(steady[:5]) is None                 # too few to split in thirds
+    assert ttft_drift([{"arrival_us": 0.0, "first_token_us": None}] * 9) is None
