@@ -71,3 +71,41 @@ def test_a_shared_system_prompt_is_computed_once_per_loop():
             [o["token_ids"] for o in overlap["outputs"]]
     finally:
         service.close()
+
+
+def test_the_gpu_warm_up_measures_the_device_from_warm_serial_runs():
+    """``_warm_loops`` (what a GPU page load sizes its controls by) runs the request's loops once,
+    then measures ``MEASURE_RUNS`` more serial runs: the profile is their median, of this
+    engine and workload (run here on the CPU, where the same code runs)."""
+    from engine.processes import service as service_module
+
+    service = SchedulerService()
+    try:
+        request = LiveRunRequest(
+            engine=EngineConfig(model="bundled", device="cpu", dtype="float32", max_batch_size=4,
+                                max_seq_len=64),
+            prompts=["Once upon a time", "The license grants"] * 2, prompt_tokens=8,
+            params=SamplingParams(max_new_tokens=8), loops=("normal", "overlap"),
+            decode_steps=2, extra_cpu_us=0, stop_early=True)
+        engine = service._engine(request.engine, service.engines)
+        measured = []
+        real = service_module._run_reported
+
+        def counting(engine, prompts, params, loop, *rest, **kw):
+            result = real(engine, prompts, params, loop, *rest, **kw)
+            measured.append((loop, result.metrics["t_fwd_us"], result.metrics["t_cpu_us"]))
+            return result
+
+        service_module._run_reported = counting
+        try:
+            profile = service._warm_loops(engine, request)
+        finally:
+            service_module._run_reported = real
+        loops = [loop for loop, _, _ in measured]
+        assert loops == ["normal", "overlap"] + ["normal"] * service_module.MEASURE_RUNS
+        last = measured[2:]
+        assert profile.t_fwd_us == sorted(f for _, f, _ in last)[len(last) // 2]
+        assert profile.t_cpu_us == sorted(c for _, _, c in last)[len(last) // 2]
+        assert (profile.model, profile.batch, profile.device_kind) == ("bundled", 4, "cpu-process")
+    finally:
+        service.close()

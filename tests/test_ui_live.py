@@ -120,7 +120,7 @@ def test_the_run_label_says_where_the_processes_ran_in_both_languages(monkeypatc
 def test_the_presets_set_controls_the_run_accepts_and_are_sized_to_the_machine():
     """Without a measurement the presets use the values measured on the 2-core machine; with
     the warm-up's DeviceProfile of the device the run uses they bring the CPU's part of a step
-    to 0.8 forwards (overlap: inside what one step hides) or three (multi-step: more than
+    to 0.7 forwards (overlap: inside what one step hides) or three (multi-step: more than
     one-step overlap can hide, what k = 4 steps are for), in the control's steps there."""
     from engine.processes.messages import DeviceProfile
     from ui import presets
@@ -137,23 +137,23 @@ def test_the_presets_set_controls_the_run_accepts_and_are_sized_to_the_machine()
     heavy = dict(zip(presets.CONTROLS, presets.preset("multistep")[:-1]))
     assert "multistep" in heavy["loops"] and heavy["decode_steps"] == 4
     assert heavy["extra_cpu_us"] == 20000
-    presets.remember(DeviceProfile("cuda", "NVIDIA H200", "bundled", 16, True, 320.0, 240.0))
+    presets.remember(DeviceProfile("cuda", "NVIDIA H200", "bundled", 16, True, 320.0, 140.0))
     presets.remember(DeviceProfile("cpu-process", "CPU", "bundled", 16, False, 4600.0, 700.0))
     try:
         *values, said = presets.preset("multistep", "中文", "cuda")
-        assert dict(zip(presets.CONTROLS, values))["extra_cpu_us"] == 720   # 3 x 0.32 - 0.24 ms
+        assert dict(zip(presets.CONTROLS, values))["extra_cpu_us"] == 820   # 3 x 0.32 - 0.14 ms
         assert "按 NVIDIA H200 设定" in said and "k = 3" in said
         values = dict(zip(presets.CONTROLS, presets.preset("overlap", "English", "cuda")[:-1]))
         assert values["loops"] == ["normal", "overlap"]
-        assert values["extra_cpu_us"] == 20                # 0.8 x 0.32 - 0.24 ms, in 10 us steps
+        assert values["extra_cpu_us"] == 80                # 0.7 x 0.32 - 0.14 ms, in 10 us steps
         cpu = dict(zip(presets.CONTROLS, presets.preset("overlap", "English", "cpu")[:-1]))
-        assert cpu["extra_cpu_us"] == 3000                 # 0.8 x 4.6 - 0.7 ms, in 250 us steps
+        assert cpu["extra_cpu_us"] == 2500                 # 0.7 x 4.6 - 0.7 ms, in 250 us steps
     finally:
         presets._profiles.clear()
 
 
 def test_the_page_defaults_fit_the_device_the_run_uses():
-    """On CUDA the untouched CPU-sized default (4 ms, 90% idle GPU in both loops) becomes 0.8
+    """On CUDA the untouched CPU-sized default (4 ms, 90% idle GPU in both loops) becomes 0.7
     forwards there, with graphs on and the control in 10 us steps up to eight forwards; a value
     the reader chose stays; CPU mode keeps its first click; the line names what was measured."""
     from engine.processes.messages import DeviceProfile
@@ -166,13 +166,13 @@ def test_the_page_defaults_fit_the_device_the_run_uses():
         assert graphs.get("value") is True and "no warm-up" in said and "value" not in slider
         presets.remember(DeviceProfile("cuda", "NVIDIA H200", "bundled", 16, True, 320.0, 120.0))
         slider, graphs, said = presets.device_defaults("cuda", 4000, False, "English")
-        assert (slider["value"], slider["step"], slider["maximum"]) == (140, 10, 3000)
+        assert (slider["value"], slider["step"], slider["maximum"]) == (100, 10, 3000)
         assert graphs["value"] is True
         assert "0.32 ms" in said and "0.12 ms" in said and "200 µs" in said and "k = 1" in said
         slider, graphs, _ = presets.device_defaults("cuda", 1500, False, "English")
         assert "value" not in slider and "value" not in graphs          # the reader's choice
         slider, _, said = presets.device_defaults("cuda", 1500, False, "中文", changed=True)
-        assert slider["value"] == 140 and "按 NVIDIA H200 设定" in said
+        assert slider["value"] == 100 and "按 NVIDIA H200 设定" in said
         slider, graphs, said = presets.device_defaults("cpu", 20, True, "English", changed=True)
         assert (slider["value"], slider["step"], slider["maximum"]) == (4000, 250, 20000)
         assert "2-core" in said and "value" not in graphs

@@ -1,12 +1,15 @@
 """Presets and the page's defaults: one click sets the controls for what a loop is for, sized to
 the device the run will use.
 
-- ``overlap`` (the defaults' loops): the scheduler's CPU work 0.8 of a forward
+- ``overlap`` (the defaults' loops): the scheduler's CPU work 0.7 of a forward
   (``FIRST_CLICK_FORWARDS``), inside what one-step overlap hides: a serial step costs
   T_fwd + T_cpu, an overlapped one max(T_fwd, T_cpu), so the GPU stays busy and the step is
-  1.8x as fast. Why 0.8: at exactly one forward, any jitter in the CPU's work shows as idle GPU,
-  and the serial run's own CPU work varies from run to run (on an H200, five clicks at 0.73
-  forwards gave 1.49-2.03x per decode step; at 0.8, 1.57-2.00x with 96-99.6% busy);
+  1.7x as fast. Why 0.7: the host's own speed moves the scheduler's work from page load to page
+  load (on one H200 machine the warm-up measured 0.14 ms and 0.33 ms a step, minutes apart), and
+  the sizing must leave room both ways: at one forward any jitter shows as idle GPU, below half
+  a forward the gain falls under 1.5x. Five clicks after a warm-up that measured 0.14 ms, sized
+  to 0.8 forwards (110 µs extra), gained 1.71-1.92x but were 91.6-99.6% busy; 0.7 would have
+  added 77 µs (docs/notes/gpu-session-2026-12-01-r7-page.log);
 - ``multistep``: the scheduler's work about three forwards long, which one-step overlap cannot
   hide and k = 4 decode steps per scheduling pass can (max(T_fwd, T_cpu / 4) = T_fwd).
 
@@ -36,7 +39,7 @@ from ui.common import DEFAULTS, LIMITS, lang_of
 
 CONTROLS = ("loops", "decode_steps", "stop_early", "requests", "batch", "prompt_len", "max_new",
             "temperature", "extra_cpu_us", "request_rate")
-FIRST_CLICK_FORWARDS = 0.8   # the defaults' CPU part of a step, in forwards
+FIRST_CLICK_FORWARDS = 0.7   # the defaults' CPU part of a step, in forwards
 PRESETS = {   # name: (the controls it sets, the CPU's part of a step in forwards, fixed extra us)
     "overlap": ({"loops": ["normal", "overlap"], **DEFAULTS, "stop_early": True},
                 FIRST_CLICK_FORWARDS, 4000),

@@ -13,6 +13,7 @@ costs the scheduler: a few hundred µs of this process's time per report, and no
 
 from __future__ import annotations
 
+import statistics
 import threading
 import time
 import traceback
@@ -38,6 +39,7 @@ from engine.processes.messages import (
 from record.timeline import Timeline
 
 REPORT_S = 0.25                 # how often a live run's new spans are sent
+MEASURE_RUNS = 3                # serial runs the GPU warm-up measures the device from (median)
 LAB_MAX_SEQ_LEN = 96            # the lab's prompts are at most 48 tokens, and it asks for 12 more
 
 Emit = Callable[[Any], None]
@@ -178,25 +180,34 @@ class SchedulerService:
         emit(RunFinished(make_record(engine.env_info(), config, runs)))
 
     def _warm_loops(self, engine: Any, request: LiveRunRequest) -> DeviceProfile:
-        """Run the request's loops once, as a click will, and measure the device from the warm
-        normal run. On an H200 the first runs after the engine is built still pay first-use
-        costs (the first click's serial prefills 20-50% longer than the next clicks', the probe's
-        scheduler work per step 0.27 ms against 0.12 ms warm), which would bias the first
-        comparison and size the page's defaults from a cold step."""
+        """Run the request's loops once, as a click will, then measure the device from
+        ``MEASURE_RUNS`` more serial runs (the median forward and scheduler work per step).
+
+        On an H200 the first runs after the engine is built still pay first-use costs (the first
+        click's serial prefills 20-50% longer than the next clicks', the probe's scheduler work
+        per step 0.27 ms against 0.12 ms warm), which would bias the first comparison; and the
+        first serial run after the loops' first pass still measured the scheduler's own work at
+        0.40 ms a step where the clicks that followed spent about 0.17 ms (2026-12-01,
+        docs/notes/gpu-session-2026-12-01-r7-page.log). The page sizes its extra CPU work from
+        this profile, so an inflated measurement sized it to 0 µs and left every click's CPU
+        part at half a forward (1.42-1.60x)."""
         params = self._stop_params(engine, request)
         prompts = _prompts(engine, request)
-        warm = None
         for index, loop in enumerate(request.loops):   # the click's own path, spans reported
             engine.clear_prefix_cache()
             k = request.decode_steps if loop == "multistep" else 1
-            result = _run_reported(engine, prompts, params, loop, k, 0, index, lambda _: None,
-                                   threading.Event())
-            if loop == "normal":
-                warm = result
+            _run_reported(engine, prompts, params, loop, k, 0, index, lambda _: None,
+                          threading.Event())
+        runs = []
+        if "normal" in request.loops:
+            for _ in range(MEASURE_RUNS):
+                engine.clear_prefix_cache()
+                runs.append(_run_reported(engine, prompts, params, "normal", 1, 0, 0,
+                                          lambda _: None, threading.Event()))
         engine.clear_prefix_cache()
         key = self._probe_key(engine, request)
-        if warm is not None:
-            self.profiles[key] = _device_profile(engine, warm)
+        if runs:
+            self.profiles[key] = _device_profile(engine, runs)
         return self.profiles[key]
 
     def _stop_params(self, engine: Any, request: LiveRunRequest,
@@ -215,7 +226,7 @@ class SchedulerService:
             self.probes[key], probe = stop_params_from_probe(
                 engine, prompts, new, lo=new // 4, hi=new, temperature=request.params.temperature,
                 chat=chat, with_run=True)
-            self.profiles[key] = _device_profile(engine, probe)
+            self.profiles[key] = _device_profile(engine, [probe])
         return self.probes[key]
 
     @staticmethod
@@ -240,13 +251,14 @@ class SchedulerService:
         emit(LabFinished(asdict(report)))
 
 
-def _device_profile(engine: Any, run: Any) -> DeviceProfile:
-    """What a decode step of ``run`` (a serial run on ``engine``) cost: its forward, and the
-    scheduler's own work."""
+def _device_profile(engine: Any, runs: list[Any]) -> DeviceProfile:
+    """What a decode step of serial ``runs`` on ``engine`` cost: the median over the runs of
+    each one's forward and of the scheduler's own work."""
     env = engine.env_info()
     return DeviceProfile(env["device_kind"], env["device_name"], engine.config.model,
                          engine.config.max_batch_size, engine.config.cuda_graph,
-                         run.metrics["t_fwd_us"], run.metrics["t_cpu_us"])
+                         statistics.median(r.metrics["t_fwd_us"] for r in runs),
+                         statistics.median(r.metrics["t_cpu_us"] for r in runs))
 
 
 def _prompts(engine: Any, request: LiveRunRequest) -> list:
