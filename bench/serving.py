@@ -25,7 +25,7 @@ On CUDA every step (decode and prefill) runs as a CUDA graph unless ``--graphs e
 ``--prefix-cache on|off|both`` runs with the radix prefix cache, without it, or both (a table
 each, then their TTFT compared). Every measured run starts from an empty cache, so a run's hits
 are its own requests finding the prefix its first request computed. The comparison also gives
-each run's TTFT drift (``record.serving.ttft_drift``: the last third of the requests' median
+each run's TTFT drift (``record.metrics.ttft_drift``: the last third of the requests' median
 TTFT over the first third's), which says whether the rate was one the engine sustains: about 1
 where the queue holds, growing with the run where it does not.
 """
@@ -38,7 +38,8 @@ from pathlib import Path
 
 from engine.config import EngineConfig, SamplingParams
 from engine.scheduler.arrivals import Arrival, describe, load_trace, poisson_times
-from record.serving import format_table, rate_label, row_from_metrics, summarize, ttft_drift
+from record.metrics import ttft_drift
+from record.serving import format_table, rate_label, row_from_metrics, summarize
 
 
 @dataclass(frozen=True)

@@ -307,6 +307,22 @@ def _latencies(outputs: Sequence[Any]) -> tuple[list[float], list[float]]:
     return ttft, tpot
 
 
+def ttft_drift(outputs: Sequence[Any]) -> float | None:
+    """Whether a run kept up with its arrivals: the median TTFT of the last third of the requests
+    (by arrival) over that of the first third. A queue that holds gives about 1 (the thirds
+    wait alike); one that grows without end makes every later request wait longer, and the ratio
+    grows with the run. None with fewer than six requests or no first tokens."""
+    timed = sorted((_field(o, "arrival_us"), _field(o, "first_token_us")) for o in outputs
+                   if _field(o, "arrival_us") is not None
+                   and _field(o, "first_token_us") is not None)
+    third = len(timed) // 3
+    if third < 2:
+        return None
+    early = statistics.median(first - arrival for arrival, first in timed[:third])
+    late = statistics.median(first - arrival for arrival, first in timed[-third:])
+    return late / early if early > 0 else None
+
+
 def _mean(values: Sequence[float]) -> float:
     return statistics.fmean(values) if values else 0.0
 

@@ -45,24 +45,6 @@ def row_from_metrics(loop: str, rate: float | None, requests: int,
     return row
 
 
-def ttft_drift(outputs: Sequence[Any]) -> float | None:
-    """Whether a run kept up with its arrivals: the median TTFT of the last third of the requests
-    (by arrival) over that of the first third. A queue that holds gives about 1 (the thirds
-    wait alike); one that grows without end makes every later request wait longer, and the ratio
-    grows with the run. None with fewer than six requests or no first tokens."""
-    def get(out: Any, key: str) -> Any:
-        return out.get(key) if isinstance(out, Mapping) else getattr(out, key, None)
-
-    timed = sorted((get(o, "arrival_us"), get(o, "first_token_us")) for o in outputs
-                   if get(o, "arrival_us") is not None and get(o, "first_token_us") is not None)
-    third = len(timed) // 3
-    if third < 2:
-        return None
-    early = statistics.median(first - arrival for arrival, first in timed[:third])
-    late = statistics.median(first - arrival for arrival, first in timed[-third:])
-    return late / early if early > 0 else None
-
-
 def _rate_key(rate: float | None) -> float:
     return math.inf if rate is None else rate
 

@@ -9,7 +9,7 @@ import math
 import pytest
 
 from engine.scheduler.arrivals import Arrival, check_rate, load_trace, parse_trace, poisson_times
-from record.metrics import latency_summary, percentile
+from record.metrics import latency_summary, percentile, ttft_drift
 from record.serving import format_table, row_from_metrics, summarize
 
 
@@ -109,8 +109,6 @@ def test_table_summarises_repeats_with_their_spread():
 
 
 def test_ttft_drift_tells_a_queue_that_holds_from_one_that_grows() -> None:
-    from record.serving import ttft_drift
-
     steady = [{"arrival_us": 1000.0 * i, "first_token_us": 1000.0 * i + 500 + 10 * (i % 3)}
               for i in range(30)]
     growing = [{"arrival_us": 1000.0 * i, "first_token_us": 1000.0 * i + 500 + 400.0 * i}

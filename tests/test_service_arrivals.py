@@ -73,7 +73,7 @@ def test_a_shared_system_prompt_is_computed_once_per_loop():
         service.close()
 
 
-def test_the_gpu_warm_up_measures_the_device_from_warm_serial_runs():
+def test_the_gpu_warm_up_measures_the_device_from_warm_serial_runs(monkeypatch):
     """``_warm_loops`` (what a GPU page load sizes its controls by) runs the request's loops once,
     then measures ``MEASURE_RUNS`` more serial runs: the profile is their median, of this
     engine and workload (run here on the CPU, where the same code runs)."""
@@ -96,11 +96,8 @@ def test_the_gpu_warm_up_measures_the_device_from_warm_serial_runs():
             measured.append((loop, result.metrics["t_fwd_us"], result.metrics["t_cpu_us"]))
             return result
 
-        service_module._run_reported = counting
-        try:
-            profile = service._warm_loops(engine, request)
-        finally:
-            service_module._run_reported = real
+        monkeypatch.setattr(service_module, "_run_reported", counting)
+        profile = service._warm_loops(engine, request)
         loops = [loop for loop, _, _ in measured]
         assert loops == ["normal", "overlap"] + ["normal"] * service_module.MEASURE_RUNS
         last = measured[2:]
