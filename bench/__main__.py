@@ -8,7 +8,7 @@
     python -m bench --forward                          # forward-only step vs floor, per variant
     python -m bench --attention-sweep                  # the attention kernel alone
     python -m bench --launch-cost                      # host time per forward, by primitive
-    python -m bench --copy-placement                   # the result copy: engine vs scheduler stream
+    python -m bench --copy-placement                   # the result copy: copy, engine, scheduler stream
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--attention-sweep", action="store_true", help="the attention kernel alone")
     p.add_argument("--launch-cost", action="store_true", help="host time per forward (CUDA)")
     p.add_argument("--copy-placement", action="store_true",
-                   help="gap between forwards and busy, result copy on either stream (CUDA)")
+                   help="gap between forwards and busy, result copy on each stream (CUDA)")
     return p.parse_args(argv)
 
 

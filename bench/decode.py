@@ -265,7 +265,7 @@ def run(device: str, models: list[str], batches: list[int], extra_cpu_us: list[i
                                 hf_static)
     name = torch.cuda.get_device_name() if device == "cuda" else "CPU"
     print(f"\ndevice: {name}, torch {torch.__version__}; decode tok/s = median of "
-          f"{work.repeats}; busy = union of both streams over the middle 80% of decode\n")
+          f"{work.repeats}; busy = union of the GPU streams over the middle 80% of decode\n")
     print_table(rows, hf_rows)
     print_floor_table(rows)
     return 0

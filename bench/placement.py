@@ -2,13 +2,16 @@
 
     python -m bench --copy-placement [--models bundled --batches 16]
 
-The same overlap run with the copy of the sampled tokens on the engine stream (the default,
-as Mini-SGLang places it) and on the scheduler stream (``result_copy_stream="scheduler"``). On
-the scheduler stream the copy waits for forward(n) there, upload(n+1) queues behind it and
-forward(n+1) waits for that upload, so consecutive forwards are separated by the copy and the
-upload in turn; on the engine stream only by the copy. The table gives, over the steady window,
-the median gap between consecutive decode forwards, busy over both stream lanes and over the
-engine stream alone, and the decode step; median [min-max] over ``--repeats`` runs.
+The same overlap run with the copy of the sampled tokens on a copy stream of its own (the CUDA
+default, as vLLM places it), on the engine stream (``result_copy_stream="engine"``, right after
+sampling, as Mini-SGLang places it) and on the scheduler stream (``"scheduler"``). On the copy
+stream nothing the next forward waits for includes the copy, so consecutive forwards are
+separated only by the launch of the next one; on the engine stream also by the copy; on the
+scheduler stream the copy waits for forward(n) there, upload(n+1) queues behind it and
+forward(n+1) waits for that upload, so forwards are separated by the copy and the upload in turn.
+The table gives, over the steady window, the median gap between consecutive decode forwards, busy
+over all stream lanes and over the engine stream alone, and the decode step; median [min-max]
+over ``--repeats`` runs.
 """
 
 from __future__ import annotations
@@ -16,9 +19,9 @@ from __future__ import annotations
 import statistics
 
 from bench.decode import Workload, fresh
-from engine.config import EngineConfig, SamplingParams
+from engine.config import COPY_PLACEMENTS, EngineConfig, SamplingParams
 
-PLACEMENTS = ("engine", "scheduler")
+PLACEMENTS = COPY_PLACEMENTS
 
 
 def _cell(values: list[float], fmt: str = "{:.1f}") -> str:
@@ -34,7 +37,7 @@ def run(device: str, models: list[str], batches: list[int], graph: bool, extra: 
     print(f"result copy placement: {device}, {'CUDA graphs' if graph else 'eager'}, overlap loop, "
           f"{work.prompt_len}-token prompts, {work.new_tokens} new tokens, extra CPU {extra} us, "
           f"{work.repeats} runs each; median [min-max] over the steady window\n")
-    print("| model | B | copy on | gap between forwards us | busy, both lanes | busy, engine "
+    print("| model | B | copy on | gap between forwards us | busy, all streams | busy, engine "
           "stream | decode step us |\n|---|---|---|---|---|---|---|")
     for model in models:
         for batch in batches:

@@ -18,6 +18,8 @@ MAX_DECODE_STEPS = 16
 # Batches in flight at most: k launched this iteration + k of the previous one being processed.
 # Host result buffers form a ring one longer, so none is rewritten before the CPU has read it.
 RESULT_BUFFERS = 2 * MAX_DECODE_STEPS + 1
+# Where a CUDA device's result copy runs (engine/devices/cuda.py says what each does to the GPU).
+COPY_PLACEMENTS = ("copy", "engine", "scheduler")
 
 
 INT64_MAX = 2**63 - 1
@@ -90,8 +92,9 @@ class EngineConfig:
     record_timeline: bool = True
     cpu_device_process: bool = True   # on CPU, run the model in a separate device process
     cpu_threads: int = 1              # torch intra-op threads of the CPU device
-    result_copy_stream: str = "engine"  # the copy right after sampling (Mini-SGLang); "scheduler":
-                                        # after wait_event(forward) there, which serialises the GPU
+    result_copy_stream: str = "copy"  # a copy stream of its own (vLLM); "engine": right after
+                                      # sampling (Mini-SGLang); "scheduler": after
+                                      # wait_event(forward) there, which serialises the GPU
     device_cpus: tuple[int, ...] = ()  # cores the CPU device process may use (empty: any)
     hazards: HazardSwitches = field(default_factory=HazardSwitches)
     debug_checks: bool = False        # check every launched batch's KV mapping (slow; the tests
@@ -118,8 +121,9 @@ class EngineConfig:
         _int_in(c, "extra_cpu_us", self.extra_cpu_us, 0, 1_000_000)
         _int_in(c, "cpu_threads", self.cpu_threads, 1, 256)
         _int_in(c, "decode_steps", self.decode_steps, 1, MAX_DECODE_STEPS)
-        _check(self.result_copy_stream in ("scheduler", "engine"),
-               "EngineConfig.result_copy_stream must be 'scheduler' or 'engine'")
+        _check(self.result_copy_stream in COPY_PLACEMENTS,
+               f"EngineConfig.result_copy_stream must be one of {COPY_PLACEMENTS}, "
+               f"got {self.result_copy_stream!r}")
         _check(isinstance(self.device_cpus, tuple) and all(_is_int(c) and c >= 0
                                                            for c in self.device_cpus),
                f"EngineConfig.device_cpus must be a tuple of core numbers, got {self.device_cpus!r}")

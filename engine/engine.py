@@ -69,6 +69,7 @@ class RunResult:
     metrics: dict[str, Any]
     wall_s: float
     label: str = ""
+    lanes: list[str] = field(default_factory=lambda: list(LANES))  # the device's (Device.lanes)
     extra_lanes: list[str] = field(default_factory=list)   # e.g. kernel lanes from torch.profiler
     host: dict[str, float] = field(default_factory=dict)   # engine.host_load.host_report
     memory: dict[str, Any] = field(default_factory=dict)   # KV pages per step (memory_record)
@@ -82,7 +83,8 @@ class RunResult:
     def to_run_dict(self) -> dict[str, Any]:
         run = run_dict(self.loop, self.decode_steps, self.label or self.mode, self.timeline,
                        self.metrics, [o.__dict__ for o in self.outputs],
-                       lanes=list(LANES) + self.extra_lanes, gpu_lanes=GPU_LANES, host=self.host)
+                       lanes=self.lanes + self.extra_lanes,
+                       gpu_lanes=[lane for lane in self.lanes if lane in GPU_LANES], host=self.host)
         if self.memory:
             run["memory"] = self.memory
         return run
@@ -177,7 +179,9 @@ class Engine:
         runner = ModelRunner(loaded.model, cfg.max_batch_size, cfg.max_seq_len, cfg.total_pages,
                              cfg.page_size, getattr(torch, self.dtype), torch.device("cuda"),
                              sanitize=cfg.hazards.no_wait_stream, attention=cfg.attention,
-                             compile=cfg.compile)
+                             compile=cfg.compile,
+                             result_ring=(RESULT_BUFFERS * cfg.max_batch_size
+                                          if cfg.result_copy_stream == "copy" else 0))
         torch.cuda.synchronize()
         t1 = time.perf_counter()
         # Kernel JIT (Triton) and, with compile, the compiled regions for batch 1 and any batch;
@@ -195,7 +199,7 @@ class Engine:
         self.startup_s.update(load=t1 - t0, warm_up=t2 - t1, capture=time.perf_counter() - t2)
         return CudaDevice(runner, cfg.max_batch_size, NUM_INT_COLS + cfg.pages_per_seq,
                           max(cfg.max_prefill_tokens, 1), graphs=graphs, hazards=cfg.hazards,
-                          results=RESULT_BUFFERS, copy_on_engine=cfg.result_copy_stream == "engine",
+                          results=RESULT_BUFFERS, copy_stream=cfg.result_copy_stream,
                           max_group=cfg.decode_steps)
 
     def _replace_dead_device(self) -> None:
@@ -390,7 +394,8 @@ class Engine:
         if sched.capture is not None:
             kernel_spans, kernel_lanes = sched.capture.merged_spans(spans)
         spans = sorted(spans + kernel_spans, key=lambda s: s.start_us)
-        result = RunResult(loop, k, outputs, spans, metrics, wall_s, extra_lanes=kernel_lanes,
+        result = RunResult(loop, k, outputs, spans, metrics, wall_s, lanes=list(self.device.lanes),
+                           extra_lanes=kernel_lanes,
                            memory=memory_record(sched, timeline, self.pages.total),
                            mapping_faults=sched.mapping.faults if sched.mapping else [])
         result.label = f"{result.mode} ({self.device_label()})"

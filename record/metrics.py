@@ -8,7 +8,7 @@ the sum of their durations. Two streams working at the same moment keep the GPU 
 twice; summing would report more than 100% busy and hide exactly the idle gaps overlap scheduling
 removes.
 
-Busy is reported two ways. Over **both stream lanes** (``gpu_busy_frac``) a metadata upload or a
+Busy is reported two ways. Over **all stream lanes** (``gpu_busy_frac``) a metadata upload or a
 result copy counts as work even while the engine stream waits for it; over the **engine stream
 alone** (``engine_busy_frac``) only the forward, sampling and whatever else runs on that stream
 count. Where the two differ, the GPU was moving bytes, not computing.
@@ -454,7 +454,7 @@ def compute_metrics(spans: Iterable[SpanLike], outputs: Sequence[Any],
         "steady_busy_frac": busy_fraction(spans, gpu_lanes, window=window),
         "steady_steps": len(steady),
         "steady_prefill_frac": _prefill_share(spans, window),
-        # Over the same window as gpu_busy_frac (the extent of both lanes), so the two compare.
+        # Over the same window as gpu_busy_frac (the extent of all GPU lanes), so the two compare.
         "engine_busy_frac": busy_fraction(spans, [ENGINE_LANE],
                                           window=_extent(_lane_intervals(spans, gpu_lanes)))
         if engine else None,

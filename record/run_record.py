@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from record.metrics import METRIC_KEYS, SCHEMA1_METRIC_KEYS, compute_metrics
-from record.timeline import GPU_LANES, LANES, Span
+from record.timeline import BASE_LANES, GPU_LANES, Span
 
 SCHEMA = 1
 DEFAULT_MAX_BYTES = 200 * 2**20
@@ -46,7 +46,7 @@ class RecordError(ValueError):
 
 def run_dict(loop: str, decode_steps: int, label: str, spans: Sequence[Span | Mapping[str, Any]],
              metrics: Mapping[str, Any] | None = None, outputs: Sequence[Mapping[str, Any]] = (),
-             lanes: Sequence[str] = LANES, gpu_lanes: Sequence[str] = GPU_LANES,
+             lanes: Sequence[str] = BASE_LANES, gpu_lanes: Sequence[str] = GPU_LANES,
              host: Mapping[str, float] | None = None) -> dict[str, Any]:
     """One run of a record. The only place a run dict is built, for a finished run and for the
     partial run a live view draws (no metrics and no outputs yet).

@@ -3,8 +3,12 @@
 A *span* is one interval of work on one *lane*:
 
 - ``cpu``               the scheduler thread (receive, schedule, launch, wait, process_last)
-- ``scheduler_stream``  metadata uploads and the result copy
-- ``engine_stream``     forward (prefill / decode) and sampling
+- ``scheduler_stream``  metadata uploads (and the result copy, if placed there)
+- ``engine_stream``     forward (prefill / decode) and sampling (and the copy, if placed there)
+- ``copy_stream``       the result copy, on a CUDA stream of its own (the CUDA default)
+
+A device records on the lanes it has (``Device.lanes``): the CPU device process has no copy
+stream.
 
 CPU spans are stamped with ``time.perf_counter_ns()`` as they happen. GPU spans are pairs of
 ``torch.cuda.Event(enable_timing=True)`` recorded on the stream that does the work; they are
@@ -25,8 +29,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-LANES = ("cpu", "scheduler_stream", "engine_stream")
-GPU_LANES = ("scheduler_stream", "engine_stream")
+LANES = ("cpu", "scheduler_stream", "engine_stream", "copy_stream")
+GPU_LANES = ("scheduler_stream", "engine_stream", "copy_stream")
+BASE_LANES = LANES[:3]      # every device's; a run lists copy_stream only if its device has one
 
 
 @dataclass

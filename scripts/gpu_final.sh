@@ -17,6 +17,8 @@
 #                                              # run: warm test, recorder cost, 8B serving
 #   OUT=out bash scripts/gpu_final.sh events   # every CUDA test, copy placement, launch cost and
 #                                              # the recorder's cost (after a change to events)
+#   OUT=out bash scripts/gpu_final.sh copy     # the same, after the copy stream came (a longer
+#                                              # recorder-cost step)
 # The UI's wheels: bash ../shared/gpu/ui-wheels.sh .whl-ui-a .whl-ui-b (or pinned to this
 # checkout's versions, as this session did: see the closing note of issue 21).
 set -u
@@ -107,7 +109,7 @@ engine_checks() {
     step cuda_tests 170 $PT -m cuda -n 6 tests/ \
         --deselect tests/test_warm.py::test_cuda_first_loop_pays_no_first_use
     step cuda_warm 40 $PT -m cuda tests/test_warm.py
-    step placement 30 python3 -m bench --copy-placement --models bundled --batches 1 16 \
+    step placement 45 python3 -m bench --copy-placement --models bundled --batches 1 16 \
         --graphs graph
     step launch_cost 30 python3 -m bench --launch-cost --models bundled --batches 8
     step overhead "$1" python3 -m bench --overhead --models bundled --batches 1 64 --graphs graph \
@@ -116,6 +118,10 @@ engine_checks() {
 
 if [[ $part == events ]]; then                  # the recorder's timing events as the signals
     engine_checks 120
+fi
+
+if [[ $part == copy ]]; then                    # the result copy on a stream of its own
+    engine_checks 150
 fi
 
 if [[ $part == last ]]; then                    # (carries .whl-ui-a) this session's last round

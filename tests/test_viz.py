@@ -602,13 +602,13 @@ def test_a_step_whose_processing_did_not_overlap_its_forward_does_not_claim_it_d
 
 # ---- busy two ways, and time with no request in the system ---------------------------------------
 
-def test_titles_show_busy_over_both_lanes_and_over_the_engine_stream_alone(known_run):
+def test_titles_show_busy_over_all_lanes_and_over_the_engine_stream_alone(known_run):
     known_run["metrics"] = {"idle_us_total": 8.0, "idle_gap_count": 2, "gpu_busy_frac": 0.7,
                             "engine_busy_frac": 0.55}
     title = side_by_side_figure([known_run]).layout.annotations[0].text
-    assert "GPU busy 70.0% both stream lanes, 55.0% engine stream alone" in title
+    assert "GPU busy 70.0% all stream lanes, 55.0% engine stream alone" in title
     zh = side_by_side_figure([known_run], lang="zh").layout.annotations[0].text
-    assert "两条 stream 泳道合计 70.0%，engine stream 单独 55.0%" in zh
+    assert "所有 stream 泳道合计 70.0%，engine stream 单独 55.0%" in zh
 
 
 def test_a_trace_of_another_engine_has_one_busy_figure_its_gpu_lanes_together():
@@ -643,7 +643,7 @@ def test_a_served_session_counts_busy_only_while_requests_were_in_the_system():
     fig = side_by_side_figure([run])
     title = fig.layout.annotations[0].text
     assert "while requests were in the system (2% of the time)" in title, title
-    assert "GPU busy 80.0% both stream lanes, 75.0% engine stream alone" in title, title
+    assert "GPU busy 80.0% all stream lanes, 75.0% engine stream alone" in title, title
     assert "GPU idle 4.0 ms in 10 gaps" in title, title      # 400 µs after each decode, x5 x2
     traces = traces_by_name(fig)
     quiet = traces[t("en", "no_requests")]

@@ -23,7 +23,7 @@ import viz
 from engine.processes import messages
 from engine.processes.messages import LiveRunRequest
 from record.run_record import run_dict
-from record.timeline import GPU_LANES, LANES
+from record.timeline import BASE_LANES, GPU_LANES
 from ui import common, presets
 from ui.common import LOOPS, InputError, esc, lang_of, progress_bar, render_said, said, status
 from ui.records import shown, write_downloads
@@ -223,7 +223,8 @@ class _LiveRuns:
         if self.index >= len(self.request.loops) or self.stage_name != "run":
             return list(self.finished)
         k = self.request.decode_steps if self.loop == "multistep" else 1
-        live = run_dict(self.loop, k, _loop_name(self.loop, k), self.spans, lanes=LANES,
+        # The copy stream's lane, where the device has one, comes in with its spans.
+        live = run_dict(self.loop, k, _loop_name(self.loop, k), self.spans, lanes=BASE_LANES,
                         gpu_lanes=GPU_LANES)
         return self.finished + [live]
 

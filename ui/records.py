@@ -169,7 +169,7 @@ def _settings(config: dict[str, Any]) -> tuple[tuple[str, ...], dict[str, Any]]:
         "model": str(config["model"]), "batch": int(config["max_batch_size"]),
         "graphs_key": "sized_graphs" if config.get("cuda_graph") else "sized_eager",
         "extra": int(config.get("extra_cpu_us") or 0)}
-    if config.get("result_copy_stream") in ("engine", "scheduler"):
+    if config.get("result_copy_stream") in ("copy", "engine", "scheduler"):
         notes.append("status_settings_copy")
         values["copy_key"] = f"copy_on_{config['result_copy_stream']}"
     if config.get("num_pages"):

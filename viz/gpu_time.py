@@ -1,7 +1,7 @@
 """What a view says about a run's GPU time: its idle gaps, busy two ways, and the time when
 nothing was asked of the engine.
 
-Busy is shown two ways, named as such: over **both stream lanes** (the union of the scheduler
+Busy is shown two ways, named as such: over **all stream lanes** (the union of the scheduler
 stream and the engine stream: an upload or a result copy counts as work) and over the **engine
 stream alone** (the forward, sampling and, by default, the result copy). A run whose outputs
 say when each request arrived and finished may have had no request in the system for part of
@@ -35,7 +35,7 @@ class GpuTime:
     quiet: list[Interval] = field(default_factory=list)    # no request in the system at all
     idle_us: float = 0.0
     gap_count: int = 0
-    busy_both: float | None = None      # GPU lanes together (both stream lanes, for our runs)
+    busy_both: float | None = None      # GPU lanes together (all stream lanes, for our runs)
     busy_engine: float | None = None    # the engine stream alone; None: no such lane
     active_share: float | None = None   # share of the view with requests in it, where cut
 
@@ -92,7 +92,7 @@ def _cut(spans: list[dict[str, Any]], view: Interval, gaps: list[Interval],
 
 
 def busy_text(time: GpuTime, lang: str) -> str:
-    """"95.2% both stream lanes, 93.0% engine stream alone" (a trace of another engine: the
+    """"95.2% all stream lanes, 93.0% engine stream alone" (a trace of another engine: the
     union of its GPU lanes only)."""
     if time.busy_both is None:
         return "–"

@@ -29,7 +29,7 @@ _ROWS: list[tuple[str, Callable[[float], str]]] = [
     ("output_tokens", lambda v: f"{v:,.0f}"),
     ("wall_s", lambda v: f"{v:.3g}" if v < 100 else f"{v:,.0f}"),   # 0.0283, 1.83, 12.3
     ("steps", lambda v: f"{v:,.0f}"),
-    ("gpu_busy_frac", lambda v: f"{100 * v:.1f}%"),           # both stream lanes
+    ("gpu_busy_frac", lambda v: f"{100 * v:.1f}%"),           # all stream lanes
     ("engine_busy_frac", lambda v: f"{100 * v:.1f}%"),        # the engine stream alone
     ("active_busy_frac", lambda v: f"{100 * v:.1f}%"),        # only while requests were in
     ("idle_us_total", lambda v: f"{v * _MS:,.1f}"),

@@ -3,8 +3,9 @@
 The article explains overlap one step at a time: forward(Bn) runs on the engine stream while the
 CPU's process_last(Bn-1) hides under it; forward(Bn) waits for Bn's metadata upload (Mini-SGLang's
 ``wait_stream``, which orders it after everything queued on the scheduler stream so far: with the
-result copy on the engine stream, the default, that is the upload alone; with the copy on the
-scheduler stream, also copy(Bn-1) and so forward(Bn-1)); Bn's sampled tokens come back by that
+result copy on a copy stream, the CUDA default, or on the engine stream, that is the upload
+alone; with the copy on the scheduler stream, also copy(Bn-1) and so forward(Bn-1)); Bn's sampled
+tokens come back by that
 result copy, and the CPU blocks on the copy's ``copy_done`` event when it processes Bn, one step
 later. ``copy_placement`` reads where a run's copies ran off its spans. This module finds those spans in
 a run dict by lane, phase and step (``step_parts``), names each one's partners (``links``), and
@@ -76,11 +77,14 @@ def step_parts(run: dict[str, Any], step: int) -> dict[str, Any]:
 
 
 def copy_placement(run: dict[str, Any], env: dict[str, Any] | None = None) -> str:
-    """Where the run's result copies ran, read off their spans: ``"engine"`` (on the engine
-    stream right after sampling, the default), ``"scheduler"`` (on the scheduler stream after
-    the forward, ``result_copy_stream="scheduler"``), or ``"in_order"`` (a CPU device process,
-    which runs every command in order like a single stream; ``env`` says so)."""
+    """Where the run's result copies ran, read off their spans: ``"copy"`` (a copy stream of its
+    own, the CUDA default), ``"engine"`` (on the engine stream right after sampling,
+    ``result_copy_stream="engine"``), ``"scheduler"`` (on the scheduler stream after the forward,
+    ``result_copy_stream="scheduler"``), or ``"in_order"`` (a CPU device process, which runs
+    every command in order like a single stream; ``env`` says so)."""
     lanes = {s["lane"] for s in run.get("spans", []) if s["phase"] == "copy"}
+    if "copy_stream" in lanes:
+        return "copy"
     if "engine_stream" in lanes:
         return "engine"
     if str((env or {}).get("device_kind", "")).startswith("cpu"):

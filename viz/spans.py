@@ -19,7 +19,8 @@ Interval = tuple[float, float]
 
 
 def ordered_lanes(run: dict[str, Any]) -> list[str]:
-    """``cpu``, ``scheduler_stream``, ``engine_stream`` first (when present), then the others.
+    """``cpu``, ``scheduler_stream``, ``engine_stream``, ``copy_stream`` first (when present),
+    then the others.
 
     Extra lanes (an imported trace's "GPU 0 stream 7", kernel lanes) keep the order of the
     run's ``lanes`` list; lanes that only appear in spans come last, in order of appearance.

@@ -9,8 +9,8 @@ between clients) is a plain light grey band: nobody asked the GPU for anything.
 
 from __future__ import annotations
 
-STANDARD_LANES = ("cpu", "scheduler_stream", "engine_stream")
-DEFAULT_GPU_LANES = ("scheduler_stream", "engine_stream")
+STANDARD_LANES = ("cpu", "scheduler_stream", "engine_stream", "copy_stream")
+DEFAULT_GPU_LANES = ("scheduler_stream", "engine_stream", "copy_stream")
 
 PHASE_COLORS: dict[str, str] = {
     # cpu: the scheduler thread
@@ -22,7 +22,7 @@ PHASE_COLORS: dict[str, str] = {
     # scheduler_stream: metadata uploads (and, with result_copy_stream="scheduler", the copy)
     "upload": "#31a354",
     "copy": "#a1d99b",                     # the result copy, on whichever stream it ran
-    # the engine stream: forward and sampling (and, by default, the result copy)
+    # the engine stream: forward and sampling (and, with result_copy_stream="engine", the copy)
     "prefill": "#a63603",
     "decode": "#fd8d3c",
     "sample": "#8c6d31",

@@ -18,7 +18,7 @@ _EN: dict[str, str] = {
     "intro": (
         "A small LLM engine runs the same requests with the **normal** (serial) loop, the "
         "**overlap** loop of SGLang-style schedulers and, if you like, **multi-step** overlap. "
-        "Each run is drawn as a timeline: what the scheduler's CPU thread and the two GPU "
+        "Each run is drawn as a timeline: what the scheduler's CPU thread and the GPU's "
         "streams did at every decode step. Red hatched bands are moments when the GPU had "
         "nothing to do. *Step through* walks a run one step at a time; the *hazard lab* "
         "removes one safeguard and shows what breaks."),
@@ -27,11 +27,11 @@ _EN: dict[str, str] = {
 - **Lanes.** *CPU* is the scheduler thread: `receive` requests, `schedule` the next batch,
   `launch` it, `process_last` (read sampled tokens, check EOS, free finished requests) and
   `wait`. The **scheduler stream** carries small metadata uploads; the **engine stream** runs
-  the forward (`prefill` / `decode`), `sample` and, by default, the result `copy` of the sampled
-  tokens to the host.
-- **Red hatched bands = GPU idle**: neither stream has work while requests are waiting or
+  the forward (`prefill` / `decode`) and `sample`; on CUDA the **copy stream** carries the
+  result `copy` of the sampled tokens to the host (on a CPU, the scheduler-stream lane does).
+- **Red hatched bands = GPU idle**: no stream has work while requests are waiting or
   running (time with no request at all is grey). Each title gives their total and GPU busy two
-  ways: over *both stream lanes* (an upload or a copy counts as work) and over the *engine
+  ways: over *all stream lanes* (an upload or a copy counts as work) and over the *engine
   stream alone*.
 - **Normal loop:** forward(B*n*) → copy → CPU reads the token → stop check → build B*n+1* →
   forward(B*n+1*). A red band follows every decode: the GPU waits for `process_last` and
@@ -41,14 +41,17 @@ _EN: dict[str, str] = {
   `process_last` of step *n−1* on the CPU lane *under* the decode bar of step *n*.
 - **One sync edge:** the forward waits for its metadata upload (green). Mini-SGLang writes it as
   `engine_stream.wait_stream(scheduler_stream)`, which orders the forward after *everything*
-  queued on the scheduler stream so far, so where the result copy runs matters. By default it
-  runs on the engine stream right after sampling (as Mini-SGLang does): the scheduler stream
-  holds only uploads, upload(*n+1*) never waits for forward(*n*), and forward(*n+1*) follows
-  forward(*n*) after a copy of a few microseconds. With `result_copy_stream="scheduler"` (H200
-  records made before 2026-12-01) copy(*n*) waits there for forward(*n*),
-  upload(*n+1*) queues behind it, and every forward starts only after the previous one, its copy
-  and the next upload. On a CPU the device process runs every command in order, like a single
-  stream (its copy is drawn on the scheduler-stream lane).
+  queued on the scheduler stream so far, so where the result copy runs matters. On CUDA it runs
+  by default on a **copy stream** of its own (as vLLM places it): it waits there for forward(*n*)
+  while forward(*n+1*) already runs, because each forward also keeps its tokens in its own row
+  of a small result ring that the next forward does not write. With
+  `result_copy_stream="engine"` (Mini-SGLang's place) it runs on the engine stream right after
+  sampling: upload(*n+1*) still never waits for forward(*n*), but forward(*n+1*) follows
+  forward(*n*) only after the copy's few microseconds. With `result_copy_stream="scheduler"`
+  (H200 records made before 2026-12-01) copy(*n*) waits there for forward(*n*), upload(*n+1*)
+  queues behind it, and every forward starts only after the previous one, its copy and the next
+  upload. On a CPU the device process runs every command in order, like a single stream (its
+  copy is drawn on the scheduler-stream lane).
 - **KV memory** (the chart under the step window, for runs that record it): pages in use by
   requests, held only by the prefix cache, and free, per step; a dotted line marks a
   retraction (the pool ran dry and the newest request waits again). A finished request's pages
@@ -120,7 +123,7 @@ stream lanes* and over the *engine stream alone*; where they differ, the GPU was
     "n_forwards": "{n} forwards",
     "n_forwards_one": "{n} forward",
     "run_busy": "GPU busy {busy}",
-    "busy_two_ways": "{both}% both stream lanes, {engine}% engine stream alone",
+    "busy_two_ways": "{both}% all stream lanes, {engine}% engine stream alone",
     "busy_gpu_lanes": "{both}% (its GPU lanes together)",
     "no_requests": "no request in the system",
     "window_steps": "steps {first}–{last}: {forwards} in {ms} ms",
@@ -147,6 +150,7 @@ stream lanes* and over the *engine stream alone*; where they differ, the GPU was
     "lane_cpu": "CPU (scheduler thread)",
     "lane_scheduler_stream": "scheduler stream",
     "lane_engine_stream": "engine stream",
+    "lane_copy_stream": "copy stream",
     "status_waiting": "Waiting for the device: the engine is warming up or another run is on.",
     "status_preparing": "Preparing the engine on {device}…",
     "status_running": "Running <b>{mode}</b> (loop {index} of {total}): step {step} of about "
@@ -228,6 +232,7 @@ stream lanes* and over the *engine stream alone*; where they differ, the GPU was
     "status_settings_copy": "Result copy on the {copy}.",
     "status_settings_kv": "KV pool of {kv_pages} pages.",
     "status_settings_prefix": "A shared system prompt of {prefix} tokens.",
+    "copy_on_copy": "copy stream",
     "copy_on_engine": "engine stream",
     "copy_on_scheduler": "scheduler stream",
     "status_imported": "Imported {name} ({where})",
@@ -318,17 +323,17 @@ _ZH: dict[str, str] = {
     "title": "# 重叠调度现场演示：看 GPU 不再等待 CPU",
     "intro": (
         "一个小型 LLM 推理引擎用**普通**（串行）循环、SGLang 式的**重叠**循环，以及可选的**多步**重叠"
-        "循环运行同一批请求。每次运行画成一条时间线：每个解码步里调度器的 CPU 线程和两条 GPU stream "
+        "循环运行同一批请求。每次运行画成一条时间线：每个解码步里调度器的 CPU 线程和 GPU 的各条 stream "
         "分别在做什么。红色斜线区域表示 GPU 无事可做的时间。*逐步回放*一次走一步；*隐患实验室*去掉一道"
         "保护，看看什么会坏掉。"),
     "timeline_help": """
 ### 看什么
 - **泳道。** *CPU* 是调度线程：`receive` 接收请求、`schedule` 组下一批、`launch` 提交、
   `process_last`（读取采样 token、判 EOS、回收已结束请求）以及 `wait`。**scheduler stream**
-  承载小的元数据上传；**engine stream** 执行前向（`prefill` / `decode`）、`sample`，默认还执行把
-  采样 token 回传到主机的结果 `copy`。
-- **红色斜线 = GPU 空闲**：有请求在等待或运行时，两条 stream 都没有工作（系统中根本没有请求的时间
-  画成灰色）。每个标题给出其总和，并用两种方式给出 GPU 忙碌比例：*两条 stream 泳道合计*（上传或
+  承载小的元数据上传；**engine stream** 执行前向（`prefill` / `decode`）和 `sample`；在 CUDA 上，
+  **copy stream** 承载把采样 token 回传到主机的结果 `copy`（在 CPU 上由 scheduler stream 泳道承载）。
+- **红色斜线 = GPU 空闲**：有请求在等待或运行时，所有 stream 都没有工作（系统中根本没有请求的时间
+  画成灰色）。每个标题给出其总和，并用两种方式给出 GPU 忙碌比例：*所有 stream 泳道合计*（上传或
   回传也算工作）和 *engine stream 单独*。
 - **普通循环：** forward(B*n*) → 回传 → CPU 读 token → 判停 → 组 B*n+1* → forward(B*n+1*)。
   每次 decode 之后都有一段红色：GPU 在等 `process_last` 和 `schedule`。
@@ -337,12 +342,14 @@ _ZH: dict[str, str] = {
   步 decode 条的**正下方**。
 - **唯一的同步边：** 前向等待自己的元数据上传（绿色）。Mini-SGLang 把它写成
   `engine_stream.wait_stream(scheduler_stream)`，这会让前向排在 scheduler stream 上此前*所有*已排队
-  工作之后，所以结果回传放在哪里很重要。默认它在 engine stream 上紧跟采样执行（和 Mini-SGLang
-  一样）：scheduler stream 上只有上传，upload(*n+1*) 从不等待 forward(*n*)，forward(*n+1*) 只隔几微秒
-  的回传就接在 forward(*n*) 之后。若设 `result_copy_stream="scheduler"`（2026-12-01 之前录制的
-  H200 运行就是如此），copy(*n*) 在那里等待 forward(*n*)，upload(*n+1*) 排在它后面，于是每次前向都要
-  等上一次前向、它的回传和下一次上传依次完成后才开始。在 CPU 上，设备进程按顺序执行每条命令，就像
-  只有一条 stream（它的回传画在 scheduler stream 泳道上）。
+  工作之后，所以结果回传放在哪里很重要。在 CUDA 上它默认在自己的 **copy stream** 上执行（和 vLLM
+  一样）：它在那里等待 forward(*n*)，而 forward(*n+1*) 已经开始，因为每次前向还把自己的 token 存进
+  一个小结果环里属于自己的一行，下一次前向不会写它。若设 `result_copy_stream="engine"`（Mini-SGLang
+  的位置），回传在 engine stream 上紧跟采样执行：upload(*n+1*) 仍然从不等待 forward(*n*)，但
+  forward(*n+1*) 要隔几微秒的回传才接在 forward(*n*) 之后。若设 `result_copy_stream="scheduler"`
+  （2026-12-01 之前录制的 H200 运行就是如此），copy(*n*) 在那里等待 forward(*n*)，upload(*n+1*)
+  排在它后面，于是每次前向都要等上一次前向、它的回传和下一次上传依次完成后才开始。在 CPU 上，设备进程
+  按顺序执行每条命令，就像只有一条 stream（它的回传画在 scheduler stream 泳道上）。
 - **KV 内存**（步窗口下方的图，仅限记录了它的运行）：每一步中请求占用、只由前缀缓存持有和空闲的页；
   虚线标出一次撤回（页池用尽，最新的请求重新排队）。请求结束后，它的页留在前缀缓存里（青色），等待以相同
   token 开头的后来请求，所以即使一次都没命中，也会出现青色。命中来自*共享系统提示*、重复的提示，以及被
@@ -373,7 +380,7 @@ _ZH: dict[str, str] = {
 
 **当实测与公式相差** 超过 10% 时，会有一条说明，以每步毫秒数列出各次运行测到、而公式没有计入的：
 串行一步并不等于各项之和、重叠一步比它自己较长的一项还长、两次运行之间前向或 CPU 工作的变化、
-机器上的其他程序。**GPU 忙碌比例**用两种方式给出：*两条 stream 泳道合计*和 *engine stream 单独*；
+机器上的其他程序。**GPU 忙碌比例**用两种方式给出：*所有 stream 泳道合计*和 *engine stream 单独*；
 两者不同之处，GPU 在搬运数据（上传、回传），而不是在计算。
 """,
     "recorded_help": (
@@ -401,7 +408,7 @@ _ZH: dict[str, str] = {
     "n_forwards": "{n} 次前向",
     "n_forwards_one": "{n} 次前向",
     "run_busy": "GPU 忙碌：{busy}",
-    "busy_two_ways": "两条 stream 泳道合计 {both}%，engine stream 单独 {engine}%",
+    "busy_two_ways": "所有 stream 泳道合计 {both}%，engine stream 单独 {engine}%",
     "busy_gpu_lanes": "{both}%（其 GPU 泳道合计）",
     "no_requests": "系统中没有请求",
     "window_steps": "第 {first}–{last} 步：{forwards}，共 {ms} ms",
@@ -428,6 +435,7 @@ _ZH: dict[str, str] = {
     "lane_cpu": "CPU（调度线程）",
     "lane_scheduler_stream": "scheduler stream",
     "lane_engine_stream": "engine stream",
+    "lane_copy_stream": "copy stream",
     "status_waiting": "等待设备：引擎正在预热，或另一个运行正在进行。",
     "status_preparing": "正在 {device} 上准备引擎…",
     "status_running": "正在运行 <b>{mode}</b>（第 {index}/{total} 个循环）：第 {step} 步（约 "
@@ -496,6 +504,7 @@ _ZH: dict[str, str] = {
     "status_settings_copy": "结果回传在 {copy} 上。",
     "status_settings_kv": "KV 页池共 {kv_pages} 页。",
     "status_settings_prefix": "共享系统提示 {prefix} 个 token。",
+    "copy_on_copy": "copy stream",
     "copy_on_engine": "engine stream",
     "copy_on_scheduler": "scheduler stream",
     "status_imported": "已导入 {name}（{where}）",

@@ -101,6 +101,8 @@ EN: dict[str, str] = {
         "earlier batch to process yet, so the CPU goes straight on to schedule the next batch. "
         "{waited}."),
     "waited_first": "forward(B{n}) waited for its metadata upload (wait_stream)",
+    "waited_copy": "forward(B{n}) waited for B{n}'s metadata upload, the only work on the "
+                   "scheduler stream; copy(B{prev}) ran beside it on the copy stream",
     "waited_engine": "forward(B{n}) waited for B{n}'s metadata upload, the only work on the "
                      "scheduler stream (the result copy runs on the engine stream, right after "
                      "sampling)",
@@ -139,6 +141,7 @@ EN: dict[str, str] = {
     "role_wait": "CPU wait for copy_done(B{n})",
     "role_process": "process_last(B{n})",
     "rel_waits_for": "waits for {other} (wait_stream)",
+    "rel_guards_copy": "{other} waits for this upload, the only work on the scheduler stream",
     "rel_guards_engine": "{other} waits for this upload, the only work on the scheduler stream",
     "rel_guards_scheduler": "{other} waits for this upload and for everything queued before it on "
                             "the scheduler stream (the previous step's result copy)",
@@ -309,6 +312,8 @@ ZH: dict[str, str] = {
         "**第 {n} 步**（{loop}，填充）：GPU 执行 forward(B{n})（{fwd:.2f} ms）；此时还没有更早的"
         "批次需要处理，CPU 直接去调度下一批。{waited}。"),
     "waited_first": "forward(B{n}) 等待了自己的元数据上传（wait_stream）",
+    "waited_copy": "forward(B{n}) 等待了 B{n} 的元数据上传，这是 scheduler stream 上唯一的工作；"
+                   "copy(B{prev}) 在 copy stream 上与它并行",
     "waited_engine": "forward(B{n}) 等待了 B{n} 的元数据上传，这是 scheduler stream 上唯一的工作（结果"
                      "回传在 engine stream 上紧跟采样执行）",
     "waited_scheduler": "forward(B{n}) 等待了 scheduler stream 上排在它之前的全部工作（wait_stream）："
@@ -340,6 +345,7 @@ ZH: dict[str, str] = {
     "role_wait": "CPU 等待 copy_done(B{n})",
     "role_process": "process_last(B{n})",
     "rel_waits_for": "等待 {other}（wait_stream）",
+    "rel_guards_copy": "{other} 等待这次上传，它是 scheduler stream 上唯一的工作",
     "rel_guards_engine": "{other} 等待这次上传，它是 scheduler stream 上唯一的工作",
     "rel_guards_scheduler": "{other} 等待这次上传，以及 scheduler stream 上排在它之前的一切（上一步的"
                             "结果回传）",

@@ -1,17 +1,23 @@
-"""The CUDA device: two real streams over one ``ModelRunner``, events, reused buffers.
+"""The CUDA device: real streams over one ``ModelRunner``, events, reused buffers.
 
 The verbs are those of ``engine.scheduler.device.Device``. On the **scheduler stream**: the
-metadata upload (and prompt writes). On the **engine stream**: the forward, sampling and, by
-default, the result copy right after sampling, as Mini-SGLang places it. The one sync edge is
-the forward waiting for its upload (metadata -> forward).
+metadata upload (and prompt writes). On the **engine stream**: the forward and sampling. The one
+sync edge of the pipeline is the forward waiting for its upload (metadata -> forward).
 
-Where the result copy runs decides whether the GPU serialises. On the engine stream it sits in
-stream order after the sampling it reads, and upload(n+1) on the scheduler stream never waits for
-forward(n): while forward(n) runs, the next metadata is already on its way, and forward(n+1)
-follows forward(n) after a copy of a few microseconds. On the scheduler stream
-(``result_copy_stream="scheduler"``) the copy must wait for forward(n) there, upload(n+1) queues
-behind the copy in that stream's order, and forward(n+1) waits for the upload: every forward
-starts only after the previous one, its copy and the next upload, one after the other.
+Where the result copy runs (``result_copy_stream``) decides whether the GPU serialises:
+
+- ``"copy"`` (the default, as vLLM places it): on a **copy stream** of its own, after a wait for
+  the forward's end. Nothing on the engine stream waits for it, so forward(n+1) follows forward(n)
+  at once while copy(n) runs beside it. That needs somewhere the next forward does not write:
+  each forward also stores its tokens in its own row of a device result ring (its metadata says
+  which, ``COL_OUT``), and the copy reads that row.
+- ``"engine"`` (Mini-SGLang's): on the engine stream right after the sampling it reads, in stream
+  order; upload(n+1) never waits for forward(n), but forward(n+1) starts only after the copy's
+  few microseconds.
+- ``"scheduler"``: on the scheduler stream after a wait for forward(n); upload(n+1) queues behind
+  the copy in that stream's order and forward(n+1) waits for the upload, so every forward starts
+  only after the previous one, its copy and the next upload, one after the other.
+
 ``process.py`` is the CPU implementation of the same verbs.
 """
 
@@ -26,7 +32,7 @@ from engine.devices.cuda_buffers import EventPool, EventRing, Ring, UploadRing
 from engine.devices.runner import ModelRunner
 from engine.scheduler.device import ForwardOutput
 from engine.scheduler.request import StepMeta
-from record.timeline import Timeline
+from record.timeline import LANES, Timeline
 
 
 @dataclass(frozen=True)
@@ -39,12 +45,13 @@ class Uploaded:
     writes: torch.Tensor
     ready: Any                      # event recorded after the group's upload (its forward waits)
     released: Any                   # the group's last forward records it: its buffer is reusable
+    result: tuple[int, torch.Tensor]  # this step's result buffer (and result ring row): index, host
     first_of_group: bool = True     # only a group's first forward waits for the upload
     last_of_group: bool = True      # the next forward starts a new group (and so waits)
 
 
 class CudaDevice:
-    """Two CUDA streams over one ``ModelRunner``; upload and result buffers used in rings.
+    """CUDA streams over one ``ModelRunner``; upload and result buffers used in rings.
 
     The launch path is the scheduler thread's own time per forward, so it avoids Python costs the
     GPU never sees (measured with ``python -m bench --launch-cost``): every ``event.record(stream)``
@@ -58,18 +65,21 @@ class CudaDevice:
     """
 
     kind = "cuda"
+    lanes: tuple[str, ...]
 
     def __init__(self, runner: ModelRunner, max_rows: int, int_width: int, max_writes: int,
                  graphs: Any = None, hazards: Any = None, ring: int = 2,
-                 results: int = 2, copy_on_engine: bool = True, max_group: int = 1) -> None:
+                 results: int = 2, copy_stream: str = "copy", max_group: int = 1) -> None:
         from engine.config import HazardSwitches
         self.runner, self.graphs = runner, graphs
         self.hazards = hazards or HazardSwitches()
-        self.copy_on_engine = copy_on_engine
+        self.placement = copy_stream                 # where the result copy runs (module doc)
         self.label = (f"{torch.cuda.get_device_name()}, {'CUDA graphs' if graphs else 'eager'}, "
                       f"{runner.attention} attention" + (", compiled" if runner.compiled else ""))
         self.scheduler_stream = torch.cuda.Stream()
         self.engine_stream = torch.cuda.Stream()
+        self.copy_stream = torch.cuda.Stream() if copy_stream == "copy" else None
+        self.lanes = LANES if self.copy_stream is not None else LANES[:3]
         self.timeline = Timeline(enabled=False)
         self.events = EventPool()                 # timing events, lent to the timeline
         self.forward_done = EventRing(results)    # scheduler-stream copies wait on these
@@ -80,6 +90,11 @@ class CudaDevice:
         single = self.hazards.single_host_buffer
         self.results = Ring([torch.zeros(max_rows, dtype=torch.int64, **pin)
                              for _ in range(1 if single else results)], guard=not single)
+        if self.copy_stream is not None:
+            # Result buffer i pairs with ring rows [i * max_rows, (i + 1) * max_rows): reusing
+            # the buffer (Ring's guard: its last copy is done) frees that ring row too.
+            ring = runner.result_ring
+            assert ring is not None and ring.shape[0] > results * max_rows, "result ring too small"
 
     # ---- run boundaries ------------------------------------------------------------------------
     def begin_run(self, timeline: Timeline) -> None:
@@ -128,8 +143,12 @@ class CudaDevice:
         assert all(m.prompt_writes.shape[1] == 0 for m in metas[1:]), "prompt writes in a group"
         if not self.staging.fits(total, first.prompt_writes.shape[1]):
             self._grow_staging(max(total, self.max_rows * len(metas)))
+        # Each step's result buffer (its ring row on a copy stream), once its last copy is done.
+        results = [self.results.next() for _ in metas]
+        bases = [i * self.max_rows for i, _ in results] if self.copy_stream is not None else None
         i, rows, nw, words = self.staging.pack([m.ints for m in metas],
-                                               [m.floats for m in metas], first.prompt_writes)
+                                               [m.floats for m in metas], first.prompt_writes,
+                                               bases)
         stream = self.scheduler_stream
         torch.cuda.set_stream(stream)                     # everything below: scheduler stream
         timing = self.events.take(2) if self.timeline.enabled else None
@@ -148,25 +167,27 @@ class CudaDevice:
                                                   first.num_rows, nw),),
                                         first.step, first.rids, self.events.give_back)
         if len(metas) == 1:
-            return [Uploaded(first, slot.ints, slot.floats, slot.writes, ready, released)]
+            return [Uploaded(first, slot.ints, slot.floats, slot.writes, ready, released,
+                             results[0])]
         out, row = [], 0
         for j, (meta, size) in enumerate(zip(metas, sizes)):
             out.append(Uploaded(meta, slot.ints[row:row + size], slot.floats[row:row + size],
                                 slot.writes if j == 0 else slot.writes[:, :0], ready, released,
-                                first_of_group=j == 0, last_of_group=j == len(metas) - 1))
+                                results[j], first_of_group=j == 0,
+                                last_of_group=j == len(metas) - 1))
             row += size
         return out
 
     def forward(self, uploaded: Uploaded) -> ForwardOutput:
-        """Stage 3 on the engine stream, then the async result copy (engine stream by default)."""
+        """Stage 3 on the engine stream, then the async result copy (on a copy stream by default)."""
         meta, ints, floats = uploaded.meta, uploaded.ints, uploaded.floats
         stream = self.engine_stream
         torch.cuda.set_stream(stream)                     # everything below: engine stream
         if uploaded.first_of_group and not self.hazards.no_wait_stream:
             # THE sync edge: this forward reads the metadata its group uploaded on the scheduler
             # stream. (Mini-SGLang writes engine_stream.wait_stream(scheduler_stream): with the
-            # copy on the engine stream the scheduler stream holds only uploads, so it is the
-            # same edge; with the copy there, wait_stream would also wait for that copy.)
+            # copy elsewhere the scheduler stream holds only uploads, so it is the same edge;
+            # with the copy there, wait_stream would also wait for that copy.)
             stream.wait_event(uploaded.ready)
         # A group's later steps need no wait: its first forward already waited for the whole
         # group's upload, and the engine stream runs its work in order.
@@ -176,15 +197,16 @@ class CudaDevice:
         graph = self.graphs.lookup(meta) if self.graphs is not None else None
         timing = None
         if self.timeline.enabled:                # start, [logits,] sampled, [copied]
-            timing = self.events.take((2 if graph is not None else 3) + self.copy_on_engine)
+            timing = self.events.take((2 if graph is not None else 3)
+                                      + (self.placement != "scheduler"))
             timing[0].record(stream)
         rows = meta.num_rows
         tokens = int(meta.prompt_writes.shape[1]) if meta.kind == "prefill" else rows
         forward = ("engine_stream", meta.kind, 0, 1, rows, tokens, meta.cached_tokens)
         if graph is not None:
-            # One graph: forward + sample. The next replay overwrites its output, so the copy
-            # may read it in place only if the next replay is ordered after the copy.
-            next_tokens = graph.replay(ints, floats, keep=not self._copy_before_next(uploaded))
+            # One graph: forward + sample. The next replay overwrites its output, so a copy that
+            # reads it may do so in place only if the next replay is ordered after the copy.
+            next_tokens = graph.replay(ints, floats, keep=not self._out_read_in_time(uploaded))
             spans = [forward]
         else:
             logits = self.runner.forward_logits(ints, meta.seq_len, meta.kv_pages)
@@ -199,31 +221,55 @@ class CudaDevice:
             uploaded.released.record(stream)
         if timing:
             timing[sampled].record(stream)
-        copy_done, host = self._copy_result(meta, next_tokens, timing, sampled, spans)
+        copy_done, host = self._copy_result(uploaded, next_tokens, timing, sampled, spans)
         if timing:
             self.timeline.add_gpu_group(timing, spans, meta.step, meta.rids, self.events.give_back)
         return ForwardOutput(meta.step, rows, copy_done, host.numpy(),
                              keep_alive=(ints, floats, uploaded.writes, next_tokens))
 
-    def _copy_before_next(self, uploaded: Uploaded) -> bool:
-        """Is the next forward (the next graph replay) ordered after this step's result copy?
-        On the engine stream always (stream order). On the scheduler stream only when the next
-        forward starts a new group, whose wait for its upload also waits for this copy queued
-        before it."""
-        if self.copy_on_engine:
+    def _out_read_in_time(self, uploaded: Uploaded) -> bool:
+        """Is every read of this replay's output done before the next replay can overwrite it?
+        On a copy stream the copy reads the result ring, never the output. On the engine stream
+        the copy runs in stream order before the next replay. On the scheduler stream only when
+        the next forward starts a new group, whose wait for its upload also waits for this copy
+        queued before it."""
+        if self.placement != "scheduler":
             return True
         return uploaded.last_of_group and not self.hazards.no_wait_stream
 
-    def _copy_result(self, meta: StepMeta, next_tokens: torch.Tensor, timing, sampled: int,
+    def _copy_result(self, uploaded: Uploaded, next_tokens: torch.Tensor, timing, sampled: int,
                      spans: list):
-        """D2H copy of the sampled tokens into the next host buffer of the ring, async. Adds its
-        span to ``spans`` (engine stream) or records it as a group of its own (scheduler)."""
-        i, host = self.results.next()
+        """D2H copy of the sampled tokens into this step's host buffer, async, where
+        ``self.placement`` says. Adds its span to ``spans`` (this forward's group of events) or,
+        on the scheduler stream, records it as a group of its own."""
+        i, host = uploaded.result
+        meta = uploaded.meta
         rows = meta.num_rows
-        if self.copy_on_engine:
+        copy_done = self.results.events[i]
+        if self.placement == "copy":
+            # The forward's end, as an event the copy stream can wait for: when recording, the
+            # recorder's timing event after sampling serves (one record, two uses), else a plain
+            # one. The copy's span then starts there, as the copy itself does.
+            forward_done = (timing[sampled] if timing
+                            else self.forward_done.record(self.engine_stream))
+            stream = self.copy_stream
+            torch.cuda.set_stream(stream)                 # everything below: copy stream
+            # The copy reads what this forward's sampling wrote into its result ring row: it
+            # waits for the forward here, on its own stream; nothing on the engine stream waits
+            # for the copy, so the next forward starts beside it.
+            stream.wait_event(forward_done)
+            base = i * self.max_rows
+            host[:rows].copy_(self.runner.result_ring[base:base + rows], non_blocking=True)
+            copy_done.record(stream)
+            if timing:
+                # The group's last event is on this stream, which waited for the forward's end
+                # after the others: once it has completed, all of them have.
+                timing[sampled + 1].record(stream)
+                spans.append(("copy_stream", "copy", sampled, sampled + 1, rows, rows))
+            return copy_done, host
+        if self.placement == "engine":
             stream = self.engine_stream           # in stream order after the sampling it reads
             host[: next_tokens.shape[0]].copy_(next_tokens, non_blocking=True)
-            copy_done = self.results.events[i]
             copy_done.record(stream)
             if timing:
                 timing[sampled + 1].record(stream)
@@ -239,7 +285,6 @@ class CudaDevice:
         if copy_timing:
             copy_timing[0].record(stream)
         host[: next_tokens.shape[0]].copy_(next_tokens, non_blocking=True)
-        copy_done = self.results.events[i]
         copy_done.record(stream)
         if copy_timing:
             copy_timing[1].record(stream)

@@ -17,6 +17,8 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
+from engine.scheduler.request import COL_OUT
+
 
 class Ring:
     """N host buffers used in turn, each with the event recorded after the last copy that used
@@ -122,9 +124,11 @@ class UploadRing:
     def fits(self, rows: int, writes: int) -> bool:
         return rows <= self.rows and writes <= self.max_writes
 
-    def pack(self, ints: list, floats: list, writes) -> tuple[int, int, int, int]:
+    def pack(self, ints: list, floats: list, writes,
+             out_bases: list[int] | None = None) -> tuple[int, int, int, int]:
         """Write the metadata into the next slot's host buffer (after its last copy is done);
-        returns (slot, rows, prompt writes, words to copy)."""
+        returns (slot, rows, prompt writes, words to copy). ``out_bases``: each step's first
+        place in the device's result ring; its rows get the places after it (``COL_OUT``)."""
         self.i = (self.i + 1) % len(self.host)
         i = self.i
         # Host buffer reuse guard: the H2D copy that last read this buffer must have finished.
@@ -140,6 +144,12 @@ class UploadRing:
         else:                           # a multi-step group: its steps' rows one after another
             np.concatenate(ints, out=buf[:n_ints].reshape(rows, w))
             np.concatenate(floats, out=buf[n_ints:n_ints + rows].view(np.float32).reshape(rows, 2))
+        if out_bases is not None:
+            table, row = buf[:n_ints].reshape(rows, w), 0
+            for step_ints, base in zip(ints, out_bases):
+                size = step_ints.shape[0]
+                table[row:row + size, COL_OUT] = np.arange(base, base + size)
+                row += size
         end = n_ints + rows
         if nw:
             buf[end:end + 3 * nw].reshape(3, nw)[:] = writes

@@ -6,6 +6,9 @@ device process on CPU (``device_process.py``). It only ever sees tensors already
 ``token_pool[slot, position]`` is the heart of overlap scheduling: a forward *gathers* its input
 ids from it and *scatters* its sampled tokens back into it, so the next forward can start without
 the CPU ever learning the values (the CPU reads them later, from a copy, for stop checks).
+With a ``result_ring`` (a CUDA device whose copy runs on a stream of its own) each forward also
+writes its tokens into a ring row named by the step's metadata (``COL_OUT``): the copy of step n
+reads that row while forward(n+1) already runs and writes another one.
 
 Two attention paths share one model. ``reference`` (CPU, float64, and the test oracle) gathers each
 row's context and runs SDPA under a mask; ``triton`` (CUDA's default) runs a decode step (one token
@@ -23,7 +26,16 @@ from engine.layers import sampler
 from engine.layers.paged_attention import PagedDecodeContext, num_kv_splits
 from engine.models.model import AttentionContext, CausalLM
 from engine.scheduler.kv_cache import allocate_kv_tensors
-from engine.scheduler.request import COL_LEN, COL_SEED, COL_SLOT, COL_START, COL_TOPK, COL_WRITE, NUM_INT_COLS
+from engine.scheduler.request import (
+    COL_LEN,
+    COL_OUT,
+    COL_SEED,
+    COL_SLOT,
+    COL_START,
+    COL_TOPK,
+    COL_WRITE,
+    NUM_INT_COLS,
+)
 
 ATTENTION = ("auto", "reference", "triton", "emulated")   # emulated: the kernel's math in PyTorch
 
@@ -45,7 +57,7 @@ class ModelRunner:
     def __init__(self, model: CausalLM, max_slots: int, max_seq_len: int, num_pages: int,
                  page_size: int, dtype: torch.dtype, device: torch.device,
                  sanitize: bool = False, attention: str = "auto", compile: bool = False,
-                 gemv: bool = False) -> None:
+                 gemv: bool = False, result_ring: int = 0) -> None:
         spec = model.spec
         self.model, self.device, self.page_size, self.dtype = model, device, page_size, dtype
         self.vocab_size = spec.vocab_size
@@ -61,6 +73,10 @@ class ModelRunner:
         # token_pool: [slots + 1, max_seq_len + 1] token ids, resident on the device.
         self.token_pool = torch.zeros(max_slots + 1, max_seq_len + 1, dtype=torch.int64,
                                       device=device)
+        # result_ring: [result_ring] sampled tokens the host's copies read (0: none), plus one
+        # place padding and capture-time rows may write (COL_OUT = result_ring).
+        self.result_ring = (torch.zeros(result_ring + 1, dtype=torch.int64, device=device)
+                            if result_ring else None)
         self.attention = pick_attention(attention, device, dtype)
         self.num_splits = num_kv_splits(max_seq_len)   # from the config only: batch-invariant
         self.forward_fn = model
@@ -85,6 +101,8 @@ class ModelRunner:
         ints[:, COL_LEN].clamp_(0, longest)
         ints[:, COL_START].clamp_(0, self.max_seq_len - 1 - longest)
         ints[:, NUM_INT_COLS:].clamp_(0, self.scratch_page)
+        if self.result_ring is not None:
+            ints[:, COL_OUT].clamp_(0, self.result_ring.shape[0] - 1)
         return ints
 
     def _context(self, ints: torch.Tensor, seq_len: int, kv_pages: int):
@@ -146,6 +164,9 @@ class ModelRunner:
         keep = ints[:, COL_WRITE] == 1
         slot = torch.where(keep, ints[:, COL_SLOT], self.dummy_slot)
         self.token_pool[slot, out_pos.clamp(max=self.max_seq_len)] = next_tokens
+        if self.result_ring is not None:
+            # And where the host's copy will read them: this step's row of the result ring.
+            self.result_ring[ints[:, COL_OUT]] = next_tokens
         return next_tokens
 
     def step(self, ints, floats, seq_len: int, kv_pages: int, all_greedy: bool) -> torch.Tensor:
@@ -158,6 +179,8 @@ class ModelRunner:
         ints = torch.zeros(size, width, dtype=torch.int64, device=self.device)
         ints[:, COL_SLOT] = self.dummy_slot
         ints[:, NUM_INT_COLS:] = self.scratch_page
+        if self.result_ring is not None:
+            ints[:, COL_OUT] = self.result_ring.shape[0] - 1      # the ring's spare place
         floats = torch.ones(size, 2, dtype=torch.float32, device=self.device)
         return ints, floats
 

@@ -6,14 +6,14 @@ The scheduler speaks to a device through a few verbs, in this order each step:
                      one step, or the k steps of a multi-step group in one copy
 - ``forward(up)``    on the **engine stream**: wait for the metadata (the one sync edge), gather
                      inputs from token_pool, run the model, sample, write tokens back to token_pool;
-                     then copy the tokens to a host buffer and record ``copy_done``. Returns at
-                     once: nothing here waits for the device.
+                     then copy the tokens to a host buffer (on a copy stream, CUDA's default) and
+                     record ``copy_done``. Returns at once: nothing here waits for the device.
 - ``out.copy_done.synchronize()`` later, when the CPU needs the values (one step later in overlap).
 
 ``begin_run`` / ``end_run`` bracket one ``generate`` call, and ``close`` releases the device.
-Three implementations: ``CudaDevice`` (two real CUDA streams, ``cuda_device.py``), and on a CPU
+Three implementations: ``CudaDevice`` (real CUDA streams, ``devices/cuda.py``), and on a CPU
 ``ProcessDevice`` (a separate device process plays the GPU) or ``InlineDevice`` (the same step
-run in-process, serial; a labelled fallback) in ``process_device.py``.
+run in-process, serial; a labelled fallback) in ``devices/process.py``.
 """
 
 from __future__ import annotations
@@ -56,6 +56,7 @@ class Device(Protocol):
 
     kind: str                       # "cuda" | "cpu-process" | "cpu-inline"
     label: str                      # what the run labels say about it (e.g. a fallback's reason)
+    lanes: tuple[str, ...]          # the timeline lanes it records on (record.timeline.LANES)
 
     def begin_run(self, timeline: Timeline) -> None: ...
 

@@ -25,9 +25,11 @@ import numpy as np
 
 from engine.config import SamplingParams
 
-# Columns of StepMeta.ints: one row per batch entry, then that row's page table.
-COL_SLOT, COL_START, COL_LEN, COL_WRITE, COL_SEED, COL_TOPK = range(6)
-NUM_INT_COLS = 6
+# Columns of StepMeta.ints: one row per batch entry, then that row's page table. COL_OUT is the
+# row's place in the device's result ring (where its sampled token is kept for the host's copy):
+# the scheduler leaves it 0 and a CUDA device with a copy stream fills it as it uploads the step.
+COL_SLOT, COL_START, COL_LEN, COL_WRITE, COL_SEED, COL_TOPK, COL_OUT = range(7)
+NUM_INT_COLS = 7
 DECODE_BUCKETS = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
 
 
@@ -181,7 +183,7 @@ def build_meta(batch: Batch, page_table: np.ndarray, page_size: int, dummy_slot:
     rows, n = batch.rows, len(batch.rows)
     ints, floats = _padded_arrays(batch.padded_size, n, page_table, dummy_slot)
     ints[:n, :NUM_INT_COLS] = [(r.req.slot, r.start, r.length, r.samples, r.req.seed,
-                                r.req.params.top_k) for r in rows]          # COL_SLOT..COL_TOPK
+                                r.req.params.top_k, 0) for r in rows]       # COL_SLOT..COL_OUT
     ints[:n, NUM_INT_COLS:] = page_table[ints[:n, COL_SLOT]]
     floats[:n] = [(r.req.params.temperature, r.req.params.top_p) for r in rows]
     writes = np.zeros((3, 0), dtype=np.int64)
