@@ -14,6 +14,10 @@ Three questions, each answered by a measurement (medians over thousands of calls
 3. The gap between two graph replays when the result copy runs on a stream of its own
    (vLLM's placement) reading a ring row the graph wrote at an index held in device memory,
    against the copy on the engine stream (today's default).
+4. A serial step's chain, as the normal loop runs it (``--serial``): upload on one stream,
+   graph on a second after a wait, copy on a third after a wait, the host blocking on the
+   copy's event; the wall time per step with the recorder's timing events at each of their
+   places, one place at a time, so their cost in a serial step can be told apart.
 """
 
 from __future__ import annotations
@@ -205,12 +209,80 @@ def copy_stream_gap(stream: torch.cuda.Stream) -> None:
     torch.cuda.set_stream(stream)
 
 
+def serial_chain() -> None:
+    print("4. a serial step's chain, host wall time per step (us), timing events placed where")
+    dev = torch.device("cuda")
+    a = torch.randn(1024, 1024, device=dev, dtype=torch.bfloat16)
+    sched, engine, copy = torch.cuda.Stream(), torch.cuda.Stream(), torch.cuda.Stream()
+    meta_host = torch.zeros(512, dtype=torch.int64).pin_memory()
+    meta_dev = torch.zeros(512, dtype=torch.int64, device=dev)
+    static = torch.zeros(512, dtype=torch.int64, device=dev)
+    out = torch.zeros(16, dtype=torch.int64, device=dev)
+    host = torch.zeros(16, dtype=torch.int64).pin_memory()
+    torch.cuda.set_stream(engine)
+    for _ in range(3):
+        y = a @ a
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g, stream=engine):
+        y = a
+        for _ in range(15):
+            y = torch.tanh(y @ a)
+        out.copy_(y[0, :16].to(torch.int64) + static[:16])
+    ready, fwd_done, copy_done = torch.cuda.Event(), torch.cuda.Event(), torch.cuda.Event()
+    pool = [torch.cuda.Event(enable_timing=True) for _ in range(8)]
+    places = ("upload start", "upload end", "forward start", "forward end (copy waits on it)",
+              "copy end")
+    variants = {"none": (), **{p: (p,) for p in places}, "all five": places}
+    n, results = 300, {}
+    for _ in range(3):                                   # rounds, interleaved
+        for name, where in variants.items():
+            times = []
+            for _i in range(n):
+                t0 = time.perf_counter()
+                torch.cuda.set_stream(sched)
+                if "upload start" in where:
+                    pool[0].record(sched)
+                meta_dev.copy_(meta_host, non_blocking=True)
+                ready.record(sched)
+                if "upload end" in where:
+                    pool[1].record(sched)
+                torch.cuda.set_stream(engine)
+                engine.wait_event(ready)
+                if "forward start" in where:
+                    pool[2].record(engine)
+                static.copy_(meta_dev)
+                g.replay()
+                end = pool[3] if "forward end (copy waits on it)" in where else fwd_done
+                end.record(engine)
+                torch.cuda.set_stream(copy)
+                copy.wait_event(end)
+                host.copy_(out, non_blocking=True)
+                copy_done.record(copy)
+                if "copy end" in where:
+                    pool[4].record(copy)
+                copy_done.synchronize()
+                times.append((time.perf_counter() - t0) * 1e6)
+            results.setdefault(name, []).append(statistics.median(times[30:]))
+    base = statistics.median(results["none"])
+    for name, meds in results.items():
+        med = statistics.median(meds)
+        print(f"   {name:>32}: {med:7.1f} us a step ({med - base:+.1f}) "
+              f"[rounds {min(meds):.1f}-{max(meds):.1f}]")
+    torch.cuda.set_stream(torch.cuda.default_stream())
+
+
 def main() -> None:
+    import sys
+    if "--serial" in sys.argv:
+        serial_chain()
+        return
     stream = torch.cuda.Stream()
     torch.cuda.set_stream(stream)
     host_costs(stream)
     graph_stamps(stream)
     copy_stream_gap(stream)
+    serial_chain()
 
 
 if __name__ == "__main__":

@@ -397,7 +397,7 @@ def test_recorded_runs_are_listed_and_labelled_with_hardware_and_date(monkeypatc
 
 # Technical terms the Chinese text keeps in English (as the source article does), and the figure
 # and file names that are names, not sentences.
-TERMS = {"CUDA Graph", "Chrome trace", "GPU stream", "KV Cache", "engine stream",
+TERMS = {"CUDA Graph", "Chrome trace", "GPU stream", "KV Cache", "copy stream", "engine stream",
          "scheduler stream", "token id", "token pool"}
 VISIBLE_TEXT = """() => {
   const out = [];
