@@ -24,7 +24,7 @@ from ui import common, lab, live, parsing, presets, records, replay, serving
 from ui.common import DEFAULTS, LIMITS, lang_of, loop_choices, model_choices
 from ui.i18n import Translated
 from ui.live_chart import live_chart
-from ui.view import MainView, plot
+from ui.view import MainView, Slider, plot
 
 if common.on_zero_gpu():  # Hugging Face ZeroGPU: GPU work must run inside a spaces.GPU call
     import spaces
@@ -96,7 +96,7 @@ STEP_JS = ("(s) => {{ const r = document.querySelector('#step input[type=range]'
 
 def _slider(name: str, key: str, step: float, scale: int | None = None) -> gr.Slider:
     low, high, _ = LIMITS[name]
-    return TR.add(gr.Slider(low, high, DEFAULTS[name], step=step, label=viz.t("en", key),
+    return TR.add(Slider(low, high, DEFAULTS[name], step=step, label=viz.t("en", key),
                             elem_id=name.replace("_", "-"), scale=scale), key)
 
 
@@ -250,7 +250,7 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
                     replay_run = TR.add(gr.Dropdown([], label=viz.t(en, "ctl_replay_run"),
                                                     elem_id="replay-run", scale=1),
                                         "ctl_replay_run")
-                    step = TR.add(gr.Slider(0, 1, 0, step=1, label=viz.t(en, "ctl_step"),
+                    step = TR.add(Slider(0, 1, 0, step=1, label=viz.t(en, "ctl_step"),
                                             elem_id="step", scale=3), "ctl_step")
                     prev_button = _button("ctl_prev", elem_id="prev-step", scale=0, min_width=140)
                     next_button = _button("ctl_next", elem_id="next-step", scale=0, min_width=140)

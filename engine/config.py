@@ -64,9 +64,11 @@ class HazardSwitches:
     late_prefix_insert: bool = False  # a prefill's prefix is inserted when its result is
                                       # processed (after the next batch was built), deduplicated
                                       # into the cache's pages as SGLang once did
+    no_result_ring: bool = False      # the copy stream copies the CUDA graph's output, which
+                                      # the next replay rewrites, not the step's result-ring row
     # Widen the race window of whichever safeguard is off, so a fault shows reliably in class:
-    # a GPU sleep on the scheduler stream (no_wait_stream) or the engine stream (no_deferred_free,
-    # no_deferred_retract_free),
+    # a GPU sleep on the scheduler stream (no_wait_stream), the engine stream (no_deferred_free,
+    # no_deferred_retract_free) or the copy stream, before the copy (no_result_ring),
     # a host pause between copy_done and reading the buffer (single_host_buffer).
     inject_delay_us: int = 0
 

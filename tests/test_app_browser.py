@@ -477,6 +477,22 @@ def test_the_page_speaks_chinese_after_a_run_an_import_a_lab_run_and_bad_input(z
     page.wait_for_selector("#status .status-error", timeout=30_000)
     assert "请求数必须是" in _status(page)
     assert not _latin_runs(page), _latin_runs(page)
+    # Numbers typed past a slider's end reach our handlers (ui.view.Slider), which say so in
+    # Chinese; Gradio's own check would have raised an English toast.
+    extra = page.locator("#extra-cpu-us input[type=number]")
+    extra.fill("999999")
+    extra.press("Enter")
+    page.wait_for_function("document.querySelector('#preset-said').innerText"
+                           ".includes('额外 CPU 工作必须在')", timeout=30_000)
+    page.get_by_role("tab", name="逐步回放").click()
+    step = page.locator("#step input[type=number]")
+    step.fill("9999")
+    step.press("Enter")
+    page.wait_for_function("document.querySelector('#step-caption').innerText"
+                           ".includes('这次运行没有第 9999 步')", timeout=30_000)
+    assert not _latin_runs(page), _latin_runs(page)
+    extra.fill("4000")
+    extra.press("Enter")
     page.get_by_role("tab", name="导入 trace").click()   # an import
     page.set_input_files("#upload input[type=file]",
                          str(ROOT / "tests" / "data" / "traces" / "engine-graph-qwen05-b8.json.gz"))

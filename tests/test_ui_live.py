@@ -179,6 +179,15 @@ def test_the_page_defaults_fit_the_device_the_run_uses():
         slider, _, _ = presets.device_defaults("cpu", 1250, False, "English")
         assert "value" not in slider               # a page load on a CPU changes no value
         assert "0.32 ms" in presets.describe("cuda", 20, "English")
+        # A number typed past the control's ends (ui.view.Slider lets it through as typed):
+        # the sizing line says so, in the page's language, and names the limits.
+        for typed in (-5, 10**9, 2.5, None):
+            said = presets.describe("cuda", typed, "English")
+            assert "Extra CPU work" in said, said
+            assert "0.32 ms" not in said and "status-error" in said
+        assert "额外 CPU 工作" in presets.describe("cpu", 10**9, "中文")
+        _, _, said = presets.device_defaults("cuda", 10**9, False, "English")
+        assert "1000000000" in said and "status-error" in said
     finally:
         presets._profiles.clear()
 

@@ -15,6 +15,7 @@ sys.path.insert(0, str(ROOT))
 
 pytest.importorskip("gradio")
 
+import viz  # noqa: E402
 from ui import replay  # noqa: E402
 
 RECORDED = ROOT / "assets" / "recorded"
@@ -44,12 +45,22 @@ def test_reset_starts_on_the_overlap_run_at_a_steady_state_step(record):
     assert len(unrolled.layout.annotations) == 3
 
 
-def test_a_step_outside_the_run_is_drawn_as_the_nearest_step_of_it(record):
-    """The buttons move the slider in the browser within its range (app.STEP_JS); whatever
-    number reaches the server, the step drawn is one of the run's."""
-    first, last = 1, max(s["step"] for s in record["runs"][1]["spans"])
-    assert replay.render_step(record, 1, 99999, "English")[0].startswith(f"**Step {last}**")
-    assert replay.render_step(record, 1, -3, "English")[0].startswith(f"**Step {first}**")
+def test_a_step_outside_the_run_is_said_so_in_the_readers_language(record):
+    """The buttons move the slider within its range (app.STEP_JS), but a number typed into its
+    box reaches the handler as typed (ui.view.Slider): a step the run does not have is named,
+    with the run's range, in the page's language, and the figure on screen stays."""
+    import gradio as gr
+
+    first, last = viz.step_range(record["runs"][1])
+    for typed in (99999, -3, 2.5):
+        caption, figure = replay.render_step(record, 1, typed, "English")
+        assert caption == (f"This run has no step {typed}: its steps go from {first} to "
+                           f"{last}."), caption
+        assert isinstance(figure, type(gr.skip()))
+    zh, _ = replay.render_step(record, 1, 99999, "中文")
+    assert zh == f"这次运行没有第 99999 步：它的步号从 {first} 到 {last}。"
+    assert replay.render_step(record, 1, float(last), "English")[0].startswith(f"**Step {last}**")
+    assert replay.render_step(record, 1, None, "English")[0].startswith(f"**Step {first}**")
 
 
 def test_each_step_has_its_own_caption_and_figure(record):

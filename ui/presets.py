@@ -35,7 +35,7 @@ import gradio as gr
 
 import viz
 from ui import common
-from ui.common import DEFAULTS, LIMITS, lang_of
+from ui.common import DEFAULTS, LIMITS, InputError, lang_of, render_said, validate
 
 CONTROLS = ("loops", "decode_steps", "stop_early", "requests", "batch", "prompt_len", "max_new",
             "temperature", "extra_cpu_us", "request_rate")
@@ -187,7 +187,9 @@ def device_defaults(device_choice: str, extra_now: Any, graphs_now: Any, lang_ch
     untouched = changed or extra_now == DEFAULTS["extra_cpu_us"]
     slider = gr.update(maximum=high, step=step, **({"value": extra} if untouched else {}))
     graphs = gr.update(value=True) if untouched and not graphs_now else gr.update()
-    return slider, graphs, sizing_said(profile, extra if untouched else int(extra_now), lang)
+    said = sizing_said(profile, extra, lang) if untouched else describe(device_choice, extra_now,
+                                                                         lang_choice)
+    return slider, graphs, said
 
 
 def wait_for_warm_up(device_choice: str) -> None:
@@ -205,9 +207,9 @@ def describe(device_choice: str, extra_now: Any, lang_choice: str) -> str:
     lang = lang_of(lang_choice)
     profile = profile_for(device_choice)
     try:
-        extra = int(extra_now)
-    except (TypeError, ValueError):
-        extra = DEFAULTS["extra_cpu_us"]
+        extra = validate(extra_cpu_us=extra_now)["extra_cpu_us"]
+    except InputError as error:      # a number typed past the control's ends, or none at all
+        return render_said(error.said(), lang)
     if profile is not None:
         return sizing_said(profile, extra, lang)
     return viz.t(lang, "preset_unmeasured" if on_cuda(device_choice)

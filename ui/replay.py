@@ -9,6 +9,8 @@ take one path.
 
 from __future__ import annotations
 
+import html
+import math
 from typing import Any
 
 import gradio as gr
@@ -70,10 +72,24 @@ def render_step(record: dict[str, Any] | None, index: Any, step: Any, lang_choic
     if run is None:
         return viz.t(lang, "replay_empty"), plot(viz.step_figure(None, 0, lang))
     first, last = viz.step_range(run)
-    step = min(max(int(step or first), first), last)
+    if step is None:
+        step = first
+    if isinstance(step, bool) or not isinstance(step, (int, float)) or not math.isfinite(step) \
+            or step != int(step) or not first <= step <= last:
+        # A number typed into the slider's box (its handle stays inside the range).
+        return viz.t(lang, "replay_no_step").format(step=_shown(step), first=first,
+                                                     last=last), gr.skip()
+    step = int(step)
     placement = viz.copy_placement(run, (record or {}).get("env"))
     return (viz.step_caption(run, step, lang, placement),
             plot(viz.step_figure(run, step, lang, placement)))
+
+
+def _shown(value: Any) -> str:
+    """A typed value as the reader typed it (30, 2.5), escaped."""
+    if isinstance(value, float) and math.isfinite(value) and value == int(value):
+        value = int(value)
+    return html.escape(str(value))
 
 
 def redraw(record: dict[str, Any] | None, index: Any, step: Any, lang_choice: str):

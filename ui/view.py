@@ -16,6 +16,19 @@ import gradio as gr
 from gradio.components.plot import PlotData
 
 
+class Slider(gr.Slider):
+    """A slider whose typed value reaches its handler as typed. Gradio's own range check would
+    answer a number typed past either end with a toast in English ("Value 30 is greater than
+    maximum value 25."), in any language; every handler of these sliders checks the value itself
+    (``ui.common.validate``, ``ui.replay.render_step``, ``ui.presets.describe``) and says what
+    is wrong in the page's language."""
+
+    is_template = True          # drawn by Gradio's own slider (the block name of gr.Slider)
+
+    def preprocess(self, payload: Any) -> Any:
+        return payload
+
+
 def keep() -> Any:
     """'No change' for one output."""
     return gr.update()

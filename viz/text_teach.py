@@ -74,6 +74,7 @@ EN: dict[str, str] = {
         "Arrows link them; hover any outlined bar to see its partners. ★ marks a forward that "
         "still carried a request which had already stopped (lag one: its token is dropped)."),
     "replay_empty": "Show a run first (live, recorded or imported); then step through it here.",
+    "replay_no_step": "This run has no step {step}: its steps go from {first} to {last}.",
     "ctl_replay_run": "Run to step through",
     "ctl_step": "Step n",
     "ctl_prev": "◀ Previous step",
@@ -288,6 +289,7 @@ ZH: dict[str, str] = {
         "箭头把它们连起来；把鼠标停在任一粗边框条上可看到与它相关的各段。★ 标出仍带着一个已停止"
         "请求的前向（滞后一轮：它的 token 被丢弃）。"),
     "replay_empty": "请先显示一次运行（现场、录制或导入），然后在这里逐步回放。",
+    "replay_no_step": "这次运行没有第 {step} 步：它的步号从 {first} 到 {last}。",
     "ctl_replay_run": "要回放的运行",
     "ctl_step": "第 n 步",
     "ctl_prev": "◀ 上一步",
@@ -442,8 +444,14 @@ HAZARD_NAMES: dict[str, dict[str, tuple[str, str]]] = {
         "single_host_buffer": (
             "One host result buffer instead of a ring",
             "the host copy of a step's tokens: with one buffer, the result copy of batch n+1 "
-            "(queued right behind its forward) overwrites batch n's tokens before the CPU, one "
-            "step behind, has read them, so the CPU appends step n+1's tokens as step n's"),
+            "(queued after its forward) overwrites batch n's tokens before the CPU, one step "
+            "behind, has read them, so the CPU appends step n+1's tokens as step n's"),
+        "no_result_ring": (
+            "Copy the CUDA graph's output instead of the step's result-ring row",
+            "the device copy of a step's tokens that the copy stream reads: a graph writes its "
+            "output to the same place at every replay, so with the copy on its own stream "
+            "forward(n+1) may overwrite batch n's tokens before copy(n) has read them, and the "
+            "CPU appends step n+1's tokens as step n's (each step's own ring row prevents it)"),
         "no_finished_guard": (
             "Drop the finished-request guard",
             "the lag-one extra token of a request that already stopped is appended (tokens after "
@@ -478,9 +486,14 @@ HAZARD_NAMES: dict[str, dict[str, tuple[str, str]]] = {
             "forward(n) 仍在向其中写"),
         "single_host_buffer": (
             "只用一个主机结果缓冲区，而不是环形缓冲",
-            "每步 token 的主机副本：只有一个缓冲区时，批次 n+1 的结果回传（紧跟在它的前向之后排队）"
+            "每步 token 的主机副本：只有一个缓冲区时，批次 n+1 的结果回传（排在它的前向之后）"
             "会在落后一步的 CPU 读取批次 n 的 token 之前把它们覆盖，于是 CPU 把第 n+1 步的 token "
             "当成第 n 步的追加"),
+        "no_result_ring": (
+            "回传 CUDA Graph 的输出，而不是这一步在结果环里的那一行",
+            "copy stream 读取的每步 token 的设备副本：graph 每次重放都把输出写到同一个位置，所以回传"
+            "在自己的 stream 上时，forward(n+1) 可能在 copy(n) 读完之前覆盖批次 n 的 token，于是 CPU "
+            "把第 n+1 步的 token 当成第 n 步的追加（每一步在结果环里有自己的一行，就不会这样）"),
         "no_finished_guard": (
             "去掉“已结束请求”保护",
             "一个已经停止的请求滞后一轮多出的 token 被追加（停止之后仍有 token），并且该请求被第二次"

@@ -59,8 +59,9 @@ class CudaDevice:
     stream with ``torch.cuda.set_stream`` rather than a ``with torch.cuda.stream(...)`` block
     (about 10 µs each, three per forward), a step's metadata goes up in one H2D copy into a
     device buffer made once (three ``.to()`` calls, each allocating, cost about 26 µs), a
-    graph's sampled tokens are copied to the host
-    straight from its static output where that is safe (no clone), and no event is made per step:
+    graph's sampled tokens are copied to the host from the step's own result-ring row (on a copy
+    stream) or straight from the graph's static output where that is safe (no clone), and no
+    event is made per step:
     signals re-record events of a ring, and the recorder's timing events come from a pool.
     """
 
@@ -258,8 +259,15 @@ class CudaDevice:
             # waits for the forward here, on its own stream; nothing on the engine stream waits
             # for the copy, so the next forward starts beside it.
             stream.wait_event(forward_done)
-            base = i * self.max_rows
-            host[:rows].copy_(self.runner.result_ring[base:base + rows], non_blocking=True)
+            if self.hazards.no_result_ring:
+                # Hazard lab: copy the graph's output, which the next replay rewrites (late).
+                if self.hazards.inject_delay_us:
+                    self._sleep()
+                source = next_tokens[:rows]
+            else:
+                base = i * self.max_rows
+                source = self.runner.result_ring[base:base + rows]
+            host[:rows].copy_(source, non_blocking=True)
             copy_done.record(stream)
             if timing:
                 # The group's last event is on this stream, which waited for the forward's end

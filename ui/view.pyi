@@ -1,0 +1,78 @@
+"""The main view's outputs, by name: one small dataclass instead of positional 10-tuples.
+
+Every handler that changes the main view (a live run, a recorded run, an import) returns a
+``MainView`` with the fields it sets; the others keep what the page shows. ``app.py`` lists the
+components once, in field order (``MainView.components``), and Gradio gets the values in that
+order (``values``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+import gradio as gr
+from gradio.components.plot import PlotData
+
+from gradio.events import Dependency
+
+class Slider(gr.Slider):
+    """A slider whose typed value reaches its handler as typed. Gradio's own range check would
+    answer a number typed past either end with a toast in English ("Value 30 is greater than
+    maximum value 25."), in any language; every handler of these sliders checks the value itself
+    (``ui.common.validate``, ``ui.replay.render_step``, ``ui.presets.describe``) and says what
+    is wrong in the page's language."""
+
+    is_template = True          # drawn by Gradio's own slider (the block name of gr.Slider)
+
+    def preprocess(self, payload: Any) -> Any:
+        return payload
+    from typing import Callable, Literal, Sequence, Any, TYPE_CHECKING
+    from gradio.blocks import Block
+    if TYPE_CHECKING:
+        from gradio.components import Timer
+        from gradio.components.base import Component
+
+
+def keep() -> Any:
+    """'No change' for one output."""
+    return gr.update()
+
+
+def plot(figure: Any) -> PlotData:
+    """A ``viz`` figure (a ``FigureSpec`` or its dict) for a ``gr.Plot``: serialised once, never
+    validated again by plotly's Python objects (the cost a live redraw must not pay)."""
+    spec = figure if isinstance(figure, dict) else figure.to_dict()
+    return PlotData(type="plotly", plot=json.dumps(spec, separators=(",", ":")))
+
+
+@dataclass
+class MainView:
+    status: Any = field(default_factory=keep)           # the status line (HTML)
+    timeline: Any = field(default_factory=keep)         # whole runs, side by side
+    live: Any = field(default_factory=keep)             # the canvas while a run is on
+    zoomed: Any = field(default_factory=keep)           # the step window
+    memory: Any = field(default_factory=keep)           # KV pages per step (runs that have them)
+    metrics: Any = field(default_factory=keep)          # metrics table and formula (HTML)
+    texts: Any = field(default_factory=keep)            # generated texts (HTML)
+    first_step: Any = field(default_factory=keep)
+    last_step: Any = field(default_factory=keep)
+    record: Any = field(default_factory=keep)           # the record on screen (gr.State)
+    said: Any = field(default_factory=keep)             # the status as data (gr.State), so a
+                                                        # language switch can say it again
+    download_record: Any = field(default_factory=keep)
+    download_trace: Any = field(default_factory=keep)
+
+    def values(self) -> tuple:
+        return tuple(getattr(self, f.name) for f in fields(self))
+
+    @classmethod
+    def components(cls, **by_name: Any) -> list[Any]:
+        """The output components in field order; every field must be given, by its name."""
+        names = [f.name for f in fields(cls)]
+        missing = sorted(set(names) - set(by_name))
+        extra = sorted(set(by_name) - set(names))
+        if missing or extra:
+            raise TypeError(f"MainView.components: missing {missing}, unknown {extra}")
+        return [by_name[name] for name in names]
