@@ -24,7 +24,7 @@ from ui import common, lab, live, parsing, presets, records, replay, serving
 from ui.common import DEFAULTS, LIMITS, lang_of, loop_choices, model_choices
 from ui.i18n import Translated
 from ui.live_chart import live_chart
-from ui.view import MainView, Slider, plot
+from ui.view import TYPED_SLIDER, MainView, plot, slider
 
 if common.on_zero_gpu():  # Hugging Face ZeroGPU: GPU work must run inside a spaces.GPU call
     import spaces
@@ -89,6 +89,15 @@ table.serving th, table.serving td {padding: 3px 10px; border-bottom: 1px solid 
 """
 TR = Translated()
 RELAYOUT_JS = "() => { setTimeout(() => window.dispatchEvent(new Event('resize')), 60); }"
+# A number typed into a slider's box stays as typed when the box loses focus. Gradio's slider
+# clamps it to its range on blur, silently (999999 became 20000 and the run used that); the
+# handlers check the value and say in the page's language what is wrong (ui.view.slider). A
+# capture-phase listener runs before the box's own blur handler and stops it, for these sliders
+# only; typing and Enter update the value as before.
+KEEP_TYPED_JS = ("() => { document.addEventListener('blur', (e) => {"
+                 " const box = e.target;"
+                 " if (box instanceof HTMLInputElement && box.type === 'number'"
+                 " && box.closest('.{cls}')) e.stopImmediatePropagation(); }, true); }")
 STEP_JS = ("(s) => {{ const r = document.querySelector('#step input[type=range]');"
            " const lo = Number(r ? r.min : s), hi = Number(r ? r.max : s);"
            " return Math.min(Math.max(Number(s) + ({delta}), lo), hi); }}")
@@ -96,7 +105,7 @@ STEP_JS = ("(s) => {{ const r = document.querySelector('#step input[type=range]'
 
 def _slider(name: str, key: str, step: float, scale: int | None = None) -> gr.Slider:
     low, high, _ = LIMITS[name]
-    return TR.add(Slider(low, high, DEFAULTS[name], step=step, label=viz.t("en", key),
+    return TR.add(slider(low, high, DEFAULTS[name], step=step, label=viz.t("en", key),
                             elem_id=name.replace("_", "-"), scale=scale), key)
 
 
@@ -250,7 +259,7 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
                     replay_run = TR.add(gr.Dropdown([], label=viz.t(en, "ctl_replay_run"),
                                                     elem_id="replay-run", scale=1),
                                         "ctl_replay_run")
-                    step = TR.add(Slider(0, 1, 0, step=1, label=viz.t(en, "ctl_step"),
+                    step = TR.add(slider(0, 1, 0, step=1, label=viz.t(en, "ctl_step"),
                                             elem_id="step", scale=3), "ctl_step")
                     prev_button = _button("ctl_prev", elem_id="prev-step", scale=0, min_width=140)
                     next_button = _button("ctl_next", elem_id="next-step", scale=0, min_width=140)
@@ -300,7 +309,7 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
                          show_progress="hidden")
     zoom_button.click(records.zoom_steps, [record_state, first_step, last_step, language],
                       [zoomed, first_step, last_step])
-    replay_run.input(replay.render_run, [record_state, replay_run, language], REPLAY[1:],
+    replay_run.input(replay.render_run, [record_state, replay_run, language, step], REPLAY[1:],
                      show_progress="hidden")
     step.change(replay.render_step, [record_state, replay_run, step, language],
                 [step_caption, step_plot], show_progress="hidden", trigger_mode="always_last")
@@ -348,6 +357,7 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
                            queue=False, show_progress="hidden")
         if shows_runs:                     # charts laid out while hidden: fit them again
             shown.then(None, js=RELAYOUT_JS)
+    demo.load(None, js=KEEP_TYPED_JS.replace("{cls}", TYPED_SLIDER))
     demo.load(records.list_recorded, None, recorded, show_progress="hidden")
     demo.load(serving.relabel, [serving_file, language],
               [serving_file, serving_plot, serving_table], show_progress="hidden")

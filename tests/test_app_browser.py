@@ -477,7 +477,7 @@ def test_the_page_speaks_chinese_after_a_run_an_import_a_lab_run_and_bad_input(z
     page.wait_for_selector("#status .status-error", timeout=30_000)
     assert "请求数必须是" in _status(page)
     assert not _latin_runs(page), _latin_runs(page)
-    # Numbers typed past a slider's end reach our handlers (ui.view.Slider), which say so in
+    # Numbers typed past a slider's end reach our handlers (ui.view.slider), which say so in
     # Chinese; Gradio's own check would have raised an English toast.
     extra = page.locator("#extra-cpu-us input[type=number]")
     extra.fill("999999")

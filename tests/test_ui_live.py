@@ -179,7 +179,7 @@ def test_the_page_defaults_fit_the_device_the_run_uses():
         slider, _, _ = presets.device_defaults("cpu", 1250, False, "English")
         assert "value" not in slider               # a page load on a CPU changes no value
         assert "0.32 ms" in presets.describe("cuda", 20, "English")
-        # A number typed past the control's ends (ui.view.Slider lets it through as typed):
+        # A number typed past the control's ends (ui.view.slider lets it through as typed):
         # the sizing line says so, in the page's language, and names the limits.
         for typed in (-5, 10**9, 2.5, None):
             said = presets.describe("cuda", typed, "English")

@@ -58,6 +58,21 @@ def test_zoom_with_an_empty_box_says_what_it_needs(record, lang, said):
     assert first == {"__type__": "update"} and last == {"__type__": "update"}
 
 
+@pytest.mark.parametrize("lang, typed, said", [
+    ("English", (2.5, 3), "Enter a first and a last step (whole numbers)"),
+    ("English", (5, 2), "The first step (5) comes after the last (2)"),
+    ("English", (9999, 10000), "steps 9999 to 10000 lie outside them"),
+    ("中文", (2.5, 3), "整数"), ("中文", (5, 2), "起始步（5）在结束步（2）之后"),
+    ("中文", (9999, 10000), "第 9999 到 10000 步不在其中")])
+def test_a_window_the_runs_cannot_show_is_said_so_and_the_boxes_keep_it(record, lang, typed,
+                                                                         said):
+    """Not truncated (2.5), swapped (5, 2) or moved to the last step (9999): a message, in the
+    page's language, and the boxes left as typed."""
+    figure, first, last = records.zoom_steps(record, *typed, lang)
+    assert said in json.dumps(_figure(figure), ensure_ascii=False)
+    assert first == {"__type__": "update"} and last == {"__type__": "update"}
+
+
 # ---- uploads: every file gets an answer ------------------------------------------------------------
 
 def _fields(values: tuple) -> dict:
@@ -144,3 +159,10 @@ def test_a_recorded_run_says_what_it_was_run_with(lang, want):
     shared = records.show_recorded("h200-bundled-graph-shared-prefix-kv160.json", "English")
     shared_status = shared[0] if isinstance(shared, tuple) else shared.status
     assert "KV pool of 160 pages." in shared_status
+
+
+def test_a_profiled_run_opens_inside_its_profiler_window():
+    """The kernel lanes cover steps 24-27; the profiler's start and stop sit at the window's
+    edges (its stop held the scheduler for 50 ms after step 27), so the page opens on 25-26."""
+    runs = load_record(RECORDED / "h200-smollm-graph-kernels.json")["runs"]
+    assert records.default_window(runs) == (25, 26)

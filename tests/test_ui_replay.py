@@ -47,7 +47,7 @@ def test_reset_starts_on_the_overlap_run_at_a_steady_state_step(record):
 
 def test_a_step_outside_the_run_is_said_so_in_the_readers_language(record):
     """The buttons move the slider within its range (app.STEP_JS), but a number typed into its
-    box reaches the handler as typed (ui.view.Slider): a step the run does not have is named,
+    box reaches the handler as typed (ui.view.slider): a step the run does not have is named,
     with the run's range, in the page's language, and the figure on screen stays."""
     import gradio as gr
 
@@ -86,3 +86,13 @@ def test_the_normal_run_and_a_multistep_recording(record):
 def test_no_record_gives_a_message():
     choices, slider, caption, *_ = replay.reset_replay(None, "English")
     assert choices["value"] is None and "Show a run first" in caption
+
+
+def test_another_run_keeps_the_step_on_screen_where_it_has_it(record):
+    """Walkthrough section 3: the overlap run at step 11, then the normal run at step 11."""
+    first, last = viz.step_range(record["runs"][0])
+    slider, caption, _, _ = replay.render_run(record, 0, "English", 11)
+    assert slider["value"] == 11 and caption.startswith("**Step 11**")
+    default = replay.render_run(record, 0, "English")[0]["value"]
+    for outside in (last + 5, None, 2.5):
+        assert replay.render_run(record, 0, "English", outside)[0]["value"] == default

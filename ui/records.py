@@ -74,11 +74,15 @@ def _trim_downloads() -> None:
 
 def default_window(runs: list[dict[str, Any]]) -> tuple[int, int]:
     """Steps 20-25 when the run is that long, else a few steps from its middle; for a run with
-    kernel lanes (a torch.profiler window), the steps those lanes cover."""
+    kernel lanes (a torch.profiler window), the steps those lanes cover, less the first and the
+    last where it covers four or more: the profiler's start and stop fall at its edges (on the
+    H200 the stop held the scheduler for 50 ms in the step after the window's last, which a
+    window reaching the next forward would show as GPU idle)."""
     profiled = [s["step"] for run in runs[:1] for s in run.get("spans", [])
                 if str(s.get("lane", "")).startswith("kernels") and s.get("step", -1) >= 0]
     if profiled:
-        return min(profiled), max(profiled)
+        low, high = min(profiled), max(profiled)
+        return (low + 1, high - 1) if high - low >= 3 else (low, high)
     first, last = viz.step_range(runs[0]) if runs else (0, 0)
     start = 20 if last >= 25 else first + (last - first) // 3
     return start, min(last, start + 5)
@@ -201,13 +205,25 @@ def zoom(record: dict[str, Any] | None, first: float | None, last: float | None,
 def zoom_steps(record: dict[str, Any] | None, first: Any, last: Any,
                lang_choice: str) -> tuple[Any, Any, Any]:
     """The step window (the Zoom button): the figure, and the step boxes set to the steps drawn
-    (a window past either end of the run is clamped to it). An empty box gets a message."""
+    (a window that reaches past either end of the runs is cut to them, and the boxes say so).
+    An empty box, a step that is not a whole number, a first step after the last and a window
+    wholly outside the runs each get a message, in the page's language, and the boxes keep what
+    was typed."""
     lang = lang_of(lang_choice)
     if not record or not record.get("runs"):
         return plot(viz.side_by_side_figure([], lang=lang)), gr.update(), gr.update()
-    if not all(_is_step(v) for v in (first, last)):
+    if not all(_is_step(v) and v == int(v) for v in (first, last)):
         return plot(viz.message_figure(viz.t(lang, "zoom_need_steps"))), gr.update(), gr.update()
     window = (int(first), int(last))
+    ranges = [viz.step_range(run) for run in record["runs"]]
+    low, high = min(r[0] for r in ranges), max(r[1] for r in ranges)
+    if window[0] > window[1]:
+        said = viz.t(lang, "zoom_order").format(first=window[0], last=window[1])
+        return plot(viz.message_figure(said)), gr.update(), gr.update()
+    if window[1] < low or window[0] > high:
+        said = viz.t(lang, "zoom_outside").format(first=window[0], last=window[1], low=low,
+                                                   high=high)
+        return plot(viz.message_figure(said)), gr.update(), gr.update()
     drawn = viz.window_run(record["runs"][0], *window)["window"]
     return (plot(viz.side_by_side_figure(record["runs"], window=window, lang=lang)),
             drawn["first_step"], drawn["last_step"])

@@ -50,8 +50,10 @@ def reset_replay(record: dict[str, Any] | None, lang_choice: str):
     return (choices, *render_run(record, index, lang_choice))
 
 
-def render_run(record: dict[str, Any] | None, index: Any, lang_choice: str):
-    """Another run chosen: the slider over its steps (a steady-state step), both figures."""
+def render_run(record: dict[str, Any] | None, index: Any, lang_choice: str, step: Any = None):
+    """Another run chosen: the slider over its steps, both figures. The step on screen
+    (``step``) stays where the new run has it (the same step of another loop, side by side in
+    time); otherwise, and for a new record, a steady-state step."""
     lang = lang_of(lang_choice)
     run = _run(record, index)
     if run is None:
@@ -59,7 +61,9 @@ def render_run(record: dict[str, Any] | None, index: Any, lang_choice: str):
         return (gr.update(minimum=0, maximum=1, value=0), viz.t(lang, "replay_empty"), empty,
                 empty)
     first, last = viz.step_range(run)
-    step = default_window([run])[0]
+    kept = isinstance(step, (int, float)) and not isinstance(step, bool) \
+        and math.isfinite(step) and step == int(step) and first <= step <= last
+    step = int(step) if kept else default_window([run])[0]
     caption, figure = render_step(record, index, step, lang_choice)
     slider = gr.update(minimum=first, maximum=max(last, first + 1), value=step)
     return slider, caption, figure, plot(viz.unrolled_figure(run, lang))

@@ -15,18 +15,29 @@ from typing import Any
 import gradio as gr
 from gradio.components.plot import PlotData
 
+TYPED_SLIDER = "typed-slider"   # the class of these sliders in the page (app.KEEP_TYPED_JS)
 
-class Slider(gr.Slider):
-    """A slider whose typed value reaches its handler as typed. Gradio's own range check would
-    answer a number typed past either end with a toast in English ("Value 30 is greater than
-    maximum value 25."), in any language; every handler of these sliders checks the value itself
-    (``ui.common.validate``, ``ui.replay.render_step``, ``ui.presets.describe``) and says what
-    is wrong in the page's language."""
+
+class TypedSlider(gr.Slider):
+    """A ``gr.Slider`` whose typed value reaches its handler as typed. Gradio's own range check
+    would answer a number typed past either end with a toast in English ("Value 30 is greater
+    than maximum value 25."), in any language; every handler of these sliders checks the value
+    itself (``ui.common.validate``, ``ui.replay.render_step``, ``ui.presets.describe``) and says
+    what is wrong in the page's language. A subclass, not a patched instance: Gradio rebuilds a
+    component from its class when an update changes its range. (Gradio writes a typing stub,
+    ``view.pyi``, beside a module that defines a component class; it is ignored by git and ruff.)
+    """
 
     is_template = True          # drawn by Gradio's own slider (the block name of gr.Slider)
 
     def preprocess(self, payload: Any) -> Any:
         return payload
+
+
+def slider(*args: Any, **kwargs: Any) -> TypedSlider:
+    """A ``TypedSlider`` carrying the page's class for it (``app.KEEP_TYPED_JS`` finds it)."""
+    classes = list(kwargs.pop("elem_classes", None) or []) + [TYPED_SLIDER]
+    return TypedSlider(*args, elem_classes=classes, **kwargs)
 
 
 def keep() -> Any:

@@ -37,7 +37,7 @@ def describe(switch: str | None, cuda_only: bool, lang: str, blocked: str | None
     if cuda_only:
         text += t(lang, "lab_cuda_only")
     if blocked:
-        text += " " + t(lang, blocked)
+        text += ("" if lang == "zh" else " ") + t(lang, blocked)   # no space after "。"
     return text.strip()
 
 

@@ -161,12 +161,22 @@ def step_caption(run: dict[str, Any], step: int, lang: str = "en",
                  if batches else t(lang, "cap_multistep_none"))
     elif parts["hidden"]:
         prev = parts["hidden"][0]
-        # Say what was measured: when little of process_last(Bn-1) ran under forward(Bn), the
-        # caption must not claim that the CPU's work was hidden.
-        key = "cap_overlap" if hidden >= HIDDEN_SHARE * _ms(prev) else "cap_overlap_missed"
+        # Under forward(Bn) the CPU processes B(n-1), then builds and launches B(n+1): all of it
+        # is the work overlap hides (on a GPU the building is most of it). Say what was measured:
+        # when little of that work ran under the forward, the caption must not claim it was
+        # hidden.
+        cpu = [s for s in run.get("spans", []) if s["lane"] == "cpu" and s["phase"] != "wait"]
+        following = [s for s in cpu if s.get("step") == step + 1
+                     and s["phase"] in ("schedule", "launch")]
+        after = sum(_ms(s) for s in following)
+        hidden = sum(overlap_us(s, forward) for s in cpu) / 1000.0
+        key = "cap_overlap" if hidden >= HIDDEN_SHARE * (_ms(prev) + after) \
+            else "cap_overlap_missed"
         waited = t(lang, f"waited_{placement}").format(n=step, prev=prev["step"])
+        then = t(lang, "cap_then").format(m=step + 1, next=after) if following else ""
         text = t(lang, key).format(n=step, prev=prev["step"], fwd=fwd, proc=_ms(prev),
-                                   hidden=hidden, loop=run_name(run, lang), waited=waited)
+                                   hidden=hidden, loop=run_name(run, lang), waited=waited,
+                                   then=then)
     else:
         waited = t(lang, "waited_first").format(n=step)
         text = t(lang, "cap_fill").format(n=step, fwd=fwd, loop=run_name(run, lang),

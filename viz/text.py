@@ -29,6 +29,9 @@ _EN: dict[str, str] = {
   `wait`. The **scheduler stream** carries small metadata uploads; the **engine stream** runs
   the forward (`prefill` / `decode`) and `sample`; on CUDA the **copy stream** carries the
   result `copy` of the sampled tokens to the host (on a CPU, the scheduler-stream lane does).
+  On a GPU an upload or a copy takes a few microseconds: at the whole-run zoom such bars are
+  thinner than a pixel and left out, so those lanes look nearly empty; the step window below
+  draws every one.
 - **Red hatched bands = GPU idle**: no stream has work while requests are waiting or
   running (time with no request at all is grey). Each title gives their total and GPU busy two
   ways: over *all stream lanes* (an upload or a copy counts as work) and over the *engine
@@ -73,6 +76,10 @@ _EN: dict[str, str] = {
         "in that time: in the overlap run, process_last of the previous step sits under each "
         "forward."),
     "zoom_need_steps": "Enter a first and a last step (whole numbers) to zoom to.",
+    "zoom_order": "The first step ({first}) comes after the last ({last}): enter the earlier one "
+                  "first.",
+    "zoom_outside": "These runs have steps {low} to {high}: steps {first} to {last} lie outside "
+                    "them.",
     "metrics_help": """
 ### The article's formula, measured
 A serial step costs **T_fwd + T_sched + T_post**; an overlapped step costs
@@ -97,8 +104,10 @@ stream lanes* and over the *engine stream alone*; where they differ, the GPU was
 (uploads, copies), not computing.
 """,
     "recorded_help": (
-        "Runs recorded with the CLI on a real GPU (`python -m engine --mode both|all --json ...`), "
-        "drawn with the same charts. Each is labelled with its hardware and date."),
+        "Runs recorded on a real GPU, with the CLI (`python -m engine --mode both|all --json ...`) "
+        "or, for `h200-first-click-defaults`, by this page's own handler with the defaults it "
+        "sets there (`python scripts/gpu_first_click.py`), drawn with the same charts. Each is "
+        "labelled with its hardware and date."),
     "upload_help": (
         "Upload a `torch.profiler` trace (`.json` or `.json.gz`, for example from SGLang or "
         "vLLM) or a run record saved from this page. GPU streams become lanes; idle gaps are the "
@@ -332,6 +341,8 @@ _ZH: dict[str, str] = {
   `process_last`（读取采样 token、判 EOS、回收已结束请求）以及 `wait`。**scheduler stream**
   承载小的元数据上传；**engine stream** 执行前向（`prefill` / `decode`）和 `sample`；在 CUDA 上，
   **copy stream** 承载把采样 token 回传到主机的结果 `copy`（在 CPU 上由 scheduler stream 泳道承载）。
+  在 GPU 上，一次上传或回传只要几微秒：在整次运行的缩放下，这些条不到一个像素宽，没有画出，所以这些泳道
+  看起来几乎是空的；下面的步窗口会把每一条都画出来。
 - **红色斜线 = GPU 空闲**：有请求在等待或运行时，所有 stream 都没有工作（系统中根本没有请求的时间
   画成灰色）。每个标题给出其总和，并用两种方式给出 GPU 忙碌比例：*所有 stream 泳道合计*（上传或
   回传也算工作）和 *engine stream 单独*。
@@ -366,6 +377,8 @@ _ZH: dict[str, str] = {
         "更短的面板就是更快的循环。CPU 的工作按它在这段时间里实际发生的位置画出：重叠运行中，上一步的 "
         "process_last 位于每次前向的下面。"),
     "zoom_need_steps": "请输入起始步和结束步（整数）后再放大。",
+    "zoom_order": "起始步（{first}）在结束步（{last}）之后：请先填较早的那一步。",
+    "zoom_outside": "这些运行的步号从 {low} 到 {high}：第 {first} 到 {last} 步不在其中。",
     "metrics_help": """
 ### 文中的公式，代入实测值
 串行一步耗时 **T_fwd + T_sched + T_post**；重叠一步耗时 **max(T_fwd, T_sched + T_post)**，
@@ -384,8 +397,9 @@ _ZH: dict[str, str] = {
 两者不同之处，GPU 在搬运数据（上传、回传），而不是在计算。
 """,
     "recorded_help": (
-        "在真实 GPU 上用命令行录制的运行（`python -m engine --mode both|all --json ...`），"
-        "用同样的图表展示，并标注硬件和日期。"),
+        "在真实 GPU 上录制的运行：用命令行（`python -m engine --mode both|all --json ...`），"
+        "或者（`h200-first-click-defaults`）由本页面自己的处理函数、用它在那里设定的默认值录制"
+        "（`python scripts/gpu_first_click.py`）；用同样的图表展示，并标注硬件和日期。"),
     "upload_help": (
         "上传 `torch.profiler` trace（`.json` 或 `.json.gz`，例如来自 SGLang 或 vLLM），"
         "或本页下载的运行记录。GPU stream 成为泳道；空闲间隙是所有 GPU 泳道并集中的空洞。"),

@@ -125,7 +125,7 @@ ZH: dict[str, str] = {
     "formula_measured": "每个解码步的实测加速比（{a} 每步时间 ÷ {b} 每步时间，同一稳定窗口）："
                         "{meas:.2f}×",
     "formula_whole": "整次运行的输出 token/秒（{b} ÷ {a}；含预填充、填充和收尾）：{meas:.2f}×",
-    "formula_terms": "每个解码步的各项，取自 {label} 运行的稳定窗口（解码步中间的 80%）",
+    "formula_terms": "每个解码步的各项，取自{label}运行的稳定窗口（解码步中间的 80%）",
     "why_below": "{label} 运行实测 {meas:.2f}×，比公式预测的 {pred:.2f}× 低 {pct:.0f}%。",
     "why_above": "{label} 运行实测 {meas:.2f}×，比公式预测的 {pred:.2f}× 高 {pct:.0f}%。",
     "why_none": "本页测量的各项都解释不了这个差别（在共享的机器上，仅运行之间的波动就能让加速比变化约 "

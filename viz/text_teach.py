@@ -90,7 +90,9 @@ EN: dict[str, str] = {
     "cap_overlap": (
         "**Step {n}** ({loop}): the GPU runs forward(B{n}) ({fwd:.2f} ms) while the CPU processes "
         "B{prev} ({proc:.2f} ms): it reads B{prev}'s tokens after copy_done, checks stops, frees "
-        "finished requests. {waited}; {hidden:.2f} ms of the CPU's work ran hidden under it."),
+        "finished requests{then}. {waited}; {hidden:.2f} ms of the CPU's work ran hidden under "
+        "it."),
+    "cap_then": "; then it builds and launches B{m} ({next:.2f} ms)",
     "cap_overlap_missed": (
         "**Step {n}** ({loop}): the loop launched forward(B{n}) ({fwd:.2f} ms) and then processed "
         "B{prev} ({proc:.2f} ms), as overlap does, but this time the two hardly overlapped in "
@@ -103,7 +105,8 @@ EN: dict[str, str] = {
         "{waited}."),
     "waited_first": "forward(B{n}) waited for its metadata upload (wait_stream)",
     "waited_copy": "forward(B{n}) waited for B{n}'s metadata upload, the only work on the "
-                   "scheduler stream; copy(B{prev}) ran beside it on the copy stream",
+                   "scheduler stream (the result copies run beside the forwards, on the copy "
+                   "stream)",
     "waited_engine": "forward(B{n}) waited for B{n}'s metadata upload, the only work on the "
                      "scheduler stream (the result copy runs on the engine stream, right after "
                      "sampling)",
@@ -303,8 +306,9 @@ ZH: dict[str, str] = {
     "unrolled_drain": "排空：第 {a}–{b} 步",
     "cap_overlap": (
         "**第 {n} 步**（{loop}）：GPU 执行 forward(B{n})（{fwd:.2f} ms），同时 CPU 处理 B{prev}"
-        "（{proc:.2f} ms）：在 copy_done 之后读取 B{prev} 的 token、判停、回收已结束的请求。"
+        "（{proc:.2f} ms）：在 copy_done 之后读取 B{prev} 的 token、判停、回收已结束的请求{then}。"
         "{waited}；CPU 有 {hidden:.2f} ms 的工作藏在它下面。"),
+    "cap_then": "；接着组好并提交 B{m}（{next:.2f} ms）",
     "cap_overlap_missed": (
         "**第 {n} 步**（{loop}）：循环先提交了 forward(B{n})（{fwd:.2f} ms），再处理 B{prev}"
         "（{proc:.2f} ms），这正是重叠的做法；但这一次两者在时间上几乎没有重叠：只有 {hidden:.2f} ms "
@@ -314,8 +318,8 @@ ZH: dict[str, str] = {
         "**第 {n} 步**（{loop}，填充）：GPU 执行 forward(B{n})（{fwd:.2f} ms）；此时还没有更早的"
         "批次需要处理，CPU 直接去调度下一批。{waited}。"),
     "waited_first": "forward(B{n}) 等待了自己的元数据上传（wait_stream）",
-    "waited_copy": "forward(B{n}) 等待了 B{n} 的元数据上传，这是 scheduler stream 上唯一的工作；"
-                   "copy(B{prev}) 在 copy stream 上与它并行",
+    "waited_copy": "forward(B{n}) 等待了 B{n} 的元数据上传，这是 scheduler stream 上唯一的工作"
+                   "（结果回传在 copy stream 上，与前向并行）",
     "waited_engine": "forward(B{n}) 等待了 B{n} 的元数据上传，这是 scheduler stream 上唯一的工作（结果"
                      "回传在 engine stream 上紧跟采样执行）",
     "waited_scheduler": "forward(B{n}) 等待了 scheduler stream 上排在它之前的全部工作（wait_stream）："
@@ -329,17 +333,17 @@ ZH: dict[str, str] = {
     "cap_multistep": (
         "**第 {n} 步**（多步，k={k}）：forward(B{n})（{fwd:.2f} ms）的输入 token 取自 token_pool，"
         "由前一次前向写入；每次调度迭代最多提交 {k} 次前向，因此判停最多晚 {k} 步。"),
-    "cap_multistep_under": " 在它下面 CPU 处理 {batches}（隐藏了 {hidden:.2f} ms）。",
-    "cap_multistep_none": " 在它下面 CPU 没有处理任何批次：它在提交前向或等待。",
-    "cap_drain": " 这是最后一次前向（排空）：之后没有前向能遮住 CPU 的工作。",
-    "cap_copy": " B{n} 的 token 通过 copy(B{n}) 回传；CPU 在它的 copy_done 上阻塞了 {wait:.2f} ms。",
-    "cap_lag": " ★ **滞后：** {items}已经停止，却仍随 B{n} 多跑了一步；它们在这次前向中的 token "
+    "cap_multistep_under": "在它下面 CPU 处理 {batches}（隐藏了 {hidden:.2f} ms）。",
+    "cap_multistep_none": "在它下面 CPU 没有处理任何批次：它在提交前向或等待。",
+    "cap_drain": "这是最后一次前向（排空）：之后没有前向能遮住 CPU 的工作。",
+    "cap_copy": "B{n} 的 token 通过 copy(B{n}) 回传；CPU 在它的 copy_done 上阻塞了 {wait:.2f} ms。",
+    "cap_lag": "★ **滞后：** {items}已经停止，却仍随 B{n} 多跑了一步；它们在这次前向中的 token "
                "被丢弃。",
-    "cap_lag_one": " ★ **滞后：** {items}已经停止，却仍随 B{n} 多跑了一步；它在这次前向中的 token "
+    "cap_lag_one": "★ **滞后：** {items}已经停止，却仍随 B{n} 多跑了一步；它在这次前向中的 token "
                    "被丢弃。",
     "cap_lag_item": "请求 {req}（在第 {stop} 步停止）",
-    "cap_stopped": " 请求 {reqs} 在 B{n} 中产生了停止 token；CPU 要到处理 B{n} 时才看到。",
-    "cap_stopped_one": " 请求 {reqs} 在 B{n} 中产生了停止 token；CPU 要到处理 B{n} 时才看到。",
+    "cap_stopped": "请求 {reqs} 在 B{n} 中产生了停止 token；CPU 要到处理 B{n} 时才看到。",
+    "cap_stopped_one": "请求 {reqs} 在 B{n} 中产生了停止 token；CPU 要到处理 B{n} 时才看到。",
     "cap_none": "**第 {n} 步**：这一步在 engine stream 上没有记录到前向。",
     "role_forward": "forward(B{n})",
     "role_upload": "元数据上传(B{n})",
@@ -386,8 +390,8 @@ ZH: dict[str, str] = {
     "lab_seed": "负载种子",
     "lab_run": "去掉这道保护后运行",
     "lab_safe": "运行安全引擎（所有保护都在）",
-    "lab_guards": "**它保护的是：** {guards}。",
-    "lab_cuda_only": " *需要两条 CUDA stream。*",
+    "lab_guards": "**它保护的是**：{guards}。",
+    "lab_cuda_only": "*需要两条 CUDA stream。*",
     "lab_mark_cuda": "（需要 CUDA：此处没有）",
     "lab_no_cuda_machine": "**这台机器没有 GPU，所以这个开关在这里无法运行**（在 CPU 上，设备进程按顺序"
                            "执行命令，就像只有一条 stream，这个竞争不会发生）；请选择另一个开关。它的测试"
@@ -447,11 +451,13 @@ HAZARD_NAMES: dict[str, dict[str, tuple[str, str]]] = {
             "(queued after its forward) overwrites batch n's tokens before the CPU, one step "
             "behind, has read them, so the CPU appends step n+1's tokens as step n's"),
         "no_result_ring": (
-            "Copy the CUDA graph's output instead of the step's result-ring row",
-            "the device copy of a step's tokens that the copy stream reads: a graph writes its "
-            "output to the same place at every replay, so with the copy on its own stream "
-            "forward(n+1) may overwrite batch n's tokens before copy(n) has read them, and the "
-            "CPU appends step n+1's tokens as step n's (each step's own ring row prevents it)"),
+            "Drop the device result ring (copy the CUDA graph's output)",
+            "the sampled tokens on the GPU, before the copy stream copies them to the host: a "
+            "CUDA graph writes its output to the same place at every replay, so with the copy on "
+            "its own stream forward(n+1) may overwrite batch n's tokens before copy(n) has read "
+            "them, and the CPU appends step n+1's tokens as step n's (the device result ring "
+            "gives each step a row of its own; the host's buffers have their own switch, \"One "
+            "host result buffer instead of a ring\")"),
         "no_finished_guard": (
             "Drop the finished-request guard",
             "the lag-one extra token of a request that already stopped is appended (tokens after "
@@ -490,10 +496,11 @@ HAZARD_NAMES: dict[str, dict[str, tuple[str, str]]] = {
             "会在落后一步的 CPU 读取批次 n 的 token 之前把它们覆盖，于是 CPU 把第 n+1 步的 token "
             "当成第 n 步的追加"),
         "no_result_ring": (
-            "回传 CUDA Graph 的输出，而不是这一步在结果环里的那一行",
-            "copy stream 读取的每步 token 的设备副本：graph 每次重放都把输出写到同一个位置，所以回传"
-            "在自己的 stream 上时，forward(n+1) 可能在 copy(n) 读完之前覆盖批次 n 的 token，于是 CPU "
-            "把第 n+1 步的 token 当成第 n 步的追加（每一步在结果环里有自己的一行，就不会这样）"),
+            "去掉设备结果环（直接回传 CUDA Graph 的输出）",
+            "copy stream 回传到主机之前、GPU 上的采样 token：CUDA Graph 每次重放都把输出写到同一个位置，"
+            "所以回传在自己的 stream 上时，forward(n+1) 可能在 copy(n) 读完之前覆盖批次 n 的 token，"
+            "于是 CPU 把第 n+1 步的 token 当成第 n 步的追加（设备结果环给每一步自己的一行，就不会这样；"
+            "主机缓冲区另有一个开关：“只用一个主机结果缓冲区，而不是环形缓冲”）"),
         "no_finished_guard": (
             "去掉“已结束请求”保护",
             "一个已经停止的请求滞后一轮多出的 token 被追加（停止之后仍有 token），并且该请求被第二次"
