@@ -693,3 +693,17 @@ def test_a_lane_of_many_kernels_is_drawn_at_pixel_resolution_as_opaque_as_it_was
     opacities = [o for trace in bars for o in trace.marker.opacity]
     assert all(0.25 < o < 0.4 for o in opacities), sorted(opacities)[:5]   # sqrt(0.1) = 0.32
     assert "in 9999 gaps" in fig.layout.annotations[0].text
+
+
+def test_the_overlap_caption_does_not_count_the_steps_own_launch_as_hidden():
+    """An eager forward is as long as its launch (the launch issues its kernels as it goes):
+    the step's own building and launch under it is not work the forward hides."""
+    run = overlap_steps(mode="overlap")
+    fwd = next(s for s in run["spans"] if s["lane"] == "engine_stream" and s["step"] == 3)
+    for s in run["spans"]:
+        if s["lane"] == "cpu" and s["phase"] == "launch" and s["step"] == 3:
+            s["end_us"] = fwd["end_us"]                  # launch(B3) spans forward(B3)
+        if s["lane"] == "cpu" and s["phase"] == "process_last" and s["step"] == 2:
+            length = s["end_us"] - s["start_us"]         # and nothing else falls under it
+            s["start_us"], s["end_us"] = fwd["end_us"] + 20, fwd["end_us"] + 20 + length
+    assert "hardly overlapped" in viz.step_caption(run, 3)

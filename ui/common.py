@@ -124,6 +124,16 @@ def scheduler() -> Any:
         return _client
 
 
+def is_whole(value: Any) -> bool:
+    """A whole number, as a number box may send one: an int (not a bool) or a finite float with
+    nothing after the point (2.0). Never raises, whatever comes (10**400, inf, a string)."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return True
+    return isinstance(value, float) and math.isfinite(value) and value == int(value)
+
+
 def validate(**given: Any) -> dict[str, Any]:
     """Every number within LIMITS, whole where it counts things; ``InputError`` otherwise.
 
@@ -134,9 +144,10 @@ def validate(**given: Any) -> dict[str, Any]:
         low, high, whole = LIMITS[name]
         if value is None or (isinstance(value, float) and math.isnan(value)):
             raise InputError("error_empty", control=name, low=low, high=high)
-        if not isinstance(value, (int, float)) or isinstance(value, bool):
+        if not isinstance(value, (int, float)) or isinstance(value, bool) \
+                or (isinstance(value, float) and not math.isfinite(value)):
             raise InputError("error_range", control=name, low=low, high=high, value=value)
-        if whole and float(value) != int(value):
+        if whole and not is_whole(value):
             raise InputError("error_whole", control=name, low=low, high=high, value=value)
         if not low <= value <= high:
             raise InputError("error_range", control=name, low=low, high=high, value=value)

@@ -8,7 +8,6 @@ that cannot be shown leaves the view as it was and says why.
 from __future__ import annotations
 
 import json
-import math
 import tempfile
 import time
 import uuid
@@ -19,7 +18,7 @@ import gradio as gr
 
 import viz
 from record.loading import NotATrace, sniff
-from ui.common import ROOT, lang_of, render_said, said
+from ui.common import ROOT, is_whole, lang_of, render_said, said
 from ui.view import MainView, plot
 
 RECORDED_DIR = ROOT / "assets" / "recorded"
@@ -84,7 +83,7 @@ def default_window(runs: list[dict[str, Any]]) -> tuple[int, int]:
         low, high = min(profiled), max(profiled)
         return (low + 1, high - 1) if high - low >= 3 else (low, high)
     first, last = viz.step_range(runs[0]) if runs else (0, 0)
-    start = 20 if last >= 25 else first + (last - first) // 3
+    start = 20 if first <= 20 and last >= 25 else first + (last - first) // 3
     return start, min(last, start + 5)
 
 
@@ -212,7 +211,7 @@ def zoom_steps(record: dict[str, Any] | None, first: Any, last: Any,
     lang = lang_of(lang_choice)
     if not record or not record.get("runs"):
         return plot(viz.side_by_side_figure([], lang=lang)), gr.update(), gr.update()
-    if not all(_is_step(v) and v == int(v) for v in (first, last)):
+    if not all(is_whole(v) for v in (first, last)):
         return plot(viz.message_figure(viz.t(lang, "zoom_need_steps"))), gr.update(), gr.update()
     window = (int(first), int(last))
     ranges = [viz.step_range(run) for run in record["runs"]]
@@ -227,11 +226,6 @@ def zoom_steps(record: dict[str, Any] | None, first: Any, last: Any,
     drawn = viz.window_run(record["runs"][0], *window)["window"]
     return (plot(viz.side_by_side_figure(record["runs"], window=window, lang=lang)),
             drawn["first_step"], drawn["last_step"])
-
-
-def _is_step(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) \
-        and math.isfinite(value)
 
 
 def list_recorded() -> Any:

@@ -10,13 +10,12 @@ take one path.
 from __future__ import annotations
 
 import html
-import math
 from typing import Any
 
 import gradio as gr
 
 import viz
-from ui.common import lang_of
+from ui.common import is_whole, lang_of
 from ui.records import default_window
 from ui.view import plot
 
@@ -61,8 +60,7 @@ def render_run(record: dict[str, Any] | None, index: Any, lang_choice: str, step
         return (gr.update(minimum=0, maximum=1, value=0), viz.t(lang, "replay_empty"), empty,
                 empty)
     first, last = viz.step_range(run)
-    kept = isinstance(step, (int, float)) and not isinstance(step, bool) \
-        and math.isfinite(step) and step == int(step) and first <= step <= last
+    kept = is_whole(step) and first <= step <= last
     step = int(step) if kept else default_window([run])[0]
     caption, figure = render_step(record, index, step, lang_choice)
     slider = gr.update(minimum=first, maximum=max(last, first + 1), value=step)
@@ -78,8 +76,7 @@ def render_step(record: dict[str, Any] | None, index: Any, step: Any, lang_choic
     first, last = viz.step_range(run)
     if step is None:
         step = first
-    if isinstance(step, bool) or not isinstance(step, (int, float)) or not math.isfinite(step) \
-            or step != int(step) or not first <= step <= last:
+    if not is_whole(step) or not first <= step <= last:
         # A number typed into the slider's box (its handle stays inside the range).
         return viz.t(lang, "replay_no_step").format(step=_shown(step), first=first,
                                                      last=last), gr.skip()
@@ -91,7 +88,7 @@ def render_step(record: dict[str, Any] | None, index: Any, step: Any, lang_choic
 
 def _shown(value: Any) -> str:
     """A typed value as the reader typed it (30, 2.5), escaped."""
-    if isinstance(value, float) and math.isfinite(value) and value == int(value):
+    if isinstance(value, float) and is_whole(value):
         value = int(value)
     return html.escape(str(value))
 

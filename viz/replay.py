@@ -165,7 +165,10 @@ def step_caption(run: dict[str, Any], step: int, lang: str = "en",
         # is the work overlap hides (on a GPU the building is most of it). Say what was measured:
         # when little of that work ran under the forward, the caption must not claim it was
         # hidden.
-        cpu = [s for s in run.get("spans", []) if s["lane"] == "cpu" and s["phase"] != "wait"]
+        # (Not B(n)'s own building and launch: in an eager run its launch lasts as long as the
+        # forward it issues, but it is not work the forward hides.)
+        cpu = [s for s in run.get("spans", []) if s["lane"] == "cpu" and s["phase"] != "wait"
+               and not (s.get("step") == step and s["phase"] in ("schedule", "launch"))]
         following = [s for s in cpu if s.get("step") == step + 1
                      and s["phase"] in ("schedule", "launch")]
         after = sum(_ms(s) for s in following)
