@@ -40,7 +40,7 @@ from engine.scheduler.request import NUM_INT_COLS, prefill_shapes
 from engine.scheduler.scheduler import Scheduler, TokenSink
 from engine.scheduler.sources import RequestSource, ScheduledSource
 from record.run_record import run_dict
-from record.timeline import GPU_LANES, LANES, Span, Timeline
+from record.timeline import BASE_LANES, GPU_LANES, Span, Timeline
 
 
 class EngineBusyError(RuntimeError):
@@ -69,7 +69,7 @@ class RunResult:
     metrics: dict[str, Any]
     wall_s: float
     label: str = ""
-    lanes: list[str] = field(default_factory=lambda: list(LANES))  # the device's (Device.lanes)
+    lanes: list[str] = field(default_factory=lambda: list(BASE_LANES))  # the device's lanes
     extra_lanes: list[str] = field(default_factory=list)   # e.g. kernel lanes from torch.profiler
     host: dict[str, float] = field(default_factory=dict)   # engine.host_load.host_report
     memory: dict[str, Any] = field(default_factory=dict)   # KV pages per step (memory_record)

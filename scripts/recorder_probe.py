@@ -148,6 +148,21 @@ def graph_stamps(stream: torch.cuda.Stream) -> None:
           f"{statistics.median(offs):.2f} [{min(offs):.2f}-{max(offs):.2f}] (drift = spread)")
 
 
+def _busy_graph(stream: torch.cuda.Stream, a: torch.Tensor, layers: int, tail) -> torch.cuda.CUDAGraph:
+    """A forward's stand-in: ``layers`` bf16 matrix products captured as one CUDA graph on
+    ``stream``, ending in ``tail(y)`` (the sampled tokens' writes)."""
+    for _ in range(3):
+        a @ a
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g, stream=stream):
+        y = a
+        for _ in range(layers):
+            y = torch.tanh(y @ a)
+        tail(y)
+    return g
+
+
 def copy_stream_gap(stream: torch.cuda.Stream) -> None:
     print("3. gap between graph replays (us), by result-copy placement:")
     dev = torch.device("cuda")
@@ -157,17 +172,13 @@ def copy_stream_gap(stream: torch.cuda.Stream) -> None:
     out_index = torch.zeros(rows, dtype=torch.int64, device=dev)
     static_out = torch.zeros(rows, dtype=torch.int64, device=dev)
     host = [torch.zeros(rows, dtype=torch.int64, pin_memory=True) for _ in range(ring_n)]
-    for _ in range(3):
-        y = a @ a
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g, stream=stream):
-        y = a
-        for _ in range(60):
-            y = torch.tanh(y @ a)
+
+    def sample(y: torch.Tensor) -> None:
         tok = y[0, :rows].to(torch.int64)
         static_out.copy_(tok)
         ring[out_index] = tok                 # the ring row this step's metadata names
+
+    g = _busy_graph(stream, a, 60, sample)
     copy, sched = torch.cuda.Stream(), torch.cuda.Stream()
     ready = [torch.cuda.Event() for _ in range(ring_n)]
     fwd_done = [torch.cuda.Event() for _ in range(ring_n)]
@@ -220,15 +231,7 @@ def serial_chain() -> None:
     out = torch.zeros(16, dtype=torch.int64, device=dev)
     host = torch.zeros(16, dtype=torch.int64).pin_memory()
     torch.cuda.set_stream(engine)
-    for _ in range(3):
-        y = a @ a
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g, stream=engine):
-        y = a
-        for _ in range(15):
-            y = torch.tanh(y @ a)
-        out.copy_(y[0, :16].to(torch.int64) + static[:16])
+    g = _busy_graph(engine, a, 15, lambda y: out.copy_(y[0, :16].to(torch.int64) + static[:16]))
     ready, fwd_done, copy_done = torch.cuda.Event(), torch.cuda.Event(), torch.cuda.Event()
     pool = [torch.cuda.Event(enable_timing=True) for _ in range(8)]
     places = ("upload start", "upload end", "forward start", "forward end (copy waits on it)",

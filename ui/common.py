@@ -184,7 +184,7 @@ def render_said(spec: dict[str, Any] | None, lang: str) -> str:
     for name in [name for name in args if name.endswith("_key")]:
         args[name[:-4]] = viz.t(lang, args.pop(name))   # a text said in the reader's language
     text = viz.t(lang, spec["key"]).format(**args)
-    gap = "" if lang == "zh" else " "        # Chinese puts no space after a full stop
+    gap = viz.sentence_gap(lang)
     text += "".join(gap + viz.t(lang, note).format(**args) for note in spec["notes"])
     if spec["detail"]:
         text += (f"<details><summary>{viz.t(lang, 'fail_detail')}</summary>"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from viz.text import t
+from viz.text import sentence_gap, t
 from viz.text_teach import HAZARD_NAMES
 
 SHOWN_DIFFERING = 12
@@ -37,7 +37,7 @@ def describe(switch: str | None, cuda_only: bool, lang: str, blocked: str | None
     if cuda_only:
         text += t(lang, "lab_cuda_only")
     if blocked:
-        text += ("" if lang == "zh" else " ") + t(lang, blocked)   # no space after "。"
+        text += sentence_gap(lang) + t(lang, blocked)
     return text.strip()
 
 

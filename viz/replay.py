@@ -5,11 +5,11 @@ CPU's process_last(Bn-1) hides under it; forward(Bn) waits for Bn's metadata upl
 ``wait_stream``, which orders it after everything queued on the scheduler stream so far: with the
 result copy on a copy stream, the CUDA default, or on the engine stream, that is the upload
 alone; with the copy on the scheduler stream, also copy(Bn-1) and so forward(Bn-1)); Bn's sampled
-tokens come back by that
-result copy, and the CPU blocks on the copy's ``copy_done`` event when it processes Bn, one step
-later. ``copy_placement`` reads where a run's copies ran off its spans. This module finds those spans in
-a run dict by lane, phase and step (``step_parts``), names each one's partners (``links``), and
-says in words what the measured step did (``step_caption``). ``viz.stepview`` draws them.
+tokens come back by that result copy, and the CPU blocks on the copy's ``copy_done`` event when it
+processes Bn, one step later. ``copy_placement`` reads where a run's copies ran off its spans.
+This module finds those spans in a run dict by lane, phase and step (``step_parts``), names each
+one's partners (``links``), and says in words what the measured step did (``step_caption``).
+``viz.stepview`` draws them.
 
 What runs "under" forward(Bn) depends on the loop, so it is read off the run: in the overlap loop
 it is process_last(Bn-1); in the normal loop nothing (process_last(Bn) runs after it); with
@@ -149,7 +149,6 @@ def step_caption(run: dict[str, Any], step: int, lang: str = "en",
         return t(lang, "cap_none").format(n=step)
     first, last = step_range(run)
     fwd = _ms(forward)
-    hidden = sum(overlap_us(s, forward) for s in parts["hidden"]) / 1000.0
     if kind == "normal":
         text = t(lang, "cap_normal").format(n=step, fwd=fwd, proc=_ms(parts["process"]),
                                             idle=_idle_after(run, forward, step) / 1000.0)
@@ -157,16 +156,16 @@ def step_caption(run: dict[str, Any], step: int, lang: str = "en",
         k = loop_of(run)[1]
         text = t(lang, "cap_multistep").format(n=step, fwd=fwd, k=k)
         batches = ", ".join(f"B{s['step']}" for s in parts["hidden"])
+        hidden = sum(overlap_us(s, forward) for s in parts["hidden"]) / 1000.0
         text += (t(lang, "cap_multistep_under").format(batches=batches, hidden=hidden)
                  if batches else t(lang, "cap_multistep_none"))
     elif parts["hidden"]:
         prev = parts["hidden"][0]
         # Under forward(Bn) the CPU processes B(n-1), then builds and launches B(n+1): all of it
-        # is the work overlap hides (on a GPU the building is most of it). Say what was measured:
-        # when little of that work ran under the forward, the caption must not claim it was
-        # hidden.
-        # (Not B(n)'s own building and launch: in an eager run its launch lasts as long as the
-        # forward it issues, but it is not work the forward hides.)
+        # is the work overlap hides (on a GPU the building is most of it); B(n)'s own building
+        # and launch is not (in an eager run the launch lasts as long as the forward it issues).
+        # Say what was measured: when little of that work ran under the forward, the caption
+        # must not claim it was hidden.
         cpu = [s for s in run.get("spans", []) if s["lane"] == "cpu" and s["phase"] != "wait"
                and not (s.get("step") == step and s["phase"] in ("schedule", "launch"))]
         following = [s for s in cpu if s.get("step") == step + 1

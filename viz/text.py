@@ -634,6 +634,12 @@ def t(lang: str, key: str) -> str:
     return STRINGS.get(lang, _EN).get(key, _EN[key])
 
 
+def sentence_gap(lang: str) -> str:
+    """What goes between two sentences joined in ``lang``: a space, or none after a Chinese full
+    stop."""
+    return "" if lang == "zh" else " "
+
+
 def count(lang: str, n: int, noun: str) -> str:
     """``n`` with its noun in ``lang``: "1 gap", "12 gaps" (keys ``n_<noun>``, ``n_<noun>_one``)."""
     return t(lang, f"n_{noun}_one" if n == 1 else f"n_{noun}").format(n=n)

@@ -32,7 +32,7 @@ from engine.devices.cuda_buffers import EventPool, EventRing, Ring, UploadRing
 from engine.devices.runner import ModelRunner
 from engine.scheduler.device import ForwardOutput
 from engine.scheduler.request import StepMeta
-from record.timeline import LANES, Timeline
+from record.timeline import BASE_LANES, LANES, Timeline
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,7 @@ class CudaDevice:
         self.scheduler_stream = torch.cuda.Stream()
         self.engine_stream = torch.cuda.Stream()
         self.copy_stream = torch.cuda.Stream() if copy_stream == "copy" else None
-        self.lanes = LANES if self.copy_stream is not None else LANES[:3]
+        self.lanes = LANES if self.copy_stream is not None else BASE_LANES
         self.timeline = Timeline(enabled=False)
         self.events = EventPool()                 # timing events, lent to the timeline
         self.forward_done = EventRing(results)    # scheduler-stream copies wait on these

@@ -39,7 +39,7 @@ import torch
 from engine.proc_watch import exit_text, is_stopped, start_deaf_to_ctrl_c
 from engine.scheduler.device import ForwardOutput
 from engine.scheduler.request import StepMeta
-from record.timeline import LANES, StampedSpan, Timeline
+from record.timeline import BASE_LANES, StampedSpan, Timeline
 
 POLL_S = 0.25                    # how often a wait looks at the process while it waits
 START_TIMEOUT_S = 300.0          # loading a large preset on a slow CPU takes a while
@@ -190,7 +190,7 @@ class _StepDone:
 class ProcessDevice:
     kind = "cpu-process"
     label = "CPU, separate device process"
-    lanes = LANES[:3]               # one process plays both streams, in order; no copy stream
+    lanes = BASE_LANES              # one process plays both streams, in order; no copy stream
 
     def __init__(self, init: DeviceInit, single_buffer: bool = False,
                  start_timeout_s: float = START_TIMEOUT_S) -> None:
@@ -354,7 +354,7 @@ class InlineDevice:
 
     kind = "cpu-inline"
     label = "CPU, in-process fallback (no device process: serial, no real overlap)"
-    lanes = LANES[:3]
+    lanes = BASE_LANES
     healthy = True
 
     def __init__(self, init: DeviceInit, reason: str = "") -> None:

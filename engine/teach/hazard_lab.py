@@ -66,16 +66,16 @@ HAZARDS = {
     # The retraction guard: the token computed for a request retracted meanwhile is appended.
     "no_retract_guard": Hazard("no_retract_guard", False, 0, {"num_pages": LAB_TINY_POOL},
                                workload="memory"),
+    # The result ring: a copy on its own stream reads the graph's output, shared by every replay,
+    # while the next forward already runs (vLLM gives each step its own output row likewise).
+    "no_result_ring": Hazard("no_result_ring", True, 2000,
+                             {"cuda_graph": True, "result_copy_stream": "copy"}),
     # The deferred free of a retracted request: its slot and pages given back at once, while
     # the launched batch that carries it still reads them. Here that cannot break anything: a
     # retraction happens while a decode batch is built, and the slot can only go to the next
     # prefill, built after stage 4 has processed the launched batch (pages are only written by
     # forwards, in stream order). An engine that admits in the same pass (mixed prefill and
     # decode batches) needs it; the lab shows the windows opened and no fault.
-    # The result ring: a copy on its own stream reads the graph's output, shared by every replay,
-    # while the next forward already runs (vLLM gives each step its own output row likewise).
-    "no_result_ring": Hazard("no_result_ring", True, 2000,
-                             {"cuda_graph": True, "result_copy_stream": "copy"}),
     "no_deferred_retract_free": Hazard("no_deferred_retract_free", True, 20000,
                                        {"num_pages": LAB_TINY_POOL}, workload="memory",
                                        can_fault=False),
