@@ -19,6 +19,7 @@
 #                                              # the recorder's cost (after a change to events)
 #   OUT=out bash scripts/gpu_final.sh copy     # the same, after the copy stream came (a longer
 #                                              # recorder-cost step)
+#   OUT=out bash scripts/gpu_final.sh suite    # every CUDA test and the warm test, nothing else
 # The UI's wheels: bash ../shared/gpu/ui-wheels.sh .whl-ui-a .whl-ui-b (or pinned to this
 # checkout's versions, as this session did: see the closing note of issue 21).
 set -u
@@ -131,6 +132,12 @@ if [[ $part == last ]]; then                    # (carries .whl-ui-a) this sessi
     step serving 200 python3 -m bench --device cuda --models llama-3.1-8b-shape --rates 16 20 \
         --requests 48 --prompt-len 32 --new-tokens 64 --shared-prefix 512 --prefix-cache both \
         --repeats 3 --json "$OUT/serving-shared-prefix-h200-8b-high.json"
+fi
+
+if [[ $part == suite ]]; then                   # every CUDA test (a session's first check)
+    step cuda_tests 200 $PT -m cuda -n 6 tests/ \
+        --deselect tests/test_warm.py::test_cuda_first_loop_pays_no_first_use
+    step cuda_warm 50 $PT -m cuda tests/test_warm.py
 fi
 
 if [[ $part == wheels ]]; then                  # (carries .whl-ui-a) a fresh machine's half
