@@ -20,6 +20,8 @@
 #   OUT=out bash scripts/gpu_final.sh copy     # the same, after the copy stream came (a longer
 #                                              # recorder-cost step)
 #   OUT=out bash scripts/gpu_final.sh suite    # every CUDA test and the warm test, nothing else
+#   OUT=out bash scripts/gpu_final.sh bounds   # the best TTFT ratio a prefix cache allows here
+#                                              # (scripts/ttft_bound.py); the recorder's cost
 # The UI's wheels: bash ../shared/gpu/ui-wheels.sh .whl-ui-a .whl-ui-b (or pinned to this
 # checkout's versions, as this session did: see the closing note of issue 21).
 set -u
@@ -138,6 +140,12 @@ if [[ $part == suite ]]; then                   # every CUDA test (a session's f
     step cuda_tests 200 $PT -m cuda -n 6 tests/ \
         --deselect tests/test_warm.py::test_cuda_first_loop_pays_no_first_use
     step cuda_warm 50 $PT -m cuda tests/test_warm.py
+fi
+
+if [[ $part == bounds ]]; then                  # what a prefix cache can do at best; the recorder
+    step ttft_bound 60 python3 scripts/ttft_bound.py
+    step overhead 240 python3 -m bench --overhead --models bundled qwen2.5-0.5b-shape \
+        --batches 1 64 --graphs graph --new-tokens 256
 fi
 
 if [[ $part == wheels ]]; then                  # (carries .whl-ui-a) a fresh machine's half
