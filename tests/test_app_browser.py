@@ -183,9 +183,12 @@ def test_step_through_a_recorded_run(page):
         "document.querySelector('#step-plot .js-plotly-plot').data"
         ".some(d => d.meta === 'forward' && d.hovertext[0].includes('forward(B21)'))")
     outlined = _plot_data(page, "step-plot", "data.filter(d => d.meta).map(d => d.meta)")
-    assert set(outlined) == {"forward", "upload", "copy", "wait", "hidden0"}
+    # Under forward(B21): process_last(B20), then B22's receiving and building (what the
+    # caption counts as hidden).
+    assert set(outlined) == {"forward", "upload", "copy", "wait", "hidden0", "then0", "then1"}
     hover = _plot_data(page, "step-plot", "data.find(d => d.meta === 'forward').hovertext[0]")
     assert "metadata upload(B21)" in hover and "process_last(B20)" in hover
+    assert "schedule(B22)" in hover
     page.locator("#step-plot .annotation-text", has_text="copy_done").first.wait_for(timeout=30_000)
     labels = page.locator("#step-plot .annotation-text").all_text_contents()
     assert {"wait_stream", "copy_done", "hidden under forward(B21)"} <= set(labels)

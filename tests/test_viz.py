@@ -475,17 +475,43 @@ def test_step_parts_link_forward_upload_copy_wait_and_the_hidden_process():
 def test_step_figure_outlines_the_linked_spans_and_draws_the_links():
     fig = step_figure(overlap_steps(), 3)
     outlined = {trace.meta: trace for trace in fig.data if trace.meta}
-    assert set(outlined) == {"forward", "upload", "copy", "wait", "hidden0"}
+    # process_last(B2) and B4's building (schedule, 380-390 µs) ran under forward(B3); B4's
+    # launch starts as forward(B3) ends, so it is not outlined.
+    assert set(outlined) == {"forward", "upload", "copy", "wait", "hidden0", "then0"}
     assert outlined["forward"].marker.line.width > 2
     assert "process_last(B2)" in outlined["forward"].hovertext[0]
+    assert "schedule(B4)" in outlined["forward"].hovertext[0]
     assert "forward(B3)" in outlined["hidden0"].hovertext[0]
+    assert outlined["then0"].name == "schedule(B4)" and "forward(B3)" in outlined["then0"].hovertext[0]
     dimmed = [trace for trace in fig.data if trace.meta is None and trace.type == "bar"
               and trace.legendgroup != "gpu_idle"]
     assert dimmed and all(trace.opacity < 1 for trace in dimmed)
     arrows = {a.name for a in fig.layout.annotations if a.showarrow}
     assert arrows == {"arrow_wait_stream", "arrow_tokens", "arrow_copy_done"}
-    assert [shape.name for shape in fig.layout.shapes] == ["hidden"]
-    assert any(a.text and "hidden under forward(B3)" in a.text for a in fig.layout.annotations)
+    assert [shape.name for shape in fig.layout.shapes] == ["hidden", "hidden"]
+    labels = [a for a in fig.layout.annotations if a.text and "hidden under forward(B3)" in a.text]
+    assert len(labels) == 1                                  # one label, over the longest band
+    assert labels[0].x == pytest.approx((300 + 360) / 2 / 1000 - fig_offset_ms(overlap_steps(), 3))
+
+
+def fig_offset_ms(run, step):
+    from viz.spans import step_range, window_run
+    first, last = step_range(run)
+    return window_run(run, max(first, step - 1), min(last, step + 1))["window"]["t_start_us"] / 1000
+
+
+def test_the_caption_counts_the_hidden_work_the_figure_outlines():
+    """The caption's "ms hidden" is the overlap with forward(Bn) of exactly the outlined spans."""
+    run = overlap_steps()
+    parts = viz.step_parts(run, 3)
+    forward = parts["forward"]
+    from viz.replay import hidden_roles, overlap_us
+    outlined = hidden_roles(parts)
+    assert sorted((s["phase"], s["step"]) for s in outlined.values()) == [
+        ("process_last", 2), ("schedule", 4)]
+    hidden_ms = sum(overlap_us(s, forward) for s in outlined.values()) / 1000
+    assert hidden_ms == pytest.approx(0.07)                  # 60 µs of process_last + 10 of schedule
+    assert f"{hidden_ms:.2f} ms of the CPU's work ran hidden" in viz.step_caption(run, 3)
 
 
 def test_step_caption_says_what_the_step_did_with_measured_numbers():

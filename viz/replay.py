@@ -28,6 +28,7 @@ from viz.spans import display_labels, gpu_lanes, step_range
 from viz.text import t
 
 FORWARD_PHASES = ("decode", "prefill")
+NEXT_PHASES = ("receive", "schedule", "launch")   # B(n+1)'s own CPU work, before its forward
 HIDDEN_SHARE = 0.25     # below this share of process_last under the forward, say it was missed
 
 
@@ -53,7 +54,11 @@ def step_parts(run: dict[str, Any], step: int) -> dict[str, Any]:
     """The spans of step ``step`` the article talks about (``None`` where not recorded).
 
     ``forward``, ``upload``, ``copy``, ``wait`` (the CPU's copy_done wait for Bn), ``process``
-    (process_last(Bn) itself), ``hidden`` (process_last spans that ran under forward(Bn)).
+    (process_last(Bn) itself), ``hidden`` (process_last spans that ran under forward(Bn)) and, in
+    the overlap loop, ``then``: the next batch's receiving, building and launch (B(n+1)'s
+    ``receive``, ``schedule``, ``launch``) where they ran under forward(Bn), which overlap hides
+    too (on a GPU the building is most of the hidden work). The figure outlines and the caption
+    counts exactly ``hidden`` + ``then``.
     """
     spans = run.get("spans", [])
     parts: dict[str, Any] = {
@@ -63,6 +68,7 @@ def step_parts(run: dict[str, Any], step: int) -> dict[str, Any]:
         "wait": _find(spans, "cpu", ("wait",), step),
         "process": _find(spans, "cpu", ("process_last",), step),
         "hidden": [],
+        "then": [],
     }
     forward, kind = parts["forward"], loop_kind(run)
     if forward is None:
@@ -70,6 +76,8 @@ def step_parts(run: dict[str, Any], step: int) -> dict[str, Any]:
     if kind == "overlap":
         previous = _find(spans, "cpu", ("process_last",), step - 1)
         parts["hidden"] = [previous] if previous else []
+        parts["then"] = [s for s in spans if s["lane"] == "cpu" and s.get("step") == step + 1
+                         and s["phase"] in NEXT_PHASES and overlap_us(s, forward) > 0]
     elif kind != "normal":
         parts["hidden"] = [s for s in spans if s["lane"] == "cpu" and s["phase"] == "process_last"
                            and s.get("step") != step and overlap_us(s, forward) > 0]
@@ -92,11 +100,25 @@ def copy_placement(run: dict[str, Any], env: dict[str, Any] | None = None) -> st
     return "scheduler" if "scheduler_stream" in lanes else "engine"
 
 
+def hidden_roles(parts: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """``hidden{i}`` and ``then{i}`` -> span: the CPU work that ran under forward(Bn)."""
+    roles = {f"hidden{i}": span for i, span in enumerate(parts["hidden"])}
+    roles.update({f"then{i}": span for i, span in enumerate(parts.get("then", []))})
+    return roles
+
+
+def role_name(role: str, span: dict[str, Any], step: int, lang: str) -> str:
+    """What the step view calls a role's span: "forward(B3)", "process_last(B2)", "schedule(B4)"."""
+    if role.startswith(("hidden", "then")):
+        return t(lang, f"role_{span['phase']}").format(n=span["step"])
+    return t(lang, f"role_{role}").format(n=step)
+
+
 def _names(parts: dict[str, Any], step: int, lang: str) -> dict[str, str]:
     names = {role: t(lang, f"role_{role}").format(n=step)
              for role in ("forward", "upload", "copy", "wait", "process")}
-    for i, span in enumerate(parts["hidden"]):
-        names[f"hidden{i}"] = t(lang, "role_process").format(n=span["step"])
+    for role, span in hidden_roles(parts).items():
+        names[role] = role_name(role, span, step, lang)
     return names
 
 
@@ -106,7 +128,8 @@ def links(parts: dict[str, Any], step: int, kind: str, lang: str,
     upload guards depends on where the result copy ran (``copy_placement``)."""
     names = _names(parts, step, lang)
     present = {role for role in ("forward", "upload", "copy", "wait", "process") if parts[role]}
-    present |= {f"hidden{i}" for i in range(len(parts["hidden"]))}
+    hidden = hidden_roles(parts)
+    present |= set(hidden)
     said: dict[str, list[str]] = {role: [] for role in present}
 
     def pair(a: str, b: str, a_says: str, b_says: str, **extra: str) -> None:
@@ -118,8 +141,8 @@ def links(parts: dict[str, Any], step: int, kind: str, lang: str,
     pair("forward", "copy", "rel_copied_by", "rel_copies", partner=names["wait"])
     if "copy" in present and "wait" in present:
         said["wait"].append(t(lang, "rel_waits_copy").format(other=names["copy"]))
-    for i in range(len(parts["hidden"])):
-        pair("forward", f"hidden{i}", "rel_hides", "rel_hidden_under")
+    for role in hidden:
+        pair("forward", role, "rel_hides", "rel_hidden_under")
     if kind == "normal":
         pair("process", "forward", "rel_after", "rel_before")
     return said
@@ -130,7 +153,7 @@ def spans_of(parts: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
     roles = {role: parts[role] for role in ("forward", "upload", "copy", "wait") if parts[role]}
     if kind == "normal" and parts["process"]:
         roles["process"] = parts["process"]
-    roles.update({f"hidden{i}": span for i, span in enumerate(parts["hidden"])})
+    roles.update(hidden_roles(parts))
     return roles
 
 
@@ -166,12 +189,11 @@ def step_caption(run: dict[str, Any], step: int, lang: str = "en",
         # and launch is not (in an eager run the launch lasts as long as the forward it issues).
         # Say what was measured: when little of that work ran under the forward, the caption
         # must not claim it was hidden.
-        cpu = [s for s in run.get("spans", []) if s["lane"] == "cpu" and s["phase"] != "wait"
-               and not (s.get("step") == step and s["phase"] in ("schedule", "launch"))]
-        following = [s for s in cpu if s.get("step") == step + 1
-                     and s["phase"] in ("schedule", "launch")]
+        # The hidden time is that of the spans the figure outlines (step_parts).
+        following = [s for s in run.get("spans", []) if s["lane"] == "cpu"
+                     and s.get("step") == step + 1 and s["phase"] in ("schedule", "launch")]
         after = sum(_ms(s) for s in following)
-        hidden = sum(overlap_us(s, forward) for s in cpu) / 1000.0
+        hidden = sum(overlap_us(s, forward) for s in hidden_roles(parts).values()) / 1000.0
         key = "cap_overlap" if hidden >= HIDDEN_SHARE * (_ms(prev) + after) \
             else "cap_overlap_missed"
         waited = t(lang, f"waited_{placement}").format(n=step, prev=prev["step"])

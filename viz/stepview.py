@@ -3,7 +3,8 @@
 ``step_figure`` draws steps n-1..n+1 of a run dimmed, then step n's spans (``viz.replay``) again
 on top with a bold outline and a hover that names each one's partners, and arrows for the links:
 upload -> forward (``wait_stream``), forward -> result copy, copy -> the CPU's wait
-(``copy_done``); a shaded band marks the time the CPU's process_last ran hidden under forward(Bn).
+(``copy_done``); shaded bands mark the CPU work that ran hidden under forward(Bn): process_last of
+the batch before and, in the overlap loop, the next batch's building and launch.
 
 ``unrolled_figure`` is the article's "three rounds unrolled" picture drawn from the real run:
 three small panels (fill, steady state, drain), each three steps, each on its own time scale.
@@ -15,7 +16,15 @@ from typing import Any
 
 from viz.figure import FigureSpec
 from viz.lag import lag_marks
-from viz.replay import copy_placement, links, loop_kind, overlap_us, spans_of, step_parts
+from viz.replay import (
+    copy_placement,
+    links,
+    loop_kind,
+    overlap_us,
+    role_name,
+    spans_of,
+    step_parts,
+)
 from viz.spans import ordered_lanes, step_range, window_run
 from viz.style import STANDARD_LANES, phase_color
 from viz.text import t
@@ -62,15 +71,9 @@ def step_figure(run: dict[str, Any] | None, step: int, lang: str = "en",
     return fig
 
 
-def _role_name(role: str, span: dict[str, Any], step: int, lang: str) -> str:
-    if role.startswith("hidden"):
-        return t(lang, "role_process").format(n=span["step"])
-    return t(lang, f"role_{role}").format(n=step)
-
-
 def _outlined(span: dict[str, Any], role: str, step: int, partners: list[str],
               index: dict[str, int], offset: float, lang: str) -> dict[str, Any]:
-    name = _role_name(role, span, step, lang)
+    name = role_name(role, span, step, lang)
     start = (span["start_us"] - offset) / 1000.0
     duration = (span["end_us"] - span["start_us"]) / 1000.0
     hover = (f"<b>{name}</b> · {lane_label(span['lane'], lang)}<br>{duration:.3f} ms"
@@ -84,7 +87,8 @@ def _outlined(span: dict[str, Any], role: str, step: int, partners: list[str],
 
 def _add_arrows(fig: FigureSpec, roles: dict[str, dict[str, Any]], index: dict[str, int],
                 offset: float, step: int, lang: str) -> None:
-    """Arrows for the links, and a band where process_last ran under forward(Bn)."""
+    """Arrows for the links, and a band where CPU work (process_last of the batch before, the
+    next batch's building) ran under forward(Bn), labelled once, over the longest band."""
     def at(role: str, end: bool) -> tuple[float, int]:
         span = roles[role]
         return ((span["end_us" if end else "start_us"] - offset) / 1000.0, index[span["lane"]])
@@ -107,17 +111,20 @@ def _add_arrows(fig: FigureSpec, roles: dict[str, dict[str, Any]], index: dict[s
                            xshift=4, font={"size": 11, "color": "#111111"},
                            bgcolor="rgba(255,255,255,0.8)", name=key)
     forward = roles.get("forward")
+    if forward is None or "cpu" not in index or "engine_stream" not in index:
+        return
+    bands = []
     for role, span in roles.items():
-        if not role.startswith("hidden") or forward is None or "cpu" not in index:
-            continue
-        x0 = max(span["start_us"], forward["start_us"])
-        x1 = x0 + overlap_us(span, forward)
-        if x1 <= x0:
-            continue
-        y0, y1 = sorted((index["cpu"], index["engine_stream"]))
+        if role.startswith(("hidden", "then")) and overlap_us(span, forward) > 0:
+            x0 = max(span["start_us"], forward["start_us"])
+            bands.append((x0, x0 + overlap_us(span, forward)))
+    y0, y1 = sorted((index["cpu"], index["engine_stream"]))
+    for x0, x1 in bands:
         fig.add_shape(type="rect", x0=(x0 - offset) / 1000.0, x1=(x1 - offset) / 1000.0,
                       y0=y0 - 0.5, y1=y1 + 0.5, xref="x", yref="y", layer="below",
                       fillcolor="rgba(117,107,177,0.14)", line={"width": 0}, name="hidden")
+    if bands:
+        x0, x1 = max(bands, key=lambda band: band[1] - band[0])
         fig.add_annotation(x=((x0 + x1) / 2 - offset) / 1000.0, y=index["cpu"] + 0.5, xref="x",
                            yref="y", text=f"<b>{t(lang, 'arrow_hidden').format(n=step)}</b>",
                            showarrow=False, font={"size": 11, "color": "#54278f"},
