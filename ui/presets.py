@@ -100,7 +100,8 @@ def profile_of_run(record: dict[str, Any]) -> Any:
     own = max(float(cpu) - float(config.get("extra_cpu_us") or 0), 0.0)
     return DeviceProfile(str(env.get("device_kind", "")), str(env.get("device_name", "")),
                          str(config["model"]), int(config["max_batch_size"]),
-                         bool(config.get("cuda_graph")), float(fwd), own, source="run")
+                         bool(config.get("cuda_graph")), float(fwd), own, source="run",
+                         extra_us=int(config.get("extra_cpu_us") or 0))
 
 
 def on_cuda(device_choice: str) -> bool:
@@ -143,7 +144,7 @@ def sizing_said(profile: Any, extra: int, lang: str) -> str:
         graphs=viz.t(lang, "sized_graphs" if profile.cuda_graph else "sized_eager"),
         fwd=fwd / 1e3, cpu=cpu / 1e3, extra=extra, forwards=part,
         hides=int(max(fwd - cpu, 0)), k=max(1, math.ceil(part - 1e-9)),
-        k4=int(max(4 * fwd - cpu, 0)))
+        k4=int(max(4 * fwd - cpu, 0)), run_extra=getattr(profile, "extra_us", 0))
 
 
 def preset(name: str, lang_choice: str = "English", device_choice: str = "auto") -> tuple:

@@ -27,8 +27,10 @@ EN: dict[str, str] = {
                     "of extra work (the CPU's part one forward); beyond that, multi-step needs k "
                     "at least the CPU's part in forwards: this setting needs k = {k}, and k = 4 "
                     "hides up to about {k4} µs.*",
-    "preset_sized_run": "*Measured on {device} ({model}, B = {batch}, {graphs}) in the last "
-                    "run's serial loop: a decode step's forward took {fwd:.2f} ms and the "
+    "preset_sized_run": "*Measured on {device} ({model}, B = {batch}, {graphs}) in the serial "
+                    "loop of the last run on this server (whoever ran it; it had {run_extra} µs "
+                    "of extra CPU work a step, left out here): a decode step's forward took "
+                    "{fwd:.2f} ms and the "
                     "scheduler's own work {cpu:.2f} ms. With {extra} µs of extra CPU work a step "
                     "the CPU's part is "
                     "{forwards:.1f} forwards long. One-step overlap hides up to about {hides} µs "
@@ -257,7 +259,8 @@ ZH: dict[str, str] = {
                     "CPU 的部分约为 {forwards:.1f} 次前向那么长。一步重叠最多能藏住约 {hides} µs 的额外工作"
                     "（CPU 的部分等于一次前向）；再多，多步重叠的 k 至少要等于 CPU 部分折合的前向数：这个设置"
                     "需要 k = {k}，k = 4 最多能藏住约 {k4} µs。*",
-    "preset_sized_run": "*在 {device} 上（{model}，B = {batch}，{graphs}）上一次运行的串行循环实测："
+    "preset_sized_run": "*这台服务器上最近一次运行（不论是谁运行的；它每步有 {run_extra} µs 额外 CPU "
+                    "工作，这里已扣除）在 {device} 上（{model}，B = {batch}，{graphs}）的串行循环实测："
                     "一个解码步的前向用了 {fwd:.2f} ms，调度器自身的工作用了 {cpu:.2f} ms。每步加 {extra} µs "
                     "额外 CPU 工作后，"
                     "CPU 的部分约为 {forwards:.1f} 次前向那么长。一步重叠最多能藏住约 {hides} µs 的额外工作"

@@ -175,6 +175,7 @@ class DeviceProfile:
     t_fwd_us: float                     # the engine stream's work per decode step
     t_cpu_us: float                     # the scheduler's own CPU work per decode step
     source: str = "warm-up"             # "warm-up" | "run": the page's last run, serial loop
+    extra_us: int = 0                   # a run's extra CPU work a step (left out of t_cpu_us)
 
 
 @dataclass(frozen=True)
