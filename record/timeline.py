@@ -17,6 +17,12 @@ change what it measures. One reference event, recorded while the GPU is idle at 
 maps GPU time onto the host clock. On the CPU backend the device process stamps its own spans
 with the same monotonic clock (``perf_counter_ns`` is system-wide on Linux), so no mapping is needed.
 
+Each GPU lane is one stream, which runs its work in order: a span cannot start before the one
+before it on its lane has ended. A span's start event is normally recorded on its own stream, so
+that holds by itself; the copy stream's copy borrows the forward's end event for its start (it
+waits for it; one record, two uses), and where copies queue behind one another (the hazard lab
+holds one back) its start is taken as the later of that event and the lane's previous end.
+
 All times in a finished run are microseconds from the run's start (``t0``).
 """
 
@@ -109,6 +115,8 @@ class Timeline:
         self._cpu_raw: deque = deque()      # (lane, phase, step, start_ns, end_ns, bs, tokens, ids)
         self._gpu_raw: deque = deque()      # (events, spans, step, req_ids, release)
         self._waiting: list = []            # GPU groups whose last event had not completed yet
+        self._lane_end: dict[str, tuple[int, float]] = {}   # lane: (group's order, its end)
+        self._groups_seen = 0               # GPU groups taken off the writer's deque so far
         self.t0_ns = time.perf_counter_ns()
         self._ref_event: Any = None
         self._ref_host_ns = 0
@@ -162,18 +170,31 @@ class Timeline:
                 lane, phase, step, start, end, bs, tokens, ids, *cached = raw.popleft()
                 done.append(Span(lane, phase, step, to_us(start), to_us(end), bs, tokens,
                                  list(ids), *cached))
-            gpu = self._gpu_raw
-            groups = self._waiting + [gpu.popleft() for _ in range(len(gpu))]
+            gpu, fresh = self._gpu_raw, []
+            for _ in range(len(gpu)):        # numbered in the order they were recorded
+                fresh.append((self._groups_seen, gpu.popleft()))
+                self._groups_seen += 1
             still = []
-            for group in groups:
+            for order, group in self._waiting + fresh:
                 events, spans, step, ids, release = group
                 # query() asks the driver without waiting: the loop is never synchronised by us.
                 if not events[-1].query():
-                    still.append(group)
+                    still.append((order, group))
                     continue
                 at = [self._event_to_us(e) for e in events]
-                done.extend(Span(lane, phase, step, at[i], at[j], bs, tokens, list(ids), *cached)
-                            for lane, phase, i, j, bs, tokens, *cached in spans)
+                for lane, phase, i, j, bs, tokens, *cached in spans:
+                    start, end = at[i], at[j]
+                    # A stream runs in order (module doc): on one lane, the order the spans
+                    # were recorded in is the order they ran in.
+                    before = self._lane_end.get(lane)
+                    if before is not None and before[0] < order:
+                        start = min(max(start, before[1]), end)
+                    if before is None or before[0] < order:
+                        self._lane_end[lane] = (order, end)
+                    elif before[0] == order:                 # a group's later span on a lane
+                        self._lane_end[lane] = (order, max(before[1], end))
+                    done.append(Span(lane, phase, step, start, end, bs, tokens, list(ids),
+                                     *cached))
                 if release is not None:
                     release(events)
             self._waiting = still

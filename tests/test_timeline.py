@@ -168,3 +168,48 @@ def test_cuda_events_agree_with_profiler_kernels(make_checkpoint):
         ratios.append((k_end - k_start) / ev_dur)
     assert len(ratios) >= 5
     assert abs(statistics.median(ratios) - 1) <= 0.05, ratios
+
+
+class _Stamp:
+    """What the timeline reads of a CUDA timing event, at a time chosen by the test: whether it
+    has completed, and the milliseconds since the reference event."""
+
+    def __init__(self, ms: float, done: bool = True) -> None:
+        self.ms, self.done = ms, done
+
+    def query(self) -> bool:
+        return self.done
+
+    def elapsed_time(self, other: _Stamp) -> float:
+        return other.ms - self.ms
+
+
+def test_gpu_spans_on_one_lane_run_in_order():
+    """A stream runs in order: a copy whose start is borrowed from another stream's event (the
+    forward's end) cannot start before the copy before it on its lane has ended; a group resolved
+    before an older one (its last event completed first) is not cut by it; nor are spans in order."""
+    tl = Timeline()
+    tl.set_gpu_reference(_Stamp(0.0), tl.t0_ns)
+    copy = ("copy_stream", "copy", 0, 1, 1, 1)
+    first = [_Stamp(1.0), _Stamp(3.0, done=False)]       # forward end at 1 ms, copy done at 3
+    tl.add_gpu_group(first, (copy,), step=1)
+    tl.add_gpu_group([_Stamp(1.5), _Stamp(3.5)], (copy,), step=2)   # queued behind copy 1
+    tl.add_gpu_group([_Stamp(4.0), _Stamp(4.2), _Stamp(4.5)],
+                     (("engine_stream", "decode", 0, 1, 1, 1),
+                      ("engine_stream", "sample", 1, 2, 1, 1)), step=3)
+    tl.resolve()                     # copy 1 still running: copy 2 and step 3 resolve first
+    first[1].done = True
+    spans = {(s.step, s.phase): s for s in tl.snapshot()}
+    assert spans[(1, "copy")].start_us == pytest.approx(1000.0)       # not cut by copy 2
+    assert spans[(2, "copy")].start_us == pytest.approx(1500.0)       # copy 1 not yet resolved
+    assert spans[(3, "decode")].start_us == pytest.approx(4000.0)
+    assert spans[(3, "sample")].start_us == pytest.approx(4200.0)
+
+    tl = Timeline()
+    tl.set_gpu_reference(_Stamp(0.0), tl.t0_ns)
+    tl.add_gpu_group([_Stamp(1.0), _Stamp(3.0)], (copy,), step=1)
+    tl.add_gpu_group([_Stamp(1.5), _Stamp(3.5)], (copy,), step=2)
+    tl.add_gpu_group([_Stamp(4.0), _Stamp(5.0)], (copy,), step=3)
+    spans = {s.step: s for s in tl.snapshot()}
+    assert [spans[n].start_us for n in (1, 2, 3)] == pytest.approx([1000.0, 3000.0, 4000.0])
+    assert all(spans[n].end_us >= spans[n].start_us for n in spans)
