@@ -45,7 +45,8 @@ class Uploaded:
     writes: torch.Tensor
     ready: Any                      # event recorded after the group's upload (its forward waits)
     released: Any                   # the group's last forward records it: its buffer is reusable
-    result: tuple[int, torch.Tensor]  # this step's result buffer (and result ring row): index, host
+    result: tuple[int, torch.Tensor]  # this step's host result buffer: index, buffer
+    out_base: int = 0               # its first row in the device result ring (a copy stream)
     first_of_group: bool = True     # only a group's first forward waits for the upload
     last_of_group: bool = True      # the next forward starts a new group (and so waits)
 
@@ -91,6 +92,7 @@ class CudaDevice:
         single = self.hazards.single_host_buffer
         self.results = Ring([torch.zeros(max_rows, dtype=torch.int64, **pin)
                              for _ in range(1 if single else results)], guard=not single)
+        self._ring_slots, self._ring_slot = results, 0
         if self.copy_stream is not None:
             # Result buffer i pairs with ring rows [i * max_rows, (i + 1) * max_rows): reusing
             # the buffer (Ring's guard: its last copy is done) frees that ring row too.
@@ -146,7 +148,7 @@ class CudaDevice:
             self._grow_staging(max(total, self.max_rows * len(metas)))
         # Each step's result buffer (its ring row on a copy stream), once its last copy is done.
         results = [self.results.next() for _ in metas]
-        bases = [i * self.max_rows for i, _ in results] if self.copy_stream is not None else None
+        bases = [self._out_base(i) for i, _ in results] if self.copy_stream is not None else None
         i, rows, nw, words = self.staging.pack([m.ints for m in metas],
                                                [m.floats for m in metas], first.prompt_writes,
                                                bases)
@@ -167,17 +169,28 @@ class CudaDevice:
             self.timeline.add_gpu_group(timing, (("scheduler_stream", "upload", 0, 1,
                                                   first.num_rows, nw),),
                                         first.step, first.rids, self.events.give_back)
+        bases = bases or [0] * len(metas)
         if len(metas) == 1:
             return [Uploaded(first, slot.ints, slot.floats, slot.writes, ready, released,
-                             results[0])]
+                             results[0], bases[0])]
         out, row = [], 0
         for j, (meta, size) in enumerate(zip(metas, sizes)):
             out.append(Uploaded(meta, slot.ints[row:row + size], slot.floats[row:row + size],
                                 slot.writes if j == 0 else slot.writes[:, :0], ready, released,
-                                results[j], first_of_group=j == 0,
+                                results[j], bases[j], first_of_group=j == 0,
                                 last_of_group=j == len(metas) - 1))
             row += size
         return out
+
+    def _out_base(self, i: int) -> int:
+        """The first device result-ring row of a step whose host result buffer is ``i``: the
+        buffer's own rows, so the buffer's reuse guard also frees them. With the lab's single
+        host buffer (no guard) the steps still take the ring's rows in turn, so that lab run
+        shows the one race it is about, the host buffer's, and not also a device-side one."""
+        if not self.hazards.single_host_buffer:
+            return i * self.max_rows
+        self._ring_slot = (self._ring_slot + 1) % self._ring_slots
+        return self._ring_slot * self.max_rows
 
     def forward(self, uploaded: Uploaded) -> ForwardOutput:
         """Stage 3 on the engine stream, then the async result copy (on a copy stream by default)."""
@@ -265,7 +278,7 @@ class CudaDevice:
                     self._sleep()
                 source = next_tokens[:rows]
             else:
-                base = i * self.max_rows
+                base = uploaded.out_base
                 source = self.runner.result_ring[base:base + rows]
             host[:rows].copy_(source, non_blocking=True)
             copy_done.record(stream)
