@@ -263,7 +263,8 @@ class CudaDevice:
         if self.placement == "copy":
             # The forward's end, as an event the copy stream can wait for: when recording, the
             # recorder's timing event after sampling serves (one record, two uses), else a plain
-            # one. The copy's span then starts there, as the copy itself does.
+            # one. The copy's span then starts there, as the copy itself does (or where the
+            # copy before it on this stream ended, if later: record.timeline).
             forward_done = (timing[sampled] if timing
                             else self.forward_done.record(self.engine_stream))
             stream = self.copy_stream
