@@ -66,6 +66,12 @@ _EN: dict[str, str] = {
   more batch; that extra token is dropped and the request is freed exactly once.
 - On a machine without a GPU, a separate **device process** plays the GPU (it owns the model,
   KV cache and token pool). Its lanes are measured, not simulated.
+- **The instrument's own cost.** Recording the spans costs the scheduler thread time too. On
+  CUDA every step records five timing events (about 3 µs each on an H200's host) besides the
+  CPU lane's stamps: about 13 µs a step, 9 µs of it before the forward is launched. The serial
+  loop pays that as GPU idle time (about 2% of the bundled model's step on an H200, so its red
+  bands there are that much wider than unrecorded); the overlap loop hides it while the GPU is
+  the bottleneck. `python -m bench --overhead` measures it on your machine (README, H200 round 9).
 """,
     "zoom_help": (
         "**Step window.** Both runs are cut to the same step numbers (a run with fewer steps "
@@ -369,6 +375,11 @@ _ZH: dict[str, str] = {
   请求只释放一次。
 - 没有 GPU 的机器上，由一个独立的**设备进程**扮演 GPU（它持有模型、KV Cache 和 token_pool）。
   它的泳道是实测的，不是模拟的。
+- **测量工具自身的代价。** 记录这些时间段也要占用调度线程的时间。在 CUDA 上，除了 CPU 泳道的打点，每一步
+  还要记录五个计时事件（在一台 H200 的主机上每个约 3 µs）：每步约 13 µs，其中 9 µs 在前向发射之前。串行循环
+  把这部分当作 GPU 空闲付出（在 H200 上约为内置模型一步的 2%，所以那里的红色区域比不记录时宽这么多）；
+  只要 GPU 是瓶颈，重叠循环就把它藏住了。`python -m bench --overhead` 可以在你的机器上测出它（见 README
+  的 H200 第 9 轮）。
 """,
     "zoom_help": (
         "**步窗口。** 两次运行都截取相同编号的步（步数较少的运行截到它的最后一步为止）并从 0 ms 开始。"
