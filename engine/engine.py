@@ -389,6 +389,7 @@ class Engine:
         metrics.update(latency_summary(out_dicts, wall_us=wall_s * 1e6))
         metrics["wasted_tokens"] = sched.wasted_tokens
         metrics["unsafe_frees"] = sched.table.unsafe_frees
+        metrics["unguarded_tokens"] = sched.unguarded_tokens   # hazard lab: a guard switched off
         metrics.update(memory_metrics(sched))
         kernel_spans, kernel_lanes = [], []
         if sched.capture is not None:

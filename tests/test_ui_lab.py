@@ -38,6 +38,7 @@ def test_no_finished_guard_shows_a_detected_fault():
     assert any(evidence in html for evidence in ("Tokens after a stop token", "differ from the "
                                                  "normal", "Double free caught"))
     assert shown["report"]["fault_found"]
+    assert shown["report"]["windows"] > 0 and "opened 0 times" not in html
     zh = lab.redraw(shown, "中文")
     assert "检查发现了故障" in zh and "Drop" not in zh
 
@@ -58,10 +59,34 @@ def test_a_cuda_only_switch_says_it_needs_cuda_on_cpu():
     assert "two CUDA streams" in html
 
 
-@pytest.mark.parametrize("seed", [-1, 2.5, None, float("nan")])
+@pytest.mark.parametrize("seed", [-1, 2.5, float("inf")])
 def test_a_bad_seed_is_refused(seed):
     (html, shown), = list(lab.run_lab("no_finished_guard", "bundled", "cpu", seed, "English"))
     assert "status-error" in html and "whole number" in html and shown is None
+
+
+@pytest.mark.parametrize("seed", [None, float("nan")])
+def test_an_empty_seed_is_named_empty_in_the_pages_language(seed):
+    (html, shown), = list(lab.run_lab("no_finished_guard", "bundled", "cpu", seed, "English"))
+    assert "status-error" in html and shown is None
+    assert "The workload seed is empty: enter a number from 0 to 2147483647." in html
+    assert "None" not in html and "nan" not in html
+    (zh, _), = list(lab.run_lab("no_finished_guard", "bundled", "cpu", seed, "中文"))
+    assert "负载种子为空" in zh
+
+
+def test_the_windows_line_only_where_the_engine_counts_them():
+    """A switch whose race windows the engine does not count gets no "opened 0 times" beside the
+    fault the checks found; a counted one does."""
+    from dataclasses import asdict
+
+    from engine.teach.hazard_lab import LabReport
+    from viz.lab import report_html
+    found = dict(fault_found=True, differing=[(0, 3)])
+    uncounted = asdict(LabReport("no_cache_lock", "cpu", windows_counted=False, **found))
+    assert "lab-windows" not in report_html(uncounted, "bundled", 0, "en")
+    counted = asdict(LabReport("no_finished_guard", "cpu", windows=3, **found))
+    assert 'data-windows="3"' in report_html(counted, "bundled", 0, "en")
 
 
 def test_switch_choices_and_descriptions_in_both_languages():
@@ -71,11 +96,12 @@ def test_switch_choices_and_descriptions_in_both_languages():
     names = [value for _, value in choices["choices"]]
     assert names == list(HAZARDS)                   # every switch the lab has, in its order
     assert choices["value"] == "no_finished_guard"
-    assert "What it guards" in lab.describe_switch("no_finished_guard", "English")[0]
+    assert "What it guards, and what goes wrong without it" in lab.describe_switch(
+        "no_finished_guard", "English")[0]
     assert "CUDA" in lab.describe_switch("no_wait_stream", "English")[0]
     zh_choices = lab.switch_choices("中文", "single_host_buffer")
     assert "value" not in zh_choices                # a reader's choice is never undone
-    assert "它保护的是" in lab.describe_switch("single_host_buffer", "中文")[0]
+    assert "它保护什么，去掉后会出什么错" in lab.describe_switch("single_host_buffer", "中文")[0]
     assert "overwrites batch n's tokens" in lab.describe_switch("single_host_buffer",
                                                                 "English")[0]
 

@@ -157,7 +157,9 @@ def validate(**given: Any) -> dict[str, Any]:
 
 def validate_seed(seed: Any) -> int:
     """The lab's workload seed: a whole number in 0..2**31-1."""
-    if seed is None or isinstance(seed, bool) or not isinstance(seed, (int, float)) \
+    if seed is None or (isinstance(seed, float) and math.isnan(seed)):
+        raise InputError("error_empty", control="seed", low=0, high=2**31 - 1)
+    if isinstance(seed, bool) or not isinstance(seed, (int, float)) \
             or not math.isfinite(seed) or float(seed) != int(seed) or not 0 <= seed < 2**31:
         raise InputError("error_seed", value=seed)
     return int(seed)

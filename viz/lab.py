@@ -64,7 +64,9 @@ def report_html(report: dict[str, Any], model: str, seed: int, lang: str) -> str
         parts.append(f'<p class="lab-note">{t(lang, "lab_note_cuda")}</p>')
     elif not report["fault_found"] and not safe:
         parts.append(f'<p class="lab-note">{t(lang, "lab_note_not_shown")}</p>')
-    if not report["needs_cuda"]:
+    if not report["needs_cuda"] and (safe or report.get("windows_counted", True)):
+        # (Only where the engine counts the switch's windows: a count of 0 beside a fault the
+        # checks found would contradict it.)
         parts.append(f'<p class="lab-windows" data-windows="{int(report["windows"])}">'
                      f"{_windows(report, safe, lang)}</p>")
     return "".join(parts)
@@ -123,6 +125,6 @@ def _memory_evidence(report: dict[str, Any], lang: str) -> list[str]:
 
 
 def _windows(report: dict[str, Any], safe: bool, lang: str) -> str:
-    if report["double_free"]:
+    if report["double_free"] or report.get("stalled"):      # the run ended before its counts
         return t(lang, "lab_windows_aborted")
     return t(lang, "lab_windows_safe" if safe else "lab_windows").format(n=int(report["windows"]))

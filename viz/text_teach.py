@@ -197,7 +197,7 @@ live run.
     "lab_seed": "workload seed",
     "lab_run": "Run with this safeguard removed",
     "lab_safe": "Run the safe engine (every safeguard on)",
-    "lab_guards": "**What it guards:** {guards}.",
+    "lab_guards": "**What it guards, and what goes wrong without it:** {guards}.",
     "lab_cuda_only": " *Needs two CUDA streams.*",
     "lab_mark_cuda": " (needs CUDA: not here)",
     "lab_no_cuda_machine": "**This machine has no GPU, so this switch cannot run here** (on a CPU "
@@ -219,9 +219,9 @@ live run.
     "lab_safe_ok": "No fault: every check passed with every safeguard on.",
     "lab_not_shown": "No fault this time",
     "lab_needs_cuda": "Not run here: this switch needs CUDA",
-    "lab_windows": "The removed safeguard's race window opened {n} times in this run (lag-one "
-                   "tokens of finished requests, plus frees while a queued forward still read the "
-                   "slot).",
+    "lab_windows": "The removed safeguard's race window opened {n} times in this run (tokens "
+                   "that came back for a request already finished or retracted, plus frees while "
+                   "a queued forward still read the slot or its pages).",
     "lab_windows_safe": "The safeguards acted {n} times in this run (lag-one tokens dropped, frees "
                         "deferred): each time, without them, a race window would have opened.",
     "lab_windows_aborted": "The run stopped at the error, so its race windows were not counted.",
@@ -401,7 +401,7 @@ ZH: dict[str, str] = {
     "lab_seed": "负载种子",
     "lab_run": "去掉这道保护后运行",
     "lab_safe": "运行安全引擎（所有保护都在）",
-    "lab_guards": "**它保护的是**：{guards}。",
+    "lab_guards": "**它保护什么，去掉后会出什么错**：{guards}。",
     "lab_cuda_only": "*需要两条 CUDA stream。*",
     "lab_mark_cuda": "（需要 CUDA：此处没有）",
     "lab_no_cuda_machine": "**这台机器没有 GPU，所以这个开关在这里无法运行**（在 CPU 上，设备进程按顺序"
@@ -421,8 +421,8 @@ ZH: dict[str, str] = {
     "lab_safe_ok": "没有故障：所有保护都在时，每项检查都通过。",
     "lab_not_shown": "这次没有出现故障",
     "lab_needs_cuda": "此处未运行：这个开关需要 CUDA",
-    "lab_windows": "这次运行中，被去掉的保护对应的竞争窗口打开了 {n} 次（已结束请求滞后一轮的 "
-                   "token，加上排队中的前向仍在读取槽位时的释放）。",
+    "lab_windows": "这次运行中，被去掉的保护对应的竞争窗口打开了 {n} 次（为已结束或已撤回的请求送回的 "
+                   "token，加上排队中的前向仍在读取槽位或其页时的释放）。",
     "lab_windows_safe": "这次运行中保护机制起作用了 {n} 次（丢弃滞后一轮的 token、推迟释放）："
                         "如果没有它们，每一次都会打开一个竞争窗口。",
     "lab_windows_aborted": "运行在出错处停止，因此没有统计竞争窗口。",

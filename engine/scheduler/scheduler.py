@@ -115,6 +115,7 @@ class Scheduler:
         self.timeline, self.pad_batches = timeline, pad_batches
         self.step = 0
         self.wasted_tokens = 0
+        self.unguarded_tokens = 0                   # hazard lab: kept where a guard would drop
         # Per step: (step, time, pages used, pages only cached, free): the memory chart.
         self.memory_trace: list[tuple[int, int, int, int, int]] = []
 
@@ -313,18 +314,23 @@ class Scheduler:
                       in_flight: list[ForwardInput]) -> bool:
         """Keep ``token`` (True), or drop the lag-one token of a finished request (False)."""
         req = row.req
-        if row.epoch != req.epoch and not self.cfg.hazards.no_retract_guard:
-            # The retraction guard: launched before the request was retracted, which resumes
-            # from the tokens it had read (its fill_ids); this token comes again after it.
-            req.wasted_steps += 1
-            self.wasted_tokens += 1
-            return False
-        if req.finished and not self.cfg.hazards.no_finished_guard:
-            # The finished-request guard (lag one): this request stopped before this step ran,
-            # so the token is dropped and the request is not finished (freed) a second time.
-            req.wasted_steps += 1
-            self.wasted_tokens += 1
-            return False
+        hazards = self.cfg.hazards
+        if row.epoch != req.epoch:
+            if not hazards.no_retract_guard:
+                # The retraction guard: launched before the request was retracted, which
+                # resumes from the tokens it had read (its fill_ids); this token comes again.
+                req.wasted_steps += 1
+                self.wasted_tokens += 1
+                return False
+            self.unguarded_tokens += 1          # hazard lab: the race window opened, unguarded
+        if req.finished:
+            if not hazards.no_finished_guard:
+                # The finished-request guard (lag one): this request stopped before this step
+                # ran, so the token is dropped and the request is not finished a second time.
+                req.wasted_steps += 1
+                self.wasted_tokens += 1
+                return False
+            self.unguarded_tokens += 1          # hazard lab: the race window opened, unguarded
         req.output_ids.append(token)
         req.token_ns.append(now)
         if len(req.output_ids) == 1:

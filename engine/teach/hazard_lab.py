@@ -47,17 +47,21 @@ class Hazard:
     # False where this engine's stage order already closes the window: the lab then shows the
     # windows the switch opened and that no fault followed (see no_deferred_retract_free).
     can_fault: bool = True
+    # Does the engine count this safeguard's race windows (frees under a forward that still
+    # reads, tokens a guard drops or would drop)? Where not, the lab says nothing of them.
+    counted: bool = False
 
 
 HAZARDS = {
     # engine_stream.wait_stream(scheduler_stream): metadata -> forward.
     "no_wait_stream": Hazard("no_wait_stream", True, 2000),
     # Deferred free: a slot/page freed at step n is reused while forward(n+1) still writes it.
-    "no_deferred_free": Hazard("no_deferred_free", True, 20000, {"result_copy_stream": "engine"}),
+    "no_deferred_free": Hazard("no_deferred_free", True, 20000, {"result_copy_stream": "engine"},
+                               counted=True),
     # The result-buffer ring: one host buffer is overwritten by the next step's copy too early.
     "single_host_buffer": Hazard("single_host_buffer", False, 20000),
     # The finished-request guard: a stopped request's lag-one token is appended.
-    "no_finished_guard": Hazard("no_finished_guard", False, 0),
+    "no_finished_guard": Hazard("no_finished_guard", False, 0, counted=True),
     # Cache locks: prefix pages a running request reads are evicted and reused under it.
     "no_cache_lock": Hazard("no_cache_lock", False, 0, {"num_pages": LAB_SMALL_POOL},
                             workload="memory"),
@@ -65,7 +69,7 @@ HAZARDS = {
     "late_prefix_insert": Hazard("late_prefix_insert", False, 0, workload="memory"),
     # The retraction guard: the token computed for a request retracted meanwhile is appended.
     "no_retract_guard": Hazard("no_retract_guard", False, 0, {"num_pages": LAB_TINY_POOL},
-                               workload="memory"),
+                               workload="memory", counted=True),
     # The result ring: a copy on its own stream reads the graph's output, shared by every replay,
     # while the next forward already runs (vLLM gives each step its own output row likewise).
     "no_result_ring": Hazard("no_result_ring", True, 2000,
@@ -78,9 +82,9 @@ HAZARDS = {
     # decode batches) needs it; the lab shows the windows opened and no fault.
     "no_deferred_retract_free": Hazard("no_deferred_retract_free", True, 20000,
                                        {"num_pages": LAB_TINY_POOL}, workload="memory",
-                                       can_fault=False),
+                                       can_fault=False, counted=True),
 }
-SAFE = Hazard("safe", False, 0)
+SAFE = Hazard("safe", False, 0, counted=True)     # every safeguard acting, counted
 
 
 @dataclass
@@ -97,6 +101,7 @@ class LabReport:
     leaked_slots: int = 0
     needs_cuda: bool = False                # not run: the race needs two CUDA streams
     windows: int = 0                        # times the removed safeguard would have acted
+    windows_counted: bool = True            # False: this switch's windows are not counted
     remapped: list[tuple[int, int]] = field(default_factory=list)  # (request, position)
     cache_problems: list[str] = field(default_factory=list)
     retractions: int = 0
@@ -163,11 +168,14 @@ def run_hazard(base: EngineConfig, switch: str | None, seed: int = 0,
     finally:
         if own_ref:
             ref_engine.close()
-    report = LabReport(hazard.switch, device)
+    report = LabReport(hazard.switch, device, windows_counted=hazard.counted)
     with Engine(cfg) as eng:
         try:
             res = eng.generate(prompts, params, overlap=True)
-            report.windows = res.metrics["unsafe_frees"] + res.metrics["wasted_tokens"]
+            # Each time a safeguard acted, or would have: frees under a reader, tokens a guard
+            # dropped, and tokens a switched-off guard let through.
+            report.windows = (res.metrics["unsafe_frees"] + res.metrics["wasted_tokens"]
+                              + res.metrics["unguarded_tokens"])
             report.differing, report.after_stop = compare(reference, [o.token_ids for o in
                                                                       res.outputs], params)
             report.remapped = [(rid, position) for rid, position, _, _ in res.mapping_faults]
