@@ -390,6 +390,7 @@ class Engine:
         metrics["wasted_tokens"] = sched.wasted_tokens
         metrics["unsafe_frees"] = sched.table.unsafe_frees
         metrics["unguarded_tokens"] = sched.unguarded_tokens   # hazard lab: a guard switched off
+        metrics["extra_cpu_us"] = sched.extra_cpu_us   # spent inside each step's process_last
         metrics.update(memory_metrics(sched))
         kernel_spans, kernel_lanes = [], []
         if sched.capture is not None:

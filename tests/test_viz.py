@@ -733,3 +733,20 @@ def test_the_overlap_caption_does_not_count_the_steps_own_launch_as_hidden():
             length = s["end_us"] - s["start_us"]         # and nothing else falls under it
             s["start_us"], s["end_us"] = fwd["end_us"] + 20, fwd["end_us"] + 20 + length
     assert "hardly overlapped" in viz.step_caption(run, 3)
+
+
+def test_the_caption_says_how_much_of_process_last_is_the_extra_cpu_work():
+    """The extra CPU work runs inside process_last: the caption says how much of that span it
+    is, so a reader does not take it for reading tokens; a run without it says nothing."""
+    run = overlap_steps()
+    run["metrics"] = {"extra_cpu_us": 50}
+    said = viz.step_caption(run, 3)
+    assert "Of process_last(B2)'s 0.06 ms, 0.05 ms is the extra CPU work this run was given" in said
+    assert "process_last(B2) 的 0.06 ms 中，有 0.05 ms 是这次运行设定的额外 CPU 工作" in \
+        viz.step_caption(run, 3, "zh")
+    normal = overlap_steps(mode="normal")
+    normal["metrics"] = {"extra_cpu_us": 50}
+    assert "Of process_last(B3)'s 0.06 ms" in viz.step_caption(normal, 3)
+    assert "extra CPU work" not in viz.step_caption(overlap_steps(), 3)
+    run["metrics"] = {"extra_cpu_us": 500}                  # more than the span: not said
+    assert "extra CPU work this run" not in viz.step_caption(run, 3)

@@ -205,11 +205,26 @@ def step_caption(run: dict[str, Any], step: int, lang: str = "en",
         waited = t(lang, "waited_first").format(n=step)
         text = t(lang, "cap_fill").format(n=step, fwd=fwd, loop=run_name(run, lang),
                                           waited=waited)
+    text += _extra_sentence(run, parts, kind, lang)
     if parts["wait"]:
         text += t(lang, "cap_copy").format(n=step, wait=_ms(parts["wait"]))
     if step == last and kind != "normal":
         text += t(lang, "cap_drain")
     return text + _lag_sentences(run, step, lang)
+
+
+def _extra_sentence(run: dict[str, Any], parts: dict[str, Any], kind: str, lang: str) -> str:
+    """How much of the process_last the caption names is the run's extra CPU work (it runs
+    there), so the reader does not take it for reading tokens. Runs recorded before the metric
+    existed say nothing."""
+    extra_us = (run.get("metrics") or {}).get("extra_cpu_us") or 0
+    span = parts["process"] if kind == "normal" else (parts["hidden"] or [None])[0]
+    if not extra_us or span is None or kind not in ("normal", "overlap"):
+        return ""
+    proc = _ms(span)
+    if proc * 1000.0 < extra_us:
+        return ""
+    return t(lang, "cap_extra").format(m=span["step"], proc=proc, extra=extra_us / 1000.0)
 
 
 def run_name(run: dict[str, Any], lang: str = "en") -> str:

@@ -286,7 +286,8 @@ stream lanes* and over the *engine stream alone*; where they differ, the GPU was
     "ctl_max_new": "Max new tokens",
     "ctl_temperature": "Temperature (0 = greedy)",
     "ctl_cuda_graph": "CUDA graphs (decode and prefill)",
-    "ctl_extra_cpu": "Extra CPU work per step (µs), emulates a heavier scheduler",
+    "ctl_extra_cpu": "Extra CPU work per step (µs), emulates a heavier scheduler (drawn inside "
+                     "process_last)",
     "ctl_run": "Run",
     "ctl_first_step": "First step",
     "ctl_last_step": "Last step",
@@ -565,7 +566,7 @@ _ZH: dict[str, str] = {
     "ctl_max_new": "最大新 token 数",
     "ctl_temperature": "温度（0 = 贪心）",
     "ctl_cuda_graph": "CUDA Graph（解码与预填充）",
-    "ctl_extra_cpu": "每步额外 CPU 工作（µs），模拟更重的调度器",
+    "ctl_extra_cpu": "每步额外 CPU 工作（µs），模拟更重的调度器（画在 process_last 里）",
     "ctl_run": "运行",
     "ctl_first_step": "起始步",
     "ctl_last_step": "结束步",
