@@ -40,8 +40,16 @@ def test_zoom_past_both_ends_draws_the_whole_run_and_says_which_steps(record):
     assert (shown_first, shown_last) == (steps[0], steps[-1])       # the boxes say it too
     titles = _titles(figure)
     assert all(f"steps {steps[0]}–{steps[-1]}:" in title for title in titles[:2]), titles
-    assert not any("99999" in title or "-5" in title for title in titles)
+    # ... and that the window was cut, never silently: what was typed, what the runs have.
+    every = sorted({s["step"] for run in record["runs"] for s in run["spans"] if s["step"] >= 0})
+    assert f"You asked for steps -5 to 99999; these runs have steps {every[0]} to {every[-1]}" \
+        in titles[0]
+    assert sum("You asked for" in title for title in titles) == 1
     assert first <= last
+    figure, *_ = records.zoom_steps(record, -5, 99999, "中文")
+    assert "你要的是第 -5 到 99999 步" in _titles(figure)[0]
+    figure, *_ = records.zoom_steps(record, 20, 25, "English")
+    assert not any("You asked for" in title for title in _titles(figure))
 
 
 def test_zoom_windows_hold_the_same_number_of_forwards_in_both_loops(record):

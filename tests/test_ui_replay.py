@@ -60,7 +60,12 @@ def test_a_step_outside_the_run_is_said_so_in_the_readers_language(record):
     zh, _ = replay.render_step(record, 1, 99999, "中文")
     assert zh == f"这次运行没有第 99999 步：它的步号从 {first} 到 {last}。"
     assert replay.render_step(record, 1, float(last), "English")[0].startswith(f"**Step {last}**")
-    assert replay.render_step(record, 1, None, "English")[0].startswith(f"**Step {first}**")
+    for empty in (None, float("nan"), ""):          # an emptied box: said, never step 1 instead
+        caption, figure = replay.render_step(record, 1, empty, "English")
+        assert caption == f"The step box is empty: enter a step from {first} to {last}."
+        assert isinstance(figure, type(gr.skip()))
+    assert replay.render_step(record, 1, None, "中文")[0] == \
+        f"步号框是空的：请输入 {first} 到 {last} 之间的步号。"
 
 
 def test_each_step_has_its_own_caption_and_figure(record):

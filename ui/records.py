@@ -204,7 +204,8 @@ def zoom(record: dict[str, Any] | None, first: float | None, last: float | None,
 def zoom_steps(record: dict[str, Any] | None, first: Any, last: Any,
                lang_choice: str) -> tuple[Any, Any, Any]:
     """The step window (the Zoom button): the figure, and the step boxes set to the steps drawn
-    (a window that reaches past either end of the runs is cut to them, and the boxes say so).
+    (a window that reaches past either end of the runs is cut to them: the boxes show the steps
+    drawn and the chart says it was cut).
     An empty box, a step that is not a whole number, a first step after the last and a window
     wholly outside the runs each get a message, in the page's language, and the boxes keep what
     was typed."""
@@ -224,7 +225,10 @@ def zoom_steps(record: dict[str, Any] | None, first: Any, last: Any,
                                                    high=high)
         return plot(viz.message_figure(said)), gr.update(), gr.update()
     drawn = viz.window_run(record["runs"][0], *window)["window"]
-    return (plot(viz.side_by_side_figure(record["runs"], window=window, lang=lang)),
+    cut = (drawn["first_step"], drawn["last_step"]) != window
+    note = viz.t(lang, "zoom_cut").format(first=window[0], last=window[1], low=low,
+                                          high=high) if cut else ""
+    return (plot(viz.side_by_side_figure(record["runs"], window=window, lang=lang, note=note)),
             drawn["first_step"], drawn["last_step"])
 
 

@@ -10,6 +10,7 @@ take one path.
 from __future__ import annotations
 
 import html
+import math
 from typing import Any
 
 import gradio as gr
@@ -74,8 +75,9 @@ def render_step(record: dict[str, Any] | None, index: Any, step: Any, lang_choic
     if run is None:
         return viz.t(lang, "replay_empty"), plot(viz.step_figure(None, 0, lang))
     first, last = viz.step_range(run)
-    if step is None:
-        step = first
+    if step is None or (isinstance(step, float) and math.isnan(step)) or step == "":
+        # The slider's box emptied (or holding what is not a number): say so, draw nothing new.
+        return viz.t(lang, "replay_need_step").format(first=first, last=last), gr.skip()
     if not is_whole(step) or not first <= step <= last:
         # A number typed into the slider's box (its handle stays inside the range).
         return viz.t(lang, "replay_no_step").format(step=_shown(step), first=first,

@@ -86,6 +86,8 @@ _EN: dict[str, str] = {
                   "first.",
     "zoom_outside": "These runs have steps {low} to {high}: steps {first} to {last} lie outside "
                     "them.",
+    "zoom_cut": "You asked for steps {first} to {last}; these runs have steps {low} to {high}, so "
+                "the window is cut to them (the step boxes now say so).",
     "metrics_help": """
 ### The article's formula, measured
 A serial step costs **T_fwd + T_sched + T_post**; an overlapped step costs
@@ -392,6 +394,8 @@ _ZH: dict[str, str] = {
     "zoom_need_steps": "请输入起始步和结束步（整数）后再放大。",
     "zoom_order": "起始步（{first}）在结束步（{last}）之后：请先填较早的那一步。",
     "zoom_outside": "这些运行的步号从 {low} 到 {high}：第 {first} 到 {last} 步不在其中。",
+    "zoom_cut": "你要的是第 {first} 到 {last} 步；这些运行的步号从 {low} 到 {high}，所以窗口截到这个范围"
+                "（步号框里现在写的就是它）。",
     "metrics_help": """
 ### 文中的公式，代入实测值
 串行一步耗时 **T_fwd + T_sched + T_post**；重叠一步耗时 **max(T_fwd, T_sched + T_post)**，

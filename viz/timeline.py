@@ -47,11 +47,12 @@ def timeline_figure(run: dict[str, Any], lang: str = "en") -> FigureSpec:
 
 
 def side_by_side_figure(runs: list[dict[str, Any]], window: tuple[int, int] | None = None,
-                        lang: str = "en") -> FigureSpec:
+                        lang: str = "en", note: str = "") -> FigureSpec:
     """Runs stacked top to bottom (normal above overlap) on one shared time axis.
 
     With ``window=(first_step, last_step)`` each run is cut to those steps and shifted so the
     window starts at 0 ms: the x-axis then reads "time since the window's first step".
+    ``note``: a line (HTML, escaped by the caller) under the first run's title.
     """
     marks = [lag_marks(run) for run in runs]   # from the whole run: a window has no outputs
     if window is not None:
@@ -62,7 +63,9 @@ def side_by_side_figure(runs: list[dict[str, Any]], window: tuple[int, int] | No
     ticks = [lane_ticks(run, lang) for run in runs]
     heights = [max(len(lanes), 1) for lanes in lane_lists]
     titles = [_run_title(run, label, lang) for run, label in zip(runs, display_labels(runs, lang))]
-    lines = 3 if window is not None else 2        # title lines a run (``_run_title``)
+    lines = (3 if window is not None else 2) + bool(note)   # title lines a run (``_run_title``)
+    if note:
+        titles[0] += f"<br><span style=\"font-size:12px\"><i>{note}</i></span>"
     fig = FigureSpec(rows=len(runs), cols=1, shared_xaxes=True, row_heights=heights,
                      vertical_spacing=min(0.3 / len(runs), 0.06 * lines), subplot_titles=titles)
     legend_shown: set[str] = set()
