@@ -91,8 +91,14 @@ def local_stats(run: dict[str, Any]) -> dict[str, float]:
 
 
 def step_range(run: dict[str, Any]) -> tuple[int, int]:
-    """(first, last) step number present in the run's spans; (0, 0) for none."""
-    steps = [s["step"] for s in run.get("spans", []) if s.get("step", -1) >= 0]
+    """(first, last) step number of the run's forwards; (0, 0) for none. A step is a forward:
+    the loop's last pass, which finds nothing left to run, stamps a ``receive`` with the next
+    step's number and launches no forward, so it is not a step one could look at (any step
+    number serves where a run recorded no forward at all)."""
+    spans = run.get("spans", [])
+    steps = [s["step"] for s in spans if s.get("step", -1) >= 0
+             and s["lane"] == "engine_stream" and s["phase"] in ("prefill", "decode")]
+    steps = steps or [s["step"] for s in spans if s.get("step", -1) >= 0]
     return (min(steps), max(steps)) if steps else (0, 0)
 
 
