@@ -491,7 +491,9 @@ def test_step_figure_outlines_the_linked_spans_and_draws_the_links():
     assert [shape.name for shape in fig.layout.shapes] == ["hidden", "hidden"]
     labels = [a for a in fig.layout.annotations if a.text and "hidden under forward(B3)" in a.text]
     assert len(labels) == 1                                  # one label, over the longest band
-    assert labels[0].x == pytest.approx((300 + 360) / 2 / 1000 - fig_offset_ms(overlap_steps(), 3))
+    # Over the forward: from the band's left edge (its middle lies left of the forward's).
+    assert labels[0].x == pytest.approx(300 / 1000 - fig_offset_ms(overlap_steps(), 3))
+    assert labels[0].xanchor == "left"
 
 
 def fig_offset_ms(run, step):

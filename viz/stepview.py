@@ -125,8 +125,12 @@ def _add_arrows(fig: FigureSpec, roles: dict[str, dict[str, Any]], index: dict[s
                       fillcolor="rgba(117,107,177,0.14)", line={"width": 0}, name="hidden")
     if bands:
         x0, x1 = max(bands, key=lambda band: band[1] - band[0])
-        fig.add_annotation(x=((x0 + x1) / 2 - offset) / 1000.0, y=index["cpu"] + 0.5, xref="x",
-                           yref="y", text=f"<b>{t(lang, 'arrow_hidden').format(n=step)}</b>",
+        # The label runs from the band's edge nearer the forward's middle, so that it stays over
+        # the forward (a band at the window's left edge would push a centred label off it).
+        left = (x0 + x1) / 2 <= (forward["start_us"] + forward["end_us"]) / 2
+        fig.add_annotation(x=((x0 if left else x1) - offset) / 1000.0, y=index["cpu"] + 0.5,
+                           xref="x", yref="y", xanchor="left" if left else "right",
+                           text=f"<b>{t(lang, 'arrow_hidden').format(n=step)}</b>",
                            showarrow=False, font={"size": 11, "color": "#54278f"},
                            bgcolor="rgba(255,255,255,0.8)", name="arrow_hidden")
 

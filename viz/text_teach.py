@@ -107,8 +107,8 @@ EN: dict[str, str] = {
         "a core)."),
     "cap_fill": (
         "**Step {n}** ({loop}, fill): the GPU runs forward(B{n}) ({fwd:.2f} ms); there is no "
-        "earlier batch to process yet, so the CPU goes straight on to schedule the next batch. "
-        "{waited}."),
+        "earlier batch to process yet, so the CPU goes straight on to build and launch the next "
+        "batch, and then has nothing to do but wait for B{n}'s tokens. {waited}."),
     "waited_first": "forward(B{n}) waited for its metadata upload (wait_stream)",
     "waited_copy": "forward(B{n}) waited for B{n}'s metadata upload, the only work on the "
                    "scheduler stream (the result copies run beside the forwards, on the copy "
@@ -330,7 +330,7 @@ ZH: dict[str, str] = {
         "要等待核心）。"),
     "cap_fill": (
         "**第 {n} 步**（{loop}，填充）：GPU 执行 forward(B{n})（{fwd:.2f} ms）；此时还没有更早的"
-        "批次需要处理，CPU 直接去调度下一批。{waited}。"),
+        "批次需要处理，CPU 直接去组好并提交下一批，之后就只能等 B{n} 的 token 回来。{waited}。"),
     "waited_first": "forward(B{n}) 等待了自己的元数据上传（wait_stream）",
     "waited_copy": "forward(B{n}) 等待了 B{n} 的元数据上传，这是 scheduler stream 上唯一的工作"
                    "（结果回传在 copy stream 上，与前向并行）",
