@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from viz.text import sentence_gap, t
+from viz.text import label_colon, sentence_gap, t
 from viz.text_teach import HAZARD_NAMES
 
 SHOWN_DIFFERING = 12
@@ -73,13 +73,13 @@ def report_html(report: dict[str, Any], model: str, seed: int, lang: str) -> str
 
 
 def _evidence(report: dict[str, Any], lang: str) -> list[str]:
-    out = []
+    out, colon = [], label_colon(lang)
     differing = report["differing"]
     if differing:
         rows = "".join(f'<tr><td class="num">{int(request)}</td><td class="num">{int(position)}'
                        "</td></tr>" for request, position in differing[:SHOWN_DIFFERING])
         more = len(differing) - SHOWN_DIFFERING
-        out.append(f"<p><b>{t(lang, 'lab_differ')}: {len(differing)}</b></p>"
+        out.append(f"<p><b>{t(lang, 'lab_differ')}{colon}{len(differing)}</b></p>"
                    f'<table class="ov-table lab-differing"><thead><tr>'
                    f"<th>{t(lang, 'col_request')}</th>"
                    f"<th>{t(lang, 'col_first_diff')}</th></tr></thead><tbody>{rows}"
@@ -90,27 +90,27 @@ def _evidence(report: dict[str, Any], lang: str) -> list[str]:
         state = t(lang, "lab_held_by_other" if free["held_by_other"] else "lab_already_free")
         detail = t(lang, "lab_double_free_detail").format(
             what=what, item=int(free["item"]), request=int(free["request"]), state=state)
-        out.append(f'<p class="lab-double-free"><b>{t(lang, "lab_double_free")}:</b> '
+        out.append(f'<p class="lab-double-free"><b>{t(lang, "lab_double_free")}{colon}</b>'
                    f"{detail}</p>")
     if report["after_stop"]:
         requests = ", ".join(str(int(r)) for r in report["after_stop"])
-        out.append(f"<p><b>{t(lang, 'lab_after_stop')}:</b> {requests}</p>")
+        out.append(f"<p><b>{t(lang, 'lab_after_stop')}{colon}</b>{requests}</p>")
     if report["leaked_pages"] or report["leaked_slots"]:
         leak = t(lang, "lab_leak_detail").format(pages=int(report["leaked_pages"]),
                                                  slots=int(report["leaked_slots"]))
-        out.append(f"<p><b>{t(lang, 'lab_leak')}:</b> {leak}</p>")
+        out.append(f"<p><b>{t(lang, 'lab_leak')}{colon}</b>{leak}</p>")
     return out + _memory_evidence(report, lang)
 
 
 def _memory_evidence(report: dict[str, Any], lang: str) -> list[str]:
     """The memory checks' findings (prefix cache, retraction), where the report has them."""
-    out = []
+    out, colon = [], label_colon(lang)
     remapped = report.get("remapped") or []
     if remapped:
         items = "; ".join(t(lang, "lab_remapped_item").format(request=int(r), position=int(p))
                           for r, p in remapped[:SHOWN_DIFFERING])
         more = f" … +{len(remapped) - SHOWN_DIFFERING}" if len(remapped) > SHOWN_DIFFERING else ""
-        out.append(f'<p class="lab-remapped"><b>{t(lang, "lab_remapped")}: {len(remapped)}</b>'
+        out.append(f'<p class="lab-remapped"><b>{t(lang, "lab_remapped")}{colon}{len(remapped)}</b>'
                    f" ({items}{more})</p>")
     for key, items in (("lab_cache", report.get("cache_problems") or []),
                        ("lab_stalled", [report["stalled"]] if report.get("stalled") else [])):

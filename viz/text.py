@@ -107,7 +107,7 @@ The price is lag k: stop checks come up to k steps late, so finished requests ru
 **When the measurement and the formula differ** by more than 10%, a note says what the runs
 measured that the formula leaves out, in ms per step: a serial step that was not the sum of its
 terms, an overlapped step longer than the longer of its own, a forward or CPU work that changed
-between the runs, other programs on the machine. **GPU busy** is given two ways: over *both
+between the runs, other programs on the machine. **GPU busy** is given two ways: over *all
 stream lanes* and over the *engine stream alone*; where they differ, the GPU was moving bytes
 (uploads, copies), not computing.
 """,
@@ -347,7 +347,7 @@ _ZH: dict[str, str] = {
         "保护，看看什么会坏掉。"),
     "timeline_help": """
 ### 看什么
-- **泳道。** *CPU* 是调度线程：`receive` 接收请求、`schedule` 组下一批、`launch` 提交、
+- **泳道**。*CPU* 是调度线程：`receive` 接收请求、`schedule` 组下一批、`launch` 提交、
   `process_last`（读取采样 token、判 EOS、回收已结束请求）以及 `wait`。**scheduler stream**
   承载小的元数据上传；**engine stream** 执行前向（`prefill` / `decode`）和 `sample`；在 CUDA 上，
   **copy stream** 承载把采样 token 回传到主机的结果 `copy`（在 CPU 上由 scheduler stream 泳道承载）。
@@ -356,12 +356,12 @@ _ZH: dict[str, str] = {
 - **红色斜线 = GPU 空闲**：有请求在等待或运行时，所有 stream 都没有工作（系统中根本没有请求的时间
   画成灰色）。每个标题给出其总和，并用两种方式给出 GPU 忙碌比例：*所有 stream 泳道合计*（上传或
   回传也算工作）和 *engine stream 单独*。
-- **普通循环：** forward(B*n*) → 回传 → CPU 读 token → 判停 → 组 B*n+1* → forward(B*n+1*)。
+- **普通循环**：forward(B*n*) → 回传 → CPU 读 token → 判停 → 组 B*n+1* → forward(B*n+1*)。
   每次 decode 之后都有一段红色：GPU 在等 `process_last` 和 `schedule`。
-- **重叠循环：** 采样出的 token 写入常驻显存的 **token_pool**，下一步直接从中 gather 作为输入，
+- **重叠循环**：采样出的 token 写入常驻显存的 **token_pool**，下一步直接从中 gather 作为输入，
   forward(B*n+1*) 不再等待 CPU。请在 CPU 泳道上找到第 *n−1* 步的 `process_last`，它位于第 *n*
   步 decode 条的**正下方**。
-- **唯一的同步边：** 前向等待自己的元数据上传（绿色）。Mini-SGLang 把它写成
+- **唯一的同步边**：前向等待自己的元数据上传（绿色）。Mini-SGLang 把它写成
   `engine_stream.wait_stream(scheduler_stream)`，这会让前向排在 scheduler stream 上此前*所有*已排队
   工作之后，所以结果回传放在哪里很重要。在 CUDA 上它默认在自己的 **copy stream** 上执行（和 vLLM
   一样）：它在那里等待 forward(*n*)，而 forward(*n+1*) 已经开始，因为每次前向还把自己的 token 存进
@@ -375,18 +375,18 @@ _ZH: dict[str, str] = {
   虚线标出一次撤回（页池用尽，最新的请求重新排队）。请求结束后，它的页留在前缀缓存里（青色），等待以相同
   token 开头的后来请求，所以即使一次都没命中，也会出现青色。命中来自*共享系统提示*、重复的提示，以及被
   撤回的请求恢复时找回自己的页；把鼠标移到较短的 prefill 上，可以看到有多少提示 token 来自前缀缓存。
-- **滞后一轮：** CPU 晚一步才看到 EOS，已结束的请求可能还会跟着多跑一批；那个多出的 token 被丢弃，
+- **滞后一轮**：CPU 晚一步才看到 EOS，已结束的请求可能还会跟着多跑一批；那个多出的 token 被丢弃，
   请求只释放一次。
 - 没有 GPU 的机器上，由一个独立的**设备进程**扮演 GPU（它持有模型、KV Cache 和 token_pool）。
   它的泳道是实测的，不是模拟的。
-- **测量工具自身的代价。** 记录这些时间段也要占用调度线程的时间。在 CUDA 上，除了 CPU 泳道的打点，每一步
+- **测量工具自身的代价**。记录这些时间段也要占用调度线程的时间。在 CUDA 上，除了 CPU 泳道的打点，每一步
   还要记录五个计时事件（在一台 H200 的主机上每个约 3 µs）：每步约 13 µs，其中 9 µs 在前向发射之前。串行循环
   把这部分当作 GPU 空闲付出（在 H200 上约为内置模型一步的 2%，所以那里的红色区域比不记录时宽这么多）；
   只要 GPU 是瓶颈，重叠循环就把它藏住了。`python -m bench --overhead` 可以在你的机器上测出它（见 README
   的 H200 第 9 轮）。
 """,
     "zoom_help": (
-        "**步窗口。** 两次运行都截取相同编号的步（步数较少的运行截到它的最后一步为止）并从 0 ms 开始。"
+        "**步窗口**。两次运行都截取相同编号的步（步数较少的运行截到它的最后一步为止）并从 0 ms 开始。"
         "一步从它的前向开始，到下一次前向开始为止"
         "（即表中测量的每步时间），所以每个面板恰好包含所选的那些前向，长度就是它们的每步时间之和："
         "更短的面板就是更快的循环。CPU 的工作按它在这段时间里实际发生的位置画出：重叠运行中，上一步的 "
@@ -408,7 +408,7 @@ _ZH: dict[str, str] = {
 元数据一次拷贝上传，所以之后每次前向 CPU 只需付出提交本身。代价是滞后 k 步：判停最多晚 k 步，
 已结束的请求会多跑几次前向（浪费的 token），与收益并列显示。
 
-**当实测与公式相差** 超过 10% 时，会有一条说明，以每步毫秒数列出各次运行测到、而公式没有计入的：
+**当实测与公式相差超过 10% 时**，会有一条说明，以每步毫秒数列出各次运行测到、而公式没有计入的：
 串行一步并不等于各项之和、重叠一步比它自己较长的一项还长、两次运行之间前向或 CPU 工作的变化、
 机器上的其他程序。**GPU 忙碌比例**用两种方式给出：*所有 stream 泳道合计*和 *engine stream 单独*；
 两者不同之处，GPU 在搬运数据（上传、回传），而不是在计算。
@@ -628,14 +628,28 @@ _ZH.update(text_memory.ZH)
 _CJK = re.compile("[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")
 
 
+def _cjk_end(line: str) -> bool:
+    """Does ``line`` end in a Chinese character, or in emphasis (``*``) around one?"""
+    core = line.rstrip("*")
+    return bool(core) and _CJK.match(core[-1]) is not None
+
+
+def _cjk_start(line: str) -> bool:
+    """Does ``line`` start with a Chinese character, or with emphasis around one (never a list
+    item's ``* ``)?"""
+    core = line.lstrip("*")
+    return bool(core) and _CJK.match(core[0]) is not None
+
+
 def _join_cjk_breaks(text: str) -> str:
-    """``text`` with each line break between two Chinese characters removed, except after a
-    heading line (a heading ends at its line; joining would pull the paragraph into it)."""
+    """``text`` with each line break between two Chinese characters (or *emphasised* Chinese)
+    removed, except after a heading line (a heading ends at its line; joining would pull the
+    paragraph into it)."""
     lines = text.split("\n")
     out = [lines[0]]
     for line in lines[1:]:
         prev, stripped = out[-1], line.lstrip(" \t")
-        if (prev and stripped and _CJK.match(prev[-1]) and _CJK.match(stripped[0])
+        if (prev and stripped and _cjk_end(prev) and _cjk_start(stripped)
                 and not prev.lstrip().startswith("#")):
             out[-1] = prev + stripped
         else:
@@ -656,6 +670,11 @@ def sentence_gap(lang: str) -> str:
     """What goes between two sentences joined in ``lang``: a space, or none after a Chinese full
     stop."""
     return "" if lang == "zh" else " "
+
+
+def label_colon(lang: str) -> str:
+    """What follows a label before its value: ": ", or a full-width colon (no space) in Chinese."""
+    return "：" if lang == "zh" else ": "
 
 
 def count(lang: str, n: int, noun: str) -> str:

@@ -255,7 +255,7 @@ ZH: dict[str, str] = {
     "loop_multistep": "多步重叠（k 步）",
     "ctl_k": "k（多步）：每次调度迭代的前向次数",
     "ctl_stop_early": "请求提前停止：用一次快速探测运行为每个请求选一个停止 token（显示滞后的代价）",
-    "preset_help": "**预设。** 一步重叠最多能藏住与一次前向一样长的 CPU 工作（默认设置）；只有当调度器的工作"
+    "preset_help": "**预设**。一步重叠最多能藏住与一次前向一样长的 CPU 工作（默认设置）；只有当调度器的工作"
                    "比前向还长时，多步重叠才有收益。",
     "preset_overlap": "普通与重叠（默认设置）",
     "preset_sized": "*按 {device} 设定（{model}，B = {batch}，{graphs}）：预热时一个解码步的前向用了 "
@@ -310,7 +310,7 @@ ZH: dict[str, str] = {
     "ctl_prev": "◀ 上一步",
     "ctl_next": "下一步 ▶",
     "unrolled_help": (
-        "**文中“展开三轮”的图，取自本次运行。** *填充*：第一次前向没有可隐藏的工作，CPU 也没有"
+        "**文中“展开三轮”的图，取自本次运行**。*填充*：第一次前向没有可隐藏的工作，CPU 也没有"
         "更早的批次要处理。*稳态*：每个 process_last(B*n−1*) 都位于 forward(B*n*) 之下。"
         "*排空*：最后一批被处理时，已没有前向可以把它藏起来。各面板的时间刻度各自独立。"),
     "unrolled_fill": "填充：第 {a}–{b} 步",
@@ -351,9 +351,9 @@ ZH: dict[str, str] = {
     "cap_multistep_none": "在它下面 CPU 没有处理任何批次：它在提交前向或等待。",
     "cap_drain": "这是最后一次前向（排空）：之后没有前向能遮住 CPU 的工作。",
     "cap_copy": "B{n} 的 token 通过 copy(B{n}) 回传；CPU 在它的 copy_done 上阻塞了 {wait:.2f} ms。",
-    "cap_lag": "★ **滞后：** {items}已经停止，却仍随 B{n} 多跑了一步；它们在这次前向中的 token "
+    "cap_lag": "★ **滞后**：{items}已经停止，却仍随 B{n} 多跑了一步；它们在这次前向中的 token "
                "被丢弃。",
-    "cap_lag_one": "★ **滞后：** {items}已经停止，却仍随 B{n} 多跑了一步；它在这次前向中的 token "
+    "cap_lag_one": "★ **滞后**：{items}已经停止，却仍随 B{n} 多跑了一步；它在这次前向中的 token "
                    "被丢弃。",
     "cap_lag_item": "请求 {req}（在第 {stop} 步停止）",
     "cap_stopped": "请求 {reqs} 在 B{n} 中产生了停止 token；CPU 要到处理 B{n} 时才看到。",
