@@ -122,26 +122,26 @@ ZH: dict[str, str] = {
     "formula_overlap": "重叠一步 ≈ max(T_fwd, T_sched + T_post) = max({fwd:.2f}, {cpu:.2f}) = "
                        "{best:.2f} ms",
     "formula_predicted": "预测加速比：{pred:.2f}×",
-    "formula_measured": "每个解码步的实测加速比（{a} 每步时间 ÷ {b} 每步时间，同一稳定窗口）："
+    "formula_measured": "每个解码步的实测加速比（{a}每步时间 ÷ {b}每步时间，同一稳定窗口）："
                         "{meas:.2f}×",
     "formula_whole": "整次运行的输出 token/秒（{b} ÷ {a}；含预填充、填充和收尾）：{meas:.2f}×",
     "formula_terms": "每个解码步的各项，取自{label}运行的稳定窗口（解码步中间的 80%）",
-    "why_below": "{label} 运行实测 {meas:.2f}×，比公式预测的 {pred:.2f}× 低 {pct:.0f}%。",
-    "why_above": "{label} 运行实测 {meas:.2f}×，比公式预测的 {pred:.2f}× 高 {pct:.0f}%。",
+    "why_below": "{label}运行实测 {meas:.2f}×，比公式预测的 {pred:.2f}× 低 {pct:.0f}%。",
+    "why_above": "{label}运行实测 {meas:.2f}×，比公式预测的 {pred:.2f}× 高 {pct:.0f}%。",
     "why_none": "本页测量的各项都解释不了这个差别（在共享的机器上，仅运行之间的波动就能让加速比变化约 "
                 "±15%）。",
-    "why_serial_overlapped": "{label} 运行中每步有 {ms:.2f} ms 的 CPU 工作是在前向进行的同时完成的（提交"
+    "why_serial_overlapped": "{label}运行中每步有 {ms:.2f} ms 的 CPU 工作是在前向进行的同时完成的（提交"
                              "前向本身就是 CPU 工作，它在前向运行时继续进行），所以它每步用时 {step:.2f} "
                              "ms，而不是 T_fwd + T_sched + T_post = {total:.2f} ms：串行循环本来就已部分"
                              "重叠",
-    "why_serial_waited": "{label} 运行每步用时 {step:.2f} ms，比 T_fwd + T_sched + T_post 多 {ms:.2f} "
+    "why_serial_waited": "{label}运行每步用时 {step:.2f} ms，比 T_fwd + T_sched + T_post 多 {ms:.2f} "
                          "ms：这段等待既不是前向也不是 CPU 工作（结果回传、设备的应答），重叠同样会把它"
                          "藏起来",
-    "why_overlap_rest": "{label} 运行每步用时 {step:.2f} ms，比它自己的前向与 CPU 工作中较长的一项"
+    "why_overlap_rest": "{label}运行每步用时 {step:.2f} ms，比它自己的前向与 CPU 工作中较长的一项"
                         "（{longer:.2f} ms）多 {ms:.2f} ms",
     "why_gap_p50": "，各次前向之间的间隔中位数为 {gap:.3f} ms",
-    "why_forward": "{b} 运行中每步前向用时 {ms_b:.2f} ms，而 {a} 运行中是 {ms_a:.2f} ms",
-    "why_cpu": "{b} 运行中每步 CPU 工作用时 {ms_b:.2f} ms，而公式从 {a} 运行取的是 {ms_a:.2f} ms",
+    "why_forward": "{b}运行中每步前向用时 {ms_b:.2f} ms，而{a}运行中是 {ms_a:.2f} ms",
+    "why_cpu": "{b}运行中每步 CPU 工作用时 {ms_b:.2f} ms，而公式从{a}运行取的是 {ms_a:.2f} ms",
     "profiled_note": "<b>kernel 泳道</b>：这次录制在第 {first}–{last} 步运行了 torch.profiler（步窗口"
                      "显示这些步）。启动 profiler 以及它对每个 kernel 的记录会拖慢运行，所以整体数字"
                      "不是两种循环本身的：请看 kernel 泳道，而不是加速比。在 eager 模式下小模型受限于"

@@ -288,7 +288,7 @@ ZH: dict[str, str] = {
     "col_wasted": "停止后多跑的步数（{label}）",
     "formula_multistep": "多步一步 ≈ max(T_fwd, (T_sched + T_post) / k) = max({fwd:.2f}, "
                          "{cpu:.2f} / {k}) = {best:.2f} ms",
-    "formula_multistep_pred": "{label} 相对串行的预测加速比：{pred:.2f}×",
+    "formula_multistep_pred": "{label}相对串行的预测加速比：{pred:.2f}×",
     "cost_title": "滞后的代价（实测）",
     "cost_wasted": "浪费的 token",
     "cost_share": "占其 {total} 个输出 token 的 {share:.1f}%",
