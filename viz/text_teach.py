@@ -85,8 +85,10 @@ EN: dict[str, str] = {
     "unrolled_help": (
         "**The article's three rounds, unrolled, from this run.** *Fill*: the first forward has "
         "nothing to hide, the CPU has no earlier batch to process. *Steady state*: each "
-        "process_last(B*n−1*) sits under forward(B*n*). *Drain*: the last batch is processed with "
-        "no forward left to hide it. Each panel has its own time scale."),
+        "process_last(B*n−1*) sits under forward(B*n*); where the CPU's work for a step (with "
+        "the next batch's building) is longer than the forward, the GPU still idles for the "
+        "difference (red). *Drain*: the last batch is processed with no forward left to hide it. "
+        "Each panel has its own time scale."),
     "unrolled_fill": "fill: steps {a}–{b}",
     "unrolled_steady": "steady state: steps {a}–{b}",
     "unrolled_drain": "drain: steps {a}–{b}",
@@ -311,7 +313,8 @@ ZH: dict[str, str] = {
     "ctl_next": "下一步 ▶",
     "unrolled_help": (
         "**文中“展开三轮”的图，取自本次运行**。*填充*：第一次前向没有可隐藏的工作，CPU 也没有"
-        "更早的批次要处理。*稳态*：每个 process_last(B*n−1*) 都位于 forward(B*n*) 之下。"
+        "更早的批次要处理。*稳态*：每个 process_last(B*n−1*) 都位于 forward(B*n*) 之下；某一步 CPU 的工作"
+        "（连同组下一批）若比前向长，GPU 仍会空闲这段差值（红色）。"
         "*排空*：最后一批被处理时，已没有前向可以把它藏起来。各面板的时间刻度各自独立。"),
     "unrolled_fill": "填充：第 {a}–{b} 步",
     "unrolled_steady": "稳态：第 {a}–{b} 步",
