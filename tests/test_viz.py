@@ -335,6 +335,7 @@ def test_a_serial_step_longer_than_its_terms_explains_a_measurement_above_the_pr
                                                                            metrics=overlap)])
     assert 'data-direction="above"' in html
     assert "step took 25.00 ms, 6.00 ms more than T_fwd + T_sched + T_post" in _why(html)
+    assert "which overlap hides as well (this raises the measured speedup)" in _why(html)
 
 
 def test_a_serial_loop_that_already_overlapped_its_launches_says_so():
@@ -346,6 +347,8 @@ def test_a_serial_loop_that_already_overlapped_its_launches_says_so():
                                  make_run("overlap", metrics=overlap)]))
     assert "5.00 ms of the CPU's work per step ran while its forward ran" in why
     assert "not T_fwd + T_sched + T_post = 19.00 ms" in why
+    assert "(this lowers the measured speedup)" in why    # each term says which way it pushes
+    assert "raises" not in why
 
 
 def test_a_gap_that_no_measured_term_explains_says_so_rather_than_guess():

@@ -193,8 +193,10 @@ def why_html(normal: dict[str, Any], other: dict[str, Any], a: str, b: str, k: i
     below = measured < predicted
     head = t(lang, "why_below" if below else "why_above").format(
         label=b, pct=100 * abs(measured / predicted - 1), meas=measured, pred=predicted)
-    reasons = [text for _, text in sorted(_step_terms(normal, other, a, b, k, lang),
-                                          key=lambda item: -item[0])]
+    # Each term says which way it moves the measured speedup (some push against the gap).
+    reasons = [text + t(lang, "why_raises" if raises else "why_lowers")
+               for _, text, raises in sorted(_step_terms(normal, other, a, b, k, lang),
+                                             key=lambda item: -item[0])]
     reasons += _machine(other, lang)
     tail = (t(lang, "why_measured") + " " + t(lang, "why_join").join(reasons)
             + t(lang, "why_end") if reasons else t(lang, "why_none"))
@@ -203,19 +205,21 @@ def why_html(normal: dict[str, Any], other: dict[str, Any], a: str, b: str, k: i
 
 
 def _step_terms(normal: dict[str, Any], other: dict[str, Any], a: str, b: str, k: int,
-                lang: str) -> list[tuple[float, str]]:
-    """(µs per step, sentence) for each term of the steps that the formula leaves out."""
+                lang: str) -> list[tuple[float, str, bool]]:
+    """(µs per step, sentence, whether it raises the measured speedup over the prediction) for
+    each term of the steps that the formula leaves out: what lengthens the serial step or
+    shortens the other raises it, the reverse lowers it."""
     n, o = normal["metrics"], other["metrics"]
     f_n, c_n, s_n = n["t_fwd_us"], n["t_cpu_us"], n["steady_step_us"]
     f_o, c_o, s_o = o["t_fwd_us"], o["t_cpu_us"], o["steady_step_us"]
-    found: list[tuple[float, str]] = []
+    found: list[tuple[float, str, bool]] = []
     rest_n = s_n - (f_n + c_n)                    # serial: neither forward nor CPU work
     if rest_n < -SIGNIFICANT * s_n:
         found.append((-rest_n, t(lang, "why_serial_overlapped").format(
-            label=a, ms=-rest_n * _MS, step=s_n * _MS, total=(f_n + c_n) * _MS)))
+            label=a, ms=-rest_n * _MS, step=s_n * _MS, total=(f_n + c_n) * _MS), False))
     elif rest_n > SIGNIFICANT * s_n:
         found.append((rest_n, t(lang, "why_serial_waited").format(
-            label=a, ms=rest_n * _MS, step=s_n * _MS)))
+            label=a, ms=rest_n * _MS, step=s_n * _MS), True))
     longer = max(f_o, c_o)                        # the overlapped step's own bound
     rest_o = s_o - longer
     if rest_o > SIGNIFICANT * s_o:
@@ -223,13 +227,13 @@ def _step_terms(normal: dict[str, Any], other: dict[str, Any], a: str, b: str, k
                                                   longer=longer * _MS)
         if o.get("decode_gap_us_p50") is not None:
             text += t(lang, "why_gap_p50").format(gap=o["decode_gap_us_p50"] * _MS)
-        found.append((rest_o, text))
+        found.append((rest_o, text, False))
     if f_o >= c_o and abs(f_o - f_n) > SIGNIFICANT * s_o:         # the forward bounds it
         found.append((abs(f_o - f_n), t(lang, "why_forward").format(
-            a=a, b=b, ms_b=f_o * _MS, ms_a=f_n * _MS)))
+            a=a, b=b, ms_b=f_o * _MS, ms_a=f_n * _MS), f_o < f_n))
     if c_o > f_o and abs(c_o - c_n / k) > SIGNIFICANT * s_o:       # the CPU's work bounds it
         found.append((abs(c_o - c_n / k), t(lang, "why_cpu").format(
-            a=a, b=b, ms_b=c_o * _MS, ms_a=c_n / k * _MS)))
+            a=a, b=b, ms_b=c_o * _MS, ms_a=c_n / k * _MS), c_o < c_n / k))
     return found
 
 
