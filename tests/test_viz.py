@@ -755,3 +755,15 @@ def test_the_caption_says_how_much_of_process_last_is_the_extra_cpu_work():
     assert "extra CPU work" not in viz.step_caption(overlap_steps(), 3)
     run["metrics"] = {"extra_cpu_us": 500}                  # more than the span: not said
     assert "extra CPU work this run" not in viz.step_caption(run, 3)
+
+
+def test_every_text_renders_its_emphasis_in_both_languages():
+    """Markdown closes ``**`` after a full-width stop or colon only before a space, which Chinese
+    shows; a label's punctuation therefore goes after the bold, and no text leaves a ``**``
+    unrendered. A line break next to Chinese (or emphasised Chinese) is joined, not a space."""
+    md = pytest.importorskip("markdown_it").MarkdownIt()
+    from viz.text import STRINGS
+    for lang in ("en", "zh"):
+        unrendered = [key for key, text in STRINGS[lang].items() if "**" in md.render(text)]
+        assert unrendered == [], (lang, unrendered)
+    assert "*现场运行*页" in STRINGS["zh"]["lab_help"]
