@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+BUSY_WAIT_MS = 120_000
 CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
 # Screenshots to look at after a run (not committed: the README's pictures come from scripts.screenshots).
 SCREENSHOTS = Path(os.environ.get("TEST_SCREENSHOTS",
@@ -89,6 +90,9 @@ def browser():
 @pytest.fixture
 def page(browser, server):
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    # Every wait without its own limit: long enough for a 2-core machine that is also running
+    # other work (a handler's round trip then took over 30 s, Playwright's default, once).
+    page.set_default_timeout(BUSY_WAIT_MS)
     page.goto(server)
     page.wait_for_selector("#run")
     yield page
@@ -462,6 +466,7 @@ def zh_page(browser, server):
     browser's locale; the page's follow its language switch."""
     context = browser.new_context(locale="zh-CN", viewport={"width": 1400, "height": 1000})
     page = context.new_page()
+    page.set_default_timeout(BUSY_WAIT_MS)
     page.goto(server)
     page.wait_for_selector("#run")
     yield page
