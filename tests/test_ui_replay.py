@@ -113,3 +113,12 @@ def test_numbers_no_box_can_hold_are_said_so_not_raised(record):
         assert records.zoom_steps(record, value, 3, "English")[1] == {"__type__": "update"}
         with pytest.raises(common.InputError):
             common.validate(extra_cpu_us=value)
+
+
+def test_a_recorded_runs_caption_names_its_extra_cpu_work(record):
+    """A record made before its runs carried the metric still says it: its setup applies to every
+    run (h200-bundled-graph-cpu200: 200 µs a step)."""
+    assert record["config"]["extra_cpu_us"] == 200
+    assert all("extra_cpu_us" not in run["metrics"] for run in record["runs"])
+    caption, _ = replay.render_step(record, replay.default_run(record), 20, "English")
+    assert "0.20 ms is the extra CPU work this run was given" in caption

@@ -30,9 +30,14 @@ def _runs(record: dict[str, Any] | None) -> list[dict[str, Any]]:
 def _run(record: dict[str, Any] | None, index: Any) -> dict[str, Any] | None:
     runs = _runs(record)
     try:
-        return runs[int(index)]
+        run = runs[int(index)]
     except (TypeError, ValueError, IndexError):
-        return runs[0] if runs else None
+        run = runs[0] if runs else None
+    extra = ((record or {}).get("config") or {}).get("extra_cpu_us")
+    if run is not None and extra and "extra_cpu_us" not in (run.get("metrics") or {}):
+        # A record made before its runs carried it: the record's setup applies to every run.
+        run = dict(run, metrics={**(run.get("metrics") or {}), "extra_cpu_us": extra})
+    return run
 
 
 def default_run(record: dict[str, Any] | None) -> int:

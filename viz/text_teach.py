@@ -99,8 +99,8 @@ EN: dict[str, str] = {
         "it."),
     "cap_then": "; then it builds and launches B{m} ({next:.2f} ms)",
     "cap_extra": " Of process_last(B{m})'s {proc:.2f} ms, {extra:.2f} ms is the extra CPU work this "
-                 "run was given (the *Extra CPU work* control), standing in for a heavier "
-                 "scheduler.",
+                 "run was given (the *Extra CPU work* control, `--extra-cpu-us` on the command "
+                 "line), standing in for a heavier scheduler.",
     "cap_overlap_missed": (
         "**Step {n}** ({loop}): the loop launched forward(B{n}) ({fwd:.2f} ms) and then processed "
         "B{prev} ({proc:.2f} ms), as overlap does, but this time the two hardly overlapped in "
@@ -325,7 +325,7 @@ ZH: dict[str, str] = {
         "{waited}；CPU 有 {hidden:.2f} ms 的工作藏在它下面。"),
     "cap_then": "；接着组好并提交 B{m}（{next:.2f} ms）",
     "cap_extra": "process_last(B{m}) 的 {proc:.2f} ms 中，有 {extra:.2f} ms 是这次运行设定的额外 CPU 工作"
-                 "（*额外 CPU 工作*控件），代替一个更重的调度器。",
+                 "（*额外 CPU 工作*控件，命令行上的 `--extra-cpu-us`），代替一个更重的调度器。",
     "cap_overlap_missed": (
         "**第 {n} 步**（{loop}）：循环先提交了 forward(B{n})（{fwd:.2f} ms），再处理 B{prev}"
         "（{proc:.2f} ms），这正是重叠的做法；但这一次两者在时间上几乎没有重叠：只有 {hidden:.2f} ms "
