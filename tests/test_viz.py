@@ -767,3 +767,11 @@ def test_every_text_renders_its_emphasis_in_both_languages():
         unrendered = [key for key, text in STRINGS[lang].items() if "**" in md.render(text)]
         assert unrendered == [], (lang, unrendered)
     assert "*现场运行*页" in STRINGS["zh"]["lab_help"]
+
+
+def test_the_metrics_table_says_which_way_a_ratio_is_better():
+    runs = [make_run("normal", metrics=dict(METRICS)), make_run("overlap", metrics=dict(METRICS))]
+    html = viz.metrics_html(runs)
+    assert 'data-block="ratio-note"' in html and "below 1× means faster" in html
+    assert "小于 1× 表示更快" in viz.metrics_html(runs, "zh")
+    assert 'data-block="ratio-note"' not in viz.metrics_html(runs[:1])   # no ratio column

@@ -96,6 +96,8 @@ def metrics_html(runs: list[dict[str, Any]], lang: str = "en") -> str:
         rows.append(f"<tr><td>{html.escape(t(lang, 'm_' + key))}</td>{cells}</tr>")
     table = (f'<table class="ov-table"><thead><tr><th>{t(lang, "metric")}</th>{head}</tr></thead>'
              f"<tbody>{''.join(rows)}</tbody></table>")
+    if pairs:                       # which way a ratio is better depends on the row
+        table += f'<div class="ov-why" data-block="ratio-note">{t(lang, "ratio_note")}</div>'
     return (_STYLE + _profiled_html(runs, lang) + formula_html(runs, lang)
             + multistep_html(runs, lang) + table)
 

@@ -11,6 +11,9 @@ from __future__ import annotations
 EN: dict[str, str] = {
     "metric": "metric",
     "ratio": "{b} / {a}",
+    "ratio_note": "A ratio column divides each row's value in one run by another's, as its "
+                  "header says: for a time (a step, idle time, TTFT, ITL) below 1× means faster; "
+                  "for a rate or a share (tokens/s, GPU busy) above 1× means better.",
     "m_tokens_per_s": "output tokens / s",
     "m_decode_tokens_per_s": "decode tokens / s",
     "m_output_tokens": "output tokens",
@@ -163,6 +166,9 @@ ZH: dict[str, str] = {
     "formula_trace_pred": "如果每步中主机的部分在前向之下运行（重叠）：预测 {pred:.2f}×",
     "why_measured": "各次运行测到、而公式没有计入的：",
     "why_join": "；",
+    "ratio_note": "比值列按列标题所示，把一次运行中每一行的值除以另一次运行的值：对时间（每步时间、"
+                  "空闲时间、TTFT、ITL），小于 1× 表示更快；对速率或比例（token/秒、GPU 忙碌比例），"
+                  "大于 1× 表示更好。",
     "why_raises": "（这使实测加速比变高）",
     "why_lowers": "（这使实测加速比变低）",
     "why_end": "。",
