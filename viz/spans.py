@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from record.metrics import active_windows, busy_fraction, idle_gaps, step_extents
+from record.metrics import FORWARD_PHASES, active_windows, busy_fraction, idle_gaps, step_extents
 from record.run_record import loop_of
 from viz.style import DEFAULT_GPU_LANES, STANDARD_LANES
 from viz.text import t
@@ -97,7 +97,7 @@ def step_range(run: dict[str, Any]) -> tuple[int, int]:
     number serves where a run recorded no forward at all)."""
     spans = run.get("spans", [])
     steps = [s["step"] for s in spans if s.get("step", -1) >= 0
-             and s["lane"] == "engine_stream" and s["phase"] in ("prefill", "decode")]
+             and s["lane"] == "engine_stream" and s["phase"] in FORWARD_PHASES]
     steps = steps or [s["step"] for s in spans if s.get("step", -1) >= 0]
     return (min(steps), max(steps)) if steps else (0, 0)
 

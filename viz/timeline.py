@@ -15,7 +15,7 @@ import html
 import re
 from typing import Any
 
-from record.metrics import busy_fraction
+from record.metrics import FORWARD_PHASES, busy_fraction
 from viz.figure import FigureSpec
 from viz.gpu_time import gpu_time, run_title
 from viz.lag import extra_steps, lag_marks
@@ -273,7 +273,7 @@ def _add_lag_marks(fig: FigureSpec, spans: list[dict[str, Any]], marks: list[dic
                    t_range: tuple[float, float], legend_shown: set[str], lang: str) -> None:
     """★ on each forward that still carried a stopped request; × where its stop was read."""
     forwards = {s["step"]: s for s in spans
-                if s["lane"] == "engine_stream" and s["phase"] in ("decode", "prefill")}
+                if s["lane"] == "engine_stream" and s["phase"] in FORWARD_PHASES}
     stars_x, stars_text = [], []
     for step, items in sorted(extra_steps(marks).items()):
         span = forwards.get(step)
