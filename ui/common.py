@@ -124,6 +124,11 @@ def scheduler() -> Any:
         return _client
 
 
+def is_empty(value: Any) -> bool:
+    """An emptied number box, as Gradio sends it: None or NaN."""
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
 def is_whole(value: Any) -> bool:
     """A whole number, as a number box may send one: an int (not a bool) or a finite float with
     nothing after the point (2.0). Never raises, whatever comes (10**400, inf, a string)."""
@@ -142,7 +147,7 @@ def validate(**given: Any) -> dict[str, Any]:
     checked = {}
     for name, value in given.items():
         low, high, whole = LIMITS[name]
-        if value is None or (isinstance(value, float) and math.isnan(value)):
+        if is_empty(value):
             raise InputError("error_empty", control=name, low=low, high=high)
         if not isinstance(value, (int, float)) or isinstance(value, bool) \
                 or (isinstance(value, float) and not math.isfinite(value)):
@@ -157,10 +162,9 @@ def validate(**given: Any) -> dict[str, Any]:
 
 def validate_seed(seed: Any) -> int:
     """The lab's workload seed: a whole number in 0..2**31-1."""
-    if seed is None or (isinstance(seed, float) and math.isnan(seed)):
+    if is_empty(seed):
         raise InputError("error_empty", control="seed", low=0, high=2**31 - 1)
-    if isinstance(seed, bool) or not isinstance(seed, (int, float)) \
-            or not math.isfinite(seed) or float(seed) != int(seed) or not 0 <= seed < 2**31:
+    if not is_whole(seed) or not 0 <= seed < 2**31:
         raise InputError("error_seed", value=seed)
     return int(seed)
 

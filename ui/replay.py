@@ -10,13 +10,12 @@ take one path.
 from __future__ import annotations
 
 import html
-import math
 from typing import Any
 
 import gradio as gr
 
 import viz
-from ui.common import is_whole, lang_of
+from ui.common import is_empty, is_whole, lang_of
 from ui.records import default_window
 from ui.view import plot
 
@@ -80,7 +79,7 @@ def render_step(record: dict[str, Any] | None, index: Any, step: Any, lang_choic
     if run is None:
         return viz.t(lang, "replay_empty"), plot(viz.step_figure(None, 0, lang))
     first, last = viz.step_range(run)
-    if step is None or (isinstance(step, float) and math.isnan(step)) or step == "":
+    if is_empty(step) or step == "":
         # The slider's box emptied (or holding what is not a number): say so, draw nothing new.
         return viz.t(lang, "replay_need_step").format(first=first, last=last), gr.skip()
     if not is_whole(step) or not first <= step <= last:
