@@ -99,16 +99,21 @@ def copy_placement(run: dict[str, Any], env: dict[str, Any] | None = None) -> st
     return "scheduler" if "scheduler_stream" in lanes else "engine"
 
 
+HIDDEN_ROLES = ("hidden", "then")   # role-name prefixes of the CPU work under forward(Bn)
+
+
 def hidden_roles(parts: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """``hidden{i}`` and ``then{i}`` -> span: the CPU work that ran under forward(Bn)."""
-    roles = {f"hidden{i}": span for i, span in enumerate(parts["hidden"])}
-    roles.update({f"then{i}": span for i, span in enumerate(parts.get("then", []))})
-    return roles
+    return {f"{kind}{i}": span for kind in HIDDEN_ROLES for i, span in enumerate(parts[kind])}
+
+
+def is_hidden_role(role: str) -> bool:
+    return role.startswith(HIDDEN_ROLES)
 
 
 def role_name(role: str, span: dict[str, Any], step: int, lang: str) -> str:
     """What the step view calls a role's span: "forward(B3)", "process_last(B2)", "schedule(B4)"."""
-    if role.startswith(("hidden", "then")):
+    if is_hidden_role(role):
         return t(lang, f"role_{span['phase']}").format(n=span["step"])
     return t(lang, f"role_{role}").format(n=step)
 

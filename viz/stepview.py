@@ -18,6 +18,7 @@ from viz.figure import FigureSpec
 from viz.lag import lag_marks
 from viz.replay import (
     copy_placement,
+    is_hidden_role,
     links,
     loop_kind,
     overlap_us,
@@ -115,7 +116,7 @@ def _add_arrows(fig: FigureSpec, roles: dict[str, dict[str, Any]], index: dict[s
         return
     bands = []
     for role, span in roles.items():
-        if role.startswith(("hidden", "then")) and overlap_us(span, forward) > 0:
+        if is_hidden_role(role) and overlap_us(span, forward) > 0:
             x0 = max(span["start_us"], forward["start_us"])
             bands.append((x0, x0 + overlap_us(span, forward)))
     y0, y1 = sorted((index["cpu"], index["engine_stream"]))
