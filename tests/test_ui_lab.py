@@ -108,7 +108,7 @@ def test_switch_choices_and_descriptions_in_both_languages():
 
 def test_every_switch_has_words_in_both_languages():
     from engine.teach.hazard_lab import HAZARDS
-    from viz.text_teach import HAZARD_NAMES
+    from texts.teach import HAZARD_NAMES
 
     for lang in ("en", "zh"):
         missing = [name for name in HAZARDS if name not in HAZARD_NAMES[lang]]

@@ -13,9 +13,9 @@ pytest.importorskip("plotly", reason="viz needs plotly")
 
 import viz  # noqa: E402
 from record.metrics import idle_gaps, union_intervals
+from texts import STRINGS, t
 from viz.spans import local_stats, ordered_lanes, window_run
 from viz.style import NEUTRAL_COLOR, PHASE_COLORS
-from viz.text import STRINGS, t
 
 ROOT = Path(__file__).resolve().parent.parent
 GPU = ["scheduler_stream", "engine_stream"]
@@ -403,8 +403,8 @@ def test_explanations_exist_in_english_and_chinese_in_the_articles_terms():
 
 
 def test_viz_imports_neither_torch_nor_the_engine():
-    code = ("import sys, viz, viz.timeline, viz.panels, viz.spans, viz.text, viz.style, viz.lag, "
-            "viz.replay, viz.stepview, viz.text_teach; "
+    code = ("import sys, viz, viz.timeline, viz.panels, viz.spans, texts, viz.style, viz.lag, "
+            "viz.replay, viz.stepview, texts.teach; "
             "bad = [m for m in sys.modules if m == 'torch' or m.split('.')[0] == 'engine']; "
             "print(bad); sys.exit(1 if bad else 0)")
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
@@ -762,7 +762,7 @@ def test_every_text_renders_its_emphasis_in_both_languages():
     shows; a label's punctuation therefore goes after the bold, and no text leaves a ``**``
     unrendered. A line break next to Chinese (or emphasised Chinese) is joined, not a space."""
     md = pytest.importorskip("markdown_it").MarkdownIt()
-    from viz.text import STRINGS
+    from texts import STRINGS
     for lang in ("en", "zh"):
         unrendered = [key for key, text in STRINGS[lang].items() if "**" in md.render(text)]
         assert unrendered == [], (lang, unrendered)

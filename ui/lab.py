@@ -13,7 +13,7 @@ from typing import Any
 
 import gradio as gr
 
-import viz
+import texts
 from engine.processes.messages import LabFinished, LabRequest, Progress, RequestFailed
 from ui import common
 from ui.common import esc, lang_of
@@ -42,7 +42,7 @@ def switch_choices(lang_choice: str, current: str | None = None,
     hazards = _hazards()
     cuda = cuda_here(device)
     choices = [(hazard_title(name, lang)
-                + (viz.t(lang, "lab_mark_cuda") if hazard.cuda_only and not cuda else ""), name)
+                + (texts.t(lang, "lab_mark_cuda") if hazard.cuda_only and not cuda else ""), name)
                for name, hazard in hazards.items()]
     if current in hazards:
         return gr.update(choices=choices)
@@ -61,7 +61,7 @@ def describe_switch(switch: str | None, lang_choice: str,
     if blocked:
         where = "lab_no_cuda_device" if common.cuda_seen() else "lab_no_cuda_machine"
     return (describe(switch, cuda_only, lang, where),
-            gr.update(interactive=not blocked, value=viz.t(lang, "lab_run")))
+            gr.update(interactive=not blocked, value=texts.t(lang, "lab_run")))
 
 
 def run_lab(switch: str | None, model: str, device: str, seed: Any, lang_choice: str):
@@ -88,7 +88,7 @@ def run_lab(switch: str | None, model: str, device: str, seed: Any, lang_choice:
         for event in common.scheduler().submit(request):
             if isinstance(event, Progress):
                 where = esc(event.detail or device.upper())
-                yield common.status(viz.t(lang, "lab_running").format(device=where, what=what),
+                yield common.status(texts.t(lang, "lab_running").format(device=where, what=what),
                                     "running"), None
             elif isinstance(event, LabFinished):
                 shown = {"report": event.report, "model": model, "seed": seed_value}
@@ -103,7 +103,7 @@ def redraw(shown: dict[str, Any] | None, lang_choice: str) -> Any:
     """The last lab report again, in the chosen language."""
     lang = lang_of(lang_choice)
     if not shown:
-        return common.status(viz.t(lang, "lab_idle"))
+        return common.status(texts.t(lang, "lab_idle"))
     return report_html(shown["report"], shown["model"], shown["seed"], lang)
 
 

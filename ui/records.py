@@ -16,6 +16,7 @@ from typing import Any
 
 import gradio as gr
 
+import texts
 import viz
 from record.loading import NotATrace, sniff
 from ui.common import ROOT, is_whole, lang_of, render_said, said
@@ -213,20 +214,20 @@ def zoom_steps(record: dict[str, Any] | None, first: Any, last: Any,
     if not record or not record.get("runs"):
         return plot(viz.side_by_side_figure([], lang=lang)), gr.update(), gr.update()
     if not all(is_whole(v) for v in (first, last)):
-        return plot(viz.message_figure(viz.t(lang, "zoom_need_steps"))), gr.update(), gr.update()
+        return plot(viz.message_figure(texts.t(lang, "zoom_need_steps"))), gr.update(), gr.update()
     window = (int(first), int(last))
     ranges = [viz.step_range(run) for run in record["runs"]]
     low, high = min(r[0] for r in ranges), max(r[1] for r in ranges)
     if window[0] > window[1]:
-        said = viz.t(lang, "zoom_order").format(first=window[0], last=window[1])
+        said = texts.t(lang, "zoom_order").format(first=window[0], last=window[1])
         return plot(viz.message_figure(said)), gr.update(), gr.update()
     if window[1] < low or window[0] > high:
-        said = viz.t(lang, "zoom_outside").format(first=window[0], last=window[1], low=low,
+        said = texts.t(lang, "zoom_outside").format(first=window[0], last=window[1], low=low,
                                                    high=high)
         return plot(viz.message_figure(said)), gr.update(), gr.update()
     drawn = viz.window_run(record["runs"][0], *window)["window"]
     cut = (drawn["first_step"], drawn["last_step"]) != window
-    note = viz.t(lang, "zoom_cut").format(first=window[0], last=window[1], low=low,
+    note = texts.t(lang, "zoom_cut").format(first=window[0], last=window[1], low=low,
                                           high=high) if cut else ""
     return (plot(viz.side_by_side_figure(record["runs"], window=window, lang=lang, note=note)),
             drawn["first_step"], drawn["last_step"])
@@ -245,4 +246,4 @@ def list_recorded() -> Any:
             pass  # unreadable: listed by name; choosing it shows the error
         choices.append((label, path.name))
     return gr.update(choices=choices, value=None,
-                     info=None if choices else viz.t("en", "no_recorded"))
+                     info=None if choices else texts.t("en", "no_recorded"))

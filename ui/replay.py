@@ -14,6 +14,7 @@ from typing import Any
 
 import gradio as gr
 
+import texts
 import viz
 from ui.common import is_empty, is_whole, lang_of
 from ui.records import default_window
@@ -62,7 +63,7 @@ def render_run(record: dict[str, Any] | None, index: Any, lang_choice: str, step
     run = _run(record, index)
     if run is None:
         empty = plot(viz.step_figure(None, 0, lang))
-        return (gr.update(minimum=0, maximum=1, value=0), viz.t(lang, "replay_empty"), empty,
+        return (gr.update(minimum=0, maximum=1, value=0), texts.t(lang, "replay_empty"), empty,
                 empty)
     first, last = viz.step_range(run)
     kept = is_whole(step) and first <= step <= last
@@ -77,14 +78,14 @@ def render_step(record: dict[str, Any] | None, index: Any, step: Any, lang_choic
     lang = lang_of(lang_choice)
     run = _run(record, index)
     if run is None:
-        return viz.t(lang, "replay_empty"), plot(viz.step_figure(None, 0, lang))
+        return texts.t(lang, "replay_empty"), plot(viz.step_figure(None, 0, lang))
     first, last = viz.step_range(run)
     if is_empty(step) or step == "":
         # The slider's box emptied (or holding what is not a number): say so, draw nothing new.
-        return viz.t(lang, "replay_need_step").format(first=first, last=last), gr.skip()
+        return texts.t(lang, "replay_need_step").format(first=first, last=last), gr.skip()
     if not is_whole(step) or not first <= step <= last:
         # A number typed into the slider's box (its handle stays inside the range).
-        return viz.t(lang, "replay_no_step").format(step=_shown(step), first=first,
+        return texts.t(lang, "replay_no_step").format(step=_shown(step), first=first,
                                                      last=last), gr.skip()
     step = int(step)
     placement = viz.copy_placement(run, (record or {}).get("env"))

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from record.metrics import active_windows, busy_fraction, idle_gaps, outside, within
+from texts import count, t
 from viz.spans import gpu_lanes, time_range
-from viz.text import count, t
 
 Interval = tuple[float, float]
 ENGINE = "engine_stream"

@@ -11,8 +11,8 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from viz.text import label_colon, sentence_gap, t
-from viz.text_teach import HAZARD_NAMES
+from texts import label_colon, sentence_gap, t
+from texts.teach import HAZARD_NAMES
 
 SHOWN_DIFFERING = 12
 

@@ -14,10 +14,10 @@ from collections.abc import Callable
 from typing import Any
 
 from record.run_record import loop_of
+from texts import STRINGS, t
 from viz.formula import compared_pair, formula_html, multistep_html, ratio_pairs
 from viz.gpu_time import gpu_time
 from viz.spans import display_labels
-from viz.text import STRINGS, t
 
 __all__ = ["compared_pair", "metrics_html", "multistep_html", "ratio_pairs", "record_label",
            "texts_html"]

@@ -12,8 +12,8 @@ from typing import Any
 
 from record.metrics import FORWARD_PHASES, active_windows, busy_fraction, idle_gaps, step_extents
 from record.run_record import loop_of
+from texts import t
 from viz.style import DEFAULT_GPU_LANES, STANDARD_LANES
-from viz.text import t
 
 Interval = tuple[float, float]
 

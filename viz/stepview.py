@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from texts import t
 from viz.figure import FigureSpec
 from viz.lag import lag_marks
 from viz.replay import (
@@ -28,7 +29,6 @@ from viz.replay import (
 )
 from viz.spans import ordered_lanes, step_range, window_run
 from viz.style import STANDARD_LANES, phase_color
-from viz.text import t
 from viz.timeline import (
     BAR_WIDTH,
     LANE_PX,

@@ -16,6 +16,7 @@ import re
 from typing import Any
 
 from record.metrics import FORWARD_PHASES, busy_fraction
+from texts import count, t
 from viz.figure import FigureSpec
 from viz.gpu_time import gpu_time, run_title
 from viz.lag import extra_steps, lag_marks
@@ -30,7 +31,6 @@ from viz.style import (
     STANDARD_LANES,
     phase_color,
 )
-from viz.text import count, t
 
 CHART_PX = 1000        # about how wide a whole-run chart is drawn, in pixels
 INVISIBLE_PX = 0.3     # whole-run views leave out bars narrower than this (the step window and
