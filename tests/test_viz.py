@@ -12,6 +12,7 @@ import pytest
 pytest.importorskip("plotly", reason="viz needs plotly")
 
 import viz  # noqa: E402
+from record.lag import lag_marks
 from record.metrics import idle_gaps, union_intervals
 from texts import STRINGS, t
 from viz.spans import local_stats, ordered_lanes, window_run
@@ -403,7 +404,7 @@ def test_explanations_exist_in_english_and_chinese_in_the_articles_terms():
 
 
 def test_viz_imports_neither_torch_nor_the_engine():
-    code = ("import sys, viz, viz.timeline, viz.panels, viz.spans, texts, viz.style, viz.lag, "
+    code = ("import sys, viz, viz.timeline, viz.panels, viz.spans, texts, viz.style, "
             "viz.replay, viz.stepview, texts.teach; "
             "bad = [m for m in sys.modules if m == 'torch' or m.split('.')[0] == 'engine']; "
             "print(bad); sys.exit(1 if bad else 0)")
@@ -442,7 +443,7 @@ def overlap_steps(mode="overlap", steps=4, stop_at=2):
 
 
 def test_lag_marks_find_the_forward_that_still_carried_a_stopped_request():
-    marks = viz.lag_marks(overlap_steps())
+    marks = lag_marks(overlap_steps())
     assert marks == [{"request": 0, "stop_step": 2, "stop_us": 330.0, "extra_steps": [3],
                       "wasted_steps": 1}]
     fig = timeline_figure(overlap_steps())
@@ -457,7 +458,7 @@ def test_lag_marks_find_the_forward_that_still_carried_a_stopped_request():
 def test_no_lag_marks_without_wasted_steps_or_for_length_stops():
     run = overlap_steps()
     run["outputs"][0]["wasted_steps"] = 0
-    assert viz.lag_marks(run) == []
+    assert lag_marks(run) == []
     assert t("en", "lag_legend") not in traces_by_name(timeline_figure(run))
 
 

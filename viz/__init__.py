@@ -5,9 +5,7 @@ same schema-1 run dicts, so they all take one path to the screen. This package i
 the standard library only: never torch, never the engine.
 """
 
-from texts import LANGUAGES, sentence_gap, t
 from viz.gpu_time import gpu_time
-from viz.lag import lag_marks
 from viz.latency import latency_figure
 from viz.live import live_payload
 from viz.memory import has_memory, memory_figure
@@ -18,7 +16,7 @@ from viz.stepview import step_figure, unrolled_figure
 from viz.timeline import message_figure, side_by_side_figure, timeline_figure
 
 __all__ = [
-    "copy_placement", "display_labels", "gpu_time", "has_memory", "lag_marks",
+    "copy_placement", "display_labels", "gpu_time", "has_memory",
     "latency_figure", "live_payload", "loop_kind", "memory_figure", "message_figure",
     "metrics_html", "multistep_html",
     "ordered_lanes", "record_label", "side_by_side_figure", "step_caption",

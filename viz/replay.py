@@ -21,10 +21,10 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from record.lag import extra_steps, lag_marks
 from record.metrics import FORWARD_PHASES, idle_gaps
 from record.run_record import loop_of
 from texts import t
-from viz.lag import extra_steps, lag_marks
 from viz.spans import display_labels, gpu_lanes, step_range
 
 NEXT_PHASES = ("receive", "schedule", "launch")   # B(n+1)'s own CPU work, before its forward

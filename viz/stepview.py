@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from record.lag import lag_marks
 from texts import t
 from viz.figure import FigureSpec
-from viz.lag import lag_marks
 from viz.replay import (
     copy_placement,
     is_hidden_role,

@@ -15,11 +15,11 @@ import html
 import re
 from typing import Any
 
+from record.lag import extra_steps, lag_marks
 from record.metrics import FORWARD_PHASES, busy_fraction
 from texts import count, t
 from viz.figure import FigureSpec
 from viz.gpu_time import gpu_time, run_title
-from viz.lag import extra_steps, lag_marks
 from viz.pixels import MAX_BARS, MIN_OPACITY, PIXELS, bands, coalesce, opacity
 from viz.spans import display_labels, gpu_lanes, ordered_lanes, time_range, window_run
 from viz.style import (
