@@ -36,7 +36,7 @@ def record():
 def test_zoom_past_both_ends_draws_the_whole_run_and_says_which_steps(record):
     first, last = records.default_window(record["runs"])
     figure, shown_first, shown_last = records.zoom_steps(record, -5, 99999, "English")
-    forward = ("prefill", "decode")                  # a step is a forward (viz.step_range)
+    forward = ("prefill", "decode")                  # a step is a forward (record.window.step_range)
     steps = sorted({s["step"] for s in record["runs"][0]["spans"] if s["phase"] in forward})
     assert (shown_first, shown_last) == (steps[0], steps[-1])       # the boxes say it too
     titles = _titles(figure)

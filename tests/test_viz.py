@@ -14,8 +14,9 @@ pytest.importorskip("plotly", reason="viz needs plotly")
 import viz  # noqa: E402
 from record.lag import lag_marks
 from record.metrics import idle_gaps, union_intervals
+from record.window import local_stats, window_run
 from texts import STRINGS, t
-from viz.spans import local_stats, ordered_lanes, window_run
+from viz.labels import ordered_lanes
 from viz.style import NEUTRAL_COLOR, PHASE_COLORS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -404,7 +405,7 @@ def test_explanations_exist_in_english_and_chinese_in_the_articles_terms():
 
 
 def test_viz_imports_neither_torch_nor_the_engine():
-    code = ("import sys, viz, viz.timeline, viz.panels, viz.spans, texts, viz.style, "
+    code = ("import sys, viz, viz.timeline, viz.panels, viz.labels, texts, viz.style, "
             "viz.replay, viz.stepview, texts.teach; "
             "bad = [m for m in sys.modules if m == 'torch' or m.split('.')[0] == 'engine']; "
             "print(bad); sys.exit(1 if bad else 0)")
@@ -501,7 +502,7 @@ def test_step_figure_outlines_the_linked_spans_and_draws_the_links():
 
 
 def fig_offset_ms(run, step):
-    from viz.spans import step_range, window_run
+    from record.window import step_range, window_run
     first, last = step_range(run)
     return window_run(run, max(first, step - 1), min(last, step + 1))["window"]["t_start_us"] / 1000
 

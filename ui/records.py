@@ -19,6 +19,7 @@ import gradio as gr
 import texts
 import viz
 from record.loading import NotATrace, sniff
+from record.window import step_range, window_run
 from ui.common import ROOT, is_whole, lang_of, render_said, said
 from ui.view import MainView, plot
 
@@ -83,7 +84,7 @@ def default_window(runs: list[dict[str, Any]]) -> tuple[int, int]:
     if profiled:
         low, high = min(profiled), max(profiled)
         return (low + 1, high - 1) if high - low >= 3 else (low, high)
-    first, last = viz.step_range(runs[0]) if runs else (0, 0)
+    first, last = step_range(runs[0]) if runs else (0, 0)
     start = 20 if first <= 20 and last >= 25 else first + (last - first) // 3
     return start, min(last, start + 5)
 
@@ -216,7 +217,7 @@ def zoom_steps(record: dict[str, Any] | None, first: Any, last: Any,
     if not all(is_whole(v) for v in (first, last)):
         return plot(viz.message_figure(texts.t(lang, "zoom_need_steps"))), gr.update(), gr.update()
     window = (int(first), int(last))
-    ranges = [viz.step_range(run) for run in record["runs"]]
+    ranges = [step_range(run) for run in record["runs"]]
     low, high = min(r[0] for r in ranges), max(r[1] for r in ranges)
     if window[0] > window[1]:
         said = texts.t(lang, "zoom_order").format(first=window[0], last=window[1])
@@ -225,7 +226,7 @@ def zoom_steps(record: dict[str, Any] | None, first: Any, last: Any,
         said = texts.t(lang, "zoom_outside").format(first=window[0], last=window[1], low=low,
                                                    high=high)
         return plot(viz.message_figure(said)), gr.update(), gr.update()
-    drawn = viz.window_run(record["runs"][0], *window)["window"]
+    drawn = window_run(record["runs"][0], *window)["window"]
     cut = (drawn["first_step"], drawn["last_step"]) != window
     note = texts.t(lang, "zoom_cut").format(first=window[0], last=window[1], low=low,
                                           high=high) if cut else ""

@@ -16,6 +16,7 @@ import gradio as gr
 
 import texts
 import viz
+from record.window import step_range
 from ui.common import is_empty, is_whole, lang_of
 from ui.records import default_window
 from ui.view import plot
@@ -65,7 +66,7 @@ def render_run(record: dict[str, Any] | None, index: Any, lang_choice: str, step
         empty = plot(viz.step_figure(None, 0, lang))
         return (gr.update(minimum=0, maximum=1, value=0), texts.t(lang, "replay_empty"), empty,
                 empty)
-    first, last = viz.step_range(run)
+    first, last = step_range(run)
     kept = is_whole(step) and first <= step <= last
     step = int(step) if kept else default_window([run])[0]
     caption, figure = render_step(record, index, step, lang_choice)
@@ -79,7 +80,7 @@ def render_step(record: dict[str, Any] | None, index: Any, step: Any, lang_choic
     run = _run(record, index)
     if run is None:
         return texts.t(lang, "replay_empty"), plot(viz.step_figure(None, 0, lang))
-    first, last = viz.step_range(run)
+    first, last = step_range(run)
     if is_empty(step) or step == "":
         # The slider's box emptied (or holding what is not a number): say so, draw nothing new.
         return texts.t(lang, "replay_need_step").format(first=first, last=last), gr.skip()

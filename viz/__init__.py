@@ -6,12 +6,12 @@ the standard library only: never torch, never the engine.
 """
 
 from viz.gpu_time import gpu_time
+from viz.labels import display_labels, ordered_lanes
 from viz.latency import latency_figure
 from viz.live import live_payload
 from viz.memory import has_memory, memory_figure
 from viz.panels import metrics_html, multistep_html, record_label, texts_html
 from viz.replay import copy_placement, loop_kind, step_caption, step_parts
-from viz.spans import display_labels, ordered_lanes, step_range, window_run
 from viz.stepview import step_figure, unrolled_figure
 from viz.timeline import message_figure, side_by_side_figure, timeline_figure
 
@@ -21,6 +21,5 @@ __all__ = [
     "metrics_html", "multistep_html",
     "ordered_lanes", "record_label", "side_by_side_figure", "step_caption",
     "step_figure",
-    "step_parts", "step_range", "texts_html", "timeline_figure", "unrolled_figure",
-    "window_run",
+    "step_parts", "texts_html", "timeline_figure", "unrolled_figure",
 ]

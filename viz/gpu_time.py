@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from record.metrics import active_windows, busy_fraction, idle_gaps, outside, within
+from record.window import gpu_lanes, time_range
 from texts import count, t
-from viz.spans import gpu_lanes, time_range
 
 Interval = tuple[float, float]
 ENGINE = "engine_stream"
@@ -45,7 +45,7 @@ def _length(intervals: list[Interval]) -> float:
 
 
 def gpu_time(run: dict[str, Any]) -> GpuTime:
-    """The GPU time of a run, a step window (``viz.spans.window_run``) or a run in progress."""
+    """The GPU time of a run, a step window (``record.window.window_run``) or a run in progress."""
     spans = run.get("spans", [])
     lanes = gpu_lanes(run)
     if "window" in run:

@@ -15,9 +15,10 @@ import html
 from typing import Any
 
 from record.run_record import memory_problem
+from record.window import time_range
 from texts import t
 from viz.figure import FigureSpec
-from viz.spans import display_labels, time_range
+from viz.labels import display_labels
 from viz.style import MEMORY_COLORS, RETRACTION_COLOR
 from viz.timeline import lane_ticks, message_figure, plotly_white, run_frame
 

@@ -24,8 +24,9 @@ from typing import Any
 from record.lag import extra_steps, lag_marks
 from record.metrics import FORWARD_PHASES, idle_gaps
 from record.run_record import loop_of
+from record.window import gpu_lanes, step_range
 from texts import t
-from viz.spans import display_labels, gpu_lanes, step_range
+from viz.labels import display_labels
 
 NEXT_PHASES = ("receive", "schedule", "launch")   # B(n+1)'s own CPU work, before its forward
 HIDDEN_SHARE = 0.25     # below this share of process_last under the forward, say it was missed

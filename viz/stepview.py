@@ -15,8 +15,10 @@ from __future__ import annotations
 from typing import Any
 
 from record.lag import lag_marks
+from record.window import step_range, window_run
 from texts import t
 from viz.figure import FigureSpec
+from viz.labels import ordered_lanes
 from viz.replay import (
     copy_placement,
     is_hidden_role,
@@ -27,7 +29,6 @@ from viz.replay import (
     spans_of,
     step_parts,
 )
-from viz.spans import ordered_lanes, step_range, window_run
 from viz.style import STANDARD_LANES, phase_color
 from viz.timeline import (
     BAR_WIDTH,

@@ -17,11 +17,12 @@ from typing import Any
 
 from record.lag import extra_steps, lag_marks
 from record.metrics import FORWARD_PHASES, busy_fraction
+from record.window import gpu_lanes, time_range, window_run
 from texts import count, t
 from viz.figure import FigureSpec
 from viz.gpu_time import gpu_time, run_title
+from viz.labels import display_labels, ordered_lanes
 from viz.pixels import MAX_BARS, MIN_OPACITY, PIXELS, bands, coalesce, opacity
-from viz.spans import display_labels, gpu_lanes, ordered_lanes, time_range, window_run
 from viz.style import (
     IDLE_FILL,
     IDLE_LINE,
