@@ -5,7 +5,6 @@ same schema-1 run dicts, so they all take one path to the screen. This package i
 the standard library only: never torch, never the engine.
 """
 
-from viz.gpu_time import gpu_time
 from viz.labels import display_labels, ordered_lanes
 from viz.latency import latency_figure
 from viz.live import live_payload
@@ -16,7 +15,7 @@ from viz.stepview import step_figure, unrolled_figure
 from viz.timeline import message_figure, side_by_side_figure, timeline_figure
 
 __all__ = [
-    "copy_placement", "display_labels", "gpu_time", "has_memory",
+    "copy_placement", "display_labels", "has_memory",
     "latency_figure", "live_payload", "loop_kind", "memory_figure", "message_figure",
     "metrics_html", "multistep_html",
     "ordered_lanes", "record_label", "side_by_side_figure", "step_caption",

@@ -17,10 +17,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from record.gpu_time import gpu_time
 from record.window import gpu_lanes
 from texts import t
-from viz.gpu_time import gpu_time, run_title
-from viz.labels import display_labels, ordered_lanes
+from viz.labels import display_labels, ordered_lanes, run_title
 from viz.style import IDLE_FILL, IDLE_LINE, QUIET_FILL, phase_color
 from viz.timeline import lane_label
 

@@ -15,13 +15,13 @@ import html
 import re
 from typing import Any
 
+from record.gpu_time import gpu_time
 from record.lag import extra_steps, lag_marks
 from record.metrics import FORWARD_PHASES, busy_fraction
 from record.window import gpu_lanes, time_range, window_run
 from texts import count, t
 from viz.figure import FigureSpec
-from viz.gpu_time import gpu_time, run_title
-from viz.labels import display_labels, ordered_lanes
+from viz.labels import display_labels, ordered_lanes, run_title
 from viz.pixels import MAX_BARS, MIN_OPACITY, PIXELS, bands, coalesce, opacity
 from viz.style import (
     IDLE_FILL,

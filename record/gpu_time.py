@@ -22,7 +22,6 @@ from typing import Any
 
 from record.metrics import active_windows, busy_fraction, idle_gaps, outside, within
 from record.window import gpu_lanes, time_range
-from texts import count, t
 
 Interval = tuple[float, float]
 ENGINE = "engine_stream"
@@ -89,25 +88,3 @@ def _cut(spans: list[dict[str, Any]], view: Interval, gaps: list[Interval],
         engine_busy = 1.0 - _length(engine_idle) / counted
     return GpuTime(idle, quiet, _length(idle), len(idle), 1.0 - _length(idle) / counted,
                    engine_busy, counted / (view[1] - view[0]))
-
-
-def busy_text(time: GpuTime, lang: str) -> str:
-    """"95.2% all stream lanes, 93.0% engine stream alone" (a trace of another engine: the
-    union of its GPU lanes only)."""
-    if time.busy_both is None:
-        return "–"
-    both = f"{100 * time.busy_both:.1f}"
-    if time.busy_engine is None:
-        return t(lang, "busy_gpu_lanes").format(both=both)
-    return t(lang, "busy_two_ways").format(both=both, engine=f"{100 * time.busy_engine:.1f}")
-
-
-def run_title(run: dict[str, Any], label: str, lang: str) -> tuple[str, str]:
-    """A run's title (text, not HTML markup) in two parts: its idle gaps, and its busy share,
-    two ways."""
-    time = gpu_time(run)
-    key = "run_title" if time.active_share is None else "run_title_active"
-    head = t(lang, key).format(label=label, idle=f"{time.idle_us / 1000.0:.1f}",
-                               gaps=count(lang, time.gap_count, "gaps"),
-                               share=f"{100 * (time.active_share or 0.0):.0f}")
-    return head, t(lang, "run_busy").format(busy=busy_text(time, lang))
