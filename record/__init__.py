@@ -10,6 +10,7 @@ it imports only the standard library, never torch, gradio or plotly:
 - ``profiler_import``  a torch.profiler trace (ours, SGLang's, vLLM's) as a record's run
 - ``window``           a run's GPU lanes, time range, step range, and a run cut to some steps
 - ``gpu_time``         a view's GPU idle gaps and busy two ways, apart from time with no request
+- ``steps``            one step's spans (forward, upload, copy, the CPU work under the forward)
 - ``lag``              lag one (and lag k): the forwards that ran for a request already stopped
 
 Each idea has one definition here, so a live run, a recorded GPU run and an imported trace are

@@ -14,6 +14,7 @@ pytest.importorskip("plotly", reason="viz needs plotly")
 import viz  # noqa: E402
 from record.lag import lag_marks
 from record.metrics import idle_gaps, union_intervals
+from record.steps import copy_placement, step_parts  # noqa: E402
 from record.window import local_stats, window_run
 from texts import STRINGS, t
 from viz.labels import ordered_lanes
@@ -464,7 +465,7 @@ def test_no_lag_marks_without_wasted_steps_or_for_length_stops():
 
 
 def test_step_parts_link_forward_upload_copy_wait_and_the_hidden_process():
-    parts = viz.step_parts(overlap_steps(), 3)
+    parts = step_parts(overlap_steps(), 3)
     assert parts["forward"]["start_us"] == 300.0 and parts["upload"]["end_us"] == 298.0
     assert parts["copy"]["start_us"] == 390.0 and parts["wait"]["start_us"] == 396.0
     assert [s["step"] for s in parts["hidden"]] == [2]      # process_last(B2) under forward(B3)
@@ -510,9 +511,9 @@ def fig_offset_ms(run, step):
 def test_the_caption_counts_the_hidden_work_the_figure_outlines():
     """The caption's "ms hidden" is the overlap with forward(Bn) of exactly the outlined spans."""
     run = overlap_steps()
-    parts = viz.step_parts(run, 3)
+    parts = step_parts(run, 3)
     forward = parts["forward"]
-    from viz.replay import hidden_roles, overlap_us
+    from record.steps import hidden_roles, overlap_us
     outlined = hidden_roles(parts)
     assert sorted((s["phase"], s["step"]) for s in outlined.values()) == [
         ("process_last", 2), ("schedule", 4)]
@@ -543,8 +544,8 @@ def test_the_caption_says_what_the_forward_waited_for_where_the_copy_ran():
     for s in engine["spans"]:
         if s["phase"] == "copy":
             s["lane"] = "engine_stream"
-    assert viz.copy_placement(scheduler) == "scheduler" and viz.copy_placement(engine) == "engine"
-    assert viz.copy_placement(scheduler, {"device_kind": "cpu-process"}) == "in_order"
+    assert copy_placement(scheduler) == "scheduler" and copy_placement(engine) == "engine"
+    assert copy_placement(scheduler, {"device_kind": "cpu-process"}) == "in_order"
     said = viz.step_caption(scheduler, 3)
     assert "waited for all the scheduler stream held before it (wait_stream): copy(B2), which " \
            "itself waited for forward(B2), then B3's upload" in said
@@ -556,13 +557,13 @@ def test_the_caption_says_what_the_forward_waited_for_where_the_copy_ran():
     zh = viz.step_caption(engine, 3, "zh")
     assert "scheduler stream 上唯一的工作" in zh and "（重叠）" in zh      # the loop, in Chinese
     from viz.replay import links
-    hover = links(viz.step_parts(scheduler, 3), 3, "overlap", "en", "scheduler")["upload"]
+    hover = links(step_parts(scheduler, 3), 3, "overlap", "en", "scheduler")["upload"]
     assert any("everything queued before it" in line for line in hover), hover
 
 
 def test_the_normal_loop_hides_nothing_and_says_the_gpu_idles():
     run = overlap_steps(mode="normal")
-    parts = viz.step_parts(run, 3)
+    parts = step_parts(run, 3)
     assert parts["hidden"] == []
     fig = step_figure(run, 3)
     assert {trace.meta for trace in fig.data if trace.meta} == {"forward", "upload", "copy",
@@ -572,7 +573,7 @@ def test_the_normal_loop_hides_nothing_and_says_the_gpu_idles():
 
 def test_multistep_runs_hide_whatever_process_last_overlaps_the_forward():
     run = overlap_steps(mode="multistep-4")
-    parts = viz.step_parts(run, 3)
+    parts = step_parts(run, 3)
     assert [s["step"] for s in parts["hidden"]] == [2]
     assert "k=4" in viz.step_caption(run, 3) and "B2" in viz.step_caption(run, 3)
 

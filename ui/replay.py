@@ -16,6 +16,7 @@ import gradio as gr
 
 import texts
 import viz
+from record.steps import copy_placement, loop_kind
 from record.window import step_range
 from ui.common import is_empty, is_whole, lang_of
 from ui.records import default_window
@@ -42,7 +43,7 @@ def _run(record: dict[str, Any] | None, index: Any) -> dict[str, Any] | None:
 
 
 def default_run(record: dict[str, Any] | None) -> int:
-    kinds = [viz.loop_kind(run) for run in _runs(record)]
+    kinds = [loop_kind(run) for run in _runs(record)]
     return next((kinds.index(kind) for kind in PREFERRED if kind in kinds), 0)
 
 
@@ -89,7 +90,7 @@ def render_step(record: dict[str, Any] | None, index: Any, step: Any, lang_choic
         return texts.t(lang, "replay_no_step").format(step=_shown(step), first=first,
                                                      last=last), gr.skip()
     step = int(step)
-    placement = viz.copy_placement(run, (record or {}).get("env"))
+    placement = copy_placement(run, (record or {}).get("env"))
     return (viz.step_caption(run, step, lang, placement),
             plot(viz.step_figure(run, step, lang, placement)))
 

@@ -10,15 +10,15 @@ from viz.latency import latency_figure
 from viz.live import live_payload
 from viz.memory import has_memory, memory_figure
 from viz.panels import metrics_html, multistep_html, record_label, texts_html
-from viz.replay import copy_placement, loop_kind, step_caption, step_parts
+from viz.replay import step_caption
 from viz.stepview import step_figure, unrolled_figure
 from viz.timeline import message_figure, side_by_side_figure, timeline_figure
 
 __all__ = [
-    "copy_placement", "display_labels", "has_memory",
-    "latency_figure", "live_payload", "loop_kind", "memory_figure", "message_figure",
+    "display_labels", "has_memory",
+    "latency_figure", "live_payload", "memory_figure", "message_figure",
     "metrics_html", "multistep_html",
     "ordered_lanes", "record_label", "side_by_side_figure", "step_caption",
     "step_figure",
-    "step_parts", "texts_html", "timeline_figure", "unrolled_figure",
+    "texts_html", "timeline_figure", "unrolled_figure",
 ]

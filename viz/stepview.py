@@ -15,20 +15,12 @@ from __future__ import annotations
 from typing import Any
 
 from record.lag import lag_marks
+from record.steps import copy_placement, is_hidden_role, loop_kind, overlap_us, step_parts
 from record.window import step_range, window_run
 from texts import t
 from viz.figure import FigureSpec
 from viz.labels import ordered_lanes
-from viz.replay import (
-    copy_placement,
-    is_hidden_role,
-    links,
-    loop_kind,
-    overlap_us,
-    role_name,
-    spans_of,
-    step_parts,
-)
+from viz.replay import links, role_name, spans_of
 from viz.style import STANDARD_LANES, phase_color
 from viz.timeline import (
     BAR_WIDTH,
