@@ -222,6 +222,15 @@ def memory_problem(memory: Any) -> str | None:
     return None
 
 
+def has_memory(run: dict[str, Any]) -> bool:
+    """Whether ``run`` carries a memory trace to draw (old records and imports do not): one of
+    the shape ``record.run_record.memory_problem`` checks, with at least one step. A malformed one
+    (a run dict not read through ``validate_record``) is "no trace", never an exception."""
+    memory = run.get("memory")
+    return (isinstance(memory, dict) and memory_problem(memory) is None
+            and bool(memory.get("steps")))
+
+
 def _validate_run(run: Any, where: str) -> None:
     _require(run, RUN_KEYS, where)
     _check(isinstance(run["mode"], str), where, "mode must be a string")

@@ -19,6 +19,7 @@ import gradio as gr
 import texts
 import viz
 from record.loading import NotATrace, sniff
+from record.run_record import has_memory
 from record.window import step_range, window_run
 from ui.common import ROOT, is_whole, lang_of, render_said, said
 from ui.view import MainView, plot
@@ -120,7 +121,7 @@ def shown(spec: dict[str, Any], record: dict[str, Any] | None, lang: str,
 def memory_view(runs: list[dict[str, Any]], lang: str) -> Any:
     """The KV-memory chart, shown only for runs that recorded their pages (records made before
     the prefix cache, and imported traces, have none)."""
-    if not any(viz.has_memory(run) for run in runs):
+    if not any(has_memory(run) for run in runs):
         return gr.update(visible=False)
     return gr.update(value=plot(viz.memory_figure(runs, lang)), visible=True)
 

@@ -8,14 +8,14 @@ the standard library only: never torch, never the engine.
 from viz.labels import display_labels, ordered_lanes
 from viz.latency import latency_figure
 from viz.live import live_payload
-from viz.memory import has_memory, memory_figure
+from viz.memory import memory_figure
 from viz.panels import metrics_html, multistep_html, record_label, texts_html
 from viz.replay import step_caption
 from viz.stepview import step_figure, unrolled_figure
 from viz.timeline import message_figure, side_by_side_figure, timeline_figure
 
 __all__ = [
-    "display_labels", "has_memory",
+    "display_labels",
     "latency_figure", "live_payload", "memory_figure", "message_figure",
     "metrics_html", "multistep_html",
     "ordered_lanes", "record_label", "side_by_side_figure", "step_caption",

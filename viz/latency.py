@@ -20,7 +20,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from record.serving import row_from_metrics, summarize
+from record.serving import summarize
 from texts import t
 from viz.figure import FigureSpec
 
@@ -100,16 +100,3 @@ def latency_figure(rows: Sequence[Mapping[str, Any]], lang: str = "en",
                       margin={"l": 50, "r": 20, "t": 80, "b": 90}, plot_bgcolor="white",
                       legend={"orientation": "h", "y": -0.32, "x": 0.5, "xanchor": "center"})
     return fig.to_dict()
-
-
-def rows_from_record(record: Mapping[str, Any], request_rate: float | None) -> list[dict[str, Any]]:
-    """One row per run of a run record whose requests arrived at ``request_rate`` (an app or
-    CLI run with arrivals, or a served session's record), for ``latency_figure``."""
-    out = []
-    for run in record.get("runs", []):
-        metrics = run.get("metrics", {})
-        if "itl_ms_p50" not in metrics:
-            continue                                    # a run without per-token times
-        out.append(row_from_metrics(run.get("loop", run.get("mode", "?")), request_rate,
-                                    len(run.get("outputs", [])), metrics))
-    return out
