@@ -18,7 +18,7 @@ import statistics
 
 from bench.decode import Workload, fresh
 from engine.config import EngineConfig, SamplingParams
-from record.timeline import Timeline
+from record.recorder import Timeline
 
 
 def _cell(values: list[float]) -> str:

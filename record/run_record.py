@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from record.metrics import METRIC_KEYS, SCHEMA1_METRIC_KEYS, compute_metrics
-from record.timeline import BASE_LANES, GPU_LANES, Span
+from record.recorder import BASE_LANES, GPU_LANES, Span
 
 SCHEMA = 1
 DEFAULT_MAX_BYTES = 200 * 2**20

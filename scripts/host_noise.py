@@ -54,7 +54,7 @@ def main() -> None:
     from engine import Engine
     from engine.config import EngineConfig, SamplingParams
     from engine.teach.workload import make_prompts
-    from record.timeline import Timeline
+    from record.recorder import Timeline
 
     cpus = sorted(os.sched_getaffinity(0))
     print("cpus", cpus, "siblings of", cpus[0], siblings(cpus[0]), "of", cpus[1],

@@ -31,7 +31,7 @@ def main() -> int:
     from engine import Engine, EngineConfig, SamplingParams
     from engine.devices import cuda_buffers, cuda_graph
     from engine.teach.workload import make_prompts
-    from record.timeline import Timeline
+    from record.recorder import Timeline
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--batch", type=int, default=1)

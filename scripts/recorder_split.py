@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from record.timeline import Timeline  # noqa: E402
+from record.recorder import Timeline  # noqa: E402
 
 
 class CpuOnly(Timeline):

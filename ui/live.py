@@ -23,8 +23,8 @@ import texts
 import viz
 from engine.processes import messages
 from engine.processes.messages import LiveRunRequest
+from record.recorder import BASE_LANES, GPU_LANES
 from record.run_record import run_dict
-from record.timeline import BASE_LANES, GPU_LANES
 from ui import common, presets
 from ui.common import LOOPS, InputError, esc, lang_of, progress_bar, render_said, said, status
 from ui.records import shown, write_downloads

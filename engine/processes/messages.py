@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.config import EngineConfig, SamplingParams
-from record.timeline import Span
+from record.recorder import Span
 
 LOOPS = ("normal", "overlap", "multistep")
 

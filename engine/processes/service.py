@@ -36,7 +36,7 @@ from engine.processes.messages import (
     Warmed,
     WarmRequest,
 )
-from record.timeline import Timeline
+from record.recorder import Timeline
 
 REPORT_S = 0.25                 # how often a live run's new spans are sent
 MEASURE_RUNS = 3                # serial runs the GPU warm-up measures the device from (median)
