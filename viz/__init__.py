@@ -5,6 +5,7 @@ same schema-1 run dicts, so they all take one path to the screen. This package i
 the standard library only: never torch, never the engine.
 """
 
+from viz.gantt import message_figure, side_by_side_figure, timeline_figure
 from viz.labels import display_labels, ordered_lanes
 from viz.latency import latency_figure
 from viz.live import live_payload
@@ -12,7 +13,6 @@ from viz.memory import memory_figure
 from viz.panels import metrics_html, multistep_html, record_label, texts_html
 from viz.replay import step_caption
 from viz.stepview import step_figure, unrolled_figure
-from viz.timeline import message_figure, side_by_side_figure, timeline_figure
 
 __all__ = [
     "display_labels",

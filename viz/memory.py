@@ -18,9 +18,9 @@ from record.run_record import has_memory
 from record.window import time_range
 from texts import t
 from viz.figure import FigureSpec
+from viz.gantt import lane_ticks, message_figure, plotly_white, run_frame
 from viz.labels import display_labels
 from viz.style import MEMORY_COLORS, RETRACTION_COLOR
-from viz.timeline import lane_ticks, message_figure, plotly_white, run_frame
 
 PANEL_PX = 170          # height of one run's chart, in pixels
 KINDS = ("used", "cached", "free")       # bottom to top, as the columns of a memory step
