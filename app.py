@@ -21,7 +21,7 @@ import gradio as gr
 
 import texts
 import viz
-from ui import common, lab, live, parsing, presets, records, replay, serving
+from ui import common, lab, live, parsing, presets, recorded_runs, replay, serving
 from ui.common import DEFAULTS, LIMITS, lang_of, loop_choices, model_choices
 from ui.i18n import Translated
 from ui.live_chart import live_chart
@@ -58,11 +58,11 @@ def switch_language(lang_choice: str, record: dict[str, Any] | None, spec: dict[
     """Every text on the page in the chosen language, the status said again, the charts redrawn."""
     lang = lang_of(lang_choice)
     if record:
-        view = records.shown(spec, record, lang)
+        view = recorded_runs.shown(spec, record, lang)
     else:
         empty = plot(viz.side_by_side_figure([], lang=lang))
         view = MainView(status=common.render_said(spec, lang), timeline=empty)
-    zoomed = records.zoom(record, first, last, lang_choice)
+    zoomed = recorded_runs.zoom(record, first, last, lang_choice)
     return (*TR.updates(lang), view.status, view.timeline, zoomed, view.memory, view.metrics,
             view.texts, *check_devices(lang_choice, wait=False))
 
@@ -300,15 +300,15 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
                  SIZING["inputs"], SIZING["outputs"], show_progress="hidden")
     # Not queued behind the run it stops.
     stop_button.click(live.stop_run, [language], status, queue=False, show_progress="hidden")
-    recorded.input(records.show_recorded, [recorded, language], OUTPUTS,
+    recorded.input(recorded_runs.show_recorded, [recorded, language], OUTPUTS,
                    show_progress_on=[status]
                    ).then(replay.reset_replay, [record_state, language], REPLAY,
                           show_progress="hidden")
-    upload.upload(records.show_upload, [upload, language], OUTPUTS, concurrency_limit=2,
+    upload.upload(recorded_runs.show_upload, [upload, language], OUTPUTS, concurrency_limit=2,
                   show_progress_on=[status]
                   ).then(replay.reset_replay, [record_state, language], REPLAY,
                          show_progress="hidden")
-    zoom_button.click(records.zoom_steps, [record_state, first_step, last_step, language],
+    zoom_button.click(recorded_runs.zoom_steps, [record_state, first_step, last_step, language],
                       [zoomed, first_step, last_step])
     replay_run.input(replay.render_run, [record_state, replay_run, language, step], REPLAY[1:],
                      show_progress="hidden")
@@ -359,7 +359,7 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
         if shows_runs:                     # charts laid out while hidden: fit them again
             shown.then(None, js=RELAYOUT_JS)
     demo.load(None, js=KEEP_TYPED_JS.replace("{cls}", TYPED_SLIDER))
-    demo.load(records.list_recorded, None, recorded, show_progress="hidden")
+    demo.load(recorded_runs.list_recorded, None, recorded, show_progress="hidden")
     demo.load(serving.relabel, [serving_file, language],
               [serving_file, serving_plot, serving_table], show_progress="hidden")
     # The switches at once, marked as the machine is known so far; again once the scheduler
@@ -398,7 +398,7 @@ def main() -> None:
         pin_server(common.placement())              # keep off the device process's core
     demo.queue(default_concurrency_limit=4)
     demo.launch(server_name=args.host, server_port=args.port, css=CSS,
-                max_file_size=records.MAX_UPLOAD_BYTES, theme=gr.themes.Soft(),
+                max_file_size=recorded_runs.MAX_UPLOAD_BYTES, theme=gr.themes.Soft(),
                 footer_links=[], prevent_thread_lock=True)
     if not args.no_prewarm and not common.on_zero_gpu():  # ZeroGPU: the GPU exists only in a run
         # The scheduler process is started here, in the main thread: only there can it be

@@ -106,11 +106,11 @@ def test_another_run_keeps_the_step_on_screen_where_it_has_it(record):
 def test_numbers_no_box_can_hold_are_said_so_not_raised(record):
     """An API caller can send what a browser cannot (10**400, inf): a message, never a
     traceback."""
-    from ui import common, records
+    from ui import common, recorded_runs
 
     for value in (10**400, float("inf"), float("-inf")):
         assert replay.render_step(record, 1, value, "English")[0].startswith("This run has no step")
-        assert records.zoom_steps(record, value, 3, "English")[1] == {"__type__": "update"}
+        assert recorded_runs.zoom_steps(record, value, 3, "English")[1] == {"__type__": "update"}
         with pytest.raises(common.InputError):
             common.validate(extra_cpu_us=value)
 

@@ -27,7 +27,7 @@ from record.recorder import BASE_LANES, GPU_LANES
 from record.run_record import run_dict
 from ui import common, presets
 from ui.common import LOOPS, InputError, esc, lang_of, progress_bar, render_said, said, status
-from ui.records import shown, write_downloads
+from ui.recorded_runs import shown, write_downloads
 from ui.view import MainView, plot
 
 MAX_ARRIVAL_S = 60.0       # requests / rate: how long the arrivals of one loop may take

@@ -19,7 +19,7 @@ import viz
 from record.steps import copy_placement, loop_kind
 from record.window import step_range
 from ui.common import is_empty, is_whole, lang_of
-from ui.records import default_window
+from ui.recorded_runs import default_window
 from ui.view import plot
 
 PREFERRED = ("overlap", "multistep", "normal")   # the loop a replay starts on
