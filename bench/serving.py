@@ -38,8 +38,8 @@ from pathlib import Path
 
 from engine.config import EngineConfig, SamplingParams
 from engine.scheduler.arrivals import Arrival, describe, load_trace, poisson_times
+from record.latency_rows import format_table, rate_label, row_from_metrics, summarize
 from record.metrics import ttft_drift
-from record.serving import format_table, rate_label, row_from_metrics, summarize
 
 
 @dataclass(frozen=True)

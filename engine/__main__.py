@@ -295,8 +295,8 @@ def _run(a, cfg, params, eng, arrivals=None, ctrl_c: CtrlC | None = None) -> int
                   f"{m['retractions']} retraction{'' if m['retractions'] == 1 else 's'}")
     if arrivals:
         from engine.scheduler.arrivals import describe
-        from record.serving import format_table as latency_table
-        from record.serving import row_from_metrics, summarize
+        from record.latency_rows import format_table as latency_table
+        from record.latency_rows import row_from_metrics, summarize
 
         rate = None if a.request_rate is None or a.arrivals else a.request_rate
         print(f"\narrivals: {describe(arrivals)}")

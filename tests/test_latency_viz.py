@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from record.serving import row_from_metrics, rows_from_record
+from record.latency_rows import row_from_metrics, rows_from_record
 from viz.latency import latency_figure
 
 

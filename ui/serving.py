@@ -1,6 +1,6 @@
 """The serving tab: latency against request rate for both loops, as measured on real hardware.
 
-Each file in ``assets/serving`` holds the rows of one measurement (``record.serving``): the
+Each file in ``assets/serving`` holds the rows of one measurement (``record.latency_rows``): the
 bench's (``python -m bench --rates ...``, the engine driven in process) or the load test's
 (``python -m bench.load``, streaming HTTP clients against ``engine.serve``). Choosing one draws
 ``viz.latency_figure`` and the table the bench printed, median and spread over its repeats.
@@ -19,7 +19,7 @@ import gradio as gr
 import texts
 import viz
 from record.files import read_bounded
-from record.serving import format_table, summarize
+from record.latency_rows import format_table, summarize
 from texts import STRINGS
 from ui.common import ROOT, esc, lang_of, status
 from ui.view import plot

@@ -9,7 +9,7 @@ Three panels side by side, the request rate along each x axis (burst last):
 - **output tokens/s**: equal to the offered load while the engine keeps up, then flat where it
   saturates; the overlap loop saturates later when the CPU's work per step is large.
 
-Input: the rows of ``record.serving`` (plain dicts, from the bench's ``--json``, the load
+Input: the rows of ``record.latency_rows`` (plain dicts, from the bench's ``--json``, the load
 test's or an app run), raw or summarised; repeats become a median with min-max error bars.
 Output: a plotly figure as plain dicts (``viz.figure.FigureSpec``). No torch, no engine objects.
 """
@@ -20,7 +20,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from record.serving import summarize
+from record.latency_rows import summarize
 from texts import t
 from viz.figure import FigureSpec
 
