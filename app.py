@@ -21,7 +21,7 @@ import gradio as gr
 
 import texts
 import viz
-from ui import common, lab, live, parsing, presets, recorded_runs, replay, serving
+from ui import common, lab, latency_tab, live, parsing, presets, recorded_runs, replay
 from ui.common import DEFAULTS, LIMITS, lang_of, loop_choices, model_choices
 from ui.i18n import Translated
 from ui.live_chart import live_chart
@@ -342,9 +342,9 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
            ).then(**LAB_MARKS).then(**LAB_SAID
                                     ).then(lab.redraw, [lab_state, language], lab_result,
                                            show_progress="hidden"
-                         ).then(serving.relabel, [serving_file, language],
+                         ).then(latency_tab.relabel, [serving_file, language],
                                 [serving_file, serving_plot, serving_table], show_progress="hidden")
-    serving_file.input(serving.show_measured, [serving_file, language],
+    serving_file.input(latency_tab.show_measured, [serving_file, language],
                        [serving_plot, serving_table], show_progress="hidden")
     # A chart updated while its tab was hidden was laid out at a default width: on showing the
     # tab, a resize event lets plotly fit it to its container again.
@@ -360,7 +360,7 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
             shown.then(None, js=RELAYOUT_JS)
     demo.load(None, js=KEEP_TYPED_JS.replace("{cls}", TYPED_SLIDER))
     demo.load(recorded_runs.list_recorded, None, recorded, show_progress="hidden")
-    demo.load(serving.relabel, [serving_file, language],
+    demo.load(latency_tab.relabel, [serving_file, language],
               [serving_file, serving_plot, serving_table], show_progress="hidden")
     # The switches at once, marked as the machine is known so far; again once the scheduler
     # process has said whether it found a GPU.
