@@ -53,7 +53,7 @@ def main() -> None:
 
     from engine import Engine
     from engine.config import EngineConfig, SamplingParams
-    from engine.teach.workload import make_prompts
+    from engine.workloads import make_prompts
     from record.recorder import Timeline
 
     cpus = sorted(os.sched_getaffinity(0))

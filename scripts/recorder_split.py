@@ -62,7 +62,7 @@ def main() -> int:
     from bench.decode import fresh
     from engine import Engine, EngineConfig, SamplingParams
     from engine.devices.cuda import CudaDevice
-    from engine.teach.workload import make_prompts
+    from engine.workloads import make_prompts
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 64])

@@ -20,13 +20,14 @@ MAY_IMPORT = {"record": set(), "engine": {"record"}, "texts": {"record"}, "viz":
 # engine's own layers, bottom first. A module may import its own layer and those below it; every
 # module of engine belongs to exactly one (the longest name that is a prefix of its own).
 ENGINE_LAYERS = (
-    ("engine.config", "engine.proc_watch", "engine.host_load"),   # values; what the OS says
+    ("engine.config", "engine.proc_watch", "engine.host_load",    # values; what the OS says;
+     "engine.workloads"),                                         # the prompts runs are given
     ("engine.layers",),                   # sampling and attention kernels (torch, triton)
     ("engine.models",),                   # the model, checkpoints, tokenizing
     ("engine.scheduler",),                # the article: loops, requests, KV pages, sources
     ("engine.devices",),                  # CUDA streams, the CPU device process, the runner
     ("engine", "engine.engine"),          # the public API: Engine (the package's lazy names)
-    ("engine.teach",),                    # hazard lab, workloads
+    ("engine.lab",),                      # the hazard lab
     ("engine.processes",),                # the scheduler process, its service and messages
     ("engine.serve", "engine.__main__"),  # the OpenAI-compatible server, the CLI
 )

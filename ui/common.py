@@ -19,7 +19,7 @@ from typing import Any
 
 import texts
 from engine.models.hub import SUGGESTED_MODELS, cached_snapshot, is_hub_id
-from engine.teach.workload import DEFAULT_PROMPTS, word_prompts  # noqa: F401 - used by the UI
+from engine.workloads import DEFAULT_PROMPTS, word_prompts  # noqa: F401 - used by the UI
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = [  # (value, display name, real weights?)

@@ -1,6 +1,6 @@
 """Hazard lab handlers: remove one safeguard, run, and show what the engine's checks found.
 
-``engine.teach.hazard_lab.run_hazard`` does the work, in the scheduler process (a ``LabRequest``): the
+``engine.lab.hazard_lab.run_hazard`` does the work, in the scheduler process (a ``LabRequest``): the
 normal loop as reference, then the overlap loop with one switch on, compared token by token, with
 the allocator and the stop checks watching. This module picks the configuration (the model and
 device of the live tab) and shows the report through ``viz.lab`` in the chosen language; the
@@ -22,7 +22,7 @@ from viz.lab import describe, hazard_title, report_html
 
 
 def _hazards() -> dict[str, Any]:
-    from engine.teach.hazard_lab import HAZARDS  # torch-free: the lab's behaviour, not its engine
+    from engine.lab.hazard_lab import HAZARDS  # torch-free: the lab's behaviour, not its engine
 
     return HAZARDS
 
@@ -34,7 +34,7 @@ def cuda_here(device: str | None) -> bool:
 
 def switch_choices(lang_choice: str, current: str | None = None,
                    device: str | None = "auto") -> Any:
-    """The switches as (title, name) choices, every switch of ``engine.teach.hazard_lab.HAZARDS``
+    """The switches as (title, name) choices, every switch of ``engine.lab.hazard_lab.HAZARDS``
     in its order; those that need CUDA marked so before any click where this machine (or the
     chosen device) has none. The choice is set only when there is none yet: marks that arrive
     late (once the scheduler process has said what it found) never undo a reader's click."""

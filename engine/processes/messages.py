@@ -158,7 +158,7 @@ class RunFinished:
 
 @dataclass(frozen=True)
 class LabFinished:
-    report: dict[str, Any]              # dataclasses.asdict(engine.teach.hazard_lab.LabReport)
+    report: dict[str, Any]              # dataclasses.asdict(engine.lab.hazard_lab.LabReport)
 
 
 @dataclass(frozen=True)
