@@ -40,8 +40,8 @@ from engine.scheduler.radix_cache import RadixCache
 from engine.scheduler.request import NUM_INT_COLS, prefill_shapes
 from engine.scheduler.scheduler import Scheduler, TokenSink
 from engine.scheduler.sources import RequestSource, ScheduledSource
+from record.recorder import BASE_LANES, GPU_LANES, Span, Timeline
 from record.run_record import run_dict
-from record.timeline import BASE_LANES, GPU_LANES, Span, Timeline
 
 
 class EngineBusyError(RuntimeError):
