@@ -38,13 +38,13 @@ def _median_us(run: dict, phase: str) -> float:
     return statistics.median(spans) if spans else float("nan")
 
 
-def _click(live, values: dict) -> tuple[dict, float]:
+def _click(live, values) -> tuple[dict, float]:
     from ui.view import MainView
 
     names = [f.name for f in fields(MainView)]
     started = time.perf_counter()
     final = None
-    for out in live.run_live(**values):
+    for out in live.run_live(values):
         final = dict(zip(names, out))
     seconds = time.perf_counter() - started
     record = final["record"] if final else None
@@ -85,6 +85,7 @@ def main() -> int:
     args = parser.parse_args()
 
     from ui import common, live, presets
+    from ui.controls import Controls
 
     t0 = time.perf_counter()
     cuda = common.scheduler().ready().cuda
@@ -95,17 +96,12 @@ def main() -> int:
     print(f"warm-up (scheduler process, engine, probe): {time.perf_counter() - t0:.1f} s")
     d = common.DEFAULTS
     slider, graphs, said = presets.device_defaults("auto", d["extra_cpu_us"], False, "English")
-    values = {"loops": ["normal", "overlap"], "decode_steps": d["decode_steps"],
-              "stop_early": True, "device": "auto", "model": "bundled",
-              "requests": d["requests"], "batch": d["batch"], "prompt_len": d["prompt_len"],
-              "prompts_text": common.DEFAULT_PROMPTS, "max_new": d["max_new"],
-              "temperature": d["temperature"], "cuda_graph": graphs.get("value", False),
-              "extra_cpu_us": slider.get("value", d["extra_cpu_us"]),
-              "request_rate": d["request_rate"], "chat": False, "lang_choice": "English"}
+    values = Controls.page_defaults(cuda_graph=graphs.get("value", False),
+                                    extra_cpu_us=slider.get("value", d["extra_cpu_us"]))
     print("the page's sizing line: " + said.strip("*"))
-    print(f"controls after the page load: extra CPU work {values['extra_cpu_us']} us, CUDA graphs "
-          f"{values['cuda_graph']}, {values['requests']} requests, batch {values['batch']}, "
-          f"{values['max_new']} new tokens, stop early\n")
+    print(f"controls after the page load: extra CPU work {values.extra_cpu_us} us, CUDA graphs "
+          f"{values.cuda_graph}, {values.requests} requests, batch {values.batch}, "
+          f"{values.max_new} new tokens, stop early\n")
     rows, first = [], None
     for i in range(args.clicks):
         record, seconds = _click(live, values)

@@ -315,11 +315,13 @@ live = pytest.importorskip("ui.live")
 
 
 def _args(**overrides):
+    from ui.controls import Controls
+
     values = {"loops": ["normal", "overlap"], "decode_steps": 4, "stop_early": False,
               "device": "cpu", "model": "bundled", "requests": 2, "batch": 2, "prompt_len": 4,
               "prompts_text": "", "max_new": 2, "temperature": 0.0, "cuda_graph": False,
               "extra_cpu_us": 0, "lang_choice": "English"}
-    return {**values, **overrides}
+    return Controls(**{**values, **overrides})
 
 
 def _fields(values: tuple) -> dict:
@@ -356,14 +358,14 @@ def test_a_failed_run_gives_a_message_in_the_users_language(monkeypatch, kind, s
 
     event = RequestFailed(kind, "the CPU device process died while running step 3 (SIGKILL)")
     monkeypatch.setattr(common, "scheduler", lambda: _FailingScheduler(event))
-    final = _fields(list(live.run_live(**_args()))[-1])
+    final = _fields(list(live.run_live(_args()))[-1])
     assert said in final["status"]
-    zh = _fields(list(live.run_live(**_args(lang_choice="中文")))[-1])
+    zh = _fields(list(live.run_live(_args(lang_choice="中文")))[-1])
     assert "Stopped" not in zh["status"] and "The run" not in zh["status"].split("<details>")[0]
 
 
 def test_no_loop_chosen_gives_a_message():
-    outputs = list(live.run_live(**_args(loops=[])))
+    outputs = list(live.run_live(_args(loops=[])))
     assert "choose at least one scheduling loop" in _fields(outputs[-1])["status"]
 
 
@@ -372,7 +374,7 @@ def test_cuda_without_a_gpu_gives_a_message(monkeypatch):
     from ui import common
 
     monkeypatch.setattr(common, "scheduler", lambda: _FailingScheduler(RequestFailed("x", "")))
-    outputs = list(live.run_live(**_args(device="cuda")))
+    outputs = list(live.run_live(_args(device="cuda")))
     assert "no GPU was found on this machine" in _fields(outputs[-1])["status"]
 
 

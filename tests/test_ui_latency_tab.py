@@ -28,6 +28,7 @@ from hub_cache import add_to_cache, save_tiny_llama  # noqa: E402
 
 from engine.models.loader import BUNDLED_DIR  # noqa: E402
 from ui import common, latency_tab, live  # noqa: E402
+from ui.controls import Controls  # noqa: E402
 from ui.view import MainView  # noqa: E402
 
 NAMES = [f.name for f in fields(MainView)]
@@ -40,7 +41,7 @@ ARGS = {"loops": ["normal", "overlap"], "decode_steps": 3, "stop_early": False,
 
 
 def views(**changes):
-    return [dict(zip(NAMES, values)) for values in live.run_live(**{**ARGS, **changes})]
+    return [dict(zip(NAMES, values)) for values in live.run_live(Controls(**{**ARGS, **changes}))]
 
 
 @pytest.fixture(scope="module")

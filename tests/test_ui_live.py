@@ -19,6 +19,8 @@ pytest.importorskip("gradio")
 pytest.importorskip("torch")
 
 from ui import common, live  # noqa: E402
+from ui.controls import Controls  # noqa: E402
+from ui.state import APP  # noqa: E402
 from ui.view import MainView  # noqa: E402
 
 NAMES = [f.name for f in fields(MainView)]
@@ -30,7 +32,7 @@ ARGS = {"loops": ["normal", "overlap", "multistep"], "decode_steps": 3, "stop_ea
 
 def views(**changes):
     """Every view the handler yields, as {field: value} dicts."""
-    return [dict(zip(NAMES, values)) for values in live.run_live(**{**ARGS, **changes})]
+    return [dict(zip(NAMES, values)) for values in live.run_live(Controls(**{**ARGS, **changes}))]
 
 
 @pytest.fixture(scope="module")
@@ -125,31 +127,28 @@ def test_the_presets_set_controls_the_run_accepts_and_are_sized_to_the_machine()
     from engine.processes.messages import DeviceProfile
     from ui import presets
 
-    presets._profiles.clear()
+    APP.profiles.clear()
     for name in presets.PRESETS:
-        *control_values, said = presets.preset(name, "English", "cpu")
-        values = dict(zip(presets.CONTROLS, control_values))
-        request, _ = live.build_request(
-            values["loops"], values["decode_steps"], values["stop_early"], "cpu", "bundled",
-            values["requests"], values["batch"], values["prompt_len"], "", values["max_new"],
-            values["temperature"], False, values["extra_cpu_us"], values["request_rate"])
+        values, said = presets.preset(name, "English", "cpu")
+        request, _ = live.build_request(Controls.page_defaults(
+            **values, device="cpu", model="bundled", prompts_text="", cuda_graph=False))
         assert request.loops == tuple(values["loops"]) and "2-core" in said
-    heavy = dict(zip(presets.CONTROLS, presets.preset("multistep")[:-1]))
+    heavy, _ = presets.preset("multistep")
     assert "multistep" in heavy["loops"] and heavy["decode_steps"] == 4
     assert heavy["extra_cpu_us"] == 20000
     presets.remember(DeviceProfile("cuda", "NVIDIA H200", "bundled", 16, True, 320.0, 140.0))
     presets.remember(DeviceProfile("cpu-process", "CPU", "bundled", 16, False, 4600.0, 700.0))
     try:
-        *values, said = presets.preset("multistep", "中文", "cuda")
-        assert dict(zip(presets.CONTROLS, values))["extra_cpu_us"] == 820   # 3 x 0.32 - 0.14 ms
+        values, said = presets.preset("multistep", "中文", "cuda")
+        assert values["extra_cpu_us"] == 820                # 3 x 0.32 - 0.14 ms
         assert "按 NVIDIA H200 设定" in said and "k = 3" in said
-        values = dict(zip(presets.CONTROLS, presets.preset("overlap", "English", "cuda")[:-1]))
+        values, _ = presets.preset("overlap", "English", "cuda")
         assert values["loops"] == ["normal", "overlap"]
         assert values["extra_cpu_us"] == 80                # 0.7 x 0.32 - 0.14 ms, in 10 us steps
-        cpu = dict(zip(presets.CONTROLS, presets.preset("overlap", "English", "cpu")[:-1]))
+        cpu, _ = presets.preset("overlap", "English", "cpu")
         assert cpu["extra_cpu_us"] == 2500                 # 0.7 x 4.6 - 0.7 ms, in 250 us steps
     finally:
-        presets._profiles.clear()
+        APP.profiles.clear()
 
 
 def test_the_page_defaults_fit_the_device_the_run_uses():
@@ -159,8 +158,8 @@ def test_the_page_defaults_fit_the_device_the_run_uses():
     from engine.processes.messages import DeviceProfile
     from ui import presets
 
-    presets._profiles.clear()
-    presets.WARMED.set()
+    APP.profiles.clear()
+    APP.warmed.set()
     try:
         slider, graphs, said = presets.device_defaults("cuda", 4000, False, "English")
         assert graphs.get("value") is True and "no warm-up" in said and "value" not in slider
@@ -189,7 +188,7 @@ def test_the_page_defaults_fit_the_device_the_run_uses():
         _, _, said = presets.device_defaults("cuda", 10**9, False, "English")
         assert "1000000000" in said and "status-error" in said
     finally:
-        presets._profiles.clear()
+        APP.profiles.clear()
 
 
 class _ProbingScheduler:
@@ -220,7 +219,7 @@ def test_stop_while_probing_says_stopping_until_the_run_has_ended_and_leaves_no_
         monkeypatch):
     fake = _ProbingScheduler()
     monkeypatch.setattr(common, "scheduler", lambda: fake)
-    run = live.run_live(**{**ARGS, "extra_cpu_us": 0})
+    run = live.run_live(Controls(**{**ARGS, "extra_cpu_us": 0}))
     views_seen = []
     for i, values in enumerate(run):
         views_seen.append(dict(zip(NAMES, values)))
@@ -238,18 +237,18 @@ def test_stop_while_probing_says_stopping_until_the_run_has_ended_and_leaves_no_
     whole = json.loads(final["timeline"]["value"].plot)   # nothing ran: said, not an empty plot
     assert "stopped before its first step" in whole["layout"]["annotations"][0]["text"]
     assert final["timeline"]["visible"] is True and final["live"]["visible"] is False
-    again = [dict(zip(NAMES, values)) for values in live.run_live(**ARGS)]   # the next run
+    again = [dict(zip(NAMES, values)) for values in live.run_live(Controls(**ARGS))]  # next run
     assert "Probing" in again[2]["status"]                 # ... is not "stopping" any more
 
 
 def test_step_times_are_remembered_for_the_latest_setups_only():
-    live.STEP_SECONDS.clear()
+    APP.step_seconds.clear()
     record = {"runs": [{"metrics": {"mean_step_us": 2000.0}}]}
     for i in range(live.MAX_REMEMBERED + 10):
         live._remember_step_time((f"org/model-{i}", "cpu", 16, False), record)
-    assert len(live.STEP_SECONDS) == live.MAX_REMEMBERED
-    assert ("org/model-0", "cpu", 16, False) not in live.STEP_SECONDS
-    assert live.STEP_SECONDS[(f"org/model-{live.MAX_REMEMBERED + 9}", "cpu", 16, False)] == 0.002
+    assert len(APP.step_seconds) == live.MAX_REMEMBERED
+    assert ("org/model-0", "cpu", 16, False) not in APP.step_seconds
+    assert APP.step_seconds[(f"org/model-{live.MAX_REMEMBERED + 9}", "cpu", 16, False)] == 0.002
 
 
 def test_a_shared_prompt_on_a_small_pool_shows_hits_retractions_and_the_memory_chart():
@@ -288,7 +287,7 @@ def test_the_sizing_line_speaks_of_the_last_run_once_there_is_one():
 
     record = json.loads((ROOT / "assets" / "recorded" / "h200-first-click-defaults.json").read_text())
     normal = next(run for run in record["runs"] if run["loop"] == "normal")
-    presets._profiles.clear()
+    APP.profiles.clear()
     try:
         profile = presets.profile_of_run(record)
         assert profile.source == "run" and profile.device_kind == "cuda"
@@ -321,4 +320,4 @@ def test_the_sizing_line_speaks_of_the_last_run_once_there_is_one():
         assert "每步有 50 µs 额外 CPU 工作，这里已扣除" in presets.describe("cuda", 0, "中文")
         assert presets.profile_of_run({"runs": [], "config": {}, "env": {}}) is None
     finally:
-        presets._profiles.clear()
+        APP.profiles.clear()

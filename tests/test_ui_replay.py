@@ -46,7 +46,7 @@ def test_reset_starts_on_the_overlap_run_at_a_steady_state_step(record):
 
 
 def test_a_step_outside_the_run_is_said_so_in_the_readers_language(record):
-    """The buttons move the slider within its range (app.STEP_JS), but a number typed into its
+    """The buttons move the slider within its range (ui.tabs.run_view.STEP_JS), but a number typed into its
     box reaches the handler as typed (ui.view.slider): a step the run does not have is named,
     with the run's range, in the page's language, and the figure on screen stays."""
     import gradio as gr

@@ -1,11 +1,12 @@
 """What every handler shares: control limits, input checks, status lines, the scheduler process.
 
-The web server never runs an engine: ``scheduler()`` is the one ``SchedulerClient`` of this
-process, which starts the scheduler process (long-lived, the model loaded once) and sends it one
-request at a time (run events share ``concurrency_id="engine"`` with ``concurrency_limit=1`` too,
-so a second visitor waits in Gradio's queue and sees so). On ZeroGPU, where the GPU exists only
-inside a ``spaces.GPU`` call, the same requests are served inside that call instead
-(``InlineScheduler``): that call runs in a process of its own already.
+The web server never runs an engine: ``scheduler()`` is the one ``SchedulerHandle`` of this
+process (kept in ``ui.state.APP``): a ``SchedulerClient``, which starts the scheduler process
+(long-lived, the model loaded once) and sends it one request at a time (run events share
+``concurrency_id="engine"`` with ``concurrency_limit=1`` too, so a second visitor waits in
+Gradio's queue and sees so). On ZeroGPU, where the GPU exists only inside a ``spaces.GPU`` call,
+the same requests are served inside that call instead (``InlineScheduler``): that call runs in a
+process of its own already.
 """
 
 from __future__ import annotations
@@ -13,13 +14,16 @@ from __future__ import annotations
 import html
 import math
 import os
-import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import texts
 from engine.models.hub import SUGGESTED_MODELS, cached_snapshot, is_hub_id
 from engine.workloads import DEFAULT_PROMPTS, word_prompts  # noqa: F401 - used by the UI
+from ui.state import APP
+
+if TYPE_CHECKING:
+    from engine.processes.scheduler_process import Placement, SchedulerHandle
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = [  # (value, display name, real weights?)
@@ -40,10 +44,6 @@ LIMITS = {  # control: (min, max, whole number?); checked here, since a typed nu
     "shared_prefix": (0, 1024, True),         # tokens of one system prompt before every prompt
     "kv_pages": (0, 65536, True),             # 0: pages for every request at full length
 }
-
-_client: Any = None
-_client_lock = threading.Lock()
-SHUTTING_DOWN = threading.Event()      # set as the server stops: work cut short is not news
 
 
 class InputError(ValueError):
@@ -66,8 +66,8 @@ def cuda_seen() -> bool:
     """Did the scheduler process find a GPU? (False until it has said; True on ZeroGPU.)"""
     if on_zero_gpu():
         return True
-    client = _client
-    ready = getattr(client, "_ready", None)
+    client = APP.scheduler
+    ready = client.reported if client is not None else None
     return bool(ready and ready.cuda)
 
 
@@ -78,15 +78,15 @@ def shutdown() -> None:
     discards it from its own thread at the same moment; SchedulerClient does not lock that, so
     a close that loses the race may fail. The process is ending either way: at shutdown that
     is not worth a traceback."""
-    with _client_lock:
-        if _client is not None:
+    with APP.scheduler_lock:
+        if APP.scheduler is not None:
             try:
-                _client.close()
+                APP.scheduler.close()
             except Exception:  # noqa: BLE001 - see above
                 pass
 
 
-def placement() -> Any:
+def placement() -> Placement:
     """Which cores the scheduler, the device process and this server may use.
 
     Measured on the 2-core machine with a browser beside the app (``scripts/app_vs_cli.py``,
@@ -109,19 +109,19 @@ def placement_note() -> tuple[str, dict[str, str]]:
                                 "server_cores": ",".join(map(str, place.server))}
 
 
-def scheduler() -> Any:
-    """This process's client of the scheduler process (started on first use)."""
-    global _client
-    with _client_lock:
-        if _client is None:
+def scheduler() -> SchedulerHandle:
+    """This process's handle on the scheduler (the process started on first use)."""
+    with APP.scheduler_lock:
+        if APP.scheduler is None:
             from engine.processes.scheduler_process import InlineScheduler, SchedulerClient
 
             if on_zero_gpu():
-                _client = InlineScheduler()
+                APP.scheduler = InlineScheduler()
             else:
-                _client = SchedulerClient(placement())
-                _client.start()
-        return _client
+                client = SchedulerClient(placement())
+                client.start()
+                APP.scheduler = client
+        return APP.scheduler
 
 
 def is_empty(value: Any) -> bool:

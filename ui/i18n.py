@@ -13,6 +13,7 @@ from typing import Any
 import gradio as gr
 
 import texts
+from ui.common import lang_of
 
 
 class Translated:
@@ -37,3 +38,7 @@ class Translated:
                 change["choices"] = choices(lang)
             out.append(gr.update(**change))
         return out
+
+    def updates_for(self, lang_choice: str) -> list[Any]:
+        """``updates`` for the language switch's value ("English", "中文")."""
+        return self.updates(lang_of(lang_choice))

@@ -13,8 +13,8 @@ requests finish at different steps and the lag cost (forwards run after a stop) 
 from __future__ import annotations
 
 import math
-import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import gradio as gr
@@ -27,37 +27,28 @@ from record.recorder import BASE_LANES, GPU_LANES
 from record.run_record import run_dict
 from ui import common, presets
 from ui.common import LOOPS, InputError, esc, lang_of, progress_bar, render_said, said, status
+from ui.controls import Controls
 from ui.recorded_runs import shown, write_downloads
+from ui.state import APP
 from ui.view import MainView, plot
 
 MAX_ARRIVAL_S = 60.0       # requests / rate: how long the arrivals of one loop may take
 REFRESH_S = 1.0            # the live timeline is redrawn at most this often (and at least 1/s)
-# Seconds per decode step measured by earlier runs, by (model, device, batch, CUDA graphs): the
-# estimate shown before the next run of the same configuration.
-STEP_SECONDS: dict[tuple, float] = {}
-MAX_REMEMBERED = 64
-# Set by the Stop button, cleared when a run starts: runs take turns (one engine queue), so there
-# is one run in progress to stop; while it winds down, its status keeps saying so.
-STOPPING = threading.Event()
+MAX_REMEMBERED = 64        # setups whose step time is kept for the next run's estimate
 
 
-def run_live(loops, decode_steps, stop_early, device, model, requests, batch, prompt_len,
-             prompts_text, max_new, temperature, cuda_graph, extra_cpu_us, request_rate=0.0,
-             chat=False, lang_choice="English", shared_prefix=0, kv_pages=0):
+def run_live(controls: Controls) -> Iterator[tuple]:
     """Run the chosen loops; yield the main view as it grows (a generator of output tuples)."""
-    lang = lang_of(lang_choice)
+    lang = lang_of(controls.lang_choice)
     try:
-        request, notes = build_request(loops, decode_steps, stop_early, device, model, requests,
-                                       batch, prompt_len, prompts_text, max_new, temperature,
-                                       cuda_graph, extra_cpu_us, request_rate, chat,
-                                       shared_prefix, kv_pages)
+        request, notes = build_request(controls)
         if request.engine.device == "cuda" and not common.scheduler().ready().cuda:
             raise InputError("device_no_cuda")
     except InputError as error:
         spec = error.said()
         yield MainView(status=render_said(spec, lang), said=spec).values()
         return
-    STOPPING.clear()
+    APP.stopping.clear()
     key = (request.engine.model, request.engine.device, request.engine.max_batch_size,
            request.engine.cuda_graph)
     expected = _expected_steps(request)
@@ -125,15 +116,12 @@ def stop_run(lang_choice: str) -> str:
     client = common.scheduler()
     if not client.busy:
         return gr.update()                  # nothing to stop: the status line stays as it was
-    STOPPING.set()
+    APP.stopping.set()
     client.cancel()
     return status(texts.t(lang, "status_stopping"), "warn")
 
 
-def build_request(loops, decode_steps, stop_early, device, model, requests, batch, prompt_len,
-                  prompts_text, max_new, temperature, cuda_graph, extra_cpu_us,
-                  request_rate=0.0, chat=False, shared_prefix=0,
-                  kv_pages=0) -> tuple[LiveRunRequest, list[str]]:
+def build_request(controls: Controls) -> tuple[LiveRunRequest, list[str]]:
     """The request for the scheduler process, and notes for the user about what it will run.
     ``InputError`` for a value the run cannot take.
 
@@ -146,24 +134,27 @@ def build_request(loops, decode_steps, stop_early, device, model, requests, batc
     every request at full length; fewer make the scheduler retract requests)."""
     from engine.config import EngineConfig, SamplingParams
 
-    values = common.validate(requests=requests, batch=batch, prompt_len=prompt_len,
-                             max_new=max_new, temperature=temperature, extra_cpu_us=extra_cpu_us,
-                             decode_steps=decode_steps, request_rate=request_rate,
-                             shared_prefix=shared_prefix, kv_pages=kv_pages)
-    chosen = tuple(loop for loop in LOOPS if loop in (loops or []))
+    c = controls
+    values = common.validate(requests=c.requests, batch=c.batch, prompt_len=c.prompt_len,
+                             max_new=c.max_new, temperature=c.temperature,
+                             extra_cpu_us=c.extra_cpu_us, decode_steps=c.decode_steps,
+                             request_rate=c.request_rate, shared_prefix=c.shared_prefix,
+                             kv_pages=c.kv_pages)
+    chosen = tuple(loop for loop in LOOPS if loop in (c.loops or []))
     if not chosen:
         raise InputError("error_no_loop")
-    model = common.check_model(model)
+    model = common.check_model(c.model)
+    device = c.device
     if device not in ("auto", "cpu", "cuda"):
         raise InputError("error_device", device=device)
-    prompts, used_default = common.word_prompts(prompts_text, values["requests"],
+    prompts, used_default = common.word_prompts(c.prompts_text, values["requests"],
                                                 values["prompt_len"])
     notes = ["note_default_prompts"] if used_default else []
     # Words become about two tokens each (chat adds its template); the shared system prompt
     # comes before every prompt.
     max_seq_len = 2 * values["prompt_len"] + values["max_new"] + 64 + values["shared_prefix"]
     engine = EngineConfig(model=model, device=device, max_batch_size=values["batch"],
-                          cuda_graph=bool(cuda_graph) and device != "cpu", seed=0,
+                          cuda_graph=bool(c.cuda_graph) and device != "cpu", seed=0,
                           max_seq_len=max_seq_len, num_pages=values["kv_pages"] or None)
     if values["kv_pages"] and values["kv_pages"] < engine.pages_per_seq:
         raise InputError("error_kv_pages", need=engine.pages_per_seq, tokens=max_seq_len,
@@ -175,13 +166,13 @@ def build_request(loops, decode_steps, stop_early, device, model, requests, batc
                          seconds=values["requests"] / rate, limit=MAX_ARRIVAL_S)
     workload = {"requests": values["requests"], "prompt_len_words": values["prompt_len"],
                 "max_new_tokens": values["max_new"], "temperature": values["temperature"],
-                "request_rate": rate, "chat": bool(chat),
+                "request_rate": rate, "chat": bool(c.chat),
                 "shared_prefix_tokens": values["shared_prefix"],
                 "kv_pages": values["kv_pages"] or None}
     request = LiveRunRequest(engine=engine, prompts=prompts, prompt_tokens=values["prompt_len"],
                              params=params, loops=chosen, decode_steps=values["decode_steps"],
-                             extra_cpu_us=values["extra_cpu_us"], stop_early=bool(stop_early),
-                             workload=workload, request_rate=rate, chat=bool(chat),
+                             extra_cpu_us=values["extra_cpu_us"], stop_early=bool(c.stop_early),
+                             workload=workload, request_rate=rate, chat=bool(c.chat),
                              shared_prefix=values["shared_prefix"])
     return request, notes
 
@@ -251,7 +242,7 @@ def _starting_text(request: LiveRunRequest, key: tuple, expected: int, notes: li
                    lang: str) -> str:
     loops = len(request.loops) + (1 if request.stop_early else 0)
     span = _arrival_span_s(request)
-    step_s = STEP_SECONDS.get(key)
+    step_s = APP.step_seconds.get(key)
     if span:        # arrivals set the pace, not a count of steps: no estimate from step times
         text = texts.t(lang, "status_starting_arrivals").format(loops=len(request.loops), span=span)
     elif step_s:
@@ -265,7 +256,7 @@ def _starting_text(request: LiveRunRequest, key: tuple, expected: int, notes: li
 
 
 def _running(live: _LiveRuns, expected: int, started: float, lang: str) -> str:
-    if STOPPING.is_set():                   # Stop was pressed: say so until the run has ended
+    if APP.stopping.is_set():                   # Stop was pressed: say so until the run has ended
         key = "status_stopping_probe" if live.stage_name == "probe" else "status_stopping"
         return status(texts.t(lang, key), "warn")
     seconds = time.perf_counter() - started
@@ -308,10 +299,11 @@ def _remember_step_time(key: tuple, record: dict[str, Any]) -> None:
     steps = [run["metrics"].get("mean_step_us") or 0.0 for run in record["runs"]]
     steps = [us for us in steps if us > 0]
     if steps:
-        STEP_SECONDS.pop(key, None)
-        STEP_SECONDS[key] = sum(steps) / len(steps) / 1e6
-        while len(STEP_SECONDS) > MAX_REMEMBERED:
-            STEP_SECONDS.pop(next(iter(STEP_SECONDS)))
+        remembered = APP.step_seconds
+        remembered.pop(key, None)
+        remembered[key] = sum(steps) / len(steps) / 1e6
+        while len(remembered) > MAX_REMEMBERED:
+            remembered.pop(next(iter(remembered)))
 
 
 def _finished(record: dict[str, Any], request: LiveRunRequest, notes: list[str],
@@ -346,19 +338,15 @@ def prewarm() -> None:
     starts (and reports) it again."""
     from engine.processes.messages import WarmRequest
 
-    d = common.DEFAULTS
     try:
         # On a GPU the page's first click runs with CUDA graphs (presets.device_defaults): warm
         # that engine, and measure its forward for the defaults.
         graphs = common.scheduler().ready().cuda
-        request, _ = build_request(["normal", "overlap"], d["decode_steps"], True, "auto",
-                                   "bundled", d["requests"], d["batch"], d["prompt_len"],
-                                   common.DEFAULT_PROMPTS, d["max_new"], d["temperature"], graphs,
-                                   d["extra_cpu_us"])
+        request, _ = build_request(Controls.page_defaults(cuda_graph=graphs))
         for event in common.scheduler().submit(WarmRequest(request.engine, probe=request)):
             presets.remember(getattr(event, "profile", None))   # sizes presets and defaults
     except Exception as error:  # noqa: BLE001
-        if not common.SHUTTING_DOWN.is_set():   # Ctrl-C during the warm-up ends it, quietly
+        if not APP.shutting_down.is_set():   # Ctrl-C during the warm-up ends it, quietly
             print(f"prewarm skipped: {type(error).__name__}: {error}", flush=True)
     finally:
-        presets.WARMED.set()        # a page load waiting to size its controls goes on
+        APP.warmed.set()            # a page load waiting to size its controls goes on

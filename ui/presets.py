@@ -28,7 +28,6 @@ the fixed defaults of its first click.
 from __future__ import annotations
 
 import math
-import threading
 from typing import Any
 
 import gradio as gr
@@ -36,22 +35,23 @@ import gradio as gr
 import texts
 from ui import common
 from ui.common import DEFAULTS, LIMITS, InputError, lang_of, render_said, validate
+from ui.state import APP
 
-CONTROLS = ("loops", "decode_steps", "stop_early", "requests", "batch", "prompt_len", "max_new",
-            "temperature", "extra_cpu_us", "request_rate")
 FIRST_CLICK_FORWARDS = 0.7   # the defaults' CPU part of a step, in forwards
-PRESETS = {   # name: (the controls it sets, the CPU's part of a step in forwards, fixed extra us)
-    "overlap": ({"loops": ["normal", "overlap"], **DEFAULTS, "stop_early": True},
-                FIRST_CLICK_FORWARDS, 4000),
-    "multistep": ({"loops": ["normal", "overlap", "multistep"], **DEFAULTS, "decode_steps": 4,
-                   "max_new": 64, "stop_early": True}, 3.0, 20000),
+_SET = ("decode_steps", "requests", "batch", "prompt_len", "max_new", "temperature",
+        "extra_cpu_us", "request_rate")
+PRESETS = {   # name: (the controls it sets, by ``ui.controls.Controls`` field, the CPU's part of
+    #              a step in forwards, fixed extra us)
+    "overlap": ({"loops": ["normal", "overlap"], **{name: DEFAULTS[name] for name in _SET},
+                 "stop_early": True}, FIRST_CLICK_FORWARDS, 4000),
+    "multistep": ({"loops": ["normal", "overlap", "multistep"],
+                   **{name: DEFAULTS[name] for name in _SET}, "decode_steps": 4, "max_new": 64,
+                   "stop_early": True}, 3.0, 20000),
 }
+CONTROLS = tuple(PRESETS["overlap"][0])            # the controls a preset sets
 CPU_SLIDER = (LIMITS["extra_cpu_us"][1], 250)     # (maximum, step) of the control on a CPU
 CUDA_STEP_US = 10
 WARM_WAIT_S = 180.0          # how long a page load waits for the warm-up to measure the GPU
-_profiles: dict[str, Any] = {}      # "cuda" | "cpu": the latest DeviceProfile of that kind
-_lock = threading.Lock()
-WARMED = threading.Event()          # the warm-up has ended (measured, skipped or failed)
 
 
 def _kind(device_kind: str) -> str:
@@ -63,8 +63,8 @@ def remember(profile: Any) -> None:
     warm-up that ends after a run does not replace the run's measurement."""
     if profile is not None and profile.t_fwd_us > 0:
         kind = _kind(profile.device_kind)
-        with _lock:
-            kept = _profiles.get(kind)
+        with APP.profiles_lock:
+            kept = APP.profiles.get(kind)
             if profile.source == "run":
                 # A run refreshes the measurement of the setup the warm-up measured, and only
                 # that one: the presets and a GPU's page load size the default setup by it (a
@@ -73,7 +73,7 @@ def remember(profile: Any) -> None:
                     return
             elif kept is not None and kept.source == "run" and _setup(kept) == _setup(profile):
                 return                  # a warm-up ending after a run of its setup: keep the run
-            _profiles[kind] = profile
+            APP.profiles[kind] = profile
 
 
 def _setup(profile: Any) -> tuple:
@@ -111,8 +111,8 @@ def on_cuda(device_choice: str) -> bool:
 
 def profile_for(device_choice: str) -> Any:
     """The profile of the device a run with this choice uses."""
-    with _lock:
-        return _profiles.get("cuda" if on_cuda(device_choice) else "cpu")
+    with APP.profiles_lock:
+        return APP.profiles.get("cuda" if on_cuda(device_choice) else "cpu")
 
 
 def slider_range(profile: Any) -> tuple[int, int]:
@@ -147,9 +147,10 @@ def sizing_said(profile: Any, extra: int, lang: str) -> str:
         k4=int(max(4 * fwd - cpu, 0)), run_extra=getattr(profile, "extra_us", 0))
 
 
-def preset(name: str, lang_choice: str = "English", device_choice: str = "auto") -> tuple:
-    """The values the preset gives the controls (``CONTROLS`` order), then a sentence saying
-    how the extra CPU work was chosen."""
+def preset(name: str, lang_choice: str = "English",
+           device_choice: str = "auto") -> tuple[dict[str, Any], str]:
+    """The values the preset gives the controls (by ``Controls`` field name), and a sentence
+    saying how the extra CPU work was chosen."""
     lang = lang_of(lang_choice)
     values, forwards, fixed = PRESETS[name]
     profile = profile_for(device_choice)
@@ -159,8 +160,7 @@ def preset(name: str, lang_choice: str = "English", device_choice: str = "auto")
     else:
         extra = sized_extra_us(forwards, profile)
         said = sizing_said(profile, extra, lang)
-    chosen = {**values, "extra_cpu_us": extra}
-    return (*(chosen[control] for control in CONTROLS), said)
+    return {**values, "extra_cpu_us": extra}, said
 
 
 def device_defaults(device_choice: str, extra_now: Any, graphs_now: Any, lang_choice: str,
@@ -199,7 +199,7 @@ def wait_for_warm_up(device_choice: str) -> None:
     the sizing line changes (the control keeps the first click's value): it then says what was
     measured instead of "not measured yet"."""
     del device_choice                 # either device: the warm-up measures the one it found
-    WARMED.wait(WARM_WAIT_S)
+    APP.warmed.wait(WARM_WAIT_S)
 
 
 def describe(device_choice: str, extra_now: Any, lang_choice: str) -> str:

@@ -3,7 +3,7 @@
 The record is whatever the main view shows (live, recorded or imported); ``viz`` draws the step
 (``step_figure``), says what it did (``step_caption``) and unrolls fill / steady state / drain
 (``unrolled_figure``). The previous/next buttons only move the step slider (in the browser:
-``app.STEP_JS``); the slider's change redraws, so a drag, a typed number and a button press
+``ui.tabs.run_view.STEP_JS``); the slider's change redraws, so a drag, a typed number and a button press
 take one path.
 """
 

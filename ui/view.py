@@ -1,9 +1,9 @@
 """The main view's outputs, by name: one small dataclass instead of positional 10-tuples.
 
 Every handler that changes the main view (a live run, a recorded run, an import) returns a
-``MainView`` with the fields it sets; the others keep what the page shows. ``app.py`` lists the
-components once, in field order (``MainView.components``), and Gradio gets the values in that
-order (``values``).
+``MainView`` with the fields it sets; the others keep what the page shows. The run view lists the
+components once, in field order (``ui.tabs.run_view.RunView.outputs``, through
+``MainView.components``), and Gradio gets the values in that order (``values``).
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ in progress fails within a second with a clear message and the next one starts a
 ``InlineScheduler`` serves the same requests from a thread of the calling process: for ZeroGPU,
 where the GPU exists only inside a ``spaces.GPU`` call, itself already a process of its own.
 
+Both are a ``SchedulerHandle``: the one interface the web server uses, whichever serves it.
 ``plan_placement`` decides which cores each process may use on a small machine.
 """
 
@@ -31,7 +32,7 @@ import threading
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from engine.proc_watch import exit_text, is_stopped, start_deaf_to_ctrl_c
 from engine.processes.messages import (
@@ -55,6 +56,40 @@ FINAL = (RunFinished, LabFinished, Warmed, RequestFailed, ServingStopped)
 SESSION_ONLY = (CancelRequest, SubmitRequest, AbortRequest, StatsQuery, StopServing)
 POLL_S = 0.2                     # how often a waiting client looks at the process
 START_TIMEOUT_S = 120.0          # importing torch on a slow, busy 2-core machine
+
+
+@runtime_checkable
+class SchedulerHandle(Protocol):
+    """What the web server holds of the scheduler: it sends one request at a time and reads its
+    events (``submit``), asks what the machine has (``ready``), stops a request (``cancel``) and
+    ends the scheduler with itself (``close``). ``SchedulerClient`` and ``InlineScheduler`` are
+    the two."""
+
+    def submit(self, request: Any) -> Iterator[Any]:
+        """Send ``request``; yield its events up to and including the final one."""
+        ...
+
+    def ready(self) -> SchedulerReady:
+        """What the scheduler found on its machine (waiting for it to come up if need be)."""
+        ...
+
+    @property
+    def reported(self) -> SchedulerReady | None:
+        """What ``ready`` said, without waiting: None until the scheduler has said it."""
+        ...
+
+    @property
+    def busy(self) -> bool:
+        """A request is in progress."""
+        ...
+
+    def cancel(self) -> None:
+        """Ask the request in progress to stop at the scheduler's next iteration."""
+        ...
+
+    def close(self) -> None:
+        """End the scheduler (and the device process it started)."""
+        ...
 
 
 class SchedulerDied(RuntimeError):
@@ -228,6 +263,10 @@ class SchedulerClient:
         return self._ready
 
     @property
+    def reported(self) -> SchedulerReady | None:
+        return self._ready
+
+    @property
     def alive(self) -> bool:
         return self._proc is not None and self._proc.is_alive()
 
@@ -342,6 +381,7 @@ class InlineScheduler:
         self.service = SchedulerService()
         self._lock = threading.Lock()
         self._cancelled = threading.Event()
+        self._ready: SchedulerReady | None = None
 
     def submit(self, request: Any) -> Iterator[Any]:
         with self._lock:
@@ -366,8 +406,14 @@ class InlineScheduler:
         import torch
 
         cuda = torch.cuda.is_available()
-        return SchedulerReady(os.getpid(), cuda, torch.cuda.get_device_name() if cuda else "CPU",
-                              "in the calling process")
+        self._ready = SchedulerReady(os.getpid(), cuda,
+                                     torch.cuda.get_device_name() if cuda else "CPU",
+                                     "in the calling process")
+        return self._ready
+
+    @property
+    def reported(self) -> SchedulerReady | None:
+        return self._ready
 
     @property
     def busy(self) -> bool:

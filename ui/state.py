@@ -1,0 +1,41 @@
+"""What the web server keeps between events, in one object: ``APP``.
+
+Gradio handlers are plain functions of component values; what outlives one event (the scheduler
+process's client, what the warm-up and the runs measured, the run being stopped) lives here
+rather than in module globals spread over ``ui``'s modules, so a reader (and a test) finds all of
+it in one place. Per-visitor state (the record on screen, the last lab report) is ``gr.State``
+in the page instead: this is the server's, shared by every visitor.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from engine.processes.messages import DeviceProfile
+    from engine.processes.scheduler_process import SchedulerHandle
+
+
+@dataclass
+class AppState:
+    # The scheduler: one client per server process, started on first use (``ui.common.scheduler``).
+    scheduler: SchedulerHandle | None = None
+    scheduler_lock: threading.Lock = field(default_factory=threading.Lock)
+    # Set as the server stops: work cut short then is not news.
+    shutting_down: threading.Event = field(default_factory=threading.Event)
+    # What a device measured, "cuda" | "cpu": the latest ``DeviceProfile`` of that kind (the
+    # warm-up's, then a run's of the same setup); the presets and the sizing line read it.
+    profiles: dict[str, DeviceProfile] = field(default_factory=dict)
+    profiles_lock: threading.Lock = field(default_factory=threading.Lock)
+    warmed: threading.Event = field(default_factory=threading.Event)   # the warm-up has ended
+    # Seconds per decode step of earlier runs, by (model, device, batch, CUDA graphs): the
+    # estimate shown before the next run of the same setup (the latest few setups only).
+    step_seconds: dict[tuple, float] = field(default_factory=dict)
+    # Set by the Stop button, cleared when a run starts: runs take turns (one engine queue), so
+    # there is one run to stop; while it winds down, its status keeps saying so.
+    stopping: threading.Event = field(default_factory=threading.Event)
+
+
+APP = AppState()

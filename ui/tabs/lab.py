@@ -1,0 +1,68 @@
+"""The hazard lab tab: pick one safeguard to remove, run, and see what the engine's checks found
+(``ui.lab``). It runs the live tab's model on the live tab's device."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import gradio as gr
+
+import texts
+from ui import common, lab
+from ui.tabs.parts import ENGINE_QUEUE, Page, button, md, on_gpu_call
+
+
+@dataclass
+class LabTab:
+    tab: gr.Tab
+    switch: gr.Radio
+    seed: gr.Number
+    guards: gr.Markdown               # what the chosen switch's safeguard guards
+    run: gr.Button
+    safe: gr.Button
+    result: gr.HTML
+    report: gr.State                  # the last report, redrawn in another language
+
+
+def build(page: Page) -> LabTab:
+    en, tr = "en", page.tr
+    with tr.add(gr.Tab(texts.t(en, "tab_lab"), elem_id="tab-lab"), "tab_lab") as tab:
+        md(page, "lab_help")
+        with gr.Row():
+            switch = tr.add(gr.Radio([], label=texts.t(en, "lab_switch"), elem_id="lab-switch",
+                                     scale=4), "lab_switch")
+            seed = tr.add(gr.Number(0, precision=0, label=texts.t(en, "lab_seed"),
+                                    elem_id="lab-seed", min_width=90, scale=1), "lab_seed")
+        guards = gr.Markdown(elem_id="lab-guards")
+        with gr.Row():
+            run = button(page, "lab_run", variant="primary", elem_id="lab-run")
+            safe = button(page, "lab_safe", elem_id="lab-safe")
+        result = gr.HTML(common.status(texts.t(en, "lab_idle")), elem_id="lab-result")
+    return LabTab(tab, switch, seed, guards, run, safe, result, gr.State(None))
+
+
+def wire(tab: LabTab, page: Page, model: Any, device: Any, devices_known: Any) -> None:
+    """``model`` and ``device``: the live tab's; ``devices_known``: the page load's event that
+    learns whether there is a GPU."""
+    language = page.language
+    tab.switch.change(lab.describe_switch, [tab.switch, language, device], [tab.guards, tab.run],
+                      show_progress="hidden")
+    # A switch that needs CUDA is marked as soon as the device says there is none. The marks
+    # never change the choice (a reader may have clicked meanwhile); what it guards is then
+    # said for the choice as it is by then.
+    marks = dict(fn=lab.switch_choices, inputs=[language, tab.switch, device],
+                 outputs=tab.switch, show_progress="hidden")
+    said = dict(fn=lab.describe_switch, inputs=[tab.switch, language, device],
+                outputs=[tab.guards, tab.run], show_progress="hidden")
+    device.change(**marks).then(**said)
+    tab.run.click(on_gpu_call(lab.run_lab), [tab.switch, model, device, tab.seed, language],
+                  [tab.result, tab.report], show_progress="minimal", **ENGINE_QUEUE)
+    tab.safe.click(on_gpu_call(lab.run_safe), [model, device, tab.seed, language],
+                   [tab.result, tab.report], show_progress="minimal", **ENGINE_QUEUE)
+    language.change(**marks).then(**said).then(lab.redraw, [tab.report, language], tab.result,
+                                               show_progress="hidden")
+    # The switches at once, marked as the machine is known so far; again once the scheduler
+    # process has said whether it found a GPU.
+    page.demo.load(**marks).then(**said)
+    devices_known.then(**marks).then(**said)

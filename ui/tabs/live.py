@@ -1,0 +1,161 @@
+"""The live run tab: the controls, the presets, Run and Stop.
+
+Run sends the controls as one ``Controls`` (``ui.controls``), built here from Gradio's
+set-of-inputs form, to ``ui.live.run_live``; the run fills the run view (``ui.tabs.run_view``).
+The presets set controls by name (``ui.presets``); the extra-CPU-work control and its sizing line
+follow the device a run would use (``ui.presets.device_defaults``).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+import gradio as gr
+
+import texts
+from ui import common, live, presets, replay
+from ui.common import DEFAULTS, lang_of, loop_choices, model_choices
+from ui.controls import Controls
+from ui.tabs.parts import ENGINE_QUEUE, Page, button, control_slider, md, on_gpu_call
+from ui.tabs.run_view import RunView
+
+
+@dataclass
+class LiveTab:
+    tab: gr.Tab
+    controls: dict[str, Any]          # ``Controls`` field -> its component (the language aside)
+    presets: dict[str, gr.Button]     # ``ui.presets.PRESETS`` name -> its button
+    preset_said: gr.Markdown          # how the extra CPU work was sized
+    run: gr.Button
+    stop: gr.Button
+
+
+def check_devices(lang_choice: str, wait: bool = True) -> tuple[Any, Any]:
+    """CUDA is offered (device choice, graphs box) only where the scheduler process found a GPU
+    (``wait``: for it to say so, on page load)."""
+    lang = lang_of(lang_choice)
+    cuda = common.cuda_seen()
+    if not cuda and wait:
+        try:
+            cuda = common.scheduler().ready().cuda
+        except Exception:  # noqa: BLE001 - no scheduler yet: say so when Run is pressed
+            cuda = False
+    info = None if cuda else texts.t(lang, "device_no_cuda")
+    return (gr.update(choices=common.device_choices(lang, cuda), info=info,
+                      label=texts.t(lang, "ctl_device")),
+            gr.update(interactive=cuda, info=info, label=texts.t(lang, "ctl_cuda_graph")))
+
+
+def build(page: Page) -> LiveTab:
+    en, tr = "en", page.tr
+    start = Controls.page_defaults()
+    with tr.add(gr.Tab(texts.t(en, "tab_live"), elem_id="tab-live"), "tab_live") as tab:
+        c: dict[str, Any] = {}
+        with gr.Row():
+            c["loops"] = tr.add(gr.CheckboxGroup(loop_choices(en), value=list(start.loops),
+                                                 label=texts.t(en, "ctl_loops"), elem_id="loops",
+                                                 scale=3), "ctl_loops", choices=loop_choices)
+            c["decode_steps"] = control_slider(page, "decode_steps", "ctl_k", 1, scale=1)
+            c["stop_early"] = tr.add(gr.Checkbox(start.stop_early, elem_id="stop-early", scale=2,
+                                                 label=texts.t(en, "ctl_stop_early")),
+                                     "ctl_stop_early")
+        with gr.Row():
+            # Not in tr: check_devices says everything about these two in each language.
+            c["device"] = gr.Radio(common.device_choices(en, False), value=start.device,
+                                   label=texts.t(en, "ctl_device"), elem_id="device")
+            # A hub id typed into the box is a value too (checked before any run).
+            c["model"] = tr.add(gr.Dropdown(model_choices(en), value=start.model, elem_id="model",
+                                            allow_custom_value=True, scale=2,
+                                            label=texts.t(en, "ctl_model")), "ctl_model",
+                                choices=model_choices)
+            c["requests"] = tr.add(gr.Number(DEFAULTS["requests"], elem_id="requests",
+                                             label=texts.t(en, "ctl_requests")), "ctl_requests")
+            c["request_rate"] = tr.add(gr.Number(DEFAULTS["request_rate"], elem_id="request-rate",
+                                                 label=texts.t(en, "ctl_request_rate")),
+                                       "ctl_request_rate")
+        with gr.Row():
+            c["batch"] = control_slider(page, "batch", "ctl_batch", 1)
+            c["prompt_len"] = control_slider(page, "prompt_len", "ctl_prompt_len", 1)
+            c["max_new"] = control_slider(page, "max_new", "ctl_max_new", 1)
+        with gr.Row():
+            c["temperature"] = control_slider(page, "temperature", "ctl_temperature", 0.05)
+            c["extra_cpu_us"] = control_slider(page, "extra_cpu_us", "ctl_extra_cpu", 250, scale=2)
+            c["cuda_graph"] = gr.Checkbox(start.cuda_graph, label=texts.t(en, "ctl_cuda_graph"),
+                                          interactive=False, elem_id="cuda-graph")
+        with gr.Row():
+            c["shared_prefix"] = tr.add(gr.Number(DEFAULTS["shared_prefix"],
+                                                  elem_id="shared-prefix",
+                                                  label=texts.t(en, "ctl_shared_prefix")),
+                                        "ctl_shared_prefix")
+            c["kv_pages"] = tr.add(gr.Number(DEFAULTS["kv_pages"], elem_id="kv-pages",
+                                             label=texts.t(en, "ctl_kv_pages")), "ctl_kv_pages")
+        with tr.add(gr.Accordion(texts.t(en, "ctl_prompts"), open=False), "ctl_prompts"):
+            c["prompts_text"] = gr.Textbox(start.prompts_text, lines=4, show_label=False,
+                                           elem_id="prompts")
+            c["chat"] = tr.add(gr.Checkbox(start.chat, label=texts.t(en, "ctl_chat"),
+                                           elem_id="chat"), "ctl_chat")
+        with gr.Row(equal_height=False, elem_id="presets"):
+            with gr.Column(scale=3, min_width=300):
+                md(page, "preset_help", elem_id="preset-help")
+            preset_buttons = {
+                name: button(page, f"preset_{name}", elem_id=f"preset-{name}", size="sm",
+                             scale=1, min_width=180) for name in presets.PRESETS}
+        preset_said = gr.Markdown("", elem_id="preset-said")
+        with gr.Row():
+            run = button(page, "ctl_run", variant="primary", elem_id="run", scale=4)
+            stop = button(page, "ctl_stop", variant="stop", elem_id="stop", scale=1)
+        md(page, "process_note", elem_id="process-note")
+    return LiveTab(tab, c, preset_buttons, preset_said, run, stop)
+
+
+def wire(tab: LiveTab, page: Page, view: RunView) -> Any:
+    """The tab's events; returns the page load's event that learns whether there is a GPU (the
+    lab's switches follow it)."""
+    language, c = page.language, tab.controls
+    inputs = {**c, "lang_choice": language}
+    run_handler = on_gpu_call(live.run_live)
+
+    def run(values: dict[Any, Any]):
+        yield from run_handler(Controls.from_inputs(values, inputs))
+
+    sized_by = [c["device"], c["extra_cpu_us"], language]
+    tab.run.click(run, set(inputs.values()), view.outputs(), show_progress="minimal",
+                  show_progress_on=[view.status], **ENGINE_QUEUE
+                  ).then(replay.reset_replay, [view.record, language], view.replay_outputs(),
+                         show_progress="hidden"
+                         ).then(presets.follow, sized_by, tab.preset_said,
+                                show_progress="hidden")       # sized by what this run measured
+    preset_outputs = {*(c[name] for name in presets.CONTROLS), tab.preset_said}
+    for name, preset_button in tab.presets.items():
+        preset_button.click(functools.partial(_preset, name, tab), [language, c["device"]],
+                            preset_outputs, queue=False, show_progress="hidden")
+    # The extra-CPU-work control fits the device a run uses: on a page load once the warm-up
+    # has measured it (a GPU's forward is a fraction of a CPU's), and when the reader picks one.
+    sizing = dict(fn=presets.device_defaults,
+                  inputs=[c["device"], c["extra_cpu_us"], c["cuda_graph"], language],
+                  outputs=[c["extra_cpu_us"], c["cuda_graph"], tab.preset_said],
+                  show_progress="hidden")
+    c["device"].input(functools.partial(presets.device_defaults, changed=True),
+                      sizing["inputs"], sizing["outputs"], show_progress="hidden")
+    # Not queued behind the run it stops.
+    tab.stop.click(live.stop_run, [language], view.status, queue=False, show_progress="hidden")
+    language.change(functools.partial(check_devices, wait=False), [language],
+                    [c["device"], c["cuda_graph"]], show_progress="hidden")
+    language.change(presets.describe, sized_by, tab.preset_said, show_progress="hidden")
+    # The sizing line speaks of the control's value: it follows the control (a preset, a drag).
+    c["extra_cpu_us"].change(presets.follow, sized_by, tab.preset_said, show_progress="hidden",
+                             queue=False)
+    devices_known = page.demo.load(check_devices, [language], [c["device"], c["cuda_graph"]],
+                                   show_progress="hidden")
+    devices_known.then(presets.wait_for_warm_up, c["device"], None, concurrency_limit=None,
+                       show_progress="hidden").then(**sizing)
+    return devices_known
+
+
+def _preset(name: str, tab: LiveTab, lang_choice: str, device_choice: str) -> dict[Any, Any]:
+    """A preset's values, each to its control by name, and its sentence."""
+    values, said = presets.preset(name, lang_choice, device_choice)
+    return {**{tab.controls[control]: value for control, value in values.items()},
+            tab.preset_said: said}

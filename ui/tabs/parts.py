@@ -1,0 +1,80 @@
+"""What every tab shares: the page (``Page``), translated text blocks, the page's CSS and scripts.
+
+A component whose words change with the language is registered once, where its tab creates it,
+in the page's ``Translated`` (``ui.i18n``): ``md``, ``button`` and ``control_slider`` do that.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import gradio as gr
+
+import texts
+from ui import common
+from ui.common import DEFAULTS, LIMITS
+from ui.i18n import Translated
+from ui.view import slider
+
+CSS = """
+.status {padding: 8px 12px; border-radius: 6px; font-size: 14px;}
+.status pre {white-space: pre-wrap; overflow-wrap: anywhere; max-height: 240px; overflow-y: auto;}
+.status-error {background: rgba(214,39,40,.12); border-left: 4px solid #d62728;}
+.status-ok {background: rgba(49,163,84,.12); border-left: 4px solid #31a354;}
+.status-warn {background: rgba(253,174,107,.18); border-left: 4px solid #e6550d;}
+.status-running, .status-info {background: rgba(49,130,189,.10); border-left: 4px solid #3182bd;}
+.bar {height: 6px; background: rgba(128,128,128,.2); border-radius: 3px; margin-top: 4px;}
+.bar > div {height: 6px; background: #3182bd; border-radius: 3px; transition: width .3s;}
+#explain {font-size: 13.5px;}
+#explain code, #metrics code {white-space: normal; overflow-wrap: anywhere;}
+#step-caption {font-size: 14.5px; padding: 6px 12px; border-left: 4px solid #756bb1;
+               background: rgba(117,107,177,.08); border-radius: 6px;}
+#lab-result {font-size: 14px;}
+.serving-scroll {overflow-x: auto;}
+table.serving {border-collapse: collapse; font-size: 13px; white-space: nowrap;}
+table.serving th, table.serving td {padding: 3px 10px; border-bottom: 1px solid rgba(128,128,128,.3);
+                                     text-align: left;}
+"""
+# A chart updated while its tab was hidden was laid out at a default width: on showing the tab,
+# a resize event lets plotly fit it to its container again.
+RELAYOUT_JS = "() => { setTimeout(() => window.dispatchEvent(new Event('resize')), 60); }"
+# Runs of the engine take turns: one queue for every event that uses the scheduler.
+ENGINE_QUEUE = {"concurrency_limit": 1, "concurrency_id": "engine"}
+
+
+@dataclass
+class Page:
+    """What every tab's build and wiring reads: the Blocks (for its load events), the language
+    switch and the registry of translated components."""
+
+    demo: gr.Blocks
+    language: gr.Radio
+    tr: Translated
+
+
+def md(page: Page, key: str, **kwargs: Any) -> gr.Markdown:
+    """A markdown block showing the text ``key`` (in the page's language)."""
+    return page.tr.add(gr.Markdown(texts.t("en", key), **kwargs), key, attr="value")
+
+
+def button(page: Page, key: str, **kwargs: Any) -> gr.Button:
+    return page.tr.add(gr.Button(texts.t("en", key), **kwargs), key, attr="value")
+
+
+def control_slider(page: Page, name: str, key: str, step: float,
+                   scale: int | None = None) -> gr.Slider:
+    """A slider over the control's limits (``ui.common.LIMITS``), at its default."""
+    low, high, _ = LIMITS[name]
+    return page.tr.add(slider(low, high, DEFAULTS[name], step=step, label=texts.t("en", key),
+                              elem_id=name.replace("_", "-"), scale=scale), key)
+
+
+def on_gpu_call(handler: Any) -> Any:
+    """``handler`` as an event runs it: on Hugging Face ZeroGPU inside a ``spaces.GPU`` call
+    (where the GPU exists only during that call), elsewhere as it is."""
+    if not common.on_zero_gpu():
+        return handler
+    import spaces
+
+    return spaces.GPU(duration=120)(handler)

@@ -1,0 +1,37 @@
+"""The recorded GPU runs tab: pick one of ``assets/recorded`` and see it as a live run is seen
+(``ui.recorded_runs``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import gradio as gr
+
+import texts
+from ui import recorded_runs, replay
+from ui.tabs.parts import Page, md
+from ui.tabs.run_view import RunView
+
+
+@dataclass
+class RecordedTab:
+    tab: gr.Tab
+    recorded: gr.Dropdown
+
+
+def build(page: Page) -> RecordedTab:
+    en, tr = "en", page.tr
+    with tr.add(gr.Tab(texts.t(en, "tab_recorded"), elem_id="tab-recorded"),
+                "tab_recorded") as tab:
+        md(page, "recorded_help")
+        recorded = tr.add(gr.Dropdown([], label=texts.t(en, "ctl_recorded"), elem_id="recorded"),
+                          "ctl_recorded")
+    return RecordedTab(tab, recorded)
+
+
+def wire(tab: RecordedTab, page: Page, view: RunView) -> None:
+    tab.recorded.input(recorded_runs.show_recorded, [tab.recorded, page.language], view.outputs(),
+                       show_progress_on=[view.status]
+                       ).then(replay.reset_replay, [view.record, page.language],
+                              view.replay_outputs(), show_progress="hidden")
+    page.demo.load(recorded_runs.list_recorded, None, tab.recorded, show_progress="hidden")

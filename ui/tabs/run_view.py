@@ -1,0 +1,177 @@
+"""What a run shows, under the tabs that show runs (live, recorded, imported): its status, the
+whole run and the step window, the KV memory, the metrics and texts, the downloads, and the
+step-through replay.
+
+Every handler that puts a record on screen returns a ``ui.view.MainView``; ``RunView.outputs``
+lists the components in its field order. The record on screen and its status (as data) are
+per-visitor ``gr.State``s here, so a language switch can draw and say them again.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+import gradio as gr
+
+import texts
+import viz
+from ui import common, recorded_runs, replay
+from ui.common import lang_of
+from ui.live_chart import live_chart
+from ui.tabs.parts import RELAYOUT_JS, Page, button, md
+from ui.view import MainView, plot, slider
+
+# The step buttons move the slider in the browser, from the value it shows now, within its
+# range: two quick clicks are two steps (read on the server, the second click saw the value from
+# before the first had come back, and one step was lost).
+STEP_JS = ("(s) => {{ const r = document.querySelector('#step input[type=range]');"
+           " const lo = Number(r ? r.min : s), hi = Number(r ? r.max : s);"
+           " return Math.min(Math.max(Number(s) + ({delta}), lo), hi); }}")
+
+
+@dataclass
+class RunView:
+    column: gr.Column
+    status: gr.HTML
+    timeline: gr.Plot
+    live: gr.HTML                     # the canvas while a run is on
+    zoomed: gr.Plot
+    memory: gr.Plot
+    metrics: gr.HTML
+    texts: gr.HTML
+    first_step: gr.Number
+    last_step: gr.Number
+    zoom: gr.Button
+    record: gr.State                  # the record on screen
+    said: gr.State                    # its status, as data
+    download_record: gr.DownloadButton
+    download_trace: gr.DownloadButton
+    whole_tab: gr.Tab
+    steps_tab: gr.Tab
+    replay_run: gr.Dropdown
+    step: gr.Slider
+    prev: gr.Button
+    next: gr.Button
+    step_caption: gr.Markdown
+    step_plot: gr.Plot
+    unrolled: gr.Plot
+
+    def outputs(self) -> list[Any]:
+        """The components of a ``MainView``, in its field order."""
+        return MainView.components(
+            status=self.status, timeline=self.timeline, live=self.live, zoomed=self.zoomed,
+            memory=self.memory, metrics=self.metrics, texts=self.texts,
+            first_step=self.first_step, last_step=self.last_step, record=self.record,
+            said=self.said, download_record=self.download_record,
+            download_trace=self.download_trace)
+
+    def replay_outputs(self) -> list[Any]:
+        """What ``ui.replay.reset_replay`` sets: the run chosen, the slider, both figures."""
+        return [self.replay_run, self.step, self.step_caption, self.step_plot, self.unrolled]
+
+
+def build(page: Page) -> RunView:
+    en, tr = "en", page.tr
+    record, said = gr.State(None), gr.State(None)
+    with gr.Column(elem_id="run-view") as column:
+        status = gr.HTML(common.status(texts.t(en, "no_runs")), elem_id="status")
+        with gr.Tabs():
+            with tr.add(gr.Tab(texts.t(en, "tab_whole"), elem_id="tab-whole"), "tab_whole") as whole:
+                with gr.Row(equal_height=False):
+                    with gr.Column(scale=3):
+                        canvas = live_chart()
+                        timeline = gr.Plot(plot(viz.side_by_side_figure([])), show_label=False,
+                                           elem_id="timeline")
+                        with gr.Row():
+                            first = tr.add(gr.Number(20, precision=0, elem_id="first-step",
+                                                     label=texts.t(en, "ctl_first_step"),
+                                                     min_width=100), "ctl_first_step")
+                            last = tr.add(gr.Number(25, precision=0, elem_id="last-step",
+                                                    label=texts.t(en, "ctl_last_step"),
+                                                    min_width=100), "ctl_last_step")
+                            zoom = button(page, "ctl_zoom", elem_id="zoom")
+                        md(page, "zoom_help")
+                        zoomed = gr.Plot(plot(viz.side_by_side_figure([])), show_label=False,
+                                         elem_id="zoomed")
+                        memory = gr.Plot(show_label=False, elem_id="memory", visible=False)
+                    with gr.Column(scale=1, min_width=280, elem_id="explain"):
+                        md(page, "timeline_help")
+                with gr.Row(equal_height=False):
+                    with gr.Column(scale=3):
+                        metrics = gr.HTML(elem_id="metrics")
+                        texts_box = gr.HTML(elem_id="texts")
+                    with gr.Column(scale=1, min_width=280):
+                        md(page, "metrics_help")
+                        download_record = tr.add(gr.DownloadButton(
+                            texts.t(en, "dl_record"), interactive=False,
+                            elem_id="download-record"), "dl_record")
+                        download_trace = tr.add(gr.DownloadButton(
+                            texts.t(en, "dl_trace"), interactive=False, elem_id="download-trace"),
+                            "dl_trace")
+            with tr.add(gr.Tab(texts.t(en, "tab_steps"), elem_id="tab-steps"), "tab_steps") as steps:
+                md(page, "replay_help")
+                with gr.Row(equal_height=True):
+                    replay_run = tr.add(gr.Dropdown([], label=texts.t(en, "ctl_replay_run"),
+                                                    elem_id="replay-run", scale=1),
+                                        "ctl_replay_run")
+                    step = tr.add(slider(0, 1, 0, step=1, label=texts.t(en, "ctl_step"),
+                                         elem_id="step", scale=3), "ctl_step")
+                    prev = button(page, "ctl_prev", elem_id="prev-step", scale=0, min_width=140)
+                    nxt = button(page, "ctl_next", elem_id="next-step", scale=0, min_width=140)
+                step_caption = gr.Markdown(texts.t(en, "replay_empty"), elem_id="step-caption")
+                step_plot = gr.Plot(plot(viz.step_figure(None, 0)), show_label=False,
+                                    elem_id="step-plot")
+                md(page, "unrolled_help")
+                unrolled = gr.Plot(plot(viz.unrolled_figure(None)), show_label=False,
+                                   elem_id="unrolled")
+    return RunView(column, status, timeline, canvas, zoomed, memory, metrics, texts_box, first,
+                   last, zoom, record, said, download_record, download_trace, whole, steps,
+                   replay_run, step, prev, nxt, step_caption, step_plot, unrolled)
+
+
+def redraw_view(lang_choice: str, record: dict[str, Any] | None, spec: dict[str, Any] | None,
+                first: float | None, last: float | None) -> tuple:
+    """The run on screen in another language: its status said again, its charts redrawn."""
+    lang = lang_of(lang_choice)
+    if record:
+        view = recorded_runs.shown(spec, record, lang)
+    else:
+        empty = plot(viz.side_by_side_figure([], lang=lang))
+        view = MainView(status=common.render_said(spec, lang), timeline=empty)
+    zoomed = recorded_runs.zoom(record, first, last, lang_choice)
+    return view.status, view.timeline, zoomed, view.memory, view.metrics, view.texts
+
+
+def wire(view: RunView, page: Page) -> None:
+    language = page.language
+    view.zoom.click(recorded_runs.zoom_steps,
+                    [view.record, view.first_step, view.last_step, language],
+                    [view.zoomed, view.first_step, view.last_step])
+    view.replay_run.input(replay.render_run, [view.record, view.replay_run, language, view.step],
+                          view.replay_outputs()[1:], show_progress="hidden")
+    view.step.change(replay.render_step, [view.record, view.replay_run, view.step, language],
+                     [view.step_caption, view.step_plot], show_progress="hidden",
+                     trigger_mode="always_last")
+    view.prev.click(None, [view.step], [view.step], js=STEP_JS.format(delta=-1))
+    view.next.click(None, [view.step], [view.step], js=STEP_JS.format(delta=+1))
+    language.change(redraw_view, [language, view.record, view.said, view.first_step,
+                                  view.last_step],
+                    [view.status, view.timeline, view.zoomed, view.memory, view.metrics,
+                     view.texts], show_progress="hidden"
+                    ).then(replay.redraw, [view.record, view.replay_run, view.step, language],
+                           [view.step_caption, view.step_plot, view.unrolled],
+                           show_progress="hidden")
+    for tab in (view.whole_tab, view.steps_tab):
+        tab.select(None, js=RELAYOUT_JS)          # charts laid out while hidden: fit them again
+
+
+def shows_runs(view: RunView, tabs: dict[Any, bool]) -> None:
+    """The run view belongs to the tabs that show runs (``tabs``: tab -> shows runs?); the
+    serving tab and the lab show their own results, and the page is that much shorter there."""
+    for tab, shown in tabs.items():
+        event = tab.select(functools.partial(gr.update, visible=shown), None, view.column,
+                           queue=False, show_progress="hidden")
+        if shown:                          # charts laid out while hidden: fit them again
+            event.then(None, js=RELAYOUT_JS)

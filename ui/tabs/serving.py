@@ -1,0 +1,43 @@
+"""The serving tab: latency against request rate for both loops, as measured
+(``ui.latency_tab``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import gradio as gr
+
+import texts
+import viz
+from ui import latency_tab
+from ui.tabs.parts import Page, md
+from ui.view import plot
+
+
+@dataclass
+class ServingTab:
+    tab: gr.Tab
+    measurement: gr.Dropdown
+    figure: gr.Plot
+    table: gr.HTML
+
+
+def build(page: Page) -> ServingTab:
+    en, tr = "en", page.tr
+    with tr.add(gr.Tab(texts.t(en, "tab_serving"), elem_id="tab-serving"), "tab_serving") as tab:
+        md(page, "serving_help")
+        measurement = tr.add(gr.Dropdown([], label=texts.t(en, "ctl_serving_file"),
+                                         elem_id="serving-file"), "ctl_serving_file")
+        figure = gr.Plot(plot(viz.latency_figure([], en)), show_label=False,
+                         elem_id="serving-plot")
+        table = gr.HTML(elem_id="serving-table")
+    return ServingTab(tab, measurement, figure, table)
+
+
+def wire(tab: ServingTab, page: Page) -> None:
+    shown = [tab.measurement, tab.figure, tab.table]
+    tab.measurement.input(latency_tab.show_measured, [tab.measurement, page.language],
+                          [tab.figure, tab.table], show_progress="hidden")
+    for event in (page.demo.load, page.language.change):     # listed, and said again
+        event(latency_tab.relabel, [tab.measurement, page.language], shown,
+              show_progress="hidden")

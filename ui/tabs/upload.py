@@ -1,0 +1,35 @@
+"""The import tab: a torch.profiler trace or a run record, uploaded, seen as a live run is seen
+(``ui.recorded_runs``; the file is read in a worker process, ``ui.parsing``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import gradio as gr
+
+import texts
+from ui import recorded_runs, replay
+from ui.tabs.parts import Page, md
+from ui.tabs.run_view import RunView
+
+
+@dataclass
+class UploadTab:
+    tab: gr.Tab
+    upload: gr.File
+
+
+def build(page: Page) -> UploadTab:
+    en, tr = "en", page.tr
+    with tr.add(gr.Tab(texts.t(en, "tab_upload"), elem_id="tab-upload"), "tab_upload") as tab:
+        md(page, "upload_help")
+        # Any file is taken and answered (a filter in the browser refused an image silently).
+        upload = tr.add(gr.File(label=texts.t(en, "ctl_upload"), elem_id="upload"), "ctl_upload")
+    return UploadTab(tab, upload)
+
+
+def wire(tab: UploadTab, page: Page, view: RunView) -> None:
+    tab.upload.upload(recorded_runs.show_upload, [tab.upload, page.language], view.outputs(),
+                      concurrency_limit=2, show_progress_on=[view.status]
+                      ).then(replay.reset_replay, [view.record, page.language],
+                             view.replay_outputs(), show_progress="hidden")
