@@ -28,6 +28,7 @@ VARIANTS = {"reference": ("reference", False, False, None, None),
             "triton+compile+rope-in-kernel": ("triton", True, False, True, None),
             "triton+compile+autotune": ("triton", True, False, None, "max-autotune-no-cudagraphs"),
             "triton+compile+gemv": ("triton", True, True, None, None),
+            "triton+compile+gemv-in": ("triton", True, ("qkv_proj", "gate_up_proj"), None, None),
             "reference+compile": ("reference", True, False, None, None)}
 
 

@@ -57,7 +57,8 @@ class ModelRunner:
     def __init__(self, model: CausalLM, max_slots: int, max_seq_len: int, num_pages: int,
                  page_size: int, dtype: torch.dtype, device: torch.device,
                  sanitize: bool = False, attention: str = "auto", compile: bool = False,
-                 gemv: bool = False, result_ring: int = 0, rope_in_attention: bool | None = None,
+                 gemv: bool | tuple[str, ...] = False, result_ring: int = 0,
+                 rope_in_attention: bool | None = None,
                  kv_splits: int | None = None, compile_mode: str | None = None) -> None:
         """``rope_in_attention``: the decode attention kernel rotates q and k (None: when the
         step is not compiled; compiled regions fuse RoPE into the kernel before it for free).
