@@ -197,6 +197,13 @@ def multistep_lesson(page, out: Path) -> None:
     page.locator("#metrics").screenshot(path=str(out / "walkthrough-8-cost.png"))
 
 
+def _open_more_settings(page) -> None:
+    """The live tab's "More settings" fold, open (the memory controls live there)."""
+    if not page.locator("#shared-prefix").is_visible():
+        page.locator("#more-settings").get_by_role("button").first.click()
+        page.locator("#shared-prefix input").wait_for(state="visible")
+
+
 def memory_lesson(page, out: Path) -> None:
     """Section 12: a shared system prompt on a pool too small for every request at full length,
     so the KV-memory chart shows the prefix cache's pages and dotted retraction lines."""
@@ -204,6 +211,7 @@ def memory_lesson(page, out: Path) -> None:
     page.click("#preset-overlap")                  # the defaults (after section 9's preset)
     page.wait_for_function("() => document.querySelector('#extra-cpu-us input[type=number]')"
                            ".value !== '20000'")
+    _open_more_settings(page)
     _set_number(page, "#shared-prefix input", 256)
     page.locator("#stop-early input").uncheck()
     _set_number(page, "#kv-pages input", 40)

@@ -32,7 +32,9 @@ def close_scheduler():
 def test_no_finished_guard_shows_a_detected_fault():
     outputs, (html, shown) = _final(lab.run_lab("no_finished_guard", "bundled", "cpu", 0,
                                                 "English"))
-    assert "Running the lab on" in outputs[0][0]
+    assert "Loading the engine" in outputs[0][0]                 # before it knows the device
+    said = [html for html, _ in outputs[:-1]]
+    assert any("Running the lab on CPU" in text for text in said), said   # the device it found
     assert 'data-fault="true"' in html and 'data-switch="no_finished_guard"' in html
     assert "Fault found by the checks: Drop the finished-request guard" in html
     assert any(evidence in html for evidence in ("Tokens after a stop token", "differ from the "
@@ -69,7 +71,8 @@ def test_a_bad_seed_is_refused(seed):
 def test_an_empty_seed_is_named_empty_in_the_pages_language(seed):
     (html, shown), = list(lab.run_lab("no_finished_guard", "bundled", "cpu", seed, "English"))
     assert "status-error" in html and shown is None
-    assert "The workload seed is empty: enter a number from 0 to 2147483647." in html
+    assert "The workload seed is empty or too large to read: enter a number from 0 to " \
+        "2147483647." in html
     assert "None" not in html and "nan" not in html
     (zh, _), = list(lab.run_lab("no_finished_guard", "bundled", "cpu", seed, "中文"))
     assert "负载种子为空" in zh

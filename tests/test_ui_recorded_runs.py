@@ -41,17 +41,29 @@ def test_zoom_past_both_ends_draws_the_whole_run_and_says_which_steps(record):
     assert (shown_first, shown_last) == (steps[0], steps[-1])       # the boxes say it too
     titles = _titles(figure)
     assert all(f"steps {steps[0]}–{steps[-1]}:" in title for title in titles[:2]), titles
-    # ... and that the window was cut, never silently: what was typed, what the runs have.
+    # ... and that the window was cut, never silently: the steps the runs have.
     every = sorted({s["step"] for run in record["runs"] for s in run["spans"]
                     if s["phase"] in forward})
-    assert f"You asked for steps -5 to 99999; these runs have steps {every[0]} to {every[-1]}" \
-        in titles[0]
-    assert sum("You asked for" in title for title in titles) == 1
+    cut = f"These runs have steps {every[0]} to {every[-1]}: the window is cut to them"
+    assert cut in titles[0]
+    assert sum("the window is cut" in title for title in titles) == 1
     assert first <= last
     figure, *_ = recorded_runs.zoom_steps(record, -5, 99999, "中文")
-    assert "你要的是第 -5 到 99999 步" in _titles(figure)[0]
+    assert "窗口截到这个范围" in _titles(figure)[0]
     figure, *_ = recorded_runs.zoom_steps(record, 20, 25, "English")
-    assert not any("You asked for" in title for title in _titles(figure))
+    assert not any("the window is cut" in title for title in _titles(figure))
+
+
+def test_a_window_inside_the_runs_is_drawn_as_asked_and_never_said_cut(record):
+    """Steps every run has, up to the last step any run has: the boxes keep what was asked
+    and no note says the window was cut (one run may stop a step earlier: it is drawn to its
+    last)."""
+    forward = ("prefill", "decode")
+    high = max(s["step"] for run in record["runs"] for s in run["spans"]
+               if s["phase"] in forward)
+    figure, first, last = recorded_runs.zoom_steps(record, high - 5, high, "English")
+    assert (first, last) == (high - 5, high)
+    assert not any("the window is cut" in title for title in _titles(figure))
 
 
 def test_zoom_windows_hold_the_same_number_of_forwards_in_both_loops(record):

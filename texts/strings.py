@@ -11,6 +11,7 @@ import re
 
 from texts import memory as text_memory
 from texts import metrics as text_metrics
+from texts import summary as text_summary
 from texts import teach as text_teach
 
 LANGUAGES = {"en": "English", "zh": "中文"}
@@ -18,62 +19,27 @@ LANGUAGES = {"en": "English", "zh": "中文"}
 _EN: dict[str, str] = {
     "title": "# Overlap scheduling, live: watch the GPU stop waiting for the CPU",
     "intro": (
-        "A small LLM engine runs the same requests with the **normal** (serial) loop, the "
-        "**overlap** loop of SGLang-style schedulers and, if you like, **multi-step** overlap. "
-        "Each run is drawn as a timeline: what the scheduler's CPU thread and the GPU's "
-        "streams did at every decode step. Red hatched bands are moments when the GPU had "
-        "nothing to do. *Step through* walks a run one step at a time; the *hazard lab* "
-        "removes one safeguard and shows what breaks."),
+        "A small LLM engine runs the same requests with the **normal** (serial) loop and the "
+        "**overlap** loop of SGLang-style schedulers (and, if you like, **multi-step** overlap), "
+        "and draws what the scheduler's CPU thread and the GPU did at every decode step: red "
+        "hatched bands are time the GPU had nothing to do. On a machine without a GPU, a "
+        "separate device process plays the GPU."),
     "timeline_help": """
 ### What to look for
-- **Lanes.** *CPU* is the scheduler thread: `receive` requests, `schedule` the next batch,
-  `launch` it, `process_last` (read sampled tokens, check EOS, free finished requests) and
-  `wait`. The **scheduler stream** carries small metadata uploads; the **engine stream** runs
-  the forward (`prefill` / `decode`) and `sample`; on CUDA the **copy stream** carries the
-  result `copy` of the sampled tokens to the host (on a CPU, the scheduler-stream lane does).
-  On a GPU an upload or a copy takes a few microseconds: at the whole-run zoom such bars are
-  thinner than a pixel and left out, so those lanes look nearly empty; the step window below
-  draws every one.
-- **Red hatched bands = GPU idle**: no stream has work while requests are waiting or
-  running (time with no request at all is grey). Each title gives their total and GPU busy two
-  ways: over *all stream lanes* (an upload or a copy counts as work) and over the *engine
-  stream alone*.
-- **Normal loop:** forward(B*n*) → copy → CPU reads the token → stop check → build B*n+1* →
-  forward(B*n+1*). A red band follows every decode: the GPU waits for `process_last` and
-  `schedule`.
-- **Overlap loop:** the sampled token is written into a GPU-resident **token pool** and gathered
-  from there as the next input, so forward(B*n+1*) never waits for the CPU. Find
-  `process_last` of step *n−1* on the CPU lane *under* the decode bar of step *n*.
-- **One sync edge:** the forward waits for its metadata upload (green). Mini-SGLang writes it as
-  `engine_stream.wait_stream(scheduler_stream)`, which orders the forward after *everything*
-  queued on the scheduler stream so far, so where the result copy runs matters. On CUDA it runs
-  by default on a **copy stream** of its own (as vLLM places it): it waits there for forward(*n*)
-  while forward(*n+1*) already runs, because each forward also keeps its tokens in its own row
-  of a small result ring that the next forward does not write. With
-  `result_copy_stream="engine"` (Mini-SGLang's place) it runs on the engine stream right after
-  sampling: upload(*n+1*) still never waits for forward(*n*), but forward(*n+1*) follows
-  forward(*n*) only after the copy's few microseconds. With `result_copy_stream="scheduler"`
-  (H200 records made before 2026-12-01) copy(*n*) waits there for forward(*n*), upload(*n+1*)
-  queues behind it, and every forward starts only after the previous one, its copy and the next
-  upload. On a CPU the device process runs every command in order, like a single stream (its
-  copy is drawn on the scheduler-stream lane).
-- **KV memory** (the chart under the step window, for runs that record it): pages in use by
-  requests, held only by the prefix cache, and free, per step; a dotted line marks a
-  retraction (the pool ran dry and the newest request waits again). A finished request's pages
-  stay in the prefix cache (teal) for a later request that starts with the same tokens, so teal
-  appears even when nothing was found there. Its hits come from a *shared system prompt*, from
-  prompts that repeat, and from retracted requests finding their own pages when they resume;
-  hover a short prefill to see how many prompt tokens the prefix cache served.
-- **Lag one:** the CPU sees an EOS one step late, so a finished request may ride along in one
-  more batch; that extra token is dropped and the request is freed exactly once.
-- On a machine without a GPU, a separate **device process** plays the GPU (it owns the model,
-  KV cache and token pool). Its lanes are measured, not simulated.
-- **The instrument's own cost.** Recording the spans costs the scheduler thread time too. On
-  CUDA every step records five timing events (about 3 µs each on an H200's host) besides the
-  CPU lane's stamps: about 13 µs a step, 9 µs of it before the forward is launched. The serial
-  loop pays that as GPU idle time (about 2% of the bundled model's step on an H200, so its red
-  bands there are that much wider than unrecorded); the overlap loop hides it while the GPU is
-  the bottleneck. `python -m bench --overhead` measures it on your machine (README, H200 round 9).
+- **Lanes.** *CPU* is the scheduler thread: `receive`, `schedule`, `launch`, `process_last`
+  (read the sampled tokens, check stops, free finished requests), `wait`. The
+  **scheduler stream** carries metadata uploads, the **engine stream** the forward and `sample`.
+  Without a GPU, a separate **device process** plays it: its lanes are measured, not simulated.
+- **Red hatched bands = GPU idle** while requests wait or run.
+- **Normal loop:** a red band after every decode: the GPU waits while the CPU reads the token,
+  checks stops and builds the next batch.
+- **Overlap loop:** the sampled token stays on the GPU in the **token pool**, so the next forward
+  never waits for the CPU: find `process_last` of step *n−1* under the decode bar of step *n*.
+  The forward still waits for its own metadata upload (`wait_stream`).
+- **Lag one:** the CPU sees a stop one step late; the extra token is dropped.
+
+More (where the result copy runs, KV memory, the recorder's own cost): *Reading the timeline*
+in the walkthrough, `docs/walkthrough.md`.
 """,
     "zoom_help": (
         "**Step window.** Both runs are cut to the same step numbers (a run with fewer steps "
@@ -88,8 +54,7 @@ _EN: dict[str, str] = {
                   "first.",
     "zoom_outside": "These runs have steps {low} to {high}: steps {first} to {last} lie outside "
                     "them.",
-    "zoom_cut": "You asked for steps {first} to {last}; these runs have steps {low} to {high}, so "
-                "the window is cut to them (the step boxes now say so).",
+    "zoom_cut": "These runs have steps {low} to {high}: the window is cut to them.",
     "metrics_help": """
 ### The article's formula, measured
 A serial step costs **T_fwd + T_sched + T_post**; an overlapped step costs
@@ -203,7 +168,9 @@ stream lanes* and over the *engine stream alone*; where they differ, the GPU was
                  "run: press Run again.",
     "fail_error": "The run failed.",
     "fail_detail": "technical detail",
-    "error_empty": "{control} is empty: enter a number from {low} to {high}.",
+    # An emptied box and a number too large for the browser (1e400) reach the page alike.
+    "error_empty": "{control} is empty or too large to read: enter a number from {low} to "
+                   "{high}.",
     "error_range": "{control} must be from {low} to {high}; got {value}.",
     "error_whole": "{control} must be a whole number from {low} to {high}; got {value}.",
     "error_model": "{model} is neither a model in the list nor a Hugging Face hub id (such as "
@@ -261,6 +228,8 @@ stream lanes* and over the *engine stream alone*; where they differ, the GPU was
     "status_imported_unlabelled": "Imported {name} (the file does not say what hardware it was "
                                   "recorded on).",
     "status_cannot_show": "Cannot show {name}: it is not a run record or a trace this page can read.",
+    "status_broken_gzip": "Cannot show {name}: it is a gzip file that ends too early or is "
+                          "damaged (a download cut short?). Upload the whole file.",
     "status_not_a_trace": "Cannot show {name}: it is {what}, not a run record or a trace. Upload "
                           "a .json or .json.gz file: a torch.profiler trace or a run record saved "
                           "from this page.",
@@ -345,49 +314,22 @@ stream lanes* and over the *engine stream alone*; where they differ, the GPU was
 _ZH: dict[str, str] = {
     "title": "# 重叠调度现场演示：看 GPU 不再等待 CPU",
     "intro": (
-        "一个小型 LLM 推理引擎用**普通**（串行）循环、SGLang 式的**重叠**循环，以及可选的**多步**重叠"
-        "循环运行同一批请求。每次运行画成一条时间线：每个解码步里调度器的 CPU 线程和 GPU 的各条 stream "
-        "分别在做什么。红色斜线区域表示 GPU 无事可做的时间。*逐步回放*一次走一步；*隐患实验室*去掉一道"
-        "保护，看看什么会坏掉。"),
+        "一个小型 LLM 推理引擎用**普通**（串行）循环和 SGLang 式调度器的**重叠**循环"
+        "（以及可选的**多步**重叠）运行同一批请求，并画出每个解码步里调度器的 CPU 线程和 GPU "
+        "分别在做什么：红色斜线是 GPU 无事可做的时间。没有 GPU 的机器上，由一个独立的设备进程扮演 GPU。"),
     "timeline_help": """
 ### 看什么
-- **泳道**。*CPU* 是调度线程：`receive` 接收请求、`schedule` 组下一批、`launch` 提交、
-  `process_last`（读取采样 token、判 EOS、回收已结束请求）以及 `wait`。**scheduler stream**
-  承载小的元数据上传；**engine stream** 执行前向（`prefill` / `decode`）和 `sample`；在 CUDA 上，
-  **copy stream** 承载把采样 token 回传到主机的结果 `copy`（在 CPU 上由 scheduler stream 泳道承载）。
-  在 GPU 上，一次上传或回传只要几微秒：在整次运行的缩放下，这些条不到一个像素宽，没有画出，所以这些泳道
-  看起来几乎是空的；下面的步窗口会把每一条都画出来。
-- **红色斜线 = GPU 空闲**：有请求在等待或运行时，所有 stream 都没有工作（系统中根本没有请求的时间
-  画成灰色）。每个标题给出其总和，并用两种方式给出 GPU 忙碌比例：*所有 stream 泳道合计*（上传或
-  回传也算工作）和 *engine stream 单独*。
-- **普通循环**：forward(B*n*) → 回传 → CPU 读 token → 判停 → 组 B*n+1* → forward(B*n+1*)。
-  每次 decode 之后都有一段红色：GPU 在等 `process_last` 和 `schedule`。
-- **重叠循环**：采样出的 token 写入常驻显存的 **token_pool**，下一步直接从中 gather 作为输入，
-  forward(B*n+1*) 不再等待 CPU。请在 CPU 泳道上找到第 *n−1* 步的 `process_last`，它位于第 *n*
-  步 decode 条的**正下方**。
-- **唯一的同步边**：前向等待自己的元数据上传（绿色）。Mini-SGLang 把它写成
-  `engine_stream.wait_stream(scheduler_stream)`，这会让前向排在 scheduler stream 上此前*所有*已排队
-  工作之后，所以结果回传放在哪里很重要。在 CUDA 上它默认在自己的 **copy stream** 上执行（和 vLLM
-  一样）：它在那里等待 forward(*n*)，而 forward(*n+1*) 已经开始，因为每次前向还把自己的 token 存进
-  一个小结果环里属于自己的一行，下一次前向不会写它。若设 `result_copy_stream="engine"`（Mini-SGLang
-  的位置），回传在 engine stream 上紧跟采样执行：upload(*n+1*) 仍然从不等待 forward(*n*)，但
-  forward(*n+1*) 要隔几微秒的回传才接在 forward(*n*) 之后。若设 `result_copy_stream="scheduler"`
-  （2026-12-01 之前录制的 H200 运行就是如此），copy(*n*) 在那里等待 forward(*n*)，upload(*n+1*)
-  排在它后面，于是每次前向都要等上一次前向、它的回传和下一次上传依次完成后才开始。在 CPU 上，设备进程
-  按顺序执行每条命令，就像只有一条 stream（它的回传画在 scheduler stream 泳道上）。
-- **KV 内存**（步窗口下方的图，仅限记录了它的运行）：每一步中请求占用、只由前缀缓存持有和空闲的页；
-  虚线标出一次撤回（页池用尽，最新的请求重新排队）。请求结束后，它的页留在前缀缓存里（青色），等待以相同
-  token 开头的后来请求，所以即使一次都没命中，也会出现青色。命中来自*共享系统提示*、重复的提示，以及被
-  撤回的请求恢复时找回自己的页；把鼠标移到较短的 prefill 上，可以看到有多少提示 token 来自前缀缓存。
-- **滞后一轮**：CPU 晚一步才看到 EOS，已结束的请求可能还会跟着多跑一批；那个多出的 token 被丢弃，
-  请求只释放一次。
-- 没有 GPU 的机器上，由一个独立的**设备进程**扮演 GPU（它持有模型、KV Cache 和 token_pool）。
-  它的泳道是实测的，不是模拟的。
-- **测量工具自身的代价**。记录这些时间段也要占用调度线程的时间。在 CUDA 上，除了 CPU 泳道的打点，每一步
-  还要记录五个计时事件（在一台 H200 的主机上每个约 3 µs）：每步约 13 µs，其中 9 µs 在前向发射之前。串行循环
-  把这部分当作 GPU 空闲付出（在 H200 上约为内置模型一步的 2%，所以那里的红色区域比不记录时宽这么多）；
-  只要 GPU 是瓶颈，重叠循环就把它藏住了。`python -m bench --overhead` 可以在你的机器上测出它（见 README
-  的 H200 第 9 轮）。
+- **泳道**。*CPU* 是调度线程：`receive`、`schedule`、`launch`、`process_last`（读取采样 token、
+  判停、回收已结束请求）、`wait`。**scheduler stream** 承载元数据上传，**engine stream** 执行前向和
+  `sample`。没有 GPU 时，由一个独立的**设备进程**扮演 GPU：它的泳道是实测的，不是模拟的。
+- **红色斜线 = GPU 空闲**：有请求在等待或运行，GPU 却无事可做。
+- **普通循环**：每次 decode 之后都有一段红色：CPU 读 token、判停、组下一批时，GPU 在等。
+- **重叠循环**：采样出的 token 留在 GPU 上的 **token_pool** 里，下一次前向不再等待 CPU：在第 *n*
+  步 decode 条的下方找到第 *n−1* 步的 `process_last`。前向仍要等待自己的元数据上传（`wait_stream`）。
+- **滞后一轮**：CPU 晚一步才看到停止；多出的那个 token 被丢弃。
+
+更多内容（结果回传放在哪里、KV 内存、测量工具自身的代价）：见课堂演示步骤中的*读时间线*一节，
+`docs/walkthrough.zh.md`。
 """,
     "zoom_help": (
         "**步窗口**。两次运行都截取相同编号的步（步数较少的运行截到它的最后一步为止）并从 0 ms 开始。"
@@ -398,8 +340,7 @@ _ZH: dict[str, str] = {
     "zoom_need_steps": "请输入起始步和结束步（整数）后再放大。",
     "zoom_order": "起始步（{first}）在结束步（{last}）之后：请先填较早的那一步。",
     "zoom_outside": "这些运行的步号从 {low} 到 {high}：第 {first} 到 {last} 步不在其中。",
-    "zoom_cut": "你要的是第 {first} 到 {last} 步；这些运行的步号从 {low} 到 {high}，所以窗口截到这个范围"
-                "（步号框里现在写的就是它）。",
+    "zoom_cut": "这些运行的步号从 {low} 到 {high}：窗口截到这个范围。",
     "metrics_help": """
 ### 文中的公式，代入实测值
 串行一步耗时 **T_fwd + T_sched + T_post**；重叠一步耗时 **max(T_fwd, T_sched + T_post)**，
@@ -497,7 +438,7 @@ _ZH: dict[str, str] = {
     "fail_died": "调度进程在运行中停止了。下一次运行会重新启动它：请再次点击“运行”。",
     "fail_error": "运行失败。",
     "fail_detail": "技术细节",
-    "error_empty": "{control}为空：请输入 {low} 到 {high} 之间的数。",
+    "error_empty": "{control}为空或数字大到无法读取：请输入 {low} 到 {high} 之间的数。",
     "error_range": "{control}必须在 {low} 到 {high} 之间；收到的是 {value}。",
     "error_whole": "{control}必须是 {low} 到 {high} 之间的整数；收到的是 {value}。",
     "error_model": "{model} 既不是列表中的模型，也不是 Hugging Face Hub 的模型 id（例如 "
@@ -548,6 +489,8 @@ _ZH: dict[str, str] = {
     "status_imported": "已导入 {name}（{where}）",
     "status_imported_unlabelled": "已导入 {name}（文件中没有说明它是在什么硬件上录制的）。",
     "status_cannot_show": "无法显示 {name}：它不是本页能读取的运行记录或 trace。",
+    "status_broken_gzip": "无法显示 {name}：这个 gzip 文件提前结束或已损坏（下载被中断了？）。"
+                          "请上传完整的文件。",
     "status_not_a_trace": "无法显示 {name}：它是{what}，不是运行记录或 trace。请上传 .json 或 .json.gz "
                           "文件：torch.profiler trace，或从本页保存的运行记录。",
     "file_png": "一张 PNG 图片",
@@ -627,6 +570,8 @@ _EN.update(text_metrics.EN)
 _ZH.update(text_metrics.ZH)
 _EN.update(text_memory.EN)
 _ZH.update(text_memory.ZH)
+_EN.update(text_summary.EN)
+_ZH.update(text_summary.ZH)
 
 # The Chinese texts are wrapped in the source like the English ones, but where a line break falls
 # between two Chinese characters (or their punctuation) Markdown would show it as a space, which

@@ -53,7 +53,7 @@ EN: dict[str, str] = {
                          "Multi-step is for a scheduler heavier than the forward: try the preset "
                          "“A heavy scheduler”.",
     "status_probe": "Probing: one quick greedy run picks each request's stop token…",
-    "error_no_loop": "choose at least one scheduling loop",
+    "error_no_loop": "Nothing to run: choose at least one scheduling loop.",
     "m_wasted_tokens": "wasted tokens (forwards after a stop)",
     "col_wasted": "extra steps after stop ({label})",
     "formula_multistep": "multi-step step ≈ max(T_fwd, (T_sched + T_post) / k) = max({fwd:.2f}, "
@@ -285,7 +285,7 @@ ZH: dict[str, str] = {
                          "藏住了 CPU 的工作，所以每次调度 k 步只会带来它的滞后（下方浪费的 token）。多步重叠"
                          "是为比前向还重的调度器准备的：试试预设“重调度器”。",
     "status_probe": "探测中：一次快速贪心运行为每个请求选出停止 token…",
-    "error_no_loop": "请至少选择一种调度循环",
+    "error_no_loop": "没有可运行的循环：请至少选择一种调度循环。",
     "m_wasted_tokens": "浪费的 token（停止后多跑的前向）",
     "col_wasted": "停止后多跑的步数（{label}）",
     "formula_multistep": "多步一步 ≈ max(T_fwd, (T_sched + T_post) / k) = max({fwd:.2f}, "

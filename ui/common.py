@@ -170,12 +170,13 @@ def validate_seed(seed: Any) -> int:
 
 
 def said(key: str, kind: str = "info", detail: str = "", notes: tuple[str, ...] = (),
-         **args: Any) -> dict[str, Any]:
+         folded: tuple[str, str] | None = None, **args: Any) -> dict[str, Any]:
     """A final status line as data (its text key, values, kind, notes), so a language switch can
     say it again in the other language. Values that came from a user or a file are escaped here;
-    ``notes`` are text keys appended after it (formatted with the same values); ``detail`` is
-    shown folded, as code."""
+    ``notes`` are text keys appended after it (formatted with the same values); ``folded`` is
+    (the title's key, a note's key) shown one click away; ``detail`` is shown folded, as code."""
     return {"key": key, "kind": kind, "detail": detail, "notes": list(notes),
+            "folded": list(folded or ()),
             "args": {name: value if isinstance(value, (int, float)) else esc(value)
                      for name, value in args.items()}}
 
@@ -192,6 +193,10 @@ def render_said(spec: dict[str, Any] | None, lang: str) -> str:
     text = texts.t(lang, spec["key"]).format(**args)
     gap = texts.sentence_gap(lang)
     text += "".join(gap + texts.t(lang, note).format(**args) for note in spec["notes"])
+    if spec.get("folded"):
+        title, note = spec["folded"]
+        text += (f"<details><summary>{texts.t(lang, title)}</summary>"
+                 f"{texts.t(lang, note).format(**args)}</details>")
     if spec["detail"]:
         text += (f"<details><summary>{texts.t(lang, 'fail_detail')}</summary>"
                  f"<pre>{esc(spec['detail'])}</pre></details>")

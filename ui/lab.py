@@ -86,10 +86,11 @@ def run_lab(switch: str | None, model: str, device: str, seed: Any, lang_choice:
     request = LabRequest(switch=switch, model=model, device=device, seed=seed_value)
     try:
         for event in common.scheduler().submit(request):
-            if isinstance(event, Progress):
-                where = esc(event.detail or device.upper())
-                yield common.status(texts.t(lang, "lab_running").format(device=where, what=what),
-                                    "running"), None
+            if isinstance(event, Progress) and not event.detail:   # the engine is loading
+                yield common.status(texts.t(lang, "lab_loading"), "running"), None
+            elif isinstance(event, Progress):          # the device the engine found
+                yield common.status(texts.t(lang, "lab_running").format(
+                    device=esc(event.detail), what=what), "running"), None
             elif isinstance(event, LabFinished):
                 shown = {"report": event.report, "model": model, "seed": seed_value}
                 yield report_html(event.report, model, seed_value, lang), shown

@@ -55,7 +55,7 @@ def run_live(controls: Controls) -> Iterator[tuple]:
     # While the run is on, a canvas draws it (cheap for the browser, whose cores are the
     # engine's too); the interactive chart comes back with the finished record.
     yield MainView(status=progress_bar(0.0, _starting_text(request, key, expected, notes, lang)),
-                   timeline=gr.update(visible=False), live=gr.update(value="", visible=True),
+                   headline="", timeline=gr.update(visible=False), live=gr.update(value="", visible=True),
                    memory=gr.update(visible=False),
                    zoomed=plot(viz.message_figure(texts.t(lang, "zoom_after_run"))), metrics="",
                    texts="").values()
@@ -312,10 +312,12 @@ def _finished(record: dict[str, Any], request: LiveRunRequest, notes: list[str],
     last = record["runs"][-1]
     kind = str(record["env"].get("device_kind", ""))
     place_key, cores = common.placement_note()
-    said_notes = ([place_key] if kind == "cpu-process" else []) + notes   # where it ran matters
+    said_notes = list(notes)
     if request.chat and not record["config"].get("chat"):
         said_notes.append("note_no_chat_template")
-    spec = said("status_done", "ok", notes=tuple(said_notes), requests=len(request.prompts),
+    placement = ("fold_placement", place_key) if kind == "cpu-process" else None  # where it ran
+    spec = said("status_done", "ok", notes=tuple(said_notes), folded=placement,
+                requests=len(request.prompts),
                 tokens=int(last["metrics"].get("output_tokens") or 0),
                 where=viz.record_label(record), device_key=f"kind_{kind}", **cores)
     return shown(spec, record, lang, files)

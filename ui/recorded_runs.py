@@ -20,7 +20,7 @@ import texts
 import viz
 from record.loading import NotATrace, sniff
 from record.run_record import has_memory
-from record.window import step_range, window_run
+from record.window import step_range
 from ui.common import ROOT, is_whole, lang_of, render_said, said
 from ui.view import MainView, plot
 
@@ -102,7 +102,8 @@ def shown(spec: dict[str, Any], record: dict[str, Any] | None, lang: str,
     idle = gr.update(value="", visible=False)      # the live canvas gives way to the chart
     if not record or not record.get("runs"):
         empty = plot(viz.side_by_side_figure([], lang=lang))
-        return MainView(status=status_html, timeline=gr.update(value=empty, visible=True),
+        return MainView(status=status_html, headline="",
+                        timeline=gr.update(value=empty, visible=True),
                         live=idle, zoomed=empty, memory=gr.update(visible=False), metrics="",
                         texts="",
                         record=None, said=spec, download_record=file_update(None),
@@ -110,7 +111,8 @@ def shown(spec: dict[str, Any], record: dict[str, Any] | None, lang: str,
     runs = record["runs"]
     first, last = default_window(runs)
     chart = plot(viz.side_by_side_figure(runs, lang=lang))
-    return MainView(status=status_html, timeline=gr.update(value=chart, visible=True), live=idle,
+    return MainView(status=status_html, headline=viz.headline_html(record, lang),
+                    timeline=gr.update(value=chart, visible=True), live=idle,
                     zoomed=plot(viz.side_by_side_figure(runs, window=(first, last), lang=lang)),
                     memory=memory_view(runs, lang),
                     metrics=viz.metrics_html(runs, lang), texts=viz.texts_html(runs, lang),
@@ -160,7 +162,9 @@ def _show_file(path: Path, lang: str, recorded: bool) -> MainView:
         spec = said("status_not_a_trace", "error", name=path.name, what_key=f"file_{error.kind}")
         return MainView(status=render_said(spec, lang), said=spec)
     except Exception as error:  # noqa: BLE001 - a bad file must give a message, not a traceback
-        spec = said("status_cannot_show", "error", detail=str(error), name=path.name)
+        # A reason a person can act on is said in the status itself, in the reader's language.
+        key = "status_broken_gzip" if "broken gzip" in str(error) else "status_cannot_show"
+        spec = said(key, "error", detail=str(error), name=path.name)
         return MainView(status=render_said(spec, lang), said=spec)   # the view on screen stays
 
 
@@ -207,7 +211,7 @@ def zoom(record: dict[str, Any] | None, first: float | None, last: float | None,
 def zoom_steps(record: dict[str, Any] | None, first: Any, last: Any,
                lang_choice: str) -> tuple[Any, Any, Any]:
     """The step window (the Zoom button): the figure, and the step boxes set to the steps drawn
-    (a window that reaches past either end of the runs is cut to them: the boxes show the steps
+    (a window that reaches past either end of every run is cut to them: the boxes show the steps
     drawn and the chart says it was cut).
     An empty box, a step that is not a whole number, a first step after the last and a window
     wholly outside the runs each get a message, in the page's language, and the boxes keep what
@@ -227,12 +231,12 @@ def zoom_steps(record: dict[str, Any] | None, first: Any, last: Any,
         said = texts.t(lang, "zoom_outside").format(first=window[0], last=window[1], low=low,
                                                    high=high)
         return plot(viz.message_figure(said)), gr.update(), gr.update()
-    drawn = window_run(record["runs"][0], *window)["window"]
-    cut = (drawn["first_step"], drawn["last_step"]) != window
-    note = texts.t(lang, "zoom_cut").format(first=window[0], last=window[1], low=low,
-                                          high=high) if cut else ""
-    return (plot(viz.side_by_side_figure(record["runs"], window=window, lang=lang, note=note)),
-            drawn["first_step"], drawn["last_step"])
+    # Cut only where the window reaches past every run; inside, each run draws the steps it
+    # has (a run with fewer steps stops at its last), and the boxes keep what was typed.
+    drawn = (max(window[0], low), min(window[1], high))
+    note = texts.t(lang, "zoom_cut").format(low=low, high=high) if drawn != window else ""
+    return (plot(viz.side_by_side_figure(record["runs"], window=drawn, lang=lang, note=note)),
+            drawn[0], drawn[1])
 
 
 def list_recorded() -> Any:

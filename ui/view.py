@@ -68,6 +68,7 @@ class MainView:
                                                         # language switch can say it again
     download_record: Any = field(default_factory=keep)
     download_trace: Any = field(default_factory=keep)
+    headline: Any = field(default_factory=keep)         # the run's one line (HTML)
 
     def values(self) -> tuple:
         return tuple(getattr(self, f.name) for f in fields(self))

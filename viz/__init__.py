@@ -6,6 +6,7 @@ the standard library only: never torch, never the engine.
 """
 
 from viz.gantt import message_figure, side_by_side_figure, timeline_figure
+from viz.headline import headline_html
 from viz.labels import display_labels, ordered_lanes
 from viz.latency import latency_figure
 from viz.live import live_payload
@@ -15,7 +16,7 @@ from viz.replay import step_caption
 from viz.stepview import step_figure, unrolled_figure
 
 __all__ = [
-    "display_labels",
+    "display_labels", "headline_html",
     "latency_figure", "live_payload", "memory_figure", "message_figure",
     "metrics_html", "multistep_html",
     "ordered_lanes", "record_label", "side_by_side_figure", "step_caption",

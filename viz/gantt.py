@@ -21,9 +21,11 @@ from record.metrics import FORWARD_PHASES, busy_fraction
 from record.window import gpu_lanes, time_range, window_run
 from texts import count, t
 from viz.figure import FigureSpec
+from viz.headline import busy_badge
 from viz.labels import display_labels, ordered_lanes, run_title
 from viz.pixels import MAX_BARS, MIN_OPACITY, PIXELS, bands, coalesce, opacity
 from viz.style import (
+    BUSY_COLOR,
     IDLE_FILL,
     IDLE_LINE,
     OTHER_PHASE,
@@ -38,6 +40,7 @@ INVISIBLE_PX = 0.3     # whole-run views leave out bars narrower than this (the 
                        # every number keep them): the browser draws each bar on every redraw
 LINED_BARS = 300       # bars get a hairline outline only in traces with fewer bars than this
 LANE_PX = 46           # height of one lane in pixels
+TITLE_LINE_PX = 16     # height of a title's line (12 px text)
 BAR_WIDTH = 0.72       # bar thickness in lane units (a lane is 1.0)
 
 
@@ -64,7 +67,8 @@ def side_by_side_figure(runs: list[dict[str, Any]], window: tuple[int, int] | No
     ticks = [lane_ticks(run, lang) for run in runs]
     heights = [max(len(lanes), 1) for lanes in lane_lists]
     titles = [_run_title(run, label, lang) for run, label in zip(runs, display_labels(runs, lang))]
-    lines = (3 if window is not None else 2) + bool(note)   # title lines a run (``_run_title``)
+    badged = any(busy_badge(run, lang) for run in runs)     # a line more where a run has one
+    lines = (3 if window is not None else 2) + bool(note) + badged   # title lines a run
     if note:
         titles[0] += f"<br><span style=\"font-size:12px\"><i>{note}</i></span>"
     fig = FigureSpec(rows=len(runs), cols=1, shared_xaxes=True, row_heights=heights,
@@ -85,7 +89,7 @@ def side_by_side_figure(runs: list[dict[str, Any]], window: tuple[int, int] | No
                      zeroline=False)
     fig.update_xaxes(title={"text": axis_title}, row=len(runs), col=1)
     chart_px = 90 + sum(LANE_PX * h + 40 * lines for h in heights)   # its title lines
-    frame = run_frame(ticks)
+    frame = run_frame(ticks, lines)
     fig.update_layout(
         barmode="overlay", bargap=0, template=plotly_white(),
         height=max(chart_px, 110 + 24 * len(legend_shown)),  # room for the whole legend
@@ -151,16 +155,18 @@ def lane_ticks(run: dict[str, Any], lang: str) -> list[str]:
     return [_tick(run, lane, lang) for lane in ordered_lanes(run) or STANDARD_LANES]
 
 
-def run_frame(ticks: list[list[str]]) -> dict[str, Any]:
+def run_frame(ticks: list[list[str]], title_lines: int = 3) -> dict[str, Any]:
     """The margins and legend place shared by every chart drawn on a run's time axis (the
     timeline, its zoom, the KV-memory chart). Fixed rather than grown to fit each chart's own
     labels and legend (plotly's default), so the charts' plot areas line up and one instant of a
     run sits at the same x in all of them: the left margin fits the longest lane label of these
-    runs (``ticks``: each run's ``lane_ticks``), the right one the widest legend entry."""
+    runs (``ticks``: each run's ``lane_ticks``), the right one the widest legend entry; the top
+    one the first run's title, ``title_lines`` lines."""
     lines = [line for run_ticks in ticks for tick in run_ticks
              for line in re.split(r"<br\s*/?>", tick)]
     longest = max((len(re.sub(r"<[^>]+>", "", line)) for line in lines), default=0)
-    return {"margin": {"l": max(150, 16 + CHAR_PX * longest), "r": LEGEND_PX, "t": 58, "b": 40,
+    top = 58 + TITLE_LINE_PX * max(0, title_lines - 3)
+    return {"margin": {"l": max(150, 16 + CHAR_PX * longest), "r": LEGEND_PX, "t": top, "b": 40,
                        "autoexpand": False},
             "legend": {"x": 1.02, "xanchor": "left", "y": 1, "yanchor": "top"}}
 
@@ -329,6 +335,9 @@ def _run_title(run: dict[str, Any], label: str, lang: str) -> str:
             ms=_ms_text((w["t_end_us"] - w["t_start_us"]) / 1000.0))
     elif live:
         busy += " · " + t(lang, "so_far")
+    badge = busy_badge(run, lang)      # the machine was too busy for this run's times
+    if badge:
+        busy += f"<br><b style=\"color:{BUSY_COLOR}\">{html.escape(badge)}</b>"
     return f"<b>{head}</b><br><span style=\"font-size:12px\">{busy}</span>"
 
 

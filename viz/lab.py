@@ -105,7 +105,8 @@ def _evidence(report: dict[str, Any], lang: str) -> list[str]:
 def _memory_evidence(report: dict[str, Any], lang: str) -> list[str]:
     """The memory checks' findings (prefix cache, retraction), where the report has them."""
     out, colon = [], label_colon(lang)
-    remapped = report.get("remapped") or []
+    # A position is read through both pages at every step until the request ends: each once.
+    remapped = list(dict.fromkeys((int(r), int(p)) for r, p in report.get("remapped") or []))
     if remapped:
         items = "; ".join(t(lang, "lab_remapped_item").format(request=int(r), position=int(p))
                           for r, p in remapped[:SHOWN_DIFFERING])

@@ -21,6 +21,7 @@ from record.gpu_time import gpu_time
 from record.window import gpu_lanes
 from texts import t
 from viz.gantt import lane_label
+from viz.headline import busy_badge
 from viz.labels import display_labels, ordered_lanes, run_title
 from viz.style import IDLE_FILL, IDLE_LINE, QUIET_FILL, phase_color
 
@@ -52,6 +53,9 @@ def live_payload(runs: list[dict[str, Any]], lang: str = "en") -> str:
         title = " · ".join(run_title(run, name, lang))
         if running:
             title += " · " + t(lang, "so_far")
+        badge = busy_badge(run, lang)     # a finished loop that found the machine too busy
+        if badge:
+            title += " · " + badge
         out.append({"title": title, "lanes": [_plain(lane_label(lane, lang)) for lane in lanes],
                     "gpu_rows": sorted(index[lane] for lane in gpu), "palette": palette,
                     "spans": rows, "gaps": gaps, "quiet": quiet})

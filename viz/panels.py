@@ -53,6 +53,12 @@ _ROWS: list[tuple[str, Callable[[float], str]]] = [
     ("retractions", lambda v: f"{v:,.0f}"),
 ]
 
+# The rows a student needs, in the order they ask: how long the GPU idled, how busy it was, how
+# long a decode step took, and the formula's two terms; then the speed. The rest are one click
+# away ("All metrics").
+KEY_ROWS = ("idle_us_total", "gpu_busy_frac", "steady_step_us", "t_fwd_us", "t_cpu_us",
+            "decode_tokens_per_s")
+
 _STYLE = """<style>
 .ov-table {border-collapse: collapse; width: 100%; font-size: 13px; margin: 4px 0 10px 0;}
 .ov-table th, .ov-table td {padding: 4px 10px; border-bottom: 1px solid rgba(128,128,128,.25);}
@@ -67,6 +73,8 @@ _STYLE = """<style>
 .ov-text {font-family: ui-monospace, Menlo, monospace; font-size: 12px; overflow-wrap: anywhere;
   word-break: break-word;}
 .ov-scroll {max-height: 420px; overflow-y: auto;}
+details.ov-fold {margin: 4px 0 10px 0;}
+details.ov-fold > summary {cursor: pointer; font-weight: 600; font-size: 13px; padding: 4px 0;}
 </style>"""
 
 
@@ -86,20 +94,37 @@ def metrics_html(runs: list[dict[str, Any]], lang: str = "en") -> str:
     for a, b in pairs:
         ratio = t(lang, "ratio").format(a=labels[a], b=labels[b])
         head += f'<th class="num">{ratio}</th>'
-    rows = []
+    key_rows, other_rows = [], []
     for key, fmt in _ROWS:
         values = [run["metrics"].get(key) for run in runs]
         if all(v is None for v in values) or (key == "active_busy_frac" and not quiet):
             continue
         cells = "".join(_value_cell(run, key, v, fmt) for run, v in zip(runs, values))
         cells += "".join(_ratio_cell(values[a], values[b]) for a, b in pairs)
-        rows.append(f"<tr><td>{html.escape(t(lang, 'm_' + key))}</td>{cells}</tr>")
-    table = (f'<table class="ov-table"><thead><tr><th>{t(lang, "metric")}</th>{head}</tr></thead>'
-             f"<tbody>{''.join(rows)}</tbody></table>")
+        row = f"<tr><td>{html.escape(t(lang, 'm_' + key))}</td>{cells}</tr>"
+        (key_rows if key in KEY_ROWS else other_rows).append((key, row))
+    key_rows.sort(key=lambda item: KEY_ROWS.index(item[0]))
+    table = _table(head, [row for _, row in key_rows], lang)
     if pairs:                       # which way a ratio is better depends on the row
         table += f'<div class="ov-why" data-block="ratio-note">{t(lang, "ratio_note")}</div>'
-    return (_STYLE + _profiled_html(runs, lang) + formula_html(runs, lang)
-            + multistep_html(runs, lang) + table)
+    if other_rows:
+        table += _fold(t(lang, "fold_all_metrics").format(n=len(other_rows)),
+                       _table(head, [row for _, row in other_rows], lang), "all-metrics")
+    why = formula_html(runs, lang) + multistep_html(runs, lang)
+    if why:
+        why = _fold(t(lang, "fold_formula"), why, "formula")
+    return _STYLE + _profiled_html(runs, lang) + why + table
+
+
+def _table(head: str, rows: list[str], lang: str) -> str:
+    return (f'<table class="ov-table"><thead><tr><th>{t(lang, "metric")}</th>{head}</tr></thead>'
+            f"<tbody>{''.join(rows)}</tbody></table>")
+
+
+def _fold(title: str, body: str, name: str) -> str:
+    """``body`` one click away, under ``title``."""
+    return (f'<details class="ov-fold" data-fold="{name}"><summary>{title}</summary>{body}'
+            "</details>")
 
 
 def _profiled_html(runs: list[dict[str, Any]], lang: str) -> str:

@@ -1,7 +1,9 @@
 """One colour per phase, the same in every chart, so a reader learns the legend once.
 
-CPU phases are blues and purples (the scheduler thread), scheduler-stream phases greens (small
-copies), engine-stream phases oranges and browns (the forward). GPU idle is the only red thing on
+CPU phases are blues and purples (the scheduler thread), each of its own lightness so that
+neighbours on the lane stay apart (also for red-green colour blindness): a light sky blue, a
+dark navy, a light lilac, a plum. Scheduler-stream phases are greens (small copies),
+engine-stream phases oranges and browns (the forward). GPU idle is the only red thing on
 the page: a hatched band over the GPU lanes wherever none of them is doing anything while
 requests are waiting or running. Time with no request in the system at all (a served session
 between clients) is a plain light grey band: nobody asked the GPU for anything.
@@ -13,11 +15,11 @@ STANDARD_LANES = ("cpu", "scheduler_stream", "engine_stream", "copy_stream")
 
 PHASE_COLORS: dict[str, str] = {
     # cpu: the scheduler thread
-    "receive": "#9ecae1",
-    "schedule": "#3182bd",
-    "launch": "#6baed6",
+    "receive": "#a6dcef",
+    "schedule": "#08306b",
+    "launch": "#c994c7",
     "wait": "#c9c9c9",
-    "process_last": "#756bb1",
+    "process_last": "#88419d",
     # scheduler_stream: metadata uploads (and, with result_copy_stream="scheduler", the copy)
     "upload": "#31a354",
     "copy": "#a1d99b",                     # the result copy, on whichever stream it ran
@@ -40,6 +42,7 @@ OTHER_PHASE = "other"
 IDLE_FILL = "rgba(214, 39, 40, 0.16)"
 IDLE_LINE = "rgba(214, 39, 40, 0.75)"
 QUIET_FILL = "rgba(150, 150, 150, 0.16)"   # no request in the system (not GPU idleness)
+BUSY_COLOR = "#a63603"     # a panel's badge: the machine was too busy to compare (not red)
 
 
 def phase_color(phase: str) -> str:

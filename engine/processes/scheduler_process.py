@@ -55,6 +55,9 @@ FINAL = (RunFinished, LabFinished, Warmed, RequestFailed, ServingStopped)
 # ended while they were on their way) they are dropped.
 SESSION_ONLY = (CancelRequest, SubmitRequest, AbortRequest, StatsQuery, StopServing)
 POLL_S = 0.2                     # how often a waiting client looks at the process
+# The scheduler's nice value, inherited by the CPU device process it starts (below other
+# programs' 0: they are the GPU's hardware and its driver here; see ``_raise_priority``).
+NICE = int(os.environ.get("OVERLAP_DEMO_NICE", "-10"))
 START_TIMEOUT_S = 120.0          # importing torch on a slow, busy 2-core machine
 
 
@@ -133,6 +136,32 @@ def _pin(cpus: tuple[int, ...]) -> None:
             pass                     # a container that forbids it: run wherever we are put
 
 
+def _raise_priority() -> None:
+    """Ask the OS to run the scheduler (and the device process it starts, which inherits this)
+    before other programs of the machine. Overlap has two processes working at once, the serial
+    loop one at a time: on a 2-core machine beside one busy program, fair sharing gives the
+    overlapped pair a third less CPU each and the comparison measures the machine, not the
+    loops. Linux shares the CPU fairly between sessions first (autogroups) and only then by
+    nice value inside each, so the process starts a session of its own (it leaves the
+    terminal's, whose Ctrl-C it ignores anyway) and raises that session's priority and its own.
+    Where the OS refuses (raising priority needs a privilege, which a Space does not grant), the
+    runs measure how busy the machine was and the page says so."""
+    try:
+        os.setsid()
+    except OSError:
+        pass                                     # already a session leader
+    try:
+        with open("/proc/self/autogroup", "w") as autogroup:
+            autogroup.write(str(NICE))
+    except OSError:
+        pass                                     # not Linux, no autogroups, or not allowed
+    try:
+        if os.getpriority(os.PRIO_PROCESS, 0) > NICE:
+            os.setpriority(os.PRIO_PROCESS, 0, NICE)
+    except OSError:
+        pass
+
+
 def pin_server(placement: Placement) -> None:
     """Keep the calling (web server) process off the device process's core."""
     _pin(placement.server)
@@ -144,6 +173,7 @@ def scheduler_main(conn: Any, placement: Placement) -> None:
     """The scheduler process: serve requests from ``conn`` one at a time until it closes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)      # Ctrl-C is the server's to handle
     _pin(placement.scheduler)
+    _raise_priority()
     import torch
 
     from engine.processes.service import SchedulerService

@@ -10,7 +10,7 @@ import gradio as gr
 
 import texts
 from ui import common, lab
-from ui.tabs.parts import ENGINE_QUEUE, Page, button, md, on_gpu_call
+from ui.tabs.parts import ENGINE_QUEUE, Page, button, md, on_gpu_call, queued_js
 
 
 @dataclass
@@ -32,7 +32,9 @@ def build(page: Page) -> LabTab:
         with gr.Row():
             switch = tr.add(gr.Radio([], label=texts.t(en, "lab_switch"), elem_id="lab-switch",
                                      scale=4), "lab_switch")
-            seed = tr.add(gr.Number(0, precision=0, label=texts.t(en, "lab_seed"),
+            # No precision: a typed 2.5 reaches the handler, which refuses it (it would be
+            # rounded silently to 2).
+            seed = tr.add(gr.Number(0, label=texts.t(en, "lab_seed"),
                                     elem_id="lab-seed", min_width=90, scale=1), "lab_seed")
         guards = gr.Markdown(elem_id="lab-guards")
         with gr.Row():
@@ -56,10 +58,14 @@ def wire(tab: LabTab, page: Page, model: Any, device: Any, devices_known: Any) -
     said = dict(fn=lab.describe_switch, inputs=[tab.switch, language, device],
                 outputs=[tab.guards, tab.run], show_progress="hidden")
     device.change(**marks).then(**said)
+    # Said at once that the run waits its turn; its own status follows (ui.tabs.live says why
+    # Gradio's timer is not shown).
+    for run_button in (tab.run, tab.safe):
+        run_button.click(None, [language], tab.result, js=queued_js("lab_queued"))
     tab.run.click(on_gpu_call(lab.run_lab), [tab.switch, model, device, tab.seed, language],
-                  [tab.result, tab.report], show_progress="minimal", **ENGINE_QUEUE)
+                  [tab.result, tab.report], show_progress="hidden", **ENGINE_QUEUE)
     tab.safe.click(on_gpu_call(lab.run_safe), [model, device, tab.seed, language],
-                   [tab.result, tab.report], show_progress="minimal", **ENGINE_QUEUE)
+                   [tab.result, tab.report], show_progress="hidden", **ENGINE_QUEUE)
     language.change(**marks).then(**said).then(lab.redraw, [tab.report, language], tab.result,
                                                show_progress="hidden")
     # The switches at once, marked as the machine is known so far; again once the scheduler

@@ -18,7 +18,7 @@ import texts
 from ui import common, live, presets, replay
 from ui.common import DEFAULTS, lang_of, loop_choices, model_choices
 from ui.controls import Controls
-from ui.tabs.parts import ENGINE_QUEUE, Page, button, control_slider, md, on_gpu_call
+from ui.tabs.parts import ENGINE_QUEUE, Page, button, control_slider, md, on_gpu_call, queued_js
 from ui.tabs.run_view import RunView
 
 
@@ -49,65 +49,76 @@ def check_devices(lang_choice: str, wait: bool = True) -> tuple[Any, Any]:
 
 
 def build(page: Page) -> LiveTab:
+    """What a student needs in view (the loops, how much work, how heavy the scheduler, Run and
+    the presets); every other control one click away, under "More settings"."""
     en, tr = "en", page.tr
     start = Controls.page_defaults()
     with tr.add(gr.Tab(texts.t(en, "tab_live"), elem_id="tab-live"), "tab_live") as tab:
         c: dict[str, Any] = {}
-        with gr.Row():
+        with gr.Row(equal_height=True):
             c["loops"] = tr.add(gr.CheckboxGroup(loop_choices(en), value=list(start.loops),
                                                  label=texts.t(en, "ctl_loops"), elem_id="loops",
                                                  scale=3), "ctl_loops", choices=loop_choices)
-            c["decode_steps"] = control_slider(page, "decode_steps", "ctl_k", 1, scale=1)
-            c["stop_early"] = tr.add(gr.Checkbox(start.stop_early, elem_id="stop-early", scale=2,
-                                                 label=texts.t(en, "ctl_stop_early")),
-                                     "ctl_stop_early")
-        with gr.Row():
-            # Not in tr: check_devices says everything about these two in each language.
-            c["device"] = gr.Radio(common.device_choices(en, False), value=start.device,
-                                   label=texts.t(en, "ctl_device"), elem_id="device")
-            # A hub id typed into the box is a value too (checked before any run).
-            c["model"] = tr.add(gr.Dropdown(model_choices(en), value=start.model, elem_id="model",
-                                            allow_custom_value=True, scale=2,
-                                            label=texts.t(en, "ctl_model")), "ctl_model",
-                                choices=model_choices)
             c["requests"] = tr.add(gr.Number(DEFAULTS["requests"], elem_id="requests",
-                                             label=texts.t(en, "ctl_requests")), "ctl_requests")
-            c["request_rate"] = tr.add(gr.Number(DEFAULTS["request_rate"], elem_id="request-rate",
-                                                 label=texts.t(en, "ctl_request_rate")),
-                                       "ctl_request_rate")
-        with gr.Row():
-            c["batch"] = control_slider(page, "batch", "ctl_batch", 1)
-            c["prompt_len"] = control_slider(page, "prompt_len", "ctl_prompt_len", 1)
-            c["max_new"] = control_slider(page, "max_new", "ctl_max_new", 1)
-        with gr.Row():
-            c["temperature"] = control_slider(page, "temperature", "ctl_temperature", 0.05)
-            c["extra_cpu_us"] = control_slider(page, "extra_cpu_us", "ctl_extra_cpu", 250, scale=2)
-            c["cuda_graph"] = gr.Checkbox(start.cuda_graph, label=texts.t(en, "ctl_cuda_graph"),
-                                          interactive=False, elem_id="cuda-graph")
-        with gr.Row():
-            c["shared_prefix"] = tr.add(gr.Number(DEFAULTS["shared_prefix"],
-                                                  elem_id="shared-prefix",
-                                                  label=texts.t(en, "ctl_shared_prefix")),
-                                        "ctl_shared_prefix")
-            c["kv_pages"] = tr.add(gr.Number(DEFAULTS["kv_pages"], elem_id="kv-pages",
-                                             label=texts.t(en, "ctl_kv_pages")), "ctl_kv_pages")
-        with tr.add(gr.Accordion(texts.t(en, "ctl_prompts"), open=False), "ctl_prompts"):
-            c["prompts_text"] = gr.Textbox(start.prompts_text, lines=4, show_label=False,
-                                           elem_id="prompts")
-            c["chat"] = tr.add(gr.Checkbox(start.chat, label=texts.t(en, "ctl_chat"),
-                                           elem_id="chat"), "ctl_chat")
-        with gr.Row(equal_height=False, elem_id="presets"):
-            with gr.Column(scale=3, min_width=300):
-                md(page, "preset_help", elem_id="preset-help")
-            preset_buttons = {
-                name: button(page, f"preset_{name}", elem_id=f"preset-{name}", size="sm",
-                             scale=1, min_width=180) for name in presets.PRESETS}
-        preset_said = gr.Markdown("", elem_id="preset-said")
-        with gr.Row():
-            run = button(page, "ctl_run", variant="primary", elem_id="run", scale=4)
+                                             label=texts.t(en, "ctl_requests"), min_width=110,
+                                             scale=1), "ctl_requests")
+            c["extra_cpu_us"] = control_slider(page, "extra_cpu_us", "ctl_extra_cpu", 250, scale=3)
+        with gr.Row(equal_height=True, elem_id="presets"):
+            run = button(page, "ctl_run", variant="primary", elem_id="run", scale=3)
             stop = button(page, "ctl_stop", variant="stop", elem_id="stop", scale=1)
-        md(page, "process_note", elem_id="process-note")
+            md(page, "presets_label", elem_id="presets-label", min_height=0)
+            preset_buttons = {
+                name: button(page, f"preset_{name}", elem_id=f"preset-{name}", scale=2)
+                for name in presets.PRESETS}
+        # How the extra CPU work was sized, and what is wrong with a number typed past its
+        # ends: in view, under the control it speaks of.
+        preset_said = gr.Markdown("", elem_id="preset-said")
+        with tr.add(gr.Accordion(texts.t(en, "fold_more_settings"), open=False,
+                                 elem_id="more-settings"), "fold_more_settings"):
+            _more_settings(page, c, start)
+            md(page, "preset_help", elem_id="preset-help")
+            md(page, "process_note", elem_id="process-note")
     return LiveTab(tab, c, preset_buttons, preset_said, run, stop)
+
+
+def _more_settings(page: Page, c: dict[str, Any], start: Controls) -> None:
+    """The controls a first run does not need (their components into ``c``)."""
+    en, tr = "en", page.tr
+    with gr.Row():
+        c["decode_steps"] = control_slider(page, "decode_steps", "ctl_k", 1, scale=1)
+        c["stop_early"] = tr.add(gr.Checkbox(start.stop_early, elem_id="stop-early", scale=2,
+                                             label=texts.t(en, "ctl_stop_early")),
+                                 "ctl_stop_early")
+        # Not in tr: check_devices says everything about these two in each language.
+        c["device"] = gr.Radio(common.device_choices(en, False), value=start.device, scale=2,
+                               label=texts.t(en, "ctl_device"), elem_id="device")
+    with gr.Row():
+        # A hub id typed into the box is a value too (checked before any run).
+        c["model"] = tr.add(gr.Dropdown(model_choices(en), value=start.model, elem_id="model",
+                                        allow_custom_value=True, scale=2,
+                                        label=texts.t(en, "ctl_model")), "ctl_model",
+                            choices=model_choices)
+        c["request_rate"] = tr.add(gr.Number(DEFAULTS["request_rate"], elem_id="request-rate",
+                                             label=texts.t(en, "ctl_request_rate")),
+                                   "ctl_request_rate")
+        c["cuda_graph"] = gr.Checkbox(start.cuda_graph, label=texts.t(en, "ctl_cuda_graph"),
+                                      interactive=False, elem_id="cuda-graph")
+    with gr.Row():
+        c["batch"] = control_slider(page, "batch", "ctl_batch", 1)
+        c["prompt_len"] = control_slider(page, "prompt_len", "ctl_prompt_len", 1)
+        c["max_new"] = control_slider(page, "max_new", "ctl_max_new", 1)
+        c["temperature"] = control_slider(page, "temperature", "ctl_temperature", 0.05)
+    with gr.Row():
+        c["shared_prefix"] = tr.add(gr.Number(DEFAULTS["shared_prefix"], elem_id="shared-prefix",
+                                              label=texts.t(en, "ctl_shared_prefix")),
+                                    "ctl_shared_prefix")
+        c["kv_pages"] = tr.add(gr.Number(DEFAULTS["kv_pages"], elem_id="kv-pages",
+                                         label=texts.t(en, "ctl_kv_pages")), "ctl_kv_pages")
+    with tr.add(gr.Accordion(texts.t(en, "ctl_prompts"), open=False), "ctl_prompts"):
+        c["prompts_text"] = gr.Textbox(start.prompts_text, lines=4, show_label=False,
+                                       elem_id="prompts")
+        c["chat"] = tr.add(gr.Checkbox(start.chat, label=texts.t(en, "ctl_chat"),
+                                       elem_id="chat"), "ctl_chat")
 
 
 def wire(tab: LiveTab, page: Page, view: RunView) -> Any:
@@ -121,8 +132,12 @@ def wire(tab: LiveTab, page: Page, view: RunView) -> Any:
         yield from run_handler(Controls.from_inputs(values, inputs))
 
     sized_by = [c["device"], c["extra_cpu_us"], language]
-    tab.run.click(run, set(inputs.values()), view.outputs(), show_progress="minimal",
-                  show_progress_on=[view.status], **ENGINE_QUEUE
+    # The status says at once that the run waits its turn; the run's own status (a progress
+    # bar, steps and seconds) replaces it when it starts. Gradio's own timer would add an
+    # estimate it takes from how soon earlier runs first answered, not from how long they took.
+    tab.run.click(None, [language], view.status, js=queued_js("status_queued"))
+    tab.run.click(run, set(inputs.values()), view.outputs(), show_progress="hidden",
+                  **ENGINE_QUEUE
                   ).then(replay.reset_replay, [view.record, language], view.replay_outputs(),
                          show_progress="hidden"
                          ).then(presets.follow, sized_by, tab.preset_said,

@@ -6,6 +6,7 @@ in the page's ``Translated`` (``ui.i18n``): ``md``, ``button`` and ``control_sli
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +28,15 @@ CSS = """
 .bar {height: 6px; background: rgba(128,128,128,.2); border-radius: 3px; margin-top: 4px;}
 .bar > div {height: 6px; background: #3182bd; border-radius: 3px; transition: width .3s;}
 #explain {font-size: 13.5px;}
+.ov-headline {font-size: 16px; line-height: 1.45; padding: 8px 12px; border-radius: 6px;
+              border-left: 4px solid #31a354; background: rgba(49,163,84,.08);}
+.ov-headline-busy, .ov-headline-not-faster {border-left-color: #e6550d;
+                                            background: rgba(253,174,107,.16);}
+.ov-headline-single, .ov-headline-short {border-left-color: #3182bd;
+                                         background: rgba(49,130,189,.08);}
+#preset-said, #preset-said p, #preset-said em {font-size: 12.5px !important; line-height: 1.4;
+                                               color: #555;}
+#presets-label {align-self: center; flex-grow: 0 !important; min-width: max-content !important;}
 #explain code, #metrics code {white-space: normal; overflow-wrap: anywhere;}
 #step-caption {font-size: 14.5px; padding: 6px 12px; border-left: 4px solid #756bb1;
                background: rgba(117,107,177,.08); border-radius: 6px;}
@@ -41,6 +51,14 @@ table.serving th, table.serving td {padding: 3px 10px; border-bottom: 1px solid 
 RELAYOUT_JS = "() => { setTimeout(() => window.dispatchEvent(new Event('resize')), 60); }"
 # Runs of the engine take turns: one queue for every event that uses the scheduler.
 ENGINE_QUEUE = {"concurrency_limit": 1, "concurrency_id": "engine"}
+
+
+def queued_js(key: str) -> str:
+    """A browser-side handler that shows the text ``key`` as a running status at once, in the
+    language the switch shows (the event it goes with answers when its turn comes)."""
+    said = {choice: common.status(texts.t(lang, key), "running")
+            for lang, choice in texts.LANGUAGES.items()}
+    return f"(lang) => ({json.dumps(said)})[lang] || {json.dumps(said['English'])}"
 
 
 @dataclass

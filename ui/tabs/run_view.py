@@ -35,6 +35,7 @@ STEP_JS = ("(s) => {{ const r = document.querySelector('#step input[type=range]'
 class RunView:
     column: gr.Column
     status: gr.HTML
+    headline: gr.HTML                 # the run's one line
     timeline: gr.Plot
     live: gr.HTML                     # the canvas while a run is on
     zoomed: gr.Plot
@@ -61,8 +62,8 @@ class RunView:
     def outputs(self) -> list[Any]:
         """The components of a ``MainView``, in its field order."""
         return MainView.components(
-            status=self.status, timeline=self.timeline, live=self.live, zoomed=self.zoomed,
-            memory=self.memory, metrics=self.metrics, texts=self.texts,
+            status=self.status, headline=self.headline, timeline=self.timeline, live=self.live,
+            zoomed=self.zoomed, memory=self.memory, metrics=self.metrics, texts=self.texts,
             first_step=self.first_step, last_step=self.last_step, record=self.record,
             said=self.said, download_record=self.download_record,
             download_trace=self.download_trace)
@@ -76,6 +77,7 @@ def build(page: Page) -> RunView:
     en, tr = "en", page.tr
     record, said = gr.State(None), gr.State(None)
     with gr.Column(elem_id="run-view") as column:
+        headline = gr.HTML("", elem_id="headline")
         status = gr.HTML(common.status(texts.t(en, "no_runs")), elem_id="status")
         with gr.Tabs():
             with tr.add(gr.Tab(texts.t(en, "tab_whole"), elem_id="tab-whole"), "tab_whole") as whole:
@@ -85,10 +87,12 @@ def build(page: Page) -> RunView:
                         timeline = gr.Plot(plot(viz.side_by_side_figure([])), show_label=False,
                                            elem_id="timeline")
                         with gr.Row():
-                            first = tr.add(gr.Number(20, precision=0, elem_id="first-step",
+                            # No precision: a typed 2.5 reaches the handler, which refuses
+                            # it (it would be rounded silently to 2).
+                            first = tr.add(gr.Number(20, elem_id="first-step",
                                                      label=texts.t(en, "ctl_first_step"),
                                                      min_width=100), "ctl_first_step")
-                            last = tr.add(gr.Number(25, precision=0, elem_id="last-step",
+                            last = tr.add(gr.Number(25, elem_id="last-step",
                                                     label=texts.t(en, "ctl_last_step"),
                                                     min_width=100), "ctl_last_step")
                             zoom = button(page, "ctl_zoom", elem_id="zoom")
@@ -103,7 +107,9 @@ def build(page: Page) -> RunView:
                         metrics = gr.HTML(elem_id="metrics")
                         texts_box = gr.HTML(elem_id="texts")
                     with gr.Column(scale=1, min_width=280):
-                        md(page, "metrics_help")
+                        with tr.add(gr.Accordion(texts.t(en, "fold_metrics_help"), open=False,
+                                                 elem_id="metrics-help"), "fold_metrics_help"):
+                            md(page, "metrics_help")
                         download_record = tr.add(gr.DownloadButton(
                             texts.t(en, "dl_record"), interactive=False,
                             elem_id="download-record"), "dl_record")
@@ -126,7 +132,7 @@ def build(page: Page) -> RunView:
                 md(page, "unrolled_help")
                 unrolled = gr.Plot(plot(viz.unrolled_figure(None)), show_label=False,
                                    elem_id="unrolled")
-    return RunView(column, status, timeline, canvas, zoomed, memory, metrics, texts_box, first,
+    return RunView(column, status, headline, timeline, canvas, zoomed, memory, metrics, texts_box, first,
                    last, zoom, record, said, download_record, download_trace, whole, steps,
                    replay_run, step, prev, nxt, step_caption, step_plot, unrolled)
 
@@ -141,7 +147,8 @@ def redraw_view(lang_choice: str, record: dict[str, Any] | None, spec: dict[str,
         empty = plot(viz.side_by_side_figure([], lang=lang))
         view = MainView(status=common.render_said(spec, lang), timeline=empty)
     zoomed = recorded_runs.zoom(record, first, last, lang_choice)
-    return view.status, view.timeline, zoomed, view.memory, view.metrics, view.texts
+    return (view.status, view.headline, view.timeline, zoomed, view.memory, view.metrics,
+            view.texts)
 
 
 def wire(view: RunView, page: Page) -> None:
@@ -158,8 +165,8 @@ def wire(view: RunView, page: Page) -> None:
     view.next.click(None, [view.step], [view.step], js=STEP_JS.format(delta=+1))
     language.change(redraw_view, [language, view.record, view.said, view.first_step,
                                   view.last_step],
-                    [view.status, view.timeline, view.zoomed, view.memory, view.metrics,
-                     view.texts], show_progress="hidden"
+                    [view.status, view.headline, view.timeline, view.zoomed, view.memory,
+                     view.metrics, view.texts], show_progress="hidden"
                     ).then(replay.redraw, [view.record, view.replay_run, view.step, language],
                            [view.step_caption, view.step_plot, view.unrolled],
                            show_progress="hidden")

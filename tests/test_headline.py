@@ -1,0 +1,128 @@
+"""What a reader sees first after a run: the one-line headline (a claim, a plain "not faster",
+or a refusal when the machine was too busy), the busy-machine badge in the panel titles, the
+metrics a student needs with the rest one click away, and phase colours that stay apart."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from html import unescape
+
+import pytest
+
+pytest.importorskip("plotly", reason="viz needs plotly")
+
+import viz  # noqa: E402
+from record.load import machine_load  # noqa: E402
+from viz.headline import busy_badge  # noqa: E402
+from viz.panels import KEY_ROWS  # noqa: E402
+from viz.style import PHASE_COLORS  # noqa: E402
+
+GPU = ("scheduler_stream", "engine_stream")
+
+
+def _run(loop: str, step_us: float, idle_us: float, host: dict | None = None) -> dict:
+    """A run of ``loop`` with decode steps of ``step_us`` and GPU idle of ``idle_us`` between
+    its ten forwards (5000 µs each)."""
+    spans, t = [], 0.0
+    gap = idle_us / 9
+    for step in range(10):
+        spans.append({"lane": "engine_stream", "phase": "decode", "step": step, "start_us": t,
+                      "end_us": t + 5000.0})
+        t += 5000.0 + gap
+    metrics = {"steady_step_us": step_us, "t_fwd_us": 5000.0, "t_cpu_us": 3000.0,
+               "tokens_per_s": 100.0, "gpu_busy_frac": 0.8, "idle_us_total": idle_us}
+    run = {"mode": loop, "loop": loop, "decode_steps": 1, "label": loop, "lanes": ["cpu", *GPU],
+           "gpu_lanes": list(GPU), "metrics": metrics, "spans": spans, "outputs": []}
+    if host is not None:
+        run["host"] = host
+    return run
+
+
+def _record(*runs: dict, kind: str = "cpu-process") -> dict:
+    return {"schema": 1, "env": {"device_kind": kind}, "config": {}, "runs": list(runs)}
+
+
+def _text(html: str) -> str:
+    return re.sub(r"<[^>]+>", "", html)
+
+
+QUIET = {"cpus": 2.0, "other_cpu_frac": 0.05, "device_cpu_frac": 0.97}
+BUSY = {"cpus": 2.0, "other_cpu_frac": 0.55, "device_cpu_frac": 0.95}
+STARVED = {"cpus": 2.0, "other_cpu_frac": 0.10, "device_cpu_frac": 0.40}
+
+
+def test_a_faster_overlap_is_claimed_in_one_line_naming_the_device_that_plays_the_gpu():
+    record = _record(_run("normal", 8000, 27000, QUIET), _run("overlap", 5000, 4500, QUIET))
+    line = _text(viz.headline_html(record, "en"))
+    assert line.startswith("GPU (here the device process playing it) idle 27.0 → 4.5 ms, "
+                           "overlap 1.60× faster per decode step")
+    assert "the CPU's work now runs under the GPU's forward" in line
+    zh = _text(viz.headline_html(record, "zh"))
+    assert "GPU（此处由设备进程扮演） 空闲 27.0 → 4.5 ms" in zh and "1.60×" in zh
+    on_gpu = _text(viz.headline_html(_record(*record["runs"], kind="cuda"), "en"))
+    assert on_gpu.startswith("GPU idle 27.0 → 4.5 ms")
+
+
+def test_overlap_not_faster_is_said_plainly():
+    record = _record(_run("normal", 8000, 27000, QUIET), _run("overlap", 8800, 20000, QUIET))
+    html = viz.headline_html(record, "en")
+    assert 'data-verdict="not-faster"' in html and "was not faster per decode step (0.91×)" in html
+
+
+@pytest.mark.parametrize("host, why", [
+    (BUSY, "other programs used 55% of this machine's 2 cores"),
+    (STARVED, "the device process had its core only 40% of its working time")])
+def test_a_busy_machine_makes_the_headline_refuse_to_compare_and_badges_the_panel(host, why):
+    record = _record(_run("normal", 8000, 27000, QUIET), _run("overlap", 5000, 4500, host))
+    html = viz.headline_html(record, "en")
+    assert 'data-verdict="busy"' in html and "Not a fair comparison" in html and why in html
+    assert "faster per decode step" not in html
+    assert "这次比较不可信" in viz.headline_html(record, "zh")
+    assert busy_badge(record["runs"][0], "en") == ""             # the quiet run has none
+    titles = [unescape(a["text"]) for a in viz.side_by_side_figure(record["runs"]).to_dict()["layout"]
+              ["annotations"]]
+    assert why in titles[1] and "busy machine" not in titles[0]
+    assert machine_load(record["runs"][1]).busy and not machine_load(record["runs"][0]).busy
+
+
+def test_one_loop_or_a_trace_gets_no_comparison():
+    single = _text(viz.headline_html(_record(_run("overlap", 5000, 4500)), "en"))
+    assert "overlap alone: choose normal and overlap to compare them" in single
+    imported = _run("imported", 5000, 4500)
+    assert viz.headline_html(_record(imported), "en") == ""
+    assert viz.headline_html(None, "en") == ""
+
+
+def test_the_table_shows_what_a_student_needs_and_folds_the_rest():
+    normal, overlap = _run("normal", 8000, 27000), _run("overlap", 5000, 4500)
+    html = viz.metrics_html([normal, overlap])
+    folded = html.index('data-fold="all-metrics"')
+    shown = html[:folded]
+    assert all(f'data-metric="{key}"' in shown for key in KEY_ROWS
+               if normal["metrics"].get(key) is not None)
+    assert 'data-metric="tokens_per_s"' in html[folded:]        # one click away
+    assert html.index('data-fold="formula"') < folded            # why, before the numbers
+    assert "All metrics" in html and "全部指标" in viz.metrics_html([normal, overlap], "zh")
+
+
+def _lab(hex_color: str) -> tuple[float, float, float]:
+    """CIE L*a*b* of an sRGB colour (D65)."""
+    rgb = [int(hex_color[i:i + 2], 16) / 255 for i in (1, 3, 5)]
+    lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]
+    x = (0.4124 * lin[0] + 0.3576 * lin[1] + 0.1805 * lin[2]) / 0.95047
+    y = 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+    z = (0.0193 * lin[0] + 0.1192 * lin[1] + 0.9505 * lin[2]) / 1.08883
+    f = [v ** (1 / 3) if v > 0.008856 else 7.787 * v + 16 / 116 for v in (x, y, z)]
+    return 116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])
+
+
+def test_the_scheduler_threads_phases_are_colours_a_reader_tells_apart():
+    """Phases of the CPU lane differ by more than 35 (CIE76 ΔE; about 2.3 is the smallest
+    difference a person notices side by side, and thin bars need far more: receive and launch,
+    two light blues, were 15 apart)."""
+    phases = ("receive", "schedule", "launch", "process_last")
+    for a, b in itertools.combinations(phases, 2):
+        distance = math.dist(_lab(PHASE_COLORS[a]), _lab(PHASE_COLORS[b]))
+        assert distance > 35, (a, b, round(distance, 1))

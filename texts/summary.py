@@ -1,0 +1,69 @@
+"""The run's one-line summary (the headline), the busy-machine badge, and the page's folds: what
+a reader sees first after a run, and the titles of what is one click away."""
+
+from __future__ import annotations
+
+EN: dict[str, str] = {
+    # the headline: one line after every run
+    "gpu_cuda": "GPU",
+    "gpu_cpu-process": "GPU (here the device process playing it)",
+    "gpu_cpu-inline": "GPU (here played in the scheduler's own process)",
+    "headline_faster": "<b>{gpu} idle {idle_a} → {idle_b} ms, {name} {speedup:.2f}× faster per "
+                       "decode step</b>: the CPU's work now runs under the GPU's forward.",
+    "headline_not_faster": "<b>{gpu} idle {idle_a} → {idle_b} ms, but {name} was not faster per "
+                           "decode step ({speedup:.2f}×)</b>: the formula below says what the "
+                           "runs measured.",
+    "headline_busy": "<b>Not a fair comparison: {why}.</b> The runs measured {gpu} idle "
+                     "{idle_a} → {idle_b} ms and {name} {speedup:.2f}× per decode step, but "
+                     "their times measure the machine, not the loops: run again when it is "
+                     "quieter.",
+    "headline_single": "<b>{gpu} idle {idle_a} ms in {gaps}</b> ({name} alone: choose normal and "
+                       "overlap to compare them).",
+    "headline_also": "; {name} {speedup:.2f}×",
+    "headline_no_steady": "<b>{gpu} idle {idle_a} → {idle_b} ms</b> ({name}); the runs are too "
+                          "short for a per-step comparison.",
+    "busy_other": "other programs used {share:.0f}% of this machine's {cpus} cores",
+    "busy_device": "the device process had its core only {share:.0f}% of its working time",
+    "busy_badge": "⚠ busy machine: {why}",
+    # folds: one click away
+    "fold_formula": "Why: the article's formula with these runs' numbers",
+    "fold_all_metrics": "All metrics ({n} more rows)",
+    "fold_placement": "Where the processes ran",
+    "fold_more_settings": "More settings: model, batch, prompts, multi-step k, KV memory, arrivals",
+    "fold_metrics_help": "How to read the numbers",
+    "presets_label": "**Presets:**",
+    "status_queued": "Waiting for the engine: runs take turns, and this one starts when the run "
+                     "before it has ended.",
+    "lab_queued": "Waiting for the engine: runs take turns, and this one starts when the run "
+                  "before it has ended.",
+    "lab_loading": "Loading the engine for the lab…",
+}
+
+ZH: dict[str, str] = {
+    "gpu_cuda": "GPU",
+    "gpu_cpu-process": "GPU（此处由设备进程扮演）",
+    "gpu_cpu-inline": "GPU（此处在调度器自己的进程里扮演）",
+    "headline_faster": "<b>{gpu} 空闲 {idle_a} → {idle_b} ms，{name}每个解码步快 {speedup:.2f}×</b>："
+                       "CPU 的工作现在在 GPU 前向的同时进行。",
+    "headline_not_faster": "<b>{gpu} 空闲 {idle_a} → {idle_b} ms，但{name}每个解码步并没有更快"
+                           "（{speedup:.2f}×）</b>：下面的公式说明了这几次运行测到了什么。",
+    "headline_busy": "<b>这次比较不可信：{why}。</b>测得 {gpu} 空闲 {idle_a} → {idle_b} ms，{name}"
+                     "每个解码步 {speedup:.2f}×，但这些时间反映的是机器有多忙，而不是循环本身：请在机器"
+                     "空闲一些时再运行。",
+    "headline_single": "<b>{gpu} 空闲 {idle_a} ms，共 {gaps}</b>（只运行了{name}：同时选择普通和重叠"
+                       "才能比较）。",
+    "headline_also": "；{name} {speedup:.2f}×",
+    "headline_no_steady": "<b>{gpu} 空闲 {idle_a} → {idle_b} ms</b>（{name}）；运行太短，无法逐步比较。",
+    "busy_other": "其他程序占用了这台机器 {cpus} 个核心的 {share:.0f}%",
+    "busy_device": "设备进程在它工作的时间里只有 {share:.0f}% 拿到了自己的核心",
+    "busy_badge": "⚠ 机器繁忙：{why}",
+    "fold_formula": "为什么：代入这几次运行数值的文中公式",
+    "fold_all_metrics": "全部指标（另有 {n} 行）",
+    "fold_placement": "各进程运行在哪里",
+    "fold_more_settings": "更多设置：模型、批大小、提示、多步 k、KV 内存、请求到达",
+    "fold_metrics_help": "如何读这些数字",
+    "presets_label": "**预设：**",
+    "status_queued": "等待引擎：运行依次进行，上一个运行结束后这个才开始。",
+    "lab_queued": "等待引擎：运行依次进行，上一个运行结束后这个才开始。",
+    "lab_loading": "正在为实验室加载引擎…",
+}
