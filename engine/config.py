@@ -54,16 +54,19 @@ class HazardSwitches:
     """Debug-only switches, each removing one safeguard (the hazard lab). All off = safe engine."""
 
     no_wait_stream: bool = False      # engine stream does not wait for the metadata upload
-    no_deferred_free: bool = False    # free a finished request's slot/pages at once
+    no_deferred_free: bool = False    # free a finished request's slot at once (its token_pool
+                                      # row is rewritten under the lag-one forward)
     single_host_buffer: bool = False  # one host result buffer instead of a ring of them
-    no_finished_guard: bool = False   # the lag-one token of a finished request is not dropped
-    no_deferred_retract_free: bool = False  # free a retracted request's slot/pages at once
+    no_finished_guard: bool = False   # the lag-one token of a finished request is processed as
+                                      # if it still ran (appended; a check ends it again)
+    no_deferred_retract_free: bool = False  # free a retracted request's slot at once
     no_retract_guard: bool = False    # the token a launched batch computes for a request that
                                       # was retracted meanwhile is not dropped
     no_cache_lock: bool = False       # prefix-cache pages a running request reads are not locked
     late_prefix_insert: bool = False  # a prefill's prefix is inserted when its result is
-                                      # processed (after the next batch was built), deduplicated
-                                      # into the cache's pages as SGLang once did
+                                      # processed (after the next batch was built) and the
+                                      # request remapped to the cache's pages, as SGLang main
+                                      # still does (its open PR 38140)
     no_result_ring: bool = False      # the copy stream copies the CUDA graph's output, which
                                       # the next replay rewrites, not the step's result-ring row
     # Widen the race window of whichever safeguard is off, so a fault shows reliably in class:

@@ -42,6 +42,7 @@ class Req:
     stop_ids: frozenset[int]
     arrival_ns: int = field(default_factory=time.perf_counter_ns)
     slot: int = -1
+    last_slot: int = -1             # the slot it gave back last (the hazard lab frees it again)
     pages: list[int] = field(default_factory=list)   # the page of each page_size positions
     cached_pages: int = 0           # the first of ``pages`` are the prefix cache's (borrowed)
     cache_node: object = None       # the cache node whose lock keeps those pages (radix_cache)
@@ -79,12 +80,15 @@ class Req:
     def kv_tokens(self, finished: bool) -> list[int]:
         """The tokens whose K/V a launched forward writes and whose values the host knows: what
         may go into the prefix cache. During prefill, the launched part of ``fill_ids``; later,
-        the prompt and the tokens read back, up to the input of the last launched decode step
-        (the last token read back has no K/V yet unless a later forward was launched)."""
+        the prompt and the tokens read back but the last one, the boundary the serial loop
+        sees. Under overlap a launched forward may already be writing the last one's K/V (the
+        lag-one step of a request that stopped); it is left out, so both loops leave the same
+        prefix cache (SGLang caches that token under overlap: its issue 24590)."""
         if not finished or not self.prefill_done:
             return self.fill_ids[:self.num_prefilled]
         known = self.prompt_ids + self.output_ids
-        return known[:min(len(known), self.prompt_len + self.num_scheduled - 1)]
+        end = self.prompt_len + max(len(self.output_ids) - 1, 0)     # the serial boundary
+        return known[:min(end, self.prompt_len + self.num_scheduled - 1)]
 
     def can_decode(self) -> bool:
         """Launch one more decode step? Length limits are known ahead; stop tokens only later."""
