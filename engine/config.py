@@ -97,7 +97,7 @@ class EngineConfig:
     record_timeline: bool = True
     cpu_device_process: bool = True   # on CPU, run the model in a separate device process
     cpu_threads: int = 1              # torch intra-op threads of the CPU device
-    result_copy_stream: str = "copy"  # a copy stream of its own (vLLM); "engine": right after
+    result_copy_stream: str = "copy"  # a copy stream of its own (vLLM, SGLang); "engine": after
                                       # sampling (Mini-SGLang); "scheduler": after
                                       # wait_event(forward) there, which serialises the GPU
     device_cpus: tuple[int, ...] = ()  # cores the CPU device process may use (empty: any)

@@ -44,16 +44,23 @@ _EN: dict[str, str] = {
 - **Overlap loop:** the sampled token is written into a GPU-resident **token pool** and gathered
   from there as the next input, so forward(B*n+1*) never waits for the CPU. Find
   `process_last` of step *n−1* on the CPU lane *under* the decode bar of step *n*.
-- **One sync edge:** the forward waits for its metadata upload (green). Mini-SGLang writes it as
+- **Sync edges, both ways:** the forward waits for its metadata upload (green), the edge the
+  article names. The other way matters too: before an upload reuses a staging buffer the
+  scheduler stream waits for the last forward that read it (`cuda_buffers.py`), the copy waits
+  for the forward's end, and a request that ends keeps its slot (its token-pool row, which the
+  next prompt overwrites) until the launched batch that reads it is done; its KV pages go back
+  at once, since only forwards write them, in order. SGLang learned this way from a bug (issue
+  18744, then PRs 26380, 28363, 31687). Mini-SGLang writes the first edge as
   `engine_stream.wait_stream(scheduler_stream)`, which orders the forward after *everything*
   queued on the scheduler stream so far, so where the result copy runs matters. On CUDA it runs
-  by default on a **copy stream** of its own (as vLLM places it): it waits there for forward(*n*)
+  by default on a **copy stream** of its own (as vLLM and SGLang place it; they sample outside
+  the CUDA graph, this engine inside, hence its result ring): it waits there for forward(*n*)
   while forward(*n+1*) already runs, because each forward also keeps its tokens in its own row
   of a small result ring that the next forward does not write. With
   `result_copy_stream="engine"` (Mini-SGLang's place) it runs on the engine stream right after
   sampling: upload(*n+1*) still never waits for forward(*n*), but forward(*n+1*) follows
   forward(*n*) only after the copy's few microseconds. With `result_copy_stream="scheduler"`
-  (H200 records made before 2026-12-01) copy(*n*) waits there for forward(*n*), upload(*n+1*)
+  copy(*n*) waits there for forward(*n*), upload(*n+1*)
   queues behind it, and every forward starts only after the previous one, its copy and the next
   upload. On a CPU the device process runs every command in order, like a single stream (its
   copy is drawn on the scheduler-stream lane).
@@ -66,6 +73,17 @@ _EN: dict[str, str] = {
   hover a short prefill to see how many prompt tokens the prefix cache served.
 - **Lag one:** the CPU sees an EOS one step late, so a finished request may ride along in one
   more batch; that extra token is dropped and the request is freed exactly once.
+- **How real systems carry the token:** this engine and Mini-SGLang keep every token in
+  `token_pool[slot, position]`. SGLang relays the newest one through its `FutureMap`: first a
+  ring of negative placeholder ids, which overflowed under chunked prefill (PRs 13713, 13916),
+  now a buffer indexed by request slot (PR 25862, `resolve_forward_inputs`). vLLM v1 counts
+  `num_output_placeholders` and copies the sampled ids into the next input on the GPU.
+- **What breaks "the token stays on the GPU":** grammar masks (SGLang defers sampling:
+  `launch_batch_sample_if_needed`), penalties (token counts kept on the device), stop strings
+  (detokenised on the host, one step late; this engine has stop token ids only), logprobs
+  (copies of their own), the first token's extra step (SGLang can turn overlap off between two
+  prefills: `SGLANG_DISABLE_CONSECUTIVE_PREFILL_OVERLAP`), and mixed chunked prefill, where a
+  slot freed in the same pass could be rewritten under a launched forward.
 - On a machine without a GPU, a separate **device process** plays the GPU (it owns the model,
   KV cache and token pool). Its lanes are measured, not simulated.
 - **The instrument's own cost.** Recording the spans costs the scheduler thread time too. On
@@ -365,14 +383,19 @@ _ZH: dict[str, str] = {
 - **重叠循环**：采样出的 token 写入常驻显存的 **token_pool**，下一步直接从中 gather 作为输入，
   forward(B*n+1*) 不再等待 CPU。请在 CPU 泳道上找到第 *n−1* 步的 `process_last`，它位于第 *n*
   步 decode 条的**正下方**。
-- **唯一的同步边**：前向等待自己的元数据上传（绿色）。Mini-SGLang 把它写成
+- **两个方向的同步边**：前向等待自己的元数据上传（绿色），这是文中说的那条边。反方向同样要紧：上传复用
+  一个暂存缓冲区之前，scheduler stream 要等最后一次读过它的前向（`cuda_buffers.py`）；回传要等前向结束；
+  请求结束时，它的槽位（下一个提示词会覆盖的那行 token_pool）要留到读它的已提交批次完成；它的 KV 页则
+  立即归还，因为只有前向按顺序写页。SGLang 是从一个 bug 学到这个方向的（issue 18744，之后是 PR 26380、
+  28363、31687）。Mini-SGLang 把第一条边写成
   `engine_stream.wait_stream(scheduler_stream)`，这会让前向排在 scheduler stream 上此前*所有*已排队
-  工作之后，所以结果回传放在哪里很重要。在 CUDA 上它默认在自己的 **copy stream** 上执行（和 vLLM
-  一样）：它在那里等待 forward(*n*)，而 forward(*n+1*) 已经开始，因为每次前向还把自己的 token 存进
+  工作之后，所以结果回传放在哪里很重要。在 CUDA 上它默认在自己的 **copy stream** 上执行（和 vLLM、
+  SGLang 一样；它们在 CUDA Graph 之外采样，本引擎在其内，所以需要结果环）：它在那里等待
+  forward(*n*)，而 forward(*n+1*) 已经开始，因为每次前向还把自己的 token 存进
   一个小结果环里属于自己的一行，下一次前向不会写它。若设 `result_copy_stream="engine"`（Mini-SGLang
   的位置），回传在 engine stream 上紧跟采样执行：upload(*n+1*) 仍然从不等待 forward(*n*)，但
-  forward(*n+1*) 要隔几微秒的回传才接在 forward(*n*) 之后。若设 `result_copy_stream="scheduler"`
-  （2026-12-01 之前录制的 H200 运行就是如此），copy(*n*) 在那里等待 forward(*n*)，upload(*n+1*)
+  forward(*n+1*) 要隔几微秒的回传才接在 forward(*n*) 之后。若设 `result_copy_stream="scheduler"`，
+  copy(*n*) 在那里等待 forward(*n*)，upload(*n+1*)
   排在它后面，于是每次前向都要等上一次前向、它的回传和下一次上传依次完成后才开始。在 CPU 上，设备进程
   按顺序执行每条命令，就像只有一条 stream（它的回传画在 scheduler stream 泳道上）。
 - **KV 内存**（步窗口下方的图，仅限记录了它的运行）：每一步中请求占用、只由前缀缓存持有和空闲的页；
@@ -381,6 +404,15 @@ _ZH: dict[str, str] = {
   撤回的请求恢复时找回自己的页；把鼠标移到较短的 prefill 上，可以看到有多少提示 token 来自前缀缓存。
 - **滞后一轮**：CPU 晚一步才看到 EOS，已结束的请求可能还会跟着多跑一批；那个多出的 token 被丢弃，
   请求只释放一次。
+- **真实系统如何传递 token**：本引擎和 Mini-SGLang 把每个 token 存在 `token_pool[槽位, 位置]`。SGLang
+  通过 `FutureMap` 只中转最新的一个：起初是负数占位 id 组成的环，在分块预填充下溢出（PR 13713、13916），
+  现在是按请求槽索引的缓冲区（PR 25862，`resolve_forward_inputs`）。vLLM v1 记下
+  `num_output_placeholders`，并在 GPU 上把采样出的 id 拷进下一步的输入。
+- **什么会打破“token 留在 GPU 上”**：语法约束的掩码（SGLang 推迟采样：`launch_batch_sample_if_needed`）、
+  惩罚项（token 计数放在设备上）、停止字符串（在主机上反分词，晚一步；本引擎只支持停止 token id）、
+  logprobs（有自己的回传）、第一个 token 多出的一步（SGLang 可以在两个预填充之间关掉重叠：
+  `SGLANG_DISABLE_CONSECUTIVE_PREFILL_OVERLAP`），以及混合的分块预填充：同一轮中释放的槽位可能在已提交的
+  前向之下被改写。
 - 没有 GPU 的机器上，由一个独立的**设备进程**扮演 GPU（它持有模型、KV Cache 和 token_pool）。
   它的泳道是实测的，不是模拟的。
 - **测量工具自身的代价**。记录这些时间段也要占用调度线程的时间。在 CUDA 上，除了 CPU 泳道的打点，每一步

@@ -1,16 +1,23 @@
 """The CUDA device: real streams over one ``ModelRunner``, events, reused buffers.
 
 The verbs are those of ``engine.scheduler.device.Device``. On the **scheduler stream**: the
-metadata upload (and prompt writes). On the **engine stream**: the forward and sampling. The one
-sync edge of the pipeline is the forward waiting for its upload (metadata -> forward).
+metadata upload (and prompt writes). On the **engine stream**: the forward and sampling. The
+streams are ordered both ways, each at its line: the forward waits for its upload (metadata ->
+forward, ``forward``); an upload into a staging buffer waits for the last forward that read it
+(``UploadRing.send``, ``cuda_buffers.py``); the copy waits for the forward's end
+(``_copy_result``). The prompt writes into ``token_pool`` rows wait for no forward: a slot is
+handed to a new request only after the launched batches that read its row are done
+(``RequestTable._release``, ``engine/scheduler/table.py``).
 
 Where the result copy runs (``result_copy_stream``) decides whether the GPU serialises:
 
-- ``"copy"`` (the default, as vLLM places it): on a **copy stream** of its own, after a wait for
-  the forward's end. Nothing on the engine stream waits for it, so forward(n+1) follows forward(n)
-  at once while copy(n) runs beside it. That needs somewhere the next forward does not write:
+- ``"copy"`` (the default, as vLLM and SGLang place it): on a **copy stream** of its own, after a
+  wait for the forward's end. Nothing on the engine stream waits for it, so forward(n+1) follows
+  forward(n) at once while copy(n) runs beside it. That needs somewhere the next forward does not
+  write: here sampling is captured inside the CUDA graph, whose output every replay rewrites, so
   each forward also stores its tokens in its own row of a device result ring (its metadata says
-  which, ``COL_OUT``), and the copy reads that row.
+  which, ``COL_OUT``), and the copy reads that row. (vLLM and SGLang sample outside the graph,
+  into a fresh tensor kept alive for the copy, and need no ring.)
 - ``"engine"`` (Mini-SGLang's): on the engine stream right after the sampling it reads, in stream
   order; upload(n+1) never waits for forward(n), but forward(n+1) starts only after the copy's
   few microseconds.
@@ -198,8 +205,8 @@ class CudaDevice:
         stream = self.engine_stream
         torch.cuda.set_stream(stream)                     # everything below: engine stream
         if uploaded.first_of_group and not self.hazards.no_wait_stream:
-            # THE sync edge: this forward reads the metadata its group uploaded on the scheduler
-            # stream. (Mini-SGLang writes engine_stream.wait_stream(scheduler_stream): with the
+            # Metadata -> forward: this forward reads the metadata its group uploaded on the
+            # scheduler stream. (Mini-SGLang writes engine_stream.wait_stream(scheduler_stream): with the
             # copy elsewhere the scheduler stream holds only uploads, so it is the same edge;
             # with the copy there, wait_stream would also wait for that copy.)
             stream.wait_event(uploaded.ready)

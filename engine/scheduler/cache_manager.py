@@ -32,8 +32,10 @@ from engine.scheduler.kv_cache import CACHE_OWNER, IdPool, pages_needed
 from engine.scheduler.radix_cache import Node, RadixCache
 from engine.scheduler.request import Req
 
-# Admission reserves this share of the running requests' remaining output (SGLang's new-token
-# ratio): it starts high, decays as decoding goes well, and jumps back after a retraction.
+# Admission reserves this share of the running requests' remaining output (this engine's
+# choice): it starts high, decays as decoding goes well, and jumps back after a retraction.
+# SGLang's ratio starts at 0.7, decays linearly over 600 steps to 0.14 of that and is recomputed
+# from the batch after a retraction; Mini-SGLang reserves the whole output and never retracts.
 NEW_TOKEN_RATIO_START = 0.5
 NEW_TOKEN_RATIO_MIN = 0.1
 NEW_TOKEN_RATIO_DECAY = 0.005     # per decode step
@@ -126,7 +128,8 @@ class CacheManager:
 
         ``remap`` (the hazard lab's ``late_prefix_insert`` only): where the cache already holds
         those tokens in other pages, point the request at the cache's pages and free its own at
-        once, as SGLang's insert did when it ran after the next batch was built."""
+        once, as SGLang's insert does when it runs after the next batch was built (its open PR
+        38140). Without it the request keeps its own pages and is never remapped."""
         if self.cache is None or req.slot < 0:
             return
         tokens = req.kv_tokens(finished)

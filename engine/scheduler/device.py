@@ -4,7 +4,7 @@ The scheduler speaks to a device through a few verbs, in this order each step:
 
 - ``upload(metas)``  metadata -> device, on the **scheduler stream** (small copies, prompt writes);
                      one step, or the k steps of a multi-step group in one copy
-- ``forward(up)``    on the **engine stream**: wait for the metadata (the one sync edge), gather
+- ``forward(up)``    on the **engine stream**: wait for the metadata (metadata -> forward), gather
                      inputs from token_pool, run the model, sample, write tokens back to token_pool;
                      then copy the tokens to a host buffer (on a copy stream, CUDA's default) and
                      record ``copy_done``. Returns at once: nothing here waits for the device.

@@ -11,16 +11,18 @@
 ``normal_loop`` runs 1-2-3-4 on the *same* batch: the GPU idles while the CPU does stage 4 and
 the next stage 1-2. ``overlap_loop`` runs stage 4 on the *previous* batch after launching the next
 one, so the CPU's work hides behind the GPU's forward. The price is *lag one*: a request that
-stopped at step n-1 may already be in batch n. Its extra token is dropped, and its slot and pages
-are freed only once batch n has finished with them.
+stopped at step n-1 may already be in batch n. Its extra token is dropped, its KV pages go back
+at once (only forwards write pages, in launch order), and its slot only once batch n has finished
+with the slot's token_pool row (the next prompt is written into that row on the scheduler stream).
 
 Who waits and who runs, and what a request gives back when it ends, is ``table.py``'s; KV memory
 (``cache_manager.py``, over the radix prefix cache) is taken as requests grow, not reserved for
 their whole length:
 admission matches the prompt in the radix prefix cache and takes pages for the rest; each decode
 step takes a page when a row's next token starts one; when the pool runs dry a running request
-is *retracted* (its computed pages cached, the rest given back once no launched batch reads
-them, its tokens in flight dropped) and resumes later. Under overlap every one of these touches
+is *retracted* (its computed pages cached, the rest given back at once, its slot once no
+launched batch reads it, its tokens in flight dropped) and resumes later. Under overlap every one
+of these touches
 memory the batch already launched may read: the comments at each say which dependency they keep.
 
 Requests arrive over time (``engine.scheduler.sources``): at t=0, by a Poisson process, or from a
@@ -248,10 +250,13 @@ class Scheduler:
         uploaded = self.device.upload(metas)                      # scheduler stream, one copy
         if kind == "prefill" and not self.cfg.hazards.late_prefix_insert:
             # The seed's cache_req(req, finished=False), for a launched prefill: done here,
-            # before the next batch is built, so every later batch maps these positions to the
-            # same pages (inserting them after the next batch was built let SGLang's first
-            # decode step read other pages than the later ones: PR 38140). A later batch that
-            # reads them runs after this prefill in the engine stream's order.
+            # before the next batch is built, and a request keeps its own pages where the cache
+            # already holds the same tokens (RadixCache.insert), so every later batch maps these
+            # positions to the same pages. SGLang inserts after the next batch was launched and
+            # remaps the request, so its first decode step reads other pages than the later ones
+            # (its open PR 38140); the seed frees the duplicates without rewriting the page
+            # table (Mini-SGLang's open PR 142). A later batch that reads these pages runs after
+            # this prefill in the engine stream's order.
             for row in rows:
                 self.memory.cache_req(row.req, finished=False)
         self.timeline.add_cpu("schedule", batches[0].step, t0, time.perf_counter_ns(), len(rows),
@@ -284,7 +289,8 @@ class Scheduler:
         """Read a launched batch's tokens, append them, check stops, free what finished.
 
         ``in_flight``: the batches launched but not yet processed; the device may still read
-        their slots and pages, so a request they carry is freed only after they complete.
+        their slots' token_pool rows, so a request they carry keeps its slot until they complete
+        (its pages go back at once).
         """
         forward_input, output = last_data
         batch = forward_input.batch
