@@ -117,11 +117,11 @@ def test_the_tree_stays_whole_under_random_operations(ops):
 def _table(num_pages: int = 16, **hazards):
     """A real RequestTable over real pools (no device: the release path is host bookkeeping)."""
     import numpy as np
-    from record.timeline import Timeline
 
     from engine.config import EngineConfig, HazardSwitches
     from engine.scheduler.cache_manager import CacheManager
     from engine.scheduler.table import RequestTable
+    from record.recorder import Timeline
 
     cfg = EngineConfig(model="bundled", page_size=PS, max_batch_size=2, max_seq_len=32,
                        num_pages=num_pages, hazards=HazardSwitches(**hazards))
