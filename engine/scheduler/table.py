@@ -114,8 +114,9 @@ class RequestTable:
         return True
 
     def _pages_coming_back(self) -> int:
-        """Pages that processing the launched batch gives back for certain: those of requests
-        whose every output token has been launched (their length limit ends them)."""
+        """Pages that come back for certain once the batches carrying their requests' last
+        tokens are processed: requests whose every output token is launched or in the batch
+        being built (their length limit ends them)."""
         return sum(len(r.pages) - r.cached_pages for r in self.running
                    if r.prefill_done and r.num_scheduled >= r.params.max_new_tokens)
 
