@@ -37,6 +37,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 from cli_spread import one_run, spread  # noqa: E402 - the CLI's side, one definition
 
+from record.schema import Loop  # noqa: E402
+
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 
@@ -53,7 +55,7 @@ def figures(runs: list[dict]) -> dict[str, float]:
     from record.run_record import upgrade_run
 
     runs = [upgrade_run(dict(r)) for r in runs]
-    normal, overlap = ({r["loop"]: r for r in runs}[k]["metrics"] for k in ("normal", "overlap"))
+    normal, overlap = ({r["loop"]: r for r in runs}[k]["metrics"] for k in (Loop.NORMAL, Loop.OVERLAP))
     c = compare_runs(normal, overlap)
     return {"busy": overlap["gpu_busy_frac"], "steady_busy": overlap["steady_busy_frac"],
             "normal_busy": normal["gpu_busy_frac"], "speedup": c["measured_speedup"],

@@ -28,9 +28,9 @@ import torch  # noqa: E402
 
 def main() -> int:
     from bench.decode import fresh
-    from engine import Engine, EngineConfig, SamplingParams
+    from engine import Engine, SamplingParams
     from engine.devices import cuda_buffers, cuda_graph
-    from engine.workloads import make_prompts
+    from engine.workloads import Workload, make_prompts
     from record.recorder import Timeline
 
     parser = argparse.ArgumentParser()
@@ -66,8 +66,8 @@ def main() -> int:
     wrap(cuda_graph._Graph, "replay", "a step's graph (input copy + replay)")
     wrap(torch.cuda.CUDAGraph, "replay", "CUDAGraph.replay")
 
-    cfg = EngineConfig(model="bundled", device="cuda", cuda_graph=True,
-                       max_batch_size=args.batch, max_seq_len=32 + args.new_tokens + 16)
+    cfg = Workload(32, args.new_tokens, margin=16).engine_config(
+        model="bundled", device="cuda", cuda_graph=True, max_batch_size=args.batch)
     print(f"{torch.cuda.get_device_name()}: normal loop, bundled model, CUDA graphs, B = "
           f"{args.batch}, {args.new_tokens} new tokens, {args.runs} runs each; median host "
           "time of one call (us), calls per step\n")

@@ -24,7 +24,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from engine.workloads import Workload  # noqa: E402
 from record.recorder import Timeline  # noqa: E402
+from record.schema import Lane, Phase  # noqa: E402
 
 
 class CpuOnly(Timeline):
@@ -46,21 +48,21 @@ class EventsDropped(Timeline):
             release(events)
 
 
-PHASES = ("schedule", "launch", "wait", "process_last")
+PHASES = (Phase.SCHEDULE, Phase.LAUNCH, Phase.WAIT, Phase.PROCESS_LAST)
 
 
 def phase_medians(spans) -> dict[str, float]:
     """Median length (us) of each CPU phase over the run's steps."""
     out = {}
     for phase in PHASES:
-        lengths = [s.end_us - s.start_us for s in spans if s.lane == "cpu" and s.phase == phase]
+        lengths = [s.end_us - s.start_us for s in spans if s.lane == Lane.CPU and s.phase == phase]
         out[phase] = statistics.median(lengths) if lengths else float("nan")
     return out
 
 
 def main() -> int:
     from bench.decode import fresh
-    from engine import Engine, EngineConfig, SamplingParams
+    from engine import Engine, SamplingParams
     from engine.devices.cuda import CudaDevice
     from engine.workloads import make_prompts
 
@@ -84,8 +86,8 @@ def main() -> int:
     print("| B | recorded | tok/s | per step | " + " | ".join(PHASES) + " |\n|---|---|---|---|"
           + "---|" * len(PHASES))
     for batch in args.batches:
-        cfg = EngineConfig(model="bundled", device="cuda", cuda_graph=True, max_batch_size=batch,
-                           max_seq_len=32 + args.new_tokens + 16)
+        cfg = Workload(32, args.new_tokens, margin=16).engine_config(
+            model="bundled", device="cuda", cuda_graph=True, max_batch_size=batch)
         with Engine(cfg) as eng:
             prompts = make_prompts(eng.tokenizer, batch, 32, 0, eng.spec.vocab_size)
             params = SamplingParams(max_new_tokens=args.new_tokens, ignore_eos=True)
