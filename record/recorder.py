@@ -53,9 +53,10 @@ class Span:
     cached_tokens: int = 0          # a prefill's prompt tokens found in the prefix cache
 
     def to_dict(self) -> SpanDict:
-        """The span as a record's dict (``cached_tokens`` only where there were some, as most
-        spans have none and records stay as they were)."""
-        d: SpanDict = {"lane": self.lane, "phase": self.phase, "step": self.step,
+        """The span as a record's dict: plain strings for its names (a record holds JSON's own
+        types), ``cached_tokens`` only where there were some (most spans have none: records stay
+        as they were)."""
+        d: SpanDict = {"lane": str(self.lane), "phase": str(self.phase), "step": self.step,
                        "start_us": self.start_us, "end_us": self.end_us,
                        "batch_size": self.batch_size, "num_tokens": self.num_tokens,
                        "req_ids": list(self.req_ids)}

@@ -61,12 +61,14 @@ def run_dict(loop: str, decode_steps: int, label: str, spans: Sequence[Span | Sp
     partial run a live view draws (no metrics and no outputs yet).
 
     ``loop`` is a ``record.schema.Loop``; ``decode_steps`` is k (1 unless multi-step). ``mode``
-    repeats the loop's name for readers of schema 1 that know only that key. ``metrics`` may
+    repeats the loop's name for readers of schema 1 that know only that key. Names are written
+    as plain strings: a record holds JSON's own types, and unpickles anywhere. ``metrics`` may
     hold keys of its own beside those ``Metrics`` names. ``host`` says what else the machine did
     meanwhile (``engine.host_load``), where that was measured.
     """
-    run: RunDict = {"mode": loop, "loop": loop, "decode_steps": int(decode_steps), "label": label,
-                    "lanes": list(lanes), "gpu_lanes": list(gpu_lanes),
+    run: RunDict = {"mode": str(loop), "loop": str(loop), "decode_steps": int(decode_steps),
+                    "label": label, "lanes": [str(lane) for lane in lanes],
+                    "gpu_lanes": [str(lane) for lane in gpu_lanes],
                     "metrics": cast(Metrics, dict(metrics or {})),    # its own keys kept too
                     "spans": [span_dict(s) for s in spans],
                     "outputs": [OutputDict(**o) for o in outputs]}
@@ -99,7 +101,8 @@ def upgrade_run(run: dict[str, Any]) -> dict[str, Any]:
     fields, and every metric recomputed from its spans (one definition of each number, so an old
     recording is measured exactly like a new one). Extra metrics (wasted tokens) are kept."""
     if "loop" not in run or "decode_steps" not in run:
-        run["loop"], run["decode_steps"] = loop_of(run)
+        loop, run["decode_steps"] = loop_of(run)
+        run["loop"] = str(loop)
     metrics = run.get("metrics") or {}
     if metrics and any(key not in metrics for key in METRIC_KEYS):
         wall = metrics.get("wall_s")

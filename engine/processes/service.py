@@ -172,7 +172,7 @@ class SchedulerService:
             runs.append(result.to_run_dict())
             emit(LoopFinished(index, runs[-1]))
         config = {**engine.config.to_dict(), **request.workload,
-                  "extra_cpu_us": request.extra_cpu_us, "loops": list(request.loops),
+                  "extra_cpu_us": request.extra_cpu_us, "loops": [str(x) for x in request.loops],
                   "stop_tokens_from_probe": request.stop_early,
                   "request_rate": request.request_rate, "chat": chat,
                   "shared_prefix": request.shared_prefix}
