@@ -13,7 +13,7 @@ OUT=${OUT:-out}
 WHL=${WHL:-.whl-peer}
 JIT=${JIT:-/tmp/peer-jit}
 mkdir -p "$OUT" "$JIT"
-LOG="$OUT/log"
+LOG=${LOG:-$OUT/log}
 BUDGET_S=${BUDGET_S:-540}
 source "$(dirname "$0")/steps.sh"
 
