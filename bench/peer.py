@@ -242,6 +242,7 @@ def run(peer: str, work: PeerWork, paths: PeerPaths, json_path: Path | None,
     if not torch.cuda.is_available():
         raise ValueError("both engines run on a CUDA GPU, and torch finds none here")
     commit = paths.commit()
+    host = {"cpu": _cpu_model(), "cpus": os.cpu_count(), "loadavg_start": os.getloadavg()}
     rows: list[dict[str, Any]] = []
     errors: list[str] = []
     outs: list[dict[str, Any]] = []
@@ -261,8 +262,10 @@ def run(peer: str, work: PeerWork, paths: PeerPaths, json_path: Path | None,
         batch_rows, ours[f"B={batch}"] = run_ours(work, batch)
         rows += batch_rows
     peer_table.add_ratios(rows)
+    host["loadavg_end"] = os.getloadavg()
     header = _header(work, commit, ours_commit, command, outs, ours, errors,
                      torch.cuda.get_device_name(), torch.__version__)
+    header["host"] = host            # a busy or slow host shows in Mini-SGLang's CPU-side work
     doc = peer_table.document(header, rows)
     print(_report(doc), flush=True)
     json_path = json_path or ROOT / "bench" / "results" / f"peer-{peer_table.gpu_tag(header['gpu'])}.json"
@@ -301,8 +304,9 @@ def _header(work: PeerWork, commit: str, ours_commit: str, command: str, outs, o
             "step": "steady_step_us of record.metrics: forward start to the next forward's "
                     "start, mean over the steady decode steps, median over the runs",
             "forward": "t_fwd_us of record.metrics: the engine stream's work per steady decode "
-                       "step; Mini-SGLang's is its _forward (token gather, graph replay, argmax, "
-                       "result copy, token_pool write), ours the decode graph (forward, sampling)",
+                       "step; Mini-SGLang's from its graph replay's launch (after FlashInfer's "
+                       "plan) to the end of _forward's GPU work (argmax, result copy, token_pool "
+                       "write), ours the decode graph (forward, sampling)",
             "figures_from": "ours: the timed runs with recording on; Mini-SGLang: the runs with "
                             "the recorder hooked in, interleaved with the timed runs of its "
                             "unchanged code (its 'on' rows)",
@@ -325,6 +329,16 @@ def _report(doc: dict[str, Any]) -> str:
         "Where a decode step goes (recording on; µs per steady decode step):",
         peer_table.format_phases(doc["rows"]),
         "Overlap's gain:", peer_table.format_gains(doc["overlap_gains"])])
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.partition(":")[2].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
 
 
 def _git_commit() -> str:

@@ -10,18 +10,25 @@ with the lanes and phases our own engine records:
 
 - ``cpu``: ``receive``, ``schedule``, ``launch`` (``_forward``: enqueue the forward), ``wait``
   (``copy_done.synchronize()``), ``process_last`` (the rest of ``_process_last_data``);
-- GPU spans from CUDA event pairs on the stream that ran the work: ``upload`` around
-  ``_prepare_batch``, ``prefill`` / ``decode`` around ``_forward`` (token gather, graph replay,
-  argmax, the result copy and the ``token_pool`` write, all on its engine stream).
+- GPU spans from CUDA event pairs: ``prefill`` / ``decode`` on the engine stream, from the
+  forward's launch to the end of ``_forward``'s GPU work (graph replay, argmax, the result copy,
+  the ``token_pool`` write); ``upload`` on the scheduler stream around ``_prepare_batch``.
 
-Mini-SGLang enqueues its metadata as several small copies and kernels while it builds a batch,
-so its ``upload`` span runs from the first to the last of them. Its serial loop runs everything
-on its engine stream (``run_forever`` enters ``engine_stream_ctx`` before ``normal_loop``), so
-there the uploads sit on the ``engine_stream`` lane (``record.metrics`` leaves them out of
-T_fwd); in the overlap loop they run on its scheduler stream.
+Two places need care, both because Mini-SGLang's CPU work is interleaved with what it enqueues:
 
-``install`` wraps, ``remove`` restores the object as it was (timed runs without the hook run the
-unchanged code). Imports torch; runs inside Mini-SGLang's process (``bench/peer_minisgl.py``).
+- A decode step's span starts where its graph replay is launched: after FlashInfer's ``plan``
+  (``attn_backend.prepare_for_replay``, CPU work inside ``_forward``), so that the time the GPU
+  waits for that CPU work is not drawn as forward time. A prefill (no graph) starts with
+  ``_forward``.
+- Its metadata is several small copies and kernels enqueued while the batch is built, so an
+  ``upload`` span runs from the first to the last of them, at the CPU's pace. In the overlap loop
+  they run on its scheduler stream, beside the previous forward, and are drawn there. Its serial
+  loop runs them on its engine stream (``run_forever`` enters ``engine_stream_ctx`` before
+  ``normal_loop``), between forwards: a span there would count the GPU busy while it waits for
+  the CPU, so none is drawn; the ``schedule`` span on the CPU lane shows that time.
+
+``install`` wraps, ``remove`` restores the objects as they were (timed runs without the hook run
+the unchanged code). Imports torch; runs inside Mini-SGLang's process (``bench/peer_minisgl.py``).
 """
 
 from __future__ import annotations
@@ -57,12 +64,13 @@ class MiniSglangRecorder:
 
     def __init__(self, scheduler: Any, serial: bool) -> None:
         self.sched = scheduler
-        self.upload_lane = "engine_stream" if serial else "scheduler_stream"
+        self.serial = serial
+        self.attention = scheduler.engine.attn_backend    # the object the graph runner calls
         self.engine_stream = scheduler.engine.stream
-        self.upload_stream = scheduler.engine.stream if serial else scheduler.stream
         self.events = EventPool()
         self.timeline = Timeline(enabled=False)
         self.saved: dict[str, Any] = {}
+        self.saved_plan: Any = None
         self.reset()
 
     def reset(self) -> None:
@@ -71,6 +79,7 @@ class MiniSglangRecorder:
         self.batches: dict[int, tuple[int, int, list[int]]] = {}  # step -> rows, tokens, ids
         self.token_ns: dict[int, list[int]] = {}                  # uid -> when each token came
         self.wait_end = 0
+        self.forward_events: list[Any] = []     # the forward in flight: [start, end] events
 
     # ---- switching on and off ---------------------------------------------------------------
     def install(self) -> None:
@@ -82,13 +91,19 @@ class MiniSglangRecorder:
         originals = {name: getattr(sched, name) for name in WRAPPED}
         for name in WRAPPED:
             setattr(sched, name, getattr(self, "_" + name.lstrip("_"))(originals[name]))
+        self.saved_plan = self.attention.__dict__.get("prepare_for_replay")
+        self.attention.prepare_for_replay = self._prepare_for_replay(
+            self.attention.prepare_for_replay)
 
     def remove(self) -> None:
-        for name, value in self.saved.items():
+        restore = [(self.sched, name, value) for name, value in self.saved.items()]
+        if self.saved:
+            restore.append((self.attention, "prepare_for_replay", self.saved_plan))
+        for owner, name, value in restore:
             if value is None:
-                delattr(self.sched, name)   # back to the class's method
+                delattr(owner, name)        # back to the class's method
             else:
-                setattr(self.sched, name, value)
+                setattr(owner, name, value)
         self.saved = {}
 
     def begin(self, timeline: Timeline) -> None:
@@ -139,10 +154,10 @@ class MiniSglangRecorder:
 
     def _prepare_batch(self, original):
         def prepare_batch(batch):
-            events = self.events.take(2)
-            events[0].record(self.upload_stream)
+            events = None if self.serial else self.events.take(2)
+            if events:
+                events[0].record(self.sched.stream)         # its scheduler stream
             forward_input = original(batch)
-            events[1].record(self.upload_stream)
             self.step += 1
             step = self.step
             self.steps[id(batch)] = step
@@ -150,10 +165,20 @@ class MiniSglangRecorder:
             ids = [req.uid for req in reqs]
             tokens = sum(req.extend_len for req in reqs)   # before the forward moves them on
             self.batches[step] = (len(reqs), tokens, ids)
-            self.timeline.add_gpu_group(events, ((self.upload_lane, "upload", 0, 1, len(reqs),
-                                                  tokens),), step, ids, self.events.give_back)
+            if events:
+                events[1].record(self.sched.stream)
+                self.timeline.add_gpu_group(events, (("scheduler_stream", "upload", 0, 1,
+                                                      len(reqs), tokens),), step, ids,
+                                            self.events.give_back)
             return forward_input
         return prepare_batch
+
+    def _prepare_for_replay(self, original):
+        def prepare_for_replay(batch):
+            original(batch)                     # FlashInfer's plan: CPU work, then the replay
+            if len(self.forward_events) == 2:
+                self.forward_events[0].record(self.engine_stream)
+        return prepare_for_replay
 
     def _forward(self, original):
         def forward(forward_input):
@@ -162,10 +187,11 @@ class MiniSglangRecorder:
             step = self.steps[id(batch)]
             rows, tokens, ids = self.batches[step]
             phase = "prefill" if batch.is_prefill else "decode"
-            events = self.events.take(2)
-            events[0].record(self.engine_stream)
+            events = self.forward_events = self.events.take(2)
+            events[0].record(self.engine_stream)    # re-recorded before a graph replay
             output = original(forward_input)
             events[1].record(self.engine_stream)
+            self.forward_events = []
             self.timeline.add_gpu_group(events, (("engine_stream", phase, 0, 1, rows, tokens),),
                                         step, ids, self.events.give_back)
             timed = output._replace(copy_done_event=_TimedWait(output.copy_done_event, self,

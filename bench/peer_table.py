@@ -4,7 +4,8 @@ plain numbers and spans.
 
 A row is one engine, loop, batch size and recording state:
 ``{"engine", "loop", "batch", "recording", "tok_s_median", "tok_s_min", "tok_s_max", "runs",
-"step_ms", "forward_ms", "cpu_ms", "cpu_phases_us", "figures_from", "vs_minisgl"}``.
+"tok_s_runs" (in the order they ran), "tokens", "step_ms", "forward_ms", "cpu_ms",
+"cpu_phases_us", "figures_from", "vs_minisgl"}``.
 ``recording`` is "on" (ours: the span recorder, as the page runs; Mini-SGLang: the recorder
 hooked into its loop) or "off". ``vs_minisgl`` is the row's median tokens/s over Mini-SGLang's
 with recording off (its code as its users run it), same loop and batch size.
@@ -28,10 +29,12 @@ def speed_row(engine: str, loop: str, batch: int, recording: str, seconds: Seque
     (``figures``: ``steady_step_us``, ``t_fwd_us``, ``t_cpu_us``, ``cpu_phases_us``)."""
     if not seconds or tokens <= 0 or min(seconds) <= 0:
         raise ValueError(f"{engine} {loop} B={batch}: no timed runs to report")
-    speeds = sorted(tokens / s for s in seconds)
+    in_order = [tokens / s for s in seconds]
+    speeds = sorted(in_order)
     row = {"engine": engine, "loop": loop, "batch": int(batch), "recording": recording,
            "tok_s_median": statistics.median(speeds), "tok_s_min": speeds[0],
-           "tok_s_max": speeds[-1], "runs": len(speeds), "tokens": int(tokens),
+           "tok_s_max": speeds[-1], "runs": len(speeds), "tok_s_runs": in_order,
+           "tokens": int(tokens),
            "step_ms": None, "forward_ms": None, "cpu_ms": None, "cpu_phases_us": {},
            "figures_from": None, "vs_minisgl": None}
     if figures:
@@ -153,6 +156,15 @@ def hook_cost_note(loop: str, cost: Mapping[str, Any]) -> dict[str, Any]:
                   f"（每步 {per_step_us:+.0f} µs；有钩子与无钩子各 {n} 次交替运行，取中位数）。"}
 
 
+SERIAL_METADATA_NOTE = {
+    "key": "serial_metadata_spans",
+    "en": "Mini-SGLang's serial loop enqueues its batch metadata on its engine stream, at the "
+          "CPU's pace, between forwards; those spans are not drawn (they would count the GPU busy "
+          "while it waits for the CPU): the CPU lane's schedule spans show that time.",
+    "zh": "Mini-SGLang 的串行循环在两次前向之间，按 CPU 的节奏把批次元数据排入引擎流；这些区间不画出"
+          "（否则会把 GPU 等待 CPU 的时间算作忙碌）：这段时间见 CPU 轨道上的 schedule 区间。"}
+
+
 def record_parts(outs: Sequence[Mapping[str, Any]], model: str, prompt_len: int, commit: str,
                  max_seq_len: int) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]],
                                             list[dict[str, Any]]]:
@@ -169,7 +181,7 @@ def record_parts(outs: Sequence[Mapping[str, Any]], model: str, prompt_len: int,
               "prompt_len": prompt_len, "max_new_tokens": len(runs[0]["outputs"][0]["token_ids"]),
               "ignore_eos": True, "extra_cpu_us": 0, "max_seq_len": max_seq_len,
               "attention_backend": "fi", "cache_type": "naive", "use_dummy_weight": True}
-    notes = [hook_cost_note(o["loop"], o["hook_cost"]) for o in outs]
+    notes = [hook_cost_note(o["loop"], o["hook_cost"]) for o in outs] + [SERIAL_METADATA_NOTE]
     return env, config, runs, notes
 
 

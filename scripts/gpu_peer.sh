@@ -5,7 +5,8 @@
 #   OUT=out WHL=.whl-peer COMMIT=$(git rev-parse HEAD) bash scripts/gpu_peer.sh
 # Mini-SGLang's first start compiles FlashInfer's kernels (about 100 s). The compiled kernels come
 # back as $OUT/jit-cache.tar (gzip); put it at $WHL/jit-cache.tar and a later call unpacks it
-# first and skips the compile. Everything is logged to $OUT/log; the profile also to
+# after the install and should skip the compile (one unpack without the touch below still
+# compiled: the fresh install's headers were newer than the builds). Everything is logged to $OUT/log; the profile also to
 # $OUT/profile.md.
 set -u
 export HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
@@ -22,7 +23,9 @@ print(torch.__version__, triton.__version__, transformers.__version__)'"
 step install 60 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
     --upgrade --target /tmp/site "$WHL"/*.whl
 if [ -f "$WHL/jit-cache.tar" ]; then
-    step jit_unpack 30 tar xf "$WHL/jit-cache.tar" -C "$JIT"
+    # After the install: the builds' ninja files name the wheels' headers, just written, and
+    # rebuild whatever is older than them; touched, the unpacked builds are newer.
+    step jit_unpack 30 bash -c "tar xf $WHL/jit-cache.tar -C $JIT && find $JIT -exec touch {} +"
 fi
 step peer 330 python3 -m bench --peer mini-sglang --minisgl "$WHL/python" --site /tmp/site \
     --jit-cache "$JIT" --peer-record assets/recorded --json bench/results/peer-h200.json \
