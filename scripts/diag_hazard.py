@@ -7,7 +7,7 @@ import conftest  # noqa: E402
 import torch  # noqa: E402
 
 from engine import EngineConfig, HazardSwitches  # noqa: E402
-from engine.teach.hazard_lab import HAZARDS, run_hazard  # noqa: E402
+from engine.lab.hazard_lab import HAZARDS, run_hazard  # noqa: E402
 
 if __name__ == "__main__":
     cfg, cls = conftest._config("llama")

@@ -91,8 +91,8 @@ if [[ $part == page ]]; then
     step first_clicks 60 python3 scripts/gpu_first_click.py --clicks 5 --out "$OUT"
     step serve_restart 60 $PT -rf tests/test_serve.py -k killed_scheduler
     [[ ${UI_TESTS:-0} == 1 ]] && step ui_tests 280 $PT -n 8 -v -rf tests/test_ui_live.py \
-        tests/test_ui_lab.py tests/test_ui_replay.py tests/test_ui_serving.py \
-        tests/test_ui_records.py tests/test_serve.py tests/test_faults.py
+        tests/test_ui_lab.py tests/test_ui_replay.py tests/test_ui_latency_tab.py \
+        tests/test_ui_recorded_runs.py tests/test_serve.py tests/test_faults.py
 fi
 
 if [[ $part == next ]]; then                    # (carries .whl-ui-a) left for the next session
@@ -157,7 +157,7 @@ if [[ $part == ui ]]; then
     [[ ${SKIP_CUDA:-0} == 1 ]] || step cuda_again 100 $PT -m cuda -n 4 tests/test_kv_memory.py tests/test_engine.py \
         tests/test_hazards.py tests/test_request.py
     step ui_tests 260 $PT -n 4 -v tests/test_ui_live.py tests/test_ui_lab.py tests/test_ui_replay.py \
-        tests/test_ui_serving.py tests/test_ui_records.py tests/test_serve.py tests/test_faults.py
+        tests/test_ui_latency_tab.py tests/test_ui_recorded_runs.py tests/test_serve.py tests/test_faults.py
     step first_clicks 240 python3 scripts/gpu_first_click.py --clicks 3 --out "$OUT"
 fi
 echo "=== done t=$(($(date +%s) - START))s" | tee -a "$LOG"

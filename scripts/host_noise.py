@@ -53,8 +53,8 @@ def main() -> None:
 
     from engine import Engine
     from engine.config import EngineConfig, SamplingParams
-    from engine.teach.workload import make_prompts
-    from record.timeline import Timeline
+    from engine.workloads import make_prompts
+    from record.recorder import Timeline
 
     cpus = sorted(os.sched_getaffinity(0))
     print("cpus", cpus, "siblings of", cpus[0], siblings(cpus[0]), "of", cpus[1],

@@ -30,8 +30,8 @@ def main() -> int:
     from bench.decode import fresh
     from engine import Engine, EngineConfig, SamplingParams
     from engine.devices import cuda_buffers, cuda_graph
-    from engine.teach.workload import make_prompts
-    from record.timeline import Timeline
+    from engine.workloads import make_prompts
+    from record.recorder import Timeline
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--batch", type=int, default=1)

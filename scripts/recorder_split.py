@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from record.timeline import Timeline  # noqa: E402
+from record.recorder import Timeline  # noqa: E402
 
 
 class CpuOnly(Timeline):
@@ -62,7 +62,7 @@ def main() -> int:
     from bench.decode import fresh
     from engine import Engine, EngineConfig, SamplingParams
     from engine.devices.cuda import CudaDevice
-    from engine.teach.workload import make_prompts
+    from engine.workloads import make_prompts
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 64])
