@@ -111,7 +111,7 @@ def write_model_dir(model: str, out: Path) -> Path:
 def prompts_for(work: PeerWork, batch: int) -> list[list[int]]:
     """The token-id prompts both engines get for ``batch`` requests."""
     from engine.models.loader import PRESETS
-    from engine.teach.workload import make_prompts
+    from engine.workloads import make_prompts
     return make_prompts(None, batch, work.prompt_len, work.seed, PRESETS[work.model].vocab_size)
 
 
@@ -171,7 +171,7 @@ def run_ours(work: PeerWork, batch: int) -> tuple[list[dict[str, Any]], dict[str
     from engine import Engine
     from engine.config import EngineConfig, SamplingParams
     from record.metrics import cpu_phase_times
-    from record.timeline import Timeline
+    from record.recorder import Timeline
 
     cfg = EngineConfig(model=work.model, device="cuda", cuda_graph=True, max_batch_size=batch,
                        max_seq_len=work.max_seq_len)

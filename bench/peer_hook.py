@@ -5,7 +5,7 @@ the article's loop: ``overlap_loop`` and ``normal_loop`` call ``receive_msg``,
 ``_schedule_next_batch`` (which calls ``_prepare_batch``: the batch's metadata, built and copied
 to the GPU), ``_forward`` and ``_process_last_data`` (whose ``copy_done.synchronize()`` is the
 wait for the sampled tokens). ``MiniSglangRecorder`` wraps those methods on one scheduler
-object, without changing its code, and writes what they did into ``record.timeline.Timeline``
+object, without changing its code, and writes what they did into ``record.recorder.Timeline``
 with the lanes and phases our own engine records:
 
 - ``cpu``: ``receive``, ``schedule``, ``launch`` (``_forward``: enqueue the forward), ``wait``
@@ -39,7 +39,7 @@ from typing import Any
 import torch
 
 from engine.devices.cuda_buffers import EventPool
-from record.timeline import Timeline
+from record.recorder import Timeline
 
 WRAPPED = ("receive_msg", "send_result", "_schedule_next_batch", "_prepare_batch", "_forward",
            "_process_last_data")

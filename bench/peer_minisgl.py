@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from record.metrics import compute_metrics, cpu_phase_times
+from record.recorder import BASE_LANES, Timeline
 from record.run_record import run_dict
-from record.timeline import BASE_LANES, Timeline
 
 GPU_LANES = ("scheduler_stream", "engine_stream")      # Mini-SGLang has no copy stream
 FIGURES = ("steady_step_us", "t_fwd_us", "t_cpu_us", "predicted_overlap_speedup")

@@ -216,7 +216,7 @@ def test_minisglangs_record_draws_and_is_labelled_in_both_languages(record):
 
 def test_the_page_lists_minisglangs_record_among_the_recorded_runs():
     pytest.importorskip("gradio")
-    from ui import records
+    from ui import recorded_runs as records
     choices = dict(records.list_recorded()["choices"])
     label = next(label for label, name in choices.items() if name == RECORD.name)
     assert label.startswith("h200-minisglang-qwen05-b16: Mini-SGLang (the article's code)")
