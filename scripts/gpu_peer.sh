@@ -7,7 +7,7 @@
 # back as $OUT/jit-cache.tar (gzip); put it at $WHL/jit-cache.tar and a later call unpacks it
 # after the install and should skip the compile (one unpack without the touch below still
 # compiled: the fresh install's headers were newer than the builds). Everything is logged to $OUT/log; the profile also to
-# $OUT/profile.md.
+# $OUT/profile.md (PROFILE=0: no profile).
 set -u
 export HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
 OUT=${OUT:-out}
@@ -31,8 +31,10 @@ step peer 330 python3 -m bench --peer mini-sglang --minisgl "$WHL/python" --site
     --jit-cache "$JIT" --peer-record assets/recorded --json bench/results/peer-h200.json \
     --commit "${COMMIT:-}"
 cp bench/results/peer-h200.json assets/recorded/h200-minisglang-*.json "$OUT"/ 2>/dev/null
-step profile 150 bash -c "python3 -m bench --forward --profile --models qwen2.5-0.5b-shape \
-    --batches 1 64 --variants triton triton+compile | tee $OUT/profile.md"
+if [ "${PROFILE:-1}" != 0 ]; then
+    step profile 150 bash -c "python3 -m bench --forward --profile --models qwen2.5-0.5b-shape \
+        --batches 1 64 --variants triton triton+compile | tee $OUT/profile.md"
+fi
 tar czf "$OUT/jit-cache.tar" -C "$JIT" .
 size=$(stat -c %s "$OUT/jit-cache.tar")
 echo "=== jit-cache.tar: $size bytes" | tee -a "$LOG"
