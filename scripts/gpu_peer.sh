@@ -5,9 +5,8 @@
 #   OUT=out WHL=.whl-peer COMMIT=$(git rev-parse HEAD) bash scripts/gpu_peer.sh
 # Mini-SGLang's first start compiles FlashInfer's kernels (about 100 s). The compiled kernels come
 # back as $OUT/jit-cache.tar (gzip); put it at $WHL/jit-cache.tar and a later call unpacks it
-# after the install and should skip the compile (one unpack without the touch below still
-# compiled: the fresh install's headers were newer than the builds). Everything is logged to $OUT/log; the profile also to
-# $OUT/profile.md (PROFILE=0: no profile).
+# after the install, newer than the headers the builds name, to skip the compile. Everything
+# is logged to $OUT/log; the profile also to $OUT/profile.md (PROFILE=0: no profile).
 set -u
 export HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
 OUT=${OUT:-out}
