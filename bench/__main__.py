@@ -9,6 +9,8 @@
     python -m bench --attention-sweep                  # the attention kernel alone
     python -m bench --launch-cost                      # host time per forward, by primitive
     python -m bench --copy-placement                   # the result copy: copy, engine, scheduler stream
+    python -m bench --peer mini-sglang --minisgl .whl-peer/python --site /tmp/site
+                                                       # the article's code beside ours (bench/peer.py)
 """
 
 from __future__ import annotations
@@ -66,11 +68,52 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--launch-cost", action="store_true", help="host time per forward (CUDA)")
     p.add_argument("--copy-placement", action="store_true",
                    help="gap between forwards and busy, result copy on each stream (CUDA)")
+    # The peer benchmark (bench/peer.py): Mini-SGLang beside our engine on the same work.
+    p.add_argument("--peer", choices=["mini-sglang"], help="the peer engine to run beside ours")
+    p.add_argument("--minisgl", default=".whl-peer/python", metavar="DIR",
+                   help="--peer: the folder holding Mini-SGLang's minisgl/ "
+                        "(scripts/prepare_peer.sh makes it)")
+    p.add_argument("--site", metavar="DIR", help="--peer: where its wheels were installed "
+                                                 "(pip install --target DIR)")
+    p.add_argument("--jit-cache", default=str(Path(tempfile.gettempdir()) / "peer-jit"),
+                   metavar="DIR", help="--peer: where FlashInfer and tvm-ffi keep the kernels "
+                                       "they compile (FLASHINFER_WORKSPACE_BASE, TVM_FFI_CACHE_DIR)")
+    p.add_argument("--peer-record", metavar="DIR",
+                   help="--peer: also write Mini-SGLang's recorded runs (both loops) there")
+    p.add_argument("--peer-record-batch", type=int, default=16, metavar="B")
+    p.add_argument("--peer-record-tokens", type=int, default=64, metavar="N")
+    p.add_argument("--commit", default="", help="--peer: this checkout's commit, where git cannot "
+                                                "tell (a copy without .git)")
     return p.parse_args(argv)
+
+
+def run_peer(args: argparse.Namespace, argv: list[str]) -> int:
+    """``--peer``: Mini-SGLang beside our engine (bench/peer.py); bad settings get a message."""
+    from bench import peer
+
+    work = peer.PeerWork(model=(args.models or [peer.PeerWork.model])[0],
+                         batches=tuple(args.batches or peer.PeerWork.batches),
+                         prompt_len=args.prompt_len, new_tokens=args.new_tokens,
+                         repeats=5 if args.repeats is None else args.repeats, seed=args.seed,
+                         record_batch=args.peer_record_batch if args.peer_record else 0,
+                         record_tokens=args.peer_record_tokens)
+    paths = peer.PeerPaths(Path(args.minisgl).resolve(),
+                           Path(args.site).resolve() if args.site else None,
+                           Path(args.jit_cache).resolve())
+    json_path = Path(args.json) if args.json else None
+    record_dir = Path(args.peer_record) if args.peer_record else None
+    try:
+        return peer.run(args.peer, work, paths, json_path, record_dir,
+                        "python -m bench " + " ".join(argv), args.commit)
+    except ValueError as error:
+        print(f"python -m bench --peer: {error}", file=sys.stderr)
+        return 2
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.peer:
+        return run_peer(args, sys.argv[1:] if argv is None else list(argv))
     if args.device is None:
         import torch
 

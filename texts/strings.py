@@ -249,6 +249,7 @@ stream lanes* and over the *engine stream alone*; where they differ, the GPU was
                    "({device}).",
     "status_failed": "The run failed: {error}",
     "status_recorded": "Recorded on {where}.",
+    "engine_mini-sglang": "Mini-SGLang (the article's code)",
     "status_settings": "Run with: {model}, B = {batch}, {graphs}, {extra} µs of extra CPU work a "
                        "step.",
     "status_settings_copy": "Result copy on the {copy}.",
@@ -538,6 +539,7 @@ _ZH: dict[str, str] = {
                    "（{device}）。",
     "status_failed": "运行失败：{error}",
     "status_recorded": "录制于 {where}。",
+    "engine_mini-sglang": "Mini-SGLang（文章所读的代码）",
     "status_settings": "运行设置：{model}，B = {batch}，{graphs}，每步额外 CPU 工作 {extra} µs。",
     "status_settings_copy": "结果回传在 {copy} 上。",
     "status_settings_kv": "KV 页池共 {kv_pages} 页。",
