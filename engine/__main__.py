@@ -50,8 +50,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--ignore-eos", action="store_true", help="always run max-new-tokens")
     p.add_argument("--cuda-graph", action="store_true")
-    p.add_argument("--compile", action="store_true",
-                   help="CUDA: torch.compile the decode step between attentions (start-up cost)")
+    p.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None,
+                   help="CUDA: torch.compile the decode step between attentions (default: on "
+                        "for CUDA; a start-up cost of seconds, cached on disk)")
     p.add_argument("--attention", choices=["auto", "reference", "triton"], default="auto",
                    help="auto: Triton paged decode attention on CUDA, plain PyTorch on CPU")
     p.add_argument("--dtype", default="auto")

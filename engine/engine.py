@@ -24,6 +24,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -134,6 +135,12 @@ class Engine:
         self.tokenizer = load_tokenizer(self.model_path, preset=self.random_weights)
         self._runs = 0
         self._busy = threading.Lock()
+        # What loading made (the model, torch's and the compiler's objects) lives as long as the
+        # process: move it out of the collector's sight once (gc.freeze), so a later full
+        # collection scans only what runs allocate. SGLang offers the same after its warm-up:
+        # Engine.freeze_gc (python/sglang/srt/entrypoints/engine.py), FreezeGCReq to its scheduler.
+        gc.collect()
+        gc.freeze()
 
     # ---- construction -------------------------------------------------------------------------
     def _build_device(self) -> Device:
@@ -143,6 +150,9 @@ class Engine:
         from engine.devices.process import DeviceError, DeviceInit, InlineDevice, ProcessDevice
         from engine.models.loader import describe_model
 
+        if cfg.compile:
+            raise ValueError("compile=True needs a CUDA device (CPU mode never compiles: its "
+                             "device process runs the plain-PyTorch model)")
         # Resolve and validate the model here, so a bad name fails before a process starts.
         self.spec, self.model_path, self.eos_ids = describe_model(cfg.model, self._progress)
         self._check_context()
@@ -179,7 +189,7 @@ class Engine:
         runner = ModelRunner(loaded.model, cfg.max_batch_size, cfg.max_seq_len, cfg.total_pages,
                              cfg.page_size, getattr(torch, self.dtype), torch.device("cuda"),
                              sanitize=cfg.hazards.no_wait_stream, attention=cfg.attention,
-                             compile=cfg.compile,
+                             compile=cfg.compiles("cuda"),
                              result_ring=(RESULT_BUFFERS * cfg.max_batch_size
                                           if cfg.result_copy_stream == "copy" else 0))
         torch.cuda.synchronize()
@@ -235,8 +245,9 @@ class Engine:
                                   "time: use one Engine per thread, or wait for the first call)")
         try:
             self._replace_dead_device()
-            return self._generate(prompts, params, overlap, timeline, extra_cpu_us,
-                                  profile_steps, decode_steps, should_stop, arrivals, chat)
+            with _no_collection():
+                return self._generate(prompts, params, overlap, timeline, extra_cpu_us,
+                                      profile_steps, decode_steps, should_stop, arrivals, chat)
         finally:
             self._busy.release()
 
@@ -265,11 +276,6 @@ class Engine:
                 raise ValueError("kernel-level capture (profile_steps) needs a CUDA device")
             from engine.devices.kernel_capture import KernelCapture
             sched.capture = KernelCapture(*profile_steps)
-        # Like production schedulers, keep Python's full collections (0.1-0.3 s on a big heap)
-        # out of the loop: collect now, and not again until the run ends.
-        collecting = gc.isenabled()
-        gc.collect()
-        gc.disable()
         device_pid = getattr(getattr(self.device, "proc", None), "pid", None)
         cpu_start = host_load.snapshot([os.getpid()] + ([device_pid] if device_pid else []))
         try:
@@ -289,8 +295,6 @@ class Engine:
             raise
         finally:
             self._count(sched)
-            if collecting:
-                gc.enable()
             if sched.capture is not None:
                 sched.capture.stop()
         wall_s = (time.perf_counter_ns() - t0) / 1e9
@@ -468,6 +472,20 @@ class Engine:
     def __exit__(self, *exc) -> None:
         self.close()
 
+
+
+@contextmanager
+def _no_collection():
+    """No garbage collection during a ``generate`` call, result building included: a full
+    collection (a scan of every Python object) in the middle of a run would stall one step by
+    as long as it takes. Collection resumes afterwards, as the caller had it."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def memory_metrics(sched: Scheduler) -> dict[str, Any]:

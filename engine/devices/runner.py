@@ -132,7 +132,8 @@ class ModelRunner:
         positions = torch.where(lens > 0, starts, 0)[:, None]                # [B, 1]
         table = ints[:, NUM_INT_COLS:NUM_INT_COLS + kv_pages]               # [B, P] page ids
         kernel = "emulated" if self.attention == "emulated" else "triton"
-        ctx = PagedDecodeContext(table, kv_lens, self.page_size, self.num_splits, kernel)
+        ctx = PagedDecodeContext(table, kv_lens, self.page_size, self.num_splits, kernel,
+                                 inv_freq=self.model.inv_freq)      # RoPE inside the kernel
         input_ids = self.token_pool[slots[:, None], positions]              # [B, 1]
         last = torch.zeros(ints.shape[0], dtype=torch.int64, device=ints.device)  # the one token
         return input_ids, positions, ctx, last

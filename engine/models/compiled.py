@@ -27,8 +27,8 @@ import torch
 from engine.models.model import CausalLM
 
 
-def _first(model: CausalLM, layer, input_ids, positions):
-    x, cos, sin = model.embed(input_ids, positions)
+def _first(model: CausalLM, layer, input_ids, positions, rope: bool):
+    x, cos, sin = model.embed(input_ids, positions, rope)
     q, k, v = layer.attention_inputs(x, cos, sin)
     return x, cos, sin, q, k, v
 
@@ -68,7 +68,8 @@ class CompiledDecode:
         if input_ids.shape[1] != 1:                # prefill: the eager modules
             return self.model(input_ids, positions, ctx, kv_caches, last_index)
         layers = self.model.model.layers
-        x, cos, sin, q, k, v = self.first(self.model, layers[0], input_ids, positions)
+        rope = not getattr(ctx, "applies_rope", False)   # False: the attention kernel rotates
+        x, cos, sin, q, k, v = self.first(self.model, layers[0], input_ids, positions, rope)
         for i, (k_cache, v_cache) in enumerate(kv_caches):
             attn = ctx.attend(q, k, v, k_cache, v_cache)                    # [B, 1, H*D]
             if i + 1 < len(layers):
