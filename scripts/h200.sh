@@ -8,7 +8,8 @@
 #   OUT=out bash scripts/h200.sh ui           # every UI and server test (needs the UI's wheels)
 #   OUT=out bash scripts/h200.sh record       # assets/recorded/, into $OUT/recorded.tgz
 #   OUT=out bash scripts/h200.sh traces       # tests/data/traces/, into $OUT/traces.tgz
-#   OUT=out bash scripts/h200.sh peer         # our engine against Mini-SGLang on the same work
+#   OUT=out bash scripts/h200.sh peer         # our engine beside Mini-SGLang on the same work
+#                                             # (after scripts/prepare_peer.sh; WHL=its folder)
 #
 # Several subcommands may be given at once (`bash scripts/h200.sh suite bench`). Each step runs
 # under its own time limit and all of them within BUDGET_S seconds (default 540), so one call
@@ -21,7 +22,7 @@ set -u
 export HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
 OUT=${OUT:-out}
 mkdir -p "$OUT"
-LOG="$OUT/log.txt"
+LOG=${LOG:-$OUT/log.txt}
 BUDGET_S=${BUDGET_S:-540}
 START=$(date +%s)
 PT="python3 -m pytest -q -p no:cacheprovider -rs"
@@ -113,9 +114,27 @@ traces() {
     tar czf "$OUT/traces.tgz" -C "$OUT" traces 2>/dev/null && rm -rf "$OUT/traces"
 }
 
+# Mini-SGLang beside our engine: bench/results/peer-h200.json and Mini-SGLang's recorded runs in
+# assets/recorded/ (copied to $OUT), then our forward's kernel profile ($OUT/profile.md). Needs
+# the folder scripts/prepare_peer.sh makes (WHL, default .whl-peer: the package and its wheels).
+# Its first start compiles FlashInfer's kernels (about 100 s); they come back as
+# $OUT/jit-cache.tar, and put at $WHL/jit-cache.tar a later call unpacks them and skips that.
 peer() {
-    # Mini-SGLang and the wheels it lacks offline must be on PYTHONPATH (bench/peer.py says how).
-    step peer 400 python3 -m bench --peer mini-sglang --json "$OUT/peer-h200.json"
+    local whl=${WHL:-.whl-peer} jit=${JIT:-/tmp/peer-jit}
+    mkdir -p "$jit"
+    step peer_install 60 python3 -m pip install -q --no-index --no-deps --no-compile \
+        --no-cache-dir --upgrade --target /tmp/site "$whl"/*.whl
+    [[ -f $whl/jit-cache.tar ]] && step jit_unpack 30 tar xf "$whl/jit-cache.tar" -C "$jit"
+    step peer 330 python3 -m bench --peer mini-sglang --minisgl "$whl/python" --site /tmp/site \
+        --jit-cache "$jit" --peer-record assets/recorded --json bench/results/peer-h200.json \
+        --commit "${COMMIT:-}"
+    cp bench/results/peer-h200.json assets/recorded/h200-minisglang-*.json "$OUT"/ 2>/dev/null
+    step profile 150 bash -c "python3 -m bench --forward --profile --models qwen2.5-0.5b-shape \
+        --batches 1 64 --variants triton triton+compile | tee $OUT/profile.md"
+    tar czf "$OUT/jit-cache.tar" -C "$jit" .
+    if (($(stat -c %s "$OUT/jit-cache.tar") > 16 * 1024 * 1024)); then
+        rm -f "$OUT/jit-cache.tar"; echo "=== jit-cache.tar too large to bring back" | tee -a "$LOG"
+    fi
 }
 
 step env 20 bash -c "nvidia-smi -L; python3 -c 'import torch, triton, transformers; \
