@@ -20,7 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench import app_workload, decode, forward, launch, multistep, overhead, placement, serving
+from bench import app_workload, decode, forward, latency_vs_rate, launch, multistep, overhead, placement
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -43,7 +43,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--overhead", action="store_true", help="recording on vs off only")
     p.add_argument("--multistep", action="store_true", help="k decode steps per iteration")
     p.add_argument("--workdir", default=tempfile.gettempdir())
-    # Serving (bench/serving.py): requests arrive over time; latency against request rate.
+    # Serving (bench/latency_vs_rate.py): requests arrive over time; latency against request rate.
     p.add_argument("--rates", nargs="+", type=float, default=None, metavar="R",
                    help="serving: request rates (req/s; inf = burst); latency vs rate, both loops")
     p.add_argument("--requests", type=int, default=32, help="serving: requests per run")
@@ -103,13 +103,13 @@ def main(argv: list[str] | None = None) -> int:
 
         rates = tuple(check_rate(r, "--rates") for r in args.rates)
         caches = {"on": (True,), "off": (False,), "both": (False, True)}[args.prefix_cache]
-        work = serving.ServingWorkload(rates, args.requests, args.prompt_len, args.new_tokens,
+        work = latency_vs_rate.ServingWorkload(rates, args.requests, args.prompt_len, args.new_tokens,
                                        args.repeats, args.seed, args.arrivals,
                                        max(args.shared_prefix, 0), caches)
         model = (args.models or ["bundled"])[0]
         batch = (args.batches or [16])[0]
         graph = cuda and (args.graphs or ["graph"])[0] == "graph"     # as the page
-        return serving.run(args.device, model, batch, (args.extra_cpu_us or [0])[0], work,
+        return latency_vs_rate.run(args.device, model, batch, (args.extra_cpu_us or [0])[0], work,
                            args.json, graph)
     graph_names = args.graphs or (["eager", "graph"] if cuda else ["eager"])
     if args.forward:

@@ -17,7 +17,7 @@ The article's model is measured per decode step: ``T_fwd`` (the engine stream's 
 ``T_sched + T_post`` (the scheduler thread's CPU work). A serial loop takes about their sum per
 step, an overlapped loop about their max, so the predicted speedup is ``sum / max``.
 
-This module imports only the standard library and ``record.timeline`` (never torch), so the UI
+This module imports only the standard library and ``record.recorder`` (never torch), so the UI
 and the tests can use it anywhere. Spans may be ``Span`` objects or their dict form.
 """
 
@@ -28,7 +28,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from record.timeline import GPU_LANES, Span
+from record.recorder import GPU_LANES, Span
 
 Interval = tuple[float, float]
 SpanLike = Span | Mapping[str, Any]

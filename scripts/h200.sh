@@ -75,8 +75,7 @@ first_click() {
 
 ui() {
     ui_wheels
-    step ui_tests 300 $PT -n 8 tests/test_ui_live.py tests/test_ui_lab.py tests/test_ui_replay.py \
-        tests/test_ui_serving.py tests/test_ui_records.py tests/test_serve.py tests/test_faults.py \
+    step ui_tests 300 $PT -n 8 tests/test_ui_*.py tests/test_serve.py tests/test_faults.py \
         tests/test_service_arrivals.py
 }
 

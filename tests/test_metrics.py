@@ -17,7 +17,7 @@ from record.metrics import (
     step_window,
     union_intervals,
 )
-from record.timeline import Span
+from record.recorder import Span
 
 GPU = ("scheduler_stream", "engine_stream")
 

@@ -14,9 +14,12 @@ from typing import Any
 
 import gradio as gr
 
+import texts
 import viz
+from record.steps import copy_placement, loop_kind
+from record.window import step_range
 from ui.common import is_empty, is_whole, lang_of
-from ui.records import default_window
+from ui.recorded_runs import default_window
 from ui.view import plot
 
 PREFERRED = ("overlap", "multistep", "normal")   # the loop a replay starts on
@@ -40,7 +43,7 @@ def _run(record: dict[str, Any] | None, index: Any) -> dict[str, Any] | None:
 
 
 def default_run(record: dict[str, Any] | None) -> int:
-    kinds = [viz.loop_kind(run) for run in _runs(record)]
+    kinds = [loop_kind(run) for run in _runs(record)]
     return next((kinds.index(kind) for kind in PREFERRED if kind in kinds), 0)
 
 
@@ -62,9 +65,9 @@ def render_run(record: dict[str, Any] | None, index: Any, lang_choice: str, step
     run = _run(record, index)
     if run is None:
         empty = plot(viz.step_figure(None, 0, lang))
-        return (gr.update(minimum=0, maximum=1, value=0), viz.t(lang, "replay_empty"), empty,
+        return (gr.update(minimum=0, maximum=1, value=0), texts.t(lang, "replay_empty"), empty,
                 empty)
-    first, last = viz.step_range(run)
+    first, last = step_range(run)
     kept = is_whole(step) and first <= step <= last
     step = int(step) if kept else default_window([run])[0]
     caption, figure = render_step(record, index, step, lang_choice)
@@ -77,17 +80,17 @@ def render_step(record: dict[str, Any] | None, index: Any, step: Any, lang_choic
     lang = lang_of(lang_choice)
     run = _run(record, index)
     if run is None:
-        return viz.t(lang, "replay_empty"), plot(viz.step_figure(None, 0, lang))
-    first, last = viz.step_range(run)
+        return texts.t(lang, "replay_empty"), plot(viz.step_figure(None, 0, lang))
+    first, last = step_range(run)
     if is_empty(step) or step == "":
         # The slider's box emptied (or holding what is not a number): say so, draw nothing new.
-        return viz.t(lang, "replay_need_step").format(first=first, last=last), gr.skip()
+        return texts.t(lang, "replay_need_step").format(first=first, last=last), gr.skip()
     if not is_whole(step) or not first <= step <= last:
         # A number typed into the slider's box (its handle stays inside the range).
-        return viz.t(lang, "replay_no_step").format(step=_shown(step), first=first,
+        return texts.t(lang, "replay_no_step").format(step=_shown(step), first=first,
                                                      last=last), gr.skip()
     step = int(step)
-    placement = viz.copy_placement(run, (record or {}).get("env"))
+    placement = copy_placement(run, (record or {}).get("env"))
     return (viz.step_caption(run, step, lang, placement),
             plot(viz.step_figure(run, step, lang, placement)))
 

@@ -36,7 +36,7 @@ from engine.processes.messages import (
     Warmed,
     WarmRequest,
 )
-from record.timeline import Timeline
+from record.recorder import Timeline
 
 REPORT_S = 0.25                 # how often a live run's new spans are sent
 MEASURE_RUNS = 3                # serial runs the GPU warm-up measures the device from (median)
@@ -214,7 +214,7 @@ class SchedulerService:
                      chat: bool = False) -> list[SamplingParams]:
         """Per-request stop tokens picked from a probe run of this workload (kept: the same
         workload on the same engine gives the same probe, so it runs once)."""
-        from engine.teach.workload import stop_params_from_probe
+        from engine.workloads import stop_params_from_probe
 
         key = self._probe_key(engine, request, chat)
         if key not in self.probes:
@@ -236,7 +236,7 @@ class SchedulerService:
 
     # ---- the hazard lab -----------------------------------------------------------------------
     def _lab(self, request: LabRequest, emit: Emit) -> None:
-        from engine.teach.hazard_lab import run_hazard
+        from engine.lab.hazard_lab import run_hazard
 
         emit(Progress("loading"))
         # float32 everywhere: the faulty run is compared token for token with the normal loop,
@@ -264,7 +264,7 @@ def _device_profile(engine: Any, runs: list[Any]) -> DeviceProfile:
 def _prompts(engine: Any, request: LiveRunRequest) -> list:
     """The request's prompts as the engine takes them: text (token ids for a model without a
     tokenizer), each after the shared system prompt when the request asks for one."""
-    from engine.teach.workload import token_prompts, with_shared_prefix
+    from engine.workloads import token_prompts, with_shared_prefix
 
     prompts = token_prompts(engine, request.prompts, request.prompt_tokens)
     return with_shared_prefix(prompts, request.shared_prefix, engine.tokenizer,

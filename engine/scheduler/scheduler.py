@@ -54,7 +54,7 @@ from engine.scheduler.request import (
 )
 from engine.scheduler.sources import RequestSource, ScheduledSource
 from engine.scheduler.table import RequestTable
-from record.timeline import Timeline
+from record.recorder import Timeline
 
 IDLE_WAIT_S = 0.05              # an idle loop looks at should_stop at least this often
 TokenSink = Callable[[list[Req]], None]    # told which requests got tokens (or ended) in a step

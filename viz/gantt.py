@@ -15,12 +15,14 @@ import html
 import re
 from typing import Any
 
+from record.gpu_time import gpu_time
+from record.lag import extra_steps, lag_marks
 from record.metrics import FORWARD_PHASES, busy_fraction
+from record.window import gpu_lanes, time_range, window_run
+from texts import count, t
 from viz.figure import FigureSpec
-from viz.gpu_time import gpu_time, run_title
-from viz.lag import extra_steps, lag_marks
+from viz.labels import display_labels, ordered_lanes, run_title
 from viz.pixels import MAX_BARS, MIN_OPACITY, PIXELS, bands, coalesce, opacity
-from viz.spans import display_labels, gpu_lanes, ordered_lanes, time_range, window_run
 from viz.style import (
     IDLE_FILL,
     IDLE_LINE,
@@ -30,7 +32,6 @@ from viz.style import (
     STANDARD_LANES,
     phase_color,
 )
-from viz.text import count, t
 
 CHART_PX = 1000        # about how wide a whole-run chart is drawn, in pixels
 INVISIBLE_PX = 0.3     # whole-run views leave out bars narrower than this (the step window and

@@ -45,6 +45,19 @@ def row_from_metrics(loop: str, rate: float | None, requests: int,
     return row
 
 
+def rows_from_record(record: Mapping[str, Any], request_rate: float | None) -> list[dict[str, Any]]:
+    """One row per run of a run record whose requests arrived at ``request_rate`` (an app or
+    CLI run with arrivals, or a served session's record), for ``latency_figure``."""
+    out = []
+    for run in record.get("runs", []):
+        metrics = run.get("metrics", {})
+        if "itl_ms_p50" not in metrics:
+            continue                                    # a run without per-token times
+        out.append(row_from_metrics(run.get("loop", run.get("mode", "?")), request_rate,
+                                    len(run.get("outputs", [])), metrics))
+    return out
+
+
 def _rate_key(rate: float | None) -> float:
     return math.inf if rate is None else rate
 

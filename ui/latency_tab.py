@@ -1,6 +1,6 @@
 """The serving tab: latency against request rate for both loops, as measured on real hardware.
 
-Each file in ``assets/serving`` holds the rows of one measurement (``record.serving``): the
+Each file in ``assets/serving`` holds the rows of one measurement (``record.latency_rows``): the
 bench's (``python -m bench --rates ...``, the engine driven in process) or the load test's
 (``python -m bench.load``, streaming HTTP clients against ``engine.serve``). Choosing one draws
 ``viz.latency_figure`` and the table the bench printed, median and spread over its repeats.
@@ -16,12 +16,13 @@ from typing import Any
 
 import gradio as gr
 
+import texts
 import viz
 from record.files import read_bounded
-from record.serving import format_table, summarize
+from record.latency_rows import format_table, summarize
+from texts import STRINGS
 from ui.common import ROOT, esc, lang_of, status
 from ui.view import plot
-from viz.text import STRINGS
 
 SERVING_DIR = ROOT / "assets" / "serving"
 MAX_FILE_BYTES = 8 * 2**20
@@ -53,7 +54,7 @@ def list_measured(lang_choice: str = "English") -> Any:
     for path in SERVING_DIR.glob("*.json"):
         try:
             setup = _setup(_read(path))
-            label = viz.t(lang, f"serving_{setup['how']}").format(**setup)
+            label = texts.t(lang, f"serving_{setup['how']}").format(**setup)
             # The bench's measurements first, the heaviest scheduler first: it shows the most.
             order = (setup["how"] != "bench", -float(setup["extra"] or 0), path.name)
         except (OSError, ValueError, TypeError):
@@ -79,16 +80,16 @@ def show_measured(name: str | None, lang_choice: str) -> tuple[Any, str]:
         return plot(viz.latency_figure([], lang)), ""
     if name not in names:                           # only the files listed, never a path
         return plot(viz.latency_figure([], lang)), status(
-            viz.t(lang, "status_cannot_show").format(name=esc(name)), "error")
+            texts.t(lang, "status_cannot_show").format(name=esc(name)), "error")
     try:
         data = _read(names[name])
         rows = summarize(data["rows"])
     except (OSError, ValueError, KeyError, TypeError) as error:
         return plot(viz.latency_figure([], lang)), status(
-            viz.t(lang, "status_cannot_show").format(name=esc(name))
+            texts.t(lang, "status_cannot_show").format(name=esc(name))
             + f" <code>{esc(error)}</code>", "error")
     setup = _setup(data)
-    title = viz.t(lang, f"serving_{setup['how']}").format(**setup)
+    title = texts.t(lang, f"serving_{setup['how']}").format(**setup)
     table = format_table(rows)
     return (plot(viz.latency_figure(data["rows"], lang, title=title)),
             _markdown_table(table, lang))
@@ -98,12 +99,12 @@ def _word(cell: str, lang: str) -> str:
     """A header or a rate of the bench's table in ``lang`` ("4 req/s", "burst", "GPU busy")."""
     cell = cell.strip()
     if cell in ("normal", "overlap", "multistep"):
-        return viz.t(lang, f"loopname_{cell}").format(k="k")
+        return texts.t(lang, f"loopname_{cell}").format(k="k")
     number, _, unit = cell.partition(" ")
     if unit == "req/s":
-        return f"{number} {viz.t(lang, 'servingcol_req/s')}"
+        return f"{number} {texts.t(lang, 'servingcol_req/s')}"
     key = f"servingcol_{cell}"
-    return viz.t(lang, key) if key in STRINGS["en"] else cell
+    return texts.t(lang, key) if key in STRINGS["en"] else cell
 
 
 def _markdown_table(table: str, lang: str) -> str:

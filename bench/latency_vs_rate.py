@@ -38,8 +38,8 @@ from pathlib import Path
 
 from engine.config import EngineConfig, SamplingParams
 from engine.scheduler.arrivals import Arrival, describe, load_trace, poisson_times
+from record.latency_rows import format_table, rate_label, row_from_metrics, summarize
 from record.metrics import ttft_drift
-from record.serving import format_table, rate_label, row_from_metrics, summarize
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,7 @@ def _run_engine(cfg: EngineConfig, batch: int, extra_cpu_us: int, work: ServingW
     """Every rate, loop and repeat on one engine of ``cfg``; the rows and the environment."""
     from bench.decode import fresh
     from engine import Engine
-    from engine.teach.workload import make_prompts, with_shared_prefix
+    from engine.workloads import make_prompts, with_shared_prefix
 
     rows = []
     with Engine(cfg) as eng:

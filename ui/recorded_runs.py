@@ -16,8 +16,11 @@ from typing import Any
 
 import gradio as gr
 
+import texts
 import viz
 from record.loading import NotATrace, sniff
+from record.run_record import has_memory
+from record.window import step_range, window_run
 from ui.common import ROOT, is_whole, lang_of, render_said, said
 from ui.view import MainView, plot
 
@@ -82,7 +85,7 @@ def default_window(runs: list[dict[str, Any]]) -> tuple[int, int]:
     if profiled:
         low, high = min(profiled), max(profiled)
         return (low + 1, high - 1) if high - low >= 3 else (low, high)
-    first, last = viz.step_range(runs[0]) if runs else (0, 0)
+    first, last = step_range(runs[0]) if runs else (0, 0)
     start = 20 if first <= 20 and last >= 25 else first + (last - first) // 3
     return start, min(last, start + 5)
 
@@ -118,7 +121,7 @@ def shown(spec: dict[str, Any], record: dict[str, Any] | None, lang: str,
 def memory_view(runs: list[dict[str, Any]], lang: str) -> Any:
     """The KV-memory chart, shown only for runs that recorded their pages (records made before
     the prefix cache, and imported traces, have none)."""
-    if not any(viz.has_memory(run) for run in runs):
+    if not any(has_memory(run) for run in runs):
         return gr.update(visible=False)
     return gr.update(value=plot(viz.memory_figure(runs, lang)), visible=True)
 
@@ -213,20 +216,20 @@ def zoom_steps(record: dict[str, Any] | None, first: Any, last: Any,
     if not record or not record.get("runs"):
         return plot(viz.side_by_side_figure([], lang=lang)), gr.update(), gr.update()
     if not all(is_whole(v) for v in (first, last)):
-        return plot(viz.message_figure(viz.t(lang, "zoom_need_steps"))), gr.update(), gr.update()
+        return plot(viz.message_figure(texts.t(lang, "zoom_need_steps"))), gr.update(), gr.update()
     window = (int(first), int(last))
-    ranges = [viz.step_range(run) for run in record["runs"]]
+    ranges = [step_range(run) for run in record["runs"]]
     low, high = min(r[0] for r in ranges), max(r[1] for r in ranges)
     if window[0] > window[1]:
-        said = viz.t(lang, "zoom_order").format(first=window[0], last=window[1])
+        said = texts.t(lang, "zoom_order").format(first=window[0], last=window[1])
         return plot(viz.message_figure(said)), gr.update(), gr.update()
     if window[1] < low or window[0] > high:
-        said = viz.t(lang, "zoom_outside").format(first=window[0], last=window[1], low=low,
+        said = texts.t(lang, "zoom_outside").format(first=window[0], last=window[1], low=low,
                                                    high=high)
         return plot(viz.message_figure(said)), gr.update(), gr.update()
-    drawn = viz.window_run(record["runs"][0], *window)["window"]
+    drawn = window_run(record["runs"][0], *window)["window"]
     cut = (drawn["first_step"], drawn["last_step"]) != window
-    note = viz.t(lang, "zoom_cut").format(first=window[0], last=window[1], low=low,
+    note = texts.t(lang, "zoom_cut").format(first=window[0], last=window[1], low=low,
                                           high=high) if cut else ""
     return (plot(viz.side_by_side_figure(record["runs"], window=window, lang=lang, note=note)),
             drawn["first_step"], drawn["last_step"])
@@ -245,4 +248,4 @@ def list_recorded() -> Any:
             pass  # unreadable: listed by name; choosing it shows the error
         choices.append((label, path.name))
     return gr.update(choices=choices, value=None,
-                     info=None if choices else viz.t("en", "no_recorded"))
+                     info=None if choices else texts.t("en", "no_recorded"))

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import re
 
-from viz import text_memory, text_metrics, text_teach
+from texts import memory as text_memory
+from texts import metrics as text_metrics
+from texts import teach as text_teach
 
 LANGUAGES = {"en": "English", "zh": "中文"}
 

@@ -27,7 +27,7 @@ pytest.importorskip("torch")
 from hub_cache import add_to_cache, save_tiny_llama  # noqa: E402
 
 from engine.models.loader import BUNDLED_DIR  # noqa: E402
-from ui import common, live, serving  # noqa: E402
+from ui import common, latency_tab, live  # noqa: E402
 from ui.view import MainView  # noqa: E402
 
 NAMES = [f.name for f in fields(MainView)]
@@ -110,21 +110,21 @@ def test_a_hub_model_that_is_not_cached_offline_says_so():
 
 
 def test_the_serving_tab_draws_every_measurement_in_both_languages():
-    choices = serving.list_measured("English")["choices"]
+    choices = latency_tab.list_measured("English")["choices"]
     assert len(choices) >= 2 and all("extra CPU" in label for label, _ in choices)
     for _, name in choices:
-        figure, table = serving.show_measured(name, "English")
+        figure, table = latency_tab.show_measured(name, "English")
         loops = {trace["legendgroup"] for trace in json.loads(figure.plot)["data"]}
         assert loops == {"normal", "overlap"}, name
         assert "<table" in table and "overlap" in table
-    update, figure, table = serving.relabel(choices[0][1], "中文")
+    update, figure, table = latency_tab.relabel(choices[0][1], "中文")
     assert "每步额外 CPU" in update["choices"][0][0] and update["value"] == choices[0][1]
     assert "<th>请求速率</th>" in table and "请求/秒" in table and "req/s" not in table
     assert "首个 token 延迟" in figure.plot or "\\u9996" in figure.plot
 
 
 def test_the_serving_tab_reads_only_its_own_files():
-    figure, table = serving.show_measured("../../README.md", "English")
+    figure, table = latency_tab.show_measured("../../README.md", "English")
     assert "Cannot show" in table and not json.loads(figure.plot)["data"]
 
 

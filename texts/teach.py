@@ -1,6 +1,6 @@
 """The teaching views' sentences, English and Chinese: multi-step, step-through replay, hazard lab.
 
-Kept apart from ``viz.text`` so each file reads in one sitting; ``viz.text`` merges these into its
+Kept apart from ``texts.strings`` so each file reads in one sitting; ``texts.strings`` merges these into its
 tables, and ``t(lang, key)`` finds them like any other string. Placeholders are filled with
 measured numbers only.
 """

@@ -15,7 +15,7 @@ sys.path.insert(0, str(ROOT))
 pytest.importorskip("gradio")
 
 from record.run_record import load_record  # noqa: E402
-from ui import records  # noqa: E402
+from ui import recorded_runs  # noqa: E402
 
 RECORDED = ROOT / "assets" / "recorded"
 
@@ -34,9 +34,9 @@ def record():
 
 
 def test_zoom_past_both_ends_draws_the_whole_run_and_says_which_steps(record):
-    first, last = records.default_window(record["runs"])
-    figure, shown_first, shown_last = records.zoom_steps(record, -5, 99999, "English")
-    forward = ("prefill", "decode")                  # a step is a forward (viz.step_range)
+    first, last = recorded_runs.default_window(record["runs"])
+    figure, shown_first, shown_last = recorded_runs.zoom_steps(record, -5, 99999, "English")
+    forward = ("prefill", "decode")                  # a step is a forward (record.window.step_range)
     steps = sorted({s["step"] for s in record["runs"][0]["spans"] if s["phase"] in forward})
     assert (shown_first, shown_last) == (steps[0], steps[-1])       # the boxes say it too
     titles = _titles(figure)
@@ -48,14 +48,14 @@ def test_zoom_past_both_ends_draws_the_whole_run_and_says_which_steps(record):
         in titles[0]
     assert sum("You asked for" in title for title in titles) == 1
     assert first <= last
-    figure, *_ = records.zoom_steps(record, -5, 99999, "中文")
+    figure, *_ = recorded_runs.zoom_steps(record, -5, 99999, "中文")
     assert "你要的是第 -5 到 99999 步" in _titles(figure)[0]
-    figure, *_ = records.zoom_steps(record, 20, 25, "English")
+    figure, *_ = recorded_runs.zoom_steps(record, 20, 25, "English")
     assert not any("You asked for" in title for title in _titles(figure))
 
 
 def test_zoom_windows_hold_the_same_number_of_forwards_in_both_loops(record):
-    figure, first, last = records.zoom_steps(record, 20, 25, "English")
+    figure, first, last = recorded_runs.zoom_steps(record, 20, 25, "English")
     titles = _titles(figure)[:2]
     assert all("steps 20–25: 6 forwards in" in title for title in titles), titles
 
@@ -63,7 +63,7 @@ def test_zoom_windows_hold_the_same_number_of_forwards_in_both_loops(record):
 @pytest.mark.parametrize("lang, said", [("English", "Enter a first and a last step"),
                                         ("中文", "请输入起始步和结束步")])
 def test_zoom_with_an_empty_box_says_what_it_needs(record, lang, said):
-    figure, first, last = records.zoom_steps(record, None, 25, lang)
+    figure, first, last = recorded_runs.zoom_steps(record, None, 25, lang)
     assert said in json.dumps(_figure(figure), ensure_ascii=False)
     assert first == {"__type__": "update"} and last == {"__type__": "update"}
 
@@ -78,7 +78,7 @@ def test_a_window_the_runs_cannot_show_is_said_so_and_the_boxes_keep_it(record, 
                                                                          said):
     """Not truncated (2.5), swapped (5, 2) or moved to the last step (9999): a message, in the
     page's language, and the boxes left as typed."""
-    figure, first, last = records.zoom_steps(record, *typed, lang)
+    figure, first, last = recorded_runs.zoom_steps(record, *typed, lang)
     assert said in json.dumps(_figure(figure), ensure_ascii=False)
     assert first == {"__type__": "update"} and last == {"__type__": "update"}
 
@@ -107,18 +107,18 @@ def test_an_upload_that_is_plainly_no_trace_is_told_what_it_is_in_both_languages
         tmp_path, name, data, english, chinese):
     path = tmp_path / name
     path.write_bytes(data)
-    view = _fields(records.show_upload(str(path), "English"))
+    view = _fields(recorded_runs.show_upload(str(path), "English"))
     assert english in view["status"] and "status-error" in view["status"], view["status"]
     assert name in view["status"]
     assert view["said"]["key"] == "status_not_a_trace"
-    assert chinese in _fields(records.show_upload(str(path), "中文"))["status"]
+    assert chinese in _fields(recorded_runs.show_upload(str(path), "中文"))["status"]
     assert view["timeline"] == {"__type__": "update"}        # what was on screen stays
 
 
 def test_json_that_is_no_trace_still_gets_the_parsers_reason(tmp_path):
     path = tmp_path / "notes.json"
     path.write_text('{"hello": "world"}')
-    view = _fields(records.show_upload(str(path), "English"))
+    view = _fields(recorded_runs.show_upload(str(path), "English"))
     assert "Cannot show notes.json" in view["status"] and "traceEvents" in view["status"]
 
 
@@ -131,7 +131,7 @@ def test_an_old_trace_of_ours_says_what_it_does_not_know_instead_of_zeros(tmp_pa
     doc = json.loads((tmp_path / "t.json").read_text())
     doc["traceEvents"] = [e for e in doc["traceEvents"] if e.get("name") != RUN_METADATA]
     (tmp_path / "example_trace.json").write_text(json.dumps(doc))
-    view = _fields(records.show_upload(str(tmp_path / "example_trace.json"), "English"))
+    view = _fields(recorded_runs.show_upload(str(tmp_path / "example_trace.json"), "English"))
     assert "(?)" not in view["status"], view["status"]
     assert "does not say what hardware" in view["status"], view["status"]
     metrics = view["metrics"]
@@ -145,7 +145,7 @@ def test_a_profiler_trace_is_offered_for_download_as_it_was_uploaded(tmp_path):
 
     trace = tmp_path / "engine-graph.json.gz"
     shutil.copy(ROOT / "tests" / "data" / "traces" / "engine-graph-qwen05-b8.json.gz", trace)
-    view = _fields(records.show_upload(str(trace), "English"))
+    view = _fields(recorded_runs.show_upload(str(trace), "English"))
     assert "status-ok" in view["status"], view["status"]
     assert view["download_trace"]["value"] == str(trace)
     assert json.loads(Path(view["download_record"]["value"]).read_text())["schema"] == 1
@@ -162,11 +162,11 @@ def test_a_profiler_trace_is_offered_for_download_as_it_was_uploaded(tmp_path):
 def test_a_recorded_run_says_what_it_was_run_with(lang, want):
     """A recording's settings are in its status, read from its config, in the page's language:
     the first click on the H200 ran with 0 µs of extra CPU work, not the CPU page's 4000."""
-    view = records.show_recorded("h200-first-click-defaults.json", lang)
+    view = recorded_runs.show_recorded("h200-first-click-defaults.json", lang)
     status = view[0] if isinstance(view, tuple) else view.status
     for text in want:
         assert text in status, (text, status)
-    shared = records.show_recorded("h200-bundled-graph-shared-prefix-kv160.json", "English")
+    shared = recorded_runs.show_recorded("h200-bundled-graph-shared-prefix-kv160.json", "English")
     shared_status = shared[0] if isinstance(shared, tuple) else shared.status
     assert "KV pool of 160 pages." in shared_status
 
@@ -175,4 +175,4 @@ def test_a_profiled_run_opens_inside_its_profiler_window():
     """The kernel lanes cover steps 24-27; the profiler's start and stop sit at the window's
     edges (its stop held the scheduler for 50 ms after step 27), so the page opens on 25-26."""
     runs = load_record(RECORDED / "h200-smollm-graph-kernels.json")["runs"]
-    assert records.default_window(runs) == (25, 26)
+    assert recorded_runs.default_window(runs) == (25, 26)

@@ -1,4 +1,4 @@
-"""A run's spans arranged for drawing: lane order, labels, step ranges and step windows.
+"""A run cut to steps: its GPU lanes, time range, step range and step windows.
 
 Every number about the spans (GPU busy, idle gaps) comes from ``record.metrics``, the one place
 those are defined: the engine measured the whole run with it, and this module asks it about the
@@ -11,51 +11,13 @@ from __future__ import annotations
 from typing import Any
 
 from record.metrics import FORWARD_PHASES, active_windows, busy_fraction, idle_gaps, step_extents
-from record.run_record import loop_of
-from viz.style import DEFAULT_GPU_LANES, STANDARD_LANES
-from viz.text import t
 
 Interval = tuple[float, float]
-
-
-def ordered_lanes(run: dict[str, Any]) -> list[str]:
-    """``cpu``, ``scheduler_stream``, ``engine_stream``, ``copy_stream`` first (when present),
-    then the others.
-
-    Extra lanes (an imported trace's "GPU 0 stream 7", kernel lanes) keep the order of the
-    run's ``lanes`` list; lanes that only appear in spans come last, in order of appearance.
-    """
-    listed = list(run.get("lanes") or [])
-    seen = list(dict.fromkeys(listed + [s["lane"] for s in run.get("spans", [])]))
-    standard = [lane for lane in STANDARD_LANES if lane in seen]
-    return standard + [lane for lane in seen if lane not in STANDARD_LANES]
-
-
-def display_labels(runs: list[dict[str, Any]], lang: str = "en") -> list[str]:
-    """Short names for charts and table headers, in the reader's language.
-
-    A run of one of our loops is named by its loop ("overlap", "multistep k=3"); an imported one
-    by its file. Engine labels also carry a detail ("overlap (CPU, separate device process)"):
-    when all runs carry the same one, it says nothing about the difference between them and is
-    dropped (the page names the hardware elsewhere); differing details stay.
-    """
-    labels = [str(run.get("label") or run.get("mode") or "run") for run in runs]
-    details = [label.partition(" (")[2].rstrip(")") for label in labels]
-    keep_details = len(runs) > 1 and len({d for d in details if d}) > 1
-    names = []
-    for run, label, detail in zip(runs, labels, details):
-        loop, k = loop_of(run)
-        if loop in ("normal", "overlap", "multistep"):
-            name = t(lang, f"loopname_{loop}").format(k=k)
-        elif loop == "imported" and run.get("source"):
-            name = t(lang, "loopname_imported").format(source=run["source"])
-        else:
-            name = label.partition(" (")[0]
-        names.append(f"{name} ({detail})" if keep_details and detail else name)
-    return names
+DEFAULT_GPU_LANES = ("scheduler_stream", "engine_stream", "copy_stream")
 
 
 def gpu_lanes(run: dict[str, Any]) -> list[str]:
+    """The run's GPU lanes (an imported trace names its own), else ``DEFAULT_GPU_LANES``."""
     lanes = run.get("gpu_lanes")
     return list(lanes) if lanes is not None else list(DEFAULT_GPU_LANES)
 

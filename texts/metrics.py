@@ -2,7 +2,7 @@
 article's formula with measured terms, what an import found, and what a large gap between
 the predicted and the measured speedup was made of.
 
-Kept apart from ``viz.text`` so each file reads in one sitting; ``viz.text`` merges these into
+Kept apart from ``texts.strings`` so each file reads in one sitting; ``texts.strings`` merges these into
 its tables. Placeholders are filled with measured numbers only.
 """
 
@@ -100,6 +100,11 @@ EN: dict[str, str] = {
     "note_default_prompts": "The prompts box was empty: the built-in prompts were used.",
     "note_no_chat_template": "This model has no chat template (a base model): the prompts went in "
                              "as plain text.",
+    # the latency chart (serving tab)
+    "latency_ttft": "Time to first token (ms)", "latency_itl": "Inter-token latency (ms)",
+    "latency_tput": "Output tokens/s", "latency_rate": "request rate (req/s)",
+    "latency_burst": "burst",
+    "latency_title": "Latency against request rate", "latency_empty": "No serving runs to draw yet",
 }
 
 ZH: dict[str, str] = {
@@ -181,4 +186,8 @@ ZH: dict[str, str] = {
     "m_decode_gap_us_p50": "相邻解码前向之间的间隔，中位数（ms）",
     "note_default_prompts": "提示框为空：使用了内置提示。",
     "note_no_chat_template": "该模型没有对话模板（基础模型）：提示词按纯文本输入。",
+    # the latency chart (serving tab)
+    "latency_ttft": "首个 token 延迟（毫秒）", "latency_itl": "token 间延迟（毫秒）",
+    "latency_tput": "每秒输出 token 数", "latency_rate": "请求速率（请求/秒）", "latency_burst": "突发",
+    "latency_title": "延迟随请求速率的变化", "latency_empty": "还没有可以绘制的服务运行",
 }

@@ -21,8 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from record.metrics import active_windows, busy_fraction, idle_gaps, outside, within
-from viz.spans import gpu_lanes, time_range
-from viz.text import count, t
+from record.window import gpu_lanes, time_range
 
 Interval = tuple[float, float]
 ENGINE = "engine_stream"
@@ -45,7 +44,7 @@ def _length(intervals: list[Interval]) -> float:
 
 
 def gpu_time(run: dict[str, Any]) -> GpuTime:
-    """The GPU time of a run, a step window (``viz.spans.window_run``) or a run in progress."""
+    """The GPU time of a run, a step window (``record.window.window_run``) or a run in progress."""
     spans = run.get("spans", [])
     lanes = gpu_lanes(run)
     if "window" in run:
@@ -89,25 +88,3 @@ def _cut(spans: list[dict[str, Any]], view: Interval, gaps: list[Interval],
         engine_busy = 1.0 - _length(engine_idle) / counted
     return GpuTime(idle, quiet, _length(idle), len(idle), 1.0 - _length(idle) / counted,
                    engine_busy, counted / (view[1] - view[0]))
-
-
-def busy_text(time: GpuTime, lang: str) -> str:
-    """"95.2% all stream lanes, 93.0% engine stream alone" (a trace of another engine: the
-    union of its GPU lanes only)."""
-    if time.busy_both is None:
-        return "–"
-    both = f"{100 * time.busy_both:.1f}"
-    if time.busy_engine is None:
-        return t(lang, "busy_gpu_lanes").format(both=both)
-    return t(lang, "busy_two_ways").format(both=both, engine=f"{100 * time.busy_engine:.1f}")
-
-
-def run_title(run: dict[str, Any], label: str, lang: str) -> tuple[str, str]:
-    """A run's title (text, not HTML markup) in two parts: its idle gaps, and its busy share,
-    two ways."""
-    time = gpu_time(run)
-    key = "run_title" if time.active_share is None else "run_title_active"
-    head = t(lang, key).format(label=label, idle=f"{time.idle_us / 1000.0:.1f}",
-                               gaps=count(lang, time.gap_count, "gaps"),
-                               share=f"{100 * (time.active_share or 0.0):.0f}")
-    return head, t(lang, "run_busy").format(busy=busy_text(time, lang))

@@ -28,7 +28,7 @@ from typing import Any
 
 from engine.config import EngineConfig, HazardSwitches
 from engine.scheduler.kv_cache import DoubleFreeError
-from engine.teach.workload import stop_params_from_probe
+from engine.workloads import stop_params_from_probe
 
 LAB_PAGE_SIZE = 4               # the memory workloads' pages: 4 rows of up to 68 tokens need
 LAB_SMALL_POOL = 40             # up to 68 pages at full length; this pool holds about 60% of it

@@ -268,8 +268,8 @@ class ServingClient:
         """The session so far as a schema-1 run record: its spans (the last
         ``MAX_SESSION_SPANS``), the requests that finished, and metrics from both."""
         from record.metrics import compute_metrics, latency_summary
+        from record.recorder import GPU_LANES
         from record.run_record import make_record, run_dict
-        from record.timeline import GPU_LANES
 
         if self.started is None:
             raise SessionUnavailable("no served session yet: send a request first")
