@@ -61,6 +61,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--variants", nargs="+", choices=list(forward.VARIANTS),
                    default=["triton", "triton+compile", "triton+compile+gemv"])
     p.add_argument("--context", type=int, default=160, help="--forward: keys per row")
+    p.add_argument("--splits", nargs="+", type=int, default=None,
+                   help="--forward: chunks per row in decode attention (default: the engine's)")
     p.add_argument("--profile", action="store_true", help="--forward: kernels of one step")
     p.add_argument("--attention-sweep", action="store_true", help="the attention kernel alone")
     p.add_argument("--launch-cost", action="store_true", help="host time per forward (CUDA)")
@@ -115,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.forward:
         return forward.run(args.models or ["qwen2.5-0.5b-shape"], args.batches or [1, 8, 64],
                            args.variants, args.context, args.ceiling_iters, args.repeats,
-                           args.profile)
+                           args.profile, args.splits)
     if args.attention_sweep:
         return forward.attention_sweep()
     if args.launch_cost:
