@@ -11,6 +11,8 @@
     python -m bench --copy-placement                   # the result copy: copy, engine, scheduler stream
     python -m bench --peer mini-sglang --minisgl .whl-peer/python --site /tmp/site
                                                        # the article's code beside ours (bench/peer.py)
+    python -m bench --ttft-bound                       # the best TTFT a prefix cache allows (CUDA)
+    python -m bench --app-workload --repeats 5         # the page's workload through the CLI, spread
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench import decode, forward, latency_vs_rate, launch, multistep, overhead, placement
+from bench import app_workload, decode, forward, latency_vs_rate, launch, multistep, overhead, placement
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -84,6 +86,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--peer-record-tokens", type=int, default=64, metavar="N")
     p.add_argument("--commit", default="", help="--peer: this checkout's commit, where git cannot "
                                                 "tell (a copy without .git)")
+    p.add_argument("--ttft-bound", action="store_true",
+                   help="the linear layers alone: the best TTFT ratio a prefix cache allows (CUDA)")
+    p.add_argument("--app-workload", action="store_true",
+                   help="the page's default workload through the CLI, --repeats runs, with spread")
+    p.add_argument("engine_args", nargs="*", metavar="-- ENGINE_ARGS",
+                   help="--app-workload: more flags for python -m engine, after --")
     return p.parse_args(argv)
 
 
@@ -119,8 +127,18 @@ def main(argv: list[str] | None = None) -> int:
 
         args.device = "cuda" if torch.cuda.is_available() else "cpu"
     cuda = args.device == "cuda"
+    if args.engine_args and not args.app_workload:
+        print("flags after -- go to python -m engine, with --app-workload only", file=sys.stderr)
+        return 2
     if args.repeats is None:
         args.repeats = 1 if args.quick else 3
+    if args.app_workload:
+        return app_workload.run(args.repeats, args.engine_args)
+    if args.ttft_bound:
+        from bench import ttft_bound
+
+        return ttft_bound.run((args.models or ["llama-3.1-8b-shape"])[0], args.shared_prefix or 512,
+                              args.prompt_len, (args.batches or [16])[0])
     work = decode.Workload(prompt_len=args.prompt_len, new_tokens=args.new_tokens,
                            repeats=args.repeats, ceiling_iters=args.ceiling_iters)
     if args.quick:

@@ -517,7 +517,7 @@ def compare_runs(normal: Mapping[str, Any], overlap: Mapping[str, Any],
     }
 
 
-# ---- serving latency (issue 15): what serving benchmarks report, from the outputs alone -------
+# ---- serving latency: what serving benchmarks report, from the outputs alone ------------------
 
 LATENCY_STATS = ("mean", "p50", "p99")
 LATENCY_KEYS = tuple(f"{name}_ms_{stat}" for name in ("ttft", "itl", "tpot", "e2e")

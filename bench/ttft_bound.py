@@ -1,14 +1,16 @@
 """How much a prefix cache can shorten TTFT on this GPU, at best: the linear layers alone.
 
-    python scripts/ttft_bound.py [--model llama-3.1-8b-shape --prefix 512 --prompt 32 --batch 16]
+    python -m bench --ttft-bound [--models llama-3.1-8b-shape --shared-prefix 512 --prompt-len 32
+                                 --batches 16]
 
 A prefill of T tokens must at least run every linear layer of the model on T rows (the matrix
 products: the q/k/v, output, gate/up and down projections of every layer, and the LM head for
 the token it samples). Attention, norms and everything else only add to that. This times those
 products alone, as cuBLAS runs them here (bf16, every layer's own random weights, so nothing is
 served from L2), for the uncached prompt (prefix + prompt tokens), the cached one (the prompt's
-own tokens) and one decode step of ``--batch`` rows. A request that arrives while a step runs
-waits for it, so TTFT >= wait + prefill; the best TTFT ratio (cache off / on) the GPU allows is
+own tokens) and one decode step of ``--batches`` rows (16 if none is given). A request that
+arrives while a step runs waits for it, so TTFT >= wait + prefill; the best TTFT ratio (cache
+off / on) the GPU allows is
 
     (wait + linears(prefix + prompt)) / (wait + linears(prompt))
 
@@ -19,14 +21,9 @@ a prefill before the step in progress ends.
 
 from __future__ import annotations
 
-import argparse
 import statistics
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-import torch  # noqa: E402
+import torch
 
 
 def linears(spec) -> list[tuple[int, int]]:
@@ -65,17 +62,19 @@ def time_chain_ms(weights, head, rows: int, repeats: int = 7, iters: int = 5) ->
     return out
 
 
-def main() -> int:
+def run(model: str, prefix: int, prompt: int, batch: int) -> int:
+    """Print the linears' times for the uncached prompt, the cached one and a decode step of
+    ``batch`` rows, and the best TTFT ratio they allow."""
     from bench.forward import copy_bandwidth_gbs
     from engine.models.loader import PRESETS
 
-    p = argparse.ArgumentParser()
-    p.add_argument("--model", default="llama-3.1-8b-shape", choices=sorted(PRESETS))
-    p.add_argument("--prefix", type=int, default=512)
-    p.add_argument("--prompt", type=int, default=32)
-    p.add_argument("--batch", type=int, default=16, help="rows of the decode step arrivals wait for")
-    args = p.parse_args()
-    spec = PRESETS[args.model]
+    if not torch.cuda.is_available():
+        print("--ttft-bound times matrix products on a CUDA GPU; none is available here")
+        return 2
+    if model not in PRESETS:
+        print(f"--ttft-bound needs a preset shape ({', '.join(sorted(PRESETS))}), not {model!r}")
+        return 2
+    spec = PRESETS[model]
     dev = torch.device("cuda")
     torch.manual_seed(0)
     weights = [[torch.randn(i, o, device=dev, dtype=torch.bfloat16) * 0.02
@@ -83,9 +82,8 @@ def main() -> int:
     head = torch.randn(spec.hidden_size, spec.vocab_size, device=dev, dtype=torch.bfloat16) * 0.02
     n_params = sum(w.numel() for layer in weights for w in layer) + head.numel()
     bw = copy_bandwidth_gbs()
-    sizes = {"uncached prefill": args.prefix + args.prompt, "cached prefill": args.prompt,
-             "decode step": args.batch}
-    print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}; {args.model}: "
+    sizes = {"uncached prefill": prefix + prompt, "cached prefill": prompt, "decode step": batch}
+    print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}; {model}: "
           f"{n_params / 1e9:.2f} B parameters in its linear layers and head (bf16), "
           f"{2 * n_params / 1e9:.1f} GB; copy bandwidth {bw:.0f} GB/s (read + write); "
           "median [min-max] of 7 timings\n")
@@ -101,11 +99,7 @@ def main() -> int:
     half = med["decode step"] / 2
     print(f"\nbest TTFT ratio, cache off / on, on this GPU (linear layers only):\n"
           f"- an idle GPU (no wait): {off:.2f} / {on:.2f} ms = {off / on:.2f}x\n"
-          f"- arriving during a decode step of {args.batch} rows (half of it, "
+          f"- arriving during a decode step of {batch} rows (half of it, "
           f"{half:.2f} ms, waited): {off + half:.2f} / {on + half:.2f} ms = "
           f"{(off + half) / (on + half):.2f}x")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

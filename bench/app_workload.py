@@ -1,35 +1,35 @@
-"""Run the CLI several times on one workload and print each loop's figures with their spread.
+"""The app's default workload through the CLI, several times: each loop's figures with their spread.
 
-    python scripts/cli_spread.py --runs 5                                    # the app's workload
-    python scripts/cli_spread.py --runs 5 -- --mode all --decode-steps 4 --extra-cpu-us 12000
+    python -m bench --app-workload --repeats 5                       # what the page's Run does
+    python -m bench --app-workload --repeats 5 -- --mode all --decode-steps 4 --extra-cpu-us 20000
 
-Everything after ``--`` goes to ``python -m engine`` (after the app's default workload, so a
-flag given here wins). Each run writes its record; per loop the table gives GPU busy (whole run
-and the steady window), output tok/s (whole run), and against the normal loop of the same run: the speedup
-per decode step (steady window, the page's headline), the formula's prediction from the normal
-run's T_fwd and T_cpu, and the whole run's tokens/s ratio. Cells read "median (min-max)" over
-the runs, with the machine's other load (``engine.host_load``) beside them: the numbers the
-README and the walkthroughs quote, re-made.
+Each run is one ``python -m engine`` call on the workload the page starts with (16 requests that
+stop at varied steps, 24-word prompts, 4 ms of extra scheduler work per step) in a process of its
+own, as a visitor's click gets one; everything after ``--`` goes to ``python -m engine`` after that
+workload, so a flag given there wins. Per loop the table gives GPU busy (whole run and the steady
+window), output tok/s, and against the normal loop of the same run: the speedup per decode step
+(steady window, the page's headline), the formula's prediction from the normal run's T_fwd and
+T_cpu, and the whole run's tokens/s ratio. Cells read "median (min-max)" over the runs, with the
+share of the cores other programs used meanwhile (``engine.host_load``) beside them.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 APP_WORKLOAD = ["--device", "cpu", "--requests", "16", "--batch-size", "16", "--prompt-words",
                 "24", "--max-new-tokens", "96", "--extra-cpu-us", "4000", "--stop-early",
                 "--show-text", "0"]
 
 
-def one_run(extra: list[str]) -> list[dict]:
+def one_run(extra: list[str]) -> list[dict[str, Any]]:
     """The runs of one CLI call (its record's ``runs``), brought up to today's definitions."""
     from record.run_record import upgrade_run
 
@@ -42,12 +42,12 @@ def one_run(extra: list[str]) -> list[dict]:
         return [upgrade_run(dict(r)) for r in json.loads(out.read_text())["runs"]]
 
 
-def loop_name(run: dict) -> str:
+def loop_name(run: dict[str, Any]) -> str:
     k = run.get("decode_steps", 1)
     return f"multistep k={k}" if run.get("loop") == "multistep" else run.get("loop", "?")
 
 
-def figures(runs: list[dict]) -> dict[str, dict[str, float]]:
+def figures(runs: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     """Per loop: busy, steady busy, output tok/s, other load; against normal: the speedups."""
     from record.metrics import compare_runs
 
@@ -94,20 +94,12 @@ def table(results: list[dict[str, dict[str, float]]]) -> str:
     return "\n".join(lines)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("engine_args", nargs="*", help="after --: more flags for python -m engine")
-    args = parser.parse_args()
+def run(repeats: int, engine_args: list[str]) -> int:
     results = []
-    for i in range(args.runs):
-        results.append(figures(one_run(args.engine_args)))
-        print(f"run {i + 1}/{args.runs} done", file=sys.stderr, flush=True)
-    print(f"python -m engine {' '.join(APP_WORKLOAD + args.engine_args)}  ({args.runs} runs; "
+    for i in range(repeats):
+        results.append(figures(one_run(engine_args)))
+        print(f"run {i + 1}/{repeats} done", file=sys.stderr, flush=True)
+    print(f"python -m engine {' '.join(APP_WORKLOAD + engine_args)}  ({repeats} runs; "
           "median (min-max))")
     print(table(results))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
