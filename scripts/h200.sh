@@ -123,13 +123,18 @@ peer() {
     mkdir -p "$jit"
     step peer_install 60 python3 -m pip install -q --no-index --no-deps --no-compile \
         --no-cache-dir --upgrade --target /tmp/site "$whl"/*.whl
-    [[ -f $whl/jit-cache.tar ]] && step jit_unpack 30 tar xf "$whl/jit-cache.tar" -C "$jit"
+    # After the install: the builds' ninja files name the wheels' headers, just written, and
+    # rebuild whatever is older than them; touched, the unpacked builds are newer.
+    [[ -f $whl/jit-cache.tar ]] && step jit_unpack 30 bash -c \
+        "tar xf $whl/jit-cache.tar -C $jit && find $jit -exec touch {} +"
     step peer 330 python3 -m bench --peer mini-sglang --minisgl "$whl/python" --site /tmp/site \
         --jit-cache "$jit" --peer-record assets/recorded --json bench/results/peer-h200.json \
         --commit "${COMMIT:-}"
     cp bench/results/peer-h200.json assets/recorded/h200-minisglang-*.json "$OUT"/ 2>/dev/null
-    step profile 150 bash -c "python3 -m bench --forward --profile --models qwen2.5-0.5b-shape \
-        --batches 1 64 --variants triton triton+compile | tee $OUT/profile.md"
+    if [[ ${PROFILE:-1} != 0 ]]; then        # PROFILE=0: no kernel profile
+        step profile 150 bash -c "python3 -m bench --forward --profile --models \
+            qwen2.5-0.5b-shape --batches 1 64 --variants triton triton+compile | tee $OUT/profile.md"
+    fi
     tar czf "$OUT/jit-cache.tar" -C "$jit" .
     if (($(stat -c %s "$OUT/jit-cache.tar") > 16 * 1024 * 1024)); then
         rm -f "$OUT/jit-cache.tar"; echo "=== jit-cache.tar too large to bring back" | tee -a "$LOG"
