@@ -183,6 +183,10 @@ def stray_names(source: str) -> list[tuple[int, str]]:
                     add(value, _strings(value))
         elif isinstance(node, ast.keyword) and node.arg in ROLES:
             add(node.value, _strings(node.value))
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(_role(target) for target in targets):
+                add(node.value, _strings(node.value))
         elif isinstance(node, ast.arguments):
             named = node.posonlyargs + node.args
             pairs = list(zip(named[len(named) - len(node.defaults):], node.defaults))
@@ -218,6 +222,7 @@ def test_no_tracked_python_file_writes_a_lane_phase_or_loop_name_of_its_own():
     'span = {"lane": "cpu", "phase": "launch"}',
     'Span(lane="cpu", phase="copy", step=1)',
     'def add(lane="cpu"): pass',
+    'phase = "prefill" if first else "decode"',
     'name = f"multistep k={k}"',
 ])
 def test_the_check_finds_a_copy(copy):

@@ -146,7 +146,7 @@ def show_upload(path: str | None, lang_choice: str) -> tuple:
 def _show_file(path: Path, lang: str, recorded: bool) -> MainView:
     try:
         record = load_any(path)
-        where = viz.record_label(record)
+        where = viz.record_label(record, lang)
         if recorded:
             notes, values = _settings(record.get("config") or {})
             spec = said("status_recorded", "ok", notes=notes, where=where or path.name, **values)
