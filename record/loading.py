@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 from record.files import DEFAULT_MAX_BYTES, read_bounded
 from record.profiler_import import record_from_trace
 from record.run_record import record_from_bytes
+from record.schema import RecordDict
 
 # First bytes of files people upload by mistake -> what they are (``NotATrace.kind``).
 MAGIC = ((b"\x89PNG", "png"), (b"\xff\xd8\xff", "jpeg"), (b"GIF8", "gif"), (b"%PDF", "pdf"),
@@ -55,7 +55,7 @@ def looks_like_record(data: bytes) -> bool:
     return head.lstrip().startswith(b"{") and b'"schema"' in head
 
 
-def load_any(path: str | os.PathLike[str], max_bytes: int = DEFAULT_MAX_BYTES) -> dict[str, Any]:
+def load_any(path: str | os.PathLike[str], max_bytes: int = DEFAULT_MAX_BYTES) -> RecordDict:
     """A run record as it is (validated), or a trace imported into a record."""
     name = Path(path).name
     data = read_bounded(path, max_bytes, what=f"file {name}")

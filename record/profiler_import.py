@@ -36,6 +36,7 @@ from record.files import DEFAULT_MAX_BYTES, FileTooLarge, read_bounded
 from record.metrics import compute_metrics
 from record.recorder import Span
 from record.run_record import run_dict
+from record.schema import Loop, Metrics, RecordDict, RunDict
 
 GPU_CATEGORIES = {"kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset"}  # old kineto: Memcpy
 HOST_CATEGORIES = {"cpu_op", "user_annotation", "python_function", "cuda_runtime",
@@ -160,7 +161,9 @@ class _Trace:
             return
         cat = str(event.get("cat", "")).lower()
         thread = (_key(event.get("pid")), _key(event.get("tid")))
-        args = event.get("args") if isinstance(event.get("args"), dict) else {}
+        args = event.get("args")
+        if not isinstance(args, dict):
+            args = {}
         if ph == "M":
             label = args.get("name") or args.get("labels")
             if event.get("name") == "thread_name" and label:
@@ -321,7 +324,7 @@ def _step_marker(trace: _Trace, launch_times: dict[int, float]) -> tuple[str, li
 # ---- the run ----------------------------------------------------------------------------------
 
 def import_profiler_trace(source: bytes | str | os.PathLike[str],
-                          max_bytes: int = DEFAULT_MAX_BYTES) -> dict[str, Any]:
+                          max_bytes: int = DEFAULT_MAX_BYTES) -> RunDict:
     """A torch.profiler Chrome trace (a path, or its bytes; JSON or .gz) as one run dict.
 
     Raises ``TraceImportError`` for files over ``max_bytes`` (also after unzipping), text that
@@ -332,7 +335,7 @@ def import_profiler_trace(source: bytes | str | os.PathLike[str],
     return _profiler_run(_parse_events(_read_limited(source, max_bytes)), label)
 
 
-def _profiler_run(events: list[Any], label: str) -> dict[str, Any]:
+def _profiler_run(events: list[Any], label: str) -> RunDict:
     trace = _Trace(events)
     if not trace.gpu:
         raise TraceImportError(NO_GPU_MESSAGE)
@@ -365,7 +368,7 @@ def _profiler_run(events: list[Any], label: str) -> dict[str, Any]:
     metrics = compute_metrics(spans, [], gpu_lanes=gpu_lanes)      # every span, before thinning
     if len(spans) > MAX_SPANS:
         spans = _thin(spans)
-    run = run_dict("imported", 1, label, spans, metrics,
+    run = run_dict(Loop.IMPORTED, 1, label, spans, metrics,
                    lanes=list(cpu_names.values()) + gpu_lanes, gpu_lanes=gpu_lanes)
     run["notes"] = _notes(steps, metrics, bool(cpu_names))
     return run
@@ -389,7 +392,7 @@ def _thin(spans: list[Span]) -> list[Span]:
     return spans
 
 
-def _notes(steps: _Steps, metrics: dict[str, Any], cpu_lanes: bool) -> list[dict[str, Any]]:
+def _notes(steps: _Steps, metrics: Metrics, cpu_lanes: bool) -> list[dict[str, Any]]:
     """What the import found and what a trace cannot tell, as text keys with values (viz says
     them in the reader's language)."""
     notes = [{"key": f"note_steps_{steps.how}", "steps": len(steps.numbers),
@@ -402,7 +405,7 @@ def _notes(steps: _Steps, metrics: dict[str, Any], cpu_lanes: bool) -> list[dict
     return notes
 
 
-def import_trace(data: bytes, name: str) -> tuple[list[dict[str, Any]], dict[str, str]]:
+def import_trace(data: bytes, name: str) -> tuple[list[RunDict], dict[str, str]]:
     """A trace's runs (ours come back as the runs they were written from, any other as one)
     and what it says about where it was made."""
     from record.chrome_trace import read_own_trace, trace_env
@@ -423,7 +426,7 @@ def _kineto_env(data: bytes) -> dict[str, str]:
     return {"device_name": match.group(1).decode("utf-8", "replace")} if match else {}
 
 
-def record_from_trace(data: bytes, name: str, max_bytes: int = DEFAULT_MAX_BYTES) -> dict[str, Any]:
+def record_from_trace(data: bytes, name: str, max_bytes: int = DEFAULT_MAX_BYTES) -> RecordDict:
     """A trace's bytes (already read and unzipped) as a schema-1 record."""
     from record.run_record import make_record
 

@@ -20,6 +20,7 @@ import texts
 import viz
 from record.loading import NotATrace, sniff
 from record.run_record import has_memory
+from record.schema import Loop
 from record.window import step_range, window_run
 from ui.common import ROOT, is_whole, lang_of, render_said, said
 from ui.view import MainView, plot
@@ -145,7 +146,7 @@ def show_upload(path: str | None, lang_choice: str) -> tuple:
 def _show_file(path: Path, lang: str, recorded: bool) -> MainView:
     try:
         record = load_any(path)
-        where = viz.record_label(record)
+        where = viz.record_label(record, lang)
         if recorded:
             notes, values = _settings(record.get("config") or {})
             spec = said("status_recorded", "ok", notes=notes, where=where or path.name, **values)
@@ -153,7 +154,7 @@ def _show_file(path: Path, lang: str, recorded: bool) -> MainView:
             spec = said("status_imported", "ok", name=path.name, where=where)
         else:                    # a trace that names no device, torch or date
             spec = said("status_imported_unlabelled", "ok", name=path.name)
-        imported = all(run.get("loop") == "imported" for run in record["runs"])
+        imported = all(run.get("loop") == Loop.IMPORTED for run in record["runs"])
         files = write_downloads(record, trace=path if imported and not recorded else None)
         return shown(spec, record, lang, files)
     except NotATrace as error:       # an image, an archive, an empty file: said in words

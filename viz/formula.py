@@ -27,6 +27,7 @@ from typing import Any
 
 from record.metrics import compare_runs, overlap_speedup
 from record.run_record import loop_of
+from record.schema import Loop, Metrics, RunDict
 from texts import t
 from viz.labels import display_labels
 
@@ -38,33 +39,33 @@ PREFILL = 0.01            # prefill's share of the steady window worth naming
 _MS = 1e-3
 
 
-def _loops(runs: list[dict[str, Any]]) -> list[str]:
+def _loops(runs: list[RunDict]) -> list[str]:
     return [loop_of(run)[0] for run in runs]
 
 
-def compared_pair(runs: list[dict[str, Any]]) -> tuple[int, int] | None:
+def compared_pair(runs: list[RunDict]) -> tuple[int, int] | None:
     """Indices (baseline, candidate): the normal and overlap runs, else the first two runs."""
     loops = _loops(runs)
-    if "normal" in loops and "overlap" in loops:
-        return loops.index("normal"), loops.index("overlap")
+    if Loop.NORMAL in loops and Loop.OVERLAP in loops:
+        return loops.index(Loop.NORMAL), loops.index(Loop.OVERLAP)
     return (0, 1) if len(runs) == 2 else None
 
 
-def ratio_pairs(runs: list[dict[str, Any]]) -> list[tuple[int, int]]:
+def ratio_pairs(runs: list[RunDict]) -> list[tuple[int, int]]:
     """(baseline, candidate) for each ratio column: every other run against the normal run."""
     loops = _loops(runs)
-    if "normal" in loops and len(runs) > 1:
-        base = loops.index("normal")
+    if Loop.NORMAL in loops and len(runs) > 1:
+        base = loops.index(Loop.NORMAL)
         return [(base, i) for i in range(len(runs)) if i != base]
     pair = compared_pair(runs)
     return [pair] if pair else []
 
 
-def _comparable(a: dict[str, Any], b: dict[str, Any]) -> bool:
+def _comparable(a: RunDict, b: RunDict) -> bool:
     return bool(a["metrics"].get("steady_step_us")) and bool(b["metrics"].get("steady_step_us"))
 
 
-def formula_html(runs: list[dict[str, Any]], lang: str) -> str:
+def formula_html(runs: list[RunDict], lang: str) -> str:
     """The formula with the baseline's measured terms, the prediction, the measured speedup
     (both per decode step over the steady window), the whole run's tokens/s ratio named as such,
     and, for a large difference, what the runs measured that the formula leaves out."""
@@ -73,9 +74,9 @@ def formula_html(runs: list[dict[str, Any]], lang: str) -> str:
     base, names = runs[base_i], [html.escape(n) for n in display_labels(runs, lang)]
     m = base["metrics"]
     loop = loop_of(base)[0]
-    if loop == "imported" or "notes" in base:
+    if loop == Loop.IMPORTED or "notes" in base:
         return _trace_html(base, lang)
-    if loop not in ("normal", "overlap") or m.get("t_fwd_us") is None or m.get("t_cpu_us") is None:
+    if loop not in (Loop.NORMAL, Loop.OVERLAP) or m.get("t_fwd_us") is None or m.get("t_cpu_us") is None:
         return ""  # a multi-step run's CPU time per step is already shared by k forwards
     fwd, cpu = m["t_fwd_us"] * _MS, m["t_cpu_us"] * _MS
     lines = [
@@ -101,7 +102,7 @@ def formula_html(runs: list[dict[str, Any]], lang: str) -> str:
     return '<div class="ov-formula">' + "<br>".join(line for line in lines if line) + "</div>"
 
 
-def _trace_html(run: dict[str, Any], lang: str) -> str:
+def _trace_html(run: RunDict, lang: str) -> str:
     """An imported trace: what the import found (its notes), and the formula with the terms the
     trace allows (the GPU's busy and waiting time per step), as a question: what would overlap
     give this engine?"""
@@ -125,20 +126,20 @@ def _trace_html(run: dict[str, Any], lang: str) -> str:
             if lines else "")
 
 
-def multistep_html(runs: list[dict[str, Any]], lang: str = "en") -> str:
+def multistep_html(runs: list[RunDict], lang: str = "en") -> str:
     """With a multi-step run: ``max(T_fwd, (T_sched + T_post) / k)`` with the terms measured in
     the normal (else the overlap) run, the measured gain, and beside it the lag cost: wasted
     tokens and time to first token of every run."""
     loops = _loops(runs)
-    multi = [i for i, loop in enumerate(loops) if loop == "multistep"]
+    multi = [i for i, loop in enumerate(loops) if loop == Loop.MULTISTEP]
     if not multi:
         return ""
     names = [html.escape(name) for name in display_labels(runs, lang)]
-    base = loops.index("normal") if "normal" in loops else (
-        loops.index("overlap") if "overlap" in loops else None)
+    base = loops.index(Loop.NORMAL) if Loop.NORMAL in loops else (
+        loops.index(Loop.OVERLAP) if Loop.OVERLAP in loops else None)
     lines = []
-    m = runs[base]["metrics"] if base is not None else {}
-    if m.get("t_fwd_us") is not None and m.get("t_cpu_us") is not None:
+    m: Metrics = runs[base]["metrics"] if base is not None else {}
+    if base is not None and m.get("t_fwd_us") is not None and m.get("t_cpu_us") is not None:
         fwd, cpu = m["t_fwd_us"] * _MS, m["t_cpu_us"] * _MS
         if cpu <= fwd:               # nothing left for k steps to hide: say what it is for
             lines.append(f'<span class="ov-why" data-block="multistep-no-gain">'
@@ -150,7 +151,7 @@ def multistep_html(runs: list[dict[str, Any]], lang: str = "en") -> str:
             pred = overlap_speedup(m["t_fwd_us"], m["t_cpu_us"], k)
             lines.append("<b>" + t(lang, "formula_multistep_pred").format(label=names[i], pred=pred)
                          + "</b>")
-            if loops[base] == "normal" and _comparable(runs[base], runs[i]):
+            if loops[base] == Loop.NORMAL and _comparable(runs[base], runs[i]):
                 meas = compare_runs(runs[base], runs[i], k)["measured_speedup"]
                 text = t(lang, "formula_measured").format(a=names[base], b=names[i], meas=meas)
                 lines.append(f'<b data-metric="measured_speedup_multistep" '
@@ -161,7 +162,7 @@ def multistep_html(runs: list[dict[str, Any]], lang: str = "en") -> str:
             + "<br>".join(line for line in lines if line) + "</div>")
 
 
-def _lag_cost(runs: list[dict[str, Any]], names: list[str], multi: list[int], lang: str) -> str:
+def _lag_cost(runs: list[RunDict], names: list[str], multi: list[int], lang: str) -> str:
     wasted, ttft = [], []
     for i, run in enumerate(runs):
         metrics = run["metrics"]
@@ -181,7 +182,7 @@ def _lag_cost(runs: list[dict[str, Any]], names: list[str], multi: list[int], la
 
 # ---- a large gap between the prediction and the measurement, explained ----------------------
 
-def why_html(normal: dict[str, Any], other: dict[str, Any], a: str, b: str, k: int,
+def why_html(normal: RunDict, other: RunDict, a: str, b: str, k: int,
              lang: str) -> str:
     """The note for a measured speedup far from the prediction ('' when they agree within
     ``GAP_EXPLAINED``): which way, by how much, and what the runs measured that the formula
@@ -204,7 +205,7 @@ def why_html(normal: dict[str, Any], other: dict[str, Any], a: str, b: str, k: i
             f">{head} {tail}</span>")
 
 
-def _step_terms(normal: dict[str, Any], other: dict[str, Any], a: str, b: str, k: int,
+def _step_terms(normal: RunDict, other: RunDict, a: str, b: str, k: int,
                 lang: str) -> list[tuple[float, str, bool]]:
     """(µs per step, sentence, whether it raises the measured speedup over the prediction) for
     each term of the steps that the formula leaves out: what lengthens the serial step or
@@ -225,8 +226,8 @@ def _step_terms(normal: dict[str, Any], other: dict[str, Any], a: str, b: str, k
     if rest_o > SIGNIFICANT * s_o:
         text = t(lang, "why_overlap_rest").format(label=b, ms=rest_o * _MS, step=s_o * _MS,
                                                   longer=longer * _MS)
-        if o.get("decode_gap_us_p50") is not None:
-            text += t(lang, "why_gap_p50").format(gap=o["decode_gap_us_p50"] * _MS)
+        if (gap := o.get("decode_gap_us_p50")) is not None:
+            text += t(lang, "why_gap_p50").format(gap=gap * _MS)
         found.append((rest_o, text, False))
     if f_o >= c_o and abs(f_o - f_n) > SIGNIFICANT * s_o:         # the forward bounds it
         found.append((abs(f_o - f_n), t(lang, "why_forward").format(
@@ -237,7 +238,7 @@ def _step_terms(normal: dict[str, Any], other: dict[str, Any], a: str, b: str, k
     return found
 
 
-def _machine(run: dict[str, Any], lang: str) -> list[str]:
+def _machine(run: RunDict, lang: str) -> list[str]:
     """What the machine did meanwhile, where the run measured it and it was worth naming."""
     host, m = run.get("host") or {}, run["metrics"]
     reasons = []
