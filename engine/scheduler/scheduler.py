@@ -201,7 +201,7 @@ class Scheduler:
     # ---- stage 1 ------------------------------------------------------------------------------
     def receive_requests(self, in_flight: list[ForwardInput]) -> None:
         """Take what has arrived. ``in_flight``: batches launched and not yet processed (an
-        aborted request they carry is freed only after them, as a finished one)."""
+        aborted request they carry keeps its slot until they are done, as a finished one)."""
         with _CpuSpan(self.timeline, Phase.RECEIVE, self.step + 1, None):
             received = self.source.receive()
             self.table.waiting.extend(received.reqs)
