@@ -5,15 +5,20 @@ A trace of our own (``record.chrome_trace``) comes back as the runs it was writt
 profiler trace becomes one run:
 
 - **GPU lanes**: every CUDA stream that ran a kernel, memcpy or memset (one lane per stream);
-- **CPU lanes**: every host thread that launched GPU work, with its top-level events;
+- **CPU lanes**: every host thread that launched GPU work or ran named phases: its phases where
+  the trace names them (``record.host_phases``: the scheduler's functions, ``record_function``
+  ranges), else its top-level ops and runtime calls;
 - **steps**: ``ProfilerStep#N`` ranges where the trace has them; otherwise one step per CUDA
   graph launch; otherwise one per launch of the *step marker*, the kernel that runs once per
   forward at the most regular pace (the embedding lookup, the lm_head GEMM, the sampler...);
   each GPU event belongs to the step in which it was launched.
 
-The metrics are ``record.metrics``' own, so a production engine's idle gaps are measured exactly
-like ours; what a trace cannot tell (tokens, the scheduler's own phases) is said in the run's
-``notes``. Bounded in size, depth, lanes and spans: a hostile file gets a clear error.
+The run also says what its timing shows (``record.trace_loop``): ``loop_seen`` (serial or
+overlapped, and the readings behind it), ``joined_gap_us`` (gaps between kernels shorter than a
+launch, counted as busy) and ``step_starts`` (when the host began each step, for the
+step-through). The metrics are ``record.metrics``' own, so a production engine's idle gaps are
+measured exactly like ours; what a trace cannot tell (tokens, the scheduler's own phases) is
+said in the run's ``notes``. Bounded in size, depth, lanes and spans: a hostile file gets a clear error.
 
 Standard library only: no torch needed to read a trace.
 """
@@ -32,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from record import host_phases, trace_loop
 from record.files import DEFAULT_MAX_BYTES, FileTooLarge, read_bounded
 from record.metrics import compute_metrics
 from record.recorder import Span
@@ -261,6 +267,17 @@ def _top_level(events: list[_Event]) -> list[_Event]:
     return out
 
 
+def _outside(events: list[_Event], phases: list[host_phases.Phase]) -> list[_Event]:
+    """The events (sorted by start) that overlap none of the phases (sorted, disjoint)."""
+    out, i = [], 0
+    for event in events:
+        while i < len(phases) and phases[i].end <= event.ts:
+            i += 1
+        if i == len(phases) or phases[i].start >= event.end:
+            out.append(event)
+    return out
+
+
 # ---- steps ------------------------------------------------------------------------------------
 
 @dataclass
@@ -339,8 +356,15 @@ def _profiler_run(events: list[Any], label: str) -> dict[str, Any]:
     launches = {i: trace.launch_of(e) for i, e in enumerate(trace.gpu)}
     launch_times = {i: call.ts for i, call in launches.items() if call is not None}
     gpu_names = _gpu_lanes(trace)
+    by_thread: dict[tuple, list[_Event]] = defaultdict(list)
+    for event in trace.host:
+        if not _STEP_NAME.fullmatch(event.name):
+            by_thread[event.thread].append(event)
+    named = {thread: found for thread, host_events in by_thread.items()
+             if (found := host_phases.phases([(e.name, e.cat, e.ts, e.end)
+                                              for e in host_events]))}
     launching = {call.thread for call in launches.values() if call is not None} - {("?", "?")}
-    cpu_names = _cpu_lanes(trace, launching)
+    cpu_names = _cpu_lanes(trace, launching | set(named))
     if len(gpu_names) + len(cpu_names) > MAX_LANES:
         raise TraceImportError(f"the trace has {len(gpu_names)} GPU streams and "
                                f"{len(cpu_names)} launching threads; this page draws at most "
@@ -349,26 +373,57 @@ def _profiler_run(events: list[Any], label: str) -> dict[str, Any]:
     spans = [Span(gpu_names[e.thread], _short(e.name),
                   steps.at(launch_times.get(i, e.ts)), e.ts, e.end)
              for i, e in enumerate(trace.gpu)]
-    by_thread: dict[tuple, list[_Event]] = defaultdict(list)
-    for event in trace.host:
-        if event.thread in cpu_names and not _STEP_NAME.fullmatch(event.name):
-            by_thread[event.thread].append(event)
-    for thread, host_events in by_thread.items():
-        spans += [Span(cpu_names[thread], _short(e.name), steps.at(e.ts), e.ts, e.end)
-                  for e in _top_level(host_events)]
+    roles: dict[str, str] = {}
+    for thread, lane in cpu_names.items():
+        phases = named.get(thread, [])     # the host's phases, where the trace names them
+        for phase in phases:
+            spans.append(Span(lane, _short(phase.name), steps.at(phase.start), phase.start,
+                              phase.end))
+            if phase.role:
+                roles[_short(phase.name)] = phase.role
+        # Between them, its outermost ops and runtime calls (python functions are the stack
+        # above them: the outermost would be the whole loop).
+        spans += [Span(lane, _short(e.name), steps.at(e.ts), e.ts, e.end)
+                  for e in _outside(_top_level([e for e in by_thread.get(thread, [])
+                                                if e.cat != "python_function"]), phases)]
+    work = [trace_loop.GpuWork(e.ts, e.end, e.thread, launch_times.get(i),
+                               launches[i] is None or launches[i].name not in _GRAPH_LAUNCH)
+            for i, e in enumerate(trace.gpu)]
+    join, measured = trace_loop.launch_latency_us(work)
+    seen = _loop_seen(trace, work, steps, named, join)
     t0 = min([s.start_us for s in spans] + steps.starts[:1])    # the first step starts at 0
     for span in spans:
         span.start_us -= t0
         span.end_us -= t0
     spans.sort(key=lambda s: (s.start_us, s.lane))
     gpu_lanes = list(gpu_names.values())
-    metrics = compute_metrics(spans, [], gpu_lanes=gpu_lanes)      # every span, before thinning
+    metrics = compute_metrics(spans, [], gpu_lanes=gpu_lanes, join_us=join)   # every span
     if len(spans) > MAX_SPANS:
         spans = _thin(spans)
     run = run_dict("imported", 1, label, spans, metrics,
                    lanes=list(cpu_names.values()) + gpu_lanes, gpu_lanes=gpu_lanes)
-    run["notes"] = _notes(steps, metrics, bool(cpu_names))
+    run["joined_gap_us"] = round(join, 3)
+    run["step_starts"] = [[n, round(ts - t0, 3)] for n, ts in zip(steps.numbers, steps.starts)]
+    run["loop_seen"] = seen
+    if roles:
+        run["phase_roles"] = roles
+    run["notes"] = _notes(steps, metrics, bool(cpu_names), seen, join, measured, roles)
     return run
+
+
+def _loop_seen(trace: _Trace, work: list[trace_loop.GpuWork], steps: _Steps,
+               named: dict[tuple, list[host_phases.Phase]], join: float) -> dict[str, Any]:
+    """``record.trace_loop.loop_seen`` over this trace's steps, blocking host calls and named
+    host work (launching left out: it runs beside the GPU in every loop); and how many host
+    events the profiler recorded per step."""
+    blocking = [(e.ts, e.end) for e in trace.host if e.cat in ("cuda_runtime", "cuda_driver")
+                and any(word in e.name for word in trace_loop.BLOCKING)]
+    host_work = [(p.start, p.end) for found in named.values() for p in found
+                 if p.role not in (None, "launch")]
+    seen = trace_loop.loop_seen(work, blocking, steps.starts, host_work, join)
+    times = sorted(e.ts for e in trace.host)
+    seen["events_per_step"] = round(trace_loop.events_per_step(times, steps.starts), 1)
+    return seen
 
 
 def _thin(spans: list[Span]) -> list[Span]:
@@ -389,15 +444,29 @@ def _thin(spans: list[Span]) -> list[Span]:
     return spans
 
 
-def _notes(steps: _Steps, metrics: dict[str, Any], cpu_lanes: bool) -> list[dict[str, Any]]:
+def _notes(steps: _Steps, metrics: dict[str, Any], cpu_lanes: bool, seen: dict[str, Any],
+           join: float, measured: bool, roles: dict[str, str]) -> list[dict[str, Any]]:
     """What the import found and what a trace cannot tell, as text keys with values (viz says
     them in the reader's language)."""
     notes = [{"key": f"note_steps_{steps.how}", "steps": len(steps.numbers),
               "marker": steps.marker}]
     if steps.how != "none" and metrics.get("t_fwd_us"):
         notes.append({"key": "note_terms_from_gaps"})
+    verdict = seen.get("verdict")
+    if verdict in ("serial", "overlapped"):
+        notes.append({"key": f"note_loop_{verdict}", "waited": seen["waited"],
+                      "steps": seen["steps"], "late": round(100 * seen["late"]),
+                      "beside": seen["beside"]})
+    else:
+        notes.append({"key": "note_loop_unknown", "steps": seen["steps"]})
+    notes.append({"key": "note_joined" if measured else "note_joined_fixed",
+                  "join": f"{join:.1f}"})
+    if roles:
+        notes.append({"key": "note_phases", "phases": ", ".join(sorted(roles))})
     if not cpu_lanes:
         notes.append({"key": "note_no_cpu_lanes"})
+    if seen.get("events_per_step"):
+        notes.append({"key": "note_profiler_cost", "events": f"{seen['events_per_step']:,.0f}"})
     notes.append({"key": "note_no_tokens"})
     return notes
 

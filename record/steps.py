@@ -18,7 +18,7 @@ from typing import Any
 
 from record.metrics import FORWARD_PHASES, idle_gaps
 from record.run_record import loop_of
-from record.window import gpu_lanes
+from record.window import gpu_lanes, joined_gap_us
 
 NEXT_PHASES = ("receive", "schedule", "launch")   # B(n+1)'s own CPU work, before its forward
 
@@ -110,5 +110,5 @@ def idle_after(run: dict[str, Any], forward: dict[str, Any], step: int) -> float
                  and s["phase"] in FORWARD_PHASES and s.get("step", -1) > step]
     if not following:
         return 0.0
-    gaps = idle_gaps(spans, gpu_lanes(run), (forward["end_us"], min(following)))
+    gaps = idle_gaps(spans, gpu_lanes(run), (forward["end_us"], min(following)), joined_gap_us(run))
     return sum(b - a for a, b in gaps)
