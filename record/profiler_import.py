@@ -267,6 +267,19 @@ def _top_level(events: list[_Event]) -> list[_Event]:
     return out
 
 
+def _phase_step(steps: _Steps, phase: host_phases.Phase) -> int:
+    """The step a host phase belongs to. Where steps start at their launches (graph launches,
+    a marker kernel), the work that prepares a launch (receiving, scheduling, the launch call
+    itself) comes before it: it belongs to the step it launches, the next one to begin at or
+    after its start. Everything else, and every phase inside ProfilerStep ranges, belongs to
+    the step running when it began."""
+    if steps.how in ("graph_launch", "marker") and phase.role in ("receive", "schedule",
+                                                                   "launch"):
+        i = bisect.bisect_left(steps.starts, phase.start)
+        return steps.numbers[i] if i < len(steps.numbers) else -1
+    return steps.at(phase.start)
+
+
 def _outside(events: list[_Event], phases: list[host_phases.Phase]) -> list[_Event]:
     """The events (sorted by start) that overlap none of the phases (sorted, disjoint)."""
     out, i = [], 0
@@ -377,7 +390,7 @@ def _profiler_run(events: list[Any], label: str) -> dict[str, Any]:
     for thread, lane in cpu_names.items():
         phases = named.get(thread, [])     # the host's phases, where the trace names them
         for phase in phases:
-            spans.append(Span(lane, _short(phase.name), steps.at(phase.start), phase.start,
+            spans.append(Span(lane, _short(phase.name), _phase_step(steps, phase), phase.start,
                               phase.end))
             if phase.role:
                 roles[_short(phase.name)] = phase.role

@@ -57,18 +57,18 @@ class GpuWork:
 
 
 def launch_latency_us(work: Sequence[GpuWork]) -> tuple[float, bool]:
-    """(median launch-to-start latency of work launched onto an idle stream, measured?). Graph
+    """(median launch-to-start latency of work launched onto an idle GPU, measured?): work
+    launched while nothing else was pending on any stream, so it waited for nothing but its
+    launch (a copy queued behind a forward on another stream would measure the forward). Graph
     kernels are left out (one launch starts them all); with fewer than ``MIN_SAMPLES`` launches
     to measure, ``DEFAULT_JOIN_US`` and False."""
-    samples, last_end = [], {}
-    for item in sorted(work, key=lambda w: w.start):
-        idle_since = last_end.get(item.stream)
-        if item.direct and item.launch is not None and (idle_since is None
-                                                         or idle_since < item.launch):
+    samples, pending_until = [], None
+    for item in sorted((w for w in work if w.launch is not None), key=lambda w: w.launch):
+        if item.direct and (pending_until is None or pending_until < item.launch):
             latency = item.start - item.launch
             if 0.0 < latency < 1000.0:
                 samples.append(latency)
-        last_end[item.stream] = max(last_end.get(item.stream, item.end), item.end)
+        pending_until = item.end if pending_until is None else max(pending_until, item.end)
     if len(samples) < MIN_SAMPLES:
         return DEFAULT_JOIN_US, False
     return min(statistics.median(samples), MAX_JOIN_US), True
@@ -157,13 +157,32 @@ def beside_steps(work: Sequence[GpuWork], starts: Sequence[float]) -> set[int]:
             if w.stream != main and _covered(busy, w.start, w.end) > 0.0}
 
 
-def under_share(host: Sequence[Interval], busy: list[Interval]) -> float | None:
+def under_share(host: Sequence[Interval], busy: list[Interval],
+                blocked: Sequence[Interval] = ()) -> float | None:
     """Share of the host's named work (``record.host_phases``, launches left out) done while the
-    GPU was busy; None without such work."""
-    total = sum(b - a for a, b in host)
+    GPU was busy; the time it spent blocked in synchronising calls is no work (a serial loop's
+    ``_process_last_data`` waits under the forward it processes). None without such work."""
+    waits = _union(list(blocked))
+    work = [piece for a, b in _union(list(host)) for piece in _minus(a, b, waits)]
+    total = sum(b - a for a, b in work)
     if total <= 0:
         return None
-    return sum(_covered(busy, a, b) for a, b in host) / total
+    return sum(_covered(busy, a, b) for a, b in work) / total
+
+
+def _minus(a: float, b: float, holes: list[Interval]) -> list[Interval]:
+    """[a, b] less the sorted, disjoint ``holes``."""
+    out, cursor = [], a
+    i = max(bisect.bisect_right(holes, (a, float("inf"))) - 1, 0)
+    while i < len(holes) and holes[i][0] < b:
+        lo, hi = holes[i]
+        if hi > cursor and lo > cursor:
+            out.append((cursor, min(lo, b)))
+        cursor = max(cursor, hi)
+        i += 1
+    if cursor < b:
+        out.append((cursor, b))
+    return out
 
 
 def loop_seen(work: Sequence[GpuWork], blocking: Sequence[Interval], starts: Sequence[float],
@@ -178,7 +197,7 @@ def loop_seen(work: Sequence[GpuWork], blocking: Sequence[Interval], starts: Seq
     waited = len(waited_steps(work, blocking, starts) & middle)
     beside = len(beside_steps(work, starts) & middle)
     busy = _union([(w.start, w.end + join_us) for w in work])
-    under = under_share(host_work, busy)
+    under = under_share(host_work, busy, blocking)
     late = late_share(work, starts)
     seen = {"steps": len(middle), "waited": waited, "late": round(late, 4), "beside": beside,
             "under": None if under is None else round(under, 4)}
