@@ -465,13 +465,7 @@ def _notes(steps: _Steps, metrics: dict[str, Any], cpu_lanes: bool, seen: dict[s
               "marker": steps.marker}]
     if steps.how != "none" and metrics.get("t_fwd_us"):
         notes.append({"key": "note_terms_from_gaps"})
-    verdict = seen.get("verdict")
-    if verdict in ("serial", "overlapped"):
-        notes.append({"key": f"note_loop_{verdict}", "waited": seen["waited"],
-                      "steps": seen["steps"], "late": round(100 * seen["late"]),
-                      "beside": seen["beside"]})
-    else:
-        notes.append({"key": "note_loop_unknown", "steps": seen["steps"]})
+    notes += trace_loop.loop_notes(seen)
     notes.append({"key": "note_joined" if measured else "note_joined_fixed",
                   "join": f"{join:.1f}"})
     if roles:

@@ -216,6 +216,26 @@ def loop_seen(work: Sequence[GpuWork], blocking: Sequence[Interval], starts: Seq
     return seen
 
 
+def loop_notes(seen: dict) -> list[dict]:
+    """What ``loop_seen`` found, as text keys with values (``note_loop_*``): the verdict, and for
+    an overlapped loop each reading that shows it."""
+    steps, waited = seen["steps"], seen["waited"]
+    if seen["verdict"] == "serial":
+        return [{"key": "note_loop_serial", "waited": waited, "steps": steps}]
+    if seen["verdict"] != "overlapped":
+        return [{"key": "note_loop_unknown", "steps": steps}]
+    notes = [{"key": "note_loop_overlapped"}]
+    if waited <= NO_WAIT_SHARE * steps:
+        notes.append({"key": "note_loop_no_wait", "waited": waited, "steps": steps})
+    if seen["late"] >= LATE_SHARE:
+        notes.append({"key": "note_loop_late", "late": round(100 * seen["late"])})
+    if seen["beside"] >= BESIDE_SHARE * steps:
+        notes.append({"key": "note_loop_beside", "beside": seen["beside"], "steps": steps})
+    if seen["under"] is not None and seen["under"] >= UNDER_SHARE:
+        notes.append({"key": "note_loop_under", "under": round(100 * seen["under"])})
+    return notes
+
+
 def events_per_step(host_times: Sequence[float], starts: Sequence[float]) -> float:
     """Host events the profiler recorded per step, over the steps but the first and the last."""
     if len(starts) < 3:

@@ -418,7 +418,7 @@ def test_an_overlapped_trace_is_told_and_no_overlap_is_predicted_for_it(named):
     m = run["metrics"]
     assert m["steady_step_us"] == pytest.approx(FORWARD_US, rel=0.02)   # the forward bounds it
     assert m["t_cpu_us"] is None and m["predicted_overlap_speedup"] is None
-    for lang, said in (("en", "no overlap is predicted"), ("zh", "不预测重叠")):
+    for lang, said in (("en", "no overlap is predicted"), ("zh", "不对它预测重叠")):
         html = viz.metrics_html([run], lang)
         assert said in html and 'data-metric="trace_predicted"' not in html
         assert "T_sched + T_post" not in html.split("<table")[0]     # no CPU term in the formula
@@ -552,3 +552,15 @@ def test_the_profilers_own_cost_is_said_with_the_traces_events_per_step():
     for lang, said in (("en", "torch.profiler's own cost is inside this trace"),
                        ("zh", "torch.profiler 自身的开销就在这个 trace 里")):
         assert said in viz.metrics_html([run], lang)
+
+
+def test_every_trace_string_has_a_chinese_one_with_the_same_placeholders():
+    import re
+
+    from texts import t, traces
+
+    assert set(traces.EN) == set(traces.ZH)
+    for key in traces.EN:
+        en, zh = t("en", key), t("zh", key)
+        assert zh != en and re.search("[\u4e00-\u9fff]", zh), key
+        assert sorted(re.findall(r"\{(\w+)", en)) == sorted(re.findall(r"\{(\w+)", zh)), key

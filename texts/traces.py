@@ -19,11 +19,14 @@ EN: dict[str, str] = {
     "note_loop_serial": "<b>A serial loop</b>: in {waited} of {steps} steps the host blocked in a "
                         "synchronising call until the GPU had finished everything it was given, "
                         "then built the next step.",
-    "note_loop_overlapped": "<b>An overlapped loop</b>: the host waited for the GPU to run dry in "
-                            "{waited} of {steps} steps; a median {late}% of a step's GPU work ran "
-                            "after the host had begun the next step; a second stream worked "
-                            "beside the main one in {beside} steps. No overlap is predicted for "
-                            "it: its step already costs about the longer of the two parts.",
+    "note_loop_overlapped": "<b>An overlapped loop</b>, as its timing shows:",
+    "note_loop_no_wait": "the host waited for the GPU to run dry in {waited} of {steps} steps;",
+    "note_loop_late": "a median {late}% of a step's GPU work ran after the host had begun the "
+                      "next step;",
+    "note_loop_beside": "in {beside} of {steps} steps a second stream worked beside the main "
+                        "one;",
+    "note_loop_under": "{under}% of the host's named work (its launches left out) ran while the "
+                       "GPU was busy;",
     "note_loop_unknown": "Serial or overlapped cannot be told from {steps} steps of this trace: "
                          "the formula reads it as a serial loop.",
     "note_joined": "Gaps between kernels shorter than {join} µs (this trace's median time from a "
@@ -44,8 +47,9 @@ EN: dict[str, str] = {
                    "host {wait:.2f} ms",
     "trace_pred": "read as a serial loop whose wait is the host's part: overlapped step ≈ "
                   "max({fwd:.2f}, {wait:.2f}) = {best:.2f} ms, <b>{pred:.2f}× predicted</b>",
-    "trace_no_pred": "<b>overlapped already: no overlap is predicted</b> (its GPU waits "
-                     "{wait:.2f} ms a step)",
+    "trace_no_pred": "<b>overlapped already: no overlap is predicted</b> for it, its step "
+                     "costs about the longer of its two parts already (its GPU waits {wait:.2f} "
+                     "ms a step)",
     "trace_measured": "measured per step ({a} step time ÷ {b} step time, the middle 80% of "
                       "each run's steps): {meas:.2f}×",
     "trace_found": "How this trace was read",
@@ -83,10 +87,11 @@ ZH: dict[str, str] = {
                             "（提交前向；在重叠循环中还在构建下一批）。",
     "note_loop_serial": "<b>串行循环</b>：{steps} 步中有 {waited} 步，主机在一个同步调用里一直阻塞到 GPU "
                         "做完交给它的全部工作，然后才构建下一步。",
-    "note_loop_overlapped": "<b>重叠循环</b>：{steps} 步中只有 {waited} 步主机等到了 GPU 空下来；每步 GPU "
-                            "工作中位数有 {late}% 是在主机开始下一步之后才运行的；有 {beside} 步里另一条 "
-                            "stream 在主 stream 旁边工作。不对它预测重叠：它的每步时间已经约等于两部分中"
-                            "较长的那一部分。",
+    "note_loop_overlapped": "<b>重叠循环</b>，从它的时序可以看出：",
+    "note_loop_no_wait": "{steps} 步中只有 {waited} 步主机等到了 GPU 空下来；",
+    "note_loop_late": "每步 GPU 工作中位数有 {late}% 是在主机开始下一步之后才运行的；",
+    "note_loop_beside": "{steps} 步中有 {beside} 步另一条 stream 在主 stream 旁边工作；",
+    "note_loop_under": "主机有名字的工作（不算提交）中有 {under}% 是在 GPU 忙碌时进行的；",
     "note_loop_unknown": "从这个 trace 的 {steps} 步看不出是串行还是重叠：公式把它当作串行循环。",
     "note_joined": "短于 {join} µs 的 kernel 间空隙（本 trace 中，从启动调用到 kernel 在空闲 stream 上开始"
                    "运行的时间中位数）算作忙碌：没有主机能填上这样的空隙。",
@@ -102,7 +107,8 @@ ZH: dict[str, str] = {
                    "{wait:.2f} ms",
     "trace_pred": "当作串行循环、把等待看作主机的部分：重叠一步 ≈ max({fwd:.2f}, {wait:.2f}) = "
                   "{best:.2f} ms，<b>预测 {pred:.2f}×</b>",
-    "trace_no_pred": "<b>已经是重叠循环：不预测重叠</b>（它的 GPU 每步等待 {wait:.2f} ms）",
+    "trace_no_pred": "<b>已经是重叠循环：不对它预测重叠</b>，它的每步时间已经约等于两部分中较长的那一部分"
+                     "（它的 GPU 每步等待 {wait:.2f} ms）",
     "trace_measured": "每步实测（{a}每步时间 ÷ {b}每步时间，各取中间 80% 的步）：{meas:.2f}×",
     "trace_found": "这个 trace 是怎样读的",
     "tag_overlapped": " · 重叠循环",

@@ -31,7 +31,7 @@ from typing import Any
 
 from record.metrics import compare_runs, overlap_speedup
 from record.run_record import loop_of
-from texts import t
+from texts import sentence_gap, t
 from viz.labels import display_labels
 
 GAP_EXPLAINED = 0.10      # |measured / predicted - 1| above this gets a note
@@ -149,12 +149,11 @@ def _loops_html(runs: list[dict[str, Any]], names: list[str], lang: str) -> str:
     return '<div class="ov-formula">' + "<br>".join(line for line in lines if line) + "</div>"
 
 
-SHOWN_NOTES = ("note_loop_", "note_profiler_cost")   # said at once; the rest one click away
-
-
-def _notes(run: dict[str, Any], lang: str) -> tuple[list[str], list[str]]:
-    """The import's notes in ``lang``: (said at once, the rest)."""
-    shown, rest = [], []
+def _notes(run: dict[str, Any], lang: str) -> dict[str, list[str]]:
+    """The import's notes in ``lang``, grouped: ``loop`` (what its timing says about its loop,
+    said at once, in one paragraph), ``cost`` (the profiler's own cost, said at once) and
+    ``rest`` (how the trace was read, one click away)."""
+    groups: dict[str, list[str]] = {"loop": [], "cost": [], "rest": []}
     for note in run.get("notes") or []:
         if isinstance(note, dict) and isinstance(note.get("key"), str) \
                 and note["key"].startswith("note_"):
@@ -163,21 +162,28 @@ def _notes(run: dict[str, Any], lang: str) -> tuple[list[str], list[str]]:
                 text = t(lang, note["key"]).format(**values)
             except (KeyError, IndexError):
                 continue                              # a note this version does not know
-            (shown if note["key"].startswith(SHOWN_NOTES) else rest).append(text)
-    return shown, rest
+            group = "loop" if note["key"].startswith("note_loop_") else \
+                "cost" if note["key"] == "note_profiler_cost" else "rest"
+            groups[group].append(text)
+    return groups
 
 
 def _trace_html(run: dict[str, Any], name: str, lang: str) -> str:
     """An imported trace: its terms per step named by what they hold (the GPU's busy time, the
-    GPU's wait between forwards), what its timing says about its loop, and a prediction only
-    for a loop not seen to overlap already; what else the import found, one click away."""
-    shown, rest = _notes(run, lang)
+    GPU waiting for the host), what its timing says about its loop, a prediction only for a
+    loop not seen to overlap already, and the profiler's own cost; how the trace was read, one
+    click away."""
+    notes = _notes(run, lang)
     m = run["metrics"]
     fwd = (m.get("t_fwd_us") or 0.0) * _MS
     wait = m.get("gpu_wait_us")
     if wait is None and m.get("t_cpu_us") is not None:   # a record exported by older code
         wait = m["t_cpu_us"]
-    lines = [t(lang, "trace_head").format(label=name)] + shown[:1]
+    lines = [t(lang, "trace_head").format(label=name)]
+    if notes["loop"]:                      # its readings end as one sentence
+        said = sentence_gap(lang).join(notes["loop"])
+        lines.append(said[:-1] + "." if said.endswith(";") else
+                     said[:-1] + "。" if said.endswith("；") else said)
     if fwd > 0 and wait is not None:
         wait *= _MS
         lines.append(t(lang, "trace_terms").format(step=(m.get("steady_step_us") or 0.0) * _MS,
@@ -189,10 +195,10 @@ def _trace_html(run: dict[str, Any], name: str, lang: str) -> str:
             lines.append(f'<span data-metric="trace_predicted" data-value="{pred:.6g}">'
                          + t(lang, "trace_pred").format(fwd=fwd, wait=wait, best=max(fwd, wait),
                                                         pred=pred) + "</span>")
-    lines += shown[1:]
-    if rest:
+    lines += notes["cost"]
+    if notes["rest"]:
         lines.append(f"<details><summary>{t(lang, 'trace_found')}</summary>"
-                     + " ".join(rest) + "</details>")
+                     + sentence_gap(lang).join(notes["rest"]) + "</details>")
     return '<div class="ov-formula" data-block="trace">' + "<br>".join(lines) + "</div>"
 
 
