@@ -525,7 +525,7 @@ def test_launch_latency_is_measured_on_launches_onto_an_idle_gpu():
 
 @pytest.mark.parametrize("lang, late, host", [
     ("en", "ran after the host had begun step 6", "`_process_last_data` (process_last): "),
-    ("zh", "是在主机开始第 6 步之后运行的", "`_process_last_data` (process_last)："),
+    ("zh", "是在主机开始第 6 步之后运行的", "`_process_last_data`（process_last）："),
 ])
 def test_the_step_through_walks_an_imported_step(lang, late, host):
     import viz

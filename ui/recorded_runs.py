@@ -78,7 +78,8 @@ def _trim_downloads() -> None:
 
 
 def default_window(runs: list[dict[str, Any]]) -> tuple[int, int]:
-    """Steps 20-25 when the run is that long, else a few steps from its middle; for a run with
+    """Steps 20-25 when the runs are that long, else a few steps from the middle of the steps
+    they all have (runs side by side may differ in length: two traces); for a run with
     kernel lanes (a torch.profiler window), the steps those lanes cover, less the first and the
     last where it covers four or more: the profiler's start and stop fall at its edges (on the
     H200 the stop held the scheduler for 50 ms in the step after the window's last, which a
@@ -88,7 +89,10 @@ def default_window(runs: list[dict[str, Any]]) -> tuple[int, int]:
     if profiled:
         low, high = min(profiled), max(profiled)
         return (low + 1, high - 1) if high - low >= 3 else (low, high)
-    first, last = step_range(runs[0]) if runs else (0, 0)
+    ranges = [step_range(run) for run in runs] or [(0, 0)]
+    first, last = max(r[0] for r in ranges), min(r[1] for r in ranges)
+    if first > last:              # runs with no step in common (two traces): the first run's
+        first, last = ranges[0]
     start = 20 if first <= 20 and last >= 25 else first + (last - first) // 3
     return start, min(last, start + 5)
 

@@ -167,9 +167,10 @@ def trace_caption(run: dict[str, Any], step: int, lang: str = "en") -> str:
     for name, role, us in found["host"]:
         totals[(name, role)] = totals.get((name, role), 0.0) + us
     if totals:
-        colon = label_colon(lang)
-        phases = ", ".join(f"`{html.escape(name)}` ({role}){colon}{us / 1000.0:.2f} ms"
-                           for (name, role), us in totals.items())
+        colon, comma = label_colon(lang), ("，" if lang == "zh" else ", ")
+        left, right = ("（", "）") if lang == "zh" else (" (", ")")
+        phases = comma.join(f"`{html.escape(name)}`{left}{role}{right}{colon}{us / 1000.0:.2f} ms"
+                            for (name, role), us in totals.items())
         text += t(lang, "cap_trace_host").format(phases=phases)
     return text
 

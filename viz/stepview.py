@@ -95,8 +95,8 @@ def _trace_marks(fig: FigureSpec, run: dict[str, Any], step: int, index: dict[st
         fig.add_shape(type="rect", x0=(a - offset) / 1000.0, x1=(b - offset) / 1000.0, y0=y0,
                       y1=y1, xref="x", yref="y", layer="below", line={"width": 0},
                       fillcolor="rgba(117,107,177,0.18)", name="trace_late")
-        fig.add_annotation(x=(a - offset) / 1000.0, y=y1, xref="x", yref="y", xanchor="left",
-                           yanchor="top", showarrow=False, name="trace_late",
+        fig.add_annotation(x=(a - offset) / 1000.0, y=(y0 + y1) / 2, xref="x", yref="y",
+                           xanchor="left", showarrow=False, name="trace_late",
                            text=f"<b>{t(lang, 'trace_late_band').format(m=found['next'])}</b>",
                            font={"size": 11, "color": "#54278f"},
                            bgcolor="rgba(255,255,255,0.8)")
