@@ -45,7 +45,7 @@ def loop_trace(overlap: bool, steps: int = 10, named: bool = True) -> dict:
     """A trace of ``steps`` decode steps of Mini-SGLang's overlap (or normal) loop; ``named``:
     with the scheduler's python functions (``with_stack=True``)."""
     events: list[dict] = [
-        {"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "scheduler"}},
+        {"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "thread 1 (python3)"}},
         {"ph": "M", "name": "process_labels", "pid": 0, "tid": 0, "args": {"labels": "GPU 0"}},
     ]
     corr, host, engine_free = 0, T0, T0

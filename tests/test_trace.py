@@ -447,7 +447,7 @@ def test_the_cpu_lane_shows_the_hosts_named_phases_in_their_roles_colours():
     run = import_profiler_trace(loop_trace_bytes(overlap=True))
     assert run["phase_roles"] == {"_schedule_next_batch": "schedule", "_forward": "launch",
                                   "_process_last_data": "process_last"}
-    cpu = [s for s in run["spans"] if s["lane"] == "CPU scheduler"]
+    cpu = [s for s in run["spans"] if s["lane"] == "CPU thread 1 (python3)"]
     assert [s["phase"] for s in cpu[:3]] == ["_schedule_next_batch", "_forward",
                                              "_process_last_data"]
     # Building and launching step n belong to step n (before its graph launch), processing
