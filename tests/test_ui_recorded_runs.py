@@ -256,3 +256,13 @@ def test_a_second_file_that_cannot_be_read_leaves_the_view_and_says_which(two_tr
     view = _fields(recorded_runs.show_upload([two_traces[0], str(bad)], False, None, "English"))
     assert "chart.png" in view["status"] and "status-error" in view["status"]
     assert view["timeline"] == {"__type__": "update"}
+
+
+def test_the_page_export_of_two_traces_opens_as_they_were(two_traces):
+    view = _fields(recorded_runs.show_upload(list(two_traces), False, None, "English"))
+    again = _fields(recorded_runs.show_upload(view["download_record"]["value"], False, None,
+                                              "English"))
+    runs = again["record"]["runs"]
+    assert [run["loop_seen"]["verdict"] for run in runs] == ["overlapped", "serial"]
+    assert [run["source"] for run in runs] == ["overlap.json", "serial.json"]
+    assert again["metrics"] == view["metrics"]
