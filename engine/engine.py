@@ -61,20 +61,43 @@ class RequestOutput:
     token_us: list[float] = field(default_factory=list)   # when each token was delivered
 
 
+Summary = tuple[dict[str, Any], dict[str, float]]     # (metrics, host report)
+
+
 @dataclass
 class RunResult:
+    """What one ``generate`` call produced. ``metrics`` (record.metrics, from the spans) and
+    ``host`` (engine.host_load, which needs the GPU's busy time) are worked out when first read,
+    not inside the call: a caller who times ``generate`` times the run and the outputs, one who
+    reads the metrics pays for them then (milliseconds for a thousand spans). The spans are
+    resolved inside the call: their CUDA events go back to the device's pool for the next run."""
+
     loop: str                       # "normal" | "overlap" | "multistep"
     decode_steps: int               # k: decode forwards per scheduling iteration (1 unless multi-step)
     outputs: list[RequestOutput]
     timeline: list[Span]
-    metrics: dict[str, Any]
     wall_s: float
     label: str = ""
     lanes: list[str] = field(default_factory=lambda: list(BASE_LANES))  # the device's lanes
     extra_lanes: list[str] = field(default_factory=list)   # e.g. kernel lanes from torch.profiler
-    host: dict[str, float] = field(default_factory=dict)   # engine.host_load.host_report
     memory: dict[str, Any] = field(default_factory=dict)   # KV pages per step (memory_record)
     mapping_faults: list[tuple[int, int, int, int]] = field(default_factory=list)  # debug_checks
+    summarize: Callable[[], Summary] | None = field(default=None, repr=False, compare=False)
+    _summary: Summary | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def metrics(self) -> dict[str, Any]:
+        return self._summarized()[0]
+
+    @property
+    def host(self) -> dict[str, float]:
+        return self._summarized()[1]
+
+    def _summarized(self) -> Summary:
+        if self._summary is None:
+            self._summary = self.summarize() if self.summarize is not None else ({}, {})
+            self.summarize = None              # what it needed can go
+        return self._summary
 
     @property
     def mode(self) -> str:
@@ -301,10 +324,8 @@ class Engine:
         cpu_end = host_load.snapshot(list(cpu_start.ours_s) if cpu_start else [])
         self._runs += 1
         loop = ("overlap" if k == 1 else "multistep") if overlap else "normal"
-        result = self._result(loop, k if overlap else 1, reqs, sched, timeline, wall_s)
-        result.host = host_load.host_report(cpu_start, cpu_end, device_pid,
-                                            result.metrics["gpu_busy_frac"] * wall_s)
-        return result
+        return self._result(loop, k if overlap else 1, reqs, sched, timeline, wall_s,
+                            (cpu_start, cpu_end, device_pid))
 
     def serve(self, source: RequestSource, sink: TokenSink, overlap: bool | None = None,
               timeline: Timeline | None = None, extra_cpu_us: int | None = None,
@@ -386,9 +407,7 @@ class Engine:
             return backend.decode_batch(known, skip_special_tokens=True)
         return [self.tokenizer.decode(ids, skip_special_tokens=True) for ids in known]
 
-    def _result(self, loop: str, k: int, reqs, sched, timeline, wall_s) -> RunResult:
-        from record.metrics import compute_metrics, latency_summary
-
+    def _result(self, loop: str, k: int, reqs, sched, timeline, wall_s, host) -> RunResult:
         t0 = timeline.t0_ns
 
         def us(ns: int) -> float:
@@ -400,22 +419,19 @@ class Engine:
                                  r.wasted_steps, [(t - t0) / 1000.0 for t in r.token_ns])
                    for r, text in zip(reqs, texts)]
         spans = timeline.snapshot()
-        out_dicts = [o.__dict__ for o in outputs]
-        metrics = compute_metrics(spans, out_dicts, GPU_LANES, wall_us=wall_s * 1e6)
-        metrics.update(latency_summary(out_dicts, wall_us=wall_s * 1e6))
-        metrics["wasted_tokens"] = sched.wasted_tokens
-        metrics["unsafe_frees"] = sched.table.unsafe_frees
-        metrics["unguarded_tokens"] = sched.unguarded_tokens   # hazard lab: a guard switched off
-        metrics["extra_cpu_us"] = sched.extra_cpu_us   # spent inside each step's process_last
-        metrics.update(memory_metrics(sched))
+        counts = {"wasted_tokens": sched.wasted_tokens, "unsafe_frees": sched.table.unsafe_frees,
+                  # hazard lab: tokens a switched-off guard let through
+                  "unguarded_tokens": sched.unguarded_tokens,
+                  "extra_cpu_us": sched.extra_cpu_us,   # spent inside each step's process_last
+                  **memory_metrics(sched)}
         kernel_spans, kernel_lanes = [], []
         if sched.capture is not None:
             kernel_spans, kernel_lanes = sched.capture.merged_spans(spans)
-        spans = sorted(spans + kernel_spans, key=lambda s: s.start_us)
-        result = RunResult(loop, k, outputs, spans, metrics, wall_s, lanes=list(self.device.lanes),
-                           extra_lanes=kernel_lanes,
+        result = RunResult(loop, k, outputs, sorted(spans + kernel_spans, key=lambda s: s.start_us),
+                           wall_s, lanes=list(self.device.lanes), extra_lanes=kernel_lanes,
                            memory=memory_record(sched, timeline, self.pages.total),
-                           mapping_faults=sched.mapping.faults if sched.mapping else [])
+                           mapping_faults=sched.mapping.faults if sched.mapping else [],
+                           summarize=lambda: _summary(spans, outputs, wall_s, counts, *host))
         result.label = f"{result.mode} ({self.device_label()})"
         return result
 
@@ -484,6 +500,20 @@ class Engine:
     def __exit__(self, *exc) -> None:
         self.close()
 
+
+
+def _summary(spans: list[Span], outputs: list[RequestOutput], wall_s: float,
+             counts: dict[str, Any], cpu_start, cpu_end, device_pid) -> Summary:
+    """A run's metrics (from its scheduler spans; kernel lanes left out) and host report."""
+    from record.metrics import compute_metrics, latency_summary
+
+    out_dicts = [o.__dict__ for o in outputs]
+    metrics = compute_metrics(spans, out_dicts, GPU_LANES, wall_us=wall_s * 1e6)
+    metrics.update(latency_summary(out_dicts, wall_us=wall_s * 1e6))
+    metrics.update(counts)
+    host = host_load.host_report(cpu_start, cpu_end, device_pid,
+                                 metrics["gpu_busy_frac"] * wall_s)
+    return metrics, host
 
 
 @contextmanager

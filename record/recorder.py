@@ -220,8 +220,8 @@ class Timeline:
         return spans
 
     def take(self) -> list[Span]:
-        """Remove and return the spans resolved so far (issue 15: a served session, which never
-        ends, streams its spans out this way instead of keeping them all)."""
+        """Remove and return the spans resolved so far (a served session, which never ends,
+        streams its spans out this way instead of keeping them all)."""
         self.resolve()
         with self._lock:
             spans, self._spans = self._spans, []

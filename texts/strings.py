@@ -54,10 +54,10 @@ _EN: dict[str, str] = {
   `result_copy_stream="engine"` (Mini-SGLang's place) it runs on the engine stream right after
   sampling: upload(*n+1*) still never waits for forward(*n*), but forward(*n+1*) follows
   forward(*n*) only after the copy's few microseconds. With `result_copy_stream="scheduler"`
-  (H200 records made before 2026-12-01) copy(*n*) waits there for forward(*n*), upload(*n+1*)
-  queues behind it, and every forward starts only after the previous one, its copy and the next
-  upload. On a CPU the device process runs every command in order, like a single stream (its
-  copy is drawn on the scheduler-stream lane).
+  copy(*n*) waits there for forward(*n*), upload(*n+1*) queues behind it, and every forward
+  starts only after the previous one, its copy and the next upload. On a CPU the device process
+  runs every command in order, like a single stream (its copy is drawn on the scheduler-stream
+  lane).
 - **KV memory** (the chart under the step window, for runs that record it): pages in use by
   requests, held only by the prefix cache, and free, per step; a dotted line marks a
   retraction (the pool ran dry and the newest request waits again). A finished request's pages
@@ -70,11 +70,11 @@ _EN: dict[str, str] = {
 - On a machine without a GPU, a separate **device process** plays the GPU (it owns the model,
   KV cache and token pool). Its lanes are measured, not simulated.
 - **The instrument's own cost.** Recording the spans costs the scheduler thread time too. On
-  CUDA every step records five timing events (about 3 µs each on an H200's host) besides the
-  CPU lane's stamps: about 13 µs a step, 9 µs of it before the forward is launched. The serial
-  loop pays that as GPU idle time (about 2% of the bundled model's step on an H200, so its red
-  bands there are that much wider than unrecorded); the overlap loop hides it while the GPU is
-  the bottleneck. `python -m bench --overhead` measures it on your machine (README, H200 round 9).
+  CUDA every step records five timing events besides the CPU lane's stamps, three of them before
+  the forward is launched. The serial loop pays their host time as GPU idle time (so its red
+  bands are a little wider than unrecorded); the overlap loop hides it while the GPU is the
+  bottleneck. `python -m bench --overhead` measures it on your machine (docs/benchmarks.md has
+  an H200's figures).
 """,
     "zoom_help": (
         "**Step window.** Both runs are cut to the same step numbers (a run with fewer steps "
@@ -246,6 +246,7 @@ stream lanes* and over the *engine stream alone*; where they differ, the GPU was
                    "({device}).",
     "status_failed": "The run failed: {error}",
     "status_recorded": "Recorded on {where}.",
+    "engine_mini-sglang": "Mini-SGLang (the article's code)",
     "status_settings": "Run with: {model}, B = {batch}, {graphs}, {extra} µs of extra CPU work a "
                        "step.",
     "status_settings_copy": "Result copy on the {copy}.",
@@ -367,10 +368,10 @@ _ZH: dict[str, str] = {
   一样）：它在那里等待 forward(*n*)，而 forward(*n+1*) 已经开始，因为每次前向还把自己的 token 存进
   一个小结果环里属于自己的一行，下一次前向不会写它。若设 `result_copy_stream="engine"`（Mini-SGLang
   的位置），回传在 engine stream 上紧跟采样执行：upload(*n+1*) 仍然从不等待 forward(*n*)，但
-  forward(*n+1*) 要隔几微秒的回传才接在 forward(*n*) 之后。若设 `result_copy_stream="scheduler"`
-  （2026-12-01 之前录制的 H200 运行就是如此），copy(*n*) 在那里等待 forward(*n*)，upload(*n+1*)
-  排在它后面，于是每次前向都要等上一次前向、它的回传和下一次上传依次完成后才开始。在 CPU 上，设备进程
-  按顺序执行每条命令，就像只有一条 stream（它的回传画在 scheduler stream 泳道上）。
+  forward(*n+1*) 要隔几微秒的回传才接在 forward(*n*) 之后。若设 `result_copy_stream="scheduler"`，
+  copy(*n*) 在那里等待 forward(*n*)，upload(*n+1*) 排在它后面，于是每次前向都要等上一次前向、它的
+  回传和下一次上传依次完成后才开始。在 CPU 上，设备进程按顺序执行每条命令，就像只有一条 stream（它的
+  回传画在 scheduler stream 泳道上）。
 - **KV 内存**（步窗口下方的图，仅限记录了它的运行）：每一步中请求占用、只由前缀缓存持有和空闲的页；
   虚线标出一次撤回（页池用尽，最新的请求重新排队）。请求结束后，它的页留在前缀缓存里（青色），等待以相同
   token 开头的后来请求，所以即使一次都没命中，也会出现青色。命中来自*共享系统提示*、重复的提示，以及被
@@ -380,10 +381,9 @@ _ZH: dict[str, str] = {
 - 没有 GPU 的机器上，由一个独立的**设备进程**扮演 GPU（它持有模型、KV Cache 和 token_pool）。
   它的泳道是实测的，不是模拟的。
 - **测量工具自身的代价**。记录这些时间段也要占用调度线程的时间。在 CUDA 上，除了 CPU 泳道的打点，每一步
-  还要记录五个计时事件（在一台 H200 的主机上每个约 3 µs）：每步约 13 µs，其中 9 µs 在前向发射之前。串行循环
-  把这部分当作 GPU 空闲付出（在 H200 上约为内置模型一步的 2%，所以那里的红色区域比不记录时宽这么多）；
-  只要 GPU 是瓶颈，重叠循环就把它藏住了。`python -m bench --overhead` 可以在你的机器上测出它（见 README
-  的 H200 第 9 轮）。
+  还要记录五个计时事件，其中三个在前向发射之前。串行循环把它们在主机上花的时间当作 GPU 空闲付出（所以红色
+  区域比不记录时略宽）；只要 GPU 是瓶颈，重叠循环就把它藏住了。`python -m bench --overhead` 可以在你的机器上
+  测出它（docs/benchmarks.md 里有一台 H200 的数字）。
 """,
     "zoom_help": (
         "**步窗口**。两次运行都截取相同编号的步（步数较少的运行截到它的最后一步为止）并从 0 ms 开始。"
@@ -531,6 +531,7 @@ _ZH: dict[str, str] = {
                    "（{device}）。",
     "status_failed": "运行失败：{error}",
     "status_recorded": "录制于 {where}。",
+    "engine_mini-sglang": "Mini-SGLang（文章所读的代码）",
     "status_settings": "运行设置：{model}，B = {batch}，{graphs}，每步额外 CPU 工作 {extra} µs。",
     "status_settings_copy": "结果回传在 {copy} 上。",
     "status_settings_kv": "KV 页池共 {kv_pages} 页。",

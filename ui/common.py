@@ -89,11 +89,11 @@ def shutdown() -> None:
 def placement() -> Any:
     """Which cores the scheduler, the device process and this server may use.
 
-    Measured on the 2-core machine with a browser beside the app (``scripts/app_vs_cli.py``,
-    README): pinning (device process on one core, scheduler and server on the other) gave the
-    first clicks 91-92% GPU busy, leaving the processes to the OS 94-95%, since the OS can move
-    the scheduler off a core the browser or the server is using. So nothing is pinned unless
-    OVERLAP_DEMO_PIN=1 asks for ``plan_placement``'s split (to measure it again)."""
+    On a 2-core machine with a browser beside the app, pinning (the device process on one core,
+    the scheduler and the server on the other) gave the first clicks less GPU busy than leaving
+    the processes to the OS, which can move the scheduler off a core that the browser or the
+    server is using. So nothing is pinned unless OVERLAP_DEMO_PIN=1 asks for
+    ``plan_placement``'s split (to compare the two)."""
     from engine.processes.scheduler_process import Placement, plan_placement
 
     return plan_placement() if os.environ.get("OVERLAP_DEMO_PIN", "0") == "1" else Placement()

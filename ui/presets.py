@@ -5,11 +5,9 @@ the device the run will use.
   (``FIRST_CLICK_FORWARDS``), inside what one-step overlap hides: a serial step costs
   T_fwd + T_cpu, an overlapped one max(T_fwd, T_cpu), so the GPU stays busy and the step is
   1.7x as fast. Why 0.7: the host's own speed moves the scheduler's work from page load to page
-  load (on one H200 machine the warm-up measured 0.14 ms and 0.33 ms a step, minutes apart), and
-  the sizing must leave room both ways: at one forward any jitter shows as idle GPU, below half
-  a forward the gain falls under 1.5x. Five clicks after a warm-up that measured 0.14 ms, sized
-  to 0.8 forwards (110 µs extra), gained 1.71-1.92x but were 91.6-99.6% busy; 0.7 would have
-  added 77 µs (docs/notes/gpu-session-2026-12-01-r7-page.log);
+  load (by a factor of two on a GPU machine, minutes apart), and the sizing must leave room both
+  ways: at one forward any jitter shows as idle GPU, below half a forward the gain falls under
+  1.5x;
 - ``multistep``: the scheduler's work about three forwards long, which one-step overlap cannot
   hide and k = 4 decode steps per scheduling pass can (max(T_fwd, T_cpu / 4) = T_fwd).
 

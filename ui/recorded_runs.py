@@ -168,9 +168,9 @@ def show_upload(paths: Any, beside: bool, on_screen: dict[str, Any] | None,
         if isinstance(view, MainView):            # this file cannot be shown: say why
             return view.values()
         loaded.append((view, path.name))
-    shown_names = [_named(record, name) for record, name in loaded]
+    shown_names = [_named(record, name, lang) for record, name in loaded]
     if beside and on_screen and on_screen.get("runs"):
-        loaded.insert(0, (on_screen, viz.record_label(on_screen) or "on screen"))
+        loaded.insert(0, (on_screen, viz.record_label(on_screen, lang) or "on screen"))
         key = "status_beside"
     else:
         key = "status_imported_two"
@@ -180,8 +180,8 @@ def show_upload(paths: Any, beside: bool, on_screen: dict[str, Any] | None,
     return shown(spec, record, lang, write_downloads(record)).values()
 
 
-def _named(record: dict[str, Any], name: str) -> str:
-    where = viz.record_label(record)
+def _named(record: dict[str, Any], name: str, lang: str) -> str:
+    where = viz.record_label(record, lang)
     return f"{name} ({where})" if where else name
 
 
@@ -200,7 +200,7 @@ def _show_file(path: Path, lang: str, recorded: bool) -> MainView:
     record = _load_or_say(path, lang)
     if isinstance(record, MainView):
         return record
-    where = viz.record_label(record)
+    where = viz.record_label(record, lang)
     if recorded:
         notes, values = _settings(record.get("config") or {})
         spec = said("status_recorded", "ok", notes=notes, where=where or path.name, **values)

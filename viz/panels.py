@@ -183,12 +183,16 @@ def _ids_preview(token_ids: list[int]) -> str:
     return f"token ids [{shown}{', …' if len(token_ids) > 16 else ''}]"
 
 
-def record_label(record: dict[str, Any]) -> str:
+def record_label(record: dict[str, Any], lang: str = "en") -> str:
     """"NVIDIA H200 · torch 2.11.0 · 2025-06-01": where and when a record was made (what is
-    unknown is left out; "" when the record says none of it)."""
+    unknown is left out; "" when the record says none of it). A record of another engine
+    (``env["engine"]``, e.g. Mini-SGLang's, ``bench/peer.py``) is named first."""
     env = record.get("env") or {}
     torch_version = env.get("torch_version")
-    parts = [env.get("device_name"),
+    engine = env.get("engine")
+    parts = [engine and (t(lang, f"engine_{engine}") if f"engine_{engine}" in STRINGS["en"]
+                         else engine),
+             env.get("device_name"),
              torch_version and torch_version != "unknown" and f"torch {torch_version}",
              env.get("date")]
     return " · ".join(str(p) for p in parts if p and p != "unknown")

@@ -65,7 +65,7 @@ HAZARDS = {
     # Cache locks: prefix pages a running request reads are evicted and reused under it.
     "no_cache_lock": Hazard("no_cache_lock", False, 0, {"num_pages": LAB_SMALL_POOL},
                             workload="memory"),
-    # SGLang's race (PR 38140): a prefill's prefix inserted after the next batch was built.
+    # SGLang's race (SGLang PR 38140): a prefill's prefix inserted after the next batch was built.
     "late_prefix_insert": Hazard("late_prefix_insert", False, 0, workload="memory"),
     # The retraction guard: the token computed for a request retracted meanwhile is appended.
     "no_retract_guard": Hazard("no_retract_guard", False, 0, {"num_pages": LAB_TINY_POOL},

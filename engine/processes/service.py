@@ -183,14 +183,13 @@ class SchedulerService:
         """Run the request's loops once, as a click will, then measure the device from
         ``MEASURE_RUNS`` more serial runs (the median forward and scheduler work per step).
 
-        On an H200 the first runs after the engine is built still pay first-use costs (the first
-        click's serial prefills 20-50% longer than the next clicks', the probe's scheduler work
-        per step 0.27 ms against 0.12 ms warm), which would bias the first comparison; and the
-        first serial run after the loops' first pass still measured the scheduler's own work at
-        0.40 ms a step where the clicks that followed spent about 0.17 ms (2026-12-01,
-        docs/notes/gpu-session-2026-12-01-r7-page.log). The page sizes its extra CPU work from
-        this profile, so an inflated measurement sized it to 0 µs and left every click's CPU
-        part at half a forward (1.42-1.60x)."""
+        The first runs after an engine is built still pay first-use costs (longer prefills, more
+        scheduler work per step), which would bias the first comparison; and even the first
+        serial run after the loops' first pass can catch the host at its slowest, measuring more
+        scheduler work a step than the clicks that follow spend. The page sizes its extra CPU
+        work from this profile, so one inflated measurement would size it to nothing and leave
+        every click's CPU part too short to show the gain: the median of several warm runs is
+        what a click will see."""
         params = self._stop_params(engine, request)
         prompts = _prompts(engine, request)
         for index, loop in enumerate(request.loops):   # the click's own path, spans reported
