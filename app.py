@@ -21,6 +21,7 @@ import gradio as gr
 
 import texts
 import viz
+from record.schema import Loop
 from ui import common, lab, latency_tab, live, parsing, presets, recorded_runs, replay
 from ui.common import DEFAULTS, LIMITS, lang_of, loop_choices, model_choices
 from ui.i18n import Translated
@@ -132,7 +133,7 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
     with gr.Tabs():
         with TR.add(gr.Tab(texts.t(en, "tab_live"), elem_id="tab-live"), "tab_live") as live_tab:
             with gr.Row():
-                loops = TR.add(gr.CheckboxGroup(loop_choices(en), value=["normal", "overlap"],
+                loops = TR.add(gr.CheckboxGroup(loop_choices(en), value=[Loop.NORMAL, Loop.OVERLAP],
                                                 label=texts.t(en, "ctl_loops"), elem_id="loops",
                                                 scale=3), "ctl_loops", choices=loop_choices)
                 decode_steps = _slider("decode_steps", "ctl_k", 1, scale=1)
@@ -288,7 +289,7 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
                   show_progress="hidden")         # sized by what this run measured
     PRESET_OUTPUTS = [loops, decode_steps, stop_early, requests, batch, prompt_len, max_new,
                       temperature, extra_cpu_us, request_rate, preset_said]
-    for button, name in ((preset_overlap, "overlap"), (preset_multistep, "multistep")):
+    for button, name in ((preset_overlap, Loop.OVERLAP), (preset_multistep, Loop.MULTISTEP)):
         button.click(functools.partial(presets.preset, name), [language, device],
                      PRESET_OUTPUTS, queue=False, show_progress="hidden")
     # The extra-CPU-work control fits the device a run uses: on a page load once the warm-up

@@ -31,7 +31,14 @@ from typing import Any
 import torch
 
 from engine import host_load
-from engine.config import MAX_DECODE_STEPS, RESULT_BUFFERS, EngineConfig, SamplingParams
+from engine.config import (
+    MAX_DECODE_STEPS,
+    MAX_EXTRA_CPU_US,
+    RESULT_BUFFERS,
+    EngineConfig,
+    LoopSpec,
+    SamplingParams,
+)
 from engine.scheduler.checks import memory_problems
 from engine.scheduler.device import Device
 from engine.scheduler.intake import Intake, arrival_offsets_ns
@@ -40,8 +47,9 @@ from engine.scheduler.radix_cache import RadixCache
 from engine.scheduler.request import NUM_INT_COLS, prefill_shapes
 from engine.scheduler.scheduler import Scheduler, TokenSink
 from engine.scheduler.sources import RequestSource, ScheduledSource
-from record.recorder import BASE_LANES, GPU_LANES, Span, Timeline
+from record.recorder import Span, Timeline
 from record.run_record import run_dict
+from record.schema import BASE_LANES, GPU_LANES, RunDict, loop_label
 
 
 class EngineBusyError(RuntimeError):
@@ -72,7 +80,7 @@ class RunResult:
     reads the metrics pays for them then (milliseconds for a thousand spans). The spans are
     resolved inside the call: their CUDA events go back to the device's pool for the next run."""
 
-    loop: str                       # "normal" | "overlap" | "multistep"
+    loop: str                       # a record.schema.Loop: normal, overlap or multistep
     decode_steps: int               # k: decode forwards per scheduling iteration (1 unless multi-step)
     outputs: list[RequestOutput]
     timeline: list[Span]
@@ -102,9 +110,9 @@ class RunResult:
     @property
     def mode(self) -> str:
         """The loop's name, with k for multi-step ("multistep k=3"): for tables and logs."""
-        return f"{self.loop} k={self.decode_steps}" if self.loop == "multistep" else self.loop
+        return loop_label(self.loop, self.decode_steps)
 
-    def to_run_dict(self) -> dict[str, Any]:
+    def to_run_dict(self) -> RunDict:
         run = run_dict(self.loop, self.decode_steps, self.label or self.mode, self.timeline,
                        self.metrics, [o.__dict__ for o in self.outputs],
                        lanes=self.lanes + self.extra_lanes,
@@ -249,7 +257,8 @@ class Engine:
                  profile_steps: tuple[int, int] | None = None,
                  decode_steps: int | None = None,
                  should_stop: Callable[[], bool] | None = None,
-                 arrivals: Sequence[float] | None = None, chat: bool = False) -> RunResult:
+                 arrivals: Sequence[float] | None = None, chat: bool = False,
+                 loop: LoopSpec | None = None) -> RunResult:
         """Run ``prompts`` (strings or token-id lists) to completion; returns a ``RunResult``.
 
         ``arrivals``: when each prompt's request arrives, in seconds from the run's start (None:
@@ -258,7 +267,8 @@ class Engine:
         through the tokenizer's chat template.
 
         ``overlap`` and ``extra_cpu_us`` override the config for this call (one engine, both loops).
-        ``decode_steps`` (k) overrides the config's (multi-step overlap when k > 1).
+        ``decode_steps`` (k) overrides the config's (multi-step overlap when k > 1). ``loop`` (a
+        ``LoopSpec``) says all three at once, in place of those keywords.
         ``profile_steps=(a, b)`` adds kernel-level lanes from torch.profiler for steps a..b (CUDA).
         ``should_stop()`` is asked once per scheduler iteration; True ends the run with
         ``RunCancelled``.
@@ -269,31 +279,40 @@ class Engine:
         try:
             self._replace_dead_device()
             with _no_collection():
-                return self._generate(prompts, params, overlap, timeline, extra_cpu_us,
-                                      profile_steps, decode_steps, should_stop, arrivals, chat)
+                return self._generate(prompts, params, self._loop_spec(loop, overlap, extra_cpu_us,
+                                                                       decode_steps),
+                                      timeline=timeline, profile_steps=profile_steps,
+                                      should_stop=should_stop, arrivals=arrivals, chat=chat)
         finally:
             self._busy.release()
 
-    def _loop_settings(self, overlap, extra_cpu_us, decode_steps) -> tuple[bool, int, int]:
+    def _loop_spec(self, loop: LoopSpec | None, overlap: bool | None, extra_cpu_us: int | None,
+                   decode_steps: int | None) -> LoopSpec:
+        """The loop a call runs, as it runs (``LoopSpec.as_run``): ``loop`` as given, else the
+        keywords over the config's defaults."""
+        if loop is not None:
+            if (overlap, extra_cpu_us, decode_steps) != (None, None, None):
+                raise ValueError("give the loop as loop=LoopSpec(...) or as overlap, "
+                                 "decode_steps and extra_cpu_us, not both")
+            return loop.as_run()
         cfg = self.config
         extra = cfg.extra_cpu_us if extra_cpu_us is None else _whole(extra_cpu_us, "extra_cpu_us")
-        if not 0 <= extra <= 1_000_000:
-            raise ValueError(f"extra_cpu_us must be in 0..1000000, got {extra}")
+        if not 0 <= extra <= MAX_EXTRA_CPU_US:
+            raise ValueError(f"extra_cpu_us must be in 0..{MAX_EXTRA_CPU_US}, got {extra}")
         k = cfg.decode_steps if decode_steps is None else _whole(decode_steps, "decode_steps")
         if not 1 <= k <= MAX_DECODE_STEPS:
             raise ValueError(f"decode_steps must be in 1..{MAX_DECODE_STEPS}, got {k}")
-        return (cfg.overlap if overlap is None else bool(overlap)), extra, k
+        return LoopSpec.of(cfg.overlap if overlap is None else bool(overlap), k, extra).as_run()
 
-    def _generate(self, prompts, params, overlap, timeline, extra_cpu_us, profile_steps,
-                  decode_steps, should_stop, arrivals, chat) -> RunResult:
+    def _generate(self, prompts, params, spec: LoopSpec, *, timeline, profile_steps, should_stop,
+                  arrivals, chat) -> RunResult:
         cfg = self.config
-        overlap, extra, k = self._loop_settings(overlap, extra_cpu_us, decode_steps)
         reqs = self.intake().requests(prompts, params, chat)
         offsets_ns = arrival_offsets_ns(arrivals, len(reqs))
         timeline = timeline or Timeline(enabled=cfg.record_timeline)
         sched = Scheduler(cfg, self.device, self.slots, self.pages, timeline,
-                          pad_batches=self.device_name == "cuda", extra_cpu_us=extra,
-                          decode_steps=k, cache=self.cache)
+                          pad_batches=self.device_name == "cuda", extra_cpu_us=spec.extra_cpu_us,
+                          decode_steps=spec.k, cache=self.cache)
         if profile_steps is not None:
             if self.device_name != "cuda":
                 raise ValueError("kernel-level capture (profile_steps) needs a CUDA device")
@@ -309,7 +328,7 @@ class Engine:
                 req.arrival_ns = t0 + offset       # arrival times are relative to the start
             sched.source = ScheduledSource(reqs)
             self._running = sched
-            sched.run(overlap, should_stop)
+            sched.run(spec.overlap, should_stop)
             self.device.end_run()
         except BaseException:
             # A failed run leaves its requests' slots and pages held. Let the device finish what
@@ -323,14 +342,12 @@ class Engine:
         wall_s = (time.perf_counter_ns() - t0) / 1e9
         cpu_end = host_load.snapshot(list(cpu_start.ours_s) if cpu_start else [])
         self._runs += 1
-        loop = ("overlap" if k == 1 else "multistep") if overlap else "normal"
-        return self._result(loop, k if overlap else 1, reqs, sched, timeline, wall_s,
-                            (cpu_start, cpu_end, device_pid))
+        return self._result(spec, reqs, sched, timeline, wall_s, (cpu_start, cpu_end, device_pid))
 
     def serve(self, source: RequestSource, sink: TokenSink, overlap: bool | None = None,
               timeline: Timeline | None = None, extra_cpu_us: int | None = None,
               decode_steps: int | None = None,
-              should_stop: Callable[[], bool] | None = None) -> None:
+              should_stop: Callable[[], bool] | None = None, loop: LoopSpec | None = None) -> None:
         """Serve requests from ``source`` until it is done (or ``should_stop()``), streaming
         tokens to ``sink`` after every processed step. The requests are the source's own, made
         with ``make_request``; their clock is ``timeline``'s (its ``t0_ns`` is the session start).
@@ -344,17 +361,18 @@ class Engine:
                                   "time)")
         try:
             self._replace_dead_device()
-            overlap, extra, k = self._loop_settings(overlap, extra_cpu_us, decode_steps)
+            spec = self._loop_spec(loop, overlap, extra_cpu_us, decode_steps)
             timeline = timeline or Timeline(enabled=self.config.record_timeline)
             sched = Scheduler(self.config, self.device, self.slots, self.pages, timeline,
-                              pad_batches=self.device_name == "cuda", extra_cpu_us=extra,
-                              decode_steps=k, source=source, sink=sink, cache=self.cache)
+                              pad_batches=self.device_name == "cuda",
+                              extra_cpu_us=spec.extra_cpu_us, decode_steps=spec.k, source=source,
+                              sink=sink, cache=self.cache)
             gc.collect()
             gc.freeze()
             try:
                 self.device.begin_run(timeline)
                 self._running = sched
-                sched.run(overlap, should_stop)
+                sched.run(spec.overlap, should_stop)
                 self.device.end_run()
             except BaseException:
                 self._end_failed_run()
@@ -407,7 +425,7 @@ class Engine:
             return backend.decode_batch(known, skip_special_tokens=True)
         return [self.tokenizer.decode(ids, skip_special_tokens=True) for ids in known]
 
-    def _result(self, loop: str, k: int, reqs, sched, timeline, wall_s, host) -> RunResult:
+    def _result(self, spec: LoopSpec, reqs, sched, timeline, wall_s, host) -> RunResult:
         t0 = timeline.t0_ns
 
         def us(ns: int) -> float:
@@ -427,7 +445,8 @@ class Engine:
         kernel_spans, kernel_lanes = [], []
         if sched.capture is not None:
             kernel_spans, kernel_lanes = sched.capture.merged_spans(spans)
-        result = RunResult(loop, k, outputs, sorted(spans + kernel_spans, key=lambda s: s.start_us),
+        result = RunResult(spec.loop, spec.k, outputs,
+                           sorted(spans + kernel_spans, key=lambda s: s.start_us),
                            wall_s, lanes=list(self.device.lanes), extra_lanes=kernel_lanes,
                            memory=memory_record(sched, timeline, self.pages.total),
                            mapping_faults=sched.mapping.faults if sched.mapping else [],

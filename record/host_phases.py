@@ -30,26 +30,29 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-ROLES = ("receive", "schedule", "launch", "process_last")
-_FUNCTIONS: dict[str, dict[str, str]] = {
-    "minisgl/": {"receive_msg": "receive", "offline_receive_msg": "receive",
-                 "_process_one_msg": "receive", "_schedule_next_batch": "schedule",
-                 "_prepare_batch": "schedule", "_forward": "launch",
-                 "_process_last_data": "process_last"},
-    "sglang/": {"recv_requests": "receive", "process_input_requests": "receive",
-                "get_next_batch_to_run": "schedule", "run_batch": "launch",
-                "process_batch_result": "process_last"},
-    "vllm/": {"schedule": "schedule", "execute_model": "launch",
-              "update_from_output": "process_last"},
+from record.schema import Phase
+
+ROLES = (Phase.RECEIVE, Phase.SCHEDULE, Phase.LAUNCH, Phase.PROCESS_LAST)
+_FUNCTIONS: dict[str, dict[str, Phase]] = {
+    "minisgl/": {"receive_msg": Phase.RECEIVE, "offline_receive_msg": Phase.RECEIVE,
+                 "_process_one_msg": Phase.RECEIVE, "_schedule_next_batch": Phase.SCHEDULE,
+                 "_prepare_batch": Phase.SCHEDULE, "_forward": Phase.LAUNCH,
+                 "_process_last_data": Phase.PROCESS_LAST},
+    "sglang/": {"recv_requests": Phase.RECEIVE, "process_input_requests": Phase.RECEIVE,
+                "get_next_batch_to_run": Phase.SCHEDULE, "run_batch": Phase.LAUNCH,
+                "process_batch_result": Phase.PROCESS_LAST},
+    "vllm/": {"schedule": Phase.SCHEDULE, "execute_model": Phase.LAUNCH,
+              "update_from_output": Phase.PROCESS_LAST},
 }
-_RANGES = {"gpu_model_runner: preprocess": "schedule", "gpu_model_runner: forward": "launch",
-           "gpu_model_runner: postprocess": "process_last"}
+_RANGES = {"gpu_model_runner: preprocess": Phase.SCHEDULE,
+           "gpu_model_runner: forward": Phase.LAUNCH,
+           "gpu_model_runner: postprocess": Phase.PROCESS_LAST}
 _PY_NAME = re.compile(r"(?P<file>.{0,400}?)\(\d{1,9}\): (?P<func>[\w.<>]{1,200})")
 _STEP = re.compile(r"ProfilerStep#\d{1,12}")
 
 
 @dataclass
-class Phase:
+class HostPhase:
     """One named phase of the host: its name as the trace gives it, its role (None: unknown)."""
 
     name: str
@@ -76,18 +79,18 @@ def phase_of(name: str, cat: str) -> tuple[str, str | None] | None:
     return None
 
 
-def phases(events: Sequence[tuple[str, str, float, float]]) -> list[Phase]:
+def phases(events: Sequence[tuple[str, str, float, float]]) -> list[HostPhase]:
     """The phases to draw on one thread's lane from its (name, category, start, end) events:
     the outermost named ones, an outer one giving way to the phases it holds where those have
     roles other than its own."""
-    named = sorted((Phase(*found, start, end) for name, cat, start, end in events
+    named = sorted((HostPhase(*found, start, end) for name, cat, start, end in events
                     if (found := phase_of(name, cat)) is not None),
                    key=lambda p: (p.start, -p.end))
     return _outermost(named)
 
 
-def _outermost(named: list[Phase]) -> list[Phase]:
-    out: list[Phase] = []
+def _outermost(named: list[HostPhase]) -> list[HostPhase]:
+    out: list[HostPhase] = []
     i = 0
     while i < len(named):
         outer = named[i]
@@ -105,7 +108,7 @@ def _outermost(named: list[Phase]) -> list[Phase]:
     return out
 
 
-def role_share(found: Sequence[Phase]) -> dict[str, float]:
+def role_share(found: Sequence[HostPhase]) -> dict[str, float]:
     """Total time of each role's phases (µs)."""
     totals: dict[str, float] = {}
     for phase in found:

@@ -26,21 +26,17 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol, TypeGuard
 
-from record.recorder import GPU_LANES, Span
+from record.recorder import Span
+from record.schema import CPU_WORK_PHASES, FORWARD_PHASES, GPU_LANES, Lane, Metrics, Phase, SpanDict
 
 Interval = tuple[float, float]
-SpanLike = Span | Mapping[str, Any]
+SpanLike = Span | SpanDict | Mapping[str, Any]
 
-# Scheduler-thread phases that are real CPU work (T_sched + T_post). ``wait`` (blocking on a copy)
-# is time the CPU spends *not* working, so it is not part of the model's T_cpu.
-CPU_WORK_PHASES = ("receive", "schedule", "launch", "process_last")
-FORWARD_PHASES = ("prefill", "decode")
-ENGINE_LANE = "engine_stream"
 # Batch metadata is not the forward's work even where an engine runs it on its engine stream
 # (Mini-SGLang's serial loop does: the bench's recorder draws it there, as ``upload``).
-METADATA_PHASES = ("upload",)
+METADATA_PHASES = (Phase.UPLOAD,)
 
 # The keys every schema-1 record has carried since the first one (readers may rely on them) ...
 SCHEMA1_METRIC_KEYS = (
@@ -154,7 +150,7 @@ def steady_window(spans: Iterable[SpanLike], first_frac: float = 0.1,
     steps) and drain (the last requests finishing) are left out, so two loops on one workload are
     compared over the same kind of steps. ``None`` with fewer than five decode forwards."""
     forwards = sorted((s for s in _as_spans(spans)
-                       if s.lane == ENGINE_LANE and s.phase == "decode"), key=lambda s: s.start_us)
+                       if s.lane == Lane.ENGINE_STREAM and s.phase == Phase.DECODE), key=lambda s: s.start_us)
     if len(forwards) < 5:
         return None
     first = forwards[int(len(forwards) * first_frac)]
@@ -170,16 +166,26 @@ def steady_busy(spans: Iterable[SpanLike], lanes: Iterable[str] = GPU_LANES) -> 
 
 # ---- steps ----------------------------------------------------------------------------------
 
-def _step_extents(spans: Sequence[Span], gpu_lanes: Sequence[str]) -> dict[int, Interval]:
+class _Timed(Protocol):
+    """What ``_step_extents`` reads of a span: a ``Span``, or a span dict through ``_SpanRow``."""
+
+    lane: str
+    phase: str
+    step: int
+    start_us: float
+    end_us: float
+
+
+def _step_extents(spans: Sequence[_Timed], gpu_lanes: Sequence[str]) -> dict[int, Interval]:
     """Per step: (start of its forward, end of its engine-stream work).
 
     A step is a step number with an engine_stream prefill/decode span. Traces without such spans
     (imported ones) fall back to the GPU-lane spans of each step number >= 0.
     """
     forward_steps = {s.step for s in spans
-                     if s.lane == ENGINE_LANE and s.phase in FORWARD_PHASES and s.step >= 0}
+                     if s.lane == Lane.ENGINE_STREAM and s.phase in FORWARD_PHASES and s.step >= 0}
     if forward_steps:
-        members = [s for s in spans if s.lane == ENGINE_LANE and s.step in forward_steps]
+        members = [s for s in spans if s.lane == Lane.ENGINE_STREAM and s.step in forward_steps]
         openers = [s for s in members if s.phase in FORWARD_PHASES]
     else:
         members = openers = [s for s in spans if s.lane in gpu_lanes and s.step >= 0]
@@ -197,19 +203,27 @@ def step_extents(spans: Iterable[SpanLike],
     """Per step number: (start of its forward, end of its engine-stream work), the steps the
     step time is measured over (a trace of another engine: its GPU work per step). Span dicts
     are read as they are (a view asks this of runs of a hundred thousand spans)."""
-    spans = list(spans)
-    if all(isinstance(s, Span) for s in spans):
-        return _step_extents(spans, gpu_lanes)
-    rows = [_SpanRow(d) for d in spans]
-    return _step_extents(rows, gpu_lanes)       # type: ignore[arg-type] - the fields it reads
+    given = list(spans)
+    if _all_objects(given):
+        return _step_extents(given, gpu_lanes)
+    return _step_extents([_SpanRow(d) for d in given], gpu_lanes)
+
+
+def _all_objects(spans: list[SpanLike]) -> TypeGuard[list[Span]]:
+    return all(isinstance(s, Span) for s in spans)
 
 
 class _SpanRow:
     """A span dict read through the attribute names ``_step_extents`` uses (no copy)."""
 
     __slots__ = ("lane", "phase", "step", "start_us", "end_us")
+    lane: str
+    phase: str
+    step: int
+    start_us: float
+    end_us: float
 
-    def __init__(self, d: Any) -> None:
+    def __init__(self, d: SpanLike) -> None:
         if isinstance(d, Span):
             d = {"lane": d.lane, "phase": d.phase, "step": d.step, "start_us": d.start_us,
                  "end_us": d.end_us}
@@ -232,7 +246,7 @@ def _decode_tokens(spans: Sequence[Span]) -> dict[int, int]:
     """Tokens produced by each decode step: the batch size of its engine_stream decode span."""
     tokens: dict[int, int] = defaultdict(int)
     for s in spans:
-        if s.lane == ENGINE_LANE and s.phase == "decode" and s.step >= 0:
+        if s.lane == Lane.ENGINE_STREAM and s.phase == Phase.DECODE and s.step >= 0:
             tokens[s.step] += s.batch_size
     return dict(tokens)
 
@@ -248,9 +262,9 @@ def _model_times(spans: Sequence[Span], decode_steps: Iterable[int]) -> tuple[fl
     for s in spans:
         if s.step not in steps:
             continue
-        if s.lane == ENGINE_LANE and s.phase not in METADATA_PHASES:
+        if s.lane == Lane.ENGINE_STREAM and s.phase not in METADATA_PHASES:
             engine[s.step].append((s.start_us, s.end_us))
-        elif s.lane == "cpu" and s.phase in CPU_WORK_PHASES:
+        elif s.lane == Lane.CPU and s.phase in CPU_WORK_PHASES:
             cpu_work += s.end_us - s.start_us
     fwd = sum(e - s for iv in engine.values() for s, e in union_intervals(iv))
     return fwd / len(steps), cpu_work / len(steps)
@@ -289,7 +303,7 @@ def _gap_terms(spans: Sequence[Span], gpu_lanes: Sequence[str], steps: Iterable[
 
 def _steady_steps(spans: Sequence[Span], window: Interval | None) -> list[int]:
     """The decode steps whose forward starts inside the steady window (all of them without one)."""
-    return [s.step for s in spans if s.lane == ENGINE_LANE and s.phase == "decode"
+    return [s.step for s in spans if s.lane == Lane.ENGINE_STREAM and s.phase == Phase.DECODE
             and s.step >= 0 and (window is None or window[0] <= s.start_us <= window[1])]
 
 
@@ -303,7 +317,7 @@ def cpu_phase_times(spans: Iterable[SpanLike]) -> dict[str, float]:
         return {}
     total: dict[str, float] = defaultdict(float)
     for s in spans:
-        if s.lane == "cpu" and s.step in steps:
+        if s.lane == Lane.CPU and s.step in steps:
             total[s.phase] += s.end_us - s.start_us
     return {phase: us / len(steps) for phase, us in total.items()}
 
@@ -368,7 +382,7 @@ def decode_gaps(spans: Iterable[SpanLike], window: Interval | None = None) -> li
     """The time between consecutive decode forwards on the engine stream (end of one to the
     start of the next, 0 where they touch), for the forwards that start inside ``window``."""
     forwards = sorted((s.start_us, s.end_us) for s in _as_spans(spans)
-                       if s.lane == ENGINE_LANE and s.phase == "decode"
+                       if s.lane == Lane.ENGINE_STREAM and s.phase == Phase.DECODE
                        and (window is None or window[0] <= s.start_us <= window[1]))
     return [max(b[0] - a[1], 0.0) for a, b in zip(forwards, forwards[1:])]
 
@@ -427,7 +441,7 @@ def busy_while_active(spans: Iterable[SpanLike], lanes: Iterable[str],
 def compute_metrics(spans: Iterable[SpanLike], outputs: Sequence[Any],
                     gpu_lanes: Sequence[str] = GPU_LANES,
                     wall_us: float | None = None,
-                    join_us: float = 0.0) -> dict[str, float | int | None]:
+                    join_us: float = 0.0) -> Metrics:
     """All metrics of one run (keys: ``METRIC_KEYS``), never NaN. A metric the run cannot tell
     is None, "not in this trace": token counts and rates without outputs (a profiler trace),
     latencies without timestamps, decode rates and gaps without decode forwards, the engine
@@ -458,19 +472,19 @@ def compute_metrics(spans: Iterable[SpanLike], outputs: Sequence[Any],
         window = steady_window(spans)
         steady = [step for step in _steady_steps(spans, window) if step in decode_tokens]
         t_fwd, t_cpu = _model_times(spans, steady)
-        wait: dict[str, float] = {}
+        gpu_wait: float | None = None
     else:                               # a trace of another engine: only the GPU's busy and idle
         steady, window = _middle_steps(durations, spans, gpu_lanes)
         t_fwd, gpu_wait = _gap_terms(spans, gpu_lanes, steady, durations, join_us)
-        t_cpu, wait = None, {"gpu_wait_us": gpu_wait}
+        t_cpu = None
 
     gaps = idle_gaps(spans, gpu_lanes, join_us=join_us)
     idle_total = sum(e - s for s, e in gaps)
     ttft, tpot = _latencies(outputs)
     has_outputs = bool(outputs)
-    engine = any(s.lane == ENGINE_LANE for s in spans)
+    engine = any(s.lane == Lane.ENGINE_STREAM for s in spans)
     forward_gaps = decode_gaps(spans, window)
-    return {
+    metrics: Metrics = {
         "tokens_per_s": _ratio(output_tokens, wall_us / 1e6) if has_outputs else None,
         "decode_tokens_per_s": _ratio(sum(decode_tokens.values()), decode_us / 1e6)
         if decode_tokens else None,
@@ -494,23 +508,25 @@ def compute_metrics(spans: Iterable[SpanLike], outputs: Sequence[Any],
         "steady_steps": len(steady),
         "steady_prefill_frac": _prefill_share(spans, window),
         # Over the same window as gpu_busy_frac (the extent of all GPU lanes), so the two compare.
-        "engine_busy_frac": busy_fraction(spans, [ENGINE_LANE],
+        "engine_busy_frac": busy_fraction(spans, [Lane.ENGINE_STREAM],
                                           window=_extent(_lane_intervals(spans, gpu_lanes)))
         if engine else None,
-        "steady_engine_busy_frac": busy_fraction(spans, [ENGINE_LANE], window=window)
+        "steady_engine_busy_frac": busy_fraction(spans, [Lane.ENGINE_STREAM], window=window)
         if engine else None,
         "decode_gap_us_p50": percentile(forward_gaps, 50) if forward_gaps else None,
         "active_busy_frac": busy_while_active(spans, gpu_lanes, outputs),
-        **wait,
     }
+    if gpu_wait is not None:
+        metrics["gpu_wait_us"] = gpu_wait
+    return metrics
 
 
 def _prefill_share(spans: Sequence[Span], window: Interval | None) -> float:
     """The share of the steady window covered by prefill forwards (new requests joining)."""
     if window is None or window[1] <= window[0]:
         return 0.0
-    prefill = [s for s in spans if s.lane == ENGINE_LANE and s.phase == "prefill"]
-    return busy_fraction(prefill, [ENGINE_LANE], window)
+    prefill = [s for s in spans if s.lane == Lane.ENGINE_STREAM and s.phase == Phase.PREFILL]
+    return busy_fraction(prefill, [Lane.ENGINE_STREAM], window)
 
 
 def compare_runs(normal: Mapping[str, Any], overlap: Mapping[str, Any],

@@ -137,7 +137,9 @@ class Trace:
             return
         cat = str(event.get("cat", "")).lower()
         thread = (_key(event.get("pid")), _key(event.get("tid")))
-        args = event.get("args") if isinstance(event.get("args"), dict) else {}
+        args = event.get("args")
+        if not isinstance(args, dict):
+            args = {}
         if ph == "M":
             label = args.get("name") or args.get("labels")
             if event.get("name") == "thread_name" and label:

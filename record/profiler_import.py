@@ -53,6 +53,7 @@ from record.profiler_events import (  # noqa: F401 - the limits and error said f
 )
 from record.recorder import Span
 from record.run_record import run_dict
+from record.schema import Loop, Metrics, Phase, RecordDict, RunDict
 
 MAX_LANES = 64              # GPU streams + CPU threads in one import
 MAX_SPANS = 150_000         # spans kept for drawing (the metrics use every event)
@@ -112,20 +113,20 @@ def _top_level(events: list[Event]) -> list[Event]:
     return out
 
 
-def _phase_step(steps: _Steps, phase: host_phases.Phase) -> int:
+def _phase_step(steps: _Steps, phase: host_phases.HostPhase) -> int:
     """The step a host phase belongs to. Where steps start at their launches (graph launches,
     a marker kernel), the work that prepares a launch (receiving, scheduling, the launch call
     itself) comes before it: it belongs to the step it launches, the next one to begin at or
     after its start. Everything else, and every phase inside ProfilerStep ranges, belongs to
     the step running when it began."""
-    if steps.how in ("graph_launch", "marker") and phase.role in ("receive", "schedule",
-                                                                   "launch"):
+    if steps.how in ("graph_launch", "marker") and phase.role in (Phase.RECEIVE, Phase.SCHEDULE,
+                                                                   Phase.LAUNCH):
         i = bisect.bisect_left(steps.starts, phase.start)
         return steps.numbers[i] if i < len(steps.numbers) else -1
     return steps.at(phase.start)
 
 
-def _outside(events: list[Event], phases: list[host_phases.Phase]) -> list[Event]:
+def _outside(events: list[Event], phases: list[host_phases.HostPhase]) -> list[Event]:
     """The events (sorted by start) that overlap none of the phases (sorted, disjoint)."""
     out, i = [], 0
     for event in events:
@@ -196,7 +197,7 @@ def _step_marker(trace: Trace, launch_times: dict[int, float]) -> tuple[str, lis
 # ---- the run ----------------------------------------------------------------------------------
 
 def import_profiler_trace(source: bytes | str | os.PathLike[str],
-                          max_bytes: int = DEFAULT_MAX_BYTES) -> dict[str, Any]:
+                          max_bytes: int = DEFAULT_MAX_BYTES) -> RunDict:
     """A torch.profiler Chrome trace (a path, or its bytes; JSON or .gz) as one run dict.
 
     Raises ``TraceImportError`` for files over ``max_bytes`` (also after unzipping), text that
@@ -207,7 +208,7 @@ def import_profiler_trace(source: bytes | str | os.PathLike[str],
     return _profiler_run(parse_events(read_limited(source, max_bytes)), label)
 
 
-def _profiler_run(events: list[Any], label: str) -> dict[str, Any]:
+def _profiler_run(events: list[Any], label: str) -> RunDict:
     trace = Trace(events)
     if not trace.gpu:
         raise TraceImportError(NO_GPU_MESSAGE)
@@ -237,15 +238,15 @@ def _profiler_run(events: list[Any], label: str) -> dict[str, Any]:
         for phase in phases:
             spans.append(Span(lane, short_name(phase.name), _phase_step(steps, phase), phase.start,
                               phase.end))
-            if phase.role:
-                roles[short_name(phase.name)] = phase.role
+            if phase.role:            # plain strings in a record (record.schema)
+                roles[short_name(phase.name)] = str(phase.role)
         # Between them, its outermost ops and runtime calls (python functions are the stack
         # above them: the outermost would be the whole loop).
         spans += [Span(lane, short_name(e.name), steps.at(e.ts), e.ts, e.end)
                   for e in _outside(_top_level([e for e in by_thread.get(thread, [])
                                                 if e.cat != "python_function"]), phases)]
     work = [trace_loop.GpuWork(e.ts, e.end, e.thread, launch_times.get(i),
-                               launches[i] is None or launches[i].name not in _GRAPH_LAUNCH)
+                               (call := launches[i]) is None or call.name not in _GRAPH_LAUNCH)
             for i, e in enumerate(trace.gpu)]
     join, measured = trace_loop.launch_latency_us(work)
     seen = _loop_seen(trace, work, steps, named, join)
@@ -258,7 +259,7 @@ def _profiler_run(events: list[Any], label: str) -> dict[str, Any]:
     metrics = compute_metrics(spans, [], gpu_lanes=gpu_lanes, join_us=join)   # every span
     if len(spans) > MAX_SPANS:
         spans = _thin(spans)
-    run = run_dict("imported", 1, label, spans, metrics,
+    run = run_dict(Loop.IMPORTED, 1, label, spans, metrics,
                    lanes=list(cpu_names.values()) + gpu_lanes, gpu_lanes=gpu_lanes)
     run["joined_gap_us"] = round(join, 3)
     run["step_starts"] = [[n, round(ts - t0, 3)] for n, ts in zip(steps.numbers, steps.starts)]
@@ -270,7 +271,7 @@ def _profiler_run(events: list[Any], label: str) -> dict[str, Any]:
 
 
 def _loop_seen(trace: Trace, work: list[trace_loop.GpuWork], steps: _Steps,
-               named: dict[tuple, list[host_phases.Phase]], join: float) -> dict[str, Any]:
+               named: dict[tuple, list[host_phases.HostPhase]], join: float) -> dict[str, Any]:
     """``record.trace_loop.loop_seen`` over this trace's steps, blocking host calls and named
     host work (launching left out: it runs beside the GPU in every loop); and how many host
     events the profiler recorded per step."""
@@ -302,7 +303,7 @@ def _thin(spans: list[Span]) -> list[Span]:
     return spans
 
 
-def _notes(steps: _Steps, metrics: dict[str, Any], cpu_lanes: bool, seen: dict[str, Any],
+def _notes(steps: _Steps, metrics: Metrics, cpu_lanes: bool, seen: dict[str, Any],
            join: float, measured: bool, roles: dict[str, str]) -> list[dict[str, Any]]:
     """What the import found and what a trace cannot tell, as text keys with values (viz says
     them in the reader's language)."""
@@ -323,7 +324,7 @@ def _notes(steps: _Steps, metrics: dict[str, Any], cpu_lanes: bool, seen: dict[s
     return notes
 
 
-def import_trace(data: bytes, name: str) -> tuple[list[dict[str, Any]], dict[str, str]]:
+def import_trace(data: bytes, name: str) -> tuple[list[RunDict], dict[str, str]]:
     """A trace's runs (ours come back as the runs they were written from, any other as one)
     and what it says about where it was made."""
     from record.chrome_trace import read_own_trace, trace_env
@@ -344,7 +345,7 @@ def _kineto_env(data: bytes) -> dict[str, str]:
     return {"device_name": match.group(1).decode("utf-8", "replace")} if match else {}
 
 
-def record_from_trace(data: bytes, name: str, max_bytes: int = DEFAULT_MAX_BYTES) -> dict[str, Any]:
+def record_from_trace(data: bytes, name: str, max_bytes: int = DEFAULT_MAX_BYTES) -> RecordDict:
     """A trace's bytes (already read and unzipped) as a schema-1 record."""
     from record.run_record import make_record
 

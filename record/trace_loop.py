@@ -29,6 +29,7 @@ import bisect
 import statistics
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 Interval = tuple[float, float]
 
@@ -62,10 +63,12 @@ def launch_latency_us(work: Sequence[GpuWork]) -> tuple[float, bool]:
     launch (a copy queued behind a forward on another stream would measure the forward). Graph
     kernels are left out (one launch starts them all); with fewer than ``MIN_SAMPLES`` launches
     to measure, ``DEFAULT_JOIN_US`` and False."""
-    samples, pending_until = [], None
-    for item in sorted((w for w in work if w.launch is not None), key=lambda w: w.launch):
-        if item.direct and (pending_until is None or pending_until < item.launch):
-            latency = item.start - item.launch
+    samples: list[float] = []
+    pending_until: float | None = None
+    launched = [(w.launch, w) for w in work if w.launch is not None]
+    for launch, item in sorted(launched, key=lambda pair: pair[0]):
+        if item.direct and (pending_until is None or pending_until < launch):
+            latency = item.start - launch
             if 0.0 < latency < 1000.0:
                 samples.append(latency)
         pending_until = item.end if pending_until is None else max(pending_until, item.end)
@@ -186,7 +189,7 @@ def _minus(a: float, b: float, holes: list[Interval]) -> list[Interval]:
 
 
 def loop_seen(work: Sequence[GpuWork], blocking: Sequence[Interval], starts: Sequence[float],
-              host_work: Sequence[Interval] = (), join_us: float = 0.0) -> dict:
+              host_work: Sequence[Interval] = (), join_us: float = 0.0) -> dict[str, Any]:
     """What the trace says about its loop: ``verdict`` "serial", "overlapped" or "unknown", and
     the readings behind it (over the steps but the first and the last, which hold the loop's
     start and end): ``steps``, ``waited`` (steps in which the host blocked until the GPU ran
@@ -199,8 +202,8 @@ def loop_seen(work: Sequence[GpuWork], blocking: Sequence[Interval], starts: Seq
     busy = _union([(w.start, w.end + join_us) for w in work])
     under = under_share(host_work, busy, blocking)
     late = late_share(work, starts)
-    seen = {"steps": len(middle), "waited": waited, "late": round(late, 4), "beside": beside,
-            "under": None if under is None else round(under, 4)}
+    seen: dict[str, Any] = {"steps": len(middle), "waited": waited, "late": round(late, 4),
+                            "beside": beside, "under": None if under is None else round(under, 4)}
     n = len(middle)
     if n < 3:
         verdict = "unknown"
@@ -216,7 +219,7 @@ def loop_seen(work: Sequence[GpuWork], blocking: Sequence[Interval], starts: Seq
     return seen
 
 
-def loop_notes(seen: dict) -> list[dict]:
+def loop_notes(seen: dict[str, Any]) -> list[dict[str, Any]]:
     """What ``loop_seen`` found, as text keys with values (``note_loop_*``): the verdict, and for
     an overlapped loop each reading that shows it."""
     steps, waited = seen["steps"], seen["waited"]
@@ -224,7 +227,7 @@ def loop_notes(seen: dict) -> list[dict]:
         return [{"key": "note_loop_serial", "waited": waited, "steps": steps}]
     if seen["verdict"] != "overlapped":
         return [{"key": "note_loop_unknown", "steps": steps}]
-    notes = [{"key": "note_loop_overlapped"}]
+    notes: list[dict[str, Any]] = [{"key": "note_loop_overlapped"}]
     if waited <= NO_WAIT_SHARE * steps:
         notes.append({"key": "note_loop_no_wait", "waited": waited, "steps": steps})
     if seen["late"] >= LATE_SHARE:

@@ -13,10 +13,11 @@ from __future__ import annotations
 from typing import Any
 
 from record.metrics import union_intervals
+from record.schema import RunDict
 from record.window import gpu_lanes, joined_gap_us
 
 
-def host_step_starts(run: dict[str, Any]) -> dict[int, float]:
+def host_step_starts(run: RunDict) -> dict[int, float]:
     """Step number -> when the host began it (µs on the run's clock), as the import found."""
     starts = {}
     for pair in run.get("step_starts") or []:
@@ -25,7 +26,7 @@ def host_step_starts(run: dict[str, Any]) -> dict[int, float]:
     return starts
 
 
-def trace_step(run: dict[str, Any], step: int) -> dict[str, Any] | None:
+def trace_step(run: RunDict, step: int) -> dict[str, Any] | None:
     """Step ``step`` of an imported run: ``start``/``end`` of its GPU work, ``busy_us``,
     ``items`` (kernels, copies), ``step_us`` (to the next step's GPU work), ``wait_us`` (the
     GPU idle in it), ``late`` (the intervals of its GPU work after the host began the next

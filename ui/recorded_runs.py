@@ -23,6 +23,7 @@ import texts
 import viz
 from record.loading import MAX_SHOWN_RUNS, NotATrace, side_by_side, sniff
 from record.run_record import has_memory
+from record.schema import Loop
 from record.window import step_range, window_run
 from ui.common import ROOT, is_whole, lang_of, render_said, said
 from ui.view import MainView, plot
@@ -208,7 +209,7 @@ def _show_file(path: Path, lang: str, recorded: bool) -> MainView:
         spec = said("status_imported", "ok", name=path.name, where=where)
     else:                    # a trace that names no device, torch or date
         spec = said("status_imported_unlabelled", "ok", name=path.name)
-    imported = all(run.get("loop") == "imported" for run in record["runs"])
+    imported = all(run.get("loop") == Loop.IMPORTED for run in record["runs"])
     files = write_downloads(record, trace=path if imported and not recorded else None)
     return shown(spec, record, lang, files)
 

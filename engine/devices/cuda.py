@@ -32,7 +32,8 @@ from engine.devices.cuda_buffers import EventPool, EventRing, Ring, UploadRing
 from engine.devices.runner import ModelRunner
 from engine.scheduler.device import ForwardOutput
 from engine.scheduler.request import StepMeta
-from record.recorder import BASE_LANES, LANES, Timeline
+from record.recorder import Timeline
+from record.schema import BASE_LANES, LANES, Lane, Phase
 
 
 @dataclass(frozen=True)
@@ -166,7 +167,7 @@ class CudaDevice:
         released = self.staging.read[i]
         if timing:
             timing[1].record(stream)
-            self.timeline.add_gpu_group(timing, (("scheduler_stream", "upload", 0, 1,
+            self.timeline.add_gpu_group(timing, ((Lane.SCHEDULER_STREAM, Phase.UPLOAD, 0, 1,
                                                   first.num_rows, nw),),
                                         first.step, first.rids, self.events.give_back)
         bases = bases or [0] * len(metas)
@@ -215,8 +216,8 @@ class CudaDevice:
                                       + (self.placement != "scheduler"))
             timing[0].record(stream)
         rows = meta.num_rows
-        tokens = int(meta.prompt_writes.shape[1]) if meta.kind == "prefill" else rows
-        forward = ("engine_stream", meta.kind, 0, 1, rows, tokens, meta.cached_tokens)
+        tokens = int(meta.prompt_writes.shape[1]) if meta.kind == Phase.PREFILL else rows
+        forward = (Lane.ENGINE_STREAM, meta.kind, 0, 1, rows, tokens, meta.cached_tokens)
         if graph is not None:
             # One graph: forward + sample. The next replay overwrites its output, so a copy that
             # reads it may do so in place only if the next replay is ordered after the copy.
@@ -227,7 +228,7 @@ class CudaDevice:
             if timing:
                 timing[1].record(stream)
             next_tokens = self.runner.sample_and_store(logits, ints, floats, meta.all_greedy)
-            spans = [forward, ("engine_stream", "sample", 1, 2, rows, rows)]
+            spans = [forward, (Lane.ENGINE_STREAM, Phase.SAMPLE, 1, 2, rows, rows)]
         sampled = len(spans)
         if uploaded.last_of_group:
             # The group's upload buffer may be overwritten once this forward has read it: the
@@ -287,7 +288,7 @@ class CudaDevice:
                 # The group's last event is on this stream, which waited for the forward's end
                 # after the others: once it has completed, all of them have.
                 timing[sampled + 1].record(stream)
-                spans.append(("copy_stream", "copy", sampled, sampled + 1, rows, rows))
+                spans.append((Lane.COPY_STREAM, Phase.COPY, sampled, sampled + 1, rows, rows))
             return copy_done, host
         if self.placement == "engine":
             stream = self.engine_stream           # in stream order after the sampling it reads
@@ -295,7 +296,7 @@ class CudaDevice:
             copy_done.record(stream)
             if timing:
                 timing[sampled + 1].record(stream)
-                spans.append(("engine_stream", "copy", sampled, sampled + 1, rows, rows))
+                spans.append((Lane.ENGINE_STREAM, Phase.COPY, sampled, sampled + 1, rows, rows))
             return copy_done, host
         forward_done = self.forward_done.record(self.engine_stream)
         stream = self.scheduler_stream
@@ -310,8 +311,8 @@ class CudaDevice:
         copy_done.record(stream)
         if copy_timing:
             copy_timing[1].record(stream)
-            self.timeline.add_gpu_group(copy_timing, (("scheduler_stream", "copy", 0, 1, rows,
-                                                       rows),), meta.step, meta.rids,
+            self.timeline.add_gpu_group(copy_timing, ((Lane.SCHEDULER_STREAM, Phase.COPY, 0, 1,
+                                                       rows, rows),), meta.step, meta.rids,
                                         self.events.give_back)
         return copy_done, host
 

@@ -56,7 +56,7 @@ class Device(Protocol):
 
     kind: str                       # "cuda" | "cpu-process" | "cpu-inline"
     label: str                      # what the run labels say about it (e.g. a fallback's reason)
-    lanes: tuple[str, ...]          # the timeline lanes it records on (record.recorder.LANES)
+    lanes: tuple[str, ...]          # the timeline lanes it records on (record.schema.LANES)
 
     def begin_run(self, timeline: Timeline) -> None: ...
 

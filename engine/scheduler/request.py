@@ -24,6 +24,7 @@ from functools import cached_property
 import numpy as np
 
 from engine.config import SamplingParams
+from record.schema import Phase
 
 # Columns of StepMeta.ints: one row per batch entry, then that row's page table. COL_OUT is the
 # row's place in the device's result ring (where its sampled token is kept for the host's copy):
@@ -114,7 +115,7 @@ class Batch:
     labels, stop checks), so they are computed once, on first use."""
 
     step: int
-    kind: str                       # "prefill" | "decode"
+    kind: str                       # Phase.PREFILL | Phase.DECODE: its forward's span phase
     rows: list[Row]
     padded_size: int
 
@@ -187,7 +188,7 @@ def build_meta(batch: Batch, page_table: np.ndarray, page_size: int, dummy_slot:
     ints[:n, NUM_INT_COLS:] = page_table[ints[:n, COL_SLOT]]
     floats[:n] = [(r.req.params.temperature, r.req.params.top_p) for r in rows]
     writes = np.zeros((3, 0), dtype=np.int64)
-    if batch.kind == "prefill":
+    if batch.kind == Phase.PREFILL:
         chunks = [(r.req.slot, r.start, r.req.fill_ids[r.start:r.start + r.length]) for r in rows]
         writes = np.array([(slot, start + j, t) for slot, start, chunk in chunks
                            for j, t in enumerate(chunk)], dtype=np.int64).T
@@ -235,7 +236,7 @@ def _meta(batch: Batch, ints: np.ndarray, floats: np.ndarray, n: int, page_size:
     pages_per_seq = ints.shape[1] - NUM_INT_COLS
     kv_pages = pages_per_seq if full_kv else -(-kv_tokens // page_size)
     seq_len = max(r.length for r in rows)
-    if full_kv and batch.kind == "prefill":
+    if full_kv and batch.kind == Phase.PREFILL:
         seq_len = prefill_bucket(seq_len)        # CUDA: one of a few shapes, each warmed at start
     return StepMeta(
         step=batch.step, kind=batch.kind, num_rows=n, seq_len=seq_len, kv_pages=kv_pages,
