@@ -195,8 +195,7 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
                     "tab_upload") as upload_tab:
             _md("upload_help")
             # Any file is taken and answered (a filter in the browser refused an image silently).
-            upload = TR.add(gr.File(label=texts.t(en, "ctl_upload"), elem_id="upload"),
-                            "ctl_upload")
+            upload, beside = recorded_runs.import_controls(TR)
         with TR.add(gr.Tab(texts.t(en, "tab_serving"), elem_id="tab-serving"),
                     "tab_serving") as serving_tab:
             _md("serving_help")
@@ -305,7 +304,8 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
                    show_progress_on=[status]
                    ).then(replay.reset_replay, [record_state, language], REPLAY,
                           show_progress="hidden")
-    upload.upload(recorded_runs.show_upload, [upload, language], OUTPUTS, concurrency_limit=2,
+    upload.upload(recorded_runs.show_upload, [upload, beside, record_state, language], OUTPUTS,
+                  concurrency_limit=2,
                   show_progress_on=[status]
                   ).then(replay.reset_replay, [record_state, language], REPLAY,
                          show_progress="hidden")

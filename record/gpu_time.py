@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from record.metrics import active_windows, busy_fraction, idle_gaps, outside, within
 from record.schema import Lane, RunDict, SpanDict
-from record.window import gpu_lanes, time_range
+from record.window import gpu_lanes, joined_gap_us, time_range
 
 Interval = tuple[float, float]
 QUIET_SHOWN = 0.02     # below this share of the view without requests, nothing is set apart
@@ -46,6 +46,7 @@ def gpu_time(run: RunDict) -> GpuTime:
     """The GPU time of a run, a step window (``record.window.window_run``) or a run in progress."""
     spans = run.get("spans", [])
     lanes = gpu_lanes(run)
+    join = joined_gap_us(run)      # an imported trace: gaps between kernels shorter than a launch
     if "window" in run:
         view: Interval = (run["window"]["t_start_us"], run["window"]["t_end_us"])
         active = within(run["window"].get("active", []), [view])
@@ -54,7 +55,7 @@ def gpu_time(run: RunDict) -> GpuTime:
         active = active_windows(run.get("outputs") or [])
     if active and "window" not in run:      # a request may arrive before the first upload,
         view = (min(view[0], active[0][0]), max(view[1], active[-1][1]))   # finish after
-    gaps = idle_gaps(spans, lanes, view)
+    gaps = idle_gaps(spans, lanes, view, join)
     has_engine = Lane.ENGINE_STREAM in lanes and any(s["lane"] == Lane.ENGINE_STREAM for s in spans)
     length = view[1] - view[0]
     # "No request in the system": GPU idle time outside every request's life (a forward still
@@ -64,13 +65,13 @@ def gpu_time(run: RunDict) -> GpuTime:
         return _cut(spans, view, gaps, active, quiet, has_engine)
     if active and "window" not in run:      # nothing set apart: the GPU lanes' own extent
         view = time_range([s for s in spans if s["lane"] in lanes])
-        gaps = idle_gaps(spans, lanes, view)
+        gaps = idle_gaps(spans, lanes, view, join)
     metrics = run.get("metrics") or {}
     if "window" not in run and "idle_us_total" in metrics:       # a whole run: its metrics
         return GpuTime(gaps, [], float(metrics["idle_us_total"]),
                        int(metrics.get("idle_gap_count") or 0), metrics.get("gpu_busy_frac"),
                        metrics.get("engine_busy_frac") if has_engine else None)
-    return GpuTime(gaps, [], _length(gaps), len(gaps), busy_fraction(spans, lanes, view),
+    return GpuTime(gaps, [], _length(gaps), len(gaps), busy_fraction(spans, lanes, view, join),
                    busy_fraction(spans, [Lane.ENGINE_STREAM], view) if has_engine else None)
 
 

@@ -54,11 +54,17 @@ METRIC_KEYS = SCHEMA1_METRIC_KEYS + ("steady_step_us", "steady_busy_frac", "stea
 
 # ---- intervals ------------------------------------------------------------------------------
 
-def union_intervals(intervals: Iterable[Interval]) -> list[Interval]:
-    """Merge intervals into sorted, disjoint ones. Empty or reversed intervals are dropped."""
+def union_intervals(intervals: Iterable[Interval], join_us: float = 0.0) -> list[Interval]:
+    """Merge intervals into sorted, disjoint ones. Empty or reversed intervals are dropped.
+
+    ``join_us``: two intervals less than this far apart are merged too (the gap between them is
+    counted as covered). An imported kernel-level trace has thousands of gaps of a microsecond
+    or two between the kernels of one forward; no host could have given the GPU work in them,
+    so they are not idleness (``record.trace_loop.joined_gap_us``).
+    """
     merged: list[list[float]] = []
     for start, end in sorted((float(s), float(e)) for s, e in intervals if e > s):
-        if merged and start <= merged[-1][1]:  # overlapping or touching: extend the current one
+        if merged and start - merged[-1][1] <= join_us:   # overlapping, touching or joined
             merged[-1][1] = max(merged[-1][1], end)
         else:
             merged.append([start, end])
@@ -91,32 +97,34 @@ def _clip(intervals: Iterable[Interval], window: Interval) -> list[Interval]:
     return [(max(s, lo), min(e, hi)) for s, e in intervals if e > lo and s < hi]
 
 
-def _busy_and_window(spans: Iterable[SpanLike], lanes: Iterable[str],
-                     window: Interval | None) -> tuple[list[Interval], Interval | None]:
+def _busy_and_window(spans: Iterable[SpanLike], lanes: Iterable[str], window: Interval | None,
+                     join_us: float = 0.0) -> tuple[list[Interval], Interval | None]:
     intervals = _lane_intervals(spans, lanes)
     window = window if window is not None else _extent(intervals)
     if window is None:
         return [], None
-    return union_intervals(_clip(intervals, window)), window
+    return union_intervals(_clip(intervals, window), join_us), window
 
 
 def busy_fraction(spans: Iterable[SpanLike], lanes: Iterable[str],
-                  window: Interval | None = None) -> float:
-    """Fraction of ``window`` covered by the union of the spans on ``lanes``.
+                  window: Interval | None = None, join_us: float = 0.0) -> float:
+    """Fraction of ``window`` covered by the union of the spans on ``lanes`` (gaps shorter than
+    ``join_us`` between them count as covered, ``union_intervals``).
 
     The default window runs from the first span start to the last span end on those lanes.
     An empty or zero-length window gives 0.0.
     """
-    busy, window = _busy_and_window(spans, lanes, window)
+    busy, window = _busy_and_window(spans, lanes, window, join_us)
     if window is None or window[1] <= window[0]:
         return 0.0
     return sum(e - s for s, e in busy) / (window[1] - window[0])
 
 
 def idle_gaps(spans: Iterable[SpanLike], lanes: Iterable[str],
-              window: Interval | None = None) -> list[Interval]:
-    """The intervals of ``window`` where no lane in ``lanes`` has a span (same default window)."""
-    busy, window = _busy_and_window(spans, lanes, window)
+              window: Interval | None = None, join_us: float = 0.0) -> list[Interval]:
+    """The intervals of ``window`` where no lane in ``lanes`` has a span (same default window),
+    less those shorter than ``join_us`` between two spans (``union_intervals``)."""
+    busy, window = _busy_and_window(spans, lanes, window, join_us)
     if window is None:
         return []
     gaps: list[Interval] = []
@@ -275,9 +283,11 @@ def _middle_steps(durations: Mapping[int, float], spans: Sequence[Span],
 
 
 def _gap_terms(spans: Sequence[Span], gpu_lanes: Sequence[str], steps: Iterable[int],
-               durations: Mapping[int, float]) -> tuple[float, float]:
-    """T_fwd and T_cpu of a trace without scheduler phases: per step, the GPU's busy time (the
-    union of its lanes) and the rest of the step, the time the GPU waited for the host."""
+               durations: Mapping[int, float], join_us: float = 0.0) -> tuple[float, float]:
+    """What a trace without scheduler phases tells per step: the GPU's busy time (the union of
+    its lanes, gaps under ``join_us`` joined) and the rest of the step, the time the GPU waited
+    between its forwards. The wait is not the host's work: the host works while the GPU does
+    too (it launches the forward, and an overlapped loop builds the next batch meanwhile)."""
     steps = [step for step in steps if step in durations]
     if not steps:
         return 0.0, 0.0
@@ -286,7 +296,7 @@ def _gap_terms(spans: Sequence[Span], gpu_lanes: Sequence[str], steps: Iterable[
     for s in spans:
         if s.step in wanted and s.lane in lanes:
             busy[s.step].append((s.start_us, s.end_us))
-    fwd = [sum(e - s for s, e in union_intervals(busy[step])) for step in steps]
+    fwd = [sum(e - s for s, e in union_intervals(busy[step], join_us)) for step in steps]
     gaps = [max(durations[step] - f, 0.0) for step, f in zip(steps, fwd)]
     return statistics.fmean(fwd), statistics.fmean(gaps)
 
@@ -430,7 +440,8 @@ def busy_while_active(spans: Iterable[SpanLike], lanes: Iterable[str],
 
 def compute_metrics(spans: Iterable[SpanLike], outputs: Sequence[Any],
                     gpu_lanes: Sequence[str] = GPU_LANES,
-                    wall_us: float | None = None) -> Metrics:
+                    wall_us: float | None = None,
+                    join_us: float = 0.0) -> Metrics:
     """All metrics of one run (keys: ``METRIC_KEYS``), never NaN. A metric the run cannot tell
     is None, "not in this trace": token counts and rates without outputs (a profiler trace),
     latencies without timestamps, decode rates and gaps without decode forwards, the engine
@@ -441,6 +452,12 @@ def compute_metrics(spans: Iterable[SpanLike], outputs: Sequence[Any],
     predicted speedup) and the measured step time are all taken over the same decode steps, those
     of the steady window (``steady_window``), so the prediction and the measurement compare like
     with like. See docs/run_record.md.
+
+    A trace of another engine (no decode phases of ours) has no measured CPU work: its
+    ``t_cpu_us`` and predicted speedup are None, and ``gpu_wait_us`` (an extra key) holds what
+    the rest of its step was, the GPU's wait between forwards. ``join_us``: gaps between GPU
+    spans shorter than this count as busy (an imported kernel-level trace,
+    ``record.trace_loop.joined_gap_us``).
     """
     spans = _as_spans(spans)
     if wall_us is None:
@@ -455,36 +472,39 @@ def compute_metrics(spans: Iterable[SpanLike], outputs: Sequence[Any],
         window = steady_window(spans)
         steady = [step for step in _steady_steps(spans, window) if step in decode_tokens]
         t_fwd, t_cpu = _model_times(spans, steady)
+        gpu_wait: float | None = None
     else:                               # a trace of another engine: only the GPU's busy and idle
         steady, window = _middle_steps(durations, spans, gpu_lanes)
-        t_fwd, t_cpu = _gap_terms(spans, gpu_lanes, steady, durations)
+        t_fwd, gpu_wait = _gap_terms(spans, gpu_lanes, steady, durations, join_us)
+        t_cpu = None
 
-    gaps = idle_gaps(spans, gpu_lanes)
+    gaps = idle_gaps(spans, gpu_lanes, join_us=join_us)
     idle_total = sum(e - s for s, e in gaps)
     ttft, tpot = _latencies(outputs)
     has_outputs = bool(outputs)
     engine = any(s.lane == Lane.ENGINE_STREAM for s in spans)
     forward_gaps = decode_gaps(spans, window)
-    return {
+    metrics: Metrics = {
         "tokens_per_s": _ratio(output_tokens, wall_us / 1e6) if has_outputs else None,
         "decode_tokens_per_s": _ratio(sum(decode_tokens.values()), decode_us / 1e6)
         if decode_tokens else None,
         "output_tokens": output_tokens if has_outputs else None,
         "wall_s": wall_us / 1e6,
         "steps": len(durations),
-        "gpu_busy_frac": busy_fraction(spans, gpu_lanes),
+        "gpu_busy_frac": busy_fraction(spans, gpu_lanes, join_us=join_us),
         "idle_us_total": idle_total,
         "idle_gap_count": len(gaps),
         "mean_step_us": _mean(list(durations.values())),
         "mean_idle_per_step_us": _ratio(idle_total, len(durations)),
         "t_fwd_us": t_fwd,
         "t_cpu_us": t_cpu,
-        "predicted_overlap_speedup": overlap_speedup(t_fwd, t_cpu),
+        "predicted_overlap_speedup": overlap_speedup(t_fwd, t_cpu) if t_cpu is not None
+        else None,
         "ttft_ms_mean": _mean_or_none(ttft),
         "ttft_ms_p50": statistics.median(ttft) if ttft else None,
         "tpot_ms_mean": _mean_or_none(tpot),
         "steady_step_us": _mean([durations[step] for step in steady if step in durations]),
-        "steady_busy_frac": busy_fraction(spans, gpu_lanes, window=window),
+        "steady_busy_frac": busy_fraction(spans, gpu_lanes, window=window, join_us=join_us),
         "steady_steps": len(steady),
         "steady_prefill_frac": _prefill_share(spans, window),
         # Over the same window as gpu_busy_frac (the extent of all GPU lanes), so the two compare.
@@ -496,6 +516,9 @@ def compute_metrics(spans: Iterable[SpanLike], outputs: Sequence[Any],
         "decode_gap_us_p50": percentile(forward_gaps, 50) if forward_gaps else None,
         "active_busy_frac": busy_while_active(spans, gpu_lanes, outputs),
     }
+    if gpu_wait is not None:
+        metrics["gpu_wait_us"] = gpu_wait
+    return metrics
 
 
 def _prefill_share(spans: Sequence[Span], window: Interval | None) -> float:
@@ -507,7 +530,7 @@ def _prefill_share(spans: Sequence[Span], window: Interval | None) -> float:
 
 
 def compare_runs(normal: Mapping[str, Any], overlap: Mapping[str, Any],
-                 decode_steps: int = 1) -> dict[str, float]:
+                 decode_steps: int = 1) -> dict[str, float | None]:
     """Overlap (or multi-step with k = ``decode_steps``) against the serial baseline, from two
     metrics dicts (or two runs holding them).
 
@@ -515,7 +538,8 @@ def compare_runs(normal: Mapping[str, Any], overlap: Mapping[str, Any],
     overlapping) and ``measured_speedup`` is the ratio of the two runs' steady decode step times:
     both per decode step, over the steady window. ``whole_run_speedup`` is the ratio of output
     tokens/s over the whole runs (prefill, fill and drain included), None when either run has no
-    outputs. A zero denominator gives 0.0.
+    outputs; ``predicted_speedup`` is None when the baseline measured no CPU work (a trace of
+    another engine). A zero denominator gives 0.0.
     """
     normal = normal.get("metrics", normal)
     overlap = overlap.get("metrics", overlap)
@@ -523,8 +547,8 @@ def compare_runs(normal: Mapping[str, Any], overlap: Mapping[str, Any],
         else _ratio(overlap["tokens_per_s"], normal["tokens_per_s"])
     return {
         "measured_speedup": _ratio(normal["steady_step_us"], overlap["steady_step_us"]),
-        "predicted_speedup": overlap_speedup(normal["t_fwd_us"], normal["t_cpu_us"],
-                                             decode_steps),
+        "predicted_speedup": None if normal.get("t_cpu_us") is None
+        else overlap_speedup(normal["t_fwd_us"], normal["t_cpu_us"], decode_steps),
         "whole_run_speedup": whole,                 # None: a run without outputs (a trace)
         "busy_gain": overlap["gpu_busy_frac"] - normal["gpu_busy_frac"],
         "idle_saved_us": normal["idle_us_total"] - overlap["idle_us_total"],

@@ -106,8 +106,10 @@ def upgrade_run(run: dict[str, Any]) -> dict[str, Any]:
     metrics = run.get("metrics") or {}
     if metrics and any(key not in metrics for key in METRIC_KEYS):
         wall = metrics.get("wall_s")
+        join = run.get("joined_gap_us")       # an imported trace's gaps shorter than a launch
         fresh = compute_metrics(run["spans"], run["outputs"], run.get("gpu_lanes") or GPU_LANES,
-                                wall_us=wall * 1e6 if _is_number(wall) and wall > 0 else None)
+                                wall_us=wall * 1e6 if _is_number(wall) and wall > 0 else None,
+                                join_us=float(join) if _is_number(join) and join > 0 else 0.0)
         run["metrics"] = {**metrics, **fresh}
     return run
 

@@ -121,8 +121,9 @@ class Metrics(TypedDict, total=False):
     mean_step_us: float
     mean_idle_per_step_us: float
     t_fwd_us: float
-    t_cpu_us: float
-    predicted_overlap_speedup: float
+    t_cpu_us: float | None              # None: a trace of another engine measured no CPU work
+    predicted_overlap_speedup: float | None
+    gpu_wait_us: float                  # such a trace's: the GPU waiting for the host, per step
     ttft_ms_mean: float | None
     ttft_ms_p50: float | None
     tpot_ms_mean: float | None
@@ -185,7 +186,12 @@ class RunDict(TypedDict):
     host: NotRequired[dict[str, float]]     # what else the machine did (engine.host_load)
     memory: NotRequired[dict[str, Any]]     # KV pages step by step (engine.engine.memory_record)
     notes: NotRequired[list[dict[str, Any]]]    # an import: what the trace cannot tell
-    source: NotRequired[str]                # an import: the file it came from
+    source: NotRequired[str]                # an import, or runs side by side: the file it came from
+    env: NotRequired[dict[str, Any]]        # runs side by side: where its record was made
+    loop_seen: NotRequired[dict[str, Any]]  # an import: what its timing says (record.trace_loop)
+    joined_gap_us: NotRequired[float]       # an import: gaps shorter than this count as busy
+    step_starts: NotRequired[list[list[float]]]     # an import: [step, when the host began it]
+    phase_roles: NotRequired[dict[str, str]]    # an import: its named host phases' roles
     window: NotRequired[WindowDict]         # a view cut to some steps
 
 

@@ -19,7 +19,7 @@ from typing import Any, TypedDict
 from record.metrics import idle_gaps
 from record.run_record import loop_of
 from record.schema import ENGINE_LOOPS, FORWARD_PHASES, Lane, Loop, Phase, RunDict, SpanDict
-from record.window import gpu_lanes
+from record.window import gpu_lanes, joined_gap_us
 
 NEXT_PHASES = (Phase.RECEIVE, Phase.SCHEDULE, Phase.LAUNCH)   # B(n+1)'s CPU work, before its forward
 
@@ -126,5 +126,5 @@ def idle_after(run: RunDict, forward: SpanDict, step: int) -> float:
                  and s["phase"] in FORWARD_PHASES and s.get("step", -1) > step]
     if not following:
         return 0.0
-    gaps = idle_gaps(spans, gpu_lanes(run), (forward["end_us"], min(following)))
+    gaps = idle_gaps(spans, gpu_lanes(run), (forward["end_us"], min(following)), joined_gap_us(run))
     return sum(b - a for a, b in gaps)

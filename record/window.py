@@ -20,6 +20,17 @@ def gpu_lanes(run: RunDict) -> list[str]:
     return list(lanes) if lanes is not None else list(GPU_LANES)
 
 
+def joined_gap_us(run: RunDict) -> float:
+    """Gaps between GPU spans shorter than this count as busy: in an imported kernel-level trace,
+    the time a launch takes to reach an idle GPU (``record.trace_loop.launch_latency_us``),
+    since no host could have filled a shorter gap; 0 for runs of ours (their spans are whole
+    forwards and copies)."""
+    value = run.get("joined_gap_us")
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 1e6:
+        return float(value)
+    return 0.0
+
+
 def time_range(spans: list[SpanDict]) -> Interval:
     """(first start, last end) over all spans, in µs; (0, 0) for none."""
     if not spans:
@@ -38,13 +49,14 @@ def local_stats(run: RunDict) -> Metrics:
     window = None
     if "window" in run:
         window = (run["window"]["t_start_us"], run["window"]["t_end_us"])
-    gaps = idle_gaps(spans, lanes, window)
+    join = joined_gap_us(run)
+    gaps = idle_gaps(spans, lanes, window, join)
     t_start, t_end = window or time_range([s for s in spans if s["lane"] in lanes])
     steps = {s["step"] for s in spans if s.get("step", -1) >= 0}
     return {
         "idle_us_total": sum(b - a for a, b in gaps),
         "idle_gap_count": len(gaps),
-        "gpu_busy_frac": busy_fraction(spans, lanes, window),
+        "gpu_busy_frac": busy_fraction(spans, lanes, window, join),
         "steps": len(steps),
         "span_us": t_end - t_start,
     }

@@ -120,8 +120,10 @@ def add_run(fig: FigureSpec, run: RunDict, lanes: list[str], row: int, offset_us
             _add_gaps(fig, drawn, rows, row, offset_us, legend_shown, lang, col, kind)
     every = spans                                  # the lag marks find their forwards here
     extra_gpu = set(gpu) - set(LANES)
+    roles = run.get("phase_roles") or {}          # an imported trace's named host phases
     keyed: Sequence[tuple[str, SpanDict]] = [
-        (_color_key(s["phase"], s["lane"] in extra_gpu or s["lane"].startswith("kernels")), s)
+        (_color_key(roles.get(s["phase"], s["phase"]),
+                    s["lane"] in extra_gpu or s["lane"].startswith("kernels")), s)
         for s in spans]
     if len(keyed) > MAX_BARS:          # pixel-sized bars, each as opaque as it was busy
         keyed = coalesce(keyed, (t_end - t_start) / PIXELS)
@@ -196,8 +198,10 @@ def lane_label(lane: str, lang: str) -> str:
 
 
 def _color_key(phase: str, imported_gpu_lane: bool) -> str:
-    """The legend entry of a phase: itself if known, else memcpy/memset/kernel by name and lane
-    (kernel lanes of a profiler capture hold kernels named by their C++ symbol), else "other"."""
+    """The legend entry of a phase: itself if known (an imported host phase comes here as its
+    role: Mini-SGLang's ``_process_last_data`` as process_last), else memcpy/memset/kernel by
+    name and lane (kernel lanes of a profiler capture hold kernels named by their C++ symbol),
+    else "other"."""
     if phase in PHASE_COLORS:
         return phase
     lowered = phase.lower()

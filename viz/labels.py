@@ -44,7 +44,10 @@ def display_labels(runs: list[RunDict], lang: str = "en") -> list[str]:
         else:
             name = label.partition(" (")[0]
         names.append(f"{name} ({detail})" if keep_details and detail else name)
-    return names
+    # Runs of two records side by side (record.loading.side_by_side) may share a loop's name:
+    # those say which record they came from.
+    return [f"{name} · {run['source']}" if names.count(name) > 1 and run.get("source")
+            and loop_of(run)[0] != Loop.IMPORTED else name for name, run in zip(names, runs)]
 
 
 def busy_text(time: GpuTime, lang: str) -> str:
@@ -58,11 +61,21 @@ def busy_text(time: GpuTime, lang: str) -> str:
     return t(lang, "busy_two_ways").format(both=both, engine=f"{100 * time.busy_engine:.1f}")
 
 
+def loop_tag(run: RunDict, lang: str) -> str:
+    """" · overlapped loop" / " · serial loop" for an imported trace whose timing says which
+    (``record.trace_loop``); "" otherwise."""
+    if loop_of(run)[0] != Loop.IMPORTED:
+        return ""
+    verdict = (run.get("loop_seen") or {}).get("verdict")
+    return t(lang, f"tag_{verdict}") if verdict in ("overlapped", "serial") else ""
+
+
 def run_title(run: RunDict, label: str, lang: str) -> tuple[str, str]:
     """A run's title (text, not HTML markup) in two parts: its idle gaps, and its busy share,
     two ways."""
     time = gpu_time(run)
     key = "run_title" if time.active_share is None else "run_title_active"
+    label += loop_tag(run, lang)
     head = t(lang, key).format(label=label, idle=f"{time.idle_us / 1000.0:.1f}",
                                gaps=count(lang, time.gap_count, "gaps"),
                                share=f"{100 * (time.active_share or 0.0):.0f}")

@@ -43,6 +43,7 @@ _ROWS: list[tuple[str, Callable[[float], str]]] = [
     ("mean_idle_per_step_us", lambda v: f"{v * _MS:.2f}"),
     ("t_fwd_us", lambda v: f"{v * _MS:.2f}"),
     ("t_cpu_us", lambda v: f"{v * _MS:.2f}"),
+    ("gpu_wait_us", lambda v: f"{v * _MS:.2f}"),             # an imported trace's, not CPU work
     ("ttft_ms_mean", lambda v: f"{v:.1f}"),
     ("itl_ms_mean", lambda v: f"{v:.2f}"),
     ("itl_ms_p99", lambda v: f"{v:.2f}"),

@@ -34,8 +34,9 @@ from record.steps import (
     overlap_us,
     step_parts,
 )
+from record.trace_steps import trace_step
 from record.window import step_range
-from texts import t
+from texts import label_colon, t
 from viz.labels import display_labels
 
 HIDDEN_SHARE = 0.25     # below this share of process_last under the forward, say it was missed
@@ -100,6 +101,8 @@ def step_caption(run: RunDict, step: int, lang: str = "en",
                  placement: str | None = None) -> str:
     """What step ``step`` did, in the article's terms, with the measured durations (markdown).
     ``placement``: where the result copy ran (``copy_placement``; read off the spans if None)."""
+    if loop_of(run)[0] == Loop.IMPORTED:
+        return trace_caption(run, step, lang)
     placement = placement or copy_placement(run)
     parts, kind = step_parts(run, step), loop_kind(run)
     forward = parts["forward"]
@@ -146,6 +149,33 @@ def step_caption(run: RunDict, step: int, lang: str = "en",
     if step == last and kind != Loop.NORMAL:
         text += t(lang, "cap_drain")
     return text + _lag_sentences(run, step, lang)
+
+
+LATE_SAID = 0.1        # share of a step's GPU work run after the next step began worth saying
+
+
+def trace_caption(run: RunDict, step: int, lang: str = "en") -> str:
+    """An imported step in words: how long the GPU worked and waited, how much of its work ran
+    after the host had begun the next step, and the host's named phases in it."""
+    found = trace_step(run, step)
+    if found is None:
+        return t(lang, "cap_trace_none").format(n=step)
+    text = t(lang, "cap_trace").format(n=step, busy=found["busy_us"] / 1000.0,
+                                       step=found["step_us"] / 1000.0, items=found["items"],
+                                       wait=found["wait_us"] / 1000.0)
+    late = sum(b - a for a, b in found["late"])
+    if found["busy_us"] > 0 and late >= LATE_SAID * found["busy_us"]:
+        text += t(lang, "cap_trace_late").format(late=late / 1000.0, m=found["next"])
+    totals: dict[tuple[str, str], float] = {}
+    for name, role, us in found["host"]:
+        totals[(name, role)] = totals.get((name, role), 0.0) + us
+    if totals:
+        colon, comma = label_colon(lang), ("，" if lang == "zh" else ", ")
+        left, right = ("（", "）") if lang == "zh" else (" (", ")")
+        phases = comma.join(f"`{html.escape(name)}`{left}{role}{right}{colon}{us / 1000.0:.2f} ms"
+                            for (name, role), us in totals.items())
+        text += t(lang, "cap_trace_host").format(phases=phases)
+    return text
 
 
 def _extra_sentence(run: RunDict, parts: StepParts, kind: str, lang: str) -> str:

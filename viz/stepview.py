@@ -12,12 +12,15 @@ three small panels (fill, steady state, drain), each three steps, each on its ow
 
 from __future__ import annotations
 
+import html
 from typing import Any
 
 from record.lag import lag_marks
-from record.schema import LANES, Lane, Phase, RunDict, SpanDict
+from record.run_record import loop_of
+from record.schema import LANES, Lane, Loop, Phase, RunDict, SpanDict
 from record.steps import copy_placement, is_hidden_role, loop_kind, overlap_us, step_parts
-from record.window import step_range, window_run
+from record.trace_steps import trace_step
+from record.window import gpu_lanes, step_range, window_run
 from texts import t
 from viz.figure import FigureSpec
 from viz.gantt import (
@@ -56,6 +59,10 @@ def step_figure(run: RunDict | None, step: int, lang: str = "en",
     windowed = window_run(run, *window)
     offset = windowed["window"]["t_start_us"]
     index = {lane: i for i, lane in enumerate(ordered_lanes(windowed))}
+    if loop_of(run)[0] == Loop.IMPORTED:
+        _trace_marks(fig, run, step, index, offset, lang)
+        fig.update_layout(hovermode="closest")
+        return fig
     parts, kind = step_parts(run, step), loop_kind(run)
     said = links(parts, step, kind, lang, placement or copy_placement(run))
     roles = spans_of(parts, kind)
@@ -67,9 +74,49 @@ def step_figure(run: RunDict | None, step: int, lang: str = "en",
     return fig
 
 
+def _trace_marks(fig: FigureSpec, run: RunDict, step: int, index: dict[str, int],
+                 offset: float, lang: str) -> None:
+    """An imported step: a box around its GPU work on the GPU lanes, a band over the part of it
+    that ran after the host had begun the next step, and the host's named phases of the step
+    outlined (``record.trace_steps``)."""
+    found = trace_step(run, step)
+    rows = sorted(index[lane] for lane in gpu_lanes(run) if lane in index)
+    if found is None or not rows:
+        return
+    y0, y1 = rows[0] - 0.5, rows[-1] + 0.5
+    fig.add_shape(type="rect", x0=(found["start"] - offset) / 1000.0,
+                  x1=(found["end"] - offset) / 1000.0, y0=y0, y1=y1, xref="x", yref="y",
+                  line={"color": "#111111", "width": 2.5}, fillcolor="rgba(0,0,0,0)",
+                  name="trace_step")
+    fig.add_annotation(x=(found["start"] - offset) / 1000.0, y=y0, xref="x", yref="y",
+                       xanchor="left", yanchor="bottom", showarrow=False, name="trace_step",
+                       text=f"<b>{t(lang, 'trace_step_box').format(n=step)}</b>",
+                       font={"size": 11, "color": "#111111"}, bgcolor="rgba(255,255,255,0.8)")
+    if found["late"]:
+        a, b = found["late"][0][0], found["late"][-1][1]
+        fig.add_shape(type="rect", x0=(a - offset) / 1000.0, x1=(b - offset) / 1000.0, y0=y0,
+                      y1=y1, xref="x", yref="y", layer="below", line={"width": 0},
+                      fillcolor="rgba(117,107,177,0.18)", name="trace_late")
+        fig.add_annotation(x=(a - offset) / 1000.0, y=(y0 + y1) / 2, xref="x", yref="y",
+                           xanchor="left", showarrow=False, name="trace_late",
+                           text=f"<b>{t(lang, 'trace_late_band').format(m=found['next'])}</b>",
+                           font={"size": 11, "color": "#54278f"},
+                           bgcolor="rgba(255,255,255,0.8)")
+    roles = run.get("phase_roles") or {}
+    for span in run.get("spans", []):
+        if span.get("step") == step and span["phase"] in roles and span["lane"] in index:
+            # coloured by its role, named as the trace names it
+            fig.add_trace(_outlined(span, "host", step, [], index, offset, lang,
+                                    title=html.escape(span["phase"]),
+                                    color=roles[span["phase"]]))
+
+
 def _outlined(span: SpanDict, role: str, step: int, partners: list[str],
-              index: dict[str, int], offset: float, lang: str) -> dict[str, Any]:
-    name = role_name(role, span, step, lang)
+              index: dict[str, int], offset: float, lang: str, title: str | None = None,
+              color: str | None = None) -> dict[str, Any]:
+    """Step n's span drawn again on top, outlined; ``title``, ``color``: an imported host phase's
+    own name, and the phase whose colour it takes (its role)."""
+    name = title or role_name(role, span, step, lang)
     start = (span["start_us"] - offset) / 1000.0
     duration = (span["end_us"] - span["start_us"]) / 1000.0
     hover = (f"<b>{name}</b> · {lane_label(span['lane'], lang)}<br>{duration:.3f} ms"
@@ -77,7 +124,7 @@ def _outlined(span: SpanDict, role: str, step: int, partners: list[str],
     return dict(type="bar", orientation="h", base=[start], x=[max(duration, 1e-4)], y=[index[span["lane"]]],
                   width=BAR_WIDTH, name=name, showlegend=False, hovertext=[hover],
                   hovertemplate="%{hovertext}<extra></extra>", meta=role,
-                  marker={"color": phase_color(span["phase"]),
+                  marker={"color": phase_color(color or span["phase"]),
                           "line": {"color": "#111111", "width": 2.5}})
 
 
