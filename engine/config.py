@@ -70,7 +70,7 @@ class HazardSwitches:
     late_prefix_insert: bool = False  # a prefill's prefix is inserted when its result is
                                       # processed (after the next batch was built) and the
                                       # request remapped to the cache's pages, as SGLang main
-                                      # still does (its open PR 38140)
+                                      # still does (the open SGLang PR 38140)
     no_result_ring: bool = False      # the copy stream copies the CUDA graph's output, which
                                       # the next replay rewrites, not the step's result-ring row
     # Widen the race window of whichever safeguard is off, so a fault shows reliably in class:

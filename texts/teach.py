@@ -497,7 +497,7 @@ HAZARD_NAMES: dict[str, dict[str, tuple[str, str]]] = {
         "late_prefix_insert": (
             "Insert a prefill's prefix after the next batch is built",
             "one mapping of positions to KV pages per request: inserted late and the request "
-            "remapped to the cache's pages (as SGLang's main branch does; its open PR 38140), the "
+            "remapped to the cache's pages (as SGLang's main branch does; the open SGLang PR 38140), the "
             "next batch is built against one mapping and later steps read another, so a request "
             "reads a position through two different pages"),
         "no_retract_guard": (
@@ -542,7 +542,7 @@ HAZARD_NAMES: dict[str, dict[str, tuple[str, str]]] = {
         "late_prefix_insert": (
             "在下一批组好之后才插入预填充的前缀",
             "每个请求从位置到 KV 页的唯一映射：插入太晚、并把请求改指向缓存中的页（SGLang 主干仍是这样；"
-            "其未合并的 PR 38140）时，下一批按一种映射组好，之后的步却读另一种，于是请求通过两个不同的页"
+            "其未合并的 SGLang PR 38140）时，下一批按一种映射组好，之后的步却读另一种，于是请求通过两个不同的页"
             "读取同一个位置"),
         "no_retract_guard": (
             "去掉撤回保护",

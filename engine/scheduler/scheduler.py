@@ -255,8 +255,8 @@ class Scheduler:
             # already holds the same tokens (RadixCache.insert), so every later batch maps these
             # positions to the same pages. SGLang inserts after the next batch was launched and
             # remaps the request, so its first decode step reads other pages than the later ones
-            # (its open PR 38140); the seed frees the duplicates without rewriting the page
-            # table (Mini-SGLang's open PR 142). A later batch that reads these pages runs after
+            # (the open SGLang PR 38140); the seed frees the duplicates without rewriting the page
+            # table (the open Mini-SGLang PR 142). A later batch that reads these pages runs after
             # this prefill in the engine stream's order.
             for row in rows:
                 self.memory.cache_req(row.req, finished=False)
