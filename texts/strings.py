@@ -383,8 +383,8 @@ _ZH: dict[str, str] = {
 - **两个方向的同步边**：前向等待自己的元数据上传（绿色），这是文中说的那条边。反方向同样要紧：上传复用
   一个暂存缓冲区之前，scheduler stream 要等最后一次读过它的前向（`cuda_buffers.py`）；回传要等前向结束；
   请求结束时，它的槽位（下一个提示词会覆盖的那行 token_pool）要留到读它的已提交批次完成；它的 KV 页则
-  立即归还，因为只有前向按顺序写页。SGLang 是从一个 bug 学到这个方向的（SGLang issue 18744，之后是 SGLang PR 26380、
-  28363、31687）。Mini-SGLang 把第一条边写成
+  立即归还，因为只有前向按顺序写页。SGLang 是从一个 bug 学到这个方向的（SGLang issue 18744，
+  之后是 SGLang PR 26380、28363、31687）。Mini-SGLang 把第一条边写成
   `engine_stream.wait_stream(scheduler_stream)`，这会让前向排在 scheduler stream 上此前*所有*已排队
   工作之后，所以结果回传放在哪里很重要。在 CUDA 上它默认在自己的 **copy stream** 上执行（和 vLLM、
   SGLang 一样；它们在 CUDA Graph 之外采样，本引擎在其内，所以需要结果环）：它在那里等待
@@ -402,7 +402,8 @@ _ZH: dict[str, str] = {
 - **滞后一轮**：CPU 晚一步才看到 EOS，已结束的请求可能还会跟着多跑一批；那个多出的 token 被丢弃，
   请求只释放一次。
 - **真实系统如何传递 token**：本引擎和 Mini-SGLang 把每个 token 存在 `token_pool[槽位, 位置]`。SGLang
-  通过 `FutureMap` 只中转最新的一个：起初是负数占位 id 组成的环，在分块预填充下溢出（SGLang PR 13713、13916），
+  通过 `FutureMap` 只中转最新的一个：起初是负数占位 id 组成的环，在分块预填充下溢出
+  （SGLang PR 13713、13916），
   现在是按请求槽索引的缓冲区（SGLang PR 25862，`resolve_forward_inputs`）。vLLM v1 记下
   `num_output_placeholders`，并在 GPU 上把采样出的 id 拷进下一步的输入。
 - **什么会打破“token 留在 GPU 上”**：语法约束的掩码（SGLang 推迟采样：`launch_batch_sample_if_needed`）、
