@@ -31,8 +31,8 @@ SCREENSHOTS.mkdir(parents=True, exist_ok=True)
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 RUN_TIMEOUT_MS = 240_000
-# How fast the page is served is measured by ``scripts/app_vs_cli.py`` (a benchmark that prints
-# it), not judged here: a test must not depend on how busy the machine is.
+# How fast the page is served and draws is printed by ``python -m scripts.screenshots --readme``,
+# not judged here: a test must not depend on how busy the machine is.
 
 
 def _sync_api():

@@ -103,7 +103,7 @@ def test_split_bounds_cover_each_key_once():
             bounds = split_bounds(kv_len, splits, 32)
             keys = [p for s, e in bounds for p in range(s, e)]
             assert keys == list(range(kv_len))
-    assert num_kv_splits(176) == 1 and num_kv_splits(512) == 2 and num_kv_splits(4096) == 16
+    assert num_kv_splits(176) == 4 and num_kv_splits(2048) == 8 and num_kv_splits(4096) == 16
     assert num_kv_splits(1 << 17) == 16
 
 

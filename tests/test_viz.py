@@ -319,8 +319,8 @@ def test_a_measurement_far_below_its_prediction_says_what_the_run_saw():
 
 
 def test_a_first_click_like_gap_is_explained_by_its_largest_measured_term_first():
-    """1.51x predicted against 1.31x measured (the issue's first click) gets a note too: the
-    old rule explained only a measurement under 80% of its prediction."""
+    """1.51x predicted against 1.31x measured (as a first click can give) gets a note too: a
+    measurement 13% under its prediction is explained, not only one under 80% of it."""
     normal = dict(METRICS, t_fwd_us=8000.0, t_cpu_us=4100.0, steady_step_us=12100.0)
     overlap = dict(METRICS, t_fwd_us=8600.0, t_cpu_us=4000.0, steady_step_us=12100.0 / 1.31)
     why = _why(viz.metrics_html([make_run("normal", metrics=normal),
@@ -701,8 +701,8 @@ def test_a_run_whose_requests_were_always_in_shows_no_quiet_time_and_no_extra_ro
 
 
 def test_multi_step_where_the_cpu_is_not_the_bottleneck_says_what_multi_step_is_for():
-    """T_cpu <= T_fwd: one-step overlap hides it already, k steps add only lag (the issue's
-    defaults: the same prediction, 17% of the tokens wasted)."""
+    """T_cpu <= T_fwd: one-step overlap hides it already, k steps add only lag (the same
+    prediction as one step, 17% of the tokens wasted)."""
     multi = make_run("multistep", metrics=dict(METRICS, wasted_tokens=11))
     multi["loop"], multi["decode_steps"] = "multistep", 4
     html = viz.metrics_html([make_run("normal", metrics=METRICS), multi])

@@ -7,6 +7,7 @@ name, and the one lookup ``t(lang, key)``.
 - ``metrics``  the metrics table, the formula, what an import found, the latency chart
 - ``memory``   the KV-memory chart
 - ``summary``  the run's headline, the busy-machine badge, the titles of the page's folds
+- ``traces``   imported traces: their loop, gaps, terms, steps and the import tab
 
 This package imports only the standard library: ``viz`` and ``ui`` read from it.
 """

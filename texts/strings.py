@@ -13,6 +13,7 @@ from texts import memory as text_memory
 from texts import metrics as text_metrics
 from texts import summary as text_summary
 from texts import teach as text_teach
+from texts import traces as text_traces
 
 LANGUAGES = {"en": "English", "zh": "中文"}
 
@@ -85,10 +86,6 @@ stream lanes* and over the *engine stream alone*; where they differ, the GPU was
         "the extra CPU work to the forward it measured, 0 µs with CUDA graphs on the H200, "
         "where a CPU page starts at 4000 µs, eager. All are drawn with the same charts and "
         "labelled with their hardware and date."),
-    "upload_help": (
-        "Upload a `torch.profiler` trace (`.json` or `.json.gz`, for example from SGLang or "
-        "vLLM) or a run record saved from this page. GPU streams become lanes; idle gaps are the "
-        "holes in the union of all GPU lanes."),
     "no_recorded": "No recorded GPU runs are bundled yet (`assets/recorded/*.json`).",
     "no_runs": "Press Run on the Live run tab, or choose a recorded or imported run, to draw "
                "the timelines.",
@@ -216,6 +213,7 @@ stream lanes* and over the *engine stream alone*; where they differ, the GPU was
                    "({device}).",
     "status_failed": "The run failed: {error}",
     "status_recorded": "Recorded on {where}.",
+    "engine_mini-sglang": "Mini-SGLang (the article's code)",
     "status_settings": "Run with: {model}, B = {batch}, {graphs}, {extra} µs of extra CPU work a "
                        "step.",
     "status_settings_copy": "Result copy on the {copy}.",
@@ -268,7 +266,6 @@ stream lanes* and over the *engine stream alone*; where they differ, the GPU was
     "ctl_last_step": "Last step",
     "ctl_zoom": "Zoom to steps",
     "ctl_recorded": "Recorded run",
-    "ctl_upload": "torch.profiler trace or run record",
     "tab_live": "Live run",
     "tab_recorded": "Recorded GPU runs",
     "tab_upload": "Import a trace",
@@ -364,9 +361,6 @@ _ZH: dict[str, str] = {
         "（`python scripts/gpu_first_click.py`）：在那里页面按实测的前向来设定额外 CPU 工作，"
         "在 H200 上开启 CUDA Graph 时为 0 µs，而 CPU 页面一开始是 4000 µs、eager 模式。"
         "它们都用同样的图表展示，并标注硬件和日期。"),
-    "upload_help": (
-        "上传 `torch.profiler` trace（`.json` 或 `.json.gz`，例如来自 SGLang 或 vLLM），"
-        "或本页下载的运行记录。GPU stream 成为泳道；空闲间隙是所有 GPU 泳道并集中的空洞。"),
     "no_recorded": "尚未附带录制的 GPU 运行（`assets/recorded/*.json`）。",
     "no_runs": "在“现场运行”页点击“运行”，或选择一个录制的或导入的运行，即可绘制时间线。",
     "zoom_after_run": "运行结束后绘制步窗口。",
@@ -479,6 +473,7 @@ _ZH: dict[str, str] = {
                    "（{device}）。",
     "status_failed": "运行失败：{error}",
     "status_recorded": "录制于 {where}。",
+    "engine_mini-sglang": "Mini-SGLang（文章所读的代码）",
     "status_settings": "运行设置：{model}，B = {batch}，{graphs}，每步额外 CPU 工作 {extra} µs。",
     "status_settings_copy": "结果回传在 {copy} 上。",
     "status_settings_kv": "KV 页池共 {kv_pages} 页。",
@@ -525,7 +520,6 @@ _ZH: dict[str, str] = {
     "ctl_last_step": "结束步",
     "ctl_zoom": "放大到这些步",
     "ctl_recorded": "录制的运行",
-    "ctl_upload": "torch.profiler trace 或运行记录",
     "tab_live": "现场运行",
     "tab_recorded": "录制的 GPU 运行",
     "tab_upload": "导入 trace",
@@ -572,6 +566,8 @@ _EN.update(text_memory.EN)
 _ZH.update(text_memory.ZH)
 _EN.update(text_summary.EN)
 _ZH.update(text_summary.ZH)
+_EN.update(text_traces.EN)
+_ZH.update(text_traces.ZH)
 
 # The Chinese texts are wrapped in the source like the English ones, but where a line break falls
 # between two Chinese characters (or their punctuation) Markdown would show it as a space, which

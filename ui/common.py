@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import texts
 from engine.models.hub import SUGGESTED_MODELS, cached_snapshot, is_hub_id
 from engine.workloads import DEFAULT_PROMPTS, word_prompts  # noqa: F401 - used by the UI
+from record.schema import ENGINE_LOOPS
 from ui.state import APP
 
 if TYPE_CHECKING:
@@ -32,7 +33,6 @@ MODELS = [  # (value, display name, real weights?)
     ("qwen2.5-0.5b-shape", "Qwen2.5-0.5B shape", False),
     ("qwen2.5-1.5b-shape", "Qwen2.5-1.5B shape", False),
 ]
-LOOPS = ("normal", "overlap", "multistep")
 DEFAULTS = {"requests": 16, "batch": 16, "prompt_len": 24, "max_new": 96, "temperature": 0.0,
             "extra_cpu_us": 4000, "decode_steps": 4, "request_rate": 0.0, "shared_prefix": 0,
             "kv_pages": 0}
@@ -89,11 +89,11 @@ def shutdown() -> None:
 def placement() -> Placement:
     """Which cores the scheduler, the device process and this server may use.
 
-    Measured on the 2-core machine with a browser beside the app (``scripts/app_vs_cli.py``,
-    README): pinning (device process on one core, scheduler and server on the other) gave the
-    first clicks 91-92% GPU busy, leaving the processes to the OS 94-95%, since the OS can move
-    the scheduler off a core the browser or the server is using. So nothing is pinned unless
-    OVERLAP_DEMO_PIN=1 asks for ``plan_placement``'s split (to measure it again)."""
+    On a 2-core machine with a browser beside the app, pinning (the device process on one core,
+    the scheduler and the server on the other) gave the first clicks less GPU busy than leaving
+    the processes to the OS, which can move the scheduler off a core that the browser or the
+    server is using. So nothing is pinned unless OVERLAP_DEMO_PIN=1 asks for
+    ``plan_placement``'s split (to compare the two)."""
     from engine.processes.scheduler_process import Placement, plan_placement
 
     return plan_placement() if os.environ.get("OVERLAP_DEMO_PIN", "0") == "1" else Placement()
@@ -249,7 +249,7 @@ def check_model(model: Any) -> str:
 
 
 def loop_choices(lang: str) -> list[tuple[str, str]]:
-    return [(texts.t(lang, f"loop_{loop}"), loop) for loop in LOOPS]
+    return [(texts.t(lang, f"loop_{loop}"), loop) for loop in ENGINE_LOOPS]
 
 
 def device_choices(lang: str, cuda: bool) -> list[tuple[str, str]]:

@@ -13,12 +13,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from record.schema import Loop
 from ui.common import DEFAULT_PROMPTS, DEFAULTS
 
 
 @dataclass(frozen=True)
 class Controls:
-    loops: Sequence[str]              # "normal", "overlap", "multistep", any of them
+    loops: Sequence[str]              # any of ``record.schema.ENGINE_LOOPS``
     decode_steps: float | None        # multi-step's k
     stop_early: bool                  # each request stops at a token a probe run picked
     device: str                       # "auto" | "cpu" | "cuda"
@@ -40,7 +41,7 @@ class Controls:
     @classmethod
     def page_defaults(cls, **changes: Any) -> Controls:
         """The controls as the page first shows them (what the warm-up prepares for)."""
-        first = cls(loops=["normal", "overlap"], decode_steps=DEFAULTS["decode_steps"],
+        first = cls(loops=[Loop.NORMAL, Loop.OVERLAP], decode_steps=DEFAULTS["decode_steps"],
                     stop_early=True, device="auto", model="bundled",
                     requests=DEFAULTS["requests"], batch=DEFAULTS["batch"],
                     prompt_len=DEFAULTS["prompt_len"], prompts_text=DEFAULT_PROMPTS,

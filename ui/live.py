@@ -23,10 +23,11 @@ import texts
 import viz
 from engine.processes import messages
 from engine.processes.messages import LiveRunRequest
-from record.recorder import BASE_LANES, GPU_LANES
+from engine.workloads import Workload, word_prompt_tokens
 from record.run_record import run_dict
+from record.schema import BASE_LANES, ENGINE_LOOPS, GPU_LANES, loop_label
 from ui import common, presets
-from ui.common import LOOPS, InputError, esc, lang_of, progress_bar, render_said, said, status
+from ui.common import InputError, esc, lang_of, progress_bar, render_said, said, status
 from ui.controls import Controls
 from ui.recorded_runs import shown, write_downloads
 from ui.state import APP
@@ -140,7 +141,7 @@ def build_request(controls: Controls) -> tuple[LiveRunRequest, list[str]]:
                              extra_cpu_us=c.extra_cpu_us, decode_steps=c.decode_steps,
                              request_rate=c.request_rate, shared_prefix=c.shared_prefix,
                              kv_pages=c.kv_pages)
-    chosen = tuple(loop for loop in LOOPS if loop in (c.loops or []))
+    chosen = tuple(loop for loop in ENGINE_LOOPS if loop in (c.loops or []))
     if not chosen:
         raise InputError("error_no_loop")
     model = common.check_model(c.model)
@@ -152,7 +153,8 @@ def build_request(controls: Controls) -> tuple[LiveRunRequest, list[str]]:
     notes = ["note_default_prompts"] if used_default else []
     # Words become about two tokens each (chat adds its template); the shared system prompt
     # comes before every prompt.
-    max_seq_len = 2 * values["prompt_len"] + values["max_new"] + 64 + values["shared_prefix"]
+    max_seq_len = Workload(word_prompt_tokens(values["prompt_len"]), values["max_new"],
+                           values["shared_prefix"]).max_seq_len()
     engine = EngineConfig(model=model, device=device, max_batch_size=values["batch"],
                           cuda_graph=bool(c.cuda_graph) and device != "cpu", seed=0,
                           max_seq_len=max_seq_len, num_pages=values["kv_pages"] or None)
@@ -214,10 +216,10 @@ class _LiveRuns:
     def runs(self) -> list[dict[str, Any]]:
         if self.index >= len(self.request.loops) or self.stage_name != "run":
             return list(self.finished)
-        k = self.request.decode_steps if self.loop == "multistep" else 1
+        spec = self.request.loop_specs()[self.index]
         # The copy stream's lane, where the device has one, comes in with its spans.
-        live = run_dict(self.loop, k, _loop_name(self.loop, k), self.spans, lanes=BASE_LANES,
-                        gpu_lanes=GPU_LANES)
+        live = run_dict(spec.loop, spec.k, loop_label(spec.loop, spec.k), self.spans,
+                        lanes=BASE_LANES, gpu_lanes=GPU_LANES)
         return self.finished + [live]
 
     def drew_any(self) -> bool:
@@ -226,10 +228,6 @@ class _LiveRuns:
 
     def steps_done(self) -> int:
         return max((s["step"] for s in self.spans), default=0)
-
-
-def _loop_name(loop: str, k: int) -> str:
-    return f"multistep k={k}" if loop == "multistep" else loop
 
 
 def _expected_steps(request: LiveRunRequest) -> int:

@@ -5,11 +5,9 @@ the device the run will use.
   (``FIRST_CLICK_FORWARDS``), inside what one-step overlap hides: a serial step costs
   T_fwd + T_cpu, an overlapped one max(T_fwd, T_cpu), so the GPU stays busy and the step is
   1.7x as fast. Why 0.7: the host's own speed moves the scheduler's work from page load to page
-  load (on one H200 machine the warm-up measured 0.14 ms and 0.33 ms a step, minutes apart), and
-  the sizing must leave room both ways: at one forward any jitter shows as idle GPU, below half
-  a forward the gain falls under 1.5x. Five clicks after a warm-up that measured 0.14 ms, sized
-  to 0.8 forwards (110 µs extra), gained 1.71-1.92x but were 91.6-99.6% busy; 0.7 would have
-  added 77 µs (docs/notes/gpu-session-2026-12-01-r7-page.log);
+  load (by a factor of two on a GPU machine, minutes apart), and the sizing must leave room both
+  ways: at one forward any jitter shows as idle GPU, below half a forward the gain falls under
+  1.5x;
 - ``multistep``: the scheduler's work about three forwards long, which one-step overlap cannot
   hide and k = 4 decode steps per scheduling pass can (max(T_fwd, T_cpu / 4) = T_fwd).
 
@@ -33,6 +31,7 @@ from typing import Any
 import gradio as gr
 
 import texts
+from record.schema import ENGINE_LOOPS, Loop
 from ui import common
 from ui.common import DEFAULTS, LIMITS, InputError, lang_of, render_said, validate
 from ui.state import APP
@@ -42,11 +41,10 @@ _SET = ("decode_steps", "requests", "batch", "prompt_len", "max_new", "temperatu
         "extra_cpu_us", "request_rate")
 PRESETS = {   # name: (the controls it sets, by ``ui.controls.Controls`` field, the CPU's part of
     #              a step in forwards, fixed extra us)
-    "overlap": ({"loops": ["normal", "overlap"], **{name: DEFAULTS[name] for name in _SET},
-                 "stop_early": True}, FIRST_CLICK_FORWARDS, 4000),
-    "multistep": ({"loops": ["normal", "overlap", "multistep"],
-                   **{name: DEFAULTS[name] for name in _SET}, "decode_steps": 4, "max_new": 64,
-                   "stop_early": True}, 3.0, 20000),
+    Loop.OVERLAP: ({"loops": [Loop.NORMAL, Loop.OVERLAP], **{name: DEFAULTS[name] for name in _SET},
+                    "stop_early": True}, FIRST_CLICK_FORWARDS, 4000),
+    Loop.MULTISTEP: ({"loops": list(ENGINE_LOOPS), **{name: DEFAULTS[name] for name in _SET},
+                      "decode_steps": 4, "max_new": 64, "stop_early": True}, 3.0, 20000),
 }
 CONTROLS = tuple(PRESETS["overlap"][0])            # the controls a preset sets
 CPU_SLIDER = (LIMITS["extra_cpu_us"][1], 250)     # (maximum, step) of the control on a CPU
@@ -92,7 +90,7 @@ def profile_of_run(record: dict[str, Any]) -> Any:
     config, env = record.get("config") or {}, record.get("env") or {}
     if config.get("request_rate"):
         return None                     # arrivals: its steps ran at partial batches
-    normal = next((run for run in record.get("runs", []) if run.get("loop") == "normal"), None)
+    normal = next((run for run in record.get("runs", []) if run.get("loop") == Loop.NORMAL), None)
     metrics = (normal or {}).get("metrics") or {}
     fwd, cpu = metrics.get("t_fwd_us") or 0.0, metrics.get("t_cpu_us")
     if not fwd or cpu is None or "model" not in config or "max_batch_size" not in config:

@@ -16,6 +16,7 @@ from record.gpu_time import gpu_time
 from record.load import MachineLoad, busiest, machine_load
 from record.metrics import compare_runs
 from record.run_record import loop_of
+from record.schema import ENGINE_LOOPS, Loop
 from texts import count, t
 from viz.labels import display_labels
 
@@ -24,20 +25,20 @@ def headline_html(record: dict[str, Any] | None, lang: str = "en") -> str:
     """The headline of a record's runs ('' for none, or for runs that are not our loops)."""
     runs = [run for run in (record or {}).get("runs") or [] if run.get("metrics")]
     loops = [loop_of(run)[0] for run in runs]
-    if not runs or not set(loops) <= {"normal", "overlap", "multistep"}:
+    if not runs or not set(loops) <= set(ENGINE_LOOPS):
         return ""
     kind = str(((record or {}).get("env") or {}).get("device_kind", "cuda"))
     gpu = t(lang, f"gpu_{kind}") if f"gpu_{kind}" in _KINDS else t(lang, "gpu_cuda")
     names = [html.escape(name) for name in display_labels(runs, lang)]
     idle = [_ms(gpu_time(run).idle_us) for run in runs]
-    if "normal" not in loops or len(runs) == 1:
+    if Loop.NORMAL not in loops or len(runs) == 1:
         first = gpu_time(runs[0])
         text = t(lang, "headline_single").format(gpu=gpu, idle_a=idle[0], name=names[0],
                                                  gaps=count(lang, first.gap_count, "gaps"))
         return _block(text, "single")
-    base = loops.index("normal")
+    base = loops.index(Loop.NORMAL)
     others = [i for i in range(len(runs)) if i != base]
-    main = loops.index("overlap") if "overlap" in loops else others[0]
+    main = loops.index(Loop.OVERLAP) if Loop.OVERLAP in loops else others[0]
     words = {"gpu": gpu, "idle_a": idle[base], "idle_b": idle[main], "name": names[main]}
     if not all(runs[i]["metrics"].get("steady_step_us") for i in (base, main)):
         return _block(t(lang, "headline_no_steady").format(**words), "short")
@@ -79,7 +80,8 @@ _KINDS = ("gpu_cuda", "gpu_cpu-process", "gpu_cpu-inline")
 
 
 def _speedup(normal: dict[str, Any], other: dict[str, Any]) -> float:
-    k = loop_of(other)[1] if loop_of(other)[0] == "multistep" else 1
+    loop, k = loop_of(other)
+    k = k if loop == Loop.MULTISTEP else 1
     return compare_runs(normal, other, k)["measured_speedup"]
 
 

@@ -11,22 +11,22 @@ between clients) is a plain light grey band: nobody asked the GPU for anything.
 
 from __future__ import annotations
 
-STANDARD_LANES = ("cpu", "scheduler_stream", "engine_stream", "copy_stream")
+from record.schema import Phase
 
 PHASE_COLORS: dict[str, str] = {
     # cpu: the scheduler thread
-    "receive": "#a6dcef",
-    "schedule": "#08306b",
-    "launch": "#c994c7",
-    "wait": "#c9c9c9",
-    "process_last": "#88419d",
+    Phase.RECEIVE: "#a6dcef",
+    Phase.SCHEDULE: "#08306b",
+    Phase.LAUNCH: "#c994c7",
+    Phase.WAIT: "#c9c9c9",
+    Phase.PROCESS_LAST: "#88419d",
     # scheduler_stream: metadata uploads (and, with result_copy_stream="scheduler", the copy)
-    "upload": "#31a354",
-    "copy": "#a1d99b",                     # the result copy, on whichever stream it ran
+    Phase.UPLOAD: "#31a354",
+    Phase.COPY: "#a1d99b",                 # the result copy, on whichever stream it ran
     # the engine stream: forward and sampling (and, with result_copy_stream="engine", the copy)
-    "prefill": "#a63603",
-    "decode": "#fd8d3c",
-    "sample": "#8c6d31",
+    Phase.PREFILL: "#a63603",
+    Phase.DECODE: "#fd8d3c",
+    Phase.SAMPLE: "#8c6d31",
     # imported torch.profiler traces
     "kernel": "#f16913",
     "memcpy": "#41ab5d",

@@ -37,17 +37,17 @@ from dataclasses import dataclass
 import torch
 
 BLOCK_N = 64               # keys per block of the online softmax
-MAX_SPLITS = 16
-TOKENS_PER_SPLIT = 256     # a chunk per this many keys of the longest context allowed
+MIN_SPLITS, MAX_SPLITS = 4, 16
+TOKENS_PER_SPLIT = 256     # past MIN_SPLITS * this, more chunks
 
 
 def num_kv_splits(max_seq_len: int) -> int:
-    """Chunks per row: from the longest context the engine allows (never from the batch). A
-    context that fits in one chunk takes one, and the kernel writes the answer itself (no merge
-    launch: one kernel less per layer, which is what a short decode step is made of); a long one
-    gets a chunk per ``TOKENS_PER_SPLIT`` keys, so even batch 1 fills the GPU. A chunk is at least
-    one block, so a short row fills only its first chunks and the rest exit at once."""
-    return max(1, min(MAX_SPLITS, math.ceil(max_seq_len / TOKENS_PER_SPLIT)))
+    """Chunks per row: from the longest context the engine allows (never from the batch). A chunk
+    is at least one block, so a short row fills only its first chunks and the rest exit at once:
+    batch 1 still gets several programs per KV head, a full batch pays one small merge pass.
+    (One chunk, which needs no merge launch, was measured slower on an H200 for short contexts:
+    its program walks every block one after the other; ``python -m bench --forward --splits``.)"""
+    return max(MIN_SPLITS, min(MAX_SPLITS, math.ceil(max_seq_len / TOKENS_PER_SPLIT)))
 
 
 def split_bounds(kv_len: int, num_splits: int, block_n: int) -> list[tuple[int, int]]:

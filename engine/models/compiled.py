@@ -48,8 +48,9 @@ class CompiledDecode:
 
     ``gemv=True`` (an experiment, off by default) also routes the decoder layers' linear layers
     through ``gemv_triton.py`` for one-token steps: cuBLAS reads small weights far below memory
-    bandwidth at batch 1..64, but on the H200 this won only for the 1.5B shape at batch 1 (the
-    split-K partial sums cost extra kernels where a norm follows; ``docs/notes/issue14.md``)."""
+    bandwidth at batch 1..64, but the split-K partial sums cost extra kernels where a norm
+    follows, which can cost more than the bandwidth gains (``python -m bench --forward
+    --variants triton+compile triton+compile+gemv`` compares the two)."""
 
     def __init__(self, model: CausalLM, gemv: bool | tuple[str, ...] = False,
                  mode: str | None = None) -> None:

@@ -3,9 +3,8 @@
 SGLang runs its HTTP server and tokenizer (TokenizerManager), its Scheduler and its Detokenizer as
 separate processes. One reason is the GIL: a Python thread beside a busy web server shares one
 interpreter lock with it, so every redraw or JSON encode the server does is time the scheduler
-cannot run, and the GPU idles while it waits. Measured here: the same first click gave 85% GPU
-busy with the scheduler as a thread in the Gradio process, and as much as the CLI with it in a
-process of its own (README, "The app and the CLI").
+cannot run, and the GPU idles while it waits. In a process of its own the scheduler shares
+nothing with the server but a pipe and the machine's cores.
 
     web server process  --LiveRunRequest-->  scheduler process  --StepCommand-->  device process
     (Gradio, HTTP API)  <--SpanBatch, ...--  (Engine, loops,    <--StepDone-----  (CPU only: model,
@@ -141,9 +140,10 @@ def _raise_priority() -> None:
     before other programs of the machine. Overlap has two processes working at once, the serial
     loop one at a time: on a 2-core machine beside one busy program, fair sharing gives the
     overlapped pair a third less CPU each and the comparison measures the machine, not the
-    loops. Linux shares the CPU fairly between sessions first (autogroups) and only then by
-    nice value inside each, so the process starts a session of its own (it leaves the
-    terminal's, whose Ctrl-C it ignores anyway) and raises that session's priority and its own.
+    loops. Linux shares the CPU fairly between terminals' process groups first (autogroups,
+    one per ``setsid``) and only then by nice value inside each, so the process calls ``setsid``
+    (it leaves the terminal's group, whose Ctrl-C it ignores anyway) and raises the priority of
+    its new autogroup and its own.
     Where the OS refuses (raising priority needs a privilege, which a Space does not grant), the
     runs measure how busy the machine was and the page says so."""
     try:

@@ -16,7 +16,8 @@ from ui.tabs.run_view import RunView
 @dataclass
 class UploadTab:
     tab: gr.Tab
-    upload: gr.File
+    upload: gr.File                   # one file, or two to compare
+    beside: gr.Checkbox               # add them beside the record on screen
 
 
 def build(page: Page) -> UploadTab:
@@ -24,12 +25,13 @@ def build(page: Page) -> UploadTab:
     with tr.add(gr.Tab(texts.t(en, "tab_upload"), elem_id="tab-upload"), "tab_upload") as tab:
         md(page, "upload_help")
         # Any file is taken and answered (a filter in the browser refused an image silently).
-        upload = tr.add(gr.File(label=texts.t(en, "ctl_upload"), elem_id="upload"), "ctl_upload")
-    return UploadTab(tab, upload)
+        upload, beside = recorded_runs.import_controls(tr)
+    return UploadTab(tab, upload, beside)
 
 
 def wire(tab: UploadTab, page: Page, view: RunView) -> None:
-    tab.upload.upload(recorded_runs.show_upload, [tab.upload, page.language], view.outputs(),
+    tab.upload.upload(recorded_runs.show_upload,
+                      [tab.upload, tab.beside, view.record, page.language], view.outputs(),
                       concurrency_limit=2, show_progress_on=[view.status]
                       ).then(replay.reset_replay, [view.record, page.language],
                              view.replay_outputs(), show_progress="hidden")
