@@ -72,18 +72,15 @@ def cuda_seen() -> bool:
 
 
 def shutdown() -> None:
-    """End the scheduler process (and with it the device process) with the server.
-
-    A request in progress (the warm-up, at a Ctrl-C during start-up) sees the process end and
-    discards it from its own thread at the same moment; SchedulerClient does not lock that, so
-    a close that loses the race may fail. The process is ending either way: at shutdown that
-    is not worth a traceback."""
+    """End the scheduler process (and with it the device process): with the server (which
+    sets ``SHUTTING_DOWN`` first, so no request starts another), or between tests (the next
+    request starts a new one). A request in progress (the warm-up, at a Ctrl-C during
+    start-up) fails with ``SchedulerDied``, which it keeps to itself once the server stops."""
+    global _client
     with _client_lock:
         if _client is not None:
-            try:
-                _client.close()
-            except Exception:  # noqa: BLE001 - see above
-                pass
+            _client.close()
+            _client = None
 
 
 def placement() -> Any:
@@ -110,12 +107,19 @@ def placement_note() -> tuple[str, dict[str, str]]:
 
 
 def scheduler() -> Any:
-    """This process's client of the scheduler process (started on first use)."""
+    """This process's client of the scheduler process (started on first use; never once the
+    server is stopping: a request that comes then would start a process nobody ends)."""
     global _client
     with _client_lock:
         if _client is None:
-            from engine.processes.scheduler_process import InlineScheduler, SchedulerClient
+            from engine.processes.scheduler_process import (
+                InlineScheduler,
+                SchedulerClient,
+                SchedulerDied,
+            )
 
+            if SHUTTING_DOWN.is_set():
+                raise SchedulerDied("the server is stopping")
             if on_zero_gpu():
                 _client = InlineScheduler()
             else:
