@@ -140,7 +140,7 @@ def test_a_dropped_engine_and_a_killed_parent_leave_no_noise(path, tmp_path):
     (tmp_path / "drop.py").write_text(script)
     for how in ("drop", "kill"):
         done = subprocess.run([sys.executable, "drop.py", how], capture_output=True, text=True,
-                              timeout=120, cwd=tmp_path)
+                              timeout=600, cwd=tmp_path)           # a hang guard
         child = int(done.stdout.split()[0])
         deadline = time.monotonic() + 120                # a hang guard
         while _alive(child) and time.monotonic() < deadline:
