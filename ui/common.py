@@ -107,24 +107,22 @@ def placement_note() -> tuple[str, dict[str, str]]:
 
 
 def scheduler() -> Any:
-    """This process's client of the scheduler process (started on first use; never once the
-    server is stopping: a request that comes then would start a process nobody ends)."""
+    """This process's client of the scheduler process (started on first use). Once the server
+    is stopping, a closed one: it starts no process that nobody would end, and a request gets
+    ``SchedulerDied``, as from a process that died, which every handler answers."""
     global _client
     with _client_lock:
         if _client is None:
-            from engine.processes.scheduler_process import (
-                InlineScheduler,
-                SchedulerClient,
-                SchedulerDied,
-            )
+            from engine.processes.scheduler_process import InlineScheduler, SchedulerClient
 
-            if SHUTTING_DOWN.is_set():
-                raise SchedulerDied("the server is stopping")
             if on_zero_gpu():
                 _client = InlineScheduler()
             else:
                 _client = SchedulerClient(placement())
-                _client.start()
+                if SHUTTING_DOWN.is_set():
+                    _client.close()
+                else:
+                    _client.start()
         return _client
 
 

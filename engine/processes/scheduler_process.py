@@ -316,7 +316,7 @@ class SchedulerClient:
             with self._send_lock:
                 conn.send(message)
         except (BrokenPipeError, OSError) as error:
-            raise self._gone(proc, self._death_text(proc)) from error
+            raise self._gone(proc, "sending it a request") from error
 
     def _abandon(self) -> None:
         """Cancel the request and read its events up to the final one (or restart)."""
@@ -339,26 +339,25 @@ class SchedulerClient:
                 if conn.poll(POLL_S):
                     return conn.recv()
             except (EOFError, OSError):
-                raise self._gone(proc, f"{self._death_text(proc)} while {doing}") from None
+                raise self._gone(proc, doing) from None
             waited += POLL_S
             if not proc.is_alive():
-                raise self._gone(proc, f"{self._death_text(proc)} while {doing}")
+                raise self._gone(proc, doing)
             if is_stopped(proc.pid):
-                raise self._gone(proc, f"was stopped (SIGSTOP?) while {doing}")
+                raise self._gone(proc, doing, "was stopped (SIGSTOP?)")
             if timeout_s is not None and waited > timeout_s:
-                raise self._gone(proc, f"did not answer in {timeout_s:.0f} s while {doing}")
+                raise self._gone(proc, doing, f"did not answer in {timeout_s:.0f} s")
 
-    def _gone(self, proc: Any, why: str) -> SchedulerDied:
-        """Discard ``proc`` (unless another thread has already replaced it) and say why."""
+    def _gone(self, proc: Any, doing: str, why: str = "") -> SchedulerDied:
+        """Discard ``proc`` (unless another thread already has) and say what became of it
+        (``why``, or how it ended), under the lock every start and end of the process takes."""
         with self._life_lock:
+            why = why or self._death_text(proc)
             if self._proc is proc:
                 self._discard()
-        return SchedulerDied(f"the scheduler process {why}")
+        return SchedulerDied(f"the scheduler process {why} while {doing}")
 
-    def _death_text(self, proc: Any = None) -> str:
-        proc = proc if proc is not None else self._proc
-        if proc is None:
-            return "is not running"
+    def _death_text(self, proc: Any) -> str:
         proc.join(timeout=1.0)
         self.restarts += 1
         return f"ended ({exit_text(proc)})"
