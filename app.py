@@ -24,8 +24,9 @@ from typing import Any
 
 import gradio as gr
 
+import texts
 import viz
-from ui import common, lab, live, parsing, presets, records, replay, serving
+from ui import common, lab, latency_tab, live, parsing, presets, recorded_runs, replay
 from ui.common import DEFAULTS, LIMITS, lang_of, loop_choices, model_choices
 from ui.i18n import Translated
 from ui.live_chart import live_chart
@@ -51,10 +52,10 @@ def check_devices(lang_choice: str, wait: bool = True) -> tuple[Any, Any]:
             cuda = common.scheduler().ready().cuda
         except Exception:  # noqa: BLE001 - no scheduler yet: say so when Run is pressed
             cuda = False
-    info = None if cuda else viz.t(lang, "device_no_cuda")
+    info = None if cuda else texts.t(lang, "device_no_cuda")
     return (gr.update(choices=common.device_choices(lang, cuda), info=info,
-                      label=viz.t(lang, "ctl_device")),
-            gr.update(interactive=cuda, info=info, label=viz.t(lang, "ctl_cuda_graph")))
+                      label=texts.t(lang, "ctl_device")),
+            gr.update(interactive=cuda, info=info, label=texts.t(lang, "ctl_cuda_graph")))
 
 
 def switch_language(lang_choice: str, record: dict[str, Any] | None, spec: dict[str, Any] | None,
@@ -62,11 +63,11 @@ def switch_language(lang_choice: str, record: dict[str, Any] | None, spec: dict[
     """Every text on the page in the chosen language, the status said again, the charts redrawn."""
     lang = lang_of(lang_choice)
     if record:
-        view = records.shown(spec, record, lang)
+        view = recorded_runs.shown(spec, record, lang)
     else:
         empty = plot(viz.side_by_side_figure([], lang=lang))
         view = MainView(status=common.render_said(spec, lang), timeline=empty)
-    zoomed = records.zoom(record, first, last, lang_choice)
+    zoomed = recorded_runs.zoom(record, first, last, lang_choice)
     return (*TR.updates(lang), view.status, view.timeline, zoomed, view.memory, view.metrics,
             view.texts, *check_devices(lang_choice, wait=False))
 
@@ -110,16 +111,16 @@ STEP_JS = ("(s) => {{ const r = document.querySelector('#step input[type=range]'
 
 def _slider(name: str, key: str, step: float, scale: int | None = None) -> gr.Slider:
     low, high, _ = LIMITS[name]
-    return TR.add(slider(low, high, DEFAULTS[name], step=step, label=viz.t("en", key),
+    return TR.add(slider(low, high, DEFAULTS[name], step=step, label=texts.t("en", key),
                             elem_id=name.replace("_", "-"), scale=scale), key)
 
 
 def _md(key: str, **kwargs: Any) -> gr.Markdown:
-    return TR.add(gr.Markdown(viz.t("en", key), **kwargs), key, attr="value")
+    return TR.add(gr.Markdown(texts.t("en", key), **kwargs), key, attr="value")
 
 
 def _button(key: str, **kwargs: Any) -> gr.Button:
-    return TR.add(gr.Button(viz.t("en", key), **kwargs), key, attr="value")
+    return TR.add(gr.Button(texts.t("en", key), **kwargs), key, attr="value")
 
 
 with gr.Blocks(title="Overlap scheduling, live") as demo:
@@ -130,31 +131,31 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
     with gr.Row(equal_height=False):
         with gr.Column(scale=5):
             _md("title")
-        language = gr.Radio(list(viz.LANGUAGES.values()), value=viz.LANGUAGES["en"],
+        language = gr.Radio(list(texts.LANGUAGES.values()), value=texts.LANGUAGES["en"],
                             show_label=False, scale=1, min_width=220, elem_id="language")
     _md("intro")
     with gr.Tabs():
-        with TR.add(gr.Tab(viz.t(en, "tab_live"), elem_id="tab-live"), "tab_live") as live_tab:
+        with TR.add(gr.Tab(texts.t(en, "tab_live"), elem_id="tab-live"), "tab_live") as live_tab:
             with gr.Row():
                 loops = TR.add(gr.CheckboxGroup(loop_choices(en), value=["normal", "overlap"],
-                                                label=viz.t(en, "ctl_loops"), elem_id="loops",
+                                                label=texts.t(en, "ctl_loops"), elem_id="loops",
                                                 scale=3), "ctl_loops", choices=loop_choices)
                 decode_steps = _slider("decode_steps", "ctl_k", 1, scale=1)
-                stop_early = TR.add(gr.Checkbox(True, label=viz.t(en, "ctl_stop_early"),
+                stop_early = TR.add(gr.Checkbox(True, label=texts.t(en, "ctl_stop_early"),
                                                 elem_id="stop-early", scale=2), "ctl_stop_early")
             with gr.Row():
                 # Not in TR: check_devices says everything about these two in each language.
                 device = gr.Radio(common.device_choices(en, False), value="auto",
-                                  label=viz.t(en, "ctl_device"), elem_id="device")
+                                  label=texts.t(en, "ctl_device"), elem_id="device")
                 # A hub id typed into the box is a value too (checked before any run).
                 model = TR.add(gr.Dropdown(model_choices(en), value="bundled", elem_id="model",
                                            allow_custom_value=True, scale=2,
-                                           label=viz.t(en, "ctl_model")), "ctl_model",
+                                           label=texts.t(en, "ctl_model")), "ctl_model",
                                choices=model_choices)
                 requests = TR.add(gr.Number(DEFAULTS["requests"], elem_id="requests",
-                                            label=viz.t(en, "ctl_requests")), "ctl_requests")
+                                            label=texts.t(en, "ctl_requests")), "ctl_requests")
                 request_rate = TR.add(gr.Number(DEFAULTS["request_rate"], elem_id="request-rate",
-                                                label=viz.t(en, "ctl_request_rate")),
+                                                label=texts.t(en, "ctl_request_rate")),
                                       "ctl_request_rate")
             with gr.Row():
                 batch = _slider("batch", "ctl_batch", 1)
@@ -163,19 +164,19 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
             with gr.Row():
                 temperature = _slider("temperature", "ctl_temperature", 0.05)
                 extra_cpu_us = _slider("extra_cpu_us", "ctl_extra_cpu", 250, scale=2)
-                cuda_graph = gr.Checkbox(False, label=viz.t(en, "ctl_cuda_graph"),
+                cuda_graph = gr.Checkbox(False, label=texts.t(en, "ctl_cuda_graph"),
                                          interactive=False, elem_id="cuda-graph")
             with gr.Row():
                 shared_prefix = TR.add(gr.Number(DEFAULTS["shared_prefix"],
                                                  elem_id="shared-prefix",
-                                                 label=viz.t(en, "ctl_shared_prefix")),
+                                                 label=texts.t(en, "ctl_shared_prefix")),
                                        "ctl_shared_prefix")
                 kv_pages = TR.add(gr.Number(DEFAULTS["kv_pages"], elem_id="kv-pages",
-                                            label=viz.t(en, "ctl_kv_pages")), "ctl_kv_pages")
-            with TR.add(gr.Accordion(viz.t(en, "ctl_prompts"), open=False), "ctl_prompts"):
+                                            label=texts.t(en, "ctl_kv_pages")), "ctl_kv_pages")
+            with TR.add(gr.Accordion(texts.t(en, "ctl_prompts"), open=False), "ctl_prompts"):
                 prompts_text = gr.Textbox(common.DEFAULT_PROMPTS, lines=4, show_label=False,
                                           elem_id="prompts")
-                chat = TR.add(gr.Checkbox(False, label=viz.t(en, "ctl_chat"), elem_id="chat"),
+                chat = TR.add(gr.Checkbox(False, label=texts.t(en, "ctl_chat"), elem_id="chat"),
                               "ctl_chat")
             with gr.Row(equal_height=False, elem_id="presets"):
                 with gr.Column(scale=3, min_width=300):
@@ -189,44 +190,44 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
                 run_button = _button("ctl_run", variant="primary", elem_id="run", scale=4)
                 stop_button = _button("ctl_stop", variant="stop", elem_id="stop", scale=1)
             _md("process_note", elem_id="process-note")
-        with TR.add(gr.Tab(viz.t(en, "tab_recorded"), elem_id="tab-recorded"),
+        with TR.add(gr.Tab(texts.t(en, "tab_recorded"), elem_id="tab-recorded"),
                     "tab_recorded") as recorded_tab:
             _md("recorded_help")
-            recorded = TR.add(gr.Dropdown([], label=viz.t(en, "ctl_recorded"),
+            recorded = TR.add(gr.Dropdown([], label=texts.t(en, "ctl_recorded"),
                                           elem_id="recorded"), "ctl_recorded")
-        with TR.add(gr.Tab(viz.t(en, "tab_upload"), elem_id="tab-upload"),
+        with TR.add(gr.Tab(texts.t(en, "tab_upload"), elem_id="tab-upload"),
                     "tab_upload") as upload_tab:
             _md("upload_help")
             # Any file is taken and answered (a filter in the browser refused an image silently).
-            upload = TR.add(gr.File(label=viz.t(en, "ctl_upload"), elem_id="upload"),
+            upload = TR.add(gr.File(label=texts.t(en, "ctl_upload"), elem_id="upload"),
                             "ctl_upload")
-        with TR.add(gr.Tab(viz.t(en, "tab_serving"), elem_id="tab-serving"),
+        with TR.add(gr.Tab(texts.t(en, "tab_serving"), elem_id="tab-serving"),
                     "tab_serving") as serving_tab:
             _md("serving_help")
-            serving_file = TR.add(gr.Dropdown([], label=viz.t(en, "ctl_serving_file"),
+            serving_file = TR.add(gr.Dropdown([], label=texts.t(en, "ctl_serving_file"),
                                               elem_id="serving-file"), "ctl_serving_file")
             serving_plot = gr.Plot(plot(viz.latency_figure([], en)), show_label=False,
                                    elem_id="serving-plot")
             serving_table = gr.HTML(elem_id="serving-table")
-        with TR.add(gr.Tab(viz.t(en, "tab_lab"), elem_id="tab-lab"), "tab_lab") as lab_tab:
+        with TR.add(gr.Tab(texts.t(en, "tab_lab"), elem_id="tab-lab"), "tab_lab") as lab_tab:
             _md("lab_help")
             with gr.Row():
-                lab_switch = TR.add(gr.Radio([], label=viz.t(en, "lab_switch"),
+                lab_switch = TR.add(gr.Radio([], label=texts.t(en, "lab_switch"),
                                              elem_id="lab-switch", scale=4), "lab_switch")
-                lab_seed = TR.add(gr.Number(0, precision=0, label=viz.t(en, "lab_seed"),
+                lab_seed = TR.add(gr.Number(0, precision=0, label=texts.t(en, "lab_seed"),
                                             elem_id="lab-seed", min_width=90, scale=1),
                                   "lab_seed")
             lab_guards = gr.Markdown(elem_id="lab-guards")
             with gr.Row():
                 lab_run = _button("lab_run", variant="primary", elem_id="lab-run")
                 lab_safe = _button("lab_safe", elem_id="lab-safe")
-            lab_result = gr.HTML(common.status(viz.t(en, "lab_idle")), elem_id="lab-result")
+            lab_result = gr.HTML(common.status(texts.t(en, "lab_idle")), elem_id="lab-result")
     # What a run shows (its status, the whole run, the step-through): under the tabs that show
     # runs (live, recorded, imported); the serving tab and the lab have their own results.
     with gr.Column(elem_id="run-view") as run_view:
-        status = gr.HTML(common.status(viz.t(en, "no_runs")), elem_id="status")
+        status = gr.HTML(common.status(texts.t(en, "no_runs")), elem_id="status")
         with gr.Tabs():
-            with TR.add(gr.Tab(viz.t(en, "tab_whole"), elem_id="tab-whole"), "tab_whole") as whole_tab:
+            with TR.add(gr.Tab(texts.t(en, "tab_whole"), elem_id="tab-whole"), "tab_whole") as whole_tab:
                 with gr.Row(equal_height=False):
                     with gr.Column(scale=3):
                         live_canvas = live_chart()
@@ -234,10 +235,10 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
                                            elem_id="timeline")
                         with gr.Row():
                             first_step = TR.add(gr.Number(20, precision=0, elem_id="first-step",
-                                                          label=viz.t(en, "ctl_first_step"),
+                                                          label=texts.t(en, "ctl_first_step"),
                                                           min_width=100), "ctl_first_step")
                             last_step = TR.add(gr.Number(25, precision=0, elem_id="last-step",
-                                                         label=viz.t(en, "ctl_last_step"),
+                                                         label=texts.t(en, "ctl_last_step"),
                                                          min_width=100), "ctl_last_step")
                             zoom_button = _button("ctl_zoom", elem_id="zoom")
                         _md("zoom_help")
@@ -249,26 +250,26 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
                 with gr.Row(equal_height=False):
                     with gr.Column(scale=3):
                         metrics = gr.HTML(elem_id="metrics")
-                        texts = gr.HTML(elem_id="texts")
+                        texts_box = gr.HTML(elem_id="texts")
                     with gr.Column(scale=1, min_width=280):
                         _md("metrics_help")
                         download_record = TR.add(gr.DownloadButton(
-                            viz.t(en, "dl_record"), interactive=False, elem_id="download-record"),
+                            texts.t(en, "dl_record"), interactive=False, elem_id="download-record"),
                             "dl_record")
                         download_trace = TR.add(gr.DownloadButton(
-                            viz.t(en, "dl_trace"), interactive=False, elem_id="download-trace"),
+                            texts.t(en, "dl_trace"), interactive=False, elem_id="download-trace"),
                             "dl_trace")
-            with TR.add(gr.Tab(viz.t(en, "tab_steps"), elem_id="tab-steps"), "tab_steps") as steps_tab:
+            with TR.add(gr.Tab(texts.t(en, "tab_steps"), elem_id="tab-steps"), "tab_steps") as steps_tab:
                 _md("replay_help")
                 with gr.Row(equal_height=True):
-                    replay_run = TR.add(gr.Dropdown([], label=viz.t(en, "ctl_replay_run"),
+                    replay_run = TR.add(gr.Dropdown([], label=texts.t(en, "ctl_replay_run"),
                                                     elem_id="replay-run", scale=1),
                                         "ctl_replay_run")
-                    step = TR.add(slider(0, 1, 0, step=1, label=viz.t(en, "ctl_step"),
+                    step = TR.add(slider(0, 1, 0, step=1, label=texts.t(en, "ctl_step"),
                                             elem_id="step", scale=3), "ctl_step")
                     prev_button = _button("ctl_prev", elem_id="prev-step", scale=0, min_width=140)
                     next_button = _button("ctl_next", elem_id="next-step", scale=0, min_width=140)
-                step_caption = gr.Markdown(viz.t(en, "replay_empty"), elem_id="step-caption")
+                step_caption = gr.Markdown(texts.t(en, "replay_empty"), elem_id="step-caption")
                 step_plot = gr.Plot(plot(viz.step_figure(None, 0)), show_label=False,
                                     elem_id="step-plot")
                 _md("unrolled_help")
@@ -278,7 +279,7 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
     # ---- events -----------------------------------------------------------------------------
     OUTPUTS = MainView.components(
         status=status, timeline=timeline, live=live_canvas, zoomed=zoomed, memory=memory,
-        metrics=metrics, texts=texts,
+        metrics=metrics, texts=texts_box,
         first_step=first_step, last_step=last_step, record=record_state, said=said_state,
         download_record=download_record, download_trace=download_trace)
     REPLAY = [replay_run, step, step_caption, step_plot, unrolled]
@@ -304,15 +305,15 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
                  SIZING["inputs"], SIZING["outputs"], show_progress="hidden")
     # Not queued behind the run it stops.
     stop_button.click(live.stop_run, [language], status, queue=False, show_progress="hidden")
-    recorded.input(records.show_recorded, [recorded, language], OUTPUTS,
+    recorded.input(recorded_runs.show_recorded, [recorded, language], OUTPUTS,
                    show_progress_on=[status]
                    ).then(replay.reset_replay, [record_state, language, step], REPLAY,
                           show_progress="hidden", **replay.ONE_QUEUE)
-    upload.upload(records.show_upload, [upload, language], OUTPUTS, concurrency_limit=2,
+    upload.upload(recorded_runs.show_upload, [upload, language], OUTPUTS, concurrency_limit=2,
                   show_progress_on=[status]
                   ).then(replay.reset_replay, [record_state, language, step], REPLAY,
                          show_progress="hidden", **replay.ONE_QUEUE)
-    zoom_button.click(records.zoom_steps, [record_state, first_step, last_step, language],
+    zoom_button.click(recorded_runs.zoom_steps, [record_state, first_step, last_step, language],
                       [zoomed, first_step, last_step])
     replay_run.input(replay.render_run, [record_state, replay_run, language, step], REPLAY[1:],
                      show_progress="hidden", **replay.ONE_QUEUE)
@@ -340,16 +341,16 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
                    show_progress="minimal", **ENGINE_QUEUE)
     language.change(
         switch_language, [language, record_state, said_state, first_step, last_step],
-        [*TR.components, status, timeline, zoomed, memory, metrics, texts, device, cuda_graph],
+        [*TR.components, status, timeline, zoomed, memory, metrics, texts_box, device, cuda_graph],
         show_progress="hidden",
     ).then(replay.redraw, [record_state, replay_run, step, language],
            [step_caption, step_plot, unrolled], show_progress="hidden", **replay.ONE_QUEUE
            ).then(**LAB_MARKS).then(**LAB_SAID
                                     ).then(lab.redraw, [lab_state, language], lab_result,
                                            show_progress="hidden"
-                         ).then(serving.relabel, [serving_file, language],
+                         ).then(latency_tab.relabel, [serving_file, language],
                                 [serving_file, serving_plot, serving_table], show_progress="hidden")
-    serving_file.input(serving.show_measured, [serving_file, language],
+    serving_file.input(latency_tab.show_measured, [serving_file, language],
                        [serving_plot, serving_table], show_progress="hidden")
     # A chart updated while its tab was hidden was laid out at a default width: on showing the
     # tab, a resize event lets plotly fit it to its container again.
@@ -364,8 +365,8 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
         if shows_runs:                     # charts laid out while hidden: fit them again
             shown.then(None, js=RELAYOUT_JS)
     demo.load(None, js=KEEP_TYPED_JS.replace("{cls}", TYPED_SLIDER))
-    demo.load(records.list_recorded, None, recorded, show_progress="hidden")
-    demo.load(serving.relabel, [serving_file, language],
+    demo.load(recorded_runs.list_recorded, None, recorded, show_progress="hidden")
+    demo.load(latency_tab.relabel, [serving_file, language],
               [serving_file, serving_plot, serving_table], show_progress="hidden")
     # The switches at once, marked as the machine is known so far; again once the scheduler
     # process has said whether it found a GPU.
@@ -416,7 +417,7 @@ def main() -> int:
     stopping.children_from_here()     # a page load may start the scheduler process from here on
     try:
         demo.launch(server_name=args.host, server_port=args.port, css=CSS,
-                    max_file_size=records.MAX_UPLOAD_BYTES, theme=gr.themes.Soft(),
+                    max_file_size=recorded_runs.MAX_UPLOAD_BYTES, theme=gr.themes.Soft(),
                     footer_links=[], prevent_thread_lock=True)
         if not stopping.asked():          # a Ctrl-C during the launch: start nothing more
             start_background(warm_up=not args.no_prewarm)

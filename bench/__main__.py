@@ -9,6 +9,10 @@
     python -m bench --attention-sweep                  # the attention kernel alone
     python -m bench --launch-cost                      # host time per forward, by primitive
     python -m bench --copy-placement                   # the result copy: copy, engine, scheduler stream
+    python -m bench --peer mini-sglang --minisgl .whl-peer/python --site /tmp/site
+                                                       # the article's code beside ours (bench/peer.py)
+    python -m bench --ttft-bound                       # the best TTFT a prefix cache allows (CUDA)
+    python -m bench --app-workload --repeats 5         # the page's workload through the CLI, spread
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench import decode, forward, launch, multistep, overhead, placement, serving
+from bench import app_workload, decode, forward, latency_vs_rate, launch, multistep, overhead, placement
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -41,7 +45,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--overhead", action="store_true", help="recording on vs off only")
     p.add_argument("--multistep", action="store_true", help="k decode steps per iteration")
     p.add_argument("--workdir", default=tempfile.gettempdir())
-    # Serving (bench/serving.py): requests arrive over time; latency against request rate.
+    # Serving (bench/latency_vs_rate.py): requests arrive over time; latency against request rate.
     p.add_argument("--rates", nargs="+", type=float, default=None, metavar="R",
                    help="serving: request rates (req/s; inf = burst); latency vs rate, both loops")
     p.add_argument("--requests", type=int, default=32, help="serving: requests per run")
@@ -59,23 +63,82 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--variants", nargs="+", choices=list(forward.VARIANTS),
                    default=["triton", "triton+compile", "triton+compile+gemv"])
     p.add_argument("--context", type=int, default=160, help="--forward: keys per row")
+    p.add_argument("--splits", nargs="+", type=int, default=None,
+                   help="--forward: chunks per row in decode attention (default: the engine's)")
     p.add_argument("--profile", action="store_true", help="--forward: kernels of one step")
     p.add_argument("--attention-sweep", action="store_true", help="the attention kernel alone")
     p.add_argument("--launch-cost", action="store_true", help="host time per forward (CUDA)")
     p.add_argument("--copy-placement", action="store_true",
                    help="gap between forwards and busy, result copy on each stream (CUDA)")
+    # The peer benchmark (bench/peer.py): Mini-SGLang beside our engine on the same work.
+    p.add_argument("--peer", choices=["mini-sglang"], help="the peer engine to run beside ours")
+    p.add_argument("--minisgl", default=".whl-peer/python", metavar="DIR",
+                   help="--peer: the folder holding Mini-SGLang's minisgl/ "
+                        "(scripts/prepare_peer.sh makes it)")
+    p.add_argument("--site", metavar="DIR", help="--peer: where its wheels were installed "
+                                                 "(pip install --target DIR)")
+    p.add_argument("--jit-cache", default=str(Path(tempfile.gettempdir()) / "peer-jit"),
+                   metavar="DIR", help="--peer: where FlashInfer and tvm-ffi keep the kernels "
+                                       "they compile (FLASHINFER_WORKSPACE_BASE, TVM_FFI_CACHE_DIR)")
+    p.add_argument("--peer-record", metavar="DIR",
+                   help="--peer: also write Mini-SGLang's recorded runs (both loops) there")
+    p.add_argument("--peer-record-batch", type=int, default=16, metavar="B")
+    p.add_argument("--peer-record-tokens", type=int, default=64, metavar="N")
+    p.add_argument("--commit", default="", help="--peer: this checkout's commit, where git cannot "
+                                                "tell (a copy without .git)")
+    p.add_argument("--ttft-bound", action="store_true",
+                   help="the linear layers alone: the best TTFT ratio a prefix cache allows (CUDA)")
+    p.add_argument("--app-workload", action="store_true",
+                   help="the page's default workload through the CLI, --repeats runs, with spread")
+    p.add_argument("engine_args", nargs="*", metavar="-- ENGINE_ARGS",
+                   help="--app-workload: more flags for python -m engine, after --")
     return p.parse_args(argv)
+
+
+def run_peer(args: argparse.Namespace, argv: list[str]) -> int:
+    """``--peer``: Mini-SGLang beside our engine (bench/peer.py); bad settings get a message."""
+    from bench import peer
+
+    work = peer.PeerWork(model=(args.models or [peer.PeerWork.model])[0],
+                         batches=tuple(args.batches or peer.PeerWork.batches),
+                         prompt_len=args.prompt_len, new_tokens=args.new_tokens,
+                         repeats=5 if args.repeats is None else args.repeats, seed=args.seed,
+                         record_batch=args.peer_record_batch if args.peer_record else 0,
+                         record_tokens=args.peer_record_tokens)
+    paths = peer.PeerPaths(Path(args.minisgl).resolve(),
+                           Path(args.site).resolve() if args.site else None,
+                           Path(args.jit_cache).resolve())
+    json_path = Path(args.json) if args.json else None
+    record_dir = Path(args.peer_record) if args.peer_record else None
+    try:
+        return peer.run(args.peer, work, paths, json_path, record_dir,
+                        "python -m bench " + " ".join(argv), args.commit)
+    except ValueError as error:
+        print(f"python -m bench --peer: {error}", file=sys.stderr)
+        return 2
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.peer:
+        return run_peer(args, sys.argv[1:] if argv is None else list(argv))
     if args.device is None:
         import torch
 
         args.device = "cuda" if torch.cuda.is_available() else "cpu"
     cuda = args.device == "cuda"
+    if args.engine_args and not args.app_workload:
+        print("flags after -- go to python -m engine, with --app-workload only", file=sys.stderr)
+        return 2
     if args.repeats is None:
         args.repeats = 1 if args.quick else 3
+    if args.app_workload:
+        return app_workload.run(args.repeats, args.engine_args)
+    if args.ttft_bound:
+        from bench import ttft_bound
+
+        return ttft_bound.run((args.models or ["llama-3.1-8b-shape"])[0], args.shared_prefix or 512,
+                              args.prompt_len, (args.batches or [16])[0])
     work = decode.Workload(prompt_len=args.prompt_len, new_tokens=args.new_tokens,
                            repeats=args.repeats, ceiling_iters=args.ceiling_iters)
     if args.quick:
@@ -85,19 +148,19 @@ def main(argv: list[str] | None = None) -> int:
 
         rates = tuple(check_rate(r, "--rates") for r in args.rates)
         caches = {"on": (True,), "off": (False,), "both": (False, True)}[args.prefix_cache]
-        work = serving.ServingWorkload(rates, args.requests, args.prompt_len, args.new_tokens,
+        work = latency_vs_rate.ServingWorkload(rates, args.requests, args.prompt_len, args.new_tokens,
                                        args.repeats, args.seed, args.arrivals,
                                        max(args.shared_prefix, 0), caches)
         model = (args.models or ["bundled"])[0]
         batch = (args.batches or [16])[0]
         graph = cuda and (args.graphs or ["graph"])[0] == "graph"     # as the page
-        return serving.run(args.device, model, batch, (args.extra_cpu_us or [0])[0], work,
+        return latency_vs_rate.run(args.device, model, batch, (args.extra_cpu_us or [0])[0], work,
                            args.json, graph)
     graph_names = args.graphs or (["eager", "graph"] if cuda else ["eager"])
     if args.forward:
         return forward.run(args.models or ["qwen2.5-0.5b-shape"], args.batches or [1, 8, 64],
                            args.variants, args.context, args.ceiling_iters, args.repeats,
-                           args.profile)
+                           args.profile, args.splits)
     if args.attention_sweep:
         return forward.attention_sweep()
     if args.launch_cost:

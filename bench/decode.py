@@ -240,7 +240,7 @@ def run(device: str, models: list[str], batches: list[int], extra_cpu_us: list[i
     """Every (model, graphs) engine: its rows as they come, then the whole table."""
     from engine import Engine
     from engine.__main__ import format_startup
-    from engine.teach.workload import make_prompts
+    from engine.workloads import make_prompts
     rows, hf_rows = [], []
     for model in models:
         path = materialise(model, device, "auto", workdir)

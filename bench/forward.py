@@ -19,10 +19,17 @@ import time
 import torch
 
 SWEEP_SPLITS, SWEEP_BLOCKS = (1, 2, 4, 8), (32, 64)
-# name: (attention, compile, decode GEMV kernel for the layers' linears)
-VARIANTS = {"reference": ("reference", False, False), "triton": ("triton", False, False),
-            "triton+compile": ("triton", True, False), "triton+compile+gemv": ("triton", True, True),
-            "reference+compile": ("reference", True, False)}
+# name: (attention, compile, decode GEMV kernel for the layers' linears, RoPE inside the
+# attention kernel (None: the engine's choice), torch.compile mode)
+VARIANTS = {"reference": ("reference", False, False, None, None),
+            "triton": ("triton", False, False, None, None),
+            "triton+rope-apart": ("triton", False, False, False, None),
+            "triton+compile": ("triton", True, False, None, None),
+            "triton+compile+rope-in-kernel": ("triton", True, False, True, None),
+            "triton+compile+autotune": ("triton", True, False, None, "max-autotune-no-cudagraphs"),
+            "triton+compile+gemv": ("triton", True, True, None, None),
+            "triton+compile+gemv-in": ("triton", True, ("qkv_proj", "gate_up_proj"), None, None),
+            "reference+compile": ("reference", True, False, None, None)}
 
 
 def copy_bandwidth_gbs(device: str = "cuda", mib: int = 1024, iters: int = 20) -> float:
@@ -88,15 +95,17 @@ def graph_step_ms(runner, batch: int, context: int, pages_per_seq: int, iters: i
     return out
 
 
-def build_runner(model_name: str, variant: str, max_batch: int, max_seq_len: int, page_size=16):
+def build_runner(model_name: str, variant: str, max_batch: int, max_seq_len: int, page_size=16,
+                 kv_splits: int | None = None):
     from engine.devices.runner import ModelRunner
     from engine.models.loader import load_model
-    attention, compile_, gemv = VARIANTS[variant]
+    attention, compile_, gemv, rope_in_attention, mode = VARIANTS[variant]
     loaded = load_model(model_name, "cuda", torch.bfloat16)
     pages_per_seq = -(-max_seq_len // page_size)
     runner = ModelRunner(loaded.model, max_batch, max_seq_len, max_batch * pages_per_seq,
                          page_size, torch.bfloat16, torch.device("cuda"), attention=attention,
-                         compile=compile_, gemv=gemv)
+                         compile=compile_, gemv=gemv, rope_in_attention=rope_in_attention,
+                         kv_splits=kv_splits, compile_mode=mode)
     t0 = time.perf_counter()
     runner.warm_up((1, 2), pages_per_seq)
     torch.cuda.synchronize()
@@ -104,28 +113,30 @@ def build_runner(model_name: str, variant: str, max_batch: int, max_seq_len: int
 
 
 def run(models: list[str], batches: list[int], variants: list[str], context: int, iters: int,
-        repeats: int, profile: bool) -> int:
+        repeats: int, profile: bool, splits: list[int | None] | None = None) -> int:
     bw = copy_bandwidth_gbs()
     print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}; copy bandwidth "
           f"{bw:.0f} GB/s (read + write, measured now); context {context} keys per row; step = "
           f"median of {repeats} x {iters} graph replays (min-max in brackets)\n")
-    print("| model | variant | B | floor ms | step ms | step / floor | warm-up s |")
-    print("|---|---|---|---|---|---|---|")
+    print("| model | variant | splits | B | floor ms | step ms | step / floor | warm-up s |")
+    print("|---|---|---|---|---|---|---|---|")
     for model in models:
         for variant in variants:
-            loaded, runner, pages, warm_s = build_runner(model, variant, max(batches), context + 16)
-            floor_ms = weight_bytes(loaded.model) / (bw * 1e9) * 1e3
-            for b in batches:
-                ms = graph_step_ms(runner, b, context, pages, iters, repeats)
-                med = statistics.median(ms)
-                print(f"| {model} | {variant} | {b} | {floor_ms:.3f} | {med:.3f} "
-                      f"[{min(ms):.3f}-{max(ms):.3f}] | {med / floor_ms:.2f} | {warm_s:.1f} |",
-                      flush=True)
-            if profile:
-                for b in sorted({batches[0], batches[-1]}):
-                    profile_step(runner, b, context, pages)
-            del loaded, runner
-            torch.cuda.empty_cache()
+            for split in splits or [None]:
+                loaded, runner, pages, warm_s = build_runner(model, variant, max(batches),
+                                                             context + 16, kv_splits=split)
+                floor_ms = weight_bytes(loaded.model) / (bw * 1e9) * 1e3
+                for b in batches:
+                    ms = graph_step_ms(runner, b, context, pages, iters, repeats)
+                    med = statistics.median(ms)
+                    print(f"| {model} | {variant} | {runner.num_splits} | {b} | {floor_ms:.3f} | "
+                          f"{med:.3f} [{min(ms):.3f}-{max(ms):.3f}] | {med / floor_ms:.2f} | "
+                          f"{warm_s:.1f} |", flush=True)
+                if profile:
+                    for b in sorted({batches[0], batches[-1]}):
+                        profile_step(runner, b, context, pages)
+                del loaded, runner
+                torch.cuda.empty_cache()
     return 0
 
 

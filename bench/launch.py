@@ -85,7 +85,7 @@ def _decode_meta(eng, batch: int, step: int = 0):
 
 def run(model: str, batch: int) -> int:
     from engine import Engine, EngineConfig
-    from record.timeline import Timeline
+    from record.recorder import Timeline
 
     eng = Engine(EngineConfig(model=model, device="cuda", cuda_graph=True, max_batch_size=batch,
                               max_seq_len=256, record_timeline=False))

@@ -30,8 +30,8 @@ from pathlib import Path
 import httpx
 
 from engine.scheduler.arrivals import check_rate, poisson_times
+from record.latency_rows import format_table, row_from_metrics, summarize
 from record.metrics import busy_while_active, latency_summary
-from record.serving import format_table, row_from_metrics, summarize
 
 ROOT = Path(__file__).resolve().parent.parent
 MAX_REQUESTS = 1000

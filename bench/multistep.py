@@ -16,7 +16,7 @@ import statistics
 
 from bench.decode import Workload, fresh
 from engine.config import EngineConfig
-from engine.teach.workload import stop_params_from_probe
+from engine.workloads import stop_params_from_probe
 from record.metrics import steady_busy
 
 TARGET_BUSY = 0.97
@@ -25,7 +25,7 @@ TARGET_BUSY = 0.97
 def run(device: str, model: str, batch: int, graph: bool, extra: int, work: Workload) -> int:
     """The normal loop, then multi-step overlap for every k up to 8, on one engine."""
     from engine import Engine
-    from engine.teach.workload import make_prompts
+    from engine.workloads import make_prompts
 
     ks = list(range(1, 9))                 # every k up to 8, so "smallest k" is exact
     cfg = EngineConfig(model=model, device=device, cuda_graph=graph, max_batch_size=batch,

@@ -18,7 +18,7 @@ import statistics
 
 from bench.decode import Workload, fresh
 from engine.config import EngineConfig, SamplingParams
-from record.timeline import Timeline
+from record.recorder import Timeline
 
 
 def _cell(values: list[float]) -> str:
@@ -29,7 +29,7 @@ def run(device: str, models: list[str], batches: list[int], graph: bool, extra: 
         work: Workload) -> int:
     """Median tokens/s with the recorder off and on, for each loop (at least 9 pairs)."""
     from engine import Engine
-    from engine.teach.workload import make_prompts
+    from engine.workloads import make_prompts
 
     repeats = max(work.repeats, 9)
     print(f"recorder on vs off: {device}, {'CUDA graphs' if graph else 'eager'}, "

@@ -32,7 +32,7 @@ def _cell(values: list[float], fmt: str = "{:.1f}") -> str:
 def run(device: str, models: list[str], batches: list[int], graph: bool, extra: int,
         work: Workload) -> int:
     from engine import Engine
-    from engine.teach.workload import make_prompts
+    from engine.workloads import make_prompts
 
     print(f"result copy placement: {device}, {'CUDA graphs' if graph else 'eager'}, overlap loop, "
           f"{work.prompt_len}-token prompts, {work.new_tokens} new tokens, extra CPU {extra} us, "

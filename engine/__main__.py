@@ -50,8 +50,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--ignore-eos", action="store_true", help="always run max-new-tokens")
     p.add_argument("--cuda-graph", action="store_true")
-    p.add_argument("--compile", action="store_true",
-                   help="CUDA: torch.compile the decode step between attentions (start-up cost)")
+    p.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None,
+                   help="CUDA: torch.compile the decode step between attentions (default: on "
+                        "for CUDA; a start-up cost of seconds, cached on disk)")
     p.add_argument("--attention", choices=["auto", "reference", "triton"], default="auto",
                    help="auto: Triton paged decode attention on CUDA, plain PyTorch on CPU")
     p.add_argument("--dtype", default="auto")
@@ -229,14 +230,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _prompts(a, eng, arrivals) -> list:
-    from engine.teach.workload import with_shared_prefix
+    from engine.workloads import with_shared_prefix
 
     return with_shared_prefix(_own_prompts(a, eng, arrivals), a.shared_prefix, eng.tokenizer,
                               eng.spec.vocab_size)
 
 
 def _own_prompts(a, eng, arrivals) -> list:
-    from engine.teach.workload import make_prompts, token_prompts, word_prompts
+    from engine.workloads import make_prompts, token_prompts, word_prompts
 
     n = len(arrivals) if arrivals else (a.requests or 16)
     if arrivals and any(x.prompt_tokens for x in arrivals):      # lengths from a trace
@@ -248,7 +249,7 @@ def _own_prompts(a, eng, arrivals) -> list:
 
 
 def _run(a, cfg, params, eng, arrivals=None, ctrl_c: CtrlC | None = None) -> int:
-    from engine.teach.workload import stop_params_from_probe
+    from engine.workloads import stop_params_from_probe
 
     ctrl_c = ctrl_c or CtrlC()
     # What runs where, before the minutes it may take (and a sign for a script that it began).
@@ -295,8 +296,8 @@ def _run(a, cfg, params, eng, arrivals=None, ctrl_c: CtrlC | None = None) -> int
                   f"{m['retractions']} retraction{'' if m['retractions'] == 1 else 's'}")
     if arrivals:
         from engine.scheduler.arrivals import describe
-        from record.serving import format_table as latency_table
-        from record.serving import row_from_metrics, summarize
+        from record.latency_rows import format_table as latency_table
+        from record.latency_rows import row_from_metrics, summarize
 
         rate = None if a.request_rate is None or a.arrivals else a.request_rate
         print(f"\narrivals: {describe(arrivals)}")

@@ -101,10 +101,11 @@ class EngineConfig:
     hazards: HazardSwitches = field(default_factory=HazardSwitches)
     debug_checks: bool = False        # check every launched batch's KV mapping (slow; the tests
                                       # and the hazard lab turn it on)
-    # Issue 14, the fast decode path (CUDA only; CPU mode always runs the plain-PyTorch path):
+    # The fast decode path (CUDA only; CPU mode always runs the plain-PyTorch path):
     attention: str = "auto"           # auto: Triton paged decode attention on CUDA; or "reference"
-    compile: bool = False             # torch.compile the decode step between attentions (start-up
-                                      # cost: seconds, cached on disk; see engine/models/compiled.py)
+    compile: bool | None = None       # torch.compile the decode step between attentions; None:
+                                      # on for CUDA (start-up cost: seconds, cached on disk; see
+                                      # engine/models/compiled.py), never on CPU
 
     def __post_init__(self) -> None:
         c = "EngineConfig"
@@ -129,12 +130,20 @@ class EngineConfig:
         _check(isinstance(self.device_cpus, tuple) and all(_is_int(c) and c >= 0
                                                            for c in self.device_cpus),
                f"EngineConfig.device_cpus must be a tuple of core numbers, got {self.device_cpus!r}")
-        for name in ("overlap", "cuda_graph", "record_timeline", "cpu_device_process", "compile",
+        _check(self.compile is None or isinstance(self.compile, bool),
+               f"EngineConfig.compile must be True, False or None (auto), got {self.compile!r}")
+        for name in ("overlap", "cuda_graph", "record_timeline", "cpu_device_process",
                      "prefix_cache", "debug_checks"):
             _check(isinstance(getattr(self, name), bool),
                    f"EngineConfig.{name} must be True or False, got {getattr(self, name)!r}")
         _check(self.attention in ATTENTION, f"EngineConfig.attention must be one of {ATTENTION}, "
                f"got {self.attention!r}")
+
+    def compiles(self, device: str) -> bool:
+        """Whether the decode step is compiled on ``device`` ("cuda" or "cpu"): as asked, or by
+        default on CUDA, where a decode step of a small model is hundreds of tiny kernels that
+        the compiler fuses."""
+        return device == "cuda" if self.compile is None else self.compile
 
     @property
     def pages_per_seq(self) -> int:

@@ -24,6 +24,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,8 +40,8 @@ from engine.scheduler.radix_cache import RadixCache
 from engine.scheduler.request import NUM_INT_COLS, prefill_shapes
 from engine.scheduler.scheduler import Scheduler, TokenSink
 from engine.scheduler.sources import RequestSource, ScheduledSource
+from record.recorder import BASE_LANES, GPU_LANES, Span, Timeline
 from record.run_record import run_dict
-from record.timeline import BASE_LANES, GPU_LANES, Span, Timeline
 
 
 class EngineBusyError(RuntimeError):
@@ -134,6 +135,12 @@ class Engine:
         self.tokenizer = load_tokenizer(self.model_path, preset=self.random_weights)
         self._runs = 0
         self._busy = threading.Lock()
+        # What loading made (the model, torch's and the compiler's objects) lives as long as the
+        # process: move it out of the collector's sight once (gc.freeze), so a later full
+        # collection scans only what runs allocate. SGLang offers the same after its warm-up:
+        # Engine.freeze_gc (python/sglang/srt/entrypoints/engine.py), FreezeGCReq to its scheduler.
+        gc.collect()
+        gc.freeze()
 
     # ---- construction -------------------------------------------------------------------------
     def _build_device(self) -> Device:
@@ -143,6 +150,9 @@ class Engine:
         from engine.devices.process import DeviceError, DeviceInit, InlineDevice, ProcessDevice
         from engine.models.loader import describe_model
 
+        if cfg.compile:
+            raise ValueError("compile=True needs a CUDA device (CPU mode never compiles: its "
+                             "device process runs the plain-PyTorch model)")
         # Resolve and validate the model here, so a bad name fails before a process starts.
         self.spec, self.model_path, self.eos_ids = describe_model(cfg.model, self._progress)
         self._check_context()
@@ -179,7 +189,7 @@ class Engine:
         runner = ModelRunner(loaded.model, cfg.max_batch_size, cfg.max_seq_len, cfg.total_pages,
                              cfg.page_size, getattr(torch, self.dtype), torch.device("cuda"),
                              sanitize=cfg.hazards.no_wait_stream, attention=cfg.attention,
-                             compile=cfg.compile,
+                             compile=cfg.compiles("cuda"),
                              result_ring=(RESULT_BUFFERS * cfg.max_batch_size
                                           if cfg.result_copy_stream == "copy" else 0))
         torch.cuda.synchronize()
@@ -235,8 +245,9 @@ class Engine:
                                   "time: use one Engine per thread, or wait for the first call)")
         try:
             self._replace_dead_device()
-            return self._generate(prompts, params, overlap, timeline, extra_cpu_us,
-                                  profile_steps, decode_steps, should_stop, arrivals, chat)
+            with _no_collection():
+                return self._generate(prompts, params, overlap, timeline, extra_cpu_us,
+                                      profile_steps, decode_steps, should_stop, arrivals, chat)
         finally:
             self._busy.release()
 
@@ -265,11 +276,6 @@ class Engine:
                 raise ValueError("kernel-level capture (profile_steps) needs a CUDA device")
             from engine.devices.kernel_capture import KernelCapture
             sched.capture = KernelCapture(*profile_steps)
-        # Like production schedulers, keep Python's full collections (0.1-0.3 s on a big heap)
-        # out of the loop: collect now, and not again until the run ends.
-        collecting = gc.isenabled()
-        gc.collect()
-        gc.disable()
         device_pid = getattr(getattr(self.device, "proc", None), "pid", None)
         cpu_start = host_load.snapshot([os.getpid()] + ([device_pid] if device_pid else []))
         try:
@@ -289,8 +295,6 @@ class Engine:
             raise
         finally:
             self._count(sched)
-            if collecting:
-                gc.enable()
             if sched.capture is not None:
                 sched.capture.stop()
         wall_s = (time.perf_counter_ns() - t0) / 1e9
@@ -367,22 +371,34 @@ class Engine:
         return Intake(self.config, self.tokenizer, self.spec.vocab_size, tuple(self.eos_ids),
                       self.pages.total)
 
-    def _decode(self, ids: list[int]) -> str:
+    def _texts(self, id_lists: list[list[int]]) -> list[str]:
+        """The text of each output, as ``tokenizer.decode(ids, skip_special_tokens=True)`` gives
+        it (ids past the tokenizer's vocabulary, which a random-weight model can sample, are
+        left out). A fast tokenizer that needs no clean-up decodes them all in one call of its
+        Rust backend instead of one Python round trip per request."""
         if self.tokenizer is None:
-            return ""
+            return ["" for _ in id_lists]
         n = len(self.tokenizer)
-        return self.tokenizer.decode([t for t in ids if t < n], skip_special_tokens=True)
+        known = [[t for t in ids if t < n] for ids in id_lists]
+        backend = getattr(self.tokenizer, "backend_tokenizer", None)
+        if backend is not None and not getattr(self.tokenizer, "clean_up_tokenization_spaces",
+                                               True):
+            return backend.decode_batch(known, skip_special_tokens=True)
+        return [self.tokenizer.decode(ids, skip_special_tokens=True) for ids in known]
 
     def _result(self, loop: str, k: int, reqs, sched, timeline, wall_s) -> RunResult:
         from record.metrics import compute_metrics, latency_summary
 
-        def us(ns: int) -> float:
-            return timeline.to_us(ns) if ns else 0.0
+        t0 = timeline.t0_ns
 
-        outputs = [RequestOutput(r.output_ids, self._decode(r.output_ids), r.finish_reason or "",
-                                 r.prompt_len, us(r.arrival_ns), us(r.first_token_ns),
-                                 us(r.finish_ns), r.wasted_steps, [us(t) for t in r.token_ns])
-                   for r in reqs]
+        def us(ns: int) -> float:
+            return (ns - t0) / 1000.0 if ns else 0.0
+
+        texts = self._texts([r.output_ids for r in reqs])
+        outputs = [RequestOutput(r.output_ids, text, r.finish_reason or "", r.prompt_len,
+                                 us(r.arrival_ns), us(r.first_token_ns), us(r.finish_ns),
+                                 r.wasted_steps, [(t - t0) / 1000.0 for t in r.token_ns])
+                   for r, text in zip(reqs, texts)]
         spans = timeline.snapshot()
         out_dicts = [o.__dict__ for o in outputs]
         metrics = compute_metrics(spans, out_dicts, GPU_LANES, wall_us=wall_s * 1e6)
@@ -468,6 +484,20 @@ class Engine:
     def __exit__(self, *exc) -> None:
         self.close()
 
+
+
+@contextmanager
+def _no_collection():
+    """No garbage collection during a ``generate`` call, result building included: a full
+    collection (a scan of every Python object) in the middle of a run would stall one step by
+    as long as it takes. Collection resumes afterwards, as the caller had it."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def memory_metrics(sched: Scheduler) -> dict[str, Any]:

@@ -3,11 +3,15 @@
 This package is the bottom layer. ``engine`` writes into it, ``viz`` and ``ui`` read from it, and
 it imports only the standard library, never torch, gradio or plotly:
 
-- ``timeline``         ``Span`` and the ``Timeline`` recorder: every lane's work on one clock
+- ``recorder``         ``Span`` and the ``Timeline`` recorder: every lane's work on one clock
 - ``metrics``          GPU busy (a union of intervals), idle gaps, T_fwd, T_cpu, the formula
 - ``run_record``       the schema-1 run record: make, validate, save, load
 - ``chrome_trace``     a record as a Chrome / Perfetto trace
 - ``profiler_import``  a torch.profiler trace (ours, SGLang's, vLLM's) as a record's run
+- ``window``           a run's GPU lanes, time range, step range, and a run cut to some steps
+- ``gpu_time``         a view's GPU idle gaps and busy two ways, apart from time with no request
+- ``steps``            one step's spans (forward, upload, copy, the CPU work under the forward)
+- ``lag``              lag one (and lag k): the forwards that ran for a request already stopped
 
 Each idea has one definition here, so a live run, a recorded GPU run and an imported trace are
 measured the same way.

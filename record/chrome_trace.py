@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from record.timeline import Span
+from record.recorder import Span
 
 
 def _span_dict(span: Span | Mapping[str, Any]) -> dict[str, Any]:
@@ -96,8 +96,8 @@ def read_own_trace(events: list[Any]) -> list[dict[str, Any]] | None:
     track per lane, each complete event a span. Outputs are not in a trace, so token counts are
     not either; every span-derived metric is measured again from the spans."""
     from record.metrics import compute_metrics
+    from record.recorder import GPU_LANES, LANES
     from record.run_record import loop_of, run_dict
-    from record.timeline import GPU_LANES, LANES
 
     meta = {e.get("pid"): e.get("args") or {} for e in events
             if isinstance(e, dict) and e.get("ph") == "M" and e.get("name") == RUN_METADATA}

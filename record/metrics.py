@@ -17,7 +17,7 @@ The article's model is measured per decode step: ``T_fwd`` (the engine stream's 
 ``T_sched + T_post`` (the scheduler thread's CPU work). A serial loop takes about their sum per
 step, an overlapped loop about their max, so the predicted speedup is ``sum / max``.
 
-This module imports only the standard library and ``record.timeline`` (never torch), so the UI
+This module imports only the standard library and ``record.recorder`` (never torch), so the UI
 and the tests can use it anywhere. Spans may be ``Span`` objects or their dict form.
 """
 
@@ -28,7 +28,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from record.timeline import GPU_LANES, Span
+from record.recorder import GPU_LANES, Span
 
 Interval = tuple[float, float]
 SpanLike = Span | Mapping[str, Any]
@@ -38,6 +38,9 @@ SpanLike = Span | Mapping[str, Any]
 CPU_WORK_PHASES = ("receive", "schedule", "launch", "process_last")
 FORWARD_PHASES = ("prefill", "decode")
 ENGINE_LANE = "engine_stream"
+# Batch metadata is not the forward's work even where an engine runs it on its engine stream
+# (Mini-SGLang's serial loop does: the bench's recorder draws it there, as ``upload``).
+METADATA_PHASES = ("upload",)
 
 # The keys every schema-1 record has carried since the first one (readers may rely on them) ...
 SCHEMA1_METRIC_KEYS = (
@@ -227,7 +230,8 @@ def _decode_tokens(spans: Sequence[Span]) -> dict[int, int]:
 
 
 def _model_times(spans: Sequence[Span], decode_steps: Iterable[int]) -> tuple[float, float]:
-    """Mean per decode step of T_fwd (union of engine_stream spans) and T_cpu (CPU work sum)."""
+    """Mean per decode step of T_fwd (union of engine_stream spans, metadata uploads left out)
+    and T_cpu (CPU work sum)."""
     steps = set(decode_steps)
     if not steps:
         return 0.0, 0.0
@@ -236,7 +240,7 @@ def _model_times(spans: Sequence[Span], decode_steps: Iterable[int]) -> tuple[fl
     for s in spans:
         if s.step not in steps:
             continue
-        if s.lane == ENGINE_LANE:
+        if s.lane == ENGINE_LANE and s.phase not in METADATA_PHASES:
             engine[s.step].append((s.start_us, s.end_us))
         elif s.lane == "cpu" and s.phase in CPU_WORK_PHASES:
             cpu_work += s.end_us - s.start_us
@@ -277,6 +281,21 @@ def _steady_steps(spans: Sequence[Span], window: Interval | None) -> list[int]:
     """The decode steps whose forward starts inside the steady window (all of them without one)."""
     return [s.step for s in spans if s.lane == ENGINE_LANE and s.phase == "decode"
             and s.step >= 0 and (window is None or window[0] <= s.start_us <= window[1])]
+
+
+def cpu_phase_times(spans: Iterable[SpanLike]) -> dict[str, float]:
+    """The scheduler thread's time per steady decode step, phase by phase (µs; ``wait`` too):
+    what ``t_cpu_us`` adds up (all but ``wait``), over the same steps. Empty without decode
+    forwards."""
+    spans = _as_spans(spans)
+    steps = set(_steady_steps(spans, steady_window(spans)))
+    if not steps:
+        return {}
+    total: dict[str, float] = defaultdict(float)
+    for s in spans:
+        if s.lane == "cpu" and s.step in steps:
+            total[s.phase] += s.end_us - s.start_us
+    return {phase: us / len(steps) for phase, us in total.items()}
 
 
 def overlap_speedup(t_fwd_us: float, t_cpu_us: float, k: int = 1) -> float:
@@ -498,7 +517,7 @@ def compare_runs(normal: Mapping[str, Any], overlap: Mapping[str, Any],
     }
 
 
-# ---- serving latency (issue 15): what serving benchmarks report, from the outputs alone -------
+# ---- serving latency: what serving benchmarks report, from the outputs alone ------------------
 
 LATENCY_STATS = ("mean", "p50", "p99")
 LATENCY_KEYS = tuple(f"{name}_ms_{stat}" for name in ("ttft", "itl", "tpot", "e2e")

@@ -34,8 +34,8 @@ from typing import Any
 
 from record.files import DEFAULT_MAX_BYTES, FileTooLarge, read_bounded
 from record.metrics import compute_metrics
+from record.recorder import Span
 from record.run_record import run_dict
-from record.timeline import Span
 
 GPU_CATEGORIES = {"kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset"}  # old kineto: Memcpy
 HOST_CATEGORIES = {"cpu_op", "user_annotation", "python_function", "cuda_runtime",

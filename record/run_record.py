@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from record.metrics import METRIC_KEYS, SCHEMA1_METRIC_KEYS, compute_metrics
-from record.timeline import BASE_LANES, GPU_LANES, Span
+from record.recorder import BASE_LANES, GPU_LANES, Span
 
 SCHEMA = 1
 DEFAULT_MAX_BYTES = 200 * 2**20
@@ -220,6 +220,15 @@ def memory_problem(memory: Any) -> str | None:
                     and all(_is_number(v) for v in row[:width])):
                 return f"{key}[{i}] must be {width} finite numbers {what}, got {row!r}"[:300]
     return None
+
+
+def has_memory(run: dict[str, Any]) -> bool:
+    """Whether ``run`` carries a memory trace to draw (old records and imports do not): one of
+    the shape ``record.run_record.memory_problem`` checks, with at least one step. A malformed one
+    (a run dict not read through ``validate_record``) is "no trace", never an exception."""
+    memory = run.get("memory")
+    return (isinstance(memory, dict) and memory_problem(memory) is None
+            and bool(memory.get("steps")))
 
 
 def _validate_run(run: Any, where: str) -> None:

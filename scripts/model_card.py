@@ -4,7 +4,13 @@ The idea: every number in the card comes from ``train_log.json`` and ``loss_curv
 ``scripts/train_bundled.py`` in the same run, so the card cannot drift from the weights next to it.
 The training script calls ``render_model_card`` at its end; to re-render by hand::
 
-    python scripts/model_card.py assets/bundled
+    python scripts/model_card.py assets/bundled                   # keeps the engine's samples
+    python scripts/model_card.py assets/bundled --engine-samples  # and makes them again
+
+The card's last section holds greedy continuations from this project's engine (overlap loop, CPU)
+beside the training run's own samples from transformers' ``generate``, so a reader can see that
+both stacks write the same kind of text. ``--engine-samples`` generates them; without it a
+re-render carries over the section the card already has.
 """
 
 from __future__ import annotations
@@ -147,14 +153,45 @@ def render_model_card(log: dict, curve: list[dict], samples: list[dict]) -> str:
     return "\n".join(lines)
 
 
+ENGINE_SAMPLES = "## Samples from this project's engine"
+ENGINE_PROMPTS = ["The license grants", "This module provides", "The function returns",
+                  "If the file does not exist,", "This program is free software"]
+
+
+def engine_samples_section(bundle: Path) -> str:
+    """Greedy continuations of ``ENGINE_PROMPTS`` by this project's engine, as the card's section."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from engine import Engine, EngineConfig, SamplingParams
+
+    with Engine(EngineConfig(model=str(bundle.resolve()), device="cpu", overlap=True)) as eng:
+        res = eng.generate(ENGINE_PROMPTS, SamplingParams(max_new_tokens=40))
+    lines = [ENGINE_SAMPLES, "", "Greedy, 40 new tokens at most, `Engine(EngineConfig(model=\"bundled\", "
+             "device=\"cpu\", overlap=True))` (made by `python scripts/model_card.py assets/bundled "
+             "--engine-samples`). Prompt in bold.", ""]
+    for prompt, out in zip(ENGINE_PROMPTS, res.outputs):
+        body = out.text.replace("\n", " ").strip()
+        lines.append(f"- **{prompt}**{' ' if not body.startswith((',', '.')) else ''}{body} "
+                     f"*({out.finish_reason})*")
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("bundle", type=Path, help="directory with train_log.json, loss_curve.csv")
-    bundle = parser.parse_args().bundle
+    parser.add_argument("--engine-samples", action="store_true",
+                        help="generate the engine's samples again (CPU, a few seconds)")
+    args = parser.parse_args()
+    bundle, card = args.bundle, args.bundle / "README.md"
     log = json.loads((bundle / "train_log.json").read_text())
     with (bundle / "loss_curve.csv").open() as f:
         curve = list(csv.DictReader(f))
-    (bundle / "README.md").write_text(render_model_card(log, curve, log["samples"]))
+    old = card.read_text() if card.exists() else ""
+    section = (engine_samples_section(bundle) if args.engine_samples
+               else old[old.index(ENGINE_SAMPLES):] if ENGINE_SAMPLES in old else "")
+    text = render_model_card(log, curve, log["samples"])
+    card.write_text(text.rstrip() + "\n\n" + section if section else text)
 
 
 if __name__ == "__main__":

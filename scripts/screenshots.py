@@ -280,7 +280,7 @@ def recorded_lesson(page, out: Path) -> None:
 
 def readme_shot(page, out: Path) -> None:
     """The README's picture: a first click with the defaults, watched live as a visitor does,
-    and its timings. (``scripts/app_vs_cli.py`` measures several first clicks against the CLI.)"""
+    and its timings (when the first bars appeared, when the run finished)."""
     page.wait_for_timeout(10_000)        # a visitor reads the page; the engine warms meanwhile
     started = time.monotonic()
     page.click("#run")

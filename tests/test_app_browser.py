@@ -31,8 +31,8 @@ SCREENSHOTS.mkdir(parents=True, exist_ok=True)
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 RUN_TIMEOUT_MS = 240_000
-# How fast the page is served is measured by ``scripts/app_vs_cli.py`` (a benchmark that prints
-# it), not judged here: a test must not depend on how busy the machine is.
+# How fast the page is served and draws is printed by ``python -m scripts.screenshots --readme``,
+# not judged here: a test must not depend on how busy the machine is.
 
 
 def _sync_api():
@@ -379,7 +379,7 @@ def test_recorded_runs_are_listed_and_labelled_with_hardware_and_date(monkeypatc
                                                                        tmp_path):
     from record.metrics import compute_metrics
     from record.run_record import make_record, save_record
-    from ui import records
+    from ui import recorded_runs
 
     spans = [{"lane": "engine_stream", "phase": "decode", "step": 0, "start_us": 0.0,
               "end_us": 30.0}, {"lane": "engine_stream", "phase": "decode", "step": 1,
@@ -388,15 +388,15 @@ def test_recorded_runs_are_listed_and_labelled_with_hardware_and_date(monkeypatc
            "metrics": compute_metrics(spans, [])}
     env = {"device_name": "NVIDIA H200", "torch_version": "2.11.0", "date": "2025-06-01"}
     save_record(make_record(env, {}, [run]), tmp_path / "h200-overlap.json")
-    monkeypatch.setattr(records, "RECORDED_DIR", tmp_path)
-    choices = records.list_recorded()["choices"]
+    monkeypatch.setattr(recorded_runs, "RECORDED_DIR", tmp_path)
+    choices = recorded_runs.list_recorded()["choices"]
     assert choices == [("h200-overlap: NVIDIA H200 · torch 2.11.0 · 2025-06-01",
                         "h200-overlap.json")]
-    status, timeline, *_ = records.show_recorded("h200-overlap.json", "English")
+    status, timeline, *_ = recorded_runs.show_recorded("h200-overlap.json", "English")
     assert "Recorded on NVIDIA H200 · torch 2.11.0 · 2025-06-01" in status
     assert len(json.loads(timeline["value"].plot)["data"]) >= 2   # the gap band and the bars
-    monkeypatch.setattr(records, "RECORDED_DIR", tmp_path / "empty")
-    assert records.list_recorded()["choices"] == []
+    monkeypatch.setattr(recorded_runs, "RECORDED_DIR", tmp_path / "empty")
+    assert recorded_runs.list_recorded()["choices"] == []
 
 
 # ---- the whole page in 中文, and hostile files ----------------------------------------------------

@@ -9,8 +9,8 @@ import math
 import pytest
 
 from engine.scheduler.arrivals import Arrival, check_rate, load_trace, parse_trace, poisson_times
+from record.latency_rows import format_table, row_from_metrics, summarize
 from record.metrics import latency_summary, percentile, ttft_drift
-from record.serving import format_table, row_from_metrics, summarize
 
 
 def test_poisson_times_are_seeded_sorted_and_at_the_rate():

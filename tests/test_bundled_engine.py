@@ -48,3 +48,22 @@ def test_bundled_text_prompts_match_transformers():
         ref = hf.generate(**enc, max_new_tokens=24, min_new_tokens=24, do_sample=False)
         assert out.token_ids == ref[0, enc.input_ids.shape[1]:].tolist(), text
         assert out.prompt_tokens == enc.input_ids.shape[1]
+
+
+def test_output_texts_decode_all_requests_at_once_as_one_by_one():
+    """``Engine._texts`` (one call of the fast tokenizer's backend for every request) gives
+    what ``tokenizer.decode(ids, skip_special_tokens=True)`` gives each request, special tokens,
+    ids past the vocabulary (left out) and empty outputs included."""
+    from types import SimpleNamespace
+
+    from engine.models.loader import load_tokenizer
+
+    tok = load_tokenizer(str(BUNDLED_DIR))
+    gen = torch.Generator().manual_seed(3)
+    n = len(tok)
+    id_lists = [torch.randint(0, n + 20, (int(k),), generator=gen).tolist()
+                for k in torch.randint(0, 40, (30,), generator=gen)] + [[], [n + 1]]
+    id_lists.append(list(tok.all_special_ids) + id_lists[0])
+    got = Engine._texts(SimpleNamespace(tokenizer=tok), id_lists)
+    want = [tok.decode([t for t in ids if t < n], skip_special_tokens=True) for ids in id_lists]
+    assert got == want

@@ -7,7 +7,7 @@ import pytest
 from conftest import requires_cuda
 
 from engine import Engine, EngineConfig
-from engine.teach.hazard_lab import HAZARDS, run_hazard
+from engine.lab.hazard_lab import HAZARDS, run_hazard
 
 
 @pytest.fixture(scope="module")

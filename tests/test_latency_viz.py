@@ -9,8 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from record.serving import row_from_metrics
-from viz.latency import latency_figure, rows_from_record
+from record.latency_rows import row_from_metrics, rows_from_record
+from viz.latency import latency_figure
 
 
 def _rows(repeats: int):

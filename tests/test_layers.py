@@ -1,6 +1,7 @@
 """The layout is the architecture, checked: ``record`` at the bottom (standard library only),
-then ``engine`` (torch, never a UI library), ``viz`` (plotly, never torch or the engine), ``ui``
-and ``app.py`` on top; no package imports one above it, and no module import cycle anywhere.
+then ``engine`` (torch, never a UI library), ``texts`` (the page's copy: the standard library and
+``record`` only), ``viz`` (plotly, never torch or the engine), ``ui`` and ``app.py`` on top; no
+package imports one above it, and no module import cycle anywhere.
 
 Inside ``engine`` the subpackages are layers too (``ENGINE_LAYERS``, bottom first): the scheduling
 core never imports a device implementation, the devices never import the processes around them,
@@ -12,26 +13,28 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("record", "engine", "viz", "ui", "bench")
+PACKAGES = ("record", "engine", "texts", "viz", "ui", "bench")
 # What each package may import from this repository (its own modules aside).
-MAY_IMPORT = {"record": set(), "engine": {"record"}, "viz": {"record"},
-              "ui": {"record", "engine", "viz"}, "bench": {"record", "engine"}}
+MAY_IMPORT = {"record": set(), "engine": {"record"}, "texts": {"record"}, "viz": {"record", "texts"},
+              "ui": {"record", "engine", "texts", "viz"}, "bench": {"record", "engine"}}
 # engine's own layers, bottom first. A module may import its own layer and those below it; every
 # module of engine belongs to exactly one (the longest name that is a prefix of its own).
 ENGINE_LAYERS = (
-    ("engine.config", "engine.proc_watch", "engine.host_load"),   # values; what the OS says
+    ("engine.config", "engine.proc_watch", "engine.host_load",    # values; what the OS says;
+     "engine.workloads"),                                         # the prompts runs are given
     ("engine.layers",),                   # sampling and attention kernels (torch, triton)
     ("engine.models",),                   # the model, checkpoints, tokenizing
     ("engine.scheduler",),                # the article: loops, requests, KV pages, sources
     ("engine.devices",),                  # CUDA streams, the CPU device process, the runner
     ("engine", "engine.engine"),          # the public API: Engine (the package's lazy names)
-    ("engine.teach",),                    # hazard lab, workloads
+    ("engine.lab",),                      # the hazard lab
     ("engine.processes",),                # the scheduler process, its service and messages
     ("engine.serve", "engine.__main__"),  # the OpenAI-compatible server, the CLI
 )
 MAX_TOP_LEVEL_MODULES = 8                 # engine/*.py: the rest lives in subpackages
 FORBIDDEN = {"record": {"torch", "numpy", "gradio", "plotly", "transformers"},
-             "engine": {"gradio", "plotly"}, "viz": {"torch", "gradio", "transformers"}}
+             "engine": {"gradio", "plotly"}, "viz": {"torch", "gradio", "transformers"},
+             "texts": {"torch", "numpy", "gradio", "plotly", "transformers"}}
 
 
 def _modules() -> dict[str, Path]:

@@ -12,12 +12,13 @@ from record.metrics import (
     busy_fraction,
     compare_runs,
     compute_metrics,
+    cpu_phase_times,
     idle_gaps,
     overlap_speedup,
     step_window,
     union_intervals,
 )
-from record.timeline import Span
+from record.recorder import Span
 
 GPU = ("scheduler_stream", "engine_stream")
 
@@ -200,6 +201,26 @@ def test_known_answer_serial_timeline():
     assert m["ttft_ms_mean"] == m["ttft_ms_p50"] == pytest.approx(0.1)
     assert m["tpot_ms_mean"] == pytest.approx(0.1)          # (300 - 100) / (3 - 1) µs
     json.dumps(m, allow_nan=False)
+
+
+def test_cpu_phase_times_add_up_to_t_cpu_over_the_same_steps():
+    spans = serial_timeline(steps=10)
+    phases = cpu_phase_times(spans)
+    # Steady decode steps 1..8 (the 10%-90% window), each: schedule 10, launch 10, wait 60,
+    # process_last 20 µs; T_cpu is all but the wait.
+    assert phases == pytest.approx({"schedule": 10, "launch": 10, "wait": 60,
+                                    "process_last": 20})
+    m = compute_metrics(spans, outputs())
+    assert sum(us for p, us in phases.items() if p != "wait") == pytest.approx(m["t_cpu_us"])
+    assert cpu_phase_times([]) == {}
+
+
+def test_an_upload_on_the_engine_stream_is_not_forward_time():
+    """An engine that runs its batch metadata on its engine stream (Mini-SGLang's serial loop):
+    T_fwd is still the forward's work."""
+    spans = [s for s in serial_timeline() if s.lane != "scheduler_stream"]
+    spans += [Span("engine_stream", "upload", n, n * 100 + 12, n * 100 + 20) for n in range(3)]
+    assert compute_metrics(spans, outputs())["t_fwd_us"] == pytest.approx(55)
 
 
 def test_wall_time_can_be_given():

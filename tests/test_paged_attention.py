@@ -25,6 +25,7 @@ from engine.layers.paged_attention import (
     split_bounds,
     split_k_attention,
 )
+from engine.models.model import apply_rope, rope_cos_sin
 
 # (heads, kv heads, head dim): MHA, GQA 2, 3, 7 (Qwen2.5-0.5B), 6 with D=128 (Qwen2.5-1.5B)
 SHAPES = [(4, 4, 16), (4, 2, 32), (9, 3, 64), (14, 2, 64), (12, 2, 128)]
@@ -50,14 +51,26 @@ def _case(gen: torch.Generator, lens: list[int], shape, page_size: int, dtype, d
                                                                   device=device))
 
 
+def _rotated(x, kv_lens, inv_freq):
+    """The model's own RoPE (``apply_rope`` over ``rope_cos_sin``) at position len-1, in float64,
+    rounded to ``x``'s dtype: what the kernel must compute when it is given ``inv_freq``."""
+    positions = (kv_lens - 1).clamp_min(0)[:, None].cpu()                 # [B, 1]
+    cos, sin = rope_cos_sin(inv_freq.cpu(), positions, torch.float64)
+    return apply_rope(x.cpu().double()[:, None], cos, sin)[:, 0].to(x.dtype).to(x.device)
+
+
 def _expected(c, page_size):
     """Plain path: store this step's k, v at position len-1, then attend over len keys."""
     k_cache, v_cache = c["k_cache"].clone(), c["v_cache"].clone()
+    q, k_new = c["q"], c["k_new"]
+    if c.get("inv_freq") is not None:
+        q, k_new = _rotated(q, c["kv_lens"], c["inv_freq"]), _rotated(k_new, c["kv_lens"],
+                                                                       c["inv_freq"])
     for row, n in enumerate(c["kv_lens"].tolist()):
         if n:
             slot = c["page_table"][row, (n - 1) // page_size] * page_size + (n - 1) % page_size
-            k_cache[slot], v_cache[slot] = c["k_new"][row], c["v_new"][row]
-    out = paged_attention_reference(c["q"], k_cache, v_cache, c["page_table"], c["kv_lens"],
+            k_cache[slot], v_cache[slot] = k_new[row], c["v_new"][row]
+    out = paged_attention_reference(q, k_cache, v_cache, c["page_table"], c["kv_lens"],
                                     page_size)
     return out, k_cache, v_cache
 
@@ -70,7 +83,12 @@ def _check(run, c, page_size, tol):
     assert torch.isfinite(got).all()
     err = (got.double() - want).norm() / want.norm().clamp_min(1e-30)
     assert err < tol, f"relative error {err:.2e}"
-    assert torch.equal(got_c["k_cache"], k_want) and torch.equal(got_c["v_cache"], v_want)
+    if c.get("inv_freq") is None or c["k_new"].dtype == torch.float64:
+        assert torch.equal(got_c["k_cache"], k_want)
+    else:   # a rotated key may round differently (float32 cos/sin in the kernel, float64 here)
+        k_err = (got_c["k_cache"].double() - k_want.double()).norm() / k_want.double().norm()
+        assert k_err < tol, f"stored keys: relative error {k_err:.2e}"
+    assert torch.equal(got_c["v_cache"], v_want)
 
 
 def _lens(gen: torch.Generator, page_size: int, batch: int) -> list[int]:
@@ -85,17 +103,27 @@ def test_split_bounds_cover_each_key_once():
             bounds = split_bounds(kv_len, splits, 32)
             keys = [p for s, e in bounds for p in range(s, e)]
             assert keys == list(range(kv_len))
-    assert num_kv_splits(176) == 4 and num_kv_splits(4096) == 16
+    assert num_kv_splits(176) == 4 and num_kv_splits(2048) == 8 and num_kv_splits(4096) == 16
+    assert num_kv_splits(1 << 17) == 16
 
 
+def _inv_freq(gen, d, theta=None):
+    """RoPE frequencies of a head size, with a random base (10^4 to 10^6, as real configs)."""
+    base = theta or float(10 ** (4 + 2 * torch.rand(1, generator=gen).item()))
+    return 1.0 / (base ** (torch.arange(0, d, 2, dtype=torch.float32) / d))
+
+
+@pytest.mark.parametrize("rope", [False, True])
 @pytest.mark.parametrize("seed", range(6))
-def test_split_k_emulation_matches_plain_attention(seed):
+def test_split_k_emulation_matches_plain_attention(seed, rope):
     gen = torch.Generator().manual_seed(seed)
     page_size = [4, 16, 1][seed % 3]
     shape = SHAPES[seed % len(SHAPES)]
     lens = _lens(gen, page_size, 5) + [0]                   # a padding row: reads and writes nothing
     for splits in (1, 2, 3, 8):
         c = _case(gen, lens, shape, page_size, torch.float64, "cpu")
+        if rope:
+            c["inv_freq"] = _inv_freq(gen, shape[2])
         run = partial(split_k_attention, page_size=page_size, num_splits=splits, block_n=16)
         _check(lambda c, run=run: run(**c), c, page_size, 1e-12)
 
@@ -109,8 +137,11 @@ def _kernel_checks(device, dtypes, seeds, tol):
         page_size = [16, 4, 1][seed % 3]
         shape = SHAPES[seed % len(SHAPES)]
         for dtype in dtypes:
-            for splits, block_n in ((1, 32), (2, 16), (4, 32), (3, 64)):
+            for splits, block_n, rope in ((1, 32, True), (2, 16, False), (4, 32, True),
+                                          (3, 64, False), (1, 64, False)):
                 c = _case(gen, _lens(gen, page_size, 6) + [0], shape, page_size, dtype, device)
+                if rope:
+                    c["inv_freq"] = _inv_freq(gen, shape[2]).to(device)
                 run = partial(paged_decode_attention, page_size=page_size, num_splits=splits,
                               block_n=block_n)
                 _check(lambda c, run=run: run(**c), c, page_size, tol[dtype])

@@ -301,7 +301,7 @@ def test_killed_scheduler_costs_requests_not_the_server(server, client):
 def test_a_session_whose_process_died_is_replaced_without_being_asked():
     """Noticed within seconds and restarted: nothing calls the client after the kill."""
     from engine.config import EngineConfig
-    from engine.serve.serving_client import ServingClient
+    from engine.serve.session_client import ServingClient
 
     serving = ServingClient(EngineConfig(model="bundled", device="cpu", max_batch_size=2,
                                          max_seq_len=64, prefix_cache=False))

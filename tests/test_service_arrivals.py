@@ -12,7 +12,8 @@ import threading
 from engine.config import EngineConfig, SamplingParams
 from engine.processes.messages import LiveRunRequest, RunFinished
 from engine.processes.service import SchedulerService
-from viz.latency import latency_figure, rows_from_record
+from record.latency_rows import rows_from_record
+from viz.latency import latency_figure
 
 
 def _run(service: SchedulerService, **extra) -> list:

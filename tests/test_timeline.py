@@ -8,8 +8,8 @@ import pytest
 from conftest import requires_cuda
 
 from engine import Engine, EngineConfig, SamplingParams
+from record.recorder import Timeline
 from record.run_record import load_record, make_record, save_record, validate_record
-from record.timeline import Timeline
 
 
 def _overlaps(a, b) -> bool:

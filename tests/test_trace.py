@@ -11,7 +11,7 @@ import pytest
 from record.chrome_trace import to_chrome_trace, write_chrome_trace
 from record.metrics import compute_metrics
 from record.profiler_import import MAX_PHASE_CHARS, TraceImportError, import_profiler_trace
-from record.timeline import LANES, Span
+from record.recorder import LANES, Span
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -80,7 +80,7 @@ def test_the_windows_line_only_where_the_engine_counts_them():
     fault the checks found; a counted one does."""
     from dataclasses import asdict
 
-    from engine.teach.hazard_lab import LabReport
+    from engine.lab.hazard_lab import LabReport
     from viz.lab import report_html
     found = dict(fault_found=True, differing=[(0, 3)])
     uncounted = asdict(LabReport("no_cache_lock", "cpu", windows_counted=False, **found))
@@ -90,7 +90,7 @@ def test_the_windows_line_only_where_the_engine_counts_them():
 
 
 def test_switch_choices_and_descriptions_in_both_languages():
-    from engine.teach.hazard_lab import HAZARDS
+    from engine.lab.hazard_lab import HAZARDS
 
     choices = lab.switch_choices("English")
     names = [value for _, value in choices["choices"]]
@@ -107,8 +107,8 @@ def test_switch_choices_and_descriptions_in_both_languages():
 
 
 def test_every_switch_has_words_in_both_languages():
-    from engine.teach.hazard_lab import HAZARDS
-    from viz.text_teach import HAZARD_NAMES
+    from engine.lab.hazard_lab import HAZARDS
+    from texts.teach import HAZARD_NAMES
 
     for lang in ("en", "zh"):
         missing = [name for name in HAZARDS if name not in HAZARD_NAMES[lang]]
@@ -117,7 +117,7 @@ def test_every_switch_has_words_in_both_languages():
 
 def test_switches_that_need_cuda_are_marked_before_the_click_on_a_machine_without_one():
     """Generic over HAZARDS' cuda_only: no switch is special-cased in the UI."""
-    from engine.teach.hazard_lab import HAZARDS
+    from engine.lab.hazard_lab import HAZARDS
 
     choices = lab.switch_choices("English", device="auto")
     marked = {name for title, name in choices["choices"] if "(needs CUDA: not here)" in title}

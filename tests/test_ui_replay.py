@@ -15,7 +15,7 @@ sys.path.insert(0, str(ROOT))
 
 pytest.importorskip("gradio")
 
-import viz  # noqa: E402
+from record.window import step_range  # noqa: E402
 from ui import replay  # noqa: E402
 
 RECORDED = ROOT / "assets" / "recorded"
@@ -51,7 +51,7 @@ def test_a_step_outside_the_run_is_said_so_in_the_readers_language(record):
     with the run's range, in the page's language, and the figure on screen stays."""
     import gradio as gr
 
-    first, last = viz.step_range(record["runs"][1])
+    first, last = step_range(record["runs"][1])
     for typed in (99999, -3, 2.5):
         caption, figure = replay.render_step(record, 1, typed, "English")
         assert caption == (f"This run has no step {typed}: its steps go from {first} to "
@@ -124,7 +124,7 @@ def test_every_handler_that_draws_the_step_runs_in_one_queue_of_one():
 
 def test_another_run_keeps_the_step_on_screen_where_it_has_it(record):
     """Walkthrough section 3: the overlap run at step 11, then the normal run at step 11."""
-    first, last = viz.step_range(record["runs"][0])
+    first, last = step_range(record["runs"][0])
     slider, caption, _, _ = replay.render_run(record, 0, "English", 11)
     assert slider["value"] == 11 and caption.startswith("**Step 11**")
     default = replay.render_run(record, 0, "English")[0]["value"]
@@ -135,11 +135,11 @@ def test_another_run_keeps_the_step_on_screen_where_it_has_it(record):
 def test_numbers_no_box_can_hold_are_said_so_not_raised(record):
     """An API caller can send what a browser cannot (10**400, inf): a message, never a
     traceback."""
-    from ui import common, records
+    from ui import common, recorded_runs
 
     for value in (10**400, float("inf"), float("-inf")):
         assert replay.render_step(record, 1, value, "English")[0].startswith("This run has no step")
-        assert records.zoom_steps(record, value, 3, "English")[1] == {"__type__": "update"}
+        assert recorded_runs.zoom_steps(record, value, 3, "English")[1] == {"__type__": "update"}
         with pytest.raises(common.InputError):
             common.validate(extra_cpu_us=value)
 

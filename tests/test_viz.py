@@ -12,10 +12,13 @@ import pytest
 pytest.importorskip("plotly", reason="viz needs plotly")
 
 import viz  # noqa: E402
+from record.lag import lag_marks
 from record.metrics import idle_gaps, union_intervals
-from viz.spans import local_stats, ordered_lanes, window_run
+from record.steps import copy_placement, step_parts  # noqa: E402
+from record.window import local_stats, window_run
+from texts import STRINGS, t
+from viz.labels import ordered_lanes
 from viz.style import NEUTRAL_COLOR, PHASE_COLORS
-from viz.text import STRINGS, t
 
 ROOT = Path(__file__).resolve().parent.parent
 GPU = ["scheduler_stream", "engine_stream"]
@@ -316,8 +319,8 @@ def test_a_measurement_far_below_its_prediction_says_what_the_run_saw():
 
 
 def test_a_first_click_like_gap_is_explained_by_its_largest_measured_term_first():
-    """1.51x predicted against 1.31x measured (the issue's first click) gets a note too: the
-    old rule explained only a measurement under 80% of its prediction."""
+    """1.51x predicted against 1.31x measured (as a first click can give) gets a note too: a
+    measurement 13% under its prediction is explained, not only one under 80% of it."""
     normal = dict(METRICS, t_fwd_us=8000.0, t_cpu_us=4100.0, steady_step_us=12100.0)
     overlap = dict(METRICS, t_fwd_us=8600.0, t_cpu_us=4000.0, steady_step_us=12100.0 / 1.31)
     why = _why(viz.metrics_html([make_run("normal", metrics=normal),
@@ -403,8 +406,8 @@ def test_explanations_exist_in_english_and_chinese_in_the_articles_terms():
 
 
 def test_viz_imports_neither_torch_nor_the_engine():
-    code = ("import sys, viz, viz.timeline, viz.panels, viz.spans, viz.text, viz.style, viz.lag, "
-            "viz.replay, viz.stepview, viz.text_teach; "
+    code = ("import sys, viz, viz.gantt, viz.panels, viz.labels, texts, viz.style, "
+            "viz.replay, viz.stepview, texts.teach; "
             "bad = [m for m in sys.modules if m == 'torch' or m.split('.')[0] == 'engine']; "
             "print(bad); sys.exit(1 if bad else 0)")
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
@@ -442,7 +445,7 @@ def overlap_steps(mode="overlap", steps=4, stop_at=2):
 
 
 def test_lag_marks_find_the_forward_that_still_carried_a_stopped_request():
-    marks = viz.lag_marks(overlap_steps())
+    marks = lag_marks(overlap_steps())
     assert marks == [{"request": 0, "stop_step": 2, "stop_us": 330.0, "extra_steps": [3],
                       "wasted_steps": 1}]
     fig = timeline_figure(overlap_steps())
@@ -457,12 +460,12 @@ def test_lag_marks_find_the_forward_that_still_carried_a_stopped_request():
 def test_no_lag_marks_without_wasted_steps_or_for_length_stops():
     run = overlap_steps()
     run["outputs"][0]["wasted_steps"] = 0
-    assert viz.lag_marks(run) == []
+    assert lag_marks(run) == []
     assert t("en", "lag_legend") not in traces_by_name(timeline_figure(run))
 
 
 def test_step_parts_link_forward_upload_copy_wait_and_the_hidden_process():
-    parts = viz.step_parts(overlap_steps(), 3)
+    parts = step_parts(overlap_steps(), 3)
     assert parts["forward"]["start_us"] == 300.0 and parts["upload"]["end_us"] == 298.0
     assert parts["copy"]["start_us"] == 390.0 and parts["wait"]["start_us"] == 396.0
     assert [s["step"] for s in parts["hidden"]] == [2]      # process_last(B2) under forward(B3)
@@ -500,7 +503,7 @@ def test_step_figure_outlines_the_linked_spans_and_draws_the_links():
 
 
 def fig_offset_ms(run, step):
-    from viz.spans import step_range, window_run
+    from record.window import step_range, window_run
     first, last = step_range(run)
     return window_run(run, max(first, step - 1), min(last, step + 1))["window"]["t_start_us"] / 1000
 
@@ -508,9 +511,9 @@ def fig_offset_ms(run, step):
 def test_the_caption_counts_the_hidden_work_the_figure_outlines():
     """The caption's "ms hidden" is the overlap with forward(Bn) of exactly the outlined spans."""
     run = overlap_steps()
-    parts = viz.step_parts(run, 3)
+    parts = step_parts(run, 3)
     forward = parts["forward"]
-    from viz.replay import hidden_roles, overlap_us
+    from record.steps import hidden_roles, overlap_us
     outlined = hidden_roles(parts)
     assert sorted((s["phase"], s["step"]) for s in outlined.values()) == [
         ("process_last", 2), ("schedule", 4)]
@@ -541,8 +544,8 @@ def test_the_caption_says_what_the_forward_waited_for_where_the_copy_ran():
     for s in engine["spans"]:
         if s["phase"] == "copy":
             s["lane"] = "engine_stream"
-    assert viz.copy_placement(scheduler) == "scheduler" and viz.copy_placement(engine) == "engine"
-    assert viz.copy_placement(scheduler, {"device_kind": "cpu-process"}) == "in_order"
+    assert copy_placement(scheduler) == "scheduler" and copy_placement(engine) == "engine"
+    assert copy_placement(scheduler, {"device_kind": "cpu-process"}) == "in_order"
     said = viz.step_caption(scheduler, 3)
     assert "waited for all the scheduler stream held before it (wait_stream): copy(B2), which " \
            "itself waited for forward(B2), then B3's upload" in said
@@ -554,13 +557,13 @@ def test_the_caption_says_what_the_forward_waited_for_where_the_copy_ran():
     zh = viz.step_caption(engine, 3, "zh")
     assert "scheduler stream 上唯一的工作" in zh and "（重叠）" in zh      # the loop, in Chinese
     from viz.replay import links
-    hover = links(viz.step_parts(scheduler, 3), 3, "overlap", "en", "scheduler")["upload"]
+    hover = links(step_parts(scheduler, 3), 3, "overlap", "en", "scheduler")["upload"]
     assert any("everything queued before it" in line for line in hover), hover
 
 
 def test_the_normal_loop_hides_nothing_and_says_the_gpu_idles():
     run = overlap_steps(mode="normal")
-    parts = viz.step_parts(run, 3)
+    parts = step_parts(run, 3)
     assert parts["hidden"] == []
     fig = step_figure(run, 3)
     assert {trace.meta for trace in fig.data if trace.meta} == {"forward", "upload", "copy",
@@ -570,7 +573,7 @@ def test_the_normal_loop_hides_nothing_and_says_the_gpu_idles():
 
 def test_multistep_runs_hide_whatever_process_last_overlaps_the_forward():
     run = overlap_steps(mode="multistep-4")
-    parts = viz.step_parts(run, 3)
+    parts = step_parts(run, 3)
     assert [s["step"] for s in parts["hidden"]] == [2]
     assert "k=4" in viz.step_caption(run, 3) and "B2" in viz.step_caption(run, 3)
 
@@ -698,8 +701,8 @@ def test_a_run_whose_requests_were_always_in_shows_no_quiet_time_and_no_extra_ro
 
 
 def test_multi_step_where_the_cpu_is_not_the_bottleneck_says_what_multi_step_is_for():
-    """T_cpu <= T_fwd: one-step overlap hides it already, k steps add only lag (the issue's
-    defaults: the same prediction, 17% of the tokens wasted)."""
+    """T_cpu <= T_fwd: one-step overlap hides it already, k steps add only lag (the same
+    prediction as one step, 17% of the tokens wasted)."""
     multi = make_run("multistep", metrics=dict(METRICS, wasted_tokens=11))
     multi["loop"], multi["decode_steps"] = "multistep", 4
     html = viz.metrics_html([make_run("normal", metrics=METRICS), multi])
@@ -762,7 +765,7 @@ def test_every_text_renders_its_emphasis_in_both_languages():
     shows; a label's punctuation therefore goes after the bold, and no text leaves a ``**``
     unrendered. A line break next to Chinese (or emphasised Chinese) is joined, not a space."""
     md = pytest.importorskip("markdown_it").MarkdownIt()
-    from viz.text import STRINGS
+    from texts import STRINGS
     for lang in ("en", "zh"):
         unrendered = [key for key, text in STRINGS[lang].items() if "**" in md.render(text)]
         assert unrendered == [], (lang, unrendered)

@@ -19,8 +19,9 @@ import pytest
 
 pytest.importorskip("plotly", reason="viz needs plotly")
 
+import texts  # noqa: E402
 import viz  # noqa: E402
-from viz.text import t  # noqa: E402
+from texts import t  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 PS = 4
@@ -155,7 +156,7 @@ def test_memory_rows_appear_only_where_a_run_has_them():
 
 
 def test_every_memory_string_has_a_chinese_one():
-    keys = [k for k in viz.text.STRINGS["en"]
+    keys = [k for k in texts.STRINGS["en"]
             if k.startswith(("mem_", "memory_", "m_prefix", "m_retractions", "hover_cached"))]
     assert len(keys) >= 15
     for key in keys:

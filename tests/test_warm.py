@@ -20,7 +20,7 @@ from engine.scheduler.arrivals import poisson_times
 from engine.scheduler.request import prefill_shapes
 from engine.scheduler.scheduler import Scheduler
 from engine.scheduler.sources import ScheduledSource
-from record.timeline import Timeline
+from record.recorder import Timeline
 
 
 class _Recording:

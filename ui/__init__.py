@@ -1,7 +1,7 @@
 """The web UI's handlers, by concern; ``app.py`` lays out the page and wires them to it.
 
 - ``common``   control limits, the engine cache, the one-run-at-a-time device locks
-- ``records``  any record (live, recorded, imported) -> every output of the main view; downloads
+- ``recorded_runs``  any record (live, recorded, imported) -> every output of the main view; downloads
 - ``live``     live runs of the chosen loops (normal, overlap, multi-step), drawn while they run
 - ``replay``   step-through replay of the record on screen
 - ``lab``      the hazard lab: remove one safeguard, show what the checks found

@@ -17,9 +17,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import viz
+import texts
 from engine.models.hub import SUGGESTED_MODELS, cached_snapshot, is_hub_id
-from engine.teach.workload import DEFAULT_PROMPTS, word_prompts  # noqa: F401 - used by the UI
+from engine.workloads import DEFAULT_PROMPTS, word_prompts  # noqa: F401 - used by the UI
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = [  # (value, display name, real weights?)
@@ -86,11 +86,11 @@ def shutdown() -> None:
 def placement() -> Any:
     """Which cores the scheduler, the device process and this server may use.
 
-    Measured on the 2-core machine with a browser beside the app (``scripts/app_vs_cli.py``,
-    README): pinning (device process on one core, scheduler and server on the other) gave the
-    first clicks 91-92% GPU busy, leaving the processes to the OS 94-95%, since the OS can move
-    the scheduler off a core the browser or the server is using. So nothing is pinned unless
-    OVERLAP_DEMO_PIN=1 asks for ``plan_placement``'s split (to measure it again)."""
+    On a 2-core machine with a browser beside the app, pinning (the device process on one core,
+    the scheduler and the server on the other) gave the first clicks less GPU busy than leaving
+    the processes to the OS, which can move the scheduler off a core that the browser or the
+    server is using. So nothing is pinned unless OVERLAP_DEMO_PIN=1 asks for
+    ``plan_placement``'s split (to compare the two)."""
     from engine.processes.scheduler_process import Placement, plan_placement
 
     return plan_placement() if os.environ.get("OVERLAP_DEMO_PIN", "0") == "1" else Placement()
@@ -185,17 +185,17 @@ def said(key: str, kind: str = "info", detail: str = "", notes: tuple[str, ...] 
 def render_said(spec: dict[str, Any] | None, lang: str) -> str:
     """The status line of a ``said`` spec in ``lang`` (the technical detail folded beneath)."""
     if not spec:
-        return status(viz.t(lang, "no_runs"))
+        return status(texts.t(lang, "no_runs"))
     args = dict(spec["args"])
     if "control" in args:                    # a control's name, in the reader's language
-        args["control"] = viz.t(lang, f"name_{args['control']}")
+        args["control"] = texts.t(lang, f"name_{args['control']}")
     for name in [name for name in args if name.endswith("_key")]:
-        args[name[:-4]] = viz.t(lang, args.pop(name))   # a text said in the reader's language
-    text = viz.t(lang, spec["key"]).format(**args)
-    gap = viz.sentence_gap(lang)
-    text += "".join(gap + viz.t(lang, note).format(**args) for note in spec["notes"])
+        args[name[:-4]] = texts.t(lang, args.pop(name))   # a text said in the reader's language
+    text = texts.t(lang, spec["key"]).format(**args)
+    gap = texts.sentence_gap(lang)
+    text += "".join(gap + texts.t(lang, note).format(**args) for note in spec["notes"])
     if spec["detail"]:
-        text += (f"<details><summary>{viz.t(lang, 'fail_detail')}</summary>"
+        text += (f"<details><summary>{texts.t(lang, 'fail_detail')}</summary>"
                  f"<pre>{esc(spec['detail'])}</pre></details>")
     return status(text, spec["kind"])
 
@@ -217,17 +217,17 @@ def progress_bar(fraction: float, text: str) -> str:
 
 
 def lang_of(choice: str) -> str:
-    return "zh" if choice == viz.LANGUAGES["zh"] else "en"
+    return "zh" if choice == texts.LANGUAGES["zh"] else "en"
 
 
 def model_choices(lang: str) -> list[tuple[str, str]]:
     """The bundled model and the random-weight shapes, then the suggested hub models (fetched on
     first use through ``engine.models.hub``'s guards; the box takes any other hub id too), each marked
     as downloaded already or fetched on first use (read from the local cache, never the network)."""
-    local = [(f"{name.replace(' shape', ' ' + viz.t(lang, 'model_shape'))}: "
-              f"{viz.t(lang, 'model_real' if real else 'model_random')}", value)
+    local = [(f"{name.replace(' shape', ' ' + texts.t(lang, 'model_shape'))}: "
+              f"{texts.t(lang, 'model_real' if real else 'model_random')}", value)
              for value, name, real in MODELS]
-    hub = [(f"{repo}: {viz.t(lang, 'model_hub_ready' if cached_snapshot(repo) else 'model_hub')}",
+    hub = [(f"{repo}: {texts.t(lang, 'model_hub_ready' if cached_snapshot(repo) else 'model_hub')}",
             repo) for repo in SUGGESTED_MODELS]
     return local + hub
 
@@ -246,10 +246,10 @@ def check_model(model: Any) -> str:
 
 
 def loop_choices(lang: str) -> list[tuple[str, str]]:
-    return [(viz.t(lang, f"loop_{loop}"), loop) for loop in LOOPS]
+    return [(texts.t(lang, f"loop_{loop}"), loop) for loop in LOOPS]
 
 
 def device_choices(lang: str, cuda: bool) -> list[tuple[str, str]]:
     """auto, CPU, and CUDA only where the scheduler process found a GPU."""
-    choices = [(viz.t(lang, "device_auto"), "auto"), ("CPU", "cpu")]
+    choices = [(texts.t(lang, "device_auto"), "auto"), ("CPU", "cpu")]
     return choices + ([("CUDA", "cuda")] if cuda else [])

@@ -1,7 +1,7 @@
 """Which components change their words with the language, and how.
 
 Every translated component is registered once, where the layout creates it, with the key of its
-text in ``viz.text`` and the attribute that shows it (a label, a button's value, a markdown's
+text in ``texts`` and the attribute that shows it (a label, a button's value, a markdown's
 value). Switching languages is then one list of updates, in registration order.
 """
 
@@ -12,7 +12,7 @@ from typing import Any
 
 import gradio as gr
 
-import viz
+import texts
 
 
 class Translated:
@@ -32,7 +32,7 @@ class Translated:
     def updates(self, lang: str) -> list[Any]:
         out = []
         for _, attr, key, choices in self.entries:
-            change = {attr: viz.t(lang, key)}
+            change = {attr: texts.t(lang, key)}
             if choices is not None:
                 change["choices"] = choices(lang)
             out.append(gr.update(**change))

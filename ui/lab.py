@@ -1,6 +1,6 @@
 """Hazard lab handlers: remove one safeguard, run, and show what the engine's checks found.
 
-``engine.teach.hazard_lab.run_hazard`` does the work, in the scheduler process (a ``LabRequest``): the
+``engine.lab.hazard_lab.run_hazard`` does the work, in the scheduler process (a ``LabRequest``): the
 normal loop as reference, then the overlap loop with one switch on, compared token by token, with
 the allocator and the stop checks watching. This module picks the configuration (the model and
 device of the live tab) and shows the report through ``viz.lab`` in the chosen language; the
@@ -13,7 +13,7 @@ from typing import Any
 
 import gradio as gr
 
-import viz
+import texts
 from engine.processes.messages import LabFinished, LabRequest, Progress, RequestFailed
 from ui import common
 from ui.common import esc, lang_of
@@ -22,7 +22,7 @@ from viz.lab import describe, hazard_title, report_html
 
 
 def _hazards() -> dict[str, Any]:
-    from engine.teach.hazard_lab import HAZARDS  # torch-free: the lab's behaviour, not its engine
+    from engine.lab.hazard_lab import HAZARDS  # torch-free: the lab's behaviour, not its engine
 
     return HAZARDS
 
@@ -34,7 +34,7 @@ def cuda_here(device: str | None) -> bool:
 
 def switch_choices(lang_choice: str, current: str | None = None,
                    device: str | None = "auto") -> Any:
-    """The switches as (title, name) choices, every switch of ``engine.teach.hazard_lab.HAZARDS``
+    """The switches as (title, name) choices, every switch of ``engine.lab.hazard_lab.HAZARDS``
     in its order; those that need CUDA marked so before any click where this machine (or the
     chosen device) has none. The choice is set only when there is none yet: marks that arrive
     late (once the scheduler process has said what it found) never undo a reader's click."""
@@ -42,7 +42,7 @@ def switch_choices(lang_choice: str, current: str | None = None,
     hazards = _hazards()
     cuda = cuda_here(device)
     choices = [(hazard_title(name, lang)
-                + (viz.t(lang, "lab_mark_cuda") if hazard.cuda_only and not cuda else ""), name)
+                + (texts.t(lang, "lab_mark_cuda") if hazard.cuda_only and not cuda else ""), name)
                for name, hazard in hazards.items()]
     if current in hazards:
         return gr.update(choices=choices)
@@ -61,7 +61,7 @@ def describe_switch(switch: str | None, lang_choice: str,
     if blocked:
         where = "lab_no_cuda_device" if common.cuda_seen() else "lab_no_cuda_machine"
     return (describe(switch, cuda_only, lang, where),
-            gr.update(interactive=not blocked, value=viz.t(lang, "lab_run")))
+            gr.update(interactive=not blocked, value=texts.t(lang, "lab_run")))
 
 
 def run_lab(switch: str | None, model: str, device: str, seed: Any, lang_choice: str):
@@ -88,7 +88,7 @@ def run_lab(switch: str | None, model: str, device: str, seed: Any, lang_choice:
         for event in common.scheduler().submit(request):
             if isinstance(event, Progress):
                 where = esc(event.detail or device.upper())
-                yield common.status(viz.t(lang, "lab_running").format(device=where, what=what),
+                yield common.status(texts.t(lang, "lab_running").format(device=where, what=what),
                                     "running"), None
             elif isinstance(event, LabFinished):
                 shown = {"report": event.report, "model": model, "seed": seed_value}
@@ -103,7 +103,7 @@ def redraw(shown: dict[str, Any] | None, lang_choice: str) -> Any:
     """The last lab report again, in the chosen language."""
     lang = lang_of(lang_choice)
     if not shown:
-        return common.status(viz.t(lang, "lab_idle"))
+        return common.status(texts.t(lang, "lab_idle"))
     return report_html(shown["report"], shown["model"], shown["seed"], lang)
 
 

@@ -19,14 +19,15 @@ from typing import Any
 
 import gradio as gr
 
+import texts
 import viz
 from engine.processes import messages
 from engine.processes.messages import LiveRunRequest
+from record.recorder import BASE_LANES, GPU_LANES
 from record.run_record import run_dict
-from record.timeline import BASE_LANES, GPU_LANES
 from ui import common, presets
 from ui.common import LOOPS, InputError, esc, lang_of, progress_bar, render_said, said, status
-from ui.records import shown, write_downloads
+from ui.recorded_runs import shown, write_downloads
 from ui.view import MainView, plot
 
 MAX_ARRIVAL_S = 60.0       # requests / rate: how long the arrivals of one loop may take
@@ -65,7 +66,7 @@ def run_live(loops, decode_steps, stop_early, device, model, requests, batch, pr
     yield MainView(status=progress_bar(0.0, _starting_text(request, key, expected, notes, lang)),
                    timeline=gr.update(visible=False), live=gr.update(value="", visible=True),
                    memory=gr.update(visible=False),
-                   zoomed=plot(viz.message_figure(viz.t(lang, "zoom_after_run"))), metrics="",
+                   zoomed=plot(viz.message_figure(texts.t(lang, "zoom_after_run"))), metrics="",
                    texts="").values()
     live = _LiveRuns(request)
     started, drawn = time.perf_counter(), -REFRESH_S      # the first spans are drawn at once
@@ -106,14 +107,14 @@ def _failed_view(spec: dict[str, Any], lang: str, drew: bool = True) -> MainView
     probe, say) says so in place of an empty canvas. A failed one gets the interactive chart
     back in place of an empty canvas, showing what it showed before the run."""
     if spec["key"] == "fail_cancelled" and not drew:
-        message = plot(viz.message_figure(viz.t(lang, "timeline_stopped")))
+        message = plot(viz.message_figure(texts.t(lang, "timeline_stopped")))
         return MainView(status=render_said(spec, lang), said=spec,
                         timeline=gr.update(value=message, visible=True),
                         live=gr.update(value="", visible=False),
-                        zoomed=plot(viz.message_figure(viz.t(lang, "zoom_stopped"))))
+                        zoomed=plot(viz.message_figure(texts.t(lang, "zoom_stopped"))))
     if spec["key"] == "fail_cancelled":
         return MainView(status=render_said(spec, lang), said=spec,
-                        zoomed=plot(viz.message_figure(viz.t(lang, "zoom_stopped"))))
+                        zoomed=plot(viz.message_figure(texts.t(lang, "zoom_stopped"))))
     return MainView(status=render_said(spec, lang), said=spec,
                     timeline=gr.update(visible=True), live=gr.update(value="", visible=False))
 
@@ -126,7 +127,7 @@ def stop_run(lang_choice: str) -> str:
         return gr.update()                  # nothing to stop: the status line stays as it was
     STOPPING.set()
     client.cancel()
-    return status(viz.t(lang, "status_stopping"), "warn")
+    return status(texts.t(lang, "status_stopping"), "warn")
 
 
 def build_request(loops, decode_steps, stop_early, device, model, requests, batch, prompt_len,
@@ -252,46 +253,46 @@ def _starting_text(request: LiveRunRequest, key: tuple, expected: int, notes: li
     span = _arrival_span_s(request)
     step_s = STEP_SECONDS.get(key)
     if span:        # arrivals set the pace, not a count of steps: no estimate from step times
-        text = viz.t(lang, "status_starting_arrivals").format(loops=len(request.loops), span=span)
+        text = texts.t(lang, "status_starting_arrivals").format(loops=len(request.loops), span=span)
     elif step_s:
-        text = viz.t(lang, "status_starting").format(loops=len(request.loops), steps=expected)
-        text += " " + viz.t(lang, "status_estimate").format(seconds=loops * expected * step_s,
+        text = texts.t(lang, "status_starting").format(loops=len(request.loops), steps=expected)
+        text += " " + texts.t(lang, "status_estimate").format(seconds=loops * expected * step_s,
                                                             step_ms=1e3 * step_s)
     else:
-        text = viz.t(lang, "status_starting").format(loops=len(request.loops), steps=expected)
-        text += " " + viz.t(lang, "status_no_estimate")
-    return text + "".join(" " + viz.t(lang, note) for note in notes)
+        text = texts.t(lang, "status_starting").format(loops=len(request.loops), steps=expected)
+        text += " " + texts.t(lang, "status_no_estimate")
+    return text + "".join(" " + texts.t(lang, note) for note in notes)
 
 
 def _running(live: _LiveRuns, expected: int, started: float, lang: str) -> str:
     if STOPPING.is_set():                   # Stop was pressed: say so until the run has ended
         key = "status_stopping_probe" if live.stage_name == "probe" else "status_stopping"
-        return status(viz.t(lang, key), "warn")
+        return status(texts.t(lang, key), "warn")
     seconds = time.perf_counter() - started
     if live.stage_name == "loading":
-        return progress_bar(0.0, viz.t(lang, "status_loading"))
+        return progress_bar(0.0, texts.t(lang, "status_loading"))
     if live.stage_name == "probe":
-        return progress_bar(0.0, viz.t(lang, "status_probe"))
+        return progress_bar(0.0, texts.t(lang, "status_probe"))
     if live.stage_name == "download":
         model = esc(live.request.engine.model)
         if live.total_mib <= 0:
-            return progress_bar(0.0, viz.t(lang, "status_hub_checking").format(model=model))
+            return progress_bar(0.0, texts.t(lang, "status_hub_checking").format(model=model))
         if live.done_mib >= live.total_mib:
-            return progress_bar(1.0, viz.t(lang, "status_hub_ready").format(
+            return progress_bar(1.0, texts.t(lang, "status_hub_ready").format(
                 model=model, total=live.total_mib))
-        return progress_bar(live.done_mib / live.total_mib, viz.t(lang, "status_download").format(
+        return progress_bar(live.done_mib / live.total_mib, texts.t(lang, "status_download").format(
             model=model, done=live.done_mib, total=live.total_mib))
     total = len(live.request.loops)
     step = live.steps_done()
-    words = {"mode": esc(viz.t(lang, f"loop_{live.loop}")), "step": step, "expected": expected,
+    words = {"mode": esc(texts.t(lang, f"loop_{live.loop}")), "step": step, "expected": expected,
              "seconds": seconds, "index": min(live.index + 1, total), "total": total}
     span = _arrival_span_s(live.request)
     if span:        # arrivals set the pace: the steps are as many as the time they take allows
         done = min((time.perf_counter() - live.loop_started) / (1.1 * span), 0.99)
-        text = viz.t(lang, "status_running_arrivals").format(span=span, **words)
+        text = texts.t(lang, "status_running_arrivals").format(span=span, **words)
     else:
         done = min(step / expected, 1.0)
-        text = viz.t(lang, "status_running").format(**words)
+        text = texts.t(lang, "status_running").format(**words)
     return progress_bar((len(live.finished) + done) / total, text)
 
 

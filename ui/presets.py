@@ -5,11 +5,9 @@ the device the run will use.
   (``FIRST_CLICK_FORWARDS``), inside what one-step overlap hides: a serial step costs
   T_fwd + T_cpu, an overlapped one max(T_fwd, T_cpu), so the GPU stays busy and the step is
   1.7x as fast. Why 0.7: the host's own speed moves the scheduler's work from page load to page
-  load (on one H200 machine the warm-up measured 0.14 ms and 0.33 ms a step, minutes apart), and
-  the sizing must leave room both ways: at one forward any jitter shows as idle GPU, below half
-  a forward the gain falls under 1.5x. Five clicks after a warm-up that measured 0.14 ms, sized
-  to 0.8 forwards (110 µs extra), gained 1.71-1.92x but were 91.6-99.6% busy; 0.7 would have
-  added 77 µs (docs/notes/gpu-session-2026-12-01-r7-page.log);
+  load (by a factor of two on a GPU machine, minutes apart), and the sizing must leave room both
+  ways: at one forward any jitter shows as idle GPU, below half a forward the gain falls under
+  1.5x;
 - ``multistep``: the scheduler's work about three forwards long, which one-step overlap cannot
   hide and k = 4 decode steps per scheduling pass can (max(T_fwd, T_cpu / 4) = T_fwd).
 
@@ -33,7 +31,7 @@ from typing import Any
 
 import gradio as gr
 
-import viz
+import texts
 from ui import common
 from ui.common import DEFAULTS, LIMITS, InputError, lang_of, render_said, validate
 
@@ -139,9 +137,9 @@ def sizing_said(profile: Any, extra: int, lang: str) -> str:
     fwd, cpu = profile.t_fwd_us, profile.t_cpu_us
     part = (cpu + extra) / fwd                  # the CPU's part of a step, in forwards
     key = "preset_sized_run" if profile.source == "run" else "preset_sized"
-    return viz.t(lang, key).format(
+    return texts.t(lang, key).format(
         device=profile.device_name, model=profile.model, batch=profile.batch,
-        graphs=viz.t(lang, "sized_graphs" if profile.cuda_graph else "sized_eager"),
+        graphs=texts.t(lang, "sized_graphs" if profile.cuda_graph else "sized_eager"),
         fwd=fwd / 1e3, cpu=cpu / 1e3, extra=extra, forwards=part,
         hides=int(max(fwd - cpu, 0)), k=max(1, math.ceil(part - 1e-9)),
         k4=int(max(4 * fwd - cpu, 0)), run_extra=getattr(profile, "extra_us", 0))
@@ -155,7 +153,7 @@ def preset(name: str, lang_choice: str = "English", device_choice: str = "auto")
     profile = profile_for(device_choice)
     if profile is None:
         extra = fixed
-        said = viz.t(lang, "preset_fixed").format(extra=extra)
+        said = texts.t(lang, "preset_fixed").format(extra=extra)
     else:
         extra = sized_extra_us(forwards, profile)
         said = sizing_said(profile, extra, lang)
@@ -182,7 +180,7 @@ def device_defaults(device_choice: str, extra_now: Any, graphs_now: Any, lang_ch
         return (gr.update(maximum=high, step=step, **({"value": value} if changed else {})),
                 gr.update(), said)
     if profile is None:                         # no GPU measured (no warm-up): fixed steps
-        return gr.update(), gr.update(value=True), viz.t(lang, "preset_unmeasured")
+        return gr.update(), gr.update(value=True), texts.t(lang, "preset_unmeasured")
     extra = sized_extra_us(FIRST_CLICK_FORWARDS, profile)
     high, step = slider_range(profile)
     untouched = changed or extra_now == DEFAULTS["extra_cpu_us"]
@@ -213,7 +211,7 @@ def describe(device_choice: str, extra_now: Any, lang_choice: str) -> str:
         return render_said(error.said(), lang)
     if profile is not None:
         return sizing_said(profile, extra, lang)
-    return viz.t(lang, "preset_unmeasured" if on_cuda(device_choice)
+    return texts.t(lang, "preset_unmeasured" if on_cuda(device_choice)
                  else "preset_cpu_default").format(extra=DEFAULTS["extra_cpu_us"])
 
 

@@ -18,9 +18,12 @@ from typing import Any
 
 import gradio as gr
 
+import texts
 import viz
+from record.steps import copy_placement, loop_kind
+from record.window import step_range
 from ui.common import is_empty, is_whole, lang_of
-from ui.records import default_window
+from ui.recorded_runs import default_window
 from ui.view import plot
 
 PREFERRED = ("overlap", "multistep", "normal")   # the loop a replay starts on
@@ -45,7 +48,7 @@ def _run(record: dict[str, Any] | None, index: Any) -> dict[str, Any] | None:
 
 
 def default_run(record: dict[str, Any] | None) -> int:
-    kinds = [viz.loop_kind(run) for run in _runs(record)]
+    kinds = [loop_kind(run) for run in _runs(record)]
     return next((kinds.index(kind) for kind in PREFERRED if kind in kinds), 0)
 
 
@@ -71,7 +74,7 @@ def render_run(record: dict[str, Any] | None, index: Any, lang_choice: str, step
     if run is None:
         empty = plot(viz.step_figure(None, 0, lang))
         return (*set_step(record, index, step, 0, (0, 1), lang_choice), empty)
-    first, last = viz.step_range(run)
+    first, last = step_range(run)
     kept = keep and is_whole(step) and first <= step <= last
     new = int(step) if kept else default_window([run])[0]
     return (*set_step(record, index, step, new, (first, max(last, first + 1)), lang_choice),
@@ -94,17 +97,17 @@ def render_step(record: dict[str, Any] | None, index: Any, step: Any, lang_choic
     lang = lang_of(lang_choice)
     run = _run(record, index)
     if run is None:
-        return viz.t(lang, "replay_empty"), plot(viz.step_figure(None, 0, lang))
-    first, last = viz.step_range(run)
+        return texts.t(lang, "replay_empty"), plot(viz.step_figure(None, 0, lang))
+    first, last = step_range(run)
     if is_empty(step) or step == "":
         # The slider's box emptied (or holding what is not a number): say so, draw nothing new.
-        return viz.t(lang, "replay_need_step").format(first=first, last=last), gr.skip()
+        return texts.t(lang, "replay_need_step").format(first=first, last=last), gr.skip()
     if not is_whole(step) or not first <= step <= last:
         # A number typed into the slider's box (its handle stays inside the range).
-        return viz.t(lang, "replay_no_step").format(step=_shown(step), first=first,
+        return texts.t(lang, "replay_no_step").format(step=_shown(step), first=first,
                                                      last=last), gr.skip()
     step = int(step)
-    placement = viz.copy_placement(run, (record or {}).get("env"))
+    placement = copy_placement(run, (record or {}).get("env"))
     return (viz.step_caption(run, step, lang, placement),
             plot(viz.step_figure(run, step, lang, placement)))
 

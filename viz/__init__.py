@@ -5,24 +5,20 @@ same schema-1 run dicts, so they all take one path to the screen. This package i
 the standard library only: never torch, never the engine.
 """
 
-from viz.gpu_time import gpu_time
-from viz.lag import lag_marks
+from viz.gantt import message_figure, side_by_side_figure, timeline_figure
+from viz.labels import display_labels, ordered_lanes
 from viz.latency import latency_figure
 from viz.live import live_payload
-from viz.memory import has_memory, memory_figure
+from viz.memory import memory_figure
 from viz.panels import metrics_html, multistep_html, record_label, texts_html
-from viz.replay import copy_placement, loop_kind, step_caption, step_parts
-from viz.spans import display_labels, ordered_lanes, step_range, window_run
+from viz.replay import step_caption
 from viz.stepview import step_figure, unrolled_figure
-from viz.text import LANGUAGES, sentence_gap, t
-from viz.timeline import message_figure, side_by_side_figure, timeline_figure
 
 __all__ = [
-    "LANGUAGES", "copy_placement", "display_labels", "gpu_time", "has_memory", "lag_marks",
-    "latency_figure", "live_payload", "loop_kind", "memory_figure", "message_figure",
+    "display_labels",
+    "latency_figure", "live_payload", "memory_figure", "message_figure",
     "metrics_html", "multistep_html",
-    "ordered_lanes", "record_label", "sentence_gap", "side_by_side_figure", "step_caption",
+    "ordered_lanes", "record_label", "side_by_side_figure", "step_caption",
     "step_figure",
-    "step_parts", "step_range", "t", "texts_html", "timeline_figure", "unrolled_figure",
-    "window_run",
+    "texts_html", "timeline_figure", "unrolled_figure",
 ]

@@ -27,8 +27,8 @@ from typing import Any
 
 from record.metrics import compare_runs, overlap_speedup
 from record.run_record import loop_of
-from viz.spans import display_labels
-from viz.text import t
+from texts import t
+from viz.labels import display_labels
 
 GAP_EXPLAINED = 0.10      # |measured / predicted - 1| above this gets a note
 SIGNIFICANT = 0.05        # a term is named when it is at least this share of the step

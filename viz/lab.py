@@ -1,6 +1,6 @@
 """The hazard lab in words: each switch's title and what it guards, and a lab report as HTML.
 
-A report arrives as a plain dict (``dataclasses.asdict`` of ``engine.teach.hazard_lab.LabReport``), so
+A report arrives as a plain dict (``dataclasses.asdict`` of ``engine.lab.hazard_lab.LabReport``), so
 this module needs no engine. The verdict comes first, then each check's evidence, then how often
 the removed safeguard's window opened. It never claims a fault the checks did not find: a run that
 happened not to show one says so. Every value that came from elsewhere is escaped.
@@ -11,8 +11,8 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from viz.text import label_colon, sentence_gap, t
-from viz.text_teach import HAZARD_NAMES
+from texts import label_colon, sentence_gap, t
+from texts.teach import HAZARD_NAMES
 
 SHOWN_DIFFERING = 12
 

@@ -9,7 +9,7 @@ Three panels side by side, the request rate along each x axis (burst last):
 - **output tokens/s**: equal to the offered load while the engine keeps up, then flat where it
   saturates; the overlap loop saturates later when the CPU's work per step is large.
 
-Input: the rows of ``record.serving`` (plain dicts, from the bench's ``--json``, the load
+Input: the rows of ``record.latency_rows`` (plain dicts, from the bench's ``--json``, the load
 test's or an app run), raw or summarised; repeats become a median with min-max error bars.
 Output: a plotly figure as plain dicts (``viz.figure.FigureSpec``). No torch, no engine objects.
 """
@@ -20,24 +20,12 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from record.serving import row_from_metrics, summarize
+from record.latency_rows import summarize
+from texts import t
 from viz.figure import FigureSpec
 
 LOOP_COLORS = {"normal": "#636363", "overlap": "#e6550d", "multistep": "#756bb1"}
 OTHER_COLOR = "#3182bd"
-
-_TEXT = {
-    "en": {"ttft": "Time to first token (ms)", "itl": "Inter-token latency (ms)",
-           "tput": "Output tokens/s", "rate": "request rate (req/s)", "burst": "burst",
-           "title": "Latency against request rate", "empty": "No serving runs to draw yet"},
-    "zh": {"ttft": "首个 token 延迟（毫秒）", "itl": "token 间延迟（毫秒）",
-           "tput": "每秒输出 token 数", "rate": "请求速率（请求/秒）", "burst": "突发",
-           "title": "延迟随请求速率的变化", "empty": "还没有可以绘制的服务运行"},
-}
-
-
-def _word(lang: str, key: str) -> str:
-    return _TEXT.get(lang, _TEXT["en"]).get(key, _TEXT["en"][key])
 
 
 def _summarised(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
@@ -48,7 +36,7 @@ def _summarised(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
 
 def _rate_text(rate: Any, lang: str) -> str:
     if rate is None or (isinstance(rate, float) and math.isinf(rate)):
-        return _word(lang, "burst")
+        return t(lang, "latency_burst")
     return f"{rate:g}"
 
 
@@ -71,11 +59,12 @@ def latency_figure(rows: Sequence[Mapping[str, Any]], lang: str = "en",
     """The three panels for ``rows`` (any loops, any rates), as a plotly.js figure dict.
     ``log_ttft``: a log axis for TTFT, which grows from milliseconds to seconds once queues form."""
     fig = FigureSpec(rows=1, cols=3, horizontal_spacing=0.07,
-                     subplot_titles=[_word(lang, "ttft"), _word(lang, "itl"), _word(lang, "tput")])
+                     subplot_titles=[t(lang, "latency_ttft"), t(lang, "latency_itl"),
+                                     t(lang, "latency_tput")])
     rows = _summarised(rows)
     if not rows:
-        fig.add_annotation(text=_word(lang, "empty"), showarrow=False, xref="paper", yref="paper",
-                           x=0.5, y=0.5, font={"size": 16, "color": "#777777"})
+        fig.add_annotation(text=t(lang, "latency_empty"), showarrow=False, xref="paper",
+                           yref="paper", x=0.5, y=0.5, font={"size": 16, "color": "#777777"})
     loops = list(dict.fromkeys(r["loop"] for r in rows))
     order = sorted({r["request_rate"] if r["request_rate"] is not None else math.inf
                     for r in rows})
@@ -101,26 +90,13 @@ def latency_figure(rows: Sequence[Mapping[str, Any]], lang: str = "en",
                 trace["error_y"] = {**errors, "color": color}
             fig.add_trace(trace, 1, col)
     fig.update_xaxes(type="category", categoryorder="array", categoryarray=categories,
-                     title={"text": _word(lang, "rate")}, showgrid=True, gridcolor="#eeeeee")
+                     title={"text": t(lang, "latency_rate")}, showgrid=True, gridcolor="#eeeeee")
     fig.update_yaxes(rangemode="tozero", showgrid=True, gridcolor="#eeeeee")
     if log_ttft:            # ticks at 1, 2 and 5 of each decade, each labelled in full
         ticks = [m * 10 ** e for e in range(-1, 6) for m in (1, 2, 5)]
         fig.update_yaxes(row=1, col=1, type="log", rangemode="normal", tickvals=ticks,
                          ticktext=[f"{v:g}" for v in ticks])
-    fig.update_layout(title={"text": title or _word(lang, "title")}, height=420,
+    fig.update_layout(title={"text": title or t(lang, "latency_title")}, height=420,
                       margin={"l": 50, "r": 20, "t": 80, "b": 90}, plot_bgcolor="white",
                       legend={"orientation": "h", "y": -0.32, "x": 0.5, "xanchor": "center"})
     return fig.to_dict()
-
-
-def rows_from_record(record: Mapping[str, Any], request_rate: float | None) -> list[dict[str, Any]]:
-    """One row per run of a run record whose requests arrived at ``request_rate`` (an app or
-    CLI run with arrivals, or a served session's record), for ``latency_figure``."""
-    out = []
-    for run in record.get("runs", []):
-        metrics = run.get("metrics", {})
-        if "itl_ms_p50" not in metrics:
-            continue                                    # a run without per-token times
-        out.append(row_from_metrics(run.get("loop", run.get("mode", "?")), request_rate,
-                                    len(run.get("outputs", [])), metrics))
-    return out

@@ -5,7 +5,7 @@ project's 2-core machine (plotly re-renders every bar, then Gradio resizes it an
 again), and the browser shares those cores with the scheduler and the device process. While a
 run is on, the page therefore draws the runs on a ``<canvas>`` instead (``ui/live_chart.py``):
 a rectangle per span, a hatched band per GPU idle gap, a few milliseconds per redraw. When the
-run ends, the full interactive chart (``viz.timeline``) takes its place.
+run ends, the full interactive chart (``viz.gantt``) takes its place.
 
 ``live_payload`` turns runs (finished ones and the one in progress) into what the canvas needs:
 for each run a title, its lanes, its spans as ``[lane, colour, start ms, end ms]`` and its idle
@@ -17,11 +17,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from viz.gpu_time import gpu_time, run_title
-from viz.spans import display_labels, gpu_lanes, ordered_lanes
+from record.gpu_time import gpu_time
+from record.window import gpu_lanes
+from texts import t
+from viz.gantt import lane_label
+from viz.labels import display_labels, ordered_lanes, run_title
 from viz.style import IDLE_FILL, IDLE_LINE, QUIET_FILL, phase_color
-from viz.text import t
-from viz.timeline import lane_label
 
 
 def live_payload(runs: list[dict[str, Any]], lang: str = "en") -> str:

@@ -14,12 +14,13 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from record.run_record import memory_problem
+from record.run_record import has_memory
+from record.window import time_range
+from texts import t
 from viz.figure import FigureSpec
-from viz.spans import display_labels, time_range
+from viz.gantt import lane_ticks, message_figure, plotly_white, run_frame
+from viz.labels import display_labels
 from viz.style import MEMORY_COLORS, RETRACTION_COLOR
-from viz.text import t
-from viz.timeline import lane_ticks, message_figure, plotly_white, run_frame
 
 PANEL_PX = 170          # height of one run's chart, in pixels
 KINDS = ("used", "cached", "free")       # bottom to top, as the columns of a memory step
@@ -57,15 +58,6 @@ def memory_figure(runs: dict[str, Any] | list[dict[str, Any]], lang: str = "en")
     )
     fig.update_annotations(font={"size": 13}, xanchor="left", x=0, align="left")
     return fig
-
-
-def has_memory(run: dict[str, Any]) -> bool:
-    """Whether ``run`` carries a memory trace to draw (old records and imports do not): one of
-    the shape ``record.run_record.memory_problem`` checks, with at least one step. A malformed one
-    (a run dict not read through ``validate_record``) is "no trace", never an exception."""
-    memory = run.get("memory")
-    return (isinstance(memory, dict) and memory_problem(memory) is None
-            and bool(memory.get("steps")))
 
 
 def _runs_of(runs: dict[str, Any] | list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -13,11 +13,11 @@ import html
 from collections.abc import Callable
 from typing import Any
 
+from record.gpu_time import gpu_time
 from record.run_record import loop_of
+from texts import STRINGS, t
 from viz.formula import compared_pair, formula_html, multistep_html, ratio_pairs
-from viz.gpu_time import gpu_time
-from viz.spans import display_labels
-from viz.text import STRINGS, t
+from viz.labels import display_labels
 
 __all__ = ["compared_pair", "metrics_html", "multistep_html", "ratio_pairs", "record_label",
            "texts_html"]
@@ -182,12 +182,16 @@ def _ids_preview(token_ids: list[int]) -> str:
     return f"token ids [{shown}{', …' if len(token_ids) > 16 else ''}]"
 
 
-def record_label(record: dict[str, Any]) -> str:
+def record_label(record: dict[str, Any], lang: str = "en") -> str:
     """"NVIDIA H200 · torch 2.11.0 · 2025-06-01": where and when a record was made (what is
-    unknown is left out; "" when the record says none of it)."""
+    unknown is left out; "" when the record says none of it). A record of another engine
+    (``env["engine"]``, e.g. Mini-SGLang's, ``bench/peer.py``) is named first."""
     env = record.get("env") or {}
     torch_version = env.get("torch_version")
-    parts = [env.get("device_name"),
+    engine = env.get("engine")
+    parts = [engine and (t(lang, f"engine_{engine}") if f"engine_{engine}" in STRINGS["en"]
+                         else engine),
+             env.get("device_name"),
              torch_version and torch_version != "unknown" and f"torch {torch_version}",
              env.get("date")]
     return " · ".join(str(p) for p in parts if p and p != "unknown")

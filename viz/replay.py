@@ -6,10 +6,10 @@ CPU's process_last(Bn-1) hides under it; forward(Bn) waits for Bn's metadata upl
 result copy on a copy stream, the CUDA default, or on the engine stream, that is the upload
 alone; with the copy on the scheduler stream, also copy(Bn-1) and so forward(Bn-1)); Bn's sampled
 tokens come back by that result copy, and the CPU blocks on the copy's ``copy_done`` event when it
-processes Bn, one step later. ``copy_placement`` reads where a run's copies ran off its spans.
-This module finds those spans in a run dict by lane, phase and step (``step_parts``), names each
-one's partners (``links``), and says in words what the measured step did (``step_caption``).
-``viz.stepview`` draws them.
+processes Bn, one step later. ``record.steps`` finds those spans in a run dict by lane, phase
+and step (``step_parts``) and reads where a run's copies ran off its spans (``copy_placement``);
+this module names each one's partners (``links``), and says in words what the measured step did
+(``step_caption``). ``viz.stepview`` draws them.
 
 What runs "under" forward(Bn) depends on the loop, so it is read off the run: in the overlap loop
 it is process_last(Bn-1); in the normal loop nothing (process_last(Bn) runs after it); with
@@ -21,94 +21,22 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from record.metrics import FORWARD_PHASES, idle_gaps
+from record.lag import extra_steps, lag_marks
 from record.run_record import loop_of
-from viz.lag import extra_steps, lag_marks
-from viz.spans import display_labels, gpu_lanes, step_range
-from viz.text import t
+from record.steps import (
+    copy_placement,
+    hidden_roles,
+    idle_after,
+    is_hidden_role,
+    loop_kind,
+    overlap_us,
+    step_parts,
+)
+from record.window import step_range
+from texts import t
+from viz.labels import display_labels
 
-NEXT_PHASES = ("receive", "schedule", "launch")   # B(n+1)'s own CPU work, before its forward
 HIDDEN_SHARE = 0.25     # below this share of process_last under the forward, say it was missed
-
-
-def loop_kind(run: dict[str, Any]) -> str:
-    """"normal", "overlap", "multistep" or "other" (an imported trace, say)."""
-    loop = loop_of(run)[0]
-    return loop if loop in ("normal", "overlap", "multistep") else "other"
-
-
-def _find(spans: list[dict[str, Any]], lane: str | None, phases: tuple[str, ...],
-          step: int) -> dict[str, Any] | None:
-    """The longest span of ``step`` with one of ``phases`` (on ``lane``, or any lane if None)."""
-    found = [s for s in spans if s.get("step") == step and s["phase"] in phases
-             and (lane is None or s["lane"] == lane)]
-    return max(found, key=lambda s: s["end_us"] - s["start_us"]) if found else None
-
-
-def overlap_us(a: dict[str, Any], b: dict[str, Any]) -> float:
-    return max(0.0, min(a["end_us"], b["end_us"]) - max(a["start_us"], b["start_us"]))
-
-
-def step_parts(run: dict[str, Any], step: int) -> dict[str, Any]:
-    """The spans of step ``step`` the article talks about (``None`` where not recorded).
-
-    ``forward``, ``upload``, ``copy``, ``wait`` (the CPU's copy_done wait for Bn), ``process``
-    (process_last(Bn) itself), ``hidden`` (process_last spans that ran under forward(Bn)) and, in
-    the overlap loop, ``then``: the next batch's receiving, building and launch (B(n+1)'s
-    ``receive``, ``schedule``, ``launch``) where they ran under forward(Bn), which overlap hides
-    too (on a GPU the building is most of the hidden work). The figure outlines and the caption
-    counts exactly ``hidden`` + ``then``.
-    """
-    spans = run.get("spans", [])
-    parts: dict[str, Any] = {
-        "forward": _find(spans, "engine_stream", FORWARD_PHASES, step),
-        "upload": _find(spans, "scheduler_stream", ("upload",), step),
-        "copy": _find(spans, None, ("copy",), step),
-        "wait": _find(spans, "cpu", ("wait",), step),
-        "process": _find(spans, "cpu", ("process_last",), step),
-        "hidden": [],
-        "then": [],
-    }
-    forward, kind = parts["forward"], loop_kind(run)
-    if forward is None:
-        return parts
-    if kind == "overlap":
-        previous = _find(spans, "cpu", ("process_last",), step - 1)
-        parts["hidden"] = [previous] if previous else []
-        parts["then"] = [s for s in spans if s["lane"] == "cpu" and s.get("step") == step + 1
-                         and s["phase"] in NEXT_PHASES and overlap_us(s, forward) > 0]
-    elif kind != "normal":
-        parts["hidden"] = [s for s in spans if s["lane"] == "cpu" and s["phase"] == "process_last"
-                           and s.get("step") != step and overlap_us(s, forward) > 0]
-    return parts
-
-
-def copy_placement(run: dict[str, Any], env: dict[str, Any] | None = None) -> str:
-    """Where the run's result copies ran, read off their spans: ``"copy"`` (a copy stream of its
-    own, the CUDA default), ``"engine"`` (on the engine stream right after sampling,
-    ``result_copy_stream="engine"``), ``"scheduler"`` (on the scheduler stream after the forward,
-    ``result_copy_stream="scheduler"``), or ``"in_order"`` (a CPU device process, which runs
-    every command in order like a single stream; ``env`` says so)."""
-    lanes = {s["lane"] for s in run.get("spans", []) if s["phase"] == "copy"}
-    if "copy_stream" in lanes:
-        return "copy"
-    if "engine_stream" in lanes:
-        return "engine"
-    if str((env or {}).get("device_kind", "")).startswith("cpu"):
-        return "in_order"
-    return "scheduler" if "scheduler_stream" in lanes else "engine"
-
-
-HIDDEN_ROLES = ("hidden", "then")   # role-name prefixes of the CPU work under forward(Bn)
-
-
-def hidden_roles(parts: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """``hidden{i}`` and ``then{i}`` -> span: the CPU work that ran under forward(Bn)."""
-    return {f"{kind}{i}": span for kind in HIDDEN_ROLES for i, span in enumerate(parts[kind])}
-
-
-def is_hidden_role(role: str) -> bool:
-    return role.startswith(HIDDEN_ROLES)
 
 
 def role_name(role: str, span: dict[str, Any], step: int, lang: str) -> str:
@@ -178,7 +106,7 @@ def step_caption(run: dict[str, Any], step: int, lang: str = "en",
     fwd = _ms(forward)
     if kind == "normal":
         text = t(lang, "cap_normal").format(n=step, fwd=fwd, proc=_ms(parts["process"]),
-                                            idle=_idle_after(run, forward, step) / 1000.0)
+                                            idle=idle_after(run, forward, step) / 1000.0)
     elif kind == "multistep":
         k = loop_of(run)[1]
         text = t(lang, "cap_multistep").format(n=step, fwd=fwd, k=k)
@@ -235,17 +163,6 @@ def run_name(run: dict[str, Any], lang: str = "en") -> str:
     """The run's name in the reader's language ("overlap", "重叠"), escaped (an imported run's
     comes from a file)."""
     return html.escape(display_labels([run], lang)[0])
-
-
-def _idle_after(run: dict[str, Any], forward: dict[str, Any], step: int) -> float:
-    """GPU idle µs between the end of forward(Bn) and the start of the next forward."""
-    spans = run.get("spans", [])
-    following = [s["start_us"] for s in spans if s["lane"] == "engine_stream"
-                 and s["phase"] in FORWARD_PHASES and s.get("step", -1) > step]
-    if not following:
-        return 0.0
-    gaps = idle_gaps(spans, gpu_lanes(run), (forward["end_us"], min(following)))
-    return sum(b - a for a, b in gaps)
 
 
 def _lag_sentences(run: dict[str, Any], step: int, lang: str) -> str:

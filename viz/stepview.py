@@ -14,22 +14,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from record.lag import lag_marks
+from record.steps import copy_placement, is_hidden_role, loop_kind, overlap_us, step_parts
+from record.window import step_range, window_run
+from texts import t
 from viz.figure import FigureSpec
-from viz.lag import lag_marks
-from viz.replay import (
-    copy_placement,
-    is_hidden_role,
-    links,
-    loop_kind,
-    overlap_us,
-    role_name,
-    spans_of,
-    step_parts,
-)
-from viz.spans import ordered_lanes, step_range, window_run
-from viz.style import STANDARD_LANES, phase_color
-from viz.text import t
-from viz.timeline import (
+from viz.gantt import (
     BAR_WIDTH,
     LANE_PX,
     add_run,
@@ -38,6 +28,9 @@ from viz.timeline import (
     plotly_white,
     side_by_side_figure,
 )
+from viz.labels import ordered_lanes
+from viz.replay import links, role_name, spans_of
+from viz.style import STANDARD_LANES, phase_color
 
 DIMMED = 0.3
 _LABELS = {"decode": "fwd", "prefill": "prefill", "process_last": "proc", "schedule": "sched"}

@@ -10,7 +10,6 @@ between clients) is a plain light grey band: nobody asked the GPU for anything.
 from __future__ import annotations
 
 STANDARD_LANES = ("cpu", "scheduler_stream", "engine_stream", "copy_stream")
-DEFAULT_GPU_LANES = ("scheduler_stream", "engine_stream", "copy_stream")
 
 PHASE_COLORS: dict[str, str] = {
     # cpu: the scheduler thread

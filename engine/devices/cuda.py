@@ -32,7 +32,7 @@ from engine.devices.cuda_buffers import EventPool, EventRing, Ring, UploadRing
 from engine.devices.runner import ModelRunner
 from engine.scheduler.device import ForwardOutput
 from engine.scheduler.request import StepMeta
-from record.timeline import BASE_LANES, LANES, Timeline
+from record.recorder import BASE_LANES, LANES, Timeline
 
 
 @dataclass(frozen=True)
@@ -264,7 +264,7 @@ class CudaDevice:
             # The forward's end, as an event the copy stream can wait for: when recording, the
             # recorder's timing event after sampling serves (one record, two uses), else a plain
             # one. The copy's span then starts there, as the copy itself does (or where the
-            # copy before it on this stream ended, if later: record.timeline).
+            # copy before it on this stream ended, if later: record.recorder).
             forward_done = (timing[sampled] if timing
                             else self.forward_done.record(self.engine_stream))
             stream = self.copy_stream

@@ -25,7 +25,7 @@ from contextlib import nullcontext
 
 import torch
 
-from record.timeline import Span
+from record.recorder import Span
 
 
 class KernelCapture:

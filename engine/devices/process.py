@@ -39,7 +39,7 @@ import torch
 from engine.proc_watch import exit_text, is_stopped, start_deaf_to_ctrl_c
 from engine.scheduler.device import ForwardOutput
 from engine.scheduler.request import StepMeta
-from record.timeline import BASE_LANES, StampedSpan, Timeline
+from record.recorder import BASE_LANES, StampedSpan, Timeline
 
 POLL_S = 0.25                    # how often a wait looks at the process while it waits
 START_TIMEOUT_S = 300.0          # loading a large preset on a slow CPU takes a while

@@ -57,7 +57,13 @@ class ModelRunner:
     def __init__(self, model: CausalLM, max_slots: int, max_seq_len: int, num_pages: int,
                  page_size: int, dtype: torch.dtype, device: torch.device,
                  sanitize: bool = False, attention: str = "auto", compile: bool = False,
-                 gemv: bool = False, result_ring: int = 0) -> None:
+                 gemv: bool | tuple[str, ...] = False, result_ring: int = 0,
+                 rope_in_attention: bool | None = None,
+                 kv_splits: int | None = None, compile_mode: str | None = None) -> None:
+        """``rope_in_attention``: the decode attention kernel rotates q and k (None: when the
+        step is not compiled; compiled regions fuse RoPE into the kernel before it for free).
+        ``kv_splits``: chunks per row in decode attention (None: from ``max_seq_len``).
+        ``compile_mode``: torch.compile's mode for the compiled regions (None: the default)."""
         spec = model.spec
         self.model, self.device, self.page_size, self.dtype = model, device, page_size, dtype
         self.vocab_size = spec.vocab_size
@@ -78,15 +84,18 @@ class ModelRunner:
         self.result_ring = (torch.zeros(result_ring + 1, dtype=torch.int64, device=device)
                             if result_ring else None)
         self.attention = pick_attention(attention, device, dtype)
-        self.num_splits = num_kv_splits(max_seq_len)   # from the config only: batch-invariant
+        # From the config only, never from the batch: batch-invariant arithmetic.
+        self.num_splits = kv_splits or num_kv_splits(max_seq_len)
+        self.rope_in_attention = (not compile) if rope_in_attention is None else rope_in_attention
         self.forward_fn = model
         self.compiled = compile
         if compile:
             if device.type != "cuda":
                 raise ValueError("compile=True is for CUDA only (CPU mode never compiles)")
             from engine.models.compiled import CompiledDecode
-            # gemv: an experiment, off by default (measured slower for 0.5B; docs/notes/issue14.md)
-            self.forward_fn = CompiledDecode(model, gemv=gemv)
+            # gemv: an experiment, off by default (python -m bench --forward --variants
+            # triton+compile triton+compile+gemv triton+compile+gemv-in compares it with cuBLAS)
+            self.forward_fn = CompiledDecode(model, gemv=gemv, mode=compile_mode)
 
     def write_prompts(self, writes: torch.Tensor) -> None:
         """Scatter prompt tokens ``writes [3, T] = (slot, position, token)`` into token_pool."""
@@ -132,7 +141,9 @@ class ModelRunner:
         positions = torch.where(lens > 0, starts, 0)[:, None]                # [B, 1]
         table = ints[:, NUM_INT_COLS:NUM_INT_COLS + kv_pages]               # [B, P] page ids
         kernel = "emulated" if self.attention == "emulated" else "triton"
-        ctx = PagedDecodeContext(table, kv_lens, self.page_size, self.num_splits, kernel)
+        rope = self.model.inv_freq if self.rope_in_attention else None    # RoPE in the kernel
+        ctx = PagedDecodeContext(table, kv_lens, self.page_size, self.num_splits, kernel,
+                                 inv_freq=rope)
         input_ids = self.token_pool[slots[:, None], positions]              # [B, 1]
         last = torch.zeros(ints.shape[0], dtype=torch.int64, device=ints.device)  # the one token
         return input_ids, positions, ctx, last

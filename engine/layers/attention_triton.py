@@ -3,9 +3,11 @@
 Two launches, as in FlashDecoding and SGLang's Triton backend:
 
 1. ``_split_kernel``, grid ``(B, KV, num_splits)``: one program per row, KV head and chunk of the
-   row's keys. It reads the row's length and page ids from device memory, walks its chunk in
-   blocks of ``BLOCK_N`` keys (online softmax, all ``H / KV`` query heads of the group at once, so
-   the scores are one small matrix product), and stores this step's k, v in the cache.
+   row's keys. It reads the row's length and page ids from device memory, rotates this step's q
+   and k by RoPE at the row's position (given ``inv_freq``: one kernel less per layer than a
+   separate RoPE pass), walks its chunk in blocks of ``BLOCK_N`` keys (online softmax, all
+   ``H / KV`` query heads of the group at once, so the scores are one small matrix product), and
+   stores this step's k, v in the cache.
 2. ``_merge_kernel``, grid ``(B, H)``: merges the chunks by their log-sum-exp. Skipped with one
    chunk: then the first kernel writes the normalised output itself.
 
@@ -23,13 +25,25 @@ import triton.language as tl
 
 
 @triton.jit
-def _split_kernel(Q, K_new, V_new, K_cache, V_cache, Table, Lens, Out, Lse,
+def _rope(X, x, offs, mask, d, pos, InvFreq, HALF: tl.constexpr):
+    """``x`` (loaded from ``X + offs``) rotated by RoPE at ``pos``, as ``model.apply_rope`` does:
+    ``x * cos + rotate_half(x) * sin``, in float32 (``rotate_half``: the other half, the first
+    one negated), with ``cos, sin`` of ``pos * inv_freq[d % (D/2)]``."""
+    other = tl.where(d < HALF, d + HALF, d - HALF)
+    x_other = tl.load(X + offs - d + other, mask=mask, other=0.0).to(tl.float32)
+    theta = pos.to(tl.float32) * tl.load(InvFreq + d % HALF, mask=d < 2 * HALF, other=0.0)
+    rotated = tl.where(d < HALF, -x_other, x_other)
+    return x.to(tl.float32) * tl.cos(theta) + rotated * tl.sin(theta)
+
+
+@triton.jit
+def _split_kernel(Q, K_new, V_new, K_cache, V_cache, Table, Lens, InvFreq, Out, Lse,
                   stride_qb, stride_qh, stride_kb, stride_kh, stride_vb, stride_vh,
                   stride_cache_slot, stride_cache_head, stride_table,
                   stride_ob, stride_oh, stride_os, stride_lb, stride_lh, scale,
                   PAGE_SIZE: tl.constexpr, GROUP: tl.constexpr, HEAD_DIM: tl.constexpr,
                   BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr,
-                  NUM_SPLITS: tl.constexpr, PRECISION: tl.constexpr):
+                  NUM_SPLITS: tl.constexpr, PRECISION: tl.constexpr, ROPE: tl.constexpr):
     row = tl.program_id(0)
     kv_head = tl.program_id(1)
     split = tl.program_id(2)
@@ -44,10 +58,15 @@ def _split_kernel(Q, K_new, V_new, K_cache, V_cache, Table, Lens, Out, Lse,
     h_ok = h < GROUP
     d = tl.arange(0, BLOCK_D)
     d_ok = d < HEAD_DIM
-    q = tl.load(Q + row * stride_qb + heads[:, None] * stride_qh + d[None, :],
-                mask=h_ok[:, None] & d_ok[None, :], other=0.0)            # [BLOCK_H, BLOCK_D]
-    k_new = tl.load(K_new + row * stride_kb + kv_head * stride_kh + d, mask=d_ok, other=0.0)
+    q_offs = row * stride_qb + heads[:, None] * stride_qh + d[None, :]
+    q_mask = h_ok[:, None] & d_ok[None, :]
+    q = tl.load(Q + q_offs, mask=q_mask, other=0.0)                     # [BLOCK_H, BLOCK_D]
+    k_offs = row * stride_kb + kv_head * stride_kh + d
+    k_new = tl.load(K_new + k_offs, mask=d_ok, other=0.0)
     v_new = tl.load(V_new + row * stride_vb + kv_head * stride_vh + d, mask=d_ok, other=0.0)
+    if ROPE:                                           # this step's q and k, at position `last`
+        q = _rope(Q, q, q_offs, q_mask, d[None, :], last, InvFreq, HEAD_DIM // 2).to(q.dtype)
+        k_new = _rope(K_new, k_new, k_offs, d_ok, d, last, InvFreq, HEAD_DIM // 2).to(k_new.dtype)
 
     m = tl.full([BLOCK_H], float("-inf"), tl.float32)  # running max of the scores
     denom = tl.zeros([BLOCK_H], tl.float32)                # running sum of exp(score - m)
@@ -109,10 +128,12 @@ def _merge_kernel(Mid, Lse, Out, stride_mb, stride_mh, stride_ms, stride_lb, str
 
 def paged_decode_attention(q, k_new, v_new, k_cache, v_cache, page_table, kv_lens,
                            page_size: int, num_splits: int, block_n: int = 64,
-                           num_warps: int = 4) -> torch.Tensor:
+                           num_warps: int = 4, inv_freq: torch.Tensor | None = None) -> torch.Tensor:
     """``q [B, H, D]``, this step's ``k_new, v_new [B, KV, D]`` (stored into the caches
     ``[slots, KV, D]`` at position ``kv_lens - 1``), ``page_table [B, P]``, ``kv_lens [B]``
-    -> ``[B, H, D]``. Inputs may be strided views; their last dimension must be contiguous."""
+    -> ``[B, H, D]``. Inputs may be strided views; their last dimension must be contiguous.
+    ``inv_freq [D/2]`` (float32): q and k are rotated by RoPE at position ``kv_lens - 1`` first
+    (the k stored in the cache is the rotated one)."""
     b, nh, d = q.shape
     nkv = k_cache.shape[1]
     assert nh % nkv == 0 and k_cache.stride() == v_cache.stride() and k_cache.stride(2) == 1
@@ -129,14 +150,16 @@ def paged_decode_attention(q, k_new, v_new, k_cache, v_cache, page_table, kv_len
         mid_strides, lse_strides = mid.stride()[:3], lse.stride()[:2]
     block_d = max(16, triton.next_power_of_2(d))
     _split_kernel[(b, nkv, num_splits)](
-        q, k_new, v_new, k_cache, v_cache, page_table, kv_lens, mid, lse,
+        q, k_new, v_new, k_cache, v_cache, page_table, kv_lens,
+        inv_freq if inv_freq is not None else kv_lens, mid, lse,
         q.stride(0), q.stride(1), k_new.stride(0), k_new.stride(1), v_new.stride(0),
         v_new.stride(1), k_cache.stride(0), k_cache.stride(1), page_table.stride(0),
         *mid_strides, *lse_strides, 1.0 / math.sqrt(d),
         PAGE_SIZE=page_size, GROUP=group, HEAD_DIM=d, BLOCK_H=max(16, triton.next_power_of_2(group)),
         BLOCK_D=block_d, BLOCK_N=block_n, NUM_SPLITS=num_splits,
         # float32 scores in true float32 (the test oracle's precision); tf32 is the default
-        PRECISION="ieee" if q.dtype == torch.float32 else "tf32", num_warps=num_warps)
+        PRECISION="ieee" if q.dtype == torch.float32 else "tf32", ROPE=inv_freq is not None,
+        num_warps=num_warps)
     if num_splits > 1:
         _merge_kernel[(b, nh)](mid, lse, out, *mid_strides, *lse_strides, out.stride(0),
                                out.stride(1), HEAD_DIM=d, BLOCK_D=block_d, NUM_SPLITS=num_splits,

@@ -98,10 +98,13 @@ class DecodeLinear(torch.nn.Linear):
         return out.to(x.dtype).view(b, 1, -1)
 
 
-def use_decode_gemv(layers: torch.nn.ModuleList) -> None:
-    """Turn every ``nn.Linear`` of the decoder layers into a ``DecodeLinear`` in place (the LM
-    head keeps cuBLAS: it is big enough to run at full bandwidth there). One class for all of
-    them, so the compiled regions see the same code in every layer and compile once."""
-    for module in layers.modules():
-        if type(module) is torch.nn.Linear:
+def use_decode_gemv(layers: torch.nn.ModuleList, only: tuple[str, ...] = ()) -> None:
+    """Turn the decoder layers' ``nn.Linear``s (those whose name ends in one of ``only``, or
+    every one) into ``DecodeLinear``s in place (the LM head keeps cuBLAS: it is big enough to
+    run at full bandwidth there). One class for all of them, so the compiled regions see the
+    same code in every layer and compile once. ``only=("qkv_proj", "gate_up_proj")``: the two
+    products whose consumer is element-wise (bias and RoPE; SiLU-and-multiply), so the split-K
+    sum fuses into it; the two a norm follows keep cuBLAS."""
+    for name, module in layers.named_modules():
+        if type(module) is torch.nn.Linear and (not only or name.endswith(only)):
             module.__class__ = DecodeLinear

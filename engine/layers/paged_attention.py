@@ -44,7 +44,9 @@ TOKENS_PER_SPLIT = 256     # past MIN_SPLITS * this, more chunks
 def num_kv_splits(max_seq_len: int) -> int:
     """Chunks per row: from the longest context the engine allows (never from the batch). A chunk
     is at least one block, so a short row fills only its first chunks and the rest exit at once:
-    batch 1 still gets several programs per KV head, a full batch pays one small merge pass."""
+    batch 1 still gets several programs per KV head, a full batch pays one small merge pass.
+    (One chunk, which needs no merge launch, was measured slower on an H200 for short contexts:
+    its program walks every block one after the other; ``python -m bench --forward --splits``.)"""
     return max(MIN_SPLITS, min(MAX_SPLITS, math.ceil(max_seq_len / TOKENS_PER_SPLIT)))
 
 
@@ -68,6 +70,13 @@ class PagedDecodeContext:
     page_size: int
     num_splits: int
     kernel: str = "triton"        # or "emulated": the same arithmetic in PyTorch (CPU tests)
+    inv_freq: torch.Tensor | None = None   # [D/2] float32: RoPE is applied here, not before
+
+    @property
+    def applies_rope(self) -> bool:
+        """The model hands over q and k *unrotated*: the kernel rotates them at each row's
+        position as it loads them (one launch instead of a RoPE pass and an attention)."""
+        return self.inv_freq is not None
 
     def attend(self, q, k, v, k_cache, v_cache) -> torch.Tensor:
         """``q [B, 1, H, D]``, this step's ``k, v [B, 1, KV, D]`` -> ``[B, 1, H*D]`` (stores k, v)."""
@@ -76,23 +85,41 @@ class PagedDecodeContext:
             from engine.layers.attention_triton import paged_decode_attention
             out = paged_decode_attention(q[:, 0], k[:, 0], v[:, 0], k_cache, v_cache,
                                          self.page_table, self.kv_lens, self.page_size,
-                                         self.num_splits, BLOCK_N)
+                                         self.num_splits, BLOCK_N, inv_freq=self.inv_freq)
         else:
             out = split_k_attention(q[:, 0], k[:, 0], v[:, 0], k_cache, v_cache, self.page_table,
-                                    self.kv_lens, self.page_size, self.num_splits, BLOCK_N)
+                                    self.kv_lens, self.page_size, self.num_splits, BLOCK_N,
+                                    inv_freq=self.inv_freq)
         return out.reshape(b, 1, nh * d)                                    # out: [B, H, D]
 
 
+def rope_at(x: torch.Tensor, positions: torch.Tensor, inv_freq: torch.Tensor) -> torch.Tensor:
+    """``x [B, N, D]`` rotated by RoPE at ``positions [B]``, as the kernel does it: in float32
+    (float64 for float64 inputs), rounded to ``x``'s dtype once at the end."""
+    compute = torch.float64 if x.dtype == torch.float64 else torch.float32
+    freqs = positions.to(compute)[:, None] * inv_freq.to(compute)[None, :]   # [B, D/2]
+    emb = torch.cat((freqs, freqs), dim=-1)[:, None, :]                     # [B, 1, D]
+    half = x.shape[-1] // 2
+    xc = x.to(compute)
+    rotated = torch.cat((-xc[..., half:], xc[..., :half]), dim=-1)
+    return (xc * emb.cos() + rotated * emb.sin()).to(x.dtype)
+
+
 def split_k_attention(q, k_new, v_new, k_cache, v_cache, page_table, kv_lens, page_size: int,
-                      num_splits: int, block_n: int = BLOCK_N) -> torch.Tensor:
+                      num_splits: int, block_n: int = BLOCK_N,
+                      inv_freq: torch.Tensor | None = None) -> torch.Tensor:
     """The Triton kernel's arithmetic in PyTorch, one (row, KV head group, chunk, block) at a time.
 
     q ``[B, H, D]``; k_new, v_new ``[B, KV, D]``; caches ``[slots, KV, D]``; returns ``[B, H, D]``.
+    Given ``inv_freq``, q and k_new are first rotated by RoPE at position ``kv_lens - 1``.
     Slow (Python loops), exact to the algorithm: a CPU test checks it against plain attention.
     """
     b, nh, d = q.shape
     nkv = k_cache.shape[1]
     group = nh // nkv
+    if inv_freq is not None:
+        last = (kv_lens - 1).clamp_min(0)
+        q, k_new = rope_at(q, last, inv_freq), rope_at(k_new, last, inv_freq)
     acc_dtype = torch.float64 if q.dtype == torch.float64 else torch.float32
     scale = 1.0 / math.sqrt(d)
     out = torch.zeros(b, nh, d, dtype=q.dtype, device=q.device)

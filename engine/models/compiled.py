@@ -27,8 +27,8 @@ import torch
 from engine.models.model import CausalLM
 
 
-def _first(model: CausalLM, layer, input_ids, positions):
-    x, cos, sin = model.embed(input_ids, positions)
+def _first(model: CausalLM, layer, input_ids, positions, rope: bool):
+    x, cos, sin = model.embed(input_ids, positions, rope)
     q, k, v = layer.attention_inputs(x, cos, sin)
     return x, cos, sin, q, k, v
 
@@ -48,18 +48,20 @@ class CompiledDecode:
 
     ``gemv=True`` (an experiment, off by default) also routes the decoder layers' linear layers
     through ``gemv_triton.py`` for one-token steps: cuBLAS reads small weights far below memory
-    bandwidth at batch 1..64, but on the H200 this won only for the 1.5B shape at batch 1 (the
-    split-K partial sums cost extra kernels where a norm follows; ``docs/notes/issue14.md``)."""
+    bandwidth at batch 1..64, but the split-K partial sums cost extra kernels where a norm
+    follows, which can cost more than the bandwidth gains (``python -m bench --forward
+    --variants triton+compile triton+compile+gemv`` compares the two)."""
 
-    def __init__(self, model: CausalLM, gemv: bool = False) -> None:
+    def __init__(self, model: CausalLM, gemv: bool | tuple[str, ...] = False,
+                 mode: str | None = None) -> None:
         self.model = model
         if gemv:
             from engine.layers.gemv_triton import use_decode_gemv
-            use_decode_gemv(model.model.layers)
+            use_decode_gemv(model.model.layers, () if gemv is True else gemv)
         # Compiled code is cached per function, with one entry per model shape and batch
         # specialisation; a process that builds several models (the tests do) needs more than 8.
         torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 64)
-        opts = dict(dynamic=True, fullgraph=True)
+        opts = dict(dynamic=True, fullgraph=True, mode=mode)
         self.first = torch.compile(_first, **opts)
         self.between = torch.compile(_between, **opts)
         self.last = torch.compile(_last, **opts)
@@ -68,7 +70,8 @@ class CompiledDecode:
         if input_ids.shape[1] != 1:                # prefill: the eager modules
             return self.model(input_ids, positions, ctx, kv_caches, last_index)
         layers = self.model.model.layers
-        x, cos, sin, q, k, v = self.first(self.model, layers[0], input_ids, positions)
+        rope = not getattr(ctx, "applies_rope", False)   # False: the attention kernel rotates
+        x, cos, sin, q, k, v = self.first(self.model, layers[0], input_ids, positions, rope)
         for i, (k_cache, v_cache) in enumerate(kv_caches):
             attn = ctx.attend(q, k, v, k_cache, v_cache)                    # [B, 1, H*D]
             if i + 1 < len(layers):

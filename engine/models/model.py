@@ -153,11 +153,17 @@ class Attention(nn.Module):
         self.qk_norm = spec.qk_norm
 
     def qkv(self, x: torch.Tensor, cos, sin):
-        """q ``[B, S, H, D]``, k and v ``[B, S, KV, D]``, RoPE applied to q and k."""
+        """q ``[B, S, H, D]``, k and v ``[B, S, KV, D]``, RoPE applied to q and k (``cos=None``:
+        not here, the attention context rotates them as it loads them)."""
         b, s, _ = x.shape
         nh, nkv = self.num_heads, self.num_kv_heads
         qkv = self.qkv_proj(x).view(b, s, nh + 2 * nkv, self.head_dim)     # [B, S, H+2KV, D]
         v = qkv[:, :, nh + nkv:]                                            # [B, S, KV, D]
+        if cos is None:                  # RoPE comes later, inside attention
+            q, k = qkv[:, :, :nh], qkv[:, :, nh:nh + nkv]
+            if self.qk_norm:
+                q, k = self.q_norm(q), self.k_norm(k)
+            return q, k, v
         if self.qk_norm:                 # Qwen3: q and k have their own norms, then RoPE each
             q = apply_rope(self.q_norm(qkv[:, :, :nh]), cos, sin)
             k = apply_rope(self.k_norm(qkv[:, :, nh:nh + nkv]), cos, sin)
@@ -260,9 +266,12 @@ class CausalLM(nn.Module):
         # RoPE frequencies in float32; the loader fills them on the model's device.
         self.register_buffer("inv_freq", torch.empty(spec.head_dim // 2), persistent=False)
 
-    def embed(self, input_ids, positions):
-        """Token embeddings ``[B, S, h]`` and the RoPE tables for ``positions [B, S]``."""
+    def embed(self, input_ids, positions, rope: bool = True):
+        """Token embeddings ``[B, S, h]`` and the RoPE tables for ``positions [B, S]`` (None, None
+        with ``rope=False``: the attention context applies RoPE itself)."""
         x = self.model.embed_tokens(input_ids)                              # [B, S, h]
+        if not rope:
+            return x, None, None
         cos, sin = rope_cos_sin(self.inv_freq, positions, x.dtype)
         return x, cos, sin
 
@@ -273,14 +282,19 @@ class CausalLM(nn.Module):
 
     def forward(self, input_ids, positions, ctx, kv_caches, last_index):
         # input_ids, positions: [B, S]; last_index: [B] which position's logits to return
-        x, cos, sin = self.embed(input_ids, positions)
+        x, cos, sin = self.embed(input_ids, positions, rope=not _applies_rope(ctx))
         for layer, (k_cache, v_cache) in zip(self.model.layers, kv_caches):
             x = layer(x, cos, sin, ctx, k_cache, v_cache)
         return self.head(x, last_index)
 
     def full_logits(self, input_ids, positions, ctx, kv_caches) -> torch.Tensor:
         """Logits at every position ``[B, S, V]`` (for tests against transformers)."""
-        x, cos, sin = self.embed(input_ids, positions)
+        x, cos, sin = self.embed(input_ids, positions, rope=not _applies_rope(ctx))
         for layer, (k_cache, v_cache) in zip(self.model.layers, kv_caches):
             x = layer(x, cos, sin, ctx, k_cache, v_cache)
         return self.lm_head(self.model.norm(x))
+
+
+def _applies_rope(ctx) -> bool:
+    """Does the attention context rotate q and k itself (the fused decode kernel)?"""
+    return getattr(ctx, "applies_rope", False)

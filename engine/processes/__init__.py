@@ -2,5 +2,5 @@
 client (``scheduler_process.py``), what it serves (``service.py``: runs, labs, served sessions in
 ``online.py``) and the typed messages (``messages.py``).
 
-May import: ``engine.engine`` and everything below it, ``engine.teach``, ``record``.
+May import: ``engine.engine`` and everything below it, ``engine.lab``, ``record``.
 """

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.config import EngineConfig, SamplingParams
-from record.timeline import Span
+from record.recorder import Span
 
 LOOPS = ("normal", "overlap", "multistep")
 
@@ -158,7 +158,7 @@ class RunFinished:
 
 @dataclass(frozen=True)
 class LabFinished:
-    report: dict[str, Any]              # dataclasses.asdict(engine.teach.hazard_lab.LabReport)
+    report: dict[str, Any]              # dataclasses.asdict(engine.lab.hazard_lab.LabReport)
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ from engine.processes.messages import (
 from engine.scheduler.intake import Intake
 from engine.scheduler.request import Req
 from engine.scheduler.sources import Received
-from record.timeline import Timeline
+from record.recorder import Timeline
 
 REPORT_S = 0.25                 # how often the session's new spans are sent to the server
 Emit = Callable[[Any], None]

@@ -3,9 +3,8 @@
 SGLang runs its HTTP server and tokenizer (TokenizerManager), its Scheduler and its Detokenizer as
 separate processes. One reason is the GIL: a Python thread beside a busy web server shares one
 interpreter lock with it, so every redraw or JSON encode the server does is time the scheduler
-cannot run, and the GPU idles while it waits. Measured here: the same first click gave 85% GPU
-busy with the scheduler as a thread in the Gradio process, and as much as the CLI with it in a
-process of its own (README, "The app and the CLI").
+cannot run, and the GPU idles while it waits. In a process of its own the scheduler shares
+nothing with the server but a pipe and the machine's cores.
 
     web server process  --LiveRunRequest-->  scheduler process  --StepCommand-->  device process
     (Gradio, HTTP API)  <--SpanBatch, ...--  (Engine, loops,    <--StepDone-----  (CPU only: model,

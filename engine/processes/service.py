@@ -36,7 +36,7 @@ from engine.processes.messages import (
     Warmed,
     WarmRequest,
 )
-from record.timeline import Timeline
+from record.recorder import Timeline
 
 REPORT_S = 0.25                 # how often a live run's new spans are sent
 MEASURE_RUNS = 3                # serial runs the GPU warm-up measures the device from (median)
@@ -183,14 +183,13 @@ class SchedulerService:
         """Run the request's loops once, as a click will, then measure the device from
         ``MEASURE_RUNS`` more serial runs (the median forward and scheduler work per step).
 
-        On an H200 the first runs after the engine is built still pay first-use costs (the first
-        click's serial prefills 20-50% longer than the next clicks', the probe's scheduler work
-        per step 0.27 ms against 0.12 ms warm), which would bias the first comparison; and the
-        first serial run after the loops' first pass still measured the scheduler's own work at
-        0.40 ms a step where the clicks that followed spent about 0.17 ms (2026-12-01,
-        docs/notes/gpu-session-2026-12-01-r7-page.log). The page sizes its extra CPU work from
-        this profile, so an inflated measurement sized it to 0 µs and left every click's CPU
-        part at half a forward (1.42-1.60x)."""
+        The first runs after an engine is built still pay first-use costs (longer prefills, more
+        scheduler work per step), which would bias the first comparison; and even the first
+        serial run after the loops' first pass can catch the host at its slowest, measuring more
+        scheduler work a step than the clicks that follow spend. The page sizes its extra CPU
+        work from this profile, so one inflated measurement would size it to nothing and leave
+        every click's CPU part too short to show the gain: the median of several warm runs is
+        what a click will see."""
         params = self._stop_params(engine, request)
         prompts = _prompts(engine, request)
         for index, loop in enumerate(request.loops):   # the click's own path, spans reported
@@ -214,7 +213,7 @@ class SchedulerService:
                      chat: bool = False) -> list[SamplingParams]:
         """Per-request stop tokens picked from a probe run of this workload (kept: the same
         workload on the same engine gives the same probe, so it runs once)."""
-        from engine.teach.workload import stop_params_from_probe
+        from engine.workloads import stop_params_from_probe
 
         key = self._probe_key(engine, request, chat)
         if key not in self.probes:
@@ -236,7 +235,7 @@ class SchedulerService:
 
     # ---- the hazard lab -----------------------------------------------------------------------
     def _lab(self, request: LabRequest, emit: Emit) -> None:
-        from engine.teach.hazard_lab import run_hazard
+        from engine.lab.hazard_lab import run_hazard
 
         emit(Progress("loading"))
         # float32 everywhere: the faulty run is compared token for token with the normal loop,
@@ -264,7 +263,7 @@ def _device_profile(engine: Any, runs: list[Any]) -> DeviceProfile:
 def _prompts(engine: Any, request: LiveRunRequest) -> list:
     """The request's prompts as the engine takes them: text (token ids for a model without a
     tokenizer), each after the shared system prompt when the request asks for one."""
-    from engine.teach.workload import token_prompts, with_shared_prefix
+    from engine.workloads import token_prompts, with_shared_prefix
 
     prompts = token_prompts(engine, request.prompts, request.prompt_tokens)
     return with_shared_prefix(prompts, request.shared_prefix, engine.tokenizer,

@@ -25,7 +25,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from engine.scheduler.request import StepMeta
-from record.timeline import Timeline
+from record.recorder import Timeline
 
 
 class CopyDone(Protocol):
@@ -56,7 +56,7 @@ class Device(Protocol):
 
     kind: str                       # "cuda" | "cpu-process" | "cpu-inline"
     label: str                      # what the run labels say about it (e.g. a fallback's reason)
-    lanes: tuple[str, ...]          # the timeline lanes it records on (record.timeline.LANES)
+    lanes: tuple[str, ...]          # the timeline lanes it records on (record.recorder.LANES)
 
     def begin_run(self, timeline: Timeline) -> None: ...
 

@@ -54,7 +54,7 @@ from engine.scheduler.request import (
 )
 from engine.scheduler.sources import RequestSource, ScheduledSource
 from engine.scheduler.table import RequestTable
-from record.timeline import Timeline
+from record.recorder import Timeline
 
 IDLE_WAIT_S = 0.05              # an idle loop looks at should_stop at least this often
 TokenSink = Callable[[list[Req]], None]    # told which requests got tokens (or ended) in a step
@@ -250,7 +250,7 @@ class Scheduler:
             # The seed's cache_req(req, finished=False), for a launched prefill: done here,
             # before the next batch is built, so every later batch maps these positions to the
             # same pages (inserting them after the next batch was built let SGLang's first
-            # decode step read other pages than the later ones: PR 38140). A later batch that
+            # decode step read other pages than the later ones: SGLang PR 38140). A later batch that
             # reads them runs after this prefill in the engine stream's order.
             for row in rows:
                 self.memory.cache_req(row.req, finished=False)

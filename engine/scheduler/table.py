@@ -21,7 +21,7 @@ from engine.config import EngineConfig
 from engine.scheduler.cache_manager import CacheManager, Release
 from engine.scheduler.checks import MappingCheck
 from engine.scheduler.request import Batch, Req, Row
-from record.timeline import Timeline
+from record.recorder import Timeline
 
 
 class RequestTable:

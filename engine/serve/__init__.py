@@ -1,6 +1,6 @@
 """The OpenAI-compatible server, ``python -m engine.serve`` (``__main__.py``): its FastAPI app
 (``http_app.py``), the OpenAI request and response bodies (``openai_api.py``) and its side of a
-served session (``serving_client.py``).
+served session (``session_client.py``).
 
 May import: ``engine.processes`` and everything below it, ``record``.
 """

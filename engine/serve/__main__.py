@@ -101,7 +101,7 @@ def _serve(a: argparse.Namespace, config: EngineConfig, template: str | None,
 
     from engine.processes.scheduler_process import pin_server, plan_placement
     from engine.serve.http_app import build_app
-    from engine.serve.serving_client import ServingClient, SessionUnavailable
+    from engine.serve.session_client import ServingClient, SessionUnavailable
 
     placement = plan_placement()
     pin_server(placement)

@@ -42,7 +42,7 @@ from engine.serve.openai_api import (
     usage,
     usage_chunk,
 )
-from engine.serve.serving_client import ServingClient, SessionLost, SessionUnavailable
+from engine.serve.session_client import ServingClient, SessionLost, SessionUnavailable
 
 MAX_BODY_BYTES = 4 * 2**20
 

@@ -1,0 +1,105 @@
+"""The app's default workload through the CLI, several times: each loop's figures with their spread.
+
+    python -m bench --app-workload --repeats 5                       # what the page's Run does
+    python -m bench --app-workload --repeats 5 -- --mode all --decode-steps 4 --extra-cpu-us 20000
+
+Each run is one ``python -m engine`` call on the workload the page starts with (16 requests that
+stop at varied steps, 24-word prompts, 4 ms of extra scheduler work per step) in a process of its
+own, as a visitor's click gets one; everything after ``--`` goes to ``python -m engine`` after that
+workload, so a flag given there wins. Per loop the table gives GPU busy (whole run and the steady
+window), output tok/s, and against the normal loop of the same run: the speedup per decode step
+(steady window, the page's headline), the formula's prediction from the normal run's T_fwd and
+T_cpu, and the whole run's tokens/s ratio. Cells read "median (min-max)" over the runs, with the
+share of the cores other programs used meanwhile (``engine.host_load``) beside them.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+APP_WORKLOAD = ["--device", "cpu", "--requests", "16", "--batch-size", "16", "--prompt-words",
+                "24", "--max-new-tokens", "96", "--extra-cpu-us", "4000", "--stop-early",
+                "--show-text", "0"]
+
+
+def one_run(extra: list[str]) -> list[dict[str, Any]]:
+    """The runs of one CLI call (its record's ``runs``), brought up to today's definitions."""
+    from record.run_record import upgrade_run
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "run.json"
+        cmd = [sys.executable, "-m", "engine", *APP_WORKLOAD, *extra, "--json", str(out)]
+        done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise SystemExit(f"the CLI failed ({done.returncode}): {done.stderr[-2000:]}")
+        return [upgrade_run(dict(r)) for r in json.loads(out.read_text())["runs"]]
+
+
+def loop_name(run: dict[str, Any]) -> str:
+    k = run.get("decode_steps", 1)
+    return f"multistep k={k}" if run.get("loop") == "multistep" else run.get("loop", "?")
+
+
+def figures(runs: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Per loop: busy, steady busy, output tok/s, other load; against normal: the speedups."""
+    from record.metrics import compare_runs
+
+    by_name = {loop_name(r): r for r in runs}
+    normal = by_name.get("normal")
+    out = {}
+    for name, run in by_name.items():
+        m = run["metrics"]
+        row = {"busy": m.get("gpu_busy_frac", 0.0), "steady_busy": m.get("steady_busy_frac", 0.0),
+               "tok_s": m.get("tokens_per_s", 0.0),
+               "other_load": run.get("host", {}).get("other_cpu_frac", float("nan"))}
+        if normal is not None and name != "normal":
+            c = compare_runs(normal["metrics"], m, decode_steps=run.get("decode_steps", 1))
+            row.update(speedup=c["measured_speedup"], predicted=c["predicted_speedup"],
+                       whole=c["whole_run_speedup"])
+        out[name] = row
+    return out
+
+
+def spread(values: list[float], fmt: str, unit: str = "") -> str:
+    """ "median (min-max)" of ``values``, each formatted with ``fmt`` and followed by ``unit``;
+    "-" when nothing was measured (NaN)."""
+    values = [v for v in values if v == v]
+    if not values:
+        return "-"
+    cell = [format(v, fmt) + unit for v in (statistics.median(values), min(values), max(values))]
+    return cell[0] if len(values) == 1 else f"{cell[0]} ({cell[1]}-{cell[2]})"
+
+
+def table(results: list[dict[str, dict[str, float]]]) -> str:
+    names = list(dict.fromkeys(name for result in results for name in result))
+    lines = ["| loop | GPU busy | steady busy | output tok/s | speedup / step | predicted | "
+             "whole run | other load |", "|---|---|---|---|---|---|---|---|"]
+    for name in names:
+        rows = [r[name] for r in results if name in r]
+
+        def cell(key: str, fmt: str, unit: str = "", rows=rows) -> str:
+            return spread([r[key] for r in rows if key in r], fmt, unit)
+
+        lines.append(f"| {name} | {cell('busy', '.1%')} | {cell('steady_busy', '.1%')} | "
+                     f"{cell('tok_s', '.0f')} | {cell('speedup', '.2f', 'x')} | "
+                     f"{cell('predicted', '.2f', 'x')} | {cell('whole', '.2f', 'x')} | "
+                     f"{cell('other_load', '.0%')} |")
+    return "\n".join(lines)
+
+
+def run(repeats: int, engine_args: list[str]) -> int:
+    results = []
+    for i in range(repeats):
+        results.append(figures(one_run(engine_args)))
+        print(f"run {i + 1}/{repeats} done", file=sys.stderr, flush=True)
+    print(f"python -m engine {' '.join(APP_WORKLOAD + engine_args)}  ({repeats} runs; "
+          "median (min-max))")
+    print(table(results))
+    return 0

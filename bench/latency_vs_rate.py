@@ -1,0 +1,189 @@
+"""Serving benchmark: latency against request rate, normal vs overlap, on the same arrivals.
+
+    python -m bench --rates 2 4 8 16 inf --requests 32 --device cpu
+    python -m bench --rates 4 --arrivals trace.json             # a replayed trace instead
+
+A trace's prompt and output lengths replace ``--prompt-len`` and ``--new-tokens``; its arrival
+times, where it has them, replace the Poisson process (the rate then only names the row).
+
+For each rate, one Poisson arrival sequence (seeded) is generated and both loops run it, back to
+back on one engine, ``--repeats`` times (the order alternates, so neither loop always runs
+second). Every request asks for ``--new-tokens`` tokens (EOS ignored), so both loops do the same
+work; what differs is when tokens reach the client. Reported per rate and loop, as serving
+benchmarks do: output tokens/s, TTFT and inter-token latency (mean, p50, p99; median over repeats
+with min-max), and GPU busy. ``--json`` writes the rows that ``viz.latency.latency_figure`` draws.
+
+At low rates the GPU idles between requests whatever the loop; the loops differ in each step's
+length (ITL) and in the lag before a request's first token is read (TTFT). Near saturation, the
+shorter step of the overlap loop is more throughput, and queues form later.
+
+    python -m bench --rates 4 --shared-prefix 512 --prefix-cache both   # the prefix cache's gain
+
+On CUDA every step (decode and prefill) runs as a CUDA graph unless ``--graphs eager``.
+
+``--shared-prefix N`` puts one system prompt of N tokens in front of every request;
+``--prefix-cache on|off|both`` runs with the radix prefix cache, without it, or both (a table
+each, then their TTFT compared). Every measured run starts from an empty cache, so a run's hits
+are its own requests finding the prefix its first request computed. The comparison also gives
+each run's TTFT drift (``record.metrics.ttft_drift``: the last third of the requests' median
+TTFT over the first third's), which says whether the rate was one the engine sustains: about 1
+where the queue holds, growing with the run where it does not.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from engine.config import EngineConfig, SamplingParams
+from engine.scheduler.arrivals import Arrival, describe, load_trace, poisson_times
+from record.latency_rows import format_table, rate_label, row_from_metrics, summarize
+from record.metrics import ttft_drift
+
+
+@dataclass(frozen=True)
+class ServingWorkload:
+    rates: tuple[float, ...]          # requests/s; inf = a burst
+    requests: int = 32
+    prompt_len: int = 32
+    new_tokens: int = 64
+    repeats: int = 3
+    seed: int = 0
+    arrivals_file: str | None = None
+    shared_prefix: int = 0            # tokens of a system prompt in front of every request
+    prefix_caches: tuple[bool, ...] = (True,)   # with the prefix cache, without, or both
+
+
+def run(device: str, model: str, batch: int, extra_cpu_us: int, work: ServingWorkload,
+        json_path: str | None = None, graph: bool = False) -> int:
+    trace = load_trace(work.arrivals_file, limit=work.requests,
+                       rate=work.rates[0]) if work.arrivals_file else []
+    longest = max([work.prompt_len + work.new_tokens]
+                  + [(a.prompt_tokens or work.prompt_len) + (a.output_tokens or work.new_tokens)
+                     for a in trace]) + work.shared_prefix
+    rows, env, cfg = [], {}, None
+    for cache in work.prefix_caches:
+        cfg = EngineConfig(model=model, device=device, max_batch_size=batch,
+                           max_seq_len=max(64, longest + 16), extra_cpu_us=extra_cpu_us,
+                           seed=work.seed, prefix_cache=cache, cuda_graph=graph)
+        found, env = _run_engine(cfg, batch, extra_cpu_us, work, trace)
+        rows += [{**row, "prefix_cache": cache} for row in found]
+    for cache in work.prefix_caches:
+        if len(work.prefix_caches) > 1:
+            print(f"\nprefix cache {'on' if cache else 'off'}:")
+        print()
+        print(format_table(summarize([r for r in rows if r["prefix_cache"] == cache])))
+    if len(work.prefix_caches) > 1:
+        print()
+        print(compare_caches(rows))
+    if json_path:
+        doc = {"kind": "latency_vs_rate", "env": env, "config": {**cfg.to_dict(),
+               "requests": work.requests, "prompt_len": work.prompt_len,
+               "new_tokens": work.new_tokens, "repeats": work.repeats,
+               "arrivals_file": work.arrivals_file, "shared_prefix": work.shared_prefix,
+               "prefix_caches": list(work.prefix_caches)}, "rows": rows}
+        Path(json_path).write_text(json.dumps(doc, indent=1))
+        print(f"wrote {json_path}")
+    return 0
+
+
+def _run_engine(cfg: EngineConfig, batch: int, extra_cpu_us: int, work: ServingWorkload,
+                trace: list) -> tuple[list[dict], dict]:
+    """Every rate, loop and repeat on one engine of ``cfg``; the rows and the environment."""
+    from bench.decode import fresh
+    from engine import Engine
+    from engine.workloads import make_prompts, with_shared_prefix
+
+    rows = []
+    with Engine(cfg) as eng:
+        n = len(trace) or work.requests
+        prompts = [make_prompts(eng.tokenizer, 1, a.prompt_tokens or work.prompt_len,
+                                work.seed + i, eng.spec.vocab_size)[0]
+                   for i, a in enumerate(trace)] or make_prompts(
+            eng.tokenizer, n, work.prompt_len, work.seed, eng.spec.vocab_size)
+        prompts = with_shared_prefix(prompts, work.shared_prefix, eng.tokenizer,
+                                     eng.spec.vocab_size)
+        params = [SamplingParams(max_new_tokens=(trace[i].output_tokens if trace else None)
+                                 or work.new_tokens, ignore_eos=True) for i in range(n)]
+        for overlap in (False, True):                          # warm-up, not measured
+            eng.generate(prompts[:batch], SamplingParams(max_new_tokens=8, ignore_eos=True),
+                         overlap=overlap)
+        lengths = (f"lengths from {work.arrivals_file}" if trace else
+                   f"{work.prompt_len} prompt + {work.new_tokens} output tokens each")
+        shared = f", a shared {work.shared_prefix}-token prefix" if work.shared_prefix else ""
+        print(f"device: {eng.device_label()}  model: {cfg.model}  batch {batch}  extra CPU "
+              f"{extra_cpu_us} us/step  {n} requests, {lengths}{shared}  prefix cache "
+              f"{'on' if cfg.prefix_cache else 'off'}")
+        for rate in work.rates:
+            times = _times(rate, work, n)
+            print(f"  {rate_label(rate)}: {describe([Arrival(t) for t in times])}", flush=True)
+            for repeat in range(work.repeats):
+                order = (False, True) if repeat % 2 == 0 else (True, False)
+                for overlap in order:
+                    result = fresh(eng).generate(prompts, params, overlap=overlap, arrivals=times)
+                    row = row_from_metrics(result.loop, rate, len(times), result.metrics)
+                    row["other_cpu_frac"] = result.host.get("other_cpu_frac")
+                    row["prefix_hit_rate"] = result.metrics.get("prefix_hit_rate")
+                    row["prefill_ms_p50"] = _prefill_ms_p50(result.timeline)
+                    row["ttft_drift"] = ttft_drift(result.outputs)
+                    rows.append({**row, "repeat": repeat})
+        env = eng.env_info()
+    return rows, env
+
+
+def _prefill_ms_p50(spans) -> float | None:
+    """The median prefill forward on the engine stream (what the cache shortens), in ms."""
+    import statistics
+
+    got = [s.end_us - s.start_us for s in spans
+           if s.lane == "engine_stream" and s.phase == "prefill"]
+    return statistics.median(got) / 1e3 if got else None
+
+
+def compare_caches(rows: list[dict]) -> str:
+    """TTFT p50 and output tok/s without the cache against with it, per rate and loop (median
+    over repeats, [min-max] of the ratio over repeats paired by repeat)."""
+    import statistics
+
+    lines = ["| rate | loop | TTFT p50 ms, cache off -> on | TTFT off / on | median prefill ms, "
+             "off -> on | output tok/s, off -> on | prefix hit rate | TTFT late / early third, "
+             "off -> on |",
+             "|---|---|---|---|---|---|---|---|"]
+    keys = sorted({(r["request_rate"] if r["request_rate"] is not None else float("inf"),
+                    r["loop"]) for r in rows})
+    for rate, loop in keys:
+        pick = {cache: sorted((r for r in rows if r["loop"] == loop and r["prefix_cache"] == cache
+                               and (r["request_rate"] or float("inf")) == rate),
+                              key=lambda r: r["repeat"]) for cache in (False, True)}
+        off, on = pick[False], pick[True]
+        if not off or not on:
+            continue
+        ratios = [a["ttft_ms_p50"] / b["ttft_ms_p50"] for a, b in zip(off, on)
+                  if b["ttft_ms_p50"]]
+        med = statistics.median
+        lines.append(f"| {rate_label(rate)} | {loop} | {_median_cell(off, 'ttft_ms_p50')} -> "
+                     f"{_median_cell(on, 'ttft_ms_p50')} | {med(ratios):.2f}x [{min(ratios):.2f}-"
+                     f"{max(ratios):.2f}] | {_median_cell(off, 'prefill_ms_p50')} -> "
+                     f"{_median_cell(on, 'prefill_ms_p50')} | "
+                     f"{_median_cell(off, 'output_tokens_per_s', '{:.0f}')} -> "
+                     f"{_median_cell(on, 'output_tokens_per_s', '{:.0f}')} | "
+                     f"{100 * med(r['prefix_hit_rate'] or 0 for r in on):.0f}% | "
+                     f"{_median_cell(off, 'ttft_drift', '{:.2f}')} -> "
+                     f"{_median_cell(on, 'ttft_drift', '{:.2f}')} |")
+    return "\n".join(lines)
+
+
+def _median_cell(group: list[dict], key: str, fmt: str = "{:.1f}") -> str:
+    import statistics
+
+    values = [r[key] for r in group if r.get(key) is not None]
+    return fmt.format(statistics.median(values)) if values else "-"
+
+
+def _times(rate: float, work: ServingWorkload, n: int) -> list[float]:
+    """The rate's arrival times: a trace's own, or a Poisson process (the same for both loops)."""
+    if work.arrivals_file:
+        trace = load_trace(work.arrivals_file, rate, work.seed, limit=work.requests)
+        return [a.at_s for a in trace]
+    return poisson_times(rate, n, work.seed)

@@ -1,0 +1,171 @@
+"""Mini-SGLang's side of the peer benchmark, in a process of its own (one per loop: Mini-SGLang
+reads its overlap switch, ``MINISGL_DISABLE_OVERLAP_SCHEDULING``, once, when it is imported).
+
+    python -m bench.peer_minisgl SPEC.json OUT.json      # bench/peer.py writes SPEC and reads OUT
+
+For each batch size: one warm-up run with the recorder hook and one without, then ``repeats``
+pairs, each a timed run of the unchanged code and a run with the hook (``bench/peer_hook.py``),
+whose spans give the decode step and forward times. Both are ``LLM.generate`` timed end to end,
+as a user calls it. With ``record`` in the spec, the same again on the record's workload, whose
+median hooked run becomes a run of our record (schema 1) and the pairs the hook's cost.
+
+The engine is built as a user of its offline API would (``minisgl.llm.LLM``): random weights
+from ``config.json`` (``use_dummy_weight``), FlashInfer attention, no prefix cache between runs
+(``cache_type="naive"``), CUDA graphs for the batch sizes in the spec.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from record.metrics import compute_metrics, cpu_phase_times
+from record.recorder import BASE_LANES, Timeline
+from record.run_record import run_dict
+
+GPU_LANES = ("scheduler_stream", "engine_stream")      # Mini-SGLang has no copy stream
+FIGURES = ("steady_step_us", "t_fwd_us", "t_cpu_us", "predicted_overlap_speedup")
+
+
+def build(spec: dict[str, Any]):
+    """Mini-SGLang's offline engine (it must be the first to touch CUDA in this process)."""
+    from minisgl.llm import LLM
+    return LLM(spec["model_dir"], use_dummy_weight=True, attention_backend="fi",
+               cache_type="naive", cuda_graph_bs=spec["graph_bs"],
+               max_seq_len_override=spec["max_seq_len"], memory_ratio=0.5)
+
+
+def plain_run(llm, prompts: list[list[int]], params) -> tuple[float, int]:
+    """Seconds of one ``generate`` as a user calls it, and the tokens it produced."""
+    start = time.perf_counter()
+    results = llm.generate(prompts, params)
+    seconds = time.perf_counter() - start
+    return seconds, sum(len(r["token_ids"]) for r in results)
+
+
+def hooked_run(llm, recorder, prompts: list[list[int]], params):
+    """One ``generate`` with the recorder hooked in: (seconds, tokens, spans, outputs)."""
+    timeline = Timeline()
+    recorder.install()
+    recorder.begin(timeline)
+    start_ns = time.perf_counter_ns()
+    results = llm.generate(prompts, params)
+    end_ns = time.perf_counter_ns()
+    token_ns = recorder.end()
+    recorder.remove()
+    spans = timeline.snapshot()
+    outputs = []
+    for uid, result in enumerate(results):      # LLM.generate numbers requests 0.. in order
+        times = [timeline.to_us(ns) for ns in token_ns.get(uid, [])]
+        outputs.append({"token_ids": list(result["token_ids"]), "text": "",
+                        "finish_reason": "length", "prompt_tokens": len(prompts[uid]),
+                        "arrival_us": timeline.to_us(start_ns),
+                        "first_token_us": times[0] if times else None,
+                        "finish_us": times[-1] if times else None, "token_us": times})
+    wall_us = (end_ns - start_ns) / 1e3
+    return (end_ns - start_ns) / 1e9, sum(len(o["token_ids"]) for o in outputs), spans, \
+        outputs, wall_us
+
+
+def figures(spans, outputs, wall_us: float) -> dict[str, Any]:
+    """The step and forward figures of a hooked run, measured as our own runs are."""
+    metrics = compute_metrics(spans, outputs, GPU_LANES, wall_us=wall_us)
+    out = {key: metrics[key] for key in FIGURES}
+    out["cpu_phases_us"] = cpu_phase_times(spans)
+    return out
+
+
+def median_figures(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    out = {key: statistics.median(r[key] for r in runs) for key in FIGURES}
+    phases = {p for r in runs for p in r["cpu_phases_us"]}
+    out["cpu_phases_us"] = {p: statistics.median(r["cpu_phases_us"].get(p, 0.0) for r in runs)
+                            for p in sorted(phases)}
+    return out
+
+
+def time_batch(llm, recorder, prompts, params, repeats: int) -> dict[str, Any]:
+    """Plain and hooked runs of one workload, interleaved so drift hits both alike."""
+    plain_run(llm, prompts, params)                        # warm-up, both ways
+    hooked_run(llm, recorder, prompts, params)
+    plain_s, hooked_s, runs, tokens = [], [], [], 0
+    for _ in range(repeats):
+        seconds, tokens = plain_run(llm, prompts, params)
+        plain_s.append(seconds)
+        seconds, _, spans, outputs, wall_us = hooked_run(llm, recorder, prompts, params)
+        hooked_s.append(seconds)
+        runs.append(figures(spans, outputs, wall_us))
+    return {"batch": len(prompts), "tokens": tokens, "plain_s": plain_s, "hooked_s": hooked_s,
+            "figures": median_figures(runs)}
+
+
+def record_run(llm, recorder, prompts, params, repeats: int, loop: str, label: str):
+    """The record's run (the median of ``repeats`` hooked runs by time) and the hook's cost."""
+    plain_run(llm, prompts, params)
+    hooked_run(llm, recorder, prompts, params)
+    plain_s, hooked = [], []
+    for _ in range(repeats):
+        plain_s.append(plain_run(llm, prompts, params)[0])
+        hooked.append(hooked_run(llm, recorder, prompts, params))
+    hooked.sort(key=lambda run: run[0])
+    seconds, tokens, spans, outputs, wall_us = hooked[len(hooked) // 2]
+    metrics = compute_metrics(spans, outputs, GPU_LANES, wall_us=wall_us)
+    run = run_dict(loop, 1, label, spans, metrics, outputs, lanes=BASE_LANES, gpu_lanes=GPU_LANES)
+    cost = {"plain_s": plain_s, "hooked_s": [h[0] for h in hooked], "tokens": tokens,
+            "steps": metrics["steps"]}
+    return run, cost
+
+
+def main(spec_path: str, out_path: str) -> int:
+    spec = json.loads(Path(spec_path).read_text())
+    started = time.perf_counter()
+    llm = build(spec)
+    start_s = time.perf_counter() - started
+
+    import torch
+    from minisgl.core import SamplingParams
+
+    from bench.peer_hook import MiniSglangRecorder
+    loop = spec["loop"]
+    recorder = MiniSglangRecorder(llm, serial=loop == "normal")
+    params = SamplingParams(temperature=0.0, ignore_eos=True, max_tokens=spec["new_tokens"])
+    out: dict[str, Any] = {
+        "loop": loop, "start_s": start_s, "batches": [], "record": None,
+        "env": {"device_name": torch.cuda.get_device_name(), "torch_version": torch.__version__,
+                "flashinfer_version": _version("flashinfer-python")}}
+    for prompts in spec["prompts"]:
+        row = time_batch(llm, recorder, prompts, params, spec["repeats"])
+        print(f"Mini-SGLang {loop} B={row['batch']}: "
+              f"{row['tokens'] / statistics.median(row['plain_s']):.0f} tok/s", flush=True)
+        out["batches"].append(row)
+    if spec.get("record"):
+        rec = spec["record"]
+        rec_params = SamplingParams(temperature=0.0, ignore_eos=True,
+                                    max_tokens=rec["new_tokens"])
+        label = (f"{loop} (Mini-SGLang {spec['commit'][:7]}, {out['env']['device_name']}, "
+                 "CUDA graphs, FlashInfer attention)")
+        out["record"], out["hook_cost"] = record_run(llm, recorder, rec["prompts"], rec_params,
+                                                     rec["repeats"], loop, label)
+    Path(out_path).write_text(json.dumps(out, allow_nan=False))
+    return 0
+
+
+def _version(dist: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        return "unknown"
+
+
+if __name__ == "__main__":
+    code = main(*sys.argv[1:3])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Leave without Mini-SGLang's teardown (its process group, graphs, pynccl): the results are
+    # written, and a teardown that hung would hold the benchmark.
+    os._exit(code)

@@ -1,0 +1,228 @@
+"""Span recorder: what every lane did at every step, on one clock.
+
+A *span* is one interval of work on one *lane*:
+
+- ``cpu``               the scheduler thread (receive, schedule, launch, wait, process_last)
+- ``scheduler_stream``  metadata uploads (and the result copy, if placed there)
+- ``engine_stream``     forward (prefill / decode) and sampling (and the copy, if placed there)
+- ``copy_stream``       the result copy, on a CUDA stream of its own (the CUDA default)
+
+A device records on the lanes it has (``Device.lanes``): the CPU device process has no copy
+stream.
+
+CPU spans are stamped with ``time.perf_counter_ns()`` as they happen. GPU spans are pairs of
+``torch.cuda.Event(enable_timing=True)`` recorded on the stream that does the work; they are
+*resolved lazily* (``event.query()``), never with a sync inside the loop, so recording does not
+change what it measures. One reference event, recorded while the GPU is idle at a known host time,
+maps GPU time onto the host clock. On the CPU backend the device process stamps its own spans
+with the same monotonic clock (``perf_counter_ns`` is system-wide on Linux), so no mapping is needed.
+
+Each GPU lane is one stream, which runs its work in order: a span cannot start before the one
+before it on its lane has ended. A span's start event is normally recorded on its own stream, so
+that holds by itself; the copy stream's copy borrows the forward's end event for its start (it
+waits for it; one record, two uses), and where copies queue behind one another (the hazard lab
+holds one back) its start is taken as the later of that event and the lane's previous end.
+
+All times in a finished run are microseconds from the run's start (``t0``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+LANES = ("cpu", "scheduler_stream", "engine_stream", "copy_stream")
+GPU_LANES = ("scheduler_stream", "engine_stream", "copy_stream")
+BASE_LANES = LANES[:3]      # every device's; a run lists copy_stream only if its device has one
+
+
+@dataclass
+class Span:
+    """One interval of work on one lane."""
+
+    lane: str
+    phase: str
+    step: int
+    start_us: float
+    end_us: float
+    batch_size: int = 0
+    num_tokens: int = 0
+    req_ids: list[int] = field(default_factory=list)
+    cached_tokens: int = 0          # a prefill's prompt tokens found in the prefix cache
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        if not self.cached_tokens:
+            del d["cached_tokens"]      # most spans have none: records stay as they were
+        return d
+
+    @staticmethod
+    def from_dict(d: dict[str, Any]) -> Span:
+        return Span(
+            lane=str(d["lane"]),
+            phase=str(d["phase"]),
+            step=int(d.get("step", -1)),
+            start_us=float(d["start_us"]),
+            end_us=float(d["end_us"]),
+            batch_size=int(d.get("batch_size", 0)),
+            num_tokens=int(d.get("num_tokens", 0)),
+            req_ids=[int(r) for r in d.get("req_ids", [])],
+            cached_tokens=int(d.get("cached_tokens", 0)),
+        )
+
+
+@dataclass(frozen=True)
+class StampedSpan:
+    """A span stamped with ``perf_counter_ns`` by another process (the CPU device), not yet placed
+    on a run's clock: ``Timeline.add_stamped`` does that."""
+
+    lane: str
+    phase: str
+    step: int
+    start_ns: int
+    end_ns: int
+    batch_size: int = 0
+    num_tokens: int = 0
+    req_ids: tuple[int, ...] = ()
+    cached_tokens: int = 0
+
+
+# One GPU span of a group: (lane, phase, index of its start event, of its end event, batch size,
+# tokens[, cached tokens]). A group's events were recorded in order on one stream, so once its
+# last event has completed, all of them have.
+GroupSpan = tuple
+
+
+class Timeline:
+    """Collects spans during a run. One writer (the scheduler thread), any number of readers.
+
+    ``enabled=False`` makes every method a cheap no-op (used to measure recording overhead).
+
+    Writing costs the scheduler thread as little as possible, because in a serial loop every
+    microsecond of it lengthens the GPU's idle gap that the run is measuring: a writer only
+    appends a tuple to a deque (atomic, no lock, no object built); readers turn the tuples into
+    ``Span`` objects later, under their own lock.
+    """
+
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = enabled
+        self._lock = threading.Lock()       # among readers; writers never take it
+        self._spans: list[Span] = []
+        self._cpu_raw: deque = deque()      # (lane, phase, step, start_ns, end_ns, bs, tokens, ids)
+        self._gpu_raw: deque = deque()      # (events, spans, step, req_ids, release)
+        self._waiting: list = []            # GPU groups whose last event had not completed yet
+        self._lane_end: dict[str, tuple[int, float]] = {}   # lane: (group's order, its end)
+        self._groups_seen = 0               # GPU groups taken off the writer's deque so far
+        self.t0_ns = time.perf_counter_ns()
+        self._ref_event: Any = None
+        self._ref_host_ns = 0
+
+    # ---- clock -------------------------------------------------------------------------------
+    def to_us(self, t_ns: int) -> float:
+        return (t_ns - self.t0_ns) / 1000.0
+
+    def set_gpu_reference(self, ref_event: Any, host_ns: int) -> None:
+        """``ref_event`` was recorded on an idle GPU at host time ``host_ns`` (after a sync)."""
+        self._ref_event = ref_event
+        self._ref_host_ns = host_ns
+
+    # ---- writers (scheduler thread) ---------------------------------------------------------
+    def add_cpu(self, phase: str, step: int, start_ns: int, end_ns: int, batch_size: int = 0,
+                num_tokens: int = 0, req_ids: Sequence[int] = (), lane: str = "cpu") -> None:
+        if self.enabled:
+            self._cpu_raw.append((lane, phase, step, start_ns, end_ns, batch_size, num_tokens,
+                                  req_ids))
+
+    def add_gpu_group(self, events: Sequence[Any], spans: Sequence[GroupSpan], step: int,
+                      req_ids: Sequence[int] = (),
+                      release: Callable[[Sequence[Any]], None] | None = None) -> None:
+        """Spans between events recorded in order on one stream (``spans`` index ``events``).
+        They are read once the last event has completed; then ``release(events)`` hands the
+        events back to whoever lends them (so the launch path need not create new ones)."""
+        if self.enabled:
+            self._gpu_raw.append((events, spans, step, req_ids, release))
+
+    def add_gpu(self, lane: str, phase: str, step: int, start_event: Any, end_event: Any,
+                batch_size: int = 0, num_tokens: int = 0, req_ids: Sequence[int] = ()) -> None:
+        """One span between two events on one stream."""
+        self.add_gpu_group((start_event, end_event), ((lane, phase, 0, 1, batch_size, num_tokens),),
+                           step, req_ids)
+
+    def add_stamped(self, spans: list[StampedSpan]) -> None:
+        """Spans stamped by the CPU device process, placed on this run's clock."""
+        if not self.enabled:
+            return
+        for s in spans:
+            self._cpu_raw.append((s.lane, s.phase, s.step, s.start_ns, s.end_ns, s.batch_size,
+                                  s.num_tokens, s.req_ids, s.cached_tokens))
+
+    # ---- readers (any thread) ---------------------------------------------------------------
+    def resolve(self) -> None:
+        """Turn what the writer appended into spans. Never blocks: GPU groups whose events have
+        not completed stay pending."""
+        with self._lock:
+            raw, to_us, done = self._cpu_raw, self.to_us, []
+            for _ in range(len(raw)):
+                lane, phase, step, start, end, bs, tokens, ids, *cached = raw.popleft()
+                done.append(Span(lane, phase, step, to_us(start), to_us(end), bs, tokens,
+                                 list(ids), *cached))
+            gpu, fresh = self._gpu_raw, []
+            for _ in range(len(gpu)):        # numbered in the order they were recorded
+                fresh.append((self._groups_seen, gpu.popleft()))
+                self._groups_seen += 1
+            still = []
+            for order, group in self._waiting + fresh:
+                events, spans, step, ids, release = group
+                # query() asks the driver without waiting: the loop is never synchronised by us.
+                if not events[-1].query():
+                    still.append((order, group))
+                    continue
+                at = [self._event_to_us(e) for e in events]
+                for lane, phase, i, j, bs, tokens, *cached in spans:
+                    start, end = at[i], at[j]
+                    # A stream runs in order (module doc): on one lane, the order the spans
+                    # were recorded in is the order they ran in.
+                    before = self._lane_end.get(lane)
+                    if before is not None and before[0] < order:
+                        start = min(max(start, before[1]), end)
+                    if before is None or before[0] < order:
+                        self._lane_end[lane] = (order, end)
+                    elif before[0] == order:                 # a group's later span on a lane
+                        self._lane_end[lane] = (order, max(before[1], end))
+                    done.append(Span(lane, phase, step, start, end, bs, tokens, list(ids),
+                                     *cached))
+                if release is not None:
+                    release(events)
+            self._waiting = still
+            self._spans.extend(done)
+
+    def _event_to_us(self, event: Any) -> float:
+        offset_ms = self._ref_event.elapsed_time(event)
+        return (self._ref_host_ns - self.t0_ns) / 1000.0 + offset_ms * 1000.0
+
+    def since(self, cursor: int) -> tuple[list[Span], int]:
+        """Spans resolved after the first ``cursor`` ones, and the new cursor (for live views
+        that receive only what is new). Never blocks the writer for more than a list slice."""
+        self.resolve()
+        with self._lock:
+            return self._spans[cursor:], len(self._spans)
+
+    def snapshot(self) -> list[Span]:
+        """Spans resolved so far, sorted by start; safe to call while the run is in progress."""
+        self.resolve()
+        with self._lock:
+            spans = list(self._spans)
+        spans.sort(key=lambda s: (s.start_us, s.lane))
+        return spans
+
+    def take(self) -> list[Span]:
+        """Remove and return the spans resolved so far (a served session, which never ends,
+        streams its spans out this way instead of keeping them all)."""
+        self.resolve()
+        with self._lock:
+            spans, self._spans = self._spans, []
+        return spans

@@ -1,0 +1,122 @@
+"""A run cut to steps: its GPU lanes, time range, step range and step windows.
+
+Every number about the spans (GPU busy, idle gaps) comes from ``record.metrics``, the one place
+those are defined: the engine measured the whole run with it, and this module asks it about the
+pieces a view draws on its own (a zoomed step window, a run still in progress), which have no
+metrics of their own yet.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from record.metrics import FORWARD_PHASES, active_windows, busy_fraction, idle_gaps, step_extents
+
+Interval = tuple[float, float]
+DEFAULT_GPU_LANES = ("scheduler_stream", "engine_stream", "copy_stream")
+
+
+def gpu_lanes(run: dict[str, Any]) -> list[str]:
+    """The run's GPU lanes (an imported trace names its own), else ``DEFAULT_GPU_LANES``."""
+    lanes = run.get("gpu_lanes")
+    return list(lanes) if lanes is not None else list(DEFAULT_GPU_LANES)
+
+
+def time_range(spans: list[dict[str, Any]]) -> Interval:
+    """(first start, last end) over all spans, in µs; (0, 0) for none."""
+    if not spans:
+        return (0.0, 0.0)
+    return (min(s["start_us"] for s in spans), max(s["end_us"] for s in spans))
+
+
+def local_stats(run: dict[str, Any]) -> dict[str, float]:
+    """Idle total, gap count, busy fraction and step count measured from the spans themselves.
+
+    Only for views that have no engine metrics: a zoomed window, or a run still in progress.
+    A window's numbers are measured over its own time range (see ``window_run``).
+    """
+    spans = run.get("spans", [])
+    lanes = gpu_lanes(run)
+    window = None
+    if "window" in run:
+        window = (run["window"]["t_start_us"], run["window"]["t_end_us"])
+    gaps = idle_gaps(spans, lanes, window)
+    t_start, t_end = window or time_range([s for s in spans if s["lane"] in lanes])
+    steps = {s["step"] for s in spans if s.get("step", -1) >= 0}
+    return {
+        "idle_us_total": sum(b - a for a, b in gaps),
+        "idle_gap_count": len(gaps),
+        "gpu_busy_frac": busy_fraction(spans, lanes, window),
+        "steps": len(steps),
+        "span_us": t_end - t_start,
+    }
+
+
+def step_range(run: dict[str, Any]) -> tuple[int, int]:
+    """(first, last) step number of the run's forwards; (0, 0) for none. A step is a forward:
+    the loop's last pass, which finds nothing left to run, stamps a ``receive`` with the next
+    step's number and launches no forward, so it is not a step one could look at (any step
+    number serves where a run recorded no forward at all)."""
+    spans = run.get("spans", [])
+    steps = [s["step"] for s in spans if s.get("step", -1) >= 0
+             and s["lane"] == "engine_stream" and s["phase"] in FORWARD_PHASES]
+    steps = steps or [s["step"] for s in spans if s.get("step", -1) >= 0]
+    return (min(steps), max(steps)) if steps else (0, 0)
+
+
+_last_steps: dict[str, tuple] = {}   # "run": (spans, length, lanes, extents, order)
+
+
+def _steps_of(spans: list[dict[str, Any]], lanes: tuple[str, ...]) -> tuple[dict, list[int]]:
+    """The run's step extents and their order by start. A view cuts one run into several
+    windows (the step figure, the three unrolled panels): the last run's are kept, held by the
+    very list they were computed from (one tuple, read and replaced whole, so two handlers in
+    two threads never mix two runs')."""
+    cached = _last_steps.get("run")
+    if cached and cached[0] is spans and cached[1] == len(spans) and cached[2] == lanes:
+        return cached[3], cached[4]
+    extents = step_extents(spans, lanes)
+    order = sorted(extents, key=lambda step: extents[step][0])
+    _last_steps["run"] = (spans, len(spans), lanes, extents, order)
+    return extents, order
+
+
+def window_run(run: dict[str, Any], first_step: int, last_step: int) -> dict[str, Any]:
+    """A copy of ``run`` cut to the time its steps first_step..last_step (inclusive) took.
+
+    A step lasts from the start of its forward to the start of the next step's forward, as the
+    step time is measured (``record.metrics.step_extents``), so a window of n steps holds
+    exactly n forwards in every loop and its length is n step times: two loops cut to the same
+    steps compare like with like. The run's first step starts with the run (the CPU schedules
+    it before any forward), its last one ends with the run (the CPU processes it after every
+    forward). Spans are clipped to that time, whatever their step: in the overlap loop the CPU
+    lane then shows process_last(n-1) under forward(n). Steps outside the run are clamped to it;
+    ``window`` records the steps drawn, how many forwards, and the time range; ``metrics``
+    become the window's local numbers (``local_stats``).
+    """
+    if first_step > last_step:
+        first_step, last_step = last_step, first_step
+    spans = run.get("spans", [])
+    extents, order = _steps_of(spans, tuple(gpu_lanes(run)))
+    if order:
+        first_step = min(max(first_step, min(order)), max(order))
+        last_step = min(max(last_step, min(order)), max(order))
+    chosen = [step for step in order if first_step <= step <= last_step]
+    run_start, run_end = time_range(spans)
+    if chosen:
+        i, j = order.index(chosen[0]), order.index(chosen[-1])
+        t_start = run_start if i == 0 else extents[chosen[0]][0]
+        t_end = run_end if j == len(order) - 1 else extents[order[j + 1]][0]
+    else:                          # no forward among those steps: the time their spans took
+        t_start, t_end = time_range([s for s in spans
+                                     if first_step <= s.get("step", -1) <= last_step])
+    windowed = {k: v for k, v in run.items() if k not in ("spans", "metrics", "outputs")}
+    windowed["spans"] = [dict(s, start_us=max(s["start_us"], t_start),
+                              end_us=min(s["end_us"], t_end))
+                         for s in spans if s["end_us"] > t_start and s["start_us"] < t_end]
+    windowed["window"] = {"first_step": first_step, "last_step": last_step,
+                          "forwards": len(chosen), "t_start_us": t_start, "t_end_us": t_end,
+                          # when requests were in the system (from the outputs left out)
+                          "active": active_windows(run.get("outputs") or [])}
+    windowed["metrics"] = local_stats(windowed)
+    return windowed

@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# Everything this project measures or records on a CUDA GPU (one NVIDIA H200 for the published
+# figures), one subcommand per job, run from the repository root:
+#
+#   OUT=out bash scripts/h200.sh suite        # every CUDA test, then the warm-up timing test alone
+#   OUT=out bash scripts/h200.sh bench        # the H200 tables of docs/benchmarks.md
+#   OUT=out bash scripts/h200.sh first-click  # the page's first clicks (needs the UI's wheels)
+#   OUT=out bash scripts/h200.sh ui           # every UI and server test (needs the UI's wheels)
+#   OUT=out bash scripts/h200.sh record       # assets/recorded/, into $OUT/recorded.tgz
+#   OUT=out bash scripts/h200.sh traces       # tests/data/traces/, into $OUT/traces.tgz
+#   OUT=out bash scripts/h200.sh peer         # our engine beside Mini-SGLang on the same work
+#                                             # (after scripts/prepare_peer.sh; WHL=its folder)
+#
+# Several subcommands may be given at once (`bash scripts/h200.sh suite bench`). Each step runs
+# under its own time limit and all of them within BUDGET_S seconds (default 540), so one call
+# returns what it measured even when a step hangs; the output of every step goes to
+# $OUT/log.txt. An offline GPU machine lacks the web UI's libraries: carry their wheels in
+# folders named .whl-ui-* (gradio, plotly, fastapi, openai and their dependencies, downloaded for
+# the machine's Python with `pip download --no-deps --only-binary=:all:`); they are installed
+# into /tmp/site, where a later call on the same machine finds them again.
+set -u
+export HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
+OUT=${OUT:-out}
+mkdir -p "$OUT"
+LOG=${LOG:-$OUT/log.txt}
+BUDGET_S=${BUDGET_S:-540}
+START=$(date +%s)
+PT="python3 -m pytest -q -p no:cacheprovider -rs"
+E="python3 -m engine --device cuda"
+
+# step NAME LIMIT_S command...: run the command under min(LIMIT_S, what is left of the budget).
+step() {
+    local name=$1 limit=$2
+    shift 2
+    local left=$((BUDGET_S - ($(date +%s) - START)))
+    if ((left < 15)); then echo "=== SKIP $name (budget)" | tee -a "$LOG"; return; fi
+    ((limit > left)) && limit=$left
+    echo "=== $name (limit ${limit}s, t=$(($(date +%s) - START))s)" | tee -a "$LOG"
+    timeout "$limit" "$@" 2>&1 | grep -v -e "Warning" -e "warnings.warn" -e "^Loading" | tee -a "$LOG"
+    echo "=== $name rc=${PIPESTATUS[0]} t=$(($(date +%s) - START))s" | tee -a "$LOG"
+}
+
+# The web UI's libraries, from the carried wheels (kept in /tmp/whl between calls).
+ui_wheels() {
+    export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+    python3 -c "import gradio, plotly, fastapi, openai" 2>/dev/null && return
+    mkdir -p /tmp/whl
+    for d in .whl-ui-*; do [[ -d $d ]] && cp "$d"/*.whl /tmp/whl/; done
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site \
+        /tmp/whl/*.whl 2>&1 | tail -3
+}
+
+suite() {
+    # The warm-up test times the first loop: alone, not beside six other processes on the GPU.
+    step cuda_tests 200 $PT -m cuda -n 6 tests/ \
+        --deselect tests/test_warm.py::test_cuda_first_loop_pays_no_first_use
+    step cuda_warm 50 $PT -m cuda tests/test_warm.py
+}
+
+bench() {
+    step loops 120 python3 -m bench --device cuda --graphs graph --compile --batches 1 8 64 \
+        --models qwen2.5-0.5b-shape --extra-cpu-us 0 200
+    step copy_placement 60 python3 -m bench --copy-placement --models bundled --batches 1 16 \
+        --graphs graph
+    step launch_cost 30 python3 -m bench --launch-cost --models bundled --batches 8
+    step recorder_overhead 240 python3 -m bench --overhead --models bundled qwen2.5-0.5b-shape \
+        --batches 1 64 --graphs graph --new-tokens 256
+    step ttft_bound 60 python3 -m bench --ttft-bound
+}
+
+first_click() {
+    ui_wheels
+    step first_clicks 240 python3 scripts/gpu_first_click.py --clicks 3 --out "$OUT"
+}
+
+ui() {
+    ui_wheels
+    step ui_tests 300 $PT -n 8 tests/test_ui_*.py tests/test_serve.py tests/test_faults.py \
+        tests/test_service_arrivals.py
+}
+
+# The recorded runs the page offers (schema-1 run records, each loop on one workload).
+record_runs() {
+    local rec="$OUT/rec"
+    mkdir -p "$rec"
+    local small="--model bundled --requests 16 --batch-size 16 --prompt-len 24 --max-new-tokens 48"
+    $E $small --json "$rec/h200-bundled-eager.json"
+    $E $small --cuda-graph --extra-cpu-us 200 --json "$rec/h200-bundled-graph-cpu200.json"
+    $E $small --cuda-graph --extra-cpu-us 200 --mode overlap --decode-steps 4 \
+        --json "$rec/h200-bundled-graph-cpu200-multistep4.json"
+    # KV memory: one shared system prompt of 256 tokens before every prompt, on a pool of 160
+    # pages (16 requests at full length would need 336 unshared; sharing the prompt's 16 pages,
+    # they fit: prefix-cache hits, no retractions).
+    $E $small --cuda-graph --extra-cpu-us 200 --shared-prefix 256 --kv-pages 160 \
+        --json "$rec/h200-bundled-graph-shared-prefix-kv160.json"
+    # A scheduler twice as slow as the forward: normal, one-step overlap and multi-step (k=3).
+    $E --model smollm2-135m-shape --requests 8 --batch-size 8 --prompt-len 32 --max-new-tokens 96 \
+        --ignore-eos --cuda-graph --extra-cpu-us 4000 --mode all --decode-steps 3 \
+        --json "$rec/h200-smollm-graph-cpu4000-all.json"
+    $E --model qwen2.5-0.5b-shape --requests 64 --batch-size 64 --prompt-len 32 \
+        --max-new-tokens 128 --ignore-eos --cuda-graph --json "$rec/h200-qwen05-graph-b64.json"
+    # Kernel lanes for steps 24-27 (the page's default window for a run with kernel lanes); the
+    # profiler's own start-up falls between steps 23 and 24, outside that window.
+    local smol="--model smollm2-135m-shape --requests 8 --batch-size 8 --prompt-len 32 \
+        --max-new-tokens 64 --ignore-eos --profile-steps 24 27"
+    $E $smol --json "$rec/h200-smollm-eager-kernels.json"
+    $E $smol --cuda-graph --json "$rec/h200-smollm-graph-kernels.json"
+    tar czf "$OUT/recorded.tgz" -C "$rec" . && rm -rf "$rec"
+}
+
+traces() {
+    step traces 100 python3 scripts/profile_traces.py --out "$OUT/traces"
+    tar czf "$OUT/traces.tgz" -C "$OUT" traces 2>/dev/null && rm -rf "$OUT/traces"
+}
+
+# Mini-SGLang beside our engine: bench/results/peer-h200.json and Mini-SGLang's recorded runs in
+# assets/recorded/ (copied to $OUT), then our forward's kernel profile ($OUT/profile.md). Needs
+# the folder scripts/prepare_peer.sh makes (WHL, default .whl-peer: the package and its wheels).
+# Its first start compiles FlashInfer's kernels (about 100 s); they come back as
+# $OUT/jit-cache.tar, and put at $WHL/jit-cache.tar a later call unpacks them and skips that.
+peer() {
+    local whl=${WHL:-.whl-peer} jit=${JIT:-/tmp/peer-jit}
+    mkdir -p "$jit"
+    step peer_install 60 python3 -m pip install -q --no-index --no-deps --no-compile \
+        --no-cache-dir --upgrade --target /tmp/site "$whl"/*.whl
+    # After the install: the builds' ninja files name the wheels' headers, just written, and
+    # rebuild whatever is older than them; touched, the unpacked builds are newer.
+    [[ -f $whl/jit-cache.tar ]] && step jit_unpack 30 bash -c \
+        "tar xf $whl/jit-cache.tar -C $jit && find $jit -exec touch {} +"
+    step peer 330 python3 -m bench --peer mini-sglang --minisgl "$whl/python" --site /tmp/site \
+        --jit-cache "$jit" --peer-record assets/recorded --json bench/results/peer-h200.json \
+        --commit "${COMMIT:-}"
+    cp bench/results/peer-h200.json assets/recorded/h200-minisglang-*.json "$OUT"/ 2>/dev/null
+    if [[ ${PROFILE:-1} != 0 ]]; then        # PROFILE=0: no kernel profile
+        step profile 150 bash -c "python3 -m bench --forward --profile --models \
+            qwen2.5-0.5b-shape --batches 1 64 --variants triton triton+compile | tee $OUT/profile.md"
+    fi
+    tar czf "$OUT/jit-cache.tar" -C "$jit" .
+    if (($(stat -c %s "$OUT/jit-cache.tar") > 16 * 1024 * 1024)); then
+        rm -f "$OUT/jit-cache.tar"; echo "=== jit-cache.tar too large to bring back" | tee -a "$LOG"
+    fi
+}
+
+step env 20 bash -c "nvidia-smi -L; python3 -c 'import torch, triton, transformers; \
+print(torch.__version__, triton.__version__, transformers.__version__)'"
+for part in "${@:-suite}"; do
+    case $part in
+        suite) suite ;;
+        bench) bench ;;
+        first-click) first_click ;;
+        ui) ui ;;
+        record) export -f record_runs; export E OUT; step record 200 bash -c record_runs ;;
+        traces) traces ;;
+        peer) peer ;;
+        *) echo "unknown part: $part (suite, bench, first-click, ui, record, traces, peer)"; exit 2 ;;
+    esac
+done
+echo "=== done t=$(($(date +%s) - START))s" | tee -a "$LOG"

@@ -1,0 +1,178 @@
+"""Records on screen through their handlers (no engine, no browser): the step window's Zoom
+button, and what an upload of any file gets back."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+pytest.importorskip("gradio")
+
+from record.run_record import load_record  # noqa: E402
+from ui import recorded_runs  # noqa: E402
+
+RECORDED = ROOT / "assets" / "recorded"
+
+
+def _figure(plot_data) -> dict:
+    return json.loads(plot_data.plot)
+
+
+def _titles(plot_data) -> list[str]:
+    return [a["text"] for a in _figure(plot_data)["layout"].get("annotations", [])]
+
+
+@pytest.fixture(scope="module")
+def record():
+    return load_record(RECORDED / "h200-bundled-graph-cpu200.json")
+
+
+def test_zoom_past_both_ends_draws_the_whole_run_and_says_which_steps(record):
+    first, last = recorded_runs.default_window(record["runs"])
+    figure, shown_first, shown_last = recorded_runs.zoom_steps(record, -5, 99999, "English")
+    forward = ("prefill", "decode")                  # a step is a forward (record.window.step_range)
+    steps = sorted({s["step"] for s in record["runs"][0]["spans"] if s["phase"] in forward})
+    assert (shown_first, shown_last) == (steps[0], steps[-1])       # the boxes say it too
+    titles = _titles(figure)
+    assert all(f"steps {steps[0]}–{steps[-1]}:" in title for title in titles[:2]), titles
+    # ... and that the window was cut, never silently: what was typed, what the runs have.
+    every = sorted({s["step"] for run in record["runs"] for s in run["spans"]
+                    if s["phase"] in forward})
+    assert f"You asked for steps -5 to 99999; these runs have steps {every[0]} to {every[-1]}" \
+        in titles[0]
+    assert sum("You asked for" in title for title in titles) == 1
+    assert first <= last
+    figure, *_ = recorded_runs.zoom_steps(record, -5, 99999, "中文")
+    assert "你要的是第 -5 到 99999 步" in _titles(figure)[0]
+    figure, *_ = recorded_runs.zoom_steps(record, 20, 25, "English")
+    assert not any("You asked for" in title for title in _titles(figure))
+
+
+def test_zoom_windows_hold_the_same_number_of_forwards_in_both_loops(record):
+    figure, first, last = recorded_runs.zoom_steps(record, 20, 25, "English")
+    titles = _titles(figure)[:2]
+    assert all("steps 20–25: 6 forwards in" in title for title in titles), titles
+
+
+@pytest.mark.parametrize("lang, said", [("English", "Enter a first and a last step"),
+                                        ("中文", "请输入起始步和结束步")])
+def test_zoom_with_an_empty_box_says_what_it_needs(record, lang, said):
+    figure, first, last = recorded_runs.zoom_steps(record, None, 25, lang)
+    assert said in json.dumps(_figure(figure), ensure_ascii=False)
+    assert first == {"__type__": "update"} and last == {"__type__": "update"}
+
+
+@pytest.mark.parametrize("lang, typed, said", [
+    ("English", (2.5, 3), "Enter a first and a last step (whole numbers)"),
+    ("English", (5, 2), "The first step (5) comes after the last (2)"),
+    ("English", (9999, 10000), "steps 9999 to 10000 lie outside them"),
+    ("中文", (2.5, 3), "整数"), ("中文", (5, 2), "起始步（5）在结束步（2）之后"),
+    ("中文", (9999, 10000), "第 9999 到 10000 步不在其中")])
+def test_a_window_the_runs_cannot_show_is_said_so_and_the_boxes_keep_it(record, lang, typed,
+                                                                         said):
+    """Not truncated (2.5), swapped (5, 2) or moved to the last step (9999): a message, in the
+    page's language, and the boxes left as typed."""
+    figure, first, last = recorded_runs.zoom_steps(record, *typed, lang)
+    assert said in json.dumps(_figure(figure), ensure_ascii=False)
+    assert first == {"__type__": "update"} and last == {"__type__": "update"}
+
+
+# ---- uploads: every file gets an answer ------------------------------------------------------------
+
+def _fields(values: tuple) -> dict:
+    from dataclasses import fields
+
+    from ui.view import MainView
+
+    return dict(zip([f.name for f in fields(MainView)], values))
+
+
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(64)
+
+
+@pytest.mark.parametrize("name, data, english, chinese", [
+    ("chart.png", PNG, "it is a PNG image, not a run record or a trace", "一张 PNG 图片"),
+    ("empty.json", b"", "it is an empty file", "一个空文件"),
+    ("notes.txt", b"step,ms\n1,2\n", "text that does not start like a JSON object",
+     "不以 JSON 对象或列表开头"),
+    ("bundle.zip", b"PK\x03\x04" + bytes(40), "a ZIP archive", "ZIP 压缩包"),
+])
+def test_an_upload_that_is_plainly_no_trace_is_told_what_it_is_in_both_languages(
+        tmp_path, name, data, english, chinese):
+    path = tmp_path / name
+    path.write_bytes(data)
+    view = _fields(recorded_runs.show_upload(str(path), "English"))
+    assert english in view["status"] and "status-error" in view["status"], view["status"]
+    assert name in view["status"]
+    assert view["said"]["key"] == "status_not_a_trace"
+    assert chinese in _fields(recorded_runs.show_upload(str(path), "中文"))["status"]
+    assert view["timeline"] == {"__type__": "update"}        # what was on screen stays
+
+
+def test_json_that_is_no_trace_still_gets_the_parsers_reason(tmp_path):
+    path = tmp_path / "notes.json"
+    path.write_text('{"hello": "world"}')
+    view = _fields(recorded_runs.show_upload(str(path), "English"))
+    assert "Cannot show notes.json" in view["status"] and "traceEvents" in view["status"]
+
+
+def test_an_old_trace_of_ours_says_what_it_does_not_know_instead_of_zeros(tmp_path):
+    """A trace written before the run metadata existed (as the first docs/example_trace.json
+    was): its tracks say the runs, nothing says the device or the outputs."""
+    from record.chrome_trace import RUN_METADATA, write_chrome_trace
+
+    write_chrome_trace(load_record(ROOT / "docs" / "example_record.json"), tmp_path / "t.json")
+    doc = json.loads((tmp_path / "t.json").read_text())
+    doc["traceEvents"] = [e for e in doc["traceEvents"] if e.get("name") != RUN_METADATA]
+    (tmp_path / "example_trace.json").write_text(json.dumps(doc))
+    view = _fields(recorded_runs.show_upload(str(tmp_path / "example_trace.json"), "English"))
+    assert "(?)" not in view["status"], view["status"]
+    assert "does not say what hardware" in view["status"], view["status"]
+    metrics = view["metrics"]
+    for key in ("tokens_per_s", "output_tokens", "ttft_ms_mean", "tpot_ms_mean"):
+        assert f'data-metric="{key}"' not in metrics, key       # not in this trace: no row
+    assert "0.00×" not in metrics and "whole_run_speedup" not in metrics
+
+
+def test_a_profiler_trace_is_offered_for_download_as_it_was_uploaded(tmp_path):
+    import shutil
+
+    trace = tmp_path / "engine-graph.json.gz"
+    shutil.copy(ROOT / "tests" / "data" / "traces" / "engine-graph-qwen05-b8.json.gz", trace)
+    view = _fields(recorded_runs.show_upload(str(trace), "English"))
+    assert "status-ok" in view["status"], view["status"]
+    assert view["download_trace"]["value"] == str(trace)
+    assert json.loads(Path(view["download_record"]["value"]).read_text())["schema"] == 1
+    for key in ("tokens_per_s", "output_tokens", "engine_busy_frac"):
+        assert f'data-metric="{key}"' not in view["metrics"], key
+
+
+@pytest.mark.parametrize("lang, want", [
+    ("English", ["Recorded on NVIDIA H200", "Run with: bundled, B = 16, CUDA graphs, 0 µs of extra",
+                 "Result copy on the copy stream."]),
+    ("中文", ["录制于 NVIDIA H200", "运行设置：bundled，B = 16，CUDA Graph，每步额外 CPU 工作 0 µs。",
+             "结果回传在 copy stream 上。"]),
+])
+def test_a_recorded_run_says_what_it_was_run_with(lang, want):
+    """A recording's settings are in its status, read from its config, in the page's language:
+    the first click on the H200 ran with 0 µs of extra CPU work, not the CPU page's 4000."""
+    view = recorded_runs.show_recorded("h200-first-click-defaults.json", lang)
+    status = view[0] if isinstance(view, tuple) else view.status
+    for text in want:
+        assert text in status, (text, status)
+    shared = recorded_runs.show_recorded("h200-bundled-graph-shared-prefix-kv160.json", "English")
+    shared_status = shared[0] if isinstance(shared, tuple) else shared.status
+    assert "KV pool of 160 pages." in shared_status
+
+
+def test_a_profiled_run_opens_inside_its_profiler_window():
+    """The kernel lanes cover steps 24-27; the profiler's start and stop sit at the window's
+    edges (its stop held the scheduler for 50 ms after step 27), so the page opens on 25-26."""
+    runs = load_record(RECORDED / "h200-smollm-graph-kernels.json")["runs"]
+    assert recorded_runs.default_window(runs) == (25, 26)

@@ -1,0 +1,15 @@
+"""The page's copy: every sentence the demo shows, in English and Chinese side by side, keyed by
+name, and the one lookup ``t(lang, key)``.
+
+- ``strings``  the page's titles, help, control labels, status and chart words; ``t`` and its
+  helpers (``sentence_gap``, ``label_colon``, ``count``)
+- ``teach``    multi-step, the step-through replay and the hazard lab
+- ``metrics``  the metrics table, the formula, what an import found, the latency chart
+- ``memory``   the KV-memory chart
+
+This package imports only the standard library: ``viz`` and ``ui`` read from it.
+"""
+
+from texts.strings import LANGUAGES, STRINGS, count, label_colon, sentence_gap, t
+
+__all__ = ["LANGUAGES", "STRINGS", "count", "label_colon", "sentence_gap", "t"]

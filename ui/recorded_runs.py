@@ -1,0 +1,251 @@
+"""Records on screen: draw one (whatever its source), offer it for download, list recorded runs.
+
+A live run, a recorded GPU run (``assets/recorded/*.json``) and an uploaded trace or record all
+become a schema-1 record, and ``shown`` turns any record into the main view (``ui.view``). A file
+that cannot be shown leaves the view as it was and says why.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+
+import texts
+import viz
+from record.loading import NotATrace, sniff
+from record.run_record import has_memory
+from record.window import step_range, window_run
+from ui.common import ROOT, is_whole, lang_of, render_said, said
+from ui.view import MainView, plot
+
+RECORDED_DIR = ROOT / "assets" / "recorded"
+DOWNLOAD_DIR = Path(tempfile.gettempdir()) / "overlap-demo"
+MAX_UPLOAD_BYTES = 200 * 2**20
+PARSE_TIMEOUT_S = 120.0
+MAX_DOWNLOAD_DIR_BYTES = 400 * 2**20   # exported records and traces kept for download, in all
+
+
+def write_downloads(record: dict[str, Any],
+                    trace: Path | None = None) -> tuple[str | None, str | None]:
+    """The record as JSON and as a Chrome trace, in the temp dir Gradio serves files from.
+    ``trace``: a Chrome trace the record was imported from, offered as it is (a profiler
+    trace needs no conversion to open in Perfetto, and converting a big one costs a second)."""
+    from record.chrome_trace import write_chrome_trace
+
+    DOWNLOAD_DIR.mkdir(parents=True, exist_ok=True)
+    _trim_downloads()
+    stamp = f"{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
+    record_path = DOWNLOAD_DIR / f"run-record-{stamp}.json"
+    record_path.write_text(json.dumps(record, separators=(",", ":")))
+    if trace is not None:
+        return str(record_path), str(trace)
+    trace_path = DOWNLOAD_DIR / f"chrome-trace-{stamp}.json"
+    try:
+        write_chrome_trace(record, trace_path)
+    except (OSError, ValueError, KeyError):
+        return str(record_path), None
+    return str(record_path), str(trace_path)
+
+
+def _trim_downloads() -> None:
+    """Keep the download folder small: files older than an hour go, then the oldest until the
+    folder is under ``MAX_DOWNLOAD_DIR_BYTES``."""
+    files = []
+    for path in DOWNLOAD_DIR.glob("*.json"):
+        try:
+            stat = path.stat()
+        except OSError:
+            continue
+        if time.time() - stat.st_mtime > 3600:
+            path.unlink(missing_ok=True)
+        else:
+            files.append((stat.st_mtime, stat.st_size, path))
+    total = sum(size for _, size, _ in files)
+    for _, size, path in sorted(files):
+        if total <= MAX_DOWNLOAD_DIR_BYTES:
+            break
+        path.unlink(missing_ok=True)
+        total -= size
+
+
+def default_window(runs: list[dict[str, Any]]) -> tuple[int, int]:
+    """Steps 20-25 when the run is that long, else a few steps from its middle; for a run with
+    kernel lanes (a torch.profiler window), the steps those lanes cover, less the first and the
+    last where it covers four or more: the profiler's start and stop fall at its edges (on the
+    H200 the stop held the scheduler for 50 ms in the step after the window's last, which a
+    window reaching the next forward would show as GPU idle)."""
+    profiled = [s["step"] for run in runs[:1] for s in run.get("spans", [])
+                if str(s.get("lane", "")).startswith("kernels") and s.get("step", -1) >= 0]
+    if profiled:
+        low, high = min(profiled), max(profiled)
+        return (low + 1, high - 1) if high - low >= 3 else (low, high)
+    first, last = step_range(runs[0]) if runs else (0, 0)
+    start = 20 if first <= 20 and last >= 25 else first + (last - first) // 3
+    return start, min(last, start + 5)
+
+
+def file_update(path: str | None) -> Any:
+    return gr.update(value=path, interactive=path is not None)
+
+
+def shown(spec: dict[str, Any], record: dict[str, Any] | None, lang: str,
+          files: tuple[str | None, str | None] = (None, None)) -> MainView:
+    """The whole main view for ``record`` under the status ``spec`` (``ui.common.said``);
+    ``record=None`` clears the charts."""
+    status_html = render_said(spec, lang)
+    idle = gr.update(value="", visible=False)      # the live canvas gives way to the chart
+    if not record or not record.get("runs"):
+        empty = plot(viz.side_by_side_figure([], lang=lang))
+        return MainView(status=status_html, timeline=gr.update(value=empty, visible=True),
+                        live=idle, zoomed=empty, memory=gr.update(visible=False), metrics="",
+                        texts="",
+                        record=None, said=spec, download_record=file_update(None),
+                        download_trace=file_update(None))
+    runs = record["runs"]
+    first, last = default_window(runs)
+    chart = plot(viz.side_by_side_figure(runs, lang=lang))
+    return MainView(status=status_html, timeline=gr.update(value=chart, visible=True), live=idle,
+                    zoomed=plot(viz.side_by_side_figure(runs, window=(first, last), lang=lang)),
+                    memory=memory_view(runs, lang),
+                    metrics=viz.metrics_html(runs, lang), texts=viz.texts_html(runs, lang),
+                    first_step=first, last_step=last, record=record, said=spec,
+                    download_record=file_update(files[0]), download_trace=file_update(files[1]))
+
+
+def memory_view(runs: list[dict[str, Any]], lang: str) -> Any:
+    """The KV-memory chart, shown only for runs that recorded their pages (records made before
+    the prefix cache, and imported traces, have none)."""
+    if not any(has_memory(run) for run in runs):
+        return gr.update(visible=False)
+    return gr.update(value=plot(viz.memory_figure(runs, lang)), visible=True)
+
+
+def show_recorded(name: str | None, lang_choice: str) -> tuple:
+    """Draw one bundled record, labelled with the hardware and date it was recorded on."""
+    lang = lang_of(lang_choice)
+    if not name:
+        spec = said("no_recorded")
+        return MainView(status=render_said(spec, lang), said=spec).values()
+    return _show_file(RECORDED_DIR / Path(name).name, lang, recorded=True).values()
+
+
+def show_upload(path: str | None, lang_choice: str) -> tuple:
+    """Draw an uploaded torch.profiler trace or run record like a live run."""
+    if not path:
+        return MainView().values()
+    return _show_file(Path(path), lang_of(lang_choice), recorded=False).values()
+
+
+def _show_file(path: Path, lang: str, recorded: bool) -> MainView:
+    try:
+        record = load_any(path)
+        where = viz.record_label(record, lang)
+        if recorded:
+            notes, values = _settings(record.get("config") or {})
+            spec = said("status_recorded", "ok", notes=notes, where=where or path.name, **values)
+        elif where:
+            spec = said("status_imported", "ok", name=path.name, where=where)
+        else:                    # a trace that names no device, torch or date
+            spec = said("status_imported_unlabelled", "ok", name=path.name)
+        imported = all(run.get("loop") == "imported" for run in record["runs"])
+        files = write_downloads(record, trace=path if imported and not recorded else None)
+        return shown(spec, record, lang, files)
+    except NotATrace as error:       # an image, an archive, an empty file: said in words
+        spec = said("status_not_a_trace", "error", name=path.name, what_key=f"file_{error.kind}")
+        return MainView(status=render_said(spec, lang), said=spec)
+    except Exception as error:  # noqa: BLE001 - a bad file must give a message, not a traceback
+        spec = said("status_cannot_show", "error", detail=str(error), name=path.name)
+        return MainView(status=render_said(spec, lang), said=spec)   # the view on screen stays
+
+
+def _settings(config: dict[str, Any]) -> tuple[tuple[str, ...], dict[str, Any]]:
+    """What a recorded run was run with, as status notes and their values (a record's config
+    says it; what it does not say is left out): model, batch, graphs, extra CPU work, where the
+    result copy ran, the KV pool and a shared system prompt."""
+    if not {"model", "max_batch_size"} <= set(config):
+        return (), {}
+    notes = ["status_settings"]
+    values: dict[str, Any] = {
+        "model": str(config["model"]), "batch": int(config["max_batch_size"]),
+        "graphs_key": "sized_graphs" if config.get("cuda_graph") else "sized_eager",
+        "extra": int(config.get("extra_cpu_us") or 0)}
+    if config.get("result_copy_stream") in ("copy", "engine", "scheduler"):
+        notes.append("status_settings_copy")
+        values["copy_key"] = f"copy_on_{config['result_copy_stream']}"
+    if config.get("num_pages"):
+        notes.append("status_settings_kv")
+        values["kv_pages"] = int(config["num_pages"])
+    shared = config.get("shared_prefix") or config.get("shared_prefix_tokens")
+    if shared:
+        notes.append("status_settings_prefix")
+        values["prefix"] = int(shared)
+    return tuple(notes), values
+
+
+def load_any(path: Path) -> dict[str, Any]:
+    """A run record as it is; anything else is read as a Chrome / torch.profiler trace, in a
+    worker process of its own (``ui.parsing``). A file that is plainly neither (an image, an
+    archive, an empty file) is told at once, by its first bytes."""
+    from ui import parsing
+
+    sniff(path)
+    return parsing.parse(path, MAX_UPLOAD_BYTES, PARSE_TIMEOUT_S)
+
+
+def zoom(record: dict[str, Any] | None, first: float | None, last: float | None,
+         lang_choice: str) -> Any:
+    """Redraw the step window for the record on screen."""
+    return zoom_steps(record, first, last, lang_choice)[0]
+
+
+def zoom_steps(record: dict[str, Any] | None, first: Any, last: Any,
+               lang_choice: str) -> tuple[Any, Any, Any]:
+    """The step window (the Zoom button): the figure, and the step boxes set to the steps drawn
+    (a window that reaches past either end of the runs is cut to them: the boxes show the steps
+    drawn and the chart says it was cut).
+    An empty box, a step that is not a whole number, a first step after the last and a window
+    wholly outside the runs each get a message, in the page's language, and the boxes keep what
+    was typed."""
+    lang = lang_of(lang_choice)
+    if not record or not record.get("runs"):
+        return plot(viz.side_by_side_figure([], lang=lang)), gr.update(), gr.update()
+    if not all(is_whole(v) for v in (first, last)):
+        return plot(viz.message_figure(texts.t(lang, "zoom_need_steps"))), gr.update(), gr.update()
+    window = (int(first), int(last))
+    ranges = [step_range(run) for run in record["runs"]]
+    low, high = min(r[0] for r in ranges), max(r[1] for r in ranges)
+    if window[0] > window[1]:
+        said = texts.t(lang, "zoom_order").format(first=window[0], last=window[1])
+        return plot(viz.message_figure(said)), gr.update(), gr.update()
+    if window[1] < low or window[0] > high:
+        said = texts.t(lang, "zoom_outside").format(first=window[0], last=window[1], low=low,
+                                                   high=high)
+        return plot(viz.message_figure(said)), gr.update(), gr.update()
+    drawn = window_run(record["runs"][0], *window)["window"]
+    cut = (drawn["first_step"], drawn["last_step"]) != window
+    note = texts.t(lang, "zoom_cut").format(first=window[0], last=window[1], low=low,
+                                          high=high) if cut else ""
+    return (plot(viz.side_by_side_figure(record["runs"], window=window, lang=lang, note=note)),
+            drawn["first_step"], drawn["last_step"])
+
+
+def list_recorded() -> Any:
+    """Choices for the recorded-runs dropdown, labelled with hardware and date."""
+    choices = []
+    for path in sorted(RECORDED_DIR.glob("*.json")):
+        label = path.stem
+        try:
+            if path.stat().st_size < 50 * 2**20:
+                where = viz.record_label(json.loads(path.read_text()))
+                label = f"{path.stem}: {where}" if where else path.stem
+        except (OSError, ValueError):
+            pass  # unreadable: listed by name; choosing it shows the error
+        choices.append((label, path.name))
+    return gr.update(choices=choices, value=None,
+                     info=None if choices else texts.t("en", "no_recorded"))

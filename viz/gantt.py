@@ -1,0 +1,359 @@
+"""Gantt timelines of one or more runs: lanes top to bottom, bars coloured by phase, idle hatched.
+
+Drawing idea: a lane is a row at y = 0, 1, 2, ... (reversed, so ``cpu`` is on top) and every span
+is a horizontal bar with ``base`` = start and ``x`` = duration. All spans of one phase go into one
+bar trace, so a run of many thousands of spans is a dozen traces, not thousands of shapes.
+GPU idle gaps (holes in the union of the GPU lanes) are one more bar trace, drawn first so it sits
+behind the work: a tall hatched bar spanning the GPU lanes. Runs stacked in one figure share their
+x-axis, so "normal above overlap" is drawn on one time scale and the shorter run looks shorter.
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import re
+from typing import Any
+
+from record.gpu_time import gpu_time
+from record.lag import extra_steps, lag_marks
+from record.metrics import FORWARD_PHASES, busy_fraction
+from record.window import gpu_lanes, time_range, window_run
+from texts import count, t
+from viz.figure import FigureSpec
+from viz.labels import display_labels, ordered_lanes, run_title
+from viz.pixels import MAX_BARS, MIN_OPACITY, PIXELS, bands, coalesce, opacity
+from viz.style import (
+    IDLE_FILL,
+    IDLE_LINE,
+    OTHER_PHASE,
+    PHASE_COLORS,
+    QUIET_FILL,
+    STANDARD_LANES,
+    phase_color,
+)
+
+CHART_PX = 1000        # about how wide a whole-run chart is drawn, in pixels
+INVISIBLE_PX = 0.3     # whole-run views leave out bars narrower than this (the step window and
+                       # every number keep them): the browser draws each bar on every redraw
+LINED_BARS = 300       # bars get a hairline outline only in traces with fewer bars than this
+LANE_PX = 46           # height of one lane in pixels
+BAR_WIDTH = 0.72       # bar thickness in lane units (a lane is 1.0)
+
+
+
+def timeline_figure(run: dict[str, Any], lang: str = "en") -> FigureSpec:
+    """The Gantt timeline of one run."""
+    return side_by_side_figure([run], lang=lang)
+
+
+def side_by_side_figure(runs: list[dict[str, Any]], window: tuple[int, int] | None = None,
+                        lang: str = "en", note: str = "") -> FigureSpec:
+    """Runs stacked top to bottom (normal above overlap) on one shared time axis.
+
+    With ``window=(first_step, last_step)`` each run is cut to those steps and shifted so the
+    window starts at 0 ms: the x-axis then reads "time since the window's first step".
+    ``note``: a line (HTML, escaped by the caller) under the first run's title.
+    """
+    marks = [lag_marks(run) for run in runs]   # from the whole run: a window has no outputs
+    if window is not None:
+        runs = [window_run(run, *window) for run in runs]
+    if not runs:
+        return message_figure(t(lang, "no_runs"))
+    lane_lists = [ordered_lanes(run) or list(STANDARD_LANES) for run in runs]
+    ticks = [lane_ticks(run, lang) for run in runs]
+    heights = [max(len(lanes), 1) for lanes in lane_lists]
+    titles = [_run_title(run, label, lang) for run, label in zip(runs, display_labels(runs, lang))]
+    lines = (3 if window is not None else 2) + bool(note)   # title lines a run (``_run_title``)
+    if note:
+        titles[0] += f"<br><span style=\"font-size:12px\"><i>{note}</i></span>"
+    fig = FigureSpec(rows=len(runs), cols=1, shared_xaxes=True, row_heights=heights,
+                     vertical_spacing=min(0.3 / len(runs), 0.06 * lines), subplot_titles=titles)
+    legend_shown: set[str] = set()
+    x_max = 0.0
+    for row, (run, lanes, run_ticks, run_marks) in enumerate(zip(runs, lane_lists, ticks, marks),
+                                                              start=1):
+        offset = run["window"]["t_start_us"] if window is not None else 0.0
+        x_max = max(x_max, add_run(fig, run, lanes, row, offset, legend_shown, lang,
+                                    marks=run_marks))
+        fig.update_yaxes(row=row, col=1, tickvals=list(range(len(lanes))),
+                         ticktext=run_ticks,
+                         range=[len(lanes) - 0.5, -0.5], showgrid=False, zeroline=False,
+                         fixedrange=True)
+    axis_title = t(lang, "time_axis_window" if window is not None else "time_axis")
+    fig.update_xaxes(range=[0, x_max * 1.01 or 1.0], showgrid=True, gridcolor="#eeeeee",
+                     zeroline=False)
+    fig.update_xaxes(title={"text": axis_title}, row=len(runs), col=1)
+    chart_px = 90 + sum(LANE_PX * h + 40 * lines for h in heights)   # its title lines
+    frame = run_frame(ticks)
+    fig.update_layout(
+        barmode="overlay", bargap=0, template=plotly_white(),
+        height=max(chart_px, 110 + 24 * len(legend_shown)),  # room for the whole legend
+        margin=frame["margin"],
+        legend={"font": {"size": 11}, "tracegroupgap": 2, **frame["legend"]},
+        hoverlabel={"bgcolor": "white", "font_size": 12},
+        font={"family": "Inter, Segoe UI, Noto Sans SC, sans-serif", "size": 12},
+    )
+    fig.update_annotations(font={"size": 13}, xanchor="left", x=0, align="left")
+    return fig
+
+
+def add_run(fig: FigureSpec, run: dict[str, Any], lanes: list[str], row: int, offset_us: float,
+             legend_shown: set[str], lang: str, col: int = 1,
+             marks: list[dict[str, Any]] | None = None) -> float:
+    """Add one run's gap band, phase bars and lag marks to subplot (row, col); return its last
+    end in ms. Spans on lanes not in ``lanes`` are left out."""
+    index = {lane: i for i, lane in enumerate(lanes)}
+    spans = [s for s in run.get("spans", []) if s["lane"] in index]
+    gpu = [lane for lane in gpu_lanes(run) if lane in index]
+    t_start, t_end = time_range(spans)
+    if "window" in run:
+        t_start, t_end = run["window"]["t_start_us"], run["window"]["t_end_us"]
+    time = gpu_time(dict(run, spans=spans, gpu_lanes=gpu))
+    rows = sorted(index[lane] for lane in gpu)
+    for kind, gaps in (("gpu_idle", time.gaps), ("no_requests", time.quiet)):
+        if len(gaps) > MAX_BARS:       # thousands of gaps per pixel: one band per pixel run
+            gaps = bands(gaps, (t_end - t_start) / PIXELS)
+        if gaps and gpu:
+            _add_gaps(fig, gaps, rows, row, offset_us, legend_shown, lang, col, kind)
+    every = spans                                  # the lag marks find their forwards here
+    extra_gpu = set(gpu) - set(STANDARD_LANES)
+    keyed = [(_color_key(s["phase"], s["lane"] in extra_gpu or s["lane"].startswith("kernels")),
+              s) for s in spans]
+    if len(keyed) > MAX_BARS:          # pixel-sized bars, each as opaque as it was busy
+        keyed = coalesce(keyed, (t_end - t_start) / PIXELS)
+    elif "window" not in run:
+        thinnest = INVISIBLE_PX * (t_end - t_start) / CHART_PX
+        keyed = [(k, s) for k, s in keyed if s["end_us"] - s["start_us"] >= thinnest]
+    by_phase: dict[str, list[dict[str, Any]]] = {}
+    for key, span in keyed:
+        by_phase.setdefault(key, []).append(span)
+    order = list(PHASE_COLORS) + [OTHER_PHASE]
+    for rank, phase in enumerate(order):
+        group = by_phase.get(phase)
+        if not group:
+            continue
+        fig.add_trace(_phase_trace(phase, group, index, offset_us, phase not in legend_shown,
+                                   rank, lang), row=row, col=col)
+        legend_shown.add(phase)
+    if marks:
+        _add_lag_marks(fig, every, marks, index, (row, col), offset_us, (t_start, t_end),
+                       legend_shown, lang)
+    return (t_end - offset_us) / 1000.0
+
+
+LEGEND_PX = 270        # right margin of a run chart: its legend's widest entry fits
+CHAR_PX = 7            # about one character of a 12 px lane label
+
+
+def lane_ticks(run: dict[str, Any], lang: str) -> list[str]:
+    """The labels of a run's lanes, top to bottom, as its timeline draws them."""
+    return [_tick(run, lane, lang) for lane in ordered_lanes(run) or STANDARD_LANES]
+
+
+def run_frame(ticks: list[list[str]]) -> dict[str, Any]:
+    """The margins and legend place shared by every chart drawn on a run's time axis (the
+    timeline, its zoom, the KV-memory chart). Fixed rather than grown to fit each chart's own
+    labels and legend (plotly's default), so the charts' plot areas line up and one instant of a
+    run sits at the same x in all of them: the left margin fits the longest lane label of these
+    runs (``ticks``: each run's ``lane_ticks``), the right one the widest legend entry."""
+    lines = [line for run_ticks in ticks for tick in run_ticks
+             for line in re.split(r"<br\s*/?>", tick)]
+    longest = max((len(re.sub(r"<[^>]+>", "", line)) for line in lines), default=0)
+    return {"margin": {"l": max(150, 16 + CHAR_PX * longest), "r": LEGEND_PX, "t": 58, "b": 40,
+                       "autoexpand": False},
+            "legend": {"x": 1.02, "xanchor": "left", "y": 1, "yanchor": "top"}}
+
+
+def _tick(run: dict[str, Any], lane: str, lang: str) -> str:
+    """A lane's name; a kernel lane (torch.profiler capture) also says how busy its kernels kept
+    it, measured on the union of its spans: a forward's span can look solid while its kernels
+    are sparse (launch-bound eager mode), and at a coarse zoom the bars would hide that."""
+    if not lane.startswith("kernels"):
+        return lane_label(lane, lang)
+    spans = [s for s in run.get("spans", []) if s["lane"] == lane]
+    t_start, t_end = time_range(spans)
+    if "window" in run:
+        t_start, t_end = run["window"]["t_start_us"], run["window"]["t_end_us"]
+        spans = [s for s in spans if s["end_us"] > t_start and s["start_us"] < t_end]
+    if t_end <= t_start or not spans:   # nothing captured here: no busy figure, not "0.0%"
+        return lane_label(lane, lang)
+    busy = 100.0 * busy_fraction(spans, [lane], (t_start, t_end))
+    return t(lang, "lane_busy").format(lane=html.escape(lane), busy=busy)
+
+
+def lane_label(lane: str, lang: str) -> str:
+    """Our lanes in the reader's language; any other (from a file) escaped, as plotly renders
+    text as a small subset of HTML."""
+    if lane in STANDARD_LANES:
+        return t(lang, f"lane_{lane}")
+    if lane.startswith("CPU thread "):      # a host thread of an imported trace
+        return t(lang, "lane_cpu_thread").format(thread=html.escape(lane[len("CPU thread "):]))
+    return html.escape(lane)
+
+
+def _color_key(phase: str, imported_gpu_lane: bool) -> str:
+    """The legend entry of a phase: itself if known, else memcpy/memset/kernel by name and lane
+    (kernel lanes of a profiler capture hold kernels named by their C++ symbol), else "other"."""
+    if phase in PHASE_COLORS:
+        return phase
+    lowered = phase.lower()
+    for known in ("memcpy", "memset"):
+        if known in lowered:
+            return known
+    return "kernel" if imported_gpu_lane else OTHER_PHASE
+
+
+def _phase_trace(phase: str, spans: list[dict[str, Any]], index: dict[str, int],
+                 offset_us: float, show_legend: bool, rank: int, lang: str) -> dict[str, Any]:
+    """One bar trace for all spans of a phase (a merged bar, ``_coalesce``, as opaque as the
+    share of it that was busy)."""
+    starts = [(s["start_us"] - offset_us) / 1000.0 for s in spans]
+    durations = [(s["end_us"] - s["start_us"]) / 1000.0 for s in spans]
+    custom = [[html.escape(str(s["phase"])), s.get("step", -1), d, s.get("batch_size", 0),
+               s.get("num_tokens", 0), html.escape(str(s["lane"])), b, _cached_line(s, lang)]
+              for s, d, b in zip(spans, durations, starts)]
+    return dict(
+        type="bar", name=phase, legendgroup=phase, showlegend=show_legend, legendrank=100 + rank,
+        orientation="h", base=starts, x=durations, y=[index[s["lane"]] for s in spans],
+        width=BAR_WIDTH, customdata=custom, hovertemplate=t(lang, "hover_bar"),
+        # A hairline between neighbouring bars, while bars are wide enough to keep their colour.
+        marker={"color": phase_color(phase), **opacity(spans),
+                "line": {"width": 0.6 if len(spans) < LINED_BARS else 0,
+                         "color": "rgba(255,255,255,0.8)"}},
+    )
+
+
+def _cached_line(span: dict[str, Any], lang: str) -> str:
+    """A prefill's hover line for its prompt tokens found in the prefix cache ("" for none):
+    ``num_tokens`` counts the tokens the forward computed, so the prompt it covered is both."""
+    cached = int(span.get("cached_tokens") or 0)
+    if not cached:
+        return ""
+    return t(lang, "hover_cached").format(cached=cached,
+                                          total=cached + int(span.get("num_tokens") or 0))
+
+
+def _add_gaps(fig: FigureSpec, gaps: list[tuple[float, float]], gpu_rows: list[int], row: int,
+              offset_us: float, legend_shown: set[str], lang: str, col: int = 1,
+              kind: str = "gpu_idle") -> None:
+    """One bar per gap and per contiguous band of GPU lanes: red hatched for GPU idle, plain
+    grey for time when no request was in the system (``kind="no_requests"``)."""
+    bands: list[list[int]] = []
+    for lane_row in gpu_rows:
+        if bands and lane_row == bands[-1][-1] + 1:
+            bands[-1].append(lane_row)
+        else:
+            bands.append([lane_row])
+    ys, widths, starts, lengths, fills = [], [], [], [], []
+    for band in bands:
+        for gap in gaps:
+            a, b = gap[0], gap[1]
+            ys.append((band[0] + band[-1]) / 2.0)
+            widths.append(len(band) - 1 + 0.96)
+            starts.append((a - offset_us) / 1000.0)
+            lengths.append((b - a) / 1000.0)
+            fills.append(round(max(gap[2], MIN_OPACITY), 3) if len(gap) > 2 else 1.0)
+    name = t(lang, kind)
+    marker = ({"color": IDLE_FILL, "line": {"color": IDLE_LINE, "width": 0.6},
+               "pattern": {"shape": "/", "fgcolor": IDLE_LINE, "size": 6, "solidity": 0.15}}
+              if kind == "gpu_idle" else {"color": QUIET_FILL, "line": {"width": 0}})
+    if any(fill < 1.0 for fill in fills):       # bands of many gaps: as opaque as idle
+        marker["opacity"] = fills
+    fig.add_trace(dict(
+        type="bar", name=name, legendgroup=kind, showlegend=kind not in legend_shown,
+        legendrank=1 if kind == "gpu_idle" else 4, orientation="h", base=starts, x=lengths,
+        y=ys, width=widths, customdata=starts,
+        hovertemplate=f"<b>{name}</b><br>" + t(lang, "hover_gap"), marker=marker,
+    ), row=row, col=col)
+    legend_shown.add(kind)
+
+
+def _add_lag_marks(fig: FigureSpec, spans: list[dict[str, Any]], marks: list[dict[str, Any]],
+                   index: dict[str, int], cell: tuple[int, int], offset_us: float,
+                   t_range: tuple[float, float], legend_shown: set[str], lang: str) -> None:
+    """★ on each forward that still carried a stopped request; × where its stop was read."""
+    forwards = {s["step"]: s for s in spans
+                if s["lane"] == "engine_stream" and s["phase"] in FORWARD_PHASES}
+    stars_x, stars_text = [], []
+    for step, items in sorted(extra_steps(marks).items()):
+        span = forwards.get(step)
+        if span is None or "engine_stream" not in index:
+            continue
+        lines = [t(lang, "lag_extra" if wasted == 1 else "lag_extra_k").format(
+                     req=req, stop=stop, nth=nth, total=wasted)
+                 for req, stop, nth, wasted in _with_totals(items, marks)]
+        stars_x.append(((span["start_us"] + span["end_us"]) / 2 - offset_us) / 1000.0)
+        stars_text.append("<br>".join(lines))
+    stops = [m for m in marks if t_range[0] <= m["stop_us"] <= t_range[1]]
+    traces = []
+    if stars_x:
+        traces.append(dict(
+            type="scatter", x=stars_x, y=[index["engine_stream"] - 0.3] * len(stars_x), mode="markers",
+            name=t(lang, "lag_legend"), legendgroup="lag", showlegend="lag" not in legend_shown,
+            legendrank=2, hovertext=stars_text, hovertemplate="%{hovertext}<extra></extra>",
+            marker={"symbol": "star", "size": 15, "color": "#ffd400",
+                    "line": {"color": "#222222", "width": 1.2}}))
+        legend_shown.add("lag")
+    if stops and "cpu" in index:
+        traces.append(dict(
+            type="scatter", x=[(m["stop_us"] - offset_us) / 1000.0 for m in stops],
+            y=[index["cpu"] + 0.3] * len(stops),
+            mode="markers", name=t(lang, "stop_legend"), legendgroup="stop", legendrank=3,
+            showlegend="stop" not in legend_shown,
+            hovertext=[t(lang, "lag_stop").format(req=m["request"], stop=m["stop_step"])
+                       for m in stops], hovertemplate="%{hovertext}<extra></extra>",
+            marker={"symbol": "x-thin", "size": 11, "line": {"color": "#222222", "width": 2}}))
+        legend_shown.add("stop")
+    for trace in traces:
+        fig.add_trace(trace, row=cell[0], col=cell[1])
+
+
+def _with_totals(items: list[tuple[int, int, int]], marks: list[dict[str, Any]]):
+    """(request, stop step, nth extra step, that request's wasted steps) for hover lines."""
+    wasted = {m["request"]: m["wasted_steps"] for m in marks}
+    return [(req, stop, nth, wasted.get(req, 1)) for req, stop, nth in items]
+
+
+def _run_title(run: dict[str, Any], label: str, lang: str) -> str:
+    """Lines above a run's lanes: its idle gaps (bold), then its busy share two ways and, for a
+    window, a third: which steps and how long (the plot's width leaves no room for one long
+    line, and a line running past it would cross the legend)."""
+    live = "idle_us_total" not in (run.get("metrics") or {})
+    head, busy = run_title(run, html.escape(label), lang)
+    if "window" in run:
+        w = run["window"]
+        busy += "<br>" + t(lang, "window_steps").format(
+            first=w["first_step"], last=w["last_step"],
+            forwards=count(lang, w.get("forwards", 0), "forwards"),
+            ms=_ms_text((w["t_end_us"] - w["t_start_us"]) / 1000.0))
+    elif live:
+        busy += " · " + t(lang, "so_far")
+    return f"<b>{head}</b><br><span style=\"font-size:12px\">{busy}</span>"
+
+
+def _ms_text(ms: float) -> str:
+    """Milliseconds with three significant digits or more: 0.183, 6.02, 95.1, 1234."""
+    return f"{ms:.3f}" if ms < 1 else f"{ms:.2f}" if ms < 10 else f"{ms:.1f}" if ms < 1000 \
+        else f"{ms:,.0f}"
+
+
+def message_figure(message: str) -> FigureSpec:
+    """An empty chart that says ``message`` (before a run, or while one is in progress)."""
+    fig = FigureSpec()
+    fig.add_annotation(text=message, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper",
+                       font={"size": 14, "color": "#777777"})
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False)
+    fig.update_layout(template=plotly_white(), height=220,
+                      margin={"l": 10, "r": 10, "t": 20, "b": 20})
+    return fig
+
+
+@functools.cache
+def plotly_white() -> dict[str, Any]:
+    """Plotly's "plotly_white" template as the JSON plotly.js reads (plotly.py expands the name
+    itself; plotly.js does not know names). Read once."""
+    import plotly.io as pio
+
+    return pio.templates["plotly_white"].to_plotly_json()

@@ -1,0 +1,71 @@
+"""What a chart calls a run and its lanes: the lane order, the runs' short names in the
+reader's language, and a run's title (its idle gaps and GPU busy, from ``record.gpu_time``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from record.gpu_time import GpuTime, gpu_time
+from record.run_record import loop_of
+from texts import count, t
+from viz.style import STANDARD_LANES
+
+
+def ordered_lanes(run: dict[str, Any]) -> list[str]:
+    """``cpu``, ``scheduler_stream``, ``engine_stream``, ``copy_stream`` first (when present),
+    then the others.
+
+    Extra lanes (an imported trace's "GPU 0 stream 7", kernel lanes) keep the order of the
+    run's ``lanes`` list; lanes that only appear in spans come last, in order of appearance.
+    """
+    listed = list(run.get("lanes") or [])
+    seen = list(dict.fromkeys(listed + [s["lane"] for s in run.get("spans", [])]))
+    standard = [lane for lane in STANDARD_LANES if lane in seen]
+    return standard + [lane for lane in seen if lane not in STANDARD_LANES]
+
+
+def display_labels(runs: list[dict[str, Any]], lang: str = "en") -> list[str]:
+    """Short names for charts and table headers, in the reader's language.
+
+    A run of one of our loops is named by its loop ("overlap", "multistep k=3"); an imported one
+    by its file. Engine labels also carry a detail ("overlap (CPU, separate device process)"):
+    when all runs carry the same one, it says nothing about the difference between them and is
+    dropped (the page names the hardware elsewhere); differing details stay.
+    """
+    labels = [str(run.get("label") or run.get("mode") or "run") for run in runs]
+    details = [label.partition(" (")[2].rstrip(")") for label in labels]
+    keep_details = len(runs) > 1 and len({d for d in details if d}) > 1
+    names = []
+    for run, label, detail in zip(runs, labels, details):
+        loop, k = loop_of(run)
+        if loop in ("normal", "overlap", "multistep"):
+            name = t(lang, f"loopname_{loop}").format(k=k)
+        elif loop == "imported" and run.get("source"):
+            name = t(lang, "loopname_imported").format(source=run["source"])
+        else:
+            name = label.partition(" (")[0]
+        names.append(f"{name} ({detail})" if keep_details and detail else name)
+    return names
+
+
+def busy_text(time: GpuTime, lang: str) -> str:
+    """"95.2% all stream lanes, 93.0% engine stream alone" (a trace of another engine: the
+    union of its GPU lanes only)."""
+    if time.busy_both is None:
+        return "–"
+    both = f"{100 * time.busy_both:.1f}"
+    if time.busy_engine is None:
+        return t(lang, "busy_gpu_lanes").format(both=both)
+    return t(lang, "busy_two_ways").format(both=both, engine=f"{100 * time.busy_engine:.1f}")
+
+
+def run_title(run: dict[str, Any], label: str, lang: str) -> tuple[str, str]:
+    """A run's title (text, not HTML markup) in two parts: its idle gaps, and its busy share,
+    two ways."""
+    time = gpu_time(run)
+    key = "run_title" if time.active_share is None else "run_title_active"
+    head = t(lang, key).format(label=label, idle=f"{time.idle_us / 1000.0:.1f}",
+                               gaps=count(lang, time.gap_count, "gaps"),
+                               share=f"{100 * (time.active_share or 0.0):.0f}")
+    return head, t(lang, "run_busy").format(busy=busy_text(time, lang))
