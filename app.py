@@ -10,6 +10,11 @@ scheduler needs.
 
 from __future__ import annotations
 
+from ui import stopping
+
+if __name__ == "__main__":     # before the slow imports: Ctrl-C is the app's from its first line
+    stopping.take_signals()
+
 import argparse
 import functools
 import os
@@ -284,8 +289,8 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
                       prompts_text, max_new, temperature, cuda_graph, extra_cpu_us,
                       request_rate, chat, language, shared_prefix, kv_pages],
         OUTPUTS, show_progress="minimal", show_progress_on=[status], **ENGINE_QUEUE,
-    ).then(replay.reset_replay, [record_state, language], REPLAY, show_progress="hidden",
-           ).then(presets.follow, [device, extra_cpu_us, language], preset_said,
+    ).then(replay.reset_replay, [record_state, language, step], REPLAY, show_progress="hidden",
+           **replay.ONE_QUEUE).then(presets.follow, [device, extra_cpu_us, language], preset_said,
                   show_progress="hidden")         # sized by what this run measured
     PRESET_OUTPUTS = [loops, decode_steps, stop_early, requests, batch, prompt_len, max_new,
                       temperature, extra_cpu_us, request_rate, preset_said]
@@ -302,19 +307,20 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
     stop_button.click(live.stop_run, [language], status, queue=False, show_progress="hidden")
     recorded.input(recorded_runs.show_recorded, [recorded, language], OUTPUTS,
                    show_progress_on=[status]
-                   ).then(replay.reset_replay, [record_state, language], REPLAY,
-                          show_progress="hidden")
+                   ).then(replay.reset_replay, [record_state, language, step], REPLAY,
+                          show_progress="hidden", **replay.ONE_QUEUE)
     upload.upload(recorded_runs.show_upload, [upload, beside, record_state, language], OUTPUTS,
                   concurrency_limit=2,
                   show_progress_on=[status]
-                  ).then(replay.reset_replay, [record_state, language], REPLAY,
-                         show_progress="hidden")
+                  ).then(replay.reset_replay, [record_state, language, step], REPLAY,
+                         show_progress="hidden", **replay.ONE_QUEUE)
     zoom_button.click(recorded_runs.zoom_steps, [record_state, first_step, last_step, language],
                       [zoomed, first_step, last_step])
     replay_run.input(replay.render_run, [record_state, replay_run, language, step], REPLAY[1:],
-                     show_progress="hidden")
+                     show_progress="hidden", **replay.ONE_QUEUE)
     step.change(replay.render_step, [record_state, replay_run, step, language],
-                [step_caption, step_plot], show_progress="hidden", trigger_mode="always_last")
+                [step_caption, step_plot], show_progress="hidden", trigger_mode="always_last",
+                **replay.ONE_QUEUE)
     # The buttons move the slider in the browser, from the value it shows now, within its
     # range: two quick clicks are two steps (read on the server, the second click saw the
     # value from before the first had come back, and one step was lost).
@@ -339,7 +345,7 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
         [*TR.components, status, timeline, zoomed, memory, metrics, texts_box, device, cuda_graph],
         show_progress="hidden",
     ).then(replay.redraw, [record_state, replay_run, step, language],
-           [step_caption, step_plot, unrolled], show_progress="hidden"
+           [step_caption, step_plot, unrolled], show_progress="hidden", **replay.ONE_QUEUE
            ).then(**LAB_MARKS).then(**LAB_SAID
                                     ).then(lab.redraw, [lab_state, language], lab_result,
                                            show_progress="hidden"
@@ -378,7 +384,18 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
                         show_progress="hidden", queue=False)
 
 
-def main() -> None:
+def start_background(warm_up: bool) -> None:
+    """The scheduler process and its warm-up (started now, so a page load finds it starting),
+    and the first upload's parser process."""
+    if warm_up and not common.on_zero_gpu():      # ZeroGPU: the GPU exists only in a run
+        common.scheduler()
+        threading.Thread(target=live.prewarm, name="prewarm", daemon=True).start()
+    else:
+        presets.WARMED.set()          # no warm-up will measure: a page load sizes at once
+    threading.Thread(target=parsing.prepare, name="parse-prepare", daemon=True).start()
+
+
+def main() -> int:
     parser = argparse.ArgumentParser(description="Serve the overlap-scheduling demo.")
     parser.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
                         help="address to serve on (default: $GRADIO_SERVER_NAME or 127.0.0.1)")
@@ -398,25 +415,21 @@ def main() -> None:
 
         pin_server(common.placement())              # keep off the device process's core
     demo.queue(default_concurrency_limit=4)
-    demo.launch(server_name=args.host, server_port=args.port, css=CSS,
-                max_file_size=recorded_runs.MAX_UPLOAD_BYTES, theme=gr.themes.Soft(),
-                footer_links=[], prevent_thread_lock=True)
-    if not args.no_prewarm and not common.on_zero_gpu():  # ZeroGPU: the GPU exists only in a run
-        # The scheduler process is started here, in the main thread: only there can it be
-        # started deaf to a terminal's Ctrl-C (engine.proc_watch); the warm-up then uses it.
-        common.scheduler()
-        threading.Thread(target=live.prewarm, name="prewarm", daemon=True).start()
-    else:
-        presets.WARMED.set()          # no warm-up will measure: a page load sizes at once
-    threading.Thread(target=parsing.prepare, name="parse-prepare", daemon=True).start()
+    stopping.children_from_here()     # a page load may start the scheduler process from here on
     try:
-        demo.block_thread()
-    except KeyboardInterrupt:
-        print("stopped", flush=True)
+        demo.launch(server_name=args.host, server_port=args.port, css=CSS,
+                    max_file_size=recorded_runs.MAX_UPLOAD_BYTES, theme=gr.themes.Soft(),
+                    footer_links=[], prevent_thread_lock=True)
+        if not stopping.asked():          # a Ctrl-C during the launch: start nothing more
+            start_background(warm_up=not args.no_prewarm)
+        stopping.wait()                   # serve until Ctrl-C or SIGTERM (ui.stopping)
     finally:
         common.SHUTTING_DOWN.set()
+        demo.close(verbose=False)
         common.shutdown()
+    stopping.say_stopped()
+    return stopping.exit_code()
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

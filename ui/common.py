@@ -72,18 +72,15 @@ def cuda_seen() -> bool:
 
 
 def shutdown() -> None:
-    """End the scheduler process (and with it the device process) with the server.
-
-    A request in progress (the warm-up, at a Ctrl-C during start-up) sees the process end and
-    discards it from its own thread at the same moment; SchedulerClient does not lock that, so
-    a close that loses the race may fail. The process is ending either way: at shutdown that
-    is not worth a traceback."""
+    """End the scheduler process (and with it the device process): with the server (which
+    sets ``SHUTTING_DOWN`` first, so no request starts another), or between tests (the next
+    request starts a new one). A request in progress (the warm-up, at a Ctrl-C during
+    start-up) fails with ``SchedulerDied``, which it keeps to itself once the server stops."""
+    global _client
     with _client_lock:
         if _client is not None:
-            try:
-                _client.close()
-            except Exception:  # noqa: BLE001 - see above
-                pass
+            _client.close()
+            _client = None
 
 
 def placement() -> Any:
@@ -110,7 +107,9 @@ def placement_note() -> tuple[str, dict[str, str]]:
 
 
 def scheduler() -> Any:
-    """This process's client of the scheduler process (started on first use)."""
+    """This process's client of the scheduler process (started on first use). Once the server
+    is stopping, a closed one: it starts no process that nobody would end, and a request gets
+    ``SchedulerDied``, as from a process that died, which every handler answers."""
     global _client
     with _client_lock:
         if _client is None:
@@ -120,7 +119,10 @@ def scheduler() -> Any:
                 _client = InlineScheduler()
             else:
                 _client = SchedulerClient(placement())
-                _client.start()
+                if SHUTTING_DOWN.is_set():
+                    _client.close()
+                else:
+                    _client.start()
         return _client
 
 
