@@ -10,6 +10,11 @@ server never holds the GIL the scheduler needs.
 
 from __future__ import annotations
 
+from ui import stopping
+
+if __name__ == "__main__":     # before the slow imports: Ctrl-C is the app's from its first line
+    stopping.take_signals()
+
 import argparse
 import os
 import sys
@@ -74,7 +79,18 @@ def build_page() -> gr.Blocks:
 demo = build_page()
 
 
-def main() -> None:
+def start_background(warm_up: bool) -> None:
+    """The scheduler process and its warm-up (started now, so a page load finds it starting),
+    and the first upload's parser process."""
+    if warm_up and not common.on_zero_gpu():      # ZeroGPU: the GPU exists only in a run
+        common.scheduler()
+        threading.Thread(target=live.prewarm, name="prewarm", daemon=True).start()
+    else:
+        APP.warmed.set()              # no warm-up will measure: a page load sizes at once
+    threading.Thread(target=parsing.prepare, name="parse-prepare", daemon=True).start()
+
+
+def main() -> int:
     parser = argparse.ArgumentParser(description="Serve the overlap-scheduling demo.")
     parser.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
                         help="address to serve on (default: $GRADIO_SERVER_NAME or 127.0.0.1)")
@@ -94,25 +110,21 @@ def main() -> None:
 
         pin_server(common.placement())              # keep off the device process's core
     demo.queue(default_concurrency_limit=4)
-    demo.launch(server_name=args.host, server_port=args.port, css=CSS,
-                max_file_size=recorded_runs.MAX_UPLOAD_BYTES, theme=gr.themes.Soft(),
-                footer_links=[], prevent_thread_lock=True)
-    if not args.no_prewarm and not common.on_zero_gpu():  # ZeroGPU: the GPU exists only in a run
-        # The scheduler process is started here, in the main thread: only there can it be
-        # started deaf to a terminal's Ctrl-C (engine.proc_watch); the warm-up then uses it.
-        common.scheduler()
-        threading.Thread(target=live.prewarm, name="prewarm", daemon=True).start()
-    else:
-        APP.warmed.set()              # no warm-up will measure: a page load sizes at once
-    threading.Thread(target=parsing.prepare, name="parse-prepare", daemon=True).start()
+    stopping.children_from_here()     # a page load may start the scheduler process from here on
     try:
-        demo.block_thread()
-    except KeyboardInterrupt:
-        print("stopped", flush=True)
+        demo.launch(server_name=args.host, server_port=args.port, css=CSS,
+                    max_file_size=recorded_runs.MAX_UPLOAD_BYTES, theme=gr.themes.Soft(),
+                    footer_links=[], prevent_thread_lock=True)
+        if not stopping.asked():          # a Ctrl-C during the launch: start nothing more
+            start_background(warm_up=not args.no_prewarm)
+        stopping.wait()                   # serve until Ctrl-C or SIGTERM (ui.stopping)
     finally:
         APP.shutting_down.set()
+        demo.close(verbose=False)
         common.shutdown()
+    stopping.say_stopped()
+    return stopping.exit_code()
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -38,17 +38,21 @@ def start_deaf_to_ctrl_c(proc: Any) -> None:
 
     A terminal sends SIGINT to the whole process group, children included. A child that is still
     importing torch would die of it with a traceback of its own; the parent handles Ctrl-C and
-    closes its children instead. An ignored signal stays ignored across the spawn's exec (and
-    Python then installs no handler of its own), so the child is deaf to it from its first
-    instruction. Only the main thread may change a signal's handler; from another thread the
-    child ignores SIGINT itself once its target runs (both targets here do)."""
-    import threading
+    ends its children instead. So the child starts with SIGINT blocked: a signal mask is kept
+    through spawn's fork and exec, so the child is deaf from its first instruction (a handler set
+    in the child would come too late for a Ctrl-C during its imports). The mask is the calling
+    thread's alone and a blocked signal is only held back, never lost: a Ctrl-C that arrives
+    meanwhile reaches the parent's handler through another thread, or as soon as the mask is
+    lifted. (Ignoring SIGINT in the parent instead, SIG_IGN, would lose a Ctrl-C that arrives
+    during the start, and the parent would serve on as if it had never been pressed.)
 
-    if threading.current_thread() is not threading.main_thread():
-        proc.start()
-        return
-    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    multiprocessing's resource tracker, started on the first spawn, unblocks SIGINT in the
+    calling thread once it has started itself; it is started first, so the mask holds."""
+    from multiprocessing import resource_tracker
+
+    resource_tracker.ensure_running()
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         proc.start()
     finally:
-        signal.signal(signal.SIGINT, before)
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)

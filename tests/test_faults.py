@@ -140,7 +140,7 @@ def test_a_dropped_engine_and_a_killed_parent_leave_no_noise(path, tmp_path):
     (tmp_path / "drop.py").write_text(script)
     for how in ("drop", "kill"):
         done = subprocess.run([sys.executable, "drop.py", how], capture_output=True, text=True,
-                              timeout=120, cwd=tmp_path)
+                              timeout=600, cwd=tmp_path)           # a hang guard
         child = int(done.stdout.split()[0])
         deadline = time.monotonic() + 120                # a hang guard
         while _alive(child) and time.monotonic() < deadline:
@@ -157,27 +157,14 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def _children(pid: int) -> list[int]:
-    """Processes whose parent is ``pid`` (from /proc, as ps does)."""
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            if int(stat.read_text().rpartition(")")[2].split()[1]) == pid:
-                found.append(int(stat.parent.name))
-        except (OSError, ValueError, IndexError):
-            continue
-    return found
-
-
 def test_ctrl_c_on_the_cli_prints_one_line():
     """Ctrl-C while the CLI runs (a terminal sends it to the whole process group): one line,
     exit code 130, no traceback from any process. The CLI says what it runs on before it runs,
     so the test presses Ctrl-C once that line is out, not after a guessed delay."""
     # 200 ms of extra CPU work per step: the runs last minutes, so the signal lands in them.
-    proc = subprocess.Popen([sys.executable, "-m", "engine", "--device", "cpu", "--requests", "16",
-                             "--max-new-tokens", "200", "--extra-cpu-us", "200000"],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    proc = _as_from_a_terminal([sys.executable, "-m", "engine", "--device", "cpu", "--requests",
+                                "16", "--max-new-tokens", "200", "--extra-cpu-us", "200000"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         head = [proc.stdout.readline() for _ in range(2)]     # "device: ...", "start-up: ..."
         assert head[1].startswith("start-up:"), (head, proc.poll())
@@ -265,64 +252,53 @@ def test_prompts_and_params_that_are_not_what_they_claim_are_refused(path):
 
 def test_the_app_stopped_with_sigterm_leaves_no_noise_and_no_process(tmp_path):
     """The scheduler and device processes end with the server, quietly."""
-    import urllib.request
-
     app, port, log = _start_app(tmp_path)
     try:
-        deadline = time.monotonic() + 120
-        children: list[int] = []
-        while time.monotonic() < deadline and len(children) < 2:   # scheduler + device
-            time.sleep(0.5)
-            children = _descendants(app.pid)
-        urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10).read(100)
-        assert len(children) >= 2, "the scheduler and device processes did not start"
+        _wait_for_page(app, port)
+        deadline = time.monotonic() + 300                # a hang guard
+        while len(_session(app.pid)) < 3 and time.monotonic() < deadline:
+            time.sleep(0.2)                              # the app, the scheduler, the device
+        assert len(_session(app.pid)) >= 3, "the scheduler and device processes did not start"
         app.send_signal(signal.SIGTERM)
-        app.wait(timeout=30)
-        deadline = time.monotonic() + 120                # a hang guard
-        while any(_alive(pid) for pid in children) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert not any(_alive(pid) for pid in children), "a child outlived the server"
-        assert "Traceback" not in log.read_text(), log.read_text()[-3000:]
+        _assert_stopped_quietly(app, log)
     finally:
-        if app.poll() is None:
-            app.kill()
+        _end(app)
+
+
+def test_ctrl_c_on_the_app_while_it_imports_says_stopped_and_nothing_else(tmp_path):
+    """Ctrl-C in the seconds the app spends importing Gradio: nothing has started that must be
+    ended, and the app says so at once (Python's own Ctrl-C printed a traceback from inside
+    the imports)."""
+    app, _, log = _start_app(tmp_path)
+    try:
+        deadline = time.monotonic() + 120                # a hang guard
+        while not _took_its_signals(app.pid) and time.monotonic() < deadline:
+            time.sleep(0.01)                             # its first lines have run
+        os.killpg(app.pid, signal.SIGINT)                # as a terminal does
+        _assert_stopped_quietly(app, log)
+    finally:
+        _end(app)
 
 
 def test_ctrl_c_on_the_app_during_its_warm_up_says_stopped_and_nothing_else(tmp_path):
-    """Ctrl-C while the background warm-up builds the engine: one line, no 'prewarm skipped:
-    SchedulerDied', no traceback, no process left."""
-    import urllib.request
-
-    app, port, log = _start_app(tmp_path, start_new_session=True)
+    """Ctrl-C the moment the app starts its scheduler process, as the warm-up begins: one line,
+    no 'prewarm skipped: SchedulerDied', no traceback, no process left. (The process was started
+    with SIGINT ignored for a moment, and a Ctrl-C in that moment was lost: the app served on.)"""
+    app, port, log = _start_app(tmp_path)
     try:
+        _wait_for_page(app, port)
         deadline = time.monotonic() + 300                # a hang guard
-        while time.monotonic() < deadline:
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10).read(100)
-                break
-            except OSError:
-                time.sleep(0.2)
-        while not _descendants(app.pid) and time.monotonic() < deadline:
-            time.sleep(0.1)                              # the warm-up has started its process
-        children = _descendants(app.pid)
+        while len(_session(app.pid)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)                             # its first child process is starting
         os.killpg(app.pid, signal.SIGINT)                # as a terminal does
-        app.wait(timeout=120)
-        deadline = time.monotonic() + 120
-        while any(_alive(pid) for pid in children) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        text = log.read_text()
-        assert not any(_alive(pid) for pid in children), "a child outlived the server"
-        assert "prewarm skipped" not in text and "Traceback" not in text, text[-3000:]
-        # Gradio says it on a Ctrl-C in its loop, the app ("stopped") on one outside it.
-        assert text.strip().splitlines()[-1] in (
-            "stopped", "Keyboard interruption in main thread... closing server."), text[-3000:]
+        _assert_stopped_quietly(app, log)
     finally:
-        if app.poll() is None:
-            app.kill()
+        _end(app)
 
 
-def _start_app(tmp_path, **popen) -> tuple[subprocess.Popen, int, Path]:
-    """``python app.py`` on a free port, its output in ``tmp_path/app.log``."""
+def _start_app(tmp_path) -> tuple[subprocess.Popen, int, Path]:
+    """``python app.py`` on a free port, in a session of its own (the processes it starts stay
+    in it: ``_session``), its output in ``tmp_path/app.log``."""
     import socket
 
     with socket.socket() as sock:
@@ -330,23 +306,86 @@ def _start_app(tmp_path, **popen) -> tuple[subprocess.Popen, int, Path]:
         port = sock.getsockname()[1]
     log = tmp_path / "app.log"
     with log.open("w") as out:
-        app = subprocess.Popen([sys.executable, "app.py", "--port", str(port)], cwd=ROOT,
-                               stdout=out, stderr=subprocess.STDOUT, **popen)
+        app = _as_from_a_terminal([sys.executable, "app.py", "--port", str(port)], stdout=out,
+                                  stderr=subprocess.STDOUT)
     return app, port, log
 
 
-def _descendants(pid: int) -> list[int]:
-    found, todo = [], [pid]
-    while todo:
-        parent = todo.pop()
+def _as_from_a_terminal(args: list[str], **popen) -> subprocess.Popen:
+    """Start ``args`` as a terminal starts a program: a session (and process group) of its own,
+    Ctrl-C at its default action. A signal ignored here would stay ignored in the child (this
+    test may run in a shell's background job, where SIGINT is ignored), and the child would
+    never see the Ctrl-C sent to it."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        return subprocess.Popen(args, cwd=ROOT, start_new_session=True, **popen)
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
+def _wait_for_page(app: subprocess.Popen, port: int) -> None:
+    import urllib.request
+
+    deadline = time.monotonic() + 300                    # a hang guard
+    while True:
         try:
-            kids = open(f"/proc/{parent}/task/{parent}/children").read().split()
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10).read(100)
+            return
+        except OSError:
+            assert app.poll() is None and time.monotonic() < deadline, "the page was not served"
+            time.sleep(0.2)
+
+
+def _assert_stopped_quietly(app: subprocess.Popen, log: Path) -> None:
+    """The app ends (a hang guard, not a bound), its last line and only word on it is
+    "stopped", and no process of its session outlives it (the resource tracker included)."""
+    app.wait(timeout=120)
+    deadline = time.monotonic() + 120                    # a hang guard
+    while _session(app.pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _session(app.pid), "a child outlived the app: " + ", ".join(
+        _cmdline(pid) for pid in _session(app.pid))
+    text = log.read_text()
+    assert "Traceback" not in text and "prewarm skipped" not in text, text[-3000:]
+    assert text.strip().splitlines()[-1] == "stopped" and text.count("stopped") == 1, text[-3000:]
+    assert app.returncode == 128 + signal.SIGINT or app.returncode == 128 + signal.SIGTERM
+
+
+def _took_its_signals(pid: int) -> bool:
+    """Has the app run its first lines (``ui.stopping.take_signals``)? It then catches SIGTERM,
+    which Python leaves at its default action."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    caught = next(line for line in status.splitlines() if line.startswith("SigCgt:"))
+    return bool(int(caught.split()[1], 16) & (1 << (signal.SIGTERM - 1)))
+
+
+def _session(sid: int) -> list[int]:
+    """The live processes of session ``sid`` (from /proc, as ps does), whoever their parent is
+    now: a child the app left behind is re-parented, not gone."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
         except OSError:
             continue
-        for kid in map(int, kids):
-            found.append(kid)
-            todo.append(kid)
-    return [p for p in found if "resource_tracker" not in _cmdline(p)]
+        if fields[0] != "Z" and int(fields[3]) == sid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _end(app: subprocess.Popen) -> None:
+    """Whatever happened, no process of the test is left."""
+    if app.poll() is None:
+        app.kill()
+        app.wait(timeout=30)
+    for pid in _session(app.pid):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
 
 
 def _cmdline(pid: int) -> str:

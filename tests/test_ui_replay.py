@@ -36,7 +36,7 @@ def record():
 
 
 def test_reset_starts_on_the_overlap_run_at_a_steady_state_step(record):
-    choices, slider, caption, figure, unrolled = replay.reset_replay(record, "English")
+    choices, slider, caption, figure, unrolled = replay.reset_replay(record, "English", 20)
     figure, unrolled = figure_of(figure), figure_of(unrolled)
     assert choices["choices"] == [("normal", 0), ("overlap", 1)] and choices["value"] == 1
     assert (slider["minimum"], slider["value"]) == (1, 20) and slider["maximum"] >= 25
@@ -89,8 +89,37 @@ def test_the_normal_run_and_a_multistep_recording(record):
 
 
 def test_no_record_gives_a_message():
-    choices, slider, caption, *_ = replay.reset_replay(None, "English")
+    choices, slider, caption, *_ = replay.reset_replay(None, "English", 0)
     assert choices["value"] is None and "Show a run first" in caption
+    assert replay.render_step(None, None, 0, "English")[0] == caption   # the slider's own path
+
+
+def test_the_step_is_drawn_once_by_the_slider_or_where_it_stays_by_the_handler(record):
+    """One path for the step on screen: where a new record or another run moves the slider,
+    its change draws the step and the handler that moved it draws nothing (two drawings of
+    step 20 raced a click's step 21, and the slower landed last); where the slider stays,
+    Gradio fires no change, and the handler draws it."""
+    import gradio as gr
+
+    skipped = type(gr.skip())
+    _, slider, caption, figure, unrolled = replay.reset_replay(record, "English", 7)
+    assert slider["value"] == 20 and isinstance(caption, skipped) and isinstance(figure, skipped)
+    assert len(figure_of(unrolled).layout.annotations) == 3        # not the slider's to draw
+    slider, caption, figure, _ = replay.render_run(record, 0, "English", 9999)
+    assert slider["value"] == 20 and isinstance(caption, skipped)
+    slider, caption, figure, _ = replay.render_run(record, 0, "English", 21)
+    assert slider["value"] == 21 and caption.startswith("**Step 21** (normal loop)")
+
+
+def test_every_handler_that_draws_the_step_runs_in_one_queue_of_one():
+    """The page's wiring: whatever triggers a drawing of the step (a new record, another run,
+    the slider, a language switch), the drawings run one at a time, in the order triggered."""
+    import app
+
+    drawers = {replay.reset_replay, replay.render_run, replay.render_step, replay.redraw}
+    wired = [fn for fn in app.demo.fns.values() if fn.fn in drawers]
+    assert {fn.fn for fn in wired} == drawers
+    assert {(fn.concurrency_id, fn.concurrency_limit) for fn in wired} == {("step-view", 1)}
 
 
 def test_another_run_keeps_the_step_on_screen_where_it_has_it(record):

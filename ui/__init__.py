@@ -9,6 +9,7 @@
 - ``replay``   step-through replay of the record on screen
 - ``lab``      the hazard lab: remove one safeguard, show what the checks found
 - ``i18n``     which components change words with the language
+- ``stopping`` how the app stops: Ctrl-C or SIGTERM at any moment, one line, no process left
 - ``tabs``     the page: each tab's layout (``build``) and events (``wire``)
 - ``screenshots``  ``python -m scripts.screenshots``: the walkthrough's screenshots, from the real app
 

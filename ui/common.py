@@ -72,18 +72,14 @@ def cuda_seen() -> bool:
 
 
 def shutdown() -> None:
-    """End the scheduler process (and with it the device process) with the server.
-
-    A request in progress (the warm-up, at a Ctrl-C during start-up) sees the process end and
-    discards it from its own thread at the same moment; SchedulerClient does not lock that, so
-    a close that loses the race may fail. The process is ending either way: at shutdown that
-    is not worth a traceback."""
+    """End the scheduler process (and with it the device process): with the server (which
+    sets ``APP.shutting_down`` first, so no request starts another), or between tests (the next
+    request starts a new one). A request in progress (the warm-up, at a Ctrl-C during
+    start-up) fails with ``SchedulerDied``, which it keeps to itself once the server stops."""
     with APP.scheduler_lock:
         if APP.scheduler is not None:
-            try:
-                APP.scheduler.close()
-            except Exception:  # noqa: BLE001 - see above
-                pass
+            APP.scheduler.close()
+            APP.scheduler = None
 
 
 def placement() -> Placement:
@@ -110,7 +106,9 @@ def placement_note() -> tuple[str, dict[str, str]]:
 
 
 def scheduler() -> SchedulerHandle:
-    """This process's handle on the scheduler (the process started on first use)."""
+    """This process's handle on the scheduler (the process started on first use). Once the
+    server is stopping, a closed one: it starts no process that nobody would end, and a request
+    gets ``SchedulerDied``, as from a process that died, which every handler answers."""
     with APP.scheduler_lock:
         if APP.scheduler is None:
             from engine.processes.scheduler_process import InlineScheduler, SchedulerClient
@@ -119,7 +117,10 @@ def scheduler() -> SchedulerHandle:
                 APP.scheduler = InlineScheduler()
             else:
                 client = SchedulerClient(placement())
-                client.start()
+                if APP.shutting_down.is_set():
+                    client.close()
+                else:
+                    client.start()
                 APP.scheduler = client
         return APP.scheduler
 

@@ -11,10 +11,11 @@ longer than its time limit is killed, and the upload says so.
 from __future__ import annotations
 
 import multiprocessing
-import signal
 import threading
 from pathlib import Path
 from typing import Any
+
+from engine.proc_watch import start_deaf_to_ctrl_c
 
 _lock = threading.Lock()
 _ready: list[tuple[Any, Any]] = []          # (process, pipe) of the worker waiting for a file
@@ -29,26 +30,24 @@ def _worker(conn: Any) -> None:
     from record.loading import load_any
 
     try:
-        conn.send(("ok", load_any(path, max_bytes)))
+        answer = ("ok", load_any(path, max_bytes))
     except Exception as error:  # noqa: BLE001 - every failure goes back as a message
-        conn.send(("error", str(error) or type(error).__name__))
+        answer = ("error", str(error) or type(error).__name__)
+    try:
+        conn.send(answer)
+    except OSError:                                 # the web server went away meanwhile
+        pass
 
 
 def _start() -> tuple[Any, Any]:
-    """A worker that a terminal's Ctrl-C (sent to the whole process group) does not reach: it
-    starts with SIGINT blocked, a mask the child inherits through spawn's fork and exec, from
-    its first instruction (a handler set in the child would come too late for a Ctrl-C during
-    its imports, and SIG_IGN in the parent would lose a Ctrl-C meant for the server; the mask is
-    this thread's alone). The app handles Ctrl-C and its workers end with it."""
+    """A worker that a terminal's Ctrl-C (sent to the whole process group) does not reach
+    (``engine.proc_watch.start_deaf_to_ctrl_c``): the app handles Ctrl-C and its workers end
+    with it."""
     context = multiprocessing.get_context("spawn")
     parent, child = context.Pipe()
     process = context.Process(target=_worker, args=(child,), daemon=True,
                               name="overlap-demo-parse")
-    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        process.start()
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+    start_deaf_to_ctrl_c(process)
     child.close()
     return process, parent
 

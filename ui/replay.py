@@ -3,8 +3,12 @@
 The record is whatever the main view shows (live, recorded or imported); ``viz`` draws the step
 (``step_figure``), says what it did (``step_caption``) and unrolls fill / steady state / drain
 (``unrolled_figure``). The previous/next buttons only move the step slider (in the browser:
-``ui.tabs.run_view.STEP_JS``); the slider's change redraws, so a drag, a typed number and a button press
-take one path.
+``ui.tabs.run_view.STEP_JS``), and a new record or another run only sets it: the slider's change draws the
+step, so a drag, a typed number, a button press and a new record take one path. Gradio fires no
+change for a value the slider already has, so there (another run kept at the same step, a new
+record at the step on screen) the handler that set it draws the step itself, and only there.
+Every handler that draws it runs in one queue (``ONE_QUEUE``), in the order they were
+triggered: a slow drawing of step 20 cannot land after the click's step 21.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from ui.recorded_runs import default_window
 from ui.view import plot
 
 PREFERRED = (Loop.OVERLAP, Loop.MULTISTEP, Loop.NORMAL)   # the loop a replay starts on
+ONE_QUEUE = {"concurrency_id": "step-view", "concurrency_limit": 1}   # see the docstring
 
 
 def _runs(record: dict[str, Any] | None) -> list[dict[str, Any]]:
@@ -48,32 +53,44 @@ def default_run(record: dict[str, Any] | None) -> int:
     return next((kinds.index(kind) for kind in PREFERRED if kind in kinds), 0)
 
 
-def reset_replay(record: dict[str, Any] | None, lang_choice: str):
-    """A new record on screen: its runs as choices, the slider over its steps, all redrawn."""
+def reset_replay(record: dict[str, Any] | None, lang_choice: str, shown: Any = None):
+    """A new record on screen: its runs as choices, the slider over its steps (``shown``: the
+    step it shows now), the unrolled rounds; the step is drawn as ``set_step`` says."""
     runs = _runs(record)
     labels = viz.display_labels(runs, lang_of(lang_choice))
     index = default_run(record)
     choices = gr.update(choices=[(label, i) for i, label in enumerate(labels)],
                         value=index if runs else None)
-    return (choices, *render_run(record, index, lang_choice))
+    return (choices, *render_run(record, index, lang_choice, shown, keep=False))
 
 
-def render_run(record: dict[str, Any] | None, index: Any, lang_choice: str, step: Any = None):
-    """Another run chosen: the slider over its steps, both figures. The step on screen
-    (``step``) stays where the new run has it (the same step of another loop, side by side in
-    time); otherwise, and for a new record, a steady-state step."""
+def render_run(record: dict[str, Any] | None, index: Any, lang_choice: str, step: Any = None,
+               keep: bool = True):
+    """Another run chosen: the slider over its steps, the unrolled rounds; the step is drawn as
+    ``set_step`` says. The step on screen (``step``) stays where the new run has it (the same
+    step of another loop, side by side in time; ``keep``); otherwise, and for a new record, a
+    steady-state step."""
     lang = lang_of(lang_choice)
     run = _run(record, index)
     if run is None:
         empty = plot(viz.step_figure(None, 0, lang))
-        return (gr.update(minimum=0, maximum=1, value=0), texts.t(lang, "replay_empty"), empty,
-                empty)
+        return (*set_step(record, index, step, 0, (0, 1), lang_choice), empty)
     first, last = step_range(run)
-    kept = is_whole(step) and first <= step <= last
-    step = int(step) if kept else default_window([run])[0]
-    caption, figure = render_step(record, index, step, lang_choice)
-    slider = gr.update(minimum=first, maximum=max(last, first + 1), value=step)
-    return slider, caption, figure, plot(viz.unrolled_figure(run, lang))
+    kept = keep and is_whole(step) and first <= step <= last
+    new = int(step) if kept else default_window([run])[0]
+    return (*set_step(record, index, step, new, (first, max(last, first + 1)), lang_choice),
+            plot(viz.unrolled_figure(run, lang)))
+
+
+def set_step(record: dict[str, Any] | None, index: Any, shown: Any, step: int,
+             bounds: tuple[int, int], lang_choice: str):
+    """The slider moved to ``step`` within ``bounds``, with the caption and figure: skipped
+    where the slider moves (its change draws them: one path), drawn here where it already
+    shows ``step`` (Gradio fires no change then, and they would stay another record's)."""
+    slider = gr.update(minimum=bounds[0], maximum=bounds[1], value=step)
+    if is_whole(shown) and shown == step:
+        return (slider, *render_step(record, index, step, lang_choice))
+    return slider, gr.skip(), gr.skip()
 
 
 def render_step(record: dict[str, Any] | None, index: Any, step: Any, lang_choice: str):

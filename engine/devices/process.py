@@ -144,8 +144,9 @@ def execute_step(runner, meta: StepMeta, out: np.ndarray) -> list[StampedSpan]:
 def device_main(init: DeviceInit, cmd_conn, done_conn, shared) -> None:
     """The device process: build the runner, then execute steps in order until told to stop.
 
-    It exits quietly when its parent goes away (the command pipe reaches EOF), and leaves Ctrl-C
-    to the parent, which closes it (a terminal sends SIGINT to the whole process group)."""
+    It exits quietly when its parent goes away (a pipe reaches EOF or breaks, even in the middle
+    of its start-up), and leaves Ctrl-C to the parent, which closes it (a terminal sends SIGINT
+    to the whole process group)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         if init.cpu_affinity:
@@ -153,9 +154,10 @@ def device_main(init: DeviceInit, cmd_conn, done_conn, shared) -> None:
         torch.set_num_threads(init.threads)
         _, runner = build_runner(init)
         results = np.frombuffer(shared, dtype=np.int64).reshape(init.num_buffers, init.max_rows)
-        done_conn.send(DeviceReady(os.getpid()))
+        ready: DeviceReady | DeviceFailed = DeviceReady(os.getpid())
     except Exception as error:  # noqa: BLE001 - report any start-up failure to the parent
-        done_conn.send(DeviceFailed(traceback.format_exc(), type(error).__name__, str(error)))
+        ready = DeviceFailed(traceback.format_exc(), type(error).__name__, str(error))
+    if not _tell(done_conn, ready) or isinstance(ready, DeviceFailed):
         return
     while True:
         try:
@@ -165,12 +167,21 @@ def device_main(init: DeviceInit, cmd_conn, done_conn, shared) -> None:
         if isinstance(msg, CloseCommand):
             return
         try:
-            spans = execute_step(runner, msg.meta, results[msg.buffer])
-            done_conn.send(StepDone(msg.run, msg.meta.step, spans))
-        except (BrokenPipeError, OSError):
-            return
+            answer: StepDone | DeviceFailed = StepDone(
+                msg.run, msg.meta.step, execute_step(runner, msg.meta, results[msg.buffer]))
         except Exception:  # noqa: BLE001
-            done_conn.send(DeviceFailed(traceback.format_exc()))
+            answer = DeviceFailed(traceback.format_exc())
+        if not _tell(done_conn, answer):
+            return
+
+
+def _tell(conn, message) -> bool:
+    """Send ``message`` to the parent; False when the parent is gone (the pipe is broken)."""
+    try:
+        conn.send(message)
+        return True
+    except OSError:                      # BrokenPipeError among them
+        return False
 
 
 # ---- the parent side --------------------------------------------------------------------------

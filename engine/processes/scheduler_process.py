@@ -140,21 +140,18 @@ def _raise_priority() -> None:
     before other programs of the machine. Overlap has two processes working at once, the serial
     loop one at a time: on a 2-core machine beside one busy program, fair sharing gives the
     overlapped pair a third less CPU each and the comparison measures the machine, not the
-    loops. Linux shares the CPU fairly between terminals' process groups first (autogroups,
-    one per ``setsid``) and only then by nice value inside each, so the process calls ``setsid``
-    (it leaves the terminal's group, whose Ctrl-C it ignores anyway) and raises the priority of
-    its new autogroup and its own.
+    loops. The nice value ranks the process among those of its session; Linux shares the CPU
+    fairly between sessions first (autogroups), so where the app leads a session of its own (a
+    service, a container, ``setsid``) the priority of its autogroup is raised too. Started from an
+    interactive shell the session is the shell's, and it is left alone.
     Where the OS refuses (raising priority needs a privilege, which a Space does not grant), the
     runs measure how busy the machine was and the page says so."""
     try:
-        os.setsid()
+        if os.getsid(0) == os.getppid():          # the app (our parent) leads the session
+            with open("/proc/self/autogroup", "w") as autogroup:
+                autogroup.write(str(NICE))
     except OSError:
-        pass                                     # already a session leader
-    try:
-        with open("/proc/self/autogroup", "w") as autogroup:
-            autogroup.write(str(NICE))
-    except OSError:
-        pass                                     # not Linux, no autogroups, or not allowed
+        pass                                      # not Linux, no autogroups, or not allowed
     try:
         if os.getpriority(os.PRIO_PROCESS, 0) > NICE:
             os.setpriority(os.PRIO_PROCESS, 0, NICE)
@@ -172,6 +169,7 @@ def pin_server(placement: Placement) -> None:
 def scheduler_main(conn: Any, placement: Placement) -> None:
     """The scheduler process: serve requests from ``conn`` one at a time until it closes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)      # Ctrl-C is the server's to handle
+    signal.signal(signal.SIGTERM, _end_now)           # the server is stopping: end at once
     _pin(placement.scheduler)
     _raise_priority()
     import torch
@@ -211,6 +209,17 @@ def scheduler_main(conn: Any, placement: Placement) -> None:
         return
     finally:
         service.close()
+
+
+def _end_now(_signum: int, _frame: Any) -> None:
+    """SIGTERM: the server is stopping and will not wait for the request in progress (a warm-up
+    loading the model, a run). End this process's children (the CPU device process, maybe still
+    starting) and exit at once: nothing here is worth saving, and a traceback from a half-built
+    engine would be noise."""
+    for child in mp.active_children():
+        child.kill()
+        child.join(timeout=2)
+    os._exit(0)
 
 
 class _CancelWatcher(threading.Thread):
@@ -253,27 +262,36 @@ class SchedulerClient:
         self._ready: SchedulerReady | None = None
         self._lock = threading.Lock()            # one request at a time
         self._send_lock = threading.Lock()       # submit and cancel may send from two threads
+        # Starting and ending the process: close() comes from the thread that stops the server
+        # while a request (the warm-up) may be discarding the same process from its own thread.
+        self._life_lock = threading.RLock()
+        self._closed = False
         self._atexit = False
         self.restarts = 0
 
     # ---- life cycle -------------------------------------------------------------------------
     def start(self) -> None:
-        """Start the process if it is not running (returns at once; ``ready`` waits for it)."""
-        if self._proc is not None and self._proc.is_alive():
-            return
-        self._discard()
-        ctx = mp.get_context("spawn")
-        self._conn, child = ctx.Pipe(duplex=True)
-        # Not a daemon: it starts the CPU device process itself, which daemons may not. It ends
-        # when its pipe does: at close(), at interpreter exit (atexit below), or when this
-        # process dies, since only this process holds the other end.
-        self._proc = ctx.Process(target=scheduler_main, args=(child, self.placement),
-                                 name="overlap-demo-scheduler")
-        start_deaf_to_ctrl_c(self._proc)
-        child.close()                 # only the child holds its end: its death reads as EOF
-        if not self._atexit:
-            atexit.register(self.close)
-            self._atexit = True
+        """Start the process if it is not running (returns at once; ``ready`` waits for it).
+        A closed client starts none: ``SchedulerDied``."""
+        with self._life_lock:
+            if self._closed:
+                raise SchedulerDied("the scheduler process was closed (the server is stopping)")
+            if self._proc is not None and self._proc.is_alive():
+                return
+            self._discard()
+            ctx = mp.get_context("spawn")
+            conn, child = ctx.Pipe(duplex=True)
+            # Not a daemon: it starts the CPU device process itself, which daemons may not. It
+            # ends when its pipe does: at close(), at interpreter exit (atexit below), or when
+            # this process dies, since only this process holds the other end.
+            proc = ctx.Process(target=scheduler_main, args=(child, self.placement),
+                               name="overlap-demo-scheduler")
+            start_deaf_to_ctrl_c(proc)
+            child.close()             # only the child holds its end: its death reads as EOF
+            self._proc, self._conn = proc, conn
+            if not self._atexit:
+                atexit.register(self.close)
+                self._atexit = True
 
     def ready(self, timeout_s: float = START_TIMEOUT_S) -> SchedulerReady:
         """What the process reported when it came up (starting it if needed)."""
@@ -298,25 +316,30 @@ class SchedulerClient:
 
     @property
     def alive(self) -> bool:
-        return self._proc is not None and self._proc.is_alive()
+        proc = self._proc                 # read once: close() may clear it from another thread
+        return proc is not None and proc.is_alive()
 
     @property
     def pid(self) -> int | None:
-        return self._proc.pid if self._proc is not None else None
+        proc = self._proc
+        return proc.pid if proc is not None else None
 
     def close(self) -> None:
-        self._discard()
+        """End the process for good: a request in progress fails (``SchedulerDied``), and no
+        later request starts another."""
+        with self._life_lock:
+            self._closed = True
+            self._discard()
 
     def _discard(self) -> None:
         """End the process (if any) and forget it; the next request starts a new one."""
-        if self._conn is not None:
-            self._conn.close()
-        if self._proc is not None:
-            self._proc.join(timeout=2)       # EOF on its pipe ends it
-            if self._proc.is_alive():
-                self._proc.kill()
-            self._proc.join(timeout=5)
-        self._proc = self._conn = self._ready = None
+        with self._life_lock:
+            proc, conn = self._proc, self._conn
+            self._proc = self._conn = self._ready = None
+            if conn is not None:
+                conn.close()                 # EOF on its pipe: an idle process ends by itself
+            if proc is not None:
+                _end_process(proc)
 
     # ---- requests ---------------------------------------------------------------------------
     def submit(self, request: Any) -> Iterator[Any]:
@@ -348,17 +371,18 @@ class SchedulerClient:
         if self.alive:
             try:
                 self._send(CancelRequest())
-            except (BrokenPipeError, OSError):
-                pass
+            except SchedulerDied:
+                pass                  # it ended meanwhile: nothing left to cancel
 
     def _send(self, message: Any) -> None:
+        proc, conn = self._proc, self._conn
+        if proc is None or conn is None:
+            raise SchedulerDied("the scheduler process was closed")
         try:
             with self._send_lock:
-                self._conn.send(message)
+                conn.send(message)
         except (BrokenPipeError, OSError) as error:
-            why = self._death_text()
-            self._discard()
-            raise SchedulerDied(why) from error
+            raise self._gone(proc, "sending it a request") from error
 
     def _abandon(self) -> None:
         """Cancel the request and read its events up to the final one (or restart)."""
@@ -370,35 +394,55 @@ class SchedulerClient:
             pass
 
     def _next(self, timeout_s: float | None, doing: str) -> Any:
-        """The next event; ``SchedulerDied`` when the process dies, stops or misses a deadline."""
+        """The next event; ``SchedulerDied`` when the process dies, stops, misses a deadline or
+        is closed (by another thread: the process and pipe are read once per poll)."""
         waited = 0.0
         while True:
+            proc, conn = self._proc, self._conn
+            if proc is None or conn is None:
+                raise SchedulerDied(f"the scheduler process was closed while {doing}")
             try:
-                if self._conn.poll(POLL_S):
-                    return self._conn.recv()
+                if conn.poll(POLL_S):
+                    return conn.recv()
             except (EOFError, OSError):
-                why = self._death_text()
-                self._discard()
-                raise SchedulerDied(f"the scheduler process {why} while {doing}") from None
+                raise self._gone(proc, doing) from None
             waited += POLL_S
-            if not self._proc.is_alive():
-                why = self._death_text()
-                self._discard()
-                raise SchedulerDied(f"the scheduler process {why} while {doing}")
-            if is_stopped(self._proc.pid):
-                self._discard()
-                raise SchedulerDied(f"the scheduler process was stopped (SIGSTOP?) while {doing}")
+            if not proc.is_alive():
+                raise self._gone(proc, doing)
+            if is_stopped(proc.pid):
+                raise self._gone(proc, doing, "was stopped (SIGSTOP?)")
             if timeout_s is not None and waited > timeout_s:
-                self._discard()
-                raise SchedulerDied(f"the scheduler process did not answer in {timeout_s:.0f} s "
-                                    f"while {doing}")
+                raise self._gone(proc, doing, f"did not answer in {timeout_s:.0f} s")
 
-    def _death_text(self) -> str:
-        if self._proc is None:
-            return "is not running"
-        self._proc.join(timeout=1.0)
+    def _gone(self, proc: Any, doing: str, why: str = "") -> SchedulerDied:
+        """Discard ``proc`` (unless another thread already has) and say what became of it
+        (``why``, or how it ended), under the lock every start and end of the process takes."""
+        with self._life_lock:
+            why = why or self._death_text(proc)
+            if self._proc is proc:
+                self._discard()
+        return SchedulerDied(f"the scheduler process {why} while {doing}")
+
+    def _death_text(self, proc: Any) -> str:
+        proc.join(timeout=1.0)
         self.restarts += 1
-        return f"ended ({exit_text(self._proc)})"
+        return f"ended ({exit_text(proc)})"
+
+
+def _end_process(proc: Any) -> None:
+    """End the scheduler process now, whatever it is doing, and reap it.
+
+    Idle, it reads EOF on its pipe (closed just before) and ends by itself, closing its device
+    politely. Busy (loading a model for the warm-up, a run) it would read the pipe only when
+    done, so it is told with SIGTERM (``_end_now``: it ends its device process, then itself).
+    Stopped, or still there after that, it is killed."""
+    proc.join(timeout=1.0)
+    if proc.is_alive() and not is_stopped(proc.pid):
+        proc.terminate()
+        proc.join(timeout=5)
+    if proc.is_alive():
+        proc.kill()
+        proc.join(timeout=5)
 
 
 class InlineScheduler:

@@ -138,8 +138,8 @@ def wire(tab: LiveTab, page: Page, view: RunView) -> Any:
     tab.run.click(None, [language], view.status, js=queued_js("status_queued"))
     tab.run.click(run, set(inputs.values()), view.outputs(), show_progress="hidden",
                   **ENGINE_QUEUE
-                  ).then(replay.reset_replay, [view.record, language], view.replay_outputs(),
-                         show_progress="hidden"
+                  ).then(replay.reset_replay, [view.record, language, view.step],
+                         view.replay_outputs(), show_progress="hidden", **replay.ONE_QUEUE
                          ).then(presets.follow, sized_by, tab.preset_said,
                                 show_progress="hidden")       # sized by what this run measured
     preset_outputs = {*(c[name] for name in presets.CONTROLS), tab.preset_said}

@@ -32,6 +32,6 @@ def build(page: Page) -> RecordedTab:
 def wire(tab: RecordedTab, page: Page, view: RunView) -> None:
     tab.recorded.input(recorded_runs.show_recorded, [tab.recorded, page.language], view.outputs(),
                        show_progress_on=[view.status]
-                       ).then(replay.reset_replay, [view.record, page.language],
-                              view.replay_outputs(), show_progress="hidden")
+                       ).then(replay.reset_replay, [view.record, page.language, view.step],
+                              view.replay_outputs(), show_progress="hidden", **replay.ONE_QUEUE)
     page.demo.load(recorded_runs.list_recorded, None, tab.recorded, show_progress="hidden")

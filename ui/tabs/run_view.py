@@ -157,10 +157,10 @@ def wire(view: RunView, page: Page) -> None:
                     [view.record, view.first_step, view.last_step, language],
                     [view.zoomed, view.first_step, view.last_step])
     view.replay_run.input(replay.render_run, [view.record, view.replay_run, language, view.step],
-                          view.replay_outputs()[1:], show_progress="hidden")
+                          view.replay_outputs()[1:], show_progress="hidden", **replay.ONE_QUEUE)
     view.step.change(replay.render_step, [view.record, view.replay_run, view.step, language],
                      [view.step_caption, view.step_plot], show_progress="hidden",
-                     trigger_mode="always_last")
+                     trigger_mode="always_last", **replay.ONE_QUEUE)
     view.prev.click(None, [view.step], [view.step], js=STEP_JS.format(delta=-1))
     view.next.click(None, [view.step], [view.step], js=STEP_JS.format(delta=+1))
     language.change(redraw_view, [language, view.record, view.said, view.first_step,
@@ -169,7 +169,7 @@ def wire(view: RunView, page: Page) -> None:
                      view.metrics, view.texts], show_progress="hidden"
                     ).then(replay.redraw, [view.record, view.replay_run, view.step, language],
                            [view.step_caption, view.step_plot, view.unrolled],
-                           show_progress="hidden")
+                           show_progress="hidden", **replay.ONE_QUEUE)
     for tab in (view.whole_tab, view.steps_tab):
         tab.select(None, js=RELAYOUT_JS)          # charts laid out while hidden: fit them again
 

@@ -33,5 +33,5 @@ def wire(tab: UploadTab, page: Page, view: RunView) -> None:
     tab.upload.upload(recorded_runs.show_upload,
                       [tab.upload, tab.beside, view.record, page.language], view.outputs(),
                       concurrency_limit=2, show_progress_on=[view.status]
-                      ).then(replay.reset_replay, [view.record, page.language],
-                             view.replay_outputs(), show_progress="hidden")
+                      ).then(replay.reset_replay, [view.record, page.language, view.step],
+                             view.replay_outputs(), show_progress="hidden", **replay.ONE_QUEUE)

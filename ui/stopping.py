@@ -1,0 +1,81 @@
+"""How the app stops: Ctrl-C (or SIGTERM) at any moment says "stopped", and nothing else, within
+seconds, and leaves no process behind.
+
+Python's own Ctrl-C raises ``KeyboardInterrupt`` wherever the main thread happens to be: inside
+an import, inside Gradio's launch, between starting a thread and seeing it run. Each of those
+printed a traceback, and one that landed while a child process was being started could leave
+that child running. So the app takes the two signals itself, from its first lines
+(``take_signals``), in two phases:
+
+- until the first child process may start (``children_from_here``) there is nothing to end:
+  the imports, the page's layout and the server's start are simply dropped, at once;
+- from then on the handler only asks (``asked``); the main thread finishes the short step it
+  is in, waits for nothing more (``wait``), ends the server and its children, and says so
+  (``say_stopped``).
+
+A further Ctrl-C while the app stops changes nothing: the stop is under way, and bounded.
+A signal the app inherited as ignored (a background job of a script) stays ignored, as Python
+does it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from typing import Any
+
+STOPPED = "stopped"
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+_asked = 0                 # the signal that asked for the stop (0: none yet)
+_children = False          # a child process may exist: a stop must end it, in order
+
+
+def take_signals() -> None:
+    """Handle Ctrl-C and SIGTERM here from now on (main thread only, as Python requires)."""
+    for signum in SIGNALS:
+        if signal.getsignal(signum) is not signal.SIG_IGN:
+            signal.signal(signum, _on_signal)
+
+
+def children_from_here() -> None:
+    """A child process may start from now on: a stop is no longer immediate but orderly."""
+    global _children
+    _children = True
+
+
+def asked() -> bool:
+    return bool(_asked)
+
+
+def wait() -> None:
+    """Return once a stop is asked. (A short sleep in a loop: the handler runs in this thread,
+    between two sleeps, and a lock it waited on could be one this thread holds.)"""
+    while not _asked:
+        time.sleep(0.1)
+
+
+def exit_code() -> int:
+    """What the shell sees: 128 + the signal's number, as for a program the signal ended."""
+    return 128 + _asked if _asked else 0
+
+
+def say_stopped() -> None:
+    """The one line a stop prints. The handler may run while this thread is inside a write to
+    stdout (Python then refuses a second, reentrant one): the line goes around the buffer."""
+    try:
+        print(STOPPED, flush=True)
+    except RuntimeError:
+        os.write(sys.stdout.fileno(), f"{STOPPED}\n".encode())
+
+
+def _on_signal(signum: int, _frame: Any) -> None:
+    global _asked
+    if _asked:
+        return                      # already stopping
+    _asked = signum
+    if not _children:               # nothing started that must be ended: end here, at once
+        say_stopped()
+        os._exit(exit_code())
