@@ -73,7 +73,7 @@ def test_metrics_are_worked_out_from_the_spans_when_first_read():
     """``generate`` returns the outputs and the resolved spans; the metrics and the host report
     are computed on first read (off the timed call), and equal what the spans give."""
     from record.metrics import compute_metrics
-    from record.recorder import GPU_LANES
+    from record.schema import GPU_LANES
 
     with Engine(EngineConfig(model="bundled", device="cpu", max_batch_size=4, max_seq_len=64)) as eng:
         res = eng.generate(["a b c", "d e"], SamplingParams(max_new_tokens=6, ignore_eos=True))
