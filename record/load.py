@@ -9,6 +9,7 @@ the overlapped run did not get the same machine, and comparing their times compa
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,7 +37,7 @@ class MachineLoad:
         return self.others_busy or self.device_starved
 
 
-def machine_load(run: dict[str, Any]) -> MachineLoad | None:
+def machine_load(run: Mapping[str, Any]) -> MachineLoad | None:
     """What the run measured of the machine; None where it measured nothing (a recording made
     elsewhere, a trace)."""
     host = run.get("host")

@@ -10,6 +10,7 @@ title, is said here too.
 from __future__ import annotations
 
 import html
+from collections.abc import Mapping
 from typing import Any
 
 from record.gpu_time import gpu_time
@@ -68,7 +69,7 @@ def busy_why(load: MachineLoad, lang: str) -> str:
     return ("；" if lang == "zh" else "; ").join(parts)
 
 
-def busy_badge(run: dict[str, Any], lang: str) -> str:
+def busy_badge(run: Mapping[str, Any], lang: str) -> str:
     """A panel title's badge when the machine was too busy during this run ('' otherwise)."""
     load = machine_load(run)
     if load is None or not load.busy:
@@ -80,9 +81,10 @@ _KINDS = ("gpu_cuda", "gpu_cpu-process", "gpu_cpu-inline")
 
 
 def _speedup(normal: dict[str, Any], other: dict[str, Any]) -> float:
+    """Per decode step, serial over ``other`` (both runs have steady steps: the callers check)."""
     loop, k = loop_of(other)
     k = k if loop == Loop.MULTISTEP else 1
-    return compare_runs(normal, other, k)["measured_speedup"]
+    return float(compare_runs(normal, other, k)["measured_speedup"] or 0.0)
 
 
 def _ms(us: float) -> str:

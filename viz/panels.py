@@ -96,7 +96,8 @@ def metrics_html(runs: list[RunDict], lang: str = "en") -> str:
     for a, b in pairs:
         ratio = t(lang, "ratio").format(a=labels[a], b=labels[b])
         head += f'<th class="num">{ratio}</th>'
-    key_rows, other_rows = [], []
+    key_rows: list[tuple[str, str]] = []
+    other_rows: list[tuple[str, str]] = []
     for key, fmt in _ROWS:
         values = [run["metrics"].get(key) for run in runs]
         if all(v is None for v in values) or (key == "active_busy_frac" and not quiet):
