@@ -278,3 +278,32 @@ def test_the_page_export_of_two_traces_opens_as_they_were(two_traces):
     assert [run["loop_seen"]["verdict"] for run in runs] == ["overlapped", "serial"]
     assert [run["source"] for run in runs] == ["overlap.json", "serial.json"]
     assert again["metrics"] == view["metrics"]
+
+
+@pytest.mark.parametrize("lang, title, words", [
+    ("English", "The article's own code: what this record shows",
+     ["bench/peer_hook.py", "% (serial)", "× per decode step", "python -m bench --peer mini-sglang"]),
+    ("中文", "原文自己的代码：这份记录说明什么",
+     ["bench/peer_hook.py", "%（串行）", "每个解码步快", "python -m bench --peer mini-sglang"]),
+])
+def test_the_article_own_code_is_explained_beside_its_recorded_runs(lang, title, words):
+    """Mini-SGLang's recorded loops open with the section "The article's own code" one click
+    away: how it was measured (the hook and its cost) and what it shows, from its own metrics
+    (its serial step, the CPU's part of it, overlap's gain); our own records have no such section."""
+    import json
+    import re
+
+    from ui.recorded_runs import RECORDED_DIR
+
+    record = json.loads((RECORDED_DIR / "h200-minisglang-qwen05-b16.json").read_text())
+    serial = next(r["metrics"] for r in record["runs"] if r["loop"] == "normal")
+    view = recorded_runs.show_recorded("h200-minisglang-qwen05-b16.json", lang)
+    status = view[0] if isinstance(view, tuple) else view.status
+    assert f"<summary>{title}</summary>" in status
+    text = re.sub(r"<[^>]+>", "", status)
+    for word in words:
+        assert word in text, (word, text)
+    assert f"{serial['steady_step_us'] / 1000:.2f} ms" in text
+    assert f"{serial['t_cpu_us'] / 1000:.2f} ms" in text
+    ours = recorded_runs.show_recorded("h200-first-click-defaults.json", lang)
+    assert title not in (ours[0] if isinstance(ours, tuple) else ours.status)

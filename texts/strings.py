@@ -214,6 +214,21 @@ stream lanes* and over the *engine stream alone*; where they differ, the GPU was
     "status_failed": "The run failed: {error}",
     "status_recorded": "Recorded on {where}.",
     "engine_mini-sglang": "Mini-SGLang (the article's code)",
+    "peer_title": "The article's own code: what this record shows",
+    "peer_section": (
+        "These are Mini-SGLang's own loops (github <code>sgl-project/mini-sglang</code>, the "
+        "code the article reads), on the same work as this project's engine. This project's "
+        "recorder was hooked into its scheduler (<code>_schedule_next_batch</code>, "
+        "<code>_forward</code>, <code>_process_last_data</code> and CUDA events on its two "
+        "streams: <code>bench/peer_hook.py</code>), so both engines are measured by one "
+        "instrument; the hook cost it {hook_a:+.1f}% (serial) and {hook_b:+.1f}% (overlap). Its "
+        "serial step takes {step_ms:.2f} ms: a {fwd_ms:.2f} ms forward and {cpu_ms:.2f} ms of "
+        "CPU work, so the GPU is busy {busy_a:.0f}% of the time. In its overlap loop that work "
+        "runs under the forward: {step_b_ms:.2f} ms a step, {busy_b:.0f}% busy, {gain:.2f}× per "
+        "decode step. Overlap hides the CPU's share of a serial step, so a scheduler that does "
+        "more per step gains more from it; this project's scheduler does less, and its engine "
+        "is faster end to end in both loops (<code>python -m bench --peer mini-sglang</code>, "
+        "docs/benchmarks.md)."),
     "status_settings": "Run with: {model}, B = {batch}, {graphs}, {extra} µs of extra CPU work a "
                        "step.",
     "status_settings_copy": "Result copy on the {copy}.",
@@ -474,6 +489,18 @@ _ZH: dict[str, str] = {
     "status_failed": "运行失败：{error}",
     "status_recorded": "录制于 {where}。",
     "engine_mini-sglang": "Mini-SGLang（文章所读的代码）",
+    "peer_title": "原文自己的代码：这份记录说明什么",
+    "peer_section": (
+        "这是 Mini-SGLang 自己的两种循环（github <code>sgl-project/mini-sglang</code>，即原文所读的"
+        "代码），跑的是与本项目引擎相同的工作。本项目的记录器挂进了它的调度器"
+        "（<code>_schedule_next_batch</code>、<code>_forward</code>、<code>_process_last_data</code>，"
+        "以及它两条 stream 上的 CUDA 事件：<code>bench/peer_hook.py</code>），所以两个引擎用同一件仪器"
+        "测量；钩子让它变慢 {hook_a:+.1f}%（串行）和 {hook_b:+.1f}%（重叠）。它的串行一步 "
+        "{step_ms:.2f} ms：前向 {fwd_ms:.2f} ms，CPU 工作 {cpu_ms:.2f} ms，所以 GPU 只有 "
+        "{busy_a:.0f}% 的时间在忙。重叠循环里这些工作跑在前向下面：每步 {step_b_ms:.2f} ms，"
+        "忙碌 {busy_b:.0f}%，每个解码步快 {gain:.2f}×。重叠藏起的是串行一步中 CPU 的那一份，所以"
+        "调度器每步做得越多，收益越大；本项目的调度器做得少，而它的引擎在两种循环里端到端都更快"
+        "（<code>python -m bench --peer mini-sglang</code>，docs/benchmarks.md）。"),
     "status_settings": "运行设置：{model}，B = {batch}，{graphs}，每步额外 CPU 工作 {extra} µs。",
     "status_settings_copy": "结果回传在 {copy} 上。",
     "status_settings_kv": "KV 页池共 {kv_pages} 页。",

@@ -208,7 +208,8 @@ def _show_file(path: Path, lang: str, recorded: bool) -> MainView:
     where = viz.record_label(record, lang)
     if recorded:
         notes, values = _settings(record.get("config") or {})
-        spec = said("status_recorded", "ok", notes=notes, where=where or path.name, **values)
+        spec = said("status_recorded", "ok", notes=notes, where=where or path.name,
+                    folded=_peer_section(record, values), **values)
     elif where:
         spec = said("status_imported", "ok", name=path.name, where=where)
     else:                    # a trace that names no device, torch or date
@@ -216,6 +217,30 @@ def _show_file(path: Path, lang: str, recorded: bool) -> MainView:
     imported = all(run.get("loop") == Loop.IMPORTED for run in record["runs"])
     files = write_downloads(record, trace=path if imported and not recorded else None)
     return shown(spec, record, lang, files)
+
+
+def _peer_section(record: dict[str, Any], values: dict[str, Any]) -> tuple[str, str] | None:
+    """For a record of the article's own code (Mini-SGLang, ``bench/peer.py``): the section "The
+    article's own code", one click away, with what the record measured (its serial step's CPU
+    share, overlap's gain per step) and what the recorder hooked into it cost. Fills ``values``."""
+    if (record.get("env") or {}).get("engine") != "mini-sglang":
+        return None
+    runs = {run.get("loop"): run.get("metrics") or {} for run in record.get("runs", [])}
+    serial, overlap = runs.get(Loop.NORMAL), runs.get(Loop.OVERLAP)
+    if not serial or not overlap or not serial.get("steady_step_us") or not overlap.get(
+            "steady_step_us") or not serial.get("t_fwd_us") or serial.get("t_cpu_us") is None:
+        return None
+    hook = {note.get("loop"): note.get("cost_pct") for note in record.get("notes") or []
+            if note.get("key") == "hook_cost"}
+    values.update(step_ms=serial["steady_step_us"] / 1000, fwd_ms=serial["t_fwd_us"] / 1000,
+                  cpu_ms=serial["t_cpu_us"] / 1000,
+                  busy_a=100 * (serial.get("steady_busy_frac") or 0.0),
+                  busy_b=100 * (overlap.get("steady_busy_frac") or 0.0),
+                  step_b_ms=overlap["steady_step_us"] / 1000,
+                  gain=serial["steady_step_us"] / overlap["steady_step_us"],
+                  hook_a=float(hook.get(Loop.NORMAL) or 0.0),
+                  hook_b=float(hook.get(Loop.OVERLAP) or 0.0))
+    return ("peer_title", "peer_section")
 
 
 def _settings(config: dict[str, Any]) -> tuple[tuple[str, ...], dict[str, Any]]:
