@@ -326,14 +326,14 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
     prev_button.click(None, [step], [step], js=STEP_JS.format(delta=-1))
     next_button.click(None, [step], [step], js=STEP_JS.format(delta=+1))
     lab_switch.change(lab.describe_switch, [lab_switch, language, device], [lab_guards, lab_run],
-                      show_progress="hidden")
+                      show_progress="hidden", **lab.ONE_QUEUE)
     # A switch that needs CUDA is marked as soon as the device says there is none. The marks
     # never change the choice (a reader may have clicked meanwhile); what it guards is then
-    # said for the choice as it is by then.
+    # said for the choice as it is by then (one queue with the click's: ui.lab.ONE_QUEUE).
     LAB_MARKS = dict(fn=lab.switch_choices, inputs=[language, lab_switch, device],
-                     outputs=lab_switch, show_progress="hidden")
+                     outputs=lab_switch, show_progress="hidden", **lab.ONE_QUEUE)
     LAB_SAID = dict(fn=lab.describe_switch, inputs=[lab_switch, language, device],
-                    outputs=[lab_guards, lab_run], show_progress="hidden")
+                    outputs=[lab_guards, lab_run], show_progress="hidden", **lab.ONE_QUEUE)
     device.change(**LAB_MARKS).then(**LAB_SAID)
     lab_run.click(lab_handler, [lab_switch, model, device, lab_seed, language],
                   [lab_result, lab_state], show_progress="minimal", **ENGINE_QUEUE)
