@@ -26,6 +26,7 @@ import gradio as gr
 
 import texts
 import viz
+from record.schema import Loop
 from ui import common, lab, latency_tab, live, parsing, presets, recorded_runs, replay
 from ui.common import DEFAULTS, LIMITS, lang_of, loop_choices, model_choices
 from ui.i18n import Translated
@@ -137,7 +138,7 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
     with gr.Tabs():
         with TR.add(gr.Tab(texts.t(en, "tab_live"), elem_id="tab-live"), "tab_live") as live_tab:
             with gr.Row():
-                loops = TR.add(gr.CheckboxGroup(loop_choices(en), value=["normal", "overlap"],
+                loops = TR.add(gr.CheckboxGroup(loop_choices(en), value=[Loop.NORMAL, Loop.OVERLAP],
                                                 label=texts.t(en, "ctl_loops"), elem_id="loops",
                                                 scale=3), "ctl_loops", choices=loop_choices)
                 decode_steps = _slider("decode_steps", "ctl_k", 1, scale=1)
@@ -199,8 +200,7 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
                     "tab_upload") as upload_tab:
             _md("upload_help")
             # Any file is taken and answered (a filter in the browser refused an image silently).
-            upload = TR.add(gr.File(label=texts.t(en, "ctl_upload"), elem_id="upload"),
-                            "ctl_upload")
+            upload, beside = recorded_runs.import_controls(TR)
         with TR.add(gr.Tab(texts.t(en, "tab_serving"), elem_id="tab-serving"),
                     "tab_serving") as serving_tab:
             _md("serving_help")
@@ -294,7 +294,7 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
                   show_progress="hidden")         # sized by what this run measured
     PRESET_OUTPUTS = [loops, decode_steps, stop_early, requests, batch, prompt_len, max_new,
                       temperature, extra_cpu_us, request_rate, preset_said]
-    for button, name in ((preset_overlap, "overlap"), (preset_multistep, "multistep")):
+    for button, name in ((preset_overlap, Loop.OVERLAP), (preset_multistep, Loop.MULTISTEP)):
         button.click(functools.partial(presets.preset, name), [language, device],
                      PRESET_OUTPUTS, queue=False, show_progress="hidden")
     # The extra-CPU-work control fits the device a run uses: on a page load once the warm-up
@@ -309,7 +309,8 @@ with gr.Blocks(title="Overlap scheduling, live") as demo:
                    show_progress_on=[status]
                    ).then(replay.reset_replay, [record_state, language, step], REPLAY,
                           show_progress="hidden", **replay.ONE_QUEUE)
-    upload.upload(recorded_runs.show_upload, [upload, language], OUTPUTS, concurrency_limit=2,
+    upload.upload(recorded_runs.show_upload, [upload, beside, record_state, language], OUTPUTS,
+                  concurrency_limit=2,
                   show_progress_on=[status]
                   ).then(replay.reset_replay, [record_state, language, step], REPLAY,
                          show_progress="hidden", **replay.ONE_QUEUE)

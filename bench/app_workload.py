@@ -43,23 +43,25 @@ def one_run(extra: list[str]) -> list[dict[str, Any]]:
 
 
 def loop_name(run: dict[str, Any]) -> str:
-    k = run.get("decode_steps", 1)
-    return f"multistep k={k}" if run.get("loop") == "multistep" else run.get("loop", "?")
+    from record.schema import loop_label
+
+    return loop_label(run.get("loop", "?"), run.get("decode_steps", 1))
 
 
 def figures(runs: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     """Per loop: busy, steady busy, output tok/s, other load; against normal: the speedups."""
     from record.metrics import compare_runs
+    from record.schema import Loop
 
     by_name = {loop_name(r): r for r in runs}
-    normal = by_name.get("normal")
+    normal = by_name.get(Loop.NORMAL)
     out = {}
     for name, run in by_name.items():
         m = run["metrics"]
         row = {"busy": m.get("gpu_busy_frac", 0.0), "steady_busy": m.get("steady_busy_frac", 0.0),
                "tok_s": m.get("tokens_per_s", 0.0),
                "other_load": run.get("host", {}).get("other_cpu_frac", float("nan"))}
-        if normal is not None and name != "normal":
+        if normal is not None and name != Loop.NORMAL:
             c = compare_runs(normal["metrics"], m, decode_steps=run.get("decode_steps", 1))
             row.update(speedup=c["measured_speedup"], predicted=c["predicted_speedup"],
                        whole=c["whole_run_speedup"])

@@ -23,11 +23,14 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 
+from engine import workloads
 from engine.config import EngineConfig, SamplingParams
 from record.metrics import steady_busy
+from record.schema import Loop
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,11 @@ class Workload:
     new_tokens: int = 128
     repeats: int = 3              # engine rows report the median of this many runs
     ceiling_iters: int = 50       # back-to-back decode steps timed for the forward-only ceiling
+
+    def engine_config(self, **fields: Any) -> EngineConfig:
+        """An engine of ``fields`` sized for this workload, with 16 positions to spare."""
+        return workloads.Workload(self.prompt_len, self.new_tokens,
+                                  margin=16).engine_config(**fields)
 
 
 def fresh(eng):
@@ -136,7 +144,7 @@ def engine_rows(eng, label: str, batches: list[int], extra_cpu_us: list[int], wo
                 m = best.metrics
                 rows.append(dict(model=label, batch=batch, graph=eng.config.cuda_graph,
                                  step_ms=step_s * 1e3, floor_ms=weight_floor_ms(eng),
-                                 extra_us=extra, mode="overlap" if overlap else "normal",
+                                 extra_us=extra, mode=Loop.OVERLAP if overlap else Loop.NORMAL,
                                  decode_tok_s=med, busy=steady_busy(best.timeline),
                                  ceiling_tok_s=ceiling, frac_ceiling=med / ceiling,
                                  t_fwd_ms=m["t_fwd_us"] / 1e3, t_cpu_ms=m["t_cpu_us"] / 1e3,
@@ -245,10 +253,9 @@ def run(device: str, models: list[str], batches: list[int], extra_cpu_us: list[i
     for model in models:
         path = materialise(model, device, "auto", workdir)
         for graph in graphs:
-            cfg = EngineConfig(model=path, device=device, cuda_graph=graph,
-                               max_batch_size=max(batches),
-                               max_seq_len=work.prompt_len + work.new_tokens + 16,
-                               compile=compile and device == "cuda", attention=attention)
+            cfg = work.engine_config(model=path, device=device, cuda_graph=graph,
+                                     max_batch_size=max(batches),
+                                     compile=compile and device == "cuda", attention=attention)
             with Engine(cfg) as eng:
                 print(f"{model} ({eng.device_label()}) start-up: {format_startup(eng.startup_s)}",
                       file=sys.stderr, flush=True)

@@ -38,8 +38,10 @@ from pathlib import Path
 
 from engine.config import EngineConfig, SamplingParams
 from engine.scheduler.arrivals import Arrival, describe, load_trace, poisson_times
+from engine.workloads import Workload
 from record.latency_rows import format_table, rate_label, row_from_metrics, summarize
 from record.metrics import ttft_drift
+from record.schema import Lane, Phase
 
 
 @dataclass(frozen=True)
@@ -59,14 +61,13 @@ def run(device: str, model: str, batch: int, extra_cpu_us: int, work: ServingWor
         json_path: str | None = None, graph: bool = False) -> int:
     trace = load_trace(work.arrivals_file, limit=work.requests,
                        rate=work.rates[0]) if work.arrivals_file else []
-    longest = max([work.prompt_len + work.new_tokens]
-                  + [(a.prompt_tokens or work.prompt_len) + (a.output_tokens or work.new_tokens)
-                     for a in trace]) + work.shared_prefix
+    sized = Workload(work.prompt_len, work.new_tokens, work.shared_prefix, margin=16,
+                     arrivals=trace)
     rows, env, cfg = [], {}, None
     for cache in work.prefix_caches:
-        cfg = EngineConfig(model=model, device=device, max_batch_size=batch,
-                           max_seq_len=max(64, longest + 16), extra_cpu_us=extra_cpu_us,
-                           seed=work.seed, prefix_cache=cache, cuda_graph=graph)
+        cfg = sized.engine_config(model=model, device=device, max_batch_size=batch,
+                                  extra_cpu_us=extra_cpu_us, seed=work.seed, prefix_cache=cache,
+                                  cuda_graph=graph)
         found, env = _run_engine(cfg, batch, extra_cpu_us, work, trace)
         rows += [{**row, "prefix_cache": cache} for row in found]
     for cache in work.prefix_caches:
@@ -137,7 +138,7 @@ def _prefill_ms_p50(spans) -> float | None:
     import statistics
 
     got = [s.end_us - s.start_us for s in spans
-           if s.lane == "engine_stream" and s.phase == "prefill"]
+           if s.lane == Lane.ENGINE_STREAM and s.phase == Phase.PREFILL]
     return statistics.median(got) / 1e3 if got else None
 
 

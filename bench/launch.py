@@ -55,7 +55,7 @@ def _lean_step(dev, graph, meta):
         graph.ints.copy_(pinned_ints, non_blocking=True)              # H2D into the graph input
         uploaded.record(sched)
         torch.cuda.set_stream(eng)
-        eng.wait_event(uploaded)                                      # the one sync edge
+        eng.wait_event(uploaded)                                      # metadata -> forward
         graph.graph.replay()
         forwarded.record(eng)
         torch.cuda.set_stream(sched)

@@ -32,6 +32,7 @@ import httpx
 from engine.scheduler.arrivals import check_rate, poisson_times
 from record.latency_rows import format_table, row_from_metrics, summarize
 from record.metrics import busy_while_active, latency_summary
+from record.schema import ENGINE_LOOPS, Loop
 
 ROOT = Path(__file__).resolve().parent.parent
 MAX_REQUESTS = 1000
@@ -128,8 +129,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--max-tokens", type=int, default=64)
     p.add_argument("--prompt", default="Once upon a time, in a small village by the sea, there "
                                        "lived an old baker who")
-    p.add_argument("--loops", nargs="+", default=["normal", "overlap"],
-                   choices=["normal", "overlap", "multistep"])
+    p.add_argument("--loops", nargs="+", default=[Loop.NORMAL, Loop.OVERLAP],
+                   choices=ENGINE_LOOPS)
     p.add_argument("--repeats", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--timeout-s", type=float, default=600.0, help="per rate, at most")

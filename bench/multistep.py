@@ -15,11 +15,12 @@ from __future__ import annotations
 import statistics
 
 from bench.decode import Workload, fresh
-from engine.config import EngineConfig
 from engine.workloads import stop_params_from_probe
 from record.metrics import steady_busy
+from record.schema import Lane, Loop, Phase
 
 TARGET_BUSY = 0.97
+PHASES = (Phase.SCHEDULE, Phase.LAUNCH, Phase.PROCESS_LAST)   # the table's CPU columns, in order
 
 
 def run(device: str, model: str, batch: int, graph: bool, extra: int, work: Workload) -> int:
@@ -28,8 +29,7 @@ def run(device: str, model: str, batch: int, graph: bool, extra: int, work: Work
     from engine.workloads import make_prompts
 
     ks = list(range(1, 9))                 # every k up to 8, so "smallest k" is exact
-    cfg = EngineConfig(model=model, device=device, cuda_graph=graph, max_batch_size=batch,
-                       max_seq_len=work.prompt_len + work.new_tokens + 16)
+    cfg = work.engine_config(model=model, device=device, cuda_graph=graph, max_batch_size=batch)
     rows = []
     with Engine(cfg) as eng:
         prompts = make_prompts(eng.tokenizer, batch, work.prompt_len, 0, eng.spec.vocab_size)
@@ -39,7 +39,7 @@ def run(device: str, model: str, batch: int, graph: bool, extra: int, work: Work
         ref = [o.token_ids for o in normal.outputs]
         t_fwd, t_cpu = normal.metrics["t_fwd_us"], normal.metrics["t_cpu_us"]
         serial_step = normal.metrics["mean_step_us"]
-        rows.append(("normal", normal, serial_step, True))
+        rows.append((Loop.NORMAL, normal, serial_step, True))
         for k in ks:
             runs = [fresh(eng).generate(prompts, params, overlap=True, extra_cpu_us=extra,
                                         decode_steps=k) for _ in range(work.repeats)]
@@ -56,12 +56,12 @@ def run(device: str, model: str, batch: int, graph: bool, extra: int, work: Work
     smallest = None
     for name, r, pred, same in rows:
         m, busy = r.metrics, steady_busy(r.timeline)
-        if name != "normal" and busy >= TARGET_BUSY and smallest is None:
+        if name != Loop.NORMAL and busy >= TARGET_BUSY and smallest is None:
             smallest = (name, busy, m["wasted_tokens"])
         cpu = cpu_per_forward(r.timeline)
         print(f"| {name} | {m['decode_tokens_per_s']:.0f} | {100 * busy:.1f}% | "
               f"{pred / 1e3:.3f} | {m['mean_step_us'] / 1e3:.3f} | "
-              f"{' / '.join(f'{cpu[p]:.0f}' for p in ('schedule', 'launch', 'process_last'))} | "
+              f"{' / '.join(f'{us:.0f}' for us in cpu.values())} | "
               f"{m['wasted_tokens']} ({100 * m['wasted_tokens'] / out_tokens:.1f}%) | "
               f"{m['ttft_ms_mean']:.2f} | {'yes' if same else 'NO'} |")
     if smallest:
@@ -79,9 +79,10 @@ def cpu_per_forward(spans) -> dict[str, float]:
     A multi-step group's ``schedule`` span covers all k of its steps, so dividing by the number of
     decode forwards gives the amortised share: the point of building a group's metadata once.
     """
-    decode_steps = {s.step for s in spans if s.lane == "engine_stream" and s.phase == "decode"}
-    total: dict[str, float] = {"schedule": 0.0, "launch": 0.0, "process_last": 0.0}
+    decode_steps = {s.step for s in spans
+                    if s.lane == Lane.ENGINE_STREAM and s.phase == Phase.DECODE}
+    total = dict.fromkeys(PHASES, 0.0)
     for s in spans:
-        if s.lane == "cpu" and s.phase in total and s.step in decode_steps:
+        if s.lane == Lane.CPU and s.phase in total and s.step in decode_steps:
             total[s.phase] += s.end_us - s.start_us
     return {phase: us / max(len(decode_steps), 1) for phase, us in total.items()}

@@ -17,8 +17,9 @@ from __future__ import annotations
 import statistics
 
 from bench.decode import Workload, fresh
-from engine.config import EngineConfig, SamplingParams
+from engine.config import SamplingParams
 from record.recorder import Timeline
+from record.schema import Loop
 
 
 def _cell(values: list[float]) -> str:
@@ -39,8 +40,8 @@ def run(device: str, models: list[str], batches: list[int], graph: bool, extra: 
           "|---|---|---|---|---|---|---|---|")
     for model in models:
         for batch in batches:
-            cfg = EngineConfig(model=model, device=device, cuda_graph=graph, max_batch_size=batch,
-                               max_seq_len=work.prompt_len + work.new_tokens + 16)
+            cfg = work.engine_config(model=model, device=device, cuda_graph=graph,
+                                     max_batch_size=batch)
             with Engine(cfg) as eng:
                 prompts = make_prompts(eng.tokenizer, batch, work.prompt_len, 0,
                                        eng.spec.vocab_size)
@@ -62,7 +63,7 @@ def run(device: str, models: list[str], batches: list[int], graph: bool, extra: 
                     pairs = [100 * (a - b) / a for a, b in zip(speeds[False], speeds[True])]
                     # What the recorder adds to one decode step (all B rows), in microseconds.
                     step_us = batch * 1e6 * (1 / on - 1 / off)
-                    print(f"| {model} | {batch} | {'overlap' if overlap else 'normal'} | "
+                    print(f"| {model} | {batch} | {Loop.OVERLAP if overlap else Loop.NORMAL} | "
                           f"{_cell(speeds[False])} | {_cell(speeds[True])} | "
                           f"{100 * (off - on) / off:+.2f}% | {statistics.median(pairs):+.1f}% "
                           f"[{min(pairs):+.1f} to {max(pairs):+.1f}] | {step_us:+.1f} us |",

@@ -36,10 +36,11 @@ from pathlib import Path
 from typing import Any
 
 from bench import peer_table
+from record.schema import Loop
 
 ROOT = Path(__file__).resolve().parents[1]
 PEERS = ("mini-sglang",)
-LOOPS = ("normal", "overlap")
+LOOPS = (Loop.NORMAL, Loop.OVERLAP)       # the loops both engines run
 
 
 @dataclass(frozen=True)
@@ -135,7 +136,7 @@ def minisgl_env(loop: str, paths: PeerPaths) -> dict[str, str]:
     """The environment of Mini-SGLang's process for ``loop``."""
     env = dict(os.environ)
     env.pop("MINISGL_DISABLE_OVERLAP_SCHEDULING", None)
-    if loop == "normal":
+    if loop == Loop.NORMAL:
         env["MINISGL_DISABLE_OVERLAP_SCHEDULING"] = "1"
     parts = [str(p) for p in (paths.site, paths.minisgl, ROOT) if p is not None]
     env["PYTHONPATH"] = os.pathsep.join(parts + [env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
@@ -183,7 +184,7 @@ def run_ours(work: PeerWork, batch: int) -> tuple[list[dict[str, Any]], dict[str
         timeline = None if rec == "on" else Timeline(enabled=False)   # None: the default, on
         eng_ = fresh(eng)
         start = time.perf_counter()
-        result = eng_.generate(prompts, params, overlap=loop == "overlap", timeline=timeline)
+        result = eng_.generate(prompts, params, overlap=loop == Loop.OVERLAP, timeline=timeline)
         return time.perf_counter() - start, result
 
     started = time.perf_counter()

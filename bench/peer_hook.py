@@ -40,6 +40,7 @@ import torch
 
 from engine.devices.cuda_buffers import EventPool
 from record.recorder import Timeline
+from record.schema import Lane, Phase
 
 WRAPPED = ("receive_msg", "send_result", "_schedule_next_batch", "_prepare_batch", "_forward",
            "_process_last_data")
@@ -56,7 +57,7 @@ class _TimedWait:
         self.event.synchronize()            # the CPU waits for step n's result copy
         end = self.recorder.wait_end = time.perf_counter_ns()
         rows, tokens, ids = self.recorder.batches[self.step]
-        self.recorder.timeline.add_cpu("wait", self.step, start, end, rows, tokens, ids)
+        self.recorder.timeline.add_cpu(Phase.WAIT, self.step, start, end, rows, tokens, ids)
 
 
 class MiniSglangRecorder:
@@ -128,7 +129,7 @@ class MiniSglangRecorder:
         def receive_msg(*args, **kwargs):
             start = time.perf_counter_ns()
             msgs = original(*args, **kwargs)    # offline: raises once all requests are done
-            self.timeline.add_cpu("receive", self.step + 1, start, time.perf_counter_ns())
+            self.timeline.add_cpu(Phase.RECEIVE, self.step + 1, start, time.perf_counter_ns())
             return msgs
         return receive_msg
 
@@ -147,7 +148,7 @@ class MiniSglangRecorder:
             if forward_input is not None:
                 step = self.steps[id(forward_input.batch)]
                 rows, tokens, ids = self.batches[step]
-                self.timeline.add_cpu("schedule", step, start, time.perf_counter_ns(), rows,
+                self.timeline.add_cpu(Phase.SCHEDULE, step, start, time.perf_counter_ns(), rows,
                                       tokens, ids)
             return forward_input
         return schedule_next_batch
@@ -167,7 +168,7 @@ class MiniSglangRecorder:
             self.batches[step] = (len(reqs), tokens, ids)
             if events:
                 events[1].record(self.sched.stream)
-                self.timeline.add_gpu_group(events, (("scheduler_stream", "upload", 0, 1,
+                self.timeline.add_gpu_group(events, ((Lane.SCHEDULER_STREAM, Phase.UPLOAD, 0, 1,
                                                       len(reqs), tokens),), step, ids,
                                             self.events.give_back)
             return forward_input
@@ -186,17 +187,17 @@ class MiniSglangRecorder:
             batch = forward_input.batch
             step = self.steps[id(batch)]
             rows, tokens, ids = self.batches[step]
-            phase = "prefill" if batch.is_prefill else "decode"
+            phase = Phase.PREFILL if batch.is_prefill else Phase.DECODE
             events = self.forward_events = self.events.take(2)
             events[0].record(self.engine_stream)    # re-recorded before a graph replay
             output = original(forward_input)
             events[1].record(self.engine_stream)
             self.forward_events = []
-            self.timeline.add_gpu_group(events, (("engine_stream", phase, 0, 1, rows, tokens),),
+            self.timeline.add_gpu_group(events, ((Lane.ENGINE_STREAM, phase, 0, 1, rows, tokens),),
                                         step, ids, self.events.give_back)
             timed = output._replace(copy_done_event=_TimedWait(output.copy_done_event, self,
                                                                step))
-            self.timeline.add_cpu("launch", step, start, time.perf_counter_ns(), rows, tokens,
+            self.timeline.add_cpu(Phase.LAUNCH, step, start, time.perf_counter_ns(), rows, tokens,
                                   ids)
             return timed
         return forward
@@ -210,6 +211,6 @@ class MiniSglangRecorder:
             step = self.steps.pop(id(last_data[0].batch))
             rows, tokens, ids = self.batches[step]
             # The wait for the copy was recorded on its own; what follows it is the processing.
-            self.timeline.add_cpu("process_last", step, max(start, self.wait_end),
+            self.timeline.add_cpu(Phase.PROCESS_LAST, step, max(start, self.wait_end),
                                   time.perf_counter_ns(), rows, tokens, ids)
         return process_last_data

@@ -25,10 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from record.metrics import compute_metrics, cpu_phase_times
-from record.recorder import BASE_LANES, Timeline
+from record.recorder import Timeline
 from record.run_record import run_dict
+from record.schema import BASE_LANES, Lane, Loop
 
-GPU_LANES = ("scheduler_stream", "engine_stream")      # Mini-SGLang has no copy stream
+GPU_LANES = (Lane.SCHEDULER_STREAM, Lane.ENGINE_STREAM)      # Mini-SGLang has no copy stream
 FIGURES = ("steady_step_us", "t_fwd_us", "t_cpu_us", "predicted_overlap_speedup")
 
 
@@ -131,7 +132,7 @@ def main(spec_path: str, out_path: str) -> int:
 
     from bench.peer_hook import MiniSglangRecorder
     loop = spec["loop"]
-    recorder = MiniSglangRecorder(llm, serial=loop == "normal")
+    recorder = MiniSglangRecorder(llm, serial=loop == Loop.NORMAL)
     params = SamplingParams(temperature=0.0, ignore_eos=True, max_tokens=spec["new_tokens"])
     out: dict[str, Any] = {
         "loop": loop, "start_s": start_s, "batches": [], "record": None,

@@ -17,8 +17,10 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from record.schema import Loop, Phase
+
 MINISGL, OURS = "Mini-SGLang", "ours"
-PHASES = ("receive", "schedule", "launch", "wait", "process_last")
+PHASES = (Phase.RECEIVE, Phase.SCHEDULE, Phase.LAUNCH, Phase.WAIT, Phase.PROCESS_LAST)
 LABEL = "Mini-SGLang (the article's code)"
 
 
@@ -69,7 +71,7 @@ def add_ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def ordered(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """B, then loop, then Mini-SGLang before ours, recording on before off."""
-    return sorted(rows, key=lambda r: (r["batch"], r["loop"] != "normal", r["engine"] != MINISGL,
+    return sorted(rows, key=lambda r: (r["batch"], r["loop"] != Loop.NORMAL, r["engine"] != MINISGL,
                                        r["recording"] != "on"))
 
 
@@ -110,8 +112,8 @@ def overlap_gains(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     by_key = {(r["engine"], r["recording"], r["batch"], r["loop"]): r for r in rows}
     gains = []
     for (engine, recording, batch, loop), normal in sorted(by_key.items()):
-        overlap = by_key.get((engine, recording, batch, "overlap"))
-        if loop != "normal" or overlap is None:
+        overlap = by_key.get((engine, recording, batch, Loop.OVERLAP))
+        if loop != Loop.NORMAL or overlap is None:
             continue
         step = (normal["step_ms"] / overlap["step_ms"]
                 if normal["step_ms"] and overlap["step_ms"] else None)
@@ -146,7 +148,7 @@ def hook_cost_note(loop: str, cost: Mapping[str, Any]) -> dict[str, Any]:
     pct = 100 * (hooked - plain) / plain
     per_step_us = (hooked - plain) / max(cost["steps"], 1) * 1e6
     n = len(cost["plain_s"])
-    name = {"normal": ("serial", "串行"), "overlap": ("overlap", "重叠")}[loop]
+    name = {Loop.NORMAL: ("serial", "串行"), Loop.OVERLAP: ("overlap", "重叠")}[loop]
     return {"key": "hook_cost", "loop": loop, "runs": n, "plain_s": plain, "hooked_s": hooked,
             "cost_pct": pct, "per_step_us": per_step_us,
             "en": f"The recorder hooked into Mini-SGLang's {name[0]} loop made generate() "
@@ -170,7 +172,7 @@ def record_parts(outs: Sequence[Mapping[str, Any]], model: str, prompt_len: int,
                                             list[dict[str, Any]]]:
     """(env, config, runs, notes) of the record of Mini-SGLang's runs, from its processes'
     outputs (each with ``record`` and ``hook_cost``), serial first."""
-    outs = sorted(outs, key=lambda o: o["loop"] != "normal")
+    outs = sorted(outs, key=lambda o: o["loop"] != Loop.NORMAL)
     first = outs[0]
     runs = [o["record"] for o in outs]
     batch = len(runs[0]["outputs"])

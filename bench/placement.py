@@ -19,7 +19,7 @@ from __future__ import annotations
 import statistics
 
 from bench.decode import Workload, fresh
-from engine.config import COPY_PLACEMENTS, EngineConfig, SamplingParams
+from engine.config import COPY_PLACEMENTS, SamplingParams
 
 PLACEMENTS = COPY_PLACEMENTS
 
@@ -42,9 +42,8 @@ def run(device: str, models: list[str], batches: list[int], graph: bool, extra: 
     for model in models:
         for batch in batches:
             for placement in PLACEMENTS:
-                cfg = EngineConfig(model=model, device=device, cuda_graph=graph,
-                                   max_batch_size=batch, result_copy_stream=placement,
-                                   max_seq_len=work.prompt_len + work.new_tokens + 16)
+                cfg = work.engine_config(model=model, device=device, cuda_graph=graph,
+                                         max_batch_size=batch, result_copy_stream=placement)
                 with Engine(cfg) as eng:
                     prompts = make_prompts(eng.tokenizer, batch, work.prompt_len, 0,
                                            eng.spec.vocab_size)

@@ -23,14 +23,14 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["Engine", "EngineConfig", "SamplingParams", "RunResult", "HazardSwitches"]
+__all__ = ["Engine", "EngineConfig", "SamplingParams", "LoopSpec", "RunResult", "HazardSwitches"]
 
 
 def __getattr__(name: str) -> Any:
     if name in ("Engine", "RunResult"):
         from engine import engine as _engine
         return getattr(_engine, name)
-    if name in ("EngineConfig", "SamplingParams", "HazardSwitches"):
+    if name in ("EngineConfig", "SamplingParams", "LoopSpec", "HazardSwitches"):
         from engine import config as _config
         return getattr(_config, name)
     raise AttributeError(f"module 'engine' has no attribute {name!r}")

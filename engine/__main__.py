@@ -16,7 +16,9 @@ import threading
 from dataclasses import replace
 from pathlib import Path
 
-from engine.config import EngineConfig, SamplingParams
+from engine.config import EngineConfig, LoopSpec, SamplingParams
+from engine.workloads import Workload, word_prompt_tokens
+from record.schema import Loop
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -101,19 +103,15 @@ def build_config(a: argparse.Namespace, arrivals: list | None = None) -> EngineC
     if a.stop_early and any(x.output_tokens for x in arrivals or ()):
         raise ValueError("--stop-early picks stop tokens for --max-new-tokens; the trace in "
                          "--arrivals already gives each request its output length")
-    prompt_tokens = 2 * a.prompt_words + 64 if a.prompt_words else a.prompt_len
-    longest = prompt_tokens + a.max_new_tokens + a.shared_prefix
-    for arrival in arrivals or ():
-        longest = max(longest, (arrival.prompt_tokens or prompt_tokens)
-                      + (arrival.output_tokens or a.max_new_tokens) + a.shared_prefix)
-    cfg = EngineConfig(model=a.model, device=a.device, cuda_graph=a.cuda_graph,
-                       prefix_cache=not a.no_prefix_cache,
-                       max_batch_size=a.batch_size, dtype=a.dtype, seed=a.seed,
-                       max_seq_len=max(64, longest),
-                       max_prefill_tokens=max(512, a.prompt_len),
-                       extra_cpu_us=a.extra_cpu_us, record_timeline=not a.no_record,
-                       decode_steps=a.decode_steps, compile=a.compile,
-                       attention=a.attention)
+    prompt_tokens = word_prompt_tokens(a.prompt_words) if a.prompt_words else a.prompt_len
+    work = Workload(prompt_tokens, a.max_new_tokens, a.shared_prefix, arrivals=arrivals or ())
+    cfg = work.engine_config(model=a.model, device=a.device, cuda_graph=a.cuda_graph,
+                             prefix_cache=not a.no_prefix_cache,
+                             max_batch_size=a.batch_size, dtype=a.dtype, seed=a.seed,
+                             max_prefill_tokens=max(512, a.prompt_len),
+                             extra_cpu_us=a.extra_cpu_us, record_timeline=not a.no_record,
+                             decode_steps=a.decode_steps, compile=a.compile,
+                             attention=a.attention)
     if a.kv_pages is not None and a.kv_pages < cfg.pages_per_seq:
         raise ValueError(f"--kv-pages must be at least {cfg.pages_per_seq}, the pages of one "
                          f"request at full length ({cfg.max_seq_len} tokens)")
@@ -135,7 +133,7 @@ def format_table(runs) -> str:
             f"{100 * m['gpu_busy_frac']:>7.1f}% {m['idle_us_total'] / 1e3:>8.1f} "
             f"{m['steady_step_us'] / 1e3:>8.3f} {m['t_fwd_us'] / 1e3:>8.3f} "
             f"{m['t_cpu_us'] / 1e3:>8.3f} {m['wasted_tokens']:>6}")
-    if len(runs) >= 2 and runs[0].loop == "normal":
+    if len(runs) >= 2 and runs[0].loop == Loop.NORMAL:
         for r in runs[1:]:
             k = r.decode_steps
             c = compare_runs(runs[0].metrics, r.metrics, k)
@@ -261,16 +259,16 @@ def _run(a, cfg, params, eng, arrivals=None, ctrl_c: CtrlC | None = None) -> int
         params = [SamplingParams(max_new_tokens=x.output_tokens or a.max_new_tokens,
                                  temperature=a.temperature, ignore_eos=a.ignore_eos)
                   for x in arrivals]
-    k = a.decode_steps
-    # (overlap, decode steps) of each loop to run, in order.
-    modes = {"normal": [(False, 1)], "overlap": [(True, k)], "both": [(False, 1), (True, k)],
-             "all": [(False, 1), (True, 1), (True, k)]}[a.mode]
+    # The loops to run, in order ("overlap" with --decode-steps K > 1 is multi-step).
+    normal = LoopSpec(Loop.NORMAL, 1, cfg.extra_cpu_us)
+    overlapped = LoopSpec.of(True, a.decode_steps, cfg.extra_cpu_us)
+    loops = {"normal": [normal], "overlap": [overlapped], "both": [normal, overlapped],
+             "all": [normal, LoopSpec(Loop.OVERLAP, 1, cfg.extra_cpu_us), overlapped]}[a.mode]
     # Warm-up, not measured: every loop once on the same prompts (same prefill shapes, decode
     # batch sizes and code paths), so no measured run pays first-use costs.
     warm = SamplingParams(max_new_tokens=min(16, a.max_new_tokens), ignore_eos=True)
-    for overlap, steps in modes:
-        eng.generate(prompts, warm, overlap=overlap, decode_steps=steps,
-                     should_stop=ctrl_c.should_stop)
+    for loop in loops:
+        eng.generate(prompts, warm, loop=loop, should_stop=ctrl_c.should_stop)
     if a.stop_early:
         ctrl_c.check()
         new = a.max_new_tokens
@@ -279,11 +277,10 @@ def _run(a, cfg, params, eng, arrivals=None, ctrl_c: CtrlC | None = None) -> int
     prof = tuple(a.profile_steps) if a.profile_steps else None
     times = [x.at_s for x in arrivals] if arrivals else None
     runs = []
-    for overlap, steps in modes:
+    for loop in loops:
         ctrl_c.check()
         eng.clear_prefix_cache()     # like with like: no loop finds the prompts of the one before
-        runs.append(eng.generate(prompts, params, overlap=overlap, decode_steps=steps,
-                                 profile_steps=prof, arrivals=times,
+        runs.append(eng.generate(prompts, params, loop=loop, profile_steps=prof, arrivals=times,
                                  should_stop=ctrl_c.should_stop))
     print(format_table(runs))
     for r in runs:

@@ -1,6 +1,7 @@
-"""Configuration values: what engine to build (EngineConfig) and how to sample (SamplingParams).
+"""Configuration values: what engine to build (EngineConfig), how to sample (SamplingParams) and
+which loop a run uses (LoopSpec).
 
-Both are frozen dataclasses validated in ``__post_init__``, so a bad value fails at the call that
+All are frozen dataclasses validated in ``__post_init__``, so a bad value fails at the call that
 made it, with a message that names the field, instead of deep inside a forward pass.
 """
 
@@ -11,10 +12,13 @@ import numbers
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from record.schema import ENGINE_LOOPS, Loop
+
 DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("auto", "float32", "float16", "bfloat16", "float64")
 ATTENTION = ("auto", "reference", "triton")
 MAX_DECODE_STEPS = 16
+MAX_EXTRA_CPU_US = 1_000_000
 # Batches in flight at most: k launched this iteration + k of the previous one being processed.
 # Host result buffers form a ring one longer, so none is rewritten before the CPU has read it.
 RESULT_BUFFERS = 2 * MAX_DECODE_STEPS + 1
@@ -54,16 +58,19 @@ class HazardSwitches:
     """Debug-only switches, each removing one safeguard (the hazard lab). All off = safe engine."""
 
     no_wait_stream: bool = False      # engine stream does not wait for the metadata upload
-    no_deferred_free: bool = False    # free a finished request's slot/pages at once
+    no_deferred_free: bool = False    # free a finished request's slot at once (its token_pool
+                                      # row is rewritten under the lag-one forward)
     single_host_buffer: bool = False  # one host result buffer instead of a ring of them
-    no_finished_guard: bool = False   # the lag-one token of a finished request is not dropped
-    no_deferred_retract_free: bool = False  # free a retracted request's slot/pages at once
+    no_finished_guard: bool = False   # the lag-one token of a finished request is processed as
+                                      # if it still ran (appended; a check ends it again)
+    no_deferred_retract_free: bool = False  # free a retracted request's slot at once
     no_retract_guard: bool = False    # the token a launched batch computes for a request that
                                       # was retracted meanwhile is not dropped
     no_cache_lock: bool = False       # prefix-cache pages a running request reads are not locked
     late_prefix_insert: bool = False  # a prefill's prefix is inserted when its result is
-                                      # processed (after the next batch was built), deduplicated
-                                      # into the cache's pages as SGLang once did
+                                      # processed (after the next batch was built) and the
+                                      # request remapped to the cache's pages, as SGLang main
+                                      # still does (the open SGLang PR 38140)
     no_result_ring: bool = False      # the copy stream copies the CUDA graph's output, which
                                       # the next replay rewrites, not the step's result-ring row
     # Widen the race window of whichever safeguard is off, so a fault shows reliably in class:
@@ -94,7 +101,7 @@ class EngineConfig:
     record_timeline: bool = True
     cpu_device_process: bool = True   # on CPU, run the model in a separate device process
     cpu_threads: int = 1              # torch intra-op threads of the CPU device
-    result_copy_stream: str = "copy"  # a copy stream of its own (vLLM); "engine": right after
+    result_copy_stream: str = "copy"  # a copy stream of its own (vLLM, SGLang); "engine": after
                                       # sampling (Mini-SGLang); "scheduler": after
                                       # wait_event(forward) there, which serialises the GPU
     device_cpus: tuple[int, ...] = ()  # cores the CPU device process may use (empty: any)
@@ -121,7 +128,7 @@ class EngineConfig:
         if self.num_pages is not None:
             _int_in(c, "num_pages", self.num_pages, 1, 1 << 24)
         _int_in(c, "seed", self.seed, 0, INT64_MAX)
-        _int_in(c, "extra_cpu_us", self.extra_cpu_us, 0, 1_000_000)
+        _int_in(c, "extra_cpu_us", self.extra_cpu_us, 0, MAX_EXTRA_CPU_US)
         _int_in(c, "cpu_threads", self.cpu_threads, 1, 256)
         _int_in(c, "decode_steps", self.decode_steps, 1, MAX_DECODE_STEPS)
         _check(self.result_copy_stream in COPY_PLACEMENTS,
@@ -185,3 +192,47 @@ class SamplingParams:
                and all(_is_int(t) and 0 <= t <= INT64_MAX for t in self.stop_token_ids),
                f"SamplingParams.stop_token_ids must be a list of non-negative integers, "
                f"got {self.stop_token_ids!r}")
+
+
+@dataclass(frozen=True)
+class LoopSpec:
+    """Which loop one run uses, and how: the page's choice, carried to the engine as one value.
+
+    ``loop`` is one of ``record.schema.ENGINE_LOOPS``; ``decode_steps`` (k) is how many decode
+    steps the multistep loop lays out per scheduling iteration (the other loops run one);
+    ``extra_cpu_us`` is real CPU work the scheduler adds to every iteration (a heavier
+    scheduler), in every loop.
+    """
+
+    loop: str
+    decode_steps: int = 1
+    extra_cpu_us: int = 0
+
+    def __post_init__(self) -> None:
+        c = "LoopSpec"
+        _check(self.loop in ENGINE_LOOPS, f"LoopSpec.loop must be one of "
+               f"{', '.join(ENGINE_LOOPS)}, got {self.loop!r}")
+        _int_in(c, "decode_steps", self.decode_steps, 1, MAX_DECODE_STEPS)
+        _int_in(c, "extra_cpu_us", self.extra_cpu_us, 0, MAX_EXTRA_CPU_US)
+
+    @classmethod
+    def of(cls, overlap: bool, decode_steps: int = 1, extra_cpu_us: int = 0) -> LoopSpec:
+        """The loop that ``overlap`` and k name (``Engine.generate``'s keywords): the serial loop
+        without overlap, else the overlap loop, multi-step when k > 1."""
+        loop = Loop.NORMAL if not overlap else Loop.OVERLAP if decode_steps == 1 else Loop.MULTISTEP
+        return cls(loop, decode_steps, extra_cpu_us)
+
+    @property
+    def overlap(self) -> bool:
+        """Whether the CPU processes a step while the device runs the next."""
+        return self.loop != Loop.NORMAL
+
+    @property
+    def k(self) -> int:
+        """Decode steps per scheduling iteration as the loop runs them (1 unless multistep)."""
+        return self.decode_steps if self.loop == Loop.MULTISTEP else 1
+
+    def as_run(self) -> LoopSpec:
+        """The loop as it runs and is recorded: k only where it counts, and multistep with
+        k = 1 is the overlap loop."""
+        return LoopSpec.of(self.overlap, int(self.k), int(self.extra_cpu_us))

@@ -31,7 +31,14 @@ from typing import Any
 import torch
 
 from engine import host_load
-from engine.config import MAX_DECODE_STEPS, RESULT_BUFFERS, EngineConfig, SamplingParams
+from engine.config import (
+    MAX_DECODE_STEPS,
+    MAX_EXTRA_CPU_US,
+    RESULT_BUFFERS,
+    EngineConfig,
+    LoopSpec,
+    SamplingParams,
+)
 from engine.scheduler.checks import memory_problems
 from engine.scheduler.device import Device
 from engine.scheduler.intake import Intake, arrival_offsets_ns
@@ -40,8 +47,9 @@ from engine.scheduler.radix_cache import RadixCache
 from engine.scheduler.request import NUM_INT_COLS, prefill_shapes
 from engine.scheduler.scheduler import Scheduler, TokenSink
 from engine.scheduler.sources import RequestSource, ScheduledSource
-from record.recorder import BASE_LANES, GPU_LANES, Span, Timeline
+from record.recorder import Span, Timeline
 from record.run_record import run_dict
+from record.schema import BASE_LANES, GPU_LANES, RunDict, loop_label
 
 
 class EngineBusyError(RuntimeError):
@@ -61,27 +69,50 @@ class RequestOutput:
     token_us: list[float] = field(default_factory=list)   # when each token was delivered
 
 
+Summary = tuple[dict[str, Any], dict[str, float]]     # (metrics, host report)
+
+
 @dataclass
 class RunResult:
-    loop: str                       # "normal" | "overlap" | "multistep"
+    """What one ``generate`` call produced. ``metrics`` (record.metrics, from the spans) and
+    ``host`` (engine.host_load, which needs the GPU's busy time) are worked out when first read,
+    not inside the call: a caller who times ``generate`` times the run and the outputs, one who
+    reads the metrics pays for them then (milliseconds for a thousand spans). The spans are
+    resolved inside the call: their CUDA events go back to the device's pool for the next run."""
+
+    loop: str                       # a record.schema.Loop: normal, overlap or multistep
     decode_steps: int               # k: decode forwards per scheduling iteration (1 unless multi-step)
     outputs: list[RequestOutput]
     timeline: list[Span]
-    metrics: dict[str, Any]
     wall_s: float
     label: str = ""
     lanes: list[str] = field(default_factory=lambda: list(BASE_LANES))  # the device's lanes
     extra_lanes: list[str] = field(default_factory=list)   # e.g. kernel lanes from torch.profiler
-    host: dict[str, float] = field(default_factory=dict)   # engine.host_load.host_report
     memory: dict[str, Any] = field(default_factory=dict)   # KV pages per step (memory_record)
     mapping_faults: list[tuple[int, int, int, int]] = field(default_factory=list)  # debug_checks
+    summarize: Callable[[], Summary] | None = field(default=None, repr=False, compare=False)
+    _summary: Summary | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def metrics(self) -> dict[str, Any]:
+        return self._summarized()[0]
+
+    @property
+    def host(self) -> dict[str, float]:
+        return self._summarized()[1]
+
+    def _summarized(self) -> Summary:
+        if self._summary is None:
+            self._summary = self.summarize() if self.summarize is not None else ({}, {})
+            self.summarize = None              # what it needed can go
+        return self._summary
 
     @property
     def mode(self) -> str:
         """The loop's name, with k for multi-step ("multistep k=3"): for tables and logs."""
-        return f"{self.loop} k={self.decode_steps}" if self.loop == "multistep" else self.loop
+        return loop_label(self.loop, self.decode_steps)
 
-    def to_run_dict(self) -> dict[str, Any]:
+    def to_run_dict(self) -> RunDict:
         run = run_dict(self.loop, self.decode_steps, self.label or self.mode, self.timeline,
                        self.metrics, [o.__dict__ for o in self.outputs],
                        lanes=self.lanes + self.extra_lanes,
@@ -226,7 +257,8 @@ class Engine:
                  profile_steps: tuple[int, int] | None = None,
                  decode_steps: int | None = None,
                  should_stop: Callable[[], bool] | None = None,
-                 arrivals: Sequence[float] | None = None, chat: bool = False) -> RunResult:
+                 arrivals: Sequence[float] | None = None, chat: bool = False,
+                 loop: LoopSpec | None = None) -> RunResult:
         """Run ``prompts`` (strings or token-id lists) to completion; returns a ``RunResult``.
 
         ``arrivals``: when each prompt's request arrives, in seconds from the run's start (None:
@@ -235,7 +267,8 @@ class Engine:
         through the tokenizer's chat template.
 
         ``overlap`` and ``extra_cpu_us`` override the config for this call (one engine, both loops).
-        ``decode_steps`` (k) overrides the config's (multi-step overlap when k > 1).
+        ``decode_steps`` (k) overrides the config's (multi-step overlap when k > 1). ``loop`` (a
+        ``LoopSpec``) says all three at once, in place of those keywords.
         ``profile_steps=(a, b)`` adds kernel-level lanes from torch.profiler for steps a..b (CUDA).
         ``should_stop()`` is asked once per scheduler iteration; True ends the run with
         ``RunCancelled``.
@@ -246,31 +279,40 @@ class Engine:
         try:
             self._replace_dead_device()
             with _no_collection():
-                return self._generate(prompts, params, overlap, timeline, extra_cpu_us,
-                                      profile_steps, decode_steps, should_stop, arrivals, chat)
+                return self._generate(prompts, params, self._loop_spec(loop, overlap, extra_cpu_us,
+                                                                       decode_steps),
+                                      timeline=timeline, profile_steps=profile_steps,
+                                      should_stop=should_stop, arrivals=arrivals, chat=chat)
         finally:
             self._busy.release()
 
-    def _loop_settings(self, overlap, extra_cpu_us, decode_steps) -> tuple[bool, int, int]:
+    def _loop_spec(self, loop: LoopSpec | None, overlap: bool | None, extra_cpu_us: int | None,
+                   decode_steps: int | None) -> LoopSpec:
+        """The loop a call runs, as it runs (``LoopSpec.as_run``): ``loop`` as given, else the
+        keywords over the config's defaults."""
+        if loop is not None:
+            if (overlap, extra_cpu_us, decode_steps) != (None, None, None):
+                raise ValueError("give the loop as loop=LoopSpec(...) or as overlap, "
+                                 "decode_steps and extra_cpu_us, not both")
+            return loop.as_run()
         cfg = self.config
         extra = cfg.extra_cpu_us if extra_cpu_us is None else _whole(extra_cpu_us, "extra_cpu_us")
-        if not 0 <= extra <= 1_000_000:
-            raise ValueError(f"extra_cpu_us must be in 0..1000000, got {extra}")
+        if not 0 <= extra <= MAX_EXTRA_CPU_US:
+            raise ValueError(f"extra_cpu_us must be in 0..{MAX_EXTRA_CPU_US}, got {extra}")
         k = cfg.decode_steps if decode_steps is None else _whole(decode_steps, "decode_steps")
         if not 1 <= k <= MAX_DECODE_STEPS:
             raise ValueError(f"decode_steps must be in 1..{MAX_DECODE_STEPS}, got {k}")
-        return (cfg.overlap if overlap is None else bool(overlap)), extra, k
+        return LoopSpec.of(cfg.overlap if overlap is None else bool(overlap), k, extra).as_run()
 
-    def _generate(self, prompts, params, overlap, timeline, extra_cpu_us, profile_steps,
-                  decode_steps, should_stop, arrivals, chat) -> RunResult:
+    def _generate(self, prompts, params, spec: LoopSpec, *, timeline, profile_steps, should_stop,
+                  arrivals, chat) -> RunResult:
         cfg = self.config
-        overlap, extra, k = self._loop_settings(overlap, extra_cpu_us, decode_steps)
         reqs = self.intake().requests(prompts, params, chat)
         offsets_ns = arrival_offsets_ns(arrivals, len(reqs))
         timeline = timeline or Timeline(enabled=cfg.record_timeline)
         sched = Scheduler(cfg, self.device, self.slots, self.pages, timeline,
-                          pad_batches=self.device_name == "cuda", extra_cpu_us=extra,
-                          decode_steps=k, cache=self.cache)
+                          pad_batches=self.device_name == "cuda", extra_cpu_us=spec.extra_cpu_us,
+                          decode_steps=spec.k, cache=self.cache)
         if profile_steps is not None:
             if self.device_name != "cuda":
                 raise ValueError("kernel-level capture (profile_steps) needs a CUDA device")
@@ -286,7 +328,7 @@ class Engine:
                 req.arrival_ns = t0 + offset       # arrival times are relative to the start
             sched.source = ScheduledSource(reqs)
             self._running = sched
-            sched.run(overlap, should_stop)
+            sched.run(spec.overlap, should_stop)
             self.device.end_run()
         except BaseException:
             # A failed run leaves its requests' slots and pages held. Let the device finish what
@@ -300,16 +342,12 @@ class Engine:
         wall_s = (time.perf_counter_ns() - t0) / 1e9
         cpu_end = host_load.snapshot(list(cpu_start.ours_s) if cpu_start else [])
         self._runs += 1
-        loop = ("overlap" if k == 1 else "multistep") if overlap else "normal"
-        result = self._result(loop, k if overlap else 1, reqs, sched, timeline, wall_s)
-        result.host = host_load.host_report(cpu_start, cpu_end, device_pid,
-                                            result.metrics["gpu_busy_frac"] * wall_s)
-        return result
+        return self._result(spec, reqs, sched, timeline, wall_s, (cpu_start, cpu_end, device_pid))
 
     def serve(self, source: RequestSource, sink: TokenSink, overlap: bool | None = None,
               timeline: Timeline | None = None, extra_cpu_us: int | None = None,
               decode_steps: int | None = None,
-              should_stop: Callable[[], bool] | None = None) -> None:
+              should_stop: Callable[[], bool] | None = None, loop: LoopSpec | None = None) -> None:
         """Serve requests from ``source`` until it is done (or ``should_stop()``), streaming
         tokens to ``sink`` after every processed step. The requests are the source's own, made
         with ``make_request``; their clock is ``timeline``'s (its ``t0_ns`` is the session start).
@@ -323,17 +361,18 @@ class Engine:
                                   "time)")
         try:
             self._replace_dead_device()
-            overlap, extra, k = self._loop_settings(overlap, extra_cpu_us, decode_steps)
+            spec = self._loop_spec(loop, overlap, extra_cpu_us, decode_steps)
             timeline = timeline or Timeline(enabled=self.config.record_timeline)
             sched = Scheduler(self.config, self.device, self.slots, self.pages, timeline,
-                              pad_batches=self.device_name == "cuda", extra_cpu_us=extra,
-                              decode_steps=k, source=source, sink=sink, cache=self.cache)
+                              pad_batches=self.device_name == "cuda",
+                              extra_cpu_us=spec.extra_cpu_us, decode_steps=spec.k, source=source,
+                              sink=sink, cache=self.cache)
             gc.collect()
             gc.freeze()
             try:
                 self.device.begin_run(timeline)
                 self._running = sched
-                sched.run(overlap, should_stop)
+                sched.run(spec.overlap, should_stop)
                 self.device.end_run()
             except BaseException:
                 self._end_failed_run()
@@ -386,9 +425,7 @@ class Engine:
             return backend.decode_batch(known, skip_special_tokens=True)
         return [self.tokenizer.decode(ids, skip_special_tokens=True) for ids in known]
 
-    def _result(self, loop: str, k: int, reqs, sched, timeline, wall_s) -> RunResult:
-        from record.metrics import compute_metrics, latency_summary
-
+    def _result(self, spec: LoopSpec, reqs, sched, timeline, wall_s, host) -> RunResult:
         t0 = timeline.t0_ns
 
         def us(ns: int) -> float:
@@ -400,22 +437,20 @@ class Engine:
                                  r.wasted_steps, [(t - t0) / 1000.0 for t in r.token_ns])
                    for r, text in zip(reqs, texts)]
         spans = timeline.snapshot()
-        out_dicts = [o.__dict__ for o in outputs]
-        metrics = compute_metrics(spans, out_dicts, GPU_LANES, wall_us=wall_s * 1e6)
-        metrics.update(latency_summary(out_dicts, wall_us=wall_s * 1e6))
-        metrics["wasted_tokens"] = sched.wasted_tokens
-        metrics["unsafe_frees"] = sched.table.unsafe_frees
-        metrics["unguarded_tokens"] = sched.unguarded_tokens   # hazard lab: a guard switched off
-        metrics["extra_cpu_us"] = sched.extra_cpu_us   # spent inside each step's process_last
-        metrics.update(memory_metrics(sched))
+        counts = {"wasted_tokens": sched.wasted_tokens, "unsafe_frees": sched.table.unsafe_frees,
+                  # hazard lab: tokens a switched-off guard let through
+                  "unguarded_tokens": sched.unguarded_tokens,
+                  "extra_cpu_us": sched.extra_cpu_us,   # spent inside each step's process_last
+                  **memory_metrics(sched)}
         kernel_spans, kernel_lanes = [], []
         if sched.capture is not None:
             kernel_spans, kernel_lanes = sched.capture.merged_spans(spans)
-        spans = sorted(spans + kernel_spans, key=lambda s: s.start_us)
-        result = RunResult(loop, k, outputs, spans, metrics, wall_s, lanes=list(self.device.lanes),
-                           extra_lanes=kernel_lanes,
+        result = RunResult(spec.loop, spec.k, outputs,
+                           sorted(spans + kernel_spans, key=lambda s: s.start_us),
+                           wall_s, lanes=list(self.device.lanes), extra_lanes=kernel_lanes,
                            memory=memory_record(sched, timeline, self.pages.total),
-                           mapping_faults=sched.mapping.faults if sched.mapping else [])
+                           mapping_faults=sched.mapping.faults if sched.mapping else [],
+                           summarize=lambda: _summary(spans, outputs, wall_s, counts, *host))
         result.label = f"{result.mode} ({self.device_label()})"
         return result
 
@@ -484,6 +519,20 @@ class Engine:
     def __exit__(self, *exc) -> None:
         self.close()
 
+
+
+def _summary(spans: list[Span], outputs: list[RequestOutput], wall_s: float,
+             counts: dict[str, Any], cpu_start, cpu_end, device_pid) -> Summary:
+    """A run's metrics (from its scheduler spans; kernel lanes left out) and host report."""
+    from record.metrics import compute_metrics, latency_summary
+
+    out_dicts = [o.__dict__ for o in outputs]
+    metrics = compute_metrics(spans, out_dicts, GPU_LANES, wall_us=wall_s * 1e6)
+    metrics.update(latency_summary(out_dicts, wall_us=wall_s * 1e6))
+    metrics.update(counts)
+    host = host_load.host_report(cpu_start, cpu_end, device_pid,
+                                 metrics["gpu_busy_frac"] * wall_s)
+    return metrics, host
 
 
 @contextmanager

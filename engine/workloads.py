@@ -6,11 +6,57 @@ tokenizer the prompts are random token ids.
 
 A *shared-prefix* workload puts one system prompt in front of every request, as chat services
 do: the prefix cache computes it once and finds it for every later request.
+
+``Workload`` says how long a workload's requests get, and sizes the engine that runs them.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from engine.config import EngineConfig
+
+MIN_SEQ_LEN = 64        # the least max_seq_len a workload asks for: a few pages, however small
+
+
+def word_prompt_tokens(words: int) -> int:
+    """Tokens to allow for a prompt of ``words`` words (``word_prompts``): about two a word,
+    and 64 more for a chat template around it."""
+    return 2 * words + 64
+
+
+@dataclass(frozen=True)
+class Workload:
+    """The lengths of a workload's requests, which size the engine that runs it.
+
+    Every request holds ``shared_prefix`` tokens of a system prompt, its prompt and its new
+    tokens; a trace's requests (``arrivals``: ``engine.scheduler.arrivals.Arrival``) may give
+    their own prompt and output lengths. The engine's ``max_seq_len`` holds the longest request
+    and ``margin`` spare positions, and is never below ``MIN_SEQ_LEN``.
+    """
+
+    prompt_tokens: int
+    new_tokens: int
+    shared_prefix: int = 0
+    margin: int = 0
+    arrivals: Sequence[Any] = ()
+
+    def longest(self) -> int:
+        """Tokens of the longest request, system prompt included."""
+        lengths = [self.prompt_tokens + self.new_tokens]
+        lengths += [(a.prompt_tokens or self.prompt_tokens) + (a.output_tokens or self.new_tokens)
+                    for a in self.arrivals]
+        return max(lengths) + self.shared_prefix
+
+    def max_seq_len(self) -> int:
+        return max(MIN_SEQ_LEN, self.longest() + self.margin)
+
+    def engine_config(self, **fields: Any) -> EngineConfig:
+        """An ``EngineConfig`` with ``fields``, its ``max_seq_len`` sized for this workload."""
+        return EngineConfig(max_seq_len=self.max_seq_len(), **fields)
 
 SENTENCES = (
     "The license grants permission to use, copy and modify the software.",

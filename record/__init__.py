@@ -3,6 +3,7 @@
 This package is the bottom layer. ``engine`` writes into it, ``viz`` and ``ui`` read from it, and
 it imports only the standard library, never torch, gradio or plotly:
 
+- ``schema``           the names of lanes, phases and loops, and the record's shapes (TypedDicts)
 - ``recorder``         ``Span`` and the ``Timeline`` recorder: every lane's work on one clock
 - ``metrics``          GPU busy (a union of intervals), idle gaps, T_fwd, T_cpu, the formula
 - ``run_record``       the schema-1 run record: make, validate, save, load

@@ -21,14 +21,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from record.recorder import Span
+from record.run_record import span_dict
+from record.schema import GPU_LANES, LANES, RecordDict, RunDict, SpanDict
 
 
-def _span_dict(span: Span | Mapping[str, Any]) -> dict[str, Any]:
-    return span.to_dict() if isinstance(span, Span) else dict(span)
-
-
-def _run_lanes(run: Mapping[str, Any], spans: list[dict[str, Any]]) -> list[str]:
+def _run_lanes(run: RunDict, spans: list[SpanDict]) -> list[str]:
     """The run's lanes in their declared order, then any lane only the spans mention."""
     lanes = list(run.get("lanes") or [])
     for span in spans:
@@ -47,9 +44,9 @@ def _metadata(name: str, pid: int, tid: int, args: dict[str, Any]) -> dict[str, 
     return {"name": name, "ph": "M", "pid": pid, "tid": tid, "args": args}
 
 
-def _run_events(run: Mapping[str, Any], pid: int,
+def _run_events(run: RunDict, pid: int,
                 env: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
-    spans = [_span_dict(s) for s in run.get("spans", [])]
+    spans = [span_dict(s) for s in run.get("spans", [])]
     lanes = _run_lanes(run, spans)
     tids = {lane: i + 1 for i, lane in enumerate(lanes)}
     name = str(run.get("label") or run.get("mode") or f"run {pid}")
@@ -75,12 +72,12 @@ def _run_events(run: Mapping[str, Any], pid: int,
     return events
 
 
-def to_chrome_trace(run: Mapping[str, Any], pid: int = 1) -> dict[str, Any]:
+def to_chrome_trace(run: RunDict, pid: int = 1) -> dict[str, Any]:
     """One run as a Chrome trace dict: one process, one thread (track) per lane, times in µs."""
     return {"traceEvents": _run_events(run, pid), "displayTimeUnit": "ms"}
 
 
-def write_chrome_trace(record: Mapping[str, Any], path: str | os.PathLike[str]) -> Path:
+def write_chrome_trace(record: RecordDict, path: str | os.PathLike[str]) -> Path:
     """Write every run of a record as one process each (named by label or mode). ``.gz`` zips."""
     events: list[dict[str, Any]] = []
     for i, run in enumerate(record.get("runs", [])):
@@ -91,12 +88,11 @@ def write_chrome_trace(record: Mapping[str, Any], path: str | os.PathLike[str]) 
     return path
 
 
-def read_own_trace(events: list[Any]) -> list[dict[str, Any]] | None:
+def read_own_trace(events: list[Any]) -> list[RunDict] | None:
     """The runs of a trace this module wrote (``None`` if it is not one): a process per run, a
     track per lane, each complete event a span. Outputs are not in a trace, so token counts are
     not either; every span-derived metric is measured again from the spans."""
     from record.metrics import compute_metrics
-    from record.recorder import GPU_LANES, LANES
     from record.run_record import loop_of, run_dict
 
     meta = {e.get("pid"): e.get("args") or {} for e in events
@@ -113,12 +109,14 @@ def read_own_trace(events: list[Any]) -> list[dict[str, Any]] | None:
     ours = set(LANES)
     if not meta and not any(name in ours for name in threads.values()):
         return None                                   # somebody else's trace
-    spans: dict[Any, list[dict[str, Any]]] = {}
+    spans: dict[Any, list[SpanDict]] = {}
     for e in events:
         if not isinstance(e, dict) or e.get("ph") != "X" or (e.get("pid"), e.get("tid")) \
                 not in threads:
             continue
-        args = e.get("args") if isinstance(e.get("args"), dict) else {}
+        args = e.get("args")
+        if not isinstance(args, dict):
+            args = {}
         ts, dur = _finite(e.get("ts")), _finite(e.get("dur"))
         if ts is None or dur is None or dur < 0:
             continue

@@ -13,12 +13,24 @@ their tokens; this module finds them in a run dict, from measurements only:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
-BATCH_PHASES = ("schedule", "launch", "decode", "prefill")
+from record.schema import Phase, RunDict
+
+BATCH_PHASES = (Phase.SCHEDULE, Phase.LAUNCH, Phase.DECODE, Phase.PREFILL)
 
 
-def step_requests(run: dict[str, Any]) -> dict[int, set[int]]:
+class LagMark(TypedDict):
+    """A request that stopped on a stop token and still ran extra forwards (``lag_marks``)."""
+
+    request: int
+    stop_step: int
+    stop_us: float
+    extra_steps: list[int]
+    wasted_steps: int
+
+
+def step_requests(run: RunDict) -> dict[int, set[int]]:
     """step -> the request ids its batch served (from any span of that step that lists them)."""
     served: dict[int, set[int]] = {}
     for span in run.get("spans", []):
@@ -27,11 +39,11 @@ def step_requests(run: dict[str, Any]) -> dict[int, set[int]]:
     return served
 
 
-def _stop_step(run: dict[str, Any], request: int, finish_us: float) -> int | None:
+def _stop_step(run: RunDict, request: int, finish_us: float) -> int | None:
     """The step whose ``process_last`` read this request's stop token (contains ``finish_us``)."""
     best = None
     for span in run.get("spans", []):
-        if span.get("phase") != "process_last" or request not in span.get("req_ids", []):
+        if span.get("phase") != Phase.PROCESS_LAST or request not in span.get("req_ids", []):
             continue
         if span["start_us"] <= finish_us <= span["end_us"] + 1.0:
             return int(span["step"])
@@ -40,7 +52,7 @@ def _stop_step(run: dict[str, Any], request: int, finish_us: float) -> int | Non
     return best[1] if best else None
 
 
-def lag_marks(run: dict[str, Any]) -> list[dict[str, Any]]:
+def lag_marks(run: RunDict) -> list[LagMark]:
     """One entry per request that stopped on a stop token and still ran extra forwards.
 
     ``{"request", "stop_step", "stop_us", "extra_steps", "wasted_steps"}``: ``extra_steps`` are
@@ -58,12 +70,12 @@ def lag_marks(run: dict[str, Any]) -> list[dict[str, Any]]:
             continue
         extra = sorted(step for step, rids in served.items()
                        if step > stop_step and request in rids)[:wasted]
-        marks.append({"request": request, "stop_step": stop_step, "stop_us": float(finish_us),
-                      "extra_steps": extra, "wasted_steps": wasted})
+        marks.append(LagMark(request=request, stop_step=stop_step, stop_us=float(finish_us),
+                             extra_steps=extra, wasted_steps=wasted))
     return marks
 
 
-def extra_steps(marks: list[dict[str, Any]]) -> dict[int, list[tuple[int, int, int]]]:
+def extra_steps(marks: list[LagMark]) -> dict[int, list[tuple[int, int, int]]]:
     """step -> [(request, stop step, which extra step of that request: 1, 2, ...)]."""
     by_step: dict[int, list[tuple[int, int, int]]] = {}
     for mark in marks:

@@ -20,6 +20,8 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from record.schema import RecordDict
+
 NUMBERS = ("output_tokens_per_s", "requests_per_s", "ttft_ms_mean", "ttft_ms_p50", "ttft_ms_p99",
            "itl_ms_mean", "itl_ms_p50", "itl_ms_p99", "tpot_ms_mean", "e2e_ms_p50", "e2e_ms_p99",
            "gpu_busy_frac", "wall_s", "other_cpu_frac", "t_fwd_us", "t_cpu_us")
@@ -45,7 +47,7 @@ def row_from_metrics(loop: str, rate: float | None, requests: int,
     return row
 
 
-def rows_from_record(record: Mapping[str, Any], request_rate: float | None) -> list[dict[str, Any]]:
+def rows_from_record(record: RecordDict, request_rate: float | None) -> list[dict[str, Any]]:
     """One row per run of a run record whose requests arrived at ``request_rate`` (an app or
     CLI run with arrivals, or a served session's record), for ``latency_figure``."""
     out = []

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 from record.files import DEFAULT_MAX_BYTES, read_bounded
 from record.profiler_import import record_from_trace
 from record.run_record import record_from_bytes
+from record.schema import RecordDict, RunDict
 
 # First bytes of files people upload by mistake -> what they are (``NotATrace.kind``).
 MAGIC = ((b"\x89PNG", "png"), (b"\xff\xd8\xff", "jpeg"), (b"GIF8", "gif"), (b"%PDF", "pdf"),
@@ -55,10 +55,32 @@ def looks_like_record(data: bytes) -> bool:
     return head.lstrip().startswith(b"{") and b'"schema"' in head
 
 
-def load_any(path: str | os.PathLike[str], max_bytes: int = DEFAULT_MAX_BYTES) -> dict[str, Any]:
+def load_any(path: str | os.PathLike[str], max_bytes: int = DEFAULT_MAX_BYTES) -> RecordDict:
     """A run record as it is (validated), or a trace imported into a record."""
     name = Path(path).name
     data = read_bounded(path, max_bytes, what=f"file {name}")
     if looks_like_record(data):
         return record_from_bytes(data, name)
     return record_from_trace(data, name, max_bytes)
+
+
+MAX_SHOWN_RUNS = 4      # runs drawn side by side at once: two records of two loops, or traces
+
+
+def side_by_side(records: list[tuple[RecordDict, str]],
+                 most: int = MAX_SHOWN_RUNS) -> tuple[RecordDict, int]:
+    """One record holding the runs of ``records`` ((record, name) pairs), in order, so they are
+    drawn as a live run's loops are: panels on one time axis, one step window, ratios. Each run
+    keeps where it came from (``source``, ``env``). At most ``most`` runs, the newest; the
+    second value says how many older ones were left out."""
+    runs: list[RunDict] = []
+    for record, name in records:
+        for run in record["runs"]:
+            runs.append({**run, "source": run.get("source") or name,
+                         "env": run.get("env") or record.get("env") or {}})
+    dropped = max(len(runs) - most, 0)
+    first = records[0][0]
+    combined: RecordDict = {"schema": first.get("schema", 1), "env": dict(first.get("env") or {}),
+                            "config": {"sources": [name for _, name in records]},
+                            "runs": runs[dropped:]}
+    return combined, dropped

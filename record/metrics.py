@@ -26,21 +26,17 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol, TypeGuard
 
-from record.recorder import GPU_LANES, Span
+from record.recorder import Span
+from record.schema import CPU_WORK_PHASES, FORWARD_PHASES, GPU_LANES, Lane, Metrics, Phase, SpanDict
 
 Interval = tuple[float, float]
-SpanLike = Span | Mapping[str, Any]
+SpanLike = Span | SpanDict | Mapping[str, Any]
 
-# Scheduler-thread phases that are real CPU work (T_sched + T_post). ``wait`` (blocking on a copy)
-# is time the CPU spends *not* working, so it is not part of the model's T_cpu.
-CPU_WORK_PHASES = ("receive", "schedule", "launch", "process_last")
-FORWARD_PHASES = ("prefill", "decode")
-ENGINE_LANE = "engine_stream"
 # Batch metadata is not the forward's work even where an engine runs it on its engine stream
 # (Mini-SGLang's serial loop does: the bench's recorder draws it there, as ``upload``).
-METADATA_PHASES = ("upload",)
+METADATA_PHASES = (Phase.UPLOAD,)
 
 # The keys every schema-1 record has carried since the first one (readers may rely on them) ...
 SCHEMA1_METRIC_KEYS = (
@@ -58,11 +54,17 @@ METRIC_KEYS = SCHEMA1_METRIC_KEYS + ("steady_step_us", "steady_busy_frac", "stea
 
 # ---- intervals ------------------------------------------------------------------------------
 
-def union_intervals(intervals: Iterable[Interval]) -> list[Interval]:
-    """Merge intervals into sorted, disjoint ones. Empty or reversed intervals are dropped."""
+def union_intervals(intervals: Iterable[Interval], join_us: float = 0.0) -> list[Interval]:
+    """Merge intervals into sorted, disjoint ones. Empty or reversed intervals are dropped.
+
+    ``join_us``: two intervals less than this far apart are merged too (the gap between them is
+    counted as covered). An imported kernel-level trace has thousands of gaps of a microsecond
+    or two between the kernels of one forward; no host could have given the GPU work in them,
+    so they are not idleness (``record.trace_loop.joined_gap_us``).
+    """
     merged: list[list[float]] = []
     for start, end in sorted((float(s), float(e)) for s, e in intervals if e > s):
-        if merged and start <= merged[-1][1]:  # overlapping or touching: extend the current one
+        if merged and start - merged[-1][1] <= join_us:   # overlapping, touching or joined
             merged[-1][1] = max(merged[-1][1], end)
         else:
             merged.append([start, end])
@@ -95,32 +97,34 @@ def _clip(intervals: Iterable[Interval], window: Interval) -> list[Interval]:
     return [(max(s, lo), min(e, hi)) for s, e in intervals if e > lo and s < hi]
 
 
-def _busy_and_window(spans: Iterable[SpanLike], lanes: Iterable[str],
-                     window: Interval | None) -> tuple[list[Interval], Interval | None]:
+def _busy_and_window(spans: Iterable[SpanLike], lanes: Iterable[str], window: Interval | None,
+                     join_us: float = 0.0) -> tuple[list[Interval], Interval | None]:
     intervals = _lane_intervals(spans, lanes)
     window = window if window is not None else _extent(intervals)
     if window is None:
         return [], None
-    return union_intervals(_clip(intervals, window)), window
+    return union_intervals(_clip(intervals, window), join_us), window
 
 
 def busy_fraction(spans: Iterable[SpanLike], lanes: Iterable[str],
-                  window: Interval | None = None) -> float:
-    """Fraction of ``window`` covered by the union of the spans on ``lanes``.
+                  window: Interval | None = None, join_us: float = 0.0) -> float:
+    """Fraction of ``window`` covered by the union of the spans on ``lanes`` (gaps shorter than
+    ``join_us`` between them count as covered, ``union_intervals``).
 
     The default window runs from the first span start to the last span end on those lanes.
     An empty or zero-length window gives 0.0.
     """
-    busy, window = _busy_and_window(spans, lanes, window)
+    busy, window = _busy_and_window(spans, lanes, window, join_us)
     if window is None or window[1] <= window[0]:
         return 0.0
     return sum(e - s for s, e in busy) / (window[1] - window[0])
 
 
 def idle_gaps(spans: Iterable[SpanLike], lanes: Iterable[str],
-              window: Interval | None = None) -> list[Interval]:
-    """The intervals of ``window`` where no lane in ``lanes`` has a span (same default window)."""
-    busy, window = _busy_and_window(spans, lanes, window)
+              window: Interval | None = None, join_us: float = 0.0) -> list[Interval]:
+    """The intervals of ``window`` where no lane in ``lanes`` has a span (same default window),
+    less those shorter than ``join_us`` between two spans (``union_intervals``)."""
+    busy, window = _busy_and_window(spans, lanes, window, join_us)
     if window is None:
         return []
     gaps: list[Interval] = []
@@ -146,7 +150,7 @@ def steady_window(spans: Iterable[SpanLike], first_frac: float = 0.1,
     steps) and drain (the last requests finishing) are left out, so two loops on one workload are
     compared over the same kind of steps. ``None`` with fewer than five decode forwards."""
     forwards = sorted((s for s in _as_spans(spans)
-                       if s.lane == ENGINE_LANE and s.phase == "decode"), key=lambda s: s.start_us)
+                       if s.lane == Lane.ENGINE_STREAM and s.phase == Phase.DECODE), key=lambda s: s.start_us)
     if len(forwards) < 5:
         return None
     first = forwards[int(len(forwards) * first_frac)]
@@ -162,16 +166,26 @@ def steady_busy(spans: Iterable[SpanLike], lanes: Iterable[str] = GPU_LANES) -> 
 
 # ---- steps ----------------------------------------------------------------------------------
 
-def _step_extents(spans: Sequence[Span], gpu_lanes: Sequence[str]) -> dict[int, Interval]:
+class _Timed(Protocol):
+    """What ``_step_extents`` reads of a span: a ``Span``, or a span dict through ``_SpanRow``."""
+
+    lane: str
+    phase: str
+    step: int
+    start_us: float
+    end_us: float
+
+
+def _step_extents(spans: Sequence[_Timed], gpu_lanes: Sequence[str]) -> dict[int, Interval]:
     """Per step: (start of its forward, end of its engine-stream work).
 
     A step is a step number with an engine_stream prefill/decode span. Traces without such spans
     (imported ones) fall back to the GPU-lane spans of each step number >= 0.
     """
     forward_steps = {s.step for s in spans
-                     if s.lane == ENGINE_LANE and s.phase in FORWARD_PHASES and s.step >= 0}
+                     if s.lane == Lane.ENGINE_STREAM and s.phase in FORWARD_PHASES and s.step >= 0}
     if forward_steps:
-        members = [s for s in spans if s.lane == ENGINE_LANE and s.step in forward_steps]
+        members = [s for s in spans if s.lane == Lane.ENGINE_STREAM and s.step in forward_steps]
         openers = [s for s in members if s.phase in FORWARD_PHASES]
     else:
         members = openers = [s for s in spans if s.lane in gpu_lanes and s.step >= 0]
@@ -189,19 +203,27 @@ def step_extents(spans: Iterable[SpanLike],
     """Per step number: (start of its forward, end of its engine-stream work), the steps the
     step time is measured over (a trace of another engine: its GPU work per step). Span dicts
     are read as they are (a view asks this of runs of a hundred thousand spans)."""
-    spans = list(spans)
-    if all(isinstance(s, Span) for s in spans):
-        return _step_extents(spans, gpu_lanes)
-    rows = [_SpanRow(d) for d in spans]
-    return _step_extents(rows, gpu_lanes)       # type: ignore[arg-type] - the fields it reads
+    given = list(spans)
+    if _all_objects(given):
+        return _step_extents(given, gpu_lanes)
+    return _step_extents([_SpanRow(d) for d in given], gpu_lanes)
+
+
+def _all_objects(spans: list[SpanLike]) -> TypeGuard[list[Span]]:
+    return all(isinstance(s, Span) for s in spans)
 
 
 class _SpanRow:
     """A span dict read through the attribute names ``_step_extents`` uses (no copy)."""
 
     __slots__ = ("lane", "phase", "step", "start_us", "end_us")
+    lane: str
+    phase: str
+    step: int
+    start_us: float
+    end_us: float
 
-    def __init__(self, d: Any) -> None:
+    def __init__(self, d: SpanLike) -> None:
         if isinstance(d, Span):
             d = {"lane": d.lane, "phase": d.phase, "step": d.step, "start_us": d.start_us,
                  "end_us": d.end_us}
@@ -224,7 +246,7 @@ def _decode_tokens(spans: Sequence[Span]) -> dict[int, int]:
     """Tokens produced by each decode step: the batch size of its engine_stream decode span."""
     tokens: dict[int, int] = defaultdict(int)
     for s in spans:
-        if s.lane == ENGINE_LANE and s.phase == "decode" and s.step >= 0:
+        if s.lane == Lane.ENGINE_STREAM and s.phase == Phase.DECODE and s.step >= 0:
             tokens[s.step] += s.batch_size
     return dict(tokens)
 
@@ -240,9 +262,9 @@ def _model_times(spans: Sequence[Span], decode_steps: Iterable[int]) -> tuple[fl
     for s in spans:
         if s.step not in steps:
             continue
-        if s.lane == ENGINE_LANE and s.phase not in METADATA_PHASES:
+        if s.lane == Lane.ENGINE_STREAM and s.phase not in METADATA_PHASES:
             engine[s.step].append((s.start_us, s.end_us))
-        elif s.lane == "cpu" and s.phase in CPU_WORK_PHASES:
+        elif s.lane == Lane.CPU and s.phase in CPU_WORK_PHASES:
             cpu_work += s.end_us - s.start_us
     fwd = sum(e - s for iv in engine.values() for s, e in union_intervals(iv))
     return fwd / len(steps), cpu_work / len(steps)
@@ -261,9 +283,11 @@ def _middle_steps(durations: Mapping[int, float], spans: Sequence[Span],
 
 
 def _gap_terms(spans: Sequence[Span], gpu_lanes: Sequence[str], steps: Iterable[int],
-               durations: Mapping[int, float]) -> tuple[float, float]:
-    """T_fwd and T_cpu of a trace without scheduler phases: per step, the GPU's busy time (the
-    union of its lanes) and the rest of the step, the time the GPU waited for the host."""
+               durations: Mapping[int, float], join_us: float = 0.0) -> tuple[float, float]:
+    """What a trace without scheduler phases tells per step: the GPU's busy time (the union of
+    its lanes, gaps under ``join_us`` joined) and the rest of the step, the time the GPU waited
+    between its forwards. The wait is not the host's work: the host works while the GPU does
+    too (it launches the forward, and an overlapped loop builds the next batch meanwhile)."""
     steps = [step for step in steps if step in durations]
     if not steps:
         return 0.0, 0.0
@@ -272,14 +296,14 @@ def _gap_terms(spans: Sequence[Span], gpu_lanes: Sequence[str], steps: Iterable[
     for s in spans:
         if s.step in wanted and s.lane in lanes:
             busy[s.step].append((s.start_us, s.end_us))
-    fwd = [sum(e - s for s, e in union_intervals(busy[step])) for step in steps]
+    fwd = [sum(e - s for s, e in union_intervals(busy[step], join_us)) for step in steps]
     gaps = [max(durations[step] - f, 0.0) for step, f in zip(steps, fwd)]
     return statistics.fmean(fwd), statistics.fmean(gaps)
 
 
 def _steady_steps(spans: Sequence[Span], window: Interval | None) -> list[int]:
     """The decode steps whose forward starts inside the steady window (all of them without one)."""
-    return [s.step for s in spans if s.lane == ENGINE_LANE and s.phase == "decode"
+    return [s.step for s in spans if s.lane == Lane.ENGINE_STREAM and s.phase == Phase.DECODE
             and s.step >= 0 and (window is None or window[0] <= s.start_us <= window[1])]
 
 
@@ -293,7 +317,7 @@ def cpu_phase_times(spans: Iterable[SpanLike]) -> dict[str, float]:
         return {}
     total: dict[str, float] = defaultdict(float)
     for s in spans:
-        if s.lane == "cpu" and s.step in steps:
+        if s.lane == Lane.CPU and s.step in steps:
             total[s.phase] += s.end_us - s.start_us
     return {phase: us / len(steps) for phase, us in total.items()}
 
@@ -358,7 +382,7 @@ def decode_gaps(spans: Iterable[SpanLike], window: Interval | None = None) -> li
     """The time between consecutive decode forwards on the engine stream (end of one to the
     start of the next, 0 where they touch), for the forwards that start inside ``window``."""
     forwards = sorted((s.start_us, s.end_us) for s in _as_spans(spans)
-                       if s.lane == ENGINE_LANE and s.phase == "decode"
+                       if s.lane == Lane.ENGINE_STREAM and s.phase == Phase.DECODE
                        and (window is None or window[0] <= s.start_us <= window[1]))
     return [max(b[0] - a[1], 0.0) for a, b in zip(forwards, forwards[1:])]
 
@@ -416,7 +440,8 @@ def busy_while_active(spans: Iterable[SpanLike], lanes: Iterable[str],
 
 def compute_metrics(spans: Iterable[SpanLike], outputs: Sequence[Any],
                     gpu_lanes: Sequence[str] = GPU_LANES,
-                    wall_us: float | None = None) -> dict[str, float | int | None]:
+                    wall_us: float | None = None,
+                    join_us: float = 0.0) -> Metrics:
     """All metrics of one run (keys: ``METRIC_KEYS``), never NaN. A metric the run cannot tell
     is None, "not in this trace": token counts and rates without outputs (a profiler trace),
     latencies without timestamps, decode rates and gaps without decode forwards, the engine
@@ -427,6 +452,12 @@ def compute_metrics(spans: Iterable[SpanLike], outputs: Sequence[Any],
     predicted speedup) and the measured step time are all taken over the same decode steps, those
     of the steady window (``steady_window``), so the prediction and the measurement compare like
     with like. See docs/run_record.md.
+
+    A trace of another engine (no decode phases of ours) has no measured CPU work: its
+    ``t_cpu_us`` and predicted speedup are None, and ``gpu_wait_us`` (an extra key) holds what
+    the rest of its step was, the GPU's wait between forwards. ``join_us``: gaps between GPU
+    spans shorter than this count as busy (an imported kernel-level trace,
+    ``record.trace_loop.joined_gap_us``).
     """
     spans = _as_spans(spans)
     if wall_us is None:
@@ -441,59 +472,65 @@ def compute_metrics(spans: Iterable[SpanLike], outputs: Sequence[Any],
         window = steady_window(spans)
         steady = [step for step in _steady_steps(spans, window) if step in decode_tokens]
         t_fwd, t_cpu = _model_times(spans, steady)
+        gpu_wait: float | None = None
     else:                               # a trace of another engine: only the GPU's busy and idle
         steady, window = _middle_steps(durations, spans, gpu_lanes)
-        t_fwd, t_cpu = _gap_terms(spans, gpu_lanes, steady, durations)
+        t_fwd, gpu_wait = _gap_terms(spans, gpu_lanes, steady, durations, join_us)
+        t_cpu = None
 
-    gaps = idle_gaps(spans, gpu_lanes)
+    gaps = idle_gaps(spans, gpu_lanes, join_us=join_us)
     idle_total = sum(e - s for s, e in gaps)
     ttft, tpot = _latencies(outputs)
     has_outputs = bool(outputs)
-    engine = any(s.lane == ENGINE_LANE for s in spans)
+    engine = any(s.lane == Lane.ENGINE_STREAM for s in spans)
     forward_gaps = decode_gaps(spans, window)
-    return {
+    metrics: Metrics = {
         "tokens_per_s": _ratio(output_tokens, wall_us / 1e6) if has_outputs else None,
         "decode_tokens_per_s": _ratio(sum(decode_tokens.values()), decode_us / 1e6)
         if decode_tokens else None,
         "output_tokens": output_tokens if has_outputs else None,
         "wall_s": wall_us / 1e6,
         "steps": len(durations),
-        "gpu_busy_frac": busy_fraction(spans, gpu_lanes),
+        "gpu_busy_frac": busy_fraction(spans, gpu_lanes, join_us=join_us),
         "idle_us_total": idle_total,
         "idle_gap_count": len(gaps),
         "mean_step_us": _mean(list(durations.values())),
         "mean_idle_per_step_us": _ratio(idle_total, len(durations)),
         "t_fwd_us": t_fwd,
         "t_cpu_us": t_cpu,
-        "predicted_overlap_speedup": overlap_speedup(t_fwd, t_cpu),
+        "predicted_overlap_speedup": overlap_speedup(t_fwd, t_cpu) if t_cpu is not None
+        else None,
         "ttft_ms_mean": _mean_or_none(ttft),
         "ttft_ms_p50": statistics.median(ttft) if ttft else None,
         "tpot_ms_mean": _mean_or_none(tpot),
         "steady_step_us": _mean([durations[step] for step in steady if step in durations]),
-        "steady_busy_frac": busy_fraction(spans, gpu_lanes, window=window),
+        "steady_busy_frac": busy_fraction(spans, gpu_lanes, window=window, join_us=join_us),
         "steady_steps": len(steady),
         "steady_prefill_frac": _prefill_share(spans, window),
         # Over the same window as gpu_busy_frac (the extent of all GPU lanes), so the two compare.
-        "engine_busy_frac": busy_fraction(spans, [ENGINE_LANE],
+        "engine_busy_frac": busy_fraction(spans, [Lane.ENGINE_STREAM],
                                           window=_extent(_lane_intervals(spans, gpu_lanes)))
         if engine else None,
-        "steady_engine_busy_frac": busy_fraction(spans, [ENGINE_LANE], window=window)
+        "steady_engine_busy_frac": busy_fraction(spans, [Lane.ENGINE_STREAM], window=window)
         if engine else None,
         "decode_gap_us_p50": percentile(forward_gaps, 50) if forward_gaps else None,
         "active_busy_frac": busy_while_active(spans, gpu_lanes, outputs),
     }
+    if gpu_wait is not None:
+        metrics["gpu_wait_us"] = gpu_wait
+    return metrics
 
 
 def _prefill_share(spans: Sequence[Span], window: Interval | None) -> float:
     """The share of the steady window covered by prefill forwards (new requests joining)."""
     if window is None or window[1] <= window[0]:
         return 0.0
-    prefill = [s for s in spans if s.lane == ENGINE_LANE and s.phase == "prefill"]
-    return busy_fraction(prefill, [ENGINE_LANE], window)
+    prefill = [s for s in spans if s.lane == Lane.ENGINE_STREAM and s.phase == Phase.PREFILL]
+    return busy_fraction(prefill, [Lane.ENGINE_STREAM], window)
 
 
 def compare_runs(normal: Mapping[str, Any], overlap: Mapping[str, Any],
-                 decode_steps: int = 1) -> dict[str, float]:
+                 decode_steps: int = 1) -> dict[str, float | None]:
     """Overlap (or multi-step with k = ``decode_steps``) against the serial baseline, from two
     metrics dicts (or two runs holding them).
 
@@ -501,7 +538,8 @@ def compare_runs(normal: Mapping[str, Any], overlap: Mapping[str, Any],
     overlapping) and ``measured_speedup`` is the ratio of the two runs' steady decode step times:
     both per decode step, over the steady window. ``whole_run_speedup`` is the ratio of output
     tokens/s over the whole runs (prefill, fill and drain included), None when either run has no
-    outputs. A zero denominator gives 0.0.
+    outputs; ``predicted_speedup`` is None when the baseline measured no CPU work (a trace of
+    another engine). A zero denominator gives 0.0.
     """
     normal = normal.get("metrics", normal)
     overlap = overlap.get("metrics", overlap)
@@ -509,8 +547,8 @@ def compare_runs(normal: Mapping[str, Any], overlap: Mapping[str, Any],
         else _ratio(overlap["tokens_per_s"], normal["tokens_per_s"])
     return {
         "measured_speedup": _ratio(normal["steady_step_us"], overlap["steady_step_us"]),
-        "predicted_speedup": overlap_speedup(normal["t_fwd_us"], normal["t_cpu_us"],
-                                             decode_steps),
+        "predicted_speedup": None if normal.get("t_cpu_us") is None
+        else overlap_speedup(normal["t_fwd_us"], normal["t_cpu_us"], decode_steps),
         "whole_run_speedup": whole,                 # None: a run without outputs (a trace)
         "busy_gain": overlap["gpu_busy_frac"] - normal["gpu_busy_frac"],
         "idle_saved_us": normal["idle_us_total"] - overlap["idle_us_total"],

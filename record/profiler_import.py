@@ -5,15 +5,21 @@ A trace of our own (``record.chrome_trace``) comes back as the runs it was writt
 profiler trace becomes one run:
 
 - **GPU lanes**: every CUDA stream that ran a kernel, memcpy or memset (one lane per stream);
-- **CPU lanes**: every host thread that launched GPU work, with its top-level events;
+- **CPU lanes**: every host thread that launched GPU work or ran named phases: its phases where
+  the trace names them (``record.host_phases``: the scheduler's functions, ``record_function``
+  ranges), else its top-level ops and runtime calls;
 - **steps**: ``ProfilerStep#N`` ranges where the trace has them; otherwise one step per CUDA
   graph launch; otherwise one per launch of the *step marker*, the kernel that runs once per
   forward at the most regular pace (the embedding lookup, the lm_head GEMM, the sampler...);
   each GPU event belongs to the step in which it was launched.
 
-The metrics are ``record.metrics``' own, so a production engine's idle gaps are measured exactly
-like ours; what a trace cannot tell (tokens, the scheduler's own phases) is said in the run's
-``notes``. Bounded in size, depth, lanes and spans: a hostile file gets a clear error.
+The run also says what its timing shows (``record.trace_loop``): ``loop_seen`` (serial or
+overlapped, and the readings behind it), ``joined_gap_us`` (gaps between kernels shorter than a
+launch, counted as busy) and ``step_starts`` (when the host began each step, for the
+step-through). The metrics are ``record.metrics``' own, so a production engine's idle gaps are
+measured exactly like ours; what a trace cannot tell (tokens, the scheduler's own phases) is
+said in the run's ``notes``. Bounded in size, depth, lanes and spans: a hostile file gets a clear
+error (the file itself is read by ``record.profiler_events``).
 
 Standard library only: no torch needed to read a trace.
 """
@@ -21,7 +27,6 @@ Standard library only: no torch needed to read a trace.
 from __future__ import annotations
 
 import bisect
-import json
 import math
 import os
 import re
@@ -32,190 +37,37 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from record.files import DEFAULT_MAX_BYTES, FileTooLarge, read_bounded
+from record import host_phases, trace_loop
+from record.files import DEFAULT_MAX_BYTES
 from record.metrics import compute_metrics
+from record.profiler_events import (  # noqa: F401 - the limits and error said from here too
+    MAX_PHASE_CHARS,
+    STEP_NAME,
+    Event,
+    Trace,
+    TraceImportError,
+    finite_number,
+    parse_events,
+    read_limited,
+    short_name,
+)
 from record.recorder import Span
 from record.run_record import run_dict
+from record.schema import Loop, Metrics, Phase, RecordDict, RunDict
 
-GPU_CATEGORIES = {"kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset"}  # old kineto: Memcpy
-HOST_CATEGORIES = {"cpu_op", "user_annotation", "python_function", "cuda_runtime",
-                   "cuda_driver", "ac2g_host"}
-MAX_PHASE_CHARS = 80
 MAX_LANES = 64              # GPU streams + CPU threads in one import
 MAX_SPANS = 150_000         # spans kept for drawing (the metrics use every event)
 NO_GPU_MESSAGE = ("no GPU kernel, memcpy or memset events: was the profiler run with "
                   "ProfilerActivity.CUDA?")
-_STEP_NAME = re.compile(r"ProfilerStep#(\d{1,12})")
 _GRAPH_LAUNCH = ("cudaGraphLaunch", "cuGraphLaunch")
 MARKER_MAX_CV = 0.35        # a step marker's launches must come at a steady pace
 
 
-class TraceImportError(ValueError):
-    """A trace that cannot be imported; the message says why, for a human."""
-
-
-# ---- bytes -> events --------------------------------------------------------------------------
-
-def _read_limited(source: bytes | str | os.PathLike[str], max_bytes: int) -> bytes:
-    """The trace's bytes, gunzipped if needed, refusing anything over ``max_bytes``."""
-    try:
-        return read_bounded(source, max_bytes, what="trace")
-    except FileTooLarge as error:
-        raise TraceImportError(f"{error}; profile fewer steps (e.g. a shorter torch.profiler "
-                               "schedule) and try again") from None
-    except OSError as error:
-        raise TraceImportError(f"cannot read trace file: {error}") from None
-    except ValueError as error:
-        raise TraceImportError(str(error)) from None
-
-
-def _parse_events(data: bytes) -> list[Any]:
-    try:
-        doc = json.loads(data)
-    except UnicodeDecodeError:
-        raise TraceImportError("not a JSON trace (nor gzip-compressed JSON): the file is not "
-                               "text") from None
-    except json.JSONDecodeError as error:
-        raise TraceImportError(f"not a JSON trace (nor gzip-compressed JSON): {error.msg} at "
-                               f"line {error.lineno} column {error.colno}") from None
-    except RecursionError:
-        raise TraceImportError("the JSON nests deeper than any trace does") from None
-    if isinstance(doc, list):  # the Chrome trace "JSON array" format: events only
-        return doc
-    if not isinstance(doc, dict) or "traceEvents" not in doc:
-        raise TraceImportError('JSON without "traceEvents": not a Chrome trace such as '
-                               "torch.profiler's export_chrome_trace writes")
-    if not isinstance(doc["traceEvents"], list):
-        raise TraceImportError('"traceEvents" is not a list of events')
-    return doc["traceEvents"]
-
-
-# ---- events -> one pass over them -------------------------------------------------------------
-
-@dataclass(slots=True)
-class _Event:
-    name: str
-    cat: str
-    thread: tuple[Hashable, Hashable]     # (pid, tid), made hashable
-    ts: float
-    dur: float
-    args: dict
-
-    @property
-    def end(self) -> float:
-        return self.ts + self.dur
-
-
-def _key(value: Any) -> Hashable:
-    """A pid or tid as a dict key: kineto writes numbers or strings; a file may write anything."""
-    return value if isinstance(value, (int, float, str)) and not isinstance(value, bool) \
-        else json.dumps(value, sort_keys=True, default=str)[:64]
-
-
-def _finite(value: Any) -> float | None:
-    """A finite float from a number or numeric string (real traces have both); else None."""
-    if isinstance(value, bool):
-        return None
-    try:
-        number = float(value)
-    except (TypeError, ValueError, OverflowError):
-        return None
-    return number if math.isfinite(number) else None
-
-
-def _number(value: Any) -> float | None:
-    """``_finite`` with a fast path for the JSON floats and ints nearly every event has."""
-    kind = type(value)
-    if kind is float:
-        return value if math.isfinite(value) else None
-    if kind is int:
-        return float(value)
-    return _finite(value)
-
-
-def _short(name: Any) -> str:
-    name = " ".join(str(name)[:4 * MAX_PHASE_CHARS].split())
-    return name if len(name) <= MAX_PHASE_CHARS else name[:MAX_PHASE_CHARS - 3] + "..."
-
-
-class _Trace:
-    """The parts of a profiler trace this import needs, collected in one pass."""
-
-    def __init__(self, events: list[Any]) -> None:
-        self.gpu: list[_Event] = []
-        self.host: list[_Event] = []
-        self.launches: dict[Hashable, _Event] = {}           # correlation id -> launch call
-        self.flow_starts: dict[Hashable, float] = {}           # "ac2g" flow id -> host time
-        self.flow_ends: dict[tuple, Hashable] = {}             # (thread, ts) -> flow id
-        self.process_names: dict[Hashable, list[str]] = defaultdict(list)
-        self.thread_names: dict[tuple, str] = {}
-        for event in events:
-            if isinstance(event, dict):
-                self._add(event)
-
-    def _add(self, event: dict) -> None:
-        ph = event.get("ph", "X")
-        if ph == "X":                              # most events: the fast path first
-            self._add_complete(event)
-            return
-        cat = str(event.get("cat", "")).lower()
-        thread = (_key(event.get("pid")), _key(event.get("tid")))
-        args = event.get("args") if isinstance(event.get("args"), dict) else {}
-        if ph == "M":
-            label = args.get("name") or args.get("labels")
-            if event.get("name") == "thread_name" and label:
-                self.thread_names[thread] = _short(label)
-            elif event.get("name") in ("process_name", "process_labels") and label:
-                self.process_names[thread[0]].append(_short(label))
-            return
-        if ph in ("s", "f") and cat == "ac2g":   # flow arrows: launch (s) -> kernel (f)
-            ts = _finite(event.get("ts"))
-            if ts is not None and isinstance(event.get("id"), (int, str)):
-                if ph == "s":
-                    self.flow_starts[event["id"]] = ts
-                else:
-                    self.flow_ends[(thread, ts)] = event["id"]
-
-    def _add_complete(self, event: dict) -> None:
-        """A complete ("X") event: GPU work, a host event, or nothing this import reads."""
-        cat = event.get("cat", "")
-        cat = cat.lower() if type(cat) is str else str(cat).lower()
-        gpu = cat in GPU_CATEGORIES
-        name = event.get("name", "")
-        name = name if type(name) is str else str(name)
-        if not gpu and cat not in HOST_CATEGORIES and not _STEP_NAME.fullmatch(name):
-            return                                 # neither GPU work nor a host event we read
-        ts, dur = _number(event.get("ts")), _number(event.get("dur"))
-        if ts is None or dur is None or dur < 0:
-            return
-        pid, tid = event.get("pid"), event.get("tid")
-        thread = (pid if type(pid) is int else _key(pid), tid if type(tid) is int else _key(tid))
-        args = event.get("args")
-        item = _Event(name, cat, thread, ts, dur, args if type(args) is dict else {})
-        if gpu:
-            self.gpu.append(item)
-            return
-        self.host.append(item)
-        correlation = item.args.get("correlation")
-        if cat in ("cuda_runtime", "cuda_driver") and isinstance(correlation, (int, str)):
-            self.launches[correlation] = item
-
-    def launch_of(self, event: _Event) -> _Event | None:
-        """The host call that launched a GPU event (its correlation id, else its flow arrow)."""
-        correlation = event.args.get("correlation")
-        if isinstance(correlation, (int, str)) and correlation in self.launches:
-            return self.launches[correlation]
-        flow = self.flow_ends.get((event.thread, event.ts))
-        if flow is not None and flow in self.flow_starts:
-            return _Event("launch", "cuda_runtime", ("?", "?"), self.flow_starts[flow], 0.0, {})
-        return None
-
-
 # ---- lanes ------------------------------------------------------------------------------------
 
-def _gpu_lanes(trace: _Trace) -> dict[tuple, str]:
+def _gpu_lanes(trace: Trace) -> dict[tuple, str]:
     """One lane per CUDA stream, labelled like "GPU 0 stream 7" (linear in the streams)."""
-    first: dict[tuple, _Event] = {}
+    first: dict[tuple, Event] = {}
     for event in trace.gpu:
         first.setdefault(event.thread, event)
     names: dict[tuple, str] = {}
@@ -228,36 +80,60 @@ def _gpu_lanes(trace: _Trace) -> dict[tuple, str]:
             device = f"GPU {args['device']}" if isinstance(args.get("device"), int) \
                 else f"pid {thread[0]}"
         stream = trace.thread_names.get(thread) or f"stream {args.get('stream', thread[1])}"
-        name = _short(f"{device} {stream}")
+        name = short_name(f"{device} {stream}")
         if name in taken:                 # two streams with one label must not merge
-            name = _short(f"{name} (pid {thread[0]} tid {thread[1]})")
+            name = short_name(f"{name} (pid {thread[0]} tid {thread[1]})")
         taken.add(name)
         names[thread] = name
     return names
 
 
 def _sortable(value: Hashable) -> tuple[int, float, str]:
-    number = _finite(value)
+    number = finite_number(value)
     return (0, number, "") if number is not None else (1, 0.0, str(value))
 
 
-def _cpu_lanes(trace: _Trace, launching: set[tuple]) -> dict[tuple, str]:
+def _cpu_lanes(trace: Trace, launching: set[tuple]) -> dict[tuple, str]:
     """One lane per host thread that launched GPU work (or marked steps)."""
-    marked = {e.thread for e in trace.host if _STEP_NAME.fullmatch(e.name)}
+    marked = {e.thread for e in trace.host if STEP_NAME.fullmatch(e.name)}
     names = {}
     for thread in sorted(launching | marked, key=lambda t: (str(t[0]), _sortable(t[1]))):
         label = trace.thread_names.get(thread) or f"thread {thread[1]}"
-        names[thread] = _short(f"CPU {label}")
+        names[thread] = short_name(f"CPU {label}")
     return names
 
 
-def _top_level(events: list[_Event]) -> list[_Event]:
+def _top_level(events: list[Event]) -> list[Event]:
     """A thread's outermost events (those no earlier event of the thread contains)."""
     out, end = [], -math.inf
     for event in sorted(events, key=lambda e: (e.ts, -e.dur)):
         if event.ts >= end:               # starts after the current outermost one has ended
             out.append(event)
             end = event.end
+    return out
+
+
+def _phase_step(steps: _Steps, phase: host_phases.HostPhase) -> int:
+    """The step a host phase belongs to. Where steps start at their launches (graph launches,
+    a marker kernel), the work that prepares a launch (receiving, scheduling, the launch call
+    itself) comes before it: it belongs to the step it launches, the next one to begin at or
+    after its start. Everything else, and every phase inside ProfilerStep ranges, belongs to
+    the step running when it began."""
+    if steps.how in ("graph_launch", "marker") and phase.role in (Phase.RECEIVE, Phase.SCHEDULE,
+                                                                   Phase.LAUNCH):
+        i = bisect.bisect_left(steps.starts, phase.start)
+        return steps.numbers[i] if i < len(steps.numbers) else -1
+    return steps.at(phase.start)
+
+
+def _outside(events: list[Event], phases: list[host_phases.HostPhase]) -> list[Event]:
+    """The events (sorted by start) that overlap none of the phases (sorted, disjoint)."""
+    out, i = [], 0
+    for event in events:
+        while i < len(phases) and phases[i].end <= event.ts:
+            i += 1
+        if i == len(phases) or phases[i].start >= event.end:
+            out.append(event)
     return out
 
 
@@ -281,9 +157,9 @@ class _Steps:
         return self.numbers[i]
 
 
-def _find_steps(trace: _Trace, launch_times: dict[int, float]) -> _Steps:
+def _find_steps(trace: Trace, launch_times: dict[int, float]) -> _Steps:
     annotated = sorted((e.ts, int(m.group(1)), e.end) for e in trace.host
-                       if (m := _STEP_NAME.fullmatch(e.name)))
+                       if (m := STEP_NAME.fullmatch(e.name)))
     if annotated:
         return _Steps([t for t, _, _ in annotated], [n for _, n, _ in annotated],
                       "profiler_step", ends=[end for _, _, end in annotated])
@@ -293,11 +169,11 @@ def _find_steps(trace: _Trace, launch_times: dict[int, float]) -> _Steps:
     marker = _step_marker(trace, launch_times)
     if marker is not None:
         name, times = marker
-        return _Steps(times, list(range(1, len(times) + 1)), "marker", _short(name))
+        return _Steps(times, list(range(1, len(times) + 1)), "marker", short_name(name))
     return _Steps([], [], "none")
 
 
-def _step_marker(trace: _Trace, launch_times: dict[int, float]) -> tuple[str, list[float]] | None:
+def _step_marker(trace: Trace, launch_times: dict[int, float]) -> tuple[str, list[float]] | None:
     """The kernel that runs once per forward: of the kernels launched at a steady pace (their
     launch intervals vary by less than ``MARKER_MAX_CV``), the one launched least often."""
     by_name: dict[str, list[float]] = defaultdict(list)
@@ -321,7 +197,7 @@ def _step_marker(trace: _Trace, launch_times: dict[int, float]) -> tuple[str, li
 # ---- the run ----------------------------------------------------------------------------------
 
 def import_profiler_trace(source: bytes | str | os.PathLike[str],
-                          max_bytes: int = DEFAULT_MAX_BYTES) -> dict[str, Any]:
+                          max_bytes: int = DEFAULT_MAX_BYTES) -> RunDict:
     """A torch.profiler Chrome trace (a path, or its bytes; JSON or .gz) as one run dict.
 
     Raises ``TraceImportError`` for files over ``max_bytes`` (also after unzipping), text that
@@ -329,46 +205,84 @@ def import_profiler_trace(source: bytes | str | os.PathLike[str],
     """
     label = f"imported: {Path(source).name}" if isinstance(source, (str, os.PathLike)) \
         else "imported"
-    return _profiler_run(_parse_events(_read_limited(source, max_bytes)), label)
+    return _profiler_run(parse_events(read_limited(source, max_bytes)), label)
 
 
-def _profiler_run(events: list[Any], label: str) -> dict[str, Any]:
-    trace = _Trace(events)
+def _profiler_run(events: list[Any], label: str) -> RunDict:
+    trace = Trace(events)
     if not trace.gpu:
         raise TraceImportError(NO_GPU_MESSAGE)
     launches = {i: trace.launch_of(e) for i, e in enumerate(trace.gpu)}
     launch_times = {i: call.ts for i, call in launches.items() if call is not None}
     gpu_names = _gpu_lanes(trace)
+    by_thread: dict[tuple, list[Event]] = defaultdict(list)
+    for event in trace.host:
+        if not STEP_NAME.fullmatch(event.name):
+            by_thread[event.thread].append(event)
+    named = {thread: found for thread, host_events in by_thread.items()
+             if (found := host_phases.phases([(e.name, e.cat, e.ts, e.end)
+                                              for e in host_events]))}
     launching = {call.thread for call in launches.values() if call is not None} - {("?", "?")}
-    cpu_names = _cpu_lanes(trace, launching)
+    cpu_names = _cpu_lanes(trace, launching | set(named))
     if len(gpu_names) + len(cpu_names) > MAX_LANES:
         raise TraceImportError(f"the trace has {len(gpu_names)} GPU streams and "
                                f"{len(cpu_names)} launching threads; this page draws at most "
                                f"{MAX_LANES} lanes")
     steps = _find_steps(trace, launch_times)
-    spans = [Span(gpu_names[e.thread], _short(e.name),
+    spans = [Span(gpu_names[e.thread], short_name(e.name),
                   steps.at(launch_times.get(i, e.ts)), e.ts, e.end)
              for i, e in enumerate(trace.gpu)]
-    by_thread: dict[tuple, list[_Event]] = defaultdict(list)
-    for event in trace.host:
-        if event.thread in cpu_names and not _STEP_NAME.fullmatch(event.name):
-            by_thread[event.thread].append(event)
-    for thread, host_events in by_thread.items():
-        spans += [Span(cpu_names[thread], _short(e.name), steps.at(e.ts), e.ts, e.end)
-                  for e in _top_level(host_events)]
+    roles: dict[str, str] = {}
+    for thread, lane in cpu_names.items():
+        phases = named.get(thread, [])     # the host's phases, where the trace names them
+        for phase in phases:
+            spans.append(Span(lane, short_name(phase.name), _phase_step(steps, phase), phase.start,
+                              phase.end))
+            if phase.role:            # plain strings in a record (record.schema)
+                roles[short_name(phase.name)] = str(phase.role)
+        # Between them, its outermost ops and runtime calls (python functions are the stack
+        # above them: the outermost would be the whole loop).
+        spans += [Span(lane, short_name(e.name), steps.at(e.ts), e.ts, e.end)
+                  for e in _outside(_top_level([e for e in by_thread.get(thread, [])
+                                                if e.cat != "python_function"]), phases)]
+    work = [trace_loop.GpuWork(e.ts, e.end, e.thread, launch_times.get(i),
+                               (call := launches[i]) is None or call.name not in _GRAPH_LAUNCH)
+            for i, e in enumerate(trace.gpu)]
+    join, measured = trace_loop.launch_latency_us(work)
+    seen = _loop_seen(trace, work, steps, named, join)
     t0 = min([s.start_us for s in spans] + steps.starts[:1])    # the first step starts at 0
     for span in spans:
         span.start_us -= t0
         span.end_us -= t0
     spans.sort(key=lambda s: (s.start_us, s.lane))
     gpu_lanes = list(gpu_names.values())
-    metrics = compute_metrics(spans, [], gpu_lanes=gpu_lanes)      # every span, before thinning
+    metrics = compute_metrics(spans, [], gpu_lanes=gpu_lanes, join_us=join)   # every span
     if len(spans) > MAX_SPANS:
         spans = _thin(spans)
-    run = run_dict("imported", 1, label, spans, metrics,
+    run = run_dict(Loop.IMPORTED, 1, label, spans, metrics,
                    lanes=list(cpu_names.values()) + gpu_lanes, gpu_lanes=gpu_lanes)
-    run["notes"] = _notes(steps, metrics, bool(cpu_names))
+    run["joined_gap_us"] = round(join, 3)
+    run["step_starts"] = [[n, round(ts - t0, 3)] for n, ts in zip(steps.numbers, steps.starts)]
+    run["loop_seen"] = seen
+    if roles:
+        run["phase_roles"] = roles
+    run["notes"] = _notes(steps, metrics, bool(cpu_names), seen, join, measured, roles)
     return run
+
+
+def _loop_seen(trace: Trace, work: list[trace_loop.GpuWork], steps: _Steps,
+               named: dict[tuple, list[host_phases.HostPhase]], join: float) -> dict[str, Any]:
+    """``record.trace_loop.loop_seen`` over this trace's steps, blocking host calls and named
+    host work (launching left out: it runs beside the GPU in every loop); and how many host
+    events the profiler recorded per step."""
+    blocking = [(e.ts, e.end) for e in trace.host if e.cat in ("cuda_runtime", "cuda_driver")
+                and any(word in e.name for word in trace_loop.BLOCKING)]
+    host_work = [(p.start, p.end) for found in named.values() for p in found
+                 if p.role not in (None, "launch")]
+    seen = trace_loop.loop_seen(work, blocking, steps.starts, host_work, join)
+    times = sorted(e.ts for e in trace.host)
+    seen["events_per_step"] = round(trace_loop.events_per_step(times, steps.starts), 1)
+    return seen
 
 
 def _thin(spans: list[Span]) -> list[Span]:
@@ -389,25 +303,33 @@ def _thin(spans: list[Span]) -> list[Span]:
     return spans
 
 
-def _notes(steps: _Steps, metrics: dict[str, Any], cpu_lanes: bool) -> list[dict[str, Any]]:
+def _notes(steps: _Steps, metrics: Metrics, cpu_lanes: bool, seen: dict[str, Any],
+           join: float, measured: bool, roles: dict[str, str]) -> list[dict[str, Any]]:
     """What the import found and what a trace cannot tell, as text keys with values (viz says
     them in the reader's language)."""
     notes = [{"key": f"note_steps_{steps.how}", "steps": len(steps.numbers),
               "marker": steps.marker}]
     if steps.how != "none" and metrics.get("t_fwd_us"):
         notes.append({"key": "note_terms_from_gaps"})
+    notes += trace_loop.loop_notes(seen)
+    notes.append({"key": "note_joined" if measured else "note_joined_fixed",
+                  "join": f"{join:.1f}"})
+    if roles:
+        notes.append({"key": "note_phases", "phases": ", ".join(sorted(roles))})
     if not cpu_lanes:
         notes.append({"key": "note_no_cpu_lanes"})
+    if seen.get("events_per_step"):
+        notes.append({"key": "note_profiler_cost", "events": f"{seen['events_per_step']:,.0f}"})
     notes.append({"key": "note_no_tokens"})
     return notes
 
 
-def import_trace(data: bytes, name: str) -> tuple[list[dict[str, Any]], dict[str, str]]:
+def import_trace(data: bytes, name: str) -> tuple[list[RunDict], dict[str, str]]:
     """A trace's runs (ours come back as the runs they were written from, any other as one)
     and what it says about where it was made."""
     from record.chrome_trace import read_own_trace, trace_env
 
-    doc_events = _parse_events(data)
+    doc_events = parse_events(data)
     own = read_own_trace(doc_events)
     if own:
         return own, trace_env(doc_events)
@@ -423,7 +345,7 @@ def _kineto_env(data: bytes) -> dict[str, str]:
     return {"device_name": match.group(1).decode("utf-8", "replace")} if match else {}
 
 
-def record_from_trace(data: bytes, name: str, max_bytes: int = DEFAULT_MAX_BYTES) -> dict[str, Any]:
+def record_from_trace(data: bytes, name: str, max_bytes: int = DEFAULT_MAX_BYTES) -> RecordDict:
     """A trace's bytes (already read and unzipped) as a schema-1 record."""
     from record.run_record import make_record
 

@@ -1,6 +1,6 @@
 """Span recorder: what every lane did at every step, on one clock.
 
-A *span* is one interval of work on one *lane*:
+A *span* is one interval of work on one *lane* (``record.schema.Lane``):
 
 - ``cpu``               the scheduler thread (receive, schedule, launch, wait, process_last)
 - ``scheduler_stream``  metadata uploads (and the result copy, if placed there)
@@ -31,13 +31,11 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-LANES = ("cpu", "scheduler_stream", "engine_stream", "copy_stream")
-GPU_LANES = ("scheduler_stream", "engine_stream", "copy_stream")
-BASE_LANES = LANES[:3]      # every device's; a run lists copy_stream only if its device has one
+from record.schema import Lane, SpanDict
 
 
 @dataclass
@@ -54,14 +52,20 @@ class Span:
     req_ids: list[int] = field(default_factory=list)
     cached_tokens: int = 0          # a prefill's prompt tokens found in the prefix cache
 
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        if not self.cached_tokens:
-            del d["cached_tokens"]      # most spans have none: records stay as they were
+    def to_dict(self) -> SpanDict:
+        """The span as a record's dict: plain strings for its names (a record holds JSON's own
+        types), ``cached_tokens`` only where there were some (most spans have none: records stay
+        as they were)."""
+        d: SpanDict = {"lane": str(self.lane), "phase": str(self.phase), "step": self.step,
+                       "start_us": self.start_us, "end_us": self.end_us,
+                       "batch_size": self.batch_size, "num_tokens": self.num_tokens,
+                       "req_ids": list(self.req_ids)}
+        if self.cached_tokens:
+            d["cached_tokens"] = self.cached_tokens
         return d
 
     @staticmethod
-    def from_dict(d: dict[str, Any]) -> Span:
+    def from_dict(d: Mapping[str, Any]) -> Span:
         return Span(
             lane=str(d["lane"]),
             phase=str(d["phase"]),
@@ -132,7 +136,7 @@ class Timeline:
 
     # ---- writers (scheduler thread) ---------------------------------------------------------
     def add_cpu(self, phase: str, step: int, start_ns: int, end_ns: int, batch_size: int = 0,
-                num_tokens: int = 0, req_ids: Sequence[int] = (), lane: str = "cpu") -> None:
+                num_tokens: int = 0, req_ids: Sequence[int] = (), lane: str = Lane.CPU) -> None:
         if self.enabled:
             self._cpu_raw.append((lane, phase, step, start_ns, end_ns, batch_size, num_tokens,
                                   req_ids))

@@ -12,7 +12,6 @@ Standard library only.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import gzip
 import json
@@ -21,17 +20,27 @@ import os
 import platform
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard, cast
 
 from record.metrics import METRIC_KEYS, SCHEMA1_METRIC_KEYS, compute_metrics
-from record.recorder import BASE_LANES, GPU_LANES, Span
+from record.recorder import Span
+from record.schema import (
+    BASE_LANES,
+    GPU_LANES,
+    RECORD_LOOPS,
+    Loop,
+    Metrics,
+    OutputDict,
+    RecordDict,
+    RunDict,
+    SpanDict,
+)
 
 SCHEMA = 1
 DEFAULT_MAX_BYTES = 200 * 2**20
 MAX_RUNS = 16               # a record's structure is bounded too, not only its bytes
 MAX_LANES = 256             # per run
 MAX_SPANS = 2_000_000       # in the whole record
-LOOPS = ("normal", "overlap", "multistep", "imported")
 ENV_KEYS = ("device_name", "torch_version", "python_version", "platform", "date")
 RUN_KEYS = ("mode", "label", "lanes", "gpu_lanes", "metrics", "spans", "outputs")
 SPAN_KEYS = ("lane", "phase", "step", "start_us", "end_us")
@@ -44,54 +53,47 @@ class RecordError(ValueError):
 
 # ---- making ---------------------------------------------------------------------------------
 
-def run_dict(loop: str, decode_steps: int, label: str, spans: Sequence[Span | Mapping[str, Any]],
-             metrics: Mapping[str, Any] | None = None, outputs: Sequence[Mapping[str, Any]] = (),
+def run_dict(loop: str, decode_steps: int, label: str, spans: Sequence[Span | SpanDict],
+             metrics: Metrics | Mapping[str, Any] | None = None, outputs: Sequence[OutputDict] = (),
              lanes: Sequence[str] = BASE_LANES, gpu_lanes: Sequence[str] = GPU_LANES,
-             host: Mapping[str, float] | None = None) -> dict[str, Any]:
+             host: Mapping[str, float] | None = None) -> RunDict:
     """One run of a record. The only place a run dict is built, for a finished run and for the
     partial run a live view draws (no metrics and no outputs yet).
 
-    ``loop`` is one of ``LOOPS``; ``decode_steps`` is k (1 unless multi-step). ``mode`` repeats the
-    loop's name for readers of schema 1 that know only that key. ``host`` says what else the
-    machine did meanwhile (``engine.host_load``), where that was measured.
+    ``loop`` is a ``record.schema.Loop``; ``decode_steps`` is k (1 unless multi-step). ``mode``
+    repeats the loop's name for readers of schema 1 that know only that key. Names are written
+    as plain strings: a record holds JSON's own types, and unpickles anywhere. ``metrics`` may
+    hold keys of its own beside those ``Metrics`` names. ``host`` says what else the machine did
+    meanwhile (``engine.host_load``), where that was measured.
     """
-    run = {"mode": loop, "loop": loop, "decode_steps": int(decode_steps), "label": label,
-           "lanes": list(lanes), "gpu_lanes": list(gpu_lanes), "metrics": dict(metrics or {}),
-           "spans": [span_dict(s) for s in spans], "outputs": [dict(o) for o in outputs]}
+    run: RunDict = {"mode": str(loop), "loop": str(loop), "decode_steps": int(decode_steps),
+                    "label": label, "lanes": [str(lane) for lane in lanes],
+                    "gpu_lanes": [str(lane) for lane in gpu_lanes],
+                    "metrics": cast(Metrics, dict(metrics or {})),    # its own keys kept too
+                    "spans": [span_dict(s) for s in spans],
+                    "outputs": [OutputDict(**o) for o in outputs]}
     if host:
         run["host"] = dict(host)
     return run
 
 
-_SPAN_FIELDS = tuple(f.name for f in dataclasses.fields(Span))
+def span_dict(span: Span | SpanDict) -> SpanDict:
+    """A span as the record's dict: a ``Span``'s ``to_dict``, a dict copied."""
+    return span.to_dict() if isinstance(span, Span) else span.copy()
 
 
-def span_dict(span: Span | Mapping[str, Any]) -> dict[str, Any]:
-    """A span as the record's dict: ``Span.to_dict`` without ``dataclasses.asdict``'s deep copy
-    of every field (a profiler import builds a hundred thousand of them); lists are copied."""
-    if not isinstance(span, Span):
-        return dict(span)
-    out = {name: getattr(span, name) for name in _SPAN_FIELDS}
-    for name, value in out.items():
-        if isinstance(value, (list, tuple)):
-            out[name] = list(value)
-    if not out["cached_tokens"]:
-        del out["cached_tokens"]            # as Span.to_dict: only prefills that hit the cache
-    return out
-
-
-def loop_of(run: Mapping[str, Any]) -> tuple[str, int]:
+def loop_of(run: RunDict | Mapping[str, Any]) -> tuple[Loop, int]:
     """(loop, k) of a run: its ``loop`` and ``decode_steps`` fields. Runs written before those
     existed said ``"multistep-3"`` in ``mode``; this is the one place that form is read."""
     if "loop" in run:
         loop, k = run["loop"], run.get("decode_steps")
         k = k if isinstance(k, int) and not isinstance(k, bool) and 1 <= k <= 64 else 1
-        return (loop if loop in LOOPS else "other"), k
+        return (Loop(loop) if loop in RECORD_LOOPS else Loop.OTHER), k
     text = str(run.get("mode", ""))
     name, _, k = text.partition("-")
-    if name == "multistep" and k.isdigit():
-        return "multistep", int(k)
-    return (text, 1) if text in LOOPS else ("other", 1)
+    if name == Loop.MULTISTEP and k.isdigit():
+        return Loop.MULTISTEP, int(k)
+    return (Loop(text), 1) if text in RECORD_LOOPS else (Loop.OTHER, 1)
 
 
 def upgrade_run(run: dict[str, Any]) -> dict[str, Any]:
@@ -99,14 +101,18 @@ def upgrade_run(run: dict[str, Any]) -> dict[str, Any]:
     fields, and every metric recomputed from its spans (one definition of each number, so an old
     recording is measured exactly like a new one). Extra metrics (wasted tokens) are kept."""
     if "loop" not in run or "decode_steps" not in run:
-        run["loop"], run["decode_steps"] = loop_of(run)
+        loop, run["decode_steps"] = loop_of(run)
+        run["loop"] = str(loop)
     metrics = run.get("metrics") or {}
     if metrics and any(key not in metrics for key in METRIC_KEYS):
         wall = metrics.get("wall_s")
+        join = run.get("joined_gap_us")       # an imported trace's gaps shorter than a launch
         fresh = compute_metrics(run["spans"], run["outputs"], run.get("gpu_lanes") or GPU_LANES,
-                                wall_us=wall * 1e6 if _is_number(wall) and wall > 0 else None)
+                                wall_us=wall * 1e6 if _is_number(wall) and wall > 0 else None,
+                                join_us=float(join) if _is_number(join) and join > 0 else 0.0)
         run["metrics"] = {**metrics, **fresh}
     return run
+
 
 def default_env(**given: Any) -> dict[str, Any]:
     """The environment keys the standard library knows, overridden by ``given``.
@@ -136,7 +142,7 @@ def _normalize_run(run: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def make_record(env: Mapping[str, Any], config: Mapping[str, Any],
-                runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+                runs: Sequence[RunDict | Mapping[str, Any]]) -> RecordDict:
     """A validated schema-1 record. ``env`` is completed by ``default_env``."""
     record = {
         "schema": SCHEMA,
@@ -162,7 +168,7 @@ def _check(ok: bool, where: str, message: str) -> None:
         raise RecordError(f"{where}: {message}")
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: Any) -> TypeGuard[int | float]:
     # bool is an int in Python, but True is not a time; NaN/inf are not valid JSON.
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
@@ -222,7 +228,7 @@ def memory_problem(memory: Any) -> str | None:
     return None
 
 
-def has_memory(run: dict[str, Any]) -> bool:
+def has_memory(run: RunDict) -> bool:
     """Whether ``run`` carries a memory trace to draw (old records and imports do not): one of
     the shape ``record.run_record.memory_problem`` checks, with at least one step. A malformed one
     (a run dict not read through ``validate_record``) is "no trace", never an exception."""
@@ -251,8 +257,9 @@ def _validate_run(run: Any, where: str) -> None:
         _check(problem is None, f"{where}.memory", problem or "")
 
 
-def validate_record(d: Any) -> dict[str, Any]:
-    """Return ``d`` if it is a valid schema-1 record; raise ``RecordError`` if not."""
+def validate_record(d: Any) -> RecordDict:
+    """Return ``d`` if it is a valid schema-1 record (its runs brought up to date by
+    ``upgrade_run``); raise ``RecordError`` if not."""
     _require(d, ("schema",), "record")
     _check(d["schema"] == SCHEMA, "record",
            f"schema {d['schema']!r} is not supported (this code reads schema {SCHEMA})")
@@ -269,12 +276,12 @@ def validate_record(d: Any) -> dict[str, Any]:
         _validate_run(run, f"record.runs[{i}]")
     for run in d["runs"]:
         upgrade_run(run)
-    return d
+    return cast(RecordDict, d)      # every key the schema names was checked above
 
 
 # ---- files ----------------------------------------------------------------------------------
 
-def save_record(record: Mapping[str, Any], path: str | os.PathLike[str]) -> Path:
+def save_record(record: RecordDict | Mapping[str, Any], path: str | os.PathLike[str]) -> Path:
     """Validate and write ``record`` as JSON (gzip if the name ends in .gz), atomically."""
     validate_record(record)
     data = json.dumps(record, allow_nan=False, separators=(",", ":")).encode()
@@ -286,7 +293,7 @@ def save_record(record: Mapping[str, Any], path: str | os.PathLike[str]) -> Path
     return path
 
 
-def record_from_bytes(data: bytes, name: str = "record") -> dict[str, Any]:
+def record_from_bytes(data: bytes, name: str = "record") -> RecordDict:
     """Parse and validate a record's JSON text (already read, and unzipped, by the caller)."""
     try:
         doc = json.loads(data)
@@ -297,7 +304,7 @@ def record_from_bytes(data: bytes, name: str = "record") -> dict[str, Any]:
     return validate_record(doc)
 
 
-def load_record(path: str | os.PathLike[str], max_bytes: int = DEFAULT_MAX_BYTES) -> dict[str, Any]:
+def load_record(path: str | os.PathLike[str], max_bytes: int = DEFAULT_MAX_BYTES) -> RecordDict:
     """Read and validate a record (plain or gzip JSON, whatever the name says), bounded in size."""
     from record.files import read_bounded
 

@@ -8,28 +8,37 @@ metrics of their own yet.
 
 from __future__ import annotations
 
-from typing import Any
-
-from record.metrics import FORWARD_PHASES, active_windows, busy_fraction, idle_gaps, step_extents
+from record.metrics import active_windows, busy_fraction, idle_gaps, step_extents
+from record.schema import FORWARD_PHASES, GPU_LANES, Lane, Metrics, RunDict, SpanDict, WindowDict
 
 Interval = tuple[float, float]
-DEFAULT_GPU_LANES = ("scheduler_stream", "engine_stream", "copy_stream")
 
 
-def gpu_lanes(run: dict[str, Any]) -> list[str]:
-    """The run's GPU lanes (an imported trace names its own), else ``DEFAULT_GPU_LANES``."""
+def gpu_lanes(run: RunDict) -> list[str]:
+    """The run's GPU lanes (an imported trace names its own), else ``record.schema.GPU_LANES``."""
     lanes = run.get("gpu_lanes")
-    return list(lanes) if lanes is not None else list(DEFAULT_GPU_LANES)
+    return list(lanes) if lanes is not None else list(GPU_LANES)
 
 
-def time_range(spans: list[dict[str, Any]]) -> Interval:
+def joined_gap_us(run: RunDict) -> float:
+    """Gaps between GPU spans shorter than this count as busy: in an imported kernel-level trace,
+    the time a launch takes to reach an idle GPU (``record.trace_loop.launch_latency_us``),
+    since no host could have filled a shorter gap; 0 for runs of ours (their spans are whole
+    forwards and copies)."""
+    value = run.get("joined_gap_us")
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 1e6:
+        return float(value)
+    return 0.0
+
+
+def time_range(spans: list[SpanDict]) -> Interval:
     """(first start, last end) over all spans, in µs; (0, 0) for none."""
     if not spans:
         return (0.0, 0.0)
     return (min(s["start_us"] for s in spans), max(s["end_us"] for s in spans))
 
 
-def local_stats(run: dict[str, Any]) -> dict[str, float]:
+def local_stats(run: RunDict) -> Metrics:
     """Idle total, gap count, busy fraction and step count measured from the spans themselves.
 
     Only for views that have no engine metrics: a zoomed window, or a run still in progress.
@@ -40,26 +49,27 @@ def local_stats(run: dict[str, Any]) -> dict[str, float]:
     window = None
     if "window" in run:
         window = (run["window"]["t_start_us"], run["window"]["t_end_us"])
-    gaps = idle_gaps(spans, lanes, window)
+    join = joined_gap_us(run)
+    gaps = idle_gaps(spans, lanes, window, join)
     t_start, t_end = window or time_range([s for s in spans if s["lane"] in lanes])
     steps = {s["step"] for s in spans if s.get("step", -1) >= 0}
     return {
         "idle_us_total": sum(b - a for a, b in gaps),
         "idle_gap_count": len(gaps),
-        "gpu_busy_frac": busy_fraction(spans, lanes, window),
+        "gpu_busy_frac": busy_fraction(spans, lanes, window, join),
         "steps": len(steps),
         "span_us": t_end - t_start,
     }
 
 
-def step_range(run: dict[str, Any]) -> tuple[int, int]:
+def step_range(run: RunDict) -> tuple[int, int]:
     """(first, last) step number of the run's forwards; (0, 0) for none. A step is a forward:
     the loop's last pass, which finds nothing left to run, stamps a ``receive`` with the next
     step's number and launches no forward, so it is not a step one could look at (any step
     number serves where a run recorded no forward at all)."""
     spans = run.get("spans", [])
     steps = [s["step"] for s in spans if s.get("step", -1) >= 0
-             and s["lane"] == "engine_stream" and s["phase"] in FORWARD_PHASES]
+             and s["lane"] == Lane.ENGINE_STREAM and s["phase"] in FORWARD_PHASES]
     steps = steps or [s["step"] for s in spans if s.get("step", -1) >= 0]
     return (min(steps), max(steps)) if steps else (0, 0)
 
@@ -67,7 +77,8 @@ def step_range(run: dict[str, Any]) -> tuple[int, int]:
 _last_steps: dict[str, tuple] = {}   # "run": (spans, length, lanes, extents, order)
 
 
-def _steps_of(spans: list[dict[str, Any]], lanes: tuple[str, ...]) -> tuple[dict, list[int]]:
+def _steps_of(spans: list[SpanDict],
+              lanes: tuple[str, ...]) -> tuple[dict[int, Interval], list[int]]:
     """The run's step extents and their order by start. A view cuts one run into several
     windows (the step figure, the three unrolled panels): the last run's are kept, held by the
     very list they were computed from (one tuple, read and replaced whole, so two handlers in
@@ -81,7 +92,7 @@ def _steps_of(spans: list[dict[str, Any]], lanes: tuple[str, ...]) -> tuple[dict
     return extents, order
 
 
-def window_run(run: dict[str, Any], first_step: int, last_step: int) -> dict[str, Any]:
+def window_run(run: RunDict, first_step: int, last_step: int) -> RunDict:
     """A copy of ``run`` cut to the time its steps first_step..last_step (inclusive) took.
 
     A step lasts from the start of its forward to the start of the next step's forward, as the
@@ -110,13 +121,14 @@ def window_run(run: dict[str, Any], first_step: int, last_step: int) -> dict[str
     else:                          # no forward among those steps: the time their spans took
         t_start, t_end = time_range([s for s in spans
                                      if first_step <= s.get("step", -1) <= last_step])
-    windowed = {k: v for k, v in run.items() if k not in ("spans", "metrics", "outputs")}
-    windowed["spans"] = [dict(s, start_us=max(s["start_us"], t_start),
-                              end_us=min(s["end_us"], t_end))
-                         for s in spans if s["end_us"] > t_start and s["start_us"] < t_end]
-    windowed["window"] = {"first_step": first_step, "last_step": last_step,
-                          "forwards": len(chosen), "t_start_us": t_start, "t_end_us": t_end,
-                          # when requests were in the system (from the outputs left out)
-                          "active": active_windows(run.get("outputs") or [])}
+    clipped: list[SpanDict] = [{**s, "start_us": max(s["start_us"], t_start),
+                                "end_us": min(s["end_us"], t_end)}
+                               for s in spans if s["end_us"] > t_start and s["start_us"] < t_end]
+    windowed: RunDict = {**run, "spans": clipped, "metrics": {}}
+    windowed.pop("outputs", None)          # a window has no outputs: they span the whole run
+    windowed["window"] = WindowDict(first_step=first_step, last_step=last_step,
+                                    forwards=len(chosen), t_start_us=t_start, t_end_us=t_end,
+                                    # when requests were in the system (from the outputs)
+                                    active=active_windows(run.get("outputs") or []))
     windowed["metrics"] = local_stats(windowed)
     return windowed

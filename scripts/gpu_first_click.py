@@ -26,6 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from record.schema import Lane, Loop, Phase  # noqa: E402
 
 # What a visitor's first click on a GPU should show, checked on the steady window of each click:
 # the overlap loop keeps both stream lanes and the engine stream busy, gains at least 1.5x per
@@ -39,7 +40,7 @@ TARGETS = {
 
 def _median_us(run: dict, phase: str) -> float:
     spans = [s["end_us"] - s["start_us"] for s in run["spans"]
-             if s["lane"] == "engine_stream" and s["phase"] == phase]
+             if s["lane"] == Lane.ENGINE_STREAM and s["phase"] == phase]
     return statistics.median(spans) if spans else float("nan")
 
 
@@ -73,10 +74,10 @@ def _row(record: dict) -> dict[str, float]:
         "speedup per decode step": compare_runs(normal, overlap)["measured_speedup"],
         "predicted": compare_runs(normal, overlap)["predicted_speedup"],
         "whole-run speedup (tokens/s)": compare_runs(normal, overlap)["whole_run_speedup"] or 0,
-        "prefill us, normal": _median_us(normal, "prefill"),
-        "prefill us, overlap": _median_us(overlap, "prefill"),
-        "decode us, normal": _median_us(normal, "decode"),
-        "decode us, overlap": _median_us(overlap, "decode"),
+        "prefill us, normal": _median_us(normal, Phase.PREFILL),
+        "prefill us, overlap": _median_us(overlap, Phase.PREFILL),
+        "decode us, normal": _median_us(normal, Phase.DECODE),
+        "decode us, overlap": _median_us(overlap, Phase.DECODE),
         "gap between decode forwards us, overlap": o.get("decode_gap_us_p50") or 0,
     }
 
@@ -100,7 +101,7 @@ def main() -> int:
     print(f"warm-up (scheduler process, engine, probe): {time.perf_counter() - t0:.1f} s")
     d = common.DEFAULTS
     slider, graphs, said = presets.device_defaults("auto", d["extra_cpu_us"], False, "English")
-    values = {"loops": ["normal", "overlap"], "decode_steps": d["decode_steps"],
+    values = {"loops": [Loop.NORMAL, Loop.OVERLAP], "decode_steps": d["decode_steps"],
               "stop_early": True, "device": "auto", "model": "bundled",
               "requests": d["requests"], "batch": d["batch"], "prompt_len": d["prompt_len"],
               "prompts_text": common.DEFAULT_PROMPTS, "max_new": d["max_new"],

@@ -53,10 +53,11 @@ def hf_generate(out: Path, workdir: Path) -> None:
 
 
 def engine(out: Path, graphs: bool) -> None:
-    from engine import Engine, EngineConfig, SamplingParams
+    from engine import Engine, SamplingParams
+    from engine.workloads import Workload
 
-    config = EngineConfig(model=MODEL, device="cuda", cuda_graph=graphs, max_batch_size=BATCH,
-                          max_seq_len=PROMPT + NEW + 16)
+    config = Workload(PROMPT, NEW, margin=16).engine_config(model=MODEL, device="cuda",
+                                                            cuda_graph=graphs, max_batch_size=BATCH)
     prompts = [[(i * 31 + j * 7) % 1000 + 8 for j in range(PROMPT)] for i in range(BATCH)]
     params = SamplingParams(max_new_tokens=NEW, ignore_eos=True)
     with Engine(config) as eng:

@@ -4,6 +4,7 @@
     python -m scripts.screenshots --recorded-only  # only the pictures of the H200 recordings
     python -m scripts.screenshots --multistep-only # only section 9's live run
     python -m scripts.screenshots --memory-only    # only section 12's live run (KV memory)
+    python -m scripts.screenshots --hazard-only    # only section 10's hazard lab pictures
     python -m scripts.screenshots --readme         # the README's picture, timed
 
 Starts ``python app.py`` on a free port, drives it with Playwright exactly as the lesson in
@@ -222,15 +223,7 @@ def memory_lesson(page, out: Path) -> None:
 
 def hazard_lesson(page, out: Path) -> None:
     """Section 10: one hazard and the safe engine, then the step view in Chinese."""
-    page.get_by_role("tab", name="Hazard lab").click()
-    page.locator("#lab-switch label", has_text="finished-request guard").click()
-    page.click("#lab-run")
-    page.wait_for_selector('#lab-result .lab-verdict[data-switch="no_finished_guard"]',
-                           timeout=RUN_MS)
-    _union(page, ["#lab-switch", "#lab-result"], out / "walkthrough-9-hazard.png")
-    page.click("#lab-safe")
-    page.wait_for_selector('#lab-result .lab-verdict[data-switch="safe"]', timeout=RUN_MS)
-    page.locator("#lab-result").screenshot(path=str(out / "walkthrough-9-safe.png"))
+    hazard_shots(page, out)
     # 5. The same step in Chinese (the step-through sits under the tabs that show runs).
     page.get_by_text("中文", exact=True).click()
     page.wait_for_function("() => document.querySelector('#explain') === null || document"
@@ -242,6 +235,19 @@ def hazard_lesson(page, out: Path) -> None:
                            ".includes('第')", timeout=60_000)
     _settle(page, 1500)
     _union(page, ["#step-caption", "#step-plot"], out / "walkthrough-zh-step.png")
+
+
+def hazard_shots(page, out: Path) -> None:
+    """Section 10's two pictures: the finished-request guard removed, then the safe engine."""
+    page.get_by_role("tab", name="Hazard lab").click()
+    page.locator("#lab-switch label", has_text="finished-request guard").click()
+    page.click("#lab-run")
+    page.wait_for_selector('#lab-result .lab-verdict[data-switch="no_finished_guard"]',
+                           timeout=RUN_MS)
+    _union(page, ["#lab-switch", "#lab-result"], out / "walkthrough-9-hazard.png")
+    page.click("#lab-safe")
+    page.wait_for_selector('#lab-result .lab-verdict[data-switch="safe"]', timeout=RUN_MS)
+    page.locator("#lab-result").screenshot(path=str(out / "walkthrough-9-safe.png"))
 
 
 def recorded_lesson(page, out: Path) -> None:
@@ -311,6 +317,8 @@ def main() -> int:
                         help="only section 9's live run (all three loops, a heavy scheduler)")
     parser.add_argument("--memory-only", action="store_true",
                         help="only section 12's live run (shared prompt, small KV pool)")
+    parser.add_argument("--hazard-only", action="store_true",
+                        help="only section 10's hazard lab pictures")
     parser.add_argument("--readme", action="store_true",
                         help="only the README's picture (a timed first click on Run)")
     args = parser.parse_args()
@@ -336,6 +344,8 @@ def main() -> int:
                 multistep_lesson(page, args.out)
             elif args.memory_only:
                 memory_lesson(page, args.out)
+            elif args.hazard_only:
+                hazard_shots(page, args.out)
             else:
                 (recorded_lesson if args.recorded_only else lesson)(page, args.out)
             browser.close()

@@ -67,3 +67,21 @@ def test_output_texts_decode_all_requests_at_once_as_one_by_one():
     got = Engine._texts(SimpleNamespace(tokenizer=tok), id_lists)
     want = [tok.decode([t for t in ids if t < n], skip_special_tokens=True) for ids in id_lists]
     assert got == want
+
+
+def test_metrics_are_worked_out_from_the_spans_when_first_read():
+    """``generate`` returns the outputs and the resolved spans; the metrics and the host report
+    are computed on first read (off the timed call), and equal what the spans give."""
+    from record.metrics import compute_metrics
+    from record.schema import GPU_LANES
+
+    with Engine(EngineConfig(model="bundled", device="cpu", max_batch_size=4, max_seq_len=64)) as eng:
+        res = eng.generate(["a b c", "d e"], SamplingParams(max_new_tokens=6, ignore_eos=True))
+        assert res.summarize is not None and res._summary is None       # nothing computed yet
+        assert res.metrics["output_tokens"] == 12 == sum(len(o.token_ids) for o in res.outputs)
+        assert res.summarize is None                                    # worked out once
+        want = compute_metrics(res.timeline, [o.__dict__ for o in res.outputs], GPU_LANES,
+                               wall_us=res.wall_s * 1e6)
+        assert {k: res.metrics[k] for k in want} == want
+        assert "other_cpu_frac" in res.host or res.host == {}
+        assert res.to_run_dict()["metrics"] == res.metrics

@@ -19,7 +19,7 @@ import pytest
 import torch
 from conftest import EOS, VOCAB, requires_cuda
 
-from engine import Engine, EngineConfig, SamplingParams
+from engine import Engine, EngineConfig, LoopSpec, SamplingParams
 
 
 def _workload(rng: random.Random, n: int, max_prompt: int, max_new: int):
@@ -215,6 +215,24 @@ def test_multistep_lag_k_wastes_at_most_2k_minus_1_steps(cpu_engine):
         assert all(o.wasted_steps <= 2 * k - 1 for o in res.outputs)
         assert res.metrics["wasted_tokens"] >= 1
         _assert_all_free(cpu_engine)
+
+
+def test_a_loop_spec_runs_the_loop_its_keywords_name(cpu_engine):
+    """``loop=LoopSpec(...)`` and ``overlap=``/``decode_steps=``/``extra_cpu_us=`` are one
+    choice said two ways: the same loop, the same k, the same tokens; not both at once."""
+    prompts = [[20 + i, 30 + i, 40 + i] for i in range(3)]
+    params = SamplingParams(max_new_tokens=9, ignore_eos=True)
+    for spec, keywords in ((LoopSpec("normal", 3, 50), {"overlap": False, "extra_cpu_us": 50}),
+                           (LoopSpec("overlap"), {"overlap": True, "decode_steps": 1}),
+                           (LoopSpec("multistep", 3), {"overlap": True, "decode_steps": 3}),
+                           (LoopSpec("multistep", 1), {"overlap": True, "decode_steps": 1})):
+        given, said = (cpu_engine.generate(prompts, params, loop=spec),
+                       cpu_engine.generate(prompts, params, **keywords))
+        assert (given.loop, given.decode_steps) == (said.loop, said.decode_steps)
+        assert given.metrics["extra_cpu_us"] == said.metrics["extra_cpu_us"]
+        assert _same(given, said)
+    with pytest.raises(ValueError, match="not both"):
+        cpu_engine.generate(prompts, params, loop=LoopSpec("overlap"), overlap=True)
 
 
 def test_generate_many_times_and_more_requests_than_slots(cpu_engine):

@@ -112,6 +112,89 @@ def test_the_tree_stays_whole_under_random_operations(ops):
     assert pool.num_free == pool.total and cache.cached_pages == 0
 
 
+# ---- the release path -------------------------------------------------------------------------
+
+def _table(num_pages: int = 16, **hazards):
+    """A real RequestTable over real pools (no device: the release path is host bookkeeping)."""
+    import numpy as np
+
+    from engine.config import EngineConfig, HazardSwitches
+    from engine.scheduler.cache_manager import CacheManager
+    from engine.scheduler.table import RequestTable
+    from record.recorder import Timeline
+
+    cfg = EngineConfig(model="bundled", page_size=PS, max_batch_size=2, max_seq_len=32,
+                       num_pages=num_pages, hazards=HazardSwitches(**hazards))
+    slots, pages = IdPool(2, "request slot"), IdPool(num_pages, "KV page")
+    table_rows = np.full((3, cfg.pages_per_seq), num_pages, np.int64)
+    memory = CacheManager(cfg, slots, pages, RadixCache(PS), table_rows)
+    return RequestTable(cfg, memory, Timeline(enabled=False), None), slots, pages
+
+
+def _running(table, rid: int = 0):
+    from engine.scheduler.request import Req
+
+    req = Req(rid, list(range(10, 10 + 2 * PS + 1)), SamplingParams(max_new_tokens=8), seed=0,
+              stop_ids=frozenset())
+    table.waiting.append(req)
+    table.prefill_rows()
+    return req
+
+
+@pytest.mark.parametrize("end", ["finish", "retract"])
+def test_pages_go_back_at_once_and_the_slot_after_the_launched_batch(end):
+    """A request that ends while a launched batch still carries it: its KV pages and its cache
+    lock come back at once (only forwards write pages, in launch order), its slot only after
+    that batch (its forward reads the slot's token_pool row, which the next prompt rewrites)."""
+    from engine.scheduler.request import Batch, Row
+
+    table, slots, pages = _table()
+    req = _running(table)
+    slot = req.slot
+    in_flight = [Batch(7, "decode", [Row(req, req.prompt_len, 1, True)], 1)]
+    if end == "finish":
+        table.finish(req, "stop", 0, in_flight)
+    else:
+        table.retract(req, in_flight, 8)
+    cached = table.memory.cache.evictable()
+    assert pages.num_free + cached == pages.total, "pages (and the cache lock) back at once"
+    assert table.memory.cache.locked_pages == 0
+    assert slots.owner(slot) == req.rid and table.held_slots == [(7, req.rid, slot)]
+    table.release_deferred(upto_step=6)
+    assert slots.owner(slot) == req.rid                  # batch 7 still reads the slot's row
+    table.release_deferred(upto_step=7)
+    assert slots.num_free == slots.total and not table.held_slots
+
+
+def test_without_the_slot_hold_the_slot_is_free_under_the_launched_batch():
+    """The hazard lab's no_deferred_free: the slot goes back at once, a race window counted."""
+    from engine.scheduler.request import Batch, Row
+
+    table, slots, _ = _table(no_deferred_free=True)
+    req = _running(table)
+    table.finish(req, "stop", 0, [Batch(3, "decode", [Row(req, req.prompt_len, 1, True)], 1)])
+    assert slots.num_free == slots.total and table.unsafe_frees == 1
+
+
+def test_without_the_finished_guard_a_second_finish_frees_the_slot_twice():
+    """The hazard lab's no_finished_guard removes what the seed's finished_reqs guards: a
+    request finished again (by its lag-one token) gives its slot back a second time."""
+    from engine.scheduler.kv_cache import DoubleFreeError
+
+    table, _, _ = _table(no_finished_guard=True)
+    req = _running(table)
+    slot = req.slot
+    table.finish(req, "stop", 0, [])
+    with pytest.raises(DoubleFreeError) as err:
+        table.finish(req, "length", 0, [])
+    assert err.value.details() == {"what": "request slot", "item": slot, "request": req.rid,
+                                   "held_by_other": False}
+    safe, _, _ = _table()
+    req = _running(safe)
+    safe.finish(req, "stop", 0, [])
+    safe.finish(req, "length", 0, [])                    # the guard: ended once, freed once
+
+
 # ---- the engine -----------------------------------------------------------------------------
 
 def _shared_prefix_workload(rng: random.Random, n: int, max_new: int):
@@ -215,6 +298,44 @@ def test_hits_and_retractions_happen_where_the_workload_makes_them(reference, ma
             _assert_memory_whole(eng, res)
         s = eng.stats()
         assert s["retractions"] >= 3 and s["prefix_hit_tokens"] > 0
+
+
+def _cached_prefixes(cache: RadixCache) -> set[tuple[int, ...]]:
+    """Every page-aligned token prefix the tree holds, whatever the shape of its edges."""
+    held = set()
+    for node in cache.nodes():
+        path, at = [], node
+        while at is not cache.root:
+            path[:0] = at.key
+            at = at.parent
+        above = len(path) - len(node.key)
+        held |= {tuple(path[:above + n]) for n in range(PS, len(node.key) + 1, PS)}
+    return held
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_both_loops_leave_the_same_prefix_cache(reference, make_checkpoint, seed):
+    """A request that stops is seen one step late under overlap, when the lag-one forward has
+    already written its stop token's K/V; that token is not cached (the serial loop never
+    computes it), so on the same work both loops leave the same pages in the cache."""
+    rng = random.Random(100 + seed)
+    prompts, params = _shared_prefix_workload(rng, rng.randrange(4, 12), 20)
+    probe = reference.generate(prompts, [SamplingParams(max_new_tokens=p.max_new_tokens,
+                                                        ignore_eos=True) for p in params])
+    params = [SamplingParams(max_new_tokens=p.max_new_tokens, ignore_eos=True,
+                             stop_token_ids=(rng.choice(o.token_ids),))
+              for p, o in zip(params, probe.outputs)]
+    cfg = EngineConfig(model=str(make_checkpoint("llama")), device="cpu", dtype="float64",
+                       max_batch_size=6, max_seq_len=96, page_size=PS)   # room for everything
+    held = {}
+    with Engine(cfg) as eng:
+        for overlap in (False, True):
+            eng.clear_prefix_cache()
+            res = eng.generate(prompts, params, overlap=overlap)
+            assert res.metrics["retractions"] == 0
+            held[overlap] = _cached_prefixes(eng.cache)
+            _assert_memory_whole(eng, res)
+    assert held[True] == held[False] and held[False]
 
 
 def test_a_cached_prompt_is_prefilled_from_its_last_token(make_checkpoint):

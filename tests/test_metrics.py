@@ -119,14 +119,17 @@ def test_dict_spans_work_like_span_objects():
 # ---- compute_metrics ------------------------------------------------------------------------
 
 # What a run without outputs, forwards or an engine stream cannot tell: "not in this trace".
+# Without our decode phases it measured no CPU work either: the rest of its steps is the GPU's
+# wait (``gpu_wait_us``), and no speedup is predicted from it.
 NOT_IN_A_TRACE = {"tokens_per_s", "decode_tokens_per_s", "output_tokens", "ttft_ms_mean",
                   "ttft_ms_p50", "tpot_ms_mean", "engine_busy_frac", "steady_engine_busy_frac",
-                  "decode_gap_us_p50", "active_busy_frac"}
+                  "decode_gap_us_p50", "active_busy_frac", "t_cpu_us",
+                  "predicted_overlap_speedup"}
 
 
 def test_empty_run_gives_zeros_where_it_can_tell_and_none_where_it_cannot():
     metrics = compute_metrics([], [])
-    assert set(metrics) == set(METRIC_KEYS)
+    assert set(metrics) == set(METRIC_KEYS) | {"gpu_wait_us"}
     assert {key for key, value in metrics.items() if value is None} == NOT_IN_A_TRACE
     assert all(value == 0 for key, value in metrics.items() if key not in NOT_IN_A_TRACE)
     json.dumps(metrics, allow_nan=False)
@@ -264,9 +267,23 @@ def test_steps_fall_back_to_gpu_lanes_without_an_engine_stream():
     assert m["gpu_busy_frac"] == pytest.approx(100 / 160)
     assert m["idle_gap_count"] == 2
     assert m["tokens_per_s"] is None and m["engine_busy_frac"] is None   # not in this trace
-    # No scheduler phases: T_fwd is the GPU's busy time per step (50 and 40 µs), T_cpu the rest
-    # of each step, the time the GPU waited for the host (50 and 0 µs).
-    assert m["t_fwd_us"] == pytest.approx(45) and m["t_cpu_us"] == pytest.approx(25)
+    # No scheduler phases: T_fwd is the GPU's busy time per step (50 and 40 µs); the rest of
+    # each step is the GPU waiting for the host (50 and 0 µs), not measured CPU work.
+    assert m["t_fwd_us"] == pytest.approx(45) and m["gpu_wait_us"] == pytest.approx(25)
+    assert m["t_cpu_us"] is None and m["predicted_overlap_speedup"] is None
+
+
+def test_gaps_shorter_than_join_us_count_as_busy():
+    """An imported kernel-level trace: gaps between kernels shorter than a launch are no
+    idleness (``join_us``); longer ones, and the view's edges, stay."""
+    lanes = ["GPU 0 stream 7"]
+    spans = [Span(lanes[0], "k", 1, 0, 10), Span(lanes[0], "k", 1, 12, 20),
+             Span(lanes[0], "k", 2, 50, 60), Span(lanes[0], "k", 2, 63, 70)]
+    assert idle_gaps(spans, lanes) == [(10, 12), (20, 50), (60, 63)]
+    assert idle_gaps(spans, lanes, join_us=3) == [(20, 50)]
+    assert busy_fraction(spans, lanes, join_us=3) == pytest.approx(40 / 70)
+    m = compute_metrics(spans, [], gpu_lanes=lanes, join_us=3)
+    assert m["idle_gap_count"] == 1 and m["t_fwd_us"] == pytest.approx(20)
 
 
 # ---- comparing runs and zooming -------------------------------------------------------------

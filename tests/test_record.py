@@ -7,7 +7,7 @@ import json
 import pytest
 
 from record.metrics import compute_metrics
-from record.recorder import LANES, Span
+from record.recorder import Span
 from record.run_record import (
     SCHEMA,
     RecordError,
@@ -16,6 +16,7 @@ from record.run_record import (
     save_record,
     validate_record,
 )
+from record.schema import LANES
 
 ENV = {"device_name": "cpu", "torch_version": "2.13.0+cpu"}
 CONFIG = {"model": "bundled", "device": "cpu", "overlap": False, "max_batch_size": 2, "seed": 0}

@@ -94,7 +94,7 @@ def test_the_gpu_warm_up_measures_the_device_from_warm_serial_runs(monkeypatch):
 
         def counting(engine, prompts, params, loop, *rest, **kw):
             result = real(engine, prompts, params, loop, *rest, **kw)
-            measured.append((loop, result.metrics["t_fwd_us"], result.metrics["t_cpu_us"]))
+            measured.append((loop.loop, result.metrics["t_fwd_us"], result.metrics["t_cpu_us"]))
             return result
 
         monkeypatch.setattr(service_module, "_run_reported", counting)

@@ -3,6 +3,7 @@
 import gzip
 import json
 import math
+import sys
 import time
 from pathlib import Path
 
@@ -11,7 +12,8 @@ import pytest
 from record.chrome_trace import to_chrome_trace, write_chrome_trace
 from record.metrics import compute_metrics
 from record.profiler_import import MAX_PHASE_CHARS, TraceImportError, import_profiler_trace
-from record.recorder import LANES, Span
+from record.recorder import Span
+from record.schema import LANES
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -146,10 +148,15 @@ def test_import_makes_one_lane_per_cuda_stream_labelled_from_thread_names():
 
 
 def test_import_metrics_measure_the_gpu_lanes():
-    m = import_profiler_trace(json.dumps(cuda_trace()).encode())["metrics"]
+    run = import_profiler_trace(json.dumps(cuda_trace()).encode())
+    m = run["metrics"]
     # GPU window 30..230: busy 40 + 30 + 20 + 10 + 10; gaps 70-105, 135-140, 160-180, 190-220.
-    assert m["gpu_busy_frac"] == pytest.approx(110 / 200)
-    assert m["idle_gap_count"] == 4 and m["idle_us_total"] == pytest.approx(90)
+    # Three launches are too few to measure a launch's latency: gaps under the stated 5 µs
+    # count as busy, so 135-140 (5 µs, between two kernels) does.
+    assert run["joined_gap_us"] == 5.0
+    assert {"key": "note_joined_fixed", "join": "5.0"} in run["notes"]
+    assert m["gpu_busy_frac"] == pytest.approx(115 / 200)
+    assert m["idle_gap_count"] == 3 and m["idle_us_total"] == pytest.approx(85)
     assert m["steps"] == 2
     assert m["tokens_per_s"] is None and m["output_tokens"] is None      # not in a trace
     json.dumps(m, allow_nan=False)
@@ -312,9 +319,17 @@ def test_steps_are_found_without_profiler_step_marks(graphs, how):
     steps = {s["step"] for s in run["spans"] if s["lane"] in run["gpu_lanes"]}
     assert steps == set(range(1, 7))
     m = run["metrics"]
-    assert m["steps"] == 6 and m["t_fwd_us"] > 0 and m["t_cpu_us"] > 0
-    assert 1.0 < m["predicted_overlap_speedup"] <= 2.0
+    # A trace measures no CPU work: the rest of its step is the GPU waiting for the host.
+    assert m["steps"] == 6 and m["t_fwd_us"] > 0 and m["t_cpu_us"] is None
+    assert m["gpu_wait_us"] > 0 and m["predicted_overlap_speedup"] is None
+    if not graphs:          # six 8 µs kernels 2 µs apart: the gaps inside a forward are joined
+        assert m["t_fwd_us"] == pytest.approx(6 * 8 + 5 * 2)
     assert run["lanes"][0].startswith("CPU thread")               # the launching thread drawn
+    # No blocking call, no step's GPU work under the next: serial or overlapped cannot be told,
+    # and the formula reads it as serial, saying so.
+    assert run["loop_seen"]["verdict"] == "unknown"
+    html = __import__("viz").metrics_html([run])
+    assert 'data-metric="trace_predicted"' in html and "read as a serial loop" in html
 
 
 # ---- import: hostile files get a clear message, in bounded time ---------------------------------
@@ -352,12 +367,12 @@ def test_deep_nesting_and_many_lanes_are_refused_quickly():
 TRACES = ROOT / "tests" / "data" / "traces"
 
 
-@pytest.mark.parametrize("name, how, cpu_bound", [
-    ("hf-generate-qwen05-b8.json.gz", "note_steps_marker", True),      # transformers' generate
-    ("engine-eager-qwen05-b8.json.gz", "note_steps_marker", True),     # ours, eager forward
-    ("engine-graph-qwen05-b8.json.gz", "note_steps_graph_launch", False),  # ours, CUDA graphs
+@pytest.mark.parametrize("name, how, cpu_bound, loop", [
+    ("hf-generate-qwen05-b8.json.gz", "note_steps_marker", True, "serial"),   # transformers'
+    ("engine-eager-qwen05-b8.json.gz", "note_steps_marker", True, "overlapped"),  # ours, eager
+    ("engine-graph-qwen05-b8.json.gz", "note_steps_graph_launch", False, "overlapped"),  # graphs
 ])
-def test_real_traces_without_step_marks_give_a_whole_lesson(name, how, cpu_bound):
+def test_real_traces_without_step_marks_give_a_whole_lesson(name, how, cpu_bound, loop):
     """12 new tokens: a prefill, then 11 decode steps to find; the launching thread drawn; the
     article's terms where the trace allows them. Under the profiler an eager step is host-bound
     (the host's part is many times the forward), a graphed one is not."""
@@ -368,7 +383,185 @@ def test_real_traces_without_step_marks_give_a_whole_lesson(name, how, cpu_bound
     assert run["lanes"][0].startswith("CPU thread") and len(run["gpu_lanes"]) >= 1
     m = run["metrics"]
     assert m["steps"] >= 11 and 0 < m["gpu_busy_frac"] < 1
-    assert m["t_fwd_us"] > 0 and m["t_cpu_us"] > 0
-    assert (m["t_cpu_us"] > 3 * m["t_fwd_us"]) == cpu_bound
+    assert m["t_fwd_us"] > 0 and m["t_cpu_us"] is None and m["gpu_wait_us"] > 0
+    assert (m["gpu_wait_us"] > 3 * m["t_fwd_us"]) == cpu_bound
+    # Their loops, told from their timing: generate() blocks on the GPU every step; our engine
+    # ran its overlap loop (scripts/profile_traces.py), which never does.
+    assert run["loop_seen"]["verdict"] == loop
     html = __import__("viz").metrics_html([run])
-    assert 'data-block="trace"' in html and "predicted" in html
+    assert 'data-block="trace"' in html
+    assert ('data-metric="trace_predicted"' in html) == (loop == "serial")
+    assert ("no overlap is predicted" in html) == (loop == "overlapped")
+    assert "torch.profiler's own cost is inside this trace" in html
+    # Gaps shorter than this trace's own launch latency (7-10 µs on the H200) are joined.
+    assert 5 < run["joined_gap_us"] < 15
+    assert any(note["key"] == "note_joined" for note in run["notes"])
+
+
+# ---- import: the loop a trace shows (record.trace_loop), the host's phases, the gaps -------------
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from loop_traces import FORWARD_US, loop_trace, loop_trace_bytes  # noqa: E402
+
+
+@pytest.mark.parametrize("named", [True, False])
+def test_an_overlapped_trace_is_told_and_no_overlap_is_predicted_for_it(named):
+    """Mini-SGLang's overlap loop, GPU-bound: the host never waits for the GPU to run dry, each
+    forward runs on after the host has begun the next step, the next upload runs on its stream
+    beside it; with the scheduler's functions named, its processing runs under the forward."""
+    import viz
+
+    run = import_profiler_trace(loop_trace_bytes(overlap=True, named=named))
+    seen = run["loop_seen"]
+    assert seen["verdict"] == "overlapped" and seen["steps"] == 8
+    assert seen["waited"] == 0 and seen["late"] > 0.4 and seen["beside"] == 8
+    assert (seen["under"] > 0.9) if named else seen["under"] is None
+    m = run["metrics"]
+    assert m["steady_step_us"] == pytest.approx(FORWARD_US, rel=0.02)   # the forward bounds it
+    assert m["t_cpu_us"] is None and m["predicted_overlap_speedup"] is None
+    for lang, said in (("en", "no overlap is predicted"), ("zh", "不对它预测重叠")):
+        html = viz.metrics_html([run], lang)
+        assert said in html and 'data-metric="trace_predicted"' not in html
+        assert "T_sched + T_post" not in html.split("<table")[0]     # no CPU term in the formula
+    titles = [a["text"] for a in viz.side_by_side_figure([run]).layout["annotations"]]
+    assert "overlapped loop" in titles[0]
+
+
+def test_a_serial_trace_waits_for_the_gpu_every_step_and_gets_a_prediction():
+    import viz
+
+    run = import_profiler_trace(loop_trace_bytes(overlap=False))
+    seen = run["loop_seen"]
+    assert seen == {**seen, "verdict": "serial", "waited": 8, "late": 0.0, "beside": 0}
+    assert seen["under"] < 0.25          # its processing waits under the forward, then works alone
+    m = run["metrics"]
+    assert m["steady_step_us"] > FORWARD_US + 100            # the host's part adds to each step
+    html = viz.metrics_html([run], "en")
+    assert "A serial loop" in html and 'data-metric="trace_predicted"' in html
+    assert "GPU waiting for the host" in html and "m_gpu_wait_us" not in html
+    assert viz.side_by_side_figure([run]).layout["annotations"][0]["text"].count("serial loop")
+
+
+def test_the_cpu_lane_shows_the_hosts_named_phases_in_their_roles_colours():
+    import viz
+
+    run = import_profiler_trace(loop_trace_bytes(overlap=True))
+    assert run["phase_roles"] == {"_schedule_next_batch": "schedule", "_forward": "launch",
+                                  "_process_last_data": "process_last"}
+    cpu = [s for s in run["spans"] if s["lane"] == "CPU thread 1 (python3)"]
+    assert [s["phase"] for s in cpu[:3]] == ["_schedule_next_batch", "_forward",
+                                             "_process_last_data"]
+    # Building and launching step n belong to step n (before its graph launch), processing
+    # the batch before to the step it runs in.
+    assert [s["step"] for s in cpu[3:6]] == [2, 2, 2]
+    figure = viz.side_by_side_figure([run])
+    legend = {trace["name"] for trace in figure.data if trace.get("type") == "bar"}
+    assert {"schedule", "launch", "process_last"} <= legend
+    assert {"key": "note_phases", "phases": "_forward, _process_last_data, _schedule_next_batch"} \
+        in run["notes"]
+
+
+@pytest.mark.parametrize("name, cat, phase", [
+    ("python/minisgl/scheduler/scheduler.py(138): _process_last_data", "python_function",
+     ("_process_last_data", "process_last")),
+    ("sglang/srt/managers/scheduler.py(1200): get_next_batch_to_run", "python_function",
+     ("get_next_batch_to_run", "schedule")),
+    ("vllm/v1/core/sched/scheduler.py(300): schedule", "python_function", ("schedule", "schedule")),
+    ("gpu_model_runner: forward", "user_annotation", ("gpu_model_runner: forward", "launch")),
+    ("my range", "user_annotation", ("my range", None)),       # any record_function range
+    ("mylib/loop.py(10): _forward", "python_function", None),   # not a scheduler's
+    ("ProfilerStep#3", "user_annotation", None),
+])
+def test_host_phases_are_the_schedulers_functions_and_record_function_ranges(name, cat, phase):
+    from record.host_phases import phase_of
+
+    assert phase_of(name, cat) == phase
+
+
+def test_a_phase_holding_phases_of_other_roles_is_drawn_as_them():
+    """vLLM's execute_model holds its runner's preprocess, forward and postprocess ranges;
+    Mini-SGLang's _schedule_next_batch holds _prepare_batch, a schedule phase too."""
+    from record.host_phases import phases
+
+    vllm = phases([("vllm/v1/executor/abstract.py(80): execute_model", "python_function", 0, 100),
+                   ("gpu_model_runner: preprocess", "user_annotation", 5, 30),
+                   ("gpu_model_runner: forward", "user_annotation", 30, 60),
+                   ("gpu_model_runner: postprocess", "user_annotation", 60, 90)])
+    assert [(p.name, p.role) for p in vllm] == [("gpu_model_runner: preprocess", "schedule"),
+                                                 ("gpu_model_runner: forward", "launch"),
+                                                 ("gpu_model_runner: postprocess", "process_last")]
+    mini = phases([("minisgl/scheduler/scheduler.py(219): _schedule_next_batch",
+                    "python_function", 0, 50),
+                   ("minisgl/scheduler/scheduler.py(204): _prepare_batch", "python_function",
+                    10, 40)])
+    assert [p.name for p in mini] == ["_schedule_next_batch"]
+
+
+def test_gaps_shorter_than_a_launch_are_busy_not_idle_bands():
+    """Our engine's graphed trace: thousands of sub-microsecond gaps between the kernels of each
+    graph; joined, the steady window is busy, and the chart's idle bands are between forwards."""
+    from record.loading import load_any
+    from record.metrics import idle_gaps
+
+    run = load_any(TRACES / "engine-graph-qwen05-b8.json.gz")["runs"][0]
+    raw = idle_gaps(run["spans"], run["gpu_lanes"])
+    m = run["metrics"]
+    assert len(raw) > 6000 and m["idle_gap_count"] < len(raw) / 5
+    assert m["steady_busy_frac"] > 0.95
+    assert m["idle_gap_count"] == len(idle_gaps(run["spans"], run["gpu_lanes"],
+                                                join_us=run["joined_gap_us"]))
+
+
+def test_launch_latency_is_measured_on_launches_onto_an_idle_gpu():
+    from record.trace_loop import DEFAULT_JOIN_US, GpuWork, launch_latency_us
+
+    work = [GpuWork(100.0 * i + 7, 100.0 * i + 9, 7, 100.0 * i) for i in range(30)]
+    # a copy launched while a forward is pending on another stream: it waits, not measured
+    work += [GpuWork(100.0 * i + 60, 100.0 * i + 61, 9, 100.0 * i + 2) for i in range(30)]
+    work += [GpuWork(100.0 * i + 8, 100.0 * i + 59, 8, 100.0 * i + 1, direct=False)
+             for i in range(30)]
+    assert launch_latency_us(work) == (7.0, True)
+    assert launch_latency_us(work[:5]) == (DEFAULT_JOIN_US, False)
+
+
+@pytest.mark.parametrize("lang, late, host", [
+    ("en", "ran after the host had begun step 6", "`_process_last_data` (process_last): "),
+    ("zh", "是在主机开始第 6 步之后运行的", "`_process_last_data`（process_last）："),
+])
+def test_the_step_through_walks_an_imported_step(lang, late, host):
+    import viz
+
+    run = import_profiler_trace(loop_trace_bytes(overlap=True))
+    caption = viz.step_caption(run, 5, lang)
+    assert late in caption and host in caption and "no forward on the engine stream" not in caption
+    figure = viz.step_figure(run, 5, lang)
+    names = {shape.get("name") for shape in figure.layout["shapes"]}
+    assert {"trace_step", "trace_late"} <= names
+    outlined = [trace["name"] for trace in figure.data if trace.get("showlegend") is False
+                and trace.get("meta") == "host"]
+    assert sorted(outlined) == ["_forward", "_process_last_data", "_schedule_next_batch"]
+    serial = import_profiler_trace(loop_trace_bytes(overlap=False))
+    assert "ran after the host" not in viz.step_caption(serial, 5, "en")
+    assert "Step 99" in viz.step_caption(serial, 99, "en")        # no GPU work: said so
+
+
+def test_the_profilers_own_cost_is_said_with_the_traces_events_per_step():
+    import viz
+
+    run = import_profiler_trace(json.dumps(loop_trace(overlap=True)).encode())
+    assert run["loop_seen"]["events_per_step"] == 7.0         # 3 python functions, 4 calls
+    for lang, said in (("en", "torch.profiler's own cost is inside this trace"),
+                       ("zh", "torch.profiler 自身的开销就在这个 trace 里")):
+        assert said in viz.metrics_html([run], lang)
+
+
+def test_every_trace_string_has_a_chinese_one_with_the_same_placeholders():
+    import re
+
+    from texts import t, traces
+
+    assert set(traces.EN) == set(traces.ZH)
+    for key in traces.EN:
+        en, zh = t("en", key), t("zh", key)
+        assert zh != en and re.search("[\u4e00-\u9fff]", zh), key
+        assert sorted(re.findall(r"\{(\w+)", en)) == sorted(re.findall(r"\{(\w+)", zh)), key

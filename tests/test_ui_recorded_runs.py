@@ -21,6 +21,8 @@ RECORDED = ROOT / "assets" / "recorded"
 
 
 def _figure(plot_data) -> dict:
+    if isinstance(plot_data, dict):            # a gr.update holding the plot
+        plot_data = plot_data["value"]
     return json.loads(plot_data.plot)
 
 
@@ -107,18 +109,18 @@ def test_an_upload_that_is_plainly_no_trace_is_told_what_it_is_in_both_languages
         tmp_path, name, data, english, chinese):
     path = tmp_path / name
     path.write_bytes(data)
-    view = _fields(recorded_runs.show_upload(str(path), "English"))
+    view = _fields(recorded_runs.show_upload(str(path), False, None, "English"))
     assert english in view["status"] and "status-error" in view["status"], view["status"]
     assert name in view["status"]
     assert view["said"]["key"] == "status_not_a_trace"
-    assert chinese in _fields(recorded_runs.show_upload(str(path), "中文"))["status"]
+    assert chinese in _fields(recorded_runs.show_upload(str(path), False, None, "中文"))["status"]
     assert view["timeline"] == {"__type__": "update"}        # what was on screen stays
 
 
 def test_json_that_is_no_trace_still_gets_the_parsers_reason(tmp_path):
     path = tmp_path / "notes.json"
     path.write_text('{"hello": "world"}')
-    view = _fields(recorded_runs.show_upload(str(path), "English"))
+    view = _fields(recorded_runs.show_upload(str(path), False, None, "English"))
     assert "Cannot show notes.json" in view["status"] and "traceEvents" in view["status"]
 
 
@@ -131,7 +133,8 @@ def test_an_old_trace_of_ours_says_what_it_does_not_know_instead_of_zeros(tmp_pa
     doc = json.loads((tmp_path / "t.json").read_text())
     doc["traceEvents"] = [e for e in doc["traceEvents"] if e.get("name") != RUN_METADATA]
     (tmp_path / "example_trace.json").write_text(json.dumps(doc))
-    view = _fields(recorded_runs.show_upload(str(tmp_path / "example_trace.json"), "English"))
+    view = _fields(recorded_runs.show_upload(str(tmp_path / "example_trace.json"), False, None,
+                                             "English"))
     assert "(?)" not in view["status"], view["status"]
     assert "does not say what hardware" in view["status"], view["status"]
     metrics = view["metrics"]
@@ -145,7 +148,7 @@ def test_a_profiler_trace_is_offered_for_download_as_it_was_uploaded(tmp_path):
 
     trace = tmp_path / "engine-graph.json.gz"
     shutil.copy(ROOT / "tests" / "data" / "traces" / "engine-graph-qwen05-b8.json.gz", trace)
-    view = _fields(recorded_runs.show_upload(str(trace), "English"))
+    view = _fields(recorded_runs.show_upload(str(trace), False, None, "English"))
     assert "status-ok" in view["status"], view["status"]
     assert view["download_trace"]["value"] == str(trace)
     assert json.loads(Path(view["download_record"]["value"]).read_text())["schema"] == 1
@@ -176,3 +179,90 @@ def test_a_profiled_run_opens_inside_its_profiler_window():
     edges (its stop held the scheduler for 50 ms after step 27), so the page opens on 25-26."""
     runs = load_record(RECORDED / "h200-smollm-graph-kernels.json")["runs"]
     assert recorded_runs.default_window(runs) == (25, 26)
+
+
+# ---- two files side by side -----------------------------------------------------------------------
+
+sys.path.insert(0, str(ROOT / "tests"))
+from loop_traces import loop_trace_bytes  # noqa: E402
+
+
+@pytest.fixture()
+def two_traces(tmp_path):
+    """Mini-SGLang's overlap loop and its normal loop, as torch.profiler traces."""
+    overlap, serial = tmp_path / "overlap.json", tmp_path / "serial.json"
+    overlap.write_bytes(loop_trace_bytes(overlap=True))
+    serial.write_bytes(loop_trace_bytes(overlap=False))
+    return str(overlap), str(serial)
+
+
+@pytest.mark.parametrize("lang, side, overlapped, measured", [
+    ("English", "Side by side: overlap.json", "overlapped loop", "measured per step"),
+    ("中文", "并排：overlap.json", "重叠循环", "每步实测"),
+])
+def test_two_traces_are_seen_as_live_runs_are(two_traces, lang, side, overlapped, measured):
+    """Two panels on one time axis, the step window, the metrics with a ratio column, the serial
+    one the baseline whatever the order, and the step-through over both."""
+    from ui import replay
+
+    view = _fields(recorded_runs.show_upload(list(two_traces), False, None, lang))
+    assert "status-ok" in view["status"] and side in view["status"], view["status"]
+    record = view["record"]
+    assert [run["source"] for run in record["runs"]] == ["overlap.json", "serial.json"]
+    titles = _titles(view["timeline"])[:2]
+    assert overlapped in titles[0] and overlapped not in titles[1], titles
+    layout = _figure(view["timeline"])["layout"]
+    assert layout["xaxis"].get("matches") == "x2" or layout["xaxis2"].get("matches") == "x"
+    zoomed = _titles(view["zoomed"])[:2]
+    assert all(f"{view['first_step']}–{view['last_step']}" in title for title in zoomed), zoomed
+    metrics = view["metrics"]
+    assert measured in metrics and 'data-metric="measured_speedup"' in metrics
+    value = float(metrics.split('data-metric="measured_speedup" data-value="')[1].split('"')[0])
+    assert 1.3 < value < 1.6                      # serial step ÷ overlapped step
+    header = metrics.split("<thead>")[1].split("</thead>")[0]
+    assert "overlap.json / " in header and header.index("overlap.json / ") > header.index(
+        "serial.json")                                     # overlap over the serial baseline
+    # the step-through over an imported run: its steps, a caption that is not "no forward"
+    choices, slider, caption, *_ = replay.reset_replay(record, lang)
+    assert len(choices["choices"]) == 2 and slider["maximum"] > slider["minimum"]
+    assert "engine stream" not in caption and "engine stream" not in caption
+
+
+def test_a_trace_is_added_beside_the_record_on_screen(two_traces):
+    record = load_record(RECORDED / "h200-bundled-graph-cpu200.json")
+    view = _fields(recorded_runs.show_upload([two_traces[0]], True, record, "English"))
+    assert "Beside the runs on screen: overlap.json" in view["status"], view["status"]
+    runs = view["record"]["runs"]
+    assert [run["loop"] for run in runs] == ["normal", "overlap", "imported"]
+    assert len(_titles(view["timeline"])) >= 3
+    metrics = view["metrics"]               # the loops' formula, the trace's terms, both ratios
+    assert 'data-block="trace"' in metrics and "predicted speedup" in metrics
+    assert metrics.split("<thead>")[1].split("</thead>")[0].count(" / normal") == 2
+    # unticked, a file replaces what is on screen
+    alone = _fields(recorded_runs.show_upload([two_traces[0]], False, record, "English"))
+    assert [run["loop"] for run in alone["record"]["runs"]] == ["imported"]
+
+
+def test_more_runs_than_a_chart_holds_leave_the_oldest_out_and_say_so(two_traces):
+    record = load_record(RECORDED / "h200-bundled-graph-cpu200.json")
+    view = _fields(recorded_runs.show_upload(list(two_traces) * 2, True, record, "English"))
+    assert "the oldest were left out" in view["status"]
+    assert len(view["record"]["runs"]) == 4
+
+
+def test_a_second_file_that_cannot_be_read_leaves_the_view_and_says_which(two_traces, tmp_path):
+    bad = tmp_path / "chart.png"
+    bad.write_bytes(PNG)
+    view = _fields(recorded_runs.show_upload([two_traces[0], str(bad)], False, None, "English"))
+    assert "chart.png" in view["status"] and "status-error" in view["status"]
+    assert view["timeline"] == {"__type__": "update"}
+
+
+def test_the_page_export_of_two_traces_opens_as_they_were(two_traces):
+    view = _fields(recorded_runs.show_upload(list(two_traces), False, None, "English"))
+    again = _fields(recorded_runs.show_upload(view["download_record"]["value"], False, None,
+                                              "English"))
+    runs = again["record"]["runs"]
+    assert [run["loop_seen"]["verdict"] for run in runs] == ["overlapped", "serial"]
+    assert [run["source"] for run in runs] == ["overlap.json", "serial.json"]
+    assert again["metrics"] == view["metrics"]

@@ -6,6 +6,7 @@ name, and the one lookup ``t(lang, key)``.
 - ``teach``    multi-step, the step-through replay and the hazard lab
 - ``metrics``  the metrics table, the formula, what an import found, the latency chart
 - ``memory``   the KV-memory chart
+- ``traces``   imported traces: their loop, gaps, terms, steps and the import tab
 
 This package imports only the standard library: ``viz`` and ``ui`` read from it.
 """

@@ -27,8 +27,8 @@ EN: dict[str, str] = {
     "mem_hover_cached": "held only by the prefix cache: %{customdata[2]} pages<extra></extra>",
     "mem_hover_free": "free: %{customdata[3]} of %{customdata[4]} pages<extra></extra>",
     "mem_retracted": "request {req} retracted while step {step} was built: the pool ran dry.<br>Its "
-                     "computed pages go to the prefix cache, the rest come back once no launched "
-                     "batch reads them; it resumes later",
+                     "computed pages go to the prefix cache, the rest come back at once (its slot "
+                     "once no launched batch reads it); it resumes later",
     "hover_cached": "<br>{cached:,} of {total:,} prompt tokens from the prefix cache",
     "m_prefix_hit_rate": "prompt tokens from the prefix cache (share)",
     "m_prefix_hit_tokens": "prompt tokens from the prefix cache",
@@ -53,7 +53,7 @@ ZH: dict[str, str] = {
     "mem_hover_cached": "只由前缀缓存持有：%{customdata[2]} 页<extra></extra>",
     "mem_hover_free": "空闲：%{customdata[3]} / %{customdata[4]} 页<extra></extra>",
     "mem_retracted": "组第 {step} 步的批次时请求 {req} 被撤回：页池用尽了。<br>它已算好的页交给前缀"
-                     "缓存，其余的等已提交的批次不再读取后才归还；它稍后继续",
+                     "缓存，其余的立即归还（槽位等已提交的批次不再读取后才归还）；它稍后继续",
     "hover_cached": "<br>{total:,} 个提示 token 中有 {cached:,} 个来自前缀缓存",
     "m_prefix_hit_rate": "来自前缀缓存的提示 token（占比）",
     "m_prefix_hit_tokens": "来自前缀缓存的提示 token 数",

@@ -75,16 +75,10 @@ EN: dict[str, str] = {
     "note_steps_marker": "{steps} steps, one per launch of <code>{marker}</code>, the kernel that "
                          "runs once per forward (the trace has no ProfilerStep marks).",
     "note_steps_none": "No repeating step was found: the whole trace is one window.",
-    "note_terms_from_gaps": "A trace has no scheduler phases: T_fwd is the GPU's busy time per "
-                            "step, and T_sched + T_post the rest of the step, the time the GPU "
-                            "waited for the host (in eager mode that includes the gaps between "
-                            "launches inside the forward).",
     "note_no_cpu_lanes": "No host thread in the trace launched the GPU work (was it recorded "
                          "with ProfilerActivity.CPU?): only the GPU lanes are drawn.",
     "note_no_tokens": "A trace holds no tokens: token counts, rates and latencies are not in "
                       "it, so the table leaves them out (–).",
-    "formula_trace_pred": "if the host's part of each step ran under the forward (overlap): "
-                          "{pred:.2f}× predicted",
     "why_measured": "What the runs measured that the formula leaves out:",
     "why_join": "; ",
     "why_raises": " (this raises the measured speedup)",
@@ -162,13 +156,9 @@ ZH: dict[str, str] = {
     "note_steps_marker": "{steps} 步，每次启动 <code>{marker}</code> 算一步：它是每次前向只运行一次的"
                          " kernel（trace 中没有 ProfilerStep 标记）。",
     "note_steps_none": "没有找到重复的步：整个 trace 作为一个窗口。",
-    "note_terms_from_gaps": "trace 中没有调度阶段：T_fwd 是每步 GPU 的忙碌时间，T_sched + T_post "
-                            "是每步剩下的时间，即 GPU 等待主机的时间（在 eager 模式下也包括前向内部"
-                            "各次启动之间的空隙）。",
     "note_no_cpu_lanes": "trace 中没有发起 GPU 工作的主机线程（是否用 ProfilerActivity.CPU 录制？）："
                          "只画出 GPU 泳道。",
     "note_no_tokens": "trace 中没有 token：token 数、速率和延迟都不在其中，表中略去（–）。",
-    "formula_trace_pred": "如果每步中主机的部分在前向之下运行（重叠）：预测 {pred:.2f}×",
     "why_measured": "各次运行测到、而公式没有计入的：",
     "why_join": "；",
     "ratio_note": "比值列按列标题所示，把一次运行中每一行的值除以另一次运行的值：对时间（每步时间、"

@@ -12,6 +12,7 @@ import re
 from texts import memory as text_memory
 from texts import metrics as text_metrics
 from texts import teach as text_teach
+from texts import traces as text_traces
 
 LANGUAGES = {"en": "English", "zh": "中文"}
 
@@ -44,10 +45,17 @@ _EN: dict[str, str] = {
 - **Overlap loop:** the sampled token is written into a GPU-resident **token pool** and gathered
   from there as the next input, so forward(B*n+1*) never waits for the CPU. Find
   `process_last` of step *n−1* on the CPU lane *under* the decode bar of step *n*.
-- **One sync edge:** the forward waits for its metadata upload (green). Mini-SGLang writes it as
+- **Sync edges, both ways:** the forward waits for its metadata upload (green), the edge the
+  article names. The other way matters too: before an upload reuses a staging buffer the
+  scheduler stream waits for the last forward that read it (`cuda_buffers.py`), the copy waits
+  for the forward's end, and a request that ends keeps its slot (its token-pool row, which the
+  next prompt overwrites) until the launched batch that reads it is done; its KV pages go back
+  at once, since only forwards write them, in order. SGLang learned this way from a bug (issue
+  18744, then SGLang PRs 26380, 28363, 31687). Mini-SGLang writes the first edge as
   `engine_stream.wait_stream(scheduler_stream)`, which orders the forward after *everything*
   queued on the scheduler stream so far, so where the result copy runs matters. On CUDA it runs
-  by default on a **copy stream** of its own (as vLLM places it): it waits there for forward(*n*)
+  by default on a **copy stream** of its own (as vLLM and SGLang place it; they sample outside
+  the CUDA graph, this engine inside, hence its result ring): it waits there for forward(*n*)
   while forward(*n+1*) already runs, because each forward also keeps its tokens in its own row
   of a small result ring that the next forward does not write. With
   `result_copy_stream="engine"` (Mini-SGLang's place) it runs on the engine stream right after
@@ -66,6 +74,17 @@ _EN: dict[str, str] = {
   hover a short prefill to see how many prompt tokens the prefix cache served.
 - **Lag one:** the CPU sees an EOS one step late, so a finished request may ride along in one
   more batch; that extra token is dropped and the request is freed exactly once.
+- **How real systems carry the token:** this engine and Mini-SGLang keep every token in
+  `token_pool[slot, position]`. SGLang relays the newest one through its `FutureMap`: first a
+  ring of negative placeholder ids, which overflowed under chunked prefill (SGLang PRs 13713, 13916),
+  now a buffer indexed by request slot (SGLang PR 25862, `resolve_forward_inputs`). vLLM v1 counts
+  `num_output_placeholders` and copies the sampled ids into the next input on the GPU.
+- **What breaks "the token stays on the GPU":** grammar masks (SGLang defers sampling:
+  `launch_batch_sample_if_needed`), penalties (token counts kept on the device), stop strings
+  (detokenised on the host, one step late; this engine has stop token ids only), logprobs
+  (copies of their own), the first token's extra step (SGLang can turn overlap off between two
+  prefills: `SGLANG_DISABLE_CONSECUTIVE_PREFILL_OVERLAP`), and mixed chunked prefill, where a
+  slot freed in the same pass could be rewritten under a launched forward.
 - On a machine without a GPU, a separate **device process** plays the GPU (it owns the model,
   KV cache and token pool). Its lanes are measured, not simulated.
 - **The instrument's own cost.** Recording the spans costs the scheduler thread time too. On
@@ -120,10 +139,6 @@ stream lanes* and over the *engine stream alone*; where they differ, the GPU was
         "the extra CPU work to the forward it measured, 0 µs with CUDA graphs on the H200, "
         "where a CPU page starts at 4000 µs, eager. All are drawn with the same charts and "
         "labelled with their hardware and date."),
-    "upload_help": (
-        "Upload a `torch.profiler` trace (`.json` or `.json.gz`, for example from SGLang or "
-        "vLLM) or a run record saved from this page. GPU streams become lanes; idle gaps are the "
-        "holes in the union of all GPU lanes."),
     "no_recorded": "No recorded GPU runs are bundled yet (`assets/recorded/*.json`).",
     "no_runs": "Press Run on the Live run tab, or choose a recorded or imported run, to draw "
                "the timelines.",
@@ -300,7 +315,6 @@ stream lanes* and over the *engine stream alone*; where they differ, the GPU was
     "ctl_last_step": "Last step",
     "ctl_zoom": "Zoom to steps",
     "ctl_recorded": "Recorded run",
-    "ctl_upload": "torch.profiler trace or run record",
     "tab_live": "Live run",
     "tab_recorded": "Recorded GPU runs",
     "tab_upload": "Import a trace",
@@ -366,10 +380,15 @@ _ZH: dict[str, str] = {
 - **重叠循环**：采样出的 token 写入常驻显存的 **token_pool**，下一步直接从中 gather 作为输入，
   forward(B*n+1*) 不再等待 CPU。请在 CPU 泳道上找到第 *n−1* 步的 `process_last`，它位于第 *n*
   步 decode 条的**正下方**。
-- **唯一的同步边**：前向等待自己的元数据上传（绿色）。Mini-SGLang 把它写成
+- **两个方向的同步边**：前向等待自己的元数据上传（绿色），这是文中说的那条边。反方向同样要紧：上传复用
+  一个暂存缓冲区之前，scheduler stream 要等最后一次读过它的前向（`cuda_buffers.py`）；回传要等前向结束；
+  请求结束时，它的槽位（下一个提示词会覆盖的那行 token_pool）要留到读它的已提交批次完成；它的 KV 页则
+  立即归还，因为只有前向按顺序写页。SGLang 是从一个 bug 学到这个方向的（SGLang issue 18744，
+  之后是 SGLang PR 26380、28363、31687）。Mini-SGLang 把第一条边写成
   `engine_stream.wait_stream(scheduler_stream)`，这会让前向排在 scheduler stream 上此前*所有*已排队
-  工作之后，所以结果回传放在哪里很重要。在 CUDA 上它默认在自己的 **copy stream** 上执行（和 vLLM
-  一样）：它在那里等待 forward(*n*)，而 forward(*n+1*) 已经开始，因为每次前向还把自己的 token 存进
+  工作之后，所以结果回传放在哪里很重要。在 CUDA 上它默认在自己的 **copy stream** 上执行（和 vLLM、
+  SGLang 一样；它们在 CUDA Graph 之外采样，本引擎在其内，所以需要结果环）：它在那里等待
+  forward(*n*)，而 forward(*n+1*) 已经开始，因为每次前向还把自己的 token 存进
   一个小结果环里属于自己的一行，下一次前向不会写它。若设 `result_copy_stream="engine"`（Mini-SGLang
   的位置），回传在 engine stream 上紧跟采样执行：upload(*n+1*) 仍然从不等待 forward(*n*)，但
   forward(*n+1*) 要隔几微秒的回传才接在 forward(*n*) 之后。若设 `result_copy_stream="scheduler"`，
@@ -382,6 +401,16 @@ _ZH: dict[str, str] = {
   撤回的请求恢复时找回自己的页；把鼠标移到较短的 prefill 上，可以看到有多少提示 token 来自前缀缓存。
 - **滞后一轮**：CPU 晚一步才看到 EOS，已结束的请求可能还会跟着多跑一批；那个多出的 token 被丢弃，
   请求只释放一次。
+- **真实系统如何传递 token**：本引擎和 Mini-SGLang 把每个 token 存在 `token_pool[槽位, 位置]`。SGLang
+  通过 `FutureMap` 只中转最新的一个：起初是负数占位 id 组成的环，在分块预填充下溢出
+  （SGLang PR 13713、13916），
+  现在是按请求槽索引的缓冲区（SGLang PR 25862，`resolve_forward_inputs`）。vLLM v1 记下
+  `num_output_placeholders`，并在 GPU 上把采样出的 id 拷进下一步的输入。
+- **什么会打破“token 留在 GPU 上”**：语法约束的掩码（SGLang 推迟采样：`launch_batch_sample_if_needed`）、
+  惩罚项（token 计数放在设备上）、停止字符串（在主机上反分词，晚一步；本引擎只支持停止 token id）、
+  logprobs（有自己的回传）、第一个 token 多出的一步（SGLang 可以在两个预填充之间关掉重叠：
+  `SGLANG_DISABLE_CONSECUTIVE_PREFILL_OVERLAP`），以及混合的分块预填充：同一轮中释放的槽位可能在已提交的
+  前向之下被改写。
 - 没有 GPU 的机器上，由一个独立的**设备进程**扮演 GPU（它持有模型、KV Cache 和 token_pool）。
   它的泳道是实测的，不是模拟的。
 - **测量工具自身的代价**。记录这些时间段也要占用调度线程的时间。在 CUDA 上，除了 CPU 泳道的打点，每一步
@@ -423,9 +452,6 @@ _ZH: dict[str, str] = {
         "（`python scripts/gpu_first_click.py`）：在那里页面按实测的前向来设定额外 CPU 工作，"
         "在 H200 上开启 CUDA Graph 时为 0 µs，而 CPU 页面一开始是 4000 µs、eager 模式。"
         "它们都用同样的图表展示，并标注硬件和日期。"),
-    "upload_help": (
-        "上传 `torch.profiler` trace（`.json` 或 `.json.gz`，例如来自 SGLang 或 vLLM），"
-        "或本页下载的运行记录。GPU stream 成为泳道；空闲间隙是所有 GPU 泳道并集中的空洞。"),
     "no_recorded": "尚未附带录制的 GPU 运行（`assets/recorded/*.json`）。",
     "no_runs": "在“现场运行”页点击“运行”，或选择一个录制的或导入的运行，即可绘制时间线。",
     "zoom_after_run": "运行结束后绘制步窗口。",
@@ -583,7 +609,6 @@ _ZH: dict[str, str] = {
     "ctl_last_step": "结束步",
     "ctl_zoom": "放大到这些步",
     "ctl_recorded": "录制的运行",
-    "ctl_upload": "torch.profiler trace 或运行记录",
     "tab_live": "现场运行",
     "tab_recorded": "录制的 GPU 运行",
     "tab_upload": "导入 trace",
@@ -628,6 +653,8 @@ _EN.update(text_metrics.EN)
 _ZH.update(text_metrics.ZH)
 _EN.update(text_memory.EN)
 _ZH.update(text_memory.ZH)
+_EN.update(text_traces.EN)
+_ZH.update(text_traces.ZH)
 
 # The Chinese texts are wrapped in the source like the English ones, but where a line break falls
 # between two Chinese characters (or their punctuation) Markdown would show it as a space, which

@@ -186,11 +186,12 @@ EN: dict[str, str] = {
 ### Hazard lab: remove one safeguard and let the checks find what breaks
 Each switch removes one protection of the overlap loop. The lab runs a workload that makes its
 safeguard matter: for the slot, buffer and guard switches 24 requests for 4 request slots (so
-slots and pages are reused) and 12 new tokens; for the memory switches (the prefix cache and
+slots are reused) and 12 new tokens; for the memory switches (the prefix cache and
 retraction) prompts that share a system prompt, on a KV pool too small for every request at
 full length (the prefix cache finds the shared pages; requests are retracted and resumed), and
 40 new tokens. The safe engine takes the first workload for even seeds, the second for odd
-ones. Each request stops on a token picked from a probe run. The **normal loop** is the
+ones. Each request stops on a token picked from a probe run (for the finished-request guard,
+one token before its length limit). The **normal loop** is the
 reference; then the **overlap loop** runs with the switch on, and the lab reports what the
 checks found: tokens that differ (which request, from which output token), a double free
 caught by the allocator, tokens after a stop, leaked pages or slots, a position read through
@@ -226,10 +227,10 @@ live run.
     "lab_not_shown": "No fault this time",
     "lab_needs_cuda": "Not run here: this switch needs CUDA",
     "lab_windows": "The removed safeguard's race window opened {n} times in this run (tokens "
-                   "that came back for a request already finished or retracted, plus frees while "
-                   "a queued forward still read the slot or its pages).",
-    "lab_windows_safe": "The safeguards acted {n} times in this run (lag-one tokens dropped, frees "
-                        "deferred): each time, without them, a race window would have opened.",
+                   "that came back for a request already finished or retracted, plus slots freed "
+                   "while a queued forward still read their token-pool row).",
+    "lab_windows_safe": "The safeguards acted {n} times in this run (lag-one tokens dropped): each "
+                        "time, without them, a race window would have opened.",
     "lab_windows_aborted": "The run stopped at the error, so its race windows were not counted.",
     "lab_differ": "Requests that differ from the normal loop",
     "col_first_diff": "first differing output token",
@@ -398,10 +399,11 @@ ZH: dict[str, str] = {
     "lab_help": """
 ### 隐患实验室：去掉一道保护，让检查找出坏在哪里
 每个开关去掉重叠循环的一道保护。实验室为每个开关运行一份能让它的保护起作用的负载：槽位、缓冲区和各种
-保护开关用 24 个请求争用 4 个请求槽（所以槽位和页会被复用），每个请求生成 12 个新 token；内存开关
+保护开关用 24 个请求争用 4 个请求槽（所以槽位会被复用），每个请求生成 12 个新 token；内存开关
 （前缀缓存和撤回）用共享同一段系统提示的提示词，KV 池小到装不下所有请求的完整长度（前缀缓存会找到共享的
 页，请求会被撤回再恢复），每个请求生成 40 个新 token。安全引擎在种子为偶数时用第一种负载，为奇数时用
-第二种。每个请求在探测运行选出的 token 处停止。先用**普通循环**跑出参考结果，再用打开开关的
+第二种。每个请求在探测运行选出的 token 处停止（“已结束请求”保护的开关下，停在长度上限前一个
+token）。先用**普通循环**跑出参考结果，再用打开开关的
 **重叠循环**运行，然后报告检查发现的问题：哪些请求的 token 不同（从第几个输出 token 开始）、分配器
 捕获的重复释放、停止之后的 token、泄漏的页或槽位、通过两个不同的 KV 页读取的位置、记账出错的前缀缓存。
 竞争与时序有关；实验室注入延迟来放大竞争窗口，并在某次运行恰好没有暴露故障时如实说明。它使用*现场运行*
@@ -432,8 +434,8 @@ ZH: dict[str, str] = {
     "lab_not_shown": "这次没有出现故障",
     "lab_needs_cuda": "此处未运行：这个开关需要 CUDA",
     "lab_windows": "这次运行中，被去掉的保护对应的竞争窗口打开了 {n} 次（为已结束或已撤回的请求送回的 "
-                   "token，加上排队中的前向仍在读取槽位或其页时的释放）。",
-    "lab_windows_safe": "这次运行中保护机制起作用了 {n} 次（丢弃滞后一轮的 token、推迟释放）："
+                   "token，加上排队中的前向仍在读取其 token_pool 行时就释放的槽位）。",
+    "lab_windows_safe": "这次运行中保护机制起作用了 {n} 次（丢弃滞后一轮的 token）："
                         "如果没有它们，每一次都会打开一个竞争窗口。",
     "lab_windows_aborted": "运行在出错处停止，因此没有统计竞争窗口。",
     "lab_differ": "与普通循环结果不同的请求",
@@ -463,9 +465,11 @@ HAZARD_NAMES: dict[str, dict[str, tuple[str, str]]] = {
             "metadata -> forward: the forward may read a batch's slots, positions and page table "
             "before their upload has landed"),
         "no_deferred_free": (
-            "Free a finished request's slot and pages at once",
-            "a slot/page freed at step n is handed to a new request and written on the scheduler "
-            "stream while the lag-one forward(n), already queued, still writes into it"),
+            "Free a finished request's slot at once",
+            "the token-pool row of a finished request's slot: freed at once, the slot goes to the "
+            "next request, whose prompt is written into that row on the scheduler stream while "
+            "the lag-one forward, already queued, still reads the row and writes its token there "
+            "(its KV pages go back at once either way: only forwards write them, in order)"),
         "single_host_buffer": (
             "One host result buffer instead of a ring",
             "the host copy of a step's tokens: with one buffer, the result copy of batch n+1 "
@@ -481,8 +485,10 @@ HAZARD_NAMES: dict[str, dict[str, tuple[str, str]]] = {
             "host result buffer instead of a ring\")"),
         "no_finished_guard": (
             "Drop the finished-request guard",
-            "the lag-one extra token of a request that already stopped is appended (tokens after "
-            "the stop) and the request is finished, and freed, a second time"),
+            "the lag-one token of a request that already stopped (the seed's finished_reqs): "
+            "without the guard it is processed as if the request still ran, appended after the "
+            "stop, and the length check finishes the request again, giving its slot back twice "
+            "(the allocator catches the double free)"),
         "no_cache_lock": (
             "Drop the prefix cache's locks",
             "prefix pages that a running request reads: unlocked, the cache may evict them when "
@@ -490,27 +496,30 @@ HAZARD_NAMES: dict[str, dict[str, tuple[str, str]]] = {
             "is still in flight"),
         "late_prefix_insert": (
             "Insert a prefill's prefix after the next batch is built",
-            "one mapping of positions to KV pages per request: inserted late (SGLang PR 38140), "
-            "the next batch is built against one mapping and later steps read another, so a "
-            "request reads a position through two different pages"),
+            "one mapping of positions to KV pages per request: inserted late and the request "
+            "remapped to the cache's pages (as SGLang's main branch does; the open SGLang PR 38140), the "
+            "next batch is built against one mapping and later steps read another, so a request "
+            "reads a position through two different pages"),
         "no_retract_guard": (
             "Drop the retraction guard",
             "the token that the batch already launched computes for a request retracted meanwhile "
             "(pages ran out): without the guard it is appended, and the request resumes one token "
             "off"),
         "no_deferred_retract_free": (
-            "Free a retracted request's slot and pages at once",
-            "the slot and pages of a retracted request, given back while the launched batch that "
-            "still carries it reads and writes them, and handed to a new request"),
+            "Free a retracted request's slot at once",
+            "the token-pool row of a retracted request's slot, given back while the launched "
+            "batch that still carries it reads the row (here the slot can only go to a prefill "
+            "built after that batch is processed, so no fault follows)"),
     },
     "zh": {
         "no_wait_stream": (
             "去掉 engine_stream.wait_stream(scheduler_stream)",
             "元数据 → 前向：前向可能在批次的槽位、位置和页表上传完成之前就读取它们"),
         "no_deferred_free": (
-            "请求结束后立即释放其槽位和页",
-            "第 n 步释放的槽位/页被分给新请求并在 scheduler stream 上写入，而已经排队的滞后一轮的 "
-            "forward(n) 仍在向其中写"),
+            "请求结束后立即释放其槽位",
+            "已结束请求的槽位对应的 token_pool 行：立即释放后，槽位交给下一个请求，它的提示词在 scheduler "
+            "stream 上写进这一行，而已经排队的滞后一轮的前向仍在读这一行、并把它的 token 写进去（它的 KV "
+            "页无论如何都立即归还：只有前向按顺序写页）"),
         "single_host_buffer": (
             "只用一个主机结果缓冲区，而不是环形缓冲",
             "每步 token 的主机副本：只有一个缓冲区时，批次 n+1 的结果回传（排在它的前向之后）"
@@ -524,22 +533,24 @@ HAZARD_NAMES: dict[str, dict[str, tuple[str, str]]] = {
             "主机缓冲区另有一个开关：“只用一个主机结果缓冲区，而不是环形缓冲”）"),
         "no_finished_guard": (
             "去掉“已结束请求”保护",
-            "一个已经停止的请求滞后一轮多出的 token 被追加（停止之后仍有 token），并且该请求被第二次"
-            "结束（和释放）"),
+            "已经停止的请求滞后一轮多出的 token（原文的 finished_reqs）：没有保护时它被当作请求仍在运行"
+            "来处理，追加在停止之后，长度检查再次结束该请求，把它的槽位归还两次（分配器捕获这次重复释放）"),
         "no_cache_lock": (
             "去掉前缀缓存的锁",
             "正在运行的请求所读取的前缀页：不加锁时，内存紧张的缓存可能把它们驱逐并交给另一个请求，"
             "而读取它们的批次仍在执行中"),
         "late_prefix_insert": (
             "在下一批组好之后才插入预填充的前缀",
-            "每个请求从位置到 KV 页的唯一映射：插入太晚（SGLang PR 38140）时，下一批按一种映射组好，"
-            "之后的步却读另一种，于是请求通过两个不同的页读取同一个位置"),
+            "每个请求从位置到 KV 页的唯一映射：插入太晚、并把请求改指向缓存中的页（SGLang 主干仍是这样；"
+            "其未合并的 SGLang PR 38140）时，下一批按一种映射组好，之后的步却读另一种，"
+            "于是请求通过两个不同的页读取同一个位置"),
         "no_retract_guard": (
             "去掉撤回保护",
             "已提交的批次为一个期间被撤回（页不够了）的请求算出的 token：没有保护时它被追加，请求恢复"
             "后就错了一个 token"),
         "no_deferred_retract_free": (
-            "被撤回的请求立即释放其槽位和页",
-            "被撤回请求的槽位和页，在仍带着它的已提交批次还在读写它们时就被归还，并分给新的请求"),
+            "被撤回的请求立即释放其槽位",
+            "被撤回请求的槽位对应的 token_pool 行，在仍带着它的已提交批次还在读这一行时就被归还（这里该槽位"
+            "只能交给那个批次处理完之后才组的预填充，所以不会出故障）"),
     },
 }

@@ -20,6 +20,7 @@ from typing import Any
 import texts
 from engine.models.hub import SUGGESTED_MODELS, cached_snapshot, is_hub_id
 from engine.workloads import DEFAULT_PROMPTS, word_prompts  # noqa: F401 - used by the UI
+from record.schema import ENGINE_LOOPS
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = [  # (value, display name, real weights?)
@@ -28,7 +29,6 @@ MODELS = [  # (value, display name, real weights?)
     ("qwen2.5-0.5b-shape", "Qwen2.5-0.5B shape", False),
     ("qwen2.5-1.5b-shape", "Qwen2.5-1.5B shape", False),
 ]
-LOOPS = ("normal", "overlap", "multistep")
 DEFAULTS = {"requests": 16, "batch": 16, "prompt_len": 24, "max_new": 96, "temperature": 0.0,
             "extra_cpu_us": 4000, "decode_steps": 4, "request_rate": 0.0, "shared_prefix": 0,
             "kv_pages": 0}
@@ -246,7 +246,7 @@ def check_model(model: Any) -> str:
 
 
 def loop_choices(lang: str) -> list[tuple[str, str]]:
-    return [(texts.t(lang, f"loop_{loop}"), loop) for loop in LOOPS]
+    return [(texts.t(lang, f"loop_{loop}"), loop) for loop in ENGINE_LOOPS]
 
 
 def device_choices(lang: str, cuda: bool) -> list[tuple[str, str]]:

@@ -20,6 +20,7 @@ import texts
 import viz
 from record.files import read_bounded
 from record.latency_rows import format_table, summarize
+from record.schema import ENGINE_LOOPS
 from texts import STRINGS
 from ui.common import ROOT, esc, lang_of, status
 from ui.view import plot
@@ -98,7 +99,7 @@ def show_measured(name: str | None, lang_choice: str) -> tuple[Any, str]:
 def _word(cell: str, lang: str) -> str:
     """A header or a rate of the bench's table in ``lang`` ("4 req/s", "burst", "GPU busy")."""
     cell = cell.strip()
-    if cell in ("normal", "overlap", "multistep"):
+    if cell in ENGINE_LOOPS:
         return texts.t(lang, f"loopname_{cell}").format(k="k")
     number, _, unit = cell.partition(" ")
     if unit == "req/s":

@@ -23,10 +23,11 @@ import texts
 import viz
 from engine.processes import messages
 from engine.processes.messages import LiveRunRequest
-from record.recorder import BASE_LANES, GPU_LANES
+from engine.workloads import Workload, word_prompt_tokens
 from record.run_record import run_dict
+from record.schema import BASE_LANES, ENGINE_LOOPS, GPU_LANES, Loop, loop_label
 from ui import common, presets
-from ui.common import LOOPS, InputError, esc, lang_of, progress_bar, render_said, said, status
+from ui.common import InputError, esc, lang_of, progress_bar, render_said, said, status
 from ui.recorded_runs import shown, write_downloads
 from ui.view import MainView, plot
 
@@ -150,7 +151,7 @@ def build_request(loops, decode_steps, stop_early, device, model, requests, batc
                              max_new=max_new, temperature=temperature, extra_cpu_us=extra_cpu_us,
                              decode_steps=decode_steps, request_rate=request_rate,
                              shared_prefix=shared_prefix, kv_pages=kv_pages)
-    chosen = tuple(loop for loop in LOOPS if loop in (loops or []))
+    chosen = tuple(loop for loop in ENGINE_LOOPS if loop in (loops or []))
     if not chosen:
         raise InputError("error_no_loop")
     model = common.check_model(model)
@@ -161,7 +162,8 @@ def build_request(loops, decode_steps, stop_early, device, model, requests, batc
     notes = ["note_default_prompts"] if used_default else []
     # Words become about two tokens each (chat adds its template); the shared system prompt
     # comes before every prompt.
-    max_seq_len = 2 * values["prompt_len"] + values["max_new"] + 64 + values["shared_prefix"]
+    max_seq_len = Workload(word_prompt_tokens(values["prompt_len"]), values["max_new"],
+                           values["shared_prefix"]).max_seq_len()
     engine = EngineConfig(model=model, device=device, max_batch_size=values["batch"],
                           cuda_graph=bool(cuda_graph) and device != "cpu", seed=0,
                           max_seq_len=max_seq_len, num_pages=values["kv_pages"] or None)
@@ -223,10 +225,10 @@ class _LiveRuns:
     def runs(self) -> list[dict[str, Any]]:
         if self.index >= len(self.request.loops) or self.stage_name != "run":
             return list(self.finished)
-        k = self.request.decode_steps if self.loop == "multistep" else 1
+        spec = self.request.loop_specs()[self.index]
         # The copy stream's lane, where the device has one, comes in with its spans.
-        live = run_dict(self.loop, k, _loop_name(self.loop, k), self.spans, lanes=BASE_LANES,
-                        gpu_lanes=GPU_LANES)
+        live = run_dict(spec.loop, spec.k, loop_label(spec.loop, spec.k), self.spans,
+                        lanes=BASE_LANES, gpu_lanes=GPU_LANES)
         return self.finished + [live]
 
     def drew_any(self) -> bool:
@@ -235,10 +237,6 @@ class _LiveRuns:
 
     def steps_done(self) -> int:
         return max((s["step"] for s in self.spans), default=0)
-
-
-def _loop_name(loop: str, k: int) -> str:
-    return f"multistep k={k}" if loop == "multistep" else loop
 
 
 def _expected_steps(request: LiveRunRequest) -> int:
@@ -351,7 +349,7 @@ def prewarm() -> None:
         # On a GPU the page's first click runs with CUDA graphs (presets.device_defaults): warm
         # that engine, and measure its forward for the defaults.
         graphs = common.scheduler().ready().cuda
-        request, _ = build_request(["normal", "overlap"], d["decode_steps"], True, "auto",
+        request, _ = build_request([Loop.NORMAL, Loop.OVERLAP], d["decode_steps"], True, "auto",
                                    "bundled", d["requests"], d["batch"], d["prompt_len"],
                                    common.DEFAULT_PROMPTS, d["max_new"], d["temperature"], graphs,
                                    d["extra_cpu_us"])

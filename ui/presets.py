@@ -32,6 +32,7 @@ from typing import Any
 import gradio as gr
 
 import texts
+from record.schema import ENGINE_LOOPS, Loop
 from ui import common
 from ui.common import DEFAULTS, LIMITS, InputError, lang_of, render_said, validate
 
@@ -39,10 +40,10 @@ CONTROLS = ("loops", "decode_steps", "stop_early", "requests", "batch", "prompt_
             "temperature", "extra_cpu_us", "request_rate")
 FIRST_CLICK_FORWARDS = 0.7   # the defaults' CPU part of a step, in forwards
 PRESETS = {   # name: (the controls it sets, the CPU's part of a step in forwards, fixed extra us)
-    "overlap": ({"loops": ["normal", "overlap"], **DEFAULTS, "stop_early": True},
-                FIRST_CLICK_FORWARDS, 4000),
-    "multistep": ({"loops": ["normal", "overlap", "multistep"], **DEFAULTS, "decode_steps": 4,
-                   "max_new": 64, "stop_early": True}, 3.0, 20000),
+    Loop.OVERLAP: ({"loops": [Loop.NORMAL, Loop.OVERLAP], **DEFAULTS, "stop_early": True},
+                   FIRST_CLICK_FORWARDS, 4000),
+    Loop.MULTISTEP: ({"loops": list(ENGINE_LOOPS), **DEFAULTS, "decode_steps": 4,
+                      "max_new": 64, "stop_early": True}, 3.0, 20000),
 }
 CPU_SLIDER = (LIMITS["extra_cpu_us"][1], 250)     # (maximum, step) of the control on a CPU
 CUDA_STEP_US = 10
@@ -90,7 +91,7 @@ def profile_of_run(record: dict[str, Any]) -> Any:
     config, env = record.get("config") or {}, record.get("env") or {}
     if config.get("request_rate"):
         return None                     # arrivals: its steps ran at partial batches
-    normal = next((run for run in record.get("runs", []) if run.get("loop") == "normal"), None)
+    normal = next((run for run in record.get("runs", []) if run.get("loop") == Loop.NORMAL), None)
     metrics = (normal or {}).get("metrics") or {}
     fwd, cpu = metrics.get("t_fwd_us") or 0.0, metrics.get("t_cpu_us")
     if not fwd or cpu is None or "model" not in config or "max_batch_size" not in config:

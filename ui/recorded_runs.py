@@ -1,8 +1,11 @@
-"""Records on screen: draw one (whatever its source), offer it for download, list recorded runs.
+"""Records on screen: draw one (whatever its source), offer it for download, list recorded runs,
+and the import tab (its controls and its handler).
 
 A live run, a recorded GPU run (``assets/recorded/*.json``) and an uploaded trace or record all
-become a schema-1 record, and ``shown`` turns any record into the main view (``ui.view``). A file
-that cannot be shown leaves the view as it was and says why.
+become a schema-1 record, and ``shown`` turns any record into the main view (``ui.view``). Two
+uploaded files, or a file added beside the record on screen, become one record
+(``record.loading.side_by_side``), drawn as a live run's loops are. A file that cannot be shown
+leaves the view as it was and says why.
 """
 
 from __future__ import annotations
@@ -18,8 +21,9 @@ import gradio as gr
 
 import texts
 import viz
-from record.loading import NotATrace, sniff
+from record.loading import MAX_SHOWN_RUNS, NotATrace, side_by_side, sniff
 from record.run_record import has_memory
+from record.schema import Loop
 from record.window import step_range, window_run
 from ui.common import ROOT, is_whole, lang_of, render_said, said
 from ui.view import MainView, plot
@@ -75,7 +79,8 @@ def _trim_downloads() -> None:
 
 
 def default_window(runs: list[dict[str, Any]]) -> tuple[int, int]:
-    """Steps 20-25 when the run is that long, else a few steps from its middle; for a run with
+    """Steps 20-25 when the runs are that long, else a few steps from the middle of the steps
+    they all have (runs side by side may differ in length: two traces); for a run with
     kernel lanes (a torch.profiler window), the steps those lanes cover, less the first and the
     last where it covers four or more: the profiler's start and stop fall at its edges (on the
     H200 the stop held the scheduler for 50 ms in the step after the window's last, which a
@@ -85,7 +90,10 @@ def default_window(runs: list[dict[str, Any]]) -> tuple[int, int]:
     if profiled:
         low, high = min(profiled), max(profiled)
         return (low + 1, high - 1) if high - low >= 3 else (low, high)
-    first, last = step_range(runs[0]) if runs else (0, 0)
+    ranges = [step_range(run) for run in runs] or [(0, 0)]
+    first, last = max(r[0] for r in ranges), min(r[1] for r in ranges)
+    if first > last:              # runs with no step in common (two traces): the first run's
+        first, last = ranges[0]
     start = 20 if first <= 20 and last >= 25 else first + (last - first) // 3
     return start, min(last, start + 5)
 
@@ -135,33 +143,75 @@ def show_recorded(name: str | None, lang_choice: str) -> tuple:
     return _show_file(RECORDED_DIR / Path(name).name, lang, recorded=True).values()
 
 
-def show_upload(path: str | None, lang_choice: str) -> tuple:
-    """Draw an uploaded torch.profiler trace or run record like a live run."""
-    if not path:
+def import_controls(tr: Any) -> tuple[Any, Any]:
+    """The import tab's controls, registered with the page's translator ``tr``: a file box that
+    takes one file or two (to compare), and whether to add them beside what is on screen."""
+    upload = tr.add(gr.File(label=texts.t("en", "ctl_upload"), elem_id="upload",
+                            file_count="multiple"), "ctl_upload")
+    beside = tr.add(gr.Checkbox(False, label=texts.t("en", "ctl_beside"), elem_id="beside"),
+                    "ctl_beside")
+    return upload, beside
+
+
+def show_upload(paths: Any, beside: bool, on_screen: dict[str, Any] | None,
+                lang_choice: str) -> tuple:
+    """Draw uploaded torch.profiler traces or run records like a live run: one alone, two (or a
+    file beside the record on screen, ``beside``) side by side on one time axis."""
+    if not paths:
         return MainView().values()
-    return _show_file(Path(path), lang_of(lang_choice), recorded=False).values()
+    paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
+    lang = lang_of(lang_choice)
+    if len(paths) == 1 and not (beside and on_screen and on_screen.get("runs")):
+        return _show_file(Path(paths[0]), lang, recorded=False).values()
+    loaded = []
+    for path in map(Path, paths):
+        view = _load_or_say(path, lang)
+        if isinstance(view, MainView):            # this file cannot be shown: say why
+            return view.values()
+        loaded.append((view, path.name))
+    shown_names = [_named(record, name, lang) for record, name in loaded]
+    if beside and on_screen and on_screen.get("runs"):
+        loaded.insert(0, (on_screen, viz.record_label(on_screen, lang) or "on screen"))
+        key = "status_beside"
+    else:
+        key = "status_imported_two"
+    record, dropped = side_by_side(loaded)
+    spec = said(key, "ok", notes=("status_dropped",) if dropped else (),
+                names=" · ".join(shown_names), most=MAX_SHOWN_RUNS)
+    return shown(spec, record, lang, write_downloads(record)).values()
+
+
+def _named(record: dict[str, Any], name: str, lang: str) -> str:
+    where = viz.record_label(record, lang)
+    return f"{name} ({where})" if where else name
+
+
+def _load_or_say(path: Path, lang: str) -> dict[str, Any] | MainView:
+    """The file's record, or the view that says why it cannot be shown (the charts stay)."""
+    try:
+        return load_any(path)
+    except NotATrace as error:       # an image, an archive, an empty file: said in words
+        spec = said("status_not_a_trace", "error", name=path.name, what_key=f"file_{error.kind}")
+    except Exception as error:  # noqa: BLE001 - a bad file must give a message, not a traceback
+        spec = said("status_cannot_show", "error", detail=str(error), name=path.name)
+    return MainView(status=render_said(spec, lang), said=spec)
 
 
 def _show_file(path: Path, lang: str, recorded: bool) -> MainView:
-    try:
-        record = load_any(path)
-        where = viz.record_label(record, lang)
-        if recorded:
-            notes, values = _settings(record.get("config") or {})
-            spec = said("status_recorded", "ok", notes=notes, where=where or path.name, **values)
-        elif where:
-            spec = said("status_imported", "ok", name=path.name, where=where)
-        else:                    # a trace that names no device, torch or date
-            spec = said("status_imported_unlabelled", "ok", name=path.name)
-        imported = all(run.get("loop") == "imported" for run in record["runs"])
-        files = write_downloads(record, trace=path if imported and not recorded else None)
-        return shown(spec, record, lang, files)
-    except NotATrace as error:       # an image, an archive, an empty file: said in words
-        spec = said("status_not_a_trace", "error", name=path.name, what_key=f"file_{error.kind}")
-        return MainView(status=render_said(spec, lang), said=spec)
-    except Exception as error:  # noqa: BLE001 - a bad file must give a message, not a traceback
-        spec = said("status_cannot_show", "error", detail=str(error), name=path.name)
-        return MainView(status=render_said(spec, lang), said=spec)   # the view on screen stays
+    record = _load_or_say(path, lang)
+    if isinstance(record, MainView):
+        return record
+    where = viz.record_label(record, lang)
+    if recorded:
+        notes, values = _settings(record.get("config") or {})
+        spec = said("status_recorded", "ok", notes=notes, where=where or path.name, **values)
+    elif where:
+        spec = said("status_imported", "ok", name=path.name, where=where)
+    else:                    # a trace that names no device, torch or date
+        spec = said("status_imported_unlabelled", "ok", name=path.name)
+    imported = all(run.get("loop") == Loop.IMPORTED for run in record["runs"])
+    files = write_downloads(record, trace=path if imported and not recorded else None)
+    return shown(spec, record, lang, files)
 
 
 def _settings(config: dict[str, Any]) -> tuple[tuple[str, ...], dict[str, Any]]:

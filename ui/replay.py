@@ -20,13 +20,14 @@ import gradio as gr
 
 import texts
 import viz
+from record.schema import Loop
 from record.steps import copy_placement, loop_kind
 from record.window import step_range
 from ui.common import is_empty, is_whole, lang_of
 from ui.recorded_runs import default_window
 from ui.view import plot
 
-PREFERRED = ("overlap", "multistep", "normal")   # the loop a replay starts on
+PREFERRED = (Loop.OVERLAP, Loop.MULTISTEP, Loop.NORMAL)   # the loop a replay starts on
 ONE_QUEUE = {"concurrency_id": "step-view", "concurrency_limit": 1}   # see the docstring
 
 

@@ -14,11 +14,12 @@ x and one y axis per cell, domains from the row heights and spacings, shared axe
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 
 class FigureSpec:
-    def __init__(self, rows: int = 1, cols: int = 1, row_heights: list[float] | None = None,
+    def __init__(self, rows: int = 1, cols: int = 1, row_heights: Sequence[float] | None = None,
                  vertical_spacing: float = 0.1, horizontal_spacing: float = 0.02,
                  shared_xaxes: bool = False, shared_yaxes: bool = False,
                  subplot_titles: list[str] | None = None) -> None:
@@ -38,8 +39,8 @@ class FigureSpec:
         for r in range(1, rows + 1):
             for c in range(1, cols + 1):
                 x, y = self._ids(r, c)
-                xaxis = {"domain": list(lefts[c - 1]), "anchor": y}
-                yaxis = {"domain": list(tops[r - 1]), "anchor": x}
+                xaxis: dict[str, Any] = {"domain": list(lefts[c - 1]), "anchor": y}
+                yaxis: dict[str, Any] = {"domain": list(tops[r - 1]), "anchor": x}
                 if shared_xaxes and rows > 1:
                     bottom = self._ids(rows, c)[0]
                     if x != bottom:

@@ -17,6 +17,10 @@ note names what the runs measured that the formula leaves out, largest first, in
 - and what the machine did: other programs' share of the cores, a device process that waited for
   a core, prefill inside the window.
 
+An imported trace of another engine has no scheduler phases of ours: its terms are the GPU's busy
+time per step and the GPU's wait between forwards, named as such, and no overlap is predicted
+for a loop whose timing shows it overlapped already (``record.trace_loop``).
+
 Numbers come from each run's metrics; this module only compares them.
 """
 
@@ -27,7 +31,8 @@ from typing import Any
 
 from record.metrics import compare_runs, overlap_speedup
 from record.run_record import loop_of
-from texts import t
+from record.schema import Loop, Metrics, RunDict
+from texts import sentence_gap, t
 from viz.labels import display_labels
 
 GAP_EXPLAINED = 0.10      # |measured / predicted - 1| above this gets a note
@@ -38,52 +43,102 @@ PREFILL = 0.01            # prefill's share of the steady window worth naming
 _MS = 1e-3
 
 
-def _loops(runs: list[dict[str, Any]]) -> list[str]:
+def _loops(runs: list[RunDict]) -> list[str]:
     return [loop_of(run)[0] for run in runs]
 
 
-def compared_pair(runs: list[dict[str, Any]]) -> tuple[int, int] | None:
-    """Indices (baseline, candidate): the normal and overlap runs, else the first two runs."""
-    loops = _loops(runs)
-    if "normal" in loops and "overlap" in loops:
-        return loops.index("normal"), loops.index("overlap")
-    return (0, 1) if len(runs) == 2 else None
+def is_trace(run: RunDict) -> bool:
+    """An imported trace of another engine (not one of our loops)."""
+    return loop_of(run)[0] == Loop.IMPORTED
 
 
-def ratio_pairs(runs: list[dict[str, Any]]) -> list[tuple[int, int]]:
-    """(baseline, candidate) for each ratio column: every other run against the normal run."""
+def _role(run: RunDict) -> str:
+    """"normal" or "overlap" for our loops; for an imported trace what its timing says
+    (``record.trace_loop.loop_seen``): "normal" for a serial loop, "overlap" for an overlapped
+    one, "imported" where it could not tell."""
+    loop = loop_of(run)[0]
+    if loop != Loop.IMPORTED:
+        return loop
+    verdict = str((run.get("loop_seen") or {}).get("verdict"))
+    return {"serial": Loop.NORMAL, "overlapped": Loop.OVERLAP}.get(verdict, Loop.IMPORTED)
+
+
+def compared_pair(runs: list[RunDict]) -> tuple[int, int] | None:
+    """Indices (baseline, candidate): the normal and overlap runs, else of two runs the serial
+    one first (an imported trace's loop as its timing says), else the first two in order."""
     loops = _loops(runs)
-    if "normal" in loops and len(runs) > 1:
-        base = loops.index("normal")
+    if Loop.NORMAL in loops and Loop.OVERLAP in loops:
+        return loops.index(Loop.NORMAL), loops.index(Loop.OVERLAP)
+    if len(runs) != 2:
+        return None
+    return (1, 0) if [_role(run) for run in runs] == [Loop.OVERLAP, Loop.NORMAL] else (0, 1)
+
+
+def ratio_pairs(runs: list[RunDict]) -> list[tuple[int, int]]:
+    """(baseline, candidate) for each ratio column: every other run against the normal run
+    (else against the first serial trace, else the first run)."""
+    loops = _loops(runs)
+    if Loop.NORMAL in loops and len(runs) > 1:
+        base = loops.index(Loop.NORMAL)
         return [(base, i) for i in range(len(runs)) if i != base]
     pair = compared_pair(runs)
-    return [pair] if pair else []
+    if pair:
+        return [pair]
+    if len(runs) < 2:
+        return []
+    roles = [_role(run) for run in runs]
+    base = roles.index(Loop.NORMAL) if Loop.NORMAL in roles else 0
+    return [(base, i) for i in range(len(runs)) if i != base]
 
 
-def _comparable(a: dict[str, Any], b: dict[str, Any]) -> bool:
+def _cpu(m: Metrics) -> float:
+    """T_sched + T_post of one of our runs (an imported trace measures none: 0)."""
+    return m.get("t_cpu_us") or 0.0
+
+
+def _comparable(a: RunDict, b: RunDict) -> bool:
     return bool(a["metrics"].get("steady_step_us")) and bool(b["metrics"].get("steady_step_us"))
 
 
-def formula_html(runs: list[dict[str, Any]], lang: str) -> str:
-    """The formula with the baseline's measured terms, the prediction, the measured speedup
-    (both per decode step over the steady window), the whole run's tokens/s ratio named as such,
-    and, for a large difference, what the runs measured that the formula leaves out."""
+def formula_html(runs: list[RunDict], lang: str) -> str:
+    """The formula with our loops' measured terms (``_loops_html``), each imported trace's terms
+    named by what they hold (``_trace_html``), and, for two runs of which one is a trace, the
+    measured ratio of their step times."""
+    names = [html.escape(n) for n in display_labels(runs, lang)]
+    traces = [i for i, run in enumerate(runs) if is_trace(run)]
+    ours = [i for i in range(len(runs)) if i not in traces]
+    parts = [_loops_html([runs[i] for i in ours], [names[i] for i in ours], lang)] if ours else []
+    parts += [_trace_html(runs[i], names[i], lang) for i in traces]
+    pair = compared_pair(runs)
+    if pair and set(pair) & set(traces) and _comparable(runs[pair[0]], runs[pair[1]]):
+        a, b = names[pair[0]], names[pair[1]]
+        meas = compare_runs(runs[pair[0]], runs[pair[1]])["measured_speedup"]
+        parts.append(f'<div class="ov-formula" data-block="traces-measured"><b '
+                     f'data-metric="measured_speedup" data-value="{meas:.6g}">'
+                     + t(lang, "trace_measured").format(a=a, b=b, meas=meas) + "</b></div>")
+    return "".join(part for part in parts if part)
+
+
+def _loops_html(runs: list[RunDict], names: list[str], lang: str) -> str:
+    """Our loops: the formula with the baseline's measured terms, the prediction, the measured
+    speedup (both per decode step over the steady window), the whole run's tokens/s ratio
+    named as such, and, for a large difference, what the runs measured that the formula leaves
+    out."""
     pair = compared_pair(runs)
     base_i = pair[0] if pair else 0
-    base, names = runs[base_i], [html.escape(n) for n in display_labels(runs, lang)]
+    base = runs[base_i]
     m = base["metrics"]
     loop = loop_of(base)[0]
-    if loop == "imported" or "notes" in base:
-        return _trace_html(base, lang)
-    if loop not in ("normal", "overlap") or m.get("t_fwd_us") is None or m.get("t_cpu_us") is None:
+    if loop not in (Loop.NORMAL, Loop.OVERLAP) or m.get("t_fwd_us") is None \
+            or m.get("t_cpu_us") is None:
         return ""  # a multi-step run's CPU time per step is already shared by k forwards
-    fwd, cpu = m["t_fwd_us"] * _MS, m["t_cpu_us"] * _MS
+    fwd, cpu = m["t_fwd_us"] * _MS, _cpu(m) * _MS
     lines = [
         f"<i>{t(lang, 'formula_terms').format(label=names[base_i])}</i>",
         t(lang, "formula_serial").format(fwd=fwd, cpu=cpu, total=fwd + cpu),
         t(lang, "formula_overlap").format(fwd=fwd, cpu=cpu, best=max(fwd, cpu)),
         "<b>" + t(lang, "formula_predicted").format(
-            pred=overlap_speedup(m["t_fwd_us"], m["t_cpu_us"])) + "</b>",
+            pred=overlap_speedup(m["t_fwd_us"], _cpu(m))) + "</b>",
     ]
     if pair and _comparable(runs[pair[0]], runs[pair[1]]):
         a, b = names[pair[0]], names[pair[1]]
@@ -101,45 +156,74 @@ def formula_html(runs: list[dict[str, Any]], lang: str) -> str:
     return '<div class="ov-formula">' + "<br>".join(line for line in lines if line) + "</div>"
 
 
-def _trace_html(run: dict[str, Any], lang: str) -> str:
-    """An imported trace: what the import found (its notes), and the formula with the terms the
-    trace allows (the GPU's busy and waiting time per step), as a question: what would overlap
-    give this engine?"""
-    lines = []
+def _notes(run: RunDict, lang: str) -> dict[str, list[str]]:
+    """The import's notes in ``lang``, grouped: ``loop`` (what its timing says about its loop,
+    said at once, in one paragraph), ``cost`` (the profiler's own cost, said at once) and
+    ``rest`` (how the trace was read, one click away)."""
+    groups: dict[str, list[str]] = {"loop": [], "cost": [], "rest": []}
     for note in run.get("notes") or []:
         if isinstance(note, dict) and isinstance(note.get("key"), str) \
                 and note["key"].startswith("note_"):
             values = {k: html.escape(str(v)) for k, v in note.items() if k != "key"}
             try:
-                lines.append(t(lang, note["key"]).format(**values))
+                text = t(lang, note["key"]).format(**values)
             except (KeyError, IndexError):
                 continue                              # a note this version does not know
+            group = "loop" if note["key"].startswith("note_loop_") else \
+                "cost" if note["key"] == "note_profiler_cost" else "rest"
+            groups[group].append(text)
+    return groups
+
+
+def _trace_html(run: RunDict, name: str, lang: str) -> str:
+    """An imported trace: its terms per step named by what they hold (the GPU's busy time, the
+    GPU waiting for the host), what its timing says about its loop, a prediction only for a
+    loop not seen to overlap already, and the profiler's own cost; how the trace was read, one
+    click away."""
+    notes = _notes(run, lang)
     m = run["metrics"]
-    fwd, cpu = (m.get("t_fwd_us") or 0.0) * _MS, (m.get("t_cpu_us") or 0.0) * _MS
-    if fwd > 0:
-        lines += [t(lang, "formula_serial").format(fwd=fwd, cpu=cpu, total=fwd + cpu),
-                  t(lang, "formula_overlap").format(fwd=fwd, cpu=cpu, best=max(fwd, cpu)),
-                  "<b>" + t(lang, "formula_trace_pred").format(
-                      pred=overlap_speedup(m["t_fwd_us"], m.get("t_cpu_us") or 0.0)) + "</b>"]
-    return ('<div class="ov-formula" data-block="trace">' + "<br>".join(lines) + "</div>"
-            if lines else "")
+    fwd = (m.get("t_fwd_us") or 0.0) * _MS
+    wait = m.get("gpu_wait_us")
+    if wait is None and m.get("t_cpu_us") is not None:   # a record exported by older code
+        wait = m["t_cpu_us"]
+    lines = [t(lang, "trace_head").format(label=name)]
+    if notes["loop"]:                      # its readings end as one sentence
+        said = sentence_gap(lang).join(notes["loop"])
+        lines.append(said[:-1] + "." if said.endswith(";") else
+                     said[:-1] + "。" if said.endswith("；") else said)
+    if fwd > 0 and wait is not None:
+        wait *= _MS
+        lines.append(t(lang, "trace_terms").format(step=(m.get("steady_step_us") or 0.0) * _MS,
+                                                   fwd=fwd, wait=wait))
+        if _role(run) == Loop.OVERLAP:
+            lines.append(t(lang, "trace_no_pred").format(wait=wait))
+        else:
+            pred = overlap_speedup(fwd, wait)
+            lines.append(f'<span data-metric="trace_predicted" data-value="{pred:.6g}">'
+                         + t(lang, "trace_pred").format(fwd=fwd, wait=wait, best=max(fwd, wait),
+                                                        pred=pred) + "</span>")
+    lines += notes["cost"]
+    if notes["rest"]:
+        lines.append(f"<details><summary>{t(lang, 'trace_found')}</summary>"
+                     + sentence_gap(lang).join(notes["rest"]) + "</details>")
+    return '<div class="ov-formula" data-block="trace">' + "<br>".join(lines) + "</div>"
 
 
-def multistep_html(runs: list[dict[str, Any]], lang: str = "en") -> str:
+def multistep_html(runs: list[RunDict], lang: str = "en") -> str:
     """With a multi-step run: ``max(T_fwd, (T_sched + T_post) / k)`` with the terms measured in
     the normal (else the overlap) run, the measured gain, and beside it the lag cost: wasted
     tokens and time to first token of every run."""
     loops = _loops(runs)
-    multi = [i for i, loop in enumerate(loops) if loop == "multistep"]
+    multi = [i for i, loop in enumerate(loops) if loop == Loop.MULTISTEP]
     if not multi:
         return ""
     names = [html.escape(name) for name in display_labels(runs, lang)]
-    base = loops.index("normal") if "normal" in loops else (
-        loops.index("overlap") if "overlap" in loops else None)
+    base = loops.index(Loop.NORMAL) if Loop.NORMAL in loops else (
+        loops.index(Loop.OVERLAP) if Loop.OVERLAP in loops else None)
     lines = []
-    m = runs[base]["metrics"] if base is not None else {}
-    if m.get("t_fwd_us") is not None and m.get("t_cpu_us") is not None:
-        fwd, cpu = m["t_fwd_us"] * _MS, m["t_cpu_us"] * _MS
+    m: Metrics = runs[base]["metrics"] if base is not None else {}
+    if base is not None and m.get("t_fwd_us") is not None and m.get("t_cpu_us") is not None:
+        fwd, cpu = m["t_fwd_us"] * _MS, _cpu(m) * _MS
         if cpu <= fwd:               # nothing left for k steps to hide: say what it is for
             lines.append(f'<span class="ov-why" data-block="multistep-no-gain">'
                          f'{t(lang, "multistep_no_gain").format(cpu=cpu, fwd=fwd)}</span>')
@@ -147,10 +231,10 @@ def multistep_html(runs: list[dict[str, Any]], lang: str = "en") -> str:
             k = loop_of(runs[i])[1]
             lines.append(t(lang, "formula_multistep").format(fwd=fwd, cpu=cpu, k=k,
                                                              best=max(fwd, cpu / k)))
-            pred = overlap_speedup(m["t_fwd_us"], m["t_cpu_us"], k)
+            pred = overlap_speedup(m["t_fwd_us"], _cpu(m), k)
             lines.append("<b>" + t(lang, "formula_multistep_pred").format(label=names[i], pred=pred)
                          + "</b>")
-            if loops[base] == "normal" and _comparable(runs[base], runs[i]):
+            if loops[base] == Loop.NORMAL and _comparable(runs[base], runs[i]):
                 meas = compare_runs(runs[base], runs[i], k)["measured_speedup"]
                 text = t(lang, "formula_measured").format(a=names[base], b=names[i], meas=meas)
                 lines.append(f'<b data-metric="measured_speedup_multistep" '
@@ -161,7 +245,7 @@ def multistep_html(runs: list[dict[str, Any]], lang: str = "en") -> str:
             + "<br>".join(line for line in lines if line) + "</div>")
 
 
-def _lag_cost(runs: list[dict[str, Any]], names: list[str], multi: list[int], lang: str) -> str:
+def _lag_cost(runs: list[RunDict], names: list[str], multi: list[int], lang: str) -> str:
     wasted, ttft = [], []
     for i, run in enumerate(runs):
         metrics = run["metrics"]
@@ -181,14 +265,15 @@ def _lag_cost(runs: list[dict[str, Any]], names: list[str], multi: list[int], la
 
 # ---- a large gap between the prediction and the measurement, explained ----------------------
 
-def why_html(normal: dict[str, Any], other: dict[str, Any], a: str, b: str, k: int,
+def why_html(normal: RunDict, other: RunDict, a: str, b: str, k: int,
              lang: str) -> str:
     """The note for a measured speedup far from the prediction ('' when they agree within
     ``GAP_EXPLAINED``): which way, by how much, and what the runs measured that the formula
     leaves out, each term in ms per step, largest first. ``a``, ``b``: the runs' names."""
     c = compare_runs(normal, other, k)
-    predicted, measured = c["predicted_speedup"], c["measured_speedup"]
-    if predicted <= 0 or measured <= 0 or abs(measured / predicted - 1) <= GAP_EXPLAINED:
+    predicted, measured = c["predicted_speedup"], c["measured_speedup"] or 0.0
+    if predicted is None or predicted <= 0 or measured <= 0 \
+            or abs(measured / predicted - 1) <= GAP_EXPLAINED:
         return ""
     below = measured < predicted
     head = t(lang, "why_below" if below else "why_above").format(
@@ -204,14 +289,14 @@ def why_html(normal: dict[str, Any], other: dict[str, Any], a: str, b: str, k: i
             f">{head} {tail}</span>")
 
 
-def _step_terms(normal: dict[str, Any], other: dict[str, Any], a: str, b: str, k: int,
+def _step_terms(normal: RunDict, other: RunDict, a: str, b: str, k: int,
                 lang: str) -> list[tuple[float, str, bool]]:
     """(µs per step, sentence, whether it raises the measured speedup over the prediction) for
     each term of the steps that the formula leaves out: what lengthens the serial step or
     shortens the other raises it, the reverse lowers it."""
     n, o = normal["metrics"], other["metrics"]
-    f_n, c_n, s_n = n["t_fwd_us"], n["t_cpu_us"], n["steady_step_us"]
-    f_o, c_o, s_o = o["t_fwd_us"], o["t_cpu_us"], o["steady_step_us"]
+    f_n, c_n, s_n = n["t_fwd_us"], _cpu(n), n["steady_step_us"]
+    f_o, c_o, s_o = o["t_fwd_us"], _cpu(o), o["steady_step_us"]
     found: list[tuple[float, str, bool]] = []
     rest_n = s_n - (f_n + c_n)                    # serial: neither forward nor CPU work
     if rest_n < -SIGNIFICANT * s_n:
@@ -225,8 +310,8 @@ def _step_terms(normal: dict[str, Any], other: dict[str, Any], a: str, b: str, k
     if rest_o > SIGNIFICANT * s_o:
         text = t(lang, "why_overlap_rest").format(label=b, ms=rest_o * _MS, step=s_o * _MS,
                                                   longer=longer * _MS)
-        if o.get("decode_gap_us_p50") is not None:
-            text += t(lang, "why_gap_p50").format(gap=o["decode_gap_us_p50"] * _MS)
+        if (gap := o.get("decode_gap_us_p50")) is not None:
+            text += t(lang, "why_gap_p50").format(gap=gap * _MS)
         found.append((rest_o, text, False))
     if f_o >= c_o and abs(f_o - f_n) > SIGNIFICANT * s_o:         # the forward bounds it
         found.append((abs(f_o - f_n), t(lang, "why_forward").format(
@@ -237,7 +322,7 @@ def _step_terms(normal: dict[str, Any], other: dict[str, Any], a: str, b: str, k
     return found
 
 
-def _machine(run: dict[str, Any], lang: str) -> list[str]:
+def _machine(run: RunDict, lang: str) -> list[str]:
     """What the machine did meanwhile, where the run measured it and it was worth naming."""
     host, m = run.get("host") or {}, run["metrics"]
     reasons = []

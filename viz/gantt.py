@@ -13,11 +13,13 @@ from __future__ import annotations
 import functools
 import html
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from record.gpu_time import gpu_time
-from record.lag import extra_steps, lag_marks
-from record.metrics import FORWARD_PHASES, busy_fraction
+from record.lag import LagMark, extra_steps, lag_marks
+from record.metrics import busy_fraction
+from record.schema import FORWARD_PHASES, LANES, Lane, RunDict, SpanDict
 from record.window import gpu_lanes, time_range, window_run
 from texts import count, t
 from viz.figure import FigureSpec
@@ -29,7 +31,6 @@ from viz.style import (
     OTHER_PHASE,
     PHASE_COLORS,
     QUIET_FILL,
-    STANDARD_LANES,
     phase_color,
 )
 
@@ -42,12 +43,12 @@ BAR_WIDTH = 0.72       # bar thickness in lane units (a lane is 1.0)
 
 
 
-def timeline_figure(run: dict[str, Any], lang: str = "en") -> FigureSpec:
+def timeline_figure(run: RunDict, lang: str = "en") -> FigureSpec:
     """The Gantt timeline of one run."""
     return side_by_side_figure([run], lang=lang)
 
 
-def side_by_side_figure(runs: list[dict[str, Any]], window: tuple[int, int] | None = None,
+def side_by_side_figure(runs: list[RunDict], window: tuple[int, int] | None = None,
                         lang: str = "en", note: str = "") -> FigureSpec:
     """Runs stacked top to bottom (normal above overlap) on one shared time axis.
 
@@ -60,7 +61,7 @@ def side_by_side_figure(runs: list[dict[str, Any]], window: tuple[int, int] | No
         runs = [window_run(run, *window) for run in runs]
     if not runs:
         return message_figure(t(lang, "no_runs"))
-    lane_lists = [ordered_lanes(run) or list(STANDARD_LANES) for run in runs]
+    lane_lists = [ordered_lanes(run) or list(LANES) for run in runs]
     ticks = [lane_ticks(run, lang) for run in runs]
     heights = [max(len(lanes), 1) for lanes in lane_lists]
     titles = [_run_title(run, label, lang) for run, label in zip(runs, display_labels(runs, lang))]
@@ -98,9 +99,9 @@ def side_by_side_figure(runs: list[dict[str, Any]], window: tuple[int, int] | No
     return fig
 
 
-def add_run(fig: FigureSpec, run: dict[str, Any], lanes: list[str], row: int, offset_us: float,
+def add_run(fig: FigureSpec, run: RunDict, lanes: list[str], row: int, offset_us: float,
              legend_shown: set[str], lang: str, col: int = 1,
-             marks: list[dict[str, Any]] | None = None) -> float:
+             marks: list[LagMark] | None = None) -> float:
     """Add one run's gap band, phase bars and lag marks to subplot (row, col); return its last
     end in ms. Spans on lanes not in ``lanes`` are left out."""
     index = {lane: i for i, lane in enumerate(lanes)}
@@ -109,23 +110,27 @@ def add_run(fig: FigureSpec, run: dict[str, Any], lanes: list[str], row: int, of
     t_start, t_end = time_range(spans)
     if "window" in run:
         t_start, t_end = run["window"]["t_start_us"], run["window"]["t_end_us"]
-    time = gpu_time(dict(run, spans=spans, gpu_lanes=gpu))
+    time = gpu_time({**run, "spans": spans, "gpu_lanes": gpu})
     rows = sorted(index[lane] for lane in gpu)
     for kind, gaps in (("gpu_idle", time.gaps), ("no_requests", time.quiet)):
+        drawn: Sequence[tuple[float, ...]] = gaps
         if len(gaps) > MAX_BARS:       # thousands of gaps per pixel: one band per pixel run
-            gaps = bands(gaps, (t_end - t_start) / PIXELS)
-        if gaps and gpu:
-            _add_gaps(fig, gaps, rows, row, offset_us, legend_shown, lang, col, kind)
+            drawn = bands(gaps, (t_end - t_start) / PIXELS)
+        if drawn and gpu:
+            _add_gaps(fig, drawn, rows, row, offset_us, legend_shown, lang, col, kind)
     every = spans                                  # the lag marks find their forwards here
-    extra_gpu = set(gpu) - set(STANDARD_LANES)
-    keyed = [(_color_key(s["phase"], s["lane"] in extra_gpu or s["lane"].startswith("kernels")),
-              s) for s in spans]
+    extra_gpu = set(gpu) - set(LANES)
+    roles = run.get("phase_roles") or {}          # an imported trace's named host phases
+    keyed: Sequence[tuple[str, SpanDict]] = [
+        (_color_key(roles.get(s["phase"], s["phase"]),
+                    s["lane"] in extra_gpu or s["lane"].startswith("kernels")), s)
+        for s in spans]
     if len(keyed) > MAX_BARS:          # pixel-sized bars, each as opaque as it was busy
         keyed = coalesce(keyed, (t_end - t_start) / PIXELS)
     elif "window" not in run:
         thinnest = INVISIBLE_PX * (t_end - t_start) / CHART_PX
         keyed = [(k, s) for k, s in keyed if s["end_us"] - s["start_us"] >= thinnest]
-    by_phase: dict[str, list[dict[str, Any]]] = {}
+    by_phase: dict[str, list[SpanDict]] = {}
     for key, span in keyed:
         by_phase.setdefault(key, []).append(span)
     order = list(PHASE_COLORS) + [OTHER_PHASE]
@@ -146,9 +151,9 @@ LEGEND_PX = 270        # right margin of a run chart: its legend's widest entry 
 CHAR_PX = 7            # about one character of a 12 px lane label
 
 
-def lane_ticks(run: dict[str, Any], lang: str) -> list[str]:
+def lane_ticks(run: RunDict, lang: str) -> list[str]:
     """The labels of a run's lanes, top to bottom, as its timeline draws them."""
-    return [_tick(run, lane, lang) for lane in ordered_lanes(run) or STANDARD_LANES]
+    return [_tick(run, lane, lang) for lane in ordered_lanes(run) or LANES]
 
 
 def run_frame(ticks: list[list[str]]) -> dict[str, Any]:
@@ -165,7 +170,7 @@ def run_frame(ticks: list[list[str]]) -> dict[str, Any]:
             "legend": {"x": 1.02, "xanchor": "left", "y": 1, "yanchor": "top"}}
 
 
-def _tick(run: dict[str, Any], lane: str, lang: str) -> str:
+def _tick(run: RunDict, lane: str, lang: str) -> str:
     """A lane's name; a kernel lane (torch.profiler capture) also says how busy its kernels kept
     it, measured on the union of its spans: a forward's span can look solid while its kernels
     are sparse (launch-bound eager mode), and at a coarse zoom the bars would hide that."""
@@ -185,7 +190,7 @@ def _tick(run: dict[str, Any], lane: str, lang: str) -> str:
 def lane_label(lane: str, lang: str) -> str:
     """Our lanes in the reader's language; any other (from a file) escaped, as plotly renders
     text as a small subset of HTML."""
-    if lane in STANDARD_LANES:
+    if lane in LANES:
         return t(lang, f"lane_{lane}")
     if lane.startswith("CPU thread "):      # a host thread of an imported trace
         return t(lang, "lane_cpu_thread").format(thread=html.escape(lane[len("CPU thread "):]))
@@ -193,8 +198,10 @@ def lane_label(lane: str, lang: str) -> str:
 
 
 def _color_key(phase: str, imported_gpu_lane: bool) -> str:
-    """The legend entry of a phase: itself if known, else memcpy/memset/kernel by name and lane
-    (kernel lanes of a profiler capture hold kernels named by their C++ symbol), else "other"."""
+    """The legend entry of a phase: itself if known (an imported host phase comes here as its
+    role: Mini-SGLang's ``_process_last_data`` as process_last), else memcpy/memset/kernel by
+    name and lane (kernel lanes of a profiler capture hold kernels named by their C++ symbol),
+    else "other"."""
     if phase in PHASE_COLORS:
         return phase
     lowered = phase.lower()
@@ -204,7 +211,7 @@ def _color_key(phase: str, imported_gpu_lane: bool) -> str:
     return "kernel" if imported_gpu_lane else OTHER_PHASE
 
 
-def _phase_trace(phase: str, spans: list[dict[str, Any]], index: dict[str, int],
+def _phase_trace(phase: str, spans: list[SpanDict], index: dict[str, int],
                  offset_us: float, show_legend: bool, rank: int, lang: str) -> dict[str, Any]:
     """One bar trace for all spans of a phase (a merged bar, ``_coalesce``, as opaque as the
     share of it that was busy)."""
@@ -224,7 +231,7 @@ def _phase_trace(phase: str, spans: list[dict[str, Any]], index: dict[str, int],
     )
 
 
-def _cached_line(span: dict[str, Any], lang: str) -> str:
+def _cached_line(span: SpanDict, lang: str) -> str:
     """A prefill's hover line for its prompt tokens found in the prefix cache ("" for none):
     ``num_tokens`` counts the tokens the forward computed, so the prompt it covered is both."""
     cached = int(span.get("cached_tokens") or 0)
@@ -234,7 +241,7 @@ def _cached_line(span: dict[str, Any], lang: str) -> str:
                                           total=cached + int(span.get("num_tokens") or 0))
 
 
-def _add_gaps(fig: FigureSpec, gaps: list[tuple[float, float]], gpu_rows: list[int], row: int,
+def _add_gaps(fig: FigureSpec, gaps: Sequence[tuple[float, ...]], gpu_rows: list[int], row: int,
               offset_us: float, legend_shown: set[str], lang: str, col: int = 1,
               kind: str = "gpu_idle") -> None:
     """One bar per gap and per contiguous band of GPU lanes: red hatched for GPU idle, plain
@@ -255,7 +262,7 @@ def _add_gaps(fig: FigureSpec, gaps: list[tuple[float, float]], gpu_rows: list[i
             lengths.append((b - a) / 1000.0)
             fills.append(round(max(gap[2], MIN_OPACITY), 3) if len(gap) > 2 else 1.0)
     name = t(lang, kind)
-    marker = ({"color": IDLE_FILL, "line": {"color": IDLE_LINE, "width": 0.6},
+    marker: dict[str, Any] = ({"color": IDLE_FILL, "line": {"color": IDLE_LINE, "width": 0.6},
                "pattern": {"shape": "/", "fgcolor": IDLE_LINE, "size": 6, "solidity": 0.15}}
               if kind == "gpu_idle" else {"color": QUIET_FILL, "line": {"width": 0}})
     if any(fill < 1.0 for fill in fills):       # bands of many gaps: as opaque as idle
@@ -269,16 +276,16 @@ def _add_gaps(fig: FigureSpec, gaps: list[tuple[float, float]], gpu_rows: list[i
     legend_shown.add(kind)
 
 
-def _add_lag_marks(fig: FigureSpec, spans: list[dict[str, Any]], marks: list[dict[str, Any]],
+def _add_lag_marks(fig: FigureSpec, spans: list[SpanDict], marks: list[LagMark],
                    index: dict[str, int], cell: tuple[int, int], offset_us: float,
                    t_range: tuple[float, float], legend_shown: set[str], lang: str) -> None:
     """★ on each forward that still carried a stopped request; × where its stop was read."""
     forwards = {s["step"]: s for s in spans
-                if s["lane"] == "engine_stream" and s["phase"] in FORWARD_PHASES}
+                if s["lane"] == Lane.ENGINE_STREAM and s["phase"] in FORWARD_PHASES}
     stars_x, stars_text = [], []
     for step, items in sorted(extra_steps(marks).items()):
         span = forwards.get(step)
-        if span is None or "engine_stream" not in index:
+        if span is None or Lane.ENGINE_STREAM not in index:
             continue
         lines = [t(lang, "lag_extra" if wasted == 1 else "lag_extra_k").format(
                      req=req, stop=stop, nth=nth, total=wasted)
@@ -289,16 +296,17 @@ def _add_lag_marks(fig: FigureSpec, spans: list[dict[str, Any]], marks: list[dic
     traces = []
     if stars_x:
         traces.append(dict(
-            type="scatter", x=stars_x, y=[index["engine_stream"] - 0.3] * len(stars_x), mode="markers",
+            type="scatter", x=stars_x, y=[index[Lane.ENGINE_STREAM] - 0.3] * len(stars_x),
+            mode="markers",
             name=t(lang, "lag_legend"), legendgroup="lag", showlegend="lag" not in legend_shown,
             legendrank=2, hovertext=stars_text, hovertemplate="%{hovertext}<extra></extra>",
             marker={"symbol": "star", "size": 15, "color": "#ffd400",
                     "line": {"color": "#222222", "width": 1.2}}))
         legend_shown.add("lag")
-    if stops and "cpu" in index:
+    if stops and Lane.CPU in index:
         traces.append(dict(
             type="scatter", x=[(m["stop_us"] - offset_us) / 1000.0 for m in stops],
-            y=[index["cpu"] + 0.3] * len(stops),
+            y=[index[Lane.CPU] + 0.3] * len(stops),
             mode="markers", name=t(lang, "stop_legend"), legendgroup="stop", legendrank=3,
             showlegend="stop" not in legend_shown,
             hovertext=[t(lang, "lag_stop").format(req=m["request"], stop=m["stop_step"])
@@ -309,13 +317,14 @@ def _add_lag_marks(fig: FigureSpec, spans: list[dict[str, Any]], marks: list[dic
         fig.add_trace(trace, row=cell[0], col=cell[1])
 
 
-def _with_totals(items: list[tuple[int, int, int]], marks: list[dict[str, Any]]):
+def _with_totals(items: list[tuple[int, int, int]],
+                 marks: list[LagMark]) -> list[tuple[int, int, int, int]]:
     """(request, stop step, nth extra step, that request's wasted steps) for hover lines."""
     wasted = {m["request"]: m["wasted_steps"] for m in marks}
     return [(req, stop, nth, wasted.get(req, 1)) for req, stop, nth in items]
 
 
-def _run_title(run: dict[str, Any], label: str, lang: str) -> str:
+def _run_title(run: RunDict, label: str, lang: str) -> str:
     """Lines above a run's lanes: its idle gaps (bold), then its busy share two ways and, for a
     window, a third: which steps and how long (the plot's width leaves no room for one long
     line, and a line running past it would cross the legend)."""

@@ -107,13 +107,15 @@ def _memory_evidence(report: dict[str, Any], lang: str) -> list[str]:
     out, colon = [], label_colon(lang)
     remapped = report.get("remapped") or []
     if remapped:
-        items = "; ".join(t(lang, "lab_remapped_item").format(request=int(r), position=int(p))
-                          for r, p in remapped[:SHOWN_DIFFERING])
+        listed = "; ".join(t(lang, "lab_remapped_item").format(request=int(r), position=int(p))
+                           for r, p in remapped[:SHOWN_DIFFERING])
         more = f" … +{len(remapped) - SHOWN_DIFFERING}" if len(remapped) > SHOWN_DIFFERING else ""
         out.append(f'<p class="lab-remapped"><b>{t(lang, "lab_remapped")}{colon}{len(remapped)}</b>'
-                   f" ({items}{more})</p>")
-    for key, items in (("lab_cache", report.get("cache_problems") or []),
-                       ("lab_stalled", [report["stalled"]] if report.get("stalled") else [])):
+                   f" ({listed}{more})</p>")
+    found: list[tuple[str, list[Any]]] = [
+        ("lab_cache", report.get("cache_problems") or []),
+        ("lab_stalled", [report["stalled"]] if report.get("stalled") else [])]
+    for key, items in found:
         if items:                   # the engine's own words, as technical detail
             detail = "".join(f"<li><code>{html.escape(str(item))}</code></li>" for item in items)
             out.append(f"<p><b>{t(lang, key)}:</b></p><ul>{detail}</ul>")

@@ -4,15 +4,13 @@ reader's language, and a run's title (its idle gaps and GPU busy, from ``record.
 
 from __future__ import annotations
 
-from typing import Any
-
 from record.gpu_time import GpuTime, gpu_time
 from record.run_record import loop_of
+from record.schema import ENGINE_LOOPS, LANES, Loop, RunDict
 from texts import count, t
-from viz.style import STANDARD_LANES
 
 
-def ordered_lanes(run: dict[str, Any]) -> list[str]:
+def ordered_lanes(run: RunDict) -> list[str]:
     """``cpu``, ``scheduler_stream``, ``engine_stream``, ``copy_stream`` first (when present),
     then the others.
 
@@ -21,11 +19,11 @@ def ordered_lanes(run: dict[str, Any]) -> list[str]:
     """
     listed = list(run.get("lanes") or [])
     seen = list(dict.fromkeys(listed + [s["lane"] for s in run.get("spans", [])]))
-    standard = [lane for lane in STANDARD_LANES if lane in seen]
-    return standard + [lane for lane in seen if lane not in STANDARD_LANES]
+    standard = [lane for lane in LANES if lane in seen]
+    return standard + [lane for lane in seen if lane not in LANES]
 
 
-def display_labels(runs: list[dict[str, Any]], lang: str = "en") -> list[str]:
+def display_labels(runs: list[RunDict], lang: str = "en") -> list[str]:
     """Short names for charts and table headers, in the reader's language.
 
     A run of one of our loops is named by its loop ("overlap", "multistep k=3"); an imported one
@@ -39,14 +37,17 @@ def display_labels(runs: list[dict[str, Any]], lang: str = "en") -> list[str]:
     names = []
     for run, label, detail in zip(runs, labels, details):
         loop, k = loop_of(run)
-        if loop in ("normal", "overlap", "multistep"):
+        if loop in ENGINE_LOOPS:
             name = t(lang, f"loopname_{loop}").format(k=k)
-        elif loop == "imported" and run.get("source"):
+        elif loop == Loop.IMPORTED and run.get("source"):
             name = t(lang, "loopname_imported").format(source=run["source"])
         else:
             name = label.partition(" (")[0]
         names.append(f"{name} ({detail})" if keep_details and detail else name)
-    return names
+    # Runs of two records side by side (record.loading.side_by_side) may share a loop's name:
+    # those say which record they came from.
+    return [f"{name} · {run['source']}" if names.count(name) > 1 and run.get("source")
+            and loop_of(run)[0] != Loop.IMPORTED else name for name, run in zip(names, runs)]
 
 
 def busy_text(time: GpuTime, lang: str) -> str:
@@ -60,11 +61,21 @@ def busy_text(time: GpuTime, lang: str) -> str:
     return t(lang, "busy_two_ways").format(both=both, engine=f"{100 * time.busy_engine:.1f}")
 
 
-def run_title(run: dict[str, Any], label: str, lang: str) -> tuple[str, str]:
+def loop_tag(run: RunDict, lang: str) -> str:
+    """" · overlapped loop" / " · serial loop" for an imported trace whose timing says which
+    (``record.trace_loop``); "" otherwise."""
+    if loop_of(run)[0] != Loop.IMPORTED:
+        return ""
+    verdict = (run.get("loop_seen") or {}).get("verdict")
+    return t(lang, f"tag_{verdict}") if verdict in ("overlapped", "serial") else ""
+
+
+def run_title(run: RunDict, label: str, lang: str) -> tuple[str, str]:
     """A run's title (text, not HTML markup) in two parts: its idle gaps, and its busy share,
     two ways."""
     time = gpu_time(run)
     key = "run_title" if time.active_share is None else "run_title_active"
+    label += loop_tag(run, lang)
     head = t(lang, key).format(label=label, idle=f"{time.idle_us / 1000.0:.1f}",
                                gaps=count(lang, time.gap_count, "gaps"),
                                share=f"{100 * (time.active_share or 0.0):.0f}")

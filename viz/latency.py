@@ -21,14 +21,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from record.latency_rows import summarize
+from record.schema import Loop
 from texts import t
 from viz.figure import FigureSpec
 
-LOOP_COLORS = {"normal": "#636363", "overlap": "#e6550d", "multistep": "#756bb1"}
+LOOP_COLORS: dict[str, str] = {Loop.NORMAL: "#636363", Loop.OVERLAP: "#e6550d",
+                               Loop.MULTISTEP: "#756bb1"}
 OTHER_COLOR = "#3182bd"
 
 
-def _summarised(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def _summarised(rows: Sequence[Mapping[str, Any]]) -> Sequence[Mapping[str, Any]]:
     if all("runs" in r for r in rows):
         return list(rows)
     return summarize(rows)
@@ -40,7 +42,7 @@ def _rate_text(rate: Any, lang: str) -> str:
     return f"{rate:g}"
 
 
-def _errors(rows: list[Mapping[str, Any]], key: str) -> dict[str, Any] | None:
+def _errors(rows: Sequence[Mapping[str, Any]], key: str) -> dict[str, Any] | None:
     """Error bars from each point's min..max over repeats (none where a point ran once)."""
     if not any(r.get("runs", 1) > 1 and key in r.get("spread", {}) for r in rows):
         return None

@@ -15,9 +15,9 @@ gaps on the GPU lanes (``record.metrics.idle_gaps``, the one definition). Plain 
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from record.gpu_time import gpu_time
+from record.schema import RunDict
 from record.window import gpu_lanes
 from texts import t
 from viz.gantt import lane_label
@@ -25,7 +25,7 @@ from viz.labels import display_labels, ordered_lanes, run_title
 from viz.style import IDLE_FILL, IDLE_LINE, QUIET_FILL, phase_color
 
 
-def live_payload(runs: list[dict[str, Any]], lang: str = "en") -> str:
+def live_payload(runs: list[RunDict], lang: str = "en") -> str:
     """The canvas's JSON for these runs, on one time axis (ms since each run started)."""
     out = []
     end_ms = 0.0
@@ -45,7 +45,7 @@ def live_payload(runs: list[dict[str, Any]], lang: str = "en") -> str:
                          round(s["end_us"] / 1e3, 4)])
             end_ms = max(end_ms, s["end_us"] / 1e3)
         gpu = [lane for lane in gpu_lanes(run) if lane in index]
-        time = gpu_time(dict(run, spans=spans, gpu_lanes=gpu))
+        time = gpu_time({**run, "spans": spans, "gpu_lanes": gpu})
         gaps = [[round(a / 1e3, 4), round(b / 1e3, 4)] for a, b in time.gaps]
         quiet = [[round(a / 1e3, 4), round(b / 1e3, 4)] for a, b in time.quiet]
         running = "idle_us_total" not in (run.get("metrics") or {})

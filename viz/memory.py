@@ -15,6 +15,7 @@ import html
 from typing import Any
 
 from record.run_record import has_memory
+from record.schema import RecordDict, RunDict
 from record.window import time_range
 from texts import t
 from viz.figure import FigureSpec
@@ -26,7 +27,7 @@ PANEL_PX = 170          # height of one run's chart, in pixels
 KINDS = ("used", "cached", "free")       # bottom to top, as the columns of a memory step
 
 
-def memory_figure(runs: dict[str, Any] | list[dict[str, Any]], lang: str = "en") -> FigureSpec:
+def memory_figure(runs: RecordDict | RunDict | list[RunDict], lang: str = "en") -> FigureSpec:
     """One panel per run that carries a memory trace (a record, its ``runs`` list, or one run),
     stacked top to bottom on one shared time axis; a message figure when none carries one."""
     given = _runs_of(runs)
@@ -60,13 +61,15 @@ def memory_figure(runs: dict[str, Any] | list[dict[str, Any]], lang: str = "en")
     return fig
 
 
-def _runs_of(runs: dict[str, Any] | list[dict[str, Any]]) -> list[dict[str, Any]]:
-    if isinstance(runs, dict):
-        return list(runs.get("runs", [])) if "runs" in runs else [runs]
-    return list(runs or [])
+def _runs_of(runs: RecordDict | RunDict | list[RunDict]) -> list[RunDict]:
+    if isinstance(runs, list):
+        return list(runs)
+    if "runs" in runs:                  # a record
+        return list(runs["runs"])
+    return [runs]
 
 
-def _add_run(fig: FigureSpec, run: dict[str, Any], row: int, legend_shown: set[str],
+def _add_run(fig: FigureSpec, run: RunDict, row: int, legend_shown: set[str],
              lang: str) -> float:
     """The three stacked areas and the retraction marks of one run; its last time in ms."""
     memory = run["memory"]
@@ -115,7 +118,7 @@ def _add_retractions(fig: FigureSpec, retractions: list[list[Any]], total: int, 
     legend_shown.add("retraction")
 
 
-def _title(run: dict[str, Any], label: str, lang: str) -> str:
+def _title(run: RunDict, label: str, lang: str) -> str:
     """Two lines above a run's panel: the prefix cache's hit rate and the retractions (bold),
     then the pool's size and how close it came to running dry."""
     memory, metrics = run["memory"], run.get("metrics") or {}
@@ -123,9 +126,9 @@ def _title(run: dict[str, Any], label: str, lang: str) -> str:
     count = len(memory.get("retractions") or []) if count is None else int(count)
     retractions = (t(lang, "memory_retractions_one") if count == 1
                    else t(lang, "memory_retractions").format(n=count))
-    if metrics.get("prefix_hit_rate") is not None:
+    if (rate := metrics.get("prefix_hit_rate")) is not None:
         head = t(lang, "memory_head").format(
-            label=label, rate=100 * float(metrics["prefix_hit_rate"]),
+            label=label, rate=100 * float(rate),
             hits=int(metrics.get("prefix_hit_tokens") or 0), retractions=retractions)
     else:
         head = t(lang, "memory_head_no_rate").format(label=label, retractions=retractions)

@@ -15,6 +15,7 @@ from typing import Any
 
 from record.gpu_time import gpu_time
 from record.run_record import loop_of
+from record.schema import Loop, RecordDict, RunDict
 from texts import STRINGS, t
 from viz.formula import compared_pair, formula_html, multistep_html, ratio_pairs
 from viz.labels import display_labels
@@ -42,6 +43,7 @@ _ROWS: list[tuple[str, Callable[[float], str]]] = [
     ("mean_idle_per_step_us", lambda v: f"{v * _MS:.2f}"),
     ("t_fwd_us", lambda v: f"{v * _MS:.2f}"),
     ("t_cpu_us", lambda v: f"{v * _MS:.2f}"),
+    ("gpu_wait_us", lambda v: f"{v * _MS:.2f}"),             # an imported trace's, not CPU work
     ("ttft_ms_mean", lambda v: f"{v:.1f}"),
     ("itl_ms_mean", lambda v: f"{v:.2f}"),
     ("itl_ms_p99", lambda v: f"{v:.2f}"),
@@ -70,7 +72,7 @@ _STYLE = """<style>
 </style>"""
 
 
-def metrics_html(runs: list[dict[str, Any]], lang: str = "en") -> str:
+def metrics_html(runs: list[RunDict], lang: str = "en") -> str:
     """One table (a column per run, plus ratios to the normal run) and the formula with
     measured terms; with a multi-step run, its formula and its lag cost too."""
     runs = [run for run in runs if run.get("metrics")]
@@ -102,7 +104,7 @@ def metrics_html(runs: list[dict[str, Any]], lang: str = "en") -> str:
             + multistep_html(runs, lang) + table)
 
 
-def _profiled_html(runs: list[dict[str, Any]], lang: str) -> str:
+def _profiled_html(runs: list[RunDict], lang: str) -> str:
     """A recording with kernel lanes ran torch.profiler over a few steps: say what that costs."""
     steps = [s["step"] for run in runs for s in run.get("spans", [])
              if str(s.get("lane", "")).startswith("kernels") and s.get("step", -1) >= 0]
@@ -112,13 +114,13 @@ def _profiled_html(runs: list[dict[str, Any]], lang: str) -> str:
     return f'<div class="ov-why" data-block="profiled">{text}</div>'
 
 
-def _loop_name(run: dict[str, Any]) -> str:
+def _loop_name(run: RunDict) -> str:
     """"normal", "overlap", "multistep-3" (k included): a run's loop as a page attribute."""
     loop, k = loop_of(run)
-    return f"{loop}-{k}" if loop == "multistep" else loop
+    return f"{loop}-{k}" if loop == Loop.MULTISTEP else loop
 
 
-def _value_cell(run: dict[str, Any], key: str, value: Any, fmt: Callable[[float], str]) -> str:
+def _value_cell(run: RunDict, key: str, value: Any, fmt: Callable[[float], str]) -> str:
     text = "–" if value is None else fmt(float(value))
     raw = "" if value is None else f"{float(value):.6g}"
     mode = html.escape(_loop_name(run))
@@ -132,7 +134,7 @@ def _ratio_cell(a: Any, b: Any) -> str:
     return f'<td class="num ratio">{float(b) / float(a):.2f}×</td>'
 
 
-def texts_html(runs: list[dict[str, Any]], lang: str = "en", limit: int = 256) -> str:
+def texts_html(runs: list[RunDict], lang: str = "en", limit: int = 256) -> str:
     """Every request's generated text (up to ``limit``, and the count says how many there are),
     with finish reasons, and whether the runs agree."""
     runs = [run for run in runs if run.get("outputs")]
@@ -171,7 +173,7 @@ def texts_html(runs: list[dict[str, Any]], lang: str = "en", limit: int = 256) -
             f"</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
 
 
-def _wasted(run: dict[str, Any], i: int) -> str:
+def _wasted(run: RunDict, i: int) -> str:
     outputs = run["outputs"]
     return html.escape(str(outputs[i].get("wasted_steps", 0))) if i < len(outputs) else "–"
 
@@ -182,7 +184,7 @@ def _ids_preview(token_ids: list[int]) -> str:
     return f"token ids [{shown}{', …' if len(token_ids) > 16 else ''}]"
 
 
-def record_label(record: dict[str, Any], lang: str = "en") -> str:
+def record_label(record: RecordDict, lang: str = "en") -> str:
     """"NVIDIA H200 · torch 2.11.0 · 2025-06-01": where and when a record was made (what is
     unknown is left out; "" when the record says none of it). A record of another engine
     (``env["engine"]``, e.g. Mini-SGLang's, ``bench/peer.py``) is named first."""

@@ -12,15 +12,26 @@ worth (a 3.3 MB trace's import on the page went from about 10 s to about 4 s on 
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+from record.schema import SpanDict
 
 MAX_BARS = 2000        # above this many bars, merge same-colour neighbours within a pixel
 PIXELS = 2000          # ... a "pixel" being this share of the view's time (half a pixel at 1000)
 MIN_OPACITY = 0.08     # a merged bar or band is never fainter than this
 
 
-def opacity(spans: list[dict[str, Any]]) -> dict[str, Any]:
-    """Merged bars get the more opaque the more of their time was busy (the square root of
+class DrawnSpan(SpanDict, total=False):
+    """A bar as drawn: a span, or same-colour neighbours merged into one (``coalesce``)."""
+
+    merged: int             # how many spans it holds
+    busy_us: float          # their own time (while merging)
+    fill: float             # the share of the bar they were busy
+
+
+def opacity(spans: Sequence[DrawnSpan | Mapping[str, Any]]) -> dict[str, Any]:
+    """Merged bars (``DrawnSpan``) get the more opaque the more of their time was busy (the square root of
     that share, so that a lane busy 4% of the time still shows where its work was); other
     bars are opaque."""
     if not any("fill" in s for s in spans):
@@ -43,13 +54,13 @@ def bands(gaps: list[tuple[float, float]],
     return [(a, b, idle / (b - a) if b > a else 1.0) for a, b, idle in bands]
 
 
-def coalesce(keyed: list[tuple[str, dict[str, Any]]],
-              eps_us: float) -> list[tuple[str, dict[str, Any]]]:
+def coalesce(keyed: Sequence[tuple[str, SpanDict]],
+             eps_us: float) -> list[tuple[str, DrawnSpan]]:
     """Merge same-lane neighbours of one colour closer than ``eps_us`` (they share a pixel):
     a kernel lane's thousands of differently named kernels become the bars a reader can see.
     A merged bar's hover says how many spans it holds."""
     ordered = sorted(keyed, key=lambda item: (item[1]["lane"], item[0], item[1]["start_us"]))
-    merged: list[tuple[str, dict[str, Any]]] = []
+    merged: list[tuple[str, DrawnSpan]] = []
     for key, span in ordered:
         last = merged[-1][1] if merged else None
         if (last is not None and merged[-1][0] == key and last["lane"] == span["lane"]
@@ -61,7 +72,7 @@ def coalesce(keyed: list[tuple[str, dict[str, Any]]],
             last["merged"] = last.get("merged", 1) + 1
             last["busy_us"] += span["end_us"] - span["start_us"]
         else:
-            merged.append((key, dict(span, busy_us=span["end_us"] - span["start_us"])))
+            merged.append((key, {**span, "busy_us": span["end_us"] - span["start_us"]}))
     for _, span in merged:
         extent, busy = span["end_us"] - span["start_us"], span.pop("busy_us")
         if span.get("merged", 1) > 1:

@@ -19,11 +19,13 @@ k-step scheduling, whichever process_last spans overlap it in time.
 from __future__ import annotations
 
 import html
-from typing import Any
+from typing import Final
 
 from record.lag import extra_steps, lag_marks
 from record.run_record import loop_of
+from record.schema import Lane, Loop, Phase, RunDict, SpanDict
 from record.steps import (
+    StepParts,
     copy_placement,
     hidden_roles,
     idle_after,
@@ -32,34 +34,36 @@ from record.steps import (
     overlap_us,
     step_parts,
 )
+from record.trace_steps import trace_step
 from record.window import step_range
-from texts import t
+from texts import label_colon, t
 from viz.labels import display_labels
 
 HIDDEN_SHARE = 0.25     # below this share of process_last under the forward, say it was missed
+ROLES: Final = ("forward", "upload", "copy", "wait", "process")     # a step's own spans
+DRAWN: Final = ("forward", "upload", "copy", "wait")   # drawn in every loop (process: ``spans_of``)
 
 
-def role_name(role: str, span: dict[str, Any], step: int, lang: str) -> str:
+def role_name(role: str, span: SpanDict, step: int, lang: str) -> str:
     """What the step view calls a role's span: "forward(B3)", "process_last(B2)", "schedule(B4)"."""
     if is_hidden_role(role):
         return t(lang, f"role_{span['phase']}").format(n=span["step"])
     return t(lang, f"role_{role}").format(n=step)
 
 
-def _names(parts: dict[str, Any], step: int, lang: str) -> dict[str, str]:
-    names = {role: t(lang, f"role_{role}").format(n=step)
-             for role in ("forward", "upload", "copy", "wait", "process")}
+def _names(parts: StepParts, step: int, lang: str) -> dict[str, str]:
+    names = {role: t(lang, f"role_{role}").format(n=step) for role in ROLES}
     for role, span in hidden_roles(parts).items():
         names[role] = role_name(role, span, step, lang)
     return names
 
 
-def links(parts: dict[str, Any], step: int, kind: str, lang: str,
+def links(parts: StepParts, step: int, kind: str, lang: str,
           placement: str = "engine") -> dict[str, list[str]]:
     """role -> the sentences naming its partners (what the hover of that span says); what the
     upload guards depends on where the result copy ran (``copy_placement``)."""
     names = _names(parts, step, lang)
-    present = {role for role in ("forward", "upload", "copy", "wait", "process") if parts[role]}
+    present: set[str] = {role for role in ROLES if parts[role]}
     hidden = hidden_roles(parts)
     present |= set(hidden)
     said: dict[str, list[str]] = {role: [] for role in present}
@@ -75,28 +79,30 @@ def links(parts: dict[str, Any], step: int, kind: str, lang: str,
         said["wait"].append(t(lang, "rel_waits_copy").format(other=names["copy"]))
     for role in hidden:
         pair("forward", role, "rel_hides", "rel_hidden_under")
-    if kind == "normal":
+    if kind == Loop.NORMAL:
         pair("process", "forward", "rel_after", "rel_before")
     return said
 
 
-def spans_of(parts: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
+def spans_of(parts: StepParts, kind: str) -> dict[str, SpanDict]:
     """role -> span, for the roles drawn for this loop (process(Bn) only in the normal loop)."""
-    roles = {role: parts[role] for role in ("forward", "upload", "copy", "wait") if parts[role]}
-    if kind == "normal" and parts["process"]:
+    roles = {role: span for role in DRAWN if (span := parts[role])}
+    if kind == Loop.NORMAL and parts["process"]:
         roles["process"] = parts["process"]
     roles.update(hidden_roles(parts))
     return roles
 
 
-def _ms(span: dict[str, Any] | None) -> float:
+def _ms(span: SpanDict | None) -> float:
     return (span["end_us"] - span["start_us"]) / 1000.0 if span else 0.0
 
 
-def step_caption(run: dict[str, Any], step: int, lang: str = "en",
+def step_caption(run: RunDict, step: int, lang: str = "en",
                  placement: str | None = None) -> str:
     """What step ``step`` did, in the article's terms, with the measured durations (markdown).
     ``placement``: where the result copy ran (``copy_placement``; read off the spans if None)."""
+    if loop_of(run)[0] == Loop.IMPORTED:
+        return trace_caption(run, step, lang)
     placement = placement or copy_placement(run)
     parts, kind = step_parts(run, step), loop_kind(run)
     forward = parts["forward"]
@@ -104,10 +110,10 @@ def step_caption(run: dict[str, Any], step: int, lang: str = "en",
         return t(lang, "cap_none").format(n=step)
     first, last = step_range(run)
     fwd = _ms(forward)
-    if kind == "normal":
+    if kind == Loop.NORMAL:
         text = t(lang, "cap_normal").format(n=step, fwd=fwd, proc=_ms(parts["process"]),
                                             idle=idle_after(run, forward, step) / 1000.0)
-    elif kind == "multistep":
+    elif kind == Loop.MULTISTEP:
         k = loop_of(run)[1]
         text = t(lang, "cap_multistep").format(n=step, fwd=fwd, k=k)
         batches = ", ".join(f"B{s['step']}" for s in parts["hidden"])
@@ -122,8 +128,8 @@ def step_caption(run: dict[str, Any], step: int, lang: str = "en",
         # Say what was measured: when little of that work ran under the forward, the caption
         # must not claim it was hidden.
         # The hidden time is that of the spans the figure outlines (step_parts).
-        following = [s for s in run.get("spans", []) if s["lane"] == "cpu"
-                     and s.get("step") == step + 1 and s["phase"] in ("schedule", "launch")]
+        following = [s for s in run.get("spans", []) if s["lane"] == Lane.CPU
+                     and s.get("step") == step + 1 and s["phase"] in (Phase.SCHEDULE, Phase.LAUNCH)]
         after = sum(_ms(s) for s in following)
         hidden = sum(overlap_us(s, forward) for s in hidden_roles(parts).values()) / 1000.0
         key = "cap_overlap" if hidden >= HIDDEN_SHARE * (_ms(prev) + after) \
@@ -140,18 +146,45 @@ def step_caption(run: dict[str, Any], step: int, lang: str = "en",
     text += _extra_sentence(run, parts, kind, lang)
     if parts["wait"]:
         text += t(lang, "cap_copy").format(n=step, wait=_ms(parts["wait"]))
-    if step == last and kind != "normal":
+    if step == last and kind != Loop.NORMAL:
         text += t(lang, "cap_drain")
     return text + _lag_sentences(run, step, lang)
 
 
-def _extra_sentence(run: dict[str, Any], parts: dict[str, Any], kind: str, lang: str) -> str:
+LATE_SAID = 0.1        # share of a step's GPU work run after the next step began worth saying
+
+
+def trace_caption(run: RunDict, step: int, lang: str = "en") -> str:
+    """An imported step in words: how long the GPU worked and waited, how much of its work ran
+    after the host had begun the next step, and the host's named phases in it."""
+    found = trace_step(run, step)
+    if found is None:
+        return t(lang, "cap_trace_none").format(n=step)
+    text = t(lang, "cap_trace").format(n=step, busy=found["busy_us"] / 1000.0,
+                                       step=found["step_us"] / 1000.0, items=found["items"],
+                                       wait=found["wait_us"] / 1000.0)
+    late = sum(b - a for a, b in found["late"])
+    if found["busy_us"] > 0 and late >= LATE_SAID * found["busy_us"]:
+        text += t(lang, "cap_trace_late").format(late=late / 1000.0, m=found["next"])
+    totals: dict[tuple[str, str], float] = {}
+    for name, role, us in found["host"]:
+        totals[(name, role)] = totals.get((name, role), 0.0) + us
+    if totals:
+        colon, comma = label_colon(lang), ("，" if lang == "zh" else ", ")
+        left, right = ("（", "）") if lang == "zh" else (" (", ")")
+        phases = comma.join(f"`{html.escape(name)}`{left}{role}{right}{colon}{us / 1000.0:.2f} ms"
+                            for (name, role), us in totals.items())
+        text += t(lang, "cap_trace_host").format(phases=phases)
+    return text
+
+
+def _extra_sentence(run: RunDict, parts: StepParts, kind: str, lang: str) -> str:
     """How much of the process_last the caption names is the run's extra CPU work (it runs
     there), so the reader does not take it for reading tokens. Runs recorded before the metric
     existed say nothing."""
     extra_us = (run.get("metrics") or {}).get("extra_cpu_us") or 0
-    span = parts["process"] if kind == "normal" else (parts["hidden"] or [None])[0]
-    if not extra_us or span is None or kind not in ("normal", "overlap"):
+    span = parts["process"] if kind == Loop.NORMAL else next(iter(parts["hidden"]), None)
+    if not extra_us or span is None or kind not in (Loop.NORMAL, Loop.OVERLAP):
         return ""
     proc = _ms(span)
     if proc * 1000.0 < extra_us:
@@ -159,13 +192,13 @@ def _extra_sentence(run: dict[str, Any], parts: dict[str, Any], kind: str, lang:
     return t(lang, "cap_extra").format(m=span["step"], proc=proc, extra=extra_us / 1000.0)
 
 
-def run_name(run: dict[str, Any], lang: str = "en") -> str:
+def run_name(run: RunDict, lang: str = "en") -> str:
     """The run's name in the reader's language ("overlap", "重叠"), escaped (an imported run's
     comes from a file)."""
     return html.escape(display_labels([run], lang)[0])
 
 
-def _lag_sentences(run: dict[str, Any], step: int, lang: str) -> str:
+def _lag_sentences(run: RunDict, step: int, lang: str) -> str:
     marks = lag_marks(run)
     text = ""
     riders = extra_steps(marks).get(step)

@@ -12,11 +12,15 @@ three small panels (fill, steady state, drain), each three steps, each on its ow
 
 from __future__ import annotations
 
+import html
 from typing import Any
 
 from record.lag import lag_marks
+from record.run_record import loop_of
+from record.schema import LANES, Lane, Loop, Phase, RunDict, SpanDict
 from record.steps import copy_placement, is_hidden_role, loop_kind, overlap_us, step_parts
-from record.window import step_range, window_run
+from record.trace_steps import trace_step
+from record.window import gpu_lanes, step_range, window_run
 from texts import t
 from viz.figure import FigureSpec
 from viz.gantt import (
@@ -30,14 +34,15 @@ from viz.gantt import (
 )
 from viz.labels import ordered_lanes
 from viz.replay import links, role_name, spans_of
-from viz.style import STANDARD_LANES, phase_color
+from viz.style import phase_color
 
 DIMMED = 0.3
-_LABELS = {"decode": "fwd", "prefill": "prefill", "process_last": "proc", "schedule": "sched"}
-_LIGHT_TEXT = {"process_last", "schedule", "prefill"}   # dark bars: white labels
+_LABELS: dict[str, str] = {Phase.DECODE: "fwd", Phase.PREFILL: "prefill", Phase.PROCESS_LAST: "proc",
+                           Phase.SCHEDULE: "sched"}
+_LIGHT_TEXT = {Phase.PROCESS_LAST, Phase.SCHEDULE, Phase.PREFILL}   # dark bars: white labels
 
 
-def step_figure(run: dict[str, Any] | None, step: int, lang: str = "en",
+def step_figure(run: RunDict | None, step: int, lang: str = "en",
                 placement: str | None = None) -> FigureSpec:
     """Steps step-1..step+1 of ``run``, step ``step``'s spans outlined and linked (``placement``:
     where its result copies ran, ``viz.replay.copy_placement``)."""
@@ -47,13 +52,17 @@ def step_figure(run: dict[str, Any] | None, step: int, lang: str = "en",
     step = min(max(int(step), first), last)
     window = (max(first, step - 1), min(last, step + 1))
     label = str(run.get("label") or run.get("mode") or "run").partition(" (")[0]
-    fig = side_by_side_figure([dict(run, label=label)], window=window, lang=lang)
+    fig = side_by_side_figure([{**run, "label": label}], window=window, lang=lang)
     for trace in fig.data:
         if trace["type"] == "bar" and trace.get("legendgroup") != "gpu_idle":
             trace["opacity"] = DIMMED
     windowed = window_run(run, *window)
     offset = windowed["window"]["t_start_us"]
     index = {lane: i for i, lane in enumerate(ordered_lanes(windowed))}
+    if loop_of(run)[0] == Loop.IMPORTED:
+        _trace_marks(fig, run, step, index, offset, lang)
+        fig.update_layout(hovermode="closest")
+        return fig
     parts, kind = step_parts(run, step), loop_kind(run)
     said = links(parts, step, kind, lang, placement or copy_placement(run))
     roles = spans_of(parts, kind)
@@ -65,9 +74,49 @@ def step_figure(run: dict[str, Any] | None, step: int, lang: str = "en",
     return fig
 
 
-def _outlined(span: dict[str, Any], role: str, step: int, partners: list[str],
-              index: dict[str, int], offset: float, lang: str) -> dict[str, Any]:
-    name = role_name(role, span, step, lang)
+def _trace_marks(fig: FigureSpec, run: RunDict, step: int, index: dict[str, int],
+                 offset: float, lang: str) -> None:
+    """An imported step: a box around its GPU work on the GPU lanes, a band over the part of it
+    that ran after the host had begun the next step, and the host's named phases of the step
+    outlined (``record.trace_steps``)."""
+    found = trace_step(run, step)
+    rows = sorted(index[lane] for lane in gpu_lanes(run) if lane in index)
+    if found is None or not rows:
+        return
+    y0, y1 = rows[0] - 0.5, rows[-1] + 0.5
+    fig.add_shape(type="rect", x0=(found["start"] - offset) / 1000.0,
+                  x1=(found["end"] - offset) / 1000.0, y0=y0, y1=y1, xref="x", yref="y",
+                  line={"color": "#111111", "width": 2.5}, fillcolor="rgba(0,0,0,0)",
+                  name="trace_step")
+    fig.add_annotation(x=(found["start"] - offset) / 1000.0, y=y0, xref="x", yref="y",
+                       xanchor="left", yanchor="bottom", showarrow=False, name="trace_step",
+                       text=f"<b>{t(lang, 'trace_step_box').format(n=step)}</b>",
+                       font={"size": 11, "color": "#111111"}, bgcolor="rgba(255,255,255,0.8)")
+    if found["late"]:
+        a, b = found["late"][0][0], found["late"][-1][1]
+        fig.add_shape(type="rect", x0=(a - offset) / 1000.0, x1=(b - offset) / 1000.0, y0=y0,
+                      y1=y1, xref="x", yref="y", layer="below", line={"width": 0},
+                      fillcolor="rgba(117,107,177,0.18)", name="trace_late")
+        fig.add_annotation(x=(a - offset) / 1000.0, y=(y0 + y1) / 2, xref="x", yref="y",
+                           xanchor="left", showarrow=False, name="trace_late",
+                           text=f"<b>{t(lang, 'trace_late_band').format(m=found['next'])}</b>",
+                           font={"size": 11, "color": "#54278f"},
+                           bgcolor="rgba(255,255,255,0.8)")
+    roles = run.get("phase_roles") or {}
+    for span in run.get("spans", []):
+        if span.get("step") == step and span["phase"] in roles and span["lane"] in index:
+            # coloured by its role, named as the trace names it
+            fig.add_trace(_outlined(span, "host", step, [], index, offset, lang,
+                                    title=html.escape(span["phase"]),
+                                    color=roles[span["phase"]]))
+
+
+def _outlined(span: SpanDict, role: str, step: int, partners: list[str],
+              index: dict[str, int], offset: float, lang: str, title: str | None = None,
+              color: str | None = None) -> dict[str, Any]:
+    """Step n's span drawn again on top, outlined; ``title``, ``color``: an imported host phase's
+    own name, and the phase whose colour it takes (its role)."""
+    name = title or role_name(role, span, step, lang)
     start = (span["start_us"] - offset) / 1000.0
     duration = (span["end_us"] - span["start_us"]) / 1000.0
     hover = (f"<b>{name}</b> · {lane_label(span['lane'], lang)}<br>{duration:.3f} ms"
@@ -75,11 +124,11 @@ def _outlined(span: dict[str, Any], role: str, step: int, partners: list[str],
     return dict(type="bar", orientation="h", base=[start], x=[max(duration, 1e-4)], y=[index[span["lane"]]],
                   width=BAR_WIDTH, name=name, showlegend=False, hovertext=[hover],
                   hovertemplate="%{hovertext}<extra></extra>", meta=role,
-                  marker={"color": phase_color(span["phase"]),
+                  marker={"color": phase_color(color or span["phase"]),
                           "line": {"color": "#111111", "width": 2.5}})
 
 
-def _add_arrows(fig: FigureSpec, roles: dict[str, dict[str, Any]], index: dict[str, int],
+def _add_arrows(fig: FigureSpec, roles: dict[str, SpanDict], index: dict[str, int],
                 offset: float, step: int, lang: str) -> None:
     """Arrows for the links, and a band where CPU work (process_last of the batch before, the
     next batch's building) ran under forward(Bn), labelled once, over the longest band."""
@@ -105,14 +154,14 @@ def _add_arrows(fig: FigureSpec, roles: dict[str, dict[str, Any]], index: dict[s
                            xshift=4, font={"size": 11, "color": "#111111"},
                            bgcolor="rgba(255,255,255,0.8)", name=key)
     forward = roles.get("forward")
-    if forward is None or "cpu" not in index or "engine_stream" not in index:
+    if forward is None or Lane.CPU not in index or Lane.ENGINE_STREAM not in index:
         return
     bands = []
     for role, span in roles.items():
         if is_hidden_role(role) and overlap_us(span, forward) > 0:
             x0 = max(span["start_us"], forward["start_us"])
             bands.append((x0, x0 + overlap_us(span, forward)))
-    y0, y1 = sorted((index["cpu"], index["engine_stream"]))
+    y0, y1 = sorted((index[Lane.CPU], index[Lane.ENGINE_STREAM]))
     for x0, x1 in bands:
         fig.add_shape(type="rect", x0=(x0 - offset) / 1000.0, x1=(x1 - offset) / 1000.0,
                       y0=y0 - 0.5, y1=y1 + 0.5, xref="x", yref="y", layer="below",
@@ -122,14 +171,14 @@ def _add_arrows(fig: FigureSpec, roles: dict[str, dict[str, Any]], index: dict[s
         # The label runs from the band's edge nearer the forward's middle, so that it stays over
         # the forward (a band at the window's left edge would push a centred label off it).
         left = (x0 + x1) / 2 <= (forward["start_us"] + forward["end_us"]) / 2
-        fig.add_annotation(x=((x0 if left else x1) - offset) / 1000.0, y=index["cpu"] + 0.5,
+        fig.add_annotation(x=((x0 if left else x1) - offset) / 1000.0, y=index[Lane.CPU] + 0.5,
                            xref="x", yref="y", xanchor="left" if left else "right",
                            text=f"<b>{t(lang, 'arrow_hidden').format(n=step)}</b>",
                            showarrow=False, font={"size": 11, "color": "#54278f"},
                            bgcolor="rgba(255,255,255,0.8)", name="arrow_hidden")
 
 
-def unrolled_figure(run: dict[str, Any] | None, lang: str = "en") -> FigureSpec:
+def unrolled_figure(run: RunDict | None, lang: str = "en") -> FigureSpec:
     """Fill, steady state and drain: three panels of three real steps each."""
     if not run or not run.get("spans"):
         return message_figure(t(lang, "replay_empty"))
@@ -138,7 +187,7 @@ def unrolled_figure(run: dict[str, Any] | None, lang: str = "en") -> FigureSpec:
     panels = [("unrolled_fill", first, min(last, first + 2)),
               ("unrolled_steady", max(first, mid - 1), min(last, mid + 1)),
               ("unrolled_drain", max(first, last - 2), last)]
-    lanes = [lane for lane in STANDARD_LANES if lane in ordered_lanes(run)] or ordered_lanes(run)
+    lanes: list[str] = [lane for lane in LANES if lane in ordered_lanes(run)] or ordered_lanes(run)
     titles = [f"<b>{t(lang, key).format(a=a, b=b)}</b>" for key, a, b in panels]
     fig = FigureSpec(rows=1, cols=3, shared_yaxes=True, horizontal_spacing=0.02,
                      subplot_titles=titles)
@@ -163,7 +212,7 @@ def unrolled_figure(run: dict[str, Any] | None, lang: str = "en") -> FigureSpec:
     return fig
 
 
-def _labels(run: dict[str, Any], lanes: list[str], offset: float, x_max: float, a: int,
+def _labels(run: RunDict, lanes: list[str], offset: float, x_max: float, a: int,
             b: int) -> dict[str, Any]:
     """Short names ("fwd 12", "proc 11") on the bars wide enough to hold them."""
     index = {lane: i for i, lane in enumerate(lanes)}

@@ -9,22 +9,22 @@ between clients) is a plain light grey band: nobody asked the GPU for anything.
 
 from __future__ import annotations
 
-STANDARD_LANES = ("cpu", "scheduler_stream", "engine_stream", "copy_stream")
+from record.schema import Phase
 
 PHASE_COLORS: dict[str, str] = {
     # cpu: the scheduler thread
-    "receive": "#9ecae1",
-    "schedule": "#3182bd",
-    "launch": "#6baed6",
-    "wait": "#c9c9c9",
-    "process_last": "#756bb1",
+    Phase.RECEIVE: "#9ecae1",
+    Phase.SCHEDULE: "#3182bd",
+    Phase.LAUNCH: "#6baed6",
+    Phase.WAIT: "#c9c9c9",
+    Phase.PROCESS_LAST: "#756bb1",
     # scheduler_stream: metadata uploads (and, with result_copy_stream="scheduler", the copy)
-    "upload": "#31a354",
-    "copy": "#a1d99b",                     # the result copy, on whichever stream it ran
+    Phase.UPLOAD: "#31a354",
+    Phase.COPY: "#a1d99b",                 # the result copy, on whichever stream it ran
     # the engine stream: forward and sampling (and, with result_copy_stream="engine", the copy)
-    "prefill": "#a63603",
-    "decode": "#fd8d3c",
-    "sample": "#8c6d31",
+    Phase.PREFILL: "#a63603",
+    Phase.DECODE: "#fd8d3c",
+    Phase.SAMPLE: "#8c6d31",
     # imported torch.profiler traces
     "kernel": "#f16913",
     "memcpy": "#41ab5d",

@@ -1,16 +1,23 @@
 """The CUDA device: real streams over one ``ModelRunner``, events, reused buffers.
 
 The verbs are those of ``engine.scheduler.device.Device``. On the **scheduler stream**: the
-metadata upload (and prompt writes). On the **engine stream**: the forward and sampling. The one
-sync edge of the pipeline is the forward waiting for its upload (metadata -> forward).
+metadata upload (and prompt writes). On the **engine stream**: the forward and sampling. The
+streams are ordered both ways, each at its line: the forward waits for its upload (metadata ->
+forward, ``forward``); an upload into a staging buffer waits for the last forward that read it
+(``UploadRing.send``, ``cuda_buffers.py``); the copy waits for the forward's end
+(``_copy_result``). The prompt writes into ``token_pool`` rows wait for no forward: a slot is
+handed to a new request only after the launched batches that read its row are done
+(``RequestTable._release``, ``engine/scheduler/table.py``).
 
 Where the result copy runs (``result_copy_stream``) decides whether the GPU serialises:
 
-- ``"copy"`` (the default, as vLLM places it): on a **copy stream** of its own, after a wait for
-  the forward's end. Nothing on the engine stream waits for it, so forward(n+1) follows forward(n)
-  at once while copy(n) runs beside it. That needs somewhere the next forward does not write:
+- ``"copy"`` (the default, as vLLM and SGLang place it): on a **copy stream** of its own, after a
+  wait for the forward's end. Nothing on the engine stream waits for it, so forward(n+1) follows
+  forward(n) at once while copy(n) runs beside it. That needs somewhere the next forward does not
+  write: here sampling is captured inside the CUDA graph, whose output every replay rewrites, so
   each forward also stores its tokens in its own row of a device result ring (its metadata says
-  which, ``COL_OUT``), and the copy reads that row.
+  which, ``COL_OUT``), and the copy reads that row. (vLLM and SGLang sample outside the graph,
+  into a fresh tensor kept alive for the copy, and need no ring.)
 - ``"engine"`` (Mini-SGLang's): on the engine stream right after the sampling it reads, in stream
   order; upload(n+1) never waits for forward(n), but forward(n+1) starts only after the copy's
   few microseconds.
@@ -32,7 +39,8 @@ from engine.devices.cuda_buffers import EventPool, EventRing, Ring, UploadRing
 from engine.devices.runner import ModelRunner
 from engine.scheduler.device import ForwardOutput
 from engine.scheduler.request import StepMeta
-from record.recorder import BASE_LANES, LANES, Timeline
+from record.recorder import Timeline
+from record.schema import BASE_LANES, LANES, Lane, Phase
 
 
 @dataclass(frozen=True)
@@ -166,7 +174,7 @@ class CudaDevice:
         released = self.staging.read[i]
         if timing:
             timing[1].record(stream)
-            self.timeline.add_gpu_group(timing, (("scheduler_stream", "upload", 0, 1,
+            self.timeline.add_gpu_group(timing, ((Lane.SCHEDULER_STREAM, Phase.UPLOAD, 0, 1,
                                                   first.num_rows, nw),),
                                         first.step, first.rids, self.events.give_back)
         bases = bases or [0] * len(metas)
@@ -198,8 +206,8 @@ class CudaDevice:
         stream = self.engine_stream
         torch.cuda.set_stream(stream)                     # everything below: engine stream
         if uploaded.first_of_group and not self.hazards.no_wait_stream:
-            # THE sync edge: this forward reads the metadata its group uploaded on the scheduler
-            # stream. (Mini-SGLang writes engine_stream.wait_stream(scheduler_stream): with the
+            # Metadata -> forward: this forward reads the metadata its group uploaded on the
+            # scheduler stream. (Mini-SGLang writes engine_stream.wait_stream(scheduler_stream): with the
             # copy elsewhere the scheduler stream holds only uploads, so it is the same edge;
             # with the copy there, wait_stream would also wait for that copy.)
             stream.wait_event(uploaded.ready)
@@ -215,8 +223,8 @@ class CudaDevice:
                                       + (self.placement != "scheduler"))
             timing[0].record(stream)
         rows = meta.num_rows
-        tokens = int(meta.prompt_writes.shape[1]) if meta.kind == "prefill" else rows
-        forward = ("engine_stream", meta.kind, 0, 1, rows, tokens, meta.cached_tokens)
+        tokens = int(meta.prompt_writes.shape[1]) if meta.kind == Phase.PREFILL else rows
+        forward = (Lane.ENGINE_STREAM, meta.kind, 0, 1, rows, tokens, meta.cached_tokens)
         if graph is not None:
             # One graph: forward + sample. The next replay overwrites its output, so a copy that
             # reads it may do so in place only if the next replay is ordered after the copy.
@@ -227,7 +235,7 @@ class CudaDevice:
             if timing:
                 timing[1].record(stream)
             next_tokens = self.runner.sample_and_store(logits, ints, floats, meta.all_greedy)
-            spans = [forward, ("engine_stream", "sample", 1, 2, rows, rows)]
+            spans = [forward, (Lane.ENGINE_STREAM, Phase.SAMPLE, 1, 2, rows, rows)]
         sampled = len(spans)
         if uploaded.last_of_group:
             # The group's upload buffer may be overwritten once this forward has read it: the
@@ -287,7 +295,7 @@ class CudaDevice:
                 # The group's last event is on this stream, which waited for the forward's end
                 # after the others: once it has completed, all of them have.
                 timing[sampled + 1].record(stream)
-                spans.append(("copy_stream", "copy", sampled, sampled + 1, rows, rows))
+                spans.append((Lane.COPY_STREAM, Phase.COPY, sampled, sampled + 1, rows, rows))
             return copy_done, host
         if self.placement == "engine":
             stream = self.engine_stream           # in stream order after the sampling it reads
@@ -295,7 +303,7 @@ class CudaDevice:
             copy_done.record(stream)
             if timing:
                 timing[sampled + 1].record(stream)
-                spans.append(("engine_stream", "copy", sampled, sampled + 1, rows, rows))
+                spans.append((Lane.ENGINE_STREAM, Phase.COPY, sampled, sampled + 1, rows, rows))
             return copy_done, host
         forward_done = self.forward_done.record(self.engine_stream)
         stream = self.scheduler_stream
@@ -310,8 +318,8 @@ class CudaDevice:
         copy_done.record(stream)
         if copy_timing:
             copy_timing[1].record(stream)
-            self.timeline.add_gpu_group(copy_timing, (("scheduler_stream", "copy", 0, 1, rows,
-                                                       rows),), meta.step, meta.rids,
+            self.timeline.add_gpu_group(copy_timing, ((Lane.SCHEDULER_STREAM, Phase.COPY, 0, 1,
+                                                       rows, rows),), meta.step, meta.rids,
                                         self.events.give_back)
         return copy_done, host
 

@@ -26,6 +26,7 @@ import torch
 from engine.config import EngineConfig
 from engine.devices.runner import ModelRunner
 from engine.scheduler.request import COL_LEN, DECODE_BUCKETS, NUM_INT_COLS, StepMeta, prefill_shapes
+from record.schema import Phase
 
 
 class _Graph:
@@ -90,5 +91,5 @@ class StepGraphs:
     def lookup(self, meta: StepMeta) -> _Graph | None:
         if meta.kv_pages != self.kv_pages:
             return None
-        seq_len = 1 if meta.kind == "decode" else meta.seq_len
+        seq_len = 1 if meta.kind == Phase.DECODE else meta.seq_len
         return self.graphs.get((meta.ints.shape[0], seq_len, meta.all_greedy))

@@ -26,6 +26,7 @@ from contextlib import nullcontext
 import torch
 
 from record.recorder import Span
+from record.schema import Lane, Phase
 
 
 class KernelCapture:
@@ -88,7 +89,7 @@ class KernelCapture:
             owned.append((step, e))
         shift = _gpu_shift(owned, spans)
         if shift is None:                         # no GPU anchor: through the host clock
-            ours = {s.step: s.start_us for s in spans if s.lane == "cpu" and s.phase == "launch"}
+            ours = {s.step: s.start_us for s in spans if s.lane == Lane.CPU and s.phase == Phase.LAUNCH}
             offsets = [ours[n] - t0 for t0, _, n in steps if n in ours]
             if not offsets:
                 return [], []
@@ -111,7 +112,7 @@ def _gpu_shift(owned: list[tuple[int, dict]], spans: list[Span]) -> float | None
             first[step] = min(first.get(step, float("inf")), float(e["ts"]))
     ours: dict[int, float] = {}
     for s in spans:
-        if s.lane == "engine_stream" and s.step in first:
+        if s.lane == Lane.ENGINE_STREAM and s.step in first:
             ours[s.step] = min(ours.get(s.step, s.start_us), s.start_us)
     offsets = [ours[n] - first[n] for n in ours]
     return statistics.median(offsets) if offsets else None

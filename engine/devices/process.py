@@ -39,7 +39,8 @@ import torch
 from engine.proc_watch import exit_text, is_stopped, start_deaf_to_ctrl_c
 from engine.scheduler.device import ForwardOutput
 from engine.scheduler.request import StepMeta
-from record.recorder import BASE_LANES, StampedSpan, Timeline
+from record.recorder import StampedSpan, Timeline
+from record.schema import BASE_LANES, Lane, Phase
 
 POLL_S = 0.25                    # how often a wait looks at the process while it waits
 START_TIMEOUT_S = 300.0          # loading a large preset on a slow CPU takes a while
@@ -131,13 +132,13 @@ def execute_step(runner, meta: StepMeta, out: np.ndarray) -> list[StampedSpan]:
     t3 = time.perf_counter_ns()
     out[: next_tokens.shape[0]] = next_tokens.numpy()      # the "D2H copy" into shared memory
     t4 = time.perf_counter_ns()
-    tokens = meta.prompt_writes.shape[1] if meta.kind == "prefill" else n
-    return [StampedSpan("scheduler_stream", "upload", meta.step, t0, t1, n,
+    tokens = meta.prompt_writes.shape[1] if meta.kind == Phase.PREFILL else n
+    return [StampedSpan(Lane.SCHEDULER_STREAM, Phase.UPLOAD, meta.step, t0, t1, n,
                         meta.prompt_writes.shape[1], rids),
-            StampedSpan("engine_stream", meta.kind, meta.step, t1, t2, n, tokens, rids,
+            StampedSpan(Lane.ENGINE_STREAM, meta.kind, meta.step, t1, t2, n, tokens, rids,
                         meta.cached_tokens),
-            StampedSpan("engine_stream", "sample", meta.step, t2, t3, n, n, rids),
-            StampedSpan("scheduler_stream", "copy", meta.step, t3, t4, n, n, rids)]
+            StampedSpan(Lane.ENGINE_STREAM, Phase.SAMPLE, meta.step, t2, t3, n, n, rids),
+            StampedSpan(Lane.SCHEDULER_STREAM, Phase.COPY, meta.step, t3, t4, n, n, rids)]
 
 
 def device_main(init: DeviceInit, cmd_conn, done_conn, shared) -> None:

@@ -50,18 +50,26 @@ class Hazard:
     # Does the engine count this safeguard's race windows (frees under a forward that still
     # reads, tokens a guard drops or would drop)? Where not, the lab says nothing of them.
     counted: bool = False
+    # Each request's length limit one token past its stop token, so the lag-one step computes
+    # its last allowed token (no_finished_guard: the length check then ends it a second time).
+    stop_before_limit: bool = False
 
 
 HAZARDS = {
-    # engine_stream.wait_stream(scheduler_stream): metadata -> forward.
+    # The forward waits for its upload (engine_stream.wait_stream(scheduler_stream)).
     "no_wait_stream": Hazard("no_wait_stream", True, 2000),
-    # Deferred free: a slot/page freed at step n is reused while forward(n+1) still writes it.
+    # The slot hold: a finished request's slot freed at once, its token_pool row rewritten with
+    # the next request's prompt (scheduler stream) while the lag-one forward still reads and
+    # writes it (engine stream). Its pages go back at once either way (only forwards write them).
     "no_deferred_free": Hazard("no_deferred_free", True, 20000, {"result_copy_stream": "engine"},
                                counted=True),
     # The result-buffer ring: one host buffer is overwritten by the next step's copy too early.
     "single_host_buffer": Hazard("single_host_buffer", False, 20000),
-    # The finished-request guard: a stopped request's lag-one token is appended.
-    "no_finished_guard": Hazard("no_finished_guard", False, 0, counted=True),
+    # The finished-request guard (the seed's finished_reqs): a stopped request's lag-one token
+    # is processed as if it still ran: appended, and the length check ends it again (a double
+    # free of its slot).
+    "no_finished_guard": Hazard("no_finished_guard", False, 0, counted=True,
+                                stop_before_limit=True),
     # Cache locks: prefix pages a running request reads are evicted and reused under it.
     "no_cache_lock": Hazard("no_cache_lock", False, 0, {"num_pages": LAB_SMALL_POOL},
                             workload="memory"),
@@ -74,12 +82,12 @@ HAZARDS = {
     # while the next forward already runs (vLLM gives each step its own output row likewise).
     "no_result_ring": Hazard("no_result_ring", True, 2000,
                              {"cuda_graph": True, "result_copy_stream": "copy"}),
-    # The deferred free of a retracted request: its slot and pages given back at once, while
-    # the launched batch that carries it still reads them. Here that cannot break anything: a
+    # The slot hold of a retracted request: its slot given back at once, while the launched
+    # batch that carries it still reads its token_pool row. Here that cannot break anything: a
     # retraction happens while a decode batch is built, and the slot can only go to the next
-    # prefill, built after stage 4 has processed the launched batch (pages are only written by
-    # forwards, in stream order). An engine that admits in the same pass (mixed prefill and
-    # decode batches) needs it; the lab shows the windows opened and no fault.
+    # prefill, built after stage 4 has processed the launched batch. An engine that admits in
+    # the same pass (mixed prefill and decode batches) needs it; the lab shows the windows
+    # opened and no fault.
     "no_deferred_retract_free": Hazard("no_deferred_retract_free", True, 20000,
                                        {"num_pages": LAB_TINY_POOL}, workload="memory",
                                        can_fault=False, counted=True),
@@ -162,8 +170,13 @@ def run_hazard(base: EngineConfig, switch: str | None, seed: int = 0,
         prompts = lab_workload(ref_engine.spec.vocab_size, seed=seed,
                                kind="memory" if memory else "slots")
         new = 40 if memory else 12
-        params = stop_params_from_probe(ref_engine, prompts, new, lo=1 if not memory else 8,
-                                        hi=4 if not memory else new, seed=seed)
+        params, probe = stop_params_from_probe(ref_engine, prompts, new,
+                                               lo=1 if not memory else 8,
+                                               hi=4 if not memory else new, seed=seed,
+                                               with_run=True)
+        if hazard.stop_before_limit:
+            params = [replace(p, max_new_tokens=min(new, o.token_ids.index(p.stop_token_ids[0])
+                                                    + 2)) for p, o in zip(params, probe.outputs)]
         reference = [o.token_ids for o in ref_engine.generate(prompts, params).outputs]
     finally:
         if own_ref:

@@ -23,11 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.config import EngineConfig, SamplingParams
+from engine.config import EngineConfig, LoopSpec, SamplingParams
 from record.recorder import Span
-
-LOOPS = ("normal", "overlap", "multistep")
-
 
 # ---- server -> scheduler ----------------------------------------------------------------------
 
@@ -39,15 +36,19 @@ class LiveRunRequest:
     prompts: list[str]                  # text; a model without a tokenizer gets token ids for it
     prompt_tokens: int                  # ... this many per prompt
     params: SamplingParams
-    loops: tuple[str, ...]              # from LOOPS, in order
+    loops: tuple[str, ...]              # record.schema.Loop names, in ENGINE_LOOPS' order
     decode_steps: int                   # k of the multistep loop
-    extra_cpu_us: int
+    extra_cpu_us: int                   # every loop's
     stop_early: bool                    # per-request stop tokens picked from a probe run
     workload: dict[str, Any] = field(default_factory=dict)   # extra keys for the record's config
     request_rate: float | None = None   # requests arrive by a Poisson process (None: all at t=0;
     arrival_seed: int = 0               #   inf: a burst); the same times for every loop
     chat: bool = False                  # each prompt is a user message, via the chat template
     shared_prefix: int = 0              # tokens of one system prompt before every prompt
+
+    def loop_specs(self) -> tuple[LoopSpec, ...]:
+        """Each chosen loop, with the request's k (the multistep loop's) and extra CPU work."""
+        return tuple(LoopSpec(loop, self.decode_steps, self.extra_cpu_us) for loop in self.loops)
 
 
 @dataclass(frozen=True)
@@ -79,9 +80,14 @@ class ServeRequest:
     """Serve requests that stream in (``SubmitRequest``) until ``StopServing``, with one loop."""
 
     engine: EngineConfig
-    loop: str                           # from LOOPS
+    loop: str                           # a record.schema.Loop name
     decode_steps: int = 1               # k of the multistep loop
     extra_cpu_us: int = 0
+
+    @property
+    def loop_spec(self) -> LoopSpec:
+        """The session's loop, its k (the multistep loop's) and its extra CPU work."""
+        return LoopSpec(self.loop, self.decode_steps, self.extra_cpu_us)
 
 
 @dataclass(frozen=True)

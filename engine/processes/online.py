@@ -163,9 +163,7 @@ def serve_session(engine: Any, request: ServeRequest, conn: Any, emit: Emit) -> 
     reporter = threading.Thread(target=report, name="session-span-reporter", daemon=True)
     reporter.start()
     try:
-        engine.serve(source, sink, overlap=request.loop != "normal", timeline=timeline,
-                     extra_cpu_us=request.extra_cpu_us,
-                     decode_steps=request.decode_steps if request.loop == "multistep" else 1)
+        engine.serve(source, sink, loop=request.loop_spec, timeline=timeline)
     finally:
         done.set()
         reporter.join(timeout=2 * REPORT_S + 1)

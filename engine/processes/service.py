@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import asdict, replace
 from typing import Any
 
-from engine.config import EngineConfig, SamplingParams
+from engine.config import EngineConfig, LoopSpec, SamplingParams
 from engine.processes.messages import (
     DeviceProfile,
     LabFinished,
@@ -37,6 +37,7 @@ from engine.processes.messages import (
     WarmRequest,
 )
 from record.recorder import Timeline
+from record.schema import Loop
 
 REPORT_S = 0.25                 # how often a live run's new spans are sent
 MEASURE_RUNS = 3                # serial runs the GPU warm-up measures the device from (median)
@@ -158,24 +159,24 @@ class SchedulerService:
             emit(Progress("probe", detail=label))
             params = self._stop_params(engine, request, chat)
         runs = []
-        for index, loop in enumerate(request.loops):
+        specs = request.loop_specs()
+        for index, spec in enumerate(specs):
             if cancelled.is_set():
                 raise Cancelled()
-            emit(Progress("run", loop, index, len(request.loops), label))
+            emit(Progress("run", spec.loop, index, len(specs), label))
             # Like with like: every loop starts from an empty prefix cache (the one before it,
             # or the probe, would otherwise have cached its prompts).
             engine.clear_prefix_cache()
-            k = request.decode_steps if loop == "multistep" else 1
-            result = _run_reported(engine, prompts, params, loop, k, request.extra_cpu_us,
-                                   index, emit, cancelled, arrivals=arrivals, chat=chat)
+            result = _run_reported(engine, prompts, params, spec, index, emit, cancelled,
+                                   arrivals=arrivals, chat=chat)
             runs.append(result.to_run_dict())
             emit(LoopFinished(index, runs[-1]))
         config = {**engine.config.to_dict(), **request.workload,
-                  "extra_cpu_us": request.extra_cpu_us, "loops": list(request.loops),
+                  "extra_cpu_us": request.extra_cpu_us, "loops": [str(x) for x in request.loops],
                   "stop_tokens_from_probe": request.stop_early,
                   "request_rate": request.request_rate, "chat": chat,
                   "shared_prefix": request.shared_prefix}
-        if "multistep" in request.loops:
+        if Loop.MULTISTEP in request.loops:
             config["decode_steps"] = request.decode_steps
         emit(RunFinished(make_record(engine.env_info(), config, runs)))
 
@@ -192,16 +193,15 @@ class SchedulerService:
         what a click will see."""
         params = self._stop_params(engine, request)
         prompts = _prompts(engine, request)
-        for index, loop in enumerate(request.loops):   # the click's own path, spans reported
-            engine.clear_prefix_cache()
-            k = request.decode_steps if loop == "multistep" else 1
-            _run_reported(engine, prompts, params, loop, k, 0, index, lambda _: None,
-                          threading.Event())
+        for index, spec in enumerate(request.loop_specs()):   # the click's own path, spans
+            engine.clear_prefix_cache()                         # reported, no extra CPU work
+            _run_reported(engine, prompts, params, replace(spec, extra_cpu_us=0), index,
+                          lambda _: None, threading.Event())
         runs = []
-        if "normal" in request.loops:
+        if Loop.NORMAL in request.loops:
             for _ in range(MEASURE_RUNS):
                 engine.clear_prefix_cache()
-                runs.append(_run_reported(engine, prompts, params, "normal", 1, 0, 0,
+                runs.append(_run_reported(engine, prompts, params, LoopSpec(Loop.NORMAL), 0,
                                           lambda _: None, threading.Event()))
         engine.clear_prefix_cache()
         key = self._probe_key(engine, request)
@@ -286,9 +286,9 @@ def _download_reporter(emit: Emit, every_s: float = 0.25) -> Any:
     return report
 
 
-def _run_reported(engine: Any, prompts: list[Any], params: Any, loop: str, k: int,
-                  extra_cpu_us: int, index: int, emit: Emit, cancelled: threading.Event,
-                  arrivals: list[float] | None = None, chat: bool = False) -> Any:
+def _run_reported(engine: Any, prompts: list[Any], params: Any, loop: LoopSpec, index: int,
+                  emit: Emit, cancelled: threading.Event, arrivals: list[float] | None = None,
+                  chat: bool = False) -> Any:
     """One loop's run, its new spans emitted every ``REPORT_S`` by a reporter thread.
 
     Not on CUDA: there the scheduler thread's own work is about one forward (0.3 ms on an H200
@@ -298,8 +298,7 @@ def _run_reported(engine: Any, prompts: list[Any], params: Any, loop: str, k: in
     GPU's loop takes about a second, and its spans arrive whole with ``LoopFinished``."""
     timeline = Timeline()
     if engine.device_name == "cuda":
-        return engine.generate(prompts, params, overlap=loop != "normal", timeline=timeline,
-                               extra_cpu_us=extra_cpu_us, decode_steps=k,
+        return engine.generate(prompts, params, loop=loop, timeline=timeline,
                                should_stop=cancelled.is_set, arrivals=arrivals, chat=chat)
     done = threading.Event()
 
@@ -313,8 +312,7 @@ def _run_reported(engine: Any, prompts: list[Any], params: Any, loop: str, k: in
     reporter = threading.Thread(target=report, name="span-reporter", daemon=True)
     reporter.start()
     try:
-        return engine.generate(prompts, params, overlap=loop != "normal", timeline=timeline,
-                               extra_cpu_us=extra_cpu_us, decode_steps=k,
+        return engine.generate(prompts, params, loop=loop, timeline=timeline,
                                should_stop=cancelled.is_set, arrivals=arrivals, chat=chat)
     finally:
         done.set()

@@ -9,9 +9,10 @@ What the seed's ``cache_manager`` does, in the order a request meets it:
                   cached pages nobody reads when the pool runs short);
 3. ``cache_req``  hand its computed pages to the prefix cache: after each launched prefill chunk
                   (``finished=False``) and when it finishes (``finished=True``);
-4. ``detach`` / ``apply``  one release path for finished, aborted and retracted requests: take
-                  its slot, its own pages and its cache lock into a ``Release`` at once, and give
-                  them back once no launched batch reads them any more (``apply``).
+4. ``detach``     one release path for finished, aborted and retracted requests: take its
+                  slot, its own pages and its cache lock into a ``Release``. The pages and the lock
+                  go back at once (``free_pages``); the slot when no launched batch carries the
+                  request any more (``free_slot``, the caller decides when: ``table.py``).
 
 A request's pages are a prefix borrowed from the cache (``req.cached_pages`` of them, locked
 through ``req.cache_node``) followed by pages it owns; nothing here ever remaps a position to
@@ -31,8 +32,10 @@ from engine.scheduler.kv_cache import CACHE_OWNER, IdPool, pages_needed
 from engine.scheduler.radix_cache import Node, RadixCache
 from engine.scheduler.request import Req
 
-# Admission reserves this share of the running requests' remaining output (SGLang's new-token
-# ratio): it starts high, decays as decoding goes well, and jumps back after a retraction.
+# Admission reserves this share of the running requests' remaining output (this engine's
+# choice): it starts high, decays as decoding goes well, and jumps back after a retraction.
+# SGLang's ratio starts at 0.7, decays linearly over 600 steps to 0.14 of that and is recomputed
+# from the batch after a retraction; Mini-SGLang reserves the whole output and never retracts.
 NEW_TOKEN_RATIO_START = 0.5
 NEW_TOKEN_RATIO_MIN = 0.1
 NEW_TOKEN_RATIO_DECAY = 0.005     # per decode step
@@ -125,7 +128,8 @@ class CacheManager:
 
         ``remap`` (the hazard lab's ``late_prefix_insert`` only): where the cache already holds
         those tokens in other pages, point the request at the cache's pages and free its own at
-        once, as SGLang's insert did when it ran after the next batch was built."""
+        once, as SGLang's insert does when it runs after the next batch was built (its open PR
+        38140). Without it the request keeps its own pages and is never remapped."""
         if self.cache is None or req.slot < 0:
             return
         tokens = req.kv_tokens(finished)
@@ -170,16 +174,25 @@ class CacheManager:
         """Take ``req``'s slot, own pages and lock into a Release (``req`` holds none after)."""
         release = Release(req.rid, req.slot, req.pages[req.cached_pages:],
                           req.cache_node if self.lock_pages else None)
+        req.last_slot = req.slot
         req.slot, req.pages, req.cached_pages, req.cache_node = -1, [], 0, None
         return release
 
-    def apply(self, release: Release) -> None:
-        """Give a Release back: IdPool raises ``DoubleFreeError`` if anything was freed already."""
-        self.slots.free([release.slot], release.rid)
+    def free_pages(self, release: Release) -> None:
+        """Give back a Release's own pages and its cache lock (IdPool raises ``DoubleFreeError``
+        on a second free). Safe while a launched batch still reads them: only forwards write KV
+        pages, on the engine stream in launch order, so the next request that gets a page writes
+        it in a forward queued after every forward that reads it now. (Mini-SGLang frees them at
+        once too, scheduler/cache.py ``cache_req``; SGLang's ``release_req`` likewise.)"""
         self.pages.free(release.pages, release.rid)
         if release.node is not None and self.cache is not None:
             self.cache.unlock(release.node)
-        self.page_table[release.slot] = self.pages.total
+
+    def free_slot(self, rid: int, slot: int) -> None:
+        """Give a slot back and clear its page-table row (IdPool raises ``DoubleFreeError`` if it
+        is free already)."""
+        self.slots.free([slot], rid)
+        self.page_table[slot] = self.pages.total
 
     # ---- what the memory chart draws ----------------------------------------------------------
     def usage(self) -> tuple[int, int, int]:

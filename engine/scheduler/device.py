@@ -4,7 +4,7 @@ The scheduler speaks to a device through a few verbs, in this order each step:
 
 - ``upload(metas)``  metadata -> device, on the **scheduler stream** (small copies, prompt writes);
                      one step, or the k steps of a multi-step group in one copy
-- ``forward(up)``    on the **engine stream**: wait for the metadata (the one sync edge), gather
+- ``forward(up)``    on the **engine stream**: wait for the metadata (metadata -> forward), gather
                      inputs from token_pool, run the model, sample, write tokens back to token_pool;
                      then copy the tokens to a host buffer (on a copy stream, CUDA's default) and
                      record ``copy_done``. Returns at once: nothing here waits for the device.
@@ -56,7 +56,7 @@ class Device(Protocol):
 
     kind: str                       # "cuda" | "cpu-process" | "cpu-inline"
     label: str                      # what the run labels say about it (e.g. a fallback's reason)
-    lanes: tuple[str, ...]          # the timeline lanes it records on (record.recorder.LANES)
+    lanes: tuple[str, ...]          # the timeline lanes it records on (record.schema.LANES)
 
     def begin_run(self, timeline: Timeline) -> None: ...
 

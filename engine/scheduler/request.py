@@ -24,6 +24,7 @@ from functools import cached_property
 import numpy as np
 
 from engine.config import SamplingParams
+from record.schema import Phase
 
 # Columns of StepMeta.ints: one row per batch entry, then that row's page table. COL_OUT is the
 # row's place in the device's result ring (where its sampled token is kept for the host's copy):
@@ -42,6 +43,7 @@ class Req:
     stop_ids: frozenset[int]
     arrival_ns: int = field(default_factory=time.perf_counter_ns)
     slot: int = -1
+    last_slot: int = -1             # the slot it gave back last (the hazard lab frees it again)
     pages: list[int] = field(default_factory=list)   # the page of each page_size positions
     cached_pages: int = 0           # the first of ``pages`` are the prefix cache's (borrowed)
     cache_node: object = None       # the cache node whose lock keeps those pages (radix_cache)
@@ -79,12 +81,15 @@ class Req:
     def kv_tokens(self, finished: bool) -> list[int]:
         """The tokens whose K/V a launched forward writes and whose values the host knows: what
         may go into the prefix cache. During prefill, the launched part of ``fill_ids``; later,
-        the prompt and the tokens read back, up to the input of the last launched decode step
-        (the last token read back has no K/V yet unless a later forward was launched)."""
+        the prompt and the tokens read back but the last one, the boundary the serial loop
+        sees. Under overlap a launched forward may already be writing the last one's K/V (the
+        lag-one step of a request that stopped); it is left out, so both loops leave the same
+        prefix cache (SGLang caches that token under overlap: its issue 24590)."""
         if not finished or not self.prefill_done:
             return self.fill_ids[:self.num_prefilled]
         known = self.prompt_ids + self.output_ids
-        return known[:min(len(known), self.prompt_len + self.num_scheduled - 1)]
+        end = self.prompt_len + max(len(self.output_ids) - 1, 0)     # the serial boundary
+        return known[:min(end, self.prompt_len + self.num_scheduled - 1)]
 
     def can_decode(self) -> bool:
         """Launch one more decode step? Length limits are known ahead; stop tokens only later."""
@@ -114,7 +119,7 @@ class Batch:
     labels, stop checks), so they are computed once, on first use."""
 
     step: int
-    kind: str                       # "prefill" | "decode"
+    kind: str                       # Phase.PREFILL | Phase.DECODE: its forward's span phase
     rows: list[Row]
     padded_size: int
 
@@ -187,7 +192,7 @@ def build_meta(batch: Batch, page_table: np.ndarray, page_size: int, dummy_slot:
     ints[:n, NUM_INT_COLS:] = page_table[ints[:n, COL_SLOT]]
     floats[:n] = [(r.req.params.temperature, r.req.params.top_p) for r in rows]
     writes = np.zeros((3, 0), dtype=np.int64)
-    if batch.kind == "prefill":
+    if batch.kind == Phase.PREFILL:
         chunks = [(r.req.slot, r.start, r.req.fill_ids[r.start:r.start + r.length]) for r in rows]
         writes = np.array([(slot, start + j, t) for slot, start, chunk in chunks
                            for j, t in enumerate(chunk)], dtype=np.int64).T
@@ -235,7 +240,7 @@ def _meta(batch: Batch, ints: np.ndarray, floats: np.ndarray, n: int, page_size:
     pages_per_seq = ints.shape[1] - NUM_INT_COLS
     kv_pages = pages_per_seq if full_kv else -(-kv_tokens // page_size)
     seq_len = max(r.length for r in rows)
-    if full_kv and batch.kind == "prefill":
+    if full_kv and batch.kind == Phase.PREFILL:
         seq_len = prefill_bucket(seq_len)        # CUDA: one of a few shapes, each warmed at start
     return StepMeta(
         step=batch.step, kind=batch.kind, num_rows=n, seq_len=seq_len, kv_pages=kv_pages,

@@ -11,16 +11,18 @@
 ``normal_loop`` runs 1-2-3-4 on the *same* batch: the GPU idles while the CPU does stage 4 and
 the next stage 1-2. ``overlap_loop`` runs stage 4 on the *previous* batch after launching the next
 one, so the CPU's work hides behind the GPU's forward. The price is *lag one*: a request that
-stopped at step n-1 may already be in batch n. Its extra token is dropped, and its slot and pages
-are freed only once batch n has finished with them.
+stopped at step n-1 may already be in batch n. Its extra token is dropped, its KV pages go back
+at once (only forwards write pages, in launch order), and its slot only once batch n has finished
+with the slot's token_pool row (the next prompt is written into that row on the scheduler stream).
 
 Who waits and who runs, and what a request gives back when it ends, is ``table.py``'s; KV memory
 (``cache_manager.py``, over the radix prefix cache) is taken as requests grow, not reserved for
 their whole length:
 admission matches the prompt in the radix prefix cache and takes pages for the rest; each decode
 step takes a page when a row's next token starts one; when the pool runs dry a running request
-is *retracted* (its computed pages cached, the rest given back once no launched batch reads
-them, its tokens in flight dropped) and resumes later. Under overlap every one of these touches
+is *retracted* (its computed pages cached, the rest given back at once, its slot once no
+launched batch reads it, its tokens in flight dropped) and resumes later. Under overlap every one
+of these touches
 memory the batch already launched may read: the comments at each say which dependency they keep.
 
 Requests arrive over time (``engine.scheduler.sources``): at t=0, by a Poisson process, or from a
@@ -55,6 +57,7 @@ from engine.scheduler.request import (
 from engine.scheduler.sources import RequestSource, ScheduledSource
 from engine.scheduler.table import RequestTable
 from record.recorder import Timeline
+from record.schema import Phase
 
 IDLE_WAIT_S = 0.05              # an idle loop looks at should_stop at least this often
 TokenSink = Callable[[list[Req]], None]    # told which requests got tokens (or ended) in a step
@@ -198,8 +201,8 @@ class Scheduler:
     # ---- stage 1 ------------------------------------------------------------------------------
     def receive_requests(self, in_flight: list[ForwardInput]) -> None:
         """Take what has arrived. ``in_flight``: batches launched and not yet processed (an
-        aborted request they carry is freed only after them, as a finished one)."""
-        with _CpuSpan(self.timeline, "receive", self.step + 1, None):
+        aborted request they carry keeps its slot until they are done, as a finished one)."""
+        with _CpuSpan(self.timeline, Phase.RECEIVE, self.step + 1, None):
             received = self.source.receive()
             self.table.waiting.extend(received.reqs)
             if received.aborts:
@@ -222,15 +225,15 @@ class Scheduler:
         of them carries it gives its memory back only after them).
         """
         t0 = time.perf_counter_ns()
-        rows, kind = self.table.prefill_rows(), "prefill"
+        rows, kind = self.table.prefill_rows(), Phase.PREFILL
         if not rows:
-            rows, kind = self.table.decode_rows(k, _batches(in_flight), self.step + 1), "decode"
+            rows, kind = self.table.decode_rows(k, _batches(in_flight), self.step + 1), Phase.DECODE
         if not rows:
             return []
         batches = [self._new_batch(kind, rows)]
         metas = [build_meta(batches[0], self.page_table, self.cfg.page_size,
                             dummy_slot=self.slots.total, full_kv=self.pad_batches)]
-        if kind == "decode" and k > 1:
+        if kind == Phase.DECODE and k > 1:
             # Decode steps each row may still run, counting this one (its length limit).
             left = np.fromiter((r.req.params.max_new_tokens - r.req.num_scheduled + 1
                                 for r in rows), np.int64, len(rows))
@@ -246,15 +249,18 @@ class Scheduler:
         if self.mapping is not None:
             self.mapping.launched(batches, metas)
         uploaded = self.device.upload(metas)                      # scheduler stream, one copy
-        if kind == "prefill" and not self.cfg.hazards.late_prefix_insert:
+        if kind == Phase.PREFILL and not self.cfg.hazards.late_prefix_insert:
             # The seed's cache_req(req, finished=False), for a launched prefill: done here,
-            # before the next batch is built, so every later batch maps these positions to the
-            # same pages (inserting them after the next batch was built let SGLang's first
-            # decode step read other pages than the later ones: SGLang PR 38140). A later batch that
-            # reads them runs after this prefill in the engine stream's order.
+            # before the next batch is built, and a request keeps its own pages where the cache
+            # already holds the same tokens (RadixCache.insert), so every later batch maps these
+            # positions to the same pages. SGLang inserts after the next batch was launched and
+            # remaps the request, so its first decode step reads other pages than the later ones
+            # (the open SGLang PR 38140); the seed frees the duplicates without rewriting the page
+            # table (the open Mini-SGLang PR 142). A later batch that reads these pages runs after
+            # this prefill in the engine stream's order.
             for row in rows:
                 self.memory.cache_req(row.req, finished=False)
-        self.timeline.add_cpu("schedule", batches[0].step, t0, time.perf_counter_ns(), len(rows),
+        self.timeline.add_cpu(Phase.SCHEDULE, batches[0].step, t0, time.perf_counter_ns(), len(rows),
                               sum(b.num_tokens for b in batches), batches[0].rids)
         if self.timeline.enabled:
             self.memory_trace.append((batches[0].step, t0, *self.memory.usage()))
@@ -272,7 +278,7 @@ class Scheduler:
     # ---- stage 3 ------------------------------------------------------------------------------
     def _forward(self, forward_input: ForwardInput) -> ForwardOutput:
         step = forward_input.batch.step
-        with _CpuSpan(self.timeline, "launch", step, forward_input.batch):
+        with _CpuSpan(self.timeline, Phase.LAUNCH, step, forward_input.batch):
             if self.capture is not None:
                 with self.capture.annotate(step):
                     return self.device.forward(forward_input.uploaded)
@@ -284,20 +290,21 @@ class Scheduler:
         """Read a launched batch's tokens, append them, check stops, free what finished.
 
         ``in_flight``: the batches launched but not yet processed; the device may still read
-        their slots and pages, so a request they carry is freed only after they complete.
+        their slots' token_pool rows, so a request they carry keeps its slot until they complete
+        (its pages go back at once).
         """
         forward_input, output = last_data
         batch = forward_input.batch
-        with _CpuSpan(self.timeline, "wait", batch.step, batch):
+        with _CpuSpan(self.timeline, Phase.WAIT, batch.step, batch):
             # Sync point: blocks until batch's tokens are in host memory (its forward is done).
             output.copy_done.synchronize()
             hazards = self.cfg.hazards
             if hazards.single_host_buffer and hazards.inject_delay_us:
                 time.sleep(hazards.inject_delay_us / 1e6)   # hazard lab: read the buffer late
-        with _CpuSpan(self.timeline, "process_last", batch.step, batch):
+        with _CpuSpan(self.timeline, Phase.PROCESS_LAST, batch.step, batch):
             self.table.release_deferred(upto_step=batch.step)
             now = time.perf_counter_ns()
-            if batch.kind == "prefill" and self.cfg.hazards.late_prefix_insert:
+            if batch.kind == Phase.PREFILL and self.cfg.hazards.late_prefix_insert:
                 for row in batch.rows:               # hazard lab: after the next batch was built
                     if row.epoch == row.req.epoch and row.req in self.table.running:
                         self.memory.cache_req(row.req, finished=False, remap=True)

@@ -4,9 +4,12 @@
 Stage 2 asks it for rows: ``prefill_rows`` continues chunked prompts and admits waiting requests
 while memory allows; ``decode_rows`` gives each running request one row (k with multi-step), with
 the pages for its next positions, and retracts requests when the pool runs dry. Stage 4 tells it
-who finished. Whatever a request gives back goes through one path, ``_release``: at once when no
-launched batch carries the request, else after the last one that does (its forward still reads
-the slot's token_pool row and the pages).
+who finished. Whatever a request gives back goes through one path, ``_release``: its KV pages
+and its prefix-cache lock at once (only forwards write pages, on the engine stream in launch
+order), its request slot once no launched batch carries the request. The slot is the one thing
+that must wait: a launched forward reads and writes the slot's ``token_pool`` row, and the next
+request's prompt is written into that row on the scheduler stream, which does not wait for
+forwards (a write-after-read hazard: SGLang issue 18744, then its PRs 26380, 28363, 31687).
 
 ``in_flight`` is always the batches launched and not yet processed.
 """
@@ -30,7 +33,8 @@ class RequestTable:
         self.cfg, self.memory, self.timeline, self.mapping = cfg, memory, timeline, mapping
         self.waiting: deque[Req] = deque()
         self.running: list[Req] = []                # in admission order
-        self.deferred: list[tuple[int, Release]] = []   # (give back after this step, release)
+        # Slots held for a launched batch: (give back after this step, request, slot).
+        self.held_slots: list[tuple[int, int, int]] = []
         self.unsafe_frees = 0                       # hazard lab: given back under a reader
         self.retractions = 0
         self.retraction_trace: list[tuple[int, int, int]] = []   # (step, time, request)
@@ -70,8 +74,8 @@ class RequestTable:
 
     def decode_rows(self, k: int, in_flight: Sequence[Batch], step: int) -> list[Row]:
         """One row per running request that may decode, each with pages for its next ``k``
-        positions. A request the pool cannot serve waits a step while retracted requests'
-        memory comes back; if none is coming, the newest running request is retracted."""
+        positions. When the pool cannot serve a request, the newest running requests are
+        retracted (see ``_make_room``)."""
         rows = []
         i = 0
         # Retraction takes the newest requests (the list's tail), so a request retracted in this
@@ -92,12 +96,17 @@ class RequestTable:
         return rows
 
     def _make_room(self, req: Req, tokens: int, in_flight: Sequence[Batch], step: int) -> bool:
-        """Pages for ``req``'s first ``tokens`` positions; retracting the newest requests (those
-        without a row in this batch yet) while that helps now. False: ``req`` sits this step out
-        (it may have been retracted itself)."""
+        """Pages for ``req``'s first ``tokens`` positions, retracting the newest requests (those
+        without a row in this batch yet) while that helps. False: ``req`` sits this step out
+        (it may have been retracted itself).
+
+        Under overlap the launched batch is processed only after this one is built, so requests
+        whose last token it computes still hold their pages here; the serial loop would already
+        have given them back. While such pages are coming back, ``req`` waits a step instead of
+        retracting someone (a retraction costs a prefill again; a wait costs one step)."""
         while not self.memory.grow(req, tokens):
             if self._pages_coming_back() > 0:
-                return False                     # given back once the launched batches are done
+                return False                     # given back when the launched batch is processed
             victim = self.running[-1]
             self.retract(victim, in_flight, step)
             if victim is req:
@@ -105,13 +114,19 @@ class RequestTable:
         return True
 
     def _pages_coming_back(self) -> int:
-        return sum(len(release.pages) for _, release in self.deferred)
+        """Pages that come back for certain once the batches carrying their requests' last
+        tokens are processed: requests whose every output token is launched or in the batch
+        being built (their length limit ends them)."""
+        return sum(len(r.pages) - r.cached_pages for r in self.running
+                   if r.prefill_done and r.num_scheduled >= r.params.max_new_tokens)
 
     def retract(self, req: Req, in_flight: Sequence[Batch], step: int) -> None:
         """Memory ran short: ``req`` leaves the running batch and waits again at the front of the
         queue, keeping the tokens it has read. Its computed pages go to the prefix cache (so its
-        resumption finds them), the rest come back once the launched batches that read them are
-        done, and the token a launched batch is computing for it is dropped (a new epoch)."""
+        resumption finds them), the rest go back at once, its slot once no launched batch
+        carries it, and the token a launched batch is computing for it is dropped (a new epoch).
+        Which request, and what it keeps, is this engine's choice (``docs/walkthrough.md`` names
+        SGLang's, which retracts the request with the fewest output tokens and caches nothing)."""
         self.running.remove(req)
         self.memory.cache_req(req, finished=True)
         release = self.memory.detach(req)
@@ -129,12 +144,18 @@ class RequestTable:
 
     # ---- ends: finished, aborted --------------------------------------------------------------
     def finish(self, req: Req, reason: str, now: int, in_flight: Sequence[Batch]) -> None:
+        ended_before = req.finished
         req.finished, req.finish_reason, req.finish_ns = True, reason, now
         if req in self.running:
             self.running.remove(req)
             self.memory.cache_req(req, finished=True)       # cache_req(req, finished=True)
             self._release(self.memory.detach(req), req, in_flight,
                           self.cfg.hazards.no_deferred_free)
+        elif ended_before and self.cfg.hazards.no_finished_guard:
+            # Hazard lab: with the finished-request guard gone (the seed's finished_reqs), a
+            # request that already ended is finished again and its slot given back a second
+            # time; IdPool raises DoubleFreeError.
+            self._release(Release(req.rid, req.last_slot, [], None), req, in_flight, False)
 
     def abort(self, rids: set[int], in_flight: Sequence[Batch]) -> list[Req]:
         """Stop requests whose client went away: a waiting one simply leaves the queue, a
@@ -152,27 +173,27 @@ class RequestTable:
     # ---- the one release path -----------------------------------------------------------------
     def _release(self, release: Release, req: Req, in_flight: Sequence[Batch],
                  unsafe: bool) -> None:
-        """Give the memory back now, or after the last launched batch that carries the request,
-        whose forward still reads its slot's token_pool row and its pages."""
-        readers = [batch.step for batch in in_flight if req.rid in batch.rid_set]
-        if readers and not unsafe:
-            # Hazard 1 guard: queued batches still read this slot and its pages.
-            self.deferred.append((max(readers), release))
-        else:
-            self.unsafe_frees += bool(readers)      # hazard lab: a race window opened
-            self._apply(release)
-
-    def release_deferred(self, upto_step: int) -> None:
-        """Give back what waited for batches up to ``upto_step``, which are now done."""
-        keep = []
-        for step, release in self.deferred:
-            if step <= upto_step:
-                self._apply(release)
-            else:
-                keep.append((step, release))
-        self.deferred = keep
-
-    def _apply(self, release: Release) -> None:
-        self.memory.apply(release)               # IdPool raises DoubleFreeError on a second free
+        """Give the pages and the cache lock back now, and the slot now or after the last
+        launched batch that carries the request."""
+        self.memory.free_pages(release)          # IdPool raises DoubleFreeError on a second free
         if self.mapping is not None:
             self.mapping.released(release.rid)
+        readers = [batch.step for batch in in_flight if req.rid in batch.rid_set]
+        if readers and not unsafe:
+            # Hazard 1 guard (write-after-read on token_pool rows): a launched forward still
+            # reads this slot's row and writes its next token there; the next request's prompt
+            # would be written into the row on the scheduler stream, which does not wait for it.
+            self.held_slots.append((max(readers), release.rid, release.slot))
+        else:
+            self.unsafe_frees += bool(readers)      # hazard lab: a race window opened
+            self.memory.free_slot(release.rid, release.slot)
+
+    def release_deferred(self, upto_step: int) -> None:
+        """Give back the slots held for batches up to ``upto_step``, which are now done."""
+        keep = []
+        for step, rid, slot in self.held_slots:
+            if step <= upto_step:
+                self.memory.free_slot(rid, slot)
+            else:
+                keep.append((step, rid, slot))
+        self.held_slots = keep

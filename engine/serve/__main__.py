@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from engine.config import EngineConfig
-from engine.processes.messages import LOOPS
+from record.schema import ENGINE_LOOPS, Loop
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -30,7 +30,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--served-model-name", default=None,
                    help="the name clients send as 'model' (default: --model)")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
-    p.add_argument("--loop", choices=LOOPS, default="overlap")
+    p.add_argument("--loop", choices=ENGINE_LOOPS, default=Loop.OVERLAP)
     p.add_argument("--decode-steps", type=int, default=3, metavar="K",
                    help="k of --loop multistep")
     p.add_argument("--extra-cpu-us", type=int, default=0,

@@ -42,6 +42,7 @@ from engine.processes.messages import (
     TokensOut,
 )
 from engine.processes.scheduler_process import Placement, SchedulerClient, SchedulerDied
+from record.schema import Loop
 
 MAX_SESSION_SPANS = 400_000        # the session timeline's window (about 10 min of CPU steps)
 MAX_SESSION_OUTPUTS = 20_000       # finished requests kept for the session's record
@@ -66,7 +67,7 @@ class _Finished:
 
 
 class ServingClient:
-    def __init__(self, engine: EngineConfig, loop: str = "overlap", decode_steps: int = 1,
+    def __init__(self, engine: EngineConfig, loop: str = Loop.OVERLAP, decode_steps: int = 1,
                  extra_cpu_us: int = 0, placement: Placement | None = None) -> None:
         self.request = ServeRequest(engine, loop, decode_steps, extra_cpu_us)
         self.process = SchedulerClient(placement)
@@ -268,8 +269,8 @@ class ServingClient:
         """The session so far as a schema-1 run record: its spans (the last
         ``MAX_SESSION_SPANS``), the requests that finished, and metrics from both."""
         from record.metrics import compute_metrics, latency_summary
-        from record.recorder import GPU_LANES
         from record.run_record import make_record, run_dict
+        from record.schema import GPU_LANES
 
         if self.started is None:
             raise SessionUnavailable("no served session yet: send a request first")
@@ -277,9 +278,8 @@ class ServingClient:
         outputs = [{**o, "text": text_of(o["token_ids"])} for o in self.finished.outputs]
         metrics = compute_metrics(spans, outputs, GPU_LANES)
         metrics.update(latency_summary(outputs))
-        request = self.request
-        k = request.decode_steps if request.loop == "multistep" else 1
-        label = f"{request.loop} (served, {self.started.device})"
+        spec = self.request.loop_spec
+        label = f"{spec.loop} (served, {self.started.device})"
         config = {**self.started.config, "spans_dropped": self.spans_seen - len(spans)}
-        run = run_dict(request.loop, k, label, spans, metrics, outputs)
+        run = run_dict(spec.loop, spec.k, label, spans, metrics, outputs)
         return make_record(self.started.env, config, [run])

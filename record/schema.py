@@ -1,0 +1,205 @@
+"""The vocabulary of a run: its lanes, phases and loops, and the shapes of its record.
+
+Every package names a lane, a phase or a loop through this module, never by a string of its
+own, so one spelling holds from the engine's recorder to the chart. The names are ``StrEnum``s:
+a member *is* its string (``Lane.CPU == "cpu"``, ``json.dumps`` writes ``"cpu"``), so records,
+traces and the page read exactly as before, and a record read from a file, whose names are plain
+strings, compares equal to them.
+
+The ``TypedDict``s say what a run record holds (docs/run_record.md has every key's meaning):
+``RecordDict`` holds ``RunDict``s, each with its ``SpanDict``s, ``OutputDict``s and ``Metrics``.
+They describe the plain dicts that travel as JSON; nothing is converted. Lanes and phases are
+``str`` in them, not ``Lane`` and ``Phase``: an imported trace brings lanes and phases of its
+own ("GPU 0 stream 7", kernel names).
+
+This module imports only the standard library: it is the bottom of the bottom layer.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, NotRequired, TypedDict, final
+
+
+class Lane(StrEnum):
+    """Where a span's work ran: the scheduler thread, or one of the device's streams."""
+
+    CPU = "cpu"                             # the scheduler thread
+    SCHEDULER_STREAM = "scheduler_stream"   # metadata uploads (and the result copy, if there)
+    ENGINE_STREAM = "engine_stream"         # the forward and sampling (the CPU device plays it)
+    COPY_STREAM = "copy_stream"             # the result copy on a stream of its own (CUDA)
+
+
+LANES = (Lane.CPU, Lane.SCHEDULER_STREAM, Lane.ENGINE_STREAM, Lane.COPY_STREAM)   # drawn so
+GPU_LANES = (Lane.SCHEDULER_STREAM, Lane.ENGINE_STREAM, Lane.COPY_STREAM)   # busy = their union
+BASE_LANES = LANES[:3]      # every device's; a run lists copy_stream only if its device has one
+
+
+class Phase(StrEnum):
+    """What a span's work was. The first five run on the CPU lane, the rest on the streams."""
+
+    RECEIVE = "receive"             # take new requests
+    SCHEDULE = "schedule"           # build the batch
+    LAUNCH = "launch"               # enqueue the uploads and the forward
+    WAIT = "wait"                   # block on a copy (hidden syncs show up here)
+    PROCESS_LAST = "process_last"   # read the last step's tokens: stop checks, free, detokenize
+    UPLOAD = "upload"               # batch metadata, host to device
+    COPY = "copy"                   # the sampled tokens, device to host
+    PREFILL = "prefill"             # a forward over prompts
+    DECODE = "decode"               # a forward of one token per request
+    SAMPLE = "sample"               # pick the next tokens from the logits
+
+
+FORWARD_PHASES = (Phase.PREFILL, Phase.DECODE)
+# Scheduler-thread phases that are real CPU work (the article's T_sched + T_post). ``wait``
+# (blocking on a copy) is time the CPU spends *not* working.
+CPU_WORK_PHASES = (Phase.RECEIVE, Phase.SCHEDULE, Phase.LAUNCH, Phase.PROCESS_LAST)
+
+
+class Loop(StrEnum):
+    """Which loop made a run."""
+
+    NORMAL = "normal"           # the serial loop: forward, then the CPU's work, then the next
+    OVERLAP = "overlap"         # the CPU processes step n-1 while the GPU runs step n
+    MULTISTEP = "multistep"     # overlap with k decode steps per scheduling iteration
+    IMPORTED = "imported"       # a torch.profiler trace of another engine
+    OTHER = "other"             # read only: a loop this code does not know
+
+
+ENGINE_LOOPS = (Loop.NORMAL, Loop.OVERLAP, Loop.MULTISTEP)   # what the engine runs, in order
+RECORD_LOOPS = ENGINE_LOOPS + (Loop.IMPORTED,)                # what a record may say
+
+
+def loop_label(loop: str, decode_steps: int = 1) -> str:
+    """A loop's name for tables and logs, with k for multi-step: "overlap", "multistep k=3".
+    (The page says it in the reader's language: ``texts``' ``loopname_*``.)"""
+    return f"{loop} k={decode_steps}" if loop == Loop.MULTISTEP else str(loop)
+
+
+# ---- the record's shapes (docs/run_record.md) -----------------------------------------------
+
+class SpanDict(TypedDict):
+    """One interval of work on one lane, times in µs from the run's start."""
+
+    lane: str
+    phase: str
+    step: int                       # -1: no step
+    start_us: float
+    end_us: float
+    batch_size: NotRequired[int]
+    num_tokens: NotRequired[int]
+    req_ids: NotRequired[list[int]]
+    cached_tokens: NotRequired[int]     # a prefill's prompt tokens found in the prefix cache
+
+
+class OutputDict(TypedDict):
+    """One request's output; the times are µs on the run's clock."""
+
+    token_ids: list[int]
+    text: str
+    finish_reason: str              # "stop" | "length" (| "abort", a served request)
+    prompt_tokens: NotRequired[int | None]
+    arrival_us: NotRequired[float | None]
+    first_token_us: NotRequired[float | None]
+    finish_us: NotRequired[float | None]
+    token_us: NotRequired[list[float]]
+    wasted_steps: NotRequired[int | None]
+
+
+class Metrics(TypedDict, total=False):
+    """A run's numbers (``record.metrics.compute_metrics``; a step window's or a live run's
+    are ``record.window.local_stats``). None: the run cannot tell (not in this trace)."""
+
+    tokens_per_s: float | None
+    decode_tokens_per_s: float | None
+    output_tokens: int | None
+    wall_s: float
+    steps: int
+    gpu_busy_frac: float
+    idle_us_total: float
+    idle_gap_count: int
+    mean_step_us: float
+    mean_idle_per_step_us: float
+    t_fwd_us: float
+    t_cpu_us: float | None              # None: a trace of another engine measured no CPU work
+    predicted_overlap_speedup: float | None
+    gpu_wait_us: float                  # such a trace's: the GPU waiting for the host, per step
+    ttft_ms_mean: float | None
+    ttft_ms_p50: float | None
+    tpot_ms_mean: float | None
+    steady_step_us: float
+    steady_busy_frac: float
+    steady_steps: int
+    steady_prefill_frac: float
+    engine_busy_frac: float | None
+    steady_engine_busy_frac: float | None
+    decode_gap_us_p50: float | None
+    active_busy_frac: float | None
+    span_us: float                      # a view's own length (``local_stats``)
+    # served and arriving requests (``record.metrics.latency_summary``), in ms
+    ttft_ms_p99: float
+    itl_ms_mean: float
+    itl_ms_p50: float
+    itl_ms_p99: float
+    tpot_ms_p50: float
+    tpot_ms_p99: float
+    e2e_ms_mean: float
+    e2e_ms_p50: float
+    e2e_ms_p99: float
+    requests_per_s: float
+    completed_requests: int
+    # the engine's own (``engine.engine``): lag-one waste, the hazard lab, KV memory
+    wasted_tokens: int
+    unsafe_frees: int
+    unguarded_tokens: int
+    extra_cpu_us: int
+    prefix_hit_tokens: int | None
+    prefix_hit_rate: float | None
+    retractions: int
+    kv_remaps: int
+
+
+class WindowDict(TypedDict):
+    """What a run cut to some steps (``record.window.window_run``) drew."""
+
+    first_step: int
+    last_step: int
+    forwards: int
+    t_start_us: float
+    t_end_us: float
+    active: list[tuple[float, float]]   # when requests were in the system
+
+
+@final           # so that ``"runs" in d`` tells a record from a run (a type checker's narrowing)
+class RunDict(TypedDict):
+    """One run of a record: which loop, its lanes, metrics, spans and outputs."""
+
+    mode: str                       # the loop's name again, for the first schema-1 readers
+    loop: str                       # a ``Loop``
+    decode_steps: int               # k: 1 unless multi-step
+    label: str
+    lanes: list[str]                # in display order
+    gpu_lanes: list[str]            # busy is the union of these
+    metrics: Metrics
+    spans: list[SpanDict]
+    outputs: NotRequired[list[OutputDict]]  # absent from a view cut to some steps: see window
+    host: NotRequired[dict[str, float]]     # what else the machine did (engine.host_load)
+    memory: NotRequired[dict[str, Any]]     # KV pages step by step (engine.engine.memory_record)
+    notes: NotRequired[list[dict[str, Any]]]    # an import: what the trace cannot tell
+    source: NotRequired[str]                # an import, or runs side by side: the file it came from
+    env: NotRequired[dict[str, Any]]        # runs side by side: where its record was made
+    loop_seen: NotRequired[dict[str, Any]]  # an import: what its timing says (record.trace_loop)
+    joined_gap_us: NotRequired[float]       # an import: gaps shorter than this count as busy
+    step_starts: NotRequired[list[list[float]]]     # an import: [step, when the host began it]
+    phase_roles: NotRequired[dict[str, str]]    # an import: its named host phases' roles
+    window: NotRequired[WindowDict]         # a view cut to some steps
+
+
+@final
+class RecordDict(TypedDict):
+    """A schema-1 run record: where the runs ran, how, and the runs."""
+
+    schema: int
+    env: dict[str, Any]
+    config: dict[str, Any]
+    runs: list[RunDict]

@@ -1,0 +1,241 @@
+"""One vocabulary for runs: lanes, phases and loops are named in ``record.schema`` and nowhere else.
+
+The record's JSON spells them as it always has (pinned here, as literals, on purpose), and no
+tracked Python file outside the schema writes one of them out again: a new copy fails here.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+from dataclasses import FrozenInstanceError
+from pathlib import Path
+
+import pytest
+
+from engine.config import MAX_DECODE_STEPS, LoopSpec
+from engine.workloads import MIN_SEQ_LEN, Workload, word_prompt_tokens
+from record.schema import (
+    BASE_LANES,
+    ENGINE_LOOPS,
+    FORWARD_PHASES,
+    GPU_LANES,
+    LANES,
+    RECORD_LOOPS,
+    Lane,
+    Loop,
+    Phase,
+    loop_label,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+# ---- the names, as the JSON has them ------------------------------------------------------------
+
+def test_the_names_are_the_strings_records_have_always_held():
+    assert list(LANES) == ["cpu", "scheduler_stream", "engine_stream", "copy_stream"]
+    assert list(GPU_LANES) == ["scheduler_stream", "engine_stream", "copy_stream"]
+    assert list(BASE_LANES) == ["cpu", "scheduler_stream", "engine_stream"]
+    assert {p.value for p in Phase} == {"receive", "schedule", "launch", "wait", "process_last",
+                                        "upload", "copy", "prefill", "decode", "sample"}
+    assert list(FORWARD_PHASES) == ["prefill", "decode"]
+    assert list(ENGINE_LOOPS) == ["normal", "overlap", "multistep"]
+    assert list(RECORD_LOOPS) == ["normal", "overlap", "multistep", "imported"]
+
+
+def test_a_member_is_its_string_in_json_in_sets_and_as_a_key():
+    span = {"lane": Lane.ENGINE_STREAM, "phase": Phase.DECODE, "loop": Loop.MULTISTEP}
+    assert json.dumps(span) == '{"lane": "engine_stream", "phase": "decode", "loop": "multistep"}'
+    read = json.loads(json.dumps(span))          # a record read from a file: plain strings
+    assert read["lane"] == Lane.ENGINE_STREAM and read["phase"] in FORWARD_PHASES
+    assert {Lane.CPU: 1}.get("cpu") == 1 and "cpu" in {Lane.CPU}
+    assert f"lane_{Lane.COPY_STREAM}" == "lane_copy_stream"
+
+
+def test_the_loop_label_names_k_for_multistep_only():
+    assert loop_label(Loop.MULTISTEP, 3) == "multistep k=3"
+    assert loop_label(Loop.OVERLAP, 3) == "overlap"
+    assert loop_label("normal") == "normal"
+
+
+# ---- LoopSpec: the loop from the page to the engine ----------------------------------------------
+
+def test_loop_spec_says_how_its_loop_runs():
+    multi = LoopSpec(Loop.MULTISTEP, 4, 300)
+    assert (multi.overlap, multi.k, multi.as_run()) == (True, 4, multi)
+    # k counts only for the multistep loop; multistep with k = 1 runs (and is recorded) as overlap.
+    assert LoopSpec(Loop.OVERLAP, 4).k == 1 and LoopSpec(Loop.NORMAL, 4).k == 1
+    assert LoopSpec(Loop.NORMAL, 4, 7).as_run() == LoopSpec(Loop.NORMAL, 1, 7)
+    assert LoopSpec(Loop.MULTISTEP, 1).as_run() == LoopSpec(Loop.OVERLAP, 1)
+    assert LoopSpec.of(False, 3) == LoopSpec(Loop.NORMAL, 3)
+    assert LoopSpec.of(True, 1).loop == Loop.OVERLAP and LoopSpec.of(True, 2).loop == Loop.MULTISTEP
+    with pytest.raises(FrozenInstanceError):
+        multi.loop = Loop.NORMAL
+
+
+@pytest.mark.parametrize("args", [("imported",), ("fast",), (Loop.MULTISTEP, 0),
+                                  (Loop.MULTISTEP, MAX_DECODE_STEPS + 1),
+                                  (Loop.NORMAL, 1, -1), (Loop.NORMAL, 1, 2.5)])
+def test_loop_spec_refuses_what_no_loop_can_run(args):
+    with pytest.raises(ValueError, match="LoopSpec"):
+        LoopSpec(*args)
+
+
+# ---- Workload: one formula sizes the engine --------------------------------------------------------
+
+class _Arrival:
+    def __init__(self, prompt_tokens, output_tokens):
+        self.prompt_tokens, self.output_tokens = prompt_tokens, output_tokens
+
+
+def test_a_workload_sizes_max_seq_len_for_its_longest_request():
+    assert Workload(32, 128, margin=16).max_seq_len() == 32 + 128 + 16
+    assert Workload(8, 8).max_seq_len() == MIN_SEQ_LEN
+    # the page's words: about two tokens each and a chat template, after the system prompt
+    assert Workload(word_prompt_tokens(24), 96, 40).max_seq_len() == 2 * 24 + 96 + 64 + 40
+    trace = [_Arrival(None, 300), _Arrival(200, None), _Arrival(None, None)]
+    assert Workload(32, 64, 10, margin=16, arrivals=trace).longest() == 32 + 300 + 10
+    config = Workload(100, 50).engine_config(max_batch_size=4, device="cpu")
+    assert (config.max_seq_len, config.max_batch_size) == (150, 4)
+
+
+# ---- no stray copies ------------------------------------------------------------------------------
+
+NAMES = {"lane": {m.value for m in Lane}, "phase": {m.value for m in Phase},
+         "loop": {m.value for m in Loop}}
+VOCABULARY = set().union(*NAMES.values())
+# Spelled like nothing else in this code: any literal of these is a copy of a schema name.
+UNMISTAKABLE = {Lane.SCHEDULER_STREAM.value, Lane.ENGINE_STREAM.value, Lane.COPY_STREAM.value,
+                Phase.PROCESS_LAST.value, Loop.MULTISTEP.value}
+# Names whose values are lanes, phases or loops: a literal compared with one, given as one or
+# keyed by one is a copy. ("cpu", "copy" or "normal" elsewhere are devices, copy placements, CLI
+# modes: other vocabularies that happen to share a word.)
+ROLES = {"lane", "lanes", "phase", "phases", "loop", "loops", "kind", "mode"}
+EXEMPT = {"record/schema.py"}           # the one definition
+EXEMPT_DIRS = ("tests/",)               # tests pin the JSON with literals of their own, on purpose
+# Literals that stay, each with why: (path, literal).
+ALLOWED: dict[tuple[str, str], str] = {
+    ("texts/strings.py", "multistep k={k}"): "the page's English name of the loop: page copy",
+}
+
+
+def _role(node: ast.AST) -> bool:
+    """Whether ``node`` reads a lane, phase or loop: ``x.lane``, ``s["phase"]``,
+    ``run.get("loop")``, a variable named ``kind``..."""
+    if isinstance(node, ast.Attribute):
+        return node.attr in ROLES
+    if isinstance(node, ast.Name):
+        return node.id in ROLES
+    if isinstance(node, ast.Subscript):
+        return isinstance(node.slice, ast.Constant) and node.slice.value in ROLES
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+            and node.func.attr == "get" and node.args:
+        return isinstance(node.args[0], ast.Constant) and node.args[0].value in ROLES
+    return False
+
+
+def _strings(node: ast.AST) -> list[str]:
+    """The string literals ``node`` gives as a value (through tuples, lists, sets, ``a if c
+    else b``)."""
+    if isinstance(node, ast.Constant):
+        return [node.value] if isinstance(node.value, str) else []
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return [s for item in node.elts for s in _strings(item)]
+    if isinstance(node, ast.IfExp):
+        return _strings(node.body) + _strings(node.orelse)
+    return []
+
+
+def _one_vocabulary(values: list) -> bool:
+    """Two or more string literals, all names of one vocabulary: a copied list of names."""
+    return (len(values) >= 2 and all(isinstance(v, str) for v in values)
+            and any(set(values) <= names for names in NAMES.values()))
+
+
+def stray_names(source: str) -> list[tuple[int, str]]:
+    """(line, literal) for every lane, phase or loop name ``source`` writes out itself."""
+    found: list[tuple[int, str]] = []
+
+    def add(node: ast.AST, values: list[str]) -> None:
+        found.extend((node.lineno, v) for v in values if v in VOCABULARY)
+
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if node.value in UNMISTAKABLE or node.value.startswith("multistep k"):
+                found.append((node.lineno, node.value))
+        elif isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            if any(_role(side) for side in sides):
+                for side in sides:
+                    add(side, _strings(side))
+        elif isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            values = [e.value if isinstance(e, ast.Constant) else None for e in node.elts]
+            if _one_vocabulary(values):
+                add(node, values)
+        elif isinstance(node, ast.Dict):
+            keys = [k.value if isinstance(k, ast.Constant) else None for k in node.keys]
+            if _one_vocabulary(keys):
+                add(node, keys)
+            for key, value in zip(node.keys, node.values):
+                if isinstance(key, ast.Constant) and key.value in ROLES:
+                    add(value, _strings(value))
+        elif isinstance(node, ast.keyword) and node.arg in ROLES:
+            add(node.value, _strings(node.value))
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(_role(target) for target in targets):
+                add(node.value, _strings(node.value))
+        elif isinstance(node, ast.arguments):
+            named = node.posonlyargs + node.args
+            pairs = list(zip(named[len(named) - len(node.defaults):], node.defaults))
+            pairs += [(a, d) for a, d in zip(node.kwonlyargs, node.kw_defaults) if d is not None]
+            for arg, default in pairs:
+                if arg.arg in ROLES:
+                    add(default, _strings(default))
+    return sorted(set(found))
+
+
+def _tracked_python() -> list[str]:
+    out = subprocess.run(["git", "ls-files", "*.py"], cwd=ROOT, capture_output=True, text=True,
+                         check=True).stdout.split()
+    return [p for p in out if p not in EXEMPT and not p.startswith(EXEMPT_DIRS)
+            and (ROOT / p).exists()]
+
+
+def test_no_tracked_python_file_writes_a_lane_phase_or_loop_name_of_its_own():
+    strays = [f"{path}:{line}: {value!r}" for path in _tracked_python()
+              for line, value in stray_names((ROOT / path).read_text())
+              if (path, value) not in ALLOWED]
+    assert not strays, ("name these through record.schema (Lane, Phase, Loop, loop_label):\n"
+                        + "\n".join(strays))
+
+
+@pytest.mark.parametrize("copy", [
+    'if span["lane"] == "engine_stream": pass',
+    'LOOPS = ("normal", "overlap", "multistep")',
+    'FORWARD = ("prefill", "decode")',
+    'COLORS = {"receive": 1, "schedule": 2}',
+    'done = [s for s in spans if s.phase == "wait"]',
+    'ok = run.get("loop") == "imported"',
+    'span = {"lane": "cpu", "phase": "launch"}',
+    'Span(lane="cpu", phase="copy", step=1)',
+    'def add(lane="cpu"): pass',
+    'phase = "prefill" if first else "decode"',
+    'name = f"multistep k={k}"',
+])
+def test_the_check_finds_a_copy(copy):
+    assert stray_names(copy)
+
+
+@pytest.mark.parametrize("other", [
+    'EngineConfig(device="cpu")',
+    'if placement == "copy": pass',
+    'MODES = ("normal", "overlap", "both", "all")',
+    'DEVICES = ("auto", "cpu", "cuda")',
+    'roles = ("forward", "upload", "copy", "wait", "process")',
+    'text = t(lang, "loopname_normal")',
+])
+def test_the_check_leaves_other_vocabularies_alone(other):
+    assert not stray_names(other)
