@@ -147,3 +147,15 @@ def test_a_cuda_only_switch_clicked_anyway_is_answered_at_once_without_the_engin
     monkeypatch.setattr(common, "scheduler", no_engine)
     (html, shown), = list(lab.run_lab("no_wait_stream", "bundled", "auto", 0, "English"))
     assert "this switch needs CUDA" in html and shown["report"]["needs_cuda"]
+
+
+def test_every_handler_of_the_lab_switch_runs_in_one_queue_of_one():
+    """The page's wiring: the marks and what the switch guards, from a page load, the device
+    becoming known, a language switch or a click, are drawn one at a time, in the order
+    triggered, so the last word is about the switch the reader chose."""
+    import app
+
+    handlers = {lab.switch_choices, lab.describe_switch}
+    wired = [fn for fn in app.demo.fns.values() if fn.fn in handlers]
+    assert {fn.fn for fn in wired} == handlers
+    assert {(fn.concurrency_id, fn.concurrency_limit) for fn in wired} == {("lab-switch", 1)}

@@ -20,6 +20,13 @@ from ui.common import esc, lang_of
 from ui.live import failure
 from viz.lab import describe, hazard_title, report_html
 
+# The switch's marks and what the chosen switch guards are drawn by handlers that read the
+# switch when they are triggered: a page load, the device becoming known, a language switch, a
+# click. They run in one queue, one at a time, in the order triggered, so the last reply is
+# about the switch as the reader left it (run side by side, a page load's reply, sent with the
+# switch from before a click, could land after the click's and describe another switch).
+ONE_QUEUE = {"concurrency_id": "lab-switch", "concurrency_limit": 1}
+
 
 def _hazards() -> dict[str, Any]:
     from engine.lab.hazard_lab import HAZARDS  # torch-free: the lab's behaviour, not its engine

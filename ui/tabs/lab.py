@@ -49,14 +49,14 @@ def wire(tab: LabTab, page: Page, model: Any, device: Any, devices_known: Any) -
     learns whether there is a GPU."""
     language = page.language
     tab.switch.change(lab.describe_switch, [tab.switch, language, device], [tab.guards, tab.run],
-                      show_progress="hidden")
+                      show_progress="hidden", **lab.ONE_QUEUE)
     # A switch that needs CUDA is marked as soon as the device says there is none. The marks
     # never change the choice (a reader may have clicked meanwhile); what it guards is then
-    # said for the choice as it is by then.
+    # said for the choice as it is by then (one queue with the click's: ui.lab.ONE_QUEUE).
     marks = dict(fn=lab.switch_choices, inputs=[language, tab.switch, device],
-                 outputs=tab.switch, show_progress="hidden")
+                 outputs=tab.switch, show_progress="hidden", **lab.ONE_QUEUE)
     said = dict(fn=lab.describe_switch, inputs=[tab.switch, language, device],
-                outputs=[tab.guards, tab.run], show_progress="hidden")
+                outputs=[tab.guards, tab.run], show_progress="hidden", **lab.ONE_QUEUE)
     device.change(**marks).then(**said)
     # Said at once that the run waits its turn; its own status follows (ui.tabs.live says why
     # Gradio's timer is not shown).
