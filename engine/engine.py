@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import gc
 import numbers
-import os
 import platform
 import sys
 import threading
@@ -319,7 +318,7 @@ class Engine:
             from engine.devices.kernel_capture import KernelCapture
             sched.capture = KernelCapture(*profile_steps)
         device_pid = getattr(getattr(self.device, "proc", None), "pid", None)
-        cpu_start = host_load.snapshot([os.getpid()] + ([device_pid] if device_pid else []))
+        cpu_start = host_load.snapshot(host_load.our_pids(device_pid))
         try:
             timeline.t0_ns = time.perf_counter_ns()
             self.device.begin_run(timeline)

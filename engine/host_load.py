@@ -4,6 +4,10 @@ The article's formula assumes the scheduler and the device each have a processor
 On a small, shared machine they may not, and a run then measures less than the formula predicts.
 These numbers let the page say why instead of leaving a contradiction: read from ``/proc`` (Linux)
 at a run's start and end, they cost microseconds and nothing in between.
+
+The server that started the scheduler process (the page's, or the OpenAI-compatible API's) is
+ours too: its CPU time is counted apart (``server_cpu_frac``), not as another program's. A
+browser showing the page on the same machine is another program.
 """
 
 from __future__ import annotations
@@ -11,6 +15,19 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
+
+_server_pid: int | None = None      # the server process beside this engine, if there is one
+
+
+def serve_beside(pid: int | None) -> None:
+    """Name the server process that started this engine's process (``None``: none)."""
+    global _server_pid
+    _server_pid = pid
+
+
+def our_pids(device_pid: int | None) -> list[int]:
+    """The processes a run counts as its own: this one, the device's, the server's."""
+    return [os.getpid()] + [p for p in (device_pid, _server_pid) if p]
 
 
 @dataclass(frozen=True)
@@ -49,7 +66,8 @@ def host_report(start: CpuSnapshot | None, end: CpuSnapshot | None, device_pid: 
                 device_busy_s: float) -> dict[str, float]:
     """``other_cpu_frac``: the share of all cores that other programs used between the two
     snapshots; ``device_cpu_frac``: the device process's CPU time over the time it was working
-    (its spans' union), about 1.0 when nothing took its core away; ``cpus``: cores online."""
+    (its spans' union), about 1.0 when nothing took its core away; ``server_cpu_frac``: the
+    server's share of all cores, where a server started this engine; ``cpus``: cores online."""
     if start is None or end is None or end.wall_s <= start.wall_s:
         return {}
     cpus = os.cpu_count() or 1
@@ -60,4 +78,7 @@ def host_report(start: CpuSnapshot | None, end: CpuSnapshot | None, device_pid: 
     if device_pid is not None and device_pid in start.ours_s and device_busy_s > 0:
         used = end.ours_s.get(device_pid, 0.0) - start.ours_s[device_pid]
         report["device_cpu_frac"] = min(1.0, used / device_busy_s)
+    if _server_pid is not None and _server_pid in start.ours_s:
+        used = end.ours_s.get(_server_pid, 0.0) - start.ours_s[_server_pid]
+        report["server_cpu_frac"] = min(1.0, used / (wall * cpus))
     return report

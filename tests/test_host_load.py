@@ -1,0 +1,55 @@
+"""What a run measures of the machine: the server that started the engine is counted as ours,
+apart from other programs (``engine.host_load``)."""
+
+from __future__ import annotations
+
+import dataclasses
+import multiprocessing as mp
+import sys
+import time
+
+import pytest
+
+from engine import host_load
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+
+
+def _spin_then_wait(cpu_s: float, done, stop) -> None:
+    """Use ``cpu_s`` seconds of CPU time (however long the machine makes that take), say so,
+    then stay alive without using the CPU until told to end."""
+    start = time.process_time()
+    while time.process_time() - start < cpu_s:
+        pass
+    done.set()
+    stop.wait(60)
+
+
+def test_the_server_process_is_counted_apart_from_other_programs():
+    ctx = mp.get_context("spawn")
+    done, stop = ctx.Event(), ctx.Event()
+    server = ctx.Process(target=_spin_then_wait, args=(0.3, done, stop), daemon=True)
+    server.start()
+    try:
+        host_load.serve_beside(server.pid)
+        assert server.pid in host_load.our_pids(None)
+        start = host_load.snapshot(host_load.our_pids(None))
+        assert done.wait(60), "the stand-in server never used its CPU time"
+        end = host_load.snapshot(list(start.ours_s))
+        report = host_load.host_report(start, end, None, 0.0)
+        # The same two snapshots, the server left out of ours: its time becomes another program's.
+        strip = {k: v for k, v in start.ours_s.items() if k != server.pid}
+        as_other = host_load.host_report(dataclasses.replace(start, ours_s=strip), end, None, 0.0)
+    finally:
+        host_load.serve_beside(None)
+        stop.set()
+        server.join(30)
+    wall, cpus = end.wall_s - start.wall_s, report["cpus"]
+    used = end.ours_s[server.pid] - start.ours_s[server.pid]
+    assert used >= 0.25                       # its 0.3 s, to the clock's tick
+    assert report["server_cpu_frac"] == pytest.approx(used / (wall * cpus))
+    assert "server_cpu_frac" not in as_other
+    if as_other["other_cpu_frac"] < 1.0:      # not clamped: the difference is the server's share
+        assert as_other["other_cpu_frac"] - report["other_cpu_frac"] == pytest.approx(
+            report["server_cpu_frac"], abs=1e-9)
+    assert host_load.our_pids(None) == [host_load.os.getpid()]
