@@ -178,6 +178,7 @@ def lesson(page, out: Path) -> None:
     _settle(page)
     _union(page, ["#step-caption", "#step-plot"], out / "walkthrough-2-serial-step.png")
     page.get_by_role("tab", name="Whole run").click()
+    _open_formula(page)                             # section 6 reads the formula, one click away
     _settle(page)
     page.locator("#metrics").screenshot(path=str(out / "walkthrough-5-formula.png"))
     recorded_lesson(page, out)
@@ -195,7 +196,16 @@ def multistep_lesson(page, out: Path) -> None:
     _live_run(page)
     _report(page, "section 9: the heavy-scheduler preset, multi-step k=4, 20000 us")
     page.locator("#timeline").screenshot(path=str(out / "walkthrough-8-multistep.png"))
+    _open_formula(page)                             # the formulas and the lag cost
+    _settle(page)
     page.locator("#metrics").screenshot(path=str(out / "walkthrough-8-cost.png"))
+
+
+def _open_formula(page) -> None:
+    """Open the metrics' "Why: the article's formula" fold, as a student clicks it."""
+    page.locator('#metrics details[data-fold="formula"] > summary').click()
+    page.wait_for_function("() => document.querySelector('#metrics details[data-fold=\"formula\"]')"
+                           ".open")
 
 
 def _open_more_settings(page) -> None:
