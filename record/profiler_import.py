@@ -272,11 +272,14 @@ def _profiler_run(events: list[Any], label: str) -> RunDict:
 
 def _loop_seen(trace: Trace, work: list[trace_loop.GpuWork], steps: _Steps,
                named: dict[tuple, list[host_phases.HostPhase]], join: float) -> dict[str, Any]:
-    """``record.trace_loop.loop_seen`` over this trace's steps, blocking host calls and named
+    """``record.trace_loop.loop_seen`` over this trace's steps, blocking (or polling) host calls and named
     host work (launching left out: it runs beside the GPU in every loop); and how many host
     events the profiler recorded per step."""
-    blocking = [(e.ts, e.end) for e in trace.host if e.cat in ("cuda_runtime", "cuda_driver")
-                and any(word in e.name for word in trace_loop.BLOCKING)]
+    calls = [e for e in trace.host if e.cat in ("cuda_runtime", "cuda_driver")]
+    blocking = [(e.ts, e.end) for e in calls if any(word in e.name for word in trace_loop.BLOCKING)]
+    # A host that polls (queries an event until it is done) waits as one that blocks does.
+    blocking += trace_loop.polls([(e.ts, e.end) for e in calls
+                                  if any(word in e.name for word in trace_loop.POLLING)])
     host_work = [(p.start, p.end) for found in named.values() for p in found
                  if p.role not in (None, "launch")]
     seen = trace_loop.loop_seen(work, blocking, steps.starts, host_work, join)

@@ -14,8 +14,8 @@ Three readings of one torch.profiler trace, all from its events' times:
   tokens one step late. Beside that, an overlapped loop shows step n's GPU work still running
   after the host has begun step n+1, a second stream's work (the next batch's metadata) running
   beside the forward, and the host's named phases (``record.host_phases``) running under GPU
-  work. ``loop_seen`` weighs these; a busy-polling serial loop (``cudaEventQuery`` in a loop)
-  would not be told apart.
+  work. ``loop_seen`` weighs these. A loop may also wait by polling (``cudaEventQuery`` over and
+  over until the event is done): ``polls`` turns each such run of queries into one wait.
 - **The profiler's own cost.** Every host event in the trace was recorded by the profiler on
   the host, in the loop's own time: ``events_per_step`` says how many a step held.
 
@@ -43,6 +43,9 @@ LATE_SHARE = 0.2            # median share of a step's GPU work run after the ne
 BESIDE_SHARE = 0.5          # share of steps with a second stream's work beside the main one's
 UNDER_SHARE = 0.25          # share of the host's named work done while the GPU was busy
 BLOCKING = ("Synchronize", "cudaMemcpy", "cuMemcpy")
+POLLING = ("EventQuery", "StreamQuery")   # cudaEventQuery, cuEventQuery, cudaStreamQuery, ...
+POLL_GAP_US = 50.0          # queries at most this far apart belong to one poll
+POLL_MIN = 3                # a poll is at least this many queries in a row
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,23 @@ def drains(work: Sequence[GpuWork]) -> list[float]:
         if last_end is not None and last_end < launch:
             found.append(last_end)
         last_end = end if last_end is None else max(last_end, end)
+    return found
+
+
+def polls(queries: Sequence[Interval]) -> list[Interval]:
+    """The waits a polling host made: runs of at least ``POLL_MIN`` query calls, each within
+    ``POLL_GAP_US`` of the one before, as one interval from the first call to the last; a lone
+    query (a check that moved on) is no wait."""
+    found: list[Interval] = []
+    run: list[Interval] = []
+    for call in sorted(queries):
+        if run and call[0] - run[-1][1] > POLL_GAP_US:
+            if len(run) >= POLL_MIN:
+                found.append((run[0][0], max(end for _, end in run)))
+            run = []
+        run.append(call)
+    if len(run) >= POLL_MIN:
+        found.append((run[0][0], max(end for _, end in run)))
     return found
 
 

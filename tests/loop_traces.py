@@ -41,9 +41,10 @@ def _gpu(cat: str, name: str, stream: int, ts: float, dur: float, corr: int) -> 
             "args": {"correlation": corr, "stream": stream, "device": 0}}
 
 
-def loop_trace(overlap: bool, steps: int = 10, named: bool = True) -> dict:
+def loop_trace(overlap: bool, steps: int = 10, named: bool = True, poll: bool = False) -> dict:
     """A trace of ``steps`` decode steps of Mini-SGLang's overlap (or normal) loop; ``named``:
-    with the scheduler's python functions (``with_stack=True``)."""
+    with the scheduler's python functions (``with_stack=True``); ``poll``: the host waits for a
+    batch's copy by querying its event every 10 µs instead of synchronising on it."""
     events: list[dict] = [
         {"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "thread 1 (python3)"}},
         {"ph": "M", "name": "process_labels", "pid": 0, "tid": 0, "args": {"labels": "GPU 0"}},
@@ -75,7 +76,16 @@ def loop_trace(overlap: bool, steps: int = 10, named: bool = True) -> dict:
             waits_for = copy_done[-1]
         sync_start = host + 47
         sync_end = max(sync_start + 2, waits_for + 5)
-        events.append(_runtime("cudaEventSynchronize", sync_start, sync_end - sync_start))
+        if poll:                                     # query until done: at least one query
+            t = sync_start
+            while True:
+                events.append(_runtime("cudaEventQuery", t, 1.0))
+                if t >= waits_for:
+                    break
+                t += 10.0
+            sync_end = t + 1.0
+        else:
+            events.append(_runtime("cudaEventSynchronize", sync_start, sync_end - sync_start))
         process = (host + 45, sync_end + PROCESS_US)
         if named:
             events += [_py("_schedule_next_batch", 219, *schedule), _py("_forward", 227, *forward),
@@ -84,5 +94,6 @@ def loop_trace(overlap: bool, steps: int = 10, named: bool = True) -> dict:
     return {"traceEvents": events}
 
 
-def loop_trace_bytes(overlap: bool, steps: int = 10, named: bool = True) -> bytes:
-    return json.dumps(loop_trace(overlap, steps, named)).encode()
+def loop_trace_bytes(overlap: bool, steps: int = 10, named: bool = True,
+                     poll: bool = False) -> bytes:
+    return json.dumps(loop_trace(overlap, steps, named, poll)).encode()

@@ -442,6 +442,21 @@ def test_a_serial_trace_waits_for_the_gpu_every_step_and_gets_a_prediction():
     assert viz.side_by_side_figure([run]).layout["annotations"][0]["text"].count("serial loop")
 
 
+@pytest.mark.parametrize("overlap", [False, True])
+def test_a_host_that_polls_for_its_tokens_is_read_like_one_that_blocks(overlap):
+    """The same loops waiting by cudaEventQuery in a loop: the serial one is still serial (each
+    poll ends just after the GPU ran dry), the overlapped one still overlapped; a lone query is
+    no wait."""
+    from record import trace_loop
+
+    run = import_profiler_trace(loop_trace_bytes(overlap=overlap, poll=True))
+    blocked = import_profiler_trace(loop_trace_bytes(overlap=overlap))
+    assert run["loop_seen"]["verdict"] == ("overlapped" if overlap else "serial")
+    assert run["loop_seen"]["waited"] == blocked["loop_seen"]["waited"]
+    assert trace_loop.polls([(0.0, 1.0), (500.0, 501.0)]) == []
+    assert trace_loop.polls([(0.0, 1.0), (10.0, 11.0), (20.0, 21.0), (200.0, 201.0)]) == [(0.0, 21.0)]
+
+
 def test_the_cpu_lane_shows_the_hosts_named_phases_in_their_roles_colours():
     import viz
 
