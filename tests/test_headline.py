@@ -87,6 +87,18 @@ def test_a_busy_machine_makes_the_headline_refuse_to_compare_and_badges_the_pane
     assert machine_load(record["runs"][1]).busy and not machine_load(record["runs"][0]).busy
 
 
+def test_both_reasons_go_on_lines_of_their_own_under_the_panel_title():
+    """A title line is as wide as the chart: each reason the machine was busy gets its own."""
+    both = {"cpus": 2.0, "other_cpu_frac": 0.51, "device_cpu_frac": 0.71}
+    record = _record(_run("normal", 8000, 27000, QUIET), _run("overlap", 5000, 4500, both))
+    for lang in ("en", "zh"):
+        title = viz.side_by_side_figure(record["runs"], lang=lang).to_dict()["layout"][
+            "annotations"][1]["text"]
+        lines = [_text(line) for line in title.split("<br>")]
+        badge = [line for line in lines if "51%" in line or "71%" in line]
+        assert len(badge) == 2 and all(len(line) < 80 for line in badge), badge
+
+
 def test_one_loop_or_a_trace_gets_no_comparison():
     single = _text(viz.headline_html(_record(_run("overlap", 5000, 4500)), "en"))
     assert "overlap alone: choose normal and overlap to compare them" in single

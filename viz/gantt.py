@@ -23,7 +23,7 @@ from record.schema import FORWARD_PHASES, LANES, Lane, RunDict, SpanDict
 from record.window import gpu_lanes, time_range, window_run
 from texts import count, t
 from viz.figure import FigureSpec
-from viz.headline import busy_badge
+from viz.headline import busy_badge_lines
 from viz.labels import display_labels, ordered_lanes, run_title
 from viz.pixels import MAX_BARS, MIN_OPACITY, PIXELS, bands, coalesce, opacity
 from viz.style import (
@@ -68,7 +68,7 @@ def side_by_side_figure(runs: list[RunDict], window: tuple[int, int] | None = No
     ticks = [lane_ticks(run, lang) for run in runs]
     heights = [max(len(lanes), 1) for lanes in lane_lists]
     titles = [_run_title(run, label, lang) for run, label in zip(runs, display_labels(runs, lang))]
-    badged = any(busy_badge(run, lang) for run in runs)     # a line more where a run has one
+    badged = max(len(busy_badge_lines(run, lang)) for run in runs)   # a line a busy reason
     lines = (3 if window is not None else 2) + bool(note) + badged   # title lines a run
     if note:
         titles[0] += f"<br><span style=\"font-size:12px\"><i>{note}</i></span>"
@@ -344,9 +344,8 @@ def _run_title(run: RunDict, label: str, lang: str) -> str:
             ms=_ms_text((w["t_end_us"] - w["t_start_us"]) / 1000.0))
     elif live:
         busy += " · " + t(lang, "so_far")
-    badge = busy_badge(run, lang)      # the machine was too busy for this run's times
-    if badge:
-        busy += f"<br><b style=\"color:{BUSY_COLOR}\">{html.escape(badge)}</b>"
+    for line in busy_badge_lines(run, lang):   # the machine was too busy for this run's times
+        busy += f"<br><b style=\"color:{BUSY_COLOR}\">{html.escape(line)}</b>"
     return f"<b>{head}</b><br><span style=\"font-size:12px\">{busy}</span>"
 
 

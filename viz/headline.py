@@ -58,19 +58,35 @@ def headline_html(record: dict[str, Any] | None, lang: str = "en") -> str:
     return _block(text, "faster" if speedup > 1.0 else "not-faster")
 
 
-def busy_why(load: MachineLoad, lang: str) -> str:
-    """What made the machine too busy: other programs' share, the device process's wait."""
+def busy_reasons(load: MachineLoad, lang: str) -> list[str]:
+    """What made the machine too busy, one phrase a reason: other programs' share of the cores,
+    the device process's wait for its core."""
     parts = []
     if load.others_busy:
         parts.append(t(lang, "busy_other").format(share=100 * (load.other_share or 0.0),
                                                   cpus=load.cpus))
     if load.device_starved:
         parts.append(t(lang, "busy_device").format(share=100 * (load.device_share or 0.0)))
-    return ("；" if lang == "zh" else "; ").join(parts)
+    return parts
+
+
+def busy_why(load: MachineLoad, lang: str) -> str:
+    """The reasons in one sentence."""
+    return ("；" if lang == "zh" else "; ").join(busy_reasons(load, lang))
+
+
+def busy_badge_lines(run: Mapping[str, Any], lang: str) -> list[str]:
+    """A panel title's badge when the machine was too busy during this run, one line a reason
+    (a chart title is too narrow for both on one line); [] otherwise."""
+    load = machine_load(run)
+    if load is None or not load.busy:
+        return []
+    first, *rest = busy_reasons(load, lang)
+    return [t(lang, "busy_badge").format(why=first), *rest]
 
 
 def busy_badge(run: Mapping[str, Any], lang: str) -> str:
-    """A panel title's badge when the machine was too busy during this run ('' otherwise)."""
+    """The badge on one line ('' when the machine was quiet enough)."""
     load = machine_load(run)
     if load is None or not load.busy:
         return ""
