@@ -135,7 +135,7 @@ def test_the_presets_set_controls_the_run_accepts_and_are_sized_to_the_machine()
         assert request.loops == tuple(values["loops"]) and "2-core" in said
     heavy, _ = presets.preset("multistep")
     assert "multistep" in heavy["loops"] and heavy["decode_steps"] == 4
-    assert heavy["extra_cpu_us"] == 20000
+    assert heavy["extra_cpu_us"] == 60000
     presets.remember(DeviceProfile("cuda", "NVIDIA H200", "bundled", 16, True, 320.0, 140.0))
     presets.remember(DeviceProfile("cpu-process", "CPU", "bundled", 16, False, 4600.0, 700.0))
     try:
@@ -173,7 +173,7 @@ def test_the_page_defaults_fit_the_device_the_run_uses():
         slider, _, said = presets.device_defaults("cuda", 1500, False, "中文", changed=True)
         assert slider["value"] == 100 and "按 NVIDIA H200 设定" in said
         slider, graphs, said = presets.device_defaults("cpu", 20, True, "English", changed=True)
-        assert (slider["value"], slider["step"], slider["maximum"]) == (4000, 250, 20000)
+        assert (slider["value"], slider["step"], slider["maximum"]) == (4000, 250, 100000)
         assert "2-core" in said and "value" not in graphs
         slider, _, _ = presets.device_defaults("cpu", 1250, False, "English")
         assert "value" not in slider               # a page load on a CPU changes no value

@@ -15,7 +15,7 @@ How long a forward and the scheduler's own work take is what the background warm
 measured (``engine.processes.messages.DeviceProfile``, kept by ``remember`` per kind of device);
 the extra CPU work per step brings the CPU's part to that many forwards. Before the warm-up has
 measured anything (or with ``--no-prewarm``) the presets use fixed values measured on this
-project's 2-core machine: 4 ms and 20 ms.
+project's 2-core machine: 4 ms and 60 ms (three of its forwards of about 20 ms).
 
 On CUDA the page's own defaults follow the ``overlap`` preset too (``device_defaults``: a forward
 there is a fraction of a millisecond, and the CPU-sized 4 ms would leave the GPU idle 90% of
@@ -44,7 +44,7 @@ PRESETS = {   # name: (the controls it sets, by ``ui.controls.Controls`` field, 
     Loop.OVERLAP: ({"loops": [Loop.NORMAL, Loop.OVERLAP], **{name: DEFAULTS[name] for name in _SET},
                     "stop_early": True}, FIRST_CLICK_FORWARDS, 4000),
     Loop.MULTISTEP: ({"loops": list(ENGINE_LOOPS), **{name: DEFAULTS[name] for name in _SET},
-                      "decode_steps": 4, "max_new": 64, "stop_early": True}, 3.0, 20000),
+                      "decode_steps": 4, "max_new": 64, "stop_early": True}, 3.0, 60000),
 }
 CONTROLS = tuple(PRESETS["overlap"][0])            # the controls a preset sets
 CPU_SLIDER = (LIMITS["extra_cpu_us"][1], 250)     # (maximum, step) of the control on a CPU
@@ -115,7 +115,8 @@ def profile_for(device_choice: str) -> Any:
 
 def slider_range(profile: Any) -> tuple[int, int]:
     """(maximum, step) of the extra-CPU-work control for a device: on CUDA up to eight forwards
-    (multi-step's largest k) in 10 µs steps, on a CPU the whole 0-20 ms in 250 µs steps."""
+    (multi-step's largest k) in 10 µs steps, on a CPU the whole 0-100 ms in 250 µs steps (three
+    forwards of the bundled model at B = 16 take about 60 ms on a 2-core machine)."""
     if profile is None or _kind(profile.device_kind) != "cuda":
         return CPU_SLIDER
     top = max(2000, math.ceil(8 * profile.t_fwd_us / 500) * 500)
