@@ -193,8 +193,7 @@ def multistep_lesson(page, out: Path) -> None:
     """Section 9: a live run of all three loops with a scheduler heavier than the forward."""
     page.get_by_role("tab", name="Live run").click()
     page.click("#preset-multistep")      # all three loops, k = 4, about 3 forwards, 64 new tokens
-    page.wait_for_function("() => document.querySelector('#decode-steps input[type=number]')"
-                           "?.value === '4' && Number(document.querySelector("
+    page.wait_for_function("() => Number(document.querySelector("
                            "'#extra-cpu-us input[type=number]').value) > 4000")
     _live_run(page)
     _report(page, "section 9: the heavy-scheduler preset, multi-step k=4: "
@@ -223,10 +222,8 @@ def memory_lesson(page, out: Path) -> None:
     """Section 12: a shared system prompt on a pool too small for every request at full length,
     so the KV-memory chart shows the prefix cache's pages and dotted retraction lines."""
     page.get_by_role("tab", name="Live run").click()
-    heavy = page.input_value("#extra-cpu-us input[type=number]")
     page.click("#preset-overlap")                  # the defaults (after section 9's preset)
-    page.wait_for_function("v => document.querySelector('#extra-cpu-us input[type=number]')"
-                           ".value !== v", arg=heavy)
+    _settle(page, 1500)                            # the preset's values reach the controls
     _open_more_settings(page)
     _set_number(page, "#shared-prefix input", 256)
     page.locator("#stop-early input").uncheck()
