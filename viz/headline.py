@@ -70,9 +70,13 @@ def busy_reasons(load: MachineLoad, lang: str) -> list[str]:
     return parts
 
 
+def _joined(lang: str, phrases: list[str]) -> str:
+    return ("；" if lang == "zh" else "; ").join(phrases)
+
+
 def busy_why(load: MachineLoad, lang: str) -> str:
     """The reasons in one sentence."""
-    return ("；" if lang == "zh" else "; ").join(busy_reasons(load, lang))
+    return _joined(lang, busy_reasons(load, lang))
 
 
 def busy_badge_lines(run: Mapping[str, Any], lang: str) -> list[str]:
@@ -86,11 +90,9 @@ def busy_badge_lines(run: Mapping[str, Any], lang: str) -> list[str]:
 
 
 def busy_badge(run: Mapping[str, Any], lang: str) -> str:
-    """The badge on one line ('' when the machine was quiet enough)."""
-    load = machine_load(run)
-    if load is None or not load.busy:
-        return ""
-    return t(lang, "busy_badge").format(why=busy_why(load, lang))
+    """The badge on one line ('' when the machine was quiet enough): its lines joined, as the
+    badge's text ends with the reasons."""
+    return _joined(lang, busy_badge_lines(run, lang))
 
 
 _KINDS = ("gpu_cuda", "gpu_cpu-process", "gpu_cpu-inline")
