@@ -96,17 +96,13 @@ def polls(queries: Sequence[Interval]) -> list[Interval]:
     """The waits a polling host made: runs of at least ``POLL_MIN`` query calls, each within
     ``POLL_GAP_US`` of the one before, as one interval from the first call to the last; a lone
     query (a check that moved on) is no wait."""
-    found: list[Interval] = []
-    run: list[Interval] = []
+    runs: list[list[Interval]] = []
     for call in sorted(queries):
-        if run and call[0] - run[-1][1] > POLL_GAP_US:
-            if len(run) >= POLL_MIN:
-                found.append((run[0][0], max(end for _, end in run)))
-            run = []
-        run.append(call)
-    if len(run) >= POLL_MIN:
-        found.append((run[0][0], max(end for _, end in run)))
-    return found
+        if runs and call[0] - runs[-1][-1][1] <= POLL_GAP_US:
+            runs[-1].append(call)
+        else:
+            runs.append([call])
+    return [(run[0][0], max(end for _, end in run)) for run in runs if len(run) >= POLL_MIN]
 
 
 def _step_of(starts: Sequence[float], t: float) -> int:
