@@ -100,12 +100,13 @@ def test_switch_choices_and_descriptions_in_both_languages():
     choices = lab.switch_choices("English")
     names = [value for _, value in choices["choices"]]
     assert names == list(HAZARDS)                   # every switch the lab has, in its order
-    assert choices["value"] == "no_finished_guard"
+    assert "value" not in choices                   # the choice is the reader's, never a reply's
+    assert lab.FIRST_SWITCH in names
     assert "What it guards, and what goes wrong without it" in lab.describe_switch(
         "no_finished_guard", "English")[0]
     assert "CUDA" in lab.describe_switch("no_wait_stream", "English")[0]
-    zh_choices = lab.switch_choices("中文", "single_host_buffer")
-    assert "value" not in zh_choices                # a reader's choice is never undone
+    zh_choices = lab.switch_choices("中文")
+    assert "value" not in zh_choices
     assert "它保护什么，去掉后会出什么错" in lab.describe_switch("single_host_buffer", "中文")[0]
     assert "overwrites batch n's tokens" in lab.describe_switch("single_host_buffer",
                                                                 "English")[0]

@@ -39,21 +39,27 @@ def cuda_here(device: str | None) -> bool:
     return common.cuda_seen() and device != "cpu"
 
 
-def switch_choices(lang_choice: str, current: str | None = None,
-                   device: str | None = "auto") -> Any:
+# The switch the tab opens on (the Radio's value when the page is built; no handler sets it).
+FIRST_SWITCH = "no_finished_guard"
+
+
+def switch_titles(lang_choice: str, device: str | None = "auto") -> list[tuple[str, str]]:
     """The switches as (title, name) choices, every switch of ``engine.lab.hazard_lab.HAZARDS``
-    in its order; those that need CUDA marked so before any click where this machine (or the
-    chosen device) has none. The choice is set only when there is none yet: marks that arrive
-    late (once the scheduler process has said what it found) never undo a reader's click."""
+    in its order; those that need CUDA marked so where this machine (or the chosen device) has
+    none."""
     lang = lang_of(lang_choice)
-    hazards = _hazards()
     cuda = cuda_here(device)
-    choices = [(hazard_title(name, lang)
-                + (texts.t(lang, "lab_mark_cuda") if hazard.cuda_only and not cuda else ""), name)
-               for name, hazard in hazards.items()]
-    if current in hazards:
-        return gr.update(choices=choices)
-    return gr.update(choices=choices, value="no_finished_guard")
+    return [(hazard_title(name, lang)
+             + (texts.t(lang, "lab_mark_cuda") if hazard.cuda_only and not cuda else ""), name)
+            for name, hazard in _hazards().items()]
+
+
+def switch_choices(lang_choice: str, device: str | None = "auto") -> Any:
+    """The switches' titles again (a page load, the device becoming known, a language switch),
+    never the choice: that is the reader's. A reply is computed from inputs read when its event
+    was triggered, so one triggered before a click can land after it; had it set the choice, it
+    would undo the click (seen on a loaded machine: the click on a CUDA switch was reverted)."""
+    return gr.update(choices=switch_titles(lang_choice, device))
 
 
 def describe_switch(switch: str | None, lang_choice: str,

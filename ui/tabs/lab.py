@@ -30,7 +30,8 @@ def build(page: Page) -> LabTab:
     with tr.add(gr.Tab(texts.t(en, "tab_lab"), elem_id="tab-lab"), "tab_lab") as tab:
         md(page, "lab_help")
         with gr.Row():
-            switch = tr.add(gr.Radio([], label=texts.t(en, "lab_switch"), elem_id="lab-switch",
+            switch = tr.add(gr.Radio(lab.switch_titles(en), value=lab.FIRST_SWITCH,
+                                     label=texts.t(en, "lab_switch"), elem_id="lab-switch",
                                      scale=4), "lab_switch")
             # No precision: a typed 2.5 reaches the handler, which refuses it (it would be
             # rounded silently to 2).
@@ -51,9 +52,10 @@ def wire(tab: LabTab, page: Page, model: Any, device: Any, devices_known: Any) -
     tab.switch.change(lab.describe_switch, [tab.switch, language, device], [tab.guards, tab.run],
                       show_progress="hidden", **lab.ONE_QUEUE)
     # A switch that needs CUDA is marked as soon as the device says there is none. The marks
-    # never change the choice (a reader may have clicked meanwhile); what it guards is then
-    # said for the choice as it is by then (one queue with the click's: ui.lab.ONE_QUEUE).
-    marks = dict(fn=lab.switch_choices, inputs=[language, tab.switch, device],
+    # never change the choice (a reader may have clicked meanwhile: ui.lab.switch_choices);
+    # what it guards is then said for the choice as it is by then (one queue with the click's:
+    # ui.lab.ONE_QUEUE).
+    marks = dict(fn=lab.switch_choices, inputs=[language, device],
                  outputs=tab.switch, show_progress="hidden", **lab.ONE_QUEUE)
     said = dict(fn=lab.describe_switch, inputs=[tab.switch, language, device],
                 outputs=[tab.guards, tab.run], show_progress="hidden", **lab.ONE_QUEUE)
