@@ -321,3 +321,22 @@ def test_the_sizing_line_speaks_of_the_last_run_once_there_is_one():
         assert presets.profile_of_run({"runs": [], "config": {}, "env": {}}) is None
     finally:
         APP.profiles.clear()
+
+
+def test_every_handler_that_reads_the_extra_work_control_for_the_sizing_line_is_in_its_queue():
+    """The page's wiring: each reply about the extra-CPU-work control is computed from its value
+    when the event was triggered (a run's end, a page load, a typed number, a language switch),
+    so they run one at a time in the order triggered and the last word is about the value the
+    reader left (a typed 999999 is refused on screen even when a run's closing reply is late)."""
+    import app
+    from ui import presets
+
+    def elem(block) -> str | None:
+        return getattr(block, "elem_id", None)
+
+    wired = [fn for fn in app.demo.fns.values()
+             if "preset-said" in {elem(out) for out in fn.outputs}
+             and "extra-cpu-us" in {elem(i) for i in fn.inputs}]
+    assert len(wired) >= 4          # the run's end, the page load, the device, the control, ...
+    queues = {(fn.concurrency_id, fn.concurrency_limit, fn.queue) for fn in wired}
+    assert queues == {(presets.SAID_QUEUE["concurrency_id"], 1, True)}, queues

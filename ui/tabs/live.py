@@ -140,8 +140,8 @@ def wire(tab: LiveTab, page: Page, view: RunView) -> Any:
                   **ENGINE_QUEUE
                   ).then(replay.reset_replay, [view.record, language, view.step],
                          view.replay_outputs(), show_progress="hidden", **replay.ONE_QUEUE
-                         ).then(presets.follow, sized_by, tab.preset_said,
-                                show_progress="hidden")       # sized by what this run measured
+                         ).then(presets.follow, sized_by, tab.preset_said,   # sized by what
+                                show_progress="hidden", **presets.SAID_QUEUE)  # this run measured
     preset_outputs = {*(c[name] for name in presets.CONTROLS), tab.preset_said}
     for name, preset_button in tab.presets.items():
         preset_button.click(functools.partial(_preset, name, tab), [language, c["device"]],
@@ -151,17 +151,20 @@ def wire(tab: LiveTab, page: Page, view: RunView) -> Any:
     sizing = dict(fn=presets.device_defaults,
                   inputs=[c["device"], c["extra_cpu_us"], c["cuda_graph"], language],
                   outputs=[c["extra_cpu_us"], c["cuda_graph"], tab.preset_said],
-                  show_progress="hidden")
+                  show_progress="hidden", **presets.SAID_QUEUE)
     c["device"].input(functools.partial(presets.device_defaults, changed=True),
-                      sizing["inputs"], sizing["outputs"], show_progress="hidden")
+                      sizing["inputs"], sizing["outputs"], show_progress="hidden",
+                      **presets.SAID_QUEUE)
     # Not queued behind the run it stops.
     tab.stop.click(live.stop_run, [language], view.status, queue=False, show_progress="hidden")
     language.change(functools.partial(check_devices, wait=False), [language],
                     [c["device"], c["cuda_graph"]], show_progress="hidden")
-    language.change(presets.describe, sized_by, tab.preset_said, show_progress="hidden")
+    language.change(presets.describe, sized_by, tab.preset_said, show_progress="hidden",
+                    **presets.SAID_QUEUE)
     # The sizing line speaks of the control's value: it follows the control (a preset, a drag).
+    # In the sizing line's one queue (presets.SAID_QUEUE): after any reply triggered before it.
     c["extra_cpu_us"].change(presets.follow, sized_by, tab.preset_said, show_progress="hidden",
-                             queue=False)
+                             **presets.SAID_QUEUE)
     devices_known = page.demo.load(check_devices, [language], [c["device"], c["cuda_graph"]],
                                    show_progress="hidden")
     devices_known.then(presets.wait_for_warm_up, c["device"], None, concurrency_limit=None,
