@@ -147,3 +147,15 @@ def test_chat_with_a_model_without_a_template_runs_on_plain_text_and_says_so():
 def test_stop_with_nothing_running_changes_nothing():
     update = live.stop_run("English")
     assert update == {"__type__": "update"}                 # the status line stays as it was
+
+
+def test_the_serving_tabs_handlers_run_in_one_queue_of_one():
+    """The page's wiring: a pick, a page load and a language switch each answer about the file
+    chosen when they were triggered; one at a time, in that order, the last word is the pick."""
+    import app
+
+    handlers = {latency_tab.show_measured, latency_tab.relabel}
+    wired = [fn for fn in app.demo.fns.values() if fn.fn in handlers]
+    assert {fn.fn for fn in wired} == handlers
+    assert {(fn.concurrency_id, fn.concurrency_limit) for fn in wired} == {
+        (latency_tab.ONE_QUEUE["concurrency_id"], 1)}

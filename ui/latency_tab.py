@@ -26,6 +26,10 @@ from ui.common import ROOT, esc, lang_of, status
 from ui.view import plot
 
 SERVING_DIR = ROOT / "assets" / "serving"
+# The dropdown's handlers (a pick, a page load, a language switch) run in one queue, one at a
+# time, in the order triggered: a language switch's reply names the file chosen when it was
+# triggered, and landing after a later pick's it would put the older file back.
+ONE_QUEUE = {"concurrency_id": "serving-shown", "concurrency_limit": 1}
 MAX_FILE_BYTES = 8 * 2**20
 
 

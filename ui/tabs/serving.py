@@ -37,7 +37,8 @@ def build(page: Page) -> ServingTab:
 def wire(tab: ServingTab, page: Page) -> None:
     shown = [tab.measurement, tab.figure, tab.table]
     tab.measurement.input(latency_tab.show_measured, [tab.measurement, page.language],
-                          [tab.figure, tab.table], show_progress="hidden")
+                          [tab.figure, tab.table], show_progress="hidden",
+                          **latency_tab.ONE_QUEUE)
     for event in (page.demo.load, page.language.change):     # listed, and said again
         event(latency_tab.relabel, [tab.measurement, page.language], shown,
-              show_progress="hidden")
+              show_progress="hidden", **latency_tab.ONE_QUEUE)
