@@ -57,6 +57,14 @@ class InputError(ValueError):
         return said(self.key, "error", **self.values)
 
 
+def one_queue(name: str) -> dict[str, Any]:
+    """Event options for handlers that must take turns in the order they were triggered: one
+    queue (``name``) of one. Gradio reads a handler's inputs when its event is triggered, not
+    when it runs, so two replies for the same output can land out of order on a loaded
+    machine; in one queue of one the last reply is the one triggered last."""
+    return {"concurrency_id": name, "concurrency_limit": 1}
+
+
 def on_zero_gpu() -> bool:
     """Hugging Face ZeroGPU says so in its environment (the ``spaces`` package alone does not)."""
     return os.environ.get("SPACES_ZERO_GPU", "").lower() in ("1", "true", "yes")

@@ -20,12 +20,11 @@ from ui.common import esc, lang_of
 from ui.live import failure
 from viz.lab import describe, hazard_title, report_html
 
-# The switch's marks and what the chosen switch guards are drawn by handlers that read the
-# switch when they are triggered: a page load, the device becoming known, a language switch, a
-# click. They run in one queue, one at a time, in the order triggered, so the last reply is
-# about the switch as the reader left it (run side by side, a page load's reply, sent with the
-# switch from before a click, could land after the click's and describe another switch).
-ONE_QUEUE = {"concurrency_id": "lab-switch", "concurrency_limit": 1}
+# The switch's marks and what the chosen switch guards (a page load, the device becoming known,
+# a language switch, a click) take turns, so the last reply is about the switch as the reader
+# left it: a page load's reply, sent with the switch from before a click, could otherwise land
+# after the click's and describe another switch.
+ONE_QUEUE = common.one_queue("lab-switch")
 
 
 def _hazards() -> dict[str, Any]:

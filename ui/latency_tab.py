@@ -22,14 +22,15 @@ from record.files import read_bounded
 from record.latency_rows import format_table, summarize
 from record.schema import ENGINE_LOOPS
 from texts import STRINGS
+from ui import common
 from ui.common import ROOT, esc, lang_of, status
 from ui.view import plot
 
 SERVING_DIR = ROOT / "assets" / "serving"
-# The dropdown's handlers (a pick, a page load, a language switch) run in one queue, one at a
-# time, in the order triggered: a language switch's reply names the file chosen when it was
-# triggered, and landing after a later pick's it would put the older file back.
-ONE_QUEUE = {"concurrency_id": "serving-shown", "concurrency_limit": 1}
+# The dropdown's handlers (a pick, a page load, a language switch) take turns: a language
+# switch's reply names the file chosen when it was triggered, and landing after a later pick's
+# it would put the older file back.
+ONE_QUEUE = common.one_queue("serving-shown")
 MAX_FILE_BYTES = 8 * 2**20
 
 

@@ -49,12 +49,11 @@ PRESETS = {   # name: (the controls it sets, by ``ui.controls.Controls`` field, 
 CONTROLS = tuple(PRESETS["overlap"][0])            # the controls a preset sets
 CPU_SLIDER = (LIMITS["extra_cpu_us"][1], 250)     # (maximum, step) of the control on a CPU
 CUDA_STEP_US = 10
-# Every handler that writes the sizing line (and the control's range) runs in this one queue,
-# one at a time, in the order triggered. A reply is computed from the control's value as it was
-# when its event was triggered: a finished run's closing ``follow``, triggered before a number
-# was typed, could otherwise land after the typed number's and say the old value again (seen on
-# a loaded machine: a typed 999999 was never refused on screen).
-SAID_QUEUE = {"concurrency_id": "preset-said", "concurrency_limit": 1}
+# Every handler that writes the sizing line (and the control's range) takes turns: a finished
+# run's closing ``follow``, triggered before a number was typed, could otherwise land after the
+# typed number's and say the old value again (seen on a loaded machine: a typed 999999 was
+# never refused on screen).
+SAID_QUEUE = common.one_queue("preset-said")
 WARM_WAIT_S = 180.0          # how long a page load waits for the warm-up to measure the GPU
 
 

@@ -23,12 +23,12 @@ import viz
 from record.schema import Loop
 from record.steps import copy_placement, loop_kind
 from record.window import step_range
-from ui.common import is_empty, is_whole, lang_of
+from ui.common import is_empty, is_whole, lang_of, one_queue
 from ui.recorded_runs import default_window
 from ui.view import plot
 
 PREFERRED = (Loop.OVERLAP, Loop.MULTISTEP, Loop.NORMAL)   # the loop a replay starts on
-ONE_QUEUE = {"concurrency_id": "step-view", "concurrency_limit": 1}   # see the docstring
+ONE_QUEUE = one_queue("step-view")   # see the docstring
 
 
 def _runs(record: dict[str, Any] | None) -> list[dict[str, Any]]:

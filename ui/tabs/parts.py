@@ -50,7 +50,7 @@ table.serving th, table.serving td {padding: 3px 10px; border-bottom: 1px solid 
 # a resize event lets plotly fit it to its container again.
 RELAYOUT_JS = "() => { setTimeout(() => window.dispatchEvent(new Event('resize')), 60); }"
 # Runs of the engine take turns: one queue for every event that uses the scheduler.
-ENGINE_QUEUE = {"concurrency_limit": 1, "concurrency_id": "engine"}
+ENGINE_QUEUE = common.one_queue("engine")
 
 
 def queued_js(key: str) -> str:
