@@ -48,18 +48,25 @@ def _machine_busy_s() -> float:
     return (sum(fields[:8]) - idle) / _ticks()                       # guest time is inside user
 
 
-def _process_s(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rpartition(")")[2].split()
-    return (float(fields[11]) + float(fields[12])) / _ticks()        # utime + stime
+def _process_s(pid: int) -> float | None:
+    """A process's CPU time so far; ``None`` once it has ended (or cannot be read)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rpartition(")")[2].split()
+        return (float(fields[11]) + float(fields[12])) / _ticks()    # utime + stime
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def snapshot(pids: list[int]) -> CpuSnapshot | None:
-    """CPU counters now; ``None`` where ``/proc`` cannot be read (not Linux, a sandbox)."""
+    """CPU counters now; ``None`` where ``/proc`` cannot be read (not Linux, a sandbox). A process
+    that has ended is left out of ``ours_s``: the others are still read."""
     try:
-        return CpuSnapshot(time.monotonic(), _machine_busy_s(), {p: _process_s(p) for p in pids})
+        machine = _machine_busy_s()
     except (OSError, ValueError, IndexError):
         return None
+    read = {p: _process_s(p) for p in pids}
+    return CpuSnapshot(time.monotonic(), machine, {p: s for p, s in read.items() if s is not None})
 
 
 def host_report(start: CpuSnapshot | None, end: CpuSnapshot | None, device_pid: int | None,
@@ -67,18 +74,22 @@ def host_report(start: CpuSnapshot | None, end: CpuSnapshot | None, device_pid: 
     """``other_cpu_frac``: the share of all cores that other programs used between the two
     snapshots; ``device_cpu_frac``: the device process's CPU time over the time it was working
     (its spans' union), about 1.0 when nothing took its core away; ``server_cpu_frac``: the
-    server's share of all cores, where a server started this engine; ``cpus``: cores online."""
+    server's share of all cores, where a server started this engine; ``cpus``: cores online.
+
+    A process of ours that ended between the snapshots (a server stopped mid-run) has its
+    time in the machine's count but can no longer be read: the other programs' share cannot be
+    told apart from it and is left out, the rest of the report is kept."""
     if start is None or end is None or end.wall_s <= start.wall_s:
         return {}
     cpus = os.cpu_count() or 1
     wall = end.wall_s - start.wall_s
-    ours = sum(end.ours_s.get(pid, 0.0) - t for pid, t in start.ours_s.items())
-    other = max(0.0, (end.machine_busy_s - start.machine_busy_s) - ours)
-    report = {"cpus": float(cpus), "other_cpu_frac": min(1.0, other / (wall * cpus))}
-    if device_pid is not None and device_pid in start.ours_s and device_busy_s > 0:
-        used = end.ours_s.get(device_pid, 0.0) - start.ours_s[device_pid]
-        report["device_cpu_frac"] = min(1.0, used / device_busy_s)
-    if _server_pid is not None and _server_pid in start.ours_s:
-        used = end.ours_s.get(_server_pid, 0.0) - start.ours_s[_server_pid]
-        report["server_cpu_frac"] = min(1.0, used / (wall * cpus))
+    used = {pid: end.ours_s[pid] - t for pid, t in start.ours_s.items() if pid in end.ours_s}
+    report = {"cpus": float(cpus)}
+    if len(used) == len(start.ours_s):
+        other = max(0.0, (end.machine_busy_s - start.machine_busy_s) - sum(used.values()))
+        report["other_cpu_frac"] = min(1.0, other / (wall * cpus))
+    if device_pid is not None and device_pid in used and device_busy_s > 0:
+        report["device_cpu_frac"] = min(1.0, used[device_pid] / device_busy_s)
+    if _server_pid is not None and _server_pid in used:
+        report["server_cpu_frac"] = min(1.0, used[_server_pid] / (wall * cpus))
     return report

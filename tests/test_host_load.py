@@ -58,3 +58,41 @@ def test_the_server_process_is_counted_apart_from_other_programs():
         assert as_other["other_cpu_frac"] - report["other_cpu_frac"] == pytest.approx(
             report["server_cpu_frac"], abs=1e-9)
     assert host_load.our_pids(None) == [host_load.os.getpid()]
+
+
+def test_a_process_of_ours_that_ends_mid_run_keeps_the_rest_of_the_report():
+    ctx = mp.get_context("spawn")
+    done, stop = ctx.Event(), ctx.Event()
+    server = ctx.Process(target=_spin_then_wait, args=(0.05, done, stop), daemon=True)
+    server.start()
+    try:
+        host_load.serve_beside(server.pid)
+        start = host_load.snapshot(host_load.our_pids(None))
+        assert start is not None and server.pid in start.ours_s
+        stop.set()                                  # the server stops before the run ends
+        server.join(60)
+        assert server.exitcode is not None, "the stand-in server did not end"
+        end = host_load.snapshot(list(start.ours_s))
+        report = host_load.host_report(start, end, None, 0.0)
+    finally:
+        host_load.serve_beside(None)
+        stop.set()
+        server.join(30)
+    assert end is not None and server.pid not in end.ours_s and host_load.os.getpid() in end.ours_s
+    assert report["cpus"] == float(host_load.os.cpu_count() or 1)
+    # Its time is in the machine's count and can no longer be read: no share is claimed for it or
+    # for the other programs, rather than one that holds the ended server's time.
+    assert "server_cpu_frac" not in report and "other_cpu_frac" not in report
+
+
+def test_the_device_share_is_kept_when_only_the_server_ended():
+    me = host_load.os.getpid()
+    start = host_load.CpuSnapshot(10.0, 100.0, {me: 1.0, 2_000_001: 5.0})
+    end = host_load.CpuSnapshot(12.0, 102.0, {me: 1.5})       # the second process has ended
+    report = host_load.host_report(start, end, me, 1.0)
+    assert report["device_cpu_frac"] == pytest.approx(0.5)
+    assert "other_cpu_frac" not in report
+    whole = host_load.host_report(start, dataclasses.replace(end, ours_s={me: 1.5, 2_000_001: 5.5}),
+                                  me, 1.0)
+    cpus = whole["cpus"]
+    assert whole["other_cpu_frac"] == pytest.approx(1.0 / (2.0 * cpus))   # 2 s busy, 1 s ours
