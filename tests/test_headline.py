@@ -15,7 +15,7 @@ pytest.importorskip("plotly", reason="viz needs plotly")
 
 import viz  # noqa: E402
 from record.load import machine_load  # noqa: E402
-from viz.headline import busy_badge  # noqa: E402
+from viz.headline import busy_badge_lines  # noqa: E402
 from viz.panels import KEY_ROWS  # noqa: E402
 from viz.style import PHASE_COLORS  # noqa: E402
 
@@ -80,7 +80,7 @@ def test_a_busy_machine_makes_the_headline_refuse_to_compare_and_badges_the_pane
     assert 'data-verdict="busy"' in html and "Not a fair comparison" in html and why in html
     assert "faster per decode step" not in html
     assert "这次比较不可信" in viz.headline_html(record, "zh")
-    assert busy_badge(record["runs"][0], "en") == ""             # the quiet run has none
+    assert busy_badge_lines(record["runs"][0], "en") == []             # the quiet run has none
     titles = [unescape(a["text"]) for a in viz.side_by_side_figure(record["runs"]).to_dict()["layout"]
               ["annotations"]]
     assert why in titles[1] and "busy machine" not in titles[0]
@@ -97,6 +97,20 @@ def test_both_reasons_go_on_lines_of_their_own_under_the_panel_title():
         lines = [_text(line) for line in title.split("<br>")]
         badge = [line for line in lines if "51%" in line or "71%" in line]
         assert len(badge) == 2 and all(len(line) < 80 for line in badge), badge
+
+
+def test_the_live_canvas_puts_the_badge_under_the_title_a_line_a_reason():
+    """The canvas drawn while a run is on carries the same badge lines as the finished panels."""
+    import json
+
+    both = {"cpus": 2.0, "other_cpu_frac": 0.51, "device_cpu_frac": 0.71}
+    runs = [_run("normal", 8000, 27000, QUIET), _run("overlap", 5000, 4500, both)]
+    for lang in ("en", "zh"):
+        quiet, busy = json.loads(viz.live_payload(runs, lang))["runs"]
+        assert len(quiet["titles"]) == 1 and "27.0 ms" in quiet["titles"][0]
+        assert len(busy["titles"]) == 3 and busy["titles"][1:] == busy_badge_lines(runs[1], lang)
+        assert "51%" in busy["titles"][1] and "71%" in busy["titles"][2]
+        assert "51%" not in busy["titles"][0] and "71%" not in busy["titles"][0]
 
 
 def test_one_loop_or_a_trace_gets_no_comparison():

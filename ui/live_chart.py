@@ -24,7 +24,7 @@ function draw() {
   const runs = data.runs || [];
   const width = canvas.parentElement.clientWidth || 900;
   let height = AXIS;
-  for (const run of runs) height += TITLE + run.lanes.length * LANE + GAP;
+  for (const run of runs) height += TITLE * run.titles.length + run.lanes.length * LANE + GAP;
   const dpr = window.devicePixelRatio || 1;
   canvas.width = width * dpr; canvas.height = height * dpr;
   canvas.style.height = height + 'px';
@@ -43,9 +43,10 @@ function draw() {
   let top = 0, spans = 0;
   for (const run of runs) {
     ctx.fillStyle = '#222'; ctx.font = 'bold 13px Inter, "Noto Sans SC", sans-serif';
-    ctx.fillText(run.title, 4, top + 15);
-    ctx.font = '12px Inter, "Noto Sans SC", sans-serif';
-    top += TITLE;
+    run.titles.forEach((line, i) => {     // the title, then a busy badge's lines, if any
+      ctx.fillText(line, 4, top + 15, width - 8);
+      ctx.font = '12px Inter, "Noto Sans SC", sans-serif'; ctx.fillStyle = data.badge_color || '#a63603';
+      top += TITLE; });
     run.lanes.forEach((lane, i) => { ctx.fillStyle = '#444';
       ctx.fillText(lane, 4, top + i * LANE + LANE / 2 + 4, LEFT - 8); });
     if (run.gpu_rows.length) {            // GPU idle: a red hatched band over the GPU lanes

@@ -89,12 +89,6 @@ def busy_badge_lines(run: Mapping[str, Any], lang: str) -> list[str]:
     return [t(lang, "busy_badge").format(why=first), *rest]
 
 
-def busy_badge(run: Mapping[str, Any], lang: str) -> str:
-    """The badge on one line ('' when the machine was quiet enough): its lines joined, as the
-    badge's text ends with the reasons."""
-    return _joined(lang, busy_badge_lines(run, lang))
-
-
 _KINDS = ("gpu_cuda", "gpu_cpu-process", "gpu_cpu-inline")
 
 

@@ -8,8 +8,9 @@ a rectangle per span, a hatched band per GPU idle gap, a few milliseconds per re
 run ends, the full interactive chart (``viz.gantt``) takes its place.
 
 ``live_payload`` turns runs (finished ones and the one in progress) into what the canvas needs:
-for each run a title, its lanes, its spans as ``[lane, colour, start ms, end ms]`` and its idle
-gaps on the GPU lanes (``record.metrics.idle_gaps``, the one definition). Plain JSON, no plotly.
+for each run its title lines (a busy badge under the title, a line a reason), its lanes, its
+spans as ``[lane, colour, start ms, end ms]`` and its idle gaps on the GPU lanes
+(``record.metrics.idle_gaps``, the one definition). Plain JSON, no plotly.
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ from record.schema import RunDict
 from record.window import gpu_lanes
 from texts import t
 from viz.gantt import lane_label
-from viz.headline import busy_badge
+from viz.headline import busy_badge_lines
 from viz.labels import display_labels, ordered_lanes, run_title
-from viz.style import IDLE_FILL, IDLE_LINE, QUIET_FILL, phase_color
+from viz.style import BUSY_COLOR, IDLE_FILL, IDLE_LINE, QUIET_FILL, phase_color
 
 
 def live_payload(runs: list[RunDict], lang: str = "en") -> str:
@@ -53,14 +54,15 @@ def live_payload(runs: list[RunDict], lang: str = "en") -> str:
         title = " · ".join(run_title(run, name, lang))
         if running:
             title += " · " + t(lang, "so_far")
-        badge = busy_badge(run, lang)     # a finished loop that found the machine too busy
-        if badge:
-            title += " · " + badge
-        out.append({"title": title, "lanes": [_plain(lane_label(lane, lang)) for lane in lanes],
+        # A finished loop that found the machine too busy: its badge under the title, a line a
+        # reason, as on the finished figure's panels (one line would run past a narrow canvas).
+        titles = [title, *busy_badge_lines(run, lang)]
+        out.append({"titles": titles, "lanes": [_plain(lane_label(lane, lang)) for lane in lanes],
                     "gpu_rows": sorted(index[lane] for lane in gpu), "palette": palette,
                     "spans": rows, "gaps": gaps, "quiet": quiet})
     return json.dumps({"runs": out, "end_ms": round(end_ms, 3), "idle_fill": IDLE_FILL,
                        "idle_line": IDLE_LINE, "quiet_fill": QUIET_FILL,
+                       "badge_color": BUSY_COLOR,
                        "axis": t(lang, "time_axis")},
                       separators=(",", ":"))
 
