@@ -5,6 +5,7 @@
     python -m scripts.screenshots --multistep-only # only section 9's live run
     python -m scripts.screenshots --memory-only    # only section 12's live run (KV memory)
     python -m scripts.screenshots --hazard-only    # only section 10's hazard lab pictures
+    python -m scripts.screenshots --zh-only        # only the Chinese step view (a first click)
     python -m scripts.screenshots --readme         # the README's picture, timed
 
 Starts ``python app.py`` on a free port, drives it with Playwright exactly as the lesson in
@@ -242,9 +243,15 @@ def memory_lesson(page, out: Path) -> None:
 
 
 def hazard_lesson(page, out: Path) -> None:
-    """Section 10: one hazard and the safe engine, then the step view in Chinese."""
+    """Section 10: one hazard and the safe engine, then a first click's step view in Chinese."""
     hazard_shots(page, out)
-    # 5. The same step in Chinese (the step-through sits under the tabs that show runs).
+    zh_step_view(page, out)
+
+
+def zh_step_view(page, out: Path) -> None:
+    """The walkthrough's first picture: a first click with the defaults (the controls are back on
+    them after section 12), its step view in Chinese."""
+    _live_run(page)
     page.get_by_text("中文", exact=True).click()
     page.wait_for_function("() => document.querySelector('#explain') === null || document"
                            ".querySelector('#explain').innerText.includes('看什么')",
@@ -255,6 +262,8 @@ def hazard_lesson(page, out: Path) -> None:
                            ".includes('第')", timeout=60_000)
     _settle(page, 1500)
     _union(page, ["#step-caption", "#step-plot"], out / "walkthrough-zh-step.png")
+    busy = page.locator("#step-plot .annotation-text", has_text="机器繁忙").count()
+    print("zh step view: " + ("the machine was busy (badge shown)" if busy else "no busy badge"))
 
 
 def hazard_shots(page, out: Path) -> None:
@@ -339,6 +348,8 @@ def main() -> int:
                         help="only section 12's live run (shared prompt, small KV pool)")
     parser.add_argument("--hazard-only", action="store_true",
                         help="only section 10's hazard lab pictures")
+    parser.add_argument("--zh-only", action="store_true",
+                        help="only the Chinese step view, of a first click with the defaults")
     parser.add_argument("--readme", action="store_true",
                         help="only the README's picture (a timed first click on Run)")
     args = parser.parse_args()
@@ -366,6 +377,8 @@ def main() -> int:
                 memory_lesson(page, args.out)
             elif args.hazard_only:
                 hazard_shots(page, args.out)
+            elif args.zh_only:
+                zh_step_view(page, args.out)
             else:
                 (recorded_lesson if args.recorded_only else lesson)(page, args.out)
             browser.close()
