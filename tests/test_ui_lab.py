@@ -15,6 +15,8 @@ sys.path.insert(0, str(ROOT))
 pytest.importorskip("gradio")
 pytest.importorskip("torch")
 
+from ui_wiring import events_running, one_queue, queues  # noqa: E402
+
 from ui import common, lab  # noqa: E402
 
 
@@ -154,9 +156,5 @@ def test_every_handler_of_the_lab_switch_runs_in_one_queue_of_one():
     """The page's wiring: the marks and what the switch guards, from a page load, the device
     becoming known, a language switch or a click, are drawn one at a time, in the order
     triggered, so the last word is about the switch the reader chose."""
-    import app
-
-    handlers = {lab.switch_choices, lab.describe_switch}
-    wired = [fn for fn in app.demo.fns.values() if fn.fn in handlers]
-    assert {fn.fn for fn in wired} == handlers
-    assert {(fn.concurrency_id, fn.concurrency_limit) for fn in wired} == {("lab-switch", 1)}
+    wired = events_running({lab.switch_choices, lab.describe_switch})
+    assert queues(wired) == one_queue(lab.ONE_QUEUE)

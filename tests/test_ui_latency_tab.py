@@ -25,6 +25,7 @@ pytest.importorskip("gradio")
 pytest.importorskip("torch")
 
 from hub_cache import add_to_cache, save_tiny_llama  # noqa: E402
+from ui_wiring import events_running, one_queue, queues  # noqa: E402
 
 from engine.models.loader import BUNDLED_DIR  # noqa: E402
 from ui import common, latency_tab, live  # noqa: E402
@@ -152,10 +153,5 @@ def test_stop_with_nothing_running_changes_nothing():
 def test_the_serving_tabs_handlers_run_in_one_queue_of_one():
     """The page's wiring: a pick, a page load and a language switch each answer about the file
     chosen when they were triggered; one at a time, in that order, the last word is the pick."""
-    import app
-
-    handlers = {latency_tab.show_measured, latency_tab.relabel}
-    wired = [fn for fn in app.demo.fns.values() if fn.fn in handlers]
-    assert {fn.fn for fn in wired} == handlers
-    assert {(fn.concurrency_id, fn.concurrency_limit) for fn in wired} == {
-        (latency_tab.ONE_QUEUE["concurrency_id"], 1)}
+    wired = events_running({latency_tab.show_measured, latency_tab.relabel})
+    assert queues(wired) == one_queue(latency_tab.ONE_QUEUE)

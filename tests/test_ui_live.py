@@ -18,6 +18,8 @@ sys.path.insert(0, str(ROOT))
 pytest.importorskip("gradio")
 pytest.importorskip("torch")
 
+from ui_wiring import events, one_queue, queues  # noqa: E402
+
 from ui import common, live  # noqa: E402
 from ui.controls import Controls  # noqa: E402
 from ui.state import APP  # noqa: E402
@@ -328,15 +330,13 @@ def test_every_handler_that_reads_the_extra_work_control_for_the_sizing_line_is_
     when the event was triggered (a run's end, a page load, a typed number, a language switch),
     so they run one at a time in the order triggered and the last word is about the value the
     reader left (a typed 999999 is refused on screen even when a run's closing reply is late)."""
-    import app
     from ui import presets
 
     def elem(block) -> str | None:
         return getattr(block, "elem_id", None)
 
-    wired = [fn for fn in app.demo.fns.values()
-             if "preset-said" in {elem(out) for out in fn.outputs}
-             and "extra-cpu-us" in {elem(i) for i in fn.inputs}]
+    wired = events(lambda fn: "preset-said" in {elem(out) for out in fn.outputs}
+                   and "extra-cpu-us" in {elem(i) for i in fn.inputs})
     assert len(wired) >= 4          # the run's end, the page load, the device, the control, ...
-    queues = {(fn.concurrency_id, fn.concurrency_limit, fn.queue) for fn in wired}
-    assert queues == {(presets.SAID_QUEUE["concurrency_id"], 1, True)}, queues
+    assert all(fn.queue for fn in wired)
+    assert queues(wired) == one_queue(presets.SAID_QUEUE)

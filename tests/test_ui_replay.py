@@ -15,6 +15,8 @@ sys.path.insert(0, str(ROOT))
 
 pytest.importorskip("gradio")
 
+from ui_wiring import events_running, one_queue, queues  # noqa: E402
+
 from record.window import step_range  # noqa: E402
 from ui import replay  # noqa: E402
 
@@ -114,12 +116,9 @@ def test_the_step_is_drawn_once_by_the_slider_or_where_it_stays_by_the_handler(r
 def test_every_handler_that_draws_the_step_runs_in_one_queue_of_one():
     """The page's wiring: whatever triggers a drawing of the step (a new record, another run,
     the slider, a language switch), the drawings run one at a time, in the order triggered."""
-    import app
-
-    drawers = {replay.reset_replay, replay.render_run, replay.render_step, replay.redraw}
-    wired = [fn for fn in app.demo.fns.values() if fn.fn in drawers]
-    assert {fn.fn for fn in wired} == drawers
-    assert {(fn.concurrency_id, fn.concurrency_limit) for fn in wired} == {("step-view", 1)}
+    wired = events_running({replay.reset_replay, replay.render_run, replay.render_step,
+                            replay.redraw})
+    assert queues(wired) == one_queue(replay.ONE_QUEUE)
 
 
 def test_another_run_keeps_the_step_on_screen_where_it_has_it(record):
