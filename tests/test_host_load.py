@@ -96,3 +96,24 @@ def test_the_device_share_is_kept_when_only_the_server_ended():
                                   me, 1.0)
     cpus = whole["cpus"]
     assert whole["other_cpu_frac"] == pytest.approx(1.0 / (2.0 * cpus))   # 2 s busy, 1 s ours
+
+
+def test_the_server_share_is_what_the_other_programs_share_loses_when_it_is_counted_as_ours():
+    """The arithmetic of the test above on known counters, so it runs every time (on a real
+    machine the other programs' share may be clamped at 0)."""
+    me, server = host_load.os.getpid(), 2_000_002
+    start = host_load.CpuSnapshot(0.0, 10.0, {me: 1.0, server: 2.0})
+    # 0.8 s of the cores busy in 1 s: 0.1 ours, 0.3 the server's, 0.4 other programs'.
+    end = host_load.CpuSnapshot(1.0, 10.8, {me: 1.1, server: 2.3})
+    host_load.serve_beside(server)
+    try:
+        report = host_load.host_report(start, end, None, 0.0)
+        as_other = host_load.host_report(dataclasses.replace(start, ours_s={me: 1.0}), end, None,
+                                         0.0)
+    finally:
+        host_load.serve_beside(None)
+    cpus = report["cpus"]
+    assert report["server_cpu_frac"] == pytest.approx(0.3 / cpus)
+    assert report["other_cpu_frac"] == pytest.approx(0.4 / cpus)
+    assert as_other["other_cpu_frac"] == pytest.approx(0.7 / cpus)
+    assert "server_cpu_frac" not in as_other
