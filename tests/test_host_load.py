@@ -7,6 +7,7 @@ import dataclasses
 import multiprocessing as mp
 import sys
 import time
+from contextlib import contextmanager
 
 import pytest
 
@@ -25,13 +26,26 @@ def _spin_then_wait(cpu_s: float, done, stop) -> None:
     stop.wait(60)
 
 
-def test_the_server_process_is_counted_apart_from_other_programs():
+@contextmanager
+def _stand_in_server(cpu_s: float):
+    """A process named as the server beside this engine, that uses ``cpu_s`` of CPU time then
+    waits: yields it and its two events (``done``: the time is used; ``stop``: end now). Ended
+    and forgotten on the way out."""
     ctx = mp.get_context("spawn")
     done, stop = ctx.Event(), ctx.Event()
-    server = ctx.Process(target=_spin_then_wait, args=(0.3, done, stop), daemon=True)
+    server = ctx.Process(target=_spin_then_wait, args=(cpu_s, done, stop), daemon=True)
     server.start()
     try:
         host_load.serve_beside(server.pid)
+        yield server, done, stop
+    finally:
+        host_load.serve_beside(None)
+        stop.set()
+        server.join(30)
+
+
+def test_the_server_process_is_counted_apart_from_other_programs():
+    with _stand_in_server(0.3) as (server, done, _):
         assert server.pid in host_load.our_pids(None)
         start = host_load.snapshot(host_load.our_pids(None))
         assert done.wait(60), "the stand-in server never used its CPU time"
@@ -40,10 +54,6 @@ def test_the_server_process_is_counted_apart_from_other_programs():
         # The same two snapshots, the server left out of ours: its time becomes another program's.
         strip = {k: v for k, v in start.ours_s.items() if k != server.pid}
         as_other = host_load.host_report(dataclasses.replace(start, ours_s=strip), end, None, 0.0)
-    finally:
-        host_load.serve_beside(None)
-        stop.set()
-        server.join(30)
     wall, cpus = end.wall_s - start.wall_s, report["cpus"]
     used = end.ours_s[server.pid] - start.ours_s[server.pid]
     assert used >= 0.25                       # its 0.3 s, to the clock's tick
@@ -61,12 +71,7 @@ def test_the_server_process_is_counted_apart_from_other_programs():
 
 
 def test_a_process_of_ours_that_ends_mid_run_keeps_the_rest_of_the_report():
-    ctx = mp.get_context("spawn")
-    done, stop = ctx.Event(), ctx.Event()
-    server = ctx.Process(target=_spin_then_wait, args=(0.05, done, stop), daemon=True)
-    server.start()
-    try:
-        host_load.serve_beside(server.pid)
+    with _stand_in_server(0.05) as (server, _, stop):
         start = host_load.snapshot(host_load.our_pids(None))
         assert start is not None and server.pid in start.ours_s
         stop.set()                                  # the server stops before the run ends
@@ -74,10 +79,6 @@ def test_a_process_of_ours_that_ends_mid_run_keeps_the_rest_of_the_report():
         assert server.exitcode is not None, "the stand-in server did not end"
         end = host_load.snapshot(list(start.ours_s))
         report = host_load.host_report(start, end, None, 0.0)
-    finally:
-        host_load.serve_beside(None)
-        stop.set()
-        server.join(30)
     assert end is not None and server.pid not in end.ours_s and host_load.os.getpid() in end.ours_s
     assert report["cpus"] == float(host_load.os.cpu_count() or 1)
     # Its time is in the machine's count and can no longer be read: no share is claimed for it or
