@@ -43,9 +43,9 @@ function draw() {
   let top = 0, spans = 0;
   for (const run of runs) {
     ctx.fillStyle = '#222'; ctx.font = 'bold 13px Inter, "Noto Sans SC", sans-serif';
-    run.titles.forEach((line, i) => {     // the title, then a busy badge's lines, if any
+    run.titles.forEach(line => {          // the title, then a busy badge's lines, if any
       ctx.fillText(line, 4, top + 15, width - 8);
-      ctx.font = '12px Inter, "Noto Sans SC", sans-serif'; ctx.fillStyle = data.badge_color || '#a63603';
+      ctx.font = '12px Inter, "Noto Sans SC", sans-serif'; ctx.fillStyle = data.badge_color;
       top += TITLE; });
     run.lanes.forEach((lane, i) => { ctx.fillStyle = '#444';
       ctx.fillText(lane, 4, top + i * LANE + LANE / 2 + 4, LEFT - 8); });
