@@ -4,7 +4,7 @@ Glue only: each tab is built and wired by its own module in ``ui/tabs`` (``build
 layout, ``wire`` for its events); this file assembles them and serves the page. Every source of
 a run (a live run, a recorded GPU run, an uploaded trace) becomes a schema-1 record and takes one
 path to the screen through ``viz``. The engine never runs in this process: the scheduler process
-does that (``ui.common.scheduler``), started in the background once the page is up, so the web
+does that (``ui.scheduler_link.scheduler``), started in the background once the page is up, so the web
 server never holds the GIL the scheduler needs.
 """
 
@@ -23,11 +23,10 @@ import threading
 import gradio as gr
 
 import texts
-from ui import common, live, parsing, recorded_runs
+from ui import live_runs, parsing, recorded_runs, scheduler_link
 from ui.i18n import Translated
 from ui.state import APP
-from ui.tabs import lab, recorded, run_view, serving, upload
-from ui.tabs import live as live_tab
+from ui.tabs import lab_tab, live_tab, recorded_tab, run_view, serving_tab, upload_tab
 from ui.tabs.parts import CSS, Page, md
 from ui.view import TYPED_SLIDER
 
@@ -54,23 +53,21 @@ def build_page() -> gr.Blocks:
         page = Page(demo, language, tr)
         md(page, "intro")
         with gr.Tabs():
-            live_run = live_tab.build(page)
-            recorded_runs_tab = recorded.build(page)
-            upload_tab = upload.build(page)
-            serving_tab = serving.build(page)
-            lab_tab = lab.build(page)
+            live = live_tab.build(page)
+            recorded = recorded_tab.build(page)
+            upload = upload_tab.build(page)
+            serving = serving_tab.build(page)
+            lab = lab_tab.build(page)
         view = run_view.build(page)
 
-        devices_known = live_tab.wire(live_run, page, view)
-        recorded.wire(recorded_runs_tab, page, view)
-        upload.wire(upload_tab, page, view)
-        serving.wire(serving_tab, page)
-        lab.wire(lab_tab, page, live_run.controls["model"], live_run.controls["device"],
-                 devices_known)
+        devices_known = live_tab.wire(live, page, view)
+        recorded_tab.wire(recorded, page, view)
+        upload_tab.wire(upload, page, view)
+        serving_tab.wire(serving, page)
+        lab_tab.wire(lab, page, live.controls["model"], live.controls["device"], devices_known)
         run_view.wire(view, page)
-        run_view.shows_runs(view, {live_run.tab: True, recorded_runs_tab.tab: True,
-                                   upload_tab.tab: True, serving_tab.tab: False,
-                                   lab_tab.tab: False})
+        run_view.shows_runs(view, {live.tab: True, recorded.tab: True, upload.tab: True,
+                                   serving.tab: False, lab.tab: False})
         language.change(tr.updates_for, language, tr.components, show_progress="hidden")
         demo.load(None, js=KEEP_TYPED_JS.replace("{cls}", TYPED_SLIDER))
     return demo
@@ -82,9 +79,9 @@ demo = build_page()
 def start_background(warm_up: bool) -> None:
     """The scheduler process and its warm-up (started now, so a page load finds it starting),
     and the first upload's parser process."""
-    if warm_up and not common.on_zero_gpu():      # ZeroGPU: the GPU exists only in a run
-        common.scheduler()
-        threading.Thread(target=live.prewarm, name="prewarm", daemon=True).start()
+    if warm_up and not scheduler_link.on_zero_gpu():      # ZeroGPU: the GPU exists only in a run
+        scheduler_link.scheduler()
+        threading.Thread(target=live_runs.prewarm, name="prewarm", daemon=True).start()
     else:
         APP.warmed.set()              # no warm-up will measure: a page load sizes at once
     threading.Thread(target=parsing.prepare, name="parse-prepare", daemon=True).start()
@@ -105,10 +102,10 @@ def main() -> int:
     # engine's start-up time on a 2-core machine), so hide the script from spawn: the child
     # imports only the engine modules its target function lives in.
     sys.modules["__main__"].__dict__.pop("__file__", None)
-    if not common.on_zero_gpu():
+    if not scheduler_link.on_zero_gpu():
         from engine.processes.scheduler_process import pin_server
 
-        pin_server(common.placement())              # keep off the device process's core
+        pin_server(scheduler_link.placement())              # keep off the device process's core
     demo.queue(default_concurrency_limit=4)
     stopping.children_from_here()     # a page load may start the scheduler process from here on
     try:
@@ -121,7 +118,7 @@ def main() -> int:
     finally:
         APP.shutting_down.set()
         demo.close(verbose=False)
-        common.shutdown()
+        scheduler_link.shutdown()
     stopping.say_stopped()
     return stopping.exit_code()
 

@@ -28,7 +28,7 @@ from typing import Any
 import torch
 
 from engine import workloads
-from engine.config import EngineConfig, SamplingParams
+from engine.config import EngineConfig, LoopSpec, SamplingParams
 from record.metrics import steady_busy
 from record.schema import Loop
 
@@ -133,23 +133,24 @@ def engine_rows(eng, label: str, batches: list[int], extra_cpu_us: list[int], wo
         ceiling = batch / step_s
         for extra in extra_cpu_us:
             results = {}
-            for overlap in (False, True):
-                runs = [fresh(eng).generate(prompts, params, overlap=overlap, extra_cpu_us=extra)
+            for loop in (Loop.NORMAL, Loop.OVERLAP):
+                runs = [fresh(eng).generate(prompts, params, LoopSpec(loop, 1, extra))
                         for _ in range(work.repeats)]
                 med = statistics.median(r.metrics["decode_tokens_per_s"] for r in runs)
                 best = min(runs, key=lambda r: abs(r.metrics["decode_tokens_per_s"] - med))
-                results[overlap] = (med, best, [r.outputs for r in runs])
-            for overlap in (False, True):
-                med, best, _ = results[overlap]
+                results[loop] = (med, best, [r.outputs for r in runs])
+            for loop in (Loop.NORMAL, Loop.OVERLAP):
+                med, best, _ = results[loop]
                 m = best.metrics
                 rows.append(dict(model=label, batch=batch, graph=eng.config.cuda_graph,
                                  step_ms=step_s * 1e3, floor_ms=weight_floor_ms(eng),
-                                 extra_us=extra, mode=Loop.OVERLAP if overlap else Loop.NORMAL,
+                                 extra_us=extra, mode=loop,
                                  decode_tok_s=med, busy=steady_busy(best.timeline),
                                  ceiling_tok_s=ceiling, frac_ceiling=med / ceiling,
                                  t_fwd_ms=m["t_fwd_us"] / 1e3, t_cpu_ms=m["t_cpu_us"] / 1e3,
-                                 predicted=results[False][1].metrics["predicted_overlap_speedup"],
-                                 measured=med / results[False][0],
+                                 predicted=results[Loop.NORMAL][1].metrics[
+                                     "predicted_overlap_speedup"],
+                                 measured=med / results[Loop.NORMAL][0],
                                  tokens=[o.token_ids for o in best.outputs]))
     return rows
 

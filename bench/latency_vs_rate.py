@@ -36,7 +36,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.config import EngineConfig, SamplingParams
+from engine.config import NORMAL, OVERLAP, EngineConfig, SamplingParams
 from engine.scheduler.arrivals import Arrival, describe, load_trace, poisson_times
 from engine.workloads import Workload
 from record.latency_rows import format_table, rate_label, row_from_metrics, summarize
@@ -66,8 +66,7 @@ def run(device: str, model: str, batch: int, extra_cpu_us: int, work: ServingWor
     rows, env, cfg = [], {}, None
     for cache in work.prefix_caches:
         cfg = sized.engine_config(model=model, device=device, max_batch_size=batch,
-                                  extra_cpu_us=extra_cpu_us, seed=work.seed, prefix_cache=cache,
-                                  cuda_graph=graph)
+                                  seed=work.seed, prefix_cache=cache, cuda_graph=graph)
         found, env = _run_engine(cfg, batch, extra_cpu_us, work, trace)
         rows += [{**row, "prefix_cache": cache} for row in found]
     for cache in work.prefix_caches:
@@ -107,9 +106,8 @@ def _run_engine(cfg: EngineConfig, batch: int, extra_cpu_us: int, work: ServingW
                                      eng.spec.vocab_size)
         params = [SamplingParams(max_new_tokens=(trace[i].output_tokens if trace else None)
                                  or work.new_tokens, ignore_eos=True) for i in range(n)]
-        for overlap in (False, True):                          # warm-up, not measured
-            eng.generate(prompts[:batch], SamplingParams(max_new_tokens=8, ignore_eos=True),
-                         overlap=overlap)
+        for loop in (NORMAL, OVERLAP):                         # warm-up, not measured
+            eng.generate(prompts[:batch], SamplingParams(max_new_tokens=8, ignore_eos=True), loop)
         lengths = (f"lengths from {work.arrivals_file}" if trace else
                    f"{work.prompt_len} prompt + {work.new_tokens} output tokens each")
         shared = f", a shared {work.shared_prefix}-token prefix" if work.shared_prefix else ""
@@ -120,9 +118,9 @@ def _run_engine(cfg: EngineConfig, batch: int, extra_cpu_us: int, work: ServingW
             times = _times(rate, work, n)
             print(f"  {rate_label(rate)}: {describe([Arrival(t) for t in times])}", flush=True)
             for repeat in range(work.repeats):
-                order = (False, True) if repeat % 2 == 0 else (True, False)
-                for overlap in order:
-                    result = fresh(eng).generate(prompts, params, overlap=overlap, arrivals=times)
+                order = (NORMAL, OVERLAP) if repeat % 2 == 0 else (OVERLAP, NORMAL)
+                for loop in order:
+                    result = fresh(eng).generate(prompts, params, loop, arrivals=times)
                     row = row_from_metrics(result.loop, rate, len(times), result.metrics)
                     row["other_cpu_frac"] = result.host.get("other_cpu_frac")
                     row["prefix_hit_rate"] = result.metrics.get("prefix_hit_rate")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import statistics
 
 from bench.decode import Workload, fresh
+from engine.config import LoopSpec
 from engine.workloads import stop_params_from_probe
 from record.metrics import steady_busy
 from record.schema import Lane, Loop, Phase
@@ -35,14 +36,14 @@ def run(device: str, model: str, batch: int, graph: bool, extra: int, work: Work
         prompts = make_prompts(eng.tokenizer, batch, work.prompt_len, 0, eng.spec.vocab_size)
         params = stop_params_from_probe(eng, prompts, work.new_tokens, lo=work.new_tokens // 4,
                                         hi=work.new_tokens)
-        normal = fresh(eng).generate(prompts, params, overlap=False, extra_cpu_us=extra)
+        normal = fresh(eng).generate(prompts, params, LoopSpec(Loop.NORMAL, 1, extra))
         ref = [o.token_ids for o in normal.outputs]
         t_fwd, t_cpu = normal.metrics["t_fwd_us"], normal.metrics["t_cpu_us"]
         serial_step = normal.metrics["mean_step_us"]
         rows.append((Loop.NORMAL, normal, serial_step, True))
         for k in ks:
-            runs = [fresh(eng).generate(prompts, params, overlap=True, extra_cpu_us=extra,
-                                        decode_steps=k) for _ in range(work.repeats)]
+            loop = LoopSpec(Loop.MULTISTEP, k, extra) if k > 1 else LoopSpec(Loop.OVERLAP, 1, extra)
+            runs = [fresh(eng).generate(prompts, params, loop) for _ in range(work.repeats)]
             med = statistics.median(r.metrics["decode_tokens_per_s"] for r in runs)
             best = min(runs, key=lambda r: abs(r.metrics["decode_tokens_per_s"] - med))
             same = all([o.token_ids for o in r.outputs] == ref for r in runs)

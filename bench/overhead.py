@@ -17,7 +17,7 @@ from __future__ import annotations
 import statistics
 
 from bench.decode import Workload, fresh
-from engine.config import SamplingParams
+from engine.config import LoopSpec, SamplingParams
 from record.recorder import Timeline
 from record.schema import Loop
 
@@ -46,16 +46,15 @@ def run(device: str, models: list[str], batches: list[int], graph: bool, extra: 
                 prompts = make_prompts(eng.tokenizer, batch, work.prompt_len, 0,
                                        eng.spec.vocab_size)
                 params = SamplingParams(max_new_tokens=work.new_tokens, ignore_eos=True)
-                for overlap in (False, True):         # warm: both loops, both recorder states
+                loops = (LoopSpec(Loop.NORMAL, 1, extra), LoopSpec(Loop.OVERLAP, 1, extra))
+                for loop in loops:                    # warm: both loops, both recorder states
                     for record in (False, True):
-                        eng.generate(prompts, params, overlap=overlap, extra_cpu_us=extra,
-                                     timeline=Timeline(enabled=record))
-                for overlap in (False, True):
+                        eng.generate(prompts, params, loop, timeline=Timeline(enabled=record))
+                for loop in loops:
                     speeds: dict[bool, list[float]] = {False: [], True: []}
                     for _ in range(repeats):
                         for record in (False, True):
-                            r = fresh(eng).generate(prompts, params, overlap=overlap,
-                                                    extra_cpu_us=extra,
+                            r = fresh(eng).generate(prompts, params, loop,
                                                     timeline=Timeline(enabled=record))
                             speeds[record].append(sum(len(o.token_ids) for o in r.outputs)
                                                   / r.wall_s)
@@ -63,7 +62,7 @@ def run(device: str, models: list[str], batches: list[int], graph: bool, extra: 
                     pairs = [100 * (a - b) / a for a, b in zip(speeds[False], speeds[True])]
                     # What the recorder adds to one decode step (all B rows), in microseconds.
                     step_us = batch * 1e6 * (1 / on - 1 / off)
-                    print(f"| {model} | {batch} | {Loop.OVERLAP if overlap else Loop.NORMAL} | "
+                    print(f"| {model} | {batch} | {loop.loop} | "
                           f"{_cell(speeds[False])} | {_cell(speeds[True])} | "
                           f"{100 * (off - on) / off:+.2f}% | {statistics.median(pairs):+.1f}% "
                           f"[{min(pairs):+.1f} to {max(pairs):+.1f}] | {step_us:+.1f} us |",

@@ -170,7 +170,7 @@ def run_ours(work: PeerWork, batch: int) -> tuple[list[dict[str, Any]], dict[str
     """Our rows for one batch size (both loops, recording on and off), and the engine's config."""
     from bench.decode import fresh
     from engine import Engine
-    from engine.config import EngineConfig, SamplingParams
+    from engine.config import EngineConfig, LoopSpec, SamplingParams
     from record.metrics import cpu_phase_times
     from record.recorder import Timeline
 
@@ -184,7 +184,7 @@ def run_ours(work: PeerWork, batch: int) -> tuple[list[dict[str, Any]], dict[str
         timeline = None if rec == "on" else Timeline(enabled=False)   # None: the default, on
         eng_ = fresh(eng)
         start = time.perf_counter()
-        result = eng_.generate(prompts, params, overlap=loop == Loop.OVERLAP, timeline=timeline)
+        result = eng_.generate(prompts, params, LoopSpec(loop), timeline=timeline)
         return time.perf_counter() - start, result
 
     started = time.perf_counter()

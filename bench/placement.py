@@ -19,7 +19,8 @@ from __future__ import annotations
 import statistics
 
 from bench.decode import Workload, fresh
-from engine.config import COPY_PLACEMENTS, SamplingParams
+from engine.config import COPY_PLACEMENTS, LoopSpec, SamplingParams
+from record.schema import Loop
 
 PLACEMENTS = COPY_PLACEMENTS
 
@@ -48,9 +49,9 @@ def run(device: str, models: list[str], batches: list[int], graph: bool, extra: 
                     prompts = make_prompts(eng.tokenizer, batch, work.prompt_len, 0,
                                            eng.spec.vocab_size)
                     params = SamplingParams(max_new_tokens=work.new_tokens, ignore_eos=True)
-                    eng.generate(prompts, params, overlap=True, extra_cpu_us=extra)   # warm
-                    runs = [fresh(eng).generate(prompts, params, overlap=True,
-                                                extra_cpu_us=extra).metrics
+                    eng.generate(prompts, params, LoopSpec(Loop.OVERLAP, 1, extra))   # warm
+                    runs = [fresh(eng).generate(prompts, params,
+                                                LoopSpec(Loop.OVERLAP, 1, extra)).metrics
                             for _ in range(work.repeats)]
                 gap = [m["decode_gap_us_p50"] for m in runs]
                 both = [100 * m["steady_busy_frac"] for m in runs]

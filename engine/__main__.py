@@ -100,6 +100,7 @@ def build_config(a: argparse.Namespace, arrivals: list | None = None) -> EngineC
         raise ValueError("--prompt-len must be >= 1, --prompt-words and --shared-prefix >= 0")
     if a.mode == "all" and a.decode_steps < 2:
         raise ValueError("--mode all compares with multi-step overlap: give --decode-steps K >= 2")
+    cli_loops(a.mode, a.decode_steps, a.extra_cpu_us)    # --decode-steps, --extra-cpu-us in range
     if a.stop_early and any(x.output_tokens for x in arrivals or ()):
         raise ValueError("--stop-early picks stop tokens for --max-new-tokens; the trace in "
                          "--arrivals already gives each request its output length")
@@ -109,13 +110,22 @@ def build_config(a: argparse.Namespace, arrivals: list | None = None) -> EngineC
                              prefix_cache=not a.no_prefix_cache,
                              max_batch_size=a.batch_size, dtype=a.dtype, seed=a.seed,
                              max_prefill_tokens=max(512, a.prompt_len),
-                             extra_cpu_us=a.extra_cpu_us, record_timeline=not a.no_record,
-                             decode_steps=a.decode_steps, compile=a.compile,
+                             record_timeline=not a.no_record, compile=a.compile,
                              attention=a.attention)
     if a.kv_pages is not None and a.kv_pages < cfg.pages_per_seq:
         raise ValueError(f"--kv-pages must be at least {cfg.pages_per_seq}, the pages of one "
                          f"request at full length ({cfg.max_seq_len} tokens)")
     return replace(cfg, num_pages=a.kv_pages)
+
+
+def cli_loops(mode: str, decode_steps: int, extra_cpu_us: int) -> list[LoopSpec]:
+    """The loops ``--mode`` names, in order: "overlap" with ``--decode-steps K`` > 1 is the
+    multistep loop; "all" runs normal, overlap and multistep."""
+    normal = LoopSpec(Loop.NORMAL, 1, extra_cpu_us)
+    overlap = LoopSpec(Loop.OVERLAP, 1, extra_cpu_us)
+    overlapped = LoopSpec(Loop.MULTISTEP, decode_steps, extra_cpu_us) if decode_steps > 1 else overlap
+    return {"normal": [normal], "overlap": [overlapped], "both": [normal, overlapped],
+            "all": [normal, overlap, overlapped]}[mode]
 
 
 def format_table(runs) -> str:
@@ -259,11 +269,7 @@ def _run(a, cfg, params, eng, arrivals=None, ctrl_c: CtrlC | None = None) -> int
         params = [SamplingParams(max_new_tokens=x.output_tokens or a.max_new_tokens,
                                  temperature=a.temperature, ignore_eos=a.ignore_eos)
                   for x in arrivals]
-    # The loops to run, in order ("overlap" with --decode-steps K > 1 is multi-step).
-    normal = LoopSpec(Loop.NORMAL, 1, cfg.extra_cpu_us)
-    overlapped = LoopSpec.of(True, a.decode_steps, cfg.extra_cpu_us)
-    loops = {"normal": [normal], "overlap": [overlapped], "both": [normal, overlapped],
-             "all": [normal, LoopSpec(Loop.OVERLAP, 1, cfg.extra_cpu_us), overlapped]}[a.mode]
+    loops = cli_loops(a.mode, a.decode_steps, a.extra_cpu_us)
     # Warm-up, not measured: every loop once on the same prompts (same prefill shapes, decode
     # batch sizes and code paths), so no measured run pays first-use costs.
     warm = SamplingParams(max_new_tokens=min(16, a.max_new_tokens), ignore_eos=True)

@@ -1,5 +1,5 @@
 """Configuration values: what engine to build (EngineConfig), how to sample (SamplingParams) and
-which loop a run uses (LoopSpec).
+which loop a run uses (LoopSpec). An engine runs any loop: the loop is a run's, not the engine's.
 
 All are frozen dataclasses validated in ``__post_init__``, so a bad value fails at the call that
 made it, with a message that names the field, instead of deep inside a forward pass.
@@ -12,7 +12,7 @@ import numbers
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from record.schema import ENGINE_LOOPS, Loop
+from record.schema import ENGINE_LOOPS, Loop, loop_label
 
 DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("auto", "float32", "float16", "bfloat16", "float64")
@@ -86,7 +86,6 @@ class EngineConfig:
 
     model: str = "bundled"
     device: str = "auto"
-    overlap: bool = True
     cuda_graph: bool = False
     max_batch_size: int = 16          # requests decoded together (= request slots)
     max_seq_len: int = 512            # prompt + output tokens per request
@@ -96,8 +95,6 @@ class EngineConfig:
     max_prefill_tokens: int = 512     # prefill batch token budget (chunking)
     dtype: str = "auto"               # auto: bfloat16 on CUDA, float32 on CPU
     seed: int = 0
-    extra_cpu_us: int = 0             # real extra scheduler work per step
-    decode_steps: int = 1             # k > 1: multi-step overlap (k forwards per iteration)
     record_timeline: bool = True
     cpu_device_process: bool = True   # on CPU, run the model in a separate device process
     cpu_threads: int = 1              # torch intra-op threads of the CPU device
@@ -128,9 +125,7 @@ class EngineConfig:
         if self.num_pages is not None:
             _int_in(c, "num_pages", self.num_pages, 1, 1 << 24)
         _int_in(c, "seed", self.seed, 0, INT64_MAX)
-        _int_in(c, "extra_cpu_us", self.extra_cpu_us, 0, MAX_EXTRA_CPU_US)
         _int_in(c, "cpu_threads", self.cpu_threads, 1, 256)
-        _int_in(c, "decode_steps", self.decode_steps, 1, MAX_DECODE_STEPS)
         _check(self.result_copy_stream in COPY_PLACEMENTS,
                f"EngineConfig.result_copy_stream must be one of {COPY_PLACEMENTS}, "
                f"got {self.result_copy_stream!r}")
@@ -139,7 +134,7 @@ class EngineConfig:
                f"EngineConfig.device_cpus must be a tuple of core numbers, got {self.device_cpus!r}")
         _check(self.compile is None or isinstance(self.compile, bool),
                f"EngineConfig.compile must be True, False or None (auto), got {self.compile!r}")
-        for name in ("overlap", "cuda_graph", "record_timeline", "cpu_device_process",
+        for name in ("cuda_graph", "record_timeline", "cpu_device_process",
                      "prefix_cache", "debug_checks"):
             _check(isinstance(getattr(self, name), bool),
                    f"EngineConfig.{name} must be True or False, got {getattr(self, name)!r}")
@@ -196,43 +191,37 @@ class SamplingParams:
 
 @dataclass(frozen=True)
 class LoopSpec:
-    """Which loop one run uses, and how: the page's choice, carried to the engine as one value.
+    """Which loop one run uses, and how: the overlap toggle's one form from the page to the loop.
 
-    ``loop`` is one of ``record.schema.ENGINE_LOOPS``; ``decode_steps`` (k) is how many decode
-    steps the multistep loop lays out per scheduling iteration (the other loops run one);
-    ``extra_cpu_us`` is real CPU work the scheduler adds to every iteration (a heavier
-    scheduler), in every loop.
+    The page's checkboxes become ``LoopSpec``s (``ui.live_runs.build_request``), travel in the run
+    request unchanged, and ``Scheduler.run`` runs the loop that ``loop`` names. ``decode_steps``
+    (k) is how many decode steps the multistep loop lays out per scheduling iteration: 2 or more
+    there, 1 for the other loops. ``extra_cpu_us`` is real CPU work the scheduler adds to every
+    iteration (a heavier scheduler), in every loop.
     """
 
-    loop: str
+    loop: Loop
     decode_steps: int = 1
     extra_cpu_us: int = 0
 
     def __post_init__(self) -> None:
         c = "LoopSpec"
-        _check(self.loop in ENGINE_LOOPS, f"LoopSpec.loop must be one of "
-               f"{', '.join(ENGINE_LOOPS)}, got {self.loop!r}")
-        _int_in(c, "decode_steps", self.decode_steps, 1, MAX_DECODE_STEPS)
+        _check(isinstance(self.loop, Loop) and self.loop in ENGINE_LOOPS,
+               f"LoopSpec.loop must be one of {', '.join(ENGINE_LOOPS)} (a record.schema.Loop), "
+               f"got {self.loop!r}")
+        if self.loop == Loop.MULTISTEP:
+            _int_in(c, "decode_steps", self.decode_steps, 2, MAX_DECODE_STEPS)
+        else:
+            _check(_is_int(self.decode_steps) and self.decode_steps == 1,
+                   f"LoopSpec.decode_steps is k of the multistep loop: 1 for the {self.loop} "
+                   f"loop, got {self.decode_steps!r}")
         _int_in(c, "extra_cpu_us", self.extra_cpu_us, 0, MAX_EXTRA_CPU_US)
 
-    @classmethod
-    def of(cls, overlap: bool, decode_steps: int = 1, extra_cpu_us: int = 0) -> LoopSpec:
-        """The loop that ``overlap`` and k name (``Engine.generate``'s keywords): the serial loop
-        without overlap, else the overlap loop, multi-step when k > 1."""
-        loop = Loop.NORMAL if not overlap else Loop.OVERLAP if decode_steps == 1 else Loop.MULTISTEP
-        return cls(loop, decode_steps, extra_cpu_us)
-
     @property
-    def overlap(self) -> bool:
-        """Whether the CPU processes a step while the device runs the next."""
-        return self.loop != Loop.NORMAL
+    def label(self) -> str:
+        """The loop's name for tables and logs, with k for multi-step ("multistep k=3")."""
+        return loop_label(self.loop, self.decode_steps)
 
-    @property
-    def k(self) -> int:
-        """Decode steps per scheduling iteration as the loop runs them (1 unless multistep)."""
-        return self.decode_steps if self.loop == Loop.MULTISTEP else 1
 
-    def as_run(self) -> LoopSpec:
-        """The loop as it runs and is recorded: k only where it counts, and multistep with
-        k = 1 is the overlap loop."""
-        return LoopSpec.of(self.overlap, int(self.k), int(self.extra_cpu_us))
+OVERLAP = LoopSpec(Loop.OVERLAP)     # the loop an engine runs unless a call names another
+NORMAL = LoopSpec(Loop.NORMAL)

@@ -17,7 +17,6 @@ process killed, say) fails that run with a clear error, and the next ``generate`
 from __future__ import annotations
 
 import gc
-import numbers
 import platform
 import sys
 import threading
@@ -30,14 +29,7 @@ from typing import Any
 import torch
 
 from engine import host_load
-from engine.config import (
-    MAX_DECODE_STEPS,
-    MAX_EXTRA_CPU_US,
-    RESULT_BUFFERS,
-    EngineConfig,
-    LoopSpec,
-    SamplingParams,
-)
+from engine.config import MAX_DECODE_STEPS, OVERLAP, RESULT_BUFFERS, EngineConfig, LoopSpec, SamplingParams
 from engine.scheduler.checks import memory_problems
 from engine.scheduler.device import Device
 from engine.scheduler.intake import Intake, arrival_offsets_ns
@@ -121,11 +113,10 @@ class RunResult:
         return run
 
 
-def _whole(value: Any, name: str) -> int:
-    """An integer argument (numpy integers too; not bools, floats or strings)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"{name} must be an integer, got {value!r}")
-    return int(value)
+def _check_loop(loop: Any) -> None:
+    """The loop is given one way, as a ``LoopSpec`` (``engine.config``), which checked itself."""
+    if not isinstance(loop, LoopSpec):
+        raise ValueError(f"loop must be an engine.config.LoopSpec, got {loop!r}")
 
 
 def _pick_device(requested: str) -> str:
@@ -240,7 +231,7 @@ class Engine:
         return CudaDevice(runner, cfg.max_batch_size, NUM_INT_COLS + cfg.pages_per_seq,
                           max(cfg.max_prefill_tokens, 1), graphs=graphs, hazards=cfg.hazards,
                           results=RESULT_BUFFERS, copy_stream=cfg.result_copy_stream,
-                          max_group=cfg.decode_steps)
+                          max_group=MAX_DECODE_STEPS)
 
     def _replace_dead_device(self) -> None:
         """A device that died (or was found stopped) in an earlier run is replaced by a new one."""
@@ -251,57 +242,34 @@ class Engine:
 
     # ---- generate -----------------------------------------------------------------------------
     def generate(self, prompts, params: SamplingParams | list[SamplingParams] | None = None,
-                 overlap: bool | None = None, timeline: Timeline | None = None,
-                 extra_cpu_us: int | None = None,
+                 loop: LoopSpec = OVERLAP, *, timeline: Timeline | None = None,
                  profile_steps: tuple[int, int] | None = None,
-                 decode_steps: int | None = None,
                  should_stop: Callable[[], bool] | None = None,
-                 arrivals: Sequence[float] | None = None, chat: bool = False,
-                 loop: LoopSpec | None = None) -> RunResult:
-        """Run ``prompts`` (strings or token-id lists) to completion; returns a ``RunResult``.
+                 arrivals: Sequence[float] | None = None, chat: bool = False) -> RunResult:
+        """Run ``prompts`` (strings or token-id lists) to completion in the loop ``loop`` names
+        (its k and extra CPU work with it); returns a ``RunResult``.
 
         ``arrivals``: when each prompt's request arrives, in seconds from the run's start (None:
         all at t=0); see ``engine.scheduler.arrivals`` for Poisson processes and traces. ``chat``: each
         prompt is a user message (a string) or a list of {"role", "content"} messages, put
         through the tokenizer's chat template.
 
-        ``overlap`` and ``extra_cpu_us`` override the config for this call (one engine, both loops).
-        ``decode_steps`` (k) overrides the config's (multi-step overlap when k > 1). ``loop`` (a
-        ``LoopSpec``) says all three at once, in place of those keywords.
         ``profile_steps=(a, b)`` adds kernel-level lanes from torch.profiler for steps a..b (CUDA).
         ``should_stop()`` is asked once per scheduler iteration; True ends the run with
         ``RunCancelled``.
         """
+        _check_loop(loop)
         if not self._busy.acquire(blocking=False):
             raise EngineBusyError("this engine is already running a generate call (one at a "
                                   "time: use one Engine per thread, or wait for the first call)")
         try:
             self._replace_dead_device()
             with _no_collection():
-                return self._generate(prompts, params, self._loop_spec(loop, overlap, extra_cpu_us,
-                                                                       decode_steps),
-                                      timeline=timeline, profile_steps=profile_steps,
-                                      should_stop=should_stop, arrivals=arrivals, chat=chat)
+                return self._generate(prompts, params, loop, timeline=timeline,
+                                      profile_steps=profile_steps, should_stop=should_stop,
+                                      arrivals=arrivals, chat=chat)
         finally:
             self._busy.release()
-
-    def _loop_spec(self, loop: LoopSpec | None, overlap: bool | None, extra_cpu_us: int | None,
-                   decode_steps: int | None) -> LoopSpec:
-        """The loop a call runs, as it runs (``LoopSpec.as_run``): ``loop`` as given, else the
-        keywords over the config's defaults."""
-        if loop is not None:
-            if (overlap, extra_cpu_us, decode_steps) != (None, None, None):
-                raise ValueError("give the loop as loop=LoopSpec(...) or as overlap, "
-                                 "decode_steps and extra_cpu_us, not both")
-            return loop.as_run()
-        cfg = self.config
-        extra = cfg.extra_cpu_us if extra_cpu_us is None else _whole(extra_cpu_us, "extra_cpu_us")
-        if not 0 <= extra <= MAX_EXTRA_CPU_US:
-            raise ValueError(f"extra_cpu_us must be in 0..{MAX_EXTRA_CPU_US}, got {extra}")
-        k = cfg.decode_steps if decode_steps is None else _whole(decode_steps, "decode_steps")
-        if not 1 <= k <= MAX_DECODE_STEPS:
-            raise ValueError(f"decode_steps must be in 1..{MAX_DECODE_STEPS}, got {k}")
-        return LoopSpec.of(cfg.overlap if overlap is None else bool(overlap), k, extra).as_run()
 
     def _generate(self, prompts, params, spec: LoopSpec, *, timeline, profile_steps, should_stop,
                   arrivals, chat) -> RunResult:
@@ -309,9 +277,8 @@ class Engine:
         reqs = self.intake().requests(prompts, params, chat)
         offsets_ns = arrival_offsets_ns(arrivals, len(reqs))
         timeline = timeline or Timeline(enabled=cfg.record_timeline)
-        sched = Scheduler(cfg, self.device, self.slots, self.pages, timeline,
-                          pad_batches=self.device_name == "cuda", extra_cpu_us=spec.extra_cpu_us,
-                          decode_steps=spec.k, cache=self.cache)
+        sched = Scheduler(cfg, self.device, self.slots, self.pages, timeline, spec,
+                          pad_batches=self.device_name == "cuda", cache=self.cache)
         if profile_steps is not None:
             if self.device_name != "cuda":
                 raise ValueError("kernel-level capture (profile_steps) needs a CUDA device")
@@ -327,7 +294,7 @@ class Engine:
                 req.arrival_ns = t0 + offset       # arrival times are relative to the start
             sched.source = ScheduledSource(reqs)
             self._running = sched
-            sched.run(spec.overlap, should_stop)
+            sched.run(should_stop)
             self.device.end_run()
         except BaseException:
             # A failed run leaves its requests' slots and pages held. Let the device finish what
@@ -343,35 +310,34 @@ class Engine:
         self._runs += 1
         return self._result(spec, reqs, sched, timeline, wall_s, (cpu_start, cpu_end, device_pid))
 
-    def serve(self, source: RequestSource, sink: TokenSink, overlap: bool | None = None,
-              timeline: Timeline | None = None, extra_cpu_us: int | None = None,
-              decode_steps: int | None = None,
-              should_stop: Callable[[], bool] | None = None, loop: LoopSpec | None = None) -> None:
+    def serve(self, source: RequestSource, sink: TokenSink, loop: LoopSpec = OVERLAP, *,
+              timeline: Timeline | None = None,
+              should_stop: Callable[[], bool] | None = None) -> None:
         """Serve requests from ``source`` until it is done (or ``should_stop()``), streaming
-        tokens to ``sink`` after every processed step. The requests are the source's own, made
-        with ``make_request``; their clock is ``timeline``'s (its ``t0_ns`` is the session start).
+        tokens to ``sink`` after every processed step, in the loop ``loop`` names. The requests
+        are the source's own, made with ``make_request``; their clock is ``timeline``'s (its
+        ``t0_ns`` is the session start).
 
         Unlike ``generate``, Python's garbage collector stays on (a session has no end to wait
         for); what exists at the start is frozen, so a collection only scans the session's own
         objects.
         """
+        _check_loop(loop)
         if not self._busy.acquire(blocking=False):
             raise EngineBusyError("this engine is already running (one generate or serve at a "
                                   "time)")
         try:
             self._replace_dead_device()
-            spec = self._loop_spec(loop, overlap, extra_cpu_us, decode_steps)
             timeline = timeline or Timeline(enabled=self.config.record_timeline)
-            sched = Scheduler(self.config, self.device, self.slots, self.pages, timeline,
-                              pad_batches=self.device_name == "cuda",
-                              extra_cpu_us=spec.extra_cpu_us, decode_steps=spec.k, source=source,
+            sched = Scheduler(self.config, self.device, self.slots, self.pages, timeline, loop,
+                              pad_batches=self.device_name == "cuda", source=source,
                               sink=sink, cache=self.cache)
             gc.collect()
             gc.freeze()
             try:
                 self.device.begin_run(timeline)
                 self._running = sched
-                sched.run(spec.overlap, should_stop)
+                sched.run(should_stop)
                 self.device.end_run()
             except BaseException:
                 self._end_failed_run()
@@ -444,7 +410,7 @@ class Engine:
         kernel_spans, kernel_lanes = [], []
         if sched.capture is not None:
             kernel_spans, kernel_lanes = sched.capture.merged_spans(spans)
-        result = RunResult(spec.loop, spec.k, outputs,
+        result = RunResult(spec.loop, spec.decode_steps, outputs,
                            sorted(spans + kernel_spans, key=lambda s: s.start_us),
                            wall_s, lanes=list(self.device.lanes), extra_lanes=kernel_lanes,
                            memory=memory_record(sched, timeline, self.pages.total),

@@ -43,6 +43,13 @@ class Workload:
     shared_prefix: int = 0
     margin: int = 0
     arrivals: Sequence[Any] = ()
+    prompt_words: int = 0       # the page's prompts: this many words each (0: given in tokens)
+
+    @classmethod
+    def of_words(cls, words: int, new_tokens: int, shared_prefix: int = 0) -> Workload:
+        """Prompts of ``words`` words (``word_prompts``), with room for about two tokens a word
+        and a chat template around them (``word_prompt_tokens``)."""
+        return cls(word_prompt_tokens(words), new_tokens, shared_prefix, prompt_words=words)
 
     def longest(self) -> int:
         """Tokens of the longest request, system prompt included."""
@@ -159,11 +166,10 @@ def stop_params_from_probe(engine, prompts, max_new_tokens: int, lo: int, hi: in
     then finish at different steps, as in real traffic, and the lag-one/lag-k costs become real.
     ``with_run``: also return the probe's ``RunResult`` (what a step of this workload costs).
     """
-    from engine.config import SamplingParams
+    from engine.config import NORMAL, SamplingParams
 
     probe = engine.generate(prompts, SamplingParams(max_new_tokens=max_new_tokens, ignore_eos=True,
-                                                    temperature=temperature),
-                            overlap=False, extra_cpu_us=0, chat=chat)
+                                                    temperature=temperature), NORMAL, chat=chat)
     rng = random.Random(seed)
     params = []
     for out in probe.outputs:

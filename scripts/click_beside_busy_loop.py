@@ -4,7 +4,7 @@ it does not, does the page refuse to claim it?
     python scripts/click_beside_busy_loop.py --busy 1 --clicks 3
 
 Starts ``--busy`` programs that only spin (``python -c "while True: pass"``), runs the page's
-handler (``ui.live.run_live``, the real scheduler and device processes) with the page's defaults
+handler (``ui.live_runs.run_live``, the real scheduler and device processes) with the page's defaults
 ``--clicks`` times, then ends the spinners. For each click it prints the overlap run's speed per
 decode step against the serial run's (``record.metrics.compare_runs``), what the runs measured of
 the machine (``engine.host_load``: other programs' share of the cores, the device process's share
@@ -26,12 +26,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 def _click(controls) -> dict:
-    from ui import live
+    from ui import live_runs
     from ui.view import MainView
 
     names = [f.name for f in fields(MainView)]
     final = None
-    for out in live.run_live(controls):
+    for out in live_runs.run_live(controls):
         final = dict(zip(names, out))
     if not final or not isinstance(final["record"], dict):
         raise SystemExit(f"the click did not finish: {final and final['status']}")
@@ -49,10 +49,10 @@ def main() -> int:
     args = parser.parse_args()
 
     from record.metrics import compare_runs
-    from ui import common, live
+    from ui import live_runs, scheduler_link
     from ui.controls import Controls
 
-    live.prewarm()                                   # what app.py starts in the background
+    live_runs.prewarm()                                   # what app.py starts in the background
     spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
                 for _ in range(args.busy)]
     speedups = []
@@ -74,7 +74,7 @@ def main() -> int:
         for spinner in spinners:
             spinner.kill()
             spinner.wait()
-        common.shutdown()
+        scheduler_link.shutdown()
     print(f"\n{args.busy} busy loop(s), {args.clicks} clicks: overlap per decode step median "
           f"{statistics.median(speedups):.2f}x [{min(speedups):.2f}-{max(speedups):.2f}]")
     return 0

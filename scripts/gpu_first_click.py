@@ -2,10 +2,10 @@
 
     python scripts/gpu_first_click.py --clicks 3 --out DIR      # on a machine with CUDA
 
-What a visitor gets: the app's warm-up (``ui.live.prewarm``: the scheduler process, the default
+What a visitor gets: the app's warm-up (``ui.live_runs.prewarm``: the scheduler process, the default
 engine with CUDA graphs, the stop-token probe that measures a forward), the controls as a page
 load sets them (``ui.presets.device_defaults``), then Run pressed ``--clicks`` times with those
-values (``ui.live.run_live``, the real scheduler process, the same generator the page draws).
+values (``ui.live_runs.run_live``, the real scheduler process, the same generator the page draws).
 Printed per click and as median [min-max]: GPU busy over all stream lanes and over the engine
 stream alone (whole run and steady window), the measured speedup per decode step, and the two
 loops' median prefill forward, then whether every click reached the targets below. The first
@@ -44,13 +44,13 @@ def _median_us(run: dict, phase: str) -> float:
     return statistics.median(spans) if spans else float("nan")
 
 
-def _click(live, values) -> tuple[dict, float]:
+def _click(live_runs, values) -> tuple[dict, float]:
     from ui.view import MainView
 
     names = [f.name for f in fields(MainView)]
     started = time.perf_counter()
     final = None
-    for out in live.run_live(values):
+    for out in live_runs.run_live(values):
         final = dict(zip(names, out))
     seconds = time.perf_counter() - started
     record = final["record"] if final else None
@@ -90,17 +90,17 @@ def main() -> int:
     parser.add_argument("--allow-cpu", action="store_true")
     args = parser.parse_args()
 
-    from ui import common, live, presets
+    from ui import inputs, live_runs, presets, scheduler_link
     from ui.controls import Controls
 
     t0 = time.perf_counter()
-    cuda = common.scheduler().ready().cuda
+    cuda = scheduler_link.scheduler().ready().cuda
     if not cuda and not args.allow_cpu:
         print("no CUDA GPU here (--allow-cpu runs the same on this CPU)")
         return 2
-    live.prewarm()                       # what app.py starts in the background
+    live_runs.prewarm()                       # what app.py starts in the background
     print(f"warm-up (scheduler process, engine, probe): {time.perf_counter() - t0:.1f} s")
-    d = common.DEFAULTS
+    d = inputs.DEFAULTS
     slider, graphs, said = presets.device_defaults("auto", d["extra_cpu_us"], False, "English")
     values = Controls.page_defaults(cuda_graph=graphs.get("value", False),
                                     extra_cpu_us=slider.get("value", d["extra_cpu_us"]))
@@ -110,7 +110,7 @@ def main() -> int:
           f"{values.max_new} new tokens, stop early\n")
     rows, first = [], None
     for i in range(args.clicks):
-        record, seconds = _click(live, values)
+        record, seconds = _click(live_runs, values)
         first = first or record
         row = _row(record)
         rows.append(row)
@@ -139,11 +139,11 @@ def main() -> int:
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
         first.setdefault("config", {})["made_by"] = (
-            "scripts/gpu_first_click.py: the page's handler (ui.live.run_live) with the page's "
+            "scripts/gpu_first_click.py: the page's handler (ui.live_runs.run_live) with the page's "
             "defaults after the warm-up, first click")
         (args.out / args.name).write_text(json.dumps(first, separators=(",", ":")))
         print(f"\nfirst click's record: {args.out / args.name}")
-    common.shutdown()
+    scheduler_link.shutdown()
     return 0
 
 

@@ -165,11 +165,11 @@ def engine_samples_section(bundle: Path) -> str:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from engine import Engine, EngineConfig, SamplingParams
 
-    with Engine(EngineConfig(model=str(bundle.resolve()), device="cpu", overlap=True)) as eng:
+    with Engine(EngineConfig(model=str(bundle.resolve()), device="cpu")) as eng:
         res = eng.generate(ENGINE_PROMPTS, SamplingParams(max_new_tokens=40))
     lines = [ENGINE_SAMPLES, "", "Greedy, 40 new tokens at most, `Engine(EngineConfig(model=\"bundled\", "
-             "device=\"cpu\", overlap=True))` (made by `python scripts/model_card.py assets/bundled "
-             "--engine-samples`). Prompt in bold.", ""]
+             "device=\"cpu\"))` in its default (overlap) loop (made by `python scripts/model_card.py "
+             "assets/bundled --engine-samples`). Prompt in bold.", ""]
     for prompt, out in zip(ENGINE_PROMPTS, res.outputs):
         body = out.text.replace("\n", " ").strip()
         lines.append(f"- **{prompt}**{' ' if not body.startswith((',', '.')) else ''}{body} "

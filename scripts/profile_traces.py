@@ -54,6 +54,7 @@ def hf_generate(out: Path, workdir: Path) -> None:
 
 def engine(out: Path, graphs: bool) -> None:
     from engine import Engine, SamplingParams
+    from engine.config import OVERLAP
     from engine.workloads import Workload
 
     config = Workload(PROMPT, NEW, margin=16).engine_config(model=MODEL, device="cuda",
@@ -63,7 +64,7 @@ def engine(out: Path, graphs: bool) -> None:
     with Engine(config) as eng:
         eng.generate(prompts, params)                                  # warm-up
         with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-            eng.generate(prompts, params, overlap=True)
+            eng.generate(prompts, params, OVERLAP)
             torch.cuda.synchronize()
     _save(prof, out / f"engine-{'graph' if graphs else 'eager'}-qwen05-b8.json.gz")
 

@@ -20,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 def main() -> None:
     from engine import Engine, EngineConfig, SamplingParams
+    from engine.config import NORMAL, OVERLAP
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pages", type=int, nargs="+", default=[40, 48])
@@ -35,9 +36,9 @@ def main() -> None:
             cfg = EngineConfig(model="bundled", device="cpu", num_pages=pages, prefix_cache=cache)
             with Engine(cfg) as eng:
                 got = {}
-                for overlap in (False, True):
+                for overlap, loop in ((False, NORMAL), (True, OVERLAP)):
                     eng.clear_prefix_cache()
-                    res = eng.generate([prompt] * args.requests, params, overlap=overlap)
+                    res = eng.generate([prompt] * args.requests, params, loop)
                     got[overlap] = (res.metrics["retractions"],
                                     [o.token_ids for o in res.outputs], eng.memory_problems())
             (rs, ts, ps), (ro, to, po) = got[False], got[True]

@@ -310,7 +310,7 @@ def test_the_lab_and_serving_tabs_show_their_own_results_and_mark_cuda_switches(
 # ---- handlers, without a browser -----------------------------------------------------------------
 
 sys.path.insert(0, str(ROOT))
-live = pytest.importorskip("ui.live")
+live = pytest.importorskip("ui.live_runs")
 
 
 def _args(**overrides):
@@ -353,10 +353,10 @@ class _FailingScheduler:
 ])
 def test_a_failed_run_gives_a_message_in_the_users_language(monkeypatch, kind, said):
     from engine.processes.messages import RequestFailed
-    from ui import common
+    from ui import scheduler_link
 
     event = RequestFailed(kind, "the CPU device process died while running step 3 (SIGKILL)")
-    monkeypatch.setattr(common, "scheduler", lambda: _FailingScheduler(event))
+    monkeypatch.setattr(scheduler_link, "scheduler", lambda: _FailingScheduler(event))
     final = _fields(list(live.run_live(_args()))[-1])
     assert said in final["status"]
     zh = _fields(list(live.run_live(_args(lang_choice="中文")))[-1])
@@ -370,9 +370,9 @@ def test_no_loop_chosen_gives_a_message():
 
 def test_cuda_without_a_gpu_gives_a_message(monkeypatch):
     from engine.processes.messages import RequestFailed
-    from ui import common
+    from ui import scheduler_link
 
-    monkeypatch.setattr(common, "scheduler", lambda: _FailingScheduler(RequestFailed("x", "")))
+    monkeypatch.setattr(scheduler_link, "scheduler", lambda: _FailingScheduler(RequestFailed("x", "")))
     outputs = list(live.run_live(_args(device="cuda")))
     assert "no GPU was found on this machine" in _fields(outputs[-1])["status"]
 
@@ -560,10 +560,10 @@ def test_a_record_full_of_html_runs_no_script_and_injects_nothing(page, tmp_path
 def test_zero_gpu_is_told_by_its_environment_not_by_the_spaces_package(monkeypatch):
     """A CPU Space or a laptop may have ``spaces`` installed: only ZeroGPU's own variable counts,
     and there the engine runs inside the GPU call (an in-process scheduler, no process of ours)."""
-    from ui import common
+    from ui import scheduler_link
 
     monkeypatch.delenv("SPACES_ZERO_GPU", raising=False)
-    assert not common.on_zero_gpu()
+    assert not scheduler_link.on_zero_gpu()
     for value in ("1", "true"):
         monkeypatch.setenv("SPACES_ZERO_GPU", value)
-        assert common.on_zero_gpu() and common.cuda_seen()
+        assert scheduler_link.on_zero_gpu() and scheduler_link.cuda_seen()

@@ -178,7 +178,7 @@ def test_the_model_folder_minisglang_reads(tmp_path):
 
 @pytest.fixture(scope="module")
 def record():
-    from record.loading import load_any
+    from record.any_file import load_any
     return load_any(RECORD)                 # the page's loading path: validated, upgraded
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import requires_cuda
+from loops import loop_of
 
 from engine import Engine, EngineConfig, SamplingParams
 from engine.config import COPY_PLACEMENTS
@@ -55,7 +56,7 @@ def _placement_run(eng: Engine, overlap: bool, k: int = 1):
     prompts = [[5 + i, 6, 7 + 2 * i, 8] * (1 + i % 3) for i in range(4)]
     params = [SamplingParams(max_new_tokens=12 + 3 * i, temperature=0.0 if i % 2 else 0.9,
                              top_k=20, ignore_eos=True) for i in range(4)]
-    return eng.generate(prompts, params, overlap=overlap, decode_steps=k)
+    return eng.generate(prompts, params, loop_of(overlap, k))
 
 
 @requires_cuda

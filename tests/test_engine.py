@@ -18,8 +18,11 @@ import random
 import pytest
 import torch
 from conftest import EOS, VOCAB, requires_cuda
+from loops import loop_of
 
 from engine import Engine, EngineConfig, LoopSpec, SamplingParams
+from engine.config import NORMAL, OVERLAP
+from record.schema import Loop
 
 
 def _workload(rng: random.Random, n: int, max_prompt: int, max_new: int):
@@ -97,13 +100,13 @@ def _assert_loops_agree(eng: Engine, rng: random.Random, max_requests: int, ks: 
     arrivals = _random_arrivals(rng, len(prompts), arrival_span_s) if arrival_span_s else None
     if fresh_cache:
         eng.clear_prefix_cache()
-    normal = eng.generate(prompts, params, overlap=False, arrivals=arrivals)
+    normal = eng.generate(prompts, params, NORMAL, arrivals=arrivals)
     _assert_all_free(eng)
     _check_outputs(normal, params)
     for k in ks:
         if fresh_cache:
             eng.clear_prefix_cache()
-        overlap = eng.generate(prompts, params, overlap=True, decode_steps=k, arrivals=arrivals)
+        overlap = eng.generate(prompts, params, loop_of(True, k), arrivals=arrivals)
         _assert_all_free(eng)
         _check_outputs(overlap, params)
         assert _same(normal, overlap), f"{where}k={k}"
@@ -140,7 +143,7 @@ def test_idle_gaps_are_neither_cpu_work_nor_a_stall(cpu_engine):
     prompts = [[5, 6, 7], [8, 9, 10]]
     params = SamplingParams(max_new_tokens=4, ignore_eos=True)
     for overlap in (False, True):
-        res = cpu_engine.generate(prompts, params, overlap=overlap, arrivals=[0.0, 0.6])
+        res = cpu_engine.generate(prompts, params, loop_of(overlap), arrivals=[0.0, 0.6])
         _check_timing(res, [0.0, 0.6])
         assert res.wall_s >= 0.6
         first_done, second = res.outputs[0].finish_us, res.outputs[1].arrival_us
@@ -167,8 +170,8 @@ def test_sampling_is_seeded_and_mode_independent(cpu_engine):
     params = [SamplingParams(max_new_tokens=16, temperature=0.9, top_k=rng.choice([0, 5, 50]),
                              top_p=rng.choice([1.0, 0.8, 0.5]), seed=100 + i, ignore_eos=True)
               for i in range(6)]
-    a = cpu_engine.generate(prompts, params, overlap=False)
-    b = cpu_engine.generate(prompts, params, overlap=True)
+    a = cpu_engine.generate(prompts, params, NORMAL)
+    b = cpu_engine.generate(prompts, params, OVERLAP)
     assert _same(a, b)
     greedy = cpu_engine.generate(prompts, [SamplingParams(max_new_tokens=16, ignore_eos=True)] * 6)
     assert not _same(a, greedy), "temperature 0.9 should not reproduce greedy everywhere"
@@ -179,8 +182,7 @@ def test_sampling_is_seeded_and_mode_independent(cpu_engine):
 
 def test_max_new_tokens_one_runs_no_decode_step(cpu_engine):
     prompts = [[5, 6, 7], [8, 9], [10, 11, 12, 13]]
-    res = cpu_engine.generate(prompts, SamplingParams(max_new_tokens=1, ignore_eos=True),
-                              overlap=True)
+    res = cpu_engine.generate(prompts, SamplingParams(max_new_tokens=1, ignore_eos=True), OVERLAP)
     assert all(len(o.token_ids) == 1 and o.finish_reason == "length" for o in res.outputs)
     forwards = {s.step: s.phase for s in res.timeline if s.lane == "engine_stream"}
     assert "decode" not in forwards.values()
@@ -193,11 +195,11 @@ def test_lag_one_extra_step_is_dropped_and_counted(cpu_engine):
     probe = cpu_engine.generate(prompts, SamplingParams(max_new_tokens=12, ignore_eos=True))
     stop = probe.outputs[0].token_ids[2]
     params = SamplingParams(max_new_tokens=12, stop_token_ids=(stop,), ignore_eos=True)
-    res = cpu_engine.generate(prompts, params, overlap=True)
+    res = cpu_engine.generate(prompts, params, OVERLAP)
     assert res.outputs[0].finish_reason == "stop" and res.outputs[0].token_ids[-1] == stop
     assert res.outputs[0].wasted_steps == 1
     assert res.metrics["wasted_tokens"] >= 1
-    normal = cpu_engine.generate(prompts, params, overlap=False)
+    normal = cpu_engine.generate(prompts, params, NORMAL)
     assert normal.metrics["wasted_tokens"] == 0
     assert _same(normal, res)
 
@@ -207,9 +209,9 @@ def test_multistep_lag_k_wastes_at_most_2k_minus_1_steps(cpu_engine):
     probe = cpu_engine.generate(prompts, SamplingParams(max_new_tokens=20, ignore_eos=True))
     stops = [(o.token_ids[3 + i],) for i, o in enumerate(probe.outputs)]
     params = [SamplingParams(max_new_tokens=20, stop_token_ids=s, ignore_eos=True) for s in stops]
-    normal = cpu_engine.generate(prompts, params, overlap=False)
+    normal = cpu_engine.generate(prompts, params, NORMAL)
     for k in (2, 4):
-        res = cpu_engine.generate(prompts, params, overlap=True, decode_steps=k)
+        res = cpu_engine.generate(prompts, params, loop_of(True, k))
         assert _same(normal, res)
         assert (res.loop, res.decode_steps) == ("multistep", k)
         assert all(o.wasted_steps <= 2 * k - 1 for o in res.outputs)
@@ -217,22 +219,22 @@ def test_multistep_lag_k_wastes_at_most_2k_minus_1_steps(cpu_engine):
         _assert_all_free(cpu_engine)
 
 
-def test_a_loop_spec_runs_the_loop_its_keywords_name(cpu_engine):
-    """``loop=LoopSpec(...)`` and ``overlap=``/``decode_steps=``/``extra_cpu_us=`` are one
-    choice said two ways: the same loop, the same k, the same tokens; not both at once."""
+def test_the_run_is_the_loop_its_loop_spec_names(cpu_engine):
+    """The loop is given one way, a ``LoopSpec``: the run is that loop, with its k and its extra
+    CPU work, and the same tokens as every other loop; the engine's default is the overlap loop,
+    and anything that is not a ``LoopSpec`` is refused before a run starts."""
     prompts = [[20 + i, 30 + i, 40 + i] for i in range(3)]
     params = SamplingParams(max_new_tokens=9, ignore_eos=True)
-    for spec, keywords in ((LoopSpec("normal", 3, 50), {"overlap": False, "extra_cpu_us": 50}),
-                           (LoopSpec("overlap"), {"overlap": True, "decode_steps": 1}),
-                           (LoopSpec("multistep", 3), {"overlap": True, "decode_steps": 3}),
-                           (LoopSpec("multistep", 1), {"overlap": True, "decode_steps": 1})):
-        given, said = (cpu_engine.generate(prompts, params, loop=spec),
-                       cpu_engine.generate(prompts, params, **keywords))
-        assert (given.loop, given.decode_steps) == (said.loop, said.decode_steps)
-        assert given.metrics["extra_cpu_us"] == said.metrics["extra_cpu_us"]
-        assert _same(given, said)
-    with pytest.raises(ValueError, match="not both"):
-        cpu_engine.generate(prompts, params, loop=LoopSpec("overlap"), overlap=True)
+    runs = [cpu_engine.generate(prompts, params, spec) for spec in
+            (LoopSpec(Loop.NORMAL, 1, 50), LoopSpec(Loop.OVERLAP), LoopSpec(Loop.MULTISTEP, 3))]
+    assert [(r.loop, r.decode_steps, r.metrics["extra_cpu_us"]) for r in runs] == [
+        ("normal", 1, 50), ("overlap", 1, 0), ("multistep", 3, 0)]
+    assert _same(runs[0], runs[1]) and _same(runs[0], runs[2])
+    assert cpu_engine.generate(prompts, params).loop == Loop.OVERLAP
+    for wrong in ("overlap", True, None):
+        with pytest.raises(ValueError, match="LoopSpec"):
+            cpu_engine.generate(prompts, params, wrong)
+    _assert_all_free(cpu_engine)
 
 
 def test_generate_many_times_and_more_requests_than_slots(cpu_engine):
@@ -330,7 +332,7 @@ def test_cuda_graphs_match_eager(make_checkpoint, dtype, compile):
         cfg = EngineConfig(model=str(make_checkpoint("qwen2")), device="cuda", dtype=dtype,
                            cuda_graph=graph, max_batch_size=8, max_seq_len=64, compile=compile)
         with Engine(cfg) as eng:
-            outs.append(eng.generate(prompts, params, overlap=True))
+            outs.append(eng.generate(prompts, params, OVERLAP))
     assert _same(outs[0], outs[1])
     # Every step ran as one graph launch, prefills too: an eager step records its sampling apart.
     eager, graphed = ({s.phase for s in out.timeline if s.lane == "engine_stream"} for out in outs)
@@ -383,7 +385,7 @@ def _assert_aborts_are_clean(eng, seed):
     rng = random.Random(200 + seed)
     prompts, params = _workload(rng, rng.randrange(2, 10), 40, 24)
     params = [SamplingParams(max_new_tokens=p.max_new_tokens, ignore_eos=True) for p in params]
-    full = cpu_engine.generate(prompts, params, overlap=False)
+    full = cpu_engine.generate(prompts, params, NORMAL)
     arrivals = _random_arrivals(rng, len(prompts), 0.2)
     doomed = rng.sample(range(len(prompts)), k=max(1, len(prompts) // 2))
     # Each abort comes soon after its request arrives (while it waits or runs); the first at
@@ -398,7 +400,7 @@ def _assert_aborts_are_clean(eng, seed):
             req.arrival_ns = t0 + int(at * 1e9)
         source = _ScriptedSource(reqs, [(t0 + int(at * 1e9), rid) for rid, at in abort_at.items()])
         ended: list = []
-        cpu_engine.serve(source, _collect_finished(ended), overlap=overlap, decode_steps=k)
+        cpu_engine.serve(source, _collect_finished(ended), loop_of(overlap, k))
         _assert_all_free(cpu_engine)
         assert sorted(r.rid for r in ended) == list(range(len(reqs))), "each request ends once"
         assert reqs[doomed[0]].finish_reason == "abort" and not reqs[doomed[0]].output_ids
@@ -442,5 +444,5 @@ def test_cuda_triton_attention_matches_reference_fp32(make_checkpoint, arch):
                            cuda_graph=True, max_batch_size=4, max_seq_len=64, page_size=4,
                            attention=attention, compile=compile)
         with Engine(cfg) as eng:
-            outs.append(eng.generate(prompts, params, overlap=True))
+            outs.append(eng.generate(prompts, params, OVERLAP))
     assert _same(outs[0], outs[1]) and _same(outs[0], outs[2])

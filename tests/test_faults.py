@@ -10,14 +10,18 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from conftest import VOCAB
+from loops import loop_of
 
 from engine import Engine, EngineConfig, SamplingParams
+from engine.config import OVERLAP
 from engine.devices.process import DeviceError
 from engine.engine import EngineBusyError
+from engine.workloads import Workload
 
 ROOT = Path(__file__).resolve().parent.parent
 PROMPTS = [[5 + i, 6, 7, 8] for i in range(4)]
@@ -54,7 +58,7 @@ def _fault_during_run(engine: Engine, act, at_iteration: int = 5) -> BaseExcepti
         return False
 
     with pytest.raises(DeviceError) as caught:
-        engine.generate(PROMPTS, LONG, extra_cpu_us=2000, should_stop=fault_at_iteration)
+        engine.generate(PROMPTS, LONG, loop_of(True, 1, 2000), should_stop=fault_at_iteration)
     assert iterations >= at_iteration
     return caught.value
 
@@ -192,9 +196,9 @@ def test_the_scheduler_process_killed_mid_run_is_said_and_the_next_request_works
 
     request = LiveRunRequest(
         engine=EngineConfig(model="bundled", device="cpu", max_batch_size=4, max_seq_len=256),
-        prompts=["one two three"] * 4, prompt_tokens=3,
-        params=SamplingParams(max_new_tokens=150, ignore_eos=True), loops=("normal", "overlap"),
-        decode_steps=1, extra_cpu_us=3000, stop_early=False)
+        prompts=["one two three"] * 4, workload=Workload.of_words(3, 150),
+        params=SamplingParams(max_new_tokens=150, ignore_eos=True),
+        loops=(loop_of(False, 1, 3000), loop_of(True, 1, 3000)), stop_early=False)
     client = SchedulerClient()
     try:
         client.ready()
@@ -206,7 +210,7 @@ def test_the_scheduler_process_killed_mid_run_is_said_and_the_next_request_works
                     os.kill(client.pid, signal.SIGKILL)
         # The watch saw the death itself (a missed deadline would say "did not answer").
         assert killed and "SIGKILL" in str(caught.value), str(caught.value)
-        small = LiveRunRequest(**{**request.__dict__, "params": SHORT, "loops": ("overlap",)})
+        small = replace(request, params=SHORT, loops=(OVERLAP,))
         events = list(client.submit(small))            # a new scheduler process
         assert isinstance(events[-1], RunFinished) and client.restarts >= 1
     finally:
@@ -219,9 +223,9 @@ def test_a_cancelled_run_ends_at_the_next_iteration():
 
     request = LiveRunRequest(
         engine=EngineConfig(model="bundled", device="cpu", max_batch_size=4, max_seq_len=256),
-        prompts=["one two three"] * 4, prompt_tokens=3,
-        params=SamplingParams(max_new_tokens=200, ignore_eos=True), loops=("normal",),
-        decode_steps=1, extra_cpu_us=5000, stop_early=False)
+        prompts=["one two three"] * 4, workload=Workload.of_words(3, 200),
+        params=SamplingParams(max_new_tokens=200, ignore_eos=True),
+        loops=(loop_of(False, 1, 5000),), stop_early=False)
     client = SchedulerClient()
     try:
         cancelled = False

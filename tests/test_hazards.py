@@ -19,7 +19,7 @@ def base(make_checkpoint):
 @pytest.fixture(scope="module")
 def reference(base):
     from dataclasses import replace
-    with Engine(replace(base, max_batch_size=4, overlap=False)) as eng:
+    with Engine(replace(base, max_batch_size=4)) as eng:
         yield eng
 
 

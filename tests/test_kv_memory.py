@@ -22,8 +22,10 @@ import pytest
 from conftest import VOCAB, requires_cuda
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from loops import loop_of
 
 from engine import Engine, EngineConfig, SamplingParams
+from engine.config import NORMAL
 from engine.scheduler.kv_cache import CACHE_OWNER, IdPool
 from engine.scheduler.radix_cache import RadixCache
 
@@ -259,9 +261,9 @@ def test_every_loop_gives_the_unpressured_tokens(reference, pressured, seed):
                              else ()) for p, o in zip(params, probe.outputs)]
     arrivals = ([rng.choice([0.0, rng.uniform(0, 0.15)]) for _ in prompts]
                 if seed % 2 else None)
-    want = _tokens(reference.generate(prompts, params, overlap=False))
+    want = _tokens(reference.generate(prompts, params, NORMAL))
     for overlap, k in ((False, 1), (True, 1), (True, 2 + seed % 3)):
-        res = pressured.generate(prompts, params, overlap=overlap, decode_steps=k,
+        res = pressured.generate(prompts, params, loop_of(overlap, k),
                                  arrivals=arrivals)
         assert _tokens(res) == want, f"overlap={overlap} k={k}"
         _assert_memory_whole(pressured, res)
@@ -278,7 +280,7 @@ def test_hits_and_retractions_happen_where_the_workload_makes_them(reference, ma
     prompts = [system + [rng.randrange(4, VOCAB) for _ in range(rng.randrange(1, 8))]
                for _ in range(16)]
     params = SamplingParams(max_new_tokens=40, ignore_eos=True)
-    want = _tokens(reference.generate(prompts, params, overlap=False))
+    want = _tokens(reference.generate(prompts, params, NORMAL))
     full = -(-(32 + 40) // PS)                         # pages of the longest request
     cfg = EngineConfig(model=str(make_checkpoint("llama")), device="cpu", dtype="float64",
                        max_batch_size=8, max_seq_len=96, page_size=PS, num_pages=3 * full,
@@ -286,7 +288,7 @@ def test_hits_and_retractions_happen_where_the_workload_makes_them(reference, ma
     with Engine(cfg) as eng:
         for overlap, k in ((False, 1), (True, 1), (True, 3)):
             eng.clear_prefix_cache()
-            res = eng.generate(prompts, params, overlap=overlap, decode_steps=k)
+            res = eng.generate(prompts, params, loop_of(overlap, k))
             assert _tokens(res) == want
             assert res.metrics["retractions"] > 0, (overlap, k)
             assert res.metrics["prefix_hit_tokens"] >= 24 * 8, "the system prompt was found again"
@@ -331,7 +333,7 @@ def test_both_loops_leave_the_same_prefix_cache(reference, make_checkpoint, seed
     with Engine(cfg) as eng:
         for overlap in (False, True):
             eng.clear_prefix_cache()
-            res = eng.generate(prompts, params, overlap=overlap)
+            res = eng.generate(prompts, params, loop_of(overlap))
             assert res.metrics["retractions"] == 0
             held[overlap] = _cached_prefixes(eng.cache)
             _assert_memory_whole(eng, res)
@@ -384,8 +386,7 @@ def test_aborts_and_retractions_release_once(make_checkpoint):
             aborts = [(t0 + int(rng.uniform(0.0, 0.3) * 1e9), rid)
                       for rid in rng.sample(range(10), 4)]
             ended: list = []
-            eng.serve(_ScriptedSource(reqs, aborts), _collect_finished(ended), overlap=overlap,
-                      decode_steps=k)
+            eng.serve(_ScriptedSource(reqs, aborts), _collect_finished(ended), loop_of(overlap, k))
             assert sorted(r.rid for r in ended) == list(range(10))
             _assert_memory_whole(eng)
 
@@ -408,9 +409,9 @@ def test_cuda_every_loop_gives_the_unpressured_tokens(make_checkpoint, cuda_grap
         for seed in range(6):
             rng = random.Random(seed)
             prompts, params = _shared_prefix_workload(rng, rng.randrange(4, 14), 30)
-            want = _tokens(ref.generate(prompts, params, overlap=False))
+            want = _tokens(ref.generate(prompts, params, NORMAL))
             for overlap, k in ((False, 1), (True, 1), (True, 3)):
-                res = eng.generate(prompts, params, overlap=overlap, decode_steps=k)
+                res = eng.generate(prompts, params, loop_of(overlap, k))
                 assert _tokens(res) == want, (seed, overlap, k)
                 _assert_memory_whole(eng, res)
                 retractions += res.metrics["retractions"]

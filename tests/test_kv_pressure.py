@@ -20,8 +20,10 @@ from __future__ import annotations
 import random
 
 from conftest import VOCAB
+from loops import loop_of
 
 from engine import Engine, EngineConfig, SamplingParams
+from engine.config import NORMAL
 
 PS = 4
 WORKLOADS = 3            # per configuration of the pool
@@ -36,7 +38,7 @@ def _workload(rng: random.Random, probe_engine: Engine):
                + [rng.randrange(4, VOCAB) for _ in range(rng.randrange(0, 4))] for _ in range(16)]
     lengths = [rng.randrange(24, 48) for _ in prompts]
     probe = probe_engine.generate(prompts, [SamplingParams(max_new_tokens=n, ignore_eos=True)
-                                            for n in lengths], overlap=False)
+                                            for n in lengths], NORMAL)
     params = [SamplingParams(max_new_tokens=n, ignore_eos=True,
                              stop_token_ids=(rng.choice(o.token_ids[4:] or o.token_ids),)
                              if rng.random() < 0.33 else ())
@@ -60,7 +62,7 @@ def test_overlap_retracts_within_a_quarter_of_serial(make_checkpoint):
                 tokens, retractions = {}, {}
                 for overlap in (False, True):
                     eng.clear_prefix_cache()
-                    res = eng.generate(prompts, params, overlap=overlap)
+                    res = eng.generate(prompts, params, loop_of(overlap))
                     tokens[overlap] = [o.token_ids for o in res.outputs]
                     retractions[overlap] = res.metrics["retractions"]
                     assert not eng.memory_problems(), (cache, pages, seed, overlap)

@@ -9,21 +9,23 @@ from __future__ import annotations
 
 import threading
 
-from engine.config import EngineConfig, SamplingParams
+from engine.config import NORMAL, OVERLAP, EngineConfig, SamplingParams
 from engine.processes.messages import LiveRunRequest, RunFinished
 from engine.processes.service import SchedulerService
+from engine.workloads import Workload
 from record.latency_rows import rows_from_record
 from viz.latency import latency_figure
 
 
-def _run(service: SchedulerService, **extra) -> list:
+def _run(service: SchedulerService, shared_prefix: int = 0, **extra) -> list:
     events: list = []
     request = LiveRunRequest(
         engine=EngineConfig(model="bundled", device="cpu", dtype="float64", max_batch_size=4,
                             max_seq_len=96),
         prompts=["Once upon a time", "The license grants", "This module provides"] * 2,
-        prompt_tokens=8, params=SamplingParams(max_new_tokens=6, ignore_eos=True),
-        loops=("normal", "overlap"), decode_steps=2, extra_cpu_us=0, stop_early=False, **extra)
+        workload=Workload.of_words(8, 6, shared_prefix),
+        params=SamplingParams(max_new_tokens=6, ignore_eos=True), loops=(NORMAL, OVERLAP),
+        stop_early=False, **extra)
     service.handle(request, events.append, threading.Event())
     return events
 
@@ -85,9 +87,9 @@ def test_the_gpu_warm_up_measures_the_device_from_warm_serial_runs(monkeypatch):
         request = LiveRunRequest(
             engine=EngineConfig(model="bundled", device="cpu", dtype="float32", max_batch_size=4,
                                 max_seq_len=64),
-            prompts=["Once upon a time", "The license grants"] * 2, prompt_tokens=8,
-            params=SamplingParams(max_new_tokens=8), loops=("normal", "overlap"),
-            decode_steps=2, extra_cpu_us=0, stop_early=True)
+            prompts=["Once upon a time", "The license grants"] * 2,
+            workload=Workload.of_words(8, 8), params=SamplingParams(max_new_tokens=8),
+            loops=(NORMAL, OVERLAP), stop_early=True)
         engine = service._engine(request.engine, service.engines)
         measured = []
         real = service_module._run_reported

@@ -6,8 +6,10 @@ import json
 
 import pytest
 from conftest import requires_cuda
+from loops import loop_of
 
 from engine import Engine, EngineConfig, SamplingParams
+from engine.config import OVERLAP
 from record.recorder import Timeline
 from record.run_record import load_record, make_record, save_record, validate_record
 
@@ -60,10 +62,10 @@ def test_cpu_overlap_runs_process_last_during_next_forward(engine):
     print it (GPU busy, hidden CPU time) and the overlap tests on CUDA check it."""
     prompts = [[5 + i, 6, 7, 8] for i in range(8)]
     params = SamplingParams(max_new_tokens=24, ignore_eos=True)
-    normal = engine.generate(prompts, params, overlap=False, extra_cpu_us=1500)
+    normal = engine.generate(prompts, params, loop_of(False, 1, 1500))
     hits, n = _process_hides_forward(normal.timeline)
     assert n >= 20 and hits == 0, "the serial loop must never overlap its own forwards"
-    overlap = engine.generate(prompts, params, overlap=True, extra_cpu_us=1500)
+    overlap = engine.generate(prompts, params, loop_of(True, 1, 1500))
     assert _launch_precedes_processing(overlap.timeline) >= 20
     assert _wait_follows_processing(overlap.timeline) >= 20
 
@@ -94,7 +96,7 @@ def _forwards_name_their_requests(spans) -> int:
 def test_forward_spans_name_their_requests(engine, k):
     prompts = [[5 + i, 6, 7] for i in range(5)]
     params = [SamplingParams(max_new_tokens=3 + 2 * i, ignore_eos=True) for i in range(5)]
-    res = engine.generate(prompts, params, overlap=True, decode_steps=k)
+    res = engine.generate(prompts, params, loop_of(True, k))
     assert _forwards_name_their_requests(res.timeline) >= 10
     finished_early = {s.step for s in res.timeline if s.lane == "engine_stream"
                       and s.phase == "decode" and 0 not in s.req_ids}
@@ -114,8 +116,8 @@ def test_live_snapshot_while_running(engine):
 
     t = threading.Thread(target=watch)
     t.start()
-    engine.generate([[5, 6]] * 4, SamplingParams(max_new_tokens=40, ignore_eos=True),
-                    timeline=tl, extra_cpu_us=500)
+    engine.generate([[5, 6]] * 4, SamplingParams(max_new_tokens=40, ignore_eos=True), loop_of(True, 1, 500),
+                    timeline=tl)
     done.set()
     t.join()
     assert len(set(seen)) > 3, "the live view should grow while the run is in progress"
@@ -123,7 +125,7 @@ def test_live_snapshot_while_running(engine):
 
 def test_run_record_round_trip_and_chrome_trace(engine, tmp_path):
     from record.chrome_trace import write_chrome_trace
-    runs = [engine.generate([[5, 6, 7]] * 2, SamplingParams(max_new_tokens=5), overlap=ov)
+    runs = [engine.generate([[5, 6, 7]] * 2, SamplingParams(max_new_tokens=5), loop_of(ov))
             for ov in (False, True)]
     record = make_record(engine.env_info(), engine.config_dict(), [r.to_run_dict() for r in runs])
     path = save_record(record, tmp_path / "run.json")
@@ -149,8 +151,8 @@ def test_cuda_events_agree_with_profiler_kernels(make_checkpoint):
                              max_batch_size=8, max_seq_len=128)) as eng:
         eng.generate([[5, 6]] * 2, SamplingParams(max_new_tokens=4))
         res = eng.generate([[5 + i, 6, 7] for i in range(8)],
-                           SamplingParams(max_new_tokens=40, ignore_eos=True),
-                           overlap=True, profile_steps=(10, 20))
+                           SamplingParams(max_new_tokens=40, ignore_eos=True), OVERLAP,
+                           profile_steps=(10, 20))
     assert res.extra_lanes, "kernel lanes were merged"
     assert _forwards_name_their_requests(res.timeline) >= 40
     ratios = []

@@ -278,7 +278,7 @@ def test_a_record_exported_as_a_trace_imports_back_into_the_same_runs(tmp_path):
 
 
 def test_the_example_trace_in_the_docs_imports():
-    from record.loading import load_any
+    from record.any_file import load_any
 
     record = load_any(ROOT / "docs" / "example_trace.json")
     assert [run["loop"] for run in record["runs"]] == ["normal", "overlap"]
@@ -376,7 +376,7 @@ def test_real_traces_without_step_marks_give_a_whole_lesson(name, how, cpu_bound
     """12 new tokens: a prefill, then 11 decode steps to find; the launching thread drawn; the
     article's terms where the trace allows them. Under the profiler an eager step is host-bound
     (the host's part is many times the forward), a graphed one is not."""
-    from record.loading import load_any
+    from record.any_file import load_any
 
     run = load_any(TRACES / name)["runs"][0]                   # a few seconds (bench: not timed here)
     assert run["notes"][0]["key"] == how and run["notes"][0]["steps"] == 11
@@ -515,7 +515,7 @@ def test_a_phase_holding_phases_of_other_roles_is_drawn_as_them():
 def test_gaps_shorter_than_a_launch_are_busy_not_idle_bands():
     """Our engine's graphed trace: thousands of sub-microsecond gaps between the kernels of each
     graph; joined, the steady window is busy, and the chart's idle bands are between forwards."""
-    from record.loading import load_any
+    from record.any_file import load_any
     from record.metrics import idle_gaps
 
     run = load_any(TRACES / "engine-graph-qwen05-b8.json.gz")["runs"][0]

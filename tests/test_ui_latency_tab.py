@@ -28,7 +28,7 @@ from hub_cache import add_to_cache, save_tiny_llama  # noqa: E402
 from ui_wiring import events_running, one_queue, queues  # noqa: E402
 
 from engine.models.loader import BUNDLED_DIR  # noqa: E402
-from ui import common, latency_tab, live  # noqa: E402
+from ui import inputs, live_runs, scheduler_link, serving_runs  # noqa: E402
 from ui.controls import Controls  # noqa: E402
 from ui.view import MainView  # noqa: E402
 
@@ -42,7 +42,7 @@ ARGS = {"loops": ["normal", "overlap"], "decode_steps": 3, "stop_early": False,
 
 
 def views(**changes):
-    return [dict(zip(NAMES, values)) for values in live.run_live(Controls(**{**ARGS, **changes}))]
+    return [dict(zip(NAMES, values)) for values in live_runs.run_live(Controls(**{**ARGS, **changes}))]
 
 
 @pytest.fixture(scope="module")
@@ -57,10 +57,10 @@ def hub(tmp_path_factory):
     add_to_cache(base / "cache", BASE_REPO, files)
     env = {"HF_HUB_CACHE": str(base / "cache"), "HF_HUB_OFFLINE": "1"}
     saved = {k: os.environ.get(k) for k in env}
-    common.shutdown()
+    scheduler_link.shutdown()
     os.environ.update(env)
     yield REPO
-    common.shutdown()
+    scheduler_link.shutdown()
     for k, v in saved.items():
         if v is None:
             os.environ.pop(k, None)
@@ -83,10 +83,10 @@ def test_a_hub_model_with_chat_and_arrivals_runs_and_reports_latency(hub):
 
 
 def test_the_model_list_offers_hub_models_marked_by_the_cache(hub):
-    choices = dict((value, label) for label, value in common.model_choices("en"))
-    for repo in common.SUGGESTED_MODELS:
+    choices = dict((value, label) for label, value in inputs.model_choices("en"))
+    for repo in inputs.SUGGESTED_MODELS:
         assert repo in choices and ": hub, " in choices[repo]
-    assert common.check_model(hub) == hub                     # a typed id is taken as it is
+    assert inputs.check_model(hub) == hub                     # a typed id is taken as it is
 
 
 @pytest.mark.parametrize("changes, english, chinese", [
@@ -112,21 +112,21 @@ def test_a_hub_model_that_is_not_cached_offline_says_so():
 
 
 def test_the_serving_tab_draws_every_measurement_in_both_languages():
-    choices = latency_tab.list_measured("English")["choices"]
+    choices = serving_runs.list_measured("English")["choices"]
     assert len(choices) >= 2 and all("extra CPU" in label for label, _ in choices)
     for _, name in choices:
-        figure, table = latency_tab.show_measured(name, "English")
+        figure, table = serving_runs.show_measured(name, "English")
         loops = {trace["legendgroup"] for trace in json.loads(figure.plot)["data"]}
         assert loops == {"normal", "overlap"}, name
         assert "<table" in table and "overlap" in table
-    update, figure, table = latency_tab.relabel(choices[0][1], "中文")
+    update, figure, table = serving_runs.relabel(choices[0][1], "中文")
     assert "每步额外 CPU" in update["choices"][0][0] and update["value"] == choices[0][1]
     assert "<th>请求速率</th>" in table and "请求/秒" in table and "req/s" not in table
     assert "首个 token 延迟" in figure.plot or "\\u9996" in figure.plot
 
 
 def test_the_serving_tab_reads_only_its_own_files():
-    figure, table = latency_tab.show_measured("../../README.md", "English")
+    figure, table = serving_runs.show_measured("../../README.md", "English")
     assert "Cannot show" in table and not json.loads(figure.plot)["data"]
 
 
@@ -146,12 +146,12 @@ def test_chat_with_a_model_without_a_template_runs_on_plain_text_and_says_so():
 
 
 def test_stop_with_nothing_running_changes_nothing():
-    update = live.stop_run("English")
+    update = live_runs.stop_run("English")
     assert update == {"__type__": "update"}                 # the status line stays as it was
 
 
 def test_the_serving_tabs_handlers_run_in_one_queue_of_one():
     """The page's wiring: a pick, a page load and a language switch each answer about the file
     chosen when they were triggered; one at a time, in that order, the last word is the pick."""
-    wired = events_running({latency_tab.show_measured, latency_tab.relabel})
-    assert queues(wired) == one_queue(latency_tab.ONE_QUEUE)
+    wired = events_running({serving_runs.show_measured, serving_runs.relabel})
+    assert queues(wired) == one_queue(serving_runs.ONE_QUEUE)

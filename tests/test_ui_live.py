@@ -20,9 +20,10 @@ pytest.importorskip("torch")
 
 from ui_wiring import events, one_queue, queues  # noqa: E402
 
-from ui import common, live  # noqa: E402
+from ui import live_runs, scheduler_link  # noqa: E402
 from ui.controls import Controls  # noqa: E402
 from ui.state import APP  # noqa: E402
+from ui.status import render_said, said  # noqa: E402
 from ui.view import MainView  # noqa: E402
 
 NAMES = [f.name for f in fields(MainView)]
@@ -34,14 +35,14 @@ ARGS = {"loops": ["normal", "overlap", "multistep"], "decode_steps": 3, "stop_ea
 
 def views(**changes):
     """Every view the handler yields, as {field: value} dicts."""
-    return [dict(zip(NAMES, values)) for values in live.run_live(Controls(**{**ARGS, **changes}))]
+    return [dict(zip(NAMES, values)) for values in live_runs.run_live(Controls(**{**ARGS, **changes}))]
 
 
 @pytest.fixture(scope="module")
 def outputs():
-    live.REFRESH_S = 0.0          # draw every span batch, so the test sees the view grow
+    live_runs.REFRESH_S = 0.0          # draw every span batch, so the test sees the view grow
     yield views()
-    common.shutdown()
+    scheduler_link.shutdown()
 
 
 def _plain(value) -> bool:
@@ -109,16 +110,16 @@ def test_bad_input_is_refused_by_name_in_both_languages(changes, english, chines
 def test_the_run_label_says_where_the_processes_ran_in_both_languages(monkeypatch):
     """Unpinned by default (measured better with a browser beside the app); OVERLAP_DEMO_PIN=1
     pins, and the label names the cores."""
-    spec = common.said("status_done", "ok", notes=(common.placement_note()[0],), requests=1,
+    spec = said("status_done", "ok", notes=(scheduler_link.placement_note()[0],), requests=1,
                        tokens=1, where="CPU", device_key="kind_cpu-process")
-    assert "none pinned" in common.render_said(spec, "en")
+    assert "none pinned" in render_said(spec, "en")
     monkeypatch.setenv("OVERLAP_DEMO_PIN", "1")
-    key, cores = common.placement_note()
-    spec = common.said("status_done", "ok", notes=(key,), requests=1, tokens=1, where="CPU",
+    key, cores = scheduler_link.placement_note()
+    spec = said("status_done", "ok", notes=(key,), requests=1, tokens=1, where="CPU",
                        device_key="kind_cpu-process", **cores)
-    placement = common.placement()
-    assert f"device process on core {placement.device[0]}" in common.render_said(spec, "en")
-    assert f"设备进程在核心 {placement.device[0]}" in common.render_said(spec, "zh")
+    placement = scheduler_link.placement()
+    assert f"device process on core {placement.device[0]}" in render_said(spec, "en")
+    assert f"设备进程在核心 {placement.device[0]}" in render_said(spec, "zh")
 
 
 def test_the_presets_set_controls_the_run_accepts_and_are_sized_to_the_machine():
@@ -132,9 +133,10 @@ def test_the_presets_set_controls_the_run_accepts_and_are_sized_to_the_machine()
     APP.profiles.clear()
     for name in presets.PRESETS:
         values, said = presets.preset(name, "English", "cpu")
-        request, _ = live.build_request(Controls.page_defaults(
+        request, _ = live_runs.build_request(Controls.page_defaults(
             **values, device="cpu", model="bundled", prompts_text="", cuda_graph=False))
-        assert request.loops == tuple(values["loops"]) and "2-core" in said
+        assert [spec.loop for spec in request.loops] == list(values["loops"])
+        assert "2-core" in said
     heavy, _ = presets.preset("multistep")
     assert "multistep" in heavy["loops"] and heavy["decode_steps"] == 4
     assert heavy["extra_cpu_us"] == 60000
@@ -220,14 +222,14 @@ class _ProbingScheduler:
 def test_stop_while_probing_says_stopping_until_the_run_has_ended_and_leaves_no_stale_caption(
         monkeypatch):
     fake = _ProbingScheduler()
-    monkeypatch.setattr(common, "scheduler", lambda: fake)
-    run = live.run_live(Controls(**{**ARGS, "extra_cpu_us": 0}))
+    monkeypatch.setattr(scheduler_link, "scheduler", lambda: fake)
+    run = live_runs.run_live(Controls(**{**ARGS, "extra_cpu_us": 0}))
     views_seen = []
     for i, values in enumerate(run):
         views_seen.append(dict(zip(NAMES, values)))
         if i == 2:                                         # the first "Probing…" status
             assert "Probing" in views_seen[-1]["status"]
-            stopped = live.stop_run("English")
+            stopped = live_runs.stop_run("English")
             assert "Stopping" in stopped and fake.cancelled == 1
     assert "Stopping: the probe run that picks each request's stop token ends first" in \
         views_seen[-2]["status"]                           # not "Probing…" again
@@ -239,18 +241,18 @@ def test_stop_while_probing_says_stopping_until_the_run_has_ended_and_leaves_no_
     whole = json.loads(final["timeline"]["value"].plot)   # nothing ran: said, not an empty plot
     assert "stopped before its first step" in whole["layout"]["annotations"][0]["text"]
     assert final["timeline"]["visible"] is True and final["live"]["visible"] is False
-    again = [dict(zip(NAMES, values)) for values in live.run_live(Controls(**ARGS))]  # next run
+    again = [dict(zip(NAMES, values)) for values in live_runs.run_live(Controls(**ARGS))]  # next run
     assert "Probing" in again[2]["status"]                 # ... is not "stopping" any more
 
 
 def test_step_times_are_remembered_for_the_latest_setups_only():
     APP.step_seconds.clear()
     record = {"runs": [{"metrics": {"mean_step_us": 2000.0}}]}
-    for i in range(live.MAX_REMEMBERED + 10):
-        live._remember_step_time((f"org/model-{i}", "cpu", 16, False), record)
-    assert len(APP.step_seconds) == live.MAX_REMEMBERED
+    for i in range(live_runs.MAX_REMEMBERED + 10):
+        live_runs._remember_step_time((f"org/model-{i}", "cpu", 16, False), record)
+    assert len(APP.step_seconds) == live_runs.MAX_REMEMBERED
     assert ("org/model-0", "cpu", 16, False) not in APP.step_seconds
-    assert APP.step_seconds[(f"org/model-{live.MAX_REMEMBERED + 9}", "cpu", 16, False)] == 0.002
+    assert APP.step_seconds[(f"org/model-{live_runs.MAX_REMEMBERED + 9}", "cpu", 16, False)] == 0.002
 
 
 def test_a_shared_prompt_on_a_small_pool_shows_hits_retractions_and_the_memory_chart():

@@ -215,7 +215,7 @@ def two_traces(tmp_path):
 def test_two_traces_are_seen_as_live_runs_are(two_traces, lang, side, overlapped, measured):
     """Two panels on one time axis, the step window, the metrics with a ratio column, the serial
     one the baseline whatever the order, and the step-through over both."""
-    from ui import replay
+    from ui import step_through
 
     view = _fields(recorded_runs.show_upload(list(two_traces), False, None, lang))
     assert "status-ok" in view["status"] and side in view["status"], view["status"]
@@ -235,7 +235,7 @@ def test_two_traces_are_seen_as_live_runs_are(two_traces, lang, side, overlapped
     assert "overlap.json / " in header and header.index("overlap.json / ") > header.index(
         "serial.json")                                     # overlap over the serial baseline
     # the step-through over an imported run: its steps, a caption that is not "no forward"
-    choices, slider, caption, *_ = replay.reset_replay(record, lang)
+    choices, slider, caption, *_ = step_through.reset_replay(record, lang)
     assert len(choices["choices"]) == 2 and slider["maximum"] > slider["minimum"]
     assert "engine stream" not in caption and "engine stream" not in caption
 

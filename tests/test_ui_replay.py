@@ -18,7 +18,7 @@ pytest.importorskip("gradio")
 from ui_wiring import events_running, one_queue, queues  # noqa: E402
 
 from record.window import step_range  # noqa: E402
-from ui import replay  # noqa: E402
+from ui import step_through  # noqa: E402
 
 RECORDED = ROOT / "assets" / "recorded"
 
@@ -38,7 +38,7 @@ def record():
 
 
 def test_reset_starts_on_the_overlap_run_at_a_steady_state_step(record):
-    choices, slider, caption, figure, unrolled = replay.reset_replay(record, "English", 20)
+    choices, slider, caption, figure, unrolled = step_through.reset_replay(record, "English", 20)
     figure, unrolled = figure_of(figure), figure_of(unrolled)
     assert choices["choices"] == [("normal", 0), ("overlap", 1)] and choices["value"] == 1
     assert (slider["minimum"], slider["value"]) == (1, 20) and slider["maximum"] >= 25
@@ -55,45 +55,45 @@ def test_a_step_outside_the_run_is_said_so_in_the_readers_language(record):
 
     first, last = step_range(record["runs"][1])
     for typed in (99999, -3, 2.5):
-        caption, figure = replay.render_step(record, 1, typed, "English")
+        caption, figure = step_through.render_step(record, 1, typed, "English")
         assert caption == (f"This run has no step {typed}: its steps go from {first} to "
                            f"{last}."), caption
         assert isinstance(figure, type(gr.skip()))
-    zh, _ = replay.render_step(record, 1, 99999, "中文")
+    zh, _ = step_through.render_step(record, 1, 99999, "中文")
     assert zh == f"这次运行没有第 99999 步：它的步号从 {first} 到 {last}。"
-    assert replay.render_step(record, 1, float(last), "English")[0].startswith(f"**Step {last}**")
+    assert step_through.render_step(record, 1, float(last), "English")[0].startswith(f"**Step {last}**")
     for empty in (None, float("nan"), ""):          # an emptied box: said, never step 1 instead
-        caption, figure = replay.render_step(record, 1, empty, "English")
+        caption, figure = step_through.render_step(record, 1, empty, "English")
         assert caption == f"The step box is empty: enter a step from {first} to {last}."
         assert isinstance(figure, type(gr.skip()))
-    assert replay.render_step(record, 1, None, "中文")[0] == \
+    assert step_through.render_step(record, 1, None, "中文")[0] == \
         f"步号框是空的：请输入 {first} 到 {last} 之间的步号。"
 
 
 def test_each_step_has_its_own_caption_and_figure(record):
-    caption_20, _ = replay.render_step(record, 1, 20, "English")
-    caption_21, figure = replay.render_step(record, 1, 21, "English")
+    caption_20, _ = step_through.render_step(record, 1, 20, "English")
+    caption_21, figure = step_through.render_step(record, 1, 21, "English")
     figure = figure_of(figure)
     assert caption_20 != caption_21 and "forward(B21)" in caption_21
     forward = next(trace for trace in figure.data if trace.meta == "forward")
     assert "forward(B21)" in forward.hovertext[0]
-    zh, _ = replay.render_step(record, 1, 21, "中文")
+    zh, _ = step_through.render_step(record, 1, 21, "中文")
     assert zh.startswith("**第 21 步**")
 
 
 def test_the_normal_run_and_a_multistep_recording(record):
-    caption, _ = replay.render_step(record, 0, 20, "English")
+    caption, _ = step_through.render_step(record, 0, 20, "English")
     assert "(normal loop)" in caption and "the GPU idles" in caption
     multi = json.loads((RECORDED / "h200-bundled-graph-cpu200-multistep4.json").read_text())
-    assert replay.default_run(multi) == 0
-    caption, figure = replay.render_step(multi, 0, 20, "English")
+    assert step_through.default_run(multi) == 0
+    caption, figure = step_through.render_step(multi, 0, 20, "English")
     assert "(multi-step, k=4)" in caption
 
 
 def test_no_record_gives_a_message():
-    choices, slider, caption, *_ = replay.reset_replay(None, "English", 0)
+    choices, slider, caption, *_ = step_through.reset_replay(None, "English", 0)
     assert choices["value"] is None and "Show a run first" in caption
-    assert replay.render_step(None, None, 0, "English")[0] == caption   # the slider's own path
+    assert step_through.render_step(None, None, 0, "English")[0] == caption   # the slider's own path
 
 
 def test_the_step_is_drawn_once_by_the_slider_or_where_it_stays_by_the_handler(record):
@@ -104,43 +104,43 @@ def test_the_step_is_drawn_once_by_the_slider_or_where_it_stays_by_the_handler(r
     import gradio as gr
 
     skipped = type(gr.skip())
-    _, slider, caption, figure, unrolled = replay.reset_replay(record, "English", 7)
+    _, slider, caption, figure, unrolled = step_through.reset_replay(record, "English", 7)
     assert slider["value"] == 20 and isinstance(caption, skipped) and isinstance(figure, skipped)
     assert len(figure_of(unrolled).layout.annotations) == 3        # not the slider's to draw
-    slider, caption, figure, _ = replay.render_run(record, 0, "English", 9999)
+    slider, caption, figure, _ = step_through.render_run(record, 0, "English", 9999)
     assert slider["value"] == 20 and isinstance(caption, skipped)
-    slider, caption, figure, _ = replay.render_run(record, 0, "English", 21)
+    slider, caption, figure, _ = step_through.render_run(record, 0, "English", 21)
     assert slider["value"] == 21 and caption.startswith("**Step 21** (normal loop)")
 
 
 def test_every_handler_that_draws_the_step_runs_in_one_queue_of_one():
     """The page's wiring: whatever triggers a drawing of the step (a new record, another run,
     the slider, a language switch), the drawings run one at a time, in the order triggered."""
-    wired = events_running({replay.reset_replay, replay.render_run, replay.render_step,
-                            replay.redraw})
-    assert queues(wired) == one_queue(replay.ONE_QUEUE)
+    wired = events_running({step_through.reset_replay, step_through.render_run, step_through.render_step,
+                            step_through.redraw})
+    assert queues(wired) == one_queue(step_through.ONE_QUEUE)
 
 
 def test_another_run_keeps_the_step_on_screen_where_it_has_it(record):
     """Walkthrough section 3: the overlap run at step 11, then the normal run at step 11."""
     first, last = step_range(record["runs"][0])
-    slider, caption, _, _ = replay.render_run(record, 0, "English", 11)
+    slider, caption, _, _ = step_through.render_run(record, 0, "English", 11)
     assert slider["value"] == 11 and caption.startswith("**Step 11**")
-    default = replay.render_run(record, 0, "English")[0]["value"]
+    default = step_through.render_run(record, 0, "English")[0]["value"]
     for outside in (last + 5, None, 2.5):
-        assert replay.render_run(record, 0, "English", outside)[0]["value"] == default
+        assert step_through.render_run(record, 0, "English", outside)[0]["value"] == default
 
 
 def test_numbers_no_box_can_hold_are_said_so_not_raised(record):
     """An API caller can send what a browser cannot (10**400, inf): a message, never a
     traceback."""
-    from ui import common, recorded_runs
+    from ui import inputs, recorded_runs
 
     for value in (10**400, float("inf"), float("-inf")):
-        assert replay.render_step(record, 1, value, "English")[0].startswith("This run has no step")
+        assert step_through.render_step(record, 1, value, "English")[0].startswith("This run has no step")
         assert recorded_runs.zoom_steps(record, value, 3, "English")[1] == {"__type__": "update"}
-        with pytest.raises(common.InputError):
-            common.validate(extra_cpu_us=value)
+        with pytest.raises(inputs.InputError):
+            inputs.checked("extra_cpu_us", value)
 
 
 def test_a_recorded_runs_caption_names_its_extra_cpu_work(record):
@@ -148,5 +148,5 @@ def test_a_recorded_runs_caption_names_its_extra_cpu_work(record):
     run (h200-bundled-graph-cpu200: 200 µs a step)."""
     assert record["config"]["extra_cpu_us"] == 200
     assert all("extra_cpu_us" not in run["metrics"] for run in record["runs"])
-    caption, _ = replay.render_step(record, replay.default_run(record), 20, "English")
+    caption, _ = step_through.render_step(record, step_through.default_run(record), 20, "English")
     assert "0.20 ms is the extra CPU work this run was given" in caption

@@ -19,6 +19,8 @@ import pytest
 
 pytest.importorskip("plotly", reason="viz needs plotly")
 
+from loops import loop_of
+
 import texts  # noqa: E402
 import viz  # noqa: E402
 from texts import t  # noqa: E402
@@ -189,8 +191,7 @@ def pressured_runs(make_checkpoint):
     with Engine(cfg) as eng:
         for overlap in (False, True):
             eng.clear_prefix_cache()
-            res = eng.generate(prompts, SamplingParams(max_new_tokens=40, ignore_eos=True),
-                               overlap=overlap)
+            res = eng.generate(prompts, SamplingParams(max_new_tokens=40, ignore_eos=True), loop_of(overlap))
             runs.append(json.loads(json.dumps(res.to_run_dict())))    # as a record holds it
     return runs
 

@@ -16,6 +16,7 @@ import pytest
 from conftest import VOCAB, requires_cuda
 
 from engine import Engine, EngineConfig, SamplingParams
+from engine.config import NORMAL, OVERLAP
 from engine.scheduler.arrivals import poisson_times
 from engine.scheduler.request import prefill_shapes
 from engine.scheduler.scheduler import Scheduler
@@ -48,9 +49,10 @@ def test_padded_prefills_are_all_in_the_warmed_grid(make_checkpoint, seed):
         reqs = eng.intake().requests(prompts, SamplingParams(max_new_tokens=4, ignore_eos=True))
         device = _Recording(eng.device)
         sched = Scheduler(cfg, device, eng.slots, eng.pages, Timeline(enabled=False),
-                          pad_batches=True, source=ScheduledSource(reqs))
+                          OVERLAP if seed % 2 else NORMAL, pad_batches=True,
+                          source=ScheduledSource(reqs))
         device.begin_run(Timeline(enabled=False))
-        sched.run(overlap=bool(seed % 2))
+        sched.run()
         device.end_run()
     sizes, seq_lens = prefill_shapes(cfg)
     prefills = [m for m in device.metas if m.kind == "prefill"]
@@ -101,8 +103,8 @@ def test_cuda_first_loop_pays_no_first_use(cuda_graph):
                    for _ in range(16)]
         params = SamplingParams(max_new_tokens=48, ignore_eos=True)
         arrivals = poisson_times(20.0, len(prompts), 0)
-        normal = _forward_medians(eng.generate(prompts, params, overlap=False, arrivals=arrivals))
-        overlap = _forward_medians(eng.generate(prompts, params, overlap=True, arrivals=arrivals))
+        normal = _forward_medians(eng.generate(prompts, params, NORMAL, arrivals=arrivals))
+        overlap = _forward_medians(eng.generate(prompts, params, OVERLAP, arrivals=arrivals))
     for phase in ("prefill", "decode"):
         if cuda_graph:
             assert normal[phase] == pytest.approx(overlap[phase], rel=0.2), (phase, normal, overlap)

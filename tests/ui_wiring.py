@@ -1,4 +1,4 @@
-"""The page's wiring, for the tests that check which handlers take turns (``ui.common.one_queue``).
+"""The page's wiring, for the tests that check which handlers take turns (``ui.queues.one_queue``).
 
 Gradio reads a handler's inputs when its event is triggered and runs it later, so two replies
 for one output can land out of order on a loaded machine; handlers that answer about the same

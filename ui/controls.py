@@ -2,8 +2,8 @@
 
 The page builds it in one place (``Controls.from_inputs``, from Gradio's set-of-inputs form: a
 dict of component -> value), and everything that starts a run takes it whole: the Run button's
-handler (``ui.live.run_live``), the request it becomes (``ui.live.build_request``) and the
-warm-up (``ui.live.prewarm``, with ``Controls.page_defaults``). Numbers are kept as the page sent
+handler (``ui.live_runs.run_live``), the request it becomes (``ui.live_runs.build_request``) and the
+warm-up (``ui.live_runs.prewarm``, with ``Controls.page_defaults``). Numbers are kept as the page sent
 them (a typed 2.5, an emptied box as None): ``build_request`` checks them and says what is wrong.
 """
 
@@ -13,8 +13,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from engine.workloads import DEFAULT_PROMPTS
 from record.schema import Loop
-from ui.common import DEFAULT_PROMPTS, DEFAULTS
+from ui.inputs import DEFAULTS
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,11 @@ from typing import Any
 import gradio as gr
 
 import texts
-from ui.common import lang_of
+
+
+def lang_of(choice: str) -> str:
+    """The language code of the switch's value: "中文" -> "zh", anything else -> "en"."""
+    return "zh" if choice == texts.LANGUAGES["zh"] else "en"
 
 
 class Translated:

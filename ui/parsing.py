@@ -27,7 +27,7 @@ def _worker(conn: Any) -> None:
         path, max_bytes = conn.recv()
     except (EOFError, OSError):
         return                                      # the web server went away
-    from record.loading import load_any
+    from record.any_file import load_any
 
     try:
         answer = ("ok", load_any(path, max_bytes))

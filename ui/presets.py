@@ -32,9 +32,11 @@ import gradio as gr
 
 import texts
 from record.schema import ENGINE_LOOPS, Loop
-from ui import common
-from ui.common import DEFAULTS, LIMITS, InputError, lang_of, render_said, validate
+from ui import queues, scheduler_link
+from ui.i18n import lang_of
+from ui.inputs import DEFAULTS, LIMITS, InputError, checked
 from ui.state import APP
+from ui.status import render_said
 
 FIRST_CLICK_FORWARDS = 0.7   # the defaults' CPU part of a step, in forwards
 _SET = ("decode_steps", "requests", "batch", "prompt_len", "max_new", "temperature",
@@ -53,7 +55,7 @@ CUDA_STEP_US = 10
 # run's closing ``follow``, triggered before a number was typed, could otherwise land after the
 # typed number's and say the old value again (seen on a loaded machine: a typed 999999 was
 # never refused on screen).
-SAID_QUEUE = common.one_queue("preset-said")
+SAID_QUEUE = queues.one_queue("preset-said")
 WARM_WAIT_S = 180.0          # how long a page load waits for the warm-up to measure the GPU
 
 
@@ -109,7 +111,7 @@ def profile_of_run(record: dict[str, Any]) -> Any:
 
 def on_cuda(device_choice: str) -> bool:
     """Does a run with this device choice use CUDA ("auto": where the scheduler found a GPU)?"""
-    return device_choice == "cuda" or (device_choice == "auto" and common.cuda_seen())
+    return device_choice == "cuda" or (device_choice == "auto" and scheduler_link.cuda_seen())
 
 
 def profile_for(device_choice: str) -> Any:
@@ -212,7 +214,7 @@ def describe(device_choice: str, extra_now: Any, lang_choice: str) -> str:
     lang = lang_of(lang_choice)
     profile = profile_for(device_choice)
     try:
-        extra = validate(extra_cpu_us=extra_now)["extra_cpu_us"]
+        extra = checked("extra_cpu_us", extra_now)
     except InputError as error:      # a number typed past the control's ends, or none at all
         return render_said(error.said(), lang)
     if profile is not None:

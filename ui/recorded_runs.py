@@ -4,7 +4,7 @@ and the import tab (its controls and its handler).
 A live run, a recorded GPU run (``assets/recorded/*.json``) and an uploaded trace or record all
 become a schema-1 record, and ``shown`` turns any record into the main view (``ui.view``). Two
 uploaded files, or a file added beside the record on screen, become one record
-(``record.loading.side_by_side``), drawn as a live run's loops are. A file that cannot be shown
+(``record.any_file.side_by_side``), drawn as a live run's loops are. A file that cannot be shown
 leaves the view as it was and says why.
 """
 
@@ -21,12 +21,16 @@ import gradio as gr
 
 import texts
 import viz
-from record.loading import MAX_SHOWN_RUNS, NotATrace, side_by_side, sniff
+from record.any_file import MAX_SHOWN_RUNS, NotATrace, side_by_side, sniff
 from record.run_record import has_memory
 from record.schema import Loop
 from record.window import step_range
-from ui.common import ROOT, is_whole, lang_of, render_said, said
+from ui.i18n import lang_of
+from ui.inputs import is_whole
+from ui.status import render_said, said
 from ui.view import MainView, plot
+
+ROOT = Path(__file__).resolve().parents[1]
 
 RECORDED_DIR = ROOT / "assets" / "recorded"
 DOWNLOAD_DIR = Path(tempfile.gettempdir()) / "overlap-demo"
@@ -104,7 +108,7 @@ def file_update(path: str | None) -> Any:
 
 def shown(spec: dict[str, Any], record: dict[str, Any] | None, lang: str,
           files: tuple[str | None, str | None] = (None, None)) -> MainView:
-    """The whole main view for ``record`` under the status ``spec`` (``ui.common.said``);
+    """The whole main view for ``record`` under the status ``spec`` (``ui.status.said``);
     ``record=None`` clears the charts."""
     status_html = render_said(spec, lang)
     idle = gr.update(value="", visible=False)      # the live canvas gives way to the chart

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 @dataclass
 class AppState:
-    # The scheduler: one client per server process, started on first use (``ui.common.scheduler``).
+    # The scheduler: one client per server process, started on first use (``ui.scheduler_link.scheduler``).
     scheduler: SchedulerHandle | None = None
     scheduler_lock: threading.Lock = field(default_factory=threading.Lock)
     # Set as the server stops: work cut short then is not news.

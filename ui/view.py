@@ -22,7 +22,7 @@ class TypedSlider(gr.Slider):
     """A ``gr.Slider`` whose typed value reaches its handler as typed. Gradio's own range check
     would answer a number typed past either end with a toast in English ("Value 30 is greater
     than maximum value 25."), in any language; every handler of these sliders checks the value
-    itself (``ui.common.validate``, ``ui.replay.render_step``, ``ui.presets.describe``) and says
+    itself (``ui.inputs.checked``, ``ui.step_through.render_step``, ``ui.presets.describe``) and says
     what is wrong in the page's language. A subclass, not a patched instance: Gradio rebuilds a
     component from its class when an update changes its range. (Gradio writes a typing stub,
     ``view.pyi``, beside a module that defines a component class; it is ignored by git and ruff.)

@@ -9,7 +9,7 @@ from viz.gantt import message_figure, side_by_side_figure, timeline_figure
 from viz.headline import headline_html
 from viz.labels import display_labels, ordered_lanes
 from viz.latency import latency_figure
-from viz.live import live_payload
+from viz.live_payload import live_payload
 from viz.memory import memory_figure
 from viz.panels import metrics_html, multistep_html, record_label, texts_html
 from viz.replay import step_caption

@@ -3,7 +3,7 @@
 "GPU idle 469 → 94 ms, overlap 1.38× faster per decode step: the CPU's work now runs under the
 GPU's forward." It names the GPU for what it is (on a CPU, the device process playing it), says
 so plainly when overlap was not faster, and refuses to compare when the machine was too busy for
-the runs' times to mean anything (``record.load``). The badge for a busy machine, in a panel's
+the runs' times to mean anything (``record.machine_load``). The badge for a busy machine, in a panel's
 title, is said here too.
 """
 
@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from record.gpu_time import gpu_time
-from record.load import MachineLoad, busiest, machine_load
+from record.machine_load import MachineLoad, busiest, machine_load
 from record.metrics import compare_runs
 from record.run_record import loop_of
 from record.schema import ENGINE_LOOPS, Loop

@@ -44,7 +44,7 @@ def display_labels(runs: list[RunDict], lang: str = "en") -> list[str]:
         else:
             name = label.partition(" (")[0]
         names.append(f"{name} ({detail})" if keep_details and detail else name)
-    # Runs of two records side by side (record.loading.side_by_side) may share a loop's name:
+    # Runs of two records side by side (record.any_file.side_by_side) may share a loop's name:
     # those say which record they came from.
     return [f"{name} · {run['source']}" if names.count(name) > 1 and run.get("source")
             and loop_of(run)[0] != Loop.IMPORTED else name for name, run in zip(names, runs)]

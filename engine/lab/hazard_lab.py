@@ -26,7 +26,7 @@ import random
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from engine.config import EngineConfig, HazardSwitches
+from engine.config import NORMAL, OVERLAP, EngineConfig, HazardSwitches
 from engine.scheduler.kv_cache import DoubleFreeError
 from engine.workloads import stop_params_from_probe
 
@@ -37,7 +37,7 @@ LAB_TINY_POOL = 28              # and this 40%: requests retract every few steps
 
 @dataclass(frozen=True)
 class Hazard:
-    """One safeguard the lab can remove (its names for people live in ``viz.lab``)."""
+    """One safeguard the lab can remove (its names for people live in ``viz.lab_report``)."""
 
     switch: str
     cuda_only: bool                 # the race needs two real CUDA streams
@@ -159,10 +159,10 @@ def run_hazard(base: EngineConfig, switch: str | None, seed: int = 0,
     memory = hazard.workload == "memory" or switch is None and seed % 2 == 1
     sizes = {"num_pages": (LAB_TINY_POOL if seed % 4 == 3 else LAB_SMALL_POOL) if memory else None,
              "page_size": LAB_PAGE_SIZE if memory else base.page_size}
-    cfg = replace(base, overlap=True, max_batch_size=min(base.max_batch_size, 4),
+    cfg = replace(base, max_batch_size=min(base.max_batch_size, 4),
                   debug_checks=True, **{**sizes, **hazard.config}, hazards=switches)
     own_ref = ref_engine is None
-    ref_engine = ref_engine or Engine(replace(cfg, hazards=HazardSwitches(), overlap=False))
+    ref_engine = ref_engine or Engine(replace(cfg, hazards=HazardSwitches()))
     try:
         device = ref_engine.device_name
         if hazard.cuda_only and device != "cuda":
@@ -177,14 +177,14 @@ def run_hazard(base: EngineConfig, switch: str | None, seed: int = 0,
         if hazard.stop_before_limit:
             params = [replace(p, max_new_tokens=min(new, o.token_ids.index(p.stop_token_ids[0])
                                                     + 2)) for p, o in zip(params, probe.outputs)]
-        reference = [o.token_ids for o in ref_engine.generate(prompts, params).outputs]
+        reference = [o.token_ids for o in ref_engine.generate(prompts, params, NORMAL).outputs]
     finally:
         if own_ref:
             ref_engine.close()
     report = LabReport(hazard.switch, device, windows_counted=hazard.counted)
     with Engine(cfg) as eng:
         try:
-            res = eng.generate(prompts, params, overlap=True)
+            res = eng.generate(prompts, params, OVERLAP)
             # Each time a safeguard acted, or would have: frees under a reader, tokens a guard
             # dropped, and tokens a switched-off guard let through.
             report.windows = (res.metrics["unsafe_frees"] + res.metrics["wasted_tokens"]

@@ -20,11 +20,13 @@ This module imports no torch: the web server's process stays light.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from engine.config import EngineConfig, LoopSpec, SamplingParams
+from engine.workloads import Workload
 from record.recorder import Span
+from record.schema import RecordDict, RunDict
 
 # ---- server -> scheduler ----------------------------------------------------------------------
 
@@ -34,21 +36,13 @@ class LiveRunRequest:
 
     engine: EngineConfig
     prompts: list[str]                  # text; a model without a tokenizer gets token ids for it
-    prompt_tokens: int                  # ... this many per prompt
+    workload: Workload                  # the lengths: words a prompt, new tokens, system prompt
     params: SamplingParams
-    loops: tuple[str, ...]              # record.schema.Loop names, in ENGINE_LOOPS' order
-    decode_steps: int                   # k of the multistep loop
-    extra_cpu_us: int                   # every loop's
+    loops: tuple[LoopSpec, ...]         # the chosen loops, in ENGINE_LOOPS' order
     stop_early: bool                    # per-request stop tokens picked from a probe run
-    workload: dict[str, Any] = field(default_factory=dict)   # extra keys for the record's config
     request_rate: float | None = None   # requests arrive by a Poisson process (None: all at t=0;
     arrival_seed: int = 0               #   inf: a burst); the same times for every loop
     chat: bool = False                  # each prompt is a user message, via the chat template
-    shared_prefix: int = 0              # tokens of one system prompt before every prompt
-
-    def loop_specs(self) -> tuple[LoopSpec, ...]:
-        """Each chosen loop, with the request's k (the multistep loop's) and extra CPU work."""
-        return tuple(LoopSpec(loop, self.decode_steps, self.extra_cpu_us) for loop in self.loops)
 
 
 @dataclass(frozen=True)
@@ -80,14 +74,7 @@ class ServeRequest:
     """Serve requests that stream in (``SubmitRequest``) until ``StopServing``, with one loop."""
 
     engine: EngineConfig
-    loop: str                           # a record.schema.Loop name
-    decode_steps: int = 1               # k of the multistep loop
-    extra_cpu_us: int = 0
-
-    @property
-    def loop_spec(self) -> LoopSpec:
-        """The session's loop, its k (the multistep loop's) and its extra CPU work."""
-        return LoopSpec(self.loop, self.decode_steps, self.extra_cpu_us)
+    loop: LoopSpec                      # the session's loop, its k and its extra CPU work
 
 
 @dataclass(frozen=True)
@@ -154,12 +141,12 @@ class SpanBatch:
 @dataclass(frozen=True)
 class LoopFinished:
     index: int
-    run: dict[str, Any]                 # the finished run (record.run_record.run_dict)
+    run: RunDict                        # the finished run (record.run_record.run_dict)
 
 
 @dataclass(frozen=True)
 class RunFinished:
-    record: dict[str, Any]              # the schema-1 record of every loop
+    record: RecordDict                  # the schema-1 record of every loop
 
 
 @dataclass(frozen=True)
@@ -264,3 +251,13 @@ class RequestFailed:
 
     kind: str
     message: str
+
+
+# ---- the unions, as a type checker reads the pipe ---------------------------------------------
+
+# What the server sends for one request-and-answer exchange (``SchedulerHandle.submit``).
+Request = LiveRunRequest | LabRequest | WarmRequest
+# What comes back for it, and during a served session.
+Event = (SchedulerReady | Progress | SpanBatch | LoopFinished | RunFinished | LabFinished
+         | Warmed | RequestFailed | ServingStarted | TokensOut | Rejected | ServingStats
+         | ServingStopped)

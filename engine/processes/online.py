@@ -149,9 +149,9 @@ def serve_session(engine: Any, request: ServeRequest, conn: Any, emit: Emit) -> 
     tokenizer = getattr(engine.tokenizer, "name_or_path", None) if engine.tokenizer else None
     emit(ServingStarted(engine.config.model, tokenizer, engine.config.max_seq_len,
                         engine.spec.vocab_size, engine.device_label(), engine.env_info(),
-                        {**engine.config.to_dict(), "loop": request.loop,
-                         "decode_steps": request.decode_steps,
-                         "extra_cpu_us": request.extra_cpu_us, "served": True}))
+                        {**engine.config.to_dict(), "loop": request.loop.loop,
+                         "decode_steps": request.loop.decode_steps,
+                         "extra_cpu_us": request.loop.extra_cpu_us, "served": True}))
     done = threading.Event()
 
     def report() -> None:
@@ -163,7 +163,7 @@ def serve_session(engine: Any, request: ServeRequest, conn: Any, emit: Emit) -> 
     reporter = threading.Thread(target=report, name="session-span-reporter", daemon=True)
     reporter.start()
     try:
-        engine.serve(source, sink, loop=request.loop_spec, timeline=timeline)
+        engine.serve(source, sink, request.loop, timeline=timeline)
     finally:
         done.set()
         reporter.join(timeout=2 * REPORT_S + 1)

@@ -37,7 +37,9 @@ from engine.proc_watch import exit_text, is_stopped, start_deaf_to_ctrl_c
 from engine.processes.messages import (
     AbortRequest,
     CancelRequest,
+    Event,
     LabFinished,
+    Request,
     RequestFailed,
     RunFinished,
     SchedulerReady,
@@ -67,7 +69,7 @@ class SchedulerHandle(Protocol):
     ends the scheduler with itself (``close``). ``SchedulerClient`` and ``InlineScheduler`` are
     the two."""
 
-    def submit(self, request: Any) -> Iterator[Any]:
+    def submit(self, request: Request) -> Iterator[Event]:
         """Send ``request``; yield its events up to and including the final one."""
         ...
 
@@ -345,7 +347,7 @@ class SchedulerClient:
                 _end_process(proc)
 
     # ---- requests ---------------------------------------------------------------------------
-    def submit(self, request: Any) -> Iterator[Any]:
+    def submit(self, request: Request) -> Iterator[Event]:
         """Send ``request`` and yield its events until the final one (which is yielded too).
 
         Raises ``SchedulerDied`` if the process dies or stops meanwhile. A caller that stops
@@ -460,9 +462,9 @@ class InlineScheduler:
         self._cancelled = threading.Event()
         self._ready: SchedulerReady | None = None
 
-    def submit(self, request: Any) -> Iterator[Any]:
+    def submit(self, request: Request) -> Iterator[Event]:
         with self._lock:
-            events: queue.Queue = queue.Queue()
+            events: queue.Queue[Event] = queue.Queue()
             self._cancelled = threading.Event()
             worker = threading.Thread(target=self.service.handle,
                                       args=(request, events.put, self._cancelled), daemon=True)

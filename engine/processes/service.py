@@ -19,16 +19,18 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import asdict, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.config import EngineConfig, LoopSpec, SamplingParams
 from engine.processes.messages import (
     DeviceProfile,
+    Event,
     LabFinished,
     LabRequest,
     LiveRunRequest,
     LoopFinished,
     Progress,
+    Request,
     RequestFailed,
     RunFinished,
     ServeRequest,
@@ -39,11 +41,17 @@ from engine.processes.messages import (
 from record.recorder import Timeline
 from record.schema import Loop
 
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
+
+    from engine.engine import Engine, RunResult
+    from engine.models.hub import HubProgress
+
 REPORT_S = 0.25                 # how often a live run's new spans are sent
 MEASURE_RUNS = 3                # serial runs the GPU warm-up measures the device from (median)
 LAB_MAX_SEQ_LEN = 96            # the lab's prompts are at most 48 tokens, and it asks for 12 more
 
-Emit = Callable[[Any], None]
+Emit = Callable[[Event], None]
 
 
 class Cancelled(Exception):
@@ -53,13 +61,13 @@ class Cancelled(Exception):
 class SchedulerService:
     def __init__(self, device_cpus: tuple[int, ...] = ()) -> None:
         self.device_cpus = device_cpus      # where a CPU device process may run (placement)
-        self.engines: dict[str, tuple[EngineConfig, Any]] = {}      # device -> (config, Engine)
-        self.references: dict[str, tuple[EngineConfig, Any]] = {}   # the lab's reference engines
-        self.probes: dict[tuple, Any] = {}      # a workload's stop-token probe, done once
+        self.engines: dict[str, tuple[EngineConfig, Engine]] = {}      # device -> (config, Engine)
+        self.references: dict[str, tuple[EngineConfig, Engine]] = {}   # the lab's reference engines
+        self.probes: dict[tuple, list[SamplingParams]] = {}   # a workload's stop tokens, found once
         self.profiles: dict[tuple, DeviceProfile] = {}   # what a decode step cost in the probe
 
     # ---- dispatch -----------------------------------------------------------------------------
-    def handle(self, request: Any, emit: Emit, cancelled: threading.Event) -> None:
+    def handle(self, request: Request, emit: Emit, cancelled: threading.Event) -> None:
         """Run ``request``; every outcome, failures included, ends in exactly one final event."""
         from engine.devices.process import DeviceError
         from engine.models.loader import ModelLoadError
@@ -93,7 +101,7 @@ class SchedulerService:
             emit(RequestFailed("error", f"{type(error).__name__}: {error}\n"
                                         f"{traceback.format_exc(limit=4)}"))
 
-    def serve(self, request: ServeRequest, conn: Any, emit: Emit) -> None:
+    def serve(self, request: ServeRequest, conn: Connection, emit: Emit) -> None:
         """A served session (``engine.processes.online``): it reads the pipe itself until StopServing.
         It ends in ServingStopped, or in one RequestFailed like any other request."""
         from engine.devices.process import DeviceError
@@ -118,8 +126,8 @@ class SchedulerService:
             cache.clear()
 
     # ---- engines ------------------------------------------------------------------------------
-    def _engine(self, config: EngineConfig, cache: dict[str, tuple[EngineConfig, Any]],
-                emit: Emit | None = None) -> Any:
+    def _engine(self, config: EngineConfig, cache: dict[str, tuple[EngineConfig, Engine]],
+                emit: Emit | None = None) -> Engine:
         """The cached engine for this configuration; a different one on the device replaces it.
         A hub model's download progress goes out as ``Progress("download", detail=...)``."""
         from engine import Engine
@@ -159,11 +167,10 @@ class SchedulerService:
             emit(Progress("probe", detail=label))
             params = self._stop_params(engine, request, chat)
         runs = []
-        specs = request.loop_specs()
-        for index, spec in enumerate(specs):
+        for index, spec in enumerate(request.loops):
             if cancelled.is_set():
                 raise Cancelled()
-            emit(Progress("run", spec.loop, index, len(specs), label))
+            emit(Progress("run", spec.loop, index, len(request.loops), label))
             # Like with like: every loop starts from an empty prefix cache (the one before it,
             # or the probe, would otherwise have cached its prompts).
             engine.clear_prefix_cache()
@@ -171,16 +178,9 @@ class SchedulerService:
                                    arrivals=arrivals, chat=chat)
             runs.append(result.to_run_dict())
             emit(LoopFinished(index, runs[-1]))
-        config = {**engine.config.to_dict(), **request.workload,
-                  "extra_cpu_us": request.extra_cpu_us, "loops": [str(x) for x in request.loops],
-                  "stop_tokens_from_probe": request.stop_early,
-                  "request_rate": request.request_rate, "chat": chat,
-                  "shared_prefix": request.shared_prefix}
-        if Loop.MULTISTEP in request.loops:
-            config["decode_steps"] = request.decode_steps
-        emit(RunFinished(make_record(engine.env_info(), config, runs)))
+        emit(RunFinished(make_record(engine.env_info(), _live_config(engine, request, chat), runs)))
 
-    def _warm_loops(self, engine: Any, request: LiveRunRequest) -> DeviceProfile:
+    def _warm_loops(self, engine: Engine, request: LiveRunRequest) -> DeviceProfile:
         """Run the request's loops once, as a click will, then measure the device from
         ``MEASURE_RUNS`` more serial runs (the median forward and scheduler work per step).
 
@@ -193,12 +193,12 @@ class SchedulerService:
         what a click will see."""
         params = self._stop_params(engine, request)
         prompts = _prompts(engine, request)
-        for index, spec in enumerate(request.loop_specs()):   # the click's own path, spans
+        for index, spec in enumerate(request.loops):         # the click's own path, spans
             engine.clear_prefix_cache()                         # reported, no extra CPU work
             _run_reported(engine, prompts, params, replace(spec, extra_cpu_us=0), index,
                           lambda _: None, threading.Event())
         runs = []
-        if Loop.NORMAL in request.loops:
+        if any(spec.loop == Loop.NORMAL for spec in request.loops):
             for _ in range(MEASURE_RUNS):
                 engine.clear_prefix_cache()
                 runs.append(_run_reported(engine, prompts, params, LoopSpec(Loop.NORMAL), 0,
@@ -209,7 +209,7 @@ class SchedulerService:
             self.profiles[key] = _device_profile(engine, runs)
         return self.profiles[key]
 
-    def _stop_params(self, engine: Any, request: LiveRunRequest,
+    def _stop_params(self, engine: Engine, request: LiveRunRequest,
                      chat: bool = False) -> list[SamplingParams]:
         """Per-request stop tokens picked from a probe run of this workload (kept: the same
         workload on the same engine gives the same probe, so it runs once)."""
@@ -229,9 +229,8 @@ class SchedulerService:
         return self.probes[key]
 
     @staticmethod
-    def _probe_key(engine: Any, request: LiveRunRequest, chat: bool = False) -> tuple:
-        return (engine.config, tuple(request.prompts), request.prompt_tokens, request.params,
-                chat, request.shared_prefix)
+    def _probe_key(engine: Engine, request: LiveRunRequest, chat: bool = False) -> tuple:
+        return (engine.config, tuple(request.prompts), request.workload, request.params, chat)
 
     # ---- the hazard lab -----------------------------------------------------------------------
     def _lab(self, request: LabRequest, emit: Emit) -> None:
@@ -242,15 +241,33 @@ class SchedulerService:
         # and bfloat16 rounding can differ with batch composition, which lag one changes.
         base = EngineConfig(model=request.model, device=request.device,
                             max_seq_len=LAB_MAX_SEQ_LEN, seed=0, dtype="float32")
-        reference = self._engine(replace(base, overlap=False,
-                                         max_batch_size=min(base.max_batch_size, 4)),
+        reference = self._engine(replace(base, max_batch_size=min(base.max_batch_size, 4)),
                                  self.references)
         emit(Progress("run", "lab", detail=reference.device_label()))
         report = run_hazard(base, request.switch, seed=request.seed, ref_engine=reference)
         emit(LabFinished(asdict(report)))
 
 
-def _device_profile(engine: Any, runs: list[Any]) -> DeviceProfile:
+def _live_config(engine: Engine, request: LiveRunRequest, chat: bool) -> dict[str, Any]:
+    """The record's ``config``: the engine's, then the workload and the loops as the page chose
+    them (docs/run_record.md names each key); ``chat`` as it ran (a model without a chat
+    template takes the prompts as plain text)."""
+    work, params = request.workload, request.params
+    config: dict[str, Any] = {
+        **engine.config.to_dict(), "requests": len(request.prompts),
+        "prompt_len_words": work.prompt_words, "max_new_tokens": params.max_new_tokens,
+        "temperature": params.temperature, "request_rate": request.request_rate, "chat": chat,
+        "shared_prefix_tokens": work.shared_prefix, "kv_pages": engine.config.num_pages,
+        "extra_cpu_us": request.loops[0].extra_cpu_us if request.loops else 0,
+        "loops": [str(spec.loop) for spec in request.loops],
+        "stop_tokens_from_probe": request.stop_early, "shared_prefix": work.shared_prefix}
+    for spec in request.loops:
+        if spec.loop == Loop.MULTISTEP:
+            config["decode_steps"] = spec.decode_steps
+    return config
+
+
+def _device_profile(engine: Engine, runs: list[RunResult]) -> DeviceProfile:
     """What a decode step of serial ``runs`` on ``engine`` cost: the median over the runs of
     each one's forward and of the scheduler's own work."""
     env = engine.env_info()
@@ -260,22 +277,23 @@ def _device_profile(engine: Any, runs: list[Any]) -> DeviceProfile:
                          statistics.median(r.metrics["t_cpu_us"] for r in runs))
 
 
-def _prompts(engine: Any, request: LiveRunRequest) -> list:
+def _prompts(engine: Engine, request: LiveRunRequest) -> list:
     """The request's prompts as the engine takes them: text (token ids for a model without a
     tokenizer), each after the shared system prompt when the request asks for one."""
     from engine.workloads import token_prompts, with_shared_prefix
 
-    prompts = token_prompts(engine, request.prompts, request.prompt_tokens)
-    return with_shared_prefix(prompts, request.shared_prefix, engine.tokenizer,
+    work = request.workload
+    prompts = token_prompts(engine, request.prompts, work.prompt_words or work.prompt_tokens)
+    return with_shared_prefix(prompts, work.shared_prefix, engine.tokenizer,
                               engine.spec.vocab_size)
 
 
-def _download_reporter(emit: Emit, every_s: float = 0.25) -> Any:
+def _download_reporter(emit: Emit, every_s: float = 0.25) -> Callable[[HubProgress], None]:
     """A hub download's progress as ``Progress("download")`` events, at most every ``every_s``
     (and always its first and last word)."""
     last = [0.0]
 
-    def report(progress: Any) -> None:
+    def report(progress: HubProgress) -> None:
         now = time.monotonic()
         if progress.stage != "downloading" or now - last[0] >= every_s:
             last[0] = now
@@ -286,9 +304,10 @@ def _download_reporter(emit: Emit, every_s: float = 0.25) -> Any:
     return report
 
 
-def _run_reported(engine: Any, prompts: list[Any], params: Any, loop: LoopSpec, index: int,
+def _run_reported(engine: Engine, prompts: list[Any],
+                  params: SamplingParams | list[SamplingParams], loop: LoopSpec, index: int,
                   emit: Emit, cancelled: threading.Event, arrivals: list[float] | None = None,
-                  chat: bool = False) -> Any:
+                  chat: bool = False) -> RunResult:
     """One loop's run, its new spans emitted every ``REPORT_S`` by a reporter thread.
 
     Not on CUDA: there the scheduler thread's own work is about one forward (0.3 ms on an H200

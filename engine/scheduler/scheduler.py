@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.config import EngineConfig
+from engine.config import EngineConfig, LoopSpec
 from engine.scheduler.cache_manager import CacheManager
 from engine.scheduler.checks import MappingCheck
 from engine.scheduler.device import Device, ForwardOutput
@@ -57,7 +57,7 @@ from engine.scheduler.request import (
 from engine.scheduler.sources import RequestSource, ScheduledSource
 from engine.scheduler.table import RequestTable
 from record.recorder import Timeline
-from record.schema import Phase
+from record.schema import Loop, Phase
 
 IDLE_WAIT_S = 0.05              # an idle loop looks at should_stop at least this often
 TokenSink = Callable[[list[Req]], None]    # told which requests got tokens (or ended) in a step
@@ -100,14 +100,15 @@ class _CpuSpan:
 
 class Scheduler:
     def __init__(self, cfg: EngineConfig, device: Device, slots: IdPool, pages: IdPool,
-                 timeline: Timeline, pad_batches: bool, extra_cpu_us: int = 0,
-                 decode_steps: int = 1, source: RequestSource | None = None,
-                 sink: TokenSink | None = None, cache: RadixCache | None = None) -> None:
+                 timeline: Timeline, loop: LoopSpec, pad_batches: bool,
+                 source: RequestSource | None = None, sink: TokenSink | None = None,
+                 cache: RadixCache | None = None) -> None:
         self.cfg, self.device, self.slots, self.pages = cfg, device, slots, pages
         self.source: RequestSource = source if source is not None else ScheduledSource([])
         self.sink = sink                            # streams tokens out (the server); optional
-        self.extra_cpu_us = extra_cpu_us
-        self.decode_steps = decode_steps            # k: decode forwards launched per iteration
+        self.loop = loop                            # which loop ``run`` drives, and how
+        self.extra_cpu_us = loop.extra_cpu_us
+        self.decode_steps = loop.decode_steps       # k: decode forwards launched per iteration
         # Host copy of each slot's page list (SGLang's req_to_token), scratch page where unused;
         # one extra row for the dummy slot that padding rows read.
         self.page_table = np.full((slots.total + 1, cfg.pages_per_seq), pages.total, np.int64)
@@ -168,12 +169,11 @@ class Scheduler:
             self.table.release_deferred(upto_step=self.step)       # nothing queued: all safe
         return ongoing_data
 
-    def run(self, overlap: bool, should_stop: Callable[[], bool] | None = None) -> None:
-        """Drive a loop until the source is done and every request has finished (or
-        ``should_stop()`` says stop)."""
+    def run(self, should_stop: Callable[[], bool] | None = None) -> None:
+        """Drive the loop ``self.loop`` names until the source is done and every request has
+        finished (or ``should_stop()`` says stop)."""
         last: Any = None
         stalls = 0
-        multistep = overlap and self.decode_steps > 1
         while True:
             if should_stop is not None and should_stop():
                 raise RunCancelled("the run was stopped before it finished")
@@ -185,12 +185,13 @@ class Scheduler:
                 if not self.source.wait(IDLE_WAIT_S):
                     continue
             before = self.step
-            if multistep:
-                last = self.multistep_loop(last or [])
-            elif overlap:
-                last = self.overlap_loop(last)
-            else:
-                self.normal_loop()
+            match self.loop.loop:
+                case Loop.NORMAL:
+                    self.normal_loop()
+                case Loop.OVERLAP:
+                    last = self.overlap_loop(last)
+                case Loop.MULTISTEP:
+                    last = self.multistep_loop(last or [])
             # Stalled: requests wait or run, yet nothing was launched and nothing is in flight.
             stuck = self.step == before and not last and not self.table.is_idle()
             stalls = stalls + 1 if stuck else 0

@@ -19,7 +19,7 @@ import socket
 import sys
 from pathlib import Path
 
-from engine.config import EngineConfig
+from engine.config import EngineConfig, LoopSpec
 from record.schema import ENGINE_LOOPS, Loop
 
 
@@ -85,17 +85,18 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError(f"--port must be in 0..65535 (0: any free port), got {a.port}")
         config = EngineConfig(model=a.model, device=a.device, max_batch_size=a.max_batch_size,
                               max_seq_len=a.max_seq_len, dtype=a.dtype, seed=a.seed,
-                              cuda_graph=a.cuda_graph, decode_steps=a.decode_steps,
-                              extra_cpu_us=a.extra_cpu_us, prefix_cache=a.prefix_cache == "on")
+                              cuda_graph=a.cuda_graph, prefix_cache=a.prefix_cache == "on")
+        loop = LoopSpec(Loop(a.loop), a.decode_steps if a.loop == Loop.MULTISTEP else 1,
+                        a.extra_cpu_us)
         template = _chat_template(a.chat_template)
         sock = _bind(a.host, a.port)
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    return _serve(a, config, template, sock)
+    return _serve(a, config, loop, template, sock)
 
 
-def _serve(a: argparse.Namespace, config: EngineConfig, template: str | None,
+def _serve(a: argparse.Namespace, config: EngineConfig, loop: LoopSpec, template: str | None,
            sock: socket.socket) -> int:
     import uvicorn
 
@@ -105,15 +106,15 @@ def _serve(a: argparse.Namespace, config: EngineConfig, template: str | None,
 
     placement = plan_placement()
     pin_server(placement)
-    client = ServingClient(config, a.loop, a.decode_steps, a.extra_cpu_us, placement)
+    client = ServingClient(config, loop, placement)
     try:
-        print(f"loading {a.model} ({a.loop} loop) ...", flush=True)
+        print(f"loading {a.model} ({loop.label} loop) ...", flush=True)
         started = client.start()
         tokenizer = _tokenizer(started.tokenizer_path)
         name = a.served_model_name or a.model
         app = build_app(client, started, tokenizer, name, template, a.max_active)
         host, port = sock.getsockname()[:2]
-        print(f"serving {name} on http://{host}:{port} ({a.loop} loop, {started.device}; "
+        print(f"serving {name} on http://{host}:{port} ({loop.label} loop, {started.device}; "
               f"{placement.describe()})", flush=True)
         server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off",
                                                timeout_graceful_shutdown=5))

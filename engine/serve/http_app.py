@@ -83,7 +83,7 @@ def build_app(client: ServingClient, started: ServingStarted, tokenizer: Any, se
             # for the bundled model, longer for a large one); retry.
             status = "restarting" if client.restarting else "unavailable"
             return JSONResponse({"status": status}, status_code=503)
-        return JSONResponse({"status": "ok", "model": served_name, "loop": client.request.loop,
+        return JSONResponse({"status": "ok", "model": served_name, "loop": client.request.loop.loop,
                              "device": started.device, "sessions": client.sessions,
                              "scheduler_pid": client.process.pid,
                              **{k: v for k, v in stats.__dict__.items() if k != "token"}})

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.config import EngineConfig, SamplingParams
+from engine.config import OVERLAP, EngineConfig, LoopSpec, SamplingParams
 from engine.processes.messages import (
     AbortRequest,
     Progress,
@@ -42,7 +42,6 @@ from engine.processes.messages import (
     TokensOut,
 )
 from engine.processes.scheduler_process import Placement, SchedulerClient, SchedulerDied
-from record.schema import Loop
 
 MAX_SESSION_SPANS = 400_000        # the session timeline's window (about 10 min of CPU steps)
 MAX_SESSION_OUTPUTS = 20_000       # finished requests kept for the session's record
@@ -67,9 +66,9 @@ class _Finished:
 
 
 class ServingClient:
-    def __init__(self, engine: EngineConfig, loop: str = Loop.OVERLAP, decode_steps: int = 1,
-                 extra_cpu_us: int = 0, placement: Placement | None = None) -> None:
-        self.request = ServeRequest(engine, loop, decode_steps, extra_cpu_us)
+    def __init__(self, engine: EngineConfig, loop: LoopSpec = OVERLAP,
+                 placement: Placement | None = None) -> None:
+        self.request = ServeRequest(engine, loop)
         self.process = SchedulerClient(placement)
         self.started: ServingStarted | None = None
         self.handlers: dict[int, Handler] = {}
@@ -278,8 +277,8 @@ class ServingClient:
         outputs = [{**o, "text": text_of(o["token_ids"])} for o in self.finished.outputs]
         metrics = compute_metrics(spans, outputs, GPU_LANES)
         metrics.update(latency_summary(outputs))
-        spec = self.request.loop_spec
-        label = f"{spec.loop} (served, {self.started.device})"
+        spec = self.request.loop
+        label = f"{spec.label} (served, {self.started.device})"
         config = {**self.started.config, "spans_dropped": self.spans_seen - len(spans)}
-        run = run_dict(spec.loop, spec.k, label, spans, metrics, outputs)
+        run = run_dict(spec.loop, spec.decode_steps, label, spans, metrics, outputs)
         return make_record(self.started.env, config, [run])

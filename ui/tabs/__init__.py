@@ -2,15 +2,15 @@
 
 Each module has ``build(page)``, the tab's layout (called inside the page's ``gr.Blocks``; it
 returns the tab's components in a small dataclass), and ``wire(...)``, the tab's events (its
-handlers live in ``ui``'s handler modules: ``live``, ``recorded_runs``, ``replay``, ``lab``,
-``latency_tab``). ``app.py`` only assembles them.
+handlers live in ``ui``'s handler modules: ``live_runs``, ``recorded_runs``, ``step_through``,
+``lab_runs``, ``serving_runs``). ``app.py`` only assembles them.
 
-- ``parts``     what every tab shares: the page (``Page``), translated text blocks, the CSS
-- ``live``      the live run tab: the controls, the presets, Run and Stop
-- ``recorded``  the recorded GPU runs
-- ``upload``    importing a trace or a run record
-- ``serving``   latency against request rate
-- ``lab``       the hazard lab
-- ``run_view``  what a run shows, under the tabs that show runs: the status, the whole run and
+- ``parts``         what every tab shares: the page (``Page``), translated text blocks, the CSS
+- ``live_tab``      the live run tab: the controls, the presets, Run and Stop
+- ``recorded_tab``  the recorded GPU runs
+- ``upload_tab``    importing a trace or a run record
+- ``serving_tab``   latency against request rate
+- ``lab_tab``       the hazard lab
+- ``run_view``      what a run shows, under the tabs that show runs: the status, the whole run and
   the step window, the metrics, the step-through
 """

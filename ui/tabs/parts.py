@@ -13,9 +13,10 @@ from typing import Any
 import gradio as gr
 
 import texts
-from ui import common
-from ui.common import DEFAULTS, LIMITS
+from ui import queues, scheduler_link
 from ui.i18n import Translated
+from ui.inputs import DEFAULTS, LIMITS
+from ui.status import status
 from ui.view import slider
 
 CSS = """
@@ -50,13 +51,13 @@ table.serving th, table.serving td {padding: 3px 10px; border-bottom: 1px solid 
 # a resize event lets plotly fit it to its container again.
 RELAYOUT_JS = "() => { setTimeout(() => window.dispatchEvent(new Event('resize')), 60); }"
 # Runs of the engine take turns: one queue for every event that uses the scheduler.
-ENGINE_QUEUE = common.one_queue("engine")
+ENGINE_QUEUE = queues.one_queue("engine")
 
 
 def queued_js(key: str) -> str:
     """A browser-side handler that shows the text ``key`` as a running status at once, in the
     language the switch shows (the event it goes with answers when its turn comes)."""
-    said = {choice: common.status(texts.t(lang, key), "running")
+    said = {choice: status(texts.t(lang, key), "running")
             for lang, choice in texts.LANGUAGES.items()}
     return f"(lang) => ({json.dumps(said)})[lang] || {json.dumps(said['English'])}"
 
@@ -82,7 +83,7 @@ def button(page: Page, key: str, **kwargs: Any) -> gr.Button:
 
 def control_slider(page: Page, name: str, key: str, step: float,
                    scale: int | None = None) -> gr.Slider:
-    """A slider over the control's limits (``ui.common.LIMITS``), at its default."""
+    """A slider over the control's limits (``ui.inputs.LIMITS``), at its default."""
     low, high, _ = LIMITS[name]
     return page.tr.add(slider(low, high, DEFAULTS[name], step=step, label=texts.t("en", key),
                               elem_id=name.replace("_", "-"), scale=scale), key)
@@ -91,7 +92,7 @@ def control_slider(page: Page, name: str, key: str, step: float,
 def on_gpu_call(handler: Any) -> Any:
     """``handler`` as an event runs it: on Hugging Face ZeroGPU inside a ``spaces.GPU`` call
     (where the GPU exists only during that call), elsewhere as it is."""
-    if not common.on_zero_gpu():
+    if not scheduler_link.on_zero_gpu():
         return handler
     import spaces
 

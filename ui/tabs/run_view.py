@@ -17,9 +17,11 @@ import gradio as gr
 
 import texts
 import viz
-from ui import common, recorded_runs, replay
-from ui.common import lang_of
+from ui import recorded_runs, step_through
+from ui.i18n import lang_of
 from ui.live_chart import live_chart
+from ui.status import render_said
+from ui.status import status as status_line
 from ui.tabs.parts import RELAYOUT_JS, Page, button, md
 from ui.view import MainView, plot, slider
 
@@ -69,7 +71,7 @@ class RunView:
             download_trace=self.download_trace)
 
     def replay_outputs(self) -> list[Any]:
-        """What ``ui.replay.reset_replay`` sets: the run chosen, the slider, both figures."""
+        """What ``ui.step_through.reset_replay`` sets: the run chosen, the slider, both figures."""
         return [self.replay_run, self.step, self.step_caption, self.step_plot, self.unrolled]
 
 
@@ -78,7 +80,7 @@ def build(page: Page) -> RunView:
     record, said = gr.State(None), gr.State(None)
     with gr.Column(elem_id="run-view") as column:
         headline = gr.HTML("", elem_id="headline")
-        status = gr.HTML(common.status(texts.t(en, "no_runs")), elem_id="status")
+        status = gr.HTML(status_line(texts.t(en, "no_runs")), elem_id="status")
         with gr.Tabs():
             with tr.add(gr.Tab(texts.t(en, "tab_whole"), elem_id="tab-whole"), "tab_whole") as whole:
                 with gr.Row(equal_height=False):
@@ -145,7 +147,7 @@ def redraw_view(lang_choice: str, record: dict[str, Any] | None, spec: dict[str,
         view = recorded_runs.shown(spec, record, lang)
     else:
         empty = plot(viz.side_by_side_figure([], lang=lang))
-        view = MainView(status=common.render_said(spec, lang), timeline=empty)
+        view = MainView(status=render_said(spec, lang), timeline=empty)
     zoomed = recorded_runs.zoom(record, first, last, lang_choice)
     return (view.status, view.headline, view.timeline, zoomed, view.memory, view.metrics,
             view.texts)
@@ -156,20 +158,20 @@ def wire(view: RunView, page: Page) -> None:
     view.zoom.click(recorded_runs.zoom_steps,
                     [view.record, view.first_step, view.last_step, language],
                     [view.zoomed, view.first_step, view.last_step])
-    view.replay_run.input(replay.render_run, [view.record, view.replay_run, language, view.step],
-                          view.replay_outputs()[1:], show_progress="hidden", **replay.ONE_QUEUE)
-    view.step.change(replay.render_step, [view.record, view.replay_run, view.step, language],
+    view.replay_run.input(step_through.render_run, [view.record, view.replay_run, language, view.step],
+                          view.replay_outputs()[1:], show_progress="hidden", **step_through.ONE_QUEUE)
+    view.step.change(step_through.render_step, [view.record, view.replay_run, view.step, language],
                      [view.step_caption, view.step_plot], show_progress="hidden",
-                     trigger_mode="always_last", **replay.ONE_QUEUE)
+                     trigger_mode="always_last", **step_through.ONE_QUEUE)
     view.prev.click(None, [view.step], [view.step], js=STEP_JS.format(delta=-1))
     view.next.click(None, [view.step], [view.step], js=STEP_JS.format(delta=+1))
     language.change(redraw_view, [language, view.record, view.said, view.first_step,
                                   view.last_step],
                     [view.status, view.headline, view.timeline, view.zoomed, view.memory,
                      view.metrics, view.texts], show_progress="hidden"
-                    ).then(replay.redraw, [view.record, view.replay_run, view.step, language],
+                    ).then(step_through.redraw, [view.record, view.replay_run, view.step, language],
                            [view.step_caption, view.step_plot, view.unrolled],
-                           show_progress="hidden", **replay.ONE_QUEUE)
+                           show_progress="hidden", **step_through.ONE_QUEUE)
     for tab in (view.whole_tab, view.steps_tab):
         tab.select(None, js=RELAYOUT_JS)          # charts laid out while hidden: fit them again
 

@@ -1,7 +1,7 @@
 """The live run tab: the controls, the presets, Run and Stop.
 
 Run sends the controls as one ``Controls`` (``ui.controls``), built here from Gradio's
-set-of-inputs form, to ``ui.live.run_live``; the run fills the run view (``ui.tabs.run_view``).
+set-of-inputs form, to ``ui.live_runs.run_live``; the run fills the run view (``ui.tabs.run_view``).
 The presets set controls by name (``ui.presets``); the extra-CPU-work control and its sizing line
 follow the device a run would use (``ui.presets.device_defaults``).
 """
@@ -15,9 +15,10 @@ from typing import Any
 import gradio as gr
 
 import texts
-from ui import common, live, presets, replay
-from ui.common import DEFAULTS, lang_of, loop_choices, model_choices
+from ui import inputs, live_runs, presets, scheduler_link, step_through
 from ui.controls import Controls
+from ui.i18n import lang_of
+from ui.inputs import DEFAULTS, loop_choices, model_choices
 from ui.tabs.parts import ENGINE_QUEUE, Page, button, control_slider, md, on_gpu_call, queued_js
 from ui.tabs.run_view import RunView
 
@@ -36,14 +37,14 @@ def check_devices(lang_choice: str, wait: bool = True) -> tuple[Any, Any]:
     """CUDA is offered (device choice, graphs box) only where the scheduler process found a GPU
     (``wait``: for it to say so, on page load)."""
     lang = lang_of(lang_choice)
-    cuda = common.cuda_seen()
+    cuda = scheduler_link.cuda_seen()
     if not cuda and wait:
         try:
-            cuda = common.scheduler().ready().cuda
+            cuda = scheduler_link.scheduler().ready().cuda
         except Exception:  # noqa: BLE001 - no scheduler yet: say so when Run is pressed
             cuda = False
     info = None if cuda else texts.t(lang, "device_no_cuda")
-    return (gr.update(choices=common.device_choices(lang, cuda), info=info,
+    return (gr.update(choices=inputs.device_choices(lang, cuda), info=info,
                       label=texts.t(lang, "ctl_device")),
             gr.update(interactive=cuda, info=info, label=texts.t(lang, "ctl_cuda_graph")))
 
@@ -90,7 +91,7 @@ def _more_settings(page: Page, c: dict[str, Any], start: Controls) -> None:
                                              label=texts.t(en, "ctl_stop_early")),
                                  "ctl_stop_early")
         # Not in tr: check_devices says everything about these two in each language.
-        c["device"] = gr.Radio(common.device_choices(en, False), value=start.device, scale=2,
+        c["device"] = gr.Radio(inputs.device_choices(en, False), value=start.device, scale=2,
                                label=texts.t(en, "ctl_device"), elem_id="device")
     with gr.Row():
         # A hub id typed into the box is a value too (checked before any run).
@@ -126,7 +127,7 @@ def wire(tab: LiveTab, page: Page, view: RunView) -> Any:
     lab's switches follow it)."""
     language, c = page.language, tab.controls
     inputs = {**c, "lang_choice": language}
-    run_handler = on_gpu_call(live.run_live)
+    run_handler = on_gpu_call(live_runs.run_live)
 
     def run(values: dict[Any, Any]):
         yield from run_handler(Controls.from_inputs(values, inputs))
@@ -138,8 +139,8 @@ def wire(tab: LiveTab, page: Page, view: RunView) -> Any:
     tab.run.click(None, [language], view.status, js=queued_js("status_queued"))
     tab.run.click(run, set(inputs.values()), view.outputs(), show_progress="hidden",
                   **ENGINE_QUEUE
-                  ).then(replay.reset_replay, [view.record, language, view.step],
-                         view.replay_outputs(), show_progress="hidden", **replay.ONE_QUEUE
+                  ).then(step_through.reset_replay, [view.record, language, view.step],
+                         view.replay_outputs(), show_progress="hidden", **step_through.ONE_QUEUE
                          ).then(presets.follow, sized_by, tab.preset_said,   # sized by what
                                 show_progress="hidden", **presets.SAID_QUEUE)  # this run measured
     preset_outputs = {*(c[name] for name in presets.CONTROLS), tab.preset_said}
@@ -156,7 +157,7 @@ def wire(tab: LiveTab, page: Page, view: RunView) -> Any:
                       sizing["inputs"], sizing["outputs"], show_progress="hidden",
                       **presets.SAID_QUEUE)
     # Not queued behind the run it stops.
-    tab.stop.click(live.stop_run, [language], view.status, queue=False, show_progress="hidden")
+    tab.stop.click(live_runs.stop_run, [language], view.status, queue=False, show_progress="hidden")
     language.change(functools.partial(check_devices, wait=False), [language],
                     [c["device"], c["cuda_graph"]], show_progress="hidden")
     language.change(presets.describe, sized_by, tab.preset_said, show_progress="hidden",

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import gradio as gr
 
 import texts
-from ui import recorded_runs, replay
+from ui import recorded_runs, step_through
 from ui.tabs.parts import Page, md
 from ui.tabs.run_view import RunView
 
@@ -32,6 +32,6 @@ def build(page: Page) -> RecordedTab:
 def wire(tab: RecordedTab, page: Page, view: RunView) -> None:
     tab.recorded.input(recorded_runs.show_recorded, [tab.recorded, page.language], view.outputs(),
                        show_progress_on=[view.status]
-                       ).then(replay.reset_replay, [view.record, page.language, view.step],
-                              view.replay_outputs(), show_progress="hidden", **replay.ONE_QUEUE)
+                       ).then(step_through.reset_replay, [view.record, page.language, view.step],
+                              view.replay_outputs(), show_progress="hidden", **step_through.ONE_QUEUE)
     page.demo.load(recorded_runs.list_recorded, None, tab.recorded, show_progress="hidden")

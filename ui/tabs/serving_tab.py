@@ -1,5 +1,5 @@
 """The serving tab: latency against request rate for both loops, as measured
-(``ui.latency_tab``)."""
+(``ui.serving_runs``)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import gradio as gr
 
 import texts
 import viz
-from ui import latency_tab
+from ui import serving_runs
 from ui.tabs.parts import Page, md
 from ui.view import plot
 
@@ -36,9 +36,9 @@ def build(page: Page) -> ServingTab:
 
 def wire(tab: ServingTab, page: Page) -> None:
     shown = [tab.measurement, tab.figure, tab.table]
-    tab.measurement.input(latency_tab.show_measured, [tab.measurement, page.language],
+    tab.measurement.input(serving_runs.show_measured, [tab.measurement, page.language],
                           [tab.figure, tab.table], show_progress="hidden",
-                          **latency_tab.ONE_QUEUE)
+                          **serving_runs.ONE_QUEUE)
     for event in (page.demo.load, page.language.change):     # listed, and said again
-        event(latency_tab.relabel, [tab.measurement, page.language], shown,
-              show_progress="hidden", **latency_tab.ONE_QUEUE)
+        event(serving_runs.relabel, [tab.measurement, page.language], shown,
+              show_progress="hidden", **serving_runs.ONE_QUEUE)

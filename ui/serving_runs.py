@@ -22,15 +22,18 @@ from record.files import read_bounded
 from record.latency_rows import format_table, summarize
 from record.schema import ENGINE_LOOPS
 from texts import STRINGS
-from ui import common
-from ui.common import ROOT, esc, lang_of, status
+from ui import queues
+from ui.i18n import lang_of
+from ui.status import esc, status
 from ui.view import plot
+
+ROOT = Path(__file__).resolve().parents[1]
 
 SERVING_DIR = ROOT / "assets" / "serving"
 # The dropdown's handlers (a pick, a page load, a language switch) take turns: a language
 # switch's reply names the file chosen when it was triggered, and landing after a later pick's
 # it would put the older file back.
-ONE_QUEUE = common.one_queue("serving-shown")
+ONE_QUEUE = queues.one_queue("serving-shown")
 MAX_FILE_BYTES = 8 * 2**20
 
 

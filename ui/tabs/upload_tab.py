@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import gradio as gr
 
 import texts
-from ui import recorded_runs, replay
+from ui import recorded_runs, step_through
 from ui.tabs.parts import Page, md
 from ui.tabs.run_view import RunView
 
@@ -33,5 +33,5 @@ def wire(tab: UploadTab, page: Page, view: RunView) -> None:
     tab.upload.upload(recorded_runs.show_upload,
                       [tab.upload, tab.beside, view.record, page.language], view.outputs(),
                       concurrency_limit=2, show_progress_on=[view.status]
-                      ).then(replay.reset_replay, [view.record, page.language, view.step],
-                             view.replay_outputs(), show_progress="hidden", **replay.ONE_QUEUE)
+                      ).then(step_through.reset_replay, [view.record, page.language, view.step],
+                             view.replay_outputs(), show_progress="hidden", **step_through.ONE_QUEUE)

@@ -23,14 +23,16 @@ import texts
 import viz
 from engine.processes import messages
 from engine.processes.messages import LiveRunRequest
-from engine.workloads import Workload, word_prompt_tokens
+from engine.workloads import Workload, word_prompts
 from record.run_record import run_dict
-from record.schema import BASE_LANES, ENGINE_LOOPS, GPU_LANES, loop_label
-from ui import common, presets
-from ui.common import InputError, esc, lang_of, progress_bar, render_said, said, status
+from record.schema import BASE_LANES, ENGINE_LOOPS, GPU_LANES, Loop, RunDict
+from ui import presets, scheduler_link
 from ui.controls import Controls
+from ui.i18n import lang_of
+from ui.inputs import InputError, check_model, checked, checked_int
 from ui.recorded_runs import shown, write_downloads
 from ui.state import APP
+from ui.status import esc, progress_bar, render_said, said, status
 from ui.view import MainView, plot
 
 MAX_ARRIVAL_S = 60.0       # requests / rate: how long the arrivals of one loop may take
@@ -43,7 +45,7 @@ def run_live(controls: Controls) -> Iterator[tuple]:
     lang = lang_of(controls.lang_choice)
     try:
         request, notes = build_request(controls)
-        if request.engine.device == "cuda" and not common.scheduler().ready().cuda:
+        if request.engine.device == "cuda" and not scheduler_link.scheduler().ready().cuda:
             raise InputError("device_no_cuda")
     except InputError as error:
         spec = error.said()
@@ -63,7 +65,7 @@ def run_live(controls: Controls) -> Iterator[tuple]:
     live = _LiveRuns(request)
     started, drawn = time.perf_counter(), -REFRESH_S      # the first spans are drawn at once
     try:
-        for event in common.scheduler().submit(request):
+        for event in scheduler_link.scheduler().submit(request):
             if isinstance(event, messages.Progress):
                 live.stage(event)
                 yield MainView(status=_running(live, expected, started, lang)).values()
@@ -114,7 +116,7 @@ def _failed_view(spec: dict[str, Any], lang: str, drew: bool = True) -> MainView
 def stop_run(lang_choice: str) -> str:
     """The Stop button: the run ends at the scheduler's next iteration (and says so)."""
     lang = lang_of(lang_choice)
-    client = common.scheduler()
+    client = scheduler_link.scheduler()
     if not client.busy:
         return gr.update()                  # nothing to stop: the status line stays as it was
     APP.stopping.set()
@@ -133,49 +135,42 @@ def build_request(controls: Controls) -> tuple[LiveRunRequest, list[str]]:
     text as it is). ``shared_prefix``: tokens of one system prompt before every prompt (what
     the prefix cache serves after the first prefill). ``kv_pages``: the KV pool (0: pages for
     every request at full length; fewer make the scheduler retract requests)."""
-    from engine.config import EngineConfig, SamplingParams
+    from engine.config import EngineConfig, LoopSpec, SamplingParams
 
     c = controls
-    values = common.validate(requests=c.requests, batch=c.batch, prompt_len=c.prompt_len,
-                             max_new=c.max_new, temperature=c.temperature,
-                             extra_cpu_us=c.extra_cpu_us, decode_steps=c.decode_steps,
-                             request_rate=c.request_rate, shared_prefix=c.shared_prefix,
-                             kv_pages=c.kv_pages)
-    chosen = tuple(loop for loop in ENGINE_LOOPS if loop in (c.loops or []))
-    if not chosen:
+    requests, batch = checked_int("requests", c.requests), checked_int("batch", c.batch)
+    words, new_tokens = checked_int("prompt_len", c.prompt_len), checked_int("max_new", c.max_new)
+    temperature = float(checked("temperature", c.temperature))
+    extra_cpu_us, k = checked_int("extra_cpu_us", c.extra_cpu_us), checked_int("decode_steps", c.decode_steps)
+    rate = float(checked("request_rate", c.request_rate)) or None
+    shared, kv_pages = checked_int("shared_prefix", c.shared_prefix), checked_int("kv_pages", c.kv_pages)
+    # The overlap toggle's one change of form: the checked boxes become the loops they select.
+    loops = tuple(LoopSpec(loop, k if loop == Loop.MULTISTEP else 1, extra_cpu_us)
+                  for loop in ENGINE_LOOPS if loop in (c.loops or []))
+    if not loops:
         raise InputError("error_no_loop")
-    model = common.check_model(c.model)
+    model = check_model(c.model)
     device = c.device
     if device not in ("auto", "cpu", "cuda"):
         raise InputError("error_device", device=device)
-    prompts, used_default = common.word_prompts(c.prompts_text, values["requests"],
-                                                values["prompt_len"])
+    prompts, used_default = word_prompts(c.prompts_text, requests, words)
     notes = ["note_default_prompts"] if used_default else []
     # Words become about two tokens each (chat adds its template); the shared system prompt
     # comes before every prompt.
-    max_seq_len = Workload(word_prompt_tokens(values["prompt_len"]), values["max_new"],
-                           values["shared_prefix"]).max_seq_len()
-    engine = EngineConfig(model=model, device=device, max_batch_size=values["batch"],
+    workload = Workload.of_words(words, new_tokens, shared)
+    engine = EngineConfig(model=model, device=device, max_batch_size=batch,
                           cuda_graph=bool(c.cuda_graph) and device != "cpu", seed=0,
-                          max_seq_len=max_seq_len, num_pages=values["kv_pages"] or None)
-    if values["kv_pages"] and values["kv_pages"] < engine.pages_per_seq:
-        raise InputError("error_kv_pages", need=engine.pages_per_seq, tokens=max_seq_len,
-                         value=values["kv_pages"])
-    params = SamplingParams(max_new_tokens=values["max_new"], temperature=values["temperature"])
-    rate = values["request_rate"] or None
-    if rate and values["requests"] / rate > MAX_ARRIVAL_S:     # a run must not take hours
-        raise InputError("error_rate_slow", rate=rate, requests=values["requests"],
-                         seconds=values["requests"] / rate, limit=MAX_ARRIVAL_S)
-    workload = {"requests": values["requests"], "prompt_len_words": values["prompt_len"],
-                "max_new_tokens": values["max_new"], "temperature": values["temperature"],
-                "request_rate": rate, "chat": bool(c.chat),
-                "shared_prefix_tokens": values["shared_prefix"],
-                "kv_pages": values["kv_pages"] or None}
-    request = LiveRunRequest(engine=engine, prompts=prompts, prompt_tokens=values["prompt_len"],
-                             params=params, loops=chosen, decode_steps=values["decode_steps"],
-                             extra_cpu_us=values["extra_cpu_us"], stop_early=bool(c.stop_early),
-                             workload=workload, request_rate=rate, chat=bool(c.chat),
-                             shared_prefix=values["shared_prefix"])
+                          max_seq_len=workload.max_seq_len(), num_pages=kv_pages or None)
+    if kv_pages and kv_pages < engine.pages_per_seq:
+        raise InputError("error_kv_pages", need=engine.pages_per_seq, tokens=engine.max_seq_len,
+                         value=kv_pages)
+    params = SamplingParams(max_new_tokens=new_tokens, temperature=temperature)
+    if rate and requests / rate > MAX_ARRIVAL_S:     # a run must not take hours
+        raise InputError("error_rate_slow", rate=rate, requests=requests,
+                         seconds=requests / rate, limit=MAX_ARRIVAL_S)
+    request = LiveRunRequest(engine=engine, prompts=prompts, workload=workload, params=params,
+                             loops=loops, stop_early=bool(c.stop_early), request_rate=rate,
+                             chat=bool(c.chat))
     return request, notes
 
 
@@ -209,16 +204,16 @@ class _LiveRuns:
         self.loop_started = time.perf_counter()
 
     @property
-    def loop(self) -> str:
+    def loop(self) -> Loop:
         loops = self.request.loops
-        return loops[min(self.index, len(loops) - 1)]
+        return loops[min(self.index, len(loops) - 1)].loop
 
-    def runs(self) -> list[dict[str, Any]]:
+    def runs(self) -> list[RunDict]:
         if self.index >= len(self.request.loops) or self.stage_name != "run":
             return list(self.finished)
-        spec = self.request.loop_specs()[self.index]
+        spec = self.request.loops[self.index]
         # The copy stream's lane, where the device has one, comes in with its spans.
-        live = run_dict(spec.loop, spec.k, loop_label(spec.loop, spec.k), self.spans,
+        live = run_dict(spec.loop, spec.decode_steps, spec.label, self.spans,
                         lanes=BASE_LANES, gpu_lanes=GPU_LANES)
         return self.finished + [live]
 
@@ -309,7 +304,7 @@ def _finished(record: dict[str, Any], request: LiveRunRequest, notes: list[str],
     files = write_downloads(record)
     last = record["runs"][-1]
     kind = str(record["env"].get("device_kind", ""))
-    place_key, cores = common.placement_note()
+    place_key, cores = scheduler_link.placement_note()
     said_notes = list(notes)
     if request.chat and not record["config"].get("chat"):
         said_notes.append("note_no_chat_template")
@@ -341,9 +336,9 @@ def prewarm() -> None:
     try:
         # On a GPU the page's first click runs with CUDA graphs (presets.device_defaults): warm
         # that engine, and measure its forward for the defaults.
-        graphs = common.scheduler().ready().cuda
+        graphs = scheduler_link.scheduler().ready().cuda
         request, _ = build_request(Controls.page_defaults(cuda_graph=graphs))
-        for event in common.scheduler().submit(WarmRequest(request.engine, probe=request)):
+        for event in scheduler_link.scheduler().submit(WarmRequest(request.engine, probe=request)):
             presets.remember(getattr(event, "profile", None))   # sizes presets and defaults
     except Exception as error:  # noqa: BLE001
         if not APP.shutting_down.is_set():   # Ctrl-C during the warm-up ends it, quietly

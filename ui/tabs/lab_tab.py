@@ -1,5 +1,5 @@
 """The hazard lab tab: pick one safeguard to remove, run, and see what the engine's checks found
-(``ui.lab``). It runs the live tab's model on the live tab's device."""
+(``ui.lab_runs``). It runs the live tab's model on the live tab's device."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from typing import Any
 import gradio as gr
 
 import texts
-from ui import common, lab
+from ui import lab_runs
+from ui.status import status
 from ui.tabs.parts import ENGINE_QUEUE, Page, button, md, on_gpu_call, queued_js
 
 
@@ -30,7 +31,7 @@ def build(page: Page) -> LabTab:
     with tr.add(gr.Tab(texts.t(en, "tab_lab"), elem_id="tab-lab"), "tab_lab") as tab:
         md(page, "lab_help")
         with gr.Row():
-            switch = tr.add(gr.Radio(lab.switch_titles(en), value=lab.FIRST_SWITCH,
+            switch = tr.add(gr.Radio(lab_runs.switch_titles(en), value=lab_runs.FIRST_SWITCH,
                                      label=texts.t(en, "lab_switch"), elem_id="lab-switch",
                                      scale=4), "lab_switch")
             # No precision: a typed 2.5 reaches the handler, which refuses it (it would be
@@ -41,7 +42,7 @@ def build(page: Page) -> LabTab:
         with gr.Row():
             run = button(page, "lab_run", variant="primary", elem_id="lab-run")
             safe = button(page, "lab_safe", elem_id="lab-safe")
-        result = gr.HTML(common.status(texts.t(en, "lab_idle")), elem_id="lab-result")
+        result = gr.HTML(status(texts.t(en, "lab_idle")), elem_id="lab-result")
     return LabTab(tab, switch, seed, guards, run, safe, result, gr.State(None))
 
 
@@ -49,26 +50,26 @@ def wire(tab: LabTab, page: Page, model: Any, device: Any, devices_known: Any) -
     """``model`` and ``device``: the live tab's; ``devices_known``: the page load's event that
     learns whether there is a GPU."""
     language = page.language
-    tab.switch.change(lab.describe_switch, [tab.switch, language, device], [tab.guards, tab.run],
-                      show_progress="hidden", **lab.ONE_QUEUE)
+    tab.switch.change(lab_runs.describe_switch, [tab.switch, language, device], [tab.guards, tab.run],
+                      show_progress="hidden", **lab_runs.ONE_QUEUE)
     # A switch that needs CUDA is marked as soon as the device says there is none. The marks
-    # never change the choice (a reader may have clicked meanwhile: ui.lab.switch_choices);
+    # never change the choice (a reader may have clicked meanwhile: ui.lab_runs.switch_choices);
     # what it guards is then said for the choice as it is by then (one queue with the click's:
-    # ui.lab.ONE_QUEUE).
-    marks = dict(fn=lab.switch_choices, inputs=[language, device],
-                 outputs=tab.switch, show_progress="hidden", **lab.ONE_QUEUE)
-    said = dict(fn=lab.describe_switch, inputs=[tab.switch, language, device],
-                outputs=[tab.guards, tab.run], show_progress="hidden", **lab.ONE_QUEUE)
+    # ui.lab_runs.ONE_QUEUE).
+    marks = dict(fn=lab_runs.switch_choices, inputs=[language, device],
+                 outputs=tab.switch, show_progress="hidden", **lab_runs.ONE_QUEUE)
+    said = dict(fn=lab_runs.describe_switch, inputs=[tab.switch, language, device],
+                outputs=[tab.guards, tab.run], show_progress="hidden", **lab_runs.ONE_QUEUE)
     device.change(**marks).then(**said)
-    # Said at once that the run waits its turn; its own status follows (ui.tabs.live says why
+    # Said at once that the run waits its turn; its own status follows (ui.tabs.live_tab says why
     # Gradio's timer is not shown).
     for run_button in (tab.run, tab.safe):
         run_button.click(None, [language], tab.result, js=queued_js("lab_queued"))
-    tab.run.click(on_gpu_call(lab.run_lab), [tab.switch, model, device, tab.seed, language],
+    tab.run.click(on_gpu_call(lab_runs.run_lab), [tab.switch, model, device, tab.seed, language],
                   [tab.result, tab.report], show_progress="hidden", **ENGINE_QUEUE)
-    tab.safe.click(on_gpu_call(lab.run_safe), [model, device, tab.seed, language],
+    tab.safe.click(on_gpu_call(lab_runs.run_safe), [model, device, tab.seed, language],
                    [tab.result, tab.report], show_progress="hidden", **ENGINE_QUEUE)
-    language.change(**marks).then(**said).then(lab.redraw, [tab.report, language], tab.result,
+    language.change(**marks).then(**said).then(lab_runs.redraw, [tab.report, language], tab.result,
                                                show_progress="hidden")
     # The switches at once, marked as the machine is known so far; again once the scheduler
     # process has said whether it found a GPU.

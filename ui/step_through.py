@@ -23,7 +23,9 @@ import viz
 from record.schema import Loop
 from record.steps import copy_placement, loop_kind
 from record.window import step_range
-from ui.common import is_empty, is_whole, lang_of, one_queue
+from ui.i18n import lang_of
+from ui.inputs import is_empty, is_whole
+from ui.queues import one_queue
 from ui.recorded_runs import default_window
 from ui.view import plot
 

@@ -3,7 +3,7 @@
 ``engine.lab.hazard_lab.run_hazard`` does the work, in the scheduler process (a ``LabRequest``): the
 normal loop as reference, then the overlap loop with one switch on, compared token by token, with
 the allocator and the stop checks watching. This module picks the configuration (the model and
-device of the live tab) and shows the report through ``viz.lab`` in the chosen language; the
+device of the live tab) and shows the report through ``viz.lab_report`` in the chosen language; the
 report is kept as a plain dict so a language switch can redraw it.
 """
 
@@ -15,16 +15,17 @@ import gradio as gr
 
 import texts
 from engine.processes.messages import LabFinished, LabRequest, Progress, RequestFailed
-from ui import common
-from ui.common import esc, lang_of
-from ui.live import failure
-from viz.lab import describe, hazard_title, report_html
+from ui import inputs, queues, scheduler_link
+from ui.i18n import lang_of
+from ui.live_runs import failure
+from ui.status import esc, render_said, status
+from viz.lab_report import describe, hazard_title, report_html
 
 # The switch's marks and what the chosen switch guards (a page load, the device becoming known,
 # a language switch, a click) take turns, so the last reply is about the switch as the reader
 # left it: a page load's reply, sent with the switch from before a click, could otherwise land
 # after the click's and describe another switch.
-ONE_QUEUE = common.one_queue("lab-switch")
+ONE_QUEUE = queues.one_queue("lab-switch")
 
 
 def _hazards() -> dict[str, Any]:
@@ -35,7 +36,7 @@ def _hazards() -> dict[str, Any]:
 
 def cuda_here(device: str | None) -> bool:
     """Can a lab run here use two CUDA streams: a GPU found, and the live tab's device not CPU?"""
-    return common.cuda_seen() and device != "cpu"
+    return scheduler_link.cuda_seen() and device != "cpu"
 
 
 # The switch the tab opens on (the Radio's value when the page is built; no handler sets it).
@@ -71,7 +72,7 @@ def describe_switch(switch: str | None, lang_choice: str,
     blocked = cuda_only and not cuda_here(device)
     where = None
     if blocked:
-        where = "lab_no_cuda_device" if common.cuda_seen() else "lab_no_cuda_machine"
+        where = "lab_no_cuda_device" if scheduler_link.cuda_seen() else "lab_no_cuda_machine"
     return (describe(switch, cuda_only, lang, where),
             gr.update(interactive=not blocked, value=texts.t(lang, "lab_run")))
 
@@ -81,9 +82,9 @@ def run_lab(switch: str | None, model: str, device: str, seed: Any, lang_choice:
     as a plain dict, kept so a language switch can redraw it)."""
     lang = lang_of(lang_choice)
     try:
-        seed_value = common.validate_seed(seed)
-    except common.InputError as error:
-        yield common.render_said(error.said(), lang), None
+        seed_value = inputs.validate_seed(seed)
+    except inputs.InputError as error:
+        yield render_said(error.said(), lang), None
         return
     what = esc(hazard_title(switch, lang))
     hazard = _hazards().get(switch or "")
@@ -97,26 +98,26 @@ def run_lab(switch: str | None, model: str, device: str, seed: Any, lang_choice:
         return
     request = LabRequest(switch=switch, model=model, device=device, seed=seed_value)
     try:
-        for event in common.scheduler().submit(request):
+        for event in scheduler_link.scheduler().submit(request):
             if isinstance(event, Progress) and not event.detail:   # the engine is loading
-                yield common.status(texts.t(lang, "lab_loading"), "running"), None
+                yield status(texts.t(lang, "lab_loading"), "running"), None
             elif isinstance(event, Progress):          # the device the engine found
-                yield common.status(texts.t(lang, "lab_running").format(
+                yield status(texts.t(lang, "lab_running").format(
                     device=esc(event.detail), what=what), "running"), None
             elif isinstance(event, LabFinished):
                 shown = {"report": event.report, "model": model, "seed": seed_value}
                 yield report_html(event.report, model, seed_value, lang), shown
             elif isinstance(event, RequestFailed):
-                yield common.render_said(failure(event.kind, event.message), lang), None
+                yield render_said(failure(event.kind, event.message), lang), None
     except Exception as error:  # noqa: BLE001 - the scheduler process died, or worse
-        yield common.render_said(failure("died", f"{type(error).__name__}: {error}"), lang), None
+        yield render_said(failure("died", f"{type(error).__name__}: {error}"), lang), None
 
 
 def redraw(shown: dict[str, Any] | None, lang_choice: str) -> Any:
     """The last lab report again, in the chosen language."""
     lang = lang_of(lang_choice)
     if not shown:
-        return common.status(texts.t(lang, "lab_idle"))
+        return status(texts.t(lang, "lab_idle"))
     return report_html(shown["report"], shown["model"], shown["seed"], lang)
 
 

@@ -1,0 +1,74 @@
+"""The page's status line: what a handler says about a run, kept as data so a language switch can
+say it again in the other language.
+
+``said`` makes the data (a text key, its values, a kind, notes), ``render_said`` the HTML in one
+language. Whatever in a status came from a visitor or a file is escaped here, once.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any, TypedDict
+
+import texts
+
+
+class Said(TypedDict):
+    """A status line as data (``said``): ``key`` and ``notes`` are text keys of ``texts``."""
+
+    key: str
+    kind: str                       # "info" | "warn" | "error" | "running"
+    detail: str                     # technical detail, shown folded, as code
+    notes: list[str]
+    folded: list[str]               # [title key, note key] shown one click away, or empty
+    args: dict[str, Any]            # the texts' values, escaped where they came from outside
+
+
+def said(key: str, kind: str = "info", detail: str = "", notes: tuple[str, ...] = (),
+         folded: tuple[str, str] | None = None, **args: Any) -> Said:
+    """A final status line as data (its text key, values, kind, notes), so a language switch can
+    say it again in the other language. Values that came from a user or a file are escaped here;
+    ``notes`` are text keys appended after it (formatted with the same values); ``folded`` is
+    (the title's key, a note's key) shown one click away; ``detail`` is shown folded, as code."""
+    return {"key": key, "kind": kind, "detail": detail, "notes": list(notes),
+            "folded": list(folded or ()),
+            "args": {name: value if isinstance(value, (int, float)) else esc(value)
+                     for name, value in args.items()}}
+
+
+def render_said(spec: Said | None, lang: str) -> str:
+    """The status line of a ``said`` spec in ``lang`` (the technical detail folded beneath)."""
+    if not spec:
+        return status(texts.t(lang, "no_runs"))
+    args = dict(spec["args"])
+    if "control" in args:                    # a control's name, in the reader's language
+        args["control"] = texts.t(lang, f"name_{args['control']}")
+    for name in [name for name in args if name.endswith("_key")]:
+        args[name[:-4]] = texts.t(lang, args.pop(name))   # a text said in the reader's language
+    text = texts.t(lang, spec["key"]).format(**args)
+    gap = texts.sentence_gap(lang)
+    text += "".join(gap + texts.t(lang, note).format(**args) for note in spec["notes"])
+    if spec.get("folded"):
+        title, note = spec["folded"]
+        text += (f"<details><summary>{texts.t(lang, title)}</summary>"
+                 f"{texts.t(lang, note).format(**args)}</details>")
+    if spec["detail"]:
+        text += (f"<details><summary>{texts.t(lang, 'fail_detail')}</summary>"
+                 f"<pre>{esc(spec['detail'])}</pre></details>")
+    return status(text, spec["kind"])
+
+
+def status(text: str, kind: str = "info") -> str:
+    """A status line. ``text`` is HTML: whatever in it came from a user or a file is escaped by
+    the caller (``esc``)."""
+    return f'<div class="status status-{kind}">{text}</div>'
+
+
+def esc(value: Any) -> str:
+    return html.escape(str(value))
+
+
+def progress_bar(fraction: float, text: str) -> str:
+    percent = max(0.0, min(100.0, 100.0 * fraction))
+    return (status(text, "running") + f'<div class="bar"><div style="width:{percent:.0f}%">'
+            "</div></div>")
