@@ -9,8 +9,8 @@
     python -m bench --attention-sweep                  # the attention kernel alone
     python -m bench --launch-cost                      # host time per forward, by primitive
     python -m bench --copy-placement                   # the result copy: copy, engine, scheduler stream
-    python -m bench --peer mini-sglang --minisgl .whl-peer/python --site /tmp/site
-                                                       # the article's code beside ours (bench/peer.py)
+    python -m bench --peer all --minisgl .whl-peer/python --site /tmp/site --sglang-site DIR
+                                   # SGLang and Mini-SGLang, each at its best, beside ours (bench/peer.py)
     python -m bench --ttft-bound                       # the best TTFT a prefix cache allows (CUDA)
     python -m bench --app-workload --repeats 5         # the page's workload through the CLI, spread
 """
@@ -70,8 +70,28 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--launch-cost", action="store_true", help="host time per forward (CUDA)")
     p.add_argument("--copy-placement", action="store_true",
                    help="gap between forwards and busy, result copy on each stream (CUDA)")
-    # The peer benchmark (bench/peer.py): Mini-SGLang beside our engine on the same work.
-    p.add_argument("--peer", choices=["mini-sglang"], help="the peer engine to run beside ours")
+    # The peer benchmark (bench/peer.py): SGLang and Mini-SGLang beside our engine, same work.
+    p.add_argument("--peer", choices=["mini-sglang", "sglang", "all"],
+                   help="the peer engines to run beside ours, each in the configurations its "
+                        "users would choose (bench/peer_configs.py)")
+    p.add_argument("--sglang-site", metavar="DIR",
+                   help="--peer sglang: the folder holding SGLang's packages "
+                        "(../shared/peer/sglang/build_payload.sh's set, unpacked)")
+    p.add_argument("--sglang-compile", action="store_true",
+                   help="--peer sglang: also its torch.compile configuration (minutes of "
+                        "autotuning before the first run)")
+    p.add_argument("--sglang-traces", metavar="DIR",
+                   help="--peer sglang: SGLang's own profiler traces of both loops go there")
+    p.add_argument("--budget-s", type=float, default=3600.0,
+                   help="--peer: what no longer fits in this many seconds is not started")
+    p.add_argument("--no-warm", action="store_true",
+                   help="--peer: no warm-up processes (the kernels are cached already)")
+    p.add_argument("--warm-also", nargs="+", default=[], metavar="MODEL",
+                   help="--peer: shapes only warmed, their kernels cached for a later call")
+    p.add_argument("--skip-ours", action="store_true",
+                   help="--peer: the peers only (our rows and record from another call, merged)")
+    p.add_argument("--merge", action="store_true",
+                   help="--peer: keep the JSON's rows of engines and shapes not run this time")
     p.add_argument("--minisgl", default=".whl-peer/python", metavar="DIR",
                    help="--peer: the folder holding Mini-SGLang's minisgl/ "
                         "(scripts/prepare_peer.sh makes it)")
@@ -81,7 +101,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    metavar="DIR", help="--peer: where FlashInfer and tvm-ffi keep the kernels "
                                        "they compile (FLASHINFER_WORKSPACE_BASE, TVM_FFI_CACHE_DIR)")
     p.add_argument("--peer-record", metavar="DIR",
-                   help="--peer: also write Mini-SGLang's recorded runs (both loops) there")
+                   help="--peer: also write each engine's recorded runs (both loops) there")
     p.add_argument("--peer-record-batch", type=int, default=16, metavar="B")
     p.add_argument("--peer-record-tokens", type=int, default=64, metavar="N")
     p.add_argument("--commit", default="", help="--peer: this checkout's commit, where git cannot "
@@ -96,23 +116,29 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def run_peer(args: argparse.Namespace, argv: list[str]) -> int:
-    """``--peer``: Mini-SGLang beside our engine (bench/peer.py); bad settings get a message."""
+    """``--peer``: SGLang and Mini-SGLang beside our engine (bench/peer.py); bad settings get a
+    message."""
     from bench import peer
 
-    work = peer.PeerWork(model=(args.models or [peer.PeerWork.model])[0],
+    work = peer.PeerWork(models=tuple(args.models or peer.PeerWork.models),
                          batches=tuple(args.batches or peer.PeerWork.batches),
                          prompt_len=args.prompt_len, new_tokens=args.new_tokens,
-                         repeats=5 if args.repeats is None else args.repeats, seed=args.seed,
+                         repeats=10 if args.repeats is None else args.repeats, seed=args.seed,
                          record_batch=args.peer_record_batch if args.peer_record else 0,
-                         record_tokens=args.peer_record_tokens)
+                         record_tokens=args.peer_record_tokens,
+                         sglang_compile=args.sglang_compile, warm=not args.no_warm,
+                         warm_also=tuple(args.warm_also))
     paths = peer.PeerPaths(Path(args.minisgl).resolve(),
                            Path(args.site).resolve() if args.site else None,
-                           Path(args.jit_cache).resolve())
+                           Path(args.sglang_site).resolve() if args.sglang_site else None,
+                           Path(args.jit_cache).resolve(),
+                           Path(args.sglang_traces).resolve() if args.sglang_traces else None)
     json_path = Path(args.json) if args.json else None
     record_dir = Path(args.peer_record) if args.peer_record else None
     try:
         return peer.run(args.peer, work, paths, json_path, record_dir,
-                        "python -m bench " + " ".join(argv), args.commit)
+                        "python -m bench " + " ".join(argv), args.commit, args.budget_s,
+                        args.merge, not args.skip_ours)
     except ValueError as error:
         print(f"python -m bench --peer: {error}", file=sys.stderr)
         return 2

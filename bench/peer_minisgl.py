@@ -4,18 +4,23 @@ reads its overlap switch, ``MINISGL_DISABLE_OVERLAP_SCHEDULING``, once, when it 
     python -m bench.peer_minisgl SPEC.json OUT.json      # bench/peer.py writes SPEC and reads OUT
 
 For each batch size: one warm-up run with the recorder hook and one without, then ``repeats``
-pairs, each a timed run of the unchanged code and a run with the hook (``bench/peer_hook.py``),
-whose spans give the decode step and forward times. Both are ``LLM.generate`` timed end to end,
-as a user calls it. With ``record`` in the spec, the same again on the record's workload, whose
-median hooked run becomes a run of our record (schema 1) and the pairs the hook's cost.
+timed runs of the unchanged code, with a run with the hook (``bench/peer_hook.py``) after every
+second one, whose spans give the decode step and forward times. All are ``LLM.generate`` timed
+end to end, as a user calls it. With ``record`` in the spec, the same again on the record's
+workload, whose median hooked run becomes a run of our record (schema 1) and the pairs the
+hook's cost.
 
 The engine is built as a user of its offline API would (``minisgl.llm.LLM``): random weights
 from ``config.json`` (``use_dummy_weight``), FlashInfer attention, no prefix cache between runs
-(``cache_type="naive"``), CUDA graphs for the batch sizes in the spec.
+(``cache_type="naive"``), CUDA graphs for the batch sizes in the spec, and the spec's
+configuration (``bench/peer_configs.py``: its page size and a pool sized to the work). Its heap
+is frozen after the warm-up and the collector kept out of ``generate``, as our engine does for
+itself.
 """
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import statistics
@@ -38,13 +43,22 @@ def build(spec: dict[str, Any]):
     from minisgl.llm import LLM
     return LLM(spec["model_dir"], use_dummy_weight=True, attention_backend="fi",
                cache_type="naive", cuda_graph_bs=spec["graph_bs"],
-               max_seq_len_override=spec["max_seq_len"], memory_ratio=0.5)
+               max_seq_len_override=spec["max_seq_len"], memory_ratio=0.5, **spec["config"])
+
+
+def generate(llm, prompts, params):
+    """``LLM.generate`` with the collector kept out (the heap is frozen after the warm-up)."""
+    gc.disable()
+    try:
+        return llm.generate(prompts, params)
+    finally:
+        gc.enable()
 
 
 def plain_run(llm, prompts: list[list[int]], params) -> tuple[float, int]:
     """Seconds of one ``generate`` as a user calls it, and the tokens it produced."""
     start = time.perf_counter()
-    results = llm.generate(prompts, params)
+    results = generate(llm, prompts, params)
     seconds = time.perf_counter() - start
     return seconds, sum(len(r["token_ids"]) for r in results)
 
@@ -55,7 +69,7 @@ def hooked_run(llm, recorder, prompts: list[list[int]], params):
     recorder.install()
     recorder.begin(timeline)
     start_ns = time.perf_counter_ns()
-    results = llm.generate(prompts, params)
+    results = generate(llm, prompts, params)
     end_ns = time.perf_counter_ns()
     token_ns = recorder.end()
     recorder.remove()
@@ -90,16 +104,16 @@ def median_figures(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def time_batch(llm, recorder, prompts, params, repeats: int) -> dict[str, Any]:
-    """Plain and hooked runs of one workload, interleaved so drift hits both alike."""
-    plain_run(llm, prompts, params)                        # warm-up, both ways
-    hooked_run(llm, recorder, prompts, params)
+    """Plain and hooked runs of one workload, interleaved so drift hits both alike (a hooked run
+    after every second plain one)."""
     plain_s, hooked_s, runs, tokens = [], [], [], 0
-    for _ in range(repeats):
+    for i in range(repeats):
         seconds, tokens = plain_run(llm, prompts, params)
         plain_s.append(seconds)
-        seconds, _, spans, outputs, wall_us = hooked_run(llm, recorder, prompts, params)
-        hooked_s.append(seconds)
-        runs.append(figures(spans, outputs, wall_us))
+        if i % 2 == 1 or repeats == 1:
+            seconds, _, spans, outputs, wall_us = hooked_run(llm, recorder, prompts, params)
+            hooked_s.append(seconds)
+            runs.append(figures(spans, outputs, wall_us))
     return {"batch": len(prompts), "tokens": tokens, "plain_s": plain_s, "hooked_s": hooked_s,
             "figures": median_figures(runs)}
 
@@ -134,8 +148,17 @@ def main(spec_path: str, out_path: str) -> int:
     loop = spec["loop"]
     recorder = MiniSglangRecorder(llm, serial=loop == Loop.NORMAL)
     params = SamplingParams(temperature=0.0, ignore_eos=True, max_tokens=spec["new_tokens"])
+    for prompts in spec["prompts"]:                        # warm-up, both ways
+        plain_run(llm, prompts, params)
+        if not spec.get("warm_only"):
+            hooked_run(llm, recorder, prompts, params)
+    if spec.get("warm_only"):                              # kernels compiled and cached
+        return 0
+    gc.collect()
+    gc.freeze()
     out: dict[str, Any] = {
-        "loop": loop, "start_s": start_s, "batches": [], "record": None,
+        "loop": loop, "config": spec["config"], "config_name": spec["config_name"],
+        "start_s": start_s, "batches": [], "record": None,
         "env": {"device_name": torch.cuda.get_device_name(), "torch_version": torch.__version__,
                 "flashinfer_version": _version("flashinfer-python")}}
     for prompts in spec["prompts"]:
@@ -143,6 +166,7 @@ def main(spec_path: str, out_path: str) -> int:
         print(f"Mini-SGLang {loop} B={row['batch']}: "
               f"{row['tokens'] / statistics.median(row['plain_s']):.0f} tok/s", flush=True)
         out["batches"].append(row)
+        Path(out_path).write_text(json.dumps(out, allow_nan=False))   # what is done so far
     if spec.get("record"):
         rec = spec["record"]
         rec_params = SamplingParams(temperature=0.0, ignore_eos=True,

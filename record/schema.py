@@ -48,6 +48,8 @@ class Phase(StrEnum):
     PREFILL = "prefill"             # a forward over prompts
     DECODE = "decode"               # a forward of one token per request
     SAMPLE = "sample"               # pick the next tokens from the logits
+    RESOLVE = "resolve"             # gather the last step's tokens into this step's input, on the
+                                    #   device (SGLang's FutureMap resolve; ours is in the forward)
 
 
 FORWARD_PHASES = (Phase.PREFILL, Phase.DECODE)

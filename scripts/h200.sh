@@ -8,8 +8,11 @@
 #   OUT=out bash scripts/h200.sh ui           # every UI and server test (needs the UI's wheels)
 #   OUT=out bash scripts/h200.sh record       # assets/recorded/, into $OUT/recorded.tgz
 #   OUT=out bash scripts/h200.sh traces       # tests/data/traces/, into $OUT/traces.tgz
-#   OUT=out bash scripts/h200.sh peer         # our engine beside Mini-SGLang on the same work
-#                                             # (after scripts/prepare_peer.sh; WHL=its folder)
+#   OUT=out bash scripts/h200.sh peer         # Mini-SGLang at its best beside our engine, both
+#                                             # shapes (after scripts/prepare_peer.sh; WHL=its folder)
+#   OUT=out bash scripts/h200.sh sglang       # SGLang at its best, both shapes, its records and
+#                                             # profiler traces (SGLANG=the folder holding its
+#                                             # site.tar.xz, ../shared/peer/sglang's set)
 #
 # Several subcommands may be given at once (`bash scripts/h200.sh suite bench`). Each step runs
 # under its own time limit and all of them within BUDGET_S seconds (default 540), so one call
@@ -115,32 +118,55 @@ traces() {
     tar czf "$OUT/traces.tgz" -C "$OUT" traces 2>/dev/null && rm -rf "$OUT/traces"
 }
 
-# Mini-SGLang beside our engine: bench/results/peer-h200.json and Mini-SGLang's recorded runs in
-# assets/recorded/ (copied to $OUT), then our forward's kernel profile ($OUT/profile.md). Needs
-# the folder scripts/prepare_peer.sh makes (WHL, default .whl-peer: the package and its wheels).
-# Its first start compiles FlashInfer's kernels (about 100 s); they come back as
-# $OUT/jit-cache.tar, and put at $WHL/jit-cache.tar a later call unpacks them and skips that.
+# Mini-SGLang at its best beside our engine (bench/peer.py --peer mini-sglang): its rows and ours
+# merged into bench/results/peer-h200.json, its record and ours (both loops, one workload) in
+# assets/recorded/. Needs the folder scripts/prepare_peer.sh makes (WHL, default .whl-peer: the
+# package and its wheels). Its first start compiles FlashInfer's kernels (about 100 s a shape,
+# the shapes side by side); they stay in JIT for a later call on the same machine.
 peer() {
     local whl=${WHL:-.whl-peer} jit=${JIT:-/tmp/peer-jit}
     mkdir -p "$jit"
     step peer_install 60 python3 -m pip install -q --no-index --no-deps --no-compile \
         --no-cache-dir --upgrade --target /tmp/site "$whl"/*.whl
-    # After the install: the builds' ninja files name the wheels' headers, just written, and
-    # rebuild whatever is older than them; touched, the unpacked builds are newer.
-    [[ -f $whl/jit-cache.tar ]] && step jit_unpack 30 bash -c \
-        "tar xf $whl/jit-cache.tar -C $jit && find $jit -exec touch {} +"
-    step peer 330 python3 -m bench --peer mini-sglang --minisgl "$whl/python" --site /tmp/site \
+    local left=$((${PEER_S:-$((BUDGET_S - ($(date +%s) - START)))} - 30))
+    step peer $((left + 15)) python3 -m bench --peer mini-sglang --minisgl "$whl/python" \
+        --site /tmp/site --models ${MODELS:-qwen2.5-0.5b-shape llama-3.1-8b-shape} ${PEER_ARGS:-} \
         --jit-cache "$jit" --peer-record assets/recorded --json bench/results/peer-h200.json \
-        --commit "${COMMIT:-}"
-    cp bench/results/peer-h200.json assets/recorded/h200-minisglang-*.json "$OUT"/ 2>/dev/null
-    if [[ ${PROFILE:-1} != 0 ]]; then        # PROFILE=0: no kernel profile
-        step profile 150 bash -c "python3 -m bench --forward --profile --models \
-            qwen2.5-0.5b-shape --batches 1 64 --variants triton triton+compile | tee $OUT/profile.md"
+        --merge --budget-s "$left" --commit "${COMMIT:-}"
+    tar czf "$OUT/results-peer.tgz" bench/results/peer-h200.json assets/recorded/h200-minisglang-*.json \
+        assets/recorded/h200-ours-*.json
+}
+
+# SGLang beside the others (bench/peer.py --peer sglang): its rows merged into
+# bench/results/peer-h200.json, its record of both loops in assets/recorded/, its own profiler
+# traces. Needs SGLANG (default .peer-sglang) holding site.tar.xz, unless a call before this one
+# on the same machine unpacked it; FlashInfer's compiled kernels stay in JIT (a later call on the
+# same machine, or jit.txz carried there, starts without compiling). MODELS: the shapes timed;
+# SGLANG_ARGS: more bench flags (--warm-also SHAPE: compile a shape's kernels for a later call;
+# --no-warm: they are compiled already). Back under $OUT: results.tgz, traces.tar.partNN, jit.txz.
+sglang() {
+    local pay=${SGLANG:-.peer-sglang} jit=${JIT:-/tmp/peer-jit}
+    mkdir -p /tmp/sglang "$jit" "$OUT/traces"
+    [[ -d /tmp/sglang/site/sglang ]] || step sglang_unpack 90 tar -xJf "$pay/site.tar.xz" -C /tmp/sglang
+    [[ -f $pay/jit.txz ]] && step jit_unpack 30 tar xJf "$pay/jit.txz" -C "$jit"
+    export CUDA_HOME=${CUDA_HOME:-/usr/local/cuda} NCCL_NVLS_ENABLE=0 \
+        TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+    export PATH=$CUDA_HOME/bin:$PATH
+    local left=$((${SGLANG_S:-$((BUDGET_S - ($(date +%s) - START)))} - 45))
+    step sglang $((left + 15)) python3 -m bench --peer sglang --sglang-site /tmp/sglang/site \
+        --models ${MODELS:-qwen2.5-0.5b-shape} --skip-ours ${SGLANG_ARGS:-} \
+        --jit-cache "$jit" --sglang-traces "$OUT/traces" --peer-record assets/recorded \
+        --json bench/results/peer-h200.json --merge --budget-s "$left" --commit "${COMMIT:-}"
+    tar czf "$OUT/results-sglang.tgz" bench/results/peer-h200.json assets/recorded/h200-sglang-*.json
+    if [[ -n $(ls "$OUT/traces") ]]; then
+        (cd "$OUT" && tar cf traces.tar traces && split -b 15000000 -d traces.tar traces.tar.part)
+        rm -rf "$OUT/traces" "$OUT/traces.tar"
+    else
+        rmdir "$OUT/traces"
     fi
-    tar czf "$OUT/jit-cache.tar" -C "$jit" .
-    if (($(stat -c %s "$OUT/jit-cache.tar") > 16 * 1024 * 1024)); then
-        rm -f "$OUT/jit-cache.tar"; echo "=== jit-cache.tar too large to bring back" | tee -a "$LOG"
-    fi
+    tar cf - -C "$jit" . | xz -6 -T0 > "$OUT/jit.txz"
+    (($(stat -c %s "$OUT/jit.txz") > 15000000)) && (cd "$OUT" && split -b 15000000 -d jit.txz jit.txz.part && rm jit.txz)
+    ls -la "$OUT"
 }
 
 step env 20 bash -c "nvidia-smi -L; python3 -c 'import torch, triton, transformers; \
@@ -154,7 +180,8 @@ for part in "${@:-suite}"; do
         record) export -f record_runs; export E OUT; step record 200 bash -c record_runs ;;
         traces) traces ;;
         peer) peer ;;
-        *) echo "unknown part: $part (suite, bench, first-click, ui, record, traces, peer)"; exit 2 ;;
+        sglang) sglang ;;
+        *) echo "unknown part: $part (suite, bench, first-click, ui, record, traces, peer, sglang)"; exit 2 ;;
     esac
 done
 echo "=== done t=$(($(date +%s) - START))s" | tee -a "$LOG"

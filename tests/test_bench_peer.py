@@ -1,6 +1,7 @@
-"""The peer benchmark's CPU side (no GPU, no Mini-SGLang process): its rows, tables and JSON, its
-argument handling, the model folder and prompts it gives Mini-SGLang, and Mini-SGLang's recorded
-runs as the page reads, lists and draws them."""
+"""The peer benchmark's CPU side (no GPU, no peer's process): its rows, tables and JSON, the
+configurations it tries, its argument handling, the model folder and prompts it gives each peer,
+the orchestration (with a stand-in peer), and the peers' recorded runs as the page reads, lists
+and draws them."""
 
 from __future__ import annotations
 
@@ -20,76 +21,124 @@ RECORD = ROOT / "assets" / "recorded" / "h200-minisglang-qwen05-b16.json"
 FIGURES = {"steady_step_us": 2000.0, "t_fwd_us": 1200.0, "t_cpu_us": 700.0,
            "cpu_phases_us": {"receive": 5.0, "schedule": 300.0, "launch": 250.0, "wait": 600.0,
                              "process_last": 145.0}}
+MODEL = "qwen2.5-0.5b-shape"
 
 
-def _minisgl_out(loop: str, plain_s: list[float], hooked_s: list[float]) -> dict:
+def _peer_out(loop: str, plain_s: list[float], hooked_s: list[float]) -> dict:
     return {"loop": loop, "batches": [{"batch": 4, "tokens": 400, "plain_s": plain_s,
                                        "hooked_s": hooked_s, "figures": FIGURES}]}
 
 
 def _rows() -> list[dict]:
-    rows = peer_table.minisgl_rows(_minisgl_out("normal", [0.5, 0.4, 0.8], [0.5, 0.5, 1.0]))
-    rows += peer_table.minisgl_rows(_minisgl_out("overlap", [0.25, 0.2, 0.4], [0.2, 0.25, 0.4]))
-    rows.append(peer_table.speed_row("ours", "normal", 4, "on", [1.0, 0.8, 1.6], 400, FIGURES,
-                                     "these runs"))
-    rows.append(peer_table.speed_row("ours", "overlap", 4, "off", [0.5, 0.5, 0.5], 400))
+    rows = peer_table.peer_rows("Mini-SGLang", "pages of 16", MODEL,
+                                _peer_out("normal", [0.5, 0.4, 0.8], [0.5, 0.5, 1.0]))
+    rows += peer_table.peer_rows("Mini-SGLang", "pages of 16", MODEL,
+                                 _peer_out("overlap", [0.25, 0.2, 0.4], [0.2, 0.25, 0.4]))
+    # a slower configuration, tried and reported, never the one a ratio takes
+    rows += peer_table.peer_rows("Mini-SGLang", "pages of 1", MODEL,
+                                 _peer_out("normal", [1.0, 1.0, 1.0], [1.0, 1.0, 1.0]))
+    rows += peer_table.peer_rows("SGLang", "tuned", MODEL,
+                                 _peer_out("normal", [0.25, 0.25, 0.25], [0.3, 0.3, 0.3]))
+    rows.append(peer_table.speed_row("ours", "defaults", MODEL, "normal", 4, "on",
+                                     [1.0, 0.8, 1.6], 400, FIGURES, "these runs"))
+    rows.append(peer_table.speed_row("ours", "defaults", MODEL, "overlap", 4, "off",
+                                     [0.5, 0.5, 0.5], 400))
     return peer_table.add_ratios(rows)
 
 
-def test_rows_report_the_median_and_range_and_the_ratio_to_minisglangs_own_code():
-    rows = {(r["engine"], r["loop"], r["recording"]): r for r in _rows()}
-    base = rows[("Mini-SGLang", "normal", "off")]
+def test_rows_report_the_median_and_range_and_ratios_to_each_peers_best():
+    rows = {(r["engine"], r["config"], r["loop"], r["recording"]): r for r in _rows()}
+    base = rows[("Mini-SGLang", "pages of 16", "normal", "off")]
     assert (base["tok_s_min"], base["tok_s_median"], base["tok_s_max"]) == (500, 800, 1000)
     assert base["tok_s_runs"] == [800, 1000, 500]                  # in the order they ran
     assert base["step_ms"] == 2.0 and base["forward_ms"] == 1.2 and base["cpu_ms"] == 0.7
-    assert base["vs_minisgl"] == 1.0
-    assert rows[("Mini-SGLang", "normal", "on")]["vs_minisgl"] == pytest.approx(800 / 800)
-    assert rows[("ours", "normal", "on")]["tok_s_median"] == 400
-    assert rows[("ours", "normal", "on")]["vs_minisgl"] == pytest.approx(0.5)
-    off = rows[("ours", "overlap", "off")]
-    assert off["vs_minisgl"] == pytest.approx(800 / 1600)
+    assert base["vs"]["Mini-SGLang"] == 1.0
+    ours = rows[("ours", "defaults", "normal", "on")]
+    assert ours["tok_s_median"] == 400
+    # against each peer's fastest configuration (Mini-SGLang's pages of 16, not of 1)
+    assert ours["vs"] == pytest.approx({"Mini-SGLang": 400 / 800, "SGLang": 400 / 1600})
+    off = rows[("ours", "defaults", "overlap", "off")]
+    assert off["vs"] == pytest.approx({"Mini-SGLang": 800 / 1600})   # SGLang ran no overlap here
     assert off["step_ms"] is None and off["figures_from"] is None   # recording off: no spans
 
 
 def test_tables_and_json_say_what_the_rows_hold():
     doc = peer_table.document({"gpu": "NVIDIA H200"}, _rows())
-    table = peer_table.format_table(doc["rows"])
-    assert "| Mini-SGLang | normal | 4 | off | 800 [500-1,000] | 2.000* | 1.200* | 1.00x |" in table
-    assert "| ours | normal | 4 | on | 400 [250-500] | 2.000 | 1.200 | 0.50x |" in table
-    assert "| ours | overlap | 4 | off | 800 [800-800] | – | – | 0.50x |" in table
-    lines = table.splitlines()[2:]
-    assert [line.split(" | ")[0:2] for line in lines[:3]] == [
-        ["| Mini-SGLang", "normal"], ["| Mini-SGLang", "normal"], ["| ours", "normal"]]
-    phases = peer_table.format_phases(doc["rows"])
-    assert "| ours | normal | 4 | 2000 | 1200 | 5 | 300 | 250 | 600 | 145 | 700 |" in phases
+    table = peer_table.format_table(doc["rows"], MODEL)
+    assert ("| Mini-SGLang | pages of 16 (best) | normal | 4 | off | 800 [500-1,000] | 2.000* | "
+            "1.200* | – | – |") in table
+    assert "| Mini-SGLang | pages of 1 | normal | 4 | off | 400 [400-400] |" in table
+    assert "| ours | defaults | normal | 4 | on | 400 [250-500] | 2.000 | 1.200 | 0.50x | 0.25x |" \
+        in table
+    assert "| ours | defaults | overlap | 4 | off | 800 [800-800] | – | – | 0.50x | – |" in table
+    assert peer_table.format_table(doc["rows"], "llama-3.1-8b-shape").count("\n") == 1
+    phases = peer_table.format_phases(doc["rows"], MODEL)
+    assert "| ours | defaults | normal | 4 | 2000 | 1200 | 5 | 300 | 250 | 600 | 145 | 700 |" \
+        in phases
     assert "overlap | 4 | off" not in phases                   # only runs with spans
-    gains = {(g["engine"], g["recording"]): g for g in doc["overlap_gains"]}
-    assert gains[("Mini-SGLang", "off")]["end_to_end"] == pytest.approx(2.0)
-    assert gains[("Mini-SGLang", "off")]["per_step"] == pytest.approx(1.0)
-    assert ("ours", "on") not in gains                          # ours ran overlap with it off
+    gains = {(g["engine"], g["config"], g["recording"]): g for g in doc["overlap_gains"]}
+    assert gains[("Mini-SGLang", "pages of 16", "off")]["end_to_end"] == pytest.approx(2.0)
+    assert gains[("Mini-SGLang", "pages of 16", "off")]["per_step"] == pytest.approx(1.0)
+    assert ("ours", "defaults", "on") not in gains              # ours ran overlap with it off
+    assert "## qwen2.5-0.5b-shape" in peer_table.report(doc)
     assert json.loads(json.dumps(doc, allow_nan=False)) == doc
 
 
-def test_a_row_without_timed_runs_is_refused():
+def test_a_later_run_replaces_its_own_engine_and_shape_only():
+    old = _rows()
+    new = [peer_table.speed_row("SGLang", "tuned", MODEL, "normal", 4, "off", [0.2], 400),
+           peer_table.speed_row("SGLang", "tuned", "llama-3.1-8b-shape", "normal", 4, "off",
+                                [2.0], 400)]
+    merged = peer_table.merge(old, new)
+    assert [r for r in merged if r["engine"] == "SGLang"] == new
+    assert [r for r in merged if r["engine"] != "SGLang"] == [r for r in old
+                                                              if r["engine"] != "SGLang"]
+
+
+def test_a_row_without_timed_runs_is_refused_and_a_failed_hook_gives_no_on_row():
     with pytest.raises(ValueError, match="no timed runs"):
-        peer_table.speed_row("ours", "normal", 1, "on", [], 128)
+        peer_table.speed_row("ours", "defaults", MODEL, "normal", 1, "on", [], 128)
+    out = _peer_out("normal", [0.5], [])
+    out["batches"][0]["figures"] = None
+    assert [r["recording"] for r in peer_table.peer_rows("SGLang", "tuned", MODEL, out)] == ["off"]
 
 
 def test_the_hooks_cost_is_said_in_both_languages():
-    note = peer_table.hook_cost_note("normal", {"plain_s": [0.10, 0.12, 0.11],
-                                                "hooked_s": [0.12, 0.121, 0.13], "steps": 64})
+    note = peer_table.hook_cost_note("SGLang", "normal", {"plain_s": [0.10, 0.12, 0.11],
+                                                          "hooked_s": [0.12, 0.121, 0.13],
+                                                          "steps": 64})
     assert note["cost_pct"] == pytest.approx(10.0)
     assert note["per_step_us"] == pytest.approx(0.011 / 64 * 1e6)
-    assert "serial loop" in note["en"] and "+10.0%" in note["en"] and "3 runs" in note["en"]
-    assert "串行" in note["zh"] and "+10.0%" in note["zh"]
+    assert "SGLang's serial loop" in note["en"] and "+10.0%" in note["en"]
+    assert "3 runs" in note["en"] and "串行" in note["zh"] and "+10.0%" in note["zh"]
 
 
 def test_file_names_and_graph_sizes():
     assert peer_table.gpu_tag("NVIDIA H200") == "h200" and peer_table.gpu_tag("") == "gpu"
-    assert peer_table.record_name("NVIDIA H200", "qwen2.5-0.5b-shape", 16) == \
+    assert peer_table.record_name("NVIDIA H200", "Mini-SGLang", MODEL, 16) == \
         "h200-minisglang-qwen05-b16.json"
+    assert peer_table.record_name("NVIDIA H200", "SGLang", "llama-3.1-8b-shape", 1) == \
+        "h200-sglang-llama8b-b1.json"
+    assert peer_table.record_name("NVIDIA H200", "ours", MODEL, 16) == "h200-ours-qwen05-b16.json"
     assert peer.graph_sizes((1, 64, 16)) == [1, 2, 4, 8, 16, 32, 64]
     assert peer.graph_sizes((3,)) == [1, 2, 3]
+
+
+def test_each_peer_is_tried_in_the_configurations_its_users_would_choose():
+    work = peer.PeerWork(models=(MODEL, "llama-3.1-8b-shape"), batches=(1, 64))
+    mini = peer.configs_of("Mini-SGLang", work, MODEL)
+    assert [c.args["page_size"] for c in mini] == [16, 256]
+    assert all(c.args["num_page_override"] >= 2 * 64 * -(-work.max_seq_len // c.args["page_size"])
+               for c in mini)                                   # the pool holds the work
+    assert [c.args["page_size"] for c in peer.configs_of("Mini-SGLang", work,
+                                                          "llama-3.1-8b-shape")] == [16]
+    (tuned,) = peer.configs_of("SGLang", work, MODEL)
+    assert tuned.args["page_size"] == 16 and tuned.args["disable_radix_cache"] is True
+    assert tuned.args["cuda_graph_max_bs_decode"] == 64 and "enable_torch_compile" not in tuned.args
+    compiled = peer.configs_of("SGLang", peer.PeerWork(batches=(1, 64), sglang_compile=True),
+                               MODEL)[1]
+    assert compiled.args["enable_torch_compile"] and compiled.args["torch_compile_max_bs"] == 64
+    assert all(c.why for c in mini + [tuned, compiled])
 
 
 @pytest.mark.parametrize("argv, said", [
@@ -101,6 +150,11 @@ def test_file_names_and_graph_sizes():
 def test_bad_settings_get_a_message_not_a_traceback(argv, said, capsys):
     assert main(["--peer", "mini-sglang", *argv]) == 2
     assert said in capsys.readouterr().err
+
+
+def test_sglang_needs_its_packages(tmp_path, capsys):
+    assert main(["--peer", "sglang", "--sglang-site", str(tmp_path)]) == 2
+    assert "--sglang-site" in capsys.readouterr().err
 
 
 def test_without_a_gpu_it_says_so(tmp_path, monkeypatch, capsys):
@@ -121,41 +175,75 @@ def test_the_command_line_reaches_the_workload(monkeypatch):
     monkeypatch.setattr(peer, "run", lambda *args: seen.setdefault("args", args) and 0)
     main(["--peer", "mini-sglang", "--batches", "2", "8", "--new-tokens", "16",
           "--prompt-len", "8", "--site", "/tmp/site", "--json", "x.json"])
-    name, work, paths, json_path, record_dir, command, commit = seen.pop("args")
+    name, work, paths, json_path, record_dir, command, commit, budget, merge, ours = \
+        seen.pop("args")
     assert name == "mini-sglang" and json_path == Path("x.json") and record_dir is None
-    assert (work.model, work.batches, work.new_tokens, work.prompt_len) == \
-        ("qwen2.5-0.5b-shape", (2, 8), 16, 8)
-    assert work.repeats == 5 and work.record_batch == 0        # defaults: 5 runs, no record
+    assert (work.models, work.batches, work.new_tokens, work.prompt_len) == \
+        (("qwen2.5-0.5b-shape",), (2, 8), 16, 8)
+    assert work.repeats == 10 and work.record_batch == 0       # defaults: 10 runs, no record
     assert paths.site == Path("/tmp/site") and paths.minisgl.name == "python"
     assert command.startswith("python -m bench --peer mini-sglang --batches 2 8")
-    main(["--peer", "mini-sglang", "--peer-record", "out", "--repeats", "7"])
-    work, record_dir = seen["args"][1], seen["args"][4]
+    assert (budget, merge, ours) == (3600.0, False, True)
+    main(["--peer", "all", "--peer-record", "out", "--repeats", "7", "--models",
+          "qwen2.5-0.5b-shape", "llama-3.1-8b-shape", "--sglang-site", "/s", "--merge",
+          "--skip-ours", "--budget-s", "500", "--warm-also", "smollm2-135m-shape", "--no-warm"])
+    name, work, paths, _, record_dir, _, _, budget, merge, ours = seen["args"]
     assert (work.repeats, work.record_batch, work.record_tokens) == (7, 16, 64)
-    assert record_dir == Path("out")
+    assert work.models == ("qwen2.5-0.5b-shape", "llama-3.1-8b-shape")
+    assert work.warm_also == ("smollm2-135m-shape",) and not work.warm
+    assert record_dir == Path("out") and paths.sglang_site == Path("/s")
+    assert (name, budget, merge, ours) == ("all", 500.0, True, False)
 
 
-def test_minisglangs_process_gets_its_loop_switch_and_paths(tmp_path):
-    paths = peer.PeerPaths(tmp_path / "python", tmp_path / "site", tmp_path / "jit")
-    serial, overlap = peer.minisgl_env("normal", paths), peer.minisgl_env("overlap", paths)
+def test_each_peers_process_gets_its_loop_switch_and_paths(tmp_path):
+    paths = peer.PeerPaths(tmp_path / "python", tmp_path / "site", tmp_path / "sgl",
+                           tmp_path / "jit")
+    serial = peer.peer_env("Mini-SGLang", "normal", paths)
+    overlap = peer.peer_env("Mini-SGLang", "overlap", paths)
     assert serial["MINISGL_DISABLE_OVERLAP_SCHEDULING"] == "1"
     assert "MINISGL_DISABLE_OVERLAP_SCHEDULING" not in overlap
     assert serial["PYTHONPATH"].split(":")[:3] == [str(tmp_path / "site"),
                                                    str(tmp_path / "python"), str(peer.ROOT)]
-    assert serial["FLASHINFER_WORKSPACE_BASE"] == str(tmp_path / "jit" / "flashinfer")
-    assert serial["TVM_FFI_CACHE_DIR"] == str(tmp_path / "jit" / "tvm-ffi")
+    assert serial["FLASHINFER_WORKSPACE_BASE"] == str(tmp_path / "jit" / "minisgl" / "flashinfer")
+    sglang = peer.peer_env("SGLang", "normal", paths, tmp_path / "plugin")
+    assert sglang["PYTHONPATH"].split(":")[:3] == [str(tmp_path / "sgl"), str(tmp_path / "plugin"),
+                                                   str(peer.ROOT)]
+    assert sglang["SGLANG_PLUGINS"] == "overlapdemo"
+    assert "MINISGL_DISABLE_OVERLAP_SCHEDULING" not in sglang
     (tmp_path / "python").mkdir()
     assert paths.commit() == "unknown"
     (tmp_path / "python" / "COMMIT").write_text("20fcd7f\n")
     assert paths.commit() == "20fcd7f"
 
 
-def test_both_engines_get_the_same_prompts():
+def test_the_hook_is_a_plugin_sglang_finds_in_its_scheduler_process(tmp_path):
+    """SGLang loads the entry points of the group ``sglang.srt.plugins`` (its
+    ``plugins/__init__.py``) before it builds its scheduler; a bare .dist-info folder on the
+    path is one."""
+    import subprocess
+    folder = peer.write_hook_plugin(tmp_path)
+    found = subprocess.run(
+        [sys.executable, "-c", "from importlib.metadata import entry_points; "
+         "print([(e.name, e.value) for e in entry_points(group='sglang.srt.plugins')])"],
+        env={"PYTHONPATH": str(folder)}, capture_output=True, text=True, check=True).stdout
+    assert "('overlapdemo', 'bench.peer_sglang_hook:register')" in found
+
+
+def test_every_engine_gets_the_same_prompts():
     work = peer.PeerWork(batches=(1, 4), record_batch=2, prompt_len=8)
-    spec = peer.minisgl_spec(work, Path("/m"), "20fcd7f")
-    assert spec["prompts"] == [peer.prompts_for(work, 1), peer.prompts_for(work, 4)]
-    assert spec["record"]["prompts"] == peer.prompts_for(work, 2)
+    paths = peer.PeerPaths(Path("/m"), trace_dir=Path("/t"))
+    config = peer.configs_of("SGLang", work, MODEL)[0]
+    spec = peer.peer_spec("SGLang", config, 0, work, MODEL, Path("/d"), "overlap", paths, True)
+    assert spec["prompts"] == [peer.prompts_for(work, MODEL, 1), peer.prompts_for(work, MODEL, 4)]
+    assert spec["record"]["prompts"] == peer.prompts_for(work, MODEL, 2)
     assert all(len(p) == 8 and 0 < min(p) and max(p) < 151936 for p in spec["prompts"][1])
     assert spec["graph_bs"] == [1, 2, 4] and spec["max_seq_len"] == 8 + 128 + 16
+    assert spec["config"] == config.args and spec["loop"] == "overlap"
+    assert [(len(t["prompts"]), t["new_tokens"]) for t in spec["traces"]] == [(16, 128), (1, 16),
+                                                                               (4, 16)]
+    mini = peer.peer_spec("Mini-SGLang", peer.configs_of("Mini-SGLang", work, MODEL)[0], 0, work,
+                          MODEL, Path("/d"), "normal", paths, False)
+    assert mini["prompts"] == spec["prompts"] and mini["record"] is None and not mini["traces"]
 
 
 def test_the_model_folder_minisglang_reads(tmp_path):
@@ -220,3 +308,86 @@ def test_the_page_lists_minisglangs_record_among_the_recorded_runs():
     choices = dict(records.list_recorded()["choices"])
     label = next(label for label, name in choices.items() if name == RECORD.name)
     assert label.startswith("h200-minisglang-qwen05-b16: Mini-SGLang (the article's code)")
+
+
+# ---- the orchestration, with a stand-in for a peer's process -------------------------------------
+
+STAND_IN = '''
+"""A stand-in for a peer's runner: the contract of bench/peer_sglang.py, without SGLang."""
+import json, sys
+from pathlib import Path
+spec = json.loads(Path(sys.argv[1]).read_text())
+if spec.get("warm_only"):
+    sys.exit(0)
+record = json.loads(Path(spec["model_dir"]).parent.joinpath("record.json").read_text())
+loop = spec["loop"]
+out = {"loop": loop, "config": spec["config"], "config_name": spec["config_name"],
+       "start_s": 1.0, "record": None, "traces": [],
+       "env": {"device_name": "NVIDIA H200", "torch_version": "2.11.0+cu130",
+               "sglang_version": "0.5.17"},
+       "batches": [{"batch": len(p), "tokens": 128 * len(p), "plain_s": [0.5] * spec["repeats"],
+                    "hooked_s": [0.6] * spec["repeats"], "figures": None}
+                   for p in spec["prompts"]]}
+if spec["record"]:
+    run = next(r for r in record["runs"] if r["loop"] == loop)
+    out["record"] = {**run, "label": loop + " (SGLang 0.5.17)"}
+    out["hook_cost"] = {"plain_s": [0.1, 0.1], "hooked_s": [0.11, 0.11], "tokens": 1024,
+                        "steps": 65}
+Path(sys.argv[2]).write_text(json.dumps(out))
+'''
+
+
+def test_the_orchestration_runs_every_loop_writes_rows_and_the_record(tmp_path, monkeypatch):
+    import torch
+    site = tmp_path / "site"
+    (site / "sglang").mkdir(parents=True)
+    (site / "stand_in_peer.py").write_text(STAND_IN)
+    monkeypatch.setitem(peer.RUNNERS, "SGLang", "stand_in_peer")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *_: "NVIDIA H200")
+    made = []
+
+    def model_dir(model, out):           # the stand-in reads Mini-SGLang's record beside it
+        made.append(model)
+        out.mkdir(parents=True, exist_ok=True)
+        (out.parent / "record.json").write_text(RECORD.read_text())
+        return out
+    monkeypatch.setattr(peer, "write_model_dir", model_dir)
+    work = peer.PeerWork(models=(MODEL,), batches=(1, 4), repeats=3, prompt_len=8)
+    paths = peer.PeerPaths(tmp_path / "python", sglang_site=site, jit_cache=tmp_path / "jit")
+    json_path = tmp_path / "peer.json"
+    json_path.write_text(json.dumps(peer_table.document({}, _rows())))   # an earlier run
+    code = peer.run("sglang", work, paths, json_path, tmp_path / "rec", "cmd", "abc",
+                    budget_s=600, merge=True, with_ours=False)
+    assert code == 0 and made == [MODEL]
+    doc = json.loads(json_path.read_text())
+    sglang = [r for r in doc["rows"] if r["engine"] == "SGLang"]
+    assert sorted((r["loop"], r["batch"], r["recording"]) for r in sglang) == sorted(
+        (loop, b, rec) for loop in ("normal", "overlap") for b in (1, 4) for rec in ("off", "on"))
+    assert all(r["runs"] == 3 and r["tok_s_median"] == 128 * r["batch"] / (
+        0.5 if r["recording"] == "off" else 0.6) for r in sglang)
+    assert any(r["engine"] == "Mini-SGLang" for r in doc["rows"])    # kept from the earlier run
+    assert doc["header"]["earlier"] == {} and doc["header"]["notes"] == []
+    from record.any_file import load_any
+    saved = load_any(tmp_path / "rec" / "h200-sglang-qwen05-b16.json")
+    assert saved["env"]["engine"] == "sglang" and [r["loop"] for r in saved["runs"]] == [
+        "normal", "overlap"]
+    assert {n.get("key") for n in saved["notes"]} == {"hook_cost", "serial_metadata_spans"}
+    assert all("SGLang" in n["en"] for n in saved["notes"])
+
+
+def test_what_no_longer_fits_the_budget_is_not_started_and_said(tmp_path, monkeypatch):
+    import torch
+    site = tmp_path / "site"
+    (site / "sglang").mkdir(parents=True)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *_: "NVIDIA H200")
+    monkeypatch.setattr(peer, "write_model_dir", lambda model, out: out)
+    monkeypatch.setattr(peer, "warm_up", lambda *args: [])
+    work = peer.PeerWork(models=(MODEL,), batches=(1,), repeats=1)
+    paths = peer.PeerPaths(tmp_path / "python", sglang_site=site)
+    code = peer.run("sglang", work, paths, tmp_path / "peer.json", None, "cmd", "abc",
+                    budget_s=30, with_ours=False)
+    doc = json.loads((tmp_path / "peer.json").read_text())
+    assert code == 1 and doc["rows"] == []
+    assert [n.endswith("not run (out of time)") for n in doc["header"]["notes"]] == [True, True]

@@ -39,7 +39,8 @@ def test_the_names_are_the_strings_records_have_always_held():
     assert list(GPU_LANES) == ["scheduler_stream", "engine_stream", "copy_stream"]
     assert list(BASE_LANES) == ["cpu", "scheduler_stream", "engine_stream"]
     assert {p.value for p in Phase} == {"receive", "schedule", "launch", "wait", "process_last",
-                                        "upload", "copy", "prefill", "decode", "sample"}
+                                        "upload", "copy", "prefill", "decode", "sample",
+                                        "resolve"}
     assert list(FORWARD_PHASES) == ["prefill", "decode"]
     assert list(ENGINE_LOOPS) == ["normal", "overlap", "multistep"]
     assert list(RECORD_LOOPS) == ["normal", "overlap", "multistep", "imported"]

@@ -27,6 +27,7 @@ PHASE_COLORS: dict[str, str] = {
     Phase.PREFILL: "#a63603",
     Phase.DECODE: "#fd8d3c",
     Phase.SAMPLE: "#8c6d31",
+    Phase.RESOLVE: "#fdd0a2",              # a peer's token gather before its forward
     # imported torch.profiler traces
     "kernel": "#f16913",
     "memcpy": "#41ab5d",
