@@ -382,8 +382,8 @@ def test_what_no_longer_fits_the_budget_is_not_started_and_said(tmp_path, monkey
     (site / "sglang").mkdir(parents=True)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda *_: "NVIDIA H200")
-    monkeypatch.setattr(peer, "write_model_dir", lambda model, out: out)
-    monkeypatch.setattr(peer, "warm_up", lambda *args: [])
+    monkeypatch.setattr(peer, "write_model_dir", lambda _model, out: out)
+    monkeypatch.setattr(peer, "warm_up", lambda *_: [])
     work = peer.PeerWork(models=(MODEL,), batches=(1,), repeats=1)
     paths = peer.PeerPaths(tmp_path / "python", sglang_site=site)
     code = peer.run("sglang", work, paths, tmp_path / "peer.json", None, "cmd", "abc",
