@@ -166,10 +166,12 @@ def format_gains(gains: Sequence[dict[str, Any]], model: str) -> str:
 
 def merge(old_rows: Sequence[dict[str, Any]], new_rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Rows of an earlier document that this run did not measure again (another engine, or
-    another shape), then this run's: one engine's rows on a shape always come from one run."""
+    another shape), then this run's: one engine's rows on a shape always come from one run.
+    Rows that name no shape or configuration (an older layout) are dropped."""
     measured = {(r["engine"], r["model"]) for r in new_rows}
-    return [r for r in old_rows if (r.get("engine"), r.get("model")) not in measured] + \
-        list(new_rows)
+    kept = [r for r in old_rows if "model" in r and "config" in r
+            and (r["engine"], r["model"]) not in measured]
+    return kept + list(new_rows)
 
 
 def document(header: Mapping[str, Any], rows: Sequence[dict[str, Any]]) -> dict[str, Any]:

@@ -27,6 +27,10 @@ OUT=${OUT:-out}
 mkdir -p "$OUT"
 LOG=${LOG:-$OUT/log.txt}
 BUDGET_S=${BUDGET_S:-540}
+# The peer benchmarks' JSON and records: outside the project's copy, so that calls on the same
+# machine add to one document (each call's copy of the project is fresh).
+RESULTS=${RESULTS:-/tmp/peer-results}
+mkdir -p "$RESULTS/recorded"
 START=$(date +%s)
 PT="python3 -m pytest -q -p no:cacheprovider -rs"
 E="python3 -m engine --device cuda"
@@ -131,10 +135,9 @@ peer() {
     local left=$((${PEER_S:-$((BUDGET_S - ($(date +%s) - START)))} - 30))
     step peer $((left + 15)) python3 -m bench --peer mini-sglang --minisgl "$whl/python" \
         --site /tmp/site --models ${MODELS:-qwen2.5-0.5b-shape llama-3.1-8b-shape} ${PEER_ARGS:-} \
-        --jit-cache "$jit" --peer-record assets/recorded --json bench/results/peer-h200.json \
+        --jit-cache "$jit" --peer-record "$RESULTS/recorded" --json "$RESULTS/peer-h200.json" \
         --merge --budget-s "$left" --commit "${COMMIT:-}"
-    tar czf "$OUT/results-peer.tgz" bench/results/peer-h200.json assets/recorded/h200-minisglang-*.json \
-        assets/recorded/h200-ours-*.json
+    tar czf "$OUT/results-peer.tgz" -C "$RESULTS" .
 }
 
 # SGLang beside the others (bench/peer.py --peer sglang): its rows merged into
@@ -155,9 +158,9 @@ sglang() {
     local left=$((${SGLANG_S:-$((BUDGET_S - ($(date +%s) - START)))} - 45))
     step sglang $((left + 15)) python3 -m bench --peer sglang --sglang-site /tmp/sglang/site \
         --models ${MODELS:-qwen2.5-0.5b-shape} --skip-ours ${SGLANG_ARGS:-} \
-        --jit-cache "$jit" --sglang-traces "$OUT/traces" --peer-record assets/recorded \
-        --json bench/results/peer-h200.json --merge --budget-s "$left" --commit "${COMMIT:-}"
-    tar czf "$OUT/results-sglang.tgz" bench/results/peer-h200.json assets/recorded/h200-sglang-*.json
+        --jit-cache "$jit" --sglang-traces "$OUT/traces" --peer-record "$RESULTS/recorded" \
+        --json "$RESULTS/peer-h200.json" --merge --budget-s "$left" --commit "${COMMIT:-}"
+    tar czf "$OUT/results-sglang.tgz" -C "$RESULTS" .
     if [[ -n $(ls "$OUT/traces") ]]; then
         (cd "$OUT" && tar cf traces.tar traces && split -b 15000000 -d traces.tar traces.tar.part)
         rm -rf "$OUT/traces" "$OUT/traces.tar"
