@@ -60,7 +60,8 @@ def minisgl_configs(max_batch: int, max_seq_len: int) -> list[PeerConfig]:
     return [pages(16), pages(256)]
 
 
-SGLANG_TUNED = {"page_size": 16, "disable_radix_cache": True, "mem_fraction_static": 0.5}
+SGLANG_TUNED = {"attention_backend": "flashinfer", "page_size": 16, "disable_radix_cache": True,
+                "mem_fraction_static": 0.5}
 
 
 def sglang_configs(batches: tuple[int, ...], compile_too: bool) -> list[PeerConfig]:
