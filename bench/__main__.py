@@ -77,6 +77,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--sglang-site", metavar="DIR",
                    help="--peer sglang: the folder holding SGLang's packages "
                         "(../shared/peer/sglang/build_payload.sh's set, unpacked)")
+    p.add_argument("--minisgl-pages-256", action="store_true",
+                   help="--peer mini-sglang: also with its offline benchmark's pages of 256")
     p.add_argument("--sglang-compile", action="store_true",
                    help="--peer sglang: also its torch.compile configuration (minutes of "
                         "autotuning before the first run)")
@@ -127,6 +129,7 @@ def run_peer(args: argparse.Namespace, argv: list[str]) -> int:
                          record_batch=args.peer_record_batch if args.peer_record else 0,
                          record_tokens=args.peer_record_tokens,
                          sglang_compile=args.sglang_compile, warm=not args.no_warm,
+                         minisgl_pages_256=args.minisgl_pages_256,
                          warm_also=tuple(args.warm_also))
     paths = peer.PeerPaths(Path(args.minisgl).resolve(),
                            Path(args.site).resolve() if args.site else None,

@@ -69,6 +69,7 @@ class PeerWork:
     record_tokens: int = 64
     record_repeats: int = 5
     sglang_compile: bool = False    # also SGLang with torch.compile (minutes of autotuning)
+    minisgl_pages_256: bool = False  # also Mini-SGLang with its offline benchmark's pages of 256
     warm: bool = True               # start each peer once per shape first (compiles kernels)
     warm_also: tuple[str, ...] = () # shapes only warmed (kernels cached for a later call)
 
@@ -134,7 +135,8 @@ def prompts_for(work: PeerWork, model: str, batch: int) -> list[list[int]]:
 
 def configs_of(peer: str, work: PeerWork, model: str) -> list[PeerConfig]:
     """The configurations of ``peer`` tried on ``model``'s shape."""
-    found = (minisgl_configs(max(work.batches + (work.record_batch,)), work.max_seq_len)
+    found = (minisgl_configs(max(work.batches + (work.record_batch,)), work.max_seq_len,
+                             work.minisgl_pages_256)
              if peer == MINISGL else sglang_configs(work.batches, work.sglang_compile))
     return [c for c in found if not c.models or model in c.models]
 

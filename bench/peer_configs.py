@@ -49,7 +49,7 @@ def minisgl_pages(page_size: int, max_batch: int, max_seq_len: int) -> int:
     return 2 * max_batch * -(-max_seq_len // page_size) + 16
 
 
-def minisgl_configs(max_batch: int, max_seq_len: int) -> list[PeerConfig]:
+def minisgl_configs(max_batch: int, max_seq_len: int, pages_256: bool = False) -> list[PeerConfig]:
     def pages(size: int) -> PeerConfig:
         return PeerConfig(MINISGL, f"pages of {size}, pool sized to the work, heap frozen",
                           {"page_size": size,
@@ -57,7 +57,7 @@ def minisgl_configs(max_batch: int, max_seq_len: int) -> list[PeerConfig]:
                           "its offline benchmark's page size" if size == 256
                           else "our page size", models=() if size == 16
                           else ("qwen2.5-0.5b-shape",))
-    return [pages(16), pages(256)]
+    return [pages(16)] + ([pages(256)] if pages_256 else [])
 
 
 SGLANG_TUNED = {"attention_backend": "flashinfer", "page_size": 16, "disable_radix_cache": True,

@@ -125,7 +125,8 @@ def test_file_names_and_graph_sizes():
 
 
 def test_each_peer_is_tried_in_the_configurations_its_users_would_choose():
-    work = peer.PeerWork(models=(MODEL, "llama-3.1-8b-shape"), batches=(1, 64))
+    work = peer.PeerWork(models=(MODEL, "llama-3.1-8b-shape"), batches=(1, 64),
+                         minisgl_pages_256=True)
     mini = peer.configs_of("Mini-SGLang", work, MODEL)
     assert [c.args["page_size"] for c in mini] == [16, 256]
     assert all(c.args["num_page_override"] >= 2 * 64 * -(-work.max_seq_len // c.args["page_size"])
