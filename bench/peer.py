@@ -422,7 +422,11 @@ def run(peer: str, work: PeerWork, paths: PeerPaths, json_path: Path | None,
     if merge and json_path.exists():
         old = json.loads(json_path.read_text())
         rows = peer_table.merge(old.get("rows", []), rows)
-        header["earlier"] = {k: v for k, v in old.get("header", {}).items() if k != "earlier"}
+        earlier = old.get("header", {})
+        header["earlier"] = {k: v for k, v in earlier.items() if k != "earlier"}
+        # what a later call does not know (a peer it did not run) stays as the earlier one said
+        header["commits"] = {**earlier.get("commits", {}), **{
+            k: v for k, v in header["commits"].items() if v and v != "unknown"}}
     doc = peer_table.document(header, rows)
     print(peer_table.report(doc), flush=True)
     json_path.parent.mkdir(parents=True, exist_ok=True)
