@@ -74,3 +74,34 @@ def test_overlap_retracts_within_a_quarter_of_serial(make_checkpoint):
                     totals[overlap] += retractions[overlap]
     assert totals[False] > 0, "the workloads must make the pool run dry"
     assert totals[True] <= 1.25 * totals[False], totals
+
+
+
+def test_the_last_running_request_is_never_retracted():
+    """``_make_room`` retracts the newest requests while a pool too dry for ``req`` makes it
+    necessary, but keeps one running (as SGLang keeps one): with a pool that can never grow, the
+    two newer requests are retracted and the oldest waits a step, still running."""
+    from engine.scheduler.request import Req
+    from engine.scheduler.table import RequestTable
+    from record.recorder import Timeline
+
+    class Dry:                                  # a pool from which no request can grow
+        def grow(self, _req, _tokens) -> bool:
+            return False
+
+    cfg = EngineConfig(model="bundled", device="cpu", max_batch_size=4, max_seq_len=64)
+    table = RequestTable(cfg, Dry(), Timeline(enabled=False), None)
+    reqs = [Req(rid=i, prompt_ids=[5, 6, 7], params=SamplingParams(max_new_tokens=8), seed=0,
+                stop_ids=frozenset()) for i in range(3)]
+    for req in reqs:                            # prefilled, decoding, nothing near its limit
+        req.num_prefilled, req.num_scheduled = len(req.fill_ids), 1
+    table.running = list(reqs)
+    retracted = []
+
+    def retract(req, _in_flight, _step):
+        retracted.append(req.rid)
+        table.running.remove(req)
+    table.retract = retract
+    assert table._make_room(reqs[0], 12, [], 3) is False
+    assert retracted == [2, 1] and table.running == [reqs[0]]
+    assert table._make_room(reqs[0], 12, [], 4) is False and retracted == [2, 1]

@@ -103,9 +103,18 @@ class RequestTable:
         Under overlap the launched batch is processed only after this one is built, so requests
         whose last token it computes still hold their pages here; the serial loop would already
         have given them back. While such pages are coming back, ``req`` waits a step instead of
-        retracting someone (a retraction costs a prefill again; a wait costs one step)."""
+        retracting someone (a retraction costs a prefill again; a wait costs one step).
+
+        At least one request keeps running, as in SGLang (``retract_decode`` in
+        ``python/sglang/srt/managers/schedule_batch.py``, release 0.5.17, lines 2745-2747, stops
+        retracting at one request): the last one is never retracted, since giving back its own
+        pages frees nothing it could not take itself. It waits a step instead. Intake admits no
+        request longer than the whole pool, so a request running alone can always grow once the
+        launched batch's pages are back; SGLang aborts a last request that still cannot fit (out
+        of memory), and here, should that ever happen, the scheduler's stall check ends the run
+        with an error after a few idle iterations."""
         while not self.memory.grow(req, tokens):
-            if self._pages_coming_back() > 0:
+            if self._pages_coming_back() > 0 or len(self.running) == 1:
                 return False                     # given back when the launched batch is processed
             victim = self.running[-1]
             self.retract(victim, in_flight, step)
