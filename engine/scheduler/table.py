@@ -134,8 +134,10 @@ class RequestTable:
         queue, keeping the tokens it has read. Its computed pages go to the prefix cache (so its
         resumption finds them), the rest go back at once, its slot once no launched batch
         carries it, and the token a launched batch is computing for it is dropped (a new epoch).
-        Which request, and what it keeps, is this engine's choice (``docs/walkthrough.md`` names
-        SGLang's, which retracts the request with the fewest output tokens and caches nothing)."""
+        Which request, and what it keeps, is this engine's choice. SGLang's (release 0.5.17,
+        ``retract_decode`` and ``release_req`` in ``python/sglang/srt/managers/schedule_batch.py``)
+        retracts by its own order and frees only what lies past the prefix cache's protected
+        length: the prompt it inserted into the radix tree after prefill stays there."""
         self.running.remove(req)
         self.memory.cache_req(req, finished=True)
         release = self.memory.detach(req)
