@@ -177,14 +177,15 @@ def main(argv: list[str] | None = None) -> int:
 
         rates = tuple(check_rate(r, "--rates") for r in args.rates)
         caches = {"on": (True,), "off": (False,), "both": (False, True)}[args.prefix_cache]
-        work = latency_vs_rate.ServingWorkload(rates, args.requests, args.prompt_len, args.new_tokens,
-                                       args.repeats, args.seed, args.arrivals,
-                                       max(args.shared_prefix, 0), caches)
+        serving = latency_vs_rate.ServingWorkload(rates, args.requests, args.prompt_len,
+                                                  args.new_tokens, args.repeats, args.seed,
+                                                  args.arrivals, max(args.shared_prefix, 0),
+                                                  caches)
         model = (args.models or ["bundled"])[0]
         batch = (args.batches or [16])[0]
         graph = cuda and (args.graphs or ["graph"])[0] == "graph"     # as the page
-        return latency_vs_rate.run(args.device, model, batch, (args.extra_cpu_us or [0])[0], work,
-                           args.json, graph)
+        return latency_vs_rate.run(args.device, model, batch, (args.extra_cpu_us or [0])[0],
+                                   serving, args.json, graph)
     graph_names = args.graphs or (["eager", "graph"] if cuda else ["eager"])
     if args.forward:
         return forward.run(args.models or ["qwen2.5-0.5b-shape"], args.batches or [1, 8, 64],

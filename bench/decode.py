@@ -30,7 +30,7 @@ import torch
 from engine import workloads
 from engine.config import EngineConfig, LoopSpec, SamplingParams
 from record.metrics import steady_busy
-from record.schema import Loop
+from record.schema import Loop, Phase
 
 
 @dataclass(frozen=True)
@@ -99,7 +99,7 @@ def forward_ceiling(eng, batch: int, pos: int, iters: int) -> float:
     def one():
         if graphs is not None:
             from engine.scheduler.request import StepMeta
-            meta = StepMeta(0, "decode", batch, 1, kv_pages, True, ints, floats,
+            meta = StepMeta(0, Phase.DECODE, batch, 1, kv_pages, True, ints, floats,
                             np.zeros((3, 0), dtype=np.int64))
             return graphs.lookup(meta).replay(t_ints, t_floats)
         return runner.step(t_ints, t_floats, 1, kv_pages, True)
@@ -170,7 +170,7 @@ def weight_floor_ms(eng) -> float:
 
 def print_floor_table(rows: list[dict]) -> None:
     """Forward-only step beside the weight-read floor, once per (model, B, graphs)."""
-    seen = {}
+    seen: dict[tuple, dict] = {}
     for r in rows:
         seen.setdefault((r["model"], r["batch"], r["graph"]), r)
     bw = ", ".join(f"{k} {v:.0f} GB/s" for k, v in _COPY_GBS.items())
@@ -188,9 +188,10 @@ def hf_generate(path: str, device: str, dtype: str, prompts, new_tokens: int,
     """transformers generate, timed as decode tok/s = B*(N-1) / (T(N) - T(1))."""
     from transformers import AutoModelForCausalLM
     dt = getattr(torch, dtype)
-    hf_model = AutoModelForCausalLM.from_pretrained(path, dtype=dt).to(device).eval()
+    loaded: Any = AutoModelForCausalLM.from_pretrained(path, dtype=dt)   # transformers' types
+    hf_model = loaded.to(device).eval()
     ids = torch.tensor(prompts, device=device)
-    kw = dict(do_sample=False, eos_token_id=None, pad_token_id=0)
+    kw: dict[str, Any] = dict(do_sample=False, eos_token_id=None, pad_token_id=0)
     if static:
         kw["cache_implementation"] = "static"
 
@@ -250,7 +251,8 @@ def run(device: str, models: list[str], batches: list[int], extra_cpu_us: list[i
     from engine import Engine
     from engine.__main__ import format_startup
     from engine.workloads import make_prompts
-    rows, hf_rows = [], []
+    rows: list[dict] = []
+    hf_rows: list[dict] = []
     for model in models:
         path = materialise(model, device, "auto", workdir)
         for graph in graphs:

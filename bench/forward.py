@@ -21,7 +21,9 @@ import torch
 SWEEP_SPLITS, SWEEP_BLOCKS = (1, 2, 4, 8), (32, 64)
 # name: (attention, compile, decode GEMV kernel for the layers' linears, RoPE inside the
 # attention kernel (None: the engine's choice), torch.compile mode)
-VARIANTS = {"reference": ("reference", False, False, None, None),
+# name: (attention, compiled, gemv (or the projections it serves), RoPE in the kernel, mode)
+VARIANTS: dict[str, tuple[str, bool, bool | tuple[str, ...], bool | None, str | None]] = {
+            "reference": ("reference", False, False, None, None),
             "triton": ("triton", False, False, None, None),
             "triton+rope-apart": ("triton", False, False, False, None),
             "triton+compile": ("triton", True, False, None, None),

@@ -35,6 +35,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from engine.config import NORMAL, OVERLAP, EngineConfig, SamplingParams
 from engine.scheduler.arrivals import Arrival, describe, load_trace, poisson_times
@@ -63,7 +64,9 @@ def run(device: str, model: str, batch: int, extra_cpu_us: int, work: ServingWor
                        rate=work.rates[0]) if work.arrivals_file else []
     sized = Workload(work.prompt_len, work.new_tokens, work.shared_prefix, margin=16,
                      arrivals=trace)
-    rows, env, cfg = [], {}, None
+    rows: list[dict] = []
+    env: dict[str, Any] = {}
+    cfg: EngineConfig | None = None
     for cache in work.prefix_caches:
         cfg = sized.engine_config(model=model, device=device, max_batch_size=batch,
                                   seed=work.seed, prefix_cache=cache, cuda_graph=graph)
@@ -77,7 +80,7 @@ def run(device: str, model: str, batch: int, extra_cpu_us: int, work: ServingWor
     if len(work.prefix_caches) > 1:
         print()
         print(compare_caches(rows))
-    if json_path:
+    if json_path and cfg is not None:
         doc = {"kind": "latency_vs_rate", "env": env, "config": {**cfg.to_dict(),
                "requests": work.requests, "prompt_len": work.prompt_len,
                "new_tokens": work.new_tokens, "repeats": work.repeats,

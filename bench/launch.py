@@ -72,6 +72,7 @@ def _enter_exit(stream) -> None:
 
 def _decode_meta(eng, batch: int, step: int = 0):
     from engine.scheduler.request import COL_LEN, COL_SLOT, COL_START, NUM_INT_COLS, StepMeta
+    from record.schema import Phase
     cfg = eng.config
     ints = np.zeros((batch, NUM_INT_COLS + cfg.pages_per_seq), dtype=np.int64)
     ints[:, COL_SLOT] = np.arange(batch)
@@ -79,7 +80,7 @@ def _decode_meta(eng, batch: int, step: int = 0):
     ints[:, NUM_INT_COLS:] = np.arange(batch)[:, None] * cfg.pages_per_seq + np.arange(
         cfg.pages_per_seq)[None, :]
     floats = np.ones((batch, 2), dtype=np.float32)
-    return StepMeta(step, "decode", batch, 1, cfg.pages_per_seq, True, ints, floats,
+    return StepMeta(step, Phase.DECODE, batch, 1, cfg.pages_per_seq, True, ints, floats,
                     np.zeros((3, 0), dtype=np.int64), tuple(range(batch)))
 
 

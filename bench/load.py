@@ -26,6 +26,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -46,6 +47,7 @@ def start_server(loop: str, flags: list[str], timeout_s: float = 300.0) -> tuple
                              "--loop", loop, *flags], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     deadline, seen = time.monotonic() + timeout_s, []
+    assert proc.stdout is not None                       # stdout=PIPE
     while time.monotonic() < deadline:
         line = proc.stdout.readline()
         if not line:
@@ -77,7 +79,8 @@ async def one_request(client: httpx.AsyncClient, url: str, body: dict, at_s: flo
     tokens, reason = 0, ""
     async with client.stream("POST", f"{url}/v1/completions", json=body) as response:
         if response.status_code != 200:
-            raise RuntimeError(f"HTTP {response.status_code}: {(await response.aread())[:300]}")
+            said = (await response.aread())[:300].decode(errors="replace")
+            raise RuntimeError(f"HTTP {response.status_code}: {said}")
         async for line in response.aiter_lines():
             if not line.startswith("data: ") or line == "data: [DONE]":
                 continue
@@ -182,7 +185,7 @@ def _one_server(a: argparse.Namespace, loop: str, flags: list[str], rates: list[
             outputs = asyncio.run(run_rate(url, a.model, times, a.max_tokens, a.prompt,
                                            a.timeout_s))
             wall_us = max(o["finish_us"] for o in outputs) - min(o["arrival_us"] for o in outputs)
-            metrics = latency_summary(outputs, wall_us)
+            metrics: dict[str, Any] = dict(latency_summary(outputs, wall_us))
             metrics["tokens_per_s"] = sum(len(o["token_ids"]) for o in outputs) / (wall_us / 1e6)
             metrics["gpu_busy_frac"] = server_busy(url, len(outputs))
             rows.append({**row_from_metrics(loop, None if math.isinf(rate) else rate,

@@ -13,6 +13,7 @@ waste is real; every k must give the same tokens as the normal loop.
 from __future__ import annotations
 
 import statistics
+from typing import Any
 
 from bench.decode import Workload, fresh
 from engine.config import LoopSpec
@@ -31,7 +32,7 @@ def run(device: str, model: str, batch: int, graph: bool, extra: int, work: Work
 
     ks = list(range(1, 9))                 # every k up to 8, so "smallest k" is exact
     cfg = work.engine_config(model=model, device=device, cuda_graph=graph, max_batch_size=batch)
-    rows = []
+    rows: list[tuple[str, Any, float, bool]] = []    # (loop, a run, T bound, tokens equal)
     with Engine(cfg) as eng:
         prompts = make_prompts(eng.tokenizer, batch, work.prompt_len, 0, eng.spec.vocab_size)
         params = stop_params_from_probe(eng, prompts, work.new_tokens, lo=work.new_tokens // 4,

@@ -74,7 +74,7 @@ def hooked_run(llm, recorder, prompts: list[list[int]], params):
     token_ns = recorder.end()
     recorder.remove()
     spans = timeline.snapshot()
-    outputs = []
+    outputs: list[dict[str, Any]] = []
     for uid, result in enumerate(results):      # LLM.generate numbers requests 0.. in order
         times = [timeline.to_us(ns) for ns in token_ns.get(uid, [])]
         outputs.append({"token_ids": list(result["token_ids"]), "text": "",
@@ -89,8 +89,8 @@ def hooked_run(llm, recorder, prompts: list[list[int]], params):
 
 def figures(spans, outputs, wall_us: float) -> dict[str, Any]:
     """The step and forward figures of a hooked run, measured as our own runs are."""
-    metrics = compute_metrics(spans, outputs, GPU_LANES, wall_us=wall_us)
-    out = {key: metrics[key] for key in FIGURES}
+    metrics: dict[str, Any] = dict(compute_metrics(spans, outputs, GPU_LANES, wall_us=wall_us))
+    out: dict[str, Any] = {key: metrics[key] for key in FIGURES}
     out["cpu_phases_us"] = cpu_phase_times(spans)
     return out
 

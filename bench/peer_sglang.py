@@ -109,7 +109,7 @@ class Hooked:
 
 def figures(spans, outputs, wall_us: float) -> dict[str, Any]:
     """The step and forward figures of a hooked run, measured as our own runs are."""
-    metrics = compute_metrics(spans, outputs, GPU_LANES, wall_us=wall_us)
+    metrics: dict[str, Any] = dict(compute_metrics(spans, outputs, GPU_LANES, wall_us=wall_us))
     out: dict[str, Any] = {key: metrics[key] for key in FIGURES}
     out["cpu_phases_us"] = cpu_phase_times(spans)
     return out

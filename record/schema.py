@@ -205,3 +205,4 @@ class RecordDict(TypedDict):
     env: dict[str, Any]
     config: dict[str, Any]
     runs: list[RunDict]
+    notes: NotRequired[list[dict[str, Any]]]   # another engine's: what the record cannot tell

@@ -8,6 +8,8 @@ metrics of their own yet.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from record.metrics import active_windows, busy_fraction, idle_gaps, step_extents
 from record.schema import FORWARD_PHASES, GPU_LANES, Lane, Metrics, RunDict, SpanDict, WindowDict
 
@@ -74,25 +76,23 @@ def step_range(run: RunDict) -> tuple[int, int]:
     return (min(steps), max(steps)) if steps else (0, 0)
 
 
-_last_steps: dict[str, tuple] = {}   # "run": (spans, length, lanes, extents, order)
+@dataclass(frozen=True)
+class RunSteps:
+    """Where each step of a run lies in time (``record.metrics.step_extents``), and the steps in
+    the order they started: what cutting the run into a window needs. A view that cuts one run
+    several times (the three unrolled panels) works it out once (``run_steps``) and passes it."""
+
+    extents: dict[int, Interval]
+    order: list[int]
 
 
-def _steps_of(spans: list[SpanDict],
-              lanes: tuple[str, ...]) -> tuple[dict[int, Interval], list[int]]:
-    """The run's step extents and their order by start. A view cuts one run into several
-    windows (the step figure, the three unrolled panels): the last run's are kept, held by the
-    very list they were computed from (one tuple, read and replaced whole, so two handlers in
-    two threads never mix two runs')."""
-    cached = _last_steps.get("run")
-    if cached and cached[0] is spans and cached[1] == len(spans) and cached[2] == lanes:
-        return cached[3], cached[4]
-    extents = step_extents(spans, lanes)
-    order = sorted(extents, key=lambda step: extents[step][0])
-    _last_steps["run"] = (spans, len(spans), lanes, extents, order)
-    return extents, order
+def run_steps(run: RunDict) -> RunSteps:
+    extents = step_extents(run.get("spans", []), tuple(gpu_lanes(run)))
+    return RunSteps(extents, sorted(extents, key=lambda step: extents[step][0]))
 
 
-def window_run(run: RunDict, first_step: int, last_step: int) -> RunDict:
+def window_run(run: RunDict, first_step: int, last_step: int,
+               steps: RunSteps | None = None) -> RunDict:
     """A copy of ``run`` cut to the time its steps first_step..last_step (inclusive) took.
 
     A step lasts from the start of its forward to the start of the next step's forward, as the
@@ -108,7 +108,8 @@ def window_run(run: RunDict, first_step: int, last_step: int) -> RunDict:
     if first_step > last_step:
         first_step, last_step = last_step, first_step
     spans = run.get("spans", [])
-    extents, order = _steps_of(spans, tuple(gpu_lanes(run)))
+    steps = steps or run_steps(run)
+    extents, order = steps.extents, steps.order
     if order:
         first_step = min(max(first_step, min(order)), max(order))
         last_step = min(max(last_step, min(order)), max(order))

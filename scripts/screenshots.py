@@ -26,6 +26,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+from record.schema import Loop
+
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "assets" / "screenshots"
 CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
@@ -92,10 +94,10 @@ def _caption_has(page, text: str) -> None:
                            arg=text, timeout=60_000)
 
 
-def _choose_replay_run(page, name: str) -> None:
+def _choose_replay_run(page, loop: str) -> None:
     page.locator("#replay-run input").click()
-    page.get_by_role("option", name=name, exact=True).click()
-    _caption_has(page, "(normal loop)" if name == "normal" else f"({name}")
+    page.get_by_role("option", name=loop, exact=True).click()
+    _caption_has(page, "(normal loop)" if loop == Loop.NORMAL else f"({loop}")
 
 
 def _teaching_step(page) -> int:
@@ -175,7 +177,7 @@ def lesson(page, out: Path) -> None:
     _union(page, ["#step-caption", "#step-plot"], out / "walkthrough-3-overlap-step.png")
     # The article's unrolled rounds of the overlap run (taken before the replay switches runs).
     page.locator("#unrolled").screenshot(path=str(out / "walkthrough-4-unrolled.png"))
-    _choose_replay_run(page, "normal")
+    _choose_replay_run(page, Loop.NORMAL)
     _set_number(page, "#step input[type=number]", step)
     _caption_has(page, f"Step {step} (")
     _settle(page)

@@ -37,7 +37,7 @@ class Translated:
     def updates(self, lang: str) -> list[Any]:
         out = []
         for _, attr, key, choices in self.entries:
-            change = {attr: texts.t(lang, key)}
+            change: dict[str, Any] = {attr: texts.t(lang, key)}
             if choices is not None:
                 change["choices"] = choices(lang)
             out.append(gr.update(**change))

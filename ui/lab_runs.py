@@ -90,7 +90,7 @@ def run_lab(switch: str | None, model: str, device: str, seed: Any, lang_choice:
     hazard = _hazards().get(switch or "")
     if hazard is not None and hazard.cuda_only and not cuda_here(device):
         # Said at once: the scheduler process would only find the same (seconds later).
-        report = {"switch": switch, "device": device if device != "auto" else "cpu",
+        report: dict[str, Any] = {"switch": switch, "device": device if device != "auto" else "cpu",
                   "fault_found": False, "differing": [], "double_free": None, "after_stop": [],
                   "leaked_pages": 0, "leaked_slots": 0, "needs_cuda": True, "windows": 0}
         shown = {"report": report, "model": model, "seed": seed_value}

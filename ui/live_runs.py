@@ -25,14 +25,14 @@ from engine.processes import messages
 from engine.processes.messages import LiveRunRequest
 from engine.workloads import Workload, word_prompts
 from record.run_record import run_dict
-from record.schema import BASE_LANES, ENGINE_LOOPS, GPU_LANES, Loop, RunDict
+from record.schema import BASE_LANES, ENGINE_LOOPS, GPU_LANES, Loop, RecordDict, RunDict, SpanDict
 from ui import presets, scheduler_link
 from ui.controls import Controls
 from ui.i18n import lang_of
 from ui.inputs import InputError, check_model, checked, checked_int
 from ui.recorded_runs import shown, write_downloads
 from ui.state import APP
-from ui.status import esc, progress_bar, render_said, said, status
+from ui.status import Said, esc, progress_bar, render_said, said, status
 from ui.view import MainView, plot
 
 MAX_ARRIVAL_S = 60.0       # requests / rate: how long the arrivals of one loop may take
@@ -94,7 +94,7 @@ def run_live(controls: Controls) -> Iterator[tuple]:
         yield _failed_view(spec, lang, live.drew_any()).values()
 
 
-def _failed_view(spec: dict[str, Any], lang: str, drew: bool = True) -> MainView:
+def _failed_view(spec: Said, lang: str, drew: bool = True) -> MainView:
     """A run that did not finish: its status. A stopped run keeps its live canvas (what ran up
     to the stop), and the step window says why it has nothing to draw (it said it would be
     drawn when the run finished); one stopped before its first step (``drew`` False: in the
@@ -113,7 +113,7 @@ def _failed_view(spec: dict[str, Any], lang: str, drew: bool = True) -> MainView
                     timeline=gr.update(visible=True), live=gr.update(value="", visible=False))
 
 
-def stop_run(lang_choice: str) -> str:
+def stop_run(lang_choice: str) -> Any:
     """The Stop button: the run ends at the scheduler's next iteration (and says so)."""
     lang = lang_of(lang_choice)
     client = scheduler_link.scheduler()
@@ -179,8 +179,8 @@ class _LiveRuns:
 
     def __init__(self, request: LiveRunRequest) -> None:
         self.request = request
-        self.finished: list[dict[str, Any]] = []
-        self.spans: list[dict[str, Any]] = []
+        self.finished: list[RunDict] = []
+        self.spans: list[SpanDict] = []
         self.index = 0
         self.stage_name = "loading"
         self.done_mib = self.total_mib = 0.0          # a hub model's download
@@ -286,7 +286,7 @@ def _arrival_span_s(request: LiveRunRequest) -> float:
     return len(request.prompts) / rate if rate and math.isfinite(rate) else 0.0
 
 
-def _remember_step_time(key: tuple, record: dict[str, Any]) -> None:
+def _remember_step_time(key: tuple, record: RecordDict) -> None:
     """The mean step time of the record's loops: what the next estimate of this setup uses
     (the latest ``MAX_REMEMBERED`` setups: visitors may type any number of hub ids)."""
     steps = [run["metrics"].get("mean_step_us") or 0.0 for run in record["runs"]]
@@ -299,7 +299,7 @@ def _remember_step_time(key: tuple, record: dict[str, Any]) -> None:
             remembered.pop(next(iter(remembered)))
 
 
-def _finished(record: dict[str, Any], request: LiveRunRequest, notes: list[str],
+def _finished(record: RecordDict, request: LiveRunRequest, notes: list[str],
               lang: str) -> MainView:
     files = write_downloads(record)
     last = record["runs"][-1]
@@ -316,7 +316,7 @@ def _finished(record: dict[str, Any], request: LiveRunRequest, notes: list[str],
     return shown(spec, record, lang, files)
 
 
-def failure(kind: str, detail: str) -> dict[str, Any]:
+def failure(kind: str, detail: str) -> Said:
     """A failed request as a status spec: a sentence in the user's language, and the technical
     detail (English, as the engine says it) folded away beneath it."""
     key = {"invalid": "fail_invalid", "cancelled": "fail_cancelled", "device": "fail_device",

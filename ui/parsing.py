@@ -13,12 +13,11 @@ from __future__ import annotations
 import multiprocessing
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from engine.proc_watch import start_deaf_to_ctrl_c
-
-_lock = threading.Lock()
-_ready: list[tuple[Any, Any]] = []          # (process, pipe) of the worker waiting for a file
+from record.schema import RecordDict
+from ui.state import APP
 
 
 def _worker(conn: Any) -> None:
@@ -29,6 +28,7 @@ def _worker(conn: Any) -> None:
         return                                      # the web server went away
     from record.any_file import load_any
 
+    answer: tuple[str, RecordDict | str]
     try:
         answer = ("ok", load_any(path, max_bytes))
     except Exception as error:  # noqa: BLE001 - every failure goes back as a message
@@ -54,16 +54,16 @@ def _start() -> tuple[Any, Any]:
 
 def prepare() -> None:
     """Have a worker waiting (at start-up, and after each file)."""
-    with _lock:
-        if not _ready:
-            _ready.append(_start())
+    with APP.parsers_lock:
+        if not APP.parsers:
+            APP.parsers.append(_start())
 
 
-def parse(path: Path, max_bytes: int, timeout_s: float) -> dict[str, Any]:
+def parse(path: Path, max_bytes: int, timeout_s: float) -> RecordDict:
     """The record of ``path`` (a record, or a trace imported), read by a worker process;
     ``ValueError`` with the reason when it cannot be read or takes longer than ``timeout_s``."""
-    with _lock:
-        process, conn = _ready.pop() if _ready else _start()
+    with APP.parsers_lock:
+        process, conn = APP.parsers.pop() if APP.parsers else _start()
     try:
         conn.send((str(path), max_bytes))
         if not conn.poll(timeout_s):
@@ -81,4 +81,4 @@ def parse(path: Path, max_bytes: int, timeout_s: float) -> dict[str, Any]:
         threading.Thread(target=prepare, name="parse-prepare", daemon=True).start()
     if kind != "ok":
         raise ValueError(value)
-    return value
+    return cast(RecordDict, value)

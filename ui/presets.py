@@ -5,17 +5,17 @@ the device the run will use.
   (``FIRST_CLICK_FORWARDS``), inside what one-step overlap hides: a serial step costs
   T_fwd + T_cpu, an overlapped one max(T_fwd, T_cpu), so the GPU stays busy and the step is
   1.7x as fast. Why 0.7: the host's own speed moves the scheduler's work from page load to page
-  load (by a factor of two on a GPU machine, minutes apart), and the sizing must leave room both
-  ways: at one forward any jitter shows as idle GPU, below half a forward the gain falls under
-  1.5x;
+  load, and the sizing must leave room both ways: at one forward any jitter shows as idle GPU,
+  below half a forward the gain falls under 1.5x;
 - ``multistep``: the scheduler's work about three forwards long, which one-step overlap cannot
   hide and k = 4 decode steps per scheduling pass can (max(T_fwd, T_cpu / 4) = T_fwd).
 
 How long a forward and the scheduler's own work take is what the background warm-up's probe run
 measured (``engine.processes.messages.DeviceProfile``, kept by ``remember`` per kind of device);
 the extra CPU work per step brings the CPU's part to that many forwards. Before the warm-up has
-measured anything (or with ``--no-prewarm``) the presets use fixed values measured on this
-project's 2-core machine: 4 ms and 60 ms (three of its forwards of about 20 ms).
+measured anything (or with ``--no-prewarm``) the presets use fixed values chosen for this
+project's 2-core machine (``PRESETS``: 4 ms, and 60 ms for about three of its forwards;
+docs/benchmarks.md has what a forward takes there).
 
 On CUDA the page's own defaults follow the ``overlap`` preset too (``device_defaults``: a forward
 there is a fraction of a millisecond, and the CPU-sized 4 ms would leave the GPU idle 90% of
@@ -26,17 +26,20 @@ the fixed defaults of its first click.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gradio as gr
 
 import texts
-from record.schema import ENGINE_LOOPS, Loop
+from record.schema import ENGINE_LOOPS, Loop, RecordDict
 from ui import queues, scheduler_link
 from ui.i18n import lang_of
-from ui.inputs import DEFAULTS, LIMITS, InputError, checked
+from ui.inputs import DEFAULTS, LIMITS, InputError, checked_int
 from ui.state import APP
 from ui.status import render_said
+
+if TYPE_CHECKING:
+    from engine.processes.messages import DeviceProfile
 
 FIRST_CLICK_FORWARDS = 0.7   # the defaults' CPU part of a step, in forwards
 _SET = ("decode_steps", "requests", "batch", "prompt_len", "max_new", "temperature",
@@ -48,8 +51,8 @@ PRESETS = {   # name: (the controls it sets, by ``ui.controls.Controls`` field, 
     Loop.MULTISTEP: ({"loops": list(ENGINE_LOOPS), **{name: DEFAULTS[name] for name in _SET},
                       "decode_steps": 4, "max_new": 64, "stop_early": True}, 3.0, 60000),
 }
-CONTROLS = tuple(PRESETS["overlap"][0])            # the controls a preset sets
-CPU_SLIDER = (LIMITS["extra_cpu_us"][1], 250)     # (maximum, step) of the control on a CPU
+CONTROLS = tuple(PRESETS[Loop.OVERLAP][0])         # the controls a preset sets
+CPU_SLIDER = (int(LIMITS["extra_cpu_us"][1]), 250)   # (maximum, step) of the control on a CPU
 CUDA_STEP_US = 10
 # Every handler that writes the sizing line (and the control's range) takes turns: a finished
 # run's closing ``follow``, triggered before a number was typed, could otherwise land after the
@@ -63,7 +66,7 @@ def _kind(device_kind: str) -> str:
     return "cuda" if device_kind == "cuda" else "cpu"
 
 
-def remember(profile: Any) -> None:
+def remember(profile: DeviceProfile | None) -> None:
     """Keep what the warm-up, or since then a run, measured (a ``DeviceProfile``, or None); a
     warm-up that ends after a run does not replace the run's measurement."""
     if profile is not None and profile.t_fwd_us > 0:
@@ -81,24 +84,25 @@ def remember(profile: Any) -> None:
             APP.profiles[kind] = profile
 
 
-def _setup(profile: Any) -> tuple:
+def _setup(profile: DeviceProfile) -> tuple:
     return profile.model, profile.batch, profile.cuda_graph
 
 
-def profile_of_run(record: dict[str, Any]) -> Any:
+def profile_of_run(record: RecordDict) -> DeviceProfile | None:
     """What a finished live run measured on its device, as the warm-up would have: its serial
     loop's forward per decode step and the scheduler's own work (the run's CPU part less the
     extra work it was given); None without a serial loop that decoded, or with arrivals. The
     latest measurement is the one the sizing line then speaks of (a warm-up on a machine still
-    starting the app can be far off: 7.8 ms against 4.6 ms for the same forward on the 2-core
-    machine)."""
+    starting the app can measure a forward far slower than the runs that follow it)."""
     from engine.processes.messages import DeviceProfile
 
-    config, env = record.get("config") or {}, record.get("env") or {}
+    config, env = record["config"], record["env"]
     if config.get("request_rate"):
         return None                     # arrivals: its steps ran at partial batches
-    normal = next((run for run in record.get("runs", []) if run.get("loop") == Loop.NORMAL), None)
-    metrics = (normal or {}).get("metrics") or {}
+    normal = next((run for run in record["runs"] if run["loop"] == Loop.NORMAL), None)
+    if normal is None:
+        return None
+    metrics = normal["metrics"]
     fwd, cpu = metrics.get("t_fwd_us") or 0.0, metrics.get("t_cpu_us")
     if not fwd or cpu is None or "model" not in config or "max_batch_size" not in config:
         return None
@@ -114,23 +118,23 @@ def on_cuda(device_choice: str) -> bool:
     return device_choice == "cuda" or (device_choice == "auto" and scheduler_link.cuda_seen())
 
 
-def profile_for(device_choice: str) -> Any:
+def profile_for(device_choice: str) -> DeviceProfile | None:
     """The profile of the device a run with this choice uses."""
     with APP.profiles_lock:
         return APP.profiles.get("cuda" if on_cuda(device_choice) else "cpu")
 
 
-def slider_range(profile: Any) -> tuple[int, int]:
+def slider_range(profile: DeviceProfile | None) -> tuple[int, int]:
     """(maximum, step) of the extra-CPU-work control for a device: on CUDA up to eight forwards
     (multi-step's largest k) in 10 µs steps, on a CPU the whole 0-100 ms in 250 µs steps (three
     forwards of the bundled model at B = 16 take about 60 ms on a 2-core machine)."""
     if profile is None or _kind(profile.device_kind) != "cuda":
         return CPU_SLIDER
     top = max(2000, math.ceil(8 * profile.t_fwd_us / 500) * 500)
-    return min(top, LIMITS["extra_cpu_us"][1]), CUDA_STEP_US
+    return min(top, int(LIMITS["extra_cpu_us"][1])), CUDA_STEP_US
 
 
-def sized_extra_us(forwards: float, profile: Any) -> int:
+def sized_extra_us(forwards: float, profile: DeviceProfile) -> int:
     """Extra CPU work per step that makes the CPU's part ``forwards`` forwards long, in the
     control's steps and limits."""
     low, _, _ = LIMITS["extra_cpu_us"]
@@ -139,7 +143,7 @@ def sized_extra_us(forwards: float, profile: Any) -> int:
     return int(min(max(round(extra / step) * step, low), high))
 
 
-def sizing_said(profile: Any, extra: int, lang: str) -> str:
+def sizing_said(profile: DeviceProfile, extra: int, lang: str) -> str:
     """What the device measured and what that means for the control: one forward, where one-step
     overlap stops hiding the CPU's work, which k multi-step needs for this much."""
     fwd, cpu = profile.t_fwd_us, profile.t_cpu_us
@@ -158,7 +162,7 @@ def preset(name: str, lang_choice: str = "English",
     """The values the preset gives the controls (by ``Controls`` field name), and a sentence
     saying how the extra CPU work was chosen."""
     lang = lang_of(lang_choice)
-    values, forwards, fixed = PRESETS[name]
+    values, forwards, fixed = PRESETS[Loop(name)]
     profile = profile_for(device_choice)
     if profile is None:
         extra = fixed
@@ -185,14 +189,15 @@ def device_defaults(device_choice: str, extra_now: Any, graphs_now: Any, lang_ch
         value = DEFAULTS["extra_cpu_us"] if changed else extra_now
         said = describe(device_choice, value, lang_choice)
         # A page load leaves the value alone: the reader may have moved it meanwhile.
-        return (gr.update(maximum=high, step=step, **({"value": value} if changed else {})),
-                gr.update(), said)
+        keep_value: dict[str, Any] = {"value": value} if changed else {}
+        return gr.update(maximum=high, step=step, **keep_value), gr.update(), said
     if profile is None:                         # no GPU measured (no warm-up): fixed steps
         return gr.update(), gr.update(value=True), texts.t(lang, "preset_unmeasured")
     extra = sized_extra_us(FIRST_CLICK_FORWARDS, profile)
     high, step = slider_range(profile)
     untouched = changed or extra_now == DEFAULTS["extra_cpu_us"]
-    slider = gr.update(maximum=high, step=step, **({"value": extra} if untouched else {}))
+    sized: dict[str, Any] = {"value": extra} if untouched else {}
+    slider = gr.update(maximum=high, step=step, **sized)
     graphs = gr.update(value=True) if untouched and not graphs_now else gr.update()
     said = sizing_said(profile, extra, lang) if untouched else describe(device_choice, extra_now,
                                                                          lang_choice)
@@ -214,7 +219,7 @@ def describe(device_choice: str, extra_now: Any, lang_choice: str) -> str:
     lang = lang_of(lang_choice)
     profile = profile_for(device_choice)
     try:
-        extra = checked("extra_cpu_us", extra_now)
+        extra = checked_int("extra_cpu_us", extra_now)
     except InputError as error:      # a number typed past the control's ends, or none at all
         return render_said(error.said(), lang)
     if profile is not None:

@@ -23,11 +23,11 @@ import texts
 import viz
 from record.any_file import MAX_SHOWN_RUNS, NotATrace, side_by_side, sniff
 from record.run_record import has_memory
-from record.schema import Loop
+from record.schema import Loop, RecordDict, RunDict
 from record.window import step_range
 from ui.i18n import lang_of
 from ui.inputs import is_whole
-from ui.status import render_said, said
+from ui.status import Said, render_said, said
 from ui.view import MainView, plot
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,7 +39,7 @@ PARSE_TIMEOUT_S = 120.0
 MAX_DOWNLOAD_DIR_BYTES = 400 * 2**20   # exported records and traces kept for download, in all
 
 
-def write_downloads(record: dict[str, Any],
+def write_downloads(record: RecordDict,
                     trace: Path | None = None) -> tuple[str | None, str | None]:
     """The record as JSON and as a Chrome trace, in the temp dir Gradio serves files from.
     ``trace``: a Chrome trace the record was imported from, offered as it is (a profiler
@@ -82,7 +82,7 @@ def _trim_downloads() -> None:
         total -= size
 
 
-def default_window(runs: list[dict[str, Any]]) -> tuple[int, int]:
+def default_window(runs: list[RunDict]) -> tuple[int, int]:
     """Steps 20-25 when the runs are that long, else a few steps from the middle of the steps
     they all have (runs side by side may differ in length: two traces); for a run with
     kernel lanes (a torch.profiler window), the steps those lanes cover, less the first and the
@@ -106,7 +106,7 @@ def file_update(path: str | None) -> Any:
     return gr.update(value=path, interactive=path is not None)
 
 
-def shown(spec: dict[str, Any], record: dict[str, Any] | None, lang: str,
+def shown(spec: Said | None, record: RecordDict | None, lang: str,
           files: tuple[str | None, str | None] = (None, None)) -> MainView:
     """The whole main view for ``record`` under the status ``spec`` (``ui.status.said``);
     ``record=None`` clears the charts."""
@@ -132,7 +132,7 @@ def shown(spec: dict[str, Any], record: dict[str, Any] | None, lang: str,
                     download_record=file_update(files[0]), download_trace=file_update(files[1]))
 
 
-def memory_view(runs: list[dict[str, Any]], lang: str) -> Any:
+def memory_view(runs: list[RunDict], lang: str) -> Any:
     """The KV-memory chart, shown only for runs that recorded their pages (records made before
     the prefix cache, and imported traces, have none)."""
     if not any(has_memory(run) for run in runs):
@@ -159,7 +159,7 @@ def import_controls(tr: Any) -> tuple[Any, Any]:
     return upload, beside
 
 
-def show_upload(paths: Any, beside: bool, on_screen: dict[str, Any] | None,
+def show_upload(paths: Any, beside: bool, on_screen: RecordDict | None,
                 lang_choice: str) -> tuple:
     """Draw uploaded torch.profiler traces or run records like a live run: one alone, two (or a
     file beside the record on screen, ``beside``) side by side on one time axis."""
@@ -167,16 +167,16 @@ def show_upload(paths: Any, beside: bool, on_screen: dict[str, Any] | None,
         return MainView().values()
     paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
     lang = lang_of(lang_choice)
-    if len(paths) == 1 and not (beside and on_screen and on_screen.get("runs")):
+    if len(paths) == 1 and not (beside and on_screen and on_screen["runs"]):
         return _show_file(Path(paths[0]), lang, recorded=False).values()
-    loaded = []
+    loaded: list[tuple[RecordDict, str]] = []
     for path in map(Path, paths):
         view = _load_or_say(path, lang)
         if isinstance(view, MainView):            # this file cannot be shown: say why
             return view.values()
         loaded.append((view, path.name))
     shown_names = [_named(record, name, lang) for record, name in loaded]
-    if beside and on_screen and on_screen.get("runs"):
+    if beside and on_screen and on_screen["runs"]:
         loaded.insert(0, (on_screen, viz.record_label(on_screen, lang) or "on screen"))
         key = "status_beside"
     else:
@@ -187,12 +187,12 @@ def show_upload(paths: Any, beside: bool, on_screen: dict[str, Any] | None,
     return shown(spec, record, lang, write_downloads(record)).values()
 
 
-def _named(record: dict[str, Any], name: str, lang: str) -> str:
+def _named(record: RecordDict, name: str, lang: str) -> str:
     where = viz.record_label(record, lang)
     return f"{name} ({where})" if where else name
 
 
-def _load_or_say(path: Path, lang: str) -> dict[str, Any] | MainView:
+def _load_or_say(path: Path, lang: str) -> RecordDict | MainView:
     """The file's record, or the view that says why it cannot be shown (the charts stay)."""
     try:
         return load_any(path)
@@ -211,40 +211,48 @@ def _show_file(path: Path, lang: str, recorded: bool) -> MainView:
         return record
     where = viz.record_label(record, lang)
     if recorded:
-        notes, values = _settings(record.get("config") or {})
+        notes, values = _settings(record["config"])
         spec = said("status_recorded", "ok", notes=notes, where=where or path.name,
                     folded=_peer_section(record, values), **values)
     elif where:
         spec = said("status_imported", "ok", name=path.name, where=where)
     else:                    # a trace that names no device, torch or date
         spec = said("status_imported_unlabelled", "ok", name=path.name)
-    imported = all(run.get("loop") == Loop.IMPORTED for run in record["runs"])
+    imported = all(run["loop"] == Loop.IMPORTED for run in record["runs"])
     files = write_downloads(record, trace=path if imported and not recorded else None)
     return shown(spec, record, lang, files)
 
 
-def _peer_section(record: dict[str, Any], values: dict[str, Any]) -> tuple[str, str] | None:
-    """For a record of the article's own code (Mini-SGLang, ``bench/peer.py``): the section "The
-    article's own code", one click away, with what the record measured (its serial step's CPU
-    share, overlap's gain per step) and what the recorder hooked into it cost. Fills ``values``."""
-    if (record.get("env") or {}).get("engine") != "mini-sglang":
+PEER_SECTIONS = {"mini-sglang": ("peer_title", "peer_section"),   # (title, text) keys
+                 "sglang": ("peer_title_sglang", "peer_section_sglang")}
+
+
+def _peer_section(record: RecordDict, values: dict[str, Any]) -> tuple[str, str] | None:
+    """For a record of another engine's own loops (Mini-SGLang's or SGLang's, ``bench/peer.py``):
+    its section, one click away, with what the record measured (its serial step's CPU share,
+    overlap's gain per step) and what the recorder hooked into it cost. Fills ``values``."""
+    engine = record["env"].get("engine")
+    if engine not in PEER_SECTIONS:
         return None
-    runs = {run.get("loop"): run.get("metrics") or {} for run in record.get("runs", [])}
+    runs = {run["loop"]: run["metrics"] for run in record["runs"]}
     serial, overlap = runs.get(Loop.NORMAL), runs.get(Loop.OVERLAP)
     if not serial or not overlap or not serial.get("steady_step_us") or not overlap.get(
-            "steady_step_us") or not serial.get("t_fwd_us") or serial.get("t_cpu_us") is None:
+            "steady_step_us") or not serial.get("t_fwd_us"):
+        return None
+    cpu_us = serial.get("t_cpu_us")
+    if cpu_us is None:
         return None
     hook = {note.get("loop"): note.get("cost_pct") for note in record.get("notes") or []
             if note.get("key") == "hook_cost"}
     values.update(step_ms=serial["steady_step_us"] / 1000, fwd_ms=serial["t_fwd_us"] / 1000,
-                  cpu_ms=serial["t_cpu_us"] / 1000,
+                  cpu_ms=cpu_us / 1000,
                   busy_a=100 * (serial.get("steady_busy_frac") or 0.0),
                   busy_b=100 * (overlap.get("steady_busy_frac") or 0.0),
                   step_b_ms=overlap["steady_step_us"] / 1000,
                   gain=serial["steady_step_us"] / overlap["steady_step_us"],
                   hook_a=float(hook.get(Loop.NORMAL) or 0.0),
                   hook_b=float(hook.get(Loop.OVERLAP) or 0.0))
-    return ("peer_title", "peer_section")
+    return PEER_SECTIONS[engine]
 
 
 def _settings(config: dict[str, Any]) -> tuple[tuple[str, ...], dict[str, Any]]:
@@ -271,7 +279,7 @@ def _settings(config: dict[str, Any]) -> tuple[tuple[str, ...], dict[str, Any]]:
     return tuple(notes), values
 
 
-def load_any(path: Path) -> dict[str, Any]:
+def load_any(path: Path) -> RecordDict:
     """A run record as it is; anything else is read as a Chrome / torch.profiler trace, in a
     worker process of its own (``ui.parsing``). A file that is plainly neither (an image, an
     archive, an empty file) is told at once, by its first bytes."""
@@ -281,13 +289,13 @@ def load_any(path: Path) -> dict[str, Any]:
     return parsing.parse(path, MAX_UPLOAD_BYTES, PARSE_TIMEOUT_S)
 
 
-def zoom(record: dict[str, Any] | None, first: float | None, last: float | None,
+def zoom(record: RecordDict | None, first: float | None, last: float | None,
          lang_choice: str) -> Any:
     """Redraw the step window for the record on screen."""
     return zoom_steps(record, first, last, lang_choice)[0]
 
 
-def zoom_steps(record: dict[str, Any] | None, first: Any, last: Any,
+def zoom_steps(record: RecordDict | None, first: Any, last: Any,
                lang_choice: str) -> tuple[Any, Any, Any]:
     """The step window (the Zoom button): the figure, and the step boxes set to the steps drawn
     (a window that reaches past either end of every run is cut to them: the boxes show the steps

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from engine.processes.messages import DeviceProfile
@@ -36,6 +36,13 @@ class AppState:
     # Set by the Stop button, cleared when a run starts: runs take turns (one engine queue), so
     # there is one run to stop; while it winds down, its status keeps saying so.
     stopping: threading.Event = field(default_factory=threading.Event)
+    # The upload parser started ahead of time (``ui.parsing``): (process, pipe), at most one.
+    parsers: list[tuple[Any, Any]] = field(default_factory=list)
+    parsers_lock: threading.Lock = field(default_factory=threading.Lock)
+    # How the server stops (``ui.stopping``): the signal that asked (0: none yet), and whether a
+    # child process may exist (a stop then ends it in order instead of at once).
+    stop_signal: int = 0
+    children: bool = False
 
 
 APP = AppState()

@@ -20,7 +20,7 @@ import gradio as gr
 
 import texts
 import viz
-from record.schema import Loop
+from record.schema import Loop, Metrics, RecordDict, RunDict
 from record.steps import copy_placement, loop_kind
 from record.window import step_range
 from ui.i18n import lang_of
@@ -33,29 +33,29 @@ PREFERRED = (Loop.OVERLAP, Loop.MULTISTEP, Loop.NORMAL)   # the loop a replay st
 ONE_QUEUE = one_queue("step-view")   # see the docstring
 
 
-def _runs(record: dict[str, Any] | None) -> list[dict[str, Any]]:
-    return list((record or {}).get("runs") or [])
+def _runs(record: RecordDict | None) -> list[RunDict]:
+    return list(record["runs"]) if record else []
 
 
-def _run(record: dict[str, Any] | None, index: Any) -> dict[str, Any] | None:
+def _run(record: RecordDict | None, index: Any) -> RunDict | None:
     runs = _runs(record)
     try:
-        run = runs[int(index)]
+        run: RunDict | None = runs[int(index)]
     except (TypeError, ValueError, IndexError):
         run = runs[0] if runs else None
-    extra = ((record or {}).get("config") or {}).get("extra_cpu_us")
-    if run is not None and extra and "extra_cpu_us" not in (run.get("metrics") or {}):
+    extra = record["config"].get("extra_cpu_us") if record else None
+    if run is not None and extra and "extra_cpu_us" not in run["metrics"]:
         # A record made before its runs carried it: the record's setup applies to every run.
-        run = dict(run, metrics={**(run.get("metrics") or {}), "extra_cpu_us": extra})
+        run = RunDict(**{**run, "metrics": Metrics(**run["metrics"], extra_cpu_us=extra)})
     return run
 
 
-def default_run(record: dict[str, Any] | None) -> int:
+def default_run(record: RecordDict | None) -> int:
     kinds = [loop_kind(run) for run in _runs(record)]
     return next((kinds.index(kind) for kind in PREFERRED if kind in kinds), 0)
 
 
-def reset_replay(record: dict[str, Any] | None, lang_choice: str, shown: Any = None):
+def reset_replay(record: RecordDict | None, lang_choice: str, shown: Any = None):
     """A new record on screen: its runs as choices, the slider over its steps (``shown``: the
     step it shows now), the unrolled rounds; the step is drawn as ``set_step`` says."""
     runs = _runs(record)
@@ -66,7 +66,7 @@ def reset_replay(record: dict[str, Any] | None, lang_choice: str, shown: Any = N
     return (choices, *render_run(record, index, lang_choice, shown, keep=False))
 
 
-def render_run(record: dict[str, Any] | None, index: Any, lang_choice: str, step: Any = None,
+def render_run(record: RecordDict | None, index: Any, lang_choice: str, step: Any = None,
                keep: bool = True):
     """Another run chosen: the slider over its steps, the unrolled rounds; the step is drawn as
     ``set_step`` says. The step on screen (``step``) stays where the new run has it (the same
@@ -84,7 +84,7 @@ def render_run(record: dict[str, Any] | None, index: Any, lang_choice: str, step
             plot(viz.unrolled_figure(run, lang)))
 
 
-def set_step(record: dict[str, Any] | None, index: Any, shown: Any, step: int,
+def set_step(record: RecordDict | None, index: Any, shown: Any, step: int,
              bounds: tuple[int, int], lang_choice: str):
     """The slider moved to ``step`` within ``bounds``, with the caption and figure: skipped
     where the slider moves (its change draws them: one path), drawn here where it already
@@ -95,7 +95,7 @@ def set_step(record: dict[str, Any] | None, index: Any, shown: Any, step: int,
     return slider, gr.skip(), gr.skip()
 
 
-def render_step(record: dict[str, Any] | None, index: Any, step: Any, lang_choice: str):
+def render_step(record: RecordDict | None, index: Any, step: Any, lang_choice: str):
     """The caption and the linked-spans figure of one step."""
     lang = lang_of(lang_choice)
     run = _run(record, index)
@@ -110,7 +110,7 @@ def render_step(record: dict[str, Any] | None, index: Any, step: Any, lang_choic
         return texts.t(lang, "replay_no_step").format(step=_shown(step), first=first,
                                                      last=last), gr.skip()
     step = int(step)
-    placement = copy_placement(run, (record or {}).get("env"))
+    placement = copy_placement(run, record["env"] if record else None)
     return (viz.step_caption(run, step, lang, placement),
             plot(viz.step_figure(run, step, lang, placement)))
 
@@ -122,7 +122,7 @@ def _shown(value: Any) -> str:
     return html.escape(str(value))
 
 
-def redraw(record: dict[str, Any] | None, index: Any, step: Any, lang_choice: str):
+def redraw(record: RecordDict | None, index: Any, step: Any, lang_choice: str):
     """The same step again (after a language switch): caption, step figure, unrolled rounds."""
     caption, figure = render_step(record, index, step, lang_choice)
     run = _run(record, index)

@@ -26,11 +26,10 @@ import sys
 import time
 from typing import Any
 
+from ui.state import APP
+
 STOPPED = "stopped"
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-_asked = 0                 # the signal that asked for the stop (0: none yet)
-_children = False          # a child process may exist: a stop must end it, in order
 
 
 def take_signals() -> None:
@@ -42,24 +41,23 @@ def take_signals() -> None:
 
 def children_from_here() -> None:
     """A child process may start from now on: a stop is no longer immediate but orderly."""
-    global _children
-    _children = True
+    APP.children = True
 
 
 def asked() -> bool:
-    return bool(_asked)
+    return bool(APP.stop_signal)
 
 
 def wait() -> None:
     """Return once a stop is asked. (A short sleep in a loop: the handler runs in this thread,
     between two sleeps, and a lock it waited on could be one this thread holds.)"""
-    while not _asked:
+    while not APP.stop_signal:
         time.sleep(0.1)
 
 
 def exit_code() -> int:
     """What the shell sees: 128 + the signal's number, as for a program the signal ended."""
-    return 128 + _asked if _asked else 0
+    return 128 + APP.stop_signal if APP.stop_signal else 0
 
 
 def say_stopped() -> None:
@@ -72,10 +70,9 @@ def say_stopped() -> None:
 
 
 def _on_signal(signum: int, _frame: Any) -> None:
-    global _asked
-    if _asked:
+    if APP.stop_signal:
         return                      # already stopping
-    _asked = signum
-    if not _children:               # nothing started that must be ended: end here, at once
+    APP.stop_signal = signum
+    if not APP.children:            # nothing started that must be ended: end here, at once
         say_stopped()
         os._exit(exit_code())

@@ -20,7 +20,7 @@ from record.run_record import loop_of
 from record.schema import LANES, Lane, Loop, Phase, RunDict, SpanDict
 from record.steps import copy_placement, is_hidden_role, loop_kind, overlap_us, step_parts
 from record.trace_steps import trace_step
-from record.window import gpu_lanes, step_range, window_run
+from record.window import gpu_lanes, run_steps, step_range, window_run
 from texts import t
 from viz.figure import FigureSpec
 from viz.gantt import (
@@ -193,8 +193,9 @@ def unrolled_figure(run: RunDict | None, lang: str = "en") -> FigureSpec:
                      subplot_titles=titles)
     legend_shown: set[str] = set()
     marks = lag_marks(run)
+    steps = run_steps(run)                      # worked out once for the three panels
     for col, (_, a, b) in enumerate(panels, start=1):
-        windowed = window_run(run, a, b)
+        windowed = window_run(run, a, b, steps)
         offset = windowed["window"]["t_start_us"]
         x_max = add_run(fig, windowed, lanes, 1, offset, legend_shown, lang, col=col,
                          marks=marks)

@@ -56,9 +56,9 @@ def wire(tab: LabTab, page: Page, model: Any, device: Any, devices_known: Any) -
     # never change the choice (a reader may have clicked meanwhile: ui.lab_runs.switch_choices);
     # what it guards is then said for the choice as it is by then (one queue with the click's:
     # ui.lab_runs.ONE_QUEUE).
-    marks = dict(fn=lab_runs.switch_choices, inputs=[language, device],
+    marks: dict[str, Any] = dict(fn=lab_runs.switch_choices, inputs=[language, device],
                  outputs=tab.switch, show_progress="hidden", **lab_runs.ONE_QUEUE)
-    said = dict(fn=lab_runs.describe_switch, inputs=[tab.switch, language, device],
+    said: dict[str, Any] = dict(fn=lab_runs.describe_switch, inputs=[tab.switch, language, device],
                 outputs=[tab.guards, tab.run], show_progress="hidden", **lab_runs.ONE_QUEUE)
     device.change(**marks).then(**said)
     # Said at once that the run waits its turn; its own status follows (ui.tabs.live_tab says why

@@ -15,6 +15,7 @@ from typing import Any
 import gradio as gr
 
 import texts
+from record.schema import Loop
 from ui import inputs, live_runs, presets, scheduler_link, step_through
 from ui.controls import Controls
 from ui.i18n import lang_of
@@ -27,7 +28,7 @@ from ui.tabs.run_view import RunView
 class LiveTab:
     tab: gr.Tab
     controls: dict[str, Any]          # ``Controls`` field -> its component (the language aside)
-    presets: dict[str, gr.Button]     # ``ui.presets.PRESETS`` name -> its button
+    presets: dict[Loop, gr.Button]    # ``ui.presets.PRESETS`` name -> its button
     preset_said: gr.Markdown          # how the extra CPU work was sized
     run: gr.Button
     stop: gr.Button
@@ -143,7 +144,8 @@ def wire(tab: LiveTab, page: Page, view: RunView) -> Any:
                          view.replay_outputs(), show_progress="hidden", **step_through.ONE_QUEUE
                          ).then(presets.follow, sized_by, tab.preset_said,   # sized by what
                                 show_progress="hidden", **presets.SAID_QUEUE)  # this run measured
-    preset_outputs = {*(c[name] for name in presets.CONTROLS), tab.preset_said}
+    # A set of outputs: the handler answers with a {component: value} dict.
+    preset_outputs: Any = {*(c[name] for name in presets.CONTROLS), tab.preset_said}
     for name, preset_button in tab.presets.items():
         preset_button.click(functools.partial(_preset, name, tab), [language, c["device"]],
                             preset_outputs, queue=False, show_progress="hidden")

@@ -17,10 +17,11 @@ import gradio as gr
 
 import texts
 import viz
+from record.schema import RecordDict
 from ui import recorded_runs, step_through
 from ui.i18n import lang_of
 from ui.live_chart import live_chart
-from ui.status import render_said
+from ui.status import Said, render_said
 from ui.status import status as status_line
 from ui.tabs.parts import RELAYOUT_JS, Page, button, md
 from ui.view import MainView, plot, slider
@@ -139,7 +140,7 @@ def build(page: Page) -> RunView:
                    replay_run, step, prev, nxt, step_caption, step_plot, unrolled)
 
 
-def redraw_view(lang_choice: str, record: dict[str, Any] | None, spec: dict[str, Any] | None,
+def redraw_view(lang_choice: str, record: RecordDict | None, spec: Said | None,
                 first: float | None, last: float | None) -> tuple:
     """The run on screen in another language: its status said again, its charts redrawn."""
     lang = lang_of(lang_choice)
