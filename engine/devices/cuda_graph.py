@@ -10,7 +10,8 @@ Shapes: a decode step for each batch-size bucket, and a prefill for each (batch-
 tokens-per-row bucket) the scheduler can make on CUDA (it pads prefills to those:
 ``request.prefill_shapes``), greedy and sampled. An eager prefill of a small model is several
 milliseconds of kernel launches whatever its length, and how long it takes depends on how fast
-the host issues them (measured on an H200: the same prefill 3.4-6.3 ms from run to run); as a
+the host issues them (on an H200 the same prefill took up to twice as long from one run to the
+next); as a
 graph it is as long as its work, so a prefix-cache hit shortens it and two loops' prefills
 compare.
 

@@ -205,8 +205,8 @@ class ModelRunner:
                         kv_pages: int) -> None:
         """One prefill of every (batch size, tokens per row) shape a run can meet, greedy and
         sampled, so that no measured step pays a shape's first use: loading the kernels it needs
-        and the libraries' per-shape choices (measured on an H200: 44-51 ms for each of the first
-        prefills of a run, 3.5-4 ms later). Rows read the dummy slot and write the scratch page."""
+        and the libraries' per-shape choices (on an H200 a first prefill of a shape took about ten
+        times as long as the next). Rows read the dummy slot and write the scratch page."""
         for size in sizes:
             ints, floats = self.padding_meta(size, NUM_INT_COLS + kv_pages)
             for seq_len in seq_lens:

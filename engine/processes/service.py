@@ -310,11 +310,11 @@ def _run_reported(engine: Engine, prompts: list[Any],
                   chat: bool = False) -> RunResult:
     """One loop's run, its new spans emitted every ``REPORT_S`` by a reporter thread.
 
-    Not on CUDA: there the scheduler thread's own work is about one forward (0.3 ms on an H200
-    with the bundled model), so every millisecond the reporter holds the GIL (building spans,
-    pickling them) is GPU idle time in the very loop being measured. Measured on the H200: the
-    scheduler's work per step 0.27 ms in a run without the reporter, 0.42-0.49 ms with it. A
-    GPU's loop takes about a second, and its spans arrive whole with ``LoopFinished``."""
+    Not on CUDA: there the scheduler thread's own work is about one forward of a small model, so
+    every moment the reporter holds the GIL (building spans, pickling them) is GPU idle time in
+    the very loop being measured (on an H200 the reporter made the scheduler's work per step
+    about half as long again). A GPU's loop takes about a second, and its spans arrive whole
+    with ``LoopFinished``."""
     timeline = Timeline()
     if engine.device_name == "cuda":
         return engine.generate(prompts, params, loop=loop, timeline=timeline,
