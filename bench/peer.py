@@ -347,7 +347,7 @@ def run_ours(work: PeerWork, model: str, batch: int) -> tuple[list[dict[str, Any
     return rows, {"start_s": start_s, "config": config}
 
 
-def save_our_record(work: PeerWork, model: str, record_dir: Path) -> Path:
+def save_our_record(work: PeerWork, model: str, record_dir: Path, commit: str) -> Path:
     """Our two loops on the record's workload (the median of ``record_repeats`` runs by time,
     recording on, as the page runs), as one record beside the peers'."""
     from engine import Engine
@@ -368,7 +368,7 @@ def save_our_record(work: PeerWork, model: str, record_dir: Path) -> Path:
             runs.append(results[len(results) // 2].to_run_dict())
         config = {**eng.config_dict(), "requests": batch, "prompt_len": work.prompt_len,
                   "max_new_tokens": work.record_tokens, "ignore_eos": True, "extra_cpu_us": 0}
-        env = {**eng.env_info(), "engine": "ours", "engine_commit": _git_commit()}
+        env = {**eng.env_info(), "engine": "ours", "engine_commit": commit}
         record = make_record(env, config, runs)
     name = peer_table.record_name(env["device_name"], peer_table.OURS, model, batch)
     return save_record(record, record_dir / name)
@@ -433,7 +433,8 @@ def run(peer: str, work: PeerWork, paths: PeerPaths, json_path: Path | None,
     json_path.write_text(json.dumps(doc, indent=1, allow_nan=False) + "\n")
     print(f"\nwrote {json_path}")
     if record_dir is not None and work.record_batch:
-        _save_records(work, paths, outs, record_dir, deadline, notes, with_ours)
+        _save_records(work, paths, outs, record_dir, deadline, notes, with_ours,
+                      header["commits"]["ours"])
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     return 1 if notes else 0
@@ -473,7 +474,8 @@ def _run_peer(peer: str, work: PeerWork, paths: PeerPaths, dirs: dict[str, Path]
 
 
 def _save_records(work: PeerWork, paths: PeerPaths, outs: dict[str, list[dict[str, Any]]],
-                  record_dir: Path, deadline: float, notes: list[str], with_ours: bool) -> None:
+                  record_dir: Path, deadline: float, notes: list[str], with_ours: bool,
+                  ours_commit: str) -> None:
     """Each peer's record (both loops of its first configuration on the first shape) and ours."""
     from record.run_record import make_record, save_record
 
@@ -494,7 +496,7 @@ def _save_records(work: PeerWork, paths: PeerPaths, outs: dict[str, list[dict[st
     if not with_ours:
         return
     if time.monotonic() < deadline - 60:
-        print(f"wrote {save_our_record(work, model, record_dir)}")
+        print(f"wrote {save_our_record(work, model, record_dir, ours_commit)}")
     else:
         notes.append("ours: no record (out of time)")
 
