@@ -365,7 +365,9 @@ def save_our_record(work: PeerWork, model: str, record_dir: Path, commit: str) -
             eng.generate(prompts, params, LoopSpec(loop))                     # warm-up
             results = sorted((eng.generate(prompts, params, LoopSpec(loop))
                               for _ in range(work.record_repeats)), key=lambda r: r.wall_s)
-            runs.append(results[len(results) // 2].to_run_dict())
+            run = results[len(results) // 2].to_run_dict()
+            run["label"] = f"{loop} (this project {commit[:7]}, {eng.device_label()})"
+            runs.append(run)
         config = {**eng.config_dict(), "requests": batch, "prompt_len": work.prompt_len,
                   "max_new_tokens": work.record_tokens, "ignore_eos": True, "extra_cpu_us": 0}
         env = {**eng.env_info(), "engine": "ours", "engine_commit": commit}

@@ -307,3 +307,62 @@ def test_the_article_own_code_is_explained_beside_its_recorded_runs(lang, title,
     assert f"{serial['t_cpu_us'] / 1000:.2f} ms" in text
     ours = recorded_runs.show_recorded("h200-first-click-defaults.json", lang)
     assert title not in (ours[0] if isinstance(ours, tuple) else ours.status)
+
+
+# ---- engines side by side on one workload (ui.same_work) ---------------------------------------
+
+def _copy(src: Path, dst: Path, **changes) -> None:
+    record = json.loads(src.read_text())
+    for key, value in changes.items():
+        section, _, name = key.partition("__")
+        record[section][name] = value
+    dst.write_text(json.dumps(record))
+
+
+def test_records_of_one_workload_by_other_engines_are_offered_together(tmp_path):
+    from ui import same_work
+    recorded = recorded_runs.RECORDED_DIR
+    ours, mini = "h200-ours-qwen05-b16.json", "h200-minisglang-qwen05-b16.json"
+    assert same_work.same_work(mini) == [ours, mini]         # ours first, whichever is chosen
+    assert same_work.same_work(ours) == [ours, mini]
+    assert same_work.same_work("h200-qwen05-graph-b64.json") == []   # no other engine's
+    assert same_work.same_work(None) == [] and same_work.same_work("nope.json") == []
+    # Another workload (a longer output), or the same engine twice, is no comparison.
+    _copy(recorded / ours, tmp_path / ours)
+    _copy(recorded / mini, tmp_path / mini, config__max_new_tokens=128)
+    assert same_work.same_work(ours, tmp_path) == []
+    _copy(recorded / mini, tmp_path / "sglang.json", env__engine="sglang")
+    _copy(recorded / ours, tmp_path / "again.json")
+    assert same_work.same_work(ours, tmp_path) == [ours, "sglang.json"]
+
+
+@pytest.mark.parametrize("lang, said", [("English", "2 engines on the same work"),
+                                        ("中文", "2 个引擎跑同一负载")])
+def test_the_engines_are_drawn_on_one_axis_and_said_in_the_readers_language(lang, said):
+    from dataclasses import fields
+
+    from ui import same_work
+    from ui.view import MainView
+
+    view = dict(zip([f.name for f in fields(MainView)],
+                    same_work.show("h200-minisglang-qwen05-b16.json", lang)))
+    assert said in view["status"]
+    runs = view["record"]["runs"]
+    assert [(r["loop"], r["source"]) for r in runs] == [
+        ("normal", "h200-ours-qwen05-b16.json"), ("overlap", "h200-ours-qwen05-b16.json"),
+        ("normal", "h200-minisglang-qwen05-b16.json"),
+        ("overlap", "h200-minisglang-qwen05-b16.json")]
+    names = _titles(view["timeline"])
+    assert len(names) == 4 and any("this project" in n for n in names) and \
+        any("Mini-SGLang" in n for n in names)
+    offered = same_work.offer("h200-ours-qwen05-b16.json", lang)
+    assert offered["visible"] and "2" in offered["value"]
+    assert not same_work.offer("h200-bundled-eager.json", lang)["visible"]
+
+
+def test_a_record_label_names_the_day_not_the_time():
+    import viz
+    record = load_record(recorded_runs.RECORDED_DIR / "h200-minisglang-qwen05-b16.json")
+    assert "T" in record["env"]["date"]                      # the record keeps the time
+    label = viz.record_label(record)
+    assert label.endswith(record["env"]["date"][:10]) and "T" not in label.rpartition(" ")[2]

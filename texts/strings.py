@@ -24,7 +24,10 @@ _EN: dict[str, str] = {
         "**overlap** loop of SGLang-style schedulers (and, if you like, **multi-step** overlap), "
         "and draws what the scheduler's CPU thread and the GPU did at every decode step: red "
         "hatched bands are time the GPU had nothing to do. On a machine without a GPU, a "
-        "separate device process plays the GPU."),
+        "separate device process plays the GPU. It teaches from the article *SGLang 双 Stream "
+        "重叠调度：如何把 CPU 后处理藏到 GPU 计算背后* (\"SGLang's two-stream overlap scheduling: "
+        "how to hide the CPU's post-processing behind the GPU's compute\"), which ships with the "
+        "project (`shared/seed/`) and reads Mini-SGLang's code."),
     "timeline_help": """
 ### What to look for
 - **Lanes.** *CPU* is the scheduler thread: `receive`, `schedule`, `launch`, `process_last`
@@ -214,6 +217,25 @@ stream lanes* and over the *engine stream alone*; where they differ, the GPU was
     "status_failed": "The run failed: {error}",
     "status_recorded": "Recorded on {where}.",
     "engine_mini-sglang": "Mini-SGLang (the article's code)",
+    "engine_sglang": "SGLang (the system the article describes)",
+    "engine_ours": "this project's engine",
+    "recorded_same_work": "Same work, {engines} engines side by side",
+    "recorded_same_work_none": "No other engine recorded this record's workload.",
+    "status_same_work": "{engines} engines on the same work, every loop on one time axis: "
+                        "{names} ({where}).",
+    "peer_title_sglang": "SGLang's own loops: what this record shows",
+    "peer_section_sglang": (
+        "These are SGLang's own loops (github <code>sgl-project/sglang</code>, release 0.5.17), "
+        "on the same work as this project's engine. This project's recorder was hooked into its "
+        "scheduler process as one of its plugins (its phases <code>recv_requests</code>, "
+        "<code>get_next_batch_to_run</code>, <code>run_batch</code>, "
+        "<code>process_batch_result</code>, and CUDA events on its schedule, forward and copy "
+        "streams: <code>bench/peer_sglang_hook.py</code>), so the engines are measured by one "
+        "instrument; the hook cost it {hook_a:+.1f}% (serial) and {hook_b:+.1f}% (overlap). Its "
+        "serial step takes {step_ms:.2f} ms: a {fwd_ms:.2f} ms forward and {cpu_ms:.2f} ms of "
+        "CPU work, so the GPU is busy {busy_a:.0f}% of the time. In its overlap loop that work "
+        "runs under the forward: {step_b_ms:.2f} ms a step, {busy_b:.0f}% busy, {gain:.2f}× per "
+        "decode step (<code>python -m bench --peer sglang</code>, docs/benchmarks.md)."),
     "peer_title": "The article's own code: what this record shows",
     "peer_section": (
         "These are Mini-SGLang's own loops (github <code>sgl-project/mini-sglang</code>, the "
@@ -328,7 +350,9 @@ _ZH: dict[str, str] = {
     "intro": (
         "一个小型 LLM 推理引擎用**普通**（串行）循环和 SGLang 式调度器的**重叠**循环"
         "（以及可选的**多步**重叠）运行同一批请求，并画出每个解码步里调度器的 CPU 线程和 GPU "
-        "分别在做什么：红色斜线是 GPU 无事可做的时间。没有 GPU 的机器上，由一个独立的设备进程扮演 GPU。"),
+        "分别在做什么：红色斜线是 GPU 无事可做的时间。没有 GPU 的机器上，由一个独立的设备进程扮演 GPU。"
+        "它依据的文章是《SGLang 双 Stream 重叠调度：如何把 CPU 后处理藏到 GPU 计算背后》，随项目一起"
+        "提供（`shared/seed/`），文章读的是 Mini-SGLang 的代码。"),
     "timeline_help": """
 ### 看什么
 - **泳道**。*CPU* 是调度线程：`receive`、`schedule`、`launch`、`process_last`（读取采样 token、
@@ -489,6 +513,22 @@ _ZH: dict[str, str] = {
     "status_failed": "运行失败：{error}",
     "status_recorded": "录制于 {where}。",
     "engine_mini-sglang": "Mini-SGLang（文章所读的代码）",
+    "engine_sglang": "SGLang（文章所讲的系统）",
+    "engine_ours": "本项目的引擎",
+    "recorded_same_work": "同一负载：{engines} 个引擎并排",
+    "recorded_same_work_none": "没有其他引擎录制过这份记录的负载。",
+    "status_same_work": "{engines} 个引擎跑同一负载，所有循环在同一时间轴上：{names}（{where}）。",
+    "peer_title_sglang": "SGLang 自己的循环：这份记录说明什么",
+    "peer_section_sglang": (
+        "这是 SGLang 自己的两种循环（github <code>sgl-project/sglang</code>，0.5.17 版），跑的是与"
+        "本项目引擎相同的工作。本项目的记录器以插件的方式挂进了它的调度进程（它的阶段 "
+        "<code>recv_requests</code>、<code>get_next_batch_to_run</code>、<code>run_batch</code>、"
+        "<code>process_batch_result</code>，以及它的调度流、前向流和拷贝流上的 CUDA 事件："
+        "<code>bench/peer_sglang_hook.py</code>），所以各引擎用同一件仪器测量；钩子让它变慢 "
+        "{hook_a:+.1f}%（串行）和 {hook_b:+.1f}%（重叠）。它的串行一步 {step_ms:.2f} ms：前向 "
+        "{fwd_ms:.2f} ms，CPU 工作 {cpu_ms:.2f} ms，所以 GPU 只有 {busy_a:.0f}% 的时间在忙。重叠"
+        "循环里这些工作跑在前向下面：每步 {step_b_ms:.2f} ms，忙碌 {busy_b:.0f}%，每个解码步快 "
+        "{gain:.2f}×（<code>python -m bench --peer sglang</code>，docs/benchmarks.md）。"),
     "peer_title": "原文自己的代码：这份记录说明什么",
     "peer_section": (
         "这是 Mini-SGLang 自己的两种循环（github <code>sgl-project/mini-sglang</code>，即原文所读的"

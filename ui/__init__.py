@@ -10,6 +10,7 @@
 - ``recorded_runs``  any record (live, recorded, imported) -> every output of the main view; downloads
 - ``live_runs``  live runs of the chosen loops (normal, overlap, multi-step), drawn while they run
 - ``step_through``  step-through replay of the record on screen
+- ``same_work``  the recorded runs of one workload by several engines, on one time axis
 - ``lab_runs``  the hazard lab: remove one safeguard, show what the checks found
 - ``serving_runs``  the serving tab: latency against request rate, as measured
 - ``i18n``     which components change words with the language, and ``lang_of``

@@ -221,5 +221,5 @@ def record_label(record: RecordDict, lang: str = "en") -> str:
                          else engine),
              env.get("device_name"),
              torch_version and torch_version != "unknown" and f"torch {torch_version}",
-             env.get("date")]
+             env.get("date") and str(env["date"])[:10]]      # the day (some records keep the time)
     return " · ".join(str(p) for p in parts if p and p != "unknown")

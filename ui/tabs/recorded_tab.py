@@ -1,5 +1,6 @@
 """The recorded GPU runs tab: pick one of ``assets/recorded`` and see it as a live run is seen
-(``ui.recorded_runs``)."""
+(``ui.recorded_runs``); where other engines recorded the same work, see them all side by side
+(``ui.same_work``)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from dataclasses import dataclass
 import gradio as gr
 
 import texts
-from ui import recorded_runs, step_through
+from ui import recorded_runs, same_work, step_through
 from ui.tabs.parts import Page, md
 from ui.tabs.run_view import RunView
 
@@ -17,6 +18,7 @@ from ui.tabs.run_view import RunView
 class RecordedTab:
     tab: gr.Tab
     recorded: gr.Dropdown
+    same_work: gr.Button              # every engine's loops on the chosen record's workload
 
 
 def build(page: Page) -> RecordedTab:
@@ -26,7 +28,9 @@ def build(page: Page) -> RecordedTab:
         md(page, "recorded_help")
         recorded = tr.add(gr.Dropdown([], label=texts.t(en, "ctl_recorded"), elem_id="recorded"),
                           "ctl_recorded")
-    return RecordedTab(tab, recorded)
+        beside = gr.Button(texts.t(en, "recorded_same_work").format(engines=2), visible=False,
+                           size="sm", elem_id="same-work")
+    return RecordedTab(tab, recorded, beside)
 
 
 def wire(tab: RecordedTab, page: Page, view: RunView) -> None:
@@ -34,4 +38,13 @@ def wire(tab: RecordedTab, page: Page, view: RunView) -> None:
                        show_progress_on=[view.status]
                        ).then(step_through.reset_replay, [view.record, page.language, view.step],
                               view.replay_outputs(), show_progress="hidden", **step_through.ONE_QUEUE)
+    # The button names how many engines it would show, in the page's language.
+    for event in (tab.recorded.input, page.language.change):
+        event(same_work.offer, [tab.recorded, page.language], tab.same_work,
+              show_progress="hidden")
+    tab.same_work.click(same_work.show, [tab.recorded, page.language], view.outputs(),
+                        show_progress_on=[view.status]
+                        ).then(step_through.reset_replay, [view.record, page.language, view.step],
+                               view.replay_outputs(), show_progress="hidden",
+                               **step_through.ONE_QUEUE)
     page.demo.load(recorded_runs.list_recorded, None, tab.recorded, show_progress="hidden")

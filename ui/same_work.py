@@ -1,0 +1,91 @@
+"""Engines side by side: the recorded runs of one workload, made by different engines, on one
+time axis.
+
+``bench/peer.py`` records this project's loops, Mini-SGLang's and SGLang's on the same work (the
+same model shape, batch, prompt and output lengths). A record names its engine
+(``env["engine"]``) and its workload (``config``); records whose workloads match are one
+comparison. The recorded-runs tab offers it for the record chosen (``choices``) and draws it as
+the import tab draws two files side by side (``record.any_file.side_by_side``): every loop of
+every engine on one time axis, one step window, each run's panel named by its engine.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+
+import texts
+import viz
+from record.any_file import side_by_side
+from record.schema import RecordDict
+from ui.i18n import lang_of
+from ui.recorded_runs import RECORDED_DIR, load_any, shown, write_downloads
+from ui.status import render_said, said
+from ui.view import MainView
+
+WORKLOAD = ("model", "max_batch_size", "prompt_len", "max_new_tokens")   # what makes work "the same"
+ENGINE_ORDER = ("ours", "mini-sglang", "sglang")    # panels top to bottom
+
+
+def workload_of(record: RecordDict) -> tuple | None:
+    """The record's workload as a key, or None where its config does not say all of it."""
+    key = tuple(record["config"].get(name) for name in WORKLOAD)
+    return None if None in key else key
+
+
+def _headers(folder: Path) -> dict[str, tuple[str, tuple | None]]:
+    """Each record file's engine and workload (read from its env and config only)."""
+    found: dict[str, tuple[str, tuple | None]] = {}
+    for path in sorted(folder.glob("*.json")):
+        try:
+            record = json.loads(path.read_text())
+            found[path.name] = (str(record["env"].get("engine") or "ours"), workload_of(record))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue                            # unreadable: not part of any comparison
+    return found
+
+
+def same_work(name: str | None, folder: Path = RECORDED_DIR) -> list[str]:
+    """The records made on ``name``'s workload by each engine (one each, in ``ENGINE_ORDER``),
+    ``name``'s own among them; empty where no other engine recorded that work."""
+    headers = _headers(folder)
+    if not name or name not in headers or headers[name][1] is None:
+        return []
+    work = headers[name][1]
+    by_engine: dict[str, str] = {}
+    for file, (engine, other) in headers.items():
+        if other == work and (engine not in by_engine or file == name):
+            by_engine[engine] = file
+    if len(by_engine) < 2:
+        return []
+    return [by_engine[e] for e in sorted(by_engine, key=lambda e: (
+        ENGINE_ORDER.index(e) if e in ENGINE_ORDER else len(ENGINE_ORDER), e))]
+
+
+def offer(name: str | None, lang_choice: str) -> Any:
+    """The button under the recorded runs: shown where the record chosen has siblings of other
+    engines, naming how many engines it would put side by side."""
+    files = same_work(name)
+    lang = lang_of(lang_choice)
+    return gr.update(visible=bool(files),
+                     value=texts.t(lang, "recorded_same_work").format(engines=len(files)))
+
+
+def show(name: str | None, lang_choice: str) -> tuple:
+    """Every engine's loops on ``name``'s workload, side by side on one time axis."""
+    lang = lang_of(lang_choice)
+    files = same_work(name)
+    if not files:
+        spec = said("recorded_same_work_none")
+        return MainView(status=render_said(spec, lang), said=spec).values()
+    loaded = [(load_any(RECORDED_DIR / file), file) for file in files]
+    record, _ = side_by_side(loaded, most=sum(len(r["runs"]) for r, _ in loaded))
+    engines = " · ".join(texts.t(lang, f"engine_{r['env'].get('engine', 'ours')}")
+                         for r, _ in loaded)
+    where = viz.record_label({**loaded[0][0], "env": {k: v for k, v in loaded[0][0]["env"].items()
+                                                      if k != "engine"}}, lang)
+    spec = said("status_same_work", "ok", engines=len(files), names=engines, where=where)
+    return shown(spec, record, lang, write_downloads(record)).values()
