@@ -20,6 +20,7 @@ pytest.importorskip("torch")
 
 from ui_wiring import events, one_queue, queues  # noqa: E402
 
+from record.run_record import load_record  # noqa: E402
 from ui import live_runs, scheduler_link  # noqa: E402
 from ui.controls import Controls  # noqa: E402
 from ui.state import APP  # noqa: E402
@@ -342,3 +343,23 @@ def test_every_handler_that_reads_the_extra_work_control_for_the_sizing_line_is_
     assert len(wired) >= 4          # the run's end, the page load, the device, the control, ...
     assert all(fn.queue for fn in wired)
     assert queues(wired) == one_queue(presets.SAID_QUEUE)
+
+
+def test_a_language_switch_during_a_run_waits_for_it_and_the_finished_run_follows():
+    """A switch while a run is on leaves its views alone (the run's own keep coming; the old
+    behaviour put the idle "press Run" prompt over a running run); once it has finished, the run
+    is drawn again in the language chosen meanwhile, and only then."""
+    from ui.recorded_runs import RECORDED_DIR
+    from ui.tabs import run_view
+
+    running = said(live_runs.RUN_ON, "running")
+    unchanged = run_view.redraw_view("中文", None, running, None, None)
+    assert len(unchanged) == len(run_view.REDRAWN) and all(u == {"__type__": "update"}
+                                                          for u in unchanged)
+    record = load_record(RECORDED_DIR / "h200-ours-qwen05-b16.json")
+    done = said("status_recorded", "ok", where="H200")
+    assert all(u == {"__type__": "update"} for u in
+               run_view.follow_language("English", "en", record, done, 1, 3))
+    drawn = dict(zip(run_view.REDRAWN, run_view.follow_language("中文", "en", record, done, 1, 3)))
+    assert drawn["shown_lang"] == "zh" and "录制于" in drawn["status"]
+    assert "重叠" in json.dumps(json.loads(drawn["timeline"]["value"].plot), ensure_ascii=False)

@@ -221,6 +221,7 @@ stream lanes* and over the *engine stream alone*; where they differ, the GPU was
     "engine_ours": "this project's engine",
     "recorded_same_work": "Same work, {engines} engines side by side",
     "recorded_same_work_none": "No other engine recorded this record's workload.",
+    "status_run_on": "A run is in progress.",
     "status_same_work": "{engines} engines on the same work, every loop on one time axis: "
                         "{names} ({where}).",
     "peer_title_sglang": "SGLang's own loops: what this record shows",
@@ -517,6 +518,7 @@ _ZH: dict[str, str] = {
     "engine_ours": "本项目的引擎",
     "recorded_same_work": "同一负载：{engines} 个引擎并排",
     "recorded_same_work_none": "没有其他引擎录制过这份记录的负载。",
+    "status_run_on": "正在运行。",
     "status_same_work": "{engines} 个引擎跑同一负载，所有循环在同一时间轴上：{names}（{where}）。",
     "peer_title_sglang": "SGLang 自己的循环：这份记录说明什么",
     "peer_section_sglang": (

@@ -38,6 +38,7 @@ from ui.view import MainView, plot
 MAX_ARRIVAL_S = 60.0       # requests / rate: how long the arrivals of one loop may take
 REFRESH_S = 1.0            # the live timeline is redrawn at most this often (and at least 1/s)
 MAX_REMEMBERED = 64        # setups whose step time is kept for the next run's estimate
+RUN_ON = "status_run_on"   # the status while a run is on, as data (a language switch waits)
 
 
 def run_live(controls: Controls) -> Iterator[tuple]:
@@ -58,8 +59,8 @@ def run_live(controls: Controls) -> Iterator[tuple]:
     # While the run is on, a canvas draws it (cheap for the browser, whose cores are the
     # engine's too); the interactive chart comes back with the finished record.
     yield MainView(status=progress_bar(0.0, _starting_text(request, key, expected, notes, lang)),
-                   headline="", timeline=gr.update(visible=False), live=gr.update(value="", visible=True),
-                   memory=gr.update(visible=False),
+                   said=said(RUN_ON, "running"), headline="", timeline=gr.update(visible=False),
+                   live=gr.update(value="", visible=True), memory=gr.update(visible=False),
                    zoomed=plot(viz.message_figure(texts.t(lang, "zoom_after_run"))), metrics="",
                    texts="").values()
     live = _LiveRuns(request)

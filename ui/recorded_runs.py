@@ -119,7 +119,7 @@ def shown(spec: Said | None, record: RecordDict | None, lang: str,
                         live=idle, zoomed=empty, memory=gr.update(visible=False), metrics="",
                         texts="",
                         record=None, said=spec, download_record=file_update(None),
-                        download_trace=file_update(None))
+                        download_trace=file_update(None), lang=lang)
     runs = record["runs"]
     first, last = default_window(runs)
     chart = plot(viz.side_by_side_figure(runs, lang=lang))
@@ -129,7 +129,8 @@ def shown(spec: Said | None, record: RecordDict | None, lang: str,
                     memory=memory_view(runs, lang),
                     metrics=viz.metrics_html(runs, lang), texts=viz.texts_html(runs, lang),
                     first_step=first, last_step=last, record=record, said=spec,
-                    download_record=file_update(files[0]), download_trace=file_update(files[1]))
+                    download_record=file_update(files[0]), download_trace=file_update(files[1]),
+                    lang=lang)
 
 
 def memory_view(runs: list[RunDict], lang: str) -> Any:

@@ -69,6 +69,8 @@ class MainView:
     download_record: Any = field(default_factory=keep)
     download_trace: Any = field(default_factory=keep)
     headline: Any = field(default_factory=keep)         # the run's one line (HTML)
+    lang: Any = field(default_factory=keep)             # the language it was drawn in (gr.State):
+                                                        # a switch during a run redraws it after
 
     def values(self) -> tuple:
         return tuple(getattr(self, f.name) for f in fields(self))

@@ -20,6 +20,7 @@ from ui import inputs, live_runs, presets, scheduler_link, step_through
 from ui.controls import Controls
 from ui.i18n import lang_of
 from ui.inputs import DEFAULTS, loop_choices, model_choices
+from ui.tabs import run_view
 from ui.tabs.parts import ENGINE_QUEUE, Page, button, control_slider, md, on_gpu_call, queued_js
 from ui.tabs.run_view import RunView
 
@@ -140,6 +141,9 @@ def wire(tab: LiveTab, page: Page, view: RunView) -> Any:
     tab.run.click(None, [language], view.status, js=queued_js("status_queued"))
     tab.run.click(run, set(inputs.values()), view.outputs(), show_progress="hidden",
                   **ENGINE_QUEUE
+                  ).then(run_view.follow_language,                # a language switched meanwhile
+                         [language, view.shown_lang, view.record, view.said, view.first_step,
+                          view.last_step], run_view.redrawn(view), show_progress="hidden"
                   ).then(step_through.reset_replay, [view.record, language, view.step],
                          view.replay_outputs(), show_progress="hidden", **step_through.ONE_QUEUE
                          ).then(presets.follow, sized_by, tab.preset_said,   # sized by what

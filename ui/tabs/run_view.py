@@ -18,13 +18,13 @@ import gradio as gr
 import texts
 import viz
 from record.schema import RecordDict
-from ui import recorded_runs, step_through
+from ui import live_runs, recorded_runs, step_through
 from ui.i18n import lang_of
 from ui.live_chart import live_chart
 from ui.status import Said, render_said
 from ui.status import status as status_line
 from ui.tabs.parts import RELAYOUT_JS, Page, button, md
-from ui.view import MainView, plot, slider
+from ui.view import MainView, keep, plot, slider
 
 # The step buttons move the slider in the browser, from the value it shows now, within its
 # range: two quick clicks are two steps (read on the server, the second click saw the value from
@@ -50,6 +50,7 @@ class RunView:
     zoom: gr.Button
     record: gr.State                  # the record on screen
     said: gr.State                    # its status, as data
+    shown_lang: gr.State              # the language the record on screen was drawn in
     download_record: gr.DownloadButton
     download_trace: gr.DownloadButton
     whole_tab: gr.Tab
@@ -69,7 +70,7 @@ class RunView:
             zoomed=self.zoomed, memory=self.memory, metrics=self.metrics, texts=self.texts,
             first_step=self.first_step, last_step=self.last_step, record=self.record,
             said=self.said, download_record=self.download_record,
-            download_trace=self.download_trace)
+            download_trace=self.download_trace, lang=self.shown_lang)
 
     def replay_outputs(self) -> list[Any]:
         """What ``ui.step_through.reset_replay`` sets: the run chosen, the slider, both figures."""
@@ -78,7 +79,7 @@ class RunView:
 
 def build(page: Page) -> RunView:
     en, tr = "en", page.tr
-    record, said = gr.State(None), gr.State(None)
+    record, said, shown_lang = gr.State(None), gr.State(None), gr.State("en")
     with gr.Column(elem_id="run-view") as column:
         headline = gr.HTML("", elem_id="headline")
         status = gr.HTML(status_line(texts.t(en, "no_runs")), elem_id="status")
@@ -136,14 +137,18 @@ def build(page: Page) -> RunView:
                 unrolled = gr.Plot(plot(viz.unrolled_figure(None)), show_label=False,
                                    elem_id="unrolled")
     return RunView(column, status, headline, timeline, canvas, zoomed, memory, metrics, texts_box, first,
-                   last, zoom, record, said, download_record, download_trace, whole, steps,
-                   replay_run, step, prev, nxt, step_caption, step_plot, unrolled)
+                   last, zoom, record, said, shown_lang, download_record, download_trace, whole,
+                   steps, replay_run, step, prev, nxt, step_caption, step_plot, unrolled)
 
 
 def redraw_view(lang_choice: str, record: RecordDict | None, spec: Said | None,
                 first: float | None, last: float | None) -> tuple:
-    """The run on screen in another language: its status said again, its charts redrawn."""
+    """The run on screen in another language: its status said again, its charts redrawn. While
+    a live run is on (its status says so) nothing is touched: the run's own views follow, and
+    ``follow_language`` redraws the finished run in the language chosen meanwhile."""
     lang = lang_of(lang_choice)
+    if spec and spec["key"] == live_runs.RUN_ON:
+        return (keep(),) * len(REDRAWN)
     if record:
         view = recorded_runs.shown(spec, record, lang)
     else:
@@ -151,7 +156,24 @@ def redraw_view(lang_choice: str, record: RecordDict | None, spec: Said | None,
         view = MainView(status=render_said(spec, lang), timeline=empty)
     zoomed = recorded_runs.zoom(record, first, last, lang_choice)
     return (view.status, view.headline, view.timeline, zoomed, view.memory, view.metrics,
-            view.texts)
+            view.texts, lang)
+
+
+def follow_language(lang_choice: str, shown_lang: str | None, record: RecordDict | None,
+                    spec: Said | None, first: float | None, last: float | None) -> tuple:
+    """After a live run: its views were drawn in the language the run started in; if the reader
+    switched languages meanwhile, the finished run is drawn again in the one chosen now."""
+    if lang_of(lang_choice) == shown_lang:
+        return (keep(),) * len(REDRAWN)
+    return redraw_view(lang_choice, record, spec, first, last)
+
+
+# What a redraw in another language sets, in ``redraw_view``'s order.
+REDRAWN = ("status", "headline", "timeline", "zoomed", "memory", "metrics", "texts", "shown_lang")
+
+
+def redrawn(view: RunView) -> list[Any]:
+    return [getattr(view, name) for name in REDRAWN]
 
 
 def wire(view: RunView, page: Page) -> None:
@@ -167,9 +189,7 @@ def wire(view: RunView, page: Page) -> None:
     view.prev.click(None, [view.step], [view.step], js=STEP_JS.format(delta=-1))
     view.next.click(None, [view.step], [view.step], js=STEP_JS.format(delta=+1))
     language.change(redraw_view, [language, view.record, view.said, view.first_step,
-                                  view.last_step],
-                    [view.status, view.headline, view.timeline, view.zoomed, view.memory,
-                     view.metrics, view.texts], show_progress="hidden"
+                                  view.last_step], redrawn(view), show_progress="hidden"
                     ).then(step_through.redraw, [view.record, view.replay_run, view.step, language],
                            [view.step_caption, view.step_plot, view.unrolled],
                            show_progress="hidden", **step_through.ONE_QUEUE)
