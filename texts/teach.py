@@ -37,6 +37,14 @@ EN: dict[str, str] = {
                     "of extra work (the CPU's part one forward); beyond that, multi-step needs k "
                     "at least the CPU's part in forwards: this setting needs k = {k}, and k = 4 "
                     "hides up to about {k4} µs.*",
+    "sizing_lead_hides": "*A forward takes {fwd:.2f} ms here; with this much extra CPU work the "
+                         "scheduler's part of a step is {forwards:.1f} forwards long, so the "
+                         "overlap loop can hide it under the forward.*",
+    "sizing_lead_multistep": "*A forward takes {fwd:.2f} ms here; with this much extra CPU work "
+                             "the scheduler's part of a step is {forwards:.1f} forwards long: "
+                             "longer than one forward, more than the overlap loop can hide; "
+                             "multi-step with k = {k} can.*",
+    "sizing_how": "How this was sized",
     "sized_graphs": "CUDA graphs",
     "sized_eager": "eager",
     "preset_cpu_default": "*CPU mode: {extra} µs of extra CPU work a step, the first click "
@@ -273,6 +281,12 @@ ZH: dict[str, str] = {
                     "CPU 的部分约为 {forwards:.1f} 次前向那么长。一步重叠最多能藏住约 {hides} µs 的额外工作"
                     "（CPU 的部分等于一次前向）；再多，多步重叠的 k 至少要等于 CPU 部分折合的前向数：这个设置"
                     "需要 k = {k}，k = 4 最多能藏住约 {k4} µs。*",
+    "sizing_lead_hides": "*这里一次前向用时 {fwd:.2f} ms；加上这么多额外 CPU 工作，调度器在一步里的部分约为 "
+                         "{forwards:.1f} 次前向那么长，所以重叠循环能把它藏在前向下面。*",
+    "sizing_lead_multistep": "*这里一次前向用时 {fwd:.2f} ms；加上这么多额外 CPU 工作，调度器在一步里的"
+                             "部分约为 {forwards:.1f} 次前向那么长：比一次前向还长，重叠循环藏不住；"
+                             "k = {k} 的多步重叠可以。*",
+    "sizing_how": "这是怎么设定的",
     "sized_graphs": "CUDA Graph",
     "sized_eager": "eager 模式",
     "preset_cpu_default": "*CPU 模式：每步额外 CPU 工作 {extra} µs，即本项目双核机器上实测的第一次点击"

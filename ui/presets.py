@@ -148,13 +148,18 @@ def sizing_said(profile: DeviceProfile, extra: int, lang: str) -> str:
     overlap stops hiding the CPU's work, which k multi-step needs for this much."""
     fwd, cpu = profile.t_fwd_us, profile.t_cpu_us
     part = (cpu + extra) / fwd                  # the CPU's part of a step, in forwards
+    k = max(1, math.ceil(part - 1e-9))
+    # A first visit reads one plain sentence; how it was worked out is one click away.
+    lead = texts.t(lang, "sizing_lead_hides" if k == 1 else "sizing_lead_multistep").format(
+        fwd=fwd / 1e3, forwards=part, k=k)
     key = "preset_sized_run" if profile.source == "run" else "preset_sized"
-    return texts.t(lang, key).format(
+    how = texts.t(lang, key).format(
         device=profile.device_name, model=profile.model, batch=profile.batch,
         graphs=texts.t(lang, "sized_graphs" if profile.cuda_graph else "sized_eager"),
         fwd=fwd / 1e3, cpu=cpu / 1e3, extra=extra, forwards=part,
-        hides=int(max(fwd - cpu, 0)), k=max(1, math.ceil(part - 1e-9)),
-        k4=int(max(4 * fwd - cpu, 0)), run_extra=getattr(profile, "extra_us", 0))
+        hides=int(max(fwd - cpu, 0)), k=k, k4=int(max(4 * fwd - cpu, 0)),
+        run_extra=getattr(profile, "extra_us", 0))
+    return f"{lead}<details><summary>{texts.t(lang, 'sizing_how')}</summary>\n\n{how}</details>"
 
 
 def preset(name: str, lang_choice: str = "English",
