@@ -134,3 +134,46 @@ def test_the_modules_import_no_cycle():
     for module in sorted(graph):
         if module not in seen:
             visit(module, [])
+
+
+# ``ui``'s rooms, bottom first: what the server keeps and says, then the handlers of each tab,
+# then the tabs' layout and wiring. A module may import its own room and those below it.
+UI_ROOMS = (
+    ("ui.state", "ui.status", "ui.queues", "ui.stopping"),         # state, status lines, queues
+    ("ui.i18n", "ui.inputs", "ui.scheduler_link", "ui.view", "ui.controls", "ui.parsing",
+     "ui.live_chart"),                                               # controls, languages, link
+    ("ui.presets", "ui.recorded_runs", "ui.step_through", "ui.serving_runs", "ui.lab_runs"),
+    ("ui.live_runs", "ui.same_work"),                                # handlers built on those
+    ("ui.tabs",),                                                    # layout and wiring
+)
+
+
+def _ui_room(name: str) -> int | None:
+    for index, room in enumerate(UI_ROOMS):
+        if any(name == m or name.startswith(m + ".") for m in room):
+            return index
+    return None
+
+
+def test_every_ui_module_has_a_room_and_imports_none_above_it():
+    known = set(_modules())
+    ui = [m for m in known if m.split(".")[0] == "ui" and m != "ui"]
+    assert not [m for m in ui if _ui_room(m) is None], "ui modules in no room of UI_ROOMS"
+    problems = []
+    for module in ui:
+        own = _ui_room(module)
+        for name in _imports(_modules()[module], module, known):
+            room = _ui_room(name) if name.split(".")[0] == "ui" else None
+            if room is not None and own is not None and room > own:
+                problems.append(f"{module} (room {own}) imports {name} (room {room})")
+    assert not problems, problems
+
+
+def test_no_two_modules_of_the_layers_above_the_engine_share_a_file_name():
+    """A file's name says its job: ``live.py`` three times over said nothing."""
+    seen: dict[str, list[str]] = {}
+    for package in ("ui", "record", "viz"):
+        for path in (ROOT / package).rglob("*.py"):
+            if path.name != "__init__.py":
+                seen.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
+    assert not {name: paths for name, paths in seen.items() if len(paths) > 1}

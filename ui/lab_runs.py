@@ -17,8 +17,7 @@ import texts
 from engine.processes.messages import LabFinished, LabRequest, Progress, RequestFailed
 from ui import inputs, queues, scheduler_link
 from ui.i18n import lang_of
-from ui.live_runs import failure
-from ui.status import esc, render_said, status
+from ui.status import esc, failure, render_said, status
 from viz.lab_report import describe, hazard_title, report_html
 
 # The switch's marks and what the chosen switch guards (a page load, the device becoming known,

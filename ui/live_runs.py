@@ -32,7 +32,7 @@ from ui.i18n import lang_of
 from ui.inputs import InputError, check_model, checked, checked_int
 from ui.recorded_runs import shown, write_downloads
 from ui.state import APP
-from ui.status import Said, esc, progress_bar, render_said, said, status
+from ui.status import Said, esc, failure, progress_bar, render_said, said, status
 from ui.view import MainView, plot
 
 MAX_ARRIVAL_S = 60.0       # requests / rate: how long the arrivals of one loop may take
@@ -315,17 +315,6 @@ def _finished(record: RecordDict, request: LiveRunRequest, notes: list[str],
                 tokens=int(last["metrics"].get("output_tokens") or 0),
                 where=viz.record_label(record), device_key=f"kind_{kind}", **cores)
     return shown(spec, record, lang, files)
-
-
-def failure(kind: str, detail: str) -> Said:
-    """A failed request as a status spec: a sentence in the user's language, and the technical
-    detail (English, as the engine says it) folded away beneath it."""
-    key = {"invalid": "fail_invalid", "cancelled": "fail_cancelled", "device": "fail_device",
-           "died": "fail_died", "model": "fail_model",
-           "offline": "fail_offline"}.get(kind, "fail_error")
-    if kind == "cancelled":
-        return said(key, "warn")
-    return said(key, "error", detail=detail)
 
 
 def prewarm() -> None:

@@ -36,6 +36,18 @@ def said(key: str, kind: str = "info", detail: str = "", notes: tuple[str, ...] 
                      for name, value in args.items()}}
 
 
+def failure(kind: str, detail: str) -> Said:
+    """A request the scheduler process did not finish (``RequestFailed.kind``, or "died") as a
+    status spec: a sentence in the user's language, and the technical detail (English, as the
+    engine says it) folded away beneath it."""
+    key = {"invalid": "fail_invalid", "cancelled": "fail_cancelled", "device": "fail_device",
+           "died": "fail_died", "model": "fail_model",
+           "offline": "fail_offline"}.get(kind, "fail_error")
+    if kind == "cancelled":
+        return said(key, "warn")
+    return said(key, "error", detail=detail)
+
+
 def render_said(spec: Said | None, lang: str) -> str:
     """The status line of a ``said`` spec in ``lang`` (the technical detail folded beneath)."""
     if not spec:
