@@ -38,6 +38,18 @@ EN: dict[str, str] = {
     "lab_queued": "Waiting for the engine: runs take turns, and this one starts when the run "
                   "before it has ended.",
     "lab_loading": "Loading the engine for the lab…",
+    # the whole-run timeline: each run's GPU time added up, under its lanes
+    "sum_row": "GPU time, added up",
+    "sum_idle": "idle {ms} ms",
+    "sum_busy": "busy {ms} ms",
+    "sum_both": "◂ {idle} · {busy}",
+    "sum_beside": "◂ {idle}",
+    "sum_idle_name": "GPU idle, added up",
+    "sum_busy_name": "GPU busy, added up",
+    "hover_sum_idle": "<b>GPU idle, added up: {ms} ms</b> ({share}% of the GPU's time)<br>"
+                      "every red band above, laid end to end from 0",
+    "hover_sum_busy": "<b>GPU busy, added up: {ms} ms</b> ({share}% of the GPU's time)<br>"
+                      "time some GPU lane was working",
 }
 
 ZH: dict[str, str] = {
@@ -67,4 +79,15 @@ ZH: dict[str, str] = {
     "status_queued": "等待引擎：运行依次进行，上一个运行结束后这个才开始。",
     "lab_queued": "等待引擎：运行依次进行，上一个运行结束后这个才开始。",
     "lab_loading": "正在为实验室加载引擎…",
+    "sum_row": "GPU 时间合计",
+    "sum_idle": "空闲 {ms} ms",
+    "sum_busy": "忙碌 {ms} ms",
+    "sum_both": "◂ {idle} · {busy}",
+    "sum_beside": "◂ {idle}",
+    "sum_idle_name": "GPU 空闲合计",
+    "sum_busy_name": "GPU 忙碌合计",
+    "hover_sum_idle": "<b>GPU 空闲合计：{ms} ms</b>（占 GPU 时间的 {share}%）<br>"
+                      "上方所有红色带首尾相接，从 0 开始排开",
+    "hover_sum_busy": "<b>GPU 忙碌合计：{ms} ms</b>（占 GPU 时间的 {share}%）<br>"
+                      "至少一条 GPU 泳道在工作的时间",
 }

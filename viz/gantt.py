@@ -6,6 +6,11 @@ bar trace, so a run of many thousands of spans is a dozen traces, not thousands 
 GPU idle gaps (holes in the union of the GPU lanes) are one more bar trace, drawn first so it sits
 behind the work: a tall hatched bar spanning the GPU lanes. Runs stacked in one figure share their
 x-axis, so "normal above overlap" is drawn on one time scale and the shorter run looks shorter.
+
+A whole run squeezes a gap of a millisecond into a pixel or less, so a hundred short gaps can look
+as red as eighty long ones. There each gap is drawn as light as it is thin, and where runs are
+compared, a bar under each run's lanes lays its idle gaps end to end from 0 (red), then its busy
+time (grey): which loop kept the GPU busier reads at a glance, before any zooming.
 """
 
 from __future__ import annotations
@@ -18,18 +23,22 @@ from typing import Any
 
 from record.gpu_time import gpu_time
 from record.lag import LagMark, extra_steps, lag_marks
-from record.metrics import busy_fraction
+from record.metrics import union_intervals
 from record.schema import FORWARD_PHASES, LANES, Lane, RunDict, SpanDict
-from record.window import gpu_lanes, time_range, window_run
+from record.window import gpu_lanes, joined_gap_us, time_range, window_run
 from texts import count, t
 from viz.figure import FigureSpec
 from viz.headline import busy_badge_lines
-from viz.labels import display_labels, ordered_lanes, run_title
-from viz.pixels import MAX_BARS, MIN_OPACITY, PIXELS, bands, coalesce, opacity
+from viz.labels import display_labels, lane_ticks, ordered_lanes, run_title
+from viz.labels import lane_label as lane_label  # imported from here by stepview, live_payload
+from viz.pixels import MAX_BARS, PIXELS, band_opacity, bands, coalesce, opacity
 from viz.style import (
     BUSY_COLOR,
+    BUSY_SUM,
     IDLE_FILL,
+    IDLE_FILL_OPAQUE,
     IDLE_LINE,
+    IDLE_SUM,
     OTHER_PHASE,
     PHASE_COLORS,
     QUIET_FILL,
@@ -37,13 +46,17 @@ from viz.style import (
 )
 
 CHART_PX = 1000        # about how wide a whole-run chart is drawn, in pixels
+PLOT_PX = 450          # its plot area on a 1280-1400 px laptop screen (a 900 px chart less its
+                       # margins): thin idle bands are lightened, and sums labelled, for this width
 INVISIBLE_PX = 0.3     # whole-run views leave out bars narrower than this (the step window and
                        # every number keep them): the browser draws each bar on every redraw
 LINED_BARS = 300       # bars get a hairline outline only in traces with fewer bars than this
 LANE_PX = 46           # height of one lane in pixels
 TITLE_LINE_PX = 16     # height of a title's line (12 px text)
 BAR_WIDTH = 0.72       # bar thickness in lane units (a lane is 1.0)
-
+SUM_LANES = 1.0        # the height, in lanes, of the row that adds a run's GPU time up
+SUM_WIDTH = 0.5        # ... and the thickness of its bar
+SUM_CHAR_PX = 6        # about one character of the bar's 11 px label
 
 
 def timeline_figure(run: RunDict, lang: str = "en") -> FigureSpec:
@@ -66,7 +79,11 @@ def side_by_side_figure(runs: list[RunDict], window: tuple[int, int] | None = No
         return message_figure(t(lang, "no_runs"))
     lane_lists = [ordered_lanes(run) or list(LANES) for run in runs]
     ticks = [lane_ticks(run, lang) for run in runs]
-    heights = [max(len(lanes), 1) for lanes in lane_lists]
+    # The whole runs compared: each panel adds its GPU's idle and busy time up, on the shared
+    # axis, under its lanes; at this zoom the gaps themselves are a pixel or two each.
+    added_up = window is None and len(runs) > 1
+    sum_row = SUM_LANES if added_up else 0.0
+    heights = [max(len(lanes), 1) + sum_row for lanes in lane_lists]
     titles = [_run_title(run, label, lang) for run, label in zip(runs, display_labels(runs, lang))]
     badged = max(len(busy_badge_lines(run, lang)) for run in runs)   # a line a busy reason
     lines = (3 if window is not None else 2) + bool(note) + badged   # title lines a run
@@ -76,15 +93,18 @@ def side_by_side_figure(runs: list[RunDict], window: tuple[int, int] | None = No
                      vertical_spacing=min(0.3 / len(runs), 0.06 * lines), subplot_titles=titles)
     legend_shown: set[str] = set()
     x_max = 0.0
+    px_us = _whole_run_px_us(runs) if window is None else 0.0
     for row, (run, lanes, run_ticks, run_marks) in enumerate(zip(runs, lane_lists, ticks, marks),
                                                               start=1):
         offset = run["window"]["t_start_us"] if window is not None else 0.0
         x_max = max(x_max, add_run(fig, run, lanes, row, offset, legend_shown, lang,
-                                    marks=run_marks))
+                                    marks=run_marks, px_us=px_us))
+        if added_up:
+            _add_time_added_up(fig, run, len(lanes) - 0.5 + sum_row / 2, row, px_us, lang)
         fig.update_yaxes(row=row, col=1, tickvals=list(range(len(lanes))),
                          ticktext=run_ticks,
-                         range=[len(lanes) - 0.5, -0.5], showgrid=False, zeroline=False,
-                         fixedrange=True)
+                         range=[len(lanes) - 0.5 + sum_row, -0.5], showgrid=False,
+                         zeroline=False, fixedrange=True)
     axis_title = t(lang, "time_axis_window" if window is not None else "time_axis")
     fig.update_xaxes(range=[0, x_max * 1.01 or 1.0], showgrid=True, gridcolor="#eeeeee",
                      zeroline=False)
@@ -98,16 +118,86 @@ def side_by_side_figure(runs: list[RunDict], window: tuple[int, int] | None = No
         legend={"font": {"size": 11}, "tracegroupgap": 2, **frame["legend"]},
         hoverlabel={"bgcolor": "white", "font_size": 12},
         font={"family": "Inter, Segoe UI, Noto Sans SC, sans-serif", "size": 12},
+        uniformtext={"mode": "hide", "minsize": 10},    # a sum's label that does not fit: none
     )
     fig.update_annotations(font={"size": 13}, xanchor="left", x=0, align="left")
     return fig
 
 
+def _whole_run_px_us(runs: list[RunDict]) -> float:
+    """The time one of a whole-run chart's ``PLOT_PX`` pixels holds, on the axis the runs
+    share (from 0 to the last end, as ``add_run`` draws them)."""
+    ends = [time_range(run.get("spans", []))[1] for run in runs]
+    return max(ends, default=0.0) * 1.01 / PLOT_PX
+
+
+def _add_time_added_up(fig: FigureSpec, run: RunDict, y: float, row: int, px_us: float,
+                       lang: str) -> None:
+    """A bar under a run's lanes: its GPU idle gaps laid end to end from 0 (red), then its GPU
+    busy time (grey), on the axis the runs share. A hundred gaps of a pixel each are hard to
+    weigh by eye against eighty of five; one red bar against another is not. Each part is
+    labelled inside when its words fit, else only in its hover."""
+    idle_ms, busy_ms = gpu_time(run).idle_us / 1000.0, _busy_us(run) / 1000.0
+    labels = _sum_labels(idle_ms, busy_ms, px_us, lang)
+    for part, base, length, color in (("idle", 0.0, idle_ms, IDLE_SUM),
+                                      ("busy", idle_ms, busy_ms, BUSY_SUM)):
+        share = 100.0 * length / (idle_ms + busy_ms) if idle_ms + busy_ms > 0 else 0.0
+        label, anchor = labels[part]
+        fig.add_trace(dict(
+            type="bar", name=t(lang, f"sum_{part}_name"), legendgroup=f"sum_{part}",
+            showlegend=False, orientation="h", base=[base], x=[length], y=[y],
+            width=SUM_WIDTH, text=[label], textposition="inside", insidetextanchor=anchor,
+            textfont={"color": "white", "size": 11}, marker={"color": color, "line": {"width": 0}},
+            hovertext=[t(lang, f"hover_sum_{part}").format(ms=_ms_text(length),
+                                                          share=f"{share:.0f}")],
+            hovertemplate="%{hovertext}<extra></extra>"), row=row)
+    fig.add_trace(dict(
+        type="scatter", mode="text", name=t(lang, "sum_row"), showlegend=False, x=[0], y=[y],
+        text=[t(lang, "sum_row") + "  "], textposition="middle left", cliponaxis=False,
+        textfont={"size": 12, "color": "#444444"}, hoverinfo="skip"), row=row)
+
+
+def _sum_labels(idle_ms: float, busy_ms: float, px_us: float,
+                lang: str) -> dict[str, tuple[str, str]]:
+    """The words inside each part of the sum and where they sit: "idle 395.5 ms" in the red and
+    "busy 419.3 ms" in the grey; a red too short for its words has them said at the start of the
+    grey ("◂ idle 0.195 ms · busy 231.1 ms", else "◂ idle 0.195 ms": the idle time is what the
+    sum is for); words that fit nowhere are left to the hover."""
+    idle = t(lang, "sum_idle").format(ms=_ms_text(idle_ms))
+    busy = t(lang, "sum_busy").format(ms=_ms_text(busy_ms))
+    if _fits(idle, idle_ms, px_us):
+        return {"idle": (idle, "middle"), "busy": (busy if _fits(busy, busy_ms, px_us) else "",
+                                                   "middle")}
+    both = t(lang, "sum_both").format(idle=idle, busy=busy)
+    beside = t(lang, "sum_beside").format(idle=idle)
+    for words, anchor in ((both, "start"), (beside, "start"), (busy, "middle")):
+        if _fits(words, busy_ms, px_us):
+            return {"idle": ("", "middle"), "busy": (words, anchor)}
+    return {"idle": ("", "middle"), "busy": ("", "middle")}
+
+
+def _fits(label: str, ms: float, px_us: float) -> bool:
+    """Whether ``label`` fits inside a bar ``ms`` long, at ``px_us`` per pixel (a Chinese
+    character is about two Latin ones wide)."""
+    chars = sum(2 if ord(char) > 0x2E80 else 1 for char in label)
+    return px_us > 0 and ms * 1000.0 / px_us >= SUM_CHAR_PX * chars + 8
+
+
+def _busy_us(run: RunDict) -> float:
+    """The run's GPU busy time: the union of its GPU lanes' spans (gaps shorter than a launch
+    joined, as its idle gaps leave them out), the complement of its idle gaps."""
+    lanes = set(gpu_lanes(run))
+    busy = union_intervals([(s["start_us"], s["end_us"]) for s in run.get("spans", [])
+                            if s["lane"] in lanes], joined_gap_us(run))
+    return sum(end - start for start, end in busy)
+
+
 def add_run(fig: FigureSpec, run: RunDict, lanes: list[str], row: int, offset_us: float,
              legend_shown: set[str], lang: str, col: int = 1,
-             marks: list[LagMark] | None = None) -> float:
+             marks: list[LagMark] | None = None, px_us: float = 0.0) -> float:
     """Add one run's gap band, phase bars and lag marks to subplot (row, col); return its last
-    end in ms. Spans on lanes not in ``lanes`` are left out."""
+    end in ms. Spans on lanes not in ``lanes`` are left out. ``px_us``: the time a pixel of the
+    chart holds, for a whole-run view (``_add_gaps``); 0 for a zoomed one."""
     index = {lane: i for i, lane in enumerate(lanes)}
     spans = [s for s in run.get("spans", []) if s["lane"] in index]
     gpu = [lane for lane in gpu_lanes(run) if lane in index]
@@ -121,7 +211,7 @@ def add_run(fig: FigureSpec, run: RunDict, lanes: list[str], row: int, offset_us
         if len(gaps) > MAX_BARS:       # thousands of gaps per pixel: one band per pixel run
             drawn = bands(gaps, (t_end - t_start) / PIXELS)
         if drawn and gpu:
-            _add_gaps(fig, drawn, rows, row, offset_us, legend_shown, lang, col, kind)
+            _add_gaps(fig, drawn, rows, row, offset_us, legend_shown, lang, col, kind, px_us)
     every = spans                                  # the lag marks find their forwards here
     extra_gpu = set(gpu) - set(LANES)
     roles = run.get("phase_roles") or {}          # an imported trace's named host phases
@@ -155,11 +245,6 @@ LEGEND_PX = 270        # right margin of a run chart: its legend's widest entry 
 CHAR_PX = 7            # about one character of a 12 px lane label
 
 
-def lane_ticks(run: RunDict, lang: str) -> list[str]:
-    """The labels of a run's lanes, top to bottom, as its timeline draws them."""
-    return [_tick(run, lane, lang) for lane in ordered_lanes(run) or LANES]
-
-
 def run_frame(ticks: list[list[str]], title_lines: int = 3) -> dict[str, Any]:
     """The margins and legend place shared by every chart drawn on a run's time axis (the
     timeline, its zoom, the KV-memory chart). Fixed rather than grown to fit each chart's own
@@ -174,33 +259,6 @@ def run_frame(ticks: list[list[str]], title_lines: int = 3) -> dict[str, Any]:
     return {"margin": {"l": max(150, 16 + CHAR_PX * longest), "r": LEGEND_PX, "t": top, "b": 40,
                        "autoexpand": False},
             "legend": {"x": 1.02, "xanchor": "left", "y": 1, "yanchor": "top"}}
-
-
-def _tick(run: RunDict, lane: str, lang: str) -> str:
-    """A lane's name; a kernel lane (torch.profiler capture) also says how busy its kernels kept
-    it, measured on the union of its spans: a forward's span can look solid while its kernels
-    are sparse (launch-bound eager mode), and at a coarse zoom the bars would hide that."""
-    if not lane.startswith("kernels"):
-        return lane_label(lane, lang)
-    spans = [s for s in run.get("spans", []) if s["lane"] == lane]
-    t_start, t_end = time_range(spans)
-    if "window" in run:
-        t_start, t_end = run["window"]["t_start_us"], run["window"]["t_end_us"]
-        spans = [s for s in spans if s["end_us"] > t_start and s["start_us"] < t_end]
-    if t_end <= t_start or not spans:   # nothing captured here: no busy figure, not "0.0%"
-        return lane_label(lane, lang)
-    busy = 100.0 * busy_fraction(spans, [lane], (t_start, t_end))
-    return t(lang, "lane_busy").format(lane=html.escape(lane), busy=busy)
-
-
-def lane_label(lane: str, lang: str) -> str:
-    """Our lanes in the reader's language; any other (from a file) escaped, as plotly renders
-    text as a small subset of HTML."""
-    if lane in LANES:
-        return t(lang, f"lane_{lane}")
-    if lane.startswith("CPU thread "):      # a host thread of an imported trace
-        return t(lang, "lane_cpu_thread").format(thread=html.escape(lane[len("CPU thread "):]))
-    return html.escape(lane)
 
 
 def _color_key(phase: str, imported_gpu_lane: bool) -> str:
@@ -249,9 +307,15 @@ def _cached_line(span: SpanDict, lang: str) -> str:
 
 def _add_gaps(fig: FigureSpec, gaps: Sequence[tuple[float, ...]], gpu_rows: list[int], row: int,
               offset_us: float, legend_shown: set[str], lang: str, col: int = 1,
-              kind: str = "gpu_idle") -> None:
+              kind: str = "gpu_idle", px_us: float = 0.0) -> None:
     """One bar per gap and per contiguous band of GPU lanes: red hatched for GPU idle, plain
-    grey for time when no request was in the system (``kind="no_requests"``)."""
+    grey for time when no request was in the system (``kind="no_requests"``).
+
+    A whole-run view (``px_us``: the time a pixel holds) draws each gap at its own width, with
+    no outline and an opaque fill, as light as it is thin (``pixels.band_opacity``): outlined,
+    a hundred gaps of a fifth of a pixel each were a wall of red lines, as red as eighty gaps
+    of five pixels."""
+    whole = px_us > 0 and kind == "gpu_idle"
     bands: list[list[int]] = []
     for lane_row in gpu_rows:
         if bands and lane_row == bands[-1][-1] + 1:
@@ -266,12 +330,15 @@ def _add_gaps(fig: FigureSpec, gaps: Sequence[tuple[float, ...]], gpu_rows: list
             widths.append(len(band) - 1 + 0.96)
             starts.append((a - offset_us) / 1000.0)
             lengths.append((b - a) / 1000.0)
-            fills.append(round(max(gap[2], MIN_OPACITY), 3) if len(gap) > 2 else 1.0)
+            share = gap[2] if len(gap) > 2 else 1.0
+            fills.append(round(band_opacity(a, b, share, px_us if whole else 0.0), 3))
     name = t(lang, kind)
-    marker: dict[str, Any] = ({"color": IDLE_FILL, "line": {"color": IDLE_LINE, "width": 0.6},
-               "pattern": {"shape": "/", "fgcolor": IDLE_LINE, "size": 6, "solidity": 0.15}}
-              if kind == "gpu_idle" else {"color": QUIET_FILL, "line": {"width": 0}})
-    if any(fill < 1.0 for fill in fills):       # bands of many gaps: as opaque as idle
+    marker: dict[str, Any] = {"color": QUIET_FILL, "line": {"width": 0}}
+    if kind == "gpu_idle":
+        marker = {"color": IDLE_FILL_OPAQUE if whole else IDLE_FILL,
+                  "line": {"color": IDLE_LINE, "width": 0 if whole else 0.6},
+                  "pattern": {"shape": "/", "fgcolor": IDLE_LINE, "size": 6, "solidity": 0.15}}
+    if any(fill < 1.0 for fill in fills):       # merged or thin bands: as opaque as idle
         marker["opacity"] = fills
     fig.add_trace(dict(
         type="bar", name=name, legendgroup=kind, showlegend=kind not in legend_shown,

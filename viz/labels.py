@@ -1,12 +1,16 @@
-"""What a chart calls a run and its lanes: the lane order, the runs' short names in the
-reader's language, and a run's title (its idle gaps and GPU busy, from ``record.gpu_time``).
+"""What a chart calls a run and its lanes: the lane order and labels, the runs' short names in
+the reader's language, and a run's title (its idle gaps and GPU busy, from ``record.gpu_time``).
 """
 
 from __future__ import annotations
 
+import html
+
 from record.gpu_time import GpuTime, gpu_time
+from record.metrics import busy_fraction
 from record.run_record import loop_of
 from record.schema import ENGINE_LOOPS, LANES, Loop, RunDict
+from record.window import time_range
 from texts import count, t
 
 
@@ -21,6 +25,38 @@ def ordered_lanes(run: RunDict) -> list[str]:
     seen = list(dict.fromkeys(listed + [s["lane"] for s in run.get("spans", [])]))
     standard = [lane for lane in LANES if lane in seen]
     return standard + [lane for lane in seen if lane not in LANES]
+
+
+def lane_ticks(run: RunDict, lang: str) -> list[str]:
+    """The labels of a run's lanes, top to bottom, as its timeline draws them."""
+    return [_tick(run, lane, lang) for lane in ordered_lanes(run) or LANES]
+
+
+def _tick(run: RunDict, lane: str, lang: str) -> str:
+    """A lane's name; a kernel lane (torch.profiler capture) also says how busy its kernels kept
+    it, measured on the union of its spans: a forward's span can look solid while its kernels
+    are sparse (launch-bound eager mode), and at a coarse zoom the bars would hide that."""
+    if not lane.startswith("kernels"):
+        return lane_label(lane, lang)
+    spans = [s for s in run.get("spans", []) if s["lane"] == lane]
+    t_start, t_end = time_range(spans)
+    if "window" in run:
+        t_start, t_end = run["window"]["t_start_us"], run["window"]["t_end_us"]
+        spans = [s for s in spans if s["end_us"] > t_start and s["start_us"] < t_end]
+    if t_end <= t_start or not spans:   # nothing captured here: no busy figure, not "0.0%"
+        return lane_label(lane, lang)
+    busy = 100.0 * busy_fraction(spans, [lane], (t_start, t_end))
+    return t(lang, "lane_busy").format(lane=html.escape(lane), busy=busy)
+
+
+def lane_label(lane: str, lang: str) -> str:
+    """Our lanes in the reader's language; any other (from a file) escaped, as plotly renders
+    text as a small subset of HTML."""
+    if lane in LANES:
+        return t(lang, f"lane_{lane}")
+    if lane.startswith("CPU thread "):      # a host thread of an imported trace
+        return t(lang, "lane_cpu_thread").format(thread=html.escape(lane[len("CPU thread "):]))
+    return html.escape(lane)
 
 
 def display_labels(runs: list[RunDict], lang: str = "en") -> list[str]:

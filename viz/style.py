@@ -5,8 +5,10 @@ neighbours on the lane stay apart (also for red-green colour blindness): a light
 dark navy, a light lilac, a plum. Scheduler-stream phases are greens (small copies),
 engine-stream phases oranges and browns (the forward). GPU idle is the only red thing on
 the page: a hatched band over the GPU lanes wherever none of them is doing anything while
-requests are waiting or running. Time with no request in the system at all (a served session
-between clients) is a plain light grey band: nobody asked the GPU for anything.
+requests are waiting or running, and, under each of the whole runs compared, the same gaps laid
+end to end in one solid bar beside a grey one of the GPU's busy time. Time with no request in
+the system at all (a served session between clients) is a plain light grey band: nobody asked
+the GPU for anything.
 """
 
 from __future__ import annotations
@@ -42,7 +44,12 @@ OTHER_PHASE = "other"
 
 IDLE_FILL = "rgba(214, 39, 40, 0.16)"
 IDLE_LINE = "rgba(214, 39, 40, 0.75)"
+IDLE_FILL_OPAQUE = "#f3bebe"   # a whole run's bands (no outline): the red at 30% over white,
+                               # opaque, as plotly widens only an opaque bar under a pixel to
+                               # one (a translucent one it rounds, and it may vanish)
 QUIET_FILL = "rgba(150, 150, 150, 0.16)"   # no request in the system (not GPU idleness)
+IDLE_SUM = "#d62728"       # a run's GPU idle gaps laid end to end (the red of the bands, solid)
+BUSY_SUM = "#636363"       # ... followed by its GPU busy time
 BUSY_COLOR = "#a63603"     # a panel's badge: the machine was too busy to compare (not red)
 
 
