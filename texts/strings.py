@@ -35,6 +35,9 @@ _EN: dict[str, str] = {
   **scheduler stream** carries metadata uploads, the **engine stream** the forward and `sample`.
   Without a GPU, a separate **device process** plays it: its lanes are measured, not simulated.
 - **Red hatched bands = GPU idle** while requests wait or run.
+- **GPU time, added up** (under each loop's lanes): its idle gaps laid end to end from 0 in red,
+  then its busy time in grey, on the same time axis: the shorter red bar is the loop that kept
+  the GPU busier.
 - **Normal loop:** a red band after every decode: the GPU waits while the CPU reads the token,
   checks stops and builds the next batch.
 - **Overlap loop:** the sampled token stays on the GPU in the **token pool**, so the next forward
@@ -363,6 +366,8 @@ _ZH: dict[str, str] = {
   判停、回收已结束请求）、`wait`。**scheduler stream** 承载元数据上传，**engine stream** 执行前向和
   `sample`。没有 GPU 时，由一个独立的**设备进程**扮演 GPU：它的泳道是实测的，不是模拟的。
 - **红色斜线 = GPU 空闲**：有请求在等待或运行，GPU 却无事可做。
+- **GPU 时间合计**（每个循环泳道下方）：所有空闲间隙从 0 开始首尾相接（红色），后接忙碌时间（灰色），
+  在同一时间轴上：红条更短的循环让 GPU 更忙。
 - **普通循环**：每次 decode 之后都有一段红色：CPU 读 token、判停、组下一批时，GPU 在等。
 - **重叠循环**：采样出的 token 留在 GPU 上的 **token_pool** 里，下一次前向不再等待 CPU：在第 *n*
   步 decode 条的下方找到第 *n−1* 步的 `process_last`。前向仍要等待自己的元数据上传（`wait_stream`）。

@@ -30,7 +30,6 @@ from texts import count, t
 from viz.figure import FigureSpec
 from viz.headline import busy_badge_lines
 from viz.labels import display_labels, lane_ticks, ordered_lanes, run_title
-from viz.labels import lane_label as lane_label  # imported from here by stepview, live_payload
 from viz.pixels import MAX_BARS, PIXELS, band_opacity, bands, coalesce, opacity
 from viz.style import (
     BUSY_COLOR,

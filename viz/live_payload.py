@@ -21,9 +21,8 @@ from record.gpu_time import gpu_time
 from record.schema import RunDict
 from record.window import gpu_lanes
 from texts import t
-from viz.gantt import lane_label
 from viz.headline import busy_badge_lines
-from viz.labels import display_labels, ordered_lanes, run_title
+from viz.labels import display_labels, lane_label, ordered_lanes, run_title
 from viz.style import BUSY_COLOR, IDLE_FILL, IDLE_LINE, QUIET_FILL, phase_color
 
 

@@ -19,8 +19,8 @@ from record.schema import RecordDict, RunDict
 from record.window import time_range
 from texts import t
 from viz.figure import FigureSpec
-from viz.gantt import lane_ticks, message_figure, plotly_white, run_frame
-from viz.labels import display_labels
+from viz.gantt import message_figure, plotly_white, run_frame
+from viz.labels import display_labels, lane_ticks
 from viz.style import MEMORY_COLORS, RETRACTION_COLOR
 
 PANEL_PX = 170          # height of one run's chart, in pixels

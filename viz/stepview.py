@@ -27,12 +27,11 @@ from viz.gantt import (
     BAR_WIDTH,
     LANE_PX,
     add_run,
-    lane_label,
     message_figure,
     plotly_white,
     side_by_side_figure,
 )
-from viz.labels import ordered_lanes
+from viz.labels import lane_label, ordered_lanes
 from viz.replay import links, role_name, spans_of
 from viz.style import phase_color
 
