@@ -110,6 +110,16 @@ def _number(value: Any) -> float | None:
     return finite_number(value)
 
 
+_LOWER: dict[str, str] = {}      # a category as written -> lower case (a trace has a dozen)
+
+
+def _lower(cat: str) -> str:
+    lower = cat.lower()
+    if len(_LOWER) < 256:
+        _LOWER[cat] = lower
+    return lower
+
+
 def short_name(name: Any) -> str:
     name = " ".join(str(name)[:4 * MAX_PHASE_CHARS].split())
     return name if len(name) <= MAX_PHASE_CHARS else name[:MAX_PHASE_CHARS - 3] + "..."
@@ -126,13 +136,19 @@ class Trace:
         self.flow_ends: dict[tuple, Hashable] = {}             # (thread, ts) -> flow id
         self.process_names: dict[Hashable, list[str]] = defaultdict(list)
         self.thread_names: dict[tuple, str] = {}
+        complete = self._add_complete
         for event in events:
-            if isinstance(event, dict):
+            if type(event) is dict:
+                if event.get("ph", "X") == "X":        # most events: the fast path first
+                    complete(event)
+                else:
+                    self._add(event)
+            elif isinstance(event, dict):
                 self._add(event)
 
     def _add(self, event: dict) -> None:
         ph = event.get("ph", "X")
-        if ph == "X":                              # most events: the fast path first
+        if ph == "X":
             self._add_complete(event)
             return
         cat = str(event.get("cat", "")).lower()
@@ -158,14 +174,19 @@ class Trace:
     def _add_complete(self, event: dict) -> None:
         """A complete ("X") event: GPU work, a host event, or nothing this import reads."""
         cat = event.get("cat", "")
-        cat = cat.lower() if type(cat) is str else str(cat).lower()
+        cat = (_LOWER.get(cat) or _lower(cat)) if type(cat) is str else str(cat).lower()
         gpu = cat in GPU_CATEGORIES
         name = event.get("name", "")
-        name = name if type(name) is str else str(name)
+        if type(name) is not str:
+            name = str(name)
         if not gpu and cat not in HOST_CATEGORIES and not STEP_NAME.fullmatch(name):
             return                                 # neither GPU work nor a host event we read
-        ts, dur = _number(event.get("ts")), _number(event.get("dur"))
-        if ts is None or dur is None or dur < 0:
+        ts, dur = event.get("ts"), event.get("dur")
+        if type(ts) is not float or type(dur) is not float or ts - ts or dur - dur:
+            ts, dur = _number(ts), _number(dur)    # ints, strings, inf and NaN: the slow way
+            if ts is None or dur is None:
+                return
+        if dur < 0:
             return
         pid, tid = event.get("pid"), event.get("tid")
         thread = (pid if type(pid) is int else _key(pid), tid if type(tid) is int else _key(tid))
@@ -175,9 +196,10 @@ class Trace:
             self.gpu.append(item)
             return
         self.host.append(item)
-        correlation = item.args.get("correlation")
-        if cat in ("cuda_runtime", "cuda_driver") and isinstance(correlation, (int, str)):
-            self.launches[correlation] = item
+        if cat == "cuda_runtime" or cat == "cuda_driver":
+            correlation = item.args.get("correlation")
+            if isinstance(correlation, (int, str)):
+                self.launches[correlation] = item
 
     def launch_of(self, event: Event) -> Event | None:
         """The host call that launched a GPU event (its correlation id, else its flow arrow)."""

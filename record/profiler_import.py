@@ -6,12 +6,13 @@ profiler trace becomes one run:
 
 - **GPU lanes**: every CUDA stream that ran a kernel, memcpy or memset (one lane per stream);
 - **CPU lanes**: every host thread that launched GPU work or ran named phases: its phases where
-  the trace names them (``record.host_phases``: the scheduler's functions, ``record_function``
-  ranges), else its top-level ops and runtime calls;
-- **steps**: ``ProfilerStep#N`` ranges where the trace has them; otherwise one step per CUDA
-  graph launch; otherwise one per launch of the *step marker*, the kernel that runs once per
-  forward at the most regular pace (the embedding lookup, the lm_head GEMM, the sampler...);
-  each GPU event belongs to the step in which it was launched.
+  the trace names them (``record.host_phases``: the scheduler's functions, SGLang's annotations,
+  ``record_function`` ranges), else its top-level ops and runtime calls (those less than a
+  launch apart as one);
+- **steps** (``record.trace_steps``): SGLang's own ``step[...]`` marks where its profiler wrote
+  them; else ``ProfilerStep#N`` ranges; else one step per CUDA graph launch; else one per
+  launch of the *step marker*, the kernel that runs once per forward; each GPU event belongs to
+  the step in which it was launched.
 
 The run also says what its timing shows (``record.trace_loop``): ``loop_seen`` (serial or
 overlapped, and the readings behind it), ``joined_gap_us`` (gaps between kernels shorter than a
@@ -27,18 +28,16 @@ Standard library only: no torch needed to read a trace.
 from __future__ import annotations
 
 import bisect
-import math
 import os
 import re
-import statistics
 from collections import defaultdict
 from collections.abc import Hashable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from record import host_phases, trace_loop
 from record.files import DEFAULT_MAX_BYTES
+from record.host_phases import SGLANG_STEP
 from record.metrics import compute_metrics
 from record.profiler_events import (  # noqa: F401 - the limits and error said from here too
     MAX_PHASE_CHARS,
@@ -54,13 +53,12 @@ from record.profiler_events import (  # noqa: F401 - the limits and error said f
 from record.recorder import Span
 from record.run_record import run_dict
 from record.schema import Loop, Metrics, Phase, RecordDict, RunDict
+from record.trace_steps import GRAPH_LAUNCH, Steps, find_steps
 
 MAX_LANES = 64              # GPU streams + CPU threads in one import
 MAX_SPANS = 150_000         # spans kept for drawing (the metrics use every event)
 NO_GPU_MESSAGE = ("no GPU kernel, memcpy or memset events: was the profiler run with "
                   "ProfilerActivity.CUDA?")
-_GRAPH_LAUNCH = ("cudaGraphLaunch", "cuGraphLaunch")
-MARKER_MAX_CV = 0.35        # a step marker's launches must come at a steady pace
 
 
 # ---- lanes ------------------------------------------------------------------------------------
@@ -95,7 +93,8 @@ def _sortable(value: Hashable) -> tuple[int, float, str]:
 
 def _cpu_lanes(trace: Trace, launching: set[tuple]) -> dict[tuple, str]:
     """One lane per host thread that launched GPU work (or marked steps)."""
-    marked = {e.thread for e in trace.host if STEP_NAME.fullmatch(e.name)}
+    marked = {e.thread for e in trace.host
+              if STEP_NAME.fullmatch(e.name) or SGLANG_STEP.fullmatch(e.name)}
     names = {}
     for thread in sorted(launching | marked, key=lambda t: (str(t[0]), _sortable(t[1]))):
         label = trace.thread_names.get(thread) or f"thread {thread[1]}"
@@ -103,95 +102,31 @@ def _cpu_lanes(trace: Trace, launching: set[tuple]) -> dict[tuple, str]:
     return names
 
 
-def _top_level(events: list[Event]) -> list[Event]:
-    """A thread's outermost events (those no earlier event of the thread contains)."""
-    out, end = [], -math.inf
-    for event in sorted(events, key=lambda e: (e.ts, -e.dur)):
-        if event.ts >= end:               # starts after the current outermost one has ended
-            out.append(event)
-            end = event.end
-    return out
-
-
-def _phase_step(steps: _Steps, phase: host_phases.HostPhase) -> int:
+def _phase_step(steps: Steps, phase: host_phases.HostPhase) -> int:
     """The step a host phase belongs to. Where steps start at their launches (graph launches,
     a marker kernel), the work that prepares a launch (receiving, scheduling, the launch call
     itself) comes before it: it belongs to the step it launches, the next one to begin at or
-    after its start. Everything else, and every phase inside ProfilerStep ranges, belongs to
-    the step running when it began."""
+    after its start. SGLang's processing of a result (and its wait) belongs to the step whose
+    result it processed. Everything else, and every phase inside ProfilerStep ranges, belongs
+    to the step running when it began."""
     if steps.how in ("graph_launch", "marker") and phase.role in (Phase.RECEIVE, Phase.SCHEDULE,
                                                                    Phase.LAUNCH):
         i = bisect.bisect_left(steps.starts, phase.start)
         return steps.numbers[i] if i < len(steps.numbers) else -1
+    if phase.role in (Phase.PROCESS_LAST, Phase.WAIT) \
+            and (processed := steps.processed_by(phase.start)) is not None:
+        return processed
     return steps.at(phase.start)
 
 
-def _outside(events: list[Event], phases: list[host_phases.HostPhase]) -> list[Event]:
-    """The events (sorted by start) that overlap none of the phases (sorted, disjoint)."""
-    out, i = [], 0
-    for event in events:
-        while i < len(phases) and phases[i].end <= event.ts:
-            i += 1
-        if i == len(phases) or phases[i].start >= event.end:
-            out.append(event)
-    return out
-
-
-# ---- steps ------------------------------------------------------------------------------------
-
-@dataclass
-class _Steps:
-    """Step boundaries on the host clock: step ``numbers[i]`` starts at ``starts[i]``."""
-
-    starts: list[float]
-    numbers: list[int]
-    how: str                           # "profiler_step" | "graph_launch" | "marker" | "none"
-    marker: str = ""
-    ends: list[float] | None = None    # ProfilerStep ranges end; other steps run to the next
-
-    def at(self, t: float) -> int:
-        """The step running at host time ``t`` (-1 before the first, or outside every range)."""
-        i = bisect.bisect_right(self.starts, t) - 1
-        if i < 0 or (self.ends is not None and t > self.ends[i]):
-            return -1
-        return self.numbers[i]
-
-
-def _find_steps(trace: Trace, launch_times: dict[int, float]) -> _Steps:
-    annotated = sorted((e.ts, int(m.group(1)), e.end) for e in trace.host
-                       if (m := STEP_NAME.fullmatch(e.name)))
-    if annotated:
-        return _Steps([t for t, _, _ in annotated], [n for _, n, _ in annotated],
-                      "profiler_step", ends=[end for _, _, end in annotated])
-    graphs = sorted(e.ts for e in trace.host if e.name in _GRAPH_LAUNCH)
-    if len(graphs) >= 3:
-        return _Steps(graphs, list(range(1, len(graphs) + 1)), "graph_launch")
-    marker = _step_marker(trace, launch_times)
-    if marker is not None:
-        name, times = marker
-        return _Steps(times, list(range(1, len(times) + 1)), "marker", short_name(name))
-    return _Steps([], [], "none")
-
-
-def _step_marker(trace: Trace, launch_times: dict[int, float]) -> tuple[str, list[float]] | None:
-    """The kernel that runs once per forward: of the kernels launched at a steady pace (their
-    launch intervals vary by less than ``MARKER_MAX_CV``), the one launched least often."""
-    by_name: dict[str, list[float]] = defaultdict(list)
-    for i, event in enumerate(trace.gpu):
-        if event.cat == "kernel" and i in launch_times:
-            by_name[event.name].append(launch_times[i])
-    best = None
-    for name, times in by_name.items():
-        if len(times) < 3:
-            continue
-        times.sort()
-        gaps = [b - a for a, b in zip(times, times[1:])]
-        mean = statistics.fmean(gaps)
-        if mean <= 0 or statistics.pstdev(gaps) / mean > MARKER_MAX_CV:
-            continue
-        if best is None or (len(times), name) < (len(best[1]), best[0]):
-            best = (name, times)
-    return best
+def _phase_span(lane: str, step: int, phase: host_phases.HostPhase) -> Span:
+    """A host phase as a span; SGLang's mark of a forward carries its batch size (and, for a
+    prefill, its tokens) from its name."""
+    span = Span(lane, short_name(phase.name), step, phase.start, phase.end)
+    if (mark := SGLANG_STEP.fullmatch(phase.name)) is not None:
+        span.batch_size = int(mark.group("bs"))
+        span.num_tokens = int(mark.group("toks") or 0)
+    return span
 
 
 # ---- the run ----------------------------------------------------------------------------------
@@ -219,16 +154,21 @@ def _profiler_run(events: list[Any], label: str) -> RunDict:
     for event in trace.host:
         if not STEP_NAME.fullmatch(event.name):
             by_thread[event.thread].append(event)
+    waits = host_phases.gpu_waits(trace, launches)
     named = {thread: found for thread, host_events in by_thread.items()
              if (found := host_phases.phases([(e.name, e.cat, e.ts, e.end)
-                                              for e in host_events]))}
+                                              for e in host_events], waits.get(thread, ())))}
     launching = {call.thread for call in launches.values() if call is not None} - {("?", "?")}
     cpu_names = _cpu_lanes(trace, launching | set(named))
     if len(gpu_names) + len(cpu_names) > MAX_LANES:
         raise TraceImportError(f"the trace has {len(gpu_names)} GPU streams and "
                                f"{len(cpu_names)} launching threads; this page draws at most "
                                f"{MAX_LANES} lanes")
-    steps = _find_steps(trace, launch_times)
+    steps = find_steps(trace, launch_times)
+    work = [trace_loop.GpuWork(e.ts, e.end, e.thread, launch_times.get(i),
+                               (call := launches[i]) is None or call.name not in GRAPH_LAUNCH)
+            for i, e in enumerate(trace.gpu)]
+    join, measured = trace_loop.launch_latency_us(work)
     spans = [Span(gpu_names[e.thread], short_name(e.name),
                   steps.at(launch_times.get(i, e.ts)), e.ts, e.end)
              for i, e in enumerate(trace.gpu)]
@@ -236,19 +176,14 @@ def _profiler_run(events: list[Any], label: str) -> RunDict:
     for thread, lane in cpu_names.items():
         phases = named.get(thread, [])     # the host's phases, where the trace names them
         for phase in phases:
-            spans.append(Span(lane, short_name(phase.name), _phase_step(steps, phase), phase.start,
-                              phase.end))
+            spans.append(_phase_span(lane, _phase_step(steps, phase), phase))
             if phase.role:            # plain strings in a record (record.schema)
                 roles[short_name(phase.name)] = str(phase.role)
         # Between them, its outermost ops and runtime calls (python functions are the stack
         # above them: the outermost would be the whole loop).
-        spans += [Span(lane, short_name(e.name), steps.at(e.ts), e.ts, e.end)
-                  for e in _outside(_top_level([e for e in by_thread.get(thread, [])
-                                                if e.cat != "python_function"]), phases)]
-    work = [trace_loop.GpuWork(e.ts, e.end, e.thread, launch_times.get(i),
-                               (call := launches[i]) is None or call.name not in _GRAPH_LAUNCH)
-            for i, e in enumerate(trace.gpu)]
-    join, measured = trace_loop.launch_latency_us(work)
+        between = host_phases.outside(host_phases.top_level(
+            [e for e in by_thread.get(thread, []) if e.cat != "python_function"]), phases)
+        spans += host_phases.host_ops(between, lane, steps.at, join, waits.get(thread, []))
     seen = _loop_seen(trace, work, steps, named, join)
     t0 = min([s.start_us for s in spans] + steps.starts[:1])    # the first step starts at 0
     for span in spans:
@@ -270,7 +205,7 @@ def _profiler_run(events: list[Any], label: str) -> RunDict:
     return run
 
 
-def _loop_seen(trace: Trace, work: list[trace_loop.GpuWork], steps: _Steps,
+def _loop_seen(trace: Trace, work: list[trace_loop.GpuWork], steps: Steps,
                named: dict[tuple, list[host_phases.HostPhase]], join: float) -> dict[str, Any]:
     """``record.trace_loop.loop_seen`` over this trace's steps, blocking (or polling) host calls and named
     host work (launching left out: it runs beside the GPU in every loop); and how many host
@@ -281,7 +216,7 @@ def _loop_seen(trace: Trace, work: list[trace_loop.GpuWork], steps: _Steps,
     blocking += trace_loop.polls([(e.ts, e.end) for e in calls
                                   if any(word in e.name for word in trace_loop.POLLING)])
     host_work = [(p.start, p.end) for found in named.values() for p in found
-                 if p.role not in (None, "launch")]
+                 if p.role not in (None, Phase.LAUNCH, Phase.WAIT)]
     seen = trace_loop.loop_seen(work, blocking, steps.starts, host_work, join)
     times = sorted(e.ts for e in trace.host)
     seen["events_per_step"] = round(trace_loop.events_per_step(times, steps.starts), 1)
@@ -306,18 +241,23 @@ def _thin(spans: list[Span]) -> list[Span]:
     return spans
 
 
-def _notes(steps: _Steps, metrics: Metrics, cpu_lanes: bool, seen: dict[str, Any],
+def _notes(steps: Steps, metrics: Metrics, cpu_lanes: bool, seen: dict[str, Any],
            join: float, measured: bool, roles: dict[str, str]) -> list[dict[str, Any]]:
     """What the import found and what a trace cannot tell, as text keys with values (viz says
     them in the reader's language)."""
-    notes = [{"key": f"note_steps_{steps.how}", "steps": len(steps.numbers),
-              "marker": steps.marker}]
+    if steps.how == "sglang":
+        notes = _sglang_notes(steps, roles)
+    else:
+        notes = [{"key": f"note_steps_{steps.how}", "steps": len(steps.numbers),
+                  "marker": steps.marker}]
+    if steps.prefill:
+        notes.append({"key": "note_steps_prefill"})
     if steps.how != "none" and metrics.get("t_fwd_us"):
         notes.append({"key": "note_terms_from_gaps"})
     notes += trace_loop.loop_notes(seen)
     notes.append({"key": "note_joined" if measured else "note_joined_fixed",
                   "join": f"{join:.1f}"})
-    if roles:
+    if roles and steps.how != "sglang":
         notes.append({"key": "note_phases", "phases": ", ".join(sorted(roles))})
     if not cpu_lanes:
         notes.append({"key": "note_no_cpu_lanes"})
@@ -325,6 +265,38 @@ def _notes(steps: _Steps, metrics: Metrics, cpu_lanes: bool, seen: dict[str, Any
         notes.append({"key": "note_profiler_cost", "events": f"{seen['events_per_step']:,.0f}"})
     notes.append({"key": "note_no_tokens"})
     return notes
+
+
+def _sglang_notes(steps: Steps, roles: dict[str, str]) -> list[dict[str, Any]]:
+    """What SGLang's own annotations gave: its steps, by mode (how many, their batch sizes), its
+    scheduler's phases on the CPU lane, the host's waits inside them, and its overlap loop where
+    it marked one."""
+    sizes: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
+    for name in steps.names:
+        if (mark := SGLANG_STEP.fullmatch(name)) is not None:
+            for key in ("bs", "toks"):
+                if mark.group(key) is not None:
+                    sizes[mark.group("mode")][key].append(int(mark.group(key)))
+    modes = ", ".join(f"{len(found['bs'])} × {mode} ("
+                      + ", ".join(f"{key}={_span(values)}" for key, values in found.items()) + ")"
+                      for mode, found in sizes.items())
+    notes: list[dict[str, Any]] = [{"key": "note_sglang_steps", "steps": len(steps.numbers),
+                                    "modes": modes}]
+    phases = [name for name in host_phases.SGLANG_RANGES if name in roles]
+    if phases:
+        waits = sorted({call for name, role in roles.items() if role == Phase.WAIT
+                        for call in name.removeprefix("wait: ").split(" + ")})
+        notes.append({"key": "note_sglang_phases", "phases": ", ".join(phases),
+                      "waits": ", ".join(waits) or "–"})
+    if steps.overlap_marked:
+        notes.append({"key": "note_sglang_overlap"})
+    return notes
+
+
+def _span(values: list[int]) -> str:
+    """"16", or "1–16" where they vary."""
+    low, high = min(values), max(values)
+    return f"{low}" if low == high else f"{low}–{high}"
 
 
 def import_trace(data: bytes, name: str) -> tuple[list[RunDict], dict[str, str]]:

@@ -116,9 +116,59 @@ def test_the_live_canvas_puts_the_badge_under_the_title_a_line_a_reason():
 def test_one_loop_or_a_trace_gets_no_comparison():
     single = _text(viz.headline_html(_record(_run("overlap", 5000, 4500)), "en"))
     assert "overlap alone: choose normal and overlap to compare them" in single
-    imported = _run("imported", 5000, 4500)
-    assert viz.headline_html(_record(imported), "en") == ""
     assert viz.headline_html(None, "en") == ""
+    other = {**_run("normal", 5000, 4500), "loop": "other", "mode": "other"}
+    assert viz.headline_html(_record(other), "en") == ""       # a loop this code does not know
+
+
+def _trace(verdict: str, step_us: float, wait_us: float, busy: float, name: str) -> dict:
+    """An imported trace's run as the import makes it: its loop read from its timing, its
+    terms the GPU's busy time and its wait for the host per step."""
+    run = _run("imported", step_us, 0.0)
+    run["metrics"] = {**run["metrics"], "t_fwd_us": step_us - wait_us, "t_cpu_us": None,
+                      "gpu_wait_us": wait_us, "steady_busy_frac": busy}
+    return {**run, "label": f"imported: {name}", "source": name,
+            "loop_seen": {"verdict": verdict}}
+
+
+@pytest.mark.parametrize("verdict, said, zh", [
+    ("serial", "a serial loop, GPU busy 40% of its steady steps</b>: of each 5.00 ms step the GPU "
+               "waited 3.00 ms for the host; overlapping the host's part with the forward would "
+               "make a step about 1.67× faster", "串行循环，稳定阶段 GPU 忙碌 40%"),
+    ("overlapped", "an overlapped loop, GPU busy 40% of its steady steps", "重叠循环"),
+    ("unknown", "its timing does not tell a serial loop from an overlapped one", "看不出"),
+])
+def test_an_imported_trace_gets_a_headline_of_its_loop(verdict, said, zh):
+    record = _record(_trace(verdict, 5000.0, 3000.0, 0.4, "sglang.json.gz"), kind="cuda")
+    assert said in viz.headline_html(record, "en")
+    assert zh in viz.headline_html(record, "zh")
+    assert "imported: sglang.json.gz" in _text(viz.headline_html(record, "en"))
+
+
+def test_two_traces_side_by_side_get_their_per_step_ratio():
+    serial = _trace("serial", 5000.0, 3000.0, 0.4, "a.json")
+    overlapped = _trace("overlapped", 2500.0, 500.0, 0.8, "b.json")
+    line = _text(viz.headline_html(_record(overlapped, serial, kind="cuda"), "en"))
+    assert line.startswith("GPU busy 40% → 80%, imported: b.json 2.00× faster per step than "
+                           "imported: a.json: its GPU waited 0.50 ms a step for the host, "
+                           "against 3.00 ms.")
+    slower = _trace("overlapped", 6000.0, 500.0, 0.8, "b.json")
+    assert "was not faster per step" in _text(viz.headline_html(_record(serial, slower), "en"))
+    assert "并不比" in viz.headline_html(_record(serial, slower), "zh")
+
+
+def test_an_imports_what_to_look_for_describes_its_lanes_not_ours():
+    from texts import t
+    from viz.headline import look_for_key
+
+    trace = _record(_trace("serial", 5000.0, 3000.0, 0.4, "a.json"))
+    assert look_for_key(trace) == "timeline_help_import"
+    assert look_for_key(_record(_run("normal", 8000, 27000))) == "timeline_help"
+    assert look_for_key(None) == "timeline_help"
+    for lang in ("en", "zh"):
+        said = t(lang, "timeline_help_import")
+        assert "GPU 0 stream 7" in said and "token pool" not in said and "token_pool" not in said
+        assert "scheduler stream" not in said and "wait_stream" not in said
 
 
 def test_the_table_shows_what_a_student_needs_and_folds_the_rest():

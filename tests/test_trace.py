@@ -373,16 +373,19 @@ TRACES = ROOT / "tests" / "data" / "traces"
     ("engine-graph-qwen05-b8.json.gz", "note_steps_graph_launch", False, "overlapped"),  # graphs
 ])
 def test_real_traces_without_step_marks_give_a_whole_lesson(name, how, cpu_bound, loop):
-    """12 new tokens: a prefill, then 11 decode steps to find; the launching thread drawn; the
-    article's terms where the trace allows them. Under the profiler an eager step is host-bound
-    (the host's part is many times the forward), a graphed one is not."""
+    """12 new tokens: a prefill, then 11 decode steps, 12 steps to find (the prefill's kernels, or
+    its launch without a graph, differ from the decode steps' mark: it is the work before the
+    first mark); the launching thread drawn; the article's terms where the trace allows them.
+    Under the profiler an eager step is host-bound (the host's part is many times the forward),
+    a graphed one is not."""
     from record.any_file import load_any
 
     run = load_any(TRACES / name)["runs"][0]                   # a few seconds (bench: not timed here)
-    assert run["notes"][0]["key"] == how and run["notes"][0]["steps"] == 11
+    assert run["notes"][0]["key"] == how and run["notes"][0]["steps"] == 12
+    assert {"key": "note_steps_prefill"} in run["notes"]
     assert run["lanes"][0].startswith("CPU thread") and len(run["gpu_lanes"]) >= 1
     m = run["metrics"]
-    assert m["steps"] >= 11 and 0 < m["gpu_busy_frac"] < 1
+    assert m["steps"] == 12 and 0 < m["gpu_busy_frac"] < 1
     assert m["t_fwd_us"] > 0 and m["t_cpu_us"] is None and m["gpu_wait_us"] > 0
     assert (m["gpu_wait_us"] > 3 * m["t_fwd_us"]) == cpu_bound
     # Their loops, told from their timing: generate() blocks on the GPU every step; our engine
@@ -580,3 +583,215 @@ def test_every_trace_string_has_a_chinese_one_with_the_same_placeholders():
         en, zh = t("en", key), t("zh", key)
         assert zh != en and re.search("[\u4e00-\u9fff]", zh), key
         assert sorted(re.findall(r"\{(\w+)", en)) == sorted(re.findall(r"\{(\w+)", zh)), key
+
+
+# ---- import: SGLang's own annotated profile (engine.start_profile) --------------------------------
+
+from loop_traces import SGLANG_FORWARD_US, sglang_trace_bytes  # noqa: E402
+
+
+@pytest.mark.parametrize("overlap", [False, True])
+def test_sglangs_own_marks_are_the_steps_and_its_annotations_the_phases(overlap):
+    """SGLang's profile of either loop: one step per ``step[...]`` mark (a prefill, then decode
+    steps), its batch size and tokens from the name; its scheduler's annotations on the CPU lane
+    in their roles' colours, its mark of the forward inside run_batch, the host's wait for the
+    GPU inside process_batch_result drawn as wait; the GPU rows' mirrored ranges are no work."""
+    run = import_profiler_trace(sglang_trace_bytes(overlap))
+    assert run["notes"][0] == {"key": "note_sglang_steps", "steps": 10,
+                               "modes": "1 × EXTEND (bs=16, toks=512), 9 × DECODE (bs=16)"}
+    assert [n for n, _ in run["step_starts"]] == list(range(1, 11))
+    roles = run["phase_roles"]
+    assert {name: roles[name] for name in ("scheduler.recv_requests",
+                                           "scheduler.process_input_requests",
+                                           "scheduler.get_next_batch_to_run",
+                                           "scheduler.run_batch", "step[DECODE bs=16]",
+                                           "scheduler.process_batch_result")} == {
+        "scheduler.recv_requests": "receive", "scheduler.process_input_requests": "receive",
+        "scheduler.get_next_batch_to_run": "schedule", "scheduler.run_batch": "launch",
+        "step[DECODE bs=16]": "launch", "scheduler.process_batch_result": "process_last"}
+    wait = "wait: cudaEventSynchronize" if overlap else \
+        "wait: cudaMemcpyAsync + cudaStreamSynchronize"        # .tolist(): pageable, then sync
+    assert roles[wait] == "wait" and "copy_result_to_cpu" not in roles   # inside run_batch
+    cpu = [s for s in run["spans"] if s["lane"] == "CPU thread 1 (sglang::schedul)"]
+    marks = [s for s in cpu if s["phase"].startswith("step[")]
+    assert [(s["step"], s["batch_size"], s["num_tokens"]) for s in marks[:2]] == [
+        (1, 16, 512), (2, 16, 0)]
+    # Every step's forward was launched in it; the GPU rows' mirrored annotations drew nothing.
+    forwards = [s for s in run["spans"] if s["phase"] == "graph_kernel"]
+    assert [s["step"] for s in forwards] == list(range(1, 11))
+    assert not any(s["phase"].startswith(("step[", "scheduler.")) for s in run["spans"]
+                   if s["lane"] in run["gpu_lanes"])
+    assert {"key": "note_sglang_overlap"} in run["notes"] if overlap else \
+        {"key": "note_sglang_overlap"} not in run["notes"]
+
+
+def _processed(run: dict) -> list[int]:
+    """The step of each process_batch_result, in time order (its pieces around a wait, once)."""
+    import itertools
+
+    return [step for step, _ in itertools.groupby(
+        s["step"] for s in run["spans"] if s["phase"] == "scheduler.process_batch_result")]
+
+
+def test_sglangs_serial_loop_processes_the_result_it_just_launched():
+    run = import_profiler_trace(sglang_trace_bytes(overlap=False))
+    assert _processed(run) == list(range(1, 11))
+    seen = run["loop_seen"]
+    assert seen["verdict"] == "serial" and seen["waited"] == seen["steps"] == 8
+    assert seen["under"] < 0.25          # its waits are no work; its work runs with the GPU idle
+    assert run["metrics"]["steady_step_us"] > SGLANG_FORWARD_US + 100
+
+
+def test_sglangs_overlap_loop_processes_step_n_minus_1_under_forward_n():
+    """The overlap loop: the first iteration has nothing to process, then iteration n processes
+    step n-1 after launching step n, and a last iteration with no batch processes the last; its
+    timing reads overlapped; the step-through shows step n-1's processing after step n began."""
+    import viz
+
+    run = import_profiler_trace(sglang_trace_bytes(overlap=True))
+    assert _processed(run) == list(range(1, 11))
+    spans = run["spans"]
+    launched_2 = next(s for s in spans if s["phase"] == "step[DECODE bs=16]" and s["step"] == 2)
+    first_processing = next(s for s in spans if s["phase"] == "scheduler.process_batch_result")
+    assert first_processing["step"] == 1 and first_processing["start_us"] > launched_2["end_us"]
+    seen = run["loop_seen"]
+    assert seen["verdict"] == "overlapped" and seen["waited"] == 0 and seen["beside"] == 8
+    assert seen["under"] > 0.5           # its processing runs under the next forward
+    assert run["metrics"]["predicted_overlap_speedup"] is None
+    caption = viz.step_caption(run, 5, "en")
+    assert "ran after the host had begun step 6" in caption
+    assert "`scheduler.process_batch_result` (process_last)" in caption
+    assert "`wait: cudaEventSynchronize` (wait)" in caption
+    assert caption.count("scheduler.process_batch_result") == 1       # its pieces said once
+
+
+def test_the_sglang_notes_say_the_steps_and_phases_are_its_own_in_both_languages():
+    import viz
+    from texts import t
+
+    run = import_profiler_trace(sglang_trace_bytes(overlap=True))
+    for lang, said in (("en", "The steps and phases are SGLang's own annotations"),
+                       ("zh", "这些步和阶段都是 SGLang 自己的标注")):
+        html = viz.metrics_html([run], lang)
+        found = html.index(f"<summary>{t(lang, 'trace_found')}</summary>")
+        assert html.index(said) < found > html.index("copy_result_to_cpu")   # said at once
+    assert all(note["key"] != "note_phases" for note in run["notes"])
+
+
+SGLANG_TRACES = [  # SGLang 0.5.17's own profile of its serial loop (bench/peer_sglang.py), one
+    # H200, Qwen2.5-0.5B shape: B=1, 16 new tokens; B=16, 128 new tokens cut to the events
+    # before its 41st loop iteration (the file is 1.7 MB whole)
+    ("sglang-normal-b1.trace.json.gz", 16, "1 × EXTEND (bs=1, toks=32), 15 × DECODE (bs=1)"),
+    ("sglang-normal-b16-first40.trace.json.gz", 40,
+     "1 × EXTEND (bs=16, toks=512), 39 × DECODE (bs=16)"),
+]
+
+
+@pytest.mark.parametrize("name, steps, modes", SGLANG_TRACES)
+def test_real_sglang_traces_read_as_its_serial_loop_step_by_step(name, steps, modes):
+    """One step per forward (graph launches gave 2.5 a forward: 40 steps for B=1), each
+    read as serial: the host waits in every step's process_batch_result for the forward's
+    tokens (a copy into pageable memory)."""
+    from record.any_file import load_any
+
+    record = load_any(TRACES / name)
+    run = record["runs"][0]
+    assert run["notes"][0] == {"key": "note_sglang_steps", "steps": steps, "modes": modes}
+    assert run["metrics"]["steps"] == steps
+    seen = run["loop_seen"]
+    assert seen["verdict"] == "serial" and seen["waited"] == seen["steps"] == steps - 2
+    assert _processed(run)[:steps] == list(range(1, steps + 1))
+    assert run["phase_roles"]["wait: cudaMemcpyAsync + cudaStreamSynchronize"] == "wait"
+    assert {"key": "note_sglang_overlap"} not in run["notes"]
+    assert record["env"]["device_name"] == "NVIDIA H200"
+
+
+@pytest.mark.parametrize("closing", [False, True])
+def test_a_prefill_before_the_first_mark_is_a_step_only_where_the_marks_open_forwards(closing):
+    """transformers' generate without step marks: the prefill's embedding kernel differs from a
+    decode step's, so a mark opening forwards (the decode embedding) misses it and the work
+    before the first mark is its step; a mark closing them (the lm_head GEMM, which the prefill
+    runs too) counts it already."""
+    events, corr, t = [], 0, 1000.0
+    for n in range(6):
+        kernels = ["prefill_embed" if n == 0 else "decode_embed", "body", "body", "lm_head"]
+        if closing:                           # no embedding kernel repeats: none marks a step
+            kernels[0] = f"embed_{n}"
+        for name in kernels:
+            corr += 1
+            events += [{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1,
+                        "tid": 1, "ts": t, "dur": 4, "args": {"correlation": corr}},
+                       {"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": 7,
+                        "ts": t + 10, "dur": 60 if n == 0 else 20,
+                        "args": {"correlation": corr, "stream": 7, "device": 0}}]
+            t += 70 if n == 0 else 30
+        t += 100
+    run = import_profiler_trace(json.dumps({"traceEvents": events}).encode())
+    assert run["notes"][0]["marker"] == ("lm_head" if closing else "decode_embed")
+    assert run["notes"][0]["steps"] == 6
+    assert ({"key": "note_steps_prefill"} in run["notes"]) != closing
+
+
+def test_a_threads_ops_less_than_a_launch_apart_are_one_span_and_a_wait_stays_apart():
+    """An eager forward launches a thousand ops a step: those closer than a launch (no host
+    could have run anything between them) are drawn as one span, named by the longest and how
+    many more it holds; an op that waited for the GPU keeps its own span and name."""
+    events, corr = [], 0
+    for step in range(4):
+        t = 1000.0 + 1000 * step
+        corr += 1
+        events += [{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1,
+                    "tid": 1, "ts": t, "dur": 3, "args": {"correlation": corr}},
+                   {"ph": "X", "cat": "kernel", "name": "embed", "pid": 0, "tid": 7,
+                    "ts": t + 10, "dur": 50, "args": {"correlation": corr, "stream": 7}}]
+        for i, name in enumerate(["aten::embedding", "aten::linear", "aten::add"]):
+            events.append({"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1,
+                           "ts": t + 5 + 30 * i, "dur": 28 if i < 2 else 4, "args": {}})
+        events += [{"ph": "X", "cat": "cpu_op", "name": "aten::item", "pid": 1, "tid": 1,
+                    "ts": t + 90, "dur": 100, "args": {}},
+                   {"ph": "X", "cat": "cuda_runtime", "name": "cudaStreamSynchronize", "pid": 1,
+                    "tid": 1, "ts": t + 95, "dur": 90, "args": {}}]
+    run = import_profiler_trace(json.dumps({"traceEvents": events}).encode())
+    assert run["joined_gap_us"] == 5.0                     # too few launches: the default
+    cpu = [(s["step"], s["phase"]) for s in run["spans"] if s["lane"] == "CPU thread 1"]
+    # the launch call, then embedding, linear and add, each 2 µs after the last: one span
+    assert cpu[:2] == [(1, "aten::embedding +3"), (1, "aten::item")]
+    assert len(cpu) == 8
+
+
+def test_two_traces_far_from_the_prediction_say_what_made_the_difference(monkeypatch):
+    """A serial trace beside an overlapped one whose forward is shorter: the measured ratio is
+    above the serial trace's prediction, and the note says why in the terms a trace has."""
+    import loop_traces
+
+    import viz
+
+    serial = import_profiler_trace(loop_trace_bytes(overlap=False))
+    monkeypatch.setattr(loop_traces, "FORWARD_US", 0.6 * FORWARD_US)     # a shorter forward
+    overlapped = import_profiler_trace(loop_trace_bytes(overlap=True))
+    monkeypatch.undo()
+    serial["source"], overlapped["source"] = "serial.json", "overlap.json"
+    for lang, said in (("en", "the GPU's busy time (T_fwd) was"), ("zh", "GPU 每步忙碌（T_fwd）")):
+        html = viz.metrics_html([serial, overlapped], lang)
+        why = html[html.index('data-block="traces-measured"'):]
+        assert 'data-block="why" data-direction="above"' in why and said in why
+    same = import_profiler_trace(loop_trace_bytes(overlap=True))
+    assert 'data-block="why"' not in viz.metrics_html([serial, same], "en")   # within 10%
+
+
+def test_reading_a_file_pauses_the_cycle_collector_and_restores_it(tmp_path):
+    import gc
+
+    from record.any_file import collector_paused, load_any
+
+    path = tmp_path / "t.json"
+    path.write_bytes(loop_trace_bytes(overlap=True))
+    with collector_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        load_any(path)
+        assert not gc.isenabled()                          # left as it was found
+    finally:
+        gc.enable()

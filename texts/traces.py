@@ -1,6 +1,8 @@
 """Imported traces' sentences, English and Chinese: what an import found about its loop and its
-gaps, the formula's terms named by what a trace holds, the step-through of imported steps, the
-profiler's own cost, and the import tab's controls.
+gaps (and what SGLang's own annotations gave), the formula's terms named by what a trace holds
+and what a gap between its prediction and the measurement was made of, the step-through of
+imported steps, the profiler's own cost, an import's headline and its "What to look for" panel,
+and the import tab's controls.
 
 ``texts.strings`` merges these into its tables. Placeholders are filled with measured numbers
 and names from the file only.
@@ -41,6 +43,24 @@ EN: dict[str, str] = {
                           "time. The host's part of a step, and the GPU's wait for it, are longer "
                           "than without the profiler; kernel times are about right. Compare host "
                           "times only between traces taken the same way.",
+    # what SGLang's own profiler annotations gave (``record.trace_steps``, ``record.host_phases``)
+    "note_sglang_steps": "<b>The steps and phases are SGLang's own annotations.</b> Its profiler "
+                         "marks each forward as <code>step[MODE bs=N]</code> (N: the batch's real "
+                         "size); this trace has {steps}: {modes}. A step begins where SGLang's "
+                         "loop began the iteration that launched it.",
+    "note_sglang_phases": "The CPU lane shows SGLang's annotations of its scheduler ({phases}), "
+                          "each in the colour of its role in the loop; inside "
+                          "<code>scheduler.run_batch</code>, its mark of the forward it launches; "
+                          "inside <code>scheduler.process_batch_result</code>, the host's wait for "
+                          "the GPU ({waits}), drawn as wait. A result's processing belongs to the "
+                          "step whose result it is.",
+    "note_sglang_overlap": "SGLang marks its <b>overlap loop</b> here: each result is copied to the "
+                           "host on a copy stream of its own (<code>copy_result_to_cpu</code>), and "
+                           "<code>scheduler.process_batch_result</code> processes step n−1's result "
+                           "after step n was launched.",
+    "note_steps_prefill": "The GPU work launched before the first of them, a forward's worth, is "
+                          "step 1: the prefill, whose kernels (and launches) differ from a decode "
+                          "step's, so nothing marks it as the others are marked.",
     # the formula, per imported run
     "trace_head": "<b>{label}</b>, terms per step over the middle 80% of its steps:",
     "trace_terms": "step {step:.2f} ms = GPU busy (T_fwd) {fwd:.2f} ms + GPU waiting for the "
@@ -56,6 +76,53 @@ EN: dict[str, str] = {
     "tag_overlapped": " · overlapped loop",
     "tag_serial": " · serial loop",
     "m_gpu_wait_us": "GPU waiting for the host, per step (ms)",
+    "tag_unknown": " · loop not told (read as serial)",
+    # a measured speedup far from an imported trace's prediction (``viz.formula``)
+    "why_trace_forward": "the GPU's busy time (T_fwd) was {ms_b:.2f} ms a step in the {b} run "
+                         "against {ms_a:.2f} ms in the {a} run",
+    "why_trace_wait": "the GPU still waited {ms_b:.2f} ms a step for the host in the {b} run, "
+                      "where the prediction leaves {ms_left:.2f} ms (the host's part that the "
+                      "forward cannot cover)",
+    "why_trace_events": "the profiler recorded {ev_b} host events a step in the {b} run against "
+                        "{ev_a} in the {a} run, and recording each one took the host time",
+    # an import's headline (``viz.headline``)
+    "headline_trace_serial": "<b>{name}: a serial loop, GPU busy {busy:.0f}% of its steady "
+                             "steps</b>: of each {step:.2f} ms step the GPU waited {wait:.2f} ms "
+                             "for the host; overlapping the host's part with the forward would "
+                             "make a step about {pred:.2f}× faster.",
+    "headline_trace_overlapped": "<b>{name}: an overlapped loop, GPU busy {busy:.0f}% of its "
+                                 "steady steps</b>: the host built the next step while the GPU ran "
+                                 "this one; of each {step:.2f} ms step the GPU still waited "
+                                 "{wait:.2f} ms for the host.",
+    "headline_trace_unknown": "<b>{name}: GPU busy {busy:.0f}% of its steady steps</b>: of each "
+                              "{step:.2f} ms step the GPU waited {wait:.2f} ms for the host; its "
+                              "timing does not tell a serial loop from an overlapped one.",
+    "headline_traces_faster": "<b>GPU busy {busy_a:.0f}% → {busy_b:.0f}%, {name_b} {speedup:.2f}× "
+                              "faster per step than {name_a}</b>: its GPU waited {wait_b:.2f} ms "
+                              "a step for the host, against {wait_a:.2f} ms.",
+    "headline_traces_not_faster": "<b>GPU busy {busy_a:.0f}% → {busy_b:.0f}%, but {name_b} was "
+                                  "not faster per step than {name_a} ({speedup:.2f}×)</b>: the "
+                                  "formula below says what the traces measured.",
+    # the "What to look for" panel beside an import (``viz.headline.look_for_key``)
+    "timeline_help_import": """
+### What to look for
+- **Lanes.** Each CUDA stream of the trace is a lane (`GPU 0 stream 7`); each host thread that
+  launched GPU work is a CPU lane. Where the trace names the scheduler's phases (SGLang's
+  annotations, Mini-SGLang's or vLLM's functions) they take their roles' colours: `receive`,
+  `schedule`, `launch`, `wait`, `process_last`; otherwise the CPU lane shows the thread's
+  outermost ops and runtime calls.
+- **Red hatched bands = GPU idle**: holes in the union of all the GPU lanes; gaps shorter than
+  a launch (this trace's own launch latency) count as busy.
+- **A serial loop:** a band after every forward: the host blocks until the GPU has finished (a
+  synchronising call, a copy into pageable memory), then builds the next step.
+- **An overlapped loop:** the host launches step *n+1* while step *n* runs: step *n−1*'s
+  processing sits under the forward, a second stream's work beside it.
+- **The profiler's own cost** is inside the trace: the host's times are longer than without
+  it; the kernels' are about right.
+
+The formula below says how the trace was read (its steps, its loop) and what a trace cannot
+tell (tokens, latencies).
+""",
     # the step-through of an imported run
     "cap_trace": "**Step {n}**: the GPU was busy {busy:.2f} ms of the step's {step:.2f} ms "
                  "({items} kernels and copies); it waited {wait:.2f} ms for the host.",
@@ -102,6 +169,18 @@ ZH: dict[str, str] = {
                           "个主机事件，每记录一个都要占用主机时间。所以每步中主机的部分、以及 GPU 等待它的"
                           "时间，都比不开 profiler 时长；kernel 的时间大致准确。只在用同样方式录制的 trace "
                           "之间比较主机时间。",
+    "note_sglang_steps": "<b>这些步和阶段都是 SGLang 自己的标注。</b>它的 profiler 把每次前向标记为 "
+                         "<code>step[MODE bs=N]</code>（N 是批的实际大小）；这个 trace 中有 {steps} 个："
+                         "{modes}。一步从 SGLang 的循环开始发起它的那一轮迭代时算起。",
+    "note_sglang_phases": "CPU 泳道显示 SGLang 对其调度器的标注（{phases}），按它们在循环中的角色着色；"
+                          "<code>scheduler.run_batch</code> 之内是它所发起的那次前向的标记；"
+                          "<code>scheduler.process_batch_result</code> 之内，主机等待 GPU 的时间"
+                          "（{waits}）画作 wait。处理某个结果的阶段归入该结果所属的那一步。",
+    "note_sglang_overlap": "这里 SGLang 标出了它的<b>重叠循环</b>：每个结果在单独的拷贝 stream 上拷回主机"
+                           "（<code>copy_result_to_cpu</code>），<code>scheduler.process_batch_result</code> "
+                           "在第 n 步发起之后才处理第 n−1 步的结果。",
+    "note_steps_prefill": "在第一个标记之前发起的 GPU 工作相当于一次前向，算作第 1 步：这是预填充，"
+                          "它的 kernel（以及启动方式）与解码步不同，所以没有像其他步那样被标记。",
     "trace_head": "<b>{label}</b>，取其中间 80% 的步，每步各项：",
     "trace_terms": "每步 {step:.2f} ms = GPU 忙碌（T_fwd）{fwd:.2f} ms + GPU 等待主机 "
                    "{wait:.2f} ms",
@@ -114,6 +193,39 @@ ZH: dict[str, str] = {
     "tag_overlapped": " · 重叠循环",
     "tag_serial": " · 串行循环",
     "m_gpu_wait_us": "每步 GPU 等待主机的时间（ms）",
+    "tag_unknown": " · 看不出是哪种循环（按串行读）",
+    "why_trace_forward": "{b}运行中 GPU 每步忙碌（T_fwd）{ms_b:.2f} ms，而{a}运行中是 {ms_a:.2f} ms",
+    "why_trace_wait": "{b}运行中 GPU 每步仍要等待主机 {ms_b:.2f} ms，而预测只留下 {ms_left:.2f} ms"
+                      "（主机那部分中前向盖不住的时间）",
+    "why_trace_events": "profiler 在{b}运行中每步记录了 {ev_b} 个主机事件，在{a}运行中是 {ev_a} 个，"
+                        "记录每一个都要占用主机时间",
+    "headline_trace_serial": "<b>{name}：串行循环，稳定阶段 GPU 忙碌 {busy:.0f}%</b>：每步 {step:.2f} ms "
+                             "中 GPU 等待主机 {wait:.2f} ms；若让主机的部分与前向重叠，每步约可快 "
+                             "{pred:.2f}×。",
+    "headline_trace_overlapped": "<b>{name}：重叠循环，稳定阶段 GPU 忙碌 {busy:.0f}%</b>：GPU 运行这一步时，"
+                                 "主机已在构建下一步；每步 {step:.2f} ms 中 GPU 仍等待主机 {wait:.2f} ms。",
+    "headline_trace_unknown": "<b>{name}：稳定阶段 GPU 忙碌 {busy:.0f}%</b>：每步 {step:.2f} ms 中 GPU "
+                              "等待主机 {wait:.2f} ms；从它的时序看不出是串行循环还是重叠循环。",
+    "headline_traces_faster": "<b>GPU 忙碌 {busy_a:.0f}% → {busy_b:.0f}%，{name_b}每步比{name_a}快 "
+                              "{speedup:.2f}×</b>：它的 GPU 每步等待主机 {wait_b:.2f} ms，而后者是 "
+                              "{wait_a:.2f} ms。",
+    "headline_traces_not_faster": "<b>GPU 忙碌 {busy_a:.0f}% → {busy_b:.0f}%，但{name_b}每步并不比"
+                                  "{name_a}快（{speedup:.2f}×）</b>：下面的公式说明了这些 trace 测到了什么。",
+    "timeline_help_import": """
+### 看什么
+- **泳道。** trace 中的每条 CUDA stream 是一条泳道（`GPU 0 stream 7`）；每个提交了 GPU 工作的主机线程是一条
+  CPU 泳道。trace 中有调度器阶段的名字时（SGLang 的标注、Mini-SGLang 或 vLLM 的函数），它们按角色着色：
+  `receive`、`schedule`、`launch`、`wait`、`process_last`；否则 CPU 泳道显示该线程最外层的算子和运行时调用。
+- **红色斜线带 = GPU 空闲**：所有 GPU 泳道并集中的空洞；短于一次启动（本 trace 自己的启动延迟）的
+  间隙算作忙碌。
+- **串行循环：** 每次前向之后都有一条红带：主机一直阻塞到 GPU 做完（一个同步调用、一次拷到可分页内存的拷贝），
+  然后才构建下一步。
+- **重叠循环：** 第 *n* 步运行时主机就发起第 *n+1* 步：第 *n−1* 步的处理落在前向之下，另一条 stream 的工作
+  在它旁边。
+- **profiler 自身的开销**就在 trace 里：主机的时间比不开 profiler 时长；kernel 的时间大致准确。
+
+下面的公式说明这个 trace 是怎样读的（它的步、它的循环），以及 trace 说不出的东西（token、延迟）。
+""",
     "cap_trace": "**第 {n} 步**：这一步 {step:.2f} ms 中 GPU 忙碌 {busy:.2f} ms（{items} 个 kernel 和拷贝）；"
                  "它等待主机 {wait:.2f} ms。",
     "cap_trace_late": "这一步的 GPU 工作中有 {late:.2f} ms 是在主机开始第 {m} 步之后运行的：这一步运行时，"

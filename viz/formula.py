@@ -19,7 +19,10 @@ note names what the runs measured that the formula leaves out, largest first, in
 
 An imported trace of another engine has no scheduler phases of ours: its terms are the GPU's busy
 time per step and the GPU's wait between forwards, named as such, and no overlap is predicted
-for a loop whose timing shows it overlapped already (``record.trace_loop``).
+for a loop whose timing shows it overlapped already (``record.trace_loop``). Two traces side by
+side get the same note for a large gap, in the terms a trace has: the GPU's busy time per step
+in each, the wait the overlapped one still had against the wait the prediction leaves, and the
+profiler's own cost in each.
 
 Numbers come from each run's metrics; this module only compares them.
 """
@@ -113,9 +116,11 @@ def formula_html(runs: list[RunDict], lang: str) -> str:
     if pair and set(pair) & set(traces) and _comparable(runs[pair[0]], runs[pair[1]]):
         a, b = names[pair[0]], names[pair[1]]
         meas = compare_runs(runs[pair[0]], runs[pair[1]])["measured_speedup"]
+        why = trace_why_html(runs[pair[0]], runs[pair[1]], a, b, lang)
         parts.append(f'<div class="ov-formula" data-block="traces-measured"><b '
                      f'data-metric="measured_speedup" data-value="{meas:.6g}">'
-                     + t(lang, "trace_measured").format(a=a, b=b, meas=meas) + "</b></div>")
+                     + t(lang, "trace_measured").format(a=a, b=b, meas=meas) + "</b>"
+                     + (f"<br>{why}" if why else "") + "</div>")
     return "".join(part for part in parts if part)
 
 
@@ -157,10 +162,11 @@ def _loops_html(runs: list[RunDict], names: list[str], lang: str) -> str:
 
 
 def _notes(run: RunDict, lang: str) -> dict[str, list[str]]:
-    """The import's notes in ``lang``, grouped: ``loop`` (what its timing says about its loop,
-    said at once, in one paragraph), ``cost`` (the profiler's own cost, said at once) and
-    ``rest`` (how the trace was read, one click away)."""
-    groups: dict[str, list[str]] = {"loop": [], "cost": [], "rest": []}
+    """The import's notes in ``lang``, grouped: ``sglang`` (what SGLang's own annotations gave,
+    said first), ``loop`` (what its timing says about its loop, said at once, in one paragraph),
+    ``cost`` (the profiler's own cost, said at once) and ``rest`` (how the trace was read, one
+    click away)."""
+    groups: dict[str, list[str]] = {"sglang": [], "loop": [], "cost": [], "rest": []}
     for note in run.get("notes") or []:
         if isinstance(note, dict) and isinstance(note.get("key"), str) \
                 and note["key"].startswith("note_"):
@@ -170,6 +176,7 @@ def _notes(run: RunDict, lang: str) -> dict[str, list[str]]:
             except (KeyError, IndexError):
                 continue                              # a note this version does not know
             group = "loop" if note["key"].startswith("note_loop_") else \
+                "sglang" if note["key"].startswith("note_sglang_") else \
                 "cost" if note["key"] == "note_profiler_cost" else "rest"
             groups[group].append(text)
     return groups
@@ -187,6 +194,8 @@ def _trace_html(run: RunDict, name: str, lang: str) -> str:
     if wait is None and m.get("t_cpu_us") is not None:   # a record exported by older code
         wait = m["t_cpu_us"]
     lines = [t(lang, "trace_head").format(label=name)]
+    if notes["sglang"]:
+        lines.append(sentence_gap(lang).join(notes["sglang"]))
     if notes["loop"]:                      # its readings end as one sentence
         said = sentence_gap(lang).join(notes["loop"])
         lines.append(said[:-1] + "." if said.endswith(";") else
@@ -198,7 +207,7 @@ def _trace_html(run: RunDict, name: str, lang: str) -> str:
         if _role(run) == Loop.OVERLAP:
             lines.append(t(lang, "trace_no_pred").format(wait=wait))
         else:
-            pred = overlap_speedup(fwd, wait)
+            pred = trace_predicted(run) or 0.0
             lines.append(f'<span data-metric="trace_predicted" data-value="{pred:.6g}">'
                          + t(lang, "trace_pred").format(fwd=fwd, wait=wait, best=max(fwd, wait),
                                                         pred=pred) + "</span>")
@@ -207,6 +216,59 @@ def _trace_html(run: RunDict, name: str, lang: str) -> str:
         lines.append(f"<details><summary>{t(lang, 'trace_found')}</summary>"
                      + sentence_gap(lang).join(notes["rest"]) + "</details>")
     return '<div class="ov-formula" data-block="trace">' + "<br>".join(lines) + "</div>"
+
+
+def trace_predicted(run: RunDict) -> float | None:
+    """An imported trace's predicted speedup per step, its GPU wait read as the host's part
+    (``trace_pred``); None for a loop its timing shows overlapped already, or without terms."""
+    m = run["metrics"]
+    wait = m.get("gpu_wait_us")
+    if wait is None and m.get("t_cpu_us") is not None:   # a record exported by older code
+        wait = m["t_cpu_us"]
+    if not m.get("t_fwd_us") or wait is None or _role(run) == Loop.OVERLAP:
+        return None
+    return overlap_speedup(m["t_fwd_us"], wait)
+
+
+def trace_why_html(base: RunDict, other: RunDict, a: str, b: str, lang: str) -> str:
+    """``why_html`` for two runs of which the baseline is an imported trace with a prediction:
+    '' where the measured ratio of their steps is within ``GAP_EXPLAINED`` of it. The terms are
+    what traces measure: the GPU's busy time per step in each, the GPU wait the other run still
+    had against what the prediction leaves (the host's part beyond the forward), and the
+    profiler's own cost in each (host events per step)."""
+    predicted = trace_predicted(base) if is_trace(base) else None
+    n, o = base["metrics"], other["metrics"]
+    if not predicted or not n.get("steady_step_us") or not o.get("steady_step_us"):
+        return ""
+    measured = n["steady_step_us"] / o["steady_step_us"]
+    if abs(measured / predicted - 1) <= GAP_EXPLAINED:
+        return ""
+    below = measured < predicted
+    head = t(lang, "why_below" if below else "why_above").format(
+        label=b, pct=100 * abs(measured / predicted - 1), meas=measured, pred=predicted)
+    step = o["steady_step_us"]
+    f_n, w_n = n["t_fwd_us"], n.get("gpu_wait_us") or n.get("t_cpu_us") or 0.0
+    f_o = o.get("t_fwd_us") or 0.0
+    w_o = o["gpu_wait_us"] if o.get("gpu_wait_us") is not None else max(step - f_o, 0.0)
+    found: list[tuple[float, str, bool]] = []
+    if abs(f_o - f_n) > SIGNIFICANT * step:
+        found.append((abs(f_o - f_n), t(lang, "why_trace_forward").format(
+            a=a, b=b, ms_b=f_o * _MS, ms_a=f_n * _MS), f_o < f_n))
+    left = max(w_n - f_n, 0.0)               # the prediction's own wait: max(T_fwd, wait) - T_fwd
+    if abs(w_o - left) > SIGNIFICANT * step:
+        found.append((abs(w_o - left), t(lang, "why_trace_wait").format(
+            b=b, ms_b=w_o * _MS, ms_left=left * _MS), w_o < left))
+    reasons = [text + t(lang, "why_raises" if raises else "why_lowers")
+               for _, text, raises in sorted(found, key=lambda item: -item[0])]
+    events = [float((run.get("loop_seen") or {}).get("events_per_step") or 0.0)
+              for run in (base, other)]
+    if min(events) > 0 and max(events) > 1.25 * min(events):
+        reasons.append(t(lang, "why_trace_events").format(a=a, b=b, ev_a=f"{events[0]:,.0f}",
+                                                          ev_b=f"{events[1]:,.0f}"))
+    tail = (t(lang, "why_measured") + " " + t(lang, "why_join").join(reasons)
+            + t(lang, "why_end") if reasons else t(lang, "why_none"))
+    return (f'<span class="ov-why" data-block="why" data-direction="{"below" if below else "above"}"'
+            f">{head} {tail}</span>")
 
 
 def multistep_html(runs: list[RunDict], lang: str = "en") -> str:

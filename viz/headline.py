@@ -5,6 +5,11 @@ GPU's forward." It names the GPU for what it is (on a CPU, the device process pl
 so plainly when overlap was not faster, and refuses to compare when the machine was too busy for
 the runs' times to mean anything (``record.machine_load``). The badge for a busy machine, in a panel's
 title, is said here too.
+
+An imported trace gets a line of its own kind: the loop its timing shows, its GPU's busy share
+over its steady steps and the GPU's wait for the host per step (with the formula's prediction
+for a serial loop); two runs side by side, of which one is a trace, their per-step ratio. The
+"What to look for" panel beside the chart fits what is on screen too (``look_for_key``).
 """
 
 from __future__ import annotations
@@ -17,15 +22,29 @@ from record.gpu_time import gpu_time
 from record.machine_load import MachineLoad, busiest, machine_load
 from record.metrics import compare_runs
 from record.run_record import loop_of
-from record.schema import ENGINE_LOOPS, Loop
+from record.schema import ENGINE_LOOPS, Loop, RunDict
 from texts import count, t
+from viz.formula import compared_pair, trace_predicted
 from viz.labels import display_labels
 
+_MS = 1e-3
 
-def headline_html(record: dict[str, Any] | None, lang: str = "en") -> str:
-    """The headline of a record's runs ('' for none, or for runs that are not our loops)."""
+
+def look_for_key(record: Mapping[str, Any] | None) -> str:
+    """The text key of the "What to look for" panel for ``record``: an import's lanes are its
+    trace's streams and threads, not our scheduler and engine streams."""
+    runs = (record or {}).get("runs") or []
+    return "timeline_help_import" if runs and all(
+        loop_of(run)[0] == Loop.IMPORTED for run in runs) else "timeline_help"
+
+
+def headline_html(record: Mapping[str, Any] | None, lang: str = "en") -> str:
+    """The headline of a record's runs ('' for none, or for runs of a loop this code does not
+    know)."""
     runs = [run for run in (record or {}).get("runs") or [] if run.get("metrics")]
     loops = [loop_of(run)[0] for run in runs]
+    if runs and Loop.IMPORTED in loops and set(loops) <= {*ENGINE_LOOPS, Loop.IMPORTED}:
+        return _imported(runs, lang)
     if not runs or not set(loops) <= set(ENGINE_LOOPS):
         return ""
     kind = str(((record or {}).get("env") or {}).get("device_kind", "cuda"))
@@ -56,6 +75,45 @@ def headline_html(record: dict[str, Any] | None, lang: str = "en") -> str:
         head, bold_end, rest = text.partition("</b>")
         text = head + "".join(also) + bold_end + rest
     return _block(text, "faster" if speedup > 1.0 else "not-faster")
+
+
+def _imported(runs: list[RunDict], lang: str) -> str:
+    """The headline when a trace is on screen: one trace alone, or two runs compared per step."""
+    names = [html.escape(name) for name in display_labels(runs, lang)]
+    pair = compared_pair(runs) if len(runs) > 1 else None
+    steady = [bool(run["metrics"].get("steady_step_us")) for run in runs]
+    if pair is None or not (steady[pair[0]] and steady[pair[1]]):
+        i = next((i for i, run in enumerate(runs) if loop_of(run)[0] == Loop.IMPORTED), 0)
+        return _one_trace(runs[i], names[i], lang)
+    a, b = (runs[i]["metrics"] for i in pair)
+    speedup = a["steady_step_us"] / b["steady_step_us"]
+    key = "headline_traces_faster" if speedup > 1.0 else "headline_traces_not_faster"
+    text = t(lang, key).format(name_a=names[pair[0]], name_b=names[pair[1]], speedup=speedup,
+                               busy_a=100 * (a.get("steady_busy_frac") or 0.0),
+                               busy_b=100 * (b.get("steady_busy_frac") or 0.0),
+                               wait_a=_wait_us(a) * _MS, wait_b=_wait_us(b) * _MS)
+    return _block(text, "faster" if speedup > 1.0 else "not-faster")
+
+
+def _one_trace(run: RunDict, name: str, lang: str) -> str:
+    """A trace alone: the loop its timing shows, its GPU busy share over its steady steps, the
+    GPU's wait for the host per step and, for a loop not seen to overlap, the prediction."""
+    m = run["metrics"]
+    if not m.get("steady_step_us"):
+        return ""
+    verdict = str((run.get("loop_seen") or {}).get("verdict"))
+    verdict = verdict if verdict in ("serial", "overlapped") else "unknown"
+    text = t(lang, f"headline_trace_{verdict}").format(
+        name=name, busy=100 * (m.get("steady_busy_frac") or 0.0), step=m["steady_step_us"] * _MS,
+        wait=_wait_us(m) * _MS, pred=trace_predicted(run) or 0.0)
+    return _block(text, f"trace-{verdict}")
+
+
+def _wait_us(m: Mapping[str, Any]) -> float:
+    """The GPU's wait for the host per step: a trace's own term, else the step less T_fwd."""
+    if m.get("gpu_wait_us") is not None:
+        return float(m["gpu_wait_us"])
+    return max(float(m.get("steady_step_us") or 0.0) - float(m.get("t_fwd_us") or 0.0), 0.0)
 
 
 def busy_reasons(load: MachineLoad, lang: str) -> list[str]:
