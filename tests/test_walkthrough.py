@@ -1,40 +1,91 @@
-"""The classroom walkthrough holds together: its sections' minutes add up to what its title
-promises (in both languages, section by section the same), and every picture and recorded run
-it names exists."""
+"""The classroom walkthrough holds together.
+
+- Its core sections' minutes add up to what its title promises, the optional deep-dives' to what
+  its opening paragraph promises, every section after the core is marked optional, and each core
+  section asks one question; both languages have the same sections and minutes.
+- Every picture and recorded run it names exists, and every control it names (in bold) is on the
+  page: a label the page's tabs show, in English or Chinese.
+- The figures it quotes from recorded runs (``assets/recorded``), from the peer benchmark
+  (``bench/results/peer-h200.json``) and from the serving measurement (``assets/serving``) are
+  the ones those files hold, in both languages.
+"""
 
 from __future__ import annotations
 
+import json
 import re
+import statistics
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from record.metrics import overlap_speedup
+from texts import LANGUAGES, STRINGS
+from texts.teach import HAZARD_NAMES
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 ROOT = DOCS.parent
 WALKTHROUGHS = {"en": DOCS / "walkthrough.md", "zh": DOCS / "walkthrough.zh.md"}
-# "## 3. The same step with overlap (2 min)", "## 11. ... (optional, 1.5 min)", and the same in
-# Chinese: "（2 分钟）", "（选讲，1.5 分钟）".
-SECTION = re.compile(r"^## (\d+)\. .*[(（](optional, |选讲，)?([0-9.]+) (?:min|分钟)[)）]\s*$", re.M)
+# "## 3. The same step with overlap (1.5 min)", "## 12. Deep-dive: ... (optional, 3 min)", and
+# the same in Chinese: "（1.5 分钟）", "（选读，3 分钟）".
+SECTION = re.compile(r"^## (\d+)\. .*[(（](optional, |选读，)?([0-9.]+) (?:min|分钟)[)）]\s*$", re.M)
+HEADING = re.compile(r"^## .*$", re.M)
 TITLE = {"en": re.compile(r"^# .* in (\d+) minutes", re.M),
          "zh": re.compile(r"^# (\d+) 分钟", re.M)}
-TOTAL = {"en": re.compile(r"(\d+) with the optional sections"),
-         "zh": re.compile(r"加上选讲部分共 (\d+) 分钟")}
+OPTIONAL_TOTAL = {"en": re.compile(r"sections \d+-\d+, (\d+(?:\.\d+)?) minutes\s+more"),
+                  "zh": re.compile(r"第 \d+–\d+ 节，另需 (\d+(?:\.\d+)?) 分钟")}
+QUESTION = {"en": "**Question.**", "zh": "**问题。**"}
+# A bold phrase that ends a sentence or a clause is a lead-in ("**Set:**", "**Question.**",
+# "**Where do B10's tokens land?**"); any other bold phrase names a control on the page.
+LEAD_IN_ENDS = tuple(".:?。：？")
+BOLD = re.compile(r"\*\*(.+?)\*\*", re.S)
+FENCE = re.compile(r"^```.*?^```", re.M | re.S)
+TABS = ROOT / "ui" / "tabs"
+
+
+def _text(lang: str) -> str:
+    return WALKTHROUGHS[lang].read_text(encoding="utf-8")
 
 
 def _sections(lang: str) -> list[tuple[int, bool, float]]:
-    text = WALKTHROUGHS[lang].read_text(encoding="utf-8")
-    return [(int(n), bool(opt), float(m)) for n, opt, m in SECTION.findall(text)]
+    return [(int(n), bool(opt), float(m)) for n, opt, m in SECTION.findall(_text(lang))]
+
+
+def _bodies(lang: str) -> dict[int, str]:
+    """Each numbered section's text, its heading included, by number."""
+    text = _text(lang)
+    starts = [m.start() for m in HEADING.finditer(text)] + [len(text)]
+    bodies = {}
+    for start, end in zip(starts, starts[1:]):
+        number = re.match(r"## (\d+)\.", text[start:end])
+        if number:
+            bodies[int(number.group(1))] = text[start:end]
+    return bodies
 
 
 @pytest.mark.parametrize("lang", WALKTHROUGHS)
-def test_the_minutes_add_up_to_the_title(lang):
-    text = WALKTHROUGHS[lang].read_text(encoding="utf-8")
+def test_the_minutes_add_up_to_what_the_walkthrough_promises(lang):
+    text = _text(lang)
     sections = _sections(lang)
     assert [n for n, _, _ in sections] == list(range(1, len(sections) + 1))
-    core = sum(m for _, opt, m in sections if not opt)
-    every = sum(m for _, _, m in sections)
-    assert core == float(TITLE[lang].search(text).group(1))
-    assert every == float(TOTAL[lang].search(text).group(1))
+    core = [m for _, opt, m in sections if not opt]
+    optional = [m for _, opt, m in sections if opt]
+    assert sum(core) == float(TITLE[lang].search(text).group(1))
+    assert sum(optional) == float(OPTIONAL_TOTAL[lang].search(text).group(1))
+    # The core first, then only optional sections.
+    flags = [opt for _, opt, _ in sections]
+    assert flags == sorted(flags), "a core section after an optional one"
+
+
+@pytest.mark.parametrize("lang", WALKTHROUGHS)
+def test_each_core_section_asks_one_question(lang):
+    bodies = _bodies(lang)
+    for number, optional, _ in _sections(lang):
+        if not optional:
+            body = bodies[number].split("\n---\n")[0]           # the wrap-up after the core
+            assert body.count(QUESTION[lang]) == 1, (lang, number)
 
 
 def test_both_languages_have_the_same_sections_and_minutes():
@@ -43,7 +94,7 @@ def test_both_languages_have_the_same_sections_and_minutes():
 
 @pytest.mark.parametrize("lang", WALKTHROUGHS)
 def test_every_picture_and_recorded_run_named_exists(lang):
-    text = WALKTHROUGHS[lang].read_text(encoding="utf-8")
+    text = _text(lang)
     pictures = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)
     assert pictures
     for picture in pictures:
@@ -51,3 +102,230 @@ def test_every_picture_and_recorded_run_named_exists(lang):
     recorded = {p.stem for p in (ROOT / "assets" / "recorded").glob("*.json")}
     named = set(re.findall(r"`(h200-[a-z0-9-]+)`", text))
     assert named and named <= recorded, named - recorded
+
+
+def _names(label: str) -> set[str]:
+    """What a reader may call a control with this label: the label, the label without its
+    arrows, and its head before an explanation ("KV pages (16 tokens each; ...)" -> "KV pages",
+    "More settings: model, ..." -> "More settings")."""
+    label = " ".join(label.split())
+    names = {label, label.strip(" ▶◀")}
+    for cut in (" (", "（", ":", "："):
+        if cut in label:
+            names.add(label.split(cut)[0].strip(" ▶◀"))
+    return names
+
+
+def _page_controls() -> set[str]:
+    """Every name a control on the page goes by, in both languages: the labels of the strings the
+    tabs (``ui/tabs``) show, the folds of a run's results, the hazard lab's switches, the
+    language switch, and each control's name in the page's own messages (``name_*``)."""
+    source = "\n".join(p.read_text(encoding="utf-8") for p in TABS.glob("*.py"))
+    used = set(re.findall(r'"([a-z][a-z0-9_]*)"', source))
+    prefixes = set(re.findall(r'f"([a-z][a-z0-9_]*)\{', source))     # f"preset_{name}"
+    names: set[str] = set(LANGUAGES.values())
+    for strings in STRINGS.values():
+        for key, value in strings.items():
+            if (key in used or key.startswith(("fold_", "name_"))
+                    or any(key.startswith(prefix) for prefix in prefixes)):
+                names |= _names(value)
+    for switches in HAZARD_NAMES.values():
+        for title, _ in switches.values():
+            names |= _names(title)
+    return names
+
+
+def _controls_named(lang: str) -> list[str]:
+    text = FENCE.sub("", _text(lang))
+    bold = (" ".join(b.split()) for b in BOLD.findall(text))
+    return [b for b in bold if not b.endswith(LEAD_IN_ENDS)]
+
+
+def test_the_control_check_sees_what_it_should():
+    names = _page_controls()
+    assert {"Run", "运行", "Extra CPU work", "额外 CPU 工作", "More settings", "KV pages",
+            "Step n", "Why: the article's formula with these runs' numbers",
+            "Drop the finished-request guard", "A heavy scheduler: multi-step, k = 4"} <= names
+    assert "seed" not in names and "Seed" not in names       # no such control on the live tab
+    assert _controls_named("en") and _controls_named("zh")
+
+
+@pytest.mark.parametrize("lang", WALKTHROUGHS)
+def test_every_control_named_is_on_the_page(lang):
+    names = _page_controls()
+    missing = sorted({c for c in _controls_named(lang) if c not in names})
+    assert not missing, f"named in bold but not a control on the page: {missing}"
+
+
+# Where the walkthrough lists what the "More settings" fold holds: every item must be a control
+# in bold (a plain word there, such as a "seed" the tab does not have, would escape the check).
+FOLD_LIST = {"en": re.compile(r"The fold \*\*More settings\*\*\s+holds the rest:(.*?)\.\s", re.S),
+             "zh": re.compile(r"折叠区 \*\*更多设置\*\* 里是其余控件：(.*?)。", re.S)}
+
+
+@pytest.mark.parametrize("lang", WALKTHROUGHS)
+def test_the_more_settings_list_names_only_controls(lang):
+    listed = FOLD_LIST[lang].search(_text(lang))
+    assert listed, "the walkthrough no longer lists what More settings holds"
+    items = BOLD.findall(listed.group(1))
+    rest = BOLD.sub("", listed.group(1))
+    assert items and not re.sub(r"[\s,、]|\band\b|和", "", rest), rest
+
+
+# --- figures quoted from recorded files --------------------------------------------------------
+
+def _runs(stem: str) -> dict[str, dict[str, Any]]:
+    record = json.loads((ROOT / "assets" / "recorded" / f"{stem}.json").read_text())
+    return {run["mode"]: run["metrics"] for run in record["runs"]}
+
+
+def _ms(value_us: float) -> str:
+    return f"{value_us / 1000:.2f} ms"
+
+
+def _pct(frac: float) -> str:
+    return f"{100 * frac:.1f}%"
+
+
+def _x(ratio: float) -> str:
+    return f"{ratio:.2f}×"
+
+
+# (recorded run, the figure as the walkthrough writes it, computed from the run's metrics)
+RECORDED: list[tuple[str, Callable[[dict[str, dict[str, Any]]], str]]] = [
+    ("h200-bundled-graph-cpu200", lambda r: "T_fwd " + _ms(r["normal"]["t_fwd_us"])),
+    ("h200-bundled-graph-cpu200", lambda r: "T_sched + T_post " + _ms(r["normal"]["t_cpu_us"])),
+    ("h200-bundled-graph-cpu200", lambda r: _pct(r["normal"]["gpu_busy_frac"])),
+    ("h200-bundled-graph-cpu200", lambda r: _pct(r["overlap"]["gpu_busy_frac"])),
+    ("h200-bundled-graph-cpu200", lambda r: _x(r["overlap"]["decode_tokens_per_s"]
+                                               / r["normal"]["decode_tokens_per_s"])),
+    ("h200-qwen05-graph-b64", lambda r: "T_fwd " + _ms(r["normal"]["t_fwd_us"])),
+    ("h200-qwen05-graph-b64", lambda r: "T_sched + T_post " + _ms(r["normal"]["t_cpu_us"])),
+    ("h200-qwen05-graph-b64", lambda r: _pct(r["normal"]["gpu_busy_frac"])),
+    ("h200-qwen05-graph-b64", lambda r: _pct(r["overlap"]["gpu_busy_frac"])),
+    ("h200-qwen05-graph-b64", lambda r: _x(r["overlap"]["decode_tokens_per_s"]
+                                           / r["normal"]["decode_tokens_per_s"])),
+    ("h200-first-click-defaults", lambda r: "T_fwd " + _ms(r["normal"]["t_fwd_us"])),
+    ("h200-first-click-defaults", lambda r: "T_sched + T_post " + _ms(r["normal"]["t_cpu_us"])),
+    ("h200-first-click-defaults", lambda r: _pct(r["normal"]["gpu_busy_frac"])),
+    ("h200-first-click-defaults", lambda r: _pct(r["overlap"]["gpu_busy_frac"])),
+    ("h200-first-click-defaults", lambda r: _x(overlap_speedup(r["normal"]["t_fwd_us"],
+                                                               r["normal"]["t_cpu_us"]))),
+    ("h200-first-click-defaults", lambda r: _x(r["normal"]["steady_step_us"]
+                                               / r["overlap"]["steady_step_us"])),
+    ("h200-first-click-defaults", lambda r: _x(r["overlap"]["tokens_per_s"]
+                                               / r["normal"]["tokens_per_s"])),
+    ("h200-bundled-graph-cpu200-multistep4", lambda r: _pct(r["multistep"]["gpu_busy_frac"])),
+    ("h200-smollm-graph-cpu4000-all", lambda r: "T_fwd " + _ms(r["normal"]["t_fwd_us"])),
+    ("h200-smollm-graph-cpu4000-all",
+     lambda r: "T_sched + T_post " + _ms(r["normal"]["t_cpu_us"])),
+    ("h200-smollm-graph-cpu4000-all", lambda r: _pct(r["normal"]["gpu_busy_frac"])),
+    ("h200-smollm-graph-cpu4000-all", lambda r: _pct(r["overlap"]["gpu_busy_frac"])),
+    ("h200-smollm-graph-cpu4000-all", lambda r: _pct(r["multistep"]["gpu_busy_frac"])),
+    ("h200-smollm-graph-cpu4000-all", lambda r: _x(r["multistep"]["tokens_per_s"]
+                                                   / r["normal"]["tokens_per_s"])),
+    ("h200-smollm-graph-cpu4000-all", lambda r: _x(overlap_speedup(
+        r["normal"]["t_fwd_us"], r["normal"]["t_cpu_us"], 3))),
+    ("h200-smollm-graph-cpu4000-all", lambda r: _x(r["normal"]["steady_step_us"]
+                                                   / r["multistep"]["steady_step_us"])),
+    ("h200-minisglang-qwen05-b16", lambda r: _ms(r["normal"]["steady_step_us"])),
+    ("h200-minisglang-qwen05-b16", lambda r: _ms(r["normal"]["t_fwd_us"]) + " forward"),
+    ("h200-minisglang-qwen05-b16", lambda r: _ms(r["normal"]["t_cpu_us"])),
+    ("h200-minisglang-qwen05-b16", lambda r: _pct(r["normal"]["gpu_busy_frac"])),
+    ("h200-minisglang-qwen05-b16", lambda r: _ms(r["overlap"]["steady_step_us"])),
+    ("h200-minisglang-qwen05-b16", lambda r: _pct(r["overlap"]["gpu_busy_frac"])),
+    ("h200-minisglang-qwen05-b16", lambda r: _x(r["normal"]["steady_step_us"]
+                                                / r["overlap"]["steady_step_us"])),
+    ("h200-minisglang-qwen05-b16", lambda r: _x(overlap_speedup(r["normal"]["t_fwd_us"],
+                                                                r["normal"]["t_cpu_us"]))),
+]
+# Chinese puts the unit and the term where its grammar does: compare the numbers there.
+NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
+def _sections_naming(lang: str, name: str) -> str:
+    return "\n".join(body for body in _bodies(lang).values() if name in body)
+
+
+@pytest.mark.parametrize("lang", WALKTHROUGHS)
+@pytest.mark.parametrize("stem, figure", RECORDED, ids=[f"{s}-{i}" for i, (s, _) in
+                                                        enumerate(RECORDED)])
+def test_figures_from_recorded_runs_are_the_records(lang, stem, figure):
+    said = _sections_naming(lang, f"`{stem}`")
+    expected = figure(_runs(stem))
+    if lang == "en":
+        assert expected in " ".join(said.split()), (stem, expected)
+    else:
+        assert NUMBER.search(expected).group(0) in NUMBER.findall(said), (stem, expected)
+
+
+def test_the_hook_costs_quoted_are_the_records_notes():
+    record = json.loads((ROOT / "assets" / "recorded" / "h200-minisglang-qwen05-b16.json")
+                        .read_text())
+    costs = {note["loop"]: note["cost_pct"] for note in record["notes"]
+             if note.get("key") == "hook_cost"}
+    for lang in WALKTHROUGHS:
+        said = _sections_naming(lang, "`h200-minisglang-qwen05-b16`")
+        for loop in ("normal", "overlap"):
+            assert f"+{costs[loop]:.1f}%" in said, (lang, loop)
+
+
+def _peer_rows() -> list[dict[str, Any]]:
+    return json.loads((ROOT / "bench" / "results" / "peer-h200.json").read_text())["rows"]
+
+
+def _peer(engine: str, loop: str, recording: str = "on") -> dict[str, Any]:
+    rows = [r for r in _peer_rows() if r["engine"] == engine and r["loop"] == loop
+            and r["batch"] == 1 and r["recording"] == recording
+            and r["model"] == "qwen2.5-0.5b-shape"]
+    assert len(rows) == 1, (engine, loop, recording)
+    return rows[0]
+
+
+def test_the_peer_figures_quoted_are_the_benchmarks():
+    """Section 18: forwards, CPU per step, steps and tokens/s at batch 1, as
+    ``python -m bench --peer mini-sglang`` wrote them."""
+    gains = {(g["engine"], g["recording"], g["batch"]): g["per_step"]
+             for g in json.loads((ROOT / "bench" / "results" / "peer-h200.json")
+                                 .read_text())["overlap_gains"]}
+    figures = [f"{_peer('ours', 'normal')['forward_ms']:.3f} ms",
+               f"{_peer('Mini-SGLang', 'normal')['forward_ms']:.3f} ms",
+               f"{_peer('Mini-SGLang', 'overlap')['forward_ms']:.3f} ms",
+               f"{_peer('ours', 'overlap')['forward_ms']:.3f} ms",
+               f"{_peer('Mini-SGLang', 'normal')['cpu_ms']:.2f}",
+               f"{_peer('Mini-SGLang', 'normal')['step_ms']:.2f}",
+               f"{_peer('ours', 'normal')['cpu_ms']:.2f}",
+               f"{_peer('ours', 'normal')['step_ms']:.2f}",
+               _x(gains[("Mini-SGLang", "on", 1)]), _x(gains[("ours", "on", 1)]),
+               f"{_peer('ours', 'normal')['tok_s_median']:.0f}",
+               f"{_peer('ours', 'overlap')['tok_s_median']:.0f}",
+               f"{_peer('Mini-SGLang', 'normal', 'off')['tok_s_median']:.0f}",
+               f"{_peer('Mini-SGLang', 'overlap', 'off')['tok_s_median']:.0f}"]
+    for lang in WALKTHROUGHS:
+        said = _sections_naming(lang, "peer-h200.json")
+        numbers = NUMBER.findall(said)
+        for figure in figures:
+            assert NUMBER.search(figure).group(0) in numbers, (lang, figure)
+
+
+def test_the_serving_figures_quoted_are_the_measurements():
+    """Section 16: the serving tab's measurement, medians over its repeats."""
+    rows = json.loads((ROOT / "assets" / "serving" / "serving-cpu-bundled-extra4000.json")
+                      .read_text())["rows"]
+
+    def median(loop: str, rate: float, key: str) -> float:
+        return statistics.median(r[key] for r in rows
+                                 if r["loop"] == loop and r["request_rate"] == rate)
+
+    figures = [f"{median('normal', 2.0, 'output_tokens_per_s'):.0f}",
+               f"{median('overlap', 2.0, 'output_tokens_per_s'):.0f}",
+               f"{median('normal', 2.0, 'itl_ms_p50'):.1f}",
+               f"{median('overlap', 2.0, 'itl_ms_p50'):.1f}",
+               f"{median('normal', 8.0, 'ttft_ms_p50'):.0f}",
+               f"{median('overlap', 8.0, 'ttft_ms_p50'):.0f}",
+               f"{median('overlap', 8.0, 'output_tokens_per_s'):.0f}",
+               f"{median('normal', 8.0, 'output_tokens_per_s'):.0f}"]
+    for lang in WALKTHROUGHS:
+        numbers = NUMBER.findall(_bodies(lang)[16])
+        for figure in figures:
+            assert figure in numbers, (lang, figure)
