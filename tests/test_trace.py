@@ -795,3 +795,22 @@ def test_reading_a_file_pauses_the_cycle_collector_and_restores_it(tmp_path):
         assert not gc.isenabled()                          # left as it was found
     finally:
         gc.enable()
+
+
+def test_our_serial_run_beside_a_trace_gets_the_same_explanation():
+    """Our normal run as the baseline (its prediction from its T_fwd and T_cpu) beside a trace
+    whose step is far shorter: the note names the trace's shorter forward and its wait."""
+    from viz.formula import trace_why_html
+
+    ours = {"mode": "normal", "loop": "normal", "metrics": {
+        "steady_step_us": 480.0, "t_fwd_us": 300.0, "t_cpu_us": 180.0, "tokens_per_s": 10.0,
+        "gpu_busy_frac": 0.6, "idle_us_total": 100.0}}
+    trace = {"mode": "imported", "loop": "imported", "loop_seen": {"verdict": "overlapped"},
+             "metrics": {"steady_step_us": 200.0, "t_fwd_us": 180.0, "gpu_wait_us": 20.0,
+                         "t_cpu_us": None, "tokens_per_s": None, "gpu_busy_frac": 0.9,
+                         "idle_us_total": 10.0}}
+    said = trace_why_html(ours, trace, "normal", "sglang", "en")
+    assert 'data-direction="above"' in said and "2.40×, 50% more than the 1.60×" in said
+    assert said.index("the GPU's busy time (T_fwd) was 0.18 ms") < said.index(
+        "the GPU still waited 0.02 ms")                    # largest first
+    assert "GPU 每步仍要等待主机 0.02 ms" in trace_why_html(ours, trace, "normal", "sglang", "zh")

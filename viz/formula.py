@@ -231,12 +231,14 @@ def trace_predicted(run: RunDict) -> float | None:
 
 
 def trace_why_html(base: RunDict, other: RunDict, a: str, b: str, lang: str) -> str:
-    """``why_html`` for two runs of which the baseline is an imported trace with a prediction:
-    '' where the measured ratio of their steps is within ``GAP_EXPLAINED`` of it. The terms are
-    what traces measure: the GPU's busy time per step in each, the GPU wait the other run still
-    had against what the prediction leaves (the host's part beyond the forward), and the
-    profiler's own cost in each (host events per step)."""
-    predicted = trace_predicted(base) if is_trace(base) else None
+    """``why_html`` for two runs of which one is an imported trace, the baseline a serial loop
+    (a trace's, or our normal run beside a trace): '' where the measured ratio of their steps is
+    within ``GAP_EXPLAINED`` of the baseline's prediction. The terms are what a trace measures:
+    the GPU's busy time per step in each, the GPU wait the other run still had against what the
+    prediction leaves (the host's part beyond the forward), and the profiler's own cost in each
+    (host events per step)."""
+    predicted = trace_predicted(base) if is_trace(base) else \
+        compare_runs(base, other)["predicted_speedup"] if loop_of(base)[0] == Loop.NORMAL else None
     n, o = base["metrics"], other["metrics"]
     if not predicted or not n.get("steady_step_us") or not o.get("steady_step_us"):
         return ""
