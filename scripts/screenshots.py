@@ -10,8 +10,8 @@
 
 Starts ``python app.py`` on a free port, drives it with Playwright exactly as the lesson in
 ``docs/walkthrough.md`` does (live runs on this machine, the bundled H200 recordings, the hazard
-lab), saves one screenshot per step, and stops the server. Live numbers change from run to run;
-the walkthrough quotes the ones in the screenshots it ships with.
+lab), saves one screenshot per step, and stops the server. Live numbers change from run to run:
+the walkthrough gives their spread; each screenshot is one run.
 """
 
 from __future__ import annotations

@@ -366,3 +366,16 @@ def test_a_record_label_names_the_day_not_the_time():
     assert "T" in record["env"]["date"]                      # the record keeps the time
     label = viz.record_label(record)
     assert label.endswith(record["env"]["date"][:10]) and "T" not in label.rpartition(" ")[2]
+
+
+def test_what_to_look_for_follows_the_record_on_screen():
+    """An imported trace's lanes are its own streams and threads: the panel beside the chart says
+    what to look for in them, not in our scheduler and engine streams."""
+    import texts
+    from record.any_file import load_any
+
+    trace = load_any(ROOT / "tests" / "data" / "traces" / "sglang-normal-b1.trace.json.gz")
+    ours = load_record(recorded_runs.RECORDED_DIR / "h200-ours-qwen05-b16.json")
+    for lang in ("en", "zh"):
+        assert recorded_runs.shown(None, trace, lang).look_for == texts.t(lang, "timeline_help_import")
+        assert recorded_runs.shown(None, ours, lang).look_for == texts.t(lang, "timeline_help")

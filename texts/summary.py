@@ -33,10 +33,10 @@ EN: dict[str, str] = {
     "fold_more_settings": "More settings: model, batch, prompts, multi-step k, KV memory, arrivals",
     "fold_metrics_help": "How to read the numbers",
     "presets_label": "**Presets:**",
-    "status_queued": "Waiting for the engine: runs take turns, and this one starts when the run "
-                     "before it has ended.",
-    "lab_queued": "Waiting for the engine: runs take turns, and this one starts when the run "
-                  "before it has ended.",
+    "status_queued": "Waiting for the engine: it does one thing at a time (a run, or its "
+                     "warm-up after the app starts), and this run starts when that has ended.",
+    "lab_queued": "Waiting for the engine: it does one thing at a time (a run, or its warm-up "
+                  "after the app starts), and this run starts when that has ended.",
     "lab_loading": "Loading the engine for the lab…",
     # the whole-run timeline: each run's GPU time added up, under its lanes
     "sum_row": "GPU time, added up",
@@ -76,8 +76,10 @@ ZH: dict[str, str] = {
     "fold_more_settings": "更多设置：模型、批大小、提示、多步 k、KV 内存、请求到达",
     "fold_metrics_help": "如何读这些数字",
     "presets_label": "**预设：**",
-    "status_queued": "等待引擎：运行依次进行，上一个运行结束后这个才开始。",
-    "lab_queued": "等待引擎：运行依次进行，上一个运行结束后这个才开始。",
+    "status_queued": "等待引擎：它一次只做一件事（一个运行，或应用启动后的预热），"
+                     "那件事结束后这个运行才开始。",
+    "lab_queued": "等待引擎：它一次只做一件事（一个运行，或应用启动后的预热），"
+                  "那件事结束后这个运行才开始。",
     "lab_loading": "正在为实验室加载引擎…",
     "sum_row": "GPU 时间合计",
     "sum_idle": "空闲 {ms} ms",

@@ -37,13 +37,14 @@ EN: dict[str, str] = {
                     "of extra work (the CPU's part one forward); beyond that, multi-step needs k "
                     "at least the CPU's part in forwards: this setting needs k = {k}, and k = 4 "
                     "hides up to about {k4} µs.*",
-    "sizing_lead_hides": "*A forward takes {fwd:.2f} ms here; with this much extra CPU work the "
-                         "scheduler's part of a step is {forwards:.1f} forwards long, so the "
-                         "overlap loop can hide it under the forward.*",
-    "sizing_lead_multistep": "*A forward takes {fwd:.2f} ms here; with this much extra CPU work "
-                             "the scheduler's part of a step is {forwards:.1f} forwards long: "
-                             "longer than one forward, more than the overlap loop can hide; "
-                             "multi-step with k = {k} can.*",
+    "sizing_lead_hides": "*A forward took {fwd:.2f} ms here last time; with this much extra CPU "
+                         "work the scheduler's part of a step is about {forwards:.1f} forwards "
+                         "long, so the overlap loop can hide it under the forward (the run's "
+                         "own terms are in its formula fold).*",
+    "sizing_lead_multistep": "*A forward took {fwd:.2f} ms here last time; with this much extra "
+                             "CPU work the scheduler's part of a step is about {forwards:.1f} "
+                             "forwards long: more than the overlap loop can hide; multi-step "
+                             "with k = {k} can (the run's own terms are in its formula fold).*",
     "sizing_how": "How this was sized",
     "sized_graphs": "CUDA graphs",
     "sized_eager": "eager",
@@ -281,11 +282,12 @@ ZH: dict[str, str] = {
                     "CPU 的部分约为 {forwards:.1f} 次前向那么长。一步重叠最多能藏住约 {hides} µs 的额外工作"
                     "（CPU 的部分等于一次前向）；再多，多步重叠的 k 至少要等于 CPU 部分折合的前向数：这个设置"
                     "需要 k = {k}，k = 4 最多能藏住约 {k4} µs。*",
-    "sizing_lead_hides": "*这里一次前向用时 {fwd:.2f} ms；加上这么多额外 CPU 工作，调度器在一步里的部分约为 "
-                         "{forwards:.1f} 次前向那么长，所以重叠循环能把它藏在前向下面。*",
-    "sizing_lead_multistep": "*这里一次前向用时 {fwd:.2f} ms；加上这么多额外 CPU 工作，调度器在一步里的"
-                             "部分约为 {forwards:.1f} 次前向那么长：比一次前向还长，重叠循环藏不住；"
-                             "k = {k} 的多步重叠可以。*",
+    "sizing_lead_hides": "*这里上次一次前向用时 {fwd:.2f} ms；加上这么多额外 CPU 工作，调度器在一步里的部分"
+                         "约为 {forwards:.1f} 次前向那么长，所以重叠循环能把它藏在前向下面（这次运行自己的"
+                         "各项见它的公式折叠栏）。*",
+    "sizing_lead_multistep": "*这里上次一次前向用时 {fwd:.2f} ms；加上这么多额外 CPU 工作，调度器在一步"
+                             "里的部分约为 {forwards:.1f} 次前向那么长：重叠循环藏不住；k = {k} 的多步"
+                             "重叠可以（这次运行自己的各项见它的公式折叠栏）。*",
     "sizing_how": "这是怎么设定的",
     "sized_graphs": "CUDA Graph",
     "sized_eager": "eager 模式",
@@ -499,7 +501,8 @@ HAZARD_NAMES: dict[str, dict[str, tuple[str, str]]] = {
             "host result buffer instead of a ring\")"),
         "no_finished_guard": (
             "Drop the finished-request guard",
-            "the lag-one token of a request that already stopped (the seed's finished_reqs): "
+            "the lag-one token of a request that already stopped (Mini-SGLang's finished_reqs "
+            "only skips the second free; this guard also drops the token): "
             "without the guard it is processed as if the request still ran, appended after the "
             "stop, and the length check finishes the request again, giving its slot back twice "
             "(the allocator catches the double free)"),
@@ -511,7 +514,7 @@ HAZARD_NAMES: dict[str, dict[str, tuple[str, str]]] = {
         "late_prefix_insert": (
             "Insert a prefill's prefix after the next batch is built",
             "one mapping of positions to KV pages per request: inserted late and the request "
-            "remapped to the cache's pages (as SGLang's main branch does; the open SGLang PR 38140), the "
+            "remapped to the cache's pages (as SGLang 0.5.17 does; the open SGLang PR 38140), the "
             "next batch is built against one mapping and later steps read another, so a request "
             "reads a position through two different pages"),
         "no_retract_guard": (
@@ -547,7 +550,8 @@ HAZARD_NAMES: dict[str, dict[str, tuple[str, str]]] = {
             "主机缓冲区另有一个开关：“只用一个主机结果缓冲区，而不是环形缓冲”）"),
         "no_finished_guard": (
             "去掉“已结束请求”保护",
-            "已经停止的请求滞后一轮多出的 token（原文的 finished_reqs）：没有保护时它被当作请求仍在运行"
+            "已经停止的请求滞后一轮多出的 token（Mini-SGLang 的 finished_reqs 只跳过第二次释放；"
+            "这道保护还丢掉这个 token）：没有保护时它被当作请求仍在运行"
             "来处理，追加在停止之后，长度检查再次结束该请求，把它的槽位归还两次（分配器捕获这次重复释放）"),
         "no_cache_lock": (
             "去掉前缀缓存的锁",
@@ -555,7 +559,7 @@ HAZARD_NAMES: dict[str, dict[str, tuple[str, str]]] = {
             "而读取它们的批次仍在执行中"),
         "late_prefix_insert": (
             "在下一批组好之后才插入预填充的前缀",
-            "每个请求从位置到 KV 页的唯一映射：插入太晚、并把请求改指向缓存中的页（SGLang 主干仍是这样；"
+            "每个请求从位置到 KV 页的唯一映射：插入太晚、并把请求改指向缓存中的页（SGLang 0.5.17 仍是这样；"
             "其未合并的 SGLang PR 38140）时，下一批按一种映射组好，之后的步却读另一种，"
             "于是请求通过两个不同的页读取同一个位置"),
         "no_retract_guard": (

@@ -59,7 +59,8 @@ def run_live(controls: Controls) -> Iterator[tuple]:
     # While the run is on, a canvas draws it (cheap for the browser, whose cores are the
     # engine's too); the interactive chart comes back with the finished record.
     yield MainView(status=progress_bar(0.0, _starting_text(request, key, expected, notes, lang)),
-                   said=said(RUN_ON, "running"), headline="", timeline=gr.update(visible=False),
+                   said=said(RUN_ON, "running"), look_for=texts.t(lang, "timeline_help"),
+                   headline="", timeline=gr.update(visible=False),
                    live=gr.update(value="", visible=True), memory=gr.update(visible=False),
                    zoomed=plot(viz.message_figure(texts.t(lang, "zoom_after_run"))), metrics="",
                    texts="").values()

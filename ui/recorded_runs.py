@@ -29,6 +29,7 @@ from ui.i18n import lang_of
 from ui.inputs import is_whole
 from ui.status import Said, render_said, said
 from ui.view import MainView, plot
+from viz.headline import look_for_key
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -119,7 +120,8 @@ def shown(spec: Said | None, record: RecordDict | None, lang: str,
                         live=idle, zoomed=empty, memory=gr.update(visible=False), metrics="",
                         texts="",
                         record=None, said=spec, download_record=file_update(None),
-                        download_trace=file_update(None), lang=lang)
+                        download_trace=file_update(None), lang=lang,
+                        look_for=texts.t(lang, "timeline_help"))
     runs = record["runs"]
     first, last = default_window(runs)
     chart = plot(viz.side_by_side_figure(runs, lang=lang))
@@ -130,7 +132,7 @@ def shown(spec: Said | None, record: RecordDict | None, lang: str,
                     metrics=viz.metrics_html(runs, lang), texts=viz.texts_html(runs, lang),
                     first_step=first, last_step=last, record=record, said=spec,
                     download_record=file_update(files[0]), download_trace=file_update(files[1]),
-                    lang=lang)
+                    lang=lang, look_for=texts.t(lang, look_for_key(record)))
 
 
 def memory_view(runs: list[RunDict], lang: str) -> Any:

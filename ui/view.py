@@ -71,6 +71,8 @@ class MainView:
     headline: Any = field(default_factory=keep)         # the run's one line (HTML)
     lang: Any = field(default_factory=keep)             # the language it was drawn in (gr.State):
                                                         # a switch during a run redraws it after
+    look_for: Any = field(default_factory=keep)         # "What to look for" beside the chart:
+                                                        # an import's lanes are its own
 
     def values(self) -> tuple:
         return tuple(getattr(self, f.name) for f in fields(self))

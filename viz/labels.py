@@ -103,7 +103,7 @@ def loop_tag(run: RunDict, lang: str) -> str:
     if loop_of(run)[0] != Loop.IMPORTED:
         return ""
     verdict = (run.get("loop_seen") or {}).get("verdict")
-    return t(lang, f"tag_{verdict}") if verdict in ("overlapped", "serial") else ""
+    return t(lang, f"tag_{verdict}") if verdict in ("overlapped", "serial", "unknown") else ""
 
 
 def run_title(run: RunDict, label: str, lang: str) -> tuple[str, str]:

@@ -65,9 +65,9 @@ HAZARDS = {
                                counted=True),
     # The result-buffer ring: one host buffer is overwritten by the next step's copy too early.
     "single_host_buffer": Hazard("single_host_buffer", False, 20000),
-    # The finished-request guard (the seed's finished_reqs): a stopped request's lag-one token
-    # is processed as if it still ran: appended, and the length check ends it again (a double
-    # free of its slot).
+    # The finished-request guard (Mini-SGLang's finished_reqs only skips the second free): a
+    # stopped request's lag-one token is processed as if it still ran: appended, and the length
+    # check ends it again (a double free of its slot).
     "no_finished_guard": Hazard("no_finished_guard", False, 0, counted=True,
                                 stop_before_limit=True),
     # Cache locks: prefix pages a running request reads are evicted and reused under it.

@@ -1,6 +1,6 @@
 """KV memory for the scheduler: slots, pages and the prefix cache, per request.
 
-What the seed's ``cache_manager`` does, in the order a request meets it:
+What Mini-SGLang's ``cache_manager`` does, and this one, in the order a request meets it:
 
 1. ``admit``      match the request's tokens in the prefix cache and lock what matched, take a
                   slot and the pages for the rest of its prompt; refuse while the pool, less a

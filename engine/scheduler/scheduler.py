@@ -256,7 +256,7 @@ class Scheduler:
             # already holds the same tokens (RadixCache.insert), so every later batch maps these
             # positions to the same pages. SGLang inserts after the next batch was launched and
             # remaps the request, so its first decode step reads other pages than the later ones
-            # (the open SGLang PR 38140); the seed frees the duplicates without rewriting the page
+            # (the open SGLang PR 38140); Mini-SGLang frees the duplicates without rewriting the page
             # table (the open Mini-SGLang PR 142). A later batch that reads these pages runs after
             # this prefill in the engine stream's order.
             for row in rows:

@@ -163,7 +163,7 @@ class RequestTable:
             self._release(self.memory.detach(req), req, in_flight,
                           self.cfg.hazards.no_deferred_free)
         elif ended_before and self.cfg.hazards.no_finished_guard:
-            # Hazard lab: with the finished-request guard gone (the seed's finished_reqs), a
+            # Hazard lab: with the finished-request guard gone (Mini-SGLang's finished_reqs), a
             # request that already ended is finished again and its slot given back a second
             # time; IdPool raises DoubleFreeError.
             self._release(Release(req.rid, req.last_slot, [], None), req, in_flight, False)

@@ -51,6 +51,7 @@ class RunView:
     record: gr.State                  # the record on screen
     said: gr.State                    # its status, as data
     shown_lang: gr.State              # the language the record on screen was drawn in
+    look_for: gr.Markdown             # "What to look for": set by the handlers, per record
     download_record: gr.DownloadButton
     download_trace: gr.DownloadButton
     whole_tab: gr.Tab
@@ -70,7 +71,7 @@ class RunView:
             zoomed=self.zoomed, memory=self.memory, metrics=self.metrics, texts=self.texts,
             first_step=self.first_step, last_step=self.last_step, record=self.record,
             said=self.said, download_record=self.download_record,
-            download_trace=self.download_trace, lang=self.shown_lang)
+            download_trace=self.download_trace, lang=self.shown_lang, look_for=self.look_for)
 
     def replay_outputs(self) -> list[Any]:
         """What ``ui.step_through.reset_replay`` sets: the run chosen, the slider, both figures."""
@@ -105,7 +106,9 @@ def build(page: Page) -> RunView:
                                          elem_id="zoomed")
                         memory = gr.Plot(show_label=False, elem_id="memory", visible=False)
                     with gr.Column(scale=1, min_width=280, elem_id="explain"):
-                        md(page, "timeline_help")
+                        # Not registered with the translator: the handlers set its words
+                        # (an imported trace's lanes are its own streams and threads).
+                        look_for = gr.Markdown(texts.t(en, "timeline_help"), elem_id="look-for")
                 with gr.Row(equal_height=False):
                     with gr.Column(scale=3):
                         metrics = gr.HTML(elem_id="metrics")
@@ -136,9 +139,10 @@ def build(page: Page) -> RunView:
                 md(page, "unrolled_help")
                 unrolled = gr.Plot(plot(viz.unrolled_figure(None)), show_label=False,
                                    elem_id="unrolled")
-    return RunView(column, status, headline, timeline, canvas, zoomed, memory, metrics, texts_box, first,
-                   last, zoom, record, said, shown_lang, download_record, download_trace, whole,
-                   steps, replay_run, step, prev, nxt, step_caption, step_plot, unrolled)
+    return RunView(column, status, headline, timeline, canvas, zoomed, memory, metrics, texts_box,
+                   first, last, zoom, record, said, shown_lang, look_for, download_record,
+                   download_trace, whole, steps, replay_run, step, prev, nxt, step_caption,
+                   step_plot, unrolled)
 
 
 def redraw_view(lang_choice: str, record: RecordDict | None, spec: Said | None,
@@ -153,10 +157,11 @@ def redraw_view(lang_choice: str, record: RecordDict | None, spec: Said | None,
         view = recorded_runs.shown(spec, record, lang)
     else:
         empty = plot(viz.side_by_side_figure([], lang=lang))
-        view = MainView(status=render_said(spec, lang), timeline=empty)
+        view = MainView(status=render_said(spec, lang), timeline=empty,
+                        look_for=texts.t(lang, "timeline_help"))
     zoomed = recorded_runs.zoom(record, first, last, lang_choice)
     return (view.status, view.headline, view.timeline, zoomed, view.memory, view.metrics,
-            view.texts, lang)
+            view.texts, view.look_for, lang)
 
 
 def follow_language(lang_choice: str, shown_lang: str | None, record: RecordDict | None,
@@ -169,7 +174,8 @@ def follow_language(lang_choice: str, shown_lang: str | None, record: RecordDict
 
 
 # What a redraw in another language sets, in ``redraw_view``'s order.
-REDRAWN = ("status", "headline", "timeline", "zoomed", "memory", "metrics", "texts", "shown_lang")
+REDRAWN = ("status", "headline", "timeline", "zoomed", "memory", "metrics", "texts", "look_for",
+           "shown_lang")
 
 
 def redrawn(view: RunView) -> list[Any]:
