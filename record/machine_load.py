@@ -9,7 +9,7 @@ the overlapped run did not get the same machine, and comparing their times compa
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,7 +49,7 @@ def machine_load(run: Mapping[str, Any]) -> MachineLoad | None:
     return MachineLoad(other, int(_number(host.get("cpus")) or 0), device)
 
 
-def busiest(runs: list[dict[str, Any]]) -> MachineLoad | None:
+def busiest(runs: Sequence[Mapping[str, Any]]) -> MachineLoad | None:
     """Of the runs that found the machine busy, the one it was busiest for (None: none did)."""
     loads = [load for load in map(machine_load, runs) if load is not None and load.busy]
     return max(loads, key=lambda load: (load.device_starved,

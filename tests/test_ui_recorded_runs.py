@@ -379,3 +379,22 @@ def test_what_to_look_for_follows_the_record_on_screen():
     for lang in ("en", "zh"):
         assert recorded_runs.shown(None, trace, lang).look_for == texts.t(lang, "timeline_help_import")
         assert recorded_runs.shown(None, ours, lang).look_for == texts.t(lang, "timeline_help")
+
+
+def test_a_run_a_busy_machine_disturbed_offers_the_quiet_recording_of_its_work():
+    """A class on a busy laptop still sees what the loops do: a live run whose comparison the
+    machine's load spoiled offers, in one click, the bundled recording of the same page workload
+    on a quiet machine of the same kind; a quiet run, another workload or another device does not."""
+    from ui import same_work
+
+    quiet = load_record(recorded_runs.RECORDED_DIR / "cpu-2core-defaults.json")
+    assert same_work.quiet_match(quiet) is None                    # not disturbed: nothing to offer
+    busy = json.loads(json.dumps(quiet))
+    busy["runs"][1]["host"]["other_cpu_frac"] = 0.6                # other programs took the cores
+    assert same_work.quiet_match(busy) == "cpu-2core-defaults.json"
+    for section, key, value in (("config", "max_new_tokens", 64), ("env", "device_kind", "cuda")):
+        other = json.loads(json.dumps(busy))
+        other[section][key] = value
+        assert same_work.quiet_match(other) is None
+    assert same_work.offer_quiet(busy, "中文")["visible"] is True
+    assert not same_work.offer_quiet(quiet, "English")["visible"]

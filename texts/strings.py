@@ -90,8 +90,10 @@ stream lanes* and over the *engine stream alone*; where they differ, the GPU was
         "or, for `h200-first-click-defaults`, by this page's own handler with the defaults a "
         "page load sets on that GPU (`python scripts/gpu_first_click.py`): there the page sizes "
         "the extra CPU work to the forward it measured, 0 µs with CUDA graphs on the H200, "
-        "where a CPU page starts at 4000 µs, eager. All are drawn with the same charts and "
-        "labelled with their hardware and date."),
+        "where a CPU page starts at 4000 µs, eager. `cpu-2core-defaults` is the page's default "
+        "click on this project's 2-core CPU on a quiet machine, made the same way: a run a busy "
+        "machine disturbed offers it. All are drawn with the same charts and labelled with their "
+        "hardware and date."),
     "no_recorded": "No recorded GPU runs are bundled yet (`assets/recorded/*.json`).",
     "no_runs": "Press Run on the Live run tab, or choose a recorded or imported run, to draw "
                "the timelines.",
@@ -225,6 +227,8 @@ stream lanes* and over the *engine stream alone*; where they differ, the GPU was
     "recorded_same_work": "Same work, {engines} engines side by side",
     "recorded_same_work_none": "No other engine recorded this record's workload.",
     "status_run_on": "A run is in progress.",
+    "quiet_recording": "See this work recorded on a quiet machine",
+    "quiet_recording_none": "No quiet machine's recording of this workload is bundled.",
     "status_same_work": "{engines} engines on the same work, every loop on one time axis: "
                         "{names} ({where}).",
     "peer_title_sglang": "SGLang's own loops: what this record shows",
@@ -408,7 +412,8 @@ _ZH: dict[str, str] = {
         "或者（`h200-first-click-defaults`）由本页面自己的处理函数、用页面在那块 GPU 上加载时设定的默认值录制"
         "（`python scripts/gpu_first_click.py`）：在那里页面按实测的前向来设定额外 CPU 工作，"
         "在 H200 上开启 CUDA Graph 时为 0 µs，而 CPU 页面一开始是 4000 µs、eager 模式。"
-        "它们都用同样的图表展示，并标注硬件和日期。"),
+        "`cpu-2core-defaults` 是本项目双核 CPU 在空闲时用同样方式录制的页面默认点击：被繁忙机器干扰的"
+        "运行会提供它。它们都用同样的图表展示，并标注硬件和日期。"),
     "no_recorded": "尚未附带录制的 GPU 运行（`assets/recorded/*.json`）。",
     "no_runs": "在“现场运行”页点击“运行”，或选择一个录制的或导入的运行，即可绘制时间线。",
     "zoom_after_run": "运行结束后绘制步窗口。",
@@ -527,6 +532,8 @@ _ZH: dict[str, str] = {
     "recorded_same_work": "同一负载：{engines} 个引擎并排",
     "recorded_same_work_none": "没有其他引擎录制过这份记录的负载。",
     "status_run_on": "正在运行。",
+    "quiet_recording": "查看同一负载在空闲机器上的录制",
+    "quiet_recording_none": "没有附带这个负载在空闲机器上的录制。",
     "status_same_work": "{engines} 个引擎跑同一负载，所有循环在同一时间轴上：{names}（{where}）。",
     "peer_title_sglang": "SGLang 自己的循环：这份记录说明什么",
     "peer_section_sglang": (

@@ -16,8 +16,9 @@ EN: dict[str, str] = {
     "headline_busy": "<b>Not a fair comparison: {why}.</b> The runs measured {gpu} idle "
                      "{idle_a} → {idle_b} ms and {name} {speedup:.2f}× per decode step, but "
                      "their times measure the machine, not the loops: run again when it is "
-                     "quieter (a browser drawing this page on the same machine counts as "
-                     "another program; the page's own server does not).",
+                     "quieter, or, where the button under the status offers it, see the same "
+                     "work recorded on a quiet machine (a browser drawing this page on the same "
+                     "machine counts as another program; the page's own server does not).",
     "headline_single": "<b>{gpu} idle {idle_a} ms in {gaps}</b> ({name} alone: choose normal and "
                        "overlap to compare them).",
     "headline_also": "; {name} {speedup:.2f}×",
@@ -62,7 +63,8 @@ ZH: dict[str, str] = {
                            "（{speedup:.2f}×）</b>：下面的公式说明了这几次运行测到了什么。",
     "headline_busy": "<b>这次比较不可信：{why}。</b>测得 {gpu} 空闲 {idle_a} → {idle_b} ms，{name}"
                      "每个解码步 {speedup:.2f}×，但这些时间反映的是机器有多忙，而不是循环本身：请在机器"
-                     "空闲一些时再运行（在同一台机器上绘制本页的浏览器也算其他程序；本页自己的服务器不算）。",
+                     "空闲一些时再运行，或者在状态行下方有按钮时，查看同一负载在空闲机器上的录制"
+                     "（在同一台机器上绘制本页的浏览器也算其他程序；本页自己的服务器不算）。",
     "headline_single": "<b>{gpu} 空闲 {idle_a} ms，共 {gaps}</b>（只运行了{name}：同时选择普通和重叠"
                        "才能比较）。",
     "headline_also": "；{name} {speedup:.2f}×",

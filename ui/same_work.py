@@ -7,6 +7,11 @@ same model shape, batch, prompt and output lengths). A record names its engine
 comparison. The recorded-runs tab offers it for the record chosen (``choices``) and draws it as
 the import tab draws two files side by side (``record.any_file.side_by_side``): every loop of
 every engine on one time axis, one step window, each run's panel named by its engine.
+
+The same matching serves a live run that a busy machine disturbed (other programs took the
+cores the loops were compared on): where a quiet machine's recording of the same page workload
+is bundled, one click shows it (``quiet_match``), so a class on a busy laptop still sees what
+the loops do.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import gradio as gr
 import texts
 import viz
 from record.any_file import side_by_side
+from record.machine_load import busiest
 from record.schema import RecordDict
 from ui.i18n import lang_of
 from ui.recorded_runs import RECORDED_DIR, load_any, shown, write_downloads
@@ -89,3 +95,51 @@ def show(name: str | None, lang_choice: str) -> tuple:
                                                       if k != "engine"}}, lang)
     spec = said("status_same_work", "ok", engines=len(files), names=engines, where=where)
     return shown(spec, record, lang, write_downloads(record)).values()
+
+
+# What makes a live run's work the same as a recording's: the page's controls and the device.
+LIVE_WORK = ("model", "max_batch_size", "requests", "prompt_len_words", "max_new_tokens",
+             "temperature", "extra_cpu_us", "request_rate", "shared_prefix_tokens", "kv_pages")
+
+
+def _live_work(record: RecordDict) -> tuple:
+    config = record["config"]
+    return (record["env"].get("device_kind"), tuple(config.get(name) for name in LIVE_WORK))
+
+
+def quiet_match(record: RecordDict | None, folder: Path = RECORDED_DIR) -> str | None:
+    """For a run the machine's load disturbed: a bundled recording of the same page workload on
+    the same kind of device, made on a quiet machine (None: the run was not disturbed, or none
+    is bundled)."""
+    if not record or busiest(record["runs"]) is None or "prompt_len_words" not in record[
+            "config"]:
+        return None
+    want = _live_work(record)
+    for path in sorted(folder.glob("*.json")):
+        try:
+            other = json.loads(path.read_text())
+            if _live_work(other) == want and busiest(other["runs"]) is None:
+                return path.name
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            continue
+    return None
+
+
+def offer_quiet(record: RecordDict | None, lang_choice: str) -> Any:
+    """The button under a disturbed run's status: shown where a quiet recording matches it."""
+    found = quiet_match(record)
+    return gr.update(visible=found is not None,
+                     value=texts.t(lang_of(lang_choice), "quiet_recording"))
+
+
+def show_quiet(record: RecordDict | None, lang_choice: str) -> tuple:
+    """The quiet machine's recording of the disturbed run's workload, as the recorded tab shows
+    it."""
+    from ui.recorded_runs import show_recorded
+
+    found = quiet_match(record)
+    if found is None:
+        lang = lang_of(lang_choice)
+        spec = said("quiet_recording_none")
+        return MainView(status=render_said(spec, lang), said=spec).values()
+    return show_recorded(found, lang_choice)

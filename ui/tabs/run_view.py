@@ -18,7 +18,7 @@ import gradio as gr
 import texts
 import viz
 from record.schema import RecordDict
-from ui import live_runs, recorded_runs, step_through
+from ui import live_runs, recorded_runs, same_work, step_through
 from ui.i18n import lang_of
 from ui.live_chart import live_chart
 from ui.status import Said, render_said
@@ -52,6 +52,7 @@ class RunView:
     said: gr.State                    # its status, as data
     shown_lang: gr.State              # the language the record on screen was drawn in
     look_for: gr.Markdown             # "What to look for": set by the handlers, per record
+    quiet: gr.Button                  # a disturbed run: its work recorded on a quiet machine
     download_record: gr.DownloadButton
     download_trace: gr.DownloadButton
     whole_tab: gr.Tab
@@ -84,6 +85,8 @@ def build(page: Page) -> RunView:
     with gr.Column(elem_id="run-view") as column:
         headline = gr.HTML("", elem_id="headline")
         status = gr.HTML(status_line(texts.t(en, "no_runs")), elem_id="status")
+        quiet = gr.Button(texts.t(en, "quiet_recording"), visible=False, size="sm",
+                          elem_id="quiet-recording")
         with gr.Tabs():
             with tr.add(gr.Tab(texts.t(en, "tab_whole"), elem_id="tab-whole"), "tab_whole") as whole:
                 with gr.Row(equal_height=False):
@@ -140,7 +143,7 @@ def build(page: Page) -> RunView:
                 unrolled = gr.Plot(plot(viz.unrolled_figure(None)), show_label=False,
                                    elem_id="unrolled")
     return RunView(column, status, headline, timeline, canvas, zoomed, memory, metrics, texts_box,
-                   first, last, zoom, record, said, shown_lang, look_for, download_record,
+                   first, last, zoom, record, said, shown_lang, look_for, quiet, download_record,
                    download_trace, whole, steps, replay_run, step, prev, nxt, step_caption,
                    step_plot, unrolled)
 
@@ -199,6 +202,14 @@ def wire(view: RunView, page: Page) -> None:
                     ).then(step_through.redraw, [view.record, view.replay_run, view.step, language],
                            [view.step_caption, view.step_plot, view.unrolled],
                            show_progress="hidden", **step_through.ONE_QUEUE)
+    # The quiet recording: offered whenever the record on screen changes (``view.record``), shown
+    # in one click (a class on a busy laptop still sees what the loops do).
+    view.record.change(same_work.offer_quiet, [view.record, language], view.quiet,
+                       show_progress="hidden")
+    view.quiet.click(same_work.show_quiet, [view.record, language], view.outputs(),
+                     show_progress_on=[view.status]
+                     ).then(step_through.reset_replay, [view.record, language, view.step],
+                            view.replay_outputs(), show_progress="hidden", **step_through.ONE_QUEUE)
     for tab in (view.whole_tab, view.steps_tab):
         tab.select(None, js=RELAYOUT_JS)          # charts laid out while hidden: fit them again
 
