@@ -17,8 +17,11 @@ The functions named here are the ones each engine's loop calls once a step:
   ``scheduler.run_batch`` (``sglang/srt/utils/profile_utils.py``, ``build_step_span_name``) and,
   in its overlap loop, the result's copy to the host ``copy_result_to_cpu``.
 - vLLM, ``vllm/v1/engine/core.py`` (``EngineCore.step``): the scheduler's ``schedule`` and
-  ``update_from_output``, the executor's ``execute_model``; ``vllm/v1/worker/gpu_model_runner.py``
-  marks ``gpu_model_runner: preprocess`` / ``forward`` / ``postprocess`` with ``record_function``.
+  ``update_from_output``, the executor's ``execute_model`` (vLLM 0.34.0). vLLM 0.24.0's model
+  runner, ``vllm/v1/worker/gpu_model_runner.py``, marks ``gpu_model_runner: preprocess`` /
+  ``forward`` / ``postprocess`` with ``record_function``; 0.34.0 replaced that file with
+  ``vllm/v1/worker/gpu/model_runner.py``, which marks none, so a newer trace shows the engine
+  core's functions only (with ``with_stack=True``). Every path here is in ``docs/citations.md``.
 
 Any other ``record_function`` range is a phase too, under its own name and with no role. A
 phase inside another is drawn only where the outer one has the same role or none of the inner

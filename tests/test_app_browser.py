@@ -405,8 +405,8 @@ def test_recorded_runs_are_listed_and_labelled_with_hardware_and_date(monkeypatc
 
 # Technical terms the Chinese text keeps in English (as the source article does), and the figure
 # and file names that are names, not sentences.
-TERMS = {"CUDA Graph", "Chrome trace", "GPU stream", "KV Cache", "copy stream", "engine stream",
-         "scheduler stream", "token id", "token pool"}
+TERMS = {"CUDA Graph", "CUDA stream", "Chrome trace", "GPU stream", "KV Cache", "copy stream",
+         "engine stream", "scheduler stream", "token id", "token pool"}
 VISIBLE_TEXT = """() => {
   const out = [];
   const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);

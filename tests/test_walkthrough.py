@@ -8,6 +8,10 @@
 - The figures it quotes from recorded runs (``assets/recorded``), from the peer benchmark
   (``bench/results/peer-h200.json``) and from the serving measurement (``assets/serving``) are
   the ones those files hold, in both languages.
+- Every path, line range, pull request and issue of SGLang, Mini-SGLang, vLLM or FlashInfer that
+  the walkthroughs, the README, the page's texts or the code cite is listed in
+  ``docs/citations.md``, and every system listed there names the commit or release it was read
+  at. (``scripts/check_citations.py`` checks the list against the sources themselves.)
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from typing import Any
 import pytest
 
 from record.metrics import overlap_speedup
+from scripts import check_citations
 from texts import LANGUAGES, STRINGS
 from texts.teach import HAZARD_NAMES
 
@@ -329,3 +334,99 @@ def test_the_serving_figures_quoted_are_the_measurements():
         numbers = NUMBER.findall(_bodies(lang)[16])
         for figure in figures:
             assert figure in numbers, (lang, figure)
+
+
+# A real system's source path as the texts cite it: ``python/sglang/srt/managers/scheduler.py``,
+# ``sglang/srt/utils/nvtx_utils.py`` (a wheel's layout: ``python/`` left out),
+# ``vllm/v1/core/sched/async_scheduler.py``, ``python/minisgl/scheduler/`` (a folder).
+PEER_PATH = re.compile(r"(?<![\w/.-])((?:python/)?(?:sglang|minisgl)/[\w/]*(?:\.py)?"
+                       r"|(?:vllm|flashinfer)/[\w/]*(?:\.py)?)")
+# "SGLang PR 18803", "SGLang PRs 26380, 28363, 31687", "SGLang PR 13713、13916", "issue 18744".
+PEER_REFERENCE = re.compile(r"(SGLang|Mini-SGLang|vLLM|FlashInfer) (PR|issue)s? "
+                            r"(\d+(?:(?:,\s*|\s+and\s+|、)\d+)*)")
+# "`path` lines 1664-1679 and 1762-1766", "`path` line 15"; "`path` 第 1664–1679 行和第 1762–1766 行".
+LINE_RANGES = {"en": re.compile(r"`([\w/.]+\.py)`\s+lines? (\d+)(?:-(\d+))?(?: and (\d+)-(\d+))?"),
+               "zh": re.compile(r"`([\w/.]+\.py)`\s*第 (\d+)(?:–(\d+))? 行(?:和第 (\d+)–(\d+) 行)?")}
+CITING = ["README.md", "app.py", "docs/*.md", "texts/*.py", "engine/**/*.py", "record/*.py",
+          "viz/*.py", "ui/**/*.py", "bench/*.py", "scripts/*.py"]
+
+
+def _citing_files() -> list[Path]:
+    skip = {DOCS / "citations.md", Path(check_citations.__file__).resolve()}
+    return sorted({path for pattern in CITING for path in ROOT.glob(pattern)} - skip)
+
+
+def _peer_paths(text: str) -> set[str]:
+    """The real systems' files and folders ``text`` cites, each as its repository spells it."""
+    found = set()
+    for path in PEER_PATH.findall(text):
+        if path.startswith(("sglang/", "minisgl/")):
+            path = "python/" + path
+        if path.endswith(".py") or (path.endswith("/") and path.count("/") >= 3):
+            found.add(path)
+    return found
+
+
+def test_every_cited_path_and_reference_is_in_the_citations_list():
+    listed = check_citations.read()
+    paths = {row.path for row in listed.files}
+    for path in _citing_files():
+        text = path.read_text(encoding="utf-8")
+        for cited in _peer_paths(text):
+            assert cited in paths, f"{path.relative_to(ROOT)} cites {cited}, not in docs/citations.md"
+        for system, kind, numbers in PEER_REFERENCE.findall(text):
+            for number in re.findall(r"\d+", numbers):
+                assert f"{kind} {number}" in listed.references.get(system, ()), \
+                    f"{path.relative_to(ROOT)} cites {system} {kind} {number}, not in docs/citations.md"
+
+
+@pytest.mark.parametrize("lang", WALKTHROUGHS)
+def test_every_cited_line_range_is_in_the_citations_list(lang):
+    listed = {(row.path, row.lines) for row in check_citations.read().files}
+    cited = LINE_RANGES[lang].findall(_text(lang))
+    assert len(cited) >= 8, cited        # the pattern still reads the walkthrough's citations
+    for path, *bounds in cited:
+        first, last, first_2, last_2 = (int(b) if b else None for b in bounds)
+        assert (path, (first, last or first)) in listed, (lang, path, first, last)
+        if first_2:
+            assert (path, (first_2, last_2)) in listed, (lang, path, first_2, last_2)
+
+
+def test_every_system_in_the_list_names_the_code_it_was_read_at():
+    listed = check_citations.read()
+    systems = {row.system for row in listed.files} | set(listed.references)
+    for system in systems:
+        read_at = listed.read_at.get(system, "")
+        assert listed.commit(system) or re.search(r"sha256 `[0-9a-f]{64}`", read_at), system
+    for row in listed.files:
+        assert row.lines is None or (row.inside and row.shows), row   # a range says what it holds
+
+
+def test_the_citation_checker_finds_a_wrong_line_a_wrong_function_and_a_missing_name(tmp_path):
+    source = tmp_path / "python" / "peer" / "loop.py"
+    source.parent.mkdir(parents=True)
+    source.write_text("class Scheduler:\n"
+                      "    def step(\n"
+                      "        self,\n"
+                      "    ) -> None:\n"
+                      "        batch = self.schedule()\n"
+                      "        self.launch(batch)\n"
+                      "\n"
+                      "    def finish(self):\n"
+                      "        self.free()\n")
+    text = check_citations._source_text(tmp_path, "python/peer/loop.py", None)
+
+    def row(lines, inside, *shows):
+        return check_citations.FileCitation("Peer", "python/peer/loop.py", lines, inside, shows)
+
+    assert check_citations.check(row((5, 6), "step", "self.launch(batch)"), text) == []
+    assert check_citations.check(row(None, "", "def finish"), text) == []
+    assert check_citations.check(row((9, 9), "finish", "self.free()"), text) == []
+    assert check_citations.check(row((8, 9), "finish", "self.free()"), text) == []
+    assert check_citations.check(row((9, 9), "step", "self.free()"), text)      # wrong function
+    assert check_citations.check(row((5, 5), "step", "self.launch"), text)      # wrong lines
+    assert check_citations.check(row(None, "", "def retract"), text)            # missing name
+    assert check_citations.check(row((40, 41), "step", "x"), text)              # past the end
+    assert check_citations._source_text(tmp_path, "python/peer/gone.py", None) is None
+    # a wheel's layout: no python/ folder
+    assert check_citations._source_text(tmp_path / "python", "python/peer/loop.py", None) == text
