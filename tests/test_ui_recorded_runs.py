@@ -309,6 +309,37 @@ def test_the_article_own_code_is_explained_beside_its_recorded_runs(lang, title,
     assert title not in (ours[0] if isinstance(ours, tuple) else ours.status)
 
 
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("step_us, rest", [(2040.0, None), (2140.0, "+"), (1940.0, "-")])
+def test_a_peer_serial_step_adds_up_as_printed(lang, step_us, rest):
+    """The section's serial step is said as terms that add up to it as printed: a forward and CPU
+    work, plus the waiting neither holds, or less the CPU work that ran under the forward (a
+    1.94 ms step of a 1.10 ms forward and 0.94 ms of CPU work is not left to the reader)."""
+    import re
+
+    from ui.status import render_said, said
+
+    metrics = {"steady_step_us": step_us, "t_fwd_us": 1100.0, "t_cpu_us": 940.0,
+               "steady_busy_frac": 0.5}
+    record = {"env": {"engine": "mini-sglang"}, "notes": [],
+              "runs": [{"loop": "normal", "metrics": metrics},
+                       {"loop": "overlap", "metrics": dict(metrics, steady_step_us=1200.0)}]}
+    values: dict = {}
+    folded = recorded_runs._peer_section(record, values)
+    text = re.sub(r"<[^>]+>", "", render_said(said("no_runs", "ok", folded=folded, **values), lang))
+    said_step = re.search(r"(\d+\.\d\d) ms[:：] *(.*?)[,，] *(?:so the GPU|所以)", text)
+    assert said_step, text
+    step, terms = float(said_step.group(1)), said_step.group(2)
+    numbers = [float(n) for n in re.findall(r"(\d+\.\d\d) ms", terms)]
+    assert numbers[:2] == [1.10, 0.94], terms
+    if rest is None:
+        assert len(numbers) == 2 and step == pytest.approx(1.10 + 0.94)
+    else:
+        assert len(numbers) == 3, terms
+        sign = 1 if rest == "+" else -1
+        assert step == pytest.approx(1.10 + 0.94 + sign * numbers[2]), terms
+
+
 # ---- engines side by side on one workload (ui.same_work) ---------------------------------------
 
 def _copy(src: Path, dst: Path, **changes) -> None:

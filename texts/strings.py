@@ -240,10 +240,18 @@ stream lanes* and over the *engine stream alone*; where they differ, the GPU was
         "<code>process_batch_result</code>, and CUDA events on its schedule, forward and copy "
         "streams: <code>bench/peer_sglang_hook.py</code>), so the engines are measured by one "
         "instrument; the hook cost it {hook_a:+.1f}% (serial) and {hook_b:+.1f}% (overlap). Its "
-        "serial step takes {step_ms:.2f} ms: a {fwd_ms:.2f} ms forward and {cpu_ms:.2f} ms of "
-        "CPU work, so the GPU is busy {busy_a:.0f}% of the time. In its overlap loop that work "
+        "serial step takes {step_ms:.2f} ms: {terms}, so the GPU is busy {busy_a:.0f}% of the "
+        "time. In its overlap loop that work "
         "runs under the forward: {step_b_ms:.2f} ms a step, {busy_b:.0f}% busy, {gain:.2f}× per "
         "decode step (<code>python -m bench --peer sglang</code>, docs/benchmarks.md)."),
+    # A serial step's terms, said so that they add up to the step as printed.
+    "peer_terms_sum": "a {fwd_ms:.2f} ms forward and {cpu_ms:.2f} ms of CPU work",
+    "peer_terms_waited": ("a {fwd_ms:.2f} ms forward, {cpu_ms:.2f} ms of CPU work and "
+                          "{rest_ms:.2f} ms of waiting that is neither (the result copy, the "
+                          "device's answer)"),
+    "peer_terms_overlapped": ("a {fwd_ms:.2f} ms forward and {cpu_ms:.2f} ms of CPU work, "
+                              "{rest_ms:.2f} ms of which ran while the forward ran (launching a "
+                              "forward is CPU work that goes on while the forward runs)"),
     "peer_title": "The article's own code: what this record shows",
     "peer_section": (
         "These are Mini-SGLang's own loops (github <code>sgl-project/mini-sglang</code>, the "
@@ -252,8 +260,8 @@ stream lanes* and over the *engine stream alone*; where they differ, the GPU was
         "<code>_forward</code>, <code>_process_last_data</code> and CUDA events on its two "
         "streams: <code>bench/peer_hook.py</code>), so both engines are measured by one "
         "instrument; the hook cost it {hook_a:+.1f}% (serial) and {hook_b:+.1f}% (overlap). Its "
-        "serial step takes {step_ms:.2f} ms: a {fwd_ms:.2f} ms forward and {cpu_ms:.2f} ms of "
-        "CPU work, so the GPU is busy {busy_a:.0f}% of the time. In its overlap loop that work "
+        "serial step takes {step_ms:.2f} ms: {terms}, so the GPU is busy {busy_a:.0f}% of the "
+        "time. In its overlap loop that work "
         "runs under the forward: {step_b_ms:.2f} ms a step, {busy_b:.0f}% busy, {gain:.2f}× per "
         "decode step. Overlap hides the CPU's share of a serial step, so a scheduler that does "
         "more per step gains more from it; this project's scheduler does less, and its engine "
@@ -542,10 +550,15 @@ _ZH: dict[str, str] = {
         "<code>recv_requests</code>、<code>get_next_batch_to_run</code>、<code>run_batch</code>、"
         "<code>process_batch_result</code>，以及它的调度流、前向流和拷贝流上的 CUDA 事件："
         "<code>bench/peer_sglang_hook.py</code>），所以各引擎用同一件仪器测量；钩子让它变慢 "
-        "{hook_a:+.1f}%（串行）和 {hook_b:+.1f}%（重叠）。它的串行一步 {step_ms:.2f} ms：前向 "
-        "{fwd_ms:.2f} ms，CPU 工作 {cpu_ms:.2f} ms，所以 GPU 只有 {busy_a:.0f}% 的时间在忙。重叠"
+        "{hook_a:+.1f}%（串行）和 {hook_b:+.1f}%（重叠）。它的串行一步 {step_ms:.2f} ms："
+        "{terms}，所以 GPU 只有 {busy_a:.0f}% 的时间在忙。重叠"
         "循环里这些工作跑在前向下面：每步 {step_b_ms:.2f} ms，忙碌 {busy_b:.0f}%，每个解码步快 "
         "{gain:.2f}×（<code>python -m bench --peer sglang</code>，docs/benchmarks.md）。"),
+    "peer_terms_sum": "前向 {fwd_ms:.2f} ms，CPU 工作 {cpu_ms:.2f} ms",
+    "peer_terms_waited": ("前向 {fwd_ms:.2f} ms，CPU 工作 {cpu_ms:.2f} ms，另有 {rest_ms:.2f} ms "
+                          "既非前向也非 CPU 工作的等待（结果拷贝、设备的应答）"),
+    "peer_terms_overlapped": ("前向 {fwd_ms:.2f} ms，CPU 工作 {cpu_ms:.2f} ms，其中 {rest_ms:.2f} ms "
+                              "与前向同时进行（发射前向本身是 CPU 工作，前向开始后仍在继续）"),
     "peer_title": "原文自己的代码：这份记录说明什么",
     "peer_section": (
         "这是 Mini-SGLang 自己的两种循环（github <code>sgl-project/mini-sglang</code>，即原文所读的"
@@ -553,7 +566,7 @@ _ZH: dict[str, str] = {
         "（<code>_schedule_next_batch</code>、<code>_forward</code>、<code>_process_last_data</code>，"
         "以及它两条 stream 上的 CUDA 事件：<code>bench/peer_hook.py</code>），所以两个引擎用同一件仪器"
         "测量；钩子让它变慢 {hook_a:+.1f}%（串行）和 {hook_b:+.1f}%（重叠）。它的串行一步 "
-        "{step_ms:.2f} ms：前向 {fwd_ms:.2f} ms，CPU 工作 {cpu_ms:.2f} ms，所以 GPU 只有 "
+        "{step_ms:.2f} ms：{terms}，所以 GPU 只有 "
         "{busy_a:.0f}% 的时间在忙。重叠循环里这些工作跑在前向下面：每步 {step_b_ms:.2f} ms，"
         "忙碌 {busy_b:.0f}%，每个解码步快 {gain:.2f}×。重叠藏起的是串行一步中 CPU 的那一份，所以"
         "调度器每步做得越多，收益越大；本项目的调度器做得少，而它的引擎在两种循环里端到端都更快"

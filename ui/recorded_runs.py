@@ -247,8 +247,15 @@ def _peer_section(record: RecordDict, values: dict[str, Any]) -> tuple[str, str]
         return None
     hook = {note.get("loop"): note.get("cost_pct") for note in record.get("notes") or []
             if note.get("key") == "hook_cost"}
-    values.update(step_ms=serial["steady_step_us"] / 1000, fwd_ms=serial["t_fwd_us"] / 1000,
-                  cpu_ms=cpu_us / 1000,
+    step_ms, fwd_ms, cpu_ms = (round(us / 1000, 2) for us in (serial["steady_step_us"],
+                                                             serial["t_fwd_us"], cpu_us))
+    # The terms add up to the step as printed; what the forward and the CPU work leave out (or
+    # what of the CPU work ran under the forward) is said as a term of its own.
+    rest_ms = round(step_ms - fwd_ms - cpu_ms, 2)
+    terms = ("peer_terms_sum" if rest_ms == 0 else
+             "peer_terms_waited" if rest_ms > 0 else "peer_terms_overlapped")
+    values.update(step_ms=step_ms, fwd_ms=fwd_ms, cpu_ms=cpu_ms, rest_ms=abs(rest_ms),
+                  terms_key=terms,
                   busy_a=100 * (serial.get("steady_busy_frac") or 0.0),
                   busy_b=100 * (overlap.get("steady_busy_frac") or 0.0),
                   step_b_ms=overlap["steady_step_us"] / 1000,

@@ -55,8 +55,9 @@ def render_said(spec: Said | None, lang: str) -> str:
     args = dict(spec["args"])
     if "control" in args:                    # a control's name, in the reader's language
         args["control"] = texts.t(lang, f"name_{args['control']}")
-    for name in [name for name in args if name.endswith("_key")]:
-        args[name[:-4]] = texts.t(lang, args.pop(name))   # a text said in the reader's language
+    keys = {name[:-4]: args.pop(name) for name in [name for name in args if name.endswith("_key")]}
+    for name, key in keys.items():       # a text said in the reader's language, with the values
+        args[name] = texts.t(lang, key).format(**args)
     text = texts.t(lang, spec["key"]).format(**args)
     gap = texts.sentence_gap(lang)
     text += "".join(gap + texts.t(lang, note).format(**args) for note in spec["notes"])
