@@ -74,7 +74,7 @@ def read(text: str | None = None) -> Citations:
         for row in _table(text, "Files"))
     references: dict[str, set[str]] = {}
     for row in _table(text, "Pull requests and issues"):
-        references.setdefault(row[0], set()).add(row[1])
+        references.setdefault(row[0], set()).add(row[1].removeprefix(f"{row[0]} "))
     return Citations(read_at=read_at, files=files, references=references)
 
 

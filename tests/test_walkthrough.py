@@ -341,7 +341,7 @@ def test_the_serving_figures_quoted_are_the_measurements():
 # ``vllm/v1/core/sched/async_scheduler.py``, ``python/minisgl/scheduler/`` (a folder).
 PEER_PATH = re.compile(r"(?<![\w/.-])((?:python/)?(?:sglang|minisgl)/[\w/]*(?:\.py)?"
                        r"|(?:vllm|flashinfer)/[\w/]*(?:\.py)?)")
-# "SGLang PR 18803", "SGLang PRs 26380, 28363, 31687", "SGLang PR 13713、13916", "issue 18744".
+# "SGLang PR 18803", "SGLang PRs 26380, 28363, 31687", "SGLang PR 13713、13916", "Mini-SGLang PR 142".
 PEER_REFERENCE = re.compile(r"(SGLang|Mini-SGLang|vLLM|FlashInfer) (PR|issue)s? "
                             r"(\d+(?:(?:,\s*|\s+and\s+|、)\d+)*)")
 # "`path` lines 1664-1679 and 1762-1766", "`path` line 15"; "`path` 第 1664–1679 行和第 1762–1766 行".
