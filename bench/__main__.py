@@ -121,21 +121,23 @@ def run_peer(args: argparse.Namespace, argv: list[str]) -> int:
     """``--peer``: SGLang and Mini-SGLang beside our engine (bench/peer.py); bad settings get a
     message."""
     from bench import peer
+    from bench.peer_processes import PeerPaths
+    from bench.peer_work import PeerWork
 
-    work = peer.PeerWork(models=tuple(args.models or peer.PeerWork.models),
-                         batches=tuple(args.batches or peer.PeerWork.batches),
-                         prompt_len=args.prompt_len, new_tokens=args.new_tokens,
-                         repeats=10 if args.repeats is None else args.repeats, seed=args.seed,
-                         record_batch=args.peer_record_batch if args.peer_record else 0,
-                         record_tokens=args.peer_record_tokens,
-                         sglang_compile=args.sglang_compile, warm=not args.no_warm,
-                         minisgl_pages_256=args.minisgl_pages_256,
-                         warm_also=tuple(args.warm_also))
-    paths = peer.PeerPaths(Path(args.minisgl).resolve(),
-                           Path(args.site).resolve() if args.site else None,
-                           Path(args.sglang_site).resolve() if args.sglang_site else None,
-                           Path(args.jit_cache).resolve(),
-                           Path(args.sglang_traces).resolve() if args.sglang_traces else None)
+    work = PeerWork(models=tuple(args.models or PeerWork.models),
+                    batches=tuple(args.batches or PeerWork.batches),
+                    prompt_len=args.prompt_len, new_tokens=args.new_tokens,
+                    repeats=10 if args.repeats is None else args.repeats, seed=args.seed,
+                    record_batch=args.peer_record_batch if args.peer_record else 0,
+                    record_tokens=args.peer_record_tokens,
+                    sglang_compile=args.sglang_compile, warm=not args.no_warm,
+                    minisgl_pages_256=args.minisgl_pages_256,
+                    warm_also=tuple(args.warm_also))
+    paths = PeerPaths(Path(args.minisgl).resolve(),
+                      Path(args.site).resolve() if args.site else None,
+                      Path(args.sglang_site).resolve() if args.sglang_site else None,
+                      Path(args.jit_cache).resolve(),
+                      Path(args.sglang_traces).resolve() if args.sglang_traces else None)
     json_path = Path(args.json) if args.json else None
     record_dir = Path(args.peer_record) if args.peer_record else None
     try:

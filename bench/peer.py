@@ -27,7 +27,8 @@ warm-up; rows report the median with the range and every run.
   there, so the page can lay the three side by side.
 
 Everything runs within ``--budget-s``: what no longer fits is not started, and the JSON says
-which. Table, JSON and records are built in ``bench/peer_table.py``.
+which. The work is ``bench/peer_work.py``, a peer's processes ``bench/peer_processes.py``;
+table, JSON and records are built in ``bench/peer_table.py``.
 """
 
 from __future__ import annotations
@@ -35,263 +36,23 @@ from __future__ import annotations
 import json
 import os
 import platform
-import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from bench import peer_table
-from bench.peer_configs import MINISGL, SGLANG, PeerConfig, minisgl_configs, sglang_configs
+from bench.peer_configs import MINISGL, SGLANG
+from bench.peer_processes import ROOT, PeerPaths, peer_spec, run_peer, warm_up
+from bench.peer_work import PeerWork, check_work, configs_of, prompts_for, write_model_dir
 from record.schema import Loop
 
-ROOT = Path(__file__).resolve().parents[1]
 PEERS = {"mini-sglang": (MINISGL,), "sglang": (SGLANG,), "all": (SGLANG, MINISGL)}
 LOOPS = (Loop.NORMAL, Loop.OVERLAP)       # the loops every engine runs
-RUNNERS = {MINISGL: "bench.peer_minisgl", SGLANG: "bench.peer_sglang"}
-
-
-@dataclass(frozen=True)
-class PeerWork:
-    """What every engine runs."""
-
-    models: tuple[str, ...] = ("qwen2.5-0.5b-shape",)
-    batches: tuple[int, ...] = (1, 64)
-    prompt_len: int = 32
-    new_tokens: int = 128
-    repeats: int = 10
-    seed: int = 0
-    record_batch: int = 16          # every engine's recorded runs, first shape (0: none)
-    record_tokens: int = 64
-    record_repeats: int = 5
-    sglang_compile: bool = False    # also SGLang with torch.compile (minutes of autotuning)
-    minisgl_pages_256: bool = False  # also Mini-SGLang with its offline benchmark's pages of 256
-    warm: bool = True               # start each peer once per shape first (compiles kernels)
-    warm_also: tuple[str, ...] = () # shapes only warmed (kernels cached for a later call)
-
-    @property
-    def max_seq_len(self) -> int:
-        return self.prompt_len + max(self.new_tokens, self.record_tokens) + 16
-
-
-def check_work(work: PeerWork) -> None:
-    """Refuse what no engine can run, in words."""
-    from engine.models.loader import PRESETS
-    for model in work.models + work.warm_also:
-        if model not in PRESETS:
-            raise ValueError(f"--peer runs a model preset's shape with random weights; "
-                             f"{model!r} is not one of {', '.join(PRESETS)}")
-    if not work.batches or min(work.batches) < 1 or max(work.batches) > 256:
-        raise ValueError(f"--batches must be between 1 and 256, got {list(work.batches)}")
-    if work.repeats < 1 or work.prompt_len < 1 or work.new_tokens < 2:
-        raise ValueError("--repeats and --prompt-len must be at least 1, --new-tokens at least 2")
-    if not 0 <= work.record_batch <= 256:
-        raise ValueError(f"--peer-record-batch must be between 0 and 256, got {work.record_batch}")
-
-
-def graph_sizes(batches: tuple[int, ...]) -> list[int]:
-    """Mini-SGLang's CUDA-graph batch sizes: powers of two up to the largest batch, and each."""
-    top, sizes, b = max(batches), set(batches), 1
-    while b < top:
-        sizes.add(b)
-        b *= 2
-    return sorted(sizes)
-
-
-def write_model_dir(model: str, out: Path) -> Path:
-    """A Hugging Face model folder for a peer: the preset's ``config.json`` (it reads only that
-    with random weights) and a WordLevel tokenizer over the vocabulary (Mini-SGLang always loads
-    a tokenizer; the prompts are token ids, so any tokenizer of the right size serves)."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-
-    from engine.models.checkpoint import hf_config
-    from engine.models.loader import PRESETS
-    spec = PRESETS[model]
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "config.json").write_text(json.dumps({**hf_config(spec), "torch_dtype": "bfloat16"}))
-    vocab = {f"t{i}": i for i in range(spec.vocab_size)}
-    tokenizer = Tokenizer(models.WordLevel(vocab, unk_token="t0"))
-    tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    tokenizer.decoder = decoders.WordPiece(prefix="##", cleanup=False)   # ids back, spaced
-    tokenizer.save(str(out / "tokenizer.json"))
-    (out / "tokenizer_config.json").write_text(json.dumps({
-        "tokenizer_class": "PreTrainedTokenizerFast", "unk_token": "t0",
-        "model_max_length": spec.max_position_embeddings,
-        # Mini-SGLang looks a chat template up on the hub when the folder has none.
-        "chat_template": "{% for m in messages %}{{ m['content'] }}{% endfor %}"}))
-    return out
-
-
-def prompts_for(work: PeerWork, model: str, batch: int) -> list[list[int]]:
-    """The token-id prompts every engine gets for ``batch`` requests of ``model``'s shape."""
-    from engine.models.loader import PRESETS
-    from engine.workloads import make_prompts
-    return make_prompts(None, batch, work.prompt_len, work.seed, PRESETS[model].vocab_size)
-
-
-def configs_of(peer: str, work: PeerWork, model: str) -> list[PeerConfig]:
-    """The configurations of ``peer`` tried on ``model``'s shape."""
-    found = (minisgl_configs(max(work.batches + (work.record_batch,)), work.max_seq_len,
-                             work.minisgl_pages_256)
-             if peer == MINISGL else sglang_configs(work.batches, work.sglang_compile))
-    return [c for c in found if not c.models or model in c.models]
-
-
-# ---- a peer's processes ---------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class PeerPaths:
-    """Where each peer's packages, its installed wheels and its compiled kernels are."""
-
-    minisgl: Path                   # the folder that holds minisgl/ (and COMMIT)
-    site: Path | None = None        # where Mini-SGLang's wheels were installed (pip --target)
-    sglang_site: Path | None = None  # SGLang's packages (../shared/peer/sglang's set, unpacked)
-    jit_cache: Path = Path(tempfile.gettempdir()) / "peer-jit"
-    trace_dir: Path | None = None   # SGLang's own profiler traces go here (None: none made)
-    timeout_s: float = 480.0
-
-    def commit(self) -> str:
-        path = self.minisgl / "COMMIT"
-        return path.read_text().strip() if path.exists() else "unknown"
-
-
-def peer_env(peer: str, loop: str, paths: PeerPaths, hook_dir: Path | None = None) -> dict[str, str]:
-    """The environment of a peer's process for ``loop``."""
-    env = dict(os.environ)
-    env.pop("MINISGL_DISABLE_OVERLAP_SCHEDULING", None)
-    if peer == MINISGL:
-        if loop == Loop.NORMAL:
-            env["MINISGL_DISABLE_OVERLAP_SCHEDULING"] = "1"
-        parts = [paths.site, paths.minisgl, ROOT]
-        cache = paths.jit_cache / "minisgl"
-    else:
-        # SGLang's pinned packages first; the hook's plugin folder (an entry point in the group
-        # SGLang loads in its scheduler process); this repository for the hook and ``record``.
-        parts = [paths.sglang_site, hook_dir, ROOT]
-        cache = paths.jit_cache / "sglang"
-        env["SGLANG_PLUGINS"] = "overlapdemo"
-        env["TRITON_CACHE_DIR"] = str(cache / "triton")
-        env["TORCHINDUCTOR_CACHE_DIR"] = str(cache / "inductor")
-    env["PYTHONPATH"] = os.pathsep.join([str(p) for p in parts if p is not None]
-                                        + [env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    env["FLASHINFER_WORKSPACE_BASE"] = str(cache / "flashinfer")
-    env["TVM_FFI_CACHE_DIR"] = str(cache / "tvm-ffi")
-    env.setdefault("HF_HUB_OFFLINE", "1")
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
-
-
-def write_hook_plugin(folder: Path) -> Path:
-    """SGLang's plugin registry finds ``bench.peer_sglang_hook.register`` through this entry
-    point (``importlib.metadata`` reads a bare ``.dist-info`` folder on the path)."""
-    info = folder / "overlapdemo_hook-1.0.dist-info"
-    info.mkdir(parents=True, exist_ok=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: overlapdemo-hook\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text(
-        "[sglang.srt.plugins]\noverlapdemo = bench.peer_sglang_hook:register\n")
-    return folder
-
-
-def run_peer(peer: str, spec: dict[str, Any], paths: PeerPaths, workdir: Path,
-             timeout_s: float) -> dict[str, Any]:
-    """One loop's runs in the peer's own process; what it measured. The process is a session
-    of its own, ended whole afterwards (a peer's helper processes hold the GPU)."""
-    tag = f"{peer}-{spec['model']}-{spec['config_index']}-{spec['loop']}".replace(" ", "")
-    spec_path, out_path = workdir / f"spec-{tag}.json", workdir / f"out-{tag}.json"
-    spec_path.write_text(json.dumps(spec))
-    out_path.unlink(missing_ok=True)
-    hook_dir = write_hook_plugin(workdir / "plugin") if peer == SGLANG else None
-    started = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", RUNNERS[peer], str(spec_path), str(out_path)],
-                            cwd=ROOT, env=peer_env(peer, spec["loop"], paths, hook_dir),
-                            start_new_session=True)
-    try:
-        code = proc.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        code = None
-    finally:
-        _end_group(proc)
-    if not out_path.exists():
-        raise RuntimeError(f"{peer}'s {spec['loop']} process "
-                           f"{'ran out of time' if code is None else f'failed (exit {code})'}; "
-                           "its output is above")
-    out = json.loads(out_path.read_text())
-    out["process_s"] = time.perf_counter() - started
-    if code != 0:
-        out["incomplete"] = "ran out of time" if code is None else f"exit {code}"
-    return out
-
-
-def _end_group(proc: subprocess.Popen) -> None:
-    """End a peer's process and every process it started (SIGTERM, then SIGKILL)."""
-    for sig, wait_s in ((signal.SIGTERM, 10), (signal.SIGKILL, 5)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=wait_s)
-        except subprocess.TimeoutExpired:
-            continue
-        time.sleep(1.0)                 # its children get the signal too; let them go
-
-
-def warm_up(peer: str, specs: list[dict[str, Any]], paths: PeerPaths, workdir: Path,
-            limit_s: float) -> list[str]:
-    """Start one process per shape at once, each only building its engine and running its
-    batches once, so FlashInfer's kernels for every shape are compiled side by side and cached
-    for the timed processes. What failed, in words (a timed process says it again)."""
-    procs = []
-    for spec in specs:
-        warm = {**spec, "warm_only": True, "config_index": f"warm{spec['config_index']}"}
-        if peer == SGLANG:                  # two engines on one GPU at once: a share each
-            warm["config"] = {**warm["config"], "mem_fraction_static": 0.3}
-        tag = f"{peer}-{spec['model']}-warm".replace(" ", "")
-        path = workdir / f"spec-{tag}.json"
-        path.write_text(json.dumps(warm))
-        hook_dir = write_hook_plugin(workdir / "plugin") if peer == SGLANG else None
-        procs.append((spec["model"], subprocess.Popen(
-            [sys.executable, "-m", RUNNERS[peer], str(path), str(workdir / f"out-{tag}.json")],
-            cwd=ROOT, env=peer_env(peer, Loop.OVERLAP, paths, hook_dir), start_new_session=True)))
-    deadline = time.monotonic() + limit_s
-    failed = []
-    for model, proc in procs:
-        try:
-            code = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            code = None
-        _end_group(proc)
-        if code != 0:
-            failed.append(f"{peer} warm-up on {model}: "
-                          f"{'out of time' if code is None else f'exit {code}'}")
-    return failed
-
-
-def peer_spec(peer: str, config: PeerConfig, index: int, work: PeerWork, model: str,
-              model_dir: Path, loop: str, paths: PeerPaths, record: bool) -> dict[str, Any]:
-    """What one of a peer's processes runs (its runner reads it)."""
-    spec: dict[str, Any] = {
-        "model": model, "model_dir": str(model_dir), "loop": str(loop), "config": config.args,
-        "config_name": config.name, "config_index": index, "commit": paths.commit(),
-        "graph_bs": graph_sizes(work.batches + (work.record_batch or 1,)),
-        "max_seq_len": work.max_seq_len, "new_tokens": work.new_tokens,
-        "repeats": work.repeats, "prompts": [prompts_for(work, model, b) for b in work.batches],
-        "record": None, "traces": [], "trace_dir": str(paths.trace_dir or "")}
-    if record and work.record_batch:
-        spec["record"] = {"prompts": prompts_for(work, model, work.record_batch),
-                          "new_tokens": work.record_tokens, "repeats": work.record_repeats}
-    if peer == SGLANG and paths.trace_dir is not None and index == 0:
-        # SGLang's own profiler: the issue's B=16 at full length, and the smallest and largest
-        # batches at a few tokens (enough steps to read the loop, small files).
-        sizes = [(16, work.new_tokens)] if record else []
-        sizes += [(b, 16) for b in sorted({min(work.batches), max(work.batches)})]
-        spec["traces"] = [{"prompts": prompts_for(work, model, b), "new_tokens": n}
-                          for b, n in sizes]
-    return spec
 
 
 # ---- ours ---------------------------------------------------------------------------------------

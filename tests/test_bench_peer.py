@@ -14,7 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench import peer, peer_table  # noqa: E402
+from bench import peer, peer_processes, peer_table, peer_work  # noqa: E402
 from bench.__main__ import main  # noqa: E402
 
 RECORD = ROOT / "assets" / "recorded" / "h200-minisglang-qwen05-b16.json"
@@ -120,24 +120,24 @@ def test_file_names_and_graph_sizes():
     assert peer_table.record_name("NVIDIA H200", "SGLang", "llama-3.1-8b-shape", 1) == \
         "h200-sglang-llama8b-b1.json"
     assert peer_table.record_name("NVIDIA H200", "ours", MODEL, 16) == "h200-ours-qwen05-b16.json"
-    assert peer.graph_sizes((1, 64, 16)) == [1, 2, 4, 8, 16, 32, 64]
-    assert peer.graph_sizes((3,)) == [1, 2, 3]
+    assert peer_work.graph_sizes((1, 64, 16)) == [1, 2, 4, 8, 16, 32, 64]
+    assert peer_work.graph_sizes((3,)) == [1, 2, 3]
 
 
 def test_each_peer_is_tried_in_the_configurations_its_users_would_choose():
-    work = peer.PeerWork(models=(MODEL, "llama-3.1-8b-shape"), batches=(1, 64),
-                         minisgl_pages_256=True)
-    mini = peer.configs_of("Mini-SGLang", work, MODEL)
+    work = peer_work.PeerWork(models=(MODEL, "llama-3.1-8b-shape"), batches=(1, 64),
+                              minisgl_pages_256=True)
+    mini = peer_work.configs_of("Mini-SGLang", work, MODEL)
     assert [c.args["page_size"] for c in mini] == [16, 256]
     assert all(c.args["num_page_override"] >= 2 * 64 * -(-work.max_seq_len // c.args["page_size"])
                for c in mini)                                   # the pool holds the work
-    assert [c.args["page_size"] for c in peer.configs_of("Mini-SGLang", work,
-                                                          "llama-3.1-8b-shape")] == [16]
-    (tuned,) = peer.configs_of("SGLang", work, MODEL)
+    assert [c.args["page_size"] for c in peer_work.configs_of("Mini-SGLang", work,
+                                                              "llama-3.1-8b-shape")] == [16]
+    (tuned,) = peer_work.configs_of("SGLang", work, MODEL)
     assert tuned.args["page_size"] == 16 and tuned.args["disable_radix_cache"] is True
     assert tuned.args["cuda_graph_max_bs_decode"] == 64 and "enable_torch_compile" not in tuned.args
-    compiled = peer.configs_of("SGLang", peer.PeerWork(batches=(1, 64), sglang_compile=True),
-                               MODEL)[1]
+    compile_work = peer_work.PeerWork(batches=(1, 64), sglang_compile=True)
+    compiled = peer_work.configs_of("SGLang", compile_work, MODEL)[1]
     assert compiled.args["enable_torch_compile"] and compiled.args["torch_compile_max_bs"] == 64
     assert all(c.why for c in mini + [tuned, compiled])
 
@@ -197,18 +197,18 @@ def test_the_command_line_reaches_the_workload(monkeypatch):
 
 
 def test_each_peers_process_gets_its_loop_switch_and_paths(tmp_path):
-    paths = peer.PeerPaths(tmp_path / "python", tmp_path / "site", tmp_path / "sgl",
-                           tmp_path / "jit")
-    serial = peer.peer_env("Mini-SGLang", "normal", paths)
-    overlap = peer.peer_env("Mini-SGLang", "overlap", paths)
+    paths = peer_processes.PeerPaths(tmp_path / "python", tmp_path / "site", tmp_path / "sgl",
+                                     tmp_path / "jit")
+    serial = peer_processes.peer_env("Mini-SGLang", "normal", paths)
+    overlap = peer_processes.peer_env("Mini-SGLang", "overlap", paths)
     assert serial["MINISGL_DISABLE_OVERLAP_SCHEDULING"] == "1"
     assert "MINISGL_DISABLE_OVERLAP_SCHEDULING" not in overlap
     assert serial["PYTHONPATH"].split(":")[:3] == [str(tmp_path / "site"),
-                                                   str(tmp_path / "python"), str(peer.ROOT)]
+                                                   str(tmp_path / "python"), str(peer_processes.ROOT)]
     assert serial["FLASHINFER_WORKSPACE_BASE"] == str(tmp_path / "jit" / "minisgl" / "flashinfer")
-    sglang = peer.peer_env("SGLang", "normal", paths, tmp_path / "plugin")
+    sglang = peer_processes.peer_env("SGLang", "normal", paths, tmp_path / "plugin")
     assert sglang["PYTHONPATH"].split(":")[:3] == [str(tmp_path / "sgl"), str(tmp_path / "plugin"),
-                                                   str(peer.ROOT)]
+                                                   str(peer_processes.ROOT)]
     assert sglang["SGLANG_PLUGINS"] == "overlapdemo"
     assert "MINISGL_DISABLE_OVERLAP_SCHEDULING" not in sglang
     (tmp_path / "python").mkdir()
@@ -222,7 +222,7 @@ def test_the_hook_is_a_plugin_sglang_finds_in_its_scheduler_process(tmp_path):
     ``plugins/__init__.py``) before it builds its scheduler; a bare .dist-info folder on the
     path is one."""
     import subprocess
-    folder = peer.write_hook_plugin(tmp_path)
+    folder = peer_processes.write_hook_plugin(tmp_path)
     found = subprocess.run(
         [sys.executable, "-c", "from importlib.metadata import entry_points; "
          "print([(e.name, e.value) for e in entry_points(group='sglang.srt.plugins')])"],
@@ -231,19 +231,21 @@ def test_the_hook_is_a_plugin_sglang_finds_in_its_scheduler_process(tmp_path):
 
 
 def test_every_engine_gets_the_same_prompts():
-    work = peer.PeerWork(batches=(1, 4), record_batch=2, prompt_len=8)
-    paths = peer.PeerPaths(Path("/m"), trace_dir=Path("/t"))
-    config = peer.configs_of("SGLang", work, MODEL)[0]
-    spec = peer.peer_spec("SGLang", config, 0, work, MODEL, Path("/d"), "overlap", paths, True)
-    assert spec["prompts"] == [peer.prompts_for(work, MODEL, 1), peer.prompts_for(work, MODEL, 4)]
-    assert spec["record"]["prompts"] == peer.prompts_for(work, MODEL, 2)
+    work = peer_work.PeerWork(batches=(1, 4), record_batch=2, prompt_len=8)
+    paths = peer_processes.PeerPaths(Path("/m"), trace_dir=Path("/t"))
+    config = peer_work.configs_of("SGLang", work, MODEL)[0]
+    spec = peer_processes.peer_spec("SGLang", config, 0, work, MODEL, Path("/d"), "overlap",
+                                    paths, True)
+    assert spec["prompts"] == [peer_work.prompts_for(work, MODEL, b) for b in (1, 4)]
+    assert spec["record"]["prompts"] == peer_work.prompts_for(work, MODEL, 2)
     assert all(len(p) == 8 and 0 < min(p) and max(p) < 151936 for p in spec["prompts"][1])
     assert spec["graph_bs"] == [1, 2, 4] and spec["max_seq_len"] == 8 + 128 + 16
     assert spec["config"] == config.args and spec["loop"] == "overlap"
     assert [(len(t["prompts"]), t["new_tokens"]) for t in spec["traces"]] == [(16, 128), (1, 16),
                                                                                (4, 16)]
-    mini = peer.peer_spec("Mini-SGLang", peer.configs_of("Mini-SGLang", work, MODEL)[0], 0, work,
-                          MODEL, Path("/d"), "normal", paths, False)
+    best = peer_work.configs_of("Mini-SGLang", work, MODEL)[0]
+    mini = peer_processes.peer_spec("Mini-SGLang", best, 0, work, MODEL, Path("/d"), "normal",
+                                    paths, False)
     assert mini["prompts"] == spec["prompts"] and mini["record"] is None and not mini["traces"]
 
 
@@ -253,7 +255,7 @@ def test_the_model_folder_minisglang_reads(tmp_path):
     from transformers import AutoTokenizer
 
     from engine.models.loader import PRESETS
-    out = peer.write_model_dir("smollm2-135m-shape", tmp_path / "m")
+    out = peer_work.write_model_dir("smollm2-135m-shape", tmp_path / "m")
     config = json.loads((out / "config.json").read_text())
     spec = PRESETS["smollm2-135m-shape"]
     assert (config["vocab_size"], config["hidden_size"], config["num_attention_heads"],
@@ -343,7 +345,7 @@ def test_the_orchestration_runs_every_loop_writes_rows_and_the_record(tmp_path, 
     site = tmp_path / "site"
     (site / "sglang").mkdir(parents=True)
     (site / "stand_in_peer.py").write_text(STAND_IN)
-    monkeypatch.setitem(peer.RUNNERS, "SGLang", "stand_in_peer")
+    monkeypatch.setitem(peer_processes.RUNNERS, "SGLang", "stand_in_peer")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda *_: "NVIDIA H200")
     made = []
@@ -354,8 +356,8 @@ def test_the_orchestration_runs_every_loop_writes_rows_and_the_record(tmp_path, 
         (out.parent / "record.json").write_text(RECORD.read_text())
         return out
     monkeypatch.setattr(peer, "write_model_dir", model_dir)
-    work = peer.PeerWork(models=(MODEL,), batches=(1, 4), repeats=3, prompt_len=8)
-    paths = peer.PeerPaths(tmp_path / "python", sglang_site=site, jit_cache=tmp_path / "jit")
+    work = peer_work.PeerWork(models=(MODEL,), batches=(1, 4), repeats=3, prompt_len=8)
+    paths = peer_processes.PeerPaths(tmp_path / "python", sglang_site=site, jit_cache=tmp_path / "jit")
     json_path = tmp_path / "peer.json"
     json_path.write_text(json.dumps(peer_table.document({}, _rows())))   # an earlier run
     code = peer.run("sglang", work, paths, json_path, tmp_path / "rec", "cmd", "abc",
@@ -385,8 +387,8 @@ def test_what_no_longer_fits_the_budget_is_not_started_and_said(tmp_path, monkey
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda *_: "NVIDIA H200")
     monkeypatch.setattr(peer, "write_model_dir", lambda _model, out: out)
     monkeypatch.setattr(peer, "warm_up", lambda *_: [])
-    work = peer.PeerWork(models=(MODEL,), batches=(1,), repeats=1)
-    paths = peer.PeerPaths(tmp_path / "python", sglang_site=site)
+    work = peer_work.PeerWork(models=(MODEL,), batches=(1,), repeats=1)
+    paths = peer_processes.PeerPaths(tmp_path / "python", sglang_site=site)
     code = peer.run("sglang", work, paths, tmp_path / "peer.json", None, "cmd", "abc",
                     budget_s=30, with_ours=False)
     doc = json.loads((tmp_path / "peer.json").read_text())
