@@ -26,16 +26,15 @@ import os
 import statistics
 import sys
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from record.metrics import compute_metrics, cpu_phase_times
+from bench.peer_runs import dist_version, record_run, time_batch
 from record.recorder import Timeline
-from record.run_record import run_dict
 from record.schema import BASE_LANES, Lane, Loop
 
 GPU_LANES = (Lane.SCHEDULER_STREAM, Lane.ENGINE_STREAM)      # Mini-SGLang has no copy stream
-FIGURES = ("steady_step_us", "t_fwd_us", "t_cpu_us", "predicted_overlap_speedup")
 
 
 def build(spec: dict[str, Any]):
@@ -87,54 +86,6 @@ def hooked_run(llm, recorder, prompts: list[list[int]], params):
         outputs, wall_us
 
 
-def figures(spans, outputs, wall_us: float) -> dict[str, Any]:
-    """The step and forward figures of a hooked run, measured as our own runs are."""
-    metrics: dict[str, Any] = dict(compute_metrics(spans, outputs, GPU_LANES, wall_us=wall_us))
-    out: dict[str, Any] = {key: metrics[key] for key in FIGURES}
-    out["cpu_phases_us"] = cpu_phase_times(spans)
-    return out
-
-
-def median_figures(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    out = {key: statistics.median(r[key] for r in runs) for key in FIGURES}
-    phases = {p for r in runs for p in r["cpu_phases_us"]}
-    out["cpu_phases_us"] = {p: statistics.median(r["cpu_phases_us"].get(p, 0.0) for r in runs)
-                            for p in sorted(phases)}
-    return out
-
-
-def time_batch(llm, recorder, prompts, params, repeats: int) -> dict[str, Any]:
-    """Plain and hooked runs of one workload, interleaved so drift hits both alike (a hooked run
-    after every second plain one)."""
-    plain_s, hooked_s, runs, tokens = [], [], [], 0
-    for i in range(repeats):
-        seconds, tokens = plain_run(llm, prompts, params)
-        plain_s.append(seconds)
-        if i % 2 == 1 or repeats == 1:
-            seconds, _, spans, outputs, wall_us = hooked_run(llm, recorder, prompts, params)
-            hooked_s.append(seconds)
-            runs.append(figures(spans, outputs, wall_us))
-    return {"batch": len(prompts), "tokens": tokens, "plain_s": plain_s, "hooked_s": hooked_s,
-            "figures": median_figures(runs)}
-
-
-def record_run(llm, recorder, prompts, params, repeats: int, loop: str, label: str):
-    """The record's run (the median of ``repeats`` hooked runs by time) and the hook's cost."""
-    plain_run(llm, prompts, params)
-    hooked_run(llm, recorder, prompts, params)
-    plain_s, hooked = [], []
-    for _ in range(repeats):
-        plain_s.append(plain_run(llm, prompts, params)[0])
-        hooked.append(hooked_run(llm, recorder, prompts, params))
-    hooked.sort(key=lambda run: run[0])
-    seconds, tokens, spans, outputs, wall_us = hooked[len(hooked) // 2]
-    metrics = compute_metrics(spans, outputs, GPU_LANES, wall_us=wall_us)
-    run = run_dict(loop, 1, label, spans, metrics, outputs, lanes=BASE_LANES, gpu_lanes=GPU_LANES)
-    cost = {"plain_s": plain_s, "hooked_s": [h[0] for h in hooked], "tokens": tokens,
-            "steps": metrics["steps"]}
-    return run, cost
-
-
 def main(spec_path: str, out_path: str) -> int:
     spec = json.loads(Path(spec_path).read_text())
     started = time.perf_counter()
@@ -160,9 +111,11 @@ def main(spec_path: str, out_path: str) -> int:
         "loop": loop, "config": spec["config"], "config_name": spec["config_name"],
         "start_s": start_s, "batches": [], "record": None,
         "env": {"device_name": torch.cuda.get_device_name(), "torch_version": torch.__version__,
-                "flashinfer_version": _version("flashinfer-python")}}
+                "flashinfer_version": dist_version("flashinfer-python")}}
     for prompts in spec["prompts"]:
-        row = time_batch(llm, recorder, prompts, params, spec["repeats"])
+        row = time_batch(partial(plain_run, llm, prompts, params),
+                         partial(hooked_run, llm, recorder, prompts, params),
+                         len(prompts), spec["repeats"], GPU_LANES)
         print(f"Mini-SGLang {loop} B={row['batch']}: "
               f"{row['tokens'] / statistics.median(row['plain_s']):.0f} tok/s", flush=True)
         out["batches"].append(row)
@@ -173,18 +126,12 @@ def main(spec_path: str, out_path: str) -> int:
                                     max_tokens=rec["new_tokens"])
         label = (f"{loop} (Mini-SGLang {spec['commit'][:7]}, {out['env']['device_name']}, "
                  "CUDA graphs, FlashInfer attention)")
-        out["record"], out["hook_cost"] = record_run(llm, recorder, rec["prompts"], rec_params,
-                                                     rec["repeats"], loop, label)
+        out["record"], out["hook_cost"] = record_run(
+            partial(plain_run, llm, rec["prompts"], rec_params),
+            partial(hooked_run, llm, recorder, rec["prompts"], rec_params),
+            rec["repeats"], loop, label, BASE_LANES, GPU_LANES)
     Path(out_path).write_text(json.dumps(out, allow_nan=False))
     return 0
-
-
-def _version(dist: str) -> str:
-    from importlib.metadata import PackageNotFoundError, version
-    try:
-        return version(dist)
-    except PackageNotFoundError:
-        return "unknown"
 
 
 if __name__ == "__main__":

@@ -23,15 +23,14 @@ import statistics
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+from bench.peer_runs import dist_version, record_run, time_batch
 from bench.peer_sglang_hook import RID_PREFIX
-from record.metrics import compute_metrics, cpu_phase_times
-from record.run_record import run_dict
 from record.schema import LANES, Loop
 
-FIGURES = ("steady_step_us", "t_fwd_us", "t_cpu_us", "predicted_overlap_speedup")
 GPU_LANES = LANES[1:]            # the schedule, forward and copy streams, drawn as ours
 
 
@@ -107,57 +106,6 @@ class Hooked:
             (end_ns - start_ns) / 1e3
 
 
-def figures(spans, outputs, wall_us: float) -> dict[str, Any]:
-    """The step and forward figures of a hooked run, measured as our own runs are."""
-    metrics: dict[str, Any] = dict(compute_metrics(spans, outputs, GPU_LANES, wall_us=wall_us))
-    out: dict[str, Any] = {key: metrics[key] for key in FIGURES}
-    out["cpu_phases_us"] = cpu_phase_times(spans)
-    return out
-
-
-def median_figures(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {key: statistics.median(r[key] for r in runs) for key in FIGURES}
-    phases = {p for r in runs for p in r["cpu_phases_us"]}
-    out["cpu_phases_us"] = {p: statistics.median(r["cpu_phases_us"].get(p, 0.0) for r in runs)
-                            for p in sorted(phases)}
-    return out
-
-
-def time_batch(engine, hooked: Hooked, prompts, new_tokens: int, repeats: int) -> dict[str, Any]:
-    """Plain and hooked runs of one workload, interleaved so drift hits both alike (a hooked run
-    after every second plain one)."""
-    plain_s, hooked_s, runs, tokens = [], [], [], 0
-    for i in range(repeats):
-        seconds, tokens = plain_run(engine, prompts, new_tokens)
-        plain_s.append(seconds)
-        if i % 2 == 1 or repeats == 1:
-            run = hooked.try_run(prompts, new_tokens)
-            if run is not None:
-                seconds, _, spans, outputs, wall_us = run
-                hooked_s.append(seconds)
-                runs.append(figures(spans, outputs, wall_us))
-    return {"batch": len(prompts), "tokens": tokens, "plain_s": plain_s, "hooked_s": hooked_s,
-            "figures": median_figures(runs) if runs else None}
-
-
-def record_run(engine, hooked: Hooked, prompts, new_tokens: int, repeats: int, loop: str,
-               label: str):
-    """The record's run (the median of ``repeats`` hooked runs by time) and the hook's cost."""
-    plain_run(engine, prompts, new_tokens)
-    hooked.run(prompts, new_tokens)
-    plain_s, runs = [], []
-    for _ in range(repeats):
-        plain_s.append(plain_run(engine, prompts, new_tokens)[0])
-        runs.append(hooked.run(prompts, new_tokens))
-    runs.sort(key=lambda run: run[0])
-    seconds, tokens, spans, outputs, wall_us = runs[len(runs) // 2]
-    metrics = compute_metrics(spans, outputs, GPU_LANES, wall_us=wall_us)
-    run = run_dict(loop, 1, label, spans, metrics, outputs, lanes=LANES, gpu_lanes=GPU_LANES)
-    cost = {"plain_s": plain_s, "hooked_s": [r[0] for r in runs], "tokens": tokens,
-            "steps": metrics["steps"]}
-    return run, cost
-
-
 def profile(engine, traces: list[dict[str, Any]], trace_dir: str, loop: str) -> list[str]:
     """One ``generate`` per entry under SGLang's own profiler; the files it wrote."""
     os.makedirs(trace_dir, exist_ok=True)
@@ -191,13 +139,15 @@ def main(spec_path: str, out_path: str) -> int:
         "start_s": start_s, "batches": [], "record": None, "traces": [],
         "env": {"device_name": torch.cuda.get_device_name(), "torch_version": torch.__version__,
                 "sglang_version": sglang.__version__,
-                "flashinfer_version": _version("flashinfer-python")}}
+                "flashinfer_version": dist_version("flashinfer-python")}}
     for prompts in spec["prompts"]:                       # warm-up, both ways
         plain_run(engine, prompts, new_tokens)
         hooked.try_run(prompts, new_tokens)
     engine.freeze_gc()
     for prompts in spec["prompts"]:
-        row = time_batch(engine, hooked, prompts, new_tokens, spec["repeats"])
+        row = time_batch(partial(plain_run, engine, prompts, new_tokens),
+                         partial(hooked.try_run, prompts, new_tokens),
+                         len(prompts), spec["repeats"], GPU_LANES)
         print(f"SGLang {spec['config_name']} {loop} B={row['batch']}: "
               f"{row['tokens'] / statistics.median(row['plain_s']):.0f} tok/s", flush=True)
         out["batches"].append(row)
@@ -207,9 +157,10 @@ def main(spec_path: str, out_path: str) -> int:
         label = (f"{loop} (SGLang {sglang.__version__}, {out['env']['device_name']}, "
                  f"CUDA graphs, FlashInfer attention)")
         try:
-            out["record"], out["hook_cost"] = record_run(engine, hooked, rec["prompts"],
-                                                         rec["new_tokens"], rec["repeats"], loop,
-                                                         label)
+            out["record"], out["hook_cost"] = record_run(
+                partial(plain_run, engine, rec["prompts"], rec["new_tokens"]),
+                partial(hooked.run, rec["prompts"], rec["new_tokens"]),
+                rec["repeats"], loop, label, LANES, GPU_LANES)
         except Exception as error:  # noqa: BLE001 - the timed rows stand without it
             out["record_error"] = f"{type(error).__name__}: {error}"
         Path(out_path).write_text(json.dumps(out, allow_nan=False))
@@ -232,14 +183,6 @@ def _shut_down(engine, limit_s: float = 30.0) -> None:
     done = threading.Thread(target=engine.shutdown, daemon=True)
     done.start()
     done.join(limit_s)
-
-
-def _version(dist: str) -> str:
-    from importlib.metadata import PackageNotFoundError, version
-    try:
-        return version(dist)
-    except PackageNotFoundError:
-        return "unknown"
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """The peer benchmark's CPU side (no GPU, no peer's process): its rows, tables and JSON, the
 configurations it tries, its argument handling, the model folder and prompts it gives each peer,
-the orchestration (with a stand-in peer), and the peers' recorded runs as the page reads, lists
-and draws them."""
+the orchestration (with a stand-in peer), what a peer's runner does with its runs, and the
+peers' recorded runs as the page reads, lists and draws them."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench import peer, peer_processes, peer_table, peer_work  # noqa: E402
+from bench import peer, peer_processes, peer_runs, peer_table, peer_work  # noqa: E402
 from bench.__main__ import main  # noqa: E402
 
 RECORD = ROOT / "assets" / "recorded" / "h200-minisglang-qwen05-b16.json"
@@ -394,3 +394,68 @@ def test_what_no_longer_fits_the_budget_is_not_started_and_said(tmp_path, monkey
     doc = json.loads((tmp_path / "peer.json").read_text())
     assert code == 1 and doc["rows"] == []
     assert [n.endswith("not run (out of time)") for n in doc["header"]["notes"]] == [True, True]
+
+
+# ---- what a peer's runner does with its runs (bench/peer_runs.py) ------------------------------
+
+def _hooked_run(seconds: float, step_us: float, steps: int = 12, batch: int = 4):
+    """A serial timeline of ``steps`` decode steps ``step_us`` long (a 60% forward, the rest the
+    CPU's), as a peer's hooked run returns it."""
+    from record.recorder import Span
+    spans = []
+    for n in range(steps):
+        t, ids = n * step_us, list(range(batch))
+        spans += [Span("cpu", "schedule", n, t, t + 0.1 * step_us, batch, batch, ids),
+                  Span("engine_stream", "decode", n, t + 0.1 * step_us, t + 0.7 * step_us,
+                       batch, batch, ids),
+                  Span("cpu", "wait", n, t + 0.1 * step_us, t + 0.7 * step_us, batch, batch, ids),
+                  Span("cpu", "process_last", n, t + 0.7 * step_us, t + step_us, batch, batch,
+                       ids)]
+    outputs = [{"token_ids": list(range(steps)), "text": "", "finish_reason": "length",
+                "prompt_tokens": 8, "arrival_us": 0.0, "first_token_us": step_us,
+                "finish_us": steps * step_us, "token_us": [(i + 1) * step_us for i in range(steps)]}
+               for _ in range(batch)]
+    return seconds, batch * steps, spans, outputs, steps * step_us
+
+
+def test_a_runner_interleaves_hooked_runs_with_plain_ones_and_reads_their_steps():
+    calls = []
+
+    def plain():
+        calls.append("plain")
+        return 1.0 + len(calls) / 100, 48
+
+    def hooked():
+        calls.append("hooked")
+        return _hooked_run(1.5, step_us=1000.0 * len(calls))
+
+    row = peer_runs.time_batch(plain, hooked, 4, 4, ("engine_stream",))
+    assert calls == ["plain", "plain", "hooked", "plain", "plain", "hooked"]
+    assert row["batch"] == 4 and row["tokens"] == 48 and len(row["plain_s"]) == 4
+    assert row["hooked_s"] == [1.5, 1.5]
+    # the hooked runs' steps were 3000 and 6000 us long: their median, and the forward's 60%
+    assert row["figures"]["steady_step_us"] == pytest.approx(4500.0)
+    assert row["figures"]["t_fwd_us"] == pytest.approx(2700.0)
+    assert set(row["figures"]["cpu_phases_us"]) >= {"schedule", "process_last"}
+
+
+def test_a_runner_whose_hook_failed_keeps_its_plain_runs():
+    row = peer_runs.time_batch(lambda: (1.0, 48), lambda: None, 4, 3, ("engine_stream",))
+    assert row["plain_s"] == [1.0, 1.0, 1.0] and row["hooked_s"] == [] and row["figures"] is None
+
+
+def test_the_record_run_is_the_median_hooked_run_beside_the_plain_runs():
+    from record.schema import BASE_LANES
+    seconds = iter([9.0, 3.0, 1.0, 2.0])          # a warm-up, then three timed hooked runs
+    plains = iter([5.0, 1.1, 1.2, 1.3])
+
+    def hooked():
+        took = next(seconds)
+        return _hooked_run(took, step_us=1000.0 * took)     # the run's steps tell it apart
+
+    run, cost = peer_runs.record_run(lambda: (next(plains), 48), hooked, 3, "normal",
+                                     "normal (a peer)", BASE_LANES, ("engine_stream",))
+    assert cost["plain_s"] == [1.1, 1.2, 1.3] and cost["hooked_s"] == [1.0, 2.0, 3.0]
+    assert cost["tokens"] == 48 and cost["steps"] == run["metrics"]["steps"]
+    assert run["loop"] == "normal" and run["label"] == "normal (a peer)"
+    assert run["metrics"]["steady_step_us"] == pytest.approx(2000.0)   # the 2 s run, the median
