@@ -196,24 +196,27 @@ def _x(ratio: float) -> str:
     return f"{ratio:.2f}×"
 
 
+Figure = Callable[[dict[str, dict[str, Any]]], str]
+
+
+def _terms_and_busy(stem: str) -> list[tuple[str, Figure]]:
+    """A record's serial terms and both loops' GPU busy, as the walkthrough writes them."""
+    return [(stem, lambda r: "T_fwd " + _ms(r["normal"]["t_fwd_us"])),
+            (stem, lambda r: "T_sched + T_post " + _ms(r["normal"]["t_cpu_us"])),
+            (stem, lambda r: _pct(r["normal"]["gpu_busy_frac"])),
+            (stem, lambda r: _pct(r["overlap"]["gpu_busy_frac"]))]
+
+
+def _decode_gain(stem: str) -> tuple[str, Figure]:
+    return stem, lambda r: _x(r["overlap"]["decode_tokens_per_s"]
+                              / r["normal"]["decode_tokens_per_s"])
+
+
 # (recorded run, the figure as the walkthrough writes it, computed from the run's metrics)
-RECORDED: list[tuple[str, Callable[[dict[str, dict[str, Any]]], str]]] = [
-    ("h200-bundled-graph-cpu200", lambda r: "T_fwd " + _ms(r["normal"]["t_fwd_us"])),
-    ("h200-bundled-graph-cpu200", lambda r: "T_sched + T_post " + _ms(r["normal"]["t_cpu_us"])),
-    ("h200-bundled-graph-cpu200", lambda r: _pct(r["normal"]["gpu_busy_frac"])),
-    ("h200-bundled-graph-cpu200", lambda r: _pct(r["overlap"]["gpu_busy_frac"])),
-    ("h200-bundled-graph-cpu200", lambda r: _x(r["overlap"]["decode_tokens_per_s"]
-                                               / r["normal"]["decode_tokens_per_s"])),
-    ("h200-qwen05-graph-b64", lambda r: "T_fwd " + _ms(r["normal"]["t_fwd_us"])),
-    ("h200-qwen05-graph-b64", lambda r: "T_sched + T_post " + _ms(r["normal"]["t_cpu_us"])),
-    ("h200-qwen05-graph-b64", lambda r: _pct(r["normal"]["gpu_busy_frac"])),
-    ("h200-qwen05-graph-b64", lambda r: _pct(r["overlap"]["gpu_busy_frac"])),
-    ("h200-qwen05-graph-b64", lambda r: _x(r["overlap"]["decode_tokens_per_s"]
-                                           / r["normal"]["decode_tokens_per_s"])),
-    ("h200-first-click-defaults", lambda r: "T_fwd " + _ms(r["normal"]["t_fwd_us"])),
-    ("h200-first-click-defaults", lambda r: "T_sched + T_post " + _ms(r["normal"]["t_cpu_us"])),
-    ("h200-first-click-defaults", lambda r: _pct(r["normal"]["gpu_busy_frac"])),
-    ("h200-first-click-defaults", lambda r: _pct(r["overlap"]["gpu_busy_frac"])),
+RECORDED: list[tuple[str, Figure]] = [
+    *_terms_and_busy("h200-bundled-graph-cpu200"), _decode_gain("h200-bundled-graph-cpu200"),
+    *_terms_and_busy("h200-qwen05-graph-b64"), _decode_gain("h200-qwen05-graph-b64"),
+    *_terms_and_busy("h200-first-click-defaults"),
     ("h200-first-click-defaults", lambda r: _x(overlap_speedup(r["normal"]["t_fwd_us"],
                                                                r["normal"]["t_cpu_us"]))),
     ("h200-first-click-defaults", lambda r: _x(r["normal"]["steady_step_us"]
@@ -221,11 +224,7 @@ RECORDED: list[tuple[str, Callable[[dict[str, dict[str, Any]]], str]]] = [
     ("h200-first-click-defaults", lambda r: _x(r["overlap"]["tokens_per_s"]
                                                / r["normal"]["tokens_per_s"])),
     ("h200-bundled-graph-cpu200-multistep4", lambda r: _pct(r["multistep"]["gpu_busy_frac"])),
-    ("h200-smollm-graph-cpu4000-all", lambda r: "T_fwd " + _ms(r["normal"]["t_fwd_us"])),
-    ("h200-smollm-graph-cpu4000-all",
-     lambda r: "T_sched + T_post " + _ms(r["normal"]["t_cpu_us"])),
-    ("h200-smollm-graph-cpu4000-all", lambda r: _pct(r["normal"]["gpu_busy_frac"])),
-    ("h200-smollm-graph-cpu4000-all", lambda r: _pct(r["overlap"]["gpu_busy_frac"])),
+    *_terms_and_busy("h200-smollm-graph-cpu4000-all"),
     ("h200-smollm-graph-cpu4000-all", lambda r: _pct(r["multistep"]["gpu_busy_frac"])),
     ("h200-smollm-graph-cpu4000-all", lambda r: _x(r["multistep"]["tokens_per_s"]
                                                    / r["normal"]["tokens_per_s"])),
