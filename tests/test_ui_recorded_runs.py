@@ -365,6 +365,9 @@ def test_records_of_one_workload_by_other_engines_are_offered_together(tmp_path)
     _copy(recorded / mini, tmp_path / "sglang.json", env__engine="sglang")
     _copy(recorded / ours, tmp_path / "again.json")
     assert same_work.same_work(ours, tmp_path) == [ours, "sglang.json"]
+    # A file's header is read once per version of it: an edited file is read again.
+    _copy(recorded / mini, tmp_path / mini)          # now the same work
+    assert same_work.same_work(ours, tmp_path) == [ours, mini, "sglang.json"]
 
 
 @pytest.mark.parametrize("lang, said", [("English", "2 engines on the same work"),

@@ -17,6 +17,8 @@ the loops do.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -42,15 +44,43 @@ def workload_of(record: RecordDict) -> tuple | None:
     return None if None in key else key
 
 
-def _headers(folder: Path) -> dict[str, tuple[str, tuple | None]]:
-    """Each record file's engine and workload (read from its env and config only)."""
-    found: dict[str, tuple[str, tuple | None]] = {}
+@dataclass(frozen=True)
+class _Header:
+    """What the comparisons need of a record file, read once per version of the file."""
+
+    engine: str
+    work: tuple | None          # ``workload_of``: engines compared on the same work
+    quiet_work: tuple | None    # ``_live_work`` of a run no other program disturbed, else None
+
+
+@lru_cache(maxsize=64)
+def _read_header(path: Path, _mtime_ns: int, _size: int) -> _Header | None:
+    """A record file's header (None: unreadable); the file's version is part of the key, so an
+    edited file is read again."""
+    try:
+        record = json.loads(path.read_text())
+        header = _Header(str(record["env"].get("engine") or "ours"), workload_of(record), None)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None                             # unreadable: not part of any comparison
+    try:
+        if busiest(record["runs"]) is None:
+            return replace(header, quiet_work=_live_work(record))
+    except (KeyError, TypeError, AttributeError):
+        pass                                    # runs it cannot judge: never a quiet match
+    return header
+
+
+def _headers(folder: Path) -> dict[str, _Header]:
+    """Each record file's header, by file name, in name order."""
+    found: dict[str, _Header] = {}
     for path in sorted(folder.glob("*.json")):
         try:
-            record = json.loads(path.read_text())
-            found[path.name] = (str(record["env"].get("engine") or "ours"), workload_of(record))
-        except (OSError, ValueError, KeyError, TypeError):
-            continue                            # unreadable: not part of any comparison
+            stat = path.stat()
+        except OSError:
+            continue
+        header = _read_header(path, stat.st_mtime_ns, stat.st_size)
+        if header is not None:
+            found[path.name] = header
     return found
 
 
@@ -58,13 +88,13 @@ def same_work(name: str | None, folder: Path = RECORDED_DIR) -> list[str]:
     """The records made on ``name``'s workload by each engine (one each, in ``ENGINE_ORDER``),
     ``name``'s own among them; empty where no other engine recorded that work."""
     headers = _headers(folder)
-    if not name or name not in headers or headers[name][1] is None:
+    if not name or name not in headers or headers[name].work is None:
         return []
-    work = headers[name][1]
+    work = headers[name].work
     by_engine: dict[str, str] = {}
-    for file, (engine, other) in headers.items():
-        if other == work and (engine not in by_engine or file == name):
-            by_engine[engine] = file
+    for file, header in headers.items():
+        if header.work == work and (header.engine not in by_engine or file == name):
+            by_engine[header.engine] = file
     if len(by_engine) < 2:
         return []
     return [by_engine[e] for e in sorted(by_engine, key=lambda e: (
@@ -115,14 +145,8 @@ def quiet_match(record: RecordDict | None, folder: Path = RECORDED_DIR) -> str |
             "config"]:
         return None
     want = _live_work(record)
-    for path in sorted(folder.glob("*.json")):
-        try:
-            other = json.loads(path.read_text())
-            if _live_work(other) == want and busiest(other["runs"]) is None:
-                return path.name
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            continue
-    return None
+    return next((file for file, header in _headers(folder).items()
+                 if header.quiet_work == want), None)
 
 
 def offer_quiet(record: RecordDict | None, lang_choice: str) -> Any:
