@@ -19,33 +19,17 @@ import re
 import signal
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 RUN_TIMEOUT_MS = 300_000
 sys.path.insert(0, str(ROOT))
 import texts  # noqa: E402 - the page's own words for a disturbed run, in each language
+from scripts.screenshots import free_port, serve_app  # noqa: E402
 
 # "Not a fair comparison: ", "这次比较不可信：": the opening of the page's headline for a disturbed run.
 DISTURBED = {lang: texts.t(lang, "headline_busy").split("{why}")[0].removeprefix("<b>")
              for lang in texts.LANGUAGES}
-
-
-def _serve(port: int) -> subprocess.Popen:
-    app = subprocess.Popen([sys.executable, "app.py", "--port", str(port)], cwd=ROOT,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                           start_new_session=True)
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}", timeout=2)
-            return app
-        except OSError:
-            time.sleep(1)
-    app.kill()
-    raise SystemExit("the app did not answer within 180 s")
 
 
 def _click(page) -> dict:
@@ -70,19 +54,20 @@ def main() -> int:
     parser.add_argument("--clicks", type=int, default=10)
     parser.add_argument("--busy", type=int, default=0, help="spinning programs beside them")
     parser.add_argument("--lang", choices=("en", "zh"), default="en")
-    parser.add_argument("--port", type=int, default=7891)
+    parser.add_argument("--port", type=int, default=None, help="default: a free one")
     args = parser.parse_args()
 
     from playwright.sync_api import sync_playwright
 
-    app = _serve(args.port)
+    port = args.port or free_port()
+    app = serve_app(port)
     spinners: list[subprocess.Popen] = []
     rows = []
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path="/usr/bin/chromium")
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(f"http://127.0.0.1:{args.port}")
+            page.goto(f"http://127.0.0.1:{port}")
             page.wait_for_selector("#run")
             if args.lang == "zh":
                 page.locator("#language label", has_text="中文").click()

@@ -34,13 +34,16 @@ CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
 RUN_MS = 300_000
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A port nothing listens on now."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
 
 
-def _serve(port: int) -> subprocess.Popen:
+def serve_app(port: int) -> subprocess.Popen:
+    """``python app.py`` on ``port``, returned once the page answers (an error if it dies or
+    does not answer within 90 s)."""
     proc = subprocess.Popen([sys.executable, "app.py", "--port", str(port)], cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     started = time.monotonic()
@@ -358,9 +361,9 @@ def main() -> int:
     from playwright.sync_api import sync_playwright
 
     args.out.mkdir(parents=True, exist_ok=True)
-    port = _free_port()
+    port = free_port()
     launched = time.monotonic()
-    server = _serve(port)
+    server = serve_app(port)
     print(f"page served {time.monotonic() - launched:.1f} s after starting python app.py")
     try:
         with sync_playwright() as playwright:
