@@ -144,7 +144,7 @@ peer() {
 # bench/results/peer-h200.json, its record of both loops in assets/recorded/, its own profiler
 # traces. Needs SGLANG (default .peer-sglang) holding site.tar.xz, unless a call before this one
 # on the same machine unpacked it; FlashInfer's compiled kernels stay in JIT (a later call on the
-# same machine, or jit.txz carried there, starts without compiling). MODELS: the shapes timed;
+# same machine, or jit.txz carried there, starts without compiling; JIT_BACK=1 sends it back). MODELS: the shapes timed;
 # SGLANG_ARGS: more bench flags (--warm-also SHAPE: compile a shape's kernels for a later call;
 # --no-warm: they are compiled already). Back under $OUT: results.tgz, traces.tar.partNN, jit.txz.
 sglang() {
@@ -167,8 +167,10 @@ sglang() {
     else
         rmdir "$OUT/traces"
     fi
-    tar cf - -C "$jit" . | xz -6 -T0 > "$OUT/jit.txz"
-    (($(stat -c %s "$OUT/jit.txz") > 15000000)) && (cd "$OUT" && split -b 15000000 -d jit.txz jit.txz.part && rm jit.txz)
+    if [[ -n ${JIT_BACK:-} ]]; then        # the compiled kernels, for a later call to carry
+        tar cf - -C "$jit" . | xz -6 -T0 > "$OUT/jit.txz"
+        (($(stat -c %s "$OUT/jit.txz") > 15000000)) && (cd "$OUT" && split -b 15000000 -d jit.txz jit.txz.part && rm jit.txz)
+    fi
     ls -la "$OUT"
 }
 
