@@ -79,7 +79,7 @@ bench() {
 
 first_click() {
     ui_wheels
-    step first_clicks 240 python3 scripts/gpu_first_click.py --clicks 3 --out "$OUT"
+    step first_clicks 240 python3 scripts/gpu_first_click.py --clicks "${CLICKS:-5}" --out "$OUT"
 }
 
 ui() {

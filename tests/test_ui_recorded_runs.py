@@ -354,8 +354,9 @@ def test_records_of_one_workload_by_other_engines_are_offered_together(tmp_path)
     from ui import same_work
     recorded = recorded_runs.RECORDED_DIR
     ours, mini = "h200-ours-qwen05-b16.json", "h200-minisglang-qwen05-b16.json"
-    assert same_work.same_work(mini) == [ours, mini]         # ours first, whichever is chosen
-    assert same_work.same_work(ours) == [ours, mini]
+    sgl = "h200-sglang-qwen05-b16.json"
+    for chosen in (ours, mini, sgl):                         # ours first, whichever is chosen
+        assert same_work.same_work(chosen) == [ours, mini, sgl]
     assert same_work.same_work("h200-qwen05-graph-b64.json") == []   # no other engine's
     assert same_work.same_work(None) == [] and same_work.same_work("nope.json") == []
     # Another workload (a longer output), or the same engine twice, is no comparison.
@@ -370,8 +371,8 @@ def test_records_of_one_workload_by_other_engines_are_offered_together(tmp_path)
     assert same_work.same_work(ours, tmp_path) == [ours, mini, "sglang.json"]
 
 
-@pytest.mark.parametrize("lang, said", [("English", "2 engines on the same work"),
-                                        ("中文", "2 个引擎跑同一负载")])
+@pytest.mark.parametrize("lang, said", [("English", "3 engines on the same work"),
+                                        ("中文", "3 个引擎跑同一负载")])
 def test_the_engines_are_drawn_on_one_axis_and_said_in_the_readers_language(lang, said):
     from dataclasses import fields
 
@@ -385,12 +386,13 @@ def test_the_engines_are_drawn_on_one_axis_and_said_in_the_readers_language(lang
     assert [(r["loop"], r["source"]) for r in runs] == [
         ("normal", "h200-ours-qwen05-b16.json"), ("overlap", "h200-ours-qwen05-b16.json"),
         ("normal", "h200-minisglang-qwen05-b16.json"),
-        ("overlap", "h200-minisglang-qwen05-b16.json")]
+        ("overlap", "h200-minisglang-qwen05-b16.json"),
+        ("normal", "h200-sglang-qwen05-b16.json"), ("overlap", "h200-sglang-qwen05-b16.json")]
     names = _titles(view["timeline"])
-    assert len(names) == 4 and any("this project" in n for n in names) and \
-        any("Mini-SGLang" in n for n in names)
+    assert len(names) == 6 and any("this project" in n for n in names) and \
+        any("Mini-SGLang" in n for n in names) and any("SGLang 0.5.17" in n for n in names)
     offered = same_work.offer("h200-ours-qwen05-b16.json", lang)
-    assert offered["visible"] and "2" in offered["value"]
+    assert offered["visible"] and "3" in offered["value"]
     assert not same_work.offer("h200-bundled-eager.json", lang)["visible"]
 
 

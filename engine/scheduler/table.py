@@ -49,6 +49,8 @@ class RequestTable:
             if not req.prefill_done and budget > 0:
                 rows.append(self._chunk(req, budget))
                 budget -= rows[-1].length
+        if not self.waiting:
+            return rows                          # nobody to admit (every decode step)
         reserved = self.memory.reserve_tokens(self.running)
         while self.waiting and budget > 0:       # admit new requests while memory allows
             req = self.waiting[0]
@@ -78,6 +80,7 @@ class RequestTable:
         retracted (see ``_make_room``)."""
         rows = []
         i = 0
+        ps = self.cfg.page_size
         # Retraction takes the newest requests (the list's tail), so a request retracted in this
         # pass is never reached: the list has shrunk below it.
         while i < len(self.running):
@@ -86,10 +89,12 @@ class RequestTable:
             if not req.can_decode():
                 continue                         # waiting on a stop check
             steps = min(k, req.params.max_new_tokens - req.num_scheduled)
-            start = req.prompt_len + req.num_scheduled - 1      # the position it writes next
-            if not self._make_room(req, start + steps, in_flight, step):
+            start = len(req.prompt_ids) + req.num_scheduled - 1  # the position it writes next
+            # Most steps stay inside the pages a request holds; only a new page needs the pool.
+            if start + steps > len(req.pages) * ps and not self._make_room(req, start + steps,
+                                                                           in_flight, step):
                 continue
-            rows.append(Row(req, start, 1, samples=True))
+            rows.append(Row(req, start, 1, True, req.epoch))
             req.num_scheduled += 1
         if rows:
             self.memory.decoded()
