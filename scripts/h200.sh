@@ -117,6 +117,16 @@ record_runs() {
     tar czf "$OUT/recorded.tgz" -C "$rec" . && rm -rf "$rec"
 }
 
+# Only the two kernel-lane records (`bash scripts/h200.sh kernels`), for a call after one whose
+# record step ran out of time.
+kernel_runs() {
+    local rec="$OUT/rec" smol="--model smollm2-135m-shape --requests 8 --batch-size 8 --prompt-len 32 \
+        --max-new-tokens 64 --ignore-eos --profile-steps 24 27"
+    mkdir -p "$rec"
+    $E $smol --json "$rec/h200-smollm-eager-kernels.json"
+    $E $smol --cuda-graph --json "$rec/h200-smollm-graph-kernels.json"
+}
+
 traces() {
     step traces 100 python3 scripts/profile_traces.py --out "$OUT/traces"
     tar czf "$OUT/traces.tgz" -C "$OUT" traces 2>/dev/null && rm -rf "$OUT/traces"
@@ -182,11 +192,12 @@ for part in "${@:-suite}"; do
         bench) bench ;;
         first-click) first_click ;;
         ui) ui ;;
-        record) export -f record_runs; export E OUT; step record 200 bash -c record_runs ;;
+        record) export -f record_runs; export E OUT; step record 300 bash -c record_runs ;;
+        kernels) export -f kernel_runs; export E OUT; step kernels 150 bash -c kernel_runs ;;
         traces) traces ;;
         peer) peer ;;
         sglang) sglang ;;
-        *) echo "unknown part: $part (suite, bench, first-click, ui, record, traces, peer, sglang)"; exit 2 ;;
+        *) echo "unknown part: $part (suite, bench, first-click, ui, record, kernels, traces, peer, sglang)"; exit 2 ;;
     esac
 done
 echo "=== done t=$(($(date +%s) - START))s" | tee -a "$LOG"

@@ -160,9 +160,16 @@ def build_request(controls: Controls) -> tuple[LiveRunRequest, list[str]]:
     # Words become about two tokens each (chat adds its template); the shared system prompt
     # comes before every prompt.
     workload = Workload.of_words(words, new_tokens, shared)
+    # The page's engine runs as SGLang's users get it by default: CUDA graphs, no torch.compile
+    # (SGLang's ServerArgs.enable_torch_compile is off unless asked; the CLI and the benchmarks
+    # compile). Compiled, the bundled model's decode forward on an H200 (0.18 ms) is shorter
+    # than the scheduler's own work (0.19-0.24 ms a step): no extra CPU work could then bring
+    # the CPU's part of a step under one forward, and the first click's overlap would show gaps
+    # that come from the host's speed on the day, not from the lesson.
     engine = EngineConfig(model=model, device=device, max_batch_size=batch,
                           cuda_graph=bool(c.cuda_graph) and device != "cpu", seed=0,
-                          max_seq_len=workload.max_seq_len(), num_pages=kv_pages or None)
+                          max_seq_len=workload.max_seq_len(), num_pages=kv_pages or None,
+                          compile=False)
     if kv_pages and kv_pages < engine.pages_per_seq:
         raise InputError("error_kv_pages", need=engine.pages_per_seq, tokens=engine.max_seq_len,
                          value=kv_pages)
