@@ -169,14 +169,15 @@ def test_a_profiler_trace_is_offered_for_download_as_it_was_uploaded(tmp_path):
 
 
 @pytest.mark.parametrize("lang, want", [
-    ("English", ["Recorded on NVIDIA H200", "Run with: bundled, B = 16, CUDA graphs, 0 µs of extra",
+    ("English", ["Recorded on NVIDIA H200", "Run with: bundled, B = 16, CUDA graphs, 20 µs of extra",
                  "Result copy on the copy stream."]),
-    ("中文", ["录制于 NVIDIA H200", "运行设置：bundled，B = 16，CUDA Graph，每步额外 CPU 工作 0 µs。",
+    ("中文", ["录制于 NVIDIA H200", "运行设置：bundled，B = 16，CUDA Graph，每步额外 CPU 工作 20 µs。",
              "结果回传在 copy stream 上。"]),
 ])
 def test_a_recorded_run_says_what_it_was_run_with(lang, want):
     """A recording's settings are in its status, read from its config, in the page's language:
-    the first click on the H200 ran with 0 µs of extra CPU work, not the CPU page's 4000."""
+    the first click on the H200 ran with the 20 µs of extra CPU work the page sized there, not
+    the CPU page's 4000."""
     view = recorded_runs.show_recorded("h200-first-click-defaults.json", lang)
     status = view[0] if isinstance(view, tuple) else view.status
     for text in want:
