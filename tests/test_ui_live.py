@@ -319,7 +319,7 @@ def test_the_sizing_line_speaks_of_the_last_run_once_there_is_one():
         assert presets.profile_of_run(arrivals) is None
         said = presets.describe("cuda", 0, "English")
         assert "in the serial loop of the last run on this server" in said and "B = 16" in said
-        assert "it had 0 µs of extra CPU work a step, left out here" in said
+        assert f"it had {extra} µs of extra CPU work a step, left out here" in said
         assert "最近一次运行" in presets.describe("cuda", 0, "中文")
         presets.remember(presets.profile_of_run(given))   # a run given 50 µs: the line says so
         assert "it had 50 µs of extra CPU work a step" in presets.describe("cuda", 0, "English")
