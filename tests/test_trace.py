@@ -706,6 +706,27 @@ def test_real_sglang_traces_read_as_its_serial_loop_step_by_step(name, steps, mo
     assert record["env"]["device_name"] == "NVIDIA H200"
 
 
+def test_a_real_sglang_overlap_trace_reads_as_its_overlap_loop():
+    """SGLang 0.5.17's own profile of its overlap loop (bench/peer_sglang.py, one H200,
+    Qwen2.5-0.5B shape, B=1, 16 new tokens): one step per forward, 17 of them (the overlap loop
+    runs one forward past the last token, lag one), its phases under SGLang's names, and read as
+    overlapped: most steps' host work runs beside a forward instead of waiting for it."""
+    from record.any_file import load_any
+
+    record = load_any(TRACES / "sglang-overlap-b1.trace.json.gz")
+    run = record["runs"][0]
+    assert run["notes"][0] == {"key": "note_sglang_steps", "steps": 17,
+                               "modes": "1 × EXTEND (bs=1, toks=32), 16 × DECODE (bs=1)"}
+    assert run["metrics"]["steps"] == 17
+    phases = next(n for n in run["notes"] if n["key"] == "note_sglang_phases")["phases"]
+    for name in ("scheduler.recv_requests", "scheduler.get_next_batch_to_run",
+                 "scheduler.run_batch", "scheduler.process_batch_result"):
+        assert name in phases
+    seen = run["loop_seen"]
+    assert seen["verdict"] == "overlapped" and seen["waited"] < seen["steps"] / 2
+    assert {"key": "note_sglang_overlap"} in run["notes"]
+
+
 @pytest.mark.parametrize("closing", [False, True])
 def test_a_prefill_before_the_first_mark_is_a_step_only_where_the_marks_open_forwards(closing):
     """transformers' generate without step marks: the prefill's embedding kernel differs from a
