@@ -242,6 +242,10 @@ RECORDED: list[tuple[str, Figure]] = [
                                                 / r["overlap"]["steady_step_us"])),
     ("h200-minisglang-qwen05-b16", lambda r: _x(overlap_speedup(r["normal"]["t_fwd_us"],
                                                                 r["normal"]["t_cpu_us"]))),
+    ("h200-sglang-qwen05-b16", lambda r: _ms(r["normal"]["t_fwd_us"]) + " forward"),
+    ("h200-sglang-qwen05-b16", lambda r: _ms(r["normal"]["t_cpu_us"])),
+    ("h200-sglang-qwen05-b16", lambda r: _pct(r["normal"]["gpu_busy_frac"])),
+    ("h200-sglang-qwen05-b16", lambda r: _pct(r["overlap"]["gpu_busy_frac"])),
 ]
 # Chinese puts the unit and the term where its grammar does: compare the numbers there.
 NUMBER = re.compile(r"\d+(?:\.\d+)?")
@@ -263,13 +267,13 @@ def test_figures_from_recorded_runs_are_the_records(lang, stem, figure):
         assert NUMBER.search(expected).group(0) in NUMBER.findall(said), (stem, expected)
 
 
-def test_the_hook_costs_quoted_are_the_records_notes():
-    record = json.loads((ROOT / "assets" / "recorded" / "h200-minisglang-qwen05-b16.json")
-                        .read_text())
+@pytest.mark.parametrize("stem", ["h200-minisglang-qwen05-b16", "h200-sglang-qwen05-b16"])
+def test_the_hook_costs_quoted_are_the_records_notes(stem):
+    record = json.loads((ROOT / "assets" / "recorded" / f"{stem}.json").read_text())
     costs = {note["loop"]: note["cost_pct"] for note in record["notes"]
              if note.get("key") == "hook_cost"}
     for lang in WALKTHROUGHS:
-        said = _sections_naming(lang, "`h200-minisglang-qwen05-b16`")
+        said = _sections_naming(lang, f"`{stem}`")
         for loop in ("normal", "overlap"):
             assert f"+{costs[loop]:.1f}%" in said, (lang, loop)
 
