@@ -89,7 +89,7 @@ stream lanes* and over the *engine stream alone*; where they differ, the GPU was
         "Runs recorded on a real GPU, with the CLI (`python -m engine --mode both|all --json ...`) "
         "or, for `h200-first-click-defaults`, by this page's own handler with the defaults a "
         "page load sets on that GPU (`python scripts/gpu_first_click.py`): there the page sizes "
-        "the extra CPU work to the forward it measured, 0 µs with CUDA graphs on the H200, "
+        "the extra CPU work to the forward it measured (20 µs a step on the H200 that recorded it, CUDA graphs), "
         "where a CPU page starts at 4000 µs, eager. `cpu-2core-defaults` is the page's default "
         "click on this project's 2-core CPU on a quiet machine, made the same way: a run a busy "
         "machine disturbed offers it. All are drawn with the same charts and labelled with their "
@@ -419,7 +419,7 @@ _ZH: dict[str, str] = {
         "在真实 GPU 上录制的运行：用命令行（`python -m engine --mode both|all --json ...`），"
         "或者（`h200-first-click-defaults`）由本页面自己的处理函数、用页面在那块 GPU 上加载时设定的默认值录制"
         "（`python scripts/gpu_first_click.py`）：在那里页面按实测的前向来设定额外 CPU 工作，"
-        "在 H200 上开启 CUDA Graph 时为 0 µs，而 CPU 页面一开始是 4000 µs、eager 模式。"
+        "录制它的 H200 上开启 CUDA Graph 时为每步 20 µs，而 CPU 页面一开始是 4000 µs、eager 模式。"
         "`cpu-2core-defaults` 是本项目双核 CPU 在空闲时用同样方式录制的页面默认点击：被繁忙机器干扰的"
         "运行会提供它。它们都用同样的图表展示，并标注硬件和日期。"),
     "no_recorded": "尚未附带录制的 GPU 运行（`assets/recorded/*.json`）。",
