@@ -394,6 +394,10 @@ def test_the_engines_are_drawn_on_one_axis_and_said_in_the_readers_language(lang
         any("Mini-SGLang" in n for n in names) and any("SGLang 0.5.17" in n for n in names)
     offered = same_work.offer("h200-ours-qwen05-b16.json", lang)
     assert offered["visible"] and "3" in offered["value"]
+    from ui.status import render_said
+    # Said again in the other language after a switch: the engines' names too.
+    other, name = ("zh", "本项目的引擎") if lang == "English" else ("en", "this project's engine")
+    assert name in render_said(view["said"], other)
     assert not same_work.offer("h200-bundled-eager.json", lang)["visible"]
 
 

@@ -29,10 +29,13 @@ def said(key: str, kind: str = "info", detail: str = "", notes: tuple[str, ...] 
     """A final status line as data (its text key, values, kind, notes), so a language switch can
     say it again in the other language. Values that came from a user or a file are escaped here;
     ``notes`` are text keys appended after it (formatted with the same values); ``folded`` is
-    (the title's key, a note's key) shown one click away; ``detail`` is shown folded, as code."""
+    (the title's key, a note's key) shown one click away; ``detail`` is shown folded, as code.
+    A value named ``NAME_key`` is a text key, and ``NAME_keys`` a list of them (said in a row):
+    ``render_said`` puts them in the reader's language as ``NAME``."""
     return {"key": key, "kind": kind, "detail": detail, "notes": list(notes),
             "folded": list(folded or ()),
-            "args": {name: value if isinstance(value, (int, float)) else esc(value)
+            "args": {name: value if isinstance(value, (int, float))
+                     else [str(key) for key in value] if name.endswith("_keys") else esc(value)
                      for name, value in args.items()}}
 
 
@@ -58,6 +61,9 @@ def render_said(spec: Said | None, lang: str) -> str:
     keys = {name[:-4]: args.pop(name) for name in [name for name in args if name.endswith("_key")]}
     for name, key in keys.items():       # a text said in the reader's language, with the values
         args[name] = texts.t(lang, key).format(**args)
+    lists = {name[:-5]: args.pop(name) for name in [name for name in args if name.endswith("_keys")]}
+    for name, several in lists.items():  # several texts in the reader's language, in a row
+        args[name] = " · ".join(texts.t(lang, key) for key in several)
     text = texts.t(lang, spec["key"]).format(**args)
     gap = texts.sentence_gap(lang)
     text += "".join(gap + texts.t(lang, note).format(**args) for note in spec["notes"])
