@@ -6,6 +6,7 @@
     python -m bench --multistep                        # k decode steps per iteration
     python -m bench --rates 2 4 8 inf --requests 32    # latency vs request rate (serving)
     python -m bench --forward                          # forward-only step vs floor, per variant
+    python -m bench --forward-gap                      # the loop's forward vs the graph alone, kernels
     python -m bench --attention-sweep                  # the attention kernel alone
     python -m bench --launch-cost                      # host time per forward, by primitive
     python -m bench --copy-placement                   # the result copy: copy, engine, scheduler stream
@@ -66,6 +67,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--splits", nargs="+", type=int, default=None,
                    help="--forward: chunks per row in decode attention (default: the engine's)")
     p.add_argument("--profile", action="store_true", help="--forward: kernels of one step")
+    p.add_argument("--forward-gap", action="store_true",
+                   help="the loop's decode forward against its graph alone, and its kernels (CUDA)")
     p.add_argument("--attention-sweep", action="store_true", help="the attention kernel alone")
     p.add_argument("--launch-cost", action="store_true", help="host time per forward (CUDA)")
     p.add_argument("--copy-placement", action="store_true",
@@ -193,6 +196,11 @@ def main(argv: list[str] | None = None) -> int:
         return forward.run(args.models or ["qwen2.5-0.5b-shape"], args.batches or [1, 8, 64],
                            args.variants, args.context, args.ceiling_iters, args.repeats,
                            args.profile, args.splits)
+    if args.forward_gap:
+        from bench import forward_gap
+
+        return forward_gap.run(args.models or ["qwen2.5-0.5b-shape"], args.batches or [1, 64],
+                               args.prompt_len, args.new_tokens, args.ceiling_iters, args.repeats)
     if args.attention_sweep:
         return forward.attention_sweep()
     if args.launch_cost:

@@ -20,8 +20,9 @@ warm-up; rows report the median with the range and every run.
   kernels FlashInfer compiles for a shape are then cached for the timed processes, which start in
   seconds.
 - Ours runs here, ``Engine(EngineConfig(model, device="cuda", cuda_graph=True,
-  max_batch_size=B, max_seq_len=...))`` with every other setting at its default (what the page
-  runs), in both loops, with the span recorder on (as the page runs) and off, interleaved.
+  max_batch_size=B, max_seq_len=...))`` with every other setting at its default (on CUDA: the
+  decode step compiled; the page alone turns that off), in both loops, with the span recorder
+  on (as the page runs) and off, interleaved.
 - With ``--peer-record DIR``, every engine's two loops on one workload (the first shape,
   ``--peer-record-batch`` requests of ``--peer-record-tokens`` tokens) become one record each
   there, so the page can lay the three side by side.
@@ -53,6 +54,9 @@ from record.schema import Loop
 
 PEERS = {"mini-sglang": (MINISGL,), "sglang": (SGLANG,), "all": (SGLANG, MINISGL)}
 LOOPS = (Loop.NORMAL, Loop.OVERLAP)       # the loops every engine runs
+# Our configuration as the tables name it: EngineConfig's defaults on CUDA, as the CLI and the
+# benchmarks run (the page leaves torch.compile off: ui/live_runs.build_request).
+OURS_CONFIG = "CUDA graphs, compiled decode step (the engine's defaults)"
 
 
 # ---- ours ---------------------------------------------------------------------------------------
@@ -100,7 +104,7 @@ def run_ours(work: PeerWork, model: str, batch: int) -> tuple[list[dict[str, Any
             phases = [cpu_phase_times(r.timeline) for _, r in runs]
             figures["cpu_phases_us"] = {p: statistics.median(ph.get(p, 0.0) for ph in phases)
                                         for p in sorted({p for ph in phases for p in ph})}
-        row = peer_table.speed_row(peer_table.OURS, "the page's defaults, CUDA graphs", model,
+        row = peer_table.speed_row(peer_table.OURS, OURS_CONFIG, model,
                                    loop, batch, rec, [s for s, _ in runs], tokens, figures,
                                    "these runs (the run's own metrics)")
         row["loop_s_median"] = statistics.median(r.wall_s for _, r in runs)

@@ -169,40 +169,55 @@ class Timeline:
         """Turn what the writer appended into spans. Never blocks: GPU groups whose events have
         not completed stay pending."""
         with self._lock:
-            raw, to_us, done = self._cpu_raw, self.to_us, []
-            for _ in range(len(raw)):
-                lane, phase, step, start, end, bs, tokens, ids, *cached = raw.popleft()
-                done.append(Span(lane, phase, step, to_us(start), to_us(end), bs, tokens,
-                                 list(ids), *cached))
-            gpu, fresh = self._gpu_raw, []
-            for _ in range(len(gpu)):        # numbered in the order they were recorded
-                fresh.append((self._groups_seen, gpu.popleft()))
-                self._groups_seen += 1
-            still = []
-            for order, group in self._waiting + fresh:
-                events, spans, step, ids, release = group
-                # query() asks the driver without waiting: the loop is never synchronised by us.
-                if not events[-1].query():
-                    still.append((order, group))
-                    continue
-                at = [self._event_to_us(e) for e in events]
-                for lane, phase, i, j, bs, tokens, *cached in spans:
-                    start, end = at[i], at[j]
-                    # A stream runs in order (module doc): on one lane, the order the spans
-                    # were recorded in is the order they ran in.
-                    before = self._lane_end.get(lane)
-                    if before is not None and before[0] < order:
-                        start = min(max(start, before[1]), end)
-                    if before is None or before[0] < order:
-                        self._lane_end[lane] = (order, end)
-                    elif before[0] == order:                 # a group's later span on a lane
-                        self._lane_end[lane] = (order, max(before[1], end))
-                    done.append(Span(lane, phase, step, start, end, bs, tokens, list(ids),
-                                     *cached))
-                if release is not None:
-                    release(events)
-            self._waiting = still
-            self._spans.extend(done)
+            self._resolve_locked()
+
+    def resolve_while_waiting(self) -> None:
+        """``resolve``, called by the scheduler thread in time it would spend blocked anyway (its
+        batch's forward is still running), so that little is left to resolve when the run ends,
+        inside the caller's own call. Skipped while a reader holds the lock: the scheduler
+        thread never waits for a reader."""
+        if self.enabled and self._lock.acquire(blocking=False):
+            try:
+                self._resolve_locked()
+            finally:
+                self._lock.release()
+
+    def _resolve_locked(self) -> None:
+        """``resolve``'s body; the caller holds the lock."""
+        raw, to_us, done = self._cpu_raw, self.to_us, []
+        for _ in range(len(raw)):
+            lane, phase, step, start, end, bs, tokens, ids, *cached = raw.popleft()
+            done.append(Span(lane, phase, step, to_us(start), to_us(end), bs, tokens,
+                             list(ids), *cached))
+        gpu, fresh = self._gpu_raw, []
+        for _ in range(len(gpu)):        # numbered in the order they were recorded
+            fresh.append((self._groups_seen, gpu.popleft()))
+            self._groups_seen += 1
+        still = []
+        for order, group in self._waiting + fresh:
+            events, spans, step, ids, release = group
+            # query() asks the driver without waiting: the loop is never synchronised by us.
+            if not events[-1].query():
+                still.append((order, group))
+                continue
+            at = [self._event_to_us(e) for e in events]
+            for lane, phase, i, j, bs, tokens, *cached in spans:
+                start, end = at[i], at[j]
+                # A stream runs in order (module doc): on one lane, the order the spans
+                # were recorded in is the order they ran in.
+                before = self._lane_end.get(lane)
+                if before is not None and before[0] < order:
+                    start = min(max(start, before[1]), end)
+                if before is None or before[0] < order:
+                    self._lane_end[lane] = (order, end)
+                elif before[0] == order:                 # a group's later span on a lane
+                    self._lane_end[lane] = (order, max(before[1], end))
+                done.append(Span(lane, phase, step, start, end, bs, tokens, list(ids),
+                                 *cached))
+            if release is not None:
+                release(events)
+        self._waiting = still
+        self._spans.extend(done)
 
     def _event_to_us(self, event: Any) -> float:
         offset_ms = self._ref_event.elapsed_time(event)

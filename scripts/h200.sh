@@ -7,6 +7,8 @@
 #   OUT=out bash scripts/h200.sh first-click  # the page's first clicks (needs the UI's wheels)
 #   OUT=out bash scripts/h200.sh ui           # every UI and server test (needs the UI's wheels)
 #   OUT=out bash scripts/h200.sh record       # assets/recorded/, into $OUT/recorded.tgz
+#   OUT=out bash scripts/h200.sh sized        # only the three records sized against the forward
+#   OUT=out bash scripts/h200.sh gap          # the loop's forward vs its graph alone, kernels
 #   OUT=out bash scripts/h200.sh traces       # tests/data/traces/, into $OUT/traces.tgz
 #   OUT=out bash scripts/h200.sh peer         # Mini-SGLang at its best beside our engine, both
 #                                             # shapes (after scripts/prepare_peer.sh; WHL=its folder)
@@ -88,46 +90,57 @@ ui() {
         tests/test_service_arrivals.py
 }
 
+# The three records whose extra CPU work was sized against the forward (`bash scripts/h200.sh
+# sized`, into $OUT/rec). They keep an uncompiled step (as the page runs it): compiled, the tiny
+# model's forward is shorter than the scheduler's own work, and 200 µs would be 2.5 forwards,
+# not one.
+sized_runs() {
+    local rec="$OUT/rec"
+    mkdir -p "$rec"
+    local small="--model bundled --requests 16 --batch-size 16 --prompt-len 24 --max-new-tokens 48"
+    $E $small --cuda-graph --no-compile --extra-cpu-us 200 --json "$rec/h200-bundled-graph-cpu200.json"
+    $E $small --cuda-graph --no-compile --extra-cpu-us 200 --mode overlap --decode-steps 4 \
+        --json "$rec/h200-bundled-graph-cpu200-multistep4.json"
+    # A scheduler twice as slow as the forward: normal, one-step overlap and multi-step (k=3).
+    $E --model smollm2-135m-shape --requests 8 --batch-size 8 --prompt-len 32 --max-new-tokens 96 \
+        --ignore-eos --cuda-graph --no-compile --extra-cpu-us 4000 --mode all --decode-steps 3 \
+        --json "$rec/h200-smollm-graph-cpu4000-all.json"
+}
+
 # The recorded runs the page offers (schema-1 run records, each loop on one workload).
 record_runs() {
     local rec="$OUT/rec"
     mkdir -p "$rec"
     local small="--model bundled --requests 16 --batch-size 16 --prompt-len 24 --max-new-tokens 48"
     $E $small --json "$rec/h200-bundled-eager.json"
-    # The sized runs keep an uncompiled step (as the page runs it): their extra CPU work was
-    # chosen against that forward (compiled, the tiny model's forward is shorter than the
-    # scheduler's own work, and 200 µs would be 2.5 forwards, not one).
-    $E $small --cuda-graph --no-compile --extra-cpu-us 200 --json "$rec/h200-bundled-graph-cpu200.json"
-    $E $small --cuda-graph --no-compile --extra-cpu-us 200 --mode overlap --decode-steps 4 \
-        --json "$rec/h200-bundled-graph-cpu200-multistep4.json"
+    sized_runs
     # KV memory: one shared system prompt of 256 tokens before every prompt, on a pool of 160
     # pages (16 requests at full length would need 336 unshared; sharing the prompt's 16 pages,
     # they fit: prefix-cache hits, no retractions).
     $E $small --cuda-graph --extra-cpu-us 200 --shared-prefix 256 --kv-pages 160 \
         --json "$rec/h200-bundled-graph-shared-prefix-kv160.json"
-    # A scheduler twice as slow as the forward: normal, one-step overlap and multi-step (k=3).
-    $E --model smollm2-135m-shape --requests 8 --batch-size 8 --prompt-len 32 --max-new-tokens 96 \
-        --ignore-eos --cuda-graph --no-compile --extra-cpu-us 4000 --mode all --decode-steps 3 \
-        --json "$rec/h200-smollm-graph-cpu4000-all.json"
     $E --model qwen2.5-0.5b-shape --requests 64 --batch-size 64 --prompt-len 32 \
         --max-new-tokens 128 --ignore-eos --cuda-graph --json "$rec/h200-qwen05-graph-b64.json"
-    # Kernel lanes for steps 24-27 (the page's default window for a run with kernel lanes); the
-    # profiler's own start-up falls between steps 23 and 24, outside that window.
-    local smol="--model smollm2-135m-shape --requests 8 --batch-size 8 --prompt-len 32 \
-        --max-new-tokens 64 --ignore-eos --profile-steps 24 27"
-    $E $smol --json "$rec/h200-smollm-eager-kernels.json"
-    $E $smol --cuda-graph --json "$rec/h200-smollm-graph-kernels.json"
+    kernel_runs
     tar czf "$OUT/recorded.tgz" -C "$rec" . && rm -rf "$rec"
 }
 
-# Only the two kernel-lane records (`bash scripts/h200.sh kernels`), for a call after one whose
-# record step ran out of time.
+# The two kernel-lane records (also alone: `bash scripts/h200.sh kernels`): kernel lanes for
+# steps 24-27 (the page's default window for a run with kernel lanes); the profiler's own
+# start-up falls between steps 23 and 24, outside that window.
 kernel_runs() {
     local rec="$OUT/rec" smol="--model smollm2-135m-shape --requests 8 --batch-size 8 --prompt-len 32 \
         --max-new-tokens 64 --ignore-eos --profile-steps 24 27"
     mkdir -p "$rec"
     $E $smol --json "$rec/h200-smollm-eager-kernels.json"
     $E $smol --cuda-graph --json "$rec/h200-smollm-graph-kernels.json"
+}
+
+# The loop's decode forward against its graph replayed alone, one ingredient at a time, and the
+# kernels of a step (bench/forward_gap.py), both shapes.
+gap() {
+    step forward_gap 240 python3 -m bench --forward-gap \
+        --models ${MODELS:-qwen2.5-0.5b-shape llama-3.1-8b-shape} --batches 1 64
 }
 
 traces() {
@@ -195,12 +208,16 @@ for part in "${@:-suite}"; do
         bench) bench ;;
         first-click) first_click ;;
         ui) ui ;;
-        record) export -f record_runs; export E OUT; step record 300 bash -c record_runs ;;
+        record) export -f record_runs sized_runs kernel_runs; export E OUT
+                step record 300 bash -c record_runs ;;
+        sized) export -f sized_runs; export E OUT
+               step sized 120 bash -c 'sized_runs && tar czf "$OUT/recorded.tgz" -C "$OUT/rec" .' ;;
         kernels) export -f kernel_runs; export E OUT; step kernels 150 bash -c kernel_runs ;;
+        gap) gap ;;
         traces) traces ;;
         peer) peer ;;
         sglang) sglang ;;
-        *) echo "unknown part: $part (suite, bench, first-click, ui, record, kernels, traces, peer, sglang)"; exit 2 ;;
+        *) echo "unknown part: $part (suite, bench, first-click, ui, record, sized, kernels, gap, traces, peer, sglang)"; exit 2 ;;
     esac
 done
 echo "=== done t=$(($(date +%s) - START))s" | tee -a "$LOG"

@@ -215,3 +215,24 @@ def test_gpu_spans_on_one_lane_run_in_order():
     spans = {s.step: s for s in tl.snapshot()}
     assert [spans[n].start_us for n in (1, 2, 3)] == pytest.approx([1000.0, 3000.0, 4000.0])
     assert all(spans[n].end_us >= spans[n].start_us for n in spans)
+
+
+def test_resolving_while_waiting_never_waits_for_a_reader():
+    """The scheduler thread resolves spans in its wait only when no reader holds the lock: with
+    the lock taken it returns at once and leaves everything pending; free, it resolves what has
+    completed and leaves a group whose last event has not."""
+    tl = Timeline()
+    tl.set_gpu_reference(_Stamp(0.0), tl.t0_ns)
+    tl.add_cpu("schedule", 1, tl.t0_ns, tl.t0_ns + 5_000)
+    late = [_Stamp(1.0), _Stamp(2.0, done=False)]
+    tl.add_gpu_group(late, (("engine_stream", "decode", 0, 1, 1, 1),), step=1)
+    with tl._lock:                   # a reader (the live view) is resolving
+        tl.resolve_while_waiting()
+    assert tl._spans == [] and len(tl._cpu_raw) == 1
+    tl.resolve_while_waiting()
+    assert [s.phase for s in tl._spans] == ["schedule"]      # the forward is still running
+    late[1].done = True
+    assert [(s.phase, s.end_us) for s in tl.snapshot()] == [("schedule", 5.0), ("decode", 2000.0)]
+    off = Timeline(enabled=False)
+    off.resolve_while_waiting()
+    assert off._spans == []

@@ -297,6 +297,11 @@ class Scheduler:
         forward_input, output = last_data
         batch = forward_input.batch
         with _CpuSpan(self.timeline, Phase.WAIT, batch.step, batch):
+            if self.timeline.enabled and not output.copy_done.query():
+                # The recorder's own work, done while this thread would only block: the spans
+                # of steps already finished are resolved now rather than all at the run's end,
+                # inside the caller's time. (Never a wait: a step not done yet stays pending.)
+                self.timeline.resolve_while_waiting()
             # Sync point: blocks until batch's tokens are in host memory (its forward is done).
             output.copy_done.synchronize()
             hazards = self.cfg.hazards
