@@ -36,6 +36,8 @@ mkdir -p "$RESULTS/recorded"
 START=$(date +%s)
 PT="python3 -m pytest -q -p no:cacheprovider -rs"
 E="python3 -m engine --device cuda"
+# The bundled model's small workload, shared by several records.
+SMALL="--model bundled --requests 16 --batch-size 16 --prompt-len 24 --max-new-tokens 48"
 
 # step NAME LIMIT_S command...: run the command under min(LIMIT_S, what is left of the budget).
 step() {
@@ -97,9 +99,8 @@ ui() {
 sized_runs() {
     local rec="$OUT/rec"
     mkdir -p "$rec"
-    local small="--model bundled --requests 16 --batch-size 16 --prompt-len 24 --max-new-tokens 48"
-    $E $small --cuda-graph --no-compile --extra-cpu-us 200 --json "$rec/h200-bundled-graph-cpu200.json"
-    $E $small --cuda-graph --no-compile --extra-cpu-us 200 --mode overlap --decode-steps 4 \
+    $E $SMALL --cuda-graph --no-compile --extra-cpu-us 200 --json "$rec/h200-bundled-graph-cpu200.json"
+    $E $SMALL --cuda-graph --no-compile --extra-cpu-us 200 --mode overlap --decode-steps 4 \
         --json "$rec/h200-bundled-graph-cpu200-multistep4.json"
     # A scheduler twice as slow as the forward: normal, one-step overlap and multi-step (k=3).
     $E --model smollm2-135m-shape --requests 8 --batch-size 8 --prompt-len 32 --max-new-tokens 96 \
@@ -111,13 +112,12 @@ sized_runs() {
 record_runs() {
     local rec="$OUT/rec"
     mkdir -p "$rec"
-    local small="--model bundled --requests 16 --batch-size 16 --prompt-len 24 --max-new-tokens 48"
-    $E $small --json "$rec/h200-bundled-eager.json"
+    $E $SMALL --json "$rec/h200-bundled-eager.json"
     sized_runs
     # KV memory: one shared system prompt of 256 tokens before every prompt, on a pool of 160
     # pages (16 requests at full length would need 336 unshared; sharing the prompt's 16 pages,
     # they fit: prefix-cache hits, no retractions).
-    $E $small --cuda-graph --extra-cpu-us 200 --shared-prefix 256 --kv-pages 160 \
+    $E $SMALL --cuda-graph --extra-cpu-us 200 --shared-prefix 256 --kv-pages 160 \
         --json "$rec/h200-bundled-graph-shared-prefix-kv160.json"
     $E --model qwen2.5-0.5b-shape --requests 64 --batch-size 64 --prompt-len 32 \
         --max-new-tokens 128 --ignore-eos --cuda-graph --json "$rec/h200-qwen05-graph-b64.json"
@@ -208,11 +208,11 @@ for part in "${@:-suite}"; do
         bench) bench ;;
         first-click) first_click ;;
         ui) ui ;;
-        record) export -f record_runs sized_runs kernel_runs; export E OUT
+        record) export -f record_runs sized_runs kernel_runs; export E SMALL OUT
                 step record 300 bash -c record_runs ;;
-        sized) export -f sized_runs; export E OUT
+        sized) export -f sized_runs; export E SMALL OUT
                step sized 120 bash -c 'sized_runs && tar czf "$OUT/recorded.tgz" -C "$OUT/rec" .' ;;
-        kernels) export -f kernel_runs; export E OUT; step kernels 150 bash -c kernel_runs ;;
+        kernels) export -f kernel_runs; export E SMALL OUT; step kernels 150 bash -c kernel_runs ;;
         gap) gap ;;
         traces) traces ;;
         peer) peer ;;
