@@ -47,7 +47,9 @@ step() {
     if ((left < 15)); then echo "=== SKIP $name (budget)" | tee -a "$LOG"; return; fi
     ((limit > left)) && limit=$left
     echo "=== $name (limit ${limit}s, t=$(($(date +%s) - START))s)" | tee -a "$LOG"
-    timeout "$limit" "$@" 2>&1 | grep -v -e "Warning" -e "warnings.warn" -e "^Loading" | tee -a "$LOG"
+    # Peers' loggers stamp dates and colour codes; the log keeps the time of day only.
+    timeout "$limit" "$@" 2>&1 | grep -v -e "Warning" -e "warnings.warn" -e "^Loading" \
+        | sed -E 's/\x1b\[[0-9;]*m//g; s/\[[0-9]{4}-[0-9]{2}-[0-9]{2}[| ]/[/g' | tee -a "$LOG"
     echo "=== $name rc=${PIPESTATUS[0]} t=$(($(date +%s) - START))s" | tee -a "$LOG"
 }
 
