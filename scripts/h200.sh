@@ -9,6 +9,8 @@
 #   OUT=out bash scripts/h200.sh record       # assets/recorded/, into $OUT/recorded.tgz
 #   OUT=out bash scripts/h200.sh sized        # only the three records sized against the forward
 #   OUT=out bash scripts/h200.sh gap          # the loop's forward vs its graph alone, kernels
+#   OUT=out bash scripts/h200.sh ours-record  # only our record beside the peers' (both loops,
+#                                             # their workload), into $OUT/rec
 #   OUT=out bash scripts/h200.sh traces       # tests/data/traces/, into $OUT/traces.tgz
 #   OUT=out bash scripts/h200.sh peer         # Mini-SGLang at its best beside our engine, both
 #                                             # shapes (after scripts/prepare_peer.sh; WHL=its folder)
@@ -145,6 +147,16 @@ gap() {
         --models ${MODELS:-qwen2.5-0.5b-shape llama-3.1-8b-shape} --batches 1 64
 }
 
+# Our record beside the peers' (the workload of bench/peer_work.py's record: B = 16, 32-token
+# prompts, 64 new tokens, the first shape of MODELS), alone: without timing any peer again.
+ours_record() {
+    mkdir -p "$OUT/rec"
+    step ours_record 200 python3 -c "import sys; from pathlib import Path
+from bench.peer import save_our_record; from bench.peer_work import PeerWork
+print('wrote', save_our_record(PeerWork(), sys.argv[1], Path(sys.argv[2]), sys.argv[3]))" \
+        "${MODELS%% *}" "$OUT/rec" "${COMMIT:-}"
+}
+
 traces() {
     step traces 100 python3 scripts/profile_traces.py --out "$OUT/traces"
     tar czf "$OUT/traces.tgz" -C "$OUT" traces 2>/dev/null && rm -rf "$OUT/traces"
@@ -216,10 +228,11 @@ for part in "${@:-suite}"; do
                step sized 120 bash -c 'sized_runs && tar czf "$OUT/recorded.tgz" -C "$OUT/rec" .' ;;
         kernels) export -f kernel_runs; export E SMALL OUT; step kernels 150 bash -c kernel_runs ;;
         gap) gap ;;
+        ours-record) MODELS=${MODELS:-qwen2.5-0.5b-shape} ours_record ;;
         traces) traces ;;
         peer) peer ;;
         sglang) sglang ;;
-        *) echo "unknown part: $part (suite, bench, first-click, ui, record, sized, kernels, gap, traces, peer, sglang)"; exit 2 ;;
+        *) echo "unknown part: $part (suite, bench, first-click, ui, record, sized, kernels, gap, ours-record, traces, peer, sglang)"; exit 2 ;;
     esac
 done
 echo "=== done t=$(($(date +%s) - START))s" | tee -a "$LOG"
