@@ -189,11 +189,8 @@ def run(peer: str, work: PeerWork, paths: PeerPaths, json_path: Path | None,
     if merge and json_path.exists():
         old = json.loads(json_path.read_text())
         rows = peer_table.merge(old.get("rows", []), rows)
-        earlier = old.get("header", {})
-        header["earlier"] = {k: v for k, v in earlier.items() if k != "earlier"}
-        # what a later call does not know (a peer it did not run) stays as the earlier one said
-        header["commits"] = {**earlier.get("commits", {}), **{
-            k: v for k, v in header["commits"].items() if v and v != "unknown"}}
+        # what this call does not know (a peer it did not run) stays as the earlier calls said
+        header = peer_table.merge_header(old.get("header", {}), header)
     doc = peer_table.document(header, rows)
     print(peer_table.report(doc), flush=True)
     json_path.parent.mkdir(parents=True, exist_ok=True)

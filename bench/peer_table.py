@@ -174,6 +174,43 @@ def merge(old_rows: Sequence[dict[str, Any]], new_rows: Sequence[dict[str, Any]]
     return kept + list(new_rows)
 
 
+UNITED = ("commits", "versions", "configurations")    # a merged header's: every kept call's
+
+
+def _measured(header: Mapping[str, Any]) -> set[tuple[str, str]]:
+    """(engine, shape) pairs a call's header says it timed: the peers whose configurations it
+    names, ours where it holds our runs, on the shapes of its workload."""
+    engines = {name.split(":")[0] for name in header.get("configurations", {})}
+    if header.get("ours"):
+        engines.add(OURS)
+    return {(e, m) for e in engines for m in header.get("workload", {}).get("models", [])}
+
+
+def merge_header(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
+    """The header of a document that ``merge`` made: this call's, with the commits, versions and
+    configurations of every call whose rows it keeps (this call's own under ``own``), and those
+    calls' own headers under ``earlier`` (oldest first). A call whose every (engine, shape) a
+    later call timed again holds no row any more, and is dropped."""
+    earlier = old.get("earlier", [])
+    own = {k: v for k, v in old.items() if k not in ("earlier", "own")} | old.get("own", {})
+    calls = [*(earlier if isinstance(earlier, list) else [earlier] if earlier else []), own]
+    taken = set(_measured(new))
+    kept: list[dict[str, Any]] = []
+    for call in reversed(calls):                     # the newest call owns a pair it timed
+        pairs = _measured(call) - taken
+        taken |= pairs
+        if pairs:
+            kept.insert(0, dict(call))
+    merged = dict(new)
+    merged["own"] = {key: new.get(key, {}) for key in UNITED}   # this call's, as it said them
+    for key in UNITED:
+        merged[key] = {k: v for call in kept for k, v in call.get(key, {}).items()
+                       if v and v != "unknown"} | {k: v for k, v in new.get(key, {}).items()
+                                                   if v and v != "unknown"}
+    merged["earlier"] = kept
+    return merged
+
+
 def document(header: Mapping[str, Any], rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """The JSON written to ``bench/results/peer-*.json``."""
     rows = ordered(add_ratios(list(rows)))

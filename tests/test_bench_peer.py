@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -370,13 +371,67 @@ def test_the_orchestration_runs_every_loop_writes_rows_and_the_record(tmp_path, 
     assert all(r["runs"] == 3 and r["tok_s_median"] == 128 * r["batch"] / (
         0.5 if r["recording"] == "off" else 0.6) for r in sglang)
     assert any(r["engine"] == "Mini-SGLang" for r in doc["rows"])    # kept from the earlier run
-    assert doc["header"]["earlier"] == {} and doc["header"]["notes"] == []
+    assert doc["header"]["earlier"] == [] and doc["header"]["notes"] == []
     from record.any_file import load_any
     saved = load_any(tmp_path / "rec" / "h200-sglang-qwen05-b16.json")
     assert saved["env"]["engine"] == "sglang" and [r["loop"] for r in saved["runs"]] == [
         "normal", "overlap"]
     assert {n.get("key") for n in saved["notes"]} == {"hook_cost", "serial_metadata_spans"}
     assert all("SGLang" in n["en"] for n in saved["notes"])
+
+
+@pytest.mark.parametrize("name, side_by_side", [("Mini-SGLang", False), ("SGLang", True)])
+def test_warm_ups_run_side_by_side_only_where_the_peer_allows_two_at_once(
+        tmp_path, monkeypatch, name, side_by_side):
+    """Mini-SGLang's processes share one rendezvous port, so its second warm-up starts only once
+    the first has ended; SGLang's start together. A warm-up that fails is said by shape."""
+    events: list[str] = []
+
+    class Proc:
+        def __init__(self, argv, **_):
+            self.model = json.loads(Path(argv[-2]).read_text())["model"]
+            self.pid = -1
+            events.append(f"start {self.model}")
+
+        def wait(self, timeout=None):
+            assert timeout is not None and timeout > 0     # never waits without a limit
+            events.append(f"end {self.model}")
+            return 1 if self.model == "b" else 0
+
+    monkeypatch.setattr(peer_processes.subprocess, "Popen", Proc)
+    monkeypatch.setattr(peer_processes, "_end_group", lambda _proc: None)
+    specs = [{"model": m, "config": {}, "config_index": 0} for m in ("a", "b")]
+    paths = peer_processes.PeerPaths(tmp_path / "python", sglang_site=tmp_path)
+    failed = peer_processes.warm_up(name, specs, paths, tmp_path, 60)
+    assert events == (["start a", "start b", "end a", "end b"] if side_by_side
+                      else ["start a", "end a", "start b", "end b"])
+    assert failed == [f"{name} warm-up on b: exit 1"]
+
+
+def _call(engines: dict[str, str], models: list[str], ours: bool = False) -> dict[str, Any]:
+    """A call's header: the engines it timed (name: commit) on the shapes given."""
+    return {"commits": {name.lower(): commit for name, commit in engines.items()},
+            "configurations": {f"{name}: best": {"page_size": 16} for name in engines
+                               if name != "ours"},
+            "ours": {"run": 1} if ours else {}, "workload": {"models": models}}
+
+
+def test_a_merged_header_keeps_every_call_that_still_owns_rows():
+    """SGLang on the small shape, then Mini-SGLang and ours on both, then SGLang on the large
+    shape: each call still owns rows, so each stays (oldest first) with its commits; a fourth
+    call that times SGLang on both shapes again leaves the first and third owning nothing."""
+    small, large = "qwen2.5-0.5b-shape", "llama-3.1-8b-shape"
+    first = _call({"SGLang": "0.5.17"}, [small])
+    second = _call({"Mini-SGLang": "20fcd7f", "ours": "f53d0fd"}, [small, large], ours=True)
+    third = _call({"SGLang": "0.5.17"}, [large])
+    header = peer_table.merge_header(peer_table.merge_header(first, second), third)
+    assert [set(c["commits"]) for c in header["earlier"]] == [{"sglang"}, {"mini-sglang", "ours"}]
+    assert header["commits"] == {"sglang": "0.5.17", "mini-sglang": "20fcd7f", "ours": "f53d0fd"}
+    assert set(header["configurations"]) == {"SGLang: best", "Mini-SGLang: best"}
+    fourth = _call({"SGLang": "0.5.18"}, [small, large])
+    again = peer_table.merge_header(header, fourth)
+    assert [set(c["commits"]) for c in again["earlier"]] == [{"mini-sglang", "ours"}]
+    assert again["commits"]["sglang"] == "0.5.18"
 
 
 def test_what_no_longer_fits_the_budget_is_not_started_and_said(tmp_path, monkeypatch):

@@ -275,7 +275,7 @@ def test_the_hook_costs_quoted_are_the_records_notes(stem):
     for lang in WALKTHROUGHS:
         said = _sections_naming(lang, f"`{stem}`")
         for loop in ("normal", "overlap"):
-            assert f"+{costs[loop]:.1f}%" in said, (lang, loop)
+            assert f"{costs[loop]:+.1f}%" in said, (lang, loop)
 
 
 def _peer_rows() -> list[dict[str, Any]]:
