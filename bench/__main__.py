@@ -7,6 +7,7 @@
     python -m bench --rates 2 4 8 inf --requests 32    # latency vs request rate (serving)
     python -m bench --forward                          # forward-only step vs floor, per variant
     python -m bench --forward-gap                      # the loop's forward vs the graph alone, kernels
+    python -m bench --trace-kernels FILE               # another engine's forward by kernel kind
     python -m bench --attention-sweep                  # the attention kernel alone
     python -m bench --launch-cost                      # host time per forward, by primitive
     python -m bench --copy-placement                   # the result copy: copy, engine, scheduler stream
@@ -69,6 +70,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--profile", action="store_true", help="--forward: kernels of one step")
     p.add_argument("--forward-gap", action="store_true",
                    help="the loop's decode forward against its graph alone, and its kernels (CUDA)")
+    p.add_argument("--trace-kernels", nargs="+", metavar="FILE",
+                   help="a profiler trace's marked steps (SGLang's), kernel by kind (no GPU)")
     p.add_argument("--attention-sweep", action="store_true", help="the attention kernel alone")
     p.add_argument("--launch-cost", action="store_true", help="host time per forward (CUDA)")
     p.add_argument("--copy-placement", action="store_true",
@@ -154,6 +157,10 @@ def run_peer(args: argparse.Namespace, argv: list[str]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.trace_kernels:
+        from bench import trace_kernels
+
+        return trace_kernels.run(args.trace_kernels)
     if args.peer:
         return run_peer(args, sys.argv[1:] if argv is None else list(argv))
     if args.device is None:

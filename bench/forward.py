@@ -74,6 +74,39 @@ def _rows(runner, batch: int, context: int, pages_per_seq: int):
     return ints, floats
 
 
+def ms_per_call(fn, iters: int, repeats: int, stream: torch.cuda.Stream | None = None) -> list[float]:
+    """Milliseconds per call of ``fn``, one figure per round of ``iters`` back-to-back calls:
+    CUDA events on ``stream`` (default: the current one) around each round, after one untimed
+    call, so no round starts cold."""
+    stream = stream or torch.cuda.current_stream()
+    fn()
+    torch.cuda.synchronize()
+    out = []
+    for _ in range(repeats):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record(stream)
+        for _ in range(iters):
+            fn()
+        end.record(stream)
+        end.synchronize()
+        torch.cuda.synchronize()
+        out.append(start.elapsed_time(end) / iters)
+    return out
+
+
+def profiled_kernels(fn, calls: int) -> list[tuple[str, float]]:
+    """(name, µs) of every GPU kernel that ``calls`` calls of ``fn`` ran (torch.profiler), after
+    one call outside the profile."""
+    from torch.profiler import ProfilerActivity, profile
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    return [(e.name, e.device_time) for e in prof.events() if e.device_type.name == "CUDA"]
+
+
 def graph_step_ms(runner, batch: int, context: int, pages_per_seq: int, iters: int,
                   repeats: int) -> list[float]:
     """Milliseconds per replay of a captured decode step, one figure per repeat."""
@@ -84,17 +117,7 @@ def graph_step_ms(runner, batch: int, context: int, pages_per_seq: int, iters: i
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         runner.step(ints, floats, 1, pages_per_seq, True)
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    out = []
-    for _ in range(repeats):
-        graph.replay()
-        start.record()
-        for _ in range(iters):
-            graph.replay()
-        end.record()
-        end.synchronize()
-        out.append(start.elapsed_time(end) / iters)
-    return out
+    return ms_per_call(graph.replay, iters, repeats)
 
 
 def build_runner(model_name: str, variant: str, max_batch: int, max_seq_len: int, page_size=16,
@@ -143,24 +166,16 @@ def run(models: list[str], batches: list[int], variants: list[str], context: int
 
 
 def profile_step(runner, batch: int, context: int, pages_per_seq: int, steps: int = 5) -> None:
-    """Kernels of one eager decode step (names, count, time): where the step's time goes."""
-    from torch.profiler import ProfilerActivity, profile
+    """Kernels of one eager decode step by kind and by name: where the step's time goes."""
+    from record.kernel_account import account, format_account
     ints, floats = _rows(runner, batch, context, pages_per_seq)
-    runner.step(ints, floats, 1, pages_per_seq, True)
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(steps):
-            runner.step(ints, floats, 1, pages_per_seq, True)
-        torch.cuda.synchronize()
-    kernels = [e for e in prof.events() if e.device_type.name == "CUDA"]
-    total: dict[str, list[float]] = {}
-    for e in kernels:
-        total.setdefault(e.name[:70], []).append(e.device_time)
-    print(f"\n  B={batch}: {len(kernels) / steps:.0f} kernels per step, "
-          f"{sum(e.device_time for e in kernels) / steps / 1e3:.3f} ms of kernel time per step")
-    for name, times in sorted(total.items(), key=lambda kv: -sum(kv[1]))[:14]:
-        print(f"  {sum(times) / steps:8.1f} us  {len(times) / steps:5.1f}x  {name}")
-    print()
+
+    def step():
+        runner.step(ints, floats, 1, pages_per_seq, True)
+
+    kernels = profiled_kernels(step, steps)
+    step_us = statistics.median(ms_per_call(step, steps, 3)) * 1e3
+    print(f"\n  B={batch}: " + format_account(account(kernels, steps, step_us)) + "\n")
 
 
 def attention_sweep(iters: int = 20) -> int:

@@ -31,43 +31,6 @@ import time
 
 import torch
 
-# A kernel's kind, by the first of these words its name holds (lower case).
-KINDS = (("matmul (GEMM / GEMV)", ("gemm", "gemv", "nvjet", "cutlass", "xmma", "cublas", "matmul",
-                                   "splitk")),
-         ("attention (our Triton kernel: split, merge)", ("_split_kernel", "_merge_kernel",
-                                                          "attention", "attn", "flash")),
-         ("sampling (argmax)", ("argmax",)),
-         ("compiled norms, RoPE, SiLU, adds", ("triton_",)),
-         ("gathers, scatters, copies", ("index", "gather", "scatter", "copy", "memcpy", "memset",
-                                        "elementwise")))
-
-
-def kind_of(name: str) -> str:
-    """The kind of a kernel by its name (``KINDS``), or "other"."""
-    low = name.lower()
-    for kind, words in KINDS:
-        if any(w in low for w in words):
-            return kind
-    return "other"
-
-
-def _round_ms(fn, iters: int, repeats: int, stream: torch.cuda.Stream) -> list[float]:
-    """ms per call of ``fn``: ``repeats`` rounds of ``iters`` calls, events on ``stream`` around
-    each round (after one untimed call, so no round starts cold)."""
-    fn()
-    torch.cuda.synchronize()
-    out = []
-    for _ in range(repeats):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record(stream)
-        for _ in range(iters):
-            fn()
-        end.record(stream)
-        end.synchronize()
-        torch.cuda.synchronize()
-        out.append(start.elapsed_time(end) / iters)
-    return out
-
 
 def _decode_meta(eng, prompts, params, loop):
     """A decode step's metadata from the middle of a real run (taken at ``upload``)."""
@@ -109,7 +72,7 @@ def run_shape(model: str, batches: list[int], prompt_len: int, new_tokens: int, 
 
 
 def _one_batch(eng, model, batch, prompts, params, overlap, iters, repeats, bandwidth_gbs):
-    from bench.forward import weight_bytes
+    from bench.forward import ms_per_call, weight_bytes
     from engine.scheduler.request import COL_START
     from record.recorder import Timeline
     dev = eng.device
@@ -120,11 +83,11 @@ def _one_batch(eng, model, batch, prompts, params, overlap, iters, repeats, band
     eng_stream = dev.engine_stream
     torch.cuda.set_stream(eng_stream)
     rows: list[tuple[str, list[float]]] = []
-    rows.append(("graph replay alone", _round_ms(graph.graph.replay, iters, repeats,
-                                                 eng_stream)))
+    rows.append(("graph replay alone", ms_per_call(graph.graph.replay, iters, repeats,
+                                                   eng_stream)))
     rows.append(("+ metadata copy into the graph's inputs",
-                 _round_ms(lambda: graph.replay(ints, floats, keep=False), iters, repeats,
-                           eng_stream)))
+                 ms_per_call(lambda: graph.replay(ints, floats, keep=False), iters, repeats,
+                             eng_stream)))
 
     def verbs():
         dev.forward(dev.upload([meta])[0])
@@ -132,10 +95,10 @@ def _one_batch(eng, model, batch, prompts, params, overlap, iters, repeats, band
     torch.cuda.set_stream(torch.cuda.default_stream())
     dev.begin_run(Timeline(enabled=False))
     rows.append(("+ upload on the scheduler stream, wait, result copy",
-                 _round_ms(verbs, iters, repeats, eng_stream)))
+                 ms_per_call(verbs, iters, repeats, eng_stream)))
     timeline = Timeline()
     dev.begin_run(timeline)
-    rows.append(("+ the recorder's events", _round_ms(verbs, iters, repeats, eng_stream)))
+    rows.append(("+ the recorder's events", ms_per_call(verbs, iters, repeats, eng_stream)))
     timeline.resolve()
     dev.begin_run(Timeline(enabled=False))
     torch.cuda.set_stream(torch.cuda.default_stream())
@@ -159,35 +122,13 @@ def _one_batch(eng, model, batch, prompts, params, overlap, iters, repeats, band
 
 
 def kernel_table(replay, step_ms: float, floor_ms: float, steps: int = 20) -> None:
-    """The kernels of ``steps`` replays, per kind: count a step, µs a step, share of the step."""
-    from torch.profiler import ProfilerActivity, profile
-    replay()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(steps):
-            replay()
-        torch.cuda.synchronize()
-    kernels = [e for e in prof.events() if e.device_type.name == "CUDA"]
-    by_kind: dict[str, list[float]] = {}
-    by_name: dict[str, list[float]] = {}
-    for e in kernels:
-        by_kind.setdefault(kind_of(e.name), []).append(e.device_time)
-        by_name.setdefault(e.name[:90], []).append(e.device_time)
-    total_us = sum(e.device_time for e in kernels) / steps
-    step_us = step_ms * 1e3
-    print(f"\nKernels of one replay (torch.profiler over {steps}): {len(kernels) / steps:.0f} "
-          f"kernels, {total_us:.1f} µs of kernel time in a {step_us:.1f} µs step; weight-read "
-          f"floor {floor_ms * 1e3:.1f} µs\n\n| kind | kernels a step | µs a step | of the step |"
-          f"\n|---|---|---|---|")
-    for kind, times in sorted(by_kind.items(), key=lambda kv: -sum(kv[1])):
-        us = sum(times) / steps
-        print(f"| {kind} | {len(times) / steps:.0f} | {us:.1f} | {us / step_us:.1%} |")
-    gap = step_us - total_us
-    print(f"| between kernels (the graph's own gaps) | – | {gap:.1f} | {gap / step_us:.1%} |")
-    print("\n| kernel | a step | µs a step | µs each |\n|---|---|---|---|")
-    for name, times in sorted(by_name.items(), key=lambda kv: -sum(kv[1]))[:12]:
-        print(f"| `{name}` | {len(times) / steps:.0f} | {sum(times) / steps:.1f} | "
-              f"{statistics.median(times):.2f} |")
+    """The kernels of ``steps`` replays by kind (``record.kernel_account``, the same account an
+    SGLang trace gets from ``python -m bench --trace-kernels``) and the costliest by name."""
+    from bench.forward import profiled_kernels
+    from record.kernel_account import account, format_account
+    acc = account(profiled_kernels(replay, steps), steps, step_ms * 1e3)
+    print(f"\nKernels of one replay (torch.profiler over {steps}): "
+          + format_account(acc, floor_ms * 1e3))
 
 
 def run(models: list[str], batches: list[int], prompt_len: int, new_tokens: int, iters: int,

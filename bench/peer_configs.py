@@ -10,7 +10,13 @@ the tables come from every configuration tried here; the ratios take each peer's
   request by request and concatenates a free list of millions of entries. Its own offline
   benchmark (``benchmark/offline/bench.py``) uses pages of 256. Tried: pages of 16 (ours) and of
   256, the pool sized to the work (``num_page_override``), and the heap frozen after loading, as
-  our engine does for itself.
+  our engine does for itself. Its attention is FlashInfer (``attention_backend="fi"``) for
+  prefill and decode: on an H200 it would pick FlashAttention 3 for prefill (``"fa,fi"``,
+  ``_adjust_config`` in ``python/minisgl/engine/engine.py``), from ``sgl_kernel``, which the
+  offline GPU machine lacks. Its FlashInfer metadata takes pages of 1 token only
+  (``python/minisgl/attention/fi.py``: ``assert self.page_size == 1``; a page of the pool is
+  addressed token by token), and with pages of 256 its first prefill ends in a device-side
+  index assert (exit -6), so pages of 256 give no row.
 - **SGLang** (github.com/sgl-project/sglang, 0.5.17): its docs' hyperparameter tuning page
   (docs.sglang.ai, "Hyperparameter Tuning") points throughput work at the page size, the radix
   cache (off when prompts never repeat), the chunked prefill size and the CUDA-graph batch

@@ -1,7 +1,8 @@
 """How a peer runs in the peer benchmark (``bench/peer.py``): one process per configuration, shape
 and loop (its overlap switch is fixed when it starts), its environment (its packages first, its
 compiled kernels cached), SGLang's recorder plugin, the spec its runner reads, and a warm-up that
-compiles every shape's kernels side by side. Each process is a session of its own, ended whole."""
+compiles every shape's kernels before the timed processes start (side by side where the peer
+allows two at once). Each process is a session of its own, ended whole."""
 
 from __future__ import annotations
 
@@ -121,11 +122,31 @@ def _end_group(proc: subprocess.Popen) -> None:
         time.sleep(1.0)                 # its children get the signal too; let them go
 
 
+# Mini-SGLang's processes all meet at one fixed rendezvous address (``distributed_addr`` in
+# ``python/minisgl/engine/config.py``: tcp://127.0.0.1:2333), so two of them at once collide
+# (EADDRINUSE): its warm-ups run one after another. SGLang's pick a free port each.
+SIDE_BY_SIDE = {MINISGL: False, SGLANG: True}
+
+
 def warm_up(peer: str, specs: list[dict[str, Any]], paths: PeerPaths, workdir: Path,
             limit_s: float) -> list[str]:
-    """Start one process per shape at once, each only building its engine and running its
-    batches once, so FlashInfer's kernels for every shape are compiled side by side and cached
-    for the timed processes. What failed, in words (a timed process says it again)."""
+    """One process per shape, each only building its engine and running its batches once, so
+    FlashInfer's kernels for every shape are compiled and cached for the timed processes: side
+    by side where the peer allows it (``SIDE_BY_SIDE``), else one after another. What failed,
+    in words (a timed process says it again)."""
+    deadline = time.monotonic() + limit_s
+    failed: list[str] = []
+
+    def finish(model: str, proc: subprocess.Popen) -> None:
+        try:
+            code = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            code = None
+        _end_group(proc)
+        if code != 0:
+            failed.append(f"{peer} warm-up on {model}: "
+                          f"{'out of time' if code is None else f'exit {code}'}")
+
     procs = []
     for spec in specs:
         warm = {**spec, "warm_only": True, "config_index": f"warm{spec['config_index']}"}
@@ -135,20 +156,15 @@ def warm_up(peer: str, specs: list[dict[str, Any]], paths: PeerPaths, workdir: P
         path = workdir / f"spec-{tag}.json"
         path.write_text(json.dumps(warm))
         hook_dir = write_hook_plugin(workdir / "plugin") if peer == SGLANG else None
-        procs.append((spec["model"], subprocess.Popen(
+        proc = subprocess.Popen(
             [sys.executable, "-m", RUNNERS[peer], str(path), str(workdir / f"out-{tag}.json")],
-            cwd=ROOT, env=peer_env(peer, Loop.OVERLAP, paths, hook_dir), start_new_session=True)))
-    deadline = time.monotonic() + limit_s
-    failed = []
+            cwd=ROOT, env=peer_env(peer, Loop.OVERLAP, paths, hook_dir), start_new_session=True)
+        if SIDE_BY_SIDE[peer]:
+            procs.append((spec["model"], proc))
+        else:
+            finish(spec["model"], proc)
     for model, proc in procs:
-        try:
-            code = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            code = None
-        _end_group(proc)
-        if code != 0:
-            failed.append(f"{peer} warm-up on {model}: "
-                          f"{'out of time' if code is None else f'exit {code}'}")
+        finish(model, proc)
     return failed
 
 

@@ -166,7 +166,8 @@ traces() {
 # merged into bench/results/peer-h200.json, its record and ours (both loops, one workload) in
 # assets/recorded/. Needs the folder scripts/prepare_peer.sh makes (WHL, default .whl-peer: the
 # package and its wheels). Its first start compiles FlashInfer's kernels (about 100 s a shape,
-# the shapes side by side); they stay in JIT for a later call on the same machine.
+# one shape after another: its processes share one fixed port); they stay in JIT for a later
+# call on the same machine.
 peer() {
     local whl=${WHL:-.whl-peer} jit=${JIT:-/tmp/peer-jit}
     mkdir -p "$jit"
