@@ -117,8 +117,9 @@ def save_our_record(work: PeerWork, model: str, record_dir: Path, commit: str) -
     recording on, as the page runs), as one record beside the peers'."""
     from engine import Engine
     from engine.config import EngineConfig, LoopSpec, SamplingParams
+    from engine.provenance import engine_commit
     from record.run_record import make_record, save_record
-
+    commit = commit or engine_commit() or "unknown"
     batch = work.record_batch
     cfg = EngineConfig(model=model, device="cuda", cuda_graph=True, max_batch_size=batch,
                        max_seq_len=work.max_seq_len)

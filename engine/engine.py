@@ -30,6 +30,7 @@ import torch
 
 from engine import host_load
 from engine.config import MAX_DECODE_STEPS, OVERLAP, RESULT_BUFFERS, EngineConfig, LoopSpec, SamplingParams
+from engine.provenance import engine_commit
 from engine.scheduler.checks import memory_problems
 from engine.scheduler.device import Device
 from engine.scheduler.intake import Intake, arrival_offsets_ns
@@ -470,7 +471,8 @@ class Engine:
                 "python_version": sys.version.split()[0], "platform": platform.platform(),
                 "date": time.strftime("%Y-%m-%d"), "dtype": self.dtype,
                 "model": self.config.model, "random_weights": self.random_weights,
-                "num_parameters": self.spec.num_parameters()}
+                "num_parameters": self.spec.num_parameters(),
+                **({"engine_commit": commit} if (commit := engine_commit()) else {})}
 
     def config_dict(self) -> dict[str, Any]:
         return self.config.to_dict()

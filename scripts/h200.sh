@@ -27,6 +27,9 @@
 # into /tmp/site, where a later call on the same machine finds them again.
 set -u
 export HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
+# The copy of the project here has no git: the commit it was made from, named by the caller
+# (COMMIT), goes into every record and table (engine/provenance.py).
+export ENGINE_COMMIT=${COMMIT:-}
 OUT=${OUT:-out}
 mkdir -p "$OUT"
 LOG=${LOG:-$OUT/log.txt}

@@ -391,6 +391,21 @@ def test_record_label_names_hardware_and_date():
     assert viz.record_label(record) == "NVIDIA H200 · torch 2.11.0 · 2025-06-01"
 
 
+@pytest.mark.parametrize("env, en, zh", [
+    ({"engine_commit": "7944d1e3c0ffee"}, "this project's engine · commit 7944d1e",
+     "本项目的引擎 · 提交 7944d1e"),
+    ({"engine_commit": "7944d1e+"}, "this project's engine · commit 7944d1e+",
+     "本项目的引擎 · 提交 7944d1e+"),
+    ({"engine": "sglang", "engine_commit": "0.5.17"},
+     "SGLang (the system the article describes) · release 0.5.17", "SGLang（文章所讲的系统） · 版本 0.5.17"),
+    ({"engine": "ours", "engine_commit": "unknown"}, "this project's engine", "本项目的引擎"),
+])
+def test_record_label_names_the_engine_and_the_code_that_made_it(env, en, zh):
+    record = {"env": {**env, "device_name": "NVIDIA H200"}}
+    assert viz.record_label(record) == f"{en} · NVIDIA H200"
+    assert viz.record_label(record, "zh") == f"{zh} · NVIDIA H200"
+
+
 # ---- languages and imports ----------------------------------------------------------------------
 
 def test_explanations_exist_in_english_and_chinese_in_the_articles_terms():

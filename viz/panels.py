@@ -212,14 +212,27 @@ def _ids_preview(token_ids: list[int]) -> str:
 
 def record_label(record: RecordDict, lang: str = "en") -> str:
     """"NVIDIA H200 · torch 2.11.0 · 2025-06-01": where and when a record was made (what is
-    unknown is left out; "" when the record says none of it). A record of another engine
-    (``env["engine"]``, e.g. Mini-SGLang's, ``bench/peer.py``) is named first."""
+    unknown is left out; "" when the record says none of it). The engine is named first where
+    the record names it (``env["engine"]``: Mini-SGLang's, SGLang's, ours, ``bench/peer.py``)
+    or names the commit that made it (``env["engine_commit"]``, then the commit too)."""
     env = record.get("env") or {}
     torch_version = env.get("torch_version")
-    engine = env.get("engine")
-    parts = [engine and (t(lang, f"engine_{engine}") if f"engine_{engine}" in STRINGS["en"]
-                         else engine),
+    commit = str(env.get("engine_commit") or "").replace("unknown", "")
+    engine = env.get("engine") or (commit and "ours")
+    name = engine and (t(lang, f"engine_{engine}") if f"engine_{engine}" in STRINGS["en"]
+                       else engine)
+    parts = [name,
+             commit and _commit_label(commit, lang),
              env.get("device_name"),
              torch_version and torch_version != "unknown" and f"torch {torch_version}",
              env.get("date") and str(env["date"])[:10]]      # the day (some records keep the time)
     return " · ".join(str(p) for p in parts if p and p != "unknown")
+
+
+def _commit_label(commit: str, lang: str) -> str:
+    """"commit 7944d1e" for a git commit (7 hex digits, a trailing ``+`` kept: uncommitted
+    changes), "release 0.5.17" for a version such as SGLang's wheel names."""
+    bare = commit.rstrip("+")
+    if bare and all(c in "0123456789abcdef" for c in bare):
+        return t(lang, "record_commit").format(commit=bare[:7] + commit[len(bare):])
+    return t(lang, "record_release").format(release=commit)
