@@ -313,6 +313,10 @@ def test_the_page_lists_minisglangs_record_among_the_recorded_runs():
     choices = dict(records.list_recorded()["choices"])
     label = next(label for label, name in choices.items() if name == RECORD.name)
     assert label.startswith("h200-minisglang-qwen05-b16: Mini-SGLang (the article's code)")
+    zh = dict(records.list_recorded("中文", RECORD.name)["choices"])      # a language switch
+    assert next(label for label, name in zh.items() if name == RECORD.name).startswith(
+        "h200-minisglang-qwen05-b16: Mini-SGLang（文章所读的代码） · 提交 20fcd7f")
+    assert records.list_recorded("中文", RECORD.name)["value"] == RECORD.name
 
 
 # ---- the orchestration, with a stand-in for a peer's process -------------------------------------

@@ -401,6 +401,25 @@ def test_the_engines_are_drawn_on_one_axis_and_said_in_the_readers_language(lang
     assert not same_work.offer("h200-bundled-eager.json", lang)["visible"]
 
 
+@pytest.mark.parametrize("file, en, zh", [
+    ("h200-ours-qwen05-b16.json", "Made by this project's engine, commit 7944d1e.",
+     "由本项目的引擎录制，提交 7944d1e。"),
+    ("h200-sglang-qwen05-b16.json", "Made by SGLang (the system the article describes), "
+     "release 0.5.17.", "由SGLang（文章所讲的系统）录制，版本 0.5.17。"),
+])
+def test_a_recorded_run_names_the_engine_and_code_that_made_it_in_either_language(file, en, zh):
+    """Who made a record is said as text keys, so a language switch says it again: the status
+    spec a recorded run leaves renders in the other language with no English left over."""
+    from dataclasses import fields
+
+    from ui.status import render_said
+    from ui.view import MainView
+    view = dict(zip([f.name for f in fields(MainView)], recorded_runs.show_recorded(file, "English")))
+    assert en in view["status"]
+    again = render_said(view["said"], "zh")
+    assert zh in again and "engine" not in again and "commit" not in again
+
+
 def test_a_record_label_names_the_day_not_the_time():
     import viz
     record = load_record(recorded_runs.RECORDED_DIR / "h200-minisglang-qwen05-b16.json")

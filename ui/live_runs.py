@@ -321,7 +321,7 @@ def _finished(record: RecordDict, request: LiveRunRequest, notes: list[str],
     spec = said("status_done", "ok", notes=tuple(said_notes), folded=placement,
                 requests=len(request.prompts),
                 tokens=int(last["metrics"].get("output_tokens") or 0),
-                where=viz.record_label(record), device_key=f"kind_{kind}", **cores)
+                where=viz.record_where(record), device_key=f"kind_{kind}", **cores)
     return shown(spec, record, lang, files)
 
 

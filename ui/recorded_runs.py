@@ -178,9 +178,9 @@ def show_upload(paths: Any, beside: bool, on_screen: RecordDict | None,
         if isinstance(view, MainView):            # this file cannot be shown: say why
             return view.values()
         loaded.append((view, path.name))
-    shown_names = [_named(record, name, lang) for record, name in loaded]
+    shown_names = [_named(record, name) for record, name in loaded]
     if beside and on_screen and on_screen["runs"]:
-        loaded.insert(0, (on_screen, viz.record_label(on_screen, lang) or "on screen"))
+        loaded.insert(0, (on_screen, viz.record_where(on_screen) or "on screen"))
         key = "status_beside"
     else:
         key = "status_imported_two"
@@ -190,8 +190,8 @@ def show_upload(paths: Any, beside: bool, on_screen: RecordDict | None,
     return shown(spec, record, lang, write_downloads(record)).values()
 
 
-def _named(record: RecordDict, name: str, lang: str) -> str:
-    where = viz.record_label(record, lang)
+def _named(record: RecordDict, name: str) -> str:
+    where = viz.record_where(record)           # no words: the line is said again on a switch
     return f"{name} ({where})" if where else name
 
 
@@ -212,11 +212,15 @@ def _show_file(path: Path, lang: str, recorded: bool) -> MainView:
     record = _load_or_say(path, lang)
     if isinstance(record, MainView):
         return record
-    where = viz.record_label(record, lang)
+    where = viz.record_where(record)       # who made it is said apart, as text keys (a switch)
     if recorded:
         notes, values = _settings(record["config"])
+        maker = viz.record_maker(record)
+        if "engine_key" in maker:
+            notes = ("status_recorded_by_code" if "code_key" in maker
+                     else "status_recorded_by", *notes)
         spec = said("status_recorded", "ok", notes=notes, where=where or path.name,
-                    folded=_peer_section(record, values), **values)
+                    folded=_peer_section(record, values), **values, **maker)
     elif where:
         spec = said("status_imported", "ok", name=path.name, where=where)
     else:                    # a trace that names no device, torch or date
@@ -336,17 +340,20 @@ def zoom_steps(record: RecordDict | None, first: Any, last: Any,
             drawn[0], drawn[1])
 
 
-def list_recorded() -> Any:
-    """Choices for the recorded-runs dropdown, labelled with hardware and date."""
+def list_recorded(lang_choice: str = "English", chosen: str | None = None) -> Any:
+    """Choices for the recorded-runs dropdown, labelled in the page's language with who made
+    each record, on what and when; ``chosen`` stays chosen (a language switch relabels)."""
+    lang = lang_of(lang_choice)
     choices = []
     for path in sorted(RECORDED_DIR.glob("*.json")):
         label = path.stem
         try:
             if path.stat().st_size < 50 * 2**20:
-                where = viz.record_label(json.loads(path.read_text()))
+                where = viz.record_label(json.loads(path.read_text()), lang)
                 label = f"{path.stem}: {where}" if where else path.stem
         except (OSError, ValueError):
             pass  # unreadable: listed by name; choosing it shows the error
         choices.append((label, path.name))
-    return gr.update(choices=choices, value=None,
-                     info=None if choices else texts.t("en", "no_recorded"))
+    return gr.update(choices=choices,
+                     value=chosen if chosen in {name for _, name in choices} else None,
+                     info=None if choices else texts.t(lang, "no_recorded"))

@@ -121,8 +121,7 @@ def show(name: str | None, lang_choice: str) -> tuple:
     record, _ = side_by_side(loaded, most=sum(len(r["runs"]) for r, _ in loaded))
     # The engines' names as text keys: the line is said again in another language on a switch.
     engines = [f"engine_{r['env'].get('engine', 'ours')}" for r, _ in loaded]
-    where = viz.record_label({**loaded[0][0], "env": {k: v for k, v in loaded[0][0]["env"].items()
-                                                      if k != "engine"}}, lang)
+    where = viz.record_where(loaded[0][0])
     spec = said("status_same_work", "ok", engines=len(files), names_keys=engines, where=where)
     return shown(spec, record, lang, write_downloads(record)).values()
 

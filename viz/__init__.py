@@ -11,7 +11,7 @@ from viz.labels import display_labels, ordered_lanes
 from viz.latency import latency_figure
 from viz.live_payload import live_payload
 from viz.memory import memory_figure
-from viz.panels import metrics_html, multistep_html, record_label, texts_html
+from viz.panels import metrics_html, multistep_html, record_label, record_maker, record_where, texts_html
 from viz.replay import step_caption
 from viz.stepview import step_figure, unrolled_figure
 
@@ -19,7 +19,7 @@ __all__ = [
     "display_labels", "headline_html",
     "latency_figure", "live_payload", "memory_figure", "message_figure",
     "metrics_html", "multistep_html",
-    "ordered_lanes", "record_label", "side_by_side_figure", "step_caption",
+    "ordered_lanes", "record_label", "record_maker", "record_where", "side_by_side_figure", "step_caption",
     "step_figure",
     "texts_html", "timeline_figure", "unrolled_figure",
 ]

@@ -21,7 +21,7 @@ from viz.formula import compared_pair, formula_html, multistep_html, ratio_pairs
 from viz.labels import display_labels
 
 __all__ = ["compared_pair", "metrics_html", "multistep_html", "ratio_pairs", "record_label",
-           "texts_html"]
+           "record_maker", "record_where", "texts_html"]
 
 _MS = 1e-3
 _ROWS: list[tuple[str, Callable[[float], str]]] = [
@@ -210,29 +210,45 @@ def _ids_preview(token_ids: list[int]) -> str:
     return f"token ids [{shown}{', …' if len(token_ids) > 16 else ''}]"
 
 
-def record_label(record: RecordDict, lang: str = "en") -> str:
-    """"NVIDIA H200 · torch 2.11.0 · 2025-06-01": where and when a record was made (what is
-    unknown is left out; "" when the record says none of it). The engine is named first where
-    the record names it (``env["engine"]``: Mini-SGLang's, SGLang's, ours, ``bench/peer.py``)
-    or names the commit that made it (``env["engine_commit"]``, then the commit too)."""
+def record_where(record: RecordDict) -> str:
+    """"NVIDIA H200 · torch 2.11.0 · 2025-06-01": where and when a record was made, in no
+    language (what is unknown is left out; "" when the record says none of it)."""
     env = record.get("env") or {}
     torch_version = env.get("torch_version")
-    commit = str(env.get("engine_commit") or "").replace("unknown", "")
-    engine = env.get("engine") or (commit and "ours")
-    name = engine and (t(lang, f"engine_{engine}") if f"engine_{engine}" in STRINGS["en"]
-                       else engine)
-    parts = [name,
-             commit and _commit_label(commit, lang),
-             env.get("device_name"),
+    parts = [env.get("device_name"),
              torch_version and torch_version != "unknown" and f"torch {torch_version}",
              env.get("date") and str(env["date"])[:10]]      # the day (some records keep the time)
     return " · ".join(str(p) for p in parts if p and p != "unknown")
 
 
-def _commit_label(commit: str, lang: str) -> str:
-    """"commit 7944d1e" for a git commit (7 hex digits, a trailing ``+`` kept: uncommitted
-    changes), "release 0.5.17" for a version such as SGLang's wheel names."""
+def record_maker(record: RecordDict) -> dict[str, str]:
+    """Who made a record, as text keys and their values (a status says them again in the
+    reader's language): ``engine_key`` where the record names its engine (``env["engine"]``:
+    Mini-SGLang's, SGLang's, ours, ``bench/peer.py``) or the commit that made it
+    (``env["engine_commit"]``: then it is ours), ``code_key`` and ``commit`` or ``release``
+    where it names that commit. Empty when it names neither."""
+    env = record.get("env") or {}
+    commit = str(env.get("engine_commit") or "").replace("unknown", "")
+    engine = env.get("engine") or (commit and "ours")
+    out: dict[str, str] = {}
+    if engine:
+        out["engine_key"] = (f"engine_{engine}" if f"engine_{engine}" in STRINGS["en"]
+                             else "engine_named")
+        out["engine_name"] = str(engine)
     bare = commit.rstrip("+")
-    if bare and all(c in "0123456789abcdef" for c in bare):
-        return t(lang, "record_commit").format(commit=bare[:7] + commit[len(bare):])
-    return t(lang, "record_release").format(release=commit)
+    if bare and all(c in "0123456789abcdef" for c in bare):       # a git commit, ``+``: edited
+        out.update(code_key="record_commit", commit=bare[:7] + commit[len(bare):])
+    elif commit:                                                     # a release: SGLang's wheel
+        out.update(code_key="record_release", release=commit)
+    return out
+
+
+def record_label(record: RecordDict, lang: str = "en") -> str:
+    """"Mini-SGLang (the article's code) · commit 20fcd7f · NVIDIA H200 · torch 2.11.0 ·
+    2025-06-01": who made a record (``record_maker``) in ``lang``, then where and when
+    (``record_where``); "" when the record says none of it."""
+    maker = record_maker(record)
+    parts = [t(lang, key).format(**maker) for key in (maker.get("engine_key"),
+                                                       maker.get("code_key")) if key]
+    where = record_where(record)
+    return " · ".join([*parts, where] if where else parts)

@@ -48,3 +48,6 @@ def wire(tab: RecordedTab, page: Page, view: RunView) -> None:
                                view.replay_outputs(), show_progress="hidden",
                                **step_through.ONE_QUEUE)
     page.demo.load(recorded_runs.list_recorded, None, tab.recorded, show_progress="hidden")
+    # The records' labels name their engines in the page's language; the choice stays.
+    page.language.change(recorded_runs.list_recorded, [page.language, tab.recorded], tab.recorded,
+                         show_progress="hidden")
