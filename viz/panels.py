@@ -244,9 +244,9 @@ def record_maker(record: RecordDict) -> dict[str, str]:
 
 
 def record_label(record: RecordDict, lang: str = "en") -> str:
-    """"Mini-SGLang (the article's code) · commit 20fcd7f · NVIDIA H200 · torch 2.11.0 ·
-    2025-06-01": who made a record (``record_maker``) in ``lang``, then where and when
-    (``record_where``); "" when the record says none of it."""
+    """Who made a record (``record_maker``) in ``lang``, then where and when (``record_where``):
+    "Mini-SGLang (the article's code) · commit 20fcd7f · NVIDIA H200 · 2025-06-01"; "" when
+    the record says none of it."""
     maker = record_maker(record)
     parts = [t(lang, key).format(**maker) for key in (maker.get("engine_key"),
                                                        maker.get("code_key")) if key]
