@@ -385,6 +385,14 @@ def test_display_labels_drop_a_detail_all_runs_share():
     assert viz.display_labels(differ) == ["overlap (H200, eager)", "overlap (H200, CUDA graphs)"]
 
 
+def test_our_engine_beside_a_peer_is_named_in_the_readers_language():
+    runs = [{"mode": "normal", "loop": "normal", "label": "normal (this project 7944d1e, H200)"},
+            {"mode": "normal", "loop": "normal", "label": "normal (Mini-SGLang 20fcd7f, H200)"}]
+    assert viz.display_labels(runs, "zh") == ["普通 (本项目 7944d1e, H200)",
+                                              "普通 (Mini-SGLang 20fcd7f, H200)"]
+    assert viz.display_labels(runs)[0] == "normal (this project 7944d1e, H200)"
+
+
 def test_record_label_names_hardware_and_date():
     record = {"env": {"device_name": "NVIDIA H200", "torch_version": "2.11.0",
                       "date": "2025-06-01"}}

@@ -79,6 +79,8 @@ def display_labels(runs: list[RunDict], lang: str = "en") -> list[str]:
             name = t(lang, "loopname_imported").format(source=run["source"])
         else:
             name = label.partition(" (")[0]
+        if detail.startswith(t("en", "detail_ours") + " "):    # our engine beside the peers
+            detail = t(lang, "detail_ours") + detail[len(t("en", "detail_ours")):]
         names.append(f"{name} ({detail})" if keep_details and detail else name)
     # Runs of two records side by side (record.any_file.side_by_side) may share a loop's name:
     # those say which record they came from.
