@@ -119,7 +119,7 @@ def save_our_record(work: PeerWork, model: str, record_dir: Path, commit: str) -
     from engine.config import EngineConfig, LoopSpec, SamplingParams
     from engine.provenance import engine_commit
     from record.run_record import make_record, save_record
-    from texts import t
+    from record.schema import OURS_DETAIL
     commit = commit or engine_commit() or "unknown"
     batch = work.record_batch
     cfg = EngineConfig(model=model, device="cuda", cuda_graph=True, max_batch_size=batch,
@@ -133,8 +133,7 @@ def save_our_record(work: PeerWork, model: str, record_dir: Path, commit: str) -
             results = sorted((eng.generate(prompts, params, LoopSpec(loop))
                               for _ in range(work.record_repeats)), key=lambda r: r.wall_s)
             run = results[len(results) // 2].to_run_dict()
-            # "this project" is said in the reader's language where a chart names the run
-            run["label"] = f"{loop} ({t('en', 'detail_ours')} {commit[:7]}, {eng.device_label()})"
+            run["label"] = f"{loop} ({OURS_DETAIL} {commit[:7]}, {eng.device_label()})"
             runs.append(run)
         config = {**eng.config_dict(), "requests": batch, "prompt_len": work.prompt_len,
                   "max_new_tokens": work.record_tokens, "ignore_eos": True, "extra_cpu_us": 0}

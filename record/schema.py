@@ -70,6 +70,9 @@ class Loop(StrEnum):
 
 ENGINE_LOOPS = (Loop.NORMAL, Loop.OVERLAP, Loop.MULTISTEP)   # what the engine runs, in order
 RECORD_LOOPS = ENGINE_LOOPS + (Loop.IMPORTED,)                # what a record may say
+# How a run's label names this project's engine beside a peer's ("overlap (this project
+# 7944d1e, NVIDIA H200, ...)"); a chart says it in the reader's language (text "detail_ours").
+OURS_DETAIL = "this project"
 
 
 def loop_label(loop: str, decode_steps: int = 1) -> str:

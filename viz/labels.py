@@ -9,7 +9,7 @@ import html
 from record.gpu_time import GpuTime, gpu_time
 from record.metrics import busy_fraction
 from record.run_record import loop_of
-from record.schema import ENGINE_LOOPS, LANES, Loop, RunDict
+from record.schema import ENGINE_LOOPS, LANES, OURS_DETAIL, Loop, RunDict
 from record.window import time_range
 from texts import count, t
 
@@ -79,8 +79,8 @@ def display_labels(runs: list[RunDict], lang: str = "en") -> list[str]:
             name = t(lang, "loopname_imported").format(source=run["source"])
         else:
             name = label.partition(" (")[0]
-        if detail.startswith(t("en", "detail_ours") + " "):    # our engine beside the peers
-            detail = t(lang, "detail_ours") + detail[len(t("en", "detail_ours")):]
+        if detail.startswith(OURS_DETAIL + " "):             # our engine beside the peers
+            detail = t(lang, "detail_ours") + detail[len(OURS_DETAIL):]
         names.append(f"{name} ({detail})" if keep_details and detail else name)
     # Runs of two records side by side (record.any_file.side_by_side) may share a loop's name:
     # those say which record they came from.
