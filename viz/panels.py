@@ -228,7 +228,8 @@ def record_maker(record: RecordDict) -> dict[str, str]:
     (``env["engine_commit"]``: then it is ours), ``code_key`` and ``commit`` or ``release``
     where it names that commit. Empty when it names neither."""
     env = record.get("env") or {}
-    commit = str(env.get("engine_commit") or "").replace("unknown", "")
+    commit = str(env.get("engine_commit") or "")
+    commit = "" if commit == "unknown" else commit
     engine = env.get("engine") or (commit and "ours")
     out: dict[str, str] = {}
     if engine:
