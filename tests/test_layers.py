@@ -139,11 +139,12 @@ def test_the_modules_import_no_cycle():
 # ``ui``'s rooms, bottom first: what the server keeps and says, then the handlers of each tab,
 # then the tabs' layout and wiring. A module may import its own room and those below it.
 UI_ROOMS = (
-    ("ui.state", "ui.status", "ui.queues", "ui.stopping"),         # state, status lines, queues
+    ("ui.state", "ui.status", "ui.queues", "ui.stopping",          # state, status lines, queues,
+     "ui.turns"),                                                    # the engine's line
     ("ui.i18n", "ui.inputs", "ui.scheduler_link", "ui.view", "ui.controls", "ui.parsing",
      "ui.live_chart"),                                               # controls, languages, link
     ("ui.presets", "ui.recorded_runs", "ui.step_through", "ui.serving_runs", "ui.lab_runs"),
-    ("ui.live_runs", "ui.same_work"),                                # handlers built on those
+    ("ui.live_runs", "ui.same_work", "ui.waiting"),                  # handlers built on those
     ("ui.tabs",),                                                    # layout and wiring
 )
 

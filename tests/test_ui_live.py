@@ -201,7 +201,7 @@ class _ProbingScheduler:
     (the test presses it between two events), then winds down and ends cancelled."""
 
     def __init__(self):
-        self.busy, self.cancelled = True, 0
+        self.cancelled = 0
 
     def ready(self):
         from engine.processes.messages import SchedulerReady
@@ -222,16 +222,25 @@ class _ProbingScheduler:
 
 def test_stop_while_probing_says_stopping_until_the_run_has_ended_and_leaves_no_stale_caption(
         monkeypatch):
+    from types import SimpleNamespace
+
+    from ui.turns import Turns
+
     fake = _ProbingScheduler()
     monkeypatch.setattr(scheduler_link, "scheduler", lambda: fake)
-    run = live_runs.run_live(Controls(**{**ARGS, "extra_cpu_us": 0}))
+    monkeypatch.setattr(APP, "turns", Turns())
+    ticket = APP.turns.join("run", "page-a", "work")             # its turn: the line is empty
+    run = live_runs.run_live(Controls(**{**ARGS, "extra_cpu_us": 0}), ticket)
     views_seen = []
     for i, values in enumerate(run):
         views_seen.append(dict(zip(NAMES, values)))
         if i == 2:                                         # the first "Probing…" status
             assert "Probing" in views_seen[-1]["status"]
-            stopped = live_runs.stop_run("English")
+            other = live_runs.stop_run("English", SimpleNamespace(session_hash="page-b"))
+            assert other == {"__type__": "update"} and fake.cancelled == 0   # not theirs
+            stopped = live_runs.stop_run("English", SimpleNamespace(session_hash="page-a"))
             assert "Stopping" in stopped and fake.cancelled == 1
+    APP.turns.leave(ticket)
     assert "Stopping: the probe run that picks each request's stop token ends first" in \
         views_seen[-2]["status"]                           # not "Probing…" again
     final = views_seen[-1]

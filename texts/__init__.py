@@ -2,7 +2,7 @@
 name, and the one lookup ``t(lang, key)``.
 
 - ``strings``  the page's titles, help, control labels, status and chart words; ``t`` and its
-  helpers (``sentence_gap``, ``label_colon``, ``count``)
+  helpers (``sentence_gap``, ``label_colon``, ``count``, ``ordinal``)
 - ``teach``    multi-step, the step-through replay and the hazard lab
 - ``metrics``  the metrics table, the formula, what an import found, the latency chart
 - ``memory``   the KV-memory chart
@@ -12,6 +12,6 @@ name, and the one lookup ``t(lang, key)``.
 This package imports only the standard library: ``viz`` and ``ui`` read from it.
 """
 
-from texts.strings import LANGUAGES, STRINGS, count, label_colon, sentence_gap, t
+from texts.strings import LANGUAGES, STRINGS, count, label_colon, ordinal, sentence_gap, t
 
-__all__ = ["LANGUAGES", "STRINGS", "count", "label_colon", "sentence_gap", "t"]
+__all__ = ["LANGUAGES", "STRINGS", "count", "label_colon", "ordinal", "sentence_gap", "t"]

@@ -736,6 +736,15 @@ def label_colon(lang: str) -> str:
     return "：" if lang == "zh" else ": "
 
 
+def ordinal(lang: str, n: int) -> str:
+    """``n`` as a place in line: "1st", "12th", "23rd" in English; in Chinese the number itself
+    (its sentences say 第 n 位 around it)."""
+    if lang == "zh":
+        return str(n)
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
 def count(lang: str, n: int, noun: str) -> str:
     """``n`` with its noun in ``lang``: "1 gap", "12 gaps" (keys ``n_<noun>``, ``n_<noun>_one``)."""
     return t(lang, f"n_{noun}_one" if n == 1 else f"n_{noun}").format(n=n)

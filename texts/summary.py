@@ -1,5 +1,6 @@
 """The run's one-line summary (the headline), the busy-machine badge, and the page's folds: what
-a reader sees first after a run, and the titles of what is one click away."""
+a reader sees first after a run, and the titles of what is one click away; and the line for the
+engine: where a waiting run stands, and the recording shown meanwhile."""
 
 from __future__ import annotations
 
@@ -34,10 +35,27 @@ EN: dict[str, str] = {
     "fold_more_settings": "More settings: model, batch, prompts, multi-step k, KV memory, arrivals",
     "fold_metrics_help": "How to read the numbers",
     "presets_label": "**Presets:**",
-    "status_queued": "Waiting for the engine: it does one thing at a time (a run, or its "
-                     "warm-up after the app starts), and this run starts when that has ended.",
-    "lab_queued": "Waiting for the engine: it does one thing at a time (a run, or its warm-up "
-                  "after the app starts), and this run starts when that has ended.",
+    "status_queued": "Joining the line for the engine: it does one thing at a time (a "
+                     "visitor's run, a lab run, or its warm-up after the app starts).",
+    # the line for the engine (ui.turns, ui.waiting): where a waiting run stands
+    "line_place": "You are <b>{nth}</b> in line; about <b>{seconds} s</b>.",
+    "line_why": "The engine does one thing at a time (a visitor's run, a lab run, or its "
+                "warm-up), so runs take turns; Stop takes yours out of the line and nobody "
+                "else's.",
+    "line_recording": "Meanwhile the chart shows the same work recorded on a quiet machine: a "
+                      "recording, not your run. Yours replaces it when its turn comes.",
+    "line_later": "Your run's timelines are drawn below when its turn comes.",
+    "recording_note": "Recording, not your run: the same work on a quiet machine ({where})",
+    "timeline_queued": "Your run is in line: its timelines are drawn here when its turn comes.",
+    "zoom_queued": "Your run is in line: the step window is drawn when it has finished.",
+    "fail_left_line": "Stopped: your run left the line before its turn, so nothing ran. Press "
+                      "Run to join the line again.",
+    "timeline_left_line": "Your run left the line before its turn: nothing ran to draw.",
+    "line_full": "The line for the engine is full: {most} runs are waiting already. Press Run "
+                 "again in a minute.",
+    "lab_in_line": "Waiting for the engine: you are {nth} in line; about {seconds} s.",
+    "lab_queued": "Joining the line for the engine: it does one thing at a time (a visitor's "
+                  "run, a lab run, or its warm-up after the app starts).",
     "lab_loading": "Loading the engine for the lab…",
     # the whole-run timeline: each run's GPU time added up, under its lanes
     "sum_row": "GPU time, added up",
@@ -78,10 +96,23 @@ ZH: dict[str, str] = {
     "fold_more_settings": "更多设置：模型、批大小、提示、多步 k、KV 内存、请求到达",
     "fold_metrics_help": "如何读这些数字",
     "presets_label": "**预设：**",
-    "status_queued": "等待引擎：它一次只做一件事（一个运行，或应用启动后的预热），"
-                     "那件事结束后这个运行才开始。",
-    "lab_queued": "等待引擎：它一次只做一件事（一个运行，或应用启动后的预热），"
-                  "那件事结束后这个运行才开始。",
+    "status_queued": "正在加入引擎的队列：它一次只做一件事（一位访客的运行、一次实验室运行，"
+                     "或应用启动后的预热）。",
+    "line_place": "你排在第 <b>{n}</b> 位；大约 <b>{seconds} 秒</b>。",
+    "line_why": "引擎一次只做一件事（一位访客的运行、一次实验室运行或预热），所以运行要轮流进行；"
+                "“停止”只让你自己的运行离开队列，不影响别人。",
+    "line_recording": "在此期间，图中是同一负载在空闲机器上的录制：这是录制，不是你的运行。"
+                      "轮到你时，你的运行会取代它。",
+    "line_later": "轮到你的运行时，它的时间线会画在下面。",
+    "recording_note": "录制，不是你的运行：同一负载在空闲机器上（{where}）",
+    "timeline_queued": "你的运行正在排队：轮到它时，它的时间线会画在这里。",
+    "zoom_queued": "你的运行正在排队：运行结束后绘制步窗口。",
+    "fail_left_line": "已停止：你的运行在轮到它之前离开了队列，什么都没有运行。点击“运行”重新排队。",
+    "timeline_left_line": "你的运行在轮到它之前离开了队列：没有运行过的内容可画。",
+    "line_full": "引擎的队列已满：已有 {most} 个运行在等待。请过一分钟再点击“运行”。",
+    "lab_in_line": "等待引擎：你排在第 {n} 位；大约 {seconds} 秒。",
+    "lab_queued": "正在加入引擎的队列：它一次只做一件事（一位访客的运行、一次实验室运行，"
+                  "或应用启动后的预热）。",
     "lab_loading": "正在为实验室加载引擎…",
     "sum_row": "GPU 时间合计",
     "sum_idle": "空闲 {ms} ms",

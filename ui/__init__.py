@@ -4,11 +4,13 @@
 - ``status``   the status line, kept as data so a language switch says it again
 - ``scheduler_link``  this server's link to the scheduler process (started on first use)
 - ``queues``   event options for handlers that must take turns
+- ``turns``    the engine's line: runs take turns there; each visitor's Stop reaches only their own
 - ``state``    what the server keeps between events (``APP``: the scheduler, what was measured)
 - ``controls`` the live tab's controls as one value (``Controls``)
 - ``presets``  the presets and the extra CPU work sized to the device
 - ``recorded_runs``  any record (live, recorded, imported) -> every output of the main view; downloads
 - ``live_runs``  live runs of the chosen loops (normal, overlap, multi-step), drawn while they run
+- ``waiting``  a run in line: its place and estimate, and the same work recorded, meanwhile
 - ``step_through``  step-through replay of the record on screen
 - ``same_work``  the recorded runs of one workload by several engines, on one time axis
 - ``lab_runs``  the hazard lab: remove one safeguard, show what the checks found

@@ -4,11 +4,14 @@
 normal loop as reference, then the overlap loop with one switch on, compared token by token, with
 the allocator and the stop checks watching. This module picks the configuration (the model and
 device of the live tab) and shows the report through ``viz.lab_report`` in the chosen language; the
-report is kept as a plain dict so a language switch can redraw it.
+report is kept as a plain dict so a language switch can redraw it. A lab run takes its turn in the
+engine's line (``in_line``), as every run does, and says where it stands while it waits.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import gradio as gr
@@ -17,7 +20,8 @@ import texts
 from engine.processes.messages import LabFinished, LabRequest, Progress, RequestFailed
 from ui import inputs, queues, scheduler_link
 from ui.i18n import lang_of
-from ui.status import esc, failure, render_said, status
+from ui.state import APP
+from ui.status import esc, failure, render_said, said, status
 from viz.lab_report import describe, hazard_title, report_html
 
 # The switch's marks and what the chosen switch guards (a page load, the device becoming known,
@@ -110,6 +114,32 @@ def run_lab(switch: str | None, model: str, device: str, seed: Any, lang_choice:
                 yield render_said(failure(event.kind, event.message), lang), None
     except Exception as error:  # noqa: BLE001 - the scheduler process died, or worse
         yield render_said(failure("died", f"{type(error).__name__}: {error}"), lang), None
+
+
+LabRun = Callable[..., Iterator[tuple[str, Any]]]
+
+
+def in_line(run: LabRun, switch: str | None, model: str, device: str, seed: Any,
+            lang_choice: str) -> Iterator[tuple[str, Any]]:
+    """``run`` (``run_lab``, inside a GPU call where the GPU exists only there) once its turn in
+    the engine's line has come; meanwhile where it stands, said each second."""
+    lang = lang_of(lang_choice)
+    ticket = APP.turns.join("lab", None, ("lab", switch, model, device))
+    if ticket is None:
+        yield render_said(said("line_full", "warn", most=APP.turns.most_waiting), lang), None
+        return
+    finished = False
+    try:
+        while (place := APP.turns.place(ticket)) is not None:
+            n, seconds = place
+            yield status(texts.t(lang, "lab_in_line").format(
+                n=n, nth=texts.ordinal(lang, n), seconds=max(1, math.ceil(seconds))),
+                "running"), None
+            APP.turns.wait(ticket, 1.0)
+        yield from run(switch, model, device, seed, lang_choice)
+        finished = True
+    finally:
+        APP.turns.leave(ticket, finished)
 
 
 def redraw(shown: dict[str, Any] | None, lang_choice: str) -> Any:

@@ -4,7 +4,9 @@ Its value is ``viz.live_payload``'s JSON. Each time the handler yields a new val
 parses it and paints every span as a rectangle, idle gaps as red hatched bands, the lanes and a
 time axis: a few milliseconds, where a plotly redraw of the same runs took about a second of the
 browser's main thread on a 2-core machine (and that machine's cores are the engine's too). The
-canvas says how many spans it drew (``data-spans``), for tests and the curious.
+canvas says how many spans it drew (``data-spans``), for tests and the curious, and whether
+they are a recording shown while the reader's run waits its turn (``data-recording``, with the
+line that says so drawn above them).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import gradio as gr
 
 TEMPLATE = '<div class="live-chart"><canvas></canvas></div>'
 CSS = ".live-chart canvas {width: 100%; display: block;}"
-LANE_PX, TITLE_PX, GAP_PX, AXIS_PX, LEFT_PX = 30, 22, 14, 34, 150
+LANE_PX, TITLE_PX, GAP_PX, AXIS_PX, LEFT_PX, NOTE_PX = 30, 22, 14, 34, 150, 30
 
 _DRAW = """
 function draw() {
@@ -23,7 +25,8 @@ function draw() {
   try { data = JSON.parse(props.value || '{}'); } catch (e) { data = {}; }
   const runs = data.runs || [];
   const width = canvas.parentElement.clientWidth || 900;
-  let height = AXIS;
+  const note = data.recording || '';
+  let height = AXIS + (note ? NOTE : 0);
   for (const run of runs) height += TITLE * run.titles.length + run.lanes.length * LANE + GAP;
   const dpr = window.devicePixelRatio || 1;
   canvas.width = width * dpr; canvas.height = height * dpr;
@@ -41,6 +44,12 @@ function draw() {
   t.stroke();
   const hatch = ctx.createPattern(tile, 'repeat');
   let top = 0, spans = 0;
+  if (note) {                           // a recording, not the reader's run: said above it
+    ctx.fillStyle = 'rgba(117,107,177,.14)'; ctx.fillRect(0, 0, width, NOTE - 6);
+    ctx.fillStyle = '#54278f'; ctx.font = 'bold 13px Inter, "Noto Sans SC", sans-serif';
+    ctx.fillText(note, 6, 17, width - 12);
+    top = NOTE;
+  }
   for (const run of runs) {
     ctx.fillStyle = '#222'; ctx.font = 'bold 13px Inter, "Noto Sans SC", sans-serif';
     run.titles.forEach(line => {          // the title, then a busy badge's lines, if any
@@ -76,13 +85,14 @@ function draw() {
   ctx.textAlign = 'left';
   if (data.axis) ctx.fillText(data.axis, LEFT + plot / 2 - 60, top + 30);
   canvas.dataset.spans = spans;
+  canvas.dataset.recording = note ? '1' : '';
 }
 draw();
 watch('value', draw);
 window.addEventListener('resize', draw);
 """
 DRAW_JS = (f"const LANE = {LANE_PX}, TITLE = {TITLE_PX}, GAP = {GAP_PX}, AXIS = {AXIS_PX}, "
-           f"LEFT = {LEFT_PX};") + _DRAW
+           f"LEFT = {LEFT_PX}, NOTE = {NOTE_PX};") + _DRAW
 
 
 def live_chart(**kwargs) -> gr.HTML:

@@ -13,6 +13,7 @@ requests finish at different steps and the lag cost (forwards run after a stop) 
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -33,6 +34,7 @@ from ui.inputs import InputError, check_model, checked, checked_int
 from ui.recorded_runs import shown, write_downloads
 from ui.state import APP
 from ui.status import Said, esc, failure, progress_bar, render_said, said, status
+from ui.turns import Ticket
 from ui.view import MainView, plot
 
 MAX_ARRIVAL_S = 60.0       # requests / rate: how long the arrivals of one loop may take
@@ -41,8 +43,10 @@ MAX_REMEMBERED = 64        # setups whose step time is kept for the next run's e
 RUN_ON = "status_run_on"   # the status while a run is on, as data (a language switch waits)
 
 
-def run_live(controls: Controls) -> Iterator[tuple]:
-    """Run the chosen loops; yield the main view as it grows (a generator of output tuples)."""
+def run_live(controls: Controls, ticket: Ticket | None = None) -> Iterator[tuple]:
+    """Run the chosen loops; yield the main view as it grows (a generator of output tuples).
+    ``ticket``: the run's turn in the engine's line (``ui.waiting`` takes it), through which the
+    visitor's own Stop reaches this run, and no other visitor's does."""
     lang = lang_of(controls.lang_choice)
     try:
         request, notes = build_request(controls)
@@ -52,10 +56,10 @@ def run_live(controls: Controls) -> Iterator[tuple]:
         spec = error.said()
         yield MainView(status=render_said(spec, lang), said=spec).values()
         return
-    APP.stopping.clear()
+    stop_asked = ticket.stop_asked if ticket is not None else threading.Event()
     key = (request.engine.model, request.engine.device, request.engine.max_batch_size,
            request.engine.cuda_graph)
-    expected = _expected_steps(request)
+    expected = expected_steps(request)
     # While the run is on, a canvas draws it (cheap for the browser, whose cores are the
     # engine's too); the interactive chart comes back with the finished record.
     yield MainView(status=progress_bar(0.0, _starting_text(request, key, expected, notes, lang)),
@@ -64,18 +68,28 @@ def run_live(controls: Controls) -> Iterator[tuple]:
                    live=gr.update(value="", visible=True), memory=gr.update(visible=False),
                    zoomed=plot(viz.message_figure(texts.t(lang, "zoom_after_run"))), metrics="",
                    texts="").values()
+    if stop_asked.is_set():              # Stop came with the run's turn: nothing was started
+        yield _failed_view(failure("cancelled", ""), lang, drew=False).values()
+        return
     live = _LiveRuns(request)
+    client = scheduler_link.scheduler()
+    events = client.submit(request)
     started, drawn = time.perf_counter(), -REFRESH_S      # the first spans are drawn at once
     try:
-        for event in scheduler_link.scheduler().submit(request):
+        for event in events:
+            if ticket is not None and not live.linked:
+                # The request has reached the scheduler (a cancel sent before it would be
+                # dropped): from now on this visitor's Stop cancels it, and only it.
+                APP.turns.on_stop(ticket, client.cancel)
+                live.linked = True
             if isinstance(event, messages.Progress):
                 live.stage(event)
-                yield MainView(status=_running(live, expected, started, lang)).values()
+                yield MainView(status=_running(live, expected, started, lang, stop_asked)).values()
             elif isinstance(event, messages.SpanBatch):
                 live.add(event)
                 if time.perf_counter() - drawn >= REFRESH_S:
                     drawn = time.perf_counter()
-                    yield MainView(status=_running(live, expected, started, lang),
+                    yield MainView(status=_running(live, expected, started, lang, stop_asked),
                                    live=viz.live_payload(live.runs(), lang)).values()
             elif isinstance(event, messages.LoopFinished):
                 live.finish(event)
@@ -94,6 +108,12 @@ def run_live(controls: Controls) -> Iterator[tuple]:
         kind = "died" if isinstance(error, SchedulerDied) else "error"
         spec = failure(kind, f"{type(error).__name__}: {error}")
         yield _failed_view(spec, lang, live.drew_any()).values()
+    finally:
+        if ticket is not None:
+            APP.turns.on_stop(ticket, None)      # a late Stop must not reach the next run
+        # Closed early (the page went away): the request is cancelled and read to its end
+        # here, so the engine is free when this turn ends.
+        events.close()
 
 
 def _failed_view(spec: Said, lang: str, drew: bool = True) -> MainView:
@@ -115,15 +135,25 @@ def _failed_view(spec: Said, lang: str, drew: bool = True) -> MainView:
                     timeline=gr.update(visible=True), live=gr.update(value="", visible=False))
 
 
-def stop_run(lang_choice: str) -> Any:
-    """The Stop button: the run ends at the scheduler's next iteration (and says so)."""
+def stop_run(lang_choice: str, request: gr.Request | None = None) -> Any:
+    """The Stop button: this page's own run and nobody else's. Waiting in line, it leaves the
+    line (nothing ran); on, it ends at the scheduler's next iteration (and says so)."""
     lang = lang_of(lang_choice)
-    client = scheduler_link.scheduler()
-    if not client.busy:
-        return gr.update()                  # nothing to stop: the status line stays as it was
-    APP.stopping.set()
-    client.cancel()
-    return status(texts.t(lang, "status_stopping"), "warn")
+    session = getattr(request, "session_hash", None)
+    stopped = APP.turns.stop_session(session, kind="run") if session else ""
+    if stopped == "left":
+        return render_said(said("fail_left_line", "warn"), lang)
+    if stopped == "stopping":
+        return status(texts.t(lang, "status_stopping"), "warn")
+    return gr.update()                      # nothing to stop: the status line stays as it was
+
+
+def leave_page(request: gr.Request) -> None:
+    """A page closed or reloaded: its runs leave the line (a waiting one is dropped, a running
+    one ended), so the class does not wait for an empty tab."""
+    session = getattr(request, "session_hash", None)
+    if session:
+        APP.turns.stop_session(session)
 
 
 def build_request(controls: Controls) -> tuple[LiveRunRequest, list[str]]:
@@ -194,6 +224,7 @@ class _LiveRuns:
         self.stage_name = "loading"
         self.done_mib = self.total_mib = 0.0          # a hub model's download
         self.loop_started = time.perf_counter()       # when the loop now running began
+        self.linked = False                           # a Stop reaches its request (run_live)
 
     def stage(self, event: messages.Progress) -> None:
         if event.stage == "run" and (self.stage_name != "run" or event.index != self.index):
@@ -234,7 +265,7 @@ class _LiveRuns:
         return max((s["step"] for s in self.spans), default=0)
 
 
-def _expected_steps(request: LiveRunRequest) -> int:
+def expected_steps(request: LiveRunRequest) -> int:
     """About how many steps one loop takes: a prefill and the decode steps of each wave."""
     waves = math.ceil(len(request.prompts) / request.engine.max_batch_size)
     return waves * (request.params.max_new_tokens + 1)
@@ -243,7 +274,7 @@ def _expected_steps(request: LiveRunRequest) -> int:
 def _starting_text(request: LiveRunRequest, key: tuple, expected: int, notes: list[str],
                    lang: str) -> str:
     loops = len(request.loops) + (1 if request.stop_early else 0)
-    span = _arrival_span_s(request)
+    span = arrival_span_s(request)
     step_s = APP.step_seconds.get(key)
     if span:        # arrivals set the pace, not a count of steps: no estimate from step times
         text = texts.t(lang, "status_starting_arrivals").format(loops=len(request.loops), span=span)
@@ -257,8 +288,9 @@ def _starting_text(request: LiveRunRequest, key: tuple, expected: int, notes: li
     return text + "".join(" " + texts.t(lang, note) for note in notes)
 
 
-def _running(live: _LiveRuns, expected: int, started: float, lang: str) -> str:
-    if APP.stopping.is_set():                   # Stop was pressed: say so until the run has ended
+def _running(live: _LiveRuns, expected: int, started: float, lang: str,
+             stop_asked: threading.Event) -> str:
+    if stop_asked.is_set():                     # Stop was pressed: say so until the run has ended
         key = "status_stopping_probe" if live.stage_name == "probe" else "status_stopping"
         return status(texts.t(lang, key), "warn")
     seconds = time.perf_counter() - started
@@ -279,7 +311,7 @@ def _running(live: _LiveRuns, expected: int, started: float, lang: str) -> str:
     step = live.steps_done()
     words = {"mode": esc(texts.t(lang, f"loop_{live.loop}")), "step": step, "expected": expected,
              "seconds": seconds, "index": min(live.index + 1, total), "total": total}
-    span = _arrival_span_s(live.request)
+    span = arrival_span_s(live.request)
     if span:        # arrivals set the pace: the steps are as many as the time they take allows
         done = min((time.perf_counter() - live.loop_started) / (1.1 * span), 0.99)
         text = texts.t(lang, "status_running_arrivals").format(span=span, **words)
@@ -289,7 +321,7 @@ def _running(live: _LiveRuns, expected: int, started: float, lang: str) -> str:
     return progress_bar((len(live.finished) + done) / total, text)
 
 
-def _arrival_span_s(request: LiveRunRequest) -> float:
+def arrival_span_s(request: LiveRunRequest) -> float:
     """About how long the requests take to arrive (0: all at the start)."""
     rate = request.request_rate
     return len(request.prompts) / rate if rate and math.isfinite(rate) else 0.0
@@ -332,12 +364,16 @@ def prewarm() -> None:
     from engine.processes.messages import WarmRequest
 
     try:
-        # On a GPU the page's first click runs with CUDA graphs (presets.device_defaults): warm
-        # that engine, and measure its forward for the defaults.
-        graphs = scheduler_link.scheduler().ready().cuda
-        request, _ = build_request(Controls.page_defaults(cuda_graph=graphs))
-        for event in scheduler_link.scheduler().submit(WarmRequest(request.engine, probe=request)):
-            presets.remember(getattr(event, "profile", None))   # sizes presets and defaults
+        # The warm-up takes its turn in the engine's line: a visitor who comes meanwhile is
+        # told where they stand behind it.
+        with APP.turns.turn("warm-up", "warm-up"):
+            # On a GPU the page's first click runs with CUDA graphs (presets.device_defaults):
+            # warm that engine, and measure its forward for the defaults.
+            graphs = scheduler_link.scheduler().ready().cuda
+            request, _ = build_request(Controls.page_defaults(cuda_graph=graphs))
+            for event in scheduler_link.scheduler().submit(WarmRequest(request.engine,
+                                                                       probe=request)):
+                presets.remember(getattr(event, "profile", None))   # sizes presets, defaults
     except Exception as error:  # noqa: BLE001
         if not APP.shutting_down.is_set():   # Ctrl-C during the warm-up ends it, quietly
             print(f"prewarm skipped: {type(error).__name__}: {error}", flush=True)

@@ -2,8 +2,8 @@
 
 Gradio reads a handler's inputs when its event is triggered, not when it runs, so two replies for
 the same output can land out of order on a loaded machine; in one queue of one, the last reply is
-the one triggered last. Each use names what it guards (``ui.tabs.parts.ENGINE_QUEUE``: runs take
-turns on the one engine; ``ui.step_through.ONE_QUEUE``: the step view; ...).
+the one triggered last. Each use names what it guards (``ui.tabs.parts.LAB_QUEUE``: lab runs one
+at a time; ``ui.step_through.ONE_QUEUE``: the step view; ...).
 """
 
 from __future__ import annotations

@@ -11,7 +11,8 @@ every engine on one time axis, one step window, each run's panel named by its en
 The same matching serves a live run that a busy machine disturbed (other programs took the
 cores the loops were compared on): where a quiet machine's recording of the same page workload
 is bundled, one click shows it (``quiet_match``), so a class on a busy laptop still sees what
-the loops do.
+the loops do. A run waiting its turn in line is shown the same recording meanwhile, before it has
+run at all (``recording_for``: the recording of the work its request asks for).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import json
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gradio as gr
 
@@ -33,6 +34,9 @@ from ui.i18n import lang_of
 from ui.recorded_runs import RECORDED_DIR, load_any, shown, write_downloads
 from ui.status import render_said, said
 from ui.view import MainView
+
+if TYPE_CHECKING:
+    from engine.processes.messages import LiveRunRequest
 
 WORKLOAD = ("model", "max_batch_size", "prompt_len", "max_new_tokens")   # what makes work "the same"
 ENGINE_ORDER = ("ours", "mini-sglang", "sglang")    # panels top to bottom
@@ -134,6 +138,46 @@ LIVE_WORK = ("model", "max_batch_size", "requests", "prompt_len_words", "max_new
 def _live_work(record: RecordDict) -> tuple:
     config = record["config"]
     return (record["env"].get("device_kind"), tuple(config.get(name) for name in LIVE_WORK))
+
+
+def request_work(request: LiveRunRequest, device_kind: str) -> tuple:
+    """``_live_work`` of the record that ``request`` will make on a device of ``device_kind``
+    (the config keys ``engine.processes.service`` gives a live run's record)."""
+    engine, work, params = request.engine, request.workload, request.params
+    extra = request.loops[0].extra_cpu_us if request.loops else 0
+    return (device_kind, (engine.model, engine.max_batch_size, len(request.prompts),
+                          work.prompt_words, params.max_new_tokens, params.temperature, extra,
+                          request.request_rate, work.shared_prefix, engine.num_pages))
+
+
+def recording_for(request: LiveRunRequest, device_kind: str,
+                  folder: Path = RECORDED_DIR) -> tuple[RecordDict, str] | None:
+    """A bundled quiet recording of the work ``request`` asks for, on ``device_kind``: the
+    record cut to the request's loops (each of them recorded, stop tokens picked the same way),
+    and its file's name; None where none is bundled."""
+    want = request_work(request, device_kind)
+    loops = [(str(spec.loop), spec.decode_steps) for spec in request.loops]
+    for file, header in _headers(folder).items():
+        if header.quiet_work != want:
+            continue
+        record = _recording(folder / file)
+        if record is None or bool(record["config"].get("stop_tokens_from_probe")) != \
+                request.stop_early:
+            continue
+        runs = [run for run in record["runs"]
+                if (run["loop"], run.get("decode_steps", 1)) in loops]
+        if len(runs) == len(loops):
+            return {**record, "runs": runs}, file
+    return None
+
+
+@lru_cache(maxsize=8)
+def _recording(path: Path) -> RecordDict | None:
+    """A bundled recording, read once (every visitor in line is shown it)."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
 
 
 def quiet_match(record: RecordDict | None, folder: Path = RECORDED_DIR) -> str | None:

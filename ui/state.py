@@ -1,7 +1,7 @@
 """What the web server keeps between events, in one object: ``APP``.
 
 Gradio handlers are plain functions of component values; what outlives one event (the scheduler
-process's client, what the warm-up and the runs measured, the run being stopped) lives here
+process's client, what the warm-up and the runs measured, the line of runs) lives here
 rather than in module globals spread over ``ui``'s modules, so a reader (and a test) finds all of
 it in one place. Per-visitor state (the record on screen, the last lab report) is ``gr.State``
 in the page instead: this is the server's, shared by every visitor.
@@ -12,6 +12,8 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from ui.turns import Turns
 
 if TYPE_CHECKING:
     from engine.processes.messages import DeviceProfile
@@ -33,9 +35,9 @@ class AppState:
     # Seconds per decode step of earlier runs, by (model, device, batch, CUDA graphs): the
     # estimate shown before the next run of the same setup (the latest few setups only).
     step_seconds: dict[tuple, float] = field(default_factory=dict)
-    # Set by the Stop button, cleared when a run starts: runs take turns (one engine queue), so
-    # there is one run to stop; while it winds down, its status keeps saying so.
-    stopping: threading.Event = field(default_factory=threading.Event)
+    # The line for the engine (``ui.turns``): runs, lab runs and the warm-up take turns there;
+    # each visitor's Stop reaches their own ticket in it, and nobody else's.
+    turns: Turns = field(default_factory=Turns)
     # The upload parser started ahead of time (``ui.parsing``): (process, pipe), at most one.
     parsers: list[tuple[Any, Any]] = field(default_factory=list)
     parsers_lock: threading.Lock = field(default_factory=threading.Lock)

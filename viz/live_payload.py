@@ -11,6 +11,9 @@ run ends, the full interactive chart (``viz.gantt``) takes its place.
 for each run its title lines (a busy badge under the title, a line a reason), its lanes, its
 spans as ``[lane, colour, start ms, end ms]`` and its idle gaps on the GPU lanes
 (``record.metrics.idle_gaps``, the one definition). Plain JSON, no plotly.
+
+The same canvas shows a recording while a visitor's run waits its turn: ``recording`` is then
+the line that says so, drawn above the runs, and the canvas is marked as showing one.
 """
 
 from __future__ import annotations
@@ -26,8 +29,9 @@ from viz.labels import display_labels, lane_label, ordered_lanes, run_title
 from viz.style import BUSY_COLOR, IDLE_FILL, IDLE_LINE, QUIET_FILL, phase_color
 
 
-def live_payload(runs: list[RunDict], lang: str = "en") -> str:
-    """The canvas's JSON for these runs, on one time axis (ms since each run started)."""
+def live_payload(runs: list[RunDict], lang: str = "en", recording: str = "") -> str:
+    """The canvas's JSON for these runs, on one time axis (ms since each run started);
+    ``recording``: the line above them that says they are a recording, not the reader's run."""
     out = []
     end_ms = 0.0
     for run, name in zip(runs, display_labels(runs, lang)):
@@ -62,7 +66,7 @@ def live_payload(runs: list[RunDict], lang: str = "en") -> str:
     return json.dumps({"runs": out, "end_ms": round(end_ms, 3), "idle_fill": IDLE_FILL,
                        "idle_line": IDLE_LINE, "quiet_fill": QUIET_FILL,
                        "badge_color": BUSY_COLOR,
-                       "axis": t(lang, "time_axis")},
+                       "axis": t(lang, "time_axis"), "recording": recording},
                       separators=(",", ":"))
 
 

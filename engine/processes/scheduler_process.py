@@ -29,7 +29,7 @@ import queue
 import signal
 import threading
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -69,8 +69,9 @@ class SchedulerHandle(Protocol):
     ends the scheduler with itself (``close``). ``SchedulerClient`` and ``InlineScheduler`` are
     the two."""
 
-    def submit(self, request: Request) -> Iterator[Event]:
-        """Send ``request``; yield its events up to and including the final one."""
+    def submit(self, request: Request) -> Generator[Event, None, None]:
+        """Send ``request``; yield its events up to and including the final one (closing the
+        generator early cancels the request and reads it to its end)."""
         ...
 
     def ready(self) -> SchedulerReady:
@@ -347,7 +348,7 @@ class SchedulerClient:
                 _end_process(proc)
 
     # ---- requests ---------------------------------------------------------------------------
-    def submit(self, request: Request) -> Iterator[Event]:
+    def submit(self, request: Request) -> Generator[Event, None, None]:
         """Send ``request`` and yield its events until the final one (which is yielded too).
 
         Raises ``SchedulerDied`` if the process dies or stops meanwhile. A caller that stops
@@ -462,7 +463,7 @@ class InlineScheduler:
         self._cancelled = threading.Event()
         self._ready: SchedulerReady | None = None
 
-    def submit(self, request: Request) -> Iterator[Event]:
+    def submit(self, request: Request) -> Generator[Event, None, None]:
         with self._lock:
             events: queue.Queue[Event] = queue.Queue()
             self._cancelled = threading.Event()

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,7 +12,7 @@ import gradio as gr
 import texts
 from ui import lab_runs
 from ui.status import status
-from ui.tabs.parts import ENGINE_QUEUE, Page, button, md, on_gpu_call, queued_js
+from ui.tabs.parts import LAB_QUEUE, Page, button, md, on_gpu_call, queued_js
 
 
 @dataclass
@@ -65,10 +66,15 @@ def wire(tab: LabTab, page: Page, model: Any, device: Any, devices_known: Any) -
     # Gradio's timer is not shown).
     for run_button in (tab.run, tab.safe):
         run_button.click(None, [language], tab.result, js=queued_js("lab_queued"))
-    tab.run.click(on_gpu_call(lab_runs.run_lab), [tab.switch, model, device, tab.seed, language],
-                  [tab.result, tab.report], show_progress="hidden", **ENGINE_QUEUE)
-    tab.safe.click(on_gpu_call(lab_runs.run_safe), [model, device, tab.seed, language],
-                   [tab.result, tab.report], show_progress="hidden", **ENGINE_QUEUE)
+    # Lab runs take their turn in the engine's line, as live runs do (ui.turns); in Gradio's
+    # queue they go one at a time, so at most one waits in a server thread.
+    lab_run = on_gpu_call(lab_runs.run_lab)
+    tab.run.click(functools.partial(lab_runs.in_line, lab_run),
+                  [tab.switch, model, device, tab.seed, language],
+                  [tab.result, tab.report], show_progress="hidden", **LAB_QUEUE)
+    tab.safe.click(functools.partial(lab_runs.in_line, lab_run, None),
+                   [model, device, tab.seed, language],
+                   [tab.result, tab.report], show_progress="hidden", **LAB_QUEUE)
     language.change(**marks).then(**said).then(lab_runs.redraw, [tab.report, language], tab.result,
                                                show_progress="hidden")
     # The switches at once, marked as the machine is known so far; again once the scheduler

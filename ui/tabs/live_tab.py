@@ -1,7 +1,9 @@
 """The live run tab: the controls, the presets, Run and Stop.
 
 Run sends the controls as one ``Controls`` (``ui.controls``), built here from Gradio's
-set-of-inputs form, to ``ui.live_runs.run_live``; the run fills the run view (``ui.tabs.run_view``).
+set-of-inputs form, to the engine's line (``ui.waiting.in_line``), which runs
+``ui.live_runs.run_live`` when the visitor's turn comes; the run fills the run view
+(``ui.tabs.run_view``). Stop is the page's own: it reaches this page's run and no other.
 The presets set controls by name (``ui.presets``); the extra-CPU-work control and its sizing line
 follow the device a run would use (``ui.presets.device_defaults``).
 """
@@ -16,13 +18,14 @@ import gradio as gr
 
 import texts
 from record.schema import Loop
-from ui import inputs, live_runs, presets, scheduler_link, step_through
+from ui import inputs, live_runs, presets, scheduler_link, step_through, waiting
 from ui.controls import Controls
 from ui.i18n import lang_of
 from ui.inputs import DEFAULTS, loop_choices, model_choices
 from ui.tabs import run_view
-from ui.tabs.parts import ENGINE_QUEUE, Page, button, control_slider, md, on_gpu_call, queued_js
+from ui.tabs.parts import Page, button, control_slider, md, on_gpu_call, queued_js
 from ui.tabs.run_view import RunView
+from ui.turns import Ticket
 
 
 @dataclass
@@ -130,17 +133,27 @@ def wire(tab: LiveTab, page: Page, view: RunView) -> Any:
     language, c = page.language, tab.controls
     inputs = {**c, "lang_choice": language}
     run_handler = on_gpu_call(live_runs.run_live)
+    # On ZeroGPU the run happens inside a GPU call, in a process of its own: a Stop in this
+    # one cannot reach it there (it still takes a waiting run out of the line).
+    reach_run = not scheduler_link.on_zero_gpu()
 
-    def run(values: dict[Any, Any]):
-        yield from run_handler(Controls.from_inputs(values, inputs))
+    async def run(values: dict[Any, Any], request: gr.Request):
+        controls = Controls.from_inputs(values, inputs)
+
+        def start(ticket: Ticket | None) -> Any:
+            return run_handler(controls, ticket if reach_run else None)
+
+        async for view in waiting.in_line(controls, request.session_hash, start):
+            yield view
 
     sized_by = [c["device"], c["extra_cpu_us"], language]
-    # The status says at once that the run waits its turn; the run's own status (a progress
-    # bar, steps and seconds) replaces it when it starts. Gradio's own timer would add an
-    # estimate it takes from how soon earlier runs first answered, not from how long they took.
+    # The status says at once that the run joins the line; the line's own word (where it
+    # stands, about how long) replaces it in a moment, and the run's status when its turn comes.
+    # Every run is admitted at once and waits in the engine's line (ui.turns), not in Gradio's
+    # queue, where neither its place nor its Stop could be told apart from another visitor's.
     tab.run.click(None, [language], view.status, js=queued_js("status_queued"))
     tab.run.click(run, set(inputs.values()), view.outputs(), show_progress="hidden",
-                  **ENGINE_QUEUE
+                  concurrency_limit=None, api_name="run_live"
                   ).then(run_view.follow_language,                # a language switched meanwhile
                          [language, view.shown_lang, view.record, view.said, view.first_step,
                           view.last_step], run_view.redrawn(view), show_progress="hidden"
@@ -162,8 +175,11 @@ def wire(tab: LiveTab, page: Page, view: RunView) -> Any:
     c["device"].input(functools.partial(presets.device_defaults, changed=True),
                       sizing["inputs"], sizing["outputs"], show_progress="hidden",
                       **presets.SAID_QUEUE)
-    # Not queued behind the run it stops.
-    tab.stop.click(live_runs.stop_run, [language], view.status, queue=False, show_progress="hidden")
+    # Not queued behind the run it stops. It stops this page's run only (by the page's session),
+    # as closing or reloading the page does.
+    tab.stop.click(live_runs.stop_run, [language], view.status, queue=False, show_progress="hidden",
+                   api_name="stop_run")
+    page.demo.unload(live_runs.leave_page)
     language.change(functools.partial(check_devices, wait=False), [language],
                     [c["device"], c["cuda_graph"]], show_progress="hidden")
     language.change(presets.describe, sized_by, tab.preset_said, show_progress="hidden",

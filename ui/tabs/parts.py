@@ -50,8 +50,9 @@ table.serving th, table.serving td {padding: 3px 10px; border-bottom: 1px solid 
 # A chart updated while its tab was hidden was laid out at a default width: on showing the tab,
 # a resize event lets plotly fit it to its container again.
 RELAYOUT_JS = "() => { setTimeout(() => window.dispatchEvent(new Event('resize')), 60); }"
-# Runs of the engine take turns: one queue for every event that uses the scheduler.
-ENGINE_QUEUE = queues.one_queue("engine")
+# Runs of the engine take turns in the engine's line (``ui.turns``); lab runs also go through
+# Gradio's queue one at a time, so at most one of them waits in a server thread.
+LAB_QUEUE = queues.one_queue("lab-runs")
 
 
 def queued_js(key: str) -> str:

@@ -1,0 +1,195 @@
+"""A visitor's run in line: where it stands, about how long, and meanwhile the same work recorded.
+
+The Run button's handler (``in_line``) takes a ticket in the engine's line (``ui.turns``) for the
+visitor's page and says each second where it stands ("You are 12th in line; about 25 s"). While
+it waits, the chart shows the same work recorded on a quiet machine, where one is bundled,
+marked as a recording; when its turn comes, the visitor's own run (``ui.live_runs.run_live``)
+takes its place on the same canvas.
+
+It is a coroutine: a page in line costs the server no thread, only a wake-up a second. Each
+step of the run itself is read in a worker thread (it waits on the scheduler process). A page
+that goes away (Gradio then closes this generator) leaves the line, and its run is stopped and
+wound down in a thread of its own, never in the server's event loop; the next turn begins once
+the engine is free.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import AsyncIterator, Callable, Hashable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import gradio as gr
+
+import texts
+import viz
+from engine.processes.messages import LiveRunRequest
+from ui import live_runs, same_work, scheduler_link
+from ui.controls import Controls
+from ui.i18n import lang_of
+from ui.inputs import InputError
+from ui.state import APP
+from ui.status import Said, render_said, said, status
+from ui.turns import State, Ticket
+from ui.view import MainView, plot
+
+TICK_S = 1.0                 # a page in line is told where it stands at least this often
+RunStarter = Callable[[Ticket | None], Iterator[tuple]]   # the run, given its ticket
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """What a run in line needs to say where it stands and to show meanwhile."""
+
+    request: LiveRunRequest
+    work: Hashable                       # turns of the same work take about as long
+    steps: int                           # engine steps of the whole turn, about
+    least_s: float                       # requests that arrive over time: it lasts this long
+    recording: str | None                # the canvas's payload of a bundled recording, or None
+
+
+async def in_line(controls: Controls, session: str | None,
+                  start: RunStarter) -> AsyncIterator[tuple]:
+    """The Run button: wait in line (saying where, and showing the recording), then run."""
+    lang = lang_of(controls.lang_choice)
+    waiting = await anyio.to_thread.run_sync(prepare, controls, lang)
+    if waiting is None:                  # input the run refuses: said at once, no turn needed
+        async for view in _in_thread(start(None)):
+            yield view
+        return
+    ticket = APP.turns.join("run", session, waiting.work, waiting.steps, waiting.least_s)
+    if ticket is None:
+        spec = said("line_full", "warn", most=APP.turns.most_waiting)
+        yield MainView(status=render_said(spec, lang), said=spec).values()
+        return
+    run: Iterator[tuple] | None = None
+    finished = False
+    try:
+        first = True
+        while ticket.waiting:
+            said_now = _waiting_view(APP.turns.place(ticket), waiting, lang, first)
+            if said_now is not None:
+                yield said_now.values()
+                first = False
+            await APP.turns.changed(ticket, TICK_S)
+        if ticket.state is State.LEFT:   # its Stop (or the page's end) took it out of line
+            yield left_view(lang).values()
+            return
+        run = start(ticket)
+        async for view in _in_thread(run):
+            yield view
+        finished = True
+    finally:
+        if finished:
+            APP.turns.leave(ticket, finished=True)
+        else:                            # the page went away, or this was cancelled
+            threading.Thread(target=_wind_down, args=(ticket, run), daemon=True,
+                             name="run-wind-down").start()
+
+
+async def _in_thread(run: Iterator[tuple]) -> AsyncIterator[tuple]:
+    """The run's views, each read in a worker thread (reading one waits on the scheduler)."""
+    end: tuple = ()                      # no view is empty: the run has ended
+    while (view := await anyio.to_thread.run_sync(next, run, end)) is not end:
+        yield view
+
+
+def _wind_down(ticket: Ticket, run: Iterator[tuple] | None) -> None:
+    """A run whose page went away: stop it (its turn: its request is cancelled), read it to its
+    end (``run_live`` closes its request), then give the turn on."""
+    try:
+        APP.turns.stop(ticket)
+        close = getattr(run, "close", None)
+        if close is not None:
+            for _ in range(600):         # a step in flight in another thread ends first
+                try:
+                    close()
+                    break
+                except ValueError:       # "generator already executing"
+                    threading.Event().wait(0.1)
+    finally:
+        APP.turns.leave(ticket)
+
+
+def prepare(controls: Controls, lang: str) -> Waiting | None:
+    """The request the controls ask for, what its turn is, and the recording to show while it
+    waits; None where the controls are refused (the run says why)."""
+    try:
+        request, _ = live_runs.build_request(controls)
+    except InputError:
+        return None
+    cuda = request.engine.device == "cuda" or (request.engine.device == "auto"
+                                               and scheduler_link.cuda_seen())
+    work = same_work.request_work(request, "cuda" if cuda else "cpu-process")
+    loops = tuple((str(spec.loop), spec.decode_steps) for spec in request.loops)
+    found = same_work.recording_for(request, work[0])
+    recording = None
+    if found is not None:
+        record, file = found
+        recording = _recording_payload(file, loops, lang, record)
+    steps = (len(loops) + int(request.stop_early)) * live_runs.expected_steps(request)
+    least_s = len(loops) * live_runs.arrival_span_s(request)
+    key = (work, loops, request.stop_early, request.chat, request.engine.cuda_graph)
+    return Waiting(request, key, steps, least_s, recording)
+
+
+_PAYLOADS: dict[tuple, str] = {}        # (file, loops, language) -> the canvas's payload
+_PAYLOADS_LOCK = threading.Lock()
+
+
+def _recording_payload(file: str, loops: tuple, lang: str, record: Any) -> str:
+    """The canvas's payload of a recording: the same for every visitor in line, made once."""
+    key = (file, loops, lang)
+    with _PAYLOADS_LOCK:
+        if key not in _PAYLOADS:
+            if len(_PAYLOADS) >= 16:
+                _PAYLOADS.clear()
+            note = texts.t(lang, "recording_note").format(where=viz.record_where(record))
+            _PAYLOADS[key] = viz.live_payload(record["runs"], lang, recording=note)
+        return _PAYLOADS[key]
+
+
+def place_text(place: tuple[int, float], lang: str, key: str = "line_place") -> str:
+    """"You are 12th in line; about 25 s." in ``lang`` (``key``: the sentence that says it)."""
+    n, seconds = place
+    return texts.t(lang, key).format(n=n, nth=texts.ordinal(lang, n),
+                                     seconds=max(1, math.ceil(seconds)))
+
+
+def _waiting_view(place: tuple[int, float] | None, waiting: Waiting, lang: str,
+                  first: bool) -> MainView | None:
+    """Where the run stands (None: it is no longer waiting). The first view also sets the chart
+    area: the recording on the canvas, or a chart that says the run is in line."""
+    if place is None:
+        return None
+    gap = texts.sentence_gap(lang)
+    text = gap.join([place_text(place, lang), texts.t(lang, "line_why"),
+                     texts.t(lang, "line_recording" if waiting.recording else "line_later")])
+    # The place and estimate as data too, for tests and the classroom benchmark.
+    line = (f'<div data-line-place="{place[0]}" data-line-eta="{max(1, math.ceil(place[1]))}">'
+            f'{status(text, "running")}</div>')
+    if not first:
+        return MainView(status=line)
+    if waiting.recording:
+        chart: dict[str, Any] = dict(timeline=gr.update(visible=False),
+                                     live=gr.update(value=waiting.recording, visible=True))
+    else:
+        message = plot(viz.message_figure(texts.t(lang, "timeline_queued")))
+        chart = dict(timeline=gr.update(value=message, visible=True),
+                     live=gr.update(value="", visible=False))
+    return MainView(status=line, said=said(live_runs.RUN_ON, "running"), headline="",
+                    look_for=texts.t(lang, "timeline_help"), memory=gr.update(visible=False),
+                    zoomed=plot(viz.message_figure(texts.t(lang, "zoom_queued"))), metrics="",
+                    texts="", **chart)
+
+
+def left_view(lang: str) -> MainView:
+    """A run that left the line before its turn: nothing ran, and the chart says so."""
+    spec: Said = said("fail_left_line", "warn")
+    message = plot(viz.message_figure(texts.t(lang, "timeline_left_line")))
+    return MainView(status=render_said(spec, lang), said=spec,
+                    timeline=gr.update(value=message, visible=True),
+                    live=gr.update(value="", visible=False), zoomed=message)
