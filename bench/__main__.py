@@ -15,6 +15,7 @@
                                    # SGLang and Mini-SGLang, each at its best, beside ours (bench/peer.py)
     python -m bench --ttft-bound                       # the best TTFT a prefix cache allows (CUDA)
     python -m bench --app-workload --repeats 5         # the page's workload through the CLI, spread
+    python -m bench --classroom 30 --browsers 3        # 30 visitors press Run at once (bench/classroom.py)
 """
 
 from __future__ import annotations
@@ -90,8 +91,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         "autotuning before the first run)")
     p.add_argument("--sglang-traces", metavar="DIR",
                    help="--peer sglang: SGLang's own profiler traces of both loops go there")
-    p.add_argument("--budget-s", type=float, default=3600.0,
-                   help="--peer: what no longer fits in this many seconds is not started")
+    p.add_argument("--budget-s", type=float, default=None,
+                   help="--peer: what no longer fits in this many seconds is not started "
+                        "(default 3600); --classroom: the whole class's bound (default 900)")
     p.add_argument("--no-warm", action="store_true",
                    help="--peer: no warm-up processes (the kernels are cached already)")
     p.add_argument("--warm-also", nargs="+", default=[], metavar="MODEL",
@@ -118,6 +120,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="the linear layers alone: the best TTFT ratio a prefix cache allows (CUDA)")
     p.add_argument("--app-workload", action="store_true",
                    help="the page's default workload through the CLI, --repeats runs, with spread")
+    # A class on one server (bench/classroom.py): the app, N visitors, some in Chromium.
+    p.add_argument("--classroom", type=int, metavar="N",
+                   help="N visitors press Run with the defaults at about the same moment")
+    p.add_argument("--browsers", type=int, default=3, metavar="B",
+                   help="--classroom: how many of them are real Chromium pages (default 3)")
     p.add_argument("engine_args", nargs="*", metavar="-- ENGINE_ARGS",
                    help="--app-workload: more flags for python -m engine, after --")
     return p.parse_args(argv)
@@ -148,7 +155,8 @@ def run_peer(args: argparse.Namespace, argv: list[str]) -> int:
     record_dir = Path(args.peer_record) if args.peer_record else None
     try:
         return peer.run(args.peer, work, paths, json_path, record_dir,
-                        "python -m bench " + " ".join(argv), args.commit, args.budget_s,
+                        "python -m bench " + " ".join(argv), args.commit,
+                        3600.0 if args.budget_s is None else args.budget_s,
                         args.merge, not args.skip_ours)
     except ValueError as error:
         print(f"python -m bench --peer: {error}", file=sys.stderr)
@@ -163,6 +171,11 @@ def main(argv: list[str] | None = None) -> int:
         return trace_kernels.run(args.trace_kernels)
     if args.peer:
         return run_peer(args, sys.argv[1:] if argv is None else list(argv))
+    if args.classroom is not None:
+        from bench import classroom
+
+        return classroom.run(args.classroom, args.browsers,
+                             900.0 if args.budget_s is None else args.budget_s)
     if args.device is None:
         import torch
 
