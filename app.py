@@ -23,7 +23,7 @@ import threading
 import gradio as gr
 
 import texts
-from ui import live_runs, parsing, recorded_runs, scheduler_link
+from ui import live_runs, parsing, recorded_runs, scheduler_link, waiting
 from ui.i18n import Translated
 from ui.state import APP
 from ui.tabs import lab_tab, live_tab, recorded_tab, run_view, serving_tab, upload_tab
@@ -78,13 +78,15 @@ demo = build_page()
 
 def start_background(warm_up: bool) -> None:
     """The scheduler process and its warm-up (started now, so a page load finds it starting),
-    and the first upload's parser process."""
+    the first upload's parser process, and the recording a visitor in line is shown."""
     if warm_up and not scheduler_link.on_zero_gpu():      # ZeroGPU: the GPU exists only in a run
         scheduler_link.scheduler()
         threading.Thread(target=live_runs.prewarm, name="prewarm", daemon=True).start()
     else:
         APP.warmed.set()              # no warm-up will measure: a page load sizes at once
     threading.Thread(target=parsing.prepare, name="parse-prepare", daemon=True).start()
+    threading.Thread(target=waiting.prepare_defaults, name="recording-prepare",
+                     daemon=True).start()
 
 
 def main() -> int:

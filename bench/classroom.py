@@ -30,7 +30,13 @@ import time
 import urllib.request
 from pathlib import Path
 
-from bench.classroom_visitors import PRESS_RUN, BrowserVisitors, Seen, client_visitor
+from bench.classroom_visitors import (
+    PRESS_RUN,
+    BrowserVisitors,
+    Seen,
+    client_visitor,
+    make_client,
+)
 from bench.classroom_watch import CpuShares, ServerWatch
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,7 +60,8 @@ def run(visitors: int, browsers: int, budget_s: float) -> int:
     with log.open("w") as out:
         server = subprocess.Popen([sys.executable, "app.py", "--host", "127.0.0.1", "--port",
                                   str(port)], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
-                                  env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                                  env={**os.environ, "PYTHONUNBUFFERED": "1",
+                                       "GRADIO_ANALYTICS_ENABLED": "False"})
     try:
         _wait_up(url, server, deadline)
         return _class(url, server.pid, visitors, browsers, deadline, log)
@@ -68,18 +75,17 @@ def run(visitors: int, browsers: int, budget_s: float) -> int:
 
 def _class(url: str, server_pid: int, visitors: int, browsers: int, deadline: float,
            log: Path) -> int:
-    from gradio_client import Client
-
     print(f"{os.cpu_count()} cores; load average at the start "
           f"{' '.join(f'{v:.2f}' for v in os.getloadavg())}; app log {log}", flush=True)
     teacher = time.time()
-    Client(url, verbose=False).submit(api_name="/run_live").result(
+    make_client(url, deadline - time.time()).submit(api_name="/run_live").result(
         timeout=max(1.0, deadline - time.time()))
     print(f"teacher's run (after the warm-up): done {time.time() - teacher:.1f} s after its "
           "click", flush=True)
     in_browser = _browser_positions(visitors, browsers)
     seen = [Seen(i + 1, "browser" if i in in_browser else "client") for i in range(visitors)]
-    clients = {i: Client(url, verbose=False) for i in range(visitors) if i not in in_browser}
+    clients = {i: make_client(url, deadline - time.time()) for i in range(visitors)
+               if i not in in_browser}
     pages = BrowserVisitors(url, [seen[i] for i in sorted(in_browser)], deadline)
     if in_browser:
         pages.start()

@@ -90,6 +90,15 @@ def observe(seen: Seen, view: Any, when: float) -> None:
         seen.done = seen.done or when
 
 
+def make_client(url: str, budget_s: float) -> Any:
+    """A ``gradio_client`` visitor: its own session; no files fetched (the run's downloads), no
+    analytics (nothing but this machine is reached), and as patient as the budget."""
+    from gradio_client import Client
+
+    return Client(url, verbose=False, download_files=False, analytics_enabled=False,
+                  httpx_kwargs={"timeout": budget_s})
+
+
 def client_visitor(client: Any, seen: Seen, at: float, deadline: float) -> None:
     """Press Run at ``at`` through ``client`` and watch the views until done or ``deadline``."""
     time.sleep(max(0.0, at - time.time()))
@@ -107,6 +116,10 @@ def client_visitor(client: Any, seen: Seen, at: float, deadline: float) -> None:
                 error = job.exception()
                 if error is not None and not seen.error:
                     seen.error = f"{type(error).__name__}: {error}"[:160]
+                if seen.done is None and not seen.error:      # ended some other way: how
+                    last = views[-1] if views else [""]
+                    said = last[0] if isinstance(last, (list, tuple)) else last
+                    seen.error = "ended: " + re.sub(r"<[^>]+>", "", str(said))[:120]
                 return
             time.sleep(POLL_S)
         seen.error = seen.error or "not done within the budget"
@@ -137,6 +150,8 @@ WATCH_JS = """(at) => {
     if (!recording && spans > 0 && log.start !== null && log.chart === null) log.chart = now;
     if (status.querySelector('.status-error') && !log.error) log.error = status.innerText.slice(0, 160);
     if (status.querySelector('.status-ok') && log.start !== null && log.done === null) log.done = now;
+    if (status.querySelector('.status-warn') && log.start !== null && !log.error)
+      log.error = 'ended: ' + status.innerText.slice(0, 120);
   };
   setInterval(look, 100);
   setTimeout(() => { document.querySelector('#run').click(); log.click = Date.now(); look(); },

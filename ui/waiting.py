@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Hashable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import anyio
@@ -66,7 +67,8 @@ async def in_line(controls: Controls, session: str | None,
         yield MainView(status=render_said(spec, lang), said=spec).values()
         return
     run: Iterator[tuple] | None = None
-    finished = False
+    last: tuple = ()
+    completed = False                    # the run's views were read to their end
     try:
         first = True
         while ticket.waiting:
@@ -79,15 +81,24 @@ async def in_line(controls: Controls, session: str | None,
             yield left_view(lang).values()
             return
         run = start(ticket)
-        async for view in _in_thread(run):
-            yield view
-        finished = True
+        async for last in _in_thread(run):
+            yield last
+        completed = True
     finally:
-        if finished:
-            APP.turns.leave(ticket, finished=True)
+        if completed:                    # a run done teaches the line how long its work takes
+            APP.turns.leave(ticket, finished=_said_key(last) == "status_done")
         else:                            # the page went away, or this was cancelled
             threading.Thread(target=_wind_down, args=(ticket, run), daemon=True,
                              name="run-wind-down").start()
+
+
+def _said_key(values: tuple) -> str:
+    """The text key of a view's status as data (``MainView.said``), or ""."""
+    spec = values[_SAID] if len(values) > _SAID else None
+    return str(spec.get("key", "")) if isinstance(spec, dict) else ""
+
+
+_SAID = [f.name for f in fields(MainView)].index("said")
 
 
 async def _in_thread(run: Iterator[tuple]) -> AsyncIterator[tuple]:
@@ -109,7 +120,7 @@ def _wind_down(ticket: Ticket, run: Iterator[tuple] | None) -> None:
                     close()
                     break
                 except ValueError:       # "generator already executing"
-                    threading.Event().wait(0.1)
+                    time.sleep(0.1)
     finally:
         APP.turns.leave(ticket)
 
@@ -121,8 +132,17 @@ def prepare(controls: Controls, lang: str) -> Waiting | None:
         request, _ = live_runs.build_request(controls)
     except InputError:
         return None
-    cuda = request.engine.device == "cuda" or (request.engine.device == "auto"
-                                               and scheduler_link.cuda_seen())
+    cuda = scheduler_link.cuda_seen()
+    if request.engine.device == "cuda" and not cuda:
+        # Asked of the scheduler (it may be starting): a machine without a GPU is told at
+        # once, by the run itself, without waiting its turn.
+        try:
+            cuda = scheduler_link.scheduler().ready().cuda
+        except Exception:  # noqa: BLE001 - no scheduler: the run says so, at once
+            return None
+        if not cuda:
+            return None
+    cuda = cuda and request.engine.device != "cpu"
     work = same_work.request_work(request, "cuda" if cuda else "cpu-process")
     loops = tuple((str(spec.loop), spec.decode_steps) for spec in request.loops)
     found = same_work.recording_for(request, work[0])
@@ -134,6 +154,13 @@ def prepare(controls: Controls, lang: str) -> Waiting | None:
     least_s = len(loops) * live_runs.arrival_span_s(request)
     key = (work, loops, request.stop_early, request.chat, request.engine.cuda_graph)
     return Waiting(request, key, steps, least_s, recording)
+
+
+def prepare_defaults() -> None:
+    """Make the recording's canvas for the page's defaults now, in both languages (reading
+    and drawing it is the slow part of a first wait: no visitor pays it then)."""
+    for lang in texts.LANGUAGES:
+        prepare(Controls.page_defaults(), lang)
 
 
 _PAYLOADS: dict[tuple, str] = {}        # (file, loops, language) -> the canvas's payload
