@@ -8,7 +8,9 @@ Run" stood in the run view while it waited, and any error.
 
 A browser page is watched by a few lines of JS in the page itself (``WATCH_JS``, ten times a
 second), which also presses Run at ``at``; a ``gradio_client`` visitor makes the calls the page's
-Run button makes (``/run_live``, every control at its default) and reads each view as it comes.
+Run button makes (``/run_live``, every control at its default) and reads each view as it comes;
+while it waits, it asks where it stands each second as the page's line timer does
+(``/line_said``).
 The words looked for are the page's English ones and its data attributes (``data-line-place``,
 ``data-line-eta``, the canvas's ``data-recording``).
 """
@@ -27,6 +29,7 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 PRESS_RUN = "Press Run"          # the idle page's words: never while a run waits in line
 POLL_S = 0.05
+TICK_S = 1.0                     # the page's line timer asks where its run stands this often
 
 
 @dataclass
@@ -105,13 +108,18 @@ def client_visitor(client: Any, seen: Seen, at: float, deadline: float) -> None:
     seen.click = time.time()
     try:
         job = client.submit(api_name="/run_live")
-        read = 0
+        read, tick = 0, seen.click + TICK_S
         while time.time() < deadline:
             finished = job.done()
             views = job.outputs()
             for view in views[read:]:
                 observe(seen, view, time.time())
             read = len(views)
+            if seen.places and seen.start is None and not finished and time.time() >= tick:
+                # What the page's line timer asks each second, in this visitor's session.
+                said = client.predict("English", api_name="/line_said")
+                observe(seen, [said], time.time())
+                tick = time.time() + TICK_S
             if finished:
                 error = job.exception()
                 if error is not None and not seen.error:

@@ -50,10 +50,10 @@ def test_it_reads_the_run_handlers_views_as_the_page_shows_them():
 
     prepared = waiting.prepare(Controls.page_defaults(), "en")
     seen = Seen(3, "client", click=10.0)
-    first = waiting._waiting_view((2, 7.4), prepared, "en", first=True)
+    first = waiting._waiting_view((2, 7.4), prepared, "en")
     observe(seen, _values(first), 10.5)
-    later = waiting._waiting_view((1, 3.1), prepared, "en", first=False)
-    observe(seen, _values(later), 11.5)
+    later = waiting.line_status((1, 3.1), prepared, "en")            # the line timer's word
+    observe(seen, later, 11.5)
     assert seen.places == [(10.5, 2, 8), (11.5, 1, 4)] and seen.recording == 10.5
     assert not seen.press_run_waiting and seen.start is None and seen.chart is None
     observe(seen, _values(MainView(status=progress_bar(0.0, "Starting"), live="")), 12.0)

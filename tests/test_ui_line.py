@@ -260,11 +260,23 @@ class Visitor:
         return said[-1] if said else ""
 
     def places(self) -> list[tuple[int, int]]:
-        import re
+        """The places and estimates its views said (the Run handler says it once)."""
+        return [place for v in self.views if (place := _place(v["status"]))]
 
-        found = [re.search(r'data-line-place="(\d+)" data-line-eta="(\d+)"', v["status"])
-                 for v in self.views if isinstance(v["status"], str)]
-        return [(int(m.group(1)), int(m.group(2))) for m in found if m]
+    def tick(self) -> tuple[int, int] | None:
+        """What the page's line timer is told now (None: nothing, it is not waiting)."""
+        said = waiting.line_said(self.controls.lang_choice, Request(self.session))
+        if said == {"__type__": "update"}:
+            return None
+        return _place(said)
+
+
+def _place(status) -> tuple[int, int] | None:
+    import re
+
+    found = re.search(r'data-line-place="(\d+)" data-line-eta="(\d+)"', status) \
+        if isinstance(status, str) else None
+    return (int(found.group(1)), int(found.group(2))) if found else None
 
 
 async def until(check, what: str) -> None:
@@ -343,7 +355,7 @@ def test_a_visitors_own_stop_ends_their_run_and_the_next_in_line_goes_ahead(engi
 
 
 def test_pages_that_go_away_leave_the_line_and_end_their_run(engine):
-    a, b, c = Visitor("page-a"), Visitor("page-b"), Visitor("page-c")
+    a, b, c, d = (Visitor(f"page-{name}") for name in "abcd")
 
     async def scenario() -> None:
         run_a = asyncio.create_task(a.run())
@@ -352,33 +364,42 @@ def test_pages_that_go_away_leave_the_line_and_end_their_run(engine):
         await until(lambda: b.places(), "B in line")
         run_c = asyncio.create_task(c.run())
         await until(lambda: c.places(), "C in line")
-        assert c.places()[-1][0] == 2
-        # B's tab is closed: Gradio closes its handler at the next view; the line moves up.
+        assert c.tick()[0] == 2
+        # B's tab is closed: the page's unload takes its ticket out of line, and Gradio closes
+        # its handler at the view that says so.
         b.gone = True
+        live_runs.leave_page(Request("page-b"))
         await asyncio.wait_for(run_b, BOUND_S)
-        await until(lambda: APP.turns.waiting() == 1, "B left the line")
-        await until(lambda: c.places()[-1][0] == 1, "C told it moved up")
+        assert APP.turns.waiting() == 1 and c.tick()[0] == 1
         assert not engine.runs[0].cancelled.is_set()          # A's run goes on
-        # A's tab is reloaded while its run is on: the page's unload stops its run, its handler
-        # is closed, the run is wound down, and C's turn comes.
+        # A's tab is reloaded while its run is on: the unload stops its run, its handler is
+        # closed, the run is wound down, and C's turn comes.
         a.gone = True
         live_runs.leave_page(Request("page-a"))
         await asyncio.wait_for(run_a, BOUND_S)
         await until(lambda: engine.runs[0].cancelled.is_set(), "A's run cancelled")
         await until(lambda: len(engine.runs) == 2 and engine.runs[1].started.is_set(),
                     "C's turn")
-        assert not engine.runs[1].cancelled.is_set()
+        assert not engine.runs[1].cancelled.is_set() and c.tick() is None
+        # D joins and goes away with no word (a caller without a page): at its turn Gradio
+        # closes its handler at the first view, before its run has reached the engine.
+        run_d = asyncio.create_task(d.run())
+        await until(lambda: d.places(), "D in line")
+        d.gone = True
         engine.runs[1].release.set()
         await asyncio.wait_for(run_c, BOUND_S)
+        await asyncio.wait_for(run_d, BOUND_S)
+        await until(lambda: APP.turns.holder() is None, "D's turn given back")
 
     asyncio.run(scenario())
     assert "Done" in c.status()
-    assert len(engine.runs) == 2                             # B's run never reached the engine
+    assert len(engine.runs) == 2               # neither B's run nor D's reached the engine
 
 
-def test_every_waiting_view_says_where_it_stands_and_the_estimate_counts_down(engine):
+def test_every_waiting_page_is_told_where_it_stands_and_the_estimate_counts_down(engine):
     """Three in line behind a run of known length: each is told its place and an estimate,
-    from the line's own clock; the estimates only go down while the run goes on."""
+    from the line's own clock, by its Run handler once and by its line timer each second after;
+    the estimates only go down while the run goes on; the timer stops at the page's turn."""
     clock = Clock()
     APP.turns = Turns(clock=clock)
     warm = APP.turns.join("run", "teacher", waiting.prepare(Controls.page_defaults(), "en").work,
@@ -386,6 +407,7 @@ def test_every_waiting_view_says_where_it_stands_and_the_estimate_counts_down(en
     clock.now += 6.0
     APP.turns.leave(warm, finished=True)                      # the defaults take 6 s here
     visitors = [Visitor(f"page-{i}") for i in range(4)]
+    told: dict[int, list[tuple[int, int]]] = {i: [] for i in range(1, 4)}
 
     async def scenario() -> None:
         tasks = [asyncio.create_task(visitors[0].run())]
@@ -393,24 +415,22 @@ def test_every_waiting_view_says_where_it_stands_and_the_estimate_counts_down(en
         for visitor in visitors[1:]:
             tasks.append(asyncio.create_task(visitor.run()))
             await until(lambda v=visitor: v.places(), "told its place")
-        for _ in range(3):
+        for _ in range(4):                                     # four ticks of the page's timer
+            for i in range(1, 4):
+                told[i].append(visitors[i].tick())
             clock.now += 1.0
-            counts = [len(v.places()) for v in visitors[1:]]
-            await until(lambda c=counts: all(len(v.places()) > n for v, n in
-                                             zip(visitors[1:], c)), "told again")
-        for run in engine.runs:
-            run.release.set()
+        engine.runs[0].release.set()
         for i in range(1, 4):                                  # each in turn, as they come
             await until(lambda i=i: len(engine.runs) > i and engine.runs[i].started.is_set(),
                         "the next turn")
+            assert visitors[i].tick() is None                 # its turn: the run says
             engine.runs[i].release.set()
         await asyncio.wait_for(asyncio.gather(*tasks), BOUND_S)
 
     asyncio.run(scenario())
     for place, visitor in enumerate(visitors[1:], start=1):
-        before_moving = [(p, eta) for p, eta in visitor.places() if p == place]
-        assert len(before_moving) >= 4
-        etas = [eta for _, eta in before_moving]
-        assert etas == sorted(etas, reverse=True) and etas[-1] < etas[0]
-        assert etas[0] == pytest.approx(6 * place, abs=1)
+        assert visitor.places() == [(place, 6 * place)]       # the Run handler, once
+        assert told[place] == [(place, 6 * place - n) for n in range(4)]   # then each second
         assert "Done" in visitor.status()
+    zh = waiting.line_status((3, 12.0), waiting.prepare(Controls.page_defaults(), "zh"), "zh")
+    assert "你排在第 <b>3</b> 位" in zh and "录制" in zh

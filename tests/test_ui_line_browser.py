@@ -21,14 +21,19 @@ from test_app_browser import (  # noqa: F401 - the fixtures: one app server, one
 )
 
 # Watches a page's status line for the whole test: every text it showed, whether it ever showed
-# a run's progress bar (a run of this page started), and whether it ever said where it stands.
+# a run's progress bar (a run of this page started), whether it ever said where it stands, and
+# each place and estimate it was told.
 WATCH_JS = """() => {
-  window.__said = []; window.__ran = false; window.__placed = false;
+  window.__said = []; window.__ran = false; window.__placed = false; window.__told = [];
   const status = document.querySelector('#status');
   const look = () => {
     window.__said.push(status.innerText);
     if (status.querySelector('.bar')) window.__ran = true;
-    if (status.querySelector('[data-line-place]')) window.__placed = true;
+    const line = status.querySelector('[data-line-place]');
+    if (line) {
+      window.__placed = true;
+      window.__told.push([Number(line.dataset.linePlace), Number(line.dataset.lineEta)]);
+    }
   };
   new MutationObserver(look).observe(status, {subtree: true, childList: true, characterData: true});
 }"""
@@ -48,12 +53,38 @@ def _visitor(browser, url):      # noqa: F811 - the fixture, passed in
 
 
 def _long_run(page) -> None:
-    """The overlap loop alone on 3 requests that arrive at 0.1 per second (over 33 s)."""
+    """Start the overlap loop alone on 3 requests that arrive at 0.1 per second (over 33 s),
+    and wait until it draws."""
     page.locator("#loops label", has_text="normal (serial)").click()
     page.fill("#requests input", "3")
     page.locator("#more-settings").get_by_text("More settings").click()
-    page.fill("#request-rate input", "0.1")
-    page.locator("#request-rate input").press("Tab")
+    _type(page, "#request-rate input", "0.1")
+    page.click("#run")
+    page.wait_for_function(OWN_SPANS_JS, timeout=RUN_TIMEOUT_MS)          # it draws
+    assert "the requests arrive over about 30 s" in page.inner_text("#status")
+
+
+def _type(page, box: str, value: str) -> None:
+    """Type ``value`` into a number box and leave it; again where the box was drawn anew under
+    the typing (the folded settings are drawn when first opened), as a person would."""
+    for _ in range(40):
+        page.fill(box, value)
+        page.locator(box).press("Tab")
+        if page.input_value(box) == value:
+            return
+        page.wait_for_timeout(250)
+    raise AssertionError(f"{box} does not keep {value!r}")
+
+
+def _in_line(page, other) -> None:
+    """Press Run on ``page`` and wait until it is told its place (saying what both pages said,
+    should it never be)."""
+    page.click("#run")
+    try:
+        page.wait_for_selector("#status [data-line-place]")
+    except Exception as error:
+        raise AssertionError(f"never told its place: {page.evaluate('window.__said')}; the "
+                             f"other page says {other.inner_text('#status')!r}") from error
 
 
 def _place(page) -> int:
@@ -76,12 +107,9 @@ def visitors(browser, server):   # noqa: F811 - the fixtures above
 
 def test_b_stops_while_a_runs_and_while_b_waits_a_runs_to_the_end_and_b_never_runs(visitors):
     a, b = visitors(), visitors()
-    _long_run(a)
-    a.click("#run")
-    a.wait_for_function(OWN_SPANS_JS, timeout=RUN_TIMEOUT_MS)          # A's run draws
+    _long_run(a)                                                       # A's run draws
     b.click("#stop")                                                   # B has no run
-    b.click("#run")                                                    # B joins the line
-    b.wait_for_selector("#status [data-line-place]")
+    _in_line(b, a)                                                     # B joins the line
     assert _place(b) == 1 and "1st in line" in b.inner_text("#status")
     b.wait_for_function(RECORDING_JS)                  # meanwhile the same work, recorded
     assert "Press Run" not in b.inner_text("#run-view")
@@ -98,8 +126,7 @@ def test_b_stops_while_a_runs_and_while_b_waits_a_runs_to_the_end_and_b_never_ru
     # would show its progress) and A's page would say where it stands.
     a.evaluate(WATCH_JS)
     a.locator("#loops label", has_text="normal (serial)").click()
-    a.fill("#request-rate input", "0")
-    a.locator("#request-rate input").press("Tab")
+    _type(a, "#request-rate input", "0")
     a.click("#run")
     a.wait_for_function("document.querySelector('#status').innerText.includes('Done')",
                         timeout=RUN_TIMEOUT_MS)
@@ -111,17 +138,18 @@ def test_b_stops_while_a_runs_and_while_b_waits_a_runs_to_the_end_and_b_never_ru
 def test_a_page_closed_while_waiting_leaves_the_line_and_the_next_moves_up(visitors):
     a, b, c = visitors(), visitors(), visitors()
     _long_run(a)
-    a.click("#run")
-    a.wait_for_function(OWN_SPANS_JS, timeout=RUN_TIMEOUT_MS)
-    b.click("#run")
-    b.wait_for_selector("#status [data-line-place]")
-    c.click("#run")
-    c.wait_for_selector("#status [data-line-place]")
+    _in_line(b, a)
+    _in_line(c, a)
     assert _place(c) == 2
     b.close()                                                          # B's tab is closed
     c.wait_for_function("document.querySelector('#status [data-line-place]')"
                         "?.dataset.linePlace === '1'")
     assert "Done" not in a.inner_text("#status")                       # A still running
+    # C's page is told each second where it stands: the estimate counts down while A runs.
+    c.wait_for_function("() => new Set(window.__told.filter(t => t[0] === 1).map(t => t[1]))"
+                        ".size >= 2")
+    first_place = [eta for place, eta in c.evaluate("window.__told") if place == 1]
+    assert first_place == sorted(first_place, reverse=True), first_place
     a.click("#stop")                                                   # A's own Stop
     a.wait_for_function("document.querySelector('#status').innerText.includes('Stopped')",
                         timeout=RUN_TIMEOUT_MS)

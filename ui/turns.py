@@ -53,6 +53,7 @@ class Ticket:
     state: State = State.WAITING
     started: float | None = None        # when its turn began (``time.monotonic``)
     stop_asked: threading.Event = field(default_factory=threading.Event)
+    context: object = None              # what its holder keeps with it (what its page shows)
     _on_stop: Callable[[], None] | None = None
     _loop: asyncio.AbstractEventLoop | None = None
     _changed: asyncio.Event | None = None

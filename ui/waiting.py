@@ -1,16 +1,21 @@
 """A visitor's run in line: where it stands, about how long, and meanwhile the same work recorded.
 
 The Run button's handler (``in_line``) takes a ticket in the engine's line (``ui.turns``) for the
-visitor's page and says each second where it stands ("You are 12th in line; about 25 s"). While
-it waits, the chart shows the same work recorded on a quiet machine, where one is bundled,
-marked as a recording; when its turn comes, the visitor's own run (``ui.live_runs.run_live``)
-takes its place on the same canvas.
+visitor's page and says where it stands ("You are 12th in line; about 25 s"). While it waits, the
+chart shows the same work recorded on a quiet machine, where one is bundled, marked as a
+recording; when its turn comes, the visitor's own run (``ui.live_runs.run_live``) takes its place
+on the same canvas.
 
-It is a coroutine: a page in line costs the server no thread, only a wake-up a second. Each
-step of the run itself is read in a worker thread (it waits on the scheduler process). A page
-that goes away (Gradio then closes this generator) leaves the line, and its run is stopped and
-wound down in a thread of its own, never in the server's event loop; the next turn begins once
-the engine is free.
+The handler says where it stands once; after that the page's line timer asks each second
+(``line_said``, the status line alone). Every view the Run handler yields sets each of the run
+view's outputs, and Gradio rebuilds a component for each of them, even one left as it is: a
+class of 30 told where they stand that way each second kept the server busy for most of it.
+
+``in_line`` is a coroutine: a page in line costs the server no thread. Each step of the run itself
+is read in a worker thread (it waits on the scheduler process). A page that goes away (its unload
+takes its ticket out of line; Gradio closes this generator) leaves the line, and its run is
+stopped and wound down in a thread of its own, never in the server's event loop; the next turn
+begins once the engine is free.
 """
 
 from __future__ import annotations
@@ -37,7 +42,8 @@ from ui.status import Said, render_said, said, status
 from ui.turns import State, Ticket
 from ui.view import MainView, plot
 
-TICK_S = 1.0                 # a page in line is told where it stands at least this often
+TICK_S = 1.0                 # a page in line is told where it stands this often (its timer)
+WAKE_S = 30.0                # a run in line looks at its ticket at least this often
 RunStarter = Callable[[Ticket | None], Iterator[tuple]]   # the run, given its ticket
 
 
@@ -70,13 +76,14 @@ async def in_line(controls: Controls, session: str | None,
     last: tuple = ()
     completed = False                    # the run's views were read to their end
     try:
-        first = True
+        place = APP.turns.place(ticket)
+        if place is not None:            # once; the page's line timer says it again each second
+            yield _waiting_view(place, waiting, lang).values()
+        # From now on the line timer speaks for it: not before this view has gone out, or the
+        # page would be told its place beside a chart that still says "Press Run".
+        ticket.context = waiting
         while ticket.waiting:
-            said_now = _waiting_view(APP.turns.place(ticket), waiting, lang, first)
-            if said_now is not None:
-                yield said_now.values()
-                first = False
-            await APP.turns.changed(ticket, TICK_S)
+            await APP.turns.changed(ticket, WAKE_S)
         if ticket.state is State.LEFT:   # its Stop (or the page's end) took it out of line
             yield left_view(lang).values()
             return
@@ -90,6 +97,28 @@ async def in_line(controls: Controls, session: str | None,
         else:                            # the page went away, or this was cancelled
             threading.Thread(target=_wind_down, args=(ticket, run), daemon=True,
                              name="run-wind-down").start()
+
+
+def start_ticking() -> Any:
+    """The Run button starts the page's line timer."""
+    return gr.update(active=True)
+
+
+def stop_ticking() -> Any:
+    """The Run handler has ended (done, stopped, refused or left the line): the timer stops."""
+    return gr.update(active=False)
+
+
+def line_said(lang_choice: str, request: gr.Request | None = None) -> Any:
+    """The page's line timer: where this page's run stands now, for the status line alone;
+    nothing where it is not waiting (not yet in line, or its turn has come: the run says the
+    rest), nor before its Run handler has said it with the chart."""
+    session = getattr(request, "session_hash", None)
+    for ticket in APP.turns.tickets_of(session) if session else []:
+        place = APP.turns.place(ticket) if ticket.kind == "run" else None
+        if place is not None and isinstance(ticket.context, Waiting):
+            return line_status(place, ticket.context, lang_of(lang_choice))
+    return gr.skip()
 
 
 def _said_key(values: tuple) -> str:
@@ -186,20 +215,19 @@ def place_text(place: tuple[int, float], lang: str, key: str = "line_place") -> 
                                      seconds=max(1, math.ceil(seconds)))
 
 
-def _waiting_view(place: tuple[int, float] | None, waiting: Waiting, lang: str,
-                  first: bool) -> MainView | None:
-    """Where the run stands (None: it is no longer waiting). The first view also sets the chart
-    area: the recording on the canvas, or a chart that says the run is in line."""
-    if place is None:
-        return None
+def line_status(place: tuple[int, float], waiting: Waiting, lang: str) -> str:
+    """The status line of a run in line: its place, the estimate, why, and what the chart shows
+    meanwhile; the place and estimate as data too (``data-line-place``, ``data-line-eta``)."""
     gap = texts.sentence_gap(lang)
     text = gap.join([place_text(place, lang), texts.t(lang, "line_why"),
                      texts.t(lang, "line_recording" if waiting.recording else "line_later")])
-    # The place and estimate as data too, for tests and the classroom benchmark.
-    line = (f'<div data-line-place="{place[0]}" data-line-eta="{max(1, math.ceil(place[1]))}">'
+    return (f'<div data-line-place="{place[0]}" data-line-eta="{max(1, math.ceil(place[1]))}">'
             f'{status(text, "running")}</div>')
-    if not first:
-        return MainView(status=line)
+
+
+def _waiting_view(place: tuple[int, float], waiting: Waiting, lang: str) -> MainView:
+    """A run that has joined the line: where it stands, and the chart area: the recording on the
+    canvas, or a chart that says the run is in line."""
     if waiting.recording:
         chart: dict[str, Any] = dict(timeline=gr.update(visible=False),
                                      live=gr.update(value=waiting.recording, visible=True))
@@ -207,8 +235,9 @@ def _waiting_view(place: tuple[int, float] | None, waiting: Waiting, lang: str,
         message = plot(viz.message_figure(texts.t(lang, "timeline_queued")))
         chart = dict(timeline=gr.update(value=message, visible=True),
                      live=gr.update(value="", visible=False))
-    return MainView(status=line, said=said(live_runs.RUN_ON, "running"), headline="",
-                    look_for=texts.t(lang, "timeline_help"), memory=gr.update(visible=False),
+    return MainView(status=line_status(place, waiting, lang), said=said(live_runs.RUN_ON, "running"),
+                    headline="", look_for=texts.t(lang, "timeline_help"),
+                    memory=gr.update(visible=False),
                     zoomed=plot(viz.message_figure(texts.t(lang, "zoom_queued"))), metrics="",
                     texts="", **chart)
 

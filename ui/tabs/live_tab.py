@@ -36,6 +36,7 @@ class LiveTab:
     preset_said: gr.Markdown          # how the extra CPU work was sized
     run: gr.Button
     stop: gr.Button
+    line_timer: gr.Timer              # while this page's run waits: where it stands, each second
 
 
 def check_devices(lang_choice: str, wait: bool = True) -> tuple[Any, Any]:
@@ -79,12 +80,13 @@ def build(page: Page) -> LiveTab:
         # How the extra CPU work was sized, and what is wrong with a number typed past its
         # ends: in view, under the control it speaks of.
         preset_said = gr.Markdown("", elem_id="preset-said")
+        line_timer = gr.Timer(waiting.TICK_S, active=False)
         with tr.add(gr.Accordion(texts.t(en, "fold_more_settings"), open=False,
                                  elem_id="more-settings"), "fold_more_settings"):
             _more_settings(page, c, start)
             md(page, "preset_help", elem_id="preset-help")
             md(page, "process_note", elem_id="process-note")
-    return LiveTab(tab, c, preset_buttons, preset_said, run, stop)
+    return LiveTab(tab, c, preset_buttons, preset_said, run, stop, line_timer)
 
 
 def _more_settings(page: Page, c: dict[str, Any], start: Controls) -> None:
@@ -152,15 +154,21 @@ def wire(tab: LiveTab, page: Page, view: RunView) -> Any:
     # Every run is admitted at once and waits in the engine's line (ui.turns), not in Gradio's
     # queue, where neither its place nor its Stop could be told apart from another visitor's.
     tab.run.click(None, [language], view.status, js=queued_js("status_queued"))
-    tab.run.click(run, set(inputs.values()), view.outputs(), show_progress="hidden",
-                  concurrency_limit=None, api_name="run_live"
-                  ).then(run_view.follow_language,                # a language switched meanwhile
-                         [language, view.shown_lang, view.record, view.said, view.first_step,
-                          view.last_step], run_view.redrawn(view), show_progress="hidden"
-                  ).then(step_through.reset_replay, [view.record, language, view.step],
-                         view.replay_outputs(), show_progress="hidden", **step_through.ONE_QUEUE
-                         ).then(presets.follow, sized_by, tab.preset_said,   # sized by what
-                                show_progress="hidden", **presets.SAID_QUEUE)  # this run measured
+    # While the run waits, the page's line timer asks where it stands (the status line alone,
+    # in the language the switch shows now); it stops when the Run handler has ended.
+    tab.run.click(waiting.start_ticking, None, tab.line_timer, queue=False, show_progress="hidden")
+    tab.line_timer.tick(waiting.line_said, [language], view.status, queue=False,
+                        show_progress="hidden", api_name="line_said")
+    ran = tab.run.click(run, set(inputs.values()), view.outputs(), show_progress="hidden",
+                        concurrency_limit=None, api_name="run_live")
+    ran.then(waiting.stop_ticking, None, tab.line_timer, queue=False, show_progress="hidden")
+    ran.then(run_view.follow_language,                       # a language switched meanwhile
+             [language, view.shown_lang, view.record, view.said, view.first_step,
+              view.last_step], run_view.redrawn(view), show_progress="hidden"
+             ).then(step_through.reset_replay, [view.record, language, view.step],
+                    view.replay_outputs(), show_progress="hidden", **step_through.ONE_QUEUE
+                    ).then(presets.follow, sized_by, tab.preset_said,        # sized by what
+                           show_progress="hidden", **presets.SAID_QUEUE)       # this run measured
     # A set of outputs: the handler answers with a {component: value} dict.
     preset_outputs: Any = {*(c[name] for name in presets.CONTROLS), tab.preset_said}
     for name, preset_button in tab.presets.items():
