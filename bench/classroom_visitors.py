@@ -94,12 +94,17 @@ def observe(seen: Seen, view: Any, when: float) -> None:
 
 
 def make_client(url: str, budget_s: float) -> Any:
-    """A ``gradio_client`` visitor: its own session; no files fetched (the run's downloads), no
-    analytics (nothing but this machine is reached), and as patient as the budget."""
+    """A ``gradio_client`` visitor: its own session, opened on the server as a page's is when
+    it loads; no files fetched (the run's downloads), no analytics (nothing but this machine is
+    reached), and as patient as the budget."""
     from gradio_client import Client
 
-    return Client(url, verbose=False, download_files=False, analytics_enabled=False,
-                  httpx_kwargs={"timeout": budget_s})
+    client = Client(url, verbose=False, download_files=False, analytics_enabled=False,
+                    httpx_kwargs={"timeout": budget_s})
+    # The server makes a visitor's session when it first hears from it: a page does that
+    # when it loads, long before Run; so does this visitor, by asking where it stands.
+    client.predict("English", api_name="/line_said")
+    return client
 
 
 def client_visitor(client: Any, seen: Seen, at: float, deadline: float) -> None:
