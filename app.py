@@ -105,9 +105,10 @@ def main() -> int:
     # imports only the engine modules its target function lives in.
     sys.modules["__main__"].__dict__.pop("__file__", None)
     if not scheduler_link.on_zero_gpu():
-        from engine.processes.scheduler_process import pin_server
+        from engine.processes.scheduler_process import pin_server, raise_server_priority
 
         pin_server(scheduler_link.placement())              # keep off the device process's core
+        raise_server_priority()                             # and not after it
     demo.queue(default_concurrency_limit=4)
     stopping.children_from_here()     # a page load may start the scheduler process from here on
     try:

@@ -434,3 +434,20 @@ def test_every_waiting_page_is_told_where_it_stands_and_the_estimate_counts_down
         assert "Done" in visitor.status()
     zh = waiting.line_status((3, 12.0), waiting.prepare(Controls.page_defaults(), "zh"), "zh")
     assert "你排在第 <b>3</b> 位" in zh and "录制" in zh
+
+
+def test_the_web_server_runs_at_the_schedulers_priority_where_the_os_allows():
+    """A server below the engine's processes waits for them while a run is on (a class in line
+    was told its place only when the first run had ended); it never lowers its priority."""
+    import os
+    import subprocess
+
+    code = ("import os; from engine.processes.scheduler_process import NICE, "
+            "raise_server_priority as r; b = os.getpriority(os.PRIO_PROCESS, 0); r(); "
+            "print(b, os.getpriority(os.PRIO_PROCESS, 0), NICE)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                          timeout=BOUND_S)
+    before, after, nice = map(int, done.stdout.split())
+    assert after in (before, min(before, nice))
+    if os.geteuid() == 0:                      # allowed: raised to the scheduler's, or kept
+        assert after == min(before, nice)

@@ -10,7 +10,9 @@ longer than its time limit is killed, and the upload says so.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
+import os
 import threading
 from pathlib import Path
 from typing import Any, cast
@@ -21,7 +23,11 @@ from ui.state import APP
 
 
 def _worker(conn: Any) -> None:
-    """The worker process: read one file, send back its record or why not, exit."""
+    """The worker process: read one file, send back its record or why not, exit. It runs at
+    the ordinary priority (the web server runs at the engine's, and a long parse must not take
+    a core from a run)."""
+    with contextlib.suppress(OSError):
+        os.setpriority(os.PRIO_PROCESS, 0, max(os.getpriority(os.PRIO_PROCESS, 0), 0))
     try:
         path, max_bytes = conn.recv()
     except (EOFError, OSError):

@@ -155,9 +155,15 @@ def _raise_priority() -> None:
                 autogroup.write(str(NICE))
     except OSError:
         pass                                      # not Linux, no autogroups, or not allowed
+    _nice_to(NICE)
+
+
+def _nice_to(nice: int) -> None:
+    """This thread (and the threads and processes it starts later) at ``nice``, where that is
+    a raise and the OS allows it."""
     try:
-        if os.getpriority(os.PRIO_PROCESS, 0) > NICE:
-            os.setpriority(os.PRIO_PROCESS, 0, NICE)
+        if os.getpriority(os.PRIO_PROCESS, 0) > nice:
+            os.setpriority(os.PRIO_PROCESS, 0, nice)
     except OSError:
         pass
 
@@ -165,6 +171,16 @@ def _raise_priority() -> None:
 def pin_server(placement: Placement) -> None:
     """Keep the calling (web server) process off the device process's core."""
     _pin(placement.server)
+
+
+def raise_server_priority() -> None:
+    """Run the page's web server at the scheduler's priority. Below the scheduler and the device
+    process it waits for them while a run is on: a class of 30 pressing Run at once was told its
+    place in line only once the first run had ended. At the same priority its short turns (a
+    page's place, a drawing) come at once, and other programs still come after both. Call it
+    before the server starts its threads (a thread takes its nice value from the thread that
+    starts it)."""
+    _nice_to(NICE)
 
 
 # ---- the process ------------------------------------------------------------------------------
