@@ -6,11 +6,11 @@ in line and the estimate (each time they change), when the recording appeared, w
 started (its progress bar), when its own timeline first drew, when it was done, whether "Press
 Run" stood in the run view while it waited, and any error.
 
-A browser page is watched by a few lines of JS in the page itself (``WATCH_JS``, ten times a
-second), which also presses Run at ``at``; a ``gradio_client`` visitor makes the calls the page's
-Run button makes (``/run_live``, every control at its default) and reads each view as it comes;
-while it waits, it asks where it stands each second as the page's line timer does
-(``/line_said``).
+A browser page is watched by a few lines of JS in the page itself (``WATCH_JS``, at each change
+of its canvas or status and ten times a second), which also presses Run at ``at``; a
+``gradio_client`` visitor makes the calls the page's Run button makes (``/run_live``, every
+control at its default) and reads each view as it comes; while it waits, it asks where it
+stands each second, as the page's line timer does (``/line_said``).
 The words looked for are the page's English ones and its data attributes (``data-line-place``,
 ``data-line-eta``, the canvas's ``data-recording``).
 """
@@ -148,7 +148,8 @@ WATCH_JS = """(at) => {
   const log = window.__class = {click: null, places: [], recording: null, start: null,
                                 chart: null, done: null, error: '', pressRun: false};
   const view = document.querySelector('#run-view'), status = document.querySelector('#status');
-  const look = () => {
+  let pressRunBefore = false;            // "Press Run" at the previous tick too: on screen
+  const look = (tick) => {
     const now = Date.now(), canvas = document.querySelector('#live-chart canvas');
     const spans = canvas ? Number(canvas.dataset.spans || 0) : 0;
     const recording = !!canvas && canvas.dataset.recording === '1';
@@ -157,7 +158,11 @@ WATCH_JS = """(at) => {
       const place = Number(line.dataset.linePlace), eta = Number(line.dataset.lineEta);
       const last = log.places[log.places.length - 1];
       if (!last || last[1] !== place || last[2] !== eta) log.places.push([now, place, eta]);
-      if (view.innerText.includes('PRESS_RUN')) log.pressRun = true;
+      if (tick === true) {                // a frame's flash between two updates is not seen
+        const said = view.innerText.includes('PRESS_RUN');
+        if (said && pressRunBefore) log.pressRun = true;
+        pressRunBefore = said;
+      }
     } else if (status.querySelector('.bar') && log.start === null) log.start = now;
     if (recording && spans > 0 && log.recording === null) log.recording = now;
     if (!recording && spans > 0 && log.start !== null && log.chart === null) log.chart = now;
@@ -166,7 +171,10 @@ WATCH_JS = """(at) => {
     if (status.querySelector('.status-warn') && log.start !== null && !log.error)
       log.error = 'ended: ' + status.innerText.slice(0, 120);
   };
-  setInterval(look, 100);
+  setInterval(() => look(true), 100);
+  // and at each change of the canvas or the status, so a short-lived state is not missed
+  new MutationObserver(() => look(false)).observe(view, {subtree: true, childList: true, attributes: true,
+                                            attributeFilter: ['data-spans', 'data-recording']});
   setTimeout(() => { document.querySelector('#run').click(); log.click = Date.now(); look(); },
              Math.max(0, at - Date.now()));
 }""".replace("PRESS_RUN", PRESS_RUN)
