@@ -7,9 +7,9 @@ recording; when its turn comes, the visitor's own run (``ui.live_runs.run_live``
 on the same canvas.
 
 The handler says where it stands once; after that the page's line timer asks each second
-(``line_said``, the status line alone). Every view the Run handler yields sets each of the run
-view's outputs, and Gradio rebuilds a component for each of them, even one left as it is: a
-class of 30 told where they stand that way each second kept the server busy for most of it.
+(``line_said``: the status line alone). Every view the Run handler yields sets each output of the
+run view, and Gradio builds each of those components anew, even one left as it is: told that way
+each second, a class in line would keep the server from answering anyone.
 
 ``in_line`` is a coroutine: a page in line costs the server no thread. Each step of the run itself
 is read in a worker thread (it waits on the scheduler process). A page that goes away (its unload
@@ -32,7 +32,6 @@ import gradio as gr
 
 import texts
 import viz
-from engine.processes.messages import LiveRunRequest
 from ui import live_runs, same_work, scheduler_link
 from ui.controls import Controls
 from ui.i18n import lang_of
@@ -51,7 +50,6 @@ RunStarter = Callable[[Ticket | None], Iterator[tuple]]   # the run, given its t
 class Waiting:
     """What a run in line needs to say where it stands and to show meanwhile."""
 
-    request: LiveRunRequest
     work: Hashable                       # turns of the same work take about as long
     steps: int                           # engine steps of the whole turn, about
     least_s: float                       # requests that arrive over time: it lasts this long
@@ -182,7 +180,7 @@ def prepare(controls: Controls, lang: str) -> Waiting | None:
     steps = (len(loops) + int(request.stop_early)) * live_runs.expected_steps(request)
     least_s = len(loops) * live_runs.arrival_span_s(request)
     key = (work, loops, request.stop_early, request.chat, request.engine.cuda_graph)
-    return Waiting(request, key, steps, least_s, recording)
+    return Waiting(key, steps, least_s, recording)
 
 
 def prepare_defaults() -> None:
@@ -208,11 +206,11 @@ def _recording_payload(file: str, loops: tuple, lang: str, record: Any) -> str:
         return _PAYLOADS[key]
 
 
-def place_text(place: tuple[int, float], lang: str, key: str = "line_place") -> str:
-    """"You are 12th in line; about 25 s." in ``lang`` (``key``: the sentence that says it)."""
+def place_text(place: tuple[int, float], lang: str) -> str:
+    """"You are 12th in line; about 25 s." in ``lang``."""
     n, seconds = place
-    return texts.t(lang, key).format(n=n, nth=texts.ordinal(lang, n),
-                                     seconds=max(1, math.ceil(seconds)))
+    return texts.t(lang, "line_place").format(n=n, nth=texts.ordinal(lang, n),
+                                              seconds=max(1, math.ceil(seconds)))
 
 
 def line_status(place: tuple[int, float], waiting: Waiting, lang: str) -> str:
