@@ -82,7 +82,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         "users would choose (bench/peer_configs.py)")
     p.add_argument("--sglang-site", metavar="DIR",
                    help="--peer sglang: the folder holding SGLang's packages "
-                        "(../shared/peer/sglang/build_payload.sh's set, unpacked)")
+                        "(scripts/sglang_payload.sh's set, unpacked)")
     p.add_argument("--minisgl-pages-256", action="store_true",
                    help="--peer mini-sglang: also with its offline benchmark's pages of 256")
     p.add_argument("--sglang-compile", action="store_true",

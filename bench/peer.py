@@ -2,7 +2,7 @@
 
     bash scripts/prepare_peer.sh PATH/TO/mini-sglang          # Mini-SGLang: .whl-peer/
     python -m bench --peer mini-sglang --minisgl .whl-peer/python --site /tmp/site
-    python -m bench --peer sglang --sglang-site /tmp/sglang-site   # ../shared/peer/sglang's set
+    python -m bench --peer sglang --sglang-site /tmp/sglang-site   # scripts/sglang_payload.sh's set
     python -m bench --peer all ... --models qwen2.5-0.5b-shape llama-3.1-8b-shape
 
 The work: a model preset's shape with random bf16 weights (``config.json`` for a peer, our preset
@@ -160,7 +160,7 @@ def run(peer: str, work: PeerWork, paths: PeerPaths, json_path: Path | None,
                          f"{paths.minisgl / 'minisgl'}): run scripts/prepare_peer.sh first")
     if SGLANG in peers and (paths.sglang_site is None or not (paths.sglang_site / "sglang").is_dir()):
         raise ValueError("--peer sglang needs --sglang-site DIR, the folder holding sglang/ "
-                         "(../shared/peer/sglang/build_payload.sh's set, unpacked)")
+                         "(scripts/sglang_payload.sh's set, unpacked)")
     import torch
     if not torch.cuda.is_available():
         raise ValueError("every engine runs on a CUDA GPU, and torch finds none here")

@@ -25,7 +25,7 @@ the tables come from every configuration tried here; the ratios take each peer's
   H200 default (8192 tokens: more than one batch of prompts here), the heap frozen after warm-up
   (``Engine.freeze_gc``); and that with torch.compile over the same graph sizes.
   FlashInfer attention: its H200 default (FlashAttention 3) ships as a 1.1 GB library that the
-  offline GPU machine cannot be given (``../shared/peer/sglang/README.md``).
+  offline GPU machine cannot be given (``scripts/sglang_payload.sh`` leaves it out).
 """
 
 from __future__ import annotations

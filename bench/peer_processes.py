@@ -31,7 +31,7 @@ class PeerPaths:
 
     minisgl: Path                   # the folder that holds minisgl/ (and COMMIT)
     site: Path | None = None        # where Mini-SGLang's wheels were installed (pip --target)
-    sglang_site: Path | None = None  # SGLang's packages (../shared/peer/sglang's set, unpacked)
+    sglang_site: Path | None = None  # SGLang's packages (scripts/sglang_payload.sh's set, unpacked)
     jit_cache: Path = Path(tempfile.gettempdir()) / "peer-jit"
     trace_dir: Path | None = None   # SGLang's own profiler traces go here (None: none made)
     timeout_s: float = 480.0

@@ -16,7 +16,7 @@
 #                                             # shapes (after scripts/prepare_peer.sh; WHL=its folder)
 #   OUT=out bash scripts/h200.sh sglang       # SGLang at its best, both shapes, its records and
 #                                             # profiler traces (SGLANG=the folder holding its
-#                                             # site.tar.xz, ../shared/peer/sglang's set)
+#                                             # site.tar.xz, scripts/sglang_payload.sh's set)
 #
 # Several subcommands may be given at once (`bash scripts/h200.sh suite bench`). Each step runs
 # under its own time limit and all of them within BUDGET_S seconds (default 540), so one call

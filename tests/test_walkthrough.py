@@ -433,3 +433,73 @@ def test_the_citation_checker_finds_a_wrong_line_a_wrong_function_and_a_missing_
     assert check_citations._source_text(tmp_path, "python/peer/gone.py", None) is None
     # a wheel's layout: no python/ folder
     assert check_citations._source_text(tmp_path / "python", "python/peer/loop.py", None) == text
+
+
+ARTICLE_TITLE = "SGLang 双 Stream 重叠调度：如何把 CPU 后处理藏到 GPU 计算背后"
+ARTICLE_CODE = "python/minisgl/scheduler/scheduler.py"
+# A path into the folder beside the checkout, named "shared", written relative or quoted.
+OUTSIDE = re.compile(r"(?:^|[\s`(\"'])(?:\.\./)*shared/", re.M)
+TEXT_SUFFIXES = {".py", ".md", ".sh", ".txt", ".toml", ".cfg", ".yml", ".yaml"}
+SKIPPED_DIRS = {".git", "__pycache__", ".pytest_cache", ".ruff_cache", ".hypothesis", ".mypy_cache",
+                "data", "out", "tmp"}
+
+
+def _repository_texts() -> list[Path]:
+    return [p for p in ROOT.rglob("*")
+            if p.suffix in TEXT_SUFFIXES and p.is_file()
+            and not SKIPPED_DIRS.intersection(p.relative_to(ROOT).parts[:-1])
+            and not p.relative_to(ROOT).parts[0].startswith(".")]
+
+
+def test_no_file_points_a_reader_at_a_folder_outside_the_repository():
+    """A clone holds only the repository: nothing may send its reader to the folder beside it."""
+    named = [f"{p.relative_to(ROOT)}:{text[:m.start()].count(chr(10)) + 1}"
+             for p in _repository_texts()
+             for text in [p.read_text(encoding="utf-8", errors="replace")]
+             for m in OUTSIDE.finditer(text)]
+    assert not named, named
+
+
+@pytest.mark.parametrize("where", ["README", "page-en", "page-zh", "walkthrough-en", "walkthrough-zh"])
+def test_the_article_is_named_by_its_title_and_the_code_it_reads(where):
+    text = {"README": (ROOT / "README.md").read_text(encoding="utf-8"),
+            "page-en": STRINGS["en"]["intro"], "page-zh": STRINGS["zh"]["intro"],
+            "walkthrough-en": _text("en"), "walkthrough-zh": _text("zh")}[where]
+    flat = re.sub(r"\s+", "", text)        # a title may wrap across lines
+    assert re.sub(r"\s+", "", ARTICLE_TITLE) in flat
+    assert ARTICLE_CODE in text
+
+
+# Where a text says what the forward waits for, it says both edges: its own upload, and (by the
+# engine stream's order) the forward before it, which wrote its input tokens into the token pool.
+ONLY_WAIT = re.compile(r"waits? only for|waits? for [^.]*? alone|只等|只需等")
+STREAM_ORDER = re.compile(r"stream order|stream's order|runs its work in order|stream 顺序|按顺序执行")
+
+
+def _flat(text: str) -> str:
+    """One line: quote markers gone, runs of white space one space."""
+    return re.sub(r"\s+", " ", re.sub(r"^> ?", "", text, flags=re.M))
+
+
+def _paragraphs(text: str) -> list[str]:
+    return [_flat(p) for p in re.split(r"\n\s*\n|\n> ?\n", text) if p.strip()]
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_a_claim_of_what_the_forward_waits_for_names_the_token_pool_edge(lang):
+    texts_of_lang = [_text(lang)] + [v for v in STRINGS[lang].values() if isinstance(v, str)]
+    for text in texts_of_lang:
+        for paragraph in _paragraphs(text):
+            if ONLY_WAIT.search(paragraph) and re.search(r"upload|上传", paragraph):
+                assert STREAM_ORDER.search(paragraph), paragraph
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_the_forward_waits_for_its_upload_and_the_forward_before_it(lang):
+    """Section 3's answer and the page's 'what to look for' both say the two edges."""
+    answer = _bodies(lang)[3]
+    help_text = STRINGS[lang]["timeline_help"]
+    for text in (_flat(answer), _flat(help_text)):
+        assert re.search(r"upload|上传", text)
+        assert STREAM_ORDER.search(text), text[:200]
+    assert re.search(r"forward\(B10\)", answer)

@@ -24,10 +24,12 @@ _EN: dict[str, str] = {
         "**overlap** loop of SGLang-style schedulers (and, if you like, **multi-step** overlap), "
         "and draws what the scheduler's CPU thread and the GPU did at every decode step: red "
         "hatched bands are time the GPU had nothing to do. On a machine without a GPU, a "
-        "separate device process plays the GPU. It teaches from the article *SGLang 双 Stream "
-        "重叠调度：如何把 CPU 后处理藏到 GPU 计算背后* (\"SGLang's two-stream overlap scheduling: "
-        "how to hide the CPU's post-processing behind the GPU's compute\"), which ships with the "
-        "project (`shared/seed/`) and reads Mini-SGLang's code."),
+        "separate device process plays the GPU. It teaches from the Chinese article *SGLang 双 "
+        "Stream 重叠调度：如何把 CPU 后处理藏到 GPU 计算背后* (\"SGLang's two-stream overlap "
+        "scheduling: how to hide the CPU's post-processing behind the GPU's compute\"), which "
+        "explains why a serial loop leaves the GPU idle between forwards and how a GPU-resident "
+        "token pool and two CUDA streams hide the CPU's work, reading Mini-SGLang's scheduler "
+        "(`python/minisgl/scheduler/scheduler.py`)."),
     "timeline_help": """
 ### What to look for
 - **Lanes.** *CPU* is the scheduler thread: `receive`, `schedule`, `launch`, `process_last`
@@ -42,7 +44,9 @@ _EN: dict[str, str] = {
   checks stops and builds the next batch.
 - **Overlap loop:** the sampled token stays on the GPU in the **token pool**, so the next forward
   never waits for the CPU: find `process_last` of step *n−1* under the decode bar of step *n*.
-  The forward still waits for its own metadata upload (`wait_stream`).
+  The forward still waits for its own metadata upload (`wait_stream`) and, by stream order,
+  for the forward before it, which wrote its input tokens into the pool: neither is a wait on
+  the CPU.
 - **Lag one:** the CPU sees a stop one step late; the extra token is dropped.
 
 More (where the result copy runs, KV memory, the recorder's own cost): *Reading the timeline*
@@ -377,8 +381,10 @@ _ZH: dict[str, str] = {
         "一个小型 LLM 推理引擎用**普通**（串行）循环和 SGLang 式调度器的**重叠**循环"
         "（以及可选的**多步**重叠）运行同一批请求，并画出每个解码步里调度器的 CPU 线程和 GPU "
         "分别在做什么：红色斜线是 GPU 无事可做的时间。没有 GPU 的机器上，由一个独立的设备进程扮演 GPU。"
-        "它依据的文章是《SGLang 双 Stream 重叠调度：如何把 CPU 后处理藏到 GPU 计算背后》，随项目一起"
-        "提供（`shared/seed/`），文章读的是 Mini-SGLang 的代码。"),
+        "它依据的文章是《SGLang 双 Stream 重叠调度：如何把 CPU 后处理藏到 GPU 计算背后》，"
+        "讲串行循环为什么让 GPU 在两次前向之间空闲，以及常驻显存的 token pool 和两条 CUDA stream "
+        "怎样把 CPU 的工作藏起来；文章读的是 Mini-SGLang 的调度器"
+        "（`python/minisgl/scheduler/scheduler.py`）。"),
     "timeline_help": """
 ### 看什么
 - **泳道**。*CPU* 是调度线程：`receive`、`schedule`、`launch`、`process_last`（读取采样 token、
@@ -389,7 +395,8 @@ _ZH: dict[str, str] = {
   在同一时间轴上：红条更短的循环让 GPU 更忙。
 - **普通循环**：每次 decode 之后都有一段红色：CPU 读 token、判停、组下一批时，GPU 在等。
 - **重叠循环**：采样出的 token 留在 GPU 上的 **token_pool** 里，下一次前向不再等待 CPU：在第 *n*
-  步 decode 条的下方找到第 *n−1* 步的 `process_last`。前向仍要等待自己的元数据上传（`wait_stream`）。
+  步 decode 条的下方找到第 *n−1* 步的 `process_last`。前向仍要等待自己的元数据上传（`wait_stream`），
+  并按 stream 顺序等待前一次前向（它把本次的输入 token 写进了 pool）：两者都不是在等 CPU。
 - **滞后一轮**：CPU 晚一步才看到停止；多出的那个 token 被丢弃。
 
 更多内容（结果回传放在哪里、KV 内存、测量工具自身的代价）：见课堂演示步骤中的*读时间线*一节，
