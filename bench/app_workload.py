@@ -10,7 +10,7 @@ workload, so a flag given there wins. Per loop the table gives GPU busy (whole r
 window), output tok/s, and against the normal loop of the same run: the speedup per decode step
 (steady window, the page's headline), the formula's prediction from the normal run's T_fwd and
 T_cpu, and the whole run's tokens/s ratio. Cells read "median (min-max)" over the runs, with the
-share of the cores other programs used meanwhile (``engine.host_load``) beside them.
+share of the cores other programs used meanwhile (``record.host_load``) beside them.
 """
 
 from __future__ import annotations

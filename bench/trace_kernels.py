@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from record.imported.profiler_events import TraceImportError
 from record.kernel_account import format_account, trace_accounts
-from record.profiler_events import TraceImportError
 
 
 def run(paths: list[str], skip: int = 1) -> int:

@@ -2,7 +2,7 @@
 
 One subpackage per concern, bottom first (``tests/test_layers.py`` keeps imports pointing down):
 
-    config.py, proc_watch.py, host_load.py   values; is a child process alive; what the OS did
+    config.py, proc_watch.py   values; is a child process alive
     workloads.py the prompts a run is given (seeded), stop tokens from a probe run
     layers/      sampling and attention kernels (PyTorch, Triton)
     models/      the Llama-family model, checkpoints, the hub, text <-> ids

@@ -28,7 +28,6 @@ from typing import Any
 
 import torch
 
-from engine import host_load
 from engine.config import MAX_DECODE_STEPS, OVERLAP, RESULT_BUFFERS, EngineConfig, LoopSpec, SamplingParams
 from engine.provenance import engine_commit
 from engine.scheduler.checks import memory_problems
@@ -39,6 +38,7 @@ from engine.scheduler.radix_cache import RadixCache
 from engine.scheduler.request import NUM_INT_COLS, prefill_shapes
 from engine.scheduler.scheduler import Scheduler, TokenSink
 from engine.scheduler.sources import RequestSource, ScheduledSource
+from record import host_load
 from record.recorder import Span, Timeline
 from record.run_record import run_dict
 from record.schema import BASE_LANES, GPU_LANES, RunDict, loop_label
@@ -67,7 +67,7 @@ Summary = tuple[dict[str, Any], dict[str, float]]     # (metrics, host report)
 @dataclass
 class RunResult:
     """What one ``generate`` call produced. ``metrics`` (record.metrics, from the spans) and
-    ``host`` (engine.host_load, which needs the GPU's busy time) are worked out when first read,
+    ``host`` (record.host_load, which needs the GPU's busy time) are worked out when first read,
     not inside the call: a caller who times ``generate`` times the run and the outputs, one who
     reads the metrics pays for them then (milliseconds for a thousand spans). The spans are
     resolved inside the call: their CUDA events go back to the device's pool for the next run."""

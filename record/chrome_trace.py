@@ -7,7 +7,7 @@ there too. One extra metadata event per run (``RUN_METADATA``, which Perfetto ig
 what a trace has no place for: the loop, k, the GPU lanes and the metrics. ``read_own_trace``
 turns such a file back into the same runs (a trace written by an older version, without that
 event, comes back with what its tracks say). Other programs' traces go through
-``record.profiler_import``.
+``record.imported.profiler_import``.
 
 Standard library only.
 """

@@ -5,7 +5,7 @@ and microseconds a step, and the time between them.
 One account for every engine, so two forwards can be compared kind by kind: our own graph
 replays (``bench/forward_gap.py`` profiles them with ``torch.profiler``) and any engine's
 ``torch.profiler`` trace whose host marks its forwards, as SGLang's profiler does
-(``step[DECODE bs=16]`` inside ``scheduler.run_batch``: ``record.host_phases``). A kernel belongs
+(``step[DECODE bs=16]`` inside ``scheduler.run_batch``: ``record.imported.host_phases``). A kernel belongs
 to the step whose mark holds its launch call (a CUDA graph's kernels share the graph launch's),
 so a trace of an overlapped loop, where the GPU runs one step while the host marks the next,
 is still read right.
@@ -22,9 +22,9 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from record.files import DEFAULT_MAX_BYTES
-from record.host_phases import SGLANG_STEP
-from record.profiler_events import Trace, parse_events, read_limited
+from record.bounded_read import DEFAULT_MAX_BYTES
+from record.imported.host_phases import SGLANG_STEP
+from record.imported.profiler_events import Trace, parse_events, read_limited
 
 # A kernel's kind: the first kind one of whose words its name holds (lower case). The order
 # matters: a compiled argmax (``triton_red_fused_argmax``) is sampling, and FlashInfer's fused

@@ -60,7 +60,7 @@ def union_intervals(intervals: Iterable[Interval], join_us: float = 0.0) -> list
     ``join_us``: two intervals less than this far apart are merged too (the gap between them is
     counted as covered). An imported kernel-level trace has thousands of gaps of a microsecond
     or two between the kernels of one forward; no host could have given the GPU work in them,
-    so they are not idleness (``record.trace_loop.joined_gap_us``).
+    so they are not idleness (``record.imported.trace_loop.joined_gap_us``).
     """
     merged: list[list[float]] = []
     for start, end in sorted((float(s), float(e)) for s, e in intervals if e > s):
@@ -457,7 +457,7 @@ def compute_metrics(spans: Iterable[SpanLike], outputs: Sequence[Any],
     ``t_cpu_us`` and predicted speedup are None, and ``gpu_wait_us`` (an extra key) holds what
     the rest of its step was, the GPU's wait between forwards. ``join_us``: gaps between GPU
     spans shorter than this count as busy (an imported kernel-level trace,
-    ``record.trace_loop.joined_gap_us``).
+    ``record.imported.trace_loop.joined_gap_us``).
     """
     spans = _as_spans(spans)
     if wall_us is None:

@@ -64,7 +64,7 @@ def run_dict(loop: str, decode_steps: int, label: str, spans: Sequence[Span | Sp
     repeats the loop's name for readers of schema 1 that know only that key. Names are written
     as plain strings: a record holds JSON's own types, and unpickles anywhere. ``metrics`` may
     hold keys of its own beside those ``Metrics`` names. ``host`` says what else the machine did
-    meanwhile (``engine.host_load``), where that was measured.
+    meanwhile (``record.host_load``), where that was measured.
     """
     run: RunDict = {"mode": str(loop), "loop": str(loop), "decode_steps": int(decode_steps),
                     "label": label, "lanes": [str(lane) for lane in lanes],
@@ -306,7 +306,7 @@ def record_from_bytes(data: bytes, name: str = "record") -> RecordDict:
 
 def load_record(path: str | os.PathLike[str], max_bytes: int = DEFAULT_MAX_BYTES) -> RecordDict:
     """Read and validate a record (plain or gzip JSON, whatever the name says), bounded in size."""
-    from record.files import read_bounded
+    from record.bounded_read import read_bounded
 
     try:
         data = read_bounded(path, max_bytes, what=f"record {os.fspath(path)!r}")

@@ -188,16 +188,10 @@ class RunDict(TypedDict):
     metrics: Metrics
     spans: list[SpanDict]
     outputs: NotRequired[list[OutputDict]]  # absent from a view cut to some steps: see window
-    host: NotRequired[dict[str, float]]     # what else the machine did (engine.host_load)
+    host: NotRequired[dict[str, float]]     # what else the machine did (record.host_load)
     memory: NotRequired[dict[str, Any]]     # KV pages step by step (engine.engine.memory_record)
-    notes: NotRequired[list[dict[str, Any]]]    # an import: what the trace cannot tell
-    source: NotRequired[str]                # an import, or runs side by side: the file it came from
-    env: NotRequired[dict[str, Any]]        # runs side by side: where its record was made
-    loop_seen: NotRequired[dict[str, Any]]  # an import: what its timing says (record.trace_loop)
-    joined_gap_us: NotRequired[float]       # an import: gaps shorter than this count as busy
-    step_starts: NotRequired[list[list[float]]]     # an import: [step, when the host began it]
-    phase_roles: NotRequired[dict[str, str]]    # an import: its named host phases' roles
     window: NotRequired[WindowDict]         # a view cut to some steps
+    # An imported trace's run, or runs shown side by side, carry more: record.imported.ImportedRun
 
 
 @final

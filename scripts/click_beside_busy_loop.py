@@ -7,7 +7,7 @@ Starts ``--busy`` programs that only spin (``python -c "while True: pass"``), ru
 handler (``ui.live_runs.run_live``, the real scheduler and device processes) with the page's defaults
 ``--clicks`` times, then ends the spinners. For each click it prints the overlap run's speed per
 decode step against the serial run's (``record.metrics.compare_runs``), what the runs measured of
-the machine (``engine.host_load``: other programs' share of the cores, the device process's share
+the machine (``record.host_load``: other programs' share of the cores, the device process's share
 of its working time) and the headline the page showed: a claim, or a refusal to compare.
 """
 

@@ -270,7 +270,7 @@ def test_the_model_folder_minisglang_reads(tmp_path):
 
 @pytest.fixture(scope="module")
 def record():
-    from record.any_file import load_any
+    from record.imported.given_file import load_any
     return load_any(RECORD)                 # the page's loading path: validated, upgraded
 
 
@@ -377,7 +377,7 @@ def test_the_orchestration_runs_every_loop_writes_rows_and_the_record(tmp_path, 
         0.5 if r["recording"] == "off" else 0.6) for r in sglang)
     assert any(r["engine"] == "Mini-SGLang" for r in doc["rows"])    # kept from the earlier run
     assert doc["header"]["earlier"] == [] and doc["header"]["notes"] == []
-    from record.any_file import load_any
+    from record.imported.given_file import load_any
     saved = load_any(tmp_path / "rec" / "h200-sglang-qwen05-b16.json")
     assert saved["env"]["engine"] == "sglang" and [r["loop"] for r in saved["runs"]] == [
         "normal", "overlap"]

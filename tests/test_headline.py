@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("plotly", reason="viz needs plotly")
 
 import viz  # noqa: E402
-from record.machine_load import machine_load  # noqa: E402
+from record.host_load import machine_load  # noqa: E402
 from viz.headline import busy_badge_lines  # noqa: E402
 from viz.panels import KEY_ROWS  # noqa: E402
 from viz.style import PHASE_COLORS  # noqa: E402

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from record.imported.profiler_events import TraceImportError
 from record.kernel_account import GAPS, OTHER, account, format_account, kind_of, trace_accounts
-from record.profiler_events import TraceImportError
 
 TRACES = Path(__file__).parent / "data" / "traces"
 MATMUL, ATTENTION, SAMPLING = "matmul (GEMM / GEMV)", "attention", "sampling (argmax, top-k)"

@@ -20,7 +20,7 @@ MAY_IMPORT = {"record": set(), "engine": {"record"}, "texts": {"record"}, "viz":
 # engine's own layers, bottom first. A module may import its own layer and those below it; every
 # module of engine belongs to exactly one (the longest name that is a prefix of its own).
 ENGINE_LAYERS = (
-    ("engine.config", "engine.proc_watch", "engine.host_load",    # values; what the OS says;
+    ("engine.config", "engine.proc_watch",                        # values; what the OS says;
      "engine.workloads"),                                         # the prompts runs are given
     ("engine.layers",),                   # sampling and attention kernels (torch, triton)
     ("engine.models",),                   # the model, checkpoints, tokenizing

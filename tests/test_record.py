@@ -137,7 +137,7 @@ def test_load_refuses_broken_files(tmp_path, data, message):
 
 
 def test_an_imported_trace_is_a_valid_run():
-    from record.profiler_import import import_profiler_trace
+    from record.imported.profiler_import import import_profiler_trace
 
     events = [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 10, "dur": 5},
               {"ph": "X", "cat": "gpu_memcpy", "name": "m", "pid": 0, "tid": 8, "ts": 20, "dur": 5}]

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from record.chrome_trace import to_chrome_trace, write_chrome_trace
+from record.imported.profiler_import import MAX_PHASE_CHARS, TraceImportError, import_profiler_trace
 from record.metrics import compute_metrics
-from record.profiler_import import MAX_PHASE_CHARS, TraceImportError, import_profiler_trace
 from record.recorder import Span
 from record.schema import LANES
 
@@ -259,7 +259,7 @@ def test_missing_file_is_an_import_error(tmp_path):
 # ---- import: our own exports come back as they were ---------------------------------------------
 
 def test_a_record_exported_as_a_trace_imports_back_into_the_same_runs(tmp_path):
-    from record.profiler_import import import_trace
+    from record.imported.profiler_import import import_trace
     from record.run_record import make_record
 
     runs = [small_run("normal"), small_run("overlap")]
@@ -278,7 +278,7 @@ def test_a_record_exported_as_a_trace_imports_back_into_the_same_runs(tmp_path):
 
 
 def test_the_example_trace_in_the_docs_imports():
-    from record.any_file import load_any
+    from record.imported.given_file import load_any
 
     record = load_any(ROOT / "docs" / "example_trace.json")
     assert [run["loop"] for run in record["runs"]] == ["normal", "overlap"]
@@ -378,7 +378,7 @@ def test_real_traces_without_step_marks_give_a_whole_lesson(name, how, cpu_bound
     first mark); the launching thread drawn; the article's terms where the trace allows them.
     Under the profiler an eager step is host-bound (the host's part is many times the forward),
     a graphed one is not."""
-    from record.any_file import load_any
+    from record.imported.given_file import load_any
 
     run = load_any(TRACES / name)["runs"][0]                   # a few seconds (bench: not timed here)
     assert run["notes"][0]["key"] == how and run["notes"][0]["steps"] == 12
@@ -401,7 +401,7 @@ def test_real_traces_without_step_marks_give_a_whole_lesson(name, how, cpu_bound
     assert any(note["key"] == "note_joined" for note in run["notes"])
 
 
-# ---- import: the loop a trace shows (record.trace_loop), the host's phases, the gaps -------------
+# ---- import: the loop a trace shows (record.imported.trace_loop), the host's phases, the gaps ---
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from loop_traces import FORWARD_US, loop_trace, loop_trace_bytes  # noqa: E402
@@ -450,7 +450,7 @@ def test_a_host_that_polls_for_its_tokens_is_read_like_one_that_blocks(overlap):
     """The same loops waiting by cudaEventQuery in a loop: the serial one is still serial (each
     poll ends just after the GPU ran dry), the overlapped one still overlapped; a lone query is
     no wait."""
-    from record import trace_loop
+    from record.imported import trace_loop
 
     run = import_profiler_trace(loop_trace_bytes(overlap=overlap, poll=True))
     blocked = import_profiler_trace(loop_trace_bytes(overlap=overlap))
@@ -491,7 +491,7 @@ def test_the_cpu_lane_shows_the_hosts_named_phases_in_their_roles_colours():
     ("ProfilerStep#3", "user_annotation", None),
 ])
 def test_host_phases_are_the_schedulers_functions_and_record_function_ranges(name, cat, phase):
-    from record.host_phases import phase_of
+    from record.imported.host_phases import phase_of
 
     assert phase_of(name, cat) == phase
 
@@ -499,7 +499,7 @@ def test_host_phases_are_the_schedulers_functions_and_record_function_ranges(nam
 def test_a_phase_holding_phases_of_other_roles_is_drawn_as_them():
     """vLLM's execute_model holds its runner's preprocess, forward and postprocess ranges;
     Mini-SGLang's _schedule_next_batch holds _prepare_batch, a schedule phase too."""
-    from record.host_phases import phases
+    from record.imported.host_phases import phases
 
     vllm = phases([("vllm/v1/executor/abstract.py(80): execute_model", "python_function", 0, 100),
                    ("gpu_model_runner: preprocess", "user_annotation", 5, 30),
@@ -518,7 +518,7 @@ def test_a_phase_holding_phases_of_other_roles_is_drawn_as_them():
 def test_gaps_shorter_than_a_launch_are_busy_not_idle_bands():
     """Our engine's graphed trace: thousands of sub-microsecond gaps between the kernels of each
     graph; joined, the steady window is busy, and the chart's idle bands are between forwards."""
-    from record.any_file import load_any
+    from record.imported.given_file import load_any
     from record.metrics import idle_gaps
 
     run = load_any(TRACES / "engine-graph-qwen05-b8.json.gz")["runs"][0]
@@ -531,7 +531,7 @@ def test_gaps_shorter_than_a_launch_are_busy_not_idle_bands():
 
 
 def test_launch_latency_is_measured_on_launches_onto_an_idle_gpu():
-    from record.trace_loop import DEFAULT_JOIN_US, GpuWork, launch_latency_us
+    from record.imported.trace_loop import DEFAULT_JOIN_US, GpuWork, launch_latency_us
 
     work = [GpuWork(100.0 * i + 7, 100.0 * i + 9, 7, 100.0 * i) for i in range(30)]
     # a copy launched while a forward is pending on another stream: it waits, not measured
@@ -692,7 +692,7 @@ def test_real_sglang_traces_read_as_its_serial_loop_step_by_step(name, steps, mo
     """One step per forward (graph launches gave 2.5 a forward: 40 steps for B=1), each
     read as serial: the host waits in every step's process_batch_result for the forward's
     tokens (a copy into pageable memory)."""
-    from record.any_file import load_any
+    from record.imported.given_file import load_any
 
     record = load_any(TRACES / name)
     run = record["runs"][0]
@@ -711,7 +711,7 @@ def test_a_real_sglang_overlap_trace_reads_as_its_overlap_loop():
     Qwen2.5-0.5B shape, B=1, 16 new tokens): one step per forward, 17 of them (the overlap loop
     runs one forward past the last token, lag one), its phases under SGLang's names, and read as
     overlapped: most steps' host work runs beside a forward instead of waiting for it."""
-    from record.any_file import load_any
+    from record.imported.given_file import load_any
 
     record = load_any(TRACES / "sglang-overlap-b1.trace.json.gz")
     run = record["runs"][0]
@@ -803,7 +803,7 @@ def test_two_traces_far_from_the_prediction_say_what_made_the_difference(monkeyp
 def test_reading_a_file_pauses_the_cycle_collector_and_restores_it(tmp_path):
     import gc
 
-    from record.any_file import collector_paused, load_any
+    from record.imported.given_file import collector_paused, load_any
 
     path = tmp_path / "t.json"
     path.write_bytes(loop_trace_bytes(overlap=True))

@@ -433,7 +433,7 @@ def test_what_to_look_for_follows_the_record_on_screen():
     """An imported trace's lanes are its own streams and threads: the panel beside the chart says
     what to look for in them, not in our scheduler and engine streams."""
     import texts
-    from record.any_file import load_any
+    from record.imported.given_file import load_any
 
     trace = load_any(ROOT / "tests" / "data" / "traces" / "sglang-normal-b1.trace.json.gz")
     ours = load_record(recorded_runs.RECORDED_DIR / "h200-ours-qwen05-b16.json")

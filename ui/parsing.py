@@ -16,8 +16,12 @@ from pathlib import Path
 from typing import Any, cast
 
 from engine.proc_watch import start_deaf_to_ctrl_c
+from record.imported.given_file import sniff
 from record.schema import RecordDict
 from ui.state import APP
+
+MAX_UPLOAD_BYTES = 200 * 2**20
+PARSE_TIMEOUT_S = 120.0
 
 
 def _worker(conn: Any) -> None:
@@ -26,7 +30,7 @@ def _worker(conn: Any) -> None:
         path, max_bytes = conn.recv()
     except (EOFError, OSError):
         return                                      # the web server went away
-    from record.any_file import load_any
+    from record.imported.given_file import load_any
 
     answer: tuple[str, RecordDict | str]
     try:
@@ -59,9 +63,13 @@ def prepare() -> None:
             APP.parsers.append(_start())
 
 
-def parse(path: Path, max_bytes: int, timeout_s: float) -> RecordDict:
+def parse(path: Path, max_bytes: int = MAX_UPLOAD_BYTES,
+          timeout_s: float = PARSE_TIMEOUT_S) -> RecordDict:
     """The record of ``path`` (a record, or a trace imported), read by a worker process;
-    ``ValueError`` with the reason when it cannot be read or takes longer than ``timeout_s``."""
+    ``ValueError`` with the reason when it cannot be read or takes longer than ``timeout_s``.
+    A file that is plainly neither (an image, an archive, an empty file) is told at once, by
+    its first bytes (``NotATrace``), without a worker."""
+    sniff(path)
     with APP.parsers_lock:
         process, conn = APP.parsers.pop() if APP.parsers else _start()
     try:

@@ -4,8 +4,8 @@ and the import tab (its controls and its handler).
 A live run, a recorded GPU run (``assets/recorded/*.json``) and an uploaded trace or record all
 become a schema-1 record, and ``shown`` turns any record into the main view (``ui.view``). Two
 uploaded files, or a file added beside the record on screen, become one record
-(``record.any_file.side_by_side``), drawn as a live run's loops are. A file that cannot be shown
-leaves the view as it was and says why.
+(``record.imported.given_file.side_by_side``), drawn as a live run's loops are. A file that
+cannot be shown leaves the view as it was and says why.
 """
 
 from __future__ import annotations
@@ -21,10 +21,11 @@ import gradio as gr
 
 import texts
 import viz
-from record.any_file import MAX_SHOWN_RUNS, NotATrace, side_by_side, sniff
+from record.imported.given_file import MAX_SHOWN_RUNS, NotATrace, side_by_side
 from record.run_record import has_memory
 from record.schema import Loop, RecordDict, RunDict
 from record.window import step_range
+from ui import parsing
 from ui.i18n import lang_of
 from ui.inputs import is_whole
 from ui.status import Said, render_said, said
@@ -35,8 +36,6 @@ ROOT = Path(__file__).resolve().parents[1]
 
 RECORDED_DIR = ROOT / "assets" / "recorded"
 DOWNLOAD_DIR = Path(tempfile.gettempdir()) / "overlap-demo"
-MAX_UPLOAD_BYTES = 200 * 2**20
-PARSE_TIMEOUT_S = 120.0
 MAX_DOWNLOAD_DIR_BYTES = 400 * 2**20   # exported records and traces kept for download, in all
 
 
@@ -198,7 +197,7 @@ def _named(record: RecordDict, name: str) -> str:
 def _load_or_say(path: Path, lang: str) -> RecordDict | MainView:
     """The file's record, or the view that says why it cannot be shown (the charts stay)."""
     try:
-        return load_any(path)
+        return parsing.parse(path)
     except NotATrace as error:       # an image, an archive, an empty file: said in words
         spec = said("status_not_a_trace", "error", name=path.name, what_key=f"file_{error.kind}")
     except Exception as error:  # noqa: BLE001 - a bad file must give a message, not a traceback
@@ -291,16 +290,6 @@ def _settings(config: dict[str, Any]) -> tuple[tuple[str, ...], dict[str, Any]]:
         notes.append("status_settings_prefix")
         values["prefix"] = int(shared)
     return tuple(notes), values
-
-
-def load_any(path: Path) -> RecordDict:
-    """A run record as it is; anything else is read as a Chrome / torch.profiler trace, in a
-    worker process of its own (``ui.parsing``). A file that is plainly neither (an image, an
-    archive, an empty file) is told at once, by its first bytes."""
-    from ui import parsing
-
-    sniff(path)
-    return parsing.parse(path, MAX_UPLOAD_BYTES, PARSE_TIMEOUT_S)
 
 
 def zoom(record: RecordDict | None, first: float | None, last: float | None,

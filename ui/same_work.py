@@ -5,8 +5,9 @@ time axis.
 same model shape, batch, prompt and output lengths). A record names its engine
 (``env["engine"]``) and its workload (``config``); records whose workloads match are one
 comparison. The recorded-runs tab offers it for the record chosen (``choices``) and draws it as
-the import tab draws two files side by side (``record.any_file.side_by_side``): every loop of
-every engine on one time axis, one step window, each run's panel named by its engine.
+the import tab draws two files side by side (``record.imported.given_file.side_by_side``):
+every loop of every engine on one time axis, one step window, each run's panel named by its
+engine.
 
 The same matching serves a live run that a busy machine disturbed (other programs took the
 cores the loops were compared on): where a quiet machine's recording of the same page workload
@@ -26,11 +27,12 @@ import gradio as gr
 
 import texts
 import viz
-from record.any_file import side_by_side
-from record.machine_load import busiest
+from record.host_load import busiest
+from record.imported.given_file import side_by_side
 from record.schema import RecordDict
+from ui import parsing
 from ui.i18n import lang_of
-from ui.recorded_runs import RECORDED_DIR, load_any, shown, write_downloads
+from ui.recorded_runs import RECORDED_DIR, shown, write_downloads
 from ui.status import render_said, said
 from ui.view import MainView
 
@@ -117,7 +119,7 @@ def show(name: str | None, lang_choice: str) -> tuple:
     if not files:
         spec = said("recorded_same_work_none")
         return MainView(status=render_said(spec, lang), said=spec).values()
-    loaded = [(load_any(RECORDED_DIR / file), file) for file in files]
+    loaded = [(parsing.parse(RECORDED_DIR / file), file) for file in files]
     record, _ = side_by_side(loaded, most=sum(len(r["runs"]) for r, _ in loaded))
     # The engines' names as text keys: the line is said again in another language on a switch.
     engines = [f"engine_{r['env'].get('engine', 'ours')}" for r, _ in loaded]

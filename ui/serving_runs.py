@@ -18,7 +18,7 @@ import gradio as gr
 
 import texts
 import viz
-from record.files import read_bounded
+from record.bounded_read import read_bounded
 from record.latency_rows import format_table, summarize
 from record.schema import ENGINE_LOOPS
 from texts import STRINGS

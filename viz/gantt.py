@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from record.gpu_time import gpu_time
+from record.imported import imported
 from record.lag import LagMark, extra_steps, lag_marks
 from record.metrics import union_intervals
 from record.schema import FORWARD_PHASES, LANES, Lane, RunDict, SpanDict
@@ -213,7 +214,7 @@ def add_run(fig: FigureSpec, run: RunDict, lanes: list[str], row: int, offset_us
             _add_gaps(fig, drawn, rows, row, offset_us, legend_shown, lang, col, kind, px_us)
     every = spans                                  # the lag marks find their forwards here
     extra_gpu = set(gpu) - set(LANES)
-    roles = run.get("phase_roles") or {}          # an imported trace's named host phases
+    roles = imported(run).get("phase_roles") or {}    # an imported trace's named host phases
     keyed: Sequence[tuple[str, SpanDict]] = [
         (_color_key(roles.get(s["phase"], s["phase"]),
                     s["lane"] in extra_gpu or s["lane"].startswith("kernels")), s)

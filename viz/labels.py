@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 
 from record.gpu_time import GpuTime, gpu_time
+from record.imported import imported
 from record.metrics import busy_fraction
 from record.run_record import loop_of
 from record.schema import ENGINE_LOOPS, LANES, OURS_DETAIL, Loop, RunDict
@@ -75,17 +76,19 @@ def display_labels(runs: list[RunDict], lang: str = "en") -> list[str]:
         loop, k = loop_of(run)
         if loop in ENGINE_LOOPS:
             name = t(lang, f"loopname_{loop}").format(k=k)
-        elif loop == Loop.IMPORTED and run.get("source"):
-            name = t(lang, "loopname_imported").format(source=run["source"])
+        elif loop == Loop.IMPORTED and imported(run).get("source"):
+            name = t(lang, "loopname_imported").format(source=imported(run).get("source"))
         else:
             name = label.partition(" (")[0]
         if detail.startswith(OURS_DETAIL + " "):             # our engine beside the peers
             detail = t(lang, "detail_ours") + detail[len(OURS_DETAIL):]
         names.append(f"{name} ({detail})" if keep_details and detail else name)
-    # Runs of two records side by side (record.any_file.side_by_side) may share a loop's name:
-    # those say which record they came from.
-    return [f"{name} · {run['source']}" if names.count(name) > 1 and run.get("source")
-            and loop_of(run)[0] != Loop.IMPORTED else name for name, run in zip(names, runs)]
+    # Runs of two records side by side (record.imported.given_file.side_by_side) may share a
+    # loop's name: those say which record they came from.
+    sources = [imported(run).get("source") for run in runs]
+    return [f"{name} · {source}" if names.count(name) > 1 and source
+            and loop_of(run)[0] != Loop.IMPORTED else name
+            for name, run, source in zip(names, runs, sources)]
 
 
 def busy_text(time: GpuTime, lang: str) -> str:
@@ -101,10 +104,10 @@ def busy_text(time: GpuTime, lang: str) -> str:
 
 def loop_tag(run: RunDict, lang: str) -> str:
     """" · overlapped loop" / " · serial loop" for an imported trace whose timing says which
-    (``record.trace_loop``); "" otherwise."""
+    (``record.imported.trace_loop``); "" otherwise."""
     if loop_of(run)[0] != Loop.IMPORTED:
         return ""
-    verdict = (run.get("loop_seen") or {}).get("verdict")
+    verdict = (imported(run).get("loop_seen") or {}).get("verdict")
     return t(lang, f"tag_{verdict}") if verdict in ("overlapped", "serial", "unknown") else ""
 
 

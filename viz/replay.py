@@ -21,6 +21,7 @@ from __future__ import annotations
 import html
 from typing import Final
 
+from record.imported.trace_steps import trace_step
 from record.lag import extra_steps, lag_marks
 from record.run_record import loop_of
 from record.schema import Lane, Loop, Phase, RunDict, SpanDict
@@ -34,7 +35,6 @@ from record.steps import (
     overlap_us,
     step_parts,
 )
-from record.trace_steps import trace_step
 from record.window import step_range
 from texts import label_colon, t
 from viz.labels import display_labels

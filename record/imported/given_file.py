@@ -1,6 +1,6 @@
 """Any file a user gives the page, as a run record: a record as it is, a trace imported.
 
-``load_any`` reads through ``record.files.read_bounded`` (bounded in bytes, before and after
+``load_any`` reads through ``record.bounded_read.read_bounded`` (bounded in bytes, before and after
 decompression), then tells a run record from a Chrome or torch.profiler trace by its first bytes.
 ``sniff`` refuses, by its first bytes alone, a file that is plainly neither (an image, a PDF, an
 archive, an empty file, text that is not JSON), so the page can say so at once and in words.
@@ -18,8 +18,9 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from record.files import DEFAULT_MAX_BYTES, read_bounded
-from record.profiler_import import record_from_trace
+from record.bounded_read import DEFAULT_MAX_BYTES, read_bounded
+from record.imported import imported
+from record.imported.profiler_import import record_from_trace
 from record.run_record import record_from_bytes
 from record.schema import RecordDict, RunDict
 
@@ -97,8 +98,11 @@ def side_by_side(records: list[tuple[RecordDict, str]],
     runs: list[RunDict] = []
     for record, name in records:
         for run in record["runs"]:
-            runs.append({**run, "source": run.get("source") or name,
-                         "env": run.get("env") or record.get("env") or {}})
+            shown = run.copy()
+            extra = imported(shown)
+            extra["source"] = extra.get("source") or name
+            extra["env"] = extra.get("env") or record.get("env") or {}
+            runs.append(shown)
     dropped = max(len(runs) - most, 0)
     first = records[0][0]
     combined: RecordDict = {"schema": first.get("schema", 1), "env": dict(first.get("env") or {}),

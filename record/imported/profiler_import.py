@@ -6,21 +6,21 @@ profiler trace becomes one run:
 
 - **GPU lanes**: every CUDA stream that ran a kernel, memcpy or memset (one lane per stream);
 - **CPU lanes**: every host thread that launched GPU work or ran named phases: its phases where
-  the trace names them (``record.host_phases``: the scheduler's functions, SGLang's annotations,
+  the trace names them (``host_phases``: the scheduler's functions, SGLang's annotations,
   ``record_function`` ranges), else its top-level ops and runtime calls (those less than a
   launch apart as one);
-- **steps** (``record.trace_steps``): SGLang's own ``step[...]`` marks where its profiler wrote
+- **steps** (``trace_steps``): SGLang's own ``step[...]`` marks where its profiler wrote
   them; else ``ProfilerStep#N`` ranges; else one step per CUDA graph launch; else one per
   launch of the *step marker*, the kernel that runs once per forward; each GPU event belongs to
   the step in which it was launched.
 
-The run also says what its timing shows (``record.trace_loop``): ``loop_seen`` (serial or
+The run also says what its timing shows (``trace_loop``): ``loop_seen`` (serial or
 overlapped, and the readings behind it), ``joined_gap_us`` (gaps between kernels shorter than a
 launch, counted as busy) and ``step_starts`` (when the host began each step, for the
 step-through). The metrics are ``record.metrics``' own, so a production engine's idle gaps are
 measured exactly like ours; what a trace cannot tell (tokens, the scheduler's own phases) is
 said in the run's ``notes``. Bounded in size, depth, lanes and spans: a hostile file gets a clear
-error (the file itself is read by ``record.profiler_events``).
+error (the file itself is read by ``profiler_events``).
 
 Standard library only: no torch needed to read a trace.
 """
@@ -35,11 +35,10 @@ from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
 
-from record import host_phases, trace_loop
-from record.files import DEFAULT_MAX_BYTES
-from record.host_phases import SGLANG_STEP
-from record.metrics import compute_metrics
-from record.profiler_events import (  # noqa: F401 - the limits and error said from here too
+from record.bounded_read import DEFAULT_MAX_BYTES
+from record.imported import host_phases, imported, trace_loop
+from record.imported.host_phases import SGLANG_STEP
+from record.imported.profiler_events import (  # noqa: F401 - the limits and error said from here too
     MAX_PHASE_CHARS,
     STEP_NAME,
     Event,
@@ -50,10 +49,11 @@ from record.profiler_events import (  # noqa: F401 - the limits and error said f
     read_limited,
     short_name,
 )
+from record.imported.trace_steps import GRAPH_LAUNCH, Steps, find_steps
+from record.metrics import compute_metrics
 from record.recorder import Span
 from record.run_record import run_dict
 from record.schema import Loop, Metrics, Phase, RecordDict, RunDict
-from record.trace_steps import GRAPH_LAUNCH, Steps, find_steps
 
 MAX_LANES = 64              # GPU streams + CPU threads in one import
 MAX_SPANS = 150_000         # spans kept for drawing (the metrics use every event)
@@ -196,18 +196,19 @@ def _profiler_run(events: list[Any], label: str) -> RunDict:
         spans = _thin(spans)
     run = run_dict(Loop.IMPORTED, 1, label, spans, metrics,
                    lanes=list(cpu_names.values()) + gpu_lanes, gpu_lanes=gpu_lanes)
-    run["joined_gap_us"] = round(join, 3)
-    run["step_starts"] = [[n, round(ts - t0, 3)] for n, ts in zip(steps.numbers, steps.starts)]
-    run["loop_seen"] = seen
+    extra = imported(run)
+    extra["joined_gap_us"] = round(join, 3)
+    extra["step_starts"] = [[n, round(ts - t0, 3)] for n, ts in zip(steps.numbers, steps.starts)]
+    extra["loop_seen"] = seen
     if roles:
-        run["phase_roles"] = roles
-    run["notes"] = _notes(steps, metrics, bool(cpu_names), seen, join, measured, roles)
+        extra["phase_roles"] = roles
+    extra["notes"] = _notes(steps, metrics, bool(cpu_names), seen, join, measured, roles)
     return run
 
 
 def _loop_seen(trace: Trace, work: list[trace_loop.GpuWork], steps: Steps,
                named: dict[tuple, list[host_phases.HostPhase]], join: float) -> dict[str, Any]:
-    """``record.trace_loop.loop_seen`` over this trace's steps, blocking (or polling) host calls and named
+    """``trace_loop.loop_seen`` over this trace's steps, blocking (or polling) host calls and named
     host work (launching left out: it runs beside the GPU in every loop); and how many host
     events the profiler recorded per step."""
     calls = [e for e in trace.host if e.cat in ("cuda_runtime", "cuda_driver")]
@@ -309,7 +310,7 @@ def import_trace(data: bytes, name: str) -> tuple[list[RunDict], dict[str, str]]
     if own:
         return own, trace_env(doc_events)
     run = _profiler_run(doc_events, f"imported: {name}")
-    run["source"] = name
+    imported(run)["source"] = name
     return [run], _kineto_env(data)
 
 

@@ -13,13 +13,13 @@ Three readings of one torch.profiler trace, all from its events' times:
   it was given. An overlapped loop never does: it launches step n+1 first and reads step n's
   tokens one step late. Beside that, an overlapped loop shows step n's GPU work still running
   after the host has begun step n+1, a second stream's work (the next batch's metadata) running
-  beside the forward, and the host's named phases (``record.host_phases``) running under GPU
+  beside the forward, and the host's named phases (``host_phases``) running under GPU
   work. ``loop_seen`` weighs these. A loop may also wait by polling (``cudaEventQuery`` over and
   over until the event is done): ``polls`` turns each such run of queries into one wait.
 - **The profiler's own cost.** Every host event in the trace was recorded by the profiler on
   the host, in the loop's own time: ``events_per_step`` says how many a step held.
 
-Plain data in (tuples and lists), so the import (``record.profiler_import``) and the tests build
+Plain data in (tuples and lists), so the import (``profiler_import``) and the tests build
 them alike. Standard library only.
 """
 
@@ -178,7 +178,7 @@ def beside_steps(work: Sequence[GpuWork], starts: Sequence[float]) -> set[int]:
 
 def under_share(host: Sequence[Interval], busy: list[Interval],
                 blocked: Sequence[Interval] = ()) -> float | None:
-    """Share of the host's named work (``record.host_phases``, launches left out) done while the
+    """Share of the host's named work (``host_phases``, launches left out) done while the
     GPU was busy; the time it spent blocked in synchronising calls is no work (a serial loop's
     ``_process_last_data`` waits under the forward it processes). None without such work."""
     waits = _union(list(blocked))

@@ -47,8 +47,8 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from record import trace_loop
-from record.profiler_events import Event, Trace, short_name
+from record.imported import trace_loop
+from record.imported.profiler_events import Event, Trace, short_name
 from record.recorder import Span
 from record.schema import Phase
 
@@ -221,7 +221,7 @@ def outside(events: list[Event], phases: list[HostPhase]) -> list[Event]:
 def gpu_waits(trace: Trace, launches: dict[int, Event | None]) -> dict[tuple, list[tuple]]:
     """Per host thread, its calls that waited for the GPU, as (name, start, end): synchronising
     calls, copies into pageable host memory and synchronous copies (both return only once the
-    copy has run), and polls (``record.trace_loop.polls``)."""
+    copy has run), and polls (``trace_loop.polls``)."""
     pageable = {id(call) for i, call in launches.items()
                 if call is not None and "Pageable" in trace.gpu[i].name}
     found: dict[tuple, list[tuple]] = defaultdict(list)

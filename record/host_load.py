@@ -1,20 +1,27 @@
-"""What else the machine did during a run: the CPU time of other programs, and of our device.
+"""What else the machine did during a run, and whether it was quiet enough for the run's times to
+mean something about its loop.
 
 The article's formula assumes the scheduler and the device each have a processor to themselves.
 On a small, shared machine they may not, and a run then measures less than the formula predicts.
-These numbers let the page say why instead of leaving a contradiction: read from ``/proc`` (Linux)
-at a run's start and end, they cost microseconds and nothing in between.
+A run reads ``/proc`` (Linux) at its start and end (``snapshot``, ``host_report``: microseconds,
+nothing in between) and keeps the report as its ``host``: other programs' share of all cores,
+and the device process's CPU time over its working time. The server that started the scheduler
+process (the page's, or the OpenAI-compatible API's) is ours too: its CPU time is counted apart
+(``server_cpu_frac``), not as another program's; a browser showing the page on the same machine
+is another program. When other programs took a large share, or the device process waited for its
+core, the serial and the overlapped run did not get the same machine, and comparing their times
+compares the load (``machine_load``, ``busiest``).
 
-The server that started the scheduler process (the page's, or the OpenAI-compatible API's) is
-ours too: its CPU time is counted apart (``server_cpu_frac``), not as another program's. A
-browser showing the page on the same machine is another program.
+Standard library only: the engine writes the report, the page reads it.
 """
 
 from __future__ import annotations
 
 import os
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 _server_pid: int | None = None      # the server process beside this engine, if there is one
 
@@ -93,3 +100,54 @@ def host_report(start: CpuSnapshot | None, end: CpuSnapshot | None, device_pid: 
     if _server_pid is not None and _server_pid in used:
         report["server_cpu_frac"] = min(1.0, used[_server_pid] / (wall * cpus))
     return report
+
+
+# ---- reading a run's report ------------------------------------------------------------------
+
+BUSY_SHARE = 0.25       # other programs' share of all cores that makes a run's times unreliable
+DEVICE_SHARE = 0.80     # the device process had its core less of its working time than this
+
+
+@dataclass(frozen=True)
+class MachineLoad:
+    other_share: float | None       # other programs' share of all cores (0-1)
+    cpus: int                       # cores of the machine
+    device_share: float | None      # the device process's CPU time over its working time
+
+    @property
+    def others_busy(self) -> bool:
+        return self.other_share is not None and self.other_share >= BUSY_SHARE
+
+    @property
+    def device_starved(self) -> bool:
+        return self.device_share is not None and self.device_share < DEVICE_SHARE
+
+    @property
+    def busy(self) -> bool:
+        """Too busy for this run's times to compare with another run's."""
+        return self.others_busy or self.device_starved
+
+
+def machine_load(run: Mapping[str, Any]) -> MachineLoad | None:
+    """What the run measured of the machine; None where it measured nothing (a recording made
+    elsewhere, a trace)."""
+    host = run.get("host")
+    if not isinstance(host, dict):
+        return None
+    other, device = _number(host.get("other_cpu_frac")), _number(host.get("device_cpu_frac"))
+    if other is None and device is None:
+        return None
+    return MachineLoad(other, int(_number(host.get("cpus")) or 0), device)
+
+
+def busiest(runs: Sequence[Mapping[str, Any]]) -> MachineLoad | None:
+    """Of the runs that found the machine busy, the one it was busiest for (None: none did)."""
+    loads = [load for load in map(machine_load, runs) if load is not None and load.busy]
+    return max(loads, key=lambda load: (load.device_starved,
+                                        load.other_share or 0.0)) if loads else None
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)

@@ -18,7 +18,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
-from record.files import FileTooLarge, read_bounded
+from record.bounded_read import FileTooLarge, read_bounded
 
 GPU_CATEGORIES = {"kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset"}  # old kineto: Memcpy
 HOST_CATEGORIES = {"cpu_op", "user_annotation", "python_function", "cuda_runtime",

@@ -5,7 +5,7 @@ A trace of another engine has no forward span of ours. Its steps are found (``fi
 this order, from:
 
 - **SGLang's own marks**: its profiler marks each forward ``step[DECODE bs=16]`` (the batch's
-  real size and its mode; ``record.host_phases``). A step begins where the scheduler began the
+  real size and its mode; ``host_phases``). A step begins where the scheduler began the
   loop iteration that launched it (``scheduler.recv_requests``), so the batch it builds, the
   forward and the result's copy are that step's; a ``process_batch_result`` belongs to the step
   whose result it processes: the one launched in its iteration in the serial loop, the oldest
@@ -17,7 +17,7 @@ this order, from:
   regular pace (the embedding lookup, the lm_head GEMM, the sampler...). Where a forward ran
   before the first one (a prefill, whose kernels differ from a decode's), it is a step too.
 
-``record.profiler_import`` stamps each kernel with the step in which it was launched. The
+``profiler_import`` stamps each kernel with the step in which it was launched. The
 step-through's step n (``trace_step``) is the GPU work launched in that step: its extent, its
 busy time with gaps shorter than a launch joined, the wait until the next step's GPU work, the
 part of it that ran after the host had begun the next step (what an overlapped loop does), and
@@ -33,9 +33,10 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from record.host_phases import SGLANG_STEP
+from record.imported import imported
+from record.imported.host_phases import SGLANG_STEP
+from record.imported.profiler_events import STEP_NAME, Event, Trace, short_name
 from record.metrics import union_intervals
-from record.profiler_events import STEP_NAME, Event, Trace, short_name
 from record.schema import RunDict
 from record.window import gpu_lanes, joined_gap_us
 
@@ -206,7 +207,7 @@ def _step_marker(trace: Trace, launch_times: dict[int, float]) -> tuple[str, lis
 def host_step_starts(run: RunDict) -> dict[int, float]:
     """Step number -> when the host began it (µs on the run's clock), as the import found."""
     starts = {}
-    for pair in run.get("step_starts") or []:
+    for pair in imported(run).get("step_starts") or []:
         if isinstance(pair, (list, tuple)) and len(pair) == 2:
             starts[int(pair[0])] = float(pair[1])
     return starts
@@ -238,7 +239,7 @@ def trace_step(run: RunDict, step: int) -> dict[str, Any] | None:
     if following:
         begun = host[following[0]]
         late = [(max(a, begun), b) for a, b in busy if b > begun]
-    roles = run.get("phase_roles") or {}
+    roles = imported(run).get("phase_roles") or {}
     named: dict[str, float] = {}          # a phase drawn in pieces (a wait cut out) said once
     for s in spans:
         if s.get("step") == step and s["lane"] not in lanes and s["phase"] in roles:
