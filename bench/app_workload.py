@@ -1,7 +1,7 @@
 """The app's default workload through the CLI, several times: each loop's figures with their spread.
 
-    python -m bench --app-workload --repeats 5                       # what the page's Run does
-    python -m bench --app-workload --repeats 5 -- --mode all --decode-steps 4 --extra-cpu-us 20000
+    python -m bench app-workload --repeats 5                       # what the page's Run does
+    python -m bench app-workload --repeats 5 -- --mode all --decode-steps 4 --extra-cpu-us 20000
 
 Each run is one ``python -m engine`` call on the workload the page starts with (16 requests that
 stop at varied steps, 24-word prompts, 4 ms of extra scheduler work per step) in a process of its
@@ -22,6 +22,8 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from bench import cli
 
 ROOT = Path(__file__).resolve().parent.parent
 APP_WORKLOAD = ["--device", "cpu", "--requests", "16", "--batch-size", "16", "--prompt-words",
@@ -105,3 +107,12 @@ def run(repeats: int, engine_args: list[str]) -> int:
           "median (min-max))")
     print(table(results))
     return 0
+
+
+def main(argv: list[str]) -> int:
+    p = cli.parser("python -m bench app-workload", __doc__)
+    p.add_argument("--repeats", type=int, default=3, help="CLI calls, each a fresh process")
+    p.add_argument("engine_args", nargs="*", metavar="-- ENGINE_ARGS",
+                   help="more flags for python -m engine, after --")
+    args = p.parse_args(argv)
+    return run(args.repeats, args.engine_args)

@@ -58,7 +58,7 @@ def test_cpu_overlap_runs_process_last_during_next_forward(engine):
     then processes step n-1, and only then waits for forward(n); the serial loop never lets a
     step's processing meet the next forward. Both are orders, checked on every step, so they hold
     on a busy machine too. How much of the CPU's work the OS really runs under the forward is a
-    measurement, not a property: ``python -m engine --device cpu`` and ``python -m bench``
+    measurement, not a property: ``python -m engine --device cpu`` and ``python -m bench loops``
     print it (GPU busy, hidden CPU time) and the overlap tests on CUDA check it."""
     prompts = [[5 + i, 6, 7, 8] for i in range(8)]
     params = SamplingParams(max_new_tokens=24, ignore_eos=True)

@@ -362,7 +362,7 @@ def test_deep_nesting_and_many_lanes_are_refused_quickly():
     assert time.process_time() - started < 20     # ~1 s; the quadratic lane check took 52 s
 
 
-# ---- import: real traces of real decode loops (scripts/profile_traces.py, one H200) -------------
+# ---- import: real traces of real decode loops (studies/profile_traces.py, one H200) -------------
 
 TRACES = ROOT / "tests" / "data" / "traces"
 
@@ -389,7 +389,7 @@ def test_real_traces_without_step_marks_give_a_whole_lesson(name, how, cpu_bound
     assert m["t_fwd_us"] > 0 and m["t_cpu_us"] is None and m["gpu_wait_us"] > 0
     assert (m["gpu_wait_us"] > 3 * m["t_fwd_us"]) == cpu_bound
     # Their loops, told from their timing: generate() blocks on the GPU every step; our engine
-    # ran its overlap loop (scripts/profile_traces.py), which never does.
+    # ran its overlap loop (studies/profile_traces.py), which never does.
     assert run["loop_seen"]["verdict"] == loop
     html = __import__("viz").metrics_html([run])
     assert 'data-block="trace"' in html
@@ -678,7 +678,7 @@ def test_the_sglang_notes_say_the_steps_and_phases_are_its_own_in_both_languages
     assert all(note["key"] != "note_phases" for note in run["notes"])
 
 
-SGLANG_TRACES = [  # SGLang 0.5.17's own profile of its serial loop (bench/peer_sglang.py), one
+SGLANG_TRACES = [  # SGLang 0.5.17's own profile of its serial loop (studies/peers/sglang/runner.py), one
     # H200, Qwen2.5-0.5B shape: B=1, 16 new tokens; B=16, 128 new tokens cut to the events
     # before its 41st loop iteration (the file is 1.7 MB whole)
     ("sglang-normal-b1.trace.json.gz", 16, "1 × EXTEND (bs=1, toks=32), 15 × DECODE (bs=1)"),
@@ -707,7 +707,7 @@ def test_real_sglang_traces_read_as_its_serial_loop_step_by_step(name, steps, mo
 
 
 def test_a_real_sglang_overlap_trace_reads_as_its_overlap_loop():
-    """SGLang 0.5.17's own profile of its overlap loop (bench/peer_sglang.py, one H200,
+    """SGLang 0.5.17's own profile of its overlap loop (studies/peers/sglang/runner.py, one H200,
     Qwen2.5-0.5B shape, B=1, 16 new tokens): one step per forward, 17 of them (the overlap loop
     runs one forward past the last token, lag one), its phases under SGLang's names, and read as
     overlapped: most steps' host work runs beside a forward instead of waiting for it."""

@@ -283,9 +283,11 @@ def test_the_page_export_of_two_traces_opens_as_they_were(two_traces):
 
 @pytest.mark.parametrize("lang, title, words", [
     ("English", "The article's own code: what this record shows",
-     ["bench/peer_hook.py", "% (serial)", "× per decode step", "python -m bench --peer mini-sglang"]),
+     ["studies/peers/minisglang/hook.py", "% (serial)", "× per decode step",
+      "python -m studies peers mini-sglang"]),
     ("中文", "原文自己的代码：这份记录说明什么",
-     ["bench/peer_hook.py", "%（串行）", "每个解码步快", "python -m bench --peer mini-sglang"]),
+     ["studies/peers/minisglang/hook.py", "%（串行）", "每个解码步快",
+      "python -m studies peers mini-sglang"]),
 ])
 def test_the_article_own_code_is_explained_beside_its_recorded_runs(lang, title, words):
     """Mini-SGLang's recorded loops open with the section "The article's own code" one click

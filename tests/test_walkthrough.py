@@ -6,7 +6,7 @@
 - Every picture and recorded run it names exists, and every control it names (in bold) is on the
   page: a label the page's tabs show, in English or Chinese.
 - The figures it quotes from recorded runs (``assets/recorded``), from the peer benchmark
-  (``bench/results/peer-h200.json``) and from the serving measurement (``assets/serving``) are
+  (``studies/results/peer-h200.json``) and from the serving measurement (``assets/serving``) are
   the ones those files hold, in both languages.
 - Every path, line range, pull request and issue of SGLang, Mini-SGLang, vLLM or FlashInfer that
   the walkthroughs, the README, the page's texts or the code cite is listed in
@@ -279,7 +279,7 @@ def test_the_hook_costs_quoted_are_the_records_notes(stem):
 
 
 def _peer_rows() -> list[dict[str, Any]]:
-    return json.loads((ROOT / "bench" / "results" / "peer-h200.json").read_text())["rows"]
+    return json.loads((ROOT / "studies" / "results" / "peer-h200.json").read_text())["rows"]
 
 
 def _peer(engine: str, loop: str, recording: str = "on") -> dict[str, Any]:
@@ -292,9 +292,9 @@ def _peer(engine: str, loop: str, recording: str = "on") -> dict[str, Any]:
 
 def test_the_peer_figures_quoted_are_the_benchmarks():
     """Section 18: forwards, CPU per step, steps and tokens/s at batch 1, as
-    ``python -m bench --peer mini-sglang`` wrote them."""
+    ``python -m studies peers mini-sglang`` wrote them."""
     gains = {(g["engine"], g["recording"], g["batch"]): g["per_step"]
-             for g in json.loads((ROOT / "bench" / "results" / "peer-h200.json")
+             for g in json.loads((ROOT / "studies" / "results" / "peer-h200.json")
                                  .read_text())["overlap_gains"]}
     figures = [f"{_peer('ours', 'normal')['forward_ms']:.3f} ms",
                f"{_peer('Mini-SGLang', 'normal')['forward_ms']:.3f} ms",
@@ -350,8 +350,9 @@ PEER_REFERENCE = re.compile(r"(SGLang|Mini-SGLang|vLLM|FlashInfer) (PR|issue)s? 
 # "`path` lines 1664-1679 and 1762-1766", "`path` line 15"; "`path` 第 1664–1679 行和第 1762–1766 行".
 LINE_RANGES = {"en": re.compile(r"`([\w/.]+\.py)`\s+lines? (\d+)(?:-(\d+))?(?: and (\d+)-(\d+))?"),
                "zh": re.compile(r"`([\w/.]+\.py)`\s*第 (\d+)(?:–(\d+))? 行(?:和第 (\d+)–(\d+) 行)?")}
-CITING = ["README.md", "app.py", "docs/*.md", "texts/*.py", "engine/**/*.py", "record/*.py",
-          "viz/*.py", "ui/**/*.py", "bench/*.py", "scripts/*.py"]
+CITING = ["README.md", "app.py", "docs/*.md", "texts/*.py", "engine/**/*.py", "record/**/*.py",
+          "viz/*.py", "ui/**/*.py", "bench/*.py", "studies/**/*.py", "studies/**/*.sh",
+          "scripts/*.py"]
 
 
 def _citing_files() -> list[Path]:

@@ -234,7 +234,7 @@ PEER_SECTIONS = {"mini-sglang": ("peer_title", "peer_section"),   # (title, text
 
 
 def _peer_section(record: RecordDict, values: dict[str, Any]) -> tuple[str, str] | None:
-    """For a record of another engine's own loops (Mini-SGLang's or SGLang's, ``bench/peer.py``):
+    """For a record of another engine's own loops (Mini-SGLang's or SGLang's, ``studies/peers/benchmark.py``):
     its section, one click away, with what the record measured (its serial step's CPU share,
     overlap's gain per step) and what the recorder hooked into it cost. Fills ``values``."""
     engine = record["env"].get("engine")

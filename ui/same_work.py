@@ -1,7 +1,7 @@
 """Engines side by side: the recorded runs of one workload, made by different engines, on one
 time axis.
 
-``bench/peer.py`` records this project's loops, Mini-SGLang's and SGLang's on the same work (the
+``studies/peers/benchmark.py`` records this project's loops, Mini-SGLang's and SGLang's on the same work (the
 same model shape, batch, prompt and output lengths). A record names its engine
 (``env["engine"]``) and its workload (``config``); records whose workloads match are one
 comparison. The recorded-runs tab offers it for the record chosen (``choices``) and draws it as

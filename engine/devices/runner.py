@@ -93,7 +93,7 @@ class ModelRunner:
             if device.type != "cuda":
                 raise ValueError("compile=True is for CUDA only (CPU mode never compiles)")
             from engine.models.compiled import CompiledDecode
-            # gemv: an experiment, off by default (python -m bench --forward --variants
+            # gemv: an experiment, off by default (python -m studies forward --variants
             # triton+compile triton+compile+gemv triton+compile+gemv-in compares it with cuBLAS)
             self.forward_fn = CompiledDecode(model, gemv=gemv, mode=compile_mode)
 

@@ -46,7 +46,7 @@ def num_kv_splits(max_seq_len: int) -> int:
     is at least one block, so a short row fills only its first chunks and the rest exit at once:
     batch 1 still gets several programs per KV head, a full batch pays one small merge pass.
     (One chunk, which needs no merge launch, was measured slower on an H200 for short contexts:
-    its program walks every block one after the other; ``python -m bench --forward --splits``.)"""
+    its program walks every block one after the other; ``python -m studies forward --splits``.)"""
     return max(MIN_SPLITS, min(MAX_SPLITS, math.ceil(max_seq_len / TOKENS_PER_SPLIT)))
 
 

@@ -49,7 +49,7 @@ class CompiledDecode:
     ``gemv=True`` (an experiment, off by default) also routes the decoder layers' linear layers
     through ``gemv_triton.py`` for one-token steps: cuBLAS reads small weights far below memory
     bandwidth at batch 1..64, but the split-K partial sums cost extra kernels where a norm
-    follows, which can cost more than the bandwidth gains (``python -m bench --forward
+    follows, which can cost more than the bandwidth gains (``python -m studies forward
     --variants triton+compile triton+compile+gemv`` compares the two)."""
 
     def __init__(self, model: CausalLM, gemv: bool | tuple[str, ...] = False,
