@@ -12,6 +12,7 @@ import argparse
 import ast
 import importlib
 import importlib.util
+import statistics
 import sys
 from pathlib import Path
 
@@ -65,6 +66,12 @@ def device_of(args: argparse.Namespace) -> str:
 
         args.device = "cuda" if torch.cuda.is_available() else "cpu"
     return str(args.device)
+
+
+def spread(values: list[float], fmt: str = "{:.1f}") -> str:
+    """ "median [min-max]" of ``values``, each written with ``fmt``: a table's cell."""
+    return (fmt.format(statistics.median(values)) + " [" + fmt.format(min(values)) + "-"
+            + fmt.format(max(values)) + "]")
 
 
 def add_work(p: argparse.ArgumentParser, new_tokens: int = 128, repeats: int = 3) -> None:

@@ -23,10 +23,6 @@ from record.recorder import Timeline
 from record.schema import Loop
 
 
-def _cell(values: list[float]) -> str:
-    return f"{statistics.median(values):.0f} [{min(values):.0f}-{max(values):.0f}]"
-
-
 def run(device: str, models: list[str], batches: list[int], graph: bool, extra: int,
         work: Workload) -> int:
     """Median tokens/s with the recorder off and on, for each loop (at least 9 pairs)."""
@@ -64,7 +60,8 @@ def run(device: str, models: list[str], batches: list[int], graph: bool, extra: 
                     # What the recorder adds to one decode step (all B rows), in microseconds.
                     step_us = batch * 1e6 * (1 / on - 1 / off)
                     print(f"| {model} | {batch} | {loop.loop} | "
-                          f"{_cell(speeds[False])} | {_cell(speeds[True])} | "
+                          f"{cli.spread(speeds[False], '{:.0f}')} | "
+                          f"{cli.spread(speeds[True], '{:.0f}')} | "
                           f"{100 * (off - on) / off:+.2f}% | {statistics.median(pairs):+.1f}% "
                           f"[{min(pairs):+.1f} to {max(pairs):+.1f}] | {step_us:+.1f} us |",
                           flush=True)

@@ -19,6 +19,7 @@ COMMANDS = {
     "forward-gap": "studies.forward_gap",
     "trace-kernels": "studies.trace_kernels",
     "launch-cost": "studies.launch_cost",
+    "host-cost": "studies.host_cost",
     "copy-placement": "studies.copy_placement",
     "ttft-bound": "studies.ttft_bound",
     "gpu-first-click": "studies.gpu_first_click",

@@ -16,19 +16,12 @@ over ``--repeats`` runs.
 
 from __future__ import annotations
 
-import statistics
-
 from bench import cli
 from bench.decode import Workload, fresh
 from engine.config import COPY_PLACEMENTS, LoopSpec, SamplingParams
 from record.schema import Loop
 
 PLACEMENTS = COPY_PLACEMENTS
-
-
-def _cell(values: list[float], fmt: str = "{:.1f}") -> str:
-    return (fmt.format(statistics.median(values)) + " [" + fmt.format(min(values)) + "-"
-            + fmt.format(max(values)) + "]")
 
 
 def run(device: str, models: list[str], batches: list[int], graph: bool, extra: int,
@@ -58,8 +51,9 @@ def run(device: str, models: list[str], batches: list[int], graph: bool, extra: 
                 both = [100 * m["steady_busy_frac"] for m in runs]
                 engine = [100 * m["steady_engine_busy_frac"] for m in runs]
                 step = [m["steady_step_us"] for m in runs]
-                print(f"| {model} | {batch} | {placement} stream | {_cell(gap)} | "
-                      f"{_cell(both)}% | {_cell(engine)}% | {_cell(step, '{:.0f}')} |", flush=True)
+                print(f"| {model} | {batch} | {placement} stream | {cli.spread(gap)} | "
+                      f"{cli.spread(both)}% | {cli.spread(engine)}% | "
+                      f"{cli.spread(step, '{:.0f}')} |", flush=True)
     return 0
 
 

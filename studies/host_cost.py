@@ -1,6 +1,6 @@
 """Where our ``generate()`` spends host time beyond the forward, and what the recorder costs.
 
-    python -m studies.host_cost --out DIR [--models qwen2.5-0.5b-shape] [--batches 1 64]
+    python -m studies host-cost --out DIR [--models qwen2.5-0.5b-shape] [--batches 1 64]
 
 For each shape and batch size, on one CUDA GPU: both loops, recording on and off alternated
 round by round (so a drift of the host hits both alike), ``generate()`` timed end to end as a
@@ -110,14 +110,14 @@ def eng_vocab(model: str) -> int:
     return describe_model(model)[0].vocab_size
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m studies host-cost", description=__doc__)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--models", nargs="+", default=["qwen2.5-0.5b-shape"])
     ap.add_argument("--batches", nargs="+", type=int, default=[1, 64])
     ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--device", default="cuda")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     a.out.mkdir(parents=True, exist_ok=True)
     machine = _machine()
     rows = [row for model in a.models for b in a.batches
@@ -140,6 +140,7 @@ def main() -> None:
                            == (model, b, lp, False))
                 print(f"recorder cost {model} B={b} {lp}: {100 * (1 - on['tok_s'] / off['tok_s']):+.1f}%"
                       f"  phases {on.get('cpu_phases_us')}")
+    return 0
 
 
 if __name__ == "__main__":
