@@ -29,6 +29,7 @@ from typing import Any
 import torch
 
 from bench import cli
+from bench.timing import copy_bandwidth_gbs, ms_per_call
 from engine import workloads
 from engine.config import EngineConfig, LoopSpec, SamplingParams
 from record.metrics import steady_busy
@@ -109,14 +110,7 @@ def forward_ceiling(eng, batch: int, pos: int, iters: int) -> float:
     for _ in range(3):
         one()
     if dev.type == "cuda":
-        torch.cuda.synchronize()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(iters):
-            one()
-        end.record()
-        end.synchronize()
-        return start.elapsed_time(end) / 1e3 / iters
+        return ms_per_call(one, iters, 1)[0] / 1e3
     t0 = time.perf_counter()
     for _ in range(iters):
         one()
@@ -162,7 +156,6 @@ _COPY_GBS: dict[str, float] = {}
 
 def weight_floor_ms(eng) -> float:
     """Milliseconds to read every parameter once at the copy bandwidth measured in this run."""
-    from bench.floor import copy_bandwidth_gbs
     dev = eng.device_name
     if dev not in _COPY_GBS:
         _COPY_GBS[dev] = copy_bandwidth_gbs(dev, mib=1024 if dev == "cuda" else 256)

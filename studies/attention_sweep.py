@@ -12,6 +12,7 @@ from __future__ import annotations
 import torch
 
 from bench import cli
+from bench.timing import ms_per_call
 
 SWEEP_SPLITS, SWEEP_BLOCKS = (1, 2, 4, 8), (32, 64)
 
@@ -71,14 +72,7 @@ def _time_calls(fn, iters: int, calls: int = 24) -> float:
     with torch.cuda.graph(graph):
         for _ in range(calls):
             fn()
-    graph.replay()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(iters):
-        graph.replay()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) * 1e3 / iters / calls
+    return ms_per_call(graph.replay, iters, 1)[0] * 1e3 / calls
 
 
 def main(argv: list[str]) -> int:

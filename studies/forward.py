@@ -18,7 +18,7 @@ import time
 import torch
 
 from bench import cli
-from bench.floor import copy_bandwidth_gbs, weight_bytes
+from bench.timing import copy_bandwidth_gbs, ms_per_call, weight_bytes
 
 # name: (attention, compile, decode GEMV kernel for the layers' linears, RoPE inside the
 # attention kernel (None: the engine's choice), torch.compile mode)
@@ -43,26 +43,6 @@ def _rows(runner, batch: int, context: int, pages_per_seq: int):
     ints[:, NUM_INT_COLS:] = rows[:, None] * pages_per_seq + torch.arange(
         pages_per_seq, device=ints.device)[None, :]                     # row b owns its own pages
     return ints, floats
-
-
-def ms_per_call(fn, iters: int, repeats: int, stream: torch.cuda.Stream | None = None) -> list[float]:
-    """Milliseconds per call of ``fn``, one figure per round of ``iters`` back-to-back calls:
-    CUDA events on ``stream`` (default: the current one) around each round, after one untimed
-    call, so no round starts cold."""
-    stream = stream or torch.cuda.current_stream()
-    fn()
-    torch.cuda.synchronize()
-    out = []
-    for _ in range(repeats):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record(stream)
-        for _ in range(iters):
-            fn()
-        end.record(stream)
-        end.synchronize()
-        torch.cuda.synchronize()
-        out.append(start.elapsed_time(end) / iters)
-    return out
 
 
 def profiled_kernels(fn, calls: int) -> list[tuple[str, float]]:

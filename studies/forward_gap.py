@@ -76,10 +76,9 @@ def run_shape(model: str, batches: list[int], prompt_len: int, new_tokens: int, 
 
 
 def _one_batch(eng, model, batch, prompts, params, overlap, iters, repeats, bandwidth_gbs):
-    from bench.floor import weight_bytes
+    from bench.timing import ms_per_call, weight_bytes
     from engine.scheduler.request import COL_START
     from record.recorder import Timeline
-    from studies.forward import ms_per_call
     dev = eng.device
     meta = _decode_meta(eng, prompts, params, overlap)
     graph = dev.graphs.lookup(meta)
@@ -138,7 +137,7 @@ def kernel_table(replay, step_ms: float, floor_ms: float, steps: int = 20) -> No
 
 def run(models: list[str], batches: list[int], prompt_len: int, new_tokens: int, iters: int,
         repeats: int) -> int:
-    from bench.floor import copy_bandwidth_gbs
+    from bench.timing import copy_bandwidth_gbs
     if not torch.cuda.is_available():
         print("python -m studies forward-gap needs a CUDA GPU")
         return 2

@@ -111,6 +111,8 @@ def eng_vocab(model: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from record.schema import Loop
+
     ap = argparse.ArgumentParser(prog="python -m studies host-cost", description=__doc__)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--models", nargs="+", default=["qwen2.5-0.5b-shape"])
@@ -133,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{r.get('t_fwd_us', 0):>7.0f} {r.get('t_cpu_us', 0):>7.0f}")
     for model in a.models:
         for b in a.batches:
-            for lp in ("normal", "overlap"):
+            for lp in (Loop.NORMAL, Loop.OVERLAP):
                 on = next(r for r in rows if (r["model"], r["batch"], r["loop"], r["recording"])
                           == (model, b, lp, True))
                 off = next(r for r in rows if (r["model"], r["batch"], r["loop"], r["recording"])

@@ -26,6 +26,7 @@ import statistics
 import torch
 
 from bench import cli
+from bench.timing import copy_bandwidth_gbs, ms_per_call
 
 
 def linears(spec) -> list[tuple[int, int]]:
@@ -50,24 +51,14 @@ def time_chain_ms(weights, head, rows: int, repeats: int = 7, iters: int = 5) ->
                 torch.mm(inputs[w.shape[0]], w)
         torch.mm(last, head)
 
-    for _ in range(3):
+    for _ in range(2):
         chain()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    out = []
-    for _ in range(repeats):
-        start.record()
-        for _ in range(iters):
-            chain()
-        end.record()
-        end.synchronize()
-        out.append(start.elapsed_time(end) / iters)
-    return out
+    return ms_per_call(chain, iters, repeats)
 
 
 def run(model: str, prefix: int, prompt: int, batch: int) -> int:
     """Print the linears' times for the uncached prompt, the cached one and a decode step of
     ``batch`` rows, and the best TTFT ratio they allow."""
-    from bench.floor import copy_bandwidth_gbs
     from engine.models.loader import PRESETS
 
     if not torch.cuda.is_available():
