@@ -38,7 +38,8 @@ class Workload:
 
     Every request holds ``shared_prefix`` tokens of a system prompt, its prompt and at most
     ``max_new_tokens`` new tokens. The prompts are ``texts`` where given (the page's, each of
-    ``prompt_words`` words), else ``requests`` made-up prompts of ``prompt_words`` words or
+    ``prompt_words`` words) or ``prompt_ids`` (token ids, the same for every engine of a
+    comparison), else ``requests`` made-up prompts of ``prompt_words`` words or
     ``prompt_tokens`` tokens. A trace's requests (``arrivals``:
     ``engine.scheduler.arrivals.Arrival``, with their times) may give their own prompt and
     output lengths; without a trace, ``request_rate`` spreads the requests by a Poisson process
@@ -54,6 +55,7 @@ class Workload:
     prompt_words: int = 0           # prompts of this many words (0: of ``prompt_tokens`` tokens)
     requests: int = 16
     texts: tuple[str, ...] = ()     # the prompts as text (the page's); empty: made up
+    prompt_ids: tuple[tuple[int, ...], ...] = ()    # ... or as token ids, taken as they are
     temperature: float = 0.0
     ignore_eos: bool = False
     stop_early: bool = False        # each request stops on a token a probe run emitted
@@ -69,7 +71,7 @@ class Workload:
         for name in ("shared_prefix", "margin", "prompt_words", "seed"):
             _check(_whole(getattr(self, name)) and getattr(self, name) >= 0,
                    f"Workload.{name} must be a whole number >= 0, got {getattr(self, name)!r}")
-        for given in ("texts", "arrivals"):
+        for given in ("texts", "prompt_ids", "arrivals"):
             count = len(getattr(self, given))
             _check(count in (0, self.requests), f"Workload.requests ({self.requests}) must be "
                    f"the number of {given} ({count})")
@@ -118,6 +120,8 @@ class Workload:
         tokenizer, vocab = engine.tokenizer, engine.spec.vocab_size
         if self.texts:
             own = token_prompts(engine, list(self.texts), self.prompt_words or self.prompt_tokens)
+        elif self.prompt_ids:
+            own = [list(ids) for ids in self.prompt_ids]
         elif any(a.prompt_tokens for a in self.arrivals):        # lengths from a trace
             own = [make_prompts(tokenizer, 1, a.prompt_tokens or self.prompt_tokens,
                                 self.seed + i, vocab)[0] for i, a in enumerate(self.arrivals)]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import NORMAL, EngineConfig, HazardSwitches, LoopSpec
+from engine.config import NORMAL, OVERLAP, EngineConfig, HazardSwitches, LoopSpec
 from engine.run import run_config
 from engine.scheduler.arrivals import Arrival
 from engine.workloads import Workload
@@ -184,3 +184,45 @@ def test_the_session_record_builds_its_config_the_same_way(cli_record):
     run = record["runs"][0]
     assert record["config"]["served"] is True and record["env"]["engine"] == OURS
     assert (run["extra_cpu_us"], run["spans_dropped"]) == (50, 7)
+
+
+def test_token_id_prompts_run_as_given_and_each_loop_keeps_its_median_run():
+    """What a comparison with other engines gives every engine: the same token-id prompts
+    (``Workload.prompt_ids``), each loop warmed up, then run ``repeats`` times, the record
+    keeping the run of median time."""
+    from engine import Engine
+    from engine.run import RunOptions, compare_loops
+
+    ids = ((5, 6, 7, 8, 9), (10, 11, 12, 13, 14))
+    work = Workload(5, 4, requests=2, prompt_ids=ids, ignore_eos=True)
+    with Engine(work.engine_config(model="bundled", device="cpu", dtype="float64",
+                                   max_batch_size=2)) as engine:
+        watch = _Counting()
+        record = compare_loops(engine, work, [NORMAL, OVERLAP],
+                               options=RunOptions(warm_up=True, repeats=3, watch=watch))
+    assert watch.runs == [0, 0, 0, 1, 1, 1] and watch.kept == record["runs"]
+    config = config_of(record)
+    assert config is not None and (config.prompt_tokens, config.requests) == (5, 2)
+    assert [run["loop"] for run in record["runs"]] == ["normal", "overlap"]
+    for run in record["runs"]:
+        assert [o["prompt_tokens"] for o in run["outputs"]] == [5, 5]
+        assert all(len(o["token_ids"]) == 4 for o in run["outputs"])
+    with pytest.raises(ValueError, match="repeats"):
+        RunOptions(repeats=0)
+
+
+class _Counting:
+    """A watch that notes each run of a loop and the run the record keeps."""
+
+    def __init__(self) -> None:
+        self.runs: list[int] = []
+        self.kept: list = []
+
+    def loop(self, index, _spec):
+        from contextlib import nullcontext
+
+        self.runs.append(index)
+        return nullcontext(None)
+
+    def finished(self, _index, run):
+        self.kept.append(run)
