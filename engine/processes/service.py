@@ -210,7 +210,10 @@ class SchedulerService:
 
     @staticmethod
     def _probe_key(engine: Engine, request: LiveRunRequest, chat: bool = False) -> tuple:
-        return (engine.config, request.workload, chat)
+        """What a probe's stop tokens depend on: the engine, the prompts and their sampling,
+        and whether they went through the chat template (not when the requests arrive: a probe
+        runs them all at once)."""
+        return (engine.config, replace(request.workload, request_rate=None, chat=False), chat)
 
     # ---- the hazard lab -----------------------------------------------------------------------
     def _lab(self, request: LabRequest, emit: Emit) -> None:
