@@ -15,7 +15,6 @@ share of the cores other programs used meanwhile (``record.host_load``) beside t
 
 from __future__ import annotations
 
-import json
 import statistics
 import subprocess
 import sys
@@ -32,8 +31,8 @@ APP_WORKLOAD = ["--device", "cpu", "--requests", "16", "--batch-size", "16", "--
 
 
 def one_run(extra: list[str]) -> list[dict[str, Any]]:
-    """The runs of one CLI call (its record's ``runs``), brought up to today's definitions."""
-    from record.run_record import upgrade_run
+    """The runs of one CLI call (its record's ``runs``)."""
+    from record.run_record import load_record
 
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "run.json"
@@ -41,7 +40,7 @@ def one_run(extra: list[str]) -> list[dict[str, Any]]:
         done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
         if done.returncode != 0:
             raise SystemExit(f"the CLI failed ({done.returncode}): {done.stderr[-2000:]}")
-        return [upgrade_run(dict(r)) for r in json.loads(out.read_text())["runs"]]
+        return [dict(r) for r in load_record(out)["runs"]]
 
 
 def loop_name(run: dict[str, Any]) -> str:

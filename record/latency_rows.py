@@ -55,7 +55,7 @@ def rows_from_record(record: RecordDict, request_rate: float | None) -> list[dic
         metrics = run.get("metrics", {})
         if "itl_ms_p50" not in metrics:
             continue                                    # a run without per-token times
-        out.append(row_from_metrics(run.get("loop", run.get("mode", "?")), request_rate,
+        out.append(row_from_metrics(run["loop"], request_rate,
                                     len(run.get("outputs", [])), metrics))
     return out
 

@@ -38,18 +38,16 @@ SpanLike = Span | SpanDict | Mapping[str, Any]
 # (Mini-SGLang's serial loop does: the bench's recorder draws it there, as ``upload``).
 METADATA_PHASES = (Phase.UPLOAD,)
 
-# The keys every schema-1 record has carried since the first one (readers may rely on them) ...
-SCHEMA1_METRIC_KEYS = (
+# The keys every run of a record carries (``compute_metrics`` gives them all; readers may rely
+# on them).
+METRIC_KEYS = (
     "tokens_per_s", "decode_tokens_per_s", "output_tokens", "wall_s", "steps",
     "gpu_busy_frac", "idle_us_total", "idle_gap_count", "mean_step_us", "mean_idle_per_step_us",
     "t_fwd_us", "t_cpu_us", "predicted_overlap_speedup",
     "ttft_ms_mean", "ttft_ms_p50", "tpot_ms_mean",
+    "steady_step_us", "steady_busy_frac", "steady_steps", "steady_prefill_frac",
+    "engine_busy_frac", "steady_engine_busy_frac", "decode_gap_us_p50", "active_busy_frac",
 )
-# ... and the ones added since (``run_record.upgrade_run`` computes them for older records).
-METRIC_KEYS = SCHEMA1_METRIC_KEYS + ("steady_step_us", "steady_busy_frac", "steady_steps",
-                                     "steady_prefill_frac", "engine_busy_frac",
-                                     "steady_engine_busy_frac", "decode_gap_us_p50",
-                                     "active_busy_frac")
 
 
 # ---- intervals ------------------------------------------------------------------------------

@@ -227,7 +227,7 @@ def test_the_run_is_the_loop_its_loop_spec_names(cpu_engine):
     params = SamplingParams(max_new_tokens=9, ignore_eos=True)
     runs = [cpu_engine.generate(prompts, params, spec) for spec in
             (LoopSpec(Loop.NORMAL, 1, 50), LoopSpec(Loop.OVERLAP), LoopSpec(Loop.MULTISTEP, 3))]
-    assert [(r.loop, r.decode_steps, r.metrics["extra_cpu_us"]) for r in runs] == [
+    assert [(r.loop, r.decode_steps, r.extra_cpu_us) for r in runs] == [
         ("normal", 1, 50), ("overlap", 1, 0), ("multistep", 3, 0)]
     assert _same(runs[0], runs[1]) and _same(runs[0], runs[2])
     assert cpu_engine.generate(prompts, params).loop == Loop.OVERLAP

@@ -11,7 +11,7 @@ from loops import loop_of
 from engine import Engine, EngineConfig, SamplingParams
 from engine.config import OVERLAP
 from record.recorder import Timeline
-from record.run_record import load_record, make_record, save_record, validate_record
+from record.run_record import load_record, save_record, validate_record
 
 
 def _overlaps(a, b) -> bool:
@@ -124,10 +124,11 @@ def test_live_snapshot_while_running(engine):
 
 
 def test_run_record_round_trip_and_chrome_trace(engine, tmp_path):
+    from engine.run import compare_loops
+    from engine.workloads import Workload
     from record.chrome_trace import write_chrome_trace
-    runs = [engine.generate([[5, 6, 7]] * 2, SamplingParams(max_new_tokens=5), loop_of(ov))
-            for ov in (False, True)]
-    record = make_record(engine.env_info(), engine.config_dict(), [r.to_run_dict() for r in runs])
+
+    record = compare_loops(engine, Workload(3, 5, requests=2), [loop_of(ov) for ov in (False, True)])
     path = save_record(record, tmp_path / "run.json")
     back = load_record(path)
     assert validate_record(back) == json.loads(json.dumps(record))

@@ -18,7 +18,7 @@ from record.schema import LANES
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def small_run(mode: str = "normal") -> dict:
+def small_run(loop: str = "normal") -> dict:
     spans = []
     for n in range(3):
         t = 100.0 * n
@@ -26,7 +26,8 @@ def small_run(mode: str = "normal") -> dict:
                   Span("scheduler_stream", "upload", n, t + 10, t + 15, 2, 2, [0, 1]),
                   Span("engine_stream", "decode", n, t + 15, t + 70, 2, 2, [0, 1]),
                   Span("cpu", "process_last", n, t + 70, t + 90, 2, 2, [0, 1])]
-    return {"mode": mode, "label": mode, "lanes": list(LANES), "gpu_lanes": list(LANES[1:]),
+    return {"loop": loop, "decode_steps": 1, "extra_cpu_us": 0, "label": loop,
+            "lanes": list(LANES), "gpu_lanes": list(LANES[1:]),
             "metrics": compute_metrics(spans, []), "spans": [s.to_dict() for s in spans],
             "outputs": []}
 
@@ -131,7 +132,7 @@ def spans_on(run: dict, lane: str) -> list[tuple]:
 
 def test_import_makes_one_lane_per_cuda_stream_labelled_from_thread_names():
     run = import_profiler_trace(json.dumps(cuda_trace()).encode())
-    assert run["mode"] == "imported" and run["outputs"] == []
+    assert run["loop"] == "imported" and run["outputs"] == []
     assert run["gpu_lanes"] == ["GPU 0 stream 7", "GPU 0 stream 20"]
     cpu = "CPU thread 1234 (python3)"                  # the thread that launched the kernels
     assert run["lanes"] == [cpu, "GPU 0 stream 7", "GPU 0 stream 20"]
@@ -823,10 +824,10 @@ def test_our_serial_run_beside_a_trace_gets_the_same_explanation():
     whose step is far shorter: the note names the trace's shorter forward and its wait."""
     from viz.formula import trace_why_html
 
-    ours = {"mode": "normal", "loop": "normal", "metrics": {
+    ours = {"loop": "normal", "decode_steps": 1, "metrics": {
         "steady_step_us": 480.0, "t_fwd_us": 300.0, "t_cpu_us": 180.0, "tokens_per_s": 10.0,
         "gpu_busy_frac": 0.6, "idle_us_total": 100.0}}
-    trace = {"mode": "imported", "loop": "imported", "loop_seen": {"verdict": "overlapped"},
+    trace = {"loop": "imported", "decode_steps": 1, "loop_seen": {"verdict": "overlapped"},
              "metrics": {"steady_step_us": 200.0, "t_fwd_us": 180.0, "gpu_wait_us": 20.0,
                          "t_cpu_us": None, "tokens_per_s": None, "gpu_busy_frac": 0.9,
                          "idle_us_total": 10.0}}

@@ -181,7 +181,7 @@ def test_the_more_settings_list_names_only_controls(lang):
 
 def _runs(stem: str) -> dict[str, dict[str, Any]]:
     record = json.loads((ROOT / "assets" / "recorded" / f"{stem}.json").read_text())
-    return {run["mode"]: run["metrics"] for run in record["runs"]}
+    return {run["loop"]: run["metrics"] for run in record["runs"]}
 
 
 def _ms(value_us: float) -> str:

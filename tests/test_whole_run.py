@@ -56,7 +56,8 @@ def _run(loop: Loop, gaps_us: list[float]) -> dict:
                         t0 + UPLOAD_US + FORWARD_US + min(gap, CPU_US))]
         t0 += UPLOAD_US + FORWARD_US + gap
     spans.append(_span(Lane.ENGINE_STREAM, Phase.DECODE, len(gaps_us), t0, t0 + FORWARD_US))
-    return {"mode": loop, "loop": loop, "label": loop, "lanes": [Lane.CPU, *GPU],
+    return {"loop": loop, "decode_steps": 1, "extra_cpu_us": 0, "label": loop,
+            "lanes": [Lane.CPU, *GPU],
             "gpu_lanes": list(GPU), "spans": spans, "outputs": [],
             "metrics": compute_metrics(spans, [])}
 
@@ -262,7 +263,7 @@ def test_the_red_each_panel_draws_is_its_idle_time(chart):
     for run, panel in zip(runs, panels):
         ink = sum(width * opacity for width, opacity in panel["bands"])
         idle_px = run["metrics"]["idle_us_total"] / 1000.0 * panel["pxPerMs"]
-        assert ink == pytest.approx(idle_px, rel=0.25), (run["mode"], ink, idle_px)
+        assert ink == pytest.approx(idle_px, rel=0.25), (run["loop"], ink, idle_px)
         drawn.append(ink)
     assert drawn[1] / drawn[0] < 0.3
 

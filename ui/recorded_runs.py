@@ -22,7 +22,7 @@ import gradio as gr
 import texts
 import viz
 from record.imported.given_file import MAX_SHOWN_RUNS, NotATrace, side_by_side
-from record.run_record import has_memory
+from record.run_record import config_of, has_memory
 from record.schema import Loop, RecordDict, RunDict
 from record.window import step_range
 from ui import parsing
@@ -213,7 +213,7 @@ def _show_file(path: Path, lang: str, recorded: bool) -> MainView:
         return record
     where = viz.record_where(record)       # who made it is said apart, as text keys (a switch)
     if recorded:
-        notes, values = _settings(record["config"])
+        notes, values = _settings(record)
         maker = viz.record_maker(record)
         if "engine_key" in maker:
             notes = ("status_recorded_by_code" if "code_key" in maker
@@ -268,27 +268,28 @@ def _peer_section(record: RecordDict, values: dict[str, Any]) -> tuple[str, str]
     return PEER_SECTIONS[engine]
 
 
-def _settings(config: dict[str, Any]) -> tuple[tuple[str, ...], dict[str, Any]]:
-    """What a recorded run was run with, as status notes and their values (a record's config
-    says it; what it does not say is left out): model, batch, graphs, extra CPU work, where the
-    result copy ran, the KV pool and a shared system prompt."""
-    if not {"model", "max_batch_size"} <= set(config):
+def _settings(record: RecordDict) -> tuple[tuple[str, ...], dict[str, Any]]:
+    """What a recording of our engine was run with, as status notes and their values (its
+    config and its runs say it): model, batch, graphs, extra CPU work (each loop's, where they
+    differ), where the result copy ran, the KV pool and a shared system prompt."""
+    config = config_of(record)
+    if config is None:
         return (), {}
+    extra = dict.fromkeys(run["extra_cpu_us"] for run in record["runs"]) or {0: None}
     notes = ["status_settings"]
     values: dict[str, Any] = {
-        "model": str(config["model"]), "batch": int(config["max_batch_size"]),
-        "graphs_key": "sized_graphs" if config.get("cuda_graph") else "sized_eager",
-        "extra": int(config.get("extra_cpu_us") or 0)}
-    if config.get("result_copy_stream") in ("copy", "engine", "scheduler"):
+        "model": config.model, "batch": config.max_batch_size,
+        "graphs_key": "sized_graphs" if config.cuda_graph else "sized_eager",
+        "extra": " / ".join(str(us) for us in extra)}
+    if config.result_copy_stream in ("copy", "engine", "scheduler"):
         notes.append("status_settings_copy")
-        values["copy_key"] = f"copy_on_{config['result_copy_stream']}"
-    if config.get("num_pages"):
+        values["copy_key"] = f"copy_on_{config.result_copy_stream}"
+    if config.num_pages:
         notes.append("status_settings_kv")
-        values["kv_pages"] = int(config["num_pages"])
-    shared = config.get("shared_prefix") or config.get("shared_prefix_tokens")
-    if shared:
+        values["kv_pages"] = config.num_pages
+    if config.shared_prefix:
         notes.append("status_settings_prefix")
-        values["prefix"] = int(shared)
+        values["prefix"] = config.shared_prefix
     return tuple(notes), values
 
 

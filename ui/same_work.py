@@ -18,7 +18,7 @@ the loops do.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ import texts
 import viz
 from record.host_load import busiest
 from record.imported.given_file import side_by_side
+from record.run_record import config_of
 from record.schema import RecordDict
 from ui import parsing
 from ui.i18n import lang_of
@@ -36,13 +37,17 @@ from ui.recorded_runs import RECORDED_DIR, shown, write_downloads
 from ui.status import render_said, said
 from ui.view import MainView
 
-WORKLOAD = ("model", "max_batch_size", "prompt_len", "max_new_tokens")   # what makes work "the same"
+# What makes work "the same": ``RunConfig``'s names, which another engine's record uses too.
+WORKLOAD = ("model", "max_batch_size", "prompt_tokens", "max_new_tokens")
 ENGINE_ORDER = ("ours", "mini-sglang", "sglang")    # panels top to bottom
 
 
 def workload_of(record: RecordDict) -> tuple | None:
-    """The record's workload as a key, or None where its config does not say all of it."""
-    key = tuple(record["config"].get(name) for name in WORKLOAD)
+    """The record's workload as a key (our engine's typed config, or the same names in another
+    engine's), or None where its config does not say all of it."""
+    config = config_of(record)
+    values = asdict(config) if config is not None else record["config"]
+    key = tuple(values.get(name) for name in WORKLOAD)
     return None if None in key else key
 
 
@@ -67,7 +72,7 @@ def _read_header(path: Path, _mtime_ns: int, _size: int) -> _Header | None:
     try:
         if busiest(record["runs"]) is None:
             return replace(header, quiet_work=_live_work(record))
-    except (KeyError, TypeError, AttributeError):
+    except (KeyError, TypeError, AttributeError, ValueError):
         pass                                    # runs it cannot judge: never a quiet match
     return header
 
@@ -128,24 +133,30 @@ def show(name: str | None, lang_choice: str) -> tuple:
     return shown(spec, record, lang, write_downloads(record)).values()
 
 
-# What makes a live run's work the same as a recording's: the page's controls and the device.
-LIVE_WORK = ("model", "max_batch_size", "requests", "prompt_len_words", "max_new_tokens",
-             "temperature", "extra_cpu_us", "request_rate", "shared_prefix_tokens", "kv_pages")
+# What makes a live run's work the same as a recording's: the page's controls (each loop's extra
+# CPU work too) and the device.
+LIVE_WORK = ("model", "max_batch_size", "requests", "prompt_words", "max_new_tokens",
+             "temperature", "request_rate", "shared_prefix", "num_pages")
 
 
-def _live_work(record: RecordDict) -> tuple:
-    config = record["config"]
-    return (record["env"].get("device_kind"), tuple(config.get(name) for name in LIVE_WORK))
+def _live_work(record: RecordDict) -> tuple | None:
+    """A page run's work as a key (None: not a run of the page's workload of words)."""
+    config = config_of(record)
+    if config is None or config.prompt_words is None:
+        return None
+    return (record["env"].get("device_kind"), tuple(getattr(config, name) for name in LIVE_WORK),
+            tuple(dict.fromkeys(run["extra_cpu_us"] for run in record["runs"])))
 
 
 def quiet_match(record: RecordDict | None, folder: Path = RECORDED_DIR) -> str | None:
     """For a run the machine's load disturbed: a bundled recording of the same page workload on
     the same kind of device, made on a quiet machine (None: the run was not disturbed, or none
     is bundled)."""
-    if not record or busiest(record["runs"]) is None or "prompt_len_words" not in record[
-            "config"]:
+    if not record or busiest(record["runs"]) is None:
         return None
     want = _live_work(record)
+    if want is None:
+        return None
     return next((file for file, header in _headers(folder).items()
                  if header.quiet_work == want), None)
 

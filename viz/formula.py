@@ -192,8 +192,6 @@ def _trace_html(run: RunDict, name: str, lang: str) -> str:
     m = run["metrics"]
     fwd = (m.get("t_fwd_us") or 0.0) * _MS
     wait = m.get("gpu_wait_us")
-    if wait is None and m.get("t_cpu_us") is not None:   # a record exported by older code
-        wait = m["t_cpu_us"]
     lines = [t(lang, "trace_head").format(label=name)]
     if notes["sglang"]:
         lines.append(sentence_gap(lang).join(notes["sglang"]))
@@ -224,8 +222,6 @@ def trace_predicted(run: RunDict) -> float | None:
     (``trace_pred``); None for a loop its timing shows overlapped already, or without terms."""
     m = run["metrics"]
     wait = m.get("gpu_wait_us")
-    if wait is None and m.get("t_cpu_us") is not None:   # a record exported by older code
-        wait = m["t_cpu_us"]
     if not m.get("t_fwd_us") or wait is None or _role(run) == Loop.OVERLAP:
         return None
     return overlap_speedup(m["t_fwd_us"], wait)

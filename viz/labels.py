@@ -68,7 +68,7 @@ def display_labels(runs: list[RunDict], lang: str = "en") -> list[str]:
     when all runs carry the same one, it says nothing about the difference between them and is
     dropped (the page names the hardware elsewhere); differing details stay.
     """
-    labels = [str(run.get("label") or run.get("mode") or "run") for run in runs]
+    labels = [str(run.get("label") or "run") for run in runs]
     details = [label.partition(" (")[2].rstrip(")") for label in labels]
     keep_details = len(runs) > 1 and len({d for d in details if d}) > 1
     names = []

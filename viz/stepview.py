@@ -51,7 +51,7 @@ def step_figure(run: RunDict | None, step: int, lang: str = "en",
     first, last = step_range(run)
     step = min(max(int(step), first), last)
     window = (max(first, step - 1), min(last, step + 1))
-    label = str(run.get("label") or run.get("mode") or "run").partition(" (")[0]
+    label = str(run.get("label") or "run").partition(" (")[0]
     fig = side_by_side_figure([{**run, "label": label}], window=window, lang=lang)
     for trace in fig.data:
         if trace["type"] == "bar" and trace.get("legendgroup") != "gpu_idle":
