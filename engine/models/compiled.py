@@ -8,8 +8,10 @@ We compile *regions*, not the whole model, for three reasons:
 
 - **Cut at attention.** Attention reads and writes the KV cache through the page table; it is our
   own Triton kernel already (``attention_triton.py``) and stays outside. Everything *between* two
-  attentions (o_proj, residual, norm, MLP, residual, the *next* layer's norm, q/k/v, RoPE) is one
-  region, so the residual add at a layer's end fuses with the next layer's norm.
+  attentions (o_proj, residual, norm, MLP, residual, the *next* layer's norm, q/k/v) is one
+  region, so the residual add at a layer's end fuses with the next layer's norm. RoPE is left to
+  the attention kernel (``ModelRunner``'s default): in a region it would follow the cuBLAS q/k/v
+  product, into which the compiler fuses nothing, so it would be a kernel of its own a layer.
 - **Compile once, use 24 times.** The region takes the two layers as arguments; every layer pair has
   the same shapes, so it compiles once for all of them (seconds, not a minute per model).
 - **One compile for every batch size.** ``dynamic=True`` makes the batch a symbol, so the ten
