@@ -17,6 +17,7 @@ COMMANDS = {
     "forward": "studies.forward",
     "attention-sweep": "studies.attention_sweep",
     "forward-gap": "studies.forward_gap",
+    "decode-kernels": "studies.decode_kernels",
     "trace-kernels": "studies.trace_kernels",
     "launch-cost": "studies.launch_cost",
     "host-cost": "studies.host_cost",

@@ -303,11 +303,12 @@ def eight_b(parts: Parts, bandwidth_gbs: float, results: dict[str, Any]) -> None
         eng.close()
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m studies decode-kernels",
+                                 description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--out", type=Path, required=True, help="folder for decode_kernels.json")
     ap.add_argument("--budget-s", type=float, default=BUDGET_S)
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     if not torch.cuda.is_available():
         print("python -m studies.decode_kernels needs a CUDA GPU")
         return 2
