@@ -138,6 +138,18 @@ def test_chunk_counts_come_from_the_config_only():
         by_length(1024, chunk_keys=100, block_n=32)       # a chunk is whole blocks
 
 
+def test_chunks_by_length_only_where_a_full_batch_fills_the_gpu():
+    """A full batch of short rows runs (largest batch x KV heads) programs a chunk by length: on
+    a GPU it must bring two per multiprocessor, else every row takes the fixed chunks."""
+    from engine.devices.runner import EARLIER, DecodeKernels
+    kernels, sms = DecodeKernels(), 132
+    assert kernels.chunking(176, 64 * 8, sms).chunk_keys > 0          # 8 KV heads, B = 64
+    assert kernels.chunking(176, 1 * 8, sms).chunk_keys == 0          # the same model, B = 1
+    assert kernels.chunking(176, 64 * 2, sms).chunk_keys == 0         # 2 KV heads, B = 64
+    assert kernels.chunking(176, 64 * 2, 0).chunk_keys > 0            # no GPU known: by length
+    assert EARLIER.chunking(176, 64 * 8, sms).chunk_keys == 0
+
+
 def _inv_freq(gen, d, theta=None):
     """RoPE frequencies of a head size, with a random base (10^4 to 10^6, as real configs)."""
     base = theta or float(10 ** (4 + 2 * torch.rand(1, generator=gen).item()))

@@ -74,11 +74,19 @@ class DecodeKernels:
             raise ValueError(f"argmax must be 'triton' or 'torch', got {self.argmax!r}")
         self.chunking(self.chunk_keys or 1)          # refuses chunks that are not whole blocks
 
-    def chunking(self, max_seq_len: int) -> Chunking:
-        if self.chunk_keys:
+    def chunking(self, max_seq_len: int, row_programs: int = 0, sms: int = 0) -> Chunking:
+        """The chunking for an engine whose full batch runs ``row_programs`` programs a chunk
+        (its largest batch times its KV heads) on a GPU of ``sms`` multiprocessors. By length, a
+        short row runs one chunk per KV head; where a full batch of such rows would not fill the
+        GPU twice over, a short row's keys walk one after another on too few programs, so every
+        row is cut into the fixed scheme's chunks instead. Both come from the engine's
+        configuration, never from a step's batch (0: not known, by length)."""
+        if self.chunk_keys and not (sms and row_programs < FILL_WAVES * sms):
             return by_length(max_seq_len, self.chunk_keys, self.block_n)
         return fixed_chunking(max_seq_len)
 
+
+FILL_WAVES = 2        # programs per multiprocessor a full batch must bring for chunks by length
 
 # What the compiled CUDA engine ran before: every row in a fixed number of chunks of blocks of 64
 # keys, always merged; RoPE a kernel of its own after the q/k/v product; torch.argmax.
@@ -150,7 +158,10 @@ class ModelRunner:
         was captured with). The chunking comes from the config only, never from the batch:
         a row's arithmetic is the same in any batch."""
         self.kernels = kernels
-        self.chunking = (kernels.chunking(self.max_seq_len) if kv_splits is None
+        sms = (torch.cuda.get_device_properties(self.device).multi_processor_count
+               if self.device.type == "cuda" else 0)
+        rows = self.dummy_slot * self.model.spec.num_kv_heads    # max batch (slots) x KV heads
+        self.chunking = (kernels.chunking(self.max_seq_len, rows, sms) if kv_splits is None
                          else Chunking(kv_splits, 0, FIXED_BLOCK_N))
         self.rope_in_attention = kernels.rope_in_attention
         triton_ok = self.device.type == "cuda" and importlib.util.find_spec("triton") is not None
