@@ -6,6 +6,7 @@ peers' recorded runs as the page reads, lists and draws them."""
 from __future__ import annotations
 
 import json
+import statistics
 import sys
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,8 @@ def _rows() -> list[dict]:
                                      [1.0, 0.8, 1.6], 400, FIGURES, "these runs"))
     rows.append(peer_table.speed_row("ours", "defaults", MODEL, "overlap", 4, "off",
                                      [0.5, 0.5, 0.5], 400))
+    for row in rows:
+        row["where"] = {"call": "c1", "gpu": "NVIDIA H100", "gpu_uuid": "GPU-a"}
     return peer_table.add_ratios(rows)
 
 
@@ -70,12 +73,12 @@ def test_rows_report_the_median_and_range_and_ratios_to_each_peers_best():
 def test_tables_and_json_say_what_the_rows_hold():
     doc = peer_table.document({"gpu": "NVIDIA H200"}, _rows())
     table = peer_table.format_table(doc["rows"], MODEL)
-    assert ("| Mini-SGLang | pages of 16 (best) | normal | 4 | off | 800 [500-1,000] | 2.000* | "
-            "1.200* | – | – |") in table
-    assert "| Mini-SGLang | pages of 1 | normal | 4 | off | 400 [400-400] |" in table
-    assert "| ours | defaults | normal | 4 | on | 400 [250-500] | 2.000 | 1.200 | 0.50x | 0.25x |" \
-        in table
-    assert "| ours | defaults | overlap | 4 | off | 800 [800-800] | – | – | 0.50x | – |" in table
+    assert ("| Mini-SGLang | pages of 16 (best) | c1 | normal | 4 | off | 800 [500-1,000] | "
+            "2.000* | 1.200* | – | – |") in table
+    assert "| Mini-SGLang | pages of 1 | c1 | normal | 4 | off | 400 [400-400] |" in table
+    assert ("| ours | defaults | c1 | normal | 4 | on | 400 [250-500] | 2.000 | 1.200 | 0.50x | "
+            "0.25x |") in table
+    assert "| ours | defaults | c1 | overlap | 4 | off | 800 [800-800] | – | – | 0.50x | – |" in table
     assert peer_table.format_table(doc["rows"], "llama-3.1-8b-shape").count("\n") == 1
     phases = peer_table.format_phases(doc["rows"], MODEL)
     assert "| ours | defaults | normal | 4 | 2000 | 1200 | 5 | 300 | 250 | 600 | 145 | 700 |" \
@@ -89,15 +92,52 @@ def test_tables_and_json_say_what_the_rows_hold():
     assert json.loads(json.dumps(doc, allow_nan=False)) == doc
 
 
-def test_a_later_run_replaces_its_own_engine_and_shape_only():
-    old = _rows()
-    new = [peer_table.speed_row("SGLang", "tuned", MODEL, "normal", 4, "off", [0.2], 400),
-           peer_table.speed_row("SGLang", "tuned", "llama-3.1-8b-shape", "normal", 4, "off",
-                                [2.0], 400)]
+def _on(rows, call, uuid):
+    for row in rows:
+        row["where"] = {"call": call, "gpu": "NVIDIA H100", "gpu_uuid": uuid}
+    return rows
+
+
+def test_calls_add_up_and_rows_that_name_no_call_are_dropped():
+    old = _rows() + [peer_table.speed_row("SGLang", "tuned", MODEL, "overlap", 4, "off", [1.0],
+                                          400)]             # an older layout: no call, no host
+    new = _on([peer_table.speed_row("SGLang", "tuned", MODEL, "normal", 4, "off", [0.2], 400)],
+              "c2", "GPU-a")
     merged = peer_table.merge(old, new)
-    assert [r for r in merged if r["engine"] == "SGLang"] == new
-    assert [r for r in merged if r["engine"] != "SGLang"] == [r for r in old
-                                                              if r["engine"] != "SGLang"]
+    assert merged == old[:-1] + new                          # both calls' rows, in call order
+    assert peer_table.merge(merged, new) == merged           # a call is merged once
+
+
+def test_ratios_divide_rows_of_one_gpu_only():
+    rows = _rows() + _on([peer_table.speed_row("SGLang", "tuned", MODEL, "overlap", 4, "off",
+                                               [0.1], 400)], "c3", "GPU-b")
+    rows += _on([peer_table.speed_row("ours", "defaults", MODEL, "overlap", 4, "on", [0.2], 400)],
+                "c3", "GPU-b")
+    peer_table.add_ratios(rows)
+    here, there = rows[-3], rows[-1]
+    assert here["engine"] == "ours" and "SGLang" not in here["vs"]    # SGLang ran it elsewhere
+    assert there["vs"] == pytest.approx({"SGLang": 0.5})             # its own GPU's SGLang only
+    unsaid = peer_table.speed_row("ours", "defaults", MODEL, "normal", 4, "on", [0.5], 400)
+    assert peer_table.add_ratios([*_rows(), unsaid])[-1]["vs"] == {}   # no GPU said: no ratio
+
+
+def test_the_summary_pools_ours_over_calls_and_takes_each_peers_best():
+    first = _rows()
+    ours = next(r for r in first if (r["engine"], r["loop"], r["recording"]) ==
+                ("ours", "normal", "on"))
+    ours["tok_s_by_timing"] = {"start": 400.0, "end": 390.0}
+    again = _on([peer_table.speed_row("ours", "defaults", MODEL, "normal", 4, "on", [0.4], 400)],
+                "c2", "GPU-a")
+    rows = peer_table.add_ratios(first + again)
+    pooled = peer_table.pooled(rows, "ours", MODEL, "GPU-a", "normal", 4, "on")
+    assert pooled["runs"] == 4 and pooled["calls"] == 2 and pooled["timings"] == [400.0, 390.0]
+    assert pooled["median"] == pytest.approx(statistics.median([400, 500, 250, 1000]))
+    mini = peer_table.pooled(rows, "Mini-SGLang", MODEL, "GPU-a", "normal", 4, "off")
+    assert mini["config"] == "pages of 16" and mini["median"] == 800     # its best, not pages of 1
+    table = peer_table.summary_table(rows, MODEL, "GPU-a")
+    assert "| this project (recording on) | 450 [250-1,000] (4) | – |" in table
+    assert "| Mini-SGLang (pages of 16) | 800 [500-1,000] (3) | 1,600 [1,000-2,000] (3) |" in table
+    assert "| this project / Mini-SGLang | 0.56x | – |" in table
 
 
 def test_a_row_without_timed_runs_is_refused_and_a_failed_hook_gives_no_on_row():
@@ -374,7 +414,11 @@ def test_the_orchestration_runs_every_loop_writes_rows_and_the_record(tmp_path, 
                     budget_s=600, merge=True, with_ours=False)
     assert code == 0 and made == [MODEL]
     doc = json.loads(json_path.read_text())
-    sglang = [r for r in doc["rows"] if r["engine"] == "SGLang"]
+    sglang = [r for r in doc["rows"] if r["engine"] == "SGLang" and r["where"]["call"] != "c1"]
+    assert {r["where"]["gpu"] for r in sglang} == {"NVIDIA H200"} and len(
+        {r["where"]["call"] for r in sglang}) == 1           # this call's, its GPU named
+    assert all(r["where"]["commit"] == "abc" and r["where"]["version"] == "release 0.5.17"
+               and r["where"]["cpu"] for r in sglang)
     assert sorted((r["loop"], r["batch"], r["recording"]) for r in sglang) == sorted(
         (loop, b, rec) for loop in ("normal", "overlap") for b in (1, 4) for rec in ("off", "on"))
     assert all(r["runs"] == 3 and r["tok_s_median"] == 128 * r["batch"] / (
@@ -523,3 +567,22 @@ def test_the_record_run_is_the_median_hooked_run_beside_the_plain_runs():
     assert cost["tokens"] == 48 and cost["steps"] == run["metrics"]["steps"]
     assert run["loop"] == "normal" and run["label"] == "normal (a peer)"
     assert run["metrics"]["steady_step_us"] == pytest.approx(2000.0)   # the 2 s run, the median
+
+
+def test_ours_is_timed_at_the_calls_start_and_end_and_pooled(monkeypatch):
+    """Our side of a call on the CPU (the same code as on the GPU): one engine per (shape, B),
+    every setting timed at both ends, one row per setting holding both timings' runs."""
+    from studies.peers.ours import OursTimed
+    work = peer_work.PeerWork(models=("smollm2-135m-shape",), batches=(2,), repeats=1,
+                              prompt_len=4, new_tokens=3, record_tokens=3)
+    with OursTimed(work, device="cpu") as timed:
+        timed.time("start")
+        timed.time("end")
+        rows = timed.rows()
+    assert sorted((r["loop"], r["recording"]) for r in rows) == sorted(
+        (loop, rec) for loop in ("normal", "overlap") for rec in ("on", "off"))
+    for row in rows:
+        assert row["runs"] == 2 and set(row["tok_s_by_timing"]) == {"start", "end"}
+        assert row["tokens"] == 2 * 3 and row["batch"] == 2
+        assert (row["step_ms"] is not None) == (row["recording"] == "on")
+    assert timed.summary()["config"]["max_batch_size"] == 2

@@ -35,9 +35,12 @@ import argparse
 import json
 import os
 import platform
+import subprocess
 import sys
 import tempfile
 import time
+import uuid
+from contextlib import ExitStack
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -47,7 +50,7 @@ from engine.provenance import engine_commit
 from record.schema import Loop
 from studies.peers import table as peer_table
 from studies.peers.config import MINISGL, SGLANG
-from studies.peers.ours import LOOPS, run_ours, save_our_record
+from studies.peers.ours import LOOPS, OursTimed, save_our_record
 from studies.peers.processes import ROOT, PeerPaths, peer_spec, run_peer, warm_up
 from studies.peers.work import PeerWork, check_work, configs_of, write_model_dir
 
@@ -77,28 +80,33 @@ def run(peer: str, work: PeerWork, paths: PeerPaths, json_path: Path | None,
     if not torch.cuda.is_available():
         raise ValueError("every engine runs on a CUDA GPU, and torch finds none here")
     deadline = time.monotonic() + budget_s
-    host = {"cpu": _cpu_model(), "cpus": os.cpu_count(), "loadavg_start": os.getloadavg()}
+    where = call_provenance(ours_commit)
     rows: list[dict[str, Any]] = []
     notes: list[str] = []
     outs: dict[str, list[dict[str, Any]]] = {p: [] for p in peers}
     ours: dict[str, Any] = {}
-    with tempfile.TemporaryDirectory(prefix="peer-") as tmp:
-        workdir = Path(tmp)
-        dirs = {m: write_model_dir(m, workdir / m) for m in work.models + work.warm_also}
-        for name in peers:
-            rows += _run_peer(name, work, paths, dirs, workdir, deadline, outs[name], notes,
-                              record=record_dir is not None)
-    for model in work.models if with_ours else ():
-        for batch in work.batches:
-            if time.monotonic() > deadline - 60:
-                notes.append(f"ours on {model} B={batch}: not run (out of time)")
-                continue
-            batch_rows, ours[f"{model} B={batch}"] = run_ours(work, model, batch)
-            rows += batch_rows
-    host["loadavg_end"] = os.getloadavg()
-    header = _header(work, paths, ours_commit, command, outs, ours, notes,
+    with ExitStack() as stack:
+        # Ours at the call's start and again at its end, the peers between: the host's drift
+        # over the call shows in our own figures, and every ratio divides rows of this host.
+        timed = stack.enter_context(OursTimed(work)) if with_ours else None
+        if timed is not None:
+            timed.time("start")
+        with tempfile.TemporaryDirectory(prefix="peer-") as tmp:
+            workdir = Path(tmp)
+            dirs = {m: write_model_dir(m, workdir / m) for m in work.models + work.warm_also}
+            for name in peers:
+                rows += _run_peer(name, work, paths, dirs, workdir, deadline, outs[name], notes,
+                                  record=record_dir is not None)
+        if timed is not None:
+            timed.time("end")
+            rows += timed.rows()
+            ours = timed.summary()
+    where["loadavg_end"] = list(os.getloadavg())
+    for row in rows:
+        row["where"] = {**where, **_peer_version(row, outs, paths)}
+    header = _header(work, paths, where["commit"], command, outs, ours, notes,
                      torch.cuda.get_device_name(), torch.__version__)
-    header["host"] = host            # a busy or slow host shows in a peer's CPU-side work
+    header["host"] = where           # a busy or slow host shows in a peer's CPU-side work
     json_path = json_path or ROOT / "studies" / "results" / f"peer-{peer_table.gpu_tag(header['gpu'])}.json"
     if merge and json_path.exists():
         old = json.loads(json_path.read_text())
@@ -211,6 +219,39 @@ def _header(work: PeerWork, paths: PeerPaths, ours_commit: str, command: str,
                   "recording off), same shape, loop and B"},
         "start_s": {f"{o['config_name']} {o['model']} {o['loop']}": o["start_s"] for o in every},
         "ours": ours, "notes": notes}
+
+
+def call_provenance(commit: str) -> dict[str, Any]:
+    """Where this call runs, for every row it makes: a call id of its own, the GPU's name and
+    UUID and the driver (nvidia-smi), the host's CPU model, cores and load, our commit."""
+    import torch
+    gpu = {"gpu": torch.cuda.get_device_name(), "gpu_uuid": "", "driver": ""}
+    try:
+        line = subprocess.run(["nvidia-smi", "--query-gpu=name,uuid,driver_version",
+                               "--format=csv,noheader", "-i", "0"], capture_output=True,
+                              text=True, timeout=20).stdout.strip()
+        name, gpu_uuid, driver = (part.strip() for part in line.split(","))
+        gpu = {"gpu": name, "gpu_uuid": gpu_uuid, "driver": driver}
+    except (OSError, ValueError, subprocess.SubprocessError):   # no nvidia-smi: ask torch
+        try:
+            gpu["gpu_uuid"] = f"GPU-{torch.cuda.get_device_properties(0).uuid}"
+        except (RuntimeError, AssertionError, AttributeError):
+            gpu["gpu_uuid"] = "unknown"
+    return {"call": f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{uuid.uuid4().hex[:6]}",
+            **gpu, "cpu": _cpu_model(), "cpus": os.cpu_count(),
+            "loadavg_start": list(os.getloadavg()),
+            "commit": commit or engine_commit() or "unknown"}
+
+
+def _peer_version(row: dict[str, Any], outs: dict[str, list[dict[str, Any]]],
+                  paths: PeerPaths) -> dict[str, str]:
+    """A peer row's version: SGLang's release, Mini-SGLang's commit (ours: the call's commit)."""
+    if row["engine"] == MINISGL:
+        return {"version": paths.commit()}
+    for out in outs.get(row["engine"], []):
+        if out["env"].get("sglang_version"):
+            return {"version": f"release {out['env']['sglang_version']}"}
+    return {}
 
 
 def _cpu_model() -> str:

@@ -66,25 +66,38 @@ def peer_rows(engine: str, config: str, model: str, out: Mapping[str, Any]) -> l
     return rows
 
 
-def best(rows: Iterable[dict[str, Any]]) -> dict[tuple[str, str, str, int], dict[str, Any]]:
-    """Each peer's fastest row with recording off, by (engine, model, loop, B)."""
-    found: dict[tuple[str, str, str, int], dict[str, Any]] = {}
+def host_of(row: Mapping[str, Any]) -> str:
+    """The GPU a row ran on, by its UUID (``where``: the call's provenance); "" if not said."""
+    return str((row.get("where") or {}).get("gpu_uuid") or "")
+
+
+def best(rows: Iterable[dict[str, Any]]) -> dict[tuple[str, str, str, str, int], dict[str, Any]]:
+    """Each peer's fastest row with recording off, by (host, engine, model, loop, B): the best
+    of its configurations on that GPU."""
+    found: dict[tuple[str, str, str, str, int], dict[str, Any]] = {}
     for r in rows:
         if r["engine"] in PEERS and r["recording"] == "off":
-            key = (r["engine"], r["model"], r["loop"], r["batch"])
+            key = (host_of(r), r["engine"], r["model"], r["loop"], r["batch"])
             if key not in found or r["tok_s_median"] > found[key]["tok_s_median"]:
                 found[key] = r
     return found
 
 
 def add_ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each row's median tokens/s over each peer's best (recording off), same shape, loop, B."""
+    """Each row's median tokens/s over each peer's best (recording off) on the same GPU, shape,
+    loop and B. Rows of another host, or of none said, are never divided by each other."""
     fastest = best(rows)
     for r in rows:
+        host = host_of(r)
         r["vs"] = {peer: r["tok_s_median"] / fastest[key]["tok_s_median"]
                    for peer in PEERS
-                   if (key := (peer, r["model"], r["loop"], r["batch"])) in fastest}
+                   if host and (key := (host, peer, r["model"], r["loop"], r["batch"])) in fastest}
     return rows
+
+
+def hosts(rows: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The GPUs the rows ran on, in the order first seen."""
+    return list(dict.fromkeys(host_of(r) for r in rows))
 
 
 def ordered(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -103,22 +116,70 @@ def _ratio(value: float | None) -> str:
     return "–" if value is None else f"{value:.2f}x"
 
 
-def format_table(rows: Sequence[dict[str, Any]], model: str) -> str:
-    """One shape's table, as markdown: every engine and configuration, and our rows over each
-    peer's best."""
-    lines = ["| engine | configuration | loop | B | recording | tok/s median [min-max] | "
+def format_table(rows: Sequence[dict[str, Any]], model: str, host: str | None = None) -> str:
+    """One shape's table on one GPU (``host``: its UUID; None: every row), as markdown: every
+    engine, configuration and call, and our rows over each peer's best on that GPU."""
+    lines = ["| engine | configuration | call | loop | B | recording | tok/s median [min-max] | "
              "decode step ms | forward ms | ours / Mini-SGLang | ours / SGLang |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     fastest = {id(r) for r in best(rows).values()}
-    for r in ordered(row for row in rows if row["model"] == model):
+    for r in ordered(row for row in rows if row["model"] == model
+                     and (host is None or host_of(row) == host)):
         mark = "*" if r["figures_from"] and r["recording"] == "off" else ""
         star = " (best)" if id(r) in fastest else ""
         ratios = [_ratio(r["vs"].get(peer)) if r["engine"] == OURS else "–" for peer in PEERS]
-        lines.append(f"| {r['engine']} | {r['config']}{star} | {r['loop']} | {r['batch']} | "
-                     f"{r['recording']} | {r['tok_s_median']:,.0f} [{r['tok_s_min']:,.0f}-"
-                     f"{r['tok_s_max']:,.0f}] | {_ms(r['step_ms'], mark)} | "
-                     f"{_ms(r['forward_ms'], mark)} | {' | '.join(ratios)} |")
+        call = (r.get("where") or {}).get("call", "–")
+        lines.append(f"| {r['engine']} | {r['config']}{star} | {call} | {r['loop']} | "
+                     f"{r['batch']} | {r['recording']} | {r['tok_s_median']:,.0f} "
+                     f"[{r['tok_s_min']:,.0f}-{r['tok_s_max']:,.0f}] | "
+                     f"{_ms(r['step_ms'], mark)} | {_ms(r['forward_ms'], mark)} | "
+                     f"{' | '.join(ratios)} |")
     return "\n".join(lines)
+
+
+def pooled(rows: Sequence[dict[str, Any]], engine: str, model: str, host: str, loop: str,
+           batch: int, recording: str) -> dict[str, Any] | None:
+    """Every timed run of one engine's setting on one GPU, over all its calls and configurations'
+    best (for a peer: its best configuration's calls): median, range, count, and each timing's
+    median in call order (ours is timed at each call's start and end)."""
+    found = [r for r in rows if (r["engine"], r["model"], host_of(r), r["loop"], r["batch"],
+                                 r["recording"]) == (engine, model, host, loop, batch, recording)]
+    if engine in PEERS:
+        top = best(found).get((host, engine, model, loop, batch))
+        found = [r for r in found if top is not None and r["config"] == top["config"]]
+    runs = [x for r in found for x in r["tok_s_runs"]]
+    if not runs:
+        return None
+    timings = [v for r in found for v in (r.get("tok_s_by_timing") or {}).values()]
+    return {"median": statistics.median(runs), "min": min(runs), "max": max(runs),
+            "runs": len(runs), "calls": len(found), "config": found[0]["config"],
+            "timings": timings}
+
+
+def summary_table(rows: Sequence[dict[str, Any]], model: str, host: str) -> str:
+    """The README's table for one shape on one GPU: ours with recording on (every run of every
+    call), each peer's best configuration with recording off, and the ratios of the medians."""
+    cells = [(loop, b) for b in sorted({r["batch"] for r in rows if r["model"] == model})
+             for loop in (Loop.NORMAL, Loop.OVERLAP)]
+    head = " | ".join(f"{'serial' if loop == Loop.NORMAL else 'overlap'} B={b}" for loop, b in cells)
+    lines = [f"| tok/s, median [min-max] (runs) | {head} |", "|---" * (len(cells) + 1) + "|"]
+    ours = [pooled(rows, OURS, model, host, loop, b, "on") for loop, b in cells]
+    lines.append("| this project (recording on) | " + " | ".join(_cell(c) for c in ours) + " |")
+    for peer in PEERS:
+        theirs = [pooled(rows, peer, model, host, loop, b, "off") for loop, b in cells]
+        if not any(theirs):
+            continue
+        names = sorted({t["config"] for t in theirs if t})
+        lines.append(f"| {peer} ({'; '.join(names)}) | "
+                     + " | ".join(_cell(t) for t in theirs) + " |")
+        lines.append(f"| this project / {peer} | " + " | ".join(
+            f"{o['median'] / t['median']:.2f}x" if o and t else "–"
+            for o, t in zip(ours, theirs)) + " |")
+    return "\n".join(lines)
+
+
+def _cell(p: Mapping[str, Any] | None) -> str:
+    return "–" if p is None else f"{p['median']:,.0f} [{p['min']:,.0f}-{p['max']:,.0f}] ({p['runs']})"
 
 
 def format_phases(rows: Sequence[dict[str, Any]], model: str) -> str:
@@ -165,12 +226,12 @@ def format_gains(gains: Sequence[dict[str, Any]], model: str) -> str:
 
 
 def merge(old_rows: Sequence[dict[str, Any]], new_rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Rows of an earlier document that this run did not measure again (another engine, or
-    another shape), then this run's: one engine's rows on a shape always come from one run.
-    Rows that name no shape or configuration (an older layout) are dropped."""
-    measured = {(r["engine"], r["model"]) for r in new_rows}
-    kept = [r for r in old_rows if "model" in r and "config" in r
-            and (r["engine"], r["model"]) not in measured]
+    """An earlier document's rows, then this call's. Every row keeps the call it came from
+    (``where``), so calls on one host add up (ours, timed in each) and rows of other hosts stay
+    apart. Rows that name no call (an older layout, whose host is not known) are dropped."""
+    calls = {(r.get("where") or {}).get("call") for r in new_rows}
+    kept = [r for r in old_rows if (r.get("where") or {}).get("call")
+            and r["where"]["call"] not in calls]
     return kept + list(new_rows)
 
 
@@ -223,10 +284,16 @@ def report(doc: Mapping[str, Any]) -> str:
     models = sorted({r["model"] for r in doc["rows"]})
     parts = [f"{h.get('gpu')}, torch {h.get('torch_version')}; commits {h.get('commits')}",
              "* measured in the hooked runs beside the timed ones; (best): the peer's fastest "
-             "configuration with recording off, which the ratios take"]
+             "configuration with recording off on that GPU, which the ratios take"]
     for model in models:
-        parts += [f"## {model}", format_table(doc["rows"], model),
-                  "Where a decode step goes (recording on; µs per steady decode step):",
+        for host in hosts(r for r in doc["rows"] if r["model"] == model):
+            gpu = next(((r.get("where") or {}).get("gpu", "") for r in doc["rows"]
+                        if host_of(r) == host), "")
+            parts += [f"## {model} on {gpu} {host or '(GPU not said)'}",
+                      summary_table(doc["rows"], model, host) if host else
+                      "(rows that name no GPU: no ratios)",
+                      format_table(doc["rows"], model, host)]
+        parts += ["Where a decode step goes (recording on; µs per steady decode step):",
                   format_phases(doc["rows"], model), "Overlap's gain:",
                   format_gains(doc["overlap_gains"], model)]
     return "\n\n".join(parts)
@@ -289,8 +356,9 @@ def record_parts(engine: str, outs: Sequence[Mapping[str, Any]], model: str, pro
     config = {"engine": key, "commit": commit, "configuration": first.get("config_name", ""),
               "engine_args": first.get("config", {}), "model": model, "device": "cuda",
               "cuda_graph": True, "max_batch_size": batch, "requests": batch,
-              "prompt_len": prompt_len, "max_new_tokens": len(runs[0]["outputs"][0]["token_ids"]),
-              "ignore_eos": True, "extra_cpu_us": 0, "max_seq_len": max_seq_len}
+              "prompt_tokens": prompt_len,
+              "max_new_tokens": len(runs[0]["outputs"][0]["token_ids"]),
+              "ignore_eos": True, "max_seq_len": max_seq_len}
     notes = [hook_cost_note(engine, o["loop"], o["hook_cost"]) for o in outs]
     return env, config, runs, notes + [SERIAL_UPLOAD_NOTES[engine]]
 

@@ -7,10 +7,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from studies.peers.config import MINISGL, PeerConfig
 from studies.peers.minisglang.config import configs as minisglang_configs
 from studies.peers.sglang.config import configs as sglang_configs
+
+if TYPE_CHECKING:
+    from engine.workloads import Workload
 
 
 @dataclass(frozen=True)
@@ -34,6 +38,14 @@ class PeerWork:
     @property
     def max_seq_len(self) -> int:
         return self.prompt_len + max(self.new_tokens, self.record_tokens) + 16
+
+    def workload(self, model: str, batch: int, new_tokens: int | None = None) -> Workload:
+        """Our engine's ``Workload`` for ``batch`` requests of ``model``'s shape: the peers'
+        token-id prompts, taken as they are, greedy, no stop before ``new_tokens``."""
+        from engine.workloads import Workload
+        return Workload(self.prompt_len, new_tokens or self.new_tokens, requests=batch,
+                        seed=self.seed, ignore_eos=True,
+                        prompt_ids=tuple(map(tuple, prompts_for(self, model, batch))))
 
 
 def check_work(work: PeerWork) -> None:
