@@ -569,7 +569,7 @@ def test_the_record_run_is_the_median_hooked_run_beside_the_plain_runs():
     assert run["metrics"]["steady_step_us"] == pytest.approx(2000.0)   # the 2 s run, the median
 
 
-def test_ours_is_timed_at_the_calls_start_and_end_and_pooled(monkeypatch):
+def test_ours_is_timed_at_the_calls_start_and_end_and_pooled():
     """Our side of a call on the CPU (the same code as on the GPU): one engine per (shape, B),
     every setting timed at both ends, one row per setting holding both timings' runs."""
     from studies.peers.ours import OursTimed
