@@ -12,12 +12,17 @@
 #   OUT=out bash studies/gpu.sh ours-record  # only our record beside the peers' (both loops,
 #                                             # their workload), into $OUT/rec
 #   OUT=out bash studies/gpu.sh traces       # tests/data/traces/, into $OUT/traces.tgz
-#   OUT=out bash studies/gpu.sh peer         # Mini-SGLang at its best beside our engine, both
-#                                            # shapes (after studies/peers/minisglang/prepare.sh;
-#                                            # WHL=its folder)
-#   OUT=out bash studies/gpu.sh sglang       # SGLang at its best, both shapes, its records and
-#                                             # profiler traces (SGLANG=the folder holding its
-#                                             # site.tar.xz, studies/peers/sglang/payload.sh's set)
+#   OUT=out bash studies/gpu.sh peer         # Mini-SGLang at its best beside our engine, ours
+#                                            # timed at the call's start and end (after
+#                                            # studies/peers/minisglang/prepare.sh; WHL=its folder)
+#   OUT=out bash studies/gpu.sh sglang       # SGLang at its best beside our engine, likewise
+#                                            # (SGLANG=the folder holding its site.tar.xz, or the
+#                                            # parts of it: studies/peers/sglang/payload.sh's set)
+#   OUT=out bash studies/gpu.sh stash-sglang # keep the parts of SGLang's set this call carries,
+#                                            # for a later call on the same machine
+#
+# The peer calls of one machine add their rows to $RESULTS/peer-<gpu>.json (one GPU, one file;
+# every row names its call and the GPU's UUID), returned as $OUT/results-*.tgz.
 #
 # Several subcommands may be given at once (`bash studies/gpu.sh suite bench`). Each step runs
 # under its own time limit and all of them within BUDGET_S seconds (default 540), so one call
@@ -179,32 +184,54 @@ peer() {
         --no-cache-dir --upgrade --target /tmp/site "$whl"/*.whl
     local left=$((${PEER_S:-$((BUDGET_S - ($(date +%s) - START)))} - 30))
     step peer $((left + 15)) python3 -m studies peers mini-sglang --minisgl "$whl/python" \
-        --site /tmp/site --models ${MODELS:-qwen2.5-0.5b-shape llama-3.1-8b-shape} ${PEER_ARGS:-} \
-        --jit-cache "$jit" --record "$RESULTS/recorded" --json "$RESULTS/peer-h200.json" \
+        --site /tmp/site --models ${MODELS:-qwen2.5-0.5b-shape} ${PEER_ARGS:-} \
+        --jit-cache "$jit" --json "$RESULTS/peer-$(gpu_tag).json" \
         --merge --budget-s "$left" --commit "${COMMIT:-}"
     tar czf "$OUT/results-peer.tgz" -C "$RESULTS" .
 }
 
-# SGLang beside the others (python -m studies peers sglang): its rows merged into
-# studies/results/peer-h200.json, its record of both loops in assets/recorded/, its own profiler
-# traces. Needs SGLANG (default .peer-sglang) holding site.tar.xz, unless a call before this one
-# on the same machine unpacked it; FlashInfer's compiled kernels stay in JIT (a later call on the
-# same machine, or jit.txz carried there, starts without compiling; JIT_BACK=1 sends it back).
-# MODELS: the shapes timed; SGLANG_ARGS: more flags (--warm-also SHAPE: compile a shape's kernels for a later call;
-# --no-warm: they are compiled already). Back under $OUT: results.tgz, traces.tar.partNN, jit.txz.
+# The GPU's model in file names ("h100" for "NVIDIA H100 80GB HBM3"), as studies.peers.table.
+gpu_tag() {
+    nvidia-smi --query-gpu=name --format=csv,noheader -i 0 | tr ' ' '\n' \
+        | grep -m1 -E '^[A-Za-z]+[0-9]+' | grep -vi nvidia | tr 'A-Z' 'a-z'
+}
+
+# SGLang's package set may come in parts (site.tar.xz.partNN, each call carrying what fits
+# beside the project): each call keeps the parts it brings in /tmp/sglang-parts, on this machine,
+# and the set is unpacked once they are all there.
+stash_sglang() {
+    local pay=${SGLANG:-.peer-sglang}
+    mkdir -p /tmp/sglang-parts
+    for f in "$pay"/site.tar.xz.part*; do [[ -f $f ]] && cp "$f" /tmp/sglang-parts/; done
+    ls -la /tmp/sglang-parts
+}
+
+# SGLang beside our engine (python -m studies peers sglang): its rows and ours merged into
+# $RESULTS/peer-<gpu>.json. Needs SGLANG (default .peer-sglang) holding site.tar.xz or its parts
+# (this call's and those stash-sglang kept), unless a call before this one on the same machine
+# unpacked it; FlashInfer's compiled kernels stay in JIT (a later call on the same machine, or
+# jit.txz carried there, starts without compiling; JIT_BACK=1 sends it back). MODELS: the shapes
+# timed; SGLANG_ARGS: more flags (--record DIR, --sglang-traces DIR, --sglang-compile,
+# --warm-also SHAPE, --no-warm). Back under $OUT: results-sglang.tgz, jit.txz.
 sglang() {
     local pay=${SGLANG:-.peer-sglang} jit=${JIT:-/tmp/peer-jit}
     mkdir -p /tmp/sglang "$jit" "$OUT/traces"
-    [[ -d /tmp/sglang/site/sglang ]] || step sglang_unpack 90 tar -xJf "$pay/site.tar.xz" -C /tmp/sglang
+    local whole="$pay/site.tar.xz"
+    if [[ ! -f $whole ]]; then                   # the parts this and earlier calls brought
+        stash_sglang
+        whole=/tmp/sglang-site.tar.xz
+        cat /tmp/sglang-parts/site.tar.xz.part* > "$whole"
+    fi
+    [[ -d /tmp/sglang/site/sglang ]] || step sglang_unpack 90 tar -xJf "$whole" -C /tmp/sglang
     [[ -f $pay/jit.txz ]] && step jit_unpack 30 tar xJf "$pay/jit.txz" -C "$jit"
     export CUDA_HOME=${CUDA_HOME:-/usr/local/cuda} NCCL_NVLS_ENABLE=0 \
         TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
     export PATH=$CUDA_HOME/bin:$PATH
     local left=$((${SGLANG_S:-$((BUDGET_S - ($(date +%s) - START)))} - 45))
     step sglang $((left + 15)) python3 -m studies peers sglang --sglang-site /tmp/sglang/site \
-        --models ${MODELS:-qwen2.5-0.5b-shape} --skip-ours ${SGLANG_ARGS:-} \
-        --jit-cache "$jit" --sglang-traces "$OUT/traces" --record "$RESULTS/recorded" \
-        --json "$RESULTS/peer-h200.json" --merge --budget-s "$left" --commit "${COMMIT:-}"
+        --models ${MODELS:-qwen2.5-0.5b-shape} ${SGLANG_ARGS:-} \
+        --jit-cache "$jit" --json "$RESULTS/peer-$(gpu_tag).json" --merge \
+        --budget-s "$left" --commit "${COMMIT:-}"
     tar czf "$OUT/results-sglang.tgz" -C "$RESULTS" .
     if [[ -n $(ls "$OUT/traces") ]]; then
         (cd "$OUT" && tar cf traces.tar traces && split -b 15000000 -d traces.tar traces.tar.part)
@@ -236,8 +263,9 @@ for part in "${@:-suite}"; do
         ours-record) MODELS=${MODELS:-qwen2.5-0.5b-shape} ours_record ;;
         traces) traces ;;
         peer) peer ;;
+        stash-sglang) stash_sglang ;;
         sglang) sglang ;;
-        *) echo "unknown part: $part (suite, bench, first-click, ui, record, sized, kernels, gap, ours-record, traces, peer, sglang)"; exit 2 ;;
+        *) echo "unknown part: $part (suite, bench, first-click, ui, record, sized, kernels, gap, ours-record, traces, peer, stash-sglang, sglang)"; exit 2 ;;
     esac
 done
 echo "=== done t=$(($(date +%s) - START))s" | tee -a "$LOG"

@@ -160,6 +160,7 @@ def test_the_hooks_cost_is_said_in_both_languages():
 
 def test_file_names_and_graph_sizes():
     assert peer_table.gpu_tag("NVIDIA H200") == "h200" and peer_table.gpu_tag("") == "gpu"
+    assert peer_table.gpu_tag("NVIDIA H100 80GB HBM3") == "h100"
     assert peer_table.record_name("NVIDIA H200", "Mini-SGLang", MODEL, 16) == \
         "h200-minisglang-qwen05-b16.json"
     assert peer_table.record_name("NVIDIA H200", "SGLang", "llama-3.1-8b-shape", 1) == \

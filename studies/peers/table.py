@@ -15,6 +15,7 @@ configuration that made a peer slower.
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -364,9 +365,12 @@ def record_parts(engine: str, outs: Sequence[Mapping[str, Any]], model: str, pro
 
 
 def gpu_tag(device_name: str) -> str:
-    """"h200" for "NVIDIA H200": the GPU in file names."""
-    words = device_name.split()
-    return "".join(c for c in (words[-1] if words else "").lower() if c.isalnum()) or "gpu"
+    """"h100" for "NVIDIA H100 80GB HBM3", "h200" for "NVIDIA H200": the GPU in file names (its
+    model: the first word of letters then digits)."""
+    for word in device_name.split():
+        if re.fullmatch(r"[A-Za-z]+[0-9]+[A-Za-z0-9]*", word) and word.upper() != "NVIDIA":
+            return word.lower()
+    return "gpu"
 
 
 def record_name(device_name: str, engine: str, model: str, batch: int) -> str:
