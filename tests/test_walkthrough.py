@@ -5,9 +5,12 @@
   section asks one question; both languages have the same sections and minutes.
 - Every picture and recorded run it names exists, and every control it names (in bold) is on the
   page: a label the page's tabs show, in English or Chinese.
-- The figures it quotes from recorded runs (``assets/recorded``), from the peer benchmark
-  (``bench/results/peer-h200.json``) and from the serving measurement (``assets/serving``) are
-  the ones those files hold, in both languages.
+- Every number a section quotes where it names a recorded run (``assets/recorded``) is one the
+  page shows for that run, read through the page's own handlers (``tests/page_figures.py``): no
+  list of figures to keep up to date, so a new figure cannot escape. What it quotes the page
+  saying (a lane's label, a button) the page says, and the colour it gives a phase is the one
+  the page draws. The peer benchmark's figures (``bench/results/peer-h200.json``) and the serving
+  measurement's (``assets/serving``) are the ones those files hold, in both languages.
 - Every path, line range, pull request and issue of SGLang, Mini-SGLang, vLLM or FlashInfer that
   the walkthroughs, the README, the page's texts or the code cite is listed in
   ``docs/citations.md``, and every system listed there names the commit or release it was read
