@@ -12,7 +12,8 @@
 Starts ``python app.py`` on a free port, drives it with Playwright exactly as the lesson in
 ``docs/walkthrough.md`` does (live runs on this machine, the bundled H200 recordings, the hazard
 lab), saves one screenshot per step, and stops the server. Live numbers change from run to run:
-the walkthrough gives their spread; each screenshot is one run.
+the walkthrough gives their spread; each screenshot is one run. The Chinese pictures need a CJK
+font where Chromium runs (Debian: ``apt-get install fonts-noto-cjk``), or their text is boxes.
 """
 
 from __future__ import annotations
@@ -321,13 +322,13 @@ def recorded_lesson(page, out: Path) -> None:
 
 def whole_run_shots(page, out: Path, record: Path) -> None:
     """The whole-run chart of a long run, as the page draws any record it is given (the import
-    tab), in English and in Chinese: ``whole-run-<steps>-en.png`` and ``-zh.png``. The record is
-    one the CLI wrote, e.g. 500 decode steps of the page's workload on this machine's CPU:
+    tab), in English and in Chinese: ``whole-run-<max new tokens>-en.png`` and ``-zh.png``. The
+    record is one the CLI wrote, e.g. 500 steps of the page's workload on this machine's CPU:
     ``python -m engine --device cpu --mode both --requests 16 --batch-size 16 --prompt-words 24
     --max-new-tokens 500 --ignore-eos --extra-cpu-us 4000 --show-text 0 --json RECORD``."""
     import json
 
-    steps = max(run["metrics"]["steps"] for run in json.loads(record.read_text())["runs"])
+    steps = json.loads(record.read_text())["config"]["max_new_tokens"]     # a token a step
     page.get_by_role("tab", name="Import a trace").click()
     page.set_input_files("#upload input[type=file]", str(record))
     page.wait_for_selector("#status .status-ok", timeout=RUN_MS)
