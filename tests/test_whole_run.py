@@ -374,3 +374,20 @@ def test_the_serial_row_shows_as_much_more_red_as_it_idled(redness):
     serial, overlap = redness(viz.side_by_side_figure(runs))
     idle_share = runs[1]["metrics"]["idle_us_total"] / runs[0]["metrics"]["idle_us_total"]
     assert idle_share / 1.5 < overlap / serial < 1.5 * idle_share, (overlap / serial, idle_share)
+
+
+def test_a_long_runs_bars_too_thin_to_see_are_left_out_merged_or_not():
+    """800 steps, 2,400 spans: neighbours of one phase closer than half a pixel are merged, and
+    what is still under a third of a pixel (a 50 µs upload a step) is left out, as in a short
+    run: drawn, a browser widened each such sliver to a whole pixel, and five hundred of them
+    painted a lane in a colour that held 1% of its time."""
+    from viz.gantt import CHART_PX, INVISIBLE_PX
+
+    runs = long_workload(800)
+    figure = viz.side_by_side_figure(runs).to_dict()
+    span_ms = min(run["spans"][-1]["end_us"] for run in runs) / 1000.0     # the shorter run
+    drawn = [trace for trace in figure["data"] if trace.get("type") == "bar"
+             and trace.get("legendgroup") in ("decode", "process_last", "upload")]
+    assert {trace["legendgroup"] for trace in drawn} == {"decode", "process_last"}
+    for trace in drawn:
+        assert min(trace["x"]) >= INVISIBLE_PX * span_ms / CHART_PX * 0.999

@@ -178,7 +178,7 @@ def add_run(fig: FigureSpec, run: RunDict, lanes: list[str], row: int, offset_us
     named = _legend_worthy(keyed, t_end - t_start) if px_us > 0 else None
     if len(keyed) > MAX_BARS:          # pixel-sized bars, each as opaque as it was busy
         keyed = coalesce(keyed, (t_end - t_start) / PIXELS)
-    elif "window" not in run:
+    if "window" not in run:            # merged or not: a bar a browser would widen to a pixel
         thinnest = INVISIBLE_PX * (t_end - t_start) / CHART_PX
         keyed = [(k, s) for k, s in keyed if s["end_us"] - s["start_us"] >= thinnest]
     by_phase: dict[str, list[SpanDict]] = {}

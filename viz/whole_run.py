@@ -7,10 +7,10 @@ At the whole-run zoom a step is a few pixels, or less than one: the gaps themsel
   glance, before any zooming.
 - **GPU idle over time** (a run of more gaps than its plot has columns, a few hundred steps): a
   column chart of the idle share, one bar per ``COLUMN_PX`` pixels, as tall as the share of that
-  column the GPU was idle. A serial loop reads as a steady red band half the row high, an
-  overlapped one as a thin one, at 90 steps as at 500; the fill at the start and the drain at
-  the end show as their own columns. It takes the place of the gap bands over the lanes, which at
-  that density were a wash of pink.
+  column the GPU was idle. A serial loop reads as a steady red band, an overlapped one as a thin
+  one, at two hundred steps as at two thousand; the fill at the start and the drain at the end
+  show as their own columns. It takes the place of the gap bands over the lanes, which at that
+  density were a wash of pink (the step window still draws each gap).
 """
 
 from __future__ import annotations
