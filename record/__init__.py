@@ -13,6 +13,7 @@ it imports only the standard library, never torch, gradio or plotly:
 - ``gpu_time``         a view's GPU idle gaps and busy two ways, apart from time with no request
 - ``steps``            one step's spans (forward, upload, copy, the CPU work under the forward)
 - ``lag``              lag one (and lag k): the forwards that ran for a request already stopped
+- ``kernel_lanes``     a torch.profiler capture's kernel lanes, each matched to our stream that ran it
 
 Each idea has one definition here, so a live run, a recorded GPU run and an imported trace are
 measured the same way.
