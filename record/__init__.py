@@ -16,6 +16,7 @@ it imports only the standard library, never torch, gradio or plotly:
 - ``latency_rows``     a serving benchmark's rows per loop and request rate
 - ``bounded_read``     a file someone gave us, read bounded in bytes (before and after gunzip)
 - ``imported/``        other engines' traces (SGLang's, vLLM's, transformers') as runs, apart
+- ``kernel_lanes``     a torch.profiler capture's kernel lanes, each matched to our stream that ran it
 
 Each idea has one definition here, so a live run, a recorded GPU run and an imported trace are
 measured the same way.

@@ -271,8 +271,27 @@ def test_a_second_file_that_cannot_be_read_leaves_the_view_and_says_which(two_tr
     assert view["timeline"] == {"__type__": "update"}
 
 
+def test_an_upload_reads_its_file_when_the_waiting_worker_has_died(two_traces):
+    """The worker started ahead of time for the next upload may wait for hours, and anything
+    that ends processes on the machine can end it meanwhile. An upload then reads its file with
+    a worker of its own. (Handed the dead one, both files were refused, "the process reading the
+    file ended", and the export test below failed with ``KeyError: 'value'``.)"""
+    from ui import parsing
+    from ui.state import APP
+
+    parsing.prepare()
+    with APP.parsers_lock:
+        spare, _ = APP.parsers[-1]
+        spare.kill()
+        spare.join(timeout=10)
+    view = _fields(recorded_runs.show_upload(list(two_traces), False, None, "English"))
+    assert "status-ok" in view["status"], view["status"]
+    assert [run["source"] for run in view["record"]["runs"]] == ["overlap.json", "serial.json"]
+
+
 def test_the_page_export_of_two_traces_opens_as_they_were(two_traces):
     view = _fields(recorded_runs.show_upload(list(two_traces), False, None, "English"))
+    assert "status-ok" in view["status"], view["status"]
     again = _fields(recorded_runs.show_upload(view["download_record"]["value"], False, None,
                                               "English"))
     runs = again["record"]["runs"]

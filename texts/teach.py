@@ -190,6 +190,8 @@ EN: dict[str, str] = {
     "lag_stop": "request {req}: stop token read here, in process_last(B{stop})",
     "lag_legend": "forward after a stop (token dropped)",
     "lane_busy": "{lane} · busy {busy:.1f}%",
+    "lane_kernels_of": "kernels: {stream}",
+    "lane_kernels_stream": "kernels: stream {number}",
     "stop_legend": "stop token read",
     # hazard lab
     "lab_help": """
@@ -414,6 +416,8 @@ ZH: dict[str, str] = {
     "lag_stop": "请求 {req}：在这里（process_last(B{stop})）读到停止 token",
     "lag_legend": "停止后的前向（token 丢弃）",
     "lane_busy": "{lane} · 忙碌 {busy:.1f}%",
+    "lane_kernels_of": "kernel：{stream}",
+    "lane_kernels_stream": "kernel：第 {number} 号 stream",
     "stop_legend": "读到停止 token",
     "lab_help": """
 ### 隐患实验室：去掉一道保护，让检查找出坏在哪里

@@ -8,6 +8,7 @@ import html
 
 from record.gpu_time import GpuTime, gpu_time
 from record.imported import imported
+from record.kernel_lanes import drawn_kernel_lane, is_kernel_lane, kernel_lane_streams, stream_number
 from record.metrics import busy_fraction
 from record.run_record import loop_of
 from record.schema import ENGINE_LOOPS, LANES, OURS_DETAIL, Loop, RunDict
@@ -20,12 +21,15 @@ def ordered_lanes(run: RunDict) -> list[str]:
     then the others.
 
     Extra lanes (an imported trace's "GPU 0 stream 7", kernel lanes) keep the order of the
-    run's ``lanes`` list; lanes that only appear in spans come last, in order of appearance.
+    run's ``lanes`` list; lanes that only appear in spans come last, in order of appearance. A
+    kernel lane with no kernel of its own here (memory copies alone, or nothing in this view)
+    is left out (``record.kernel_lanes.drawn_kernel_lane``).
     """
     listed = list(run.get("lanes") or [])
     seen = list(dict.fromkeys(listed + [s["lane"] for s in run.get("spans", [])]))
     standard = [lane for lane in LANES if lane in seen]
-    return standard + [lane for lane in seen if lane not in LANES]
+    return standard + [lane for lane in seen if lane not in LANES
+                       and (not is_kernel_lane(lane) or drawn_kernel_lane(run, lane))]
 
 
 def lane_ticks(run: RunDict, lang: str) -> list[str]:
@@ -34,20 +38,24 @@ def lane_ticks(run: RunDict, lang: str) -> list[str]:
 
 
 def _tick(run: RunDict, lane: str, lang: str) -> str:
-    """A lane's name; a kernel lane (torch.profiler capture) also says how busy its kernels kept
-    it, measured on the union of its spans: a forward's span can look solid while its kernels
-    are sparse (launch-bound eager mode), and at a coarse zoom the bars would hide that."""
-    if not lane.startswith("kernels"):
+    """A lane's name; a kernel lane (torch.profiler capture) is named after the stream that ran
+    its kernels ("kernels: engine stream", ``record.kernel_lanes``) and also says how busy they
+    kept it, measured on the union of its spans: a forward's span can look solid while its
+    kernels are sparse (launch-bound eager mode), and at a coarse zoom the bars would hide that."""
+    if not is_kernel_lane(lane):
         return lane_label(lane, lang)
+    stream = kernel_lane_streams(run).get(lane)
+    name = (t(lang, "lane_kernels_of").format(stream=lane_label(stream, lang)) if stream
+            else t(lang, "lane_kernels_stream").format(number=html.escape(stream_number(lane))))
     spans = [s for s in run.get("spans", []) if s["lane"] == lane]
     t_start, t_end = time_range(spans)
     if "window" in run:
         t_start, t_end = run["window"]["t_start_us"], run["window"]["t_end_us"]
         spans = [s for s in spans if s["end_us"] > t_start and s["start_us"] < t_end]
     if t_end <= t_start or not spans:   # nothing captured here: no busy figure, not "0.0%"
-        return lane_label(lane, lang)
+        return name
     busy = 100.0 * busy_fraction(spans, [lane], (t_start, t_end))
-    return t(lang, "lane_busy").format(lane=html.escape(lane), busy=busy)
+    return t(lang, "lane_busy").format(lane=name, busy=busy)
 
 
 def lane_label(lane: str, lang: str) -> str:
