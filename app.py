@@ -23,7 +23,7 @@ import threading
 import gradio as gr
 
 import texts
-from ui import live_runs, parsing, recorded_runs, scheduler_link, waiting
+from ui import live_runs, parsing, scheduler_link, waiting
 from ui.i18n import Translated
 from ui.state import APP
 from ui.tabs import lab_tab, live_tab, recorded_tab, run_view, serving_tab, upload_tab
@@ -113,7 +113,7 @@ def main() -> int:
     stopping.children_from_here()     # a page load may start the scheduler process from here on
     try:
         demo.launch(server_name=args.host, server_port=args.port, css=CSS,
-                    max_file_size=recorded_runs.MAX_UPLOAD_BYTES, theme=gr.themes.Soft(),
+                    max_file_size=parsing.MAX_UPLOAD_BYTES, theme=gr.themes.Soft(),
                     footer_links=[], prevent_thread_lock=True)
         if not stopping.asked():          # a Ctrl-C during the launch: start nothing more
             start_background(warm_up=not args.no_prewarm)

@@ -1,4 +1,5 @@
-"""Benchmarks that print tables: the engine's loops against a forward-only ceiling and transformers.
+"""The benchmarks a reader runs to see the lesson's numbers: ``python -m bench --help``.
 
-``python -m bench --help``. Performance goals live here, never in timed unit tests.
+Performance goals live here, never in timed unit tests. The lab's one-off measurements are the
+``studies`` package's.
 """

@@ -1,7 +1,7 @@
 """The app's default workload through the CLI, several times: each loop's figures with their spread.
 
-    python -m bench --app-workload --repeats 5                       # what the page's Run does
-    python -m bench --app-workload --repeats 5 -- --mode all --decode-steps 4 --extra-cpu-us 20000
+    python -m bench app-workload --repeats 5                       # what the page's Run does
+    python -m bench app-workload --repeats 5 -- --mode all --decode-steps 4 --extra-cpu-us 20000
 
 Each run is one ``python -m engine`` call on the workload the page starts with (16 requests that
 stop at varied steps, 24-word prompts, 4 ms of extra scheduler work per step) in a process of its
@@ -10,18 +10,19 @@ workload, so a flag given there wins. Per loop the table gives GPU busy (whole r
 window), output tok/s, and against the normal loop of the same run: the speedup per decode step
 (steady window, the page's headline), the formula's prediction from the normal run's T_fwd and
 T_cpu, and the whole run's tokens/s ratio. Cells read "median (min-max)" over the runs, with the
-share of the cores other programs used meanwhile (``engine.host_load``) beside them.
+share of the cores other programs used meanwhile (``record.host_load``) beside them.
 """
 
 from __future__ import annotations
 
-import json
 import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from bench import cli
 
 ROOT = Path(__file__).resolve().parent.parent
 APP_WORKLOAD = ["--device", "cpu", "--requests", "16", "--batch-size", "16", "--prompt-words",
@@ -30,8 +31,8 @@ APP_WORKLOAD = ["--device", "cpu", "--requests", "16", "--batch-size", "16", "--
 
 
 def one_run(extra: list[str]) -> list[dict[str, Any]]:
-    """The runs of one CLI call (its record's ``runs``), brought up to today's definitions."""
-    from record.run_record import upgrade_run
+    """The runs of one CLI call (its record's ``runs``)."""
+    from record.run_record import load_record
 
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "run.json"
@@ -39,7 +40,7 @@ def one_run(extra: list[str]) -> list[dict[str, Any]]:
         done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
         if done.returncode != 0:
             raise SystemExit(f"the CLI failed ({done.returncode}): {done.stderr[-2000:]}")
-        return [upgrade_run(dict(r)) for r in json.loads(out.read_text())["runs"]]
+        return [dict(r) for r in load_record(out)["runs"]]
 
 
 def loop_name(run: dict[str, Any]) -> str:
@@ -105,3 +106,12 @@ def run(repeats: int, engine_args: list[str]) -> int:
           "median (min-max))")
     print(table(results))
     return 0
+
+
+def main(argv: list[str]) -> int:
+    p = cli.parser("python -m bench app-workload", __doc__)
+    p.add_argument("--repeats", type=int, default=3, help="CLI calls, each a fresh process")
+    p.add_argument("engine_args", nargs="*", metavar="-- ENGINE_ARGS",
+                   help="more flags for python -m engine, after --")
+    args = p.parse_args(argv)
+    return run(args.repeats, args.engine_args)

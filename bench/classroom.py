@@ -1,6 +1,6 @@
 """A class on one server: N visitors press Run with the page's defaults at about the same moment.
 
-    python -m bench --classroom 30 --browsers 3          # 3 Chromium pages, 27 gradio_client callers
+    python -m bench classroom --visitors 30 --browsers 3   # 3 Chromium pages, 27 gradio_client callers
 
 The benchmark starts the app (``python app.py``) on a free port of 127.0.0.1 (nothing else is
 reached), lets a teacher's run go first (it waits for the warm-up, and teaches the line how long
@@ -30,6 +30,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+from bench import cli
 from bench.classroom_visitors import (
     PRESS_RUN,
     BrowserVisitors,
@@ -51,7 +52,7 @@ PAGE_SET_S = 1.5                 # and this much later for each page told its mo
 def run(visitors: int, browsers: int, budget_s: float) -> int:
     """The class, its table and summary; 0 where every visitor's run was done, else 1."""
     if not 1 <= visitors <= MOST_VISITORS or not 0 <= browsers <= min(visitors, MOST_BROWSERS):
-        print(f"--classroom takes 1 to {MOST_VISITORS} visitors and 0 to "
+        print(f"python -m bench classroom takes 1 to {MOST_VISITORS} visitors and 0 to "
               f"{MOST_BROWSERS} browsers (no more than visitors)", file=sys.stderr)
         return 2
     deadline = time.time() + budget_s
@@ -179,6 +180,17 @@ def _summary(seen: list[Seen], watch: ServerWatch, shares: CpuShares) -> int:
           f"browsers {shares.browsers:.0f}%, gradio_client callers {shares.clients:.0f}%, "
           f"other programs {shares.others:.0f}%")
     return 0 if done == len(seen) else 1
+
+
+def main(argv: list[str]) -> int:
+    p = cli.parser("python -m bench classroom", __doc__)
+    p.add_argument("--visitors", type=int, default=30, help="how many press Run (default 30)")
+    p.add_argument("--browsers", type=int, default=3,
+                   help="how many of them are real Chromium pages (default 3)")
+    p.add_argument("--budget-s", type=float, default=900.0,
+                   help="the whole class's bound in seconds (default 900)")
+    args = p.parse_args(argv)
+    return run(args.visitors, args.browsers, args.budget_s)
 
 
 def _free_port() -> int:

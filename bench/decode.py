@@ -1,4 +1,4 @@
-"""Benchmark: normal vs overlap, eager vs CUDA graphs, against two baselines, in one table.
+"""Both loops, eager and with CUDA graphs, against a forward-only ceiling and the weight-read floor.
 
 - **forward-only ceiling**: the same decode step replayed back to back with no scheduler at all
   (what the device could do if the CPU cost nothing). Each engine row is reported as a fraction.
@@ -7,10 +7,9 @@
 - **transformers ``generate``**: what a user would otherwise run, on the same weights, batch and
   prompts (greedy), eager and with its static cache; tokens are compared with ours.
 
-    python -m bench --device cuda                      # the H200 table in the README
-    python -m bench --device cpu --quick               # a 2-core CPU in about a minute
-    python -m bench --overhead                         # span recording on vs off
-    python -m bench --multistep                        # k decode steps per iteration
+    python -m bench loops --device cuda --graphs graph --compile   # the H200 table
+    python -m bench loops --device cpu --quick               # a 2-core CPU in about a minute
+    python -m bench loops --hf                               # and transformers beside us
 
 Every engine number is the median of ``--repeats`` runs of a steady decode workload (``B``
 requests, all admitted at once, ``--new-tokens`` tokens each, no early stops).
@@ -18,8 +17,10 @@ requests, all admitted at once, ``--new-tokens`` tokens each, no early stops).
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,8 @@ from typing import Any
 
 import torch
 
+from bench import cli
+from bench.timing import copy_bandwidth_gbs, ms_per_call
 from engine import workloads
 from engine.config import EngineConfig, LoopSpec, SamplingParams
 from record.metrics import steady_busy
@@ -107,14 +110,7 @@ def forward_ceiling(eng, batch: int, pos: int, iters: int) -> float:
     for _ in range(3):
         one()
     if dev.type == "cuda":
-        torch.cuda.synchronize()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(iters):
-            one()
-        end.record()
-        end.synchronize()
-        return start.elapsed_time(end) / 1e3 / iters
+        return ms_per_call(one, iters, 1)[0] / 1e3
     t0 = time.perf_counter()
     for _ in range(iters):
         one()
@@ -160,7 +156,6 @@ _COPY_GBS: dict[str, float] = {}
 
 def weight_floor_ms(eng) -> float:
     """Milliseconds to read every parameter once at the copy bandwidth measured in this run."""
-    from bench.forward import copy_bandwidth_gbs
     dev = eng.device_name
     if dev not in _COPY_GBS:
         _COPY_GBS[dev] = copy_bandwidth_gbs(dev, mib=1024 if dev == "cuda" else 256)
@@ -245,8 +240,7 @@ def print_table(rows: list[dict], hf: list[dict], header: bool = True) -> None:
 
 
 def run(device: str, models: list[str], batches: list[int], extra_cpu_us: list[int],
-        graphs: list[bool], work: Workload, hf: bool, workdir: Path, compile: bool = False,
-        attention: str = "auto", hf_static: bool = True) -> int:
+        graphs: list[bool], work: Workload, hf: bool, workdir: Path, compile: bool = False) -> int:
     """Every (model, graphs) engine: its rows as they come, then the whole table."""
     from engine import Engine
     from engine.__main__ import format_startup
@@ -258,7 +252,7 @@ def run(device: str, models: list[str], batches: list[int], extra_cpu_us: list[i
         for graph in graphs:
             cfg = work.engine_config(model=path, device=device, cuda_graph=graph,
                                      max_batch_size=max(batches),
-                                     compile=compile and device == "cuda", attention=attention)
+                                     compile=compile and device == "cuda")
             with Engine(cfg) as eng:
                 print(f"{model} ({eng.device_label()}) start-up: {format_startup(eng.startup_s)}",
                       file=sys.stderr, flush=True)
@@ -271,8 +265,7 @@ def run(device: str, models: list[str], batches: list[int], extra_cpu_us: list[i
                 dtype = eng.dtype
             print(f"done {model} graph={graph}", file=sys.stderr, flush=True)
         if hf:
-            hf_rows += _hf_rows(model, path, device, dtype, rows, max(batches), work, prompts_for,
-                                hf_static)
+            hf_rows += _hf_rows(model, path, device, dtype, rows, max(batches), work, prompts_for)
     name = torch.cuda.get_device_name() if device == "cuda" else "CPU"
     print(f"\ndevice: {name}, torch {torch.__version__}; decode tok/s = median of "
           f"{work.repeats}; busy = union of the GPU streams over the middle 80% of decode\n")
@@ -281,13 +274,12 @@ def run(device: str, models: list[str], batches: list[int], extra_cpu_us: list[i
     return 0
 
 
-def _hf_rows(model, path, device, dtype, rows, batch, work, prompts_for,
-             hf_static: bool = True) -> list[dict]:
+def _hf_rows(model, path, device, dtype, rows, batch, work, prompts_for) -> list[dict]:
     """transformers generate (dynamic and static cache) against our best row at ``batch``."""
     ours = [r for r in rows if r["model"] == model and r["batch"] == batch and r["extra_us"] == 0]
     best = max(ours, key=lambda r: r["decode_tok_s"])
     out = []
-    for static in (False, True) if hf_static else (False,):
+    for static in (False, True):
         try:
             res = hf_generate(path, device, dtype, prompts_for(batch), work.new_tokens,
                               best["tokens"], static)
@@ -297,3 +289,36 @@ def _hf_rows(model, path, device, dtype, rows, batch, work, prompts_for,
         out.append(dict(model=model, batch=batch, ours=best["decode_tok_s"],
                         variant="static cache" if static else "eager (dynamic cache)", **res))
     return out
+
+
+def main(argv: list[str]) -> int:
+    p = cli.parser("python -m bench loops", __doc__)
+    cli.add_device(p)
+    p.add_argument("--models", nargs="+", default=None,
+                   help="default: bundled (on CUDA also the SmolLM2-135M and Qwen2.5-0.5B shapes)")
+    p.add_argument("--batches", nargs="+", type=int, default=None,
+                   help="requests decoded together (default: 1 8 64 on CUDA, 8 on CPU)")
+    p.add_argument("--extra-cpu-us", nargs="+", type=int, default=None,
+                   help="extra scheduler work a step (default: 0 200 on CUDA, 0 4000 on CPU)")
+    p.add_argument("--graphs", nargs="+", choices=["eager", "graph"], default=None,
+                   help="CUDA graphs off, on or both (default: both on CUDA, eager on CPU)")
+    p.add_argument("--compile", action="store_true", help="CUDA: compiled decode regions")
+    p.add_argument("--hf", action="store_true", help="also time transformers generate")
+    p.add_argument("--quick", action="store_true", help="small CPU settings, one run each")
+    cli.add_work(p)
+    return _run_args(p.parse_args(argv))
+
+
+def _run_args(args: argparse.Namespace) -> int:
+    cuda = cli.device_of(args) == "cuda"
+    work = Workload(args.prompt_len, args.new_tokens, args.repeats)
+    if args.quick:
+        work = Workload(args.prompt_len, min(args.new_tokens, 48), 1, 10)
+    models = args.models or (["bundled", "smollm2-135m-shape", "qwen2.5-0.5b-shape"] if cuda
+                             else ["bundled"])
+    batches = args.batches or ([1, 8, 64] if cuda else [8])
+    extras = args.extra_cpu_us if args.extra_cpu_us is not None else ([0, 200] if cuda
+                                                                       else [0, 4000])
+    graphs = args.graphs or (["eager", "graph"] if cuda else ["eager"])
+    return run(args.device, models, batches, extras, [g == "graph" for g in graphs], work, args.hf,
+               Path(tempfile.gettempdir()), args.compile)

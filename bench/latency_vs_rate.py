@@ -1,7 +1,7 @@
-"""Serving benchmark: latency against request rate, normal vs overlap, on the same arrivals.
+"""Latency against request rate, normal vs overlap, on the same arrivals (the engine in process).
 
-    python -m bench --rates 2 4 8 16 inf --requests 32 --device cpu
-    python -m bench --rates 4 --arrivals trace.json             # a replayed trace instead
+    python -m bench rates --rates 2 4 8 16 inf --requests 32 --device cpu
+    python -m bench rates --rates 4 --arrivals trace.json       # a replayed trace instead
 
 A trace's prompt and output lengths replace ``--prompt-len`` and ``--new-tokens``; its arrival
 times, where it has them, replace the Poisson process (the rate then only names the row).
@@ -17,9 +17,9 @@ At low rates the GPU idles between requests whatever the loop; the loops differ 
 length (ITL) and in the lag before a request's first token is read (TTFT). Near saturation, the
 shorter step of the overlap loop is more throughput, and queues form later.
 
-    python -m bench --rates 4 --shared-prefix 512 --prefix-cache both   # the prefix cache's gain
+    python -m bench rates --rates 4 --shared-prefix 512 --prefix-cache both   # the cache's gain
 
-On CUDA every step (decode and prefill) runs as a CUDA graph unless ``--graphs eager``.
+On CUDA every step (decode and prefill) runs as a CUDA graph, as the page runs it.
 
 ``--shared-prefix N`` puts one system prompt of N tokens in front of every request;
 ``--prefix-cache on|off|both`` runs with the radix prefix cache, without it, or both (a table
@@ -32,11 +32,14 @@ where the queue holds, growing with the run where it does not.
 
 from __future__ import annotations
 
+import argparse
 import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench import cli
 from engine.config import NORMAL, OVERLAP, EngineConfig, SamplingParams
 from engine.scheduler.arrivals import Arrival, describe, load_trace, poisson_times
 from engine.workloads import Workload
@@ -189,3 +192,39 @@ def _times(rate: float, work: ServingWorkload, n: int) -> list[float]:
         trace = load_trace(work.arrivals_file, rate, work.seed, limit=work.requests)
         return [a.at_s for a in trace]
     return poisson_times(rate, n, work.seed)
+
+
+def main(argv: list[str]) -> int:
+    p = cli.parser("python -m bench rates", __doc__)
+    p.add_argument("--rates", nargs="+", type=float, required=True, metavar="R",
+                   help="request rates (req/s; inf = every request at once)")
+    p.add_argument("--requests", type=int, default=32, help="requests per run")
+    cli.add_device(p)
+    p.add_argument("--model", default="bundled")
+    p.add_argument("--batch", type=int, default=16, help="requests decoded together")
+    p.add_argument("--extra-cpu-us", type=int, default=0, help="extra scheduler work a step")
+    cli.add_work(p)
+    p.add_argument("--seed", type=int, default=0, help="the arrival process's seed")
+    p.add_argument("--arrivals", metavar="FILE", help="a trace file (times, lengths)")
+    p.add_argument("--shared-prefix", type=int, default=0, metavar="N",
+                   help="a system prompt of N tokens in front of every request")
+    p.add_argument("--prefix-cache", choices=["on", "off", "both"], default="on",
+                   help="with the radix prefix cache, without it, or both (compared)")
+    p.add_argument("--json", metavar="PATH", help="write the rows (viz.latency draws them)")
+    return _run_args(p.parse_args(argv))
+
+
+def _run_args(args: argparse.Namespace) -> int:
+    from engine.scheduler.arrivals import check_rate
+
+    try:
+        rates = tuple(check_rate(r, "--rates") for r in args.rates)
+    except ValueError as error:
+        print(f"python -m bench rates: {error}", file=sys.stderr)
+        return 2
+    caches = {"on": (True,), "off": (False,), "both": (False, True)}[args.prefix_cache]
+    work = ServingWorkload(rates, args.requests, args.prompt_len, args.new_tokens, args.repeats,
+                           args.seed, args.arrivals, max(args.shared_prefix, 0), caches)
+    cuda = cli.device_of(args) == "cuda"
+    return run(args.device, args.model, args.batch, args.extra_cpu_us, work, args.json,
+               graph=cuda)

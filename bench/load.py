@@ -1,6 +1,6 @@
-"""Load test of the OpenAI-compatible server: streaming clients at a request rate, normal vs overlap.
+"""Latency against request rate through the OpenAI-compatible server, streaming HTTP clients.
 
-    python -m bench.load --rates 2 4 8 --requests 32 --max-tokens 64
+    python -m bench load --rates 2 4 8 --requests 32 --max-tokens 64
 
 For each loop, ``python -m engine.serve --loop LOOP`` is started on 127.0.0.1 (a free port; this
 script never talks to another host). At each rate the same Poisson arrival sequence (seeded) sends
@@ -126,7 +126,7 @@ def server_busy(url: str, n: int) -> float | None:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m bench.load", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m bench load", description=__doc__.splitlines()[0])
     p.add_argument("--rates", nargs="+", type=float, default=[2.0, 4.0, 8.0])
     p.add_argument("--requests", type=int, default=32)
     p.add_argument("--max-tokens", type=int, default=64)

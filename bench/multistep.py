@@ -1,7 +1,6 @@
 """Multi-step overlap: how many decode steps per scheduling iteration (k) hide a heavy CPU?
 
-    python -m bench --multistep --device cuda --models bundled --batches 8 \\
-        --graphs graph --extra-cpu-us 200
+    python -m bench multistep --device cuda --model bundled --batch 8 --extra-cpu-us 200
 
 One-step overlap hides at most T_fwd of CPU work per step: T ~ max(T_fwd, T_sched + T_post).
 Launching k forwards per iteration divides the CPU's share: T ~ max(T_fwd, (T_sched + T_post) / k),
@@ -15,6 +14,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from bench import cli
 from bench.decode import Workload, fresh
 from engine.config import LoopSpec
 from engine.workloads import stop_params_from_probe
@@ -88,3 +88,19 @@ def cpu_per_forward(spans) -> dict[str, float]:
         if s.lane == Lane.CPU and s.phase in total and s.step in decode_steps:
             total[s.phase] += s.end_us - s.start_us
     return {phase: us / max(len(decode_steps), 1) for phase, us in total.items()}
+
+
+def main(argv: list[str]) -> int:
+    p = cli.parser("python -m bench multistep", __doc__)
+    cli.add_device(p)
+    p.add_argument("--model", default="bundled")
+    p.add_argument("--batch", type=int, default=8, help="requests decoded together")
+    p.add_argument("--eager", action="store_true", help="no CUDA graphs (on CPU: always)")
+    p.add_argument("--extra-cpu-us", type=int, default=None,
+                   help="extra scheduler work a step (default: 200 on CUDA, 4000 on CPU)")
+    cli.add_work(p)
+    args = p.parse_args(argv)
+    cuda = cli.device_of(args) == "cuda"
+    extra = args.extra_cpu_us if args.extra_cpu_us is not None else (200 if cuda else 4000)
+    work = Workload(args.prompt_len, args.new_tokens, args.repeats)
+    return run(args.device, args.model, args.batch, cuda and not args.eager, extra, work)

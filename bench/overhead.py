@@ -1,6 +1,6 @@
-"""Recording overhead: the same workload with the span recorder on and off, interleaved.
+"""The span recorder's own cost: the same workload with recording on and off, interleaved.
 
-    python -m bench --overhead [--device cuda --models bundled qwen2.5-0.5b-shape --batches 1 64]
+    python -m bench recorder [--device cuda --models bundled qwen2.5-0.5b-shape --batches 1 64]
 
 For each model, batch size and loop, runs alternate (off, on, off, on, ...) so drift in the
 machine hits both equally; the table shows the median decode tokens/s of each with its range, the
@@ -16,14 +16,11 @@ from __future__ import annotations
 
 import statistics
 
+from bench import cli
 from bench.decode import Workload, fresh
 from engine.config import LoopSpec, SamplingParams
 from record.recorder import Timeline
 from record.schema import Loop
-
-
-def _cell(values: list[float]) -> str:
-    return f"{statistics.median(values):.0f} [{min(values):.0f}-{max(values):.0f}]"
 
 
 def run(device: str, models: list[str], batches: list[int], graph: bool, extra: int,
@@ -63,8 +60,24 @@ def run(device: str, models: list[str], batches: list[int], graph: bool, extra: 
                     # What the recorder adds to one decode step (all B rows), in microseconds.
                     step_us = batch * 1e6 * (1 / on - 1 / off)
                     print(f"| {model} | {batch} | {loop.loop} | "
-                          f"{_cell(speeds[False])} | {_cell(speeds[True])} | "
+                          f"{cli.spread(speeds[False], '{:.0f}')} | "
+                          f"{cli.spread(speeds[True], '{:.0f}')} | "
                           f"{100 * (off - on) / off:+.2f}% | {statistics.median(pairs):+.1f}% "
                           f"[{min(pairs):+.1f} to {max(pairs):+.1f}] | {step_us:+.1f} us |",
                           flush=True)
     return 0
+
+
+def main(argv: list[str]) -> int:
+    p = cli.parser("python -m bench recorder", __doc__)
+    cli.add_device(p)
+    p.add_argument("--models", nargs="+", default=["bundled"])
+    p.add_argument("--batches", nargs="+", type=int, default=[1, 64])
+    p.add_argument("--eager", action="store_true", help="no CUDA graphs (on CPU: always)")
+    p.add_argument("--extra-cpu-us", type=int, default=0, help="extra scheduler work a step")
+    cli.add_work(p, repeats=9)
+    args = p.parse_args(argv)
+    cuda = cli.device_of(args) == "cuda"
+    work = Workload(args.prompt_len, args.new_tokens, args.repeats)
+    return run(args.device, args.models, args.batches, cuda and not args.eager,
+               args.extra_cpu_us, work)

@@ -2,13 +2,14 @@
 
 One subpackage per concern, bottom first (``tests/test_layers.py`` keeps imports pointing down):
 
-    config.py, proc_watch.py, host_load.py   values; is a child process alive; what the OS did
-    workloads.py the prompts a run is given (seeded), stop tokens from a probe run
+    config.py, proc_watch.py   values; is a child process alive
+    workloads.py the work a run is given (``Workload``: prompts, seeded; sampling; arrivals)
     layers/      sampling and attention kernels (PyTorch, Triton)
     models/      the Llama-family model, checkpoints, the hub, text <-> ids
     scheduler/   the article: normal_loop / overlap_loop, requests, KV pages, request sources
     devices/     what plays the GPU: two CUDA streams, or a CPU device process; the runner
     engine.py    ``Engine``: prompts in, ``RunResult`` out (this package's public names)
+    run.py       the one run pipeline: a workload in each loop compared -> one run record
     lab/         the hazard lab
     processes/   the scheduler process, what it serves, the typed messages between processes
     serve/       the OpenAI-compatible server (``python -m engine.serve``); __main__.py: the CLI

@@ -15,10 +15,14 @@ import sys
 import threading
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from engine.config import EngineConfig, LoopSpec, SamplingParams
-from engine.workloads import Workload, word_prompt_tokens
-from record.schema import Loop
+from engine.config import EngineConfig, LoopSpec
+from engine.workloads import Workload
+from record.schema import Loop, RunDict, loop_label
+
+if TYPE_CHECKING:
+    from engine.engine import Engine
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -93,7 +97,9 @@ def load_arrivals(a: argparse.Namespace) -> list | None:
     return None
 
 
-def build_config(a: argparse.Namespace, arrivals: list | None = None) -> EngineConfig:
+def build_run(a: argparse.Namespace, arrivals: list | None = None) -> tuple[EngineConfig, Workload]:
+    """The engine to build and the workload to run, from the flags (``ValueError`` names the
+    flag that is wrong)."""
     if a.requests is not None and a.requests < 1:
         raise ValueError("--requests must be >= 1")
     if a.prompt_len < 1 or a.prompt_words < 0 or a.shared_prefix < 0:
@@ -104,8 +110,14 @@ def build_config(a: argparse.Namespace, arrivals: list | None = None) -> EngineC
     if a.stop_early and any(x.output_tokens for x in arrivals or ()):
         raise ValueError("--stop-early picks stop tokens for --max-new-tokens; the trace in "
                          "--arrivals already gives each request its output length")
-    prompt_tokens = word_prompt_tokens(a.prompt_words) if a.prompt_words else a.prompt_len
-    work = Workload(prompt_tokens, a.max_new_tokens, a.shared_prefix, arrivals=arrivals or ())
+    given = dict(arrivals=tuple(arrivals or ()),
+                 requests=len(arrivals) if arrivals else a.requests or 16,
+                 temperature=a.temperature, ignore_eos=a.ignore_eos, stop_early=a.stop_early,
+                 request_rate=a.request_rate, seed=a.seed,
+                 arrivals_file=Path(a.arrivals).name if a.arrivals else None)
+    work = (Workload.of_words(a.prompt_words, a.max_new_tokens, a.shared_prefix, **given)
+            if a.prompt_words else
+            Workload(a.prompt_len, a.max_new_tokens, a.shared_prefix, **given))
     cfg = work.engine_config(model=a.model, device=a.device, cuda_graph=a.cuda_graph,
                              prefix_cache=not a.no_prefix_cache,
                              max_batch_size=a.batch_size, dtype=a.dtype, seed=a.seed,
@@ -115,7 +127,7 @@ def build_config(a: argparse.Namespace, arrivals: list | None = None) -> EngineC
     if a.kv_pages is not None and a.kv_pages < cfg.pages_per_seq:
         raise ValueError(f"--kv-pages must be at least {cfg.pages_per_seq}, the pages of one "
                          f"request at full length ({cfg.max_seq_len} tokens)")
-    return replace(cfg, num_pages=a.kv_pages)
+    return replace(cfg, num_pages=a.kv_pages), work
 
 
 def cli_loops(mode: str, decode_steps: int, extra_cpu_us: int) -> list[LoopSpec]:
@@ -128,7 +140,7 @@ def cli_loops(mode: str, decode_steps: int, extra_cpu_us: int) -> list[LoopSpec]
             "all": [normal, overlap, overlapped]}[mode]
 
 
-def format_table(runs) -> str:
+def format_table(runs: list[RunDict]) -> str:
     """The runs' metrics, a row each; after a normal run, each later run's predicted and measured
     speedup per decode step (steady window), and its whole-run ratio."""
     from record.metrics import compare_runs
@@ -137,22 +149,26 @@ def format_table(runs) -> str:
             f"{'step ms':>8} {'T_fwd ms':>8} {'T_cpu ms':>8} {'wasted':>6}")
     lines = [head, "-" * len(head)]
     for r in runs:
-        m = r.metrics
+        m = r["metrics"]
         lines.append(
-            f"{r.mode:<13} {m['tokens_per_s']:>9.1f} {m['decode_tokens_per_s']:>12.1f} "
+            f"{_name(r):<13} {m['tokens_per_s']:>9.1f} {m['decode_tokens_per_s']:>12.1f} "
             f"{100 * m['gpu_busy_frac']:>7.1f}% {m['idle_us_total'] / 1e3:>8.1f} "
             f"{m['steady_step_us'] / 1e3:>8.3f} {m['t_fwd_us'] / 1e3:>8.3f} "
-            f"{m['t_cpu_us'] / 1e3:>8.3f} {m['wasted_tokens']:>6}")
-    if len(runs) >= 2 and runs[0].loop == Loop.NORMAL:
+            f"{(m['t_cpu_us'] or 0.0) / 1e3:>8.3f} {m['wasted_tokens']:>6}")
+    if len(runs) >= 2 and runs[0]["loop"] == Loop.NORMAL:
         for r in runs[1:]:
-            k = r.decode_steps
-            c = compare_runs(runs[0].metrics, r.metrics, k)
+            k = r["decode_steps"]
+            c = compare_runs(runs[0]["metrics"], r["metrics"], k)
             formula = "max(T_fwd, T_cpu)" if k == 1 else f"max(T_fwd, T_cpu / {k})"
-            lines.append(f"{r.mode}: (T_fwd + T_cpu) / {formula} from the normal run = "
+            lines.append(f"{_name(r)}: (T_fwd + T_cpu) / {formula} from the normal run = "
                          f"{c['predicted_speedup']:.2f}x predicted, {c['measured_speedup']:.2f}x "
                          f"measured per decode step (steady window); whole run "
                          f"{c['whole_run_speedup']:.2f}x tokens/s")
     return "\n".join(lines)
+
+
+def _name(run: RunDict) -> str:
+    return loop_label(run["loop"], run["decode_steps"])
 
 
 def _check_output_paths(a: argparse.Namespace) -> None:
@@ -215,14 +231,11 @@ def main(argv: list[str] | None = None) -> int:
     ctrl_c = CtrlC()
     try:
         _check_output_paths(a)
-        arrivals = load_arrivals(a)
-        cfg = build_config(a, arrivals)
-        params = SamplingParams(max_new_tokens=a.max_new_tokens, temperature=a.temperature,
-                                ignore_eos=a.ignore_eos)
+        cfg, work = build_run(a, load_arrivals(a))
         from engine import Engine
         eng = Engine(cfg)
         with ctrl_c:
-            return _run(a, cfg, params, eng, arrivals, ctrl_c)
+            return _run(a, eng, work, ctrl_c)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
@@ -237,94 +250,52 @@ def main(argv: list[str] | None = None) -> int:
             eng.close()
 
 
-def _prompts(a, eng, arrivals) -> list:
-    from engine.workloads import with_shared_prefix
+def _run(a: argparse.Namespace, eng: Engine, work: Workload, ctrl_c: CtrlC) -> int:
+    from engine.run import RunOptions, compare_loops
 
-    return with_shared_prefix(_own_prompts(a, eng, arrivals), a.shared_prefix, eng.tokenizer,
-                              eng.spec.vocab_size)
-
-
-def _own_prompts(a, eng, arrivals) -> list:
-    from engine.workloads import make_prompts, token_prompts, word_prompts
-
-    n = len(arrivals) if arrivals else (a.requests or 16)
-    if arrivals and any(x.prompt_tokens for x in arrivals):      # lengths from a trace
-        return [make_prompts(eng.tokenizer, 1, x.prompt_tokens or a.prompt_len, a.seed + i,
-                             eng.spec.vocab_size)[0] for i, x in enumerate(arrivals)]
-    if a.prompt_words:
-        return token_prompts(eng, word_prompts("", n, a.prompt_words)[0], a.prompt_words)
-    return make_prompts(eng.tokenizer, n, a.prompt_len, a.seed, eng.spec.vocab_size)
-
-
-def _run(a, cfg, params, eng, arrivals=None, ctrl_c: CtrlC | None = None) -> int:
-    from engine.workloads import stop_params_from_probe
-
-    ctrl_c = ctrl_c or CtrlC()
     # What runs where, before the minutes it may take (and a sign for a script that it began).
-    print(f"device: {eng.device_label()}  model: {cfg.model}"
+    print(f"device: {eng.device_label()}  model: {eng.config.model}"
           f"{'  (random weights, for timing)' if eng.random_weights else ''}")
     print(f"start-up: {format_startup(eng.startup_s)}", flush=True)
-    prompts = _prompts(a, eng, arrivals)
-    if arrivals and any(x.output_tokens for x in arrivals):      # output lengths from a trace
-        params = [SamplingParams(max_new_tokens=x.output_tokens or a.max_new_tokens,
-                                 temperature=a.temperature, ignore_eos=a.ignore_eos)
-                  for x in arrivals]
-    loops = cli_loops(a.mode, a.decode_steps, a.extra_cpu_us)
-    # Warm-up, not measured: every loop once on the same prompts (same prefill shapes, decode
-    # batch sizes and code paths), so no measured run pays first-use costs.
-    warm = SamplingParams(max_new_tokens=min(16, a.max_new_tokens), ignore_eos=True)
-    for loop in loops:
-        eng.generate(prompts, warm, loop=loop, should_stop=ctrl_c.should_stop)
-    if a.stop_early:
-        ctrl_c.check()
-        new = a.max_new_tokens
-        params = stop_params_from_probe(eng, prompts, new, lo=new // 4, hi=new,
-                                        temperature=a.temperature)
-    prof = tuple(a.profile_steps) if a.profile_steps else None
-    times = [x.at_s for x in arrivals] if arrivals else None
-    runs = []
-    for loop in loops:
-        ctrl_c.check()
-        eng.clear_prefix_cache()     # like with like: no loop finds the prompts of the one before
-        runs.append(eng.generate(prompts, params, loop=loop, profile_steps=prof, arrivals=times,
-                                 should_stop=ctrl_c.should_stop))
+    # Every loop is warmed up first (not measured), so no measured run pays first-use costs.
+    options = RunOptions(warm_up=True, should_stop=ctrl_c.should_stop,
+                         profile_steps=tuple(a.profile_steps) if a.profile_steps else None)
+    record = compare_loops(eng, work, cli_loops(a.mode, a.decode_steps, a.extra_cpu_us),
+                           options=options)
+    _report(a, work, record["runs"])
+    if a.json:
+        from record.run_record import save_record
+        save_record(record, a.json)
+        print(f"wrote {a.json}")
+    if a.trace:
+        from record.chrome_trace import write_chrome_trace
+        write_chrome_trace(record, a.trace)
+        print(f"wrote {a.trace}")
+    return 0
+
+
+def _report(a: argparse.Namespace, work: Workload, runs: list[RunDict]) -> None:
+    """The table, what the prefix cache found, the latency table with arrivals, some texts."""
     print(format_table(runs))
     for r in runs:
-        m = r.metrics
+        m = r["metrics"]
         if m["prefix_hit_tokens"] or m["retractions"]:
             found = ("no prefix cache" if m["prefix_hit_tokens"] is None else
                      f"prefix cache found {m['prefix_hit_tokens']} prompt tokens "
-                     f"({100 * m['prefix_hit_rate']:.0f}% of those admitted)")
-            print(f"{r.mode}: {found}, "
+                     f"({100 * (m['prefix_hit_rate'] or 0.0):.0f}% of those admitted)")
+            print(f"{_name(r)}: {found}, "
                   f"{m['retractions']} retraction{'' if m['retractions'] == 1 else 's'}")
-    if arrivals:
+    if work.arrivals:
         from engine.scheduler.arrivals import describe
         from record.latency_rows import format_table as latency_table
         from record.latency_rows import row_from_metrics, summarize
 
         rate = None if a.request_rate is None or a.arrivals else a.request_rate
-        print(f"\narrivals: {describe(arrivals)}")
-        print(latency_table(summarize([row_from_metrics(r.mode, rate, len(prompts), r.metrics)
-                                       for r in runs])))
-    for o in runs[-1].outputs[: a.show_text]:
-        print(f"  [{o.finish_reason}] {o.text!r}")
-    if a.json or a.trace:
-        from record.run_record import make_record, save_record
-        # The workload beside the engine's config: a reader of the record sees what ran.
-        workload = {"requests": len(prompts), "shared_prefix": a.shared_prefix,
-                    "extra_cpu_us": a.extra_cpu_us}
-        if not a.arrivals:                     # a trace gives each request its own length
-            workload["max_new_tokens"] = a.max_new_tokens
-        record = make_record(eng.env_info(), {**eng.config_dict(), **workload},
-                             [r.to_run_dict() for r in runs])
-        if a.json:
-            save_record(record, a.json)
-            print(f"wrote {a.json}")
-        if a.trace:
-            from record.chrome_trace import write_chrome_trace
-            write_chrome_trace(record, a.trace)
-            print(f"wrote {a.trace}")
-    return 0
+        print(f"\narrivals: {describe(list(work.arrivals))}")
+        print(latency_table(summarize([row_from_metrics(_name(r), rate, work.requests,
+                                                        r["metrics"]) for r in runs])))
+    for o in runs[-1]["outputs"][: a.show_text]:
+        print(f"  [{o['finish_reason']}] {o['text']!r}")
 
 
 if __name__ == "__main__":

@@ -28,9 +28,9 @@ from typing import Any
 
 import torch
 
-from engine import host_load
 from engine.config import MAX_DECODE_STEPS, OVERLAP, RESULT_BUFFERS, EngineConfig, LoopSpec, SamplingParams
 from engine.provenance import engine_commit
+from engine.scheduler.cache_manager import Pools
 from engine.scheduler.checks import memory_problems
 from engine.scheduler.device import Device
 from engine.scheduler.intake import Intake, arrival_offsets_ns
@@ -39,6 +39,7 @@ from engine.scheduler.radix_cache import RadixCache
 from engine.scheduler.request import NUM_INT_COLS, prefill_shapes
 from engine.scheduler.scheduler import Scheduler, TokenSink
 from engine.scheduler.sources import RequestSource, ScheduledSource
+from record import host_load
 from record.recorder import Span, Timeline
 from record.run_record import run_dict
 from record.schema import BASE_LANES, GPU_LANES, RunDict, loop_label
@@ -67,7 +68,7 @@ Summary = tuple[dict[str, Any], dict[str, float]]     # (metrics, host report)
 @dataclass
 class RunResult:
     """What one ``generate`` call produced. ``metrics`` (record.metrics, from the spans) and
-    ``host`` (engine.host_load, which needs the GPU's busy time) are worked out when first read,
+    ``host`` (record.host_load, which needs the GPU's busy time) are worked out when first read,
     not inside the call: a caller who times ``generate`` times the run and the outputs, one who
     reads the metrics pays for them then (milliseconds for a thousand spans). The spans are
     resolved inside the call: their CUDA events go back to the device's pool for the next run."""
@@ -77,6 +78,7 @@ class RunResult:
     outputs: list[RequestOutput]
     timeline: list[Span]
     wall_s: float
+    extra_cpu_us: int = 0           # CPU work added to each iteration (spent in process_last)
     label: str = ""
     lanes: list[str] = field(default_factory=lambda: list(BASE_LANES))  # the device's lanes
     extra_lanes: list[str] = field(default_factory=list)   # e.g. kernel lanes from torch.profiler
@@ -108,7 +110,10 @@ class RunResult:
         run = run_dict(self.loop, self.decode_steps, self.label or self.mode, self.timeline,
                        self.metrics, [o.__dict__ for o in self.outputs],
                        lanes=self.lanes + self.extra_lanes,
-                       gpu_lanes=[lane for lane in self.lanes if lane in GPU_LANES], host=self.host)
+                       gpu_lanes=[lane for lane in self.lanes if lane in GPU_LANES],
+                       extra_cpu_us=self.extra_cpu_us)
+        if self.host:
+            run["host"] = self.host
         if self.memory:
             run["memory"] = self.memory
         return run
@@ -278,22 +283,24 @@ class Engine:
         reqs = self.intake().requests(prompts, params, chat)
         offsets_ns = arrival_offsets_ns(arrivals, len(reqs))
         timeline = timeline or Timeline(enabled=cfg.record_timeline)
-        sched = Scheduler(cfg, self.device, self.slots, self.pages, timeline, spec,
-                          pad_batches=self.device_name == "cuda", cache=self.cache)
+        capture = None
         if profile_steps is not None:
             if self.device_name != "cuda":
                 raise ValueError("kernel-level capture (profile_steps) needs a CUDA device")
             from engine.devices.kernel_capture import KernelCapture
-            sched.capture = KernelCapture(*profile_steps)
+            capture = KernelCapture(*profile_steps)
+        for req, offset in zip(reqs, offsets_ns):
+            req.arrival_ns = offset                # from the run's start, until it starts
+        sched = Scheduler(cfg, self.device, self.pools, timeline, spec, ScheduledSource(reqs),
+                          capture=capture, pad_batches=self.device_name == "cuda")
         device_pid = getattr(getattr(self.device, "proc", None), "pid", None)
         cpu_start = host_load.snapshot(host_load.our_pids(device_pid))
         try:
             timeline.t0_ns = time.perf_counter_ns()
             self.device.begin_run(timeline)
             t0 = time.perf_counter_ns()
-            for req, offset in zip(reqs, offsets_ns):
-                req.arrival_ns = t0 + offset       # arrival times are relative to the start
-            sched.source = ScheduledSource(reqs)
+            for req in reqs:
+                req.arrival_ns += t0               # arrival times are relative to the start
             self._running = sched
             sched.run(should_stop)
             self.device.end_run()
@@ -304,12 +311,13 @@ class Engine:
             raise
         finally:
             self._count(sched)
-            if sched.capture is not None:
-                sched.capture.stop()
+            if capture is not None:
+                capture.stop()
         wall_s = (time.perf_counter_ns() - t0) / 1e9
         cpu_end = host_load.snapshot(list(cpu_start.ours_s) if cpu_start else [])
         self._runs += 1
-        return self._result(spec, reqs, sched, timeline, wall_s, (cpu_start, cpu_end, device_pid))
+        return self._result(spec, reqs, sched, timeline, wall_s, (cpu_start, cpu_end, device_pid),
+                            capture)
 
     def serve(self, source: RequestSource, sink: TokenSink, loop: LoopSpec = OVERLAP, *,
               timeline: Timeline | None = None,
@@ -330,9 +338,8 @@ class Engine:
         try:
             self._replace_dead_device()
             timeline = timeline or Timeline(enabled=self.config.record_timeline)
-            sched = Scheduler(self.config, self.device, self.slots, self.pages, timeline, loop,
-                              pad_batches=self.device_name == "cuda", source=source,
-                              sink=sink, cache=self.cache)
+            sched = Scheduler(self.config, self.device, self.pools, timeline, loop, source, sink,
+                              pad_batches=self.device_name == "cuda")
             gc.collect()
             gc.freeze()
             try:
@@ -367,9 +374,21 @@ class Engine:
         """Request slots, KV pages and the prefix cache over them, all free (at start, and after
         a failed run, which leaves its requests' memory held)."""
         cfg = self.config
-        self.slots = IdPool(cfg.max_batch_size, "request slot")
-        self.pages = IdPool(cfg.total_pages, "KV page")
-        self.cache = RadixCache(cfg.page_size) if cfg.prefix_cache else None
+        self.pools = Pools(IdPool(cfg.max_batch_size, "request slot"),
+                           IdPool(cfg.total_pages, "KV page"),
+                           RadixCache(cfg.page_size) if cfg.prefix_cache else None)
+
+    @property
+    def slots(self) -> IdPool:
+        return self.pools.slots
+
+    @property
+    def pages(self) -> IdPool:
+        return self.pools.pages
+
+    @property
+    def cache(self) -> RadixCache | None:
+        return self.pools.cache
 
     def intake(self) -> Intake:
         """Checks and builds requests for this engine (``engine.scheduler.intake``)."""
@@ -391,7 +410,7 @@ class Engine:
             return backend.decode_batch(known, skip_special_tokens=True)
         return [self.tokenizer.decode(ids, skip_special_tokens=True) for ids in known]
 
-    def _result(self, spec: LoopSpec, reqs, sched, timeline, wall_s, host) -> RunResult:
+    def _result(self, spec: LoopSpec, reqs, sched, timeline, wall_s, host, capture) -> RunResult:
         t0 = timeline.t0_ns
 
         def us(ns: int) -> float:
@@ -406,14 +425,13 @@ class Engine:
         counts = {"wasted_tokens": sched.wasted_tokens, "unsafe_frees": sched.table.unsafe_frees,
                   # hazard lab: tokens a switched-off guard let through
                   "unguarded_tokens": sched.unguarded_tokens,
-                  "extra_cpu_us": sched.extra_cpu_us,   # spent inside each step's process_last
                   **memory_metrics(sched)}
         kernel_spans, kernel_lanes = [], []
-        if sched.capture is not None:
-            kernel_spans, kernel_lanes = sched.capture.merged_spans(spans)
+        if capture is not None:
+            kernel_spans, kernel_lanes = capture.merged_spans(spans)
         result = RunResult(spec.loop, spec.decode_steps, outputs,
                            sorted(spans + kernel_spans, key=lambda s: s.start_us),
-                           wall_s, lanes=list(self.device.lanes), extra_lanes=kernel_lanes,
+                           wall_s, spec.extra_cpu_us, lanes=list(self.device.lanes), extra_lanes=kernel_lanes,
                            memory=memory_record(sched, timeline, self.pages.total),
                            mapping_faults=sched.mapping.faults if sched.mapping else [],
                            summarize=lambda: _summary(spans, outputs, wall_s, counts, *host))
@@ -473,9 +491,6 @@ class Engine:
                 "model": self.config.model, "random_weights": self.random_weights,
                 "num_parameters": self.spec.num_parameters(),
                 **({"engine_commit": commit} if (commit := engine_commit()) else {})}
-
-    def config_dict(self) -> dict[str, Any]:
-        return self.config.to_dict()
 
     def close(self) -> None:
         self.device.close()

@@ -2,7 +2,7 @@
 
 Read once from git (``git rev-parse --short HEAD`` in the project's folder). A copy without git
 (a machine that was given the tree alone, a Space built from files) says it through the
-``ENGINE_COMMIT`` environment variable, as ``scripts/h200.sh`` sets it; with neither, the
+``ENGINE_COMMIT`` environment variable, as ``studies/gpu.sh`` sets it; with neither, the
 commit is unknown (None) and records leave it out.
 """
 

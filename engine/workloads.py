@@ -1,23 +1,27 @@
-"""Synthetic workloads: ``n`` prompts of a given token length, reproducible from a seed.
+"""Workloads: what a run's requests are, and their prompts, reproducible from a seed.
+
+``Workload`` is the one description of the work a run is given, wherever it comes from (the
+page, the CLI, the benchmarks, a peer engine's run): how many requests, how long their prompts
+and outputs, how they are sampled, when they arrive, and the system prompt they share. It sizes
+the engine that runs them (``engine_config``) and makes their prompts (``prompts``) and sampling
+(``sampling``); ``engine.run.compare_loops`` runs it in each loop to compare.
 
 Prompts are cut from plain English sentences (so the bundled model continues them sensibly), each
 request starting at a different sentence so the batch is not one prompt repeated. Without a
-tokenizer the prompts are random token ids.
-
-A *shared-prefix* workload puts one system prompt in front of every request, as chat services
-do: the prefix cache computes it once and finds it for every later request.
-
-``Workload`` says how long a workload's requests get, and sizes the engine that runs them.
+tokenizer the prompts are random token ids. A *shared-prefix* workload puts one system prompt in
+front of every request, as chat services do: the prefix cache computes it once and finds it for
+every later request.
 """
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from engine.config import EngineConfig
+from engine.config import EngineConfig, SamplingParams
 
 MIN_SEQ_LEN = 64        # the least max_seq_len a workload asks for: a few pages, however small
 
@@ -30,32 +34,67 @@ def word_prompt_tokens(words: int) -> int:
 
 @dataclass(frozen=True)
 class Workload:
-    """The lengths of a workload's requests, which size the engine that runs it.
+    """The requests of a run, and what sizes the engine that runs them.
 
-    Every request holds ``shared_prefix`` tokens of a system prompt, its prompt and its new
-    tokens; a trace's requests (``arrivals``: ``engine.scheduler.arrivals.Arrival``) may give
-    their own prompt and output lengths. The engine's ``max_seq_len`` holds the longest request
-    and ``margin`` spare positions, and is never below ``MIN_SEQ_LEN``.
+    Every request holds ``shared_prefix`` tokens of a system prompt, its prompt and at most
+    ``max_new_tokens`` new tokens. The prompts are ``texts`` where given (the page's, each of
+    ``prompt_words`` words) or ``prompt_ids`` (token ids, the same for every engine of a
+    comparison), else ``requests`` made-up prompts of ``prompt_words`` words or
+    ``prompt_tokens`` tokens. A trace's requests (``arrivals``:
+    ``engine.scheduler.arrivals.Arrival``, with their times) may give their own prompt and
+    output lengths; without a trace, ``request_rate`` spreads the requests by a Poisson process
+    (``seed``), and without either they all arrive at t=0. The engine's ``max_seq_len`` holds the
+    longest request and ``margin`` spare positions, and is never below ``MIN_SEQ_LEN``.
     """
 
-    prompt_tokens: int
-    new_tokens: int
-    shared_prefix: int = 0
+    prompt_tokens: int = 16         # a prompt given in words: the tokens allowed for it
+    max_new_tokens: int = 64
+    shared_prefix: int = 0          # tokens of one system prompt before every prompt
     margin: int = 0
-    arrivals: Sequence[Any] = ()
-    prompt_words: int = 0       # the page's prompts: this many words each (0: given in tokens)
+    arrivals: Sequence[Any] = ()    # a trace's requests (or Poisson times), one per request
+    prompt_words: int = 0           # prompts of this many words (0: of ``prompt_tokens`` tokens)
+    requests: int = 16
+    texts: tuple[str, ...] = ()     # the prompts as text (the page's); empty: made up
+    prompt_ids: tuple[tuple[int, ...], ...] = ()    # ... or as token ids, taken as they are
+    temperature: float = 0.0
+    ignore_eos: bool = False
+    stop_early: bool = False        # each request stops on a token a probe run emitted
+    chat: bool = False              # each prompt a user message, through the chat template
+    request_rate: float | None = None   # requests/s of Poisson arrivals (inf: all at t=0)
+    seed: int = 0                   # made-up prompts and arrival times
+    arrivals_file: str | None = None    # the trace ``arrivals`` was read from (its name)
+
+    def __post_init__(self) -> None:
+        for name in ("prompt_tokens", "max_new_tokens", "requests"):
+            _check(_whole(getattr(self, name)) and getattr(self, name) >= 1,
+                   f"Workload.{name} must be a whole number >= 1, got {getattr(self, name)!r}")
+        for name in ("shared_prefix", "margin", "prompt_words", "seed"):
+            _check(_whole(getattr(self, name)) and getattr(self, name) >= 0,
+                   f"Workload.{name} must be a whole number >= 0, got {getattr(self, name)!r}")
+        for given in ("texts", "prompt_ids", "arrivals"):
+            count = len(getattr(self, given))
+            _check(count in (0, self.requests), f"Workload.requests ({self.requests}) must be "
+                   f"the number of {given} ({count})")
+        _check(self.request_rate is None or self.request_rate > 0 and not
+               math.isnan(self.request_rate),
+               f"Workload.request_rate must be > 0 (or None), got {self.request_rate!r}")
 
     @classmethod
-    def of_words(cls, words: int, new_tokens: int, shared_prefix: int = 0) -> Workload:
+    def of_words(cls, words: int, max_new_tokens: int, shared_prefix: int = 0,
+                 **given: Any) -> Workload:
         """Prompts of ``words`` words (``word_prompts``), with room for about two tokens a word
-        and a chat template around them (``word_prompt_tokens``)."""
-        return cls(word_prompt_tokens(words), new_tokens, shared_prefix, prompt_words=words)
+        and a chat template around them (``word_prompt_tokens``); ``texts`` given, as many
+        requests as texts."""
+        if given.get("texts") and "requests" not in given:
+            given["requests"] = len(given["texts"])
+        return cls(word_prompt_tokens(words), max_new_tokens, shared_prefix,
+                   prompt_words=words, **given)
 
     def longest(self) -> int:
         """Tokens of the longest request, system prompt included."""
-        lengths = [self.prompt_tokens + self.new_tokens]
-        lengths += [(a.prompt_tokens or self.prompt_tokens) + (a.output_tokens or self.new_tokens)
-                    for a in self.arrivals]
+        lengths = [self.prompt_tokens + self.max_new_tokens]
+        lengths += [(a.prompt_tokens or self.prompt_tokens)
+                    + (a.output_tokens or self.max_new_tokens) for a in self.arrivals]
         return max(lengths) + self.shared_prefix
 
     def max_seq_len(self) -> int:
@@ -64,6 +103,43 @@ class Workload:
     def engine_config(self, **fields: Any) -> EngineConfig:
         """An ``EngineConfig`` with ``fields``, its ``max_seq_len`` sized for this workload."""
         return EngineConfig(max_seq_len=self.max_seq_len(), **fields)
+
+    def sampling(self) -> SamplingParams | list[SamplingParams]:
+        """How every request is sampled; a list where a trace gives requests their own output
+        lengths."""
+        def params(new_tokens: int) -> SamplingParams:
+            return SamplingParams(max_new_tokens=new_tokens, temperature=self.temperature,
+                                  ignore_eos=self.ignore_eos)
+        if any(a.output_tokens for a in self.arrivals):
+            return [params(a.output_tokens or self.max_new_tokens) for a in self.arrivals]
+        return params(self.max_new_tokens)
+
+    def prompts(self, engine) -> list:
+        """The prompts as ``engine`` takes them (text, or token ids for a model without a
+        tokenizer and for made-up token prompts), each after the shared system prompt."""
+        tokenizer, vocab = engine.tokenizer, engine.spec.vocab_size
+        if self.texts:
+            own = token_prompts(engine, list(self.texts), self.prompt_words or self.prompt_tokens)
+        elif self.prompt_ids:
+            own = [list(ids) for ids in self.prompt_ids]
+        elif any(a.prompt_tokens for a in self.arrivals):        # lengths from a trace
+            own = [make_prompts(tokenizer, 1, a.prompt_tokens or self.prompt_tokens,
+                                self.seed + i, vocab)[0] for i, a in enumerate(self.arrivals)]
+        elif self.prompt_words:
+            own = token_prompts(engine, word_prompts("", self.requests, self.prompt_words)[0],
+                                self.prompt_words)
+        else:
+            own = make_prompts(tokenizer, self.requests, self.prompt_tokens, self.seed, vocab)
+        return with_shared_prefix(own, self.shared_prefix, tokenizer, vocab)
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check(ok: bool, message: str) -> None:
+    if not ok:
+        raise ValueError(message)
 
 SENTENCES = (
     "The license grants permission to use, copy and modify the software.",

@@ -4,10 +4,9 @@ back in again.
 Each run becomes one *process* and each lane one *thread* (track), with the span's step, batch
 size, token count and request ids in ``args``, so the picture the UI draws can be inspected
 there too. One extra metadata event per run (``RUN_METADATA``, which Perfetto ignores) carries
-what a trace has no place for: the loop, k, the GPU lanes and the metrics. ``read_own_trace``
-turns such a file back into the same runs (a trace written by an older version, without that
-event, comes back with what its tracks say). Other programs' traces go through
-``record.profiler_import``.
+what a trace has no place for: the loop, k, extra CPU work, the GPU lanes and the metrics.
+``read_own_trace`` turns such a file back into the same runs. Other programs' traces go through
+``record.imported.profiler_import``.
 
 Standard library only.
 """
@@ -49,11 +48,12 @@ def _run_events(run: RunDict, pid: int,
     spans = [span_dict(s) for s in run.get("spans", [])]
     lanes = _run_lanes(run, spans)
     tids = {lane: i + 1 for i, lane in enumerate(lanes)}
-    name = str(run.get("label") or run.get("mode") or f"run {pid}")
+    name = str(run.get("label") or f"run {pid}")
     events = [_metadata("process_name", pid, 0, {"name": name}),
               _metadata("process_sort_index", pid, 0, {"sort_index": pid}),
               _metadata(RUN_METADATA, pid, 0, {
-                  "loop": run.get("loop", run.get("mode")), "decode_steps": run.get("decode_steps", 1),
+                  "loop": run["loop"], "decode_steps": run["decode_steps"],
+                  "extra_cpu_us": run["extra_cpu_us"],
                   "label": name, "lanes": lanes, "gpu_lanes": list(run.get("gpu_lanes") or []),
                   "metrics": dict(run.get("metrics") or {}), "host": run.get("host") or {},
                   "env": {k: v for k, v in (env or {}).items()
@@ -78,7 +78,7 @@ def to_chrome_trace(run: RunDict, pid: int = 1) -> dict[str, Any]:
 
 
 def write_chrome_trace(record: RecordDict, path: str | os.PathLike[str]) -> Path:
-    """Write every run of a record as one process each (named by label or mode). ``.gz`` zips."""
+    """Write every run of a record as one process each (named by its label). ``.gz`` zips."""
     events: list[dict[str, Any]] = []
     for i, run in enumerate(record.get("runs", [])):
         events.extend(_run_events(run, pid=i + 1, env=record.get("env")))
@@ -130,9 +130,10 @@ def read_own_trace(events: list[Any]) -> list[RunDict] | None:
     for pid in sorted(spans, key=str):
         info = meta.get(pid, {})
         label = str(info.get("label") or processes.get(pid) or f"run {pid}")
-        named = {"loop": info["loop"], "decode_steps": info.get("decode_steps", 1)} \
-            if "loop" in info else {"mode": label.partition(" ")[0]}
-        loop, k = loop_of(named)
+        # Tracks without the run's metadata say no loop: one this code does not know.
+        loop, k = loop_of({"loop": info.get("loop"), "decode_steps": _whole(
+            info.get("decode_steps"), 1)})
+        extra_us = _whole(info.get("extra_cpu_us"), 0)
         lanes = [str(x) for x in info.get("lanes") or []] or \
             list(dict.fromkeys(s["lane"] for s in spans[pid]))
         gpu = [str(x) for x in info.get("gpu_lanes") or []] or \
@@ -145,7 +146,8 @@ def read_own_trace(events: list[Any]) -> list[RunDict] | None:
         for key in TOKEN_METRICS:               # from outputs, which the trace does not carry
             if key in given:
                 metrics[key] = given[key]
-        runs.append(run_dict(loop, k, label, spans[pid], metrics, lanes=lanes, gpu_lanes=gpu))
+        runs.append(run_dict(loop, k, label, spans[pid], metrics, lanes=lanes, gpu_lanes=gpu,
+                             extra_cpu_us=max(extra_us, 0)))
     return runs
 
 

@@ -5,7 +5,7 @@ A *row* is a plain dict: ``loop``, ``request_rate`` (requests/s; ``None`` for a 
 request at t=0), the run's ``requests``, and its numbers: output tokens/s, requests/s, TTFT and
 inter-token latency (mean, p50, p99, ms), TPOT and end-to-end latency, GPU busy (``None`` where it
 was not measured), and ``other_cpu_frac``: the share of the machine other programs used meanwhile
-(``engine.host_load``; a shared machine measures less than a quiet one). Rows of repeated runs
+(``record.host_load``; a shared machine measures less than a quiet one). Rows of repeated runs
 are summarised as the median, with the spread (min..max) kept for the table and the figure's
 error bars.
 
@@ -55,7 +55,7 @@ def rows_from_record(record: RecordDict, request_rate: float | None) -> list[dic
         metrics = run.get("metrics", {})
         if "itl_ms_p50" not in metrics:
             continue                                    # a run without per-token times
-        out.append(row_from_metrics(run.get("loop", run.get("mode", "?")), request_rate,
+        out.append(row_from_metrics(run["loop"], request_rate,
                                     len(run.get("outputs", [])), metrics))
     return out
 

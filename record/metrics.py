@@ -38,18 +38,16 @@ SpanLike = Span | SpanDict | Mapping[str, Any]
 # (Mini-SGLang's serial loop does: the bench's recorder draws it there, as ``upload``).
 METADATA_PHASES = (Phase.UPLOAD,)
 
-# The keys every schema-1 record has carried since the first one (readers may rely on them) ...
-SCHEMA1_METRIC_KEYS = (
+# The keys every run of a record carries (``compute_metrics`` gives them all; readers may rely
+# on them).
+METRIC_KEYS = (
     "tokens_per_s", "decode_tokens_per_s", "output_tokens", "wall_s", "steps",
     "gpu_busy_frac", "idle_us_total", "idle_gap_count", "mean_step_us", "mean_idle_per_step_us",
     "t_fwd_us", "t_cpu_us", "predicted_overlap_speedup",
     "ttft_ms_mean", "ttft_ms_p50", "tpot_ms_mean",
+    "steady_step_us", "steady_busy_frac", "steady_steps", "steady_prefill_frac",
+    "engine_busy_frac", "steady_engine_busy_frac", "decode_gap_us_p50", "active_busy_frac",
 )
-# ... and the ones added since (``run_record.upgrade_run`` computes them for older records).
-METRIC_KEYS = SCHEMA1_METRIC_KEYS + ("steady_step_us", "steady_busy_frac", "steady_steps",
-                                     "steady_prefill_frac", "engine_busy_frac",
-                                     "steady_engine_busy_frac", "decode_gap_us_p50",
-                                     "active_busy_frac")
 
 
 # ---- intervals ------------------------------------------------------------------------------
@@ -60,7 +58,7 @@ def union_intervals(intervals: Iterable[Interval], join_us: float = 0.0) -> list
     ``join_us``: two intervals less than this far apart are merged too (the gap between them is
     counted as covered). An imported kernel-level trace has thousands of gaps of a microsecond
     or two between the kernels of one forward; no host could have given the GPU work in them,
-    so they are not idleness (``record.trace_loop.joined_gap_us``).
+    so they are not idleness (``record.imported.trace_loop.joined_gap_us``).
     """
     merged: list[list[float]] = []
     for start, end in sorted((float(s), float(e)) for s, e in intervals if e > s):
@@ -457,7 +455,7 @@ def compute_metrics(spans: Iterable[SpanLike], outputs: Sequence[Any],
     ``t_cpu_us`` and predicted speedup are None, and ``gpu_wait_us`` (an extra key) holds what
     the rest of its step was, the GPU's wait between forwards. ``join_us``: gaps between GPU
     spans shorter than this count as busy (an imported kernel-level trace,
-    ``record.trace_loop.joined_gap_us``).
+    ``record.imported.trace_loop.joined_gap_us``).
     """
     spans = _as_spans(spans)
     if wall_us is None:

@@ -4,7 +4,8 @@ A record is what travels between the engine, the CLI's ``--json`` file, the bund
 the UI: ``{"schema": 1, "env": {...}, "config": {...}, "runs": [run, ...]}``. The viz code draws
 records, never engine objects, so a live run, a recorded GPU run and an imported production trace
 take the same path to the screen. ``validate_record`` is the single gate every record passes on
-its way in (load) and out (make, save), so the UI can trust every key it reads.
+its way in (load) and out (make, save), so the UI can trust every key it reads; a record of our
+engine's runs carries a typed ``record.schema.RunConfig`` (``config_of`` reads it).
 
 The layout, lanes, phases and metric formulas are documented in docs/run_record.md.
 Standard library only.
@@ -22,18 +23,21 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeGuard, cast
 
-from record.metrics import METRIC_KEYS, SCHEMA1_METRIC_KEYS, compute_metrics
+from record.metrics import METRIC_KEYS
 from record.recorder import Span
 from record.schema import (
     BASE_LANES,
     GPU_LANES,
+    OURS,
     RECORD_LOOPS,
     Loop,
     Metrics,
     OutputDict,
     RecordDict,
+    RunConfig,
     RunDict,
     SpanDict,
+    loop_label,
 )
 
 SCHEMA = 1
@@ -41,8 +45,10 @@ DEFAULT_MAX_BYTES = 200 * 2**20
 MAX_RUNS = 16               # a record's structure is bounded too, not only its bytes
 MAX_LANES = 256             # per run
 MAX_SPANS = 2_000_000       # in the whole record
+MAX_DECODE_STEPS = 64       # k of a run, at most
 ENV_KEYS = ("device_name", "torch_version", "python_version", "platform", "date")
-RUN_KEYS = ("mode", "label", "lanes", "gpu_lanes", "metrics", "spans", "outputs")
+RUN_KEYS = ("loop", "decode_steps", "extra_cpu_us", "label", "lanes", "gpu_lanes", "metrics",
+            "spans", "outputs")
 SPAN_KEYS = ("lane", "phase", "step", "start_us", "end_us")
 OUTPUT_KEYS = ("token_ids", "text", "finish_reason")
 
@@ -56,25 +62,21 @@ class RecordError(ValueError):
 def run_dict(loop: str, decode_steps: int, label: str, spans: Sequence[Span | SpanDict],
              metrics: Metrics | Mapping[str, Any] | None = None, outputs: Sequence[OutputDict] = (),
              lanes: Sequence[str] = BASE_LANES, gpu_lanes: Sequence[str] = GPU_LANES,
-             host: Mapping[str, float] | None = None) -> RunDict:
+             extra_cpu_us: int = 0) -> RunDict:
     """One run of a record. The only place a run dict is built, for a finished run and for the
     partial run a live view draws (no metrics and no outputs yet).
 
-    ``loop`` is a ``record.schema.Loop``; ``decode_steps`` is k (1 unless multi-step). ``mode``
-    repeats the loop's name for readers of schema 1 that know only that key. Names are written
-    as plain strings: a record holds JSON's own types, and unpickles anywhere. ``metrics`` may
-    hold keys of its own beside those ``Metrics`` names. ``host`` says what else the machine did
-    meanwhile (``engine.host_load``), where that was measured.
+    ``loop`` is a ``record.schema.Loop``; ``decode_steps`` is k (1 unless multi-step) and
+    ``extra_cpu_us`` the CPU work added to each scheduler iteration: the run's per-loop
+    settings. Names are written as plain strings: a record holds JSON's own types, and unpickles
+    anywhere. ``metrics`` may hold keys of its own beside those ``Metrics`` names.
     """
-    run: RunDict = {"mode": str(loop), "loop": str(loop), "decode_steps": int(decode_steps),
-                    "label": label, "lanes": [str(lane) for lane in lanes],
-                    "gpu_lanes": [str(lane) for lane in gpu_lanes],
-                    "metrics": cast(Metrics, dict(metrics or {})),    # its own keys kept too
-                    "spans": [span_dict(s) for s in spans],
-                    "outputs": [OutputDict(**o) for o in outputs]}
-    if host:
-        run["host"] = dict(host)
-    return run
+    return {"loop": str(loop), "decode_steps": int(decode_steps),
+            "extra_cpu_us": int(extra_cpu_us), "label": label,
+            "lanes": [str(lane) for lane in lanes], "gpu_lanes": [str(lane) for lane in gpu_lanes],
+            "metrics": cast(Metrics, dict(metrics or {})),    # its own keys kept too
+            "spans": [span_dict(s) for s in spans],
+            "outputs": [OutputDict(**o) for o in outputs]}
 
 
 def span_dict(span: Span | SpanDict) -> SpanDict:
@@ -83,35 +85,9 @@ def span_dict(span: Span | SpanDict) -> SpanDict:
 
 
 def loop_of(run: RunDict | Mapping[str, Any]) -> tuple[Loop, int]:
-    """(loop, k) of a run: its ``loop`` and ``decode_steps`` fields. Runs written before those
-    existed said ``"multistep-3"`` in ``mode``; this is the one place that form is read."""
-    if "loop" in run:
-        loop, k = run["loop"], run.get("decode_steps")
-        k = k if isinstance(k, int) and not isinstance(k, bool) and 1 <= k <= 64 else 1
-        return (Loop(loop) if loop in RECORD_LOOPS else Loop.OTHER), k
-    text = str(run.get("mode", ""))
-    name, _, k = text.partition("-")
-    if name == Loop.MULTISTEP and k.isdigit():
-        return Loop.MULTISTEP, int(k)
-    return (Loop(text), 1) if text in RECORD_LOOPS else (Loop.OTHER, 1)
-
-
-def upgrade_run(run: dict[str, Any]) -> dict[str, Any]:
-    """Bring a run written by older code up to date, in place: ``loop`` and ``decode_steps``
-    fields, and every metric recomputed from its spans (one definition of each number, so an old
-    recording is measured exactly like a new one). Extra metrics (wasted tokens) are kept."""
-    if "loop" not in run or "decode_steps" not in run:
-        loop, run["decode_steps"] = loop_of(run)
-        run["loop"] = str(loop)
-    metrics = run.get("metrics") or {}
-    if metrics and any(key not in metrics for key in METRIC_KEYS):
-        wall = metrics.get("wall_s")
-        join = run.get("joined_gap_us")       # an imported trace's gaps shorter than a launch
-        fresh = compute_metrics(run["spans"], run["outputs"], run.get("gpu_lanes") or GPU_LANES,
-                                wall_us=wall * 1e6 if _is_number(wall) and wall > 0 else None,
-                                join_us=float(join) if _is_number(join) and join > 0 else 0.0)
-        run["metrics"] = {**metrics, **fresh}
-    return run
+    """(loop, k) of a run; a loop this code does not know is ``Loop.OTHER``."""
+    loop, k = run["loop"], run["decode_steps"]
+    return (Loop(loop) if loop in RECORD_LOOPS else Loop.OTHER), k
 
 
 def default_env(**given: Any) -> dict[str, Any]:
@@ -129,28 +105,49 @@ def default_env(**given: Any) -> dict[str, Any]:
     return env
 
 
-def _normalize_run(run: Mapping[str, Any]) -> dict[str, Any]:
-    """Span objects become dicts; a missing label is the mode; missing lanes are the used ones."""
+def make_record(env: Mapping[str, Any], config: RunConfig | Mapping[str, Any],
+                runs: Sequence[RunDict | Mapping[str, Any]]) -> RecordDict:
+    """A validated schema-1 record. ``env`` is completed by ``default_env``. Our engine's
+    records are made in one place, ``engine.run``, with a ``RunConfig``; another engine's
+    record or an imported trace brings a config of its own."""
+    record = {
+        "schema": SCHEMA,
+        "env": default_env(**env),
+        "config": config.to_dict() if isinstance(config, RunConfig) else dict(config),
+        "runs": [_completed(run) for run in runs],
+    }
+    return validate_record(record)
+
+
+def _completed(run: RunDict | Mapping[str, Any]) -> dict[str, Any]:
+    """Span objects become dicts; a missing label is the loop's name; missing lanes are the
+    ones its spans use."""
     out = dict(run)
     out["spans"] = [span_dict(s) for s in run.get("spans", [])]
-    out.setdefault("label", run.get("mode"))
+    if "loop" in out and "decode_steps" in out:
+        out.setdefault("label", loop_label(out["loop"], out["decode_steps"]))
     if "lanes" not in out:
         out["lanes"] = list(dict.fromkeys(s["lane"] for s in out["spans"]))
     if "gpu_lanes" not in out:
         out["gpu_lanes"] = [lane for lane in out["lanes"] if lane in GPU_LANES]
-    return upgrade_run(out)
+    return out
 
 
-def make_record(env: Mapping[str, Any], config: Mapping[str, Any],
-                runs: Sequence[RunDict | Mapping[str, Any]]) -> RecordDict:
-    """A validated schema-1 record. ``env`` is completed by ``default_env``."""
-    record = {
-        "schema": SCHEMA,
-        "env": default_env(**env),
-        "config": dict(config),
-        "runs": [_normalize_run(run) for run in runs],
-    }
-    return validate_record(record)
+def is_ours(record: RecordDict | Mapping[str, Any]) -> bool:
+    """Whether ``record`` holds our engine's runs (``env["engine"]`` says so), whose config is a
+    ``RunConfig``. Runs side by side from several files (each naming its ``source``) are not
+    one record of ours: their config names the files."""
+    env = record.get("env")
+    return (isinstance(env, dict) and env.get("engine") == OURS
+            and not any(isinstance(run, dict) and "source" in run
+                        for run in record.get("runs") or ()))
+
+
+def config_of(record: RecordDict | Mapping[str, Any]) -> RunConfig | None:
+    """The typed config of a record of our engine's runs; None for any other record (another
+    engine's, an imported trace, runs side by side). ``ValueError`` where ours is malformed
+    (``validate_record`` says where)."""
+    return RunConfig.from_dict(record.get("config")) if is_ours(record) else None
 
 
 # ---- validating -----------------------------------------------------------------------------
@@ -239,12 +236,17 @@ def has_memory(run: RunDict) -> bool:
 
 def _validate_run(run: Any, where: str) -> None:
     _require(run, RUN_KEYS, where)
-    _check(isinstance(run["mode"], str), where, "mode must be a string")
+    _check(isinstance(run["loop"], str) and isinstance(run["label"], str), where,
+           "loop and label must be strings")
+    _check(_is_whole(run["decode_steps"]) and 1 <= run["decode_steps"] <= MAX_DECODE_STEPS,
+           where, f"decode_steps must be an integer in 1..{MAX_DECODE_STEPS}")
+    _check(_is_whole(run["extra_cpu_us"]) and run["extra_cpu_us"] >= 0, where,
+           "extra_cpu_us must be a whole number of µs, 0 or more")
     for key in ("lanes", "gpu_lanes", "spans", "outputs"):
         _check(isinstance(run[key], list), where, f"{key} must be a list")
     _check(len(run["lanes"]) <= MAX_LANES, where, f"{len(run['lanes'])} lanes; at most "
            f"{MAX_LANES} are read")
-    _require(run["metrics"], SCHEMA1_METRIC_KEYS, f"{where}.metrics")
+    _require(run["metrics"], METRIC_KEYS, f"{where}.metrics")
     for key, value in run["metrics"].items():
         _check(value is None or _is_number(value), f"{where}.metrics",
                f"{key} must be a finite number or null")
@@ -258,14 +260,18 @@ def _validate_run(run: Any, where: str) -> None:
 
 
 def validate_record(d: Any) -> RecordDict:
-    """Return ``d`` if it is a valid schema-1 record (its runs brought up to date by
-    ``upgrade_run``); raise ``RecordError`` if not."""
+    """Return ``d`` if it is a valid schema-1 record; raise ``RecordError`` if not. A record of
+    our engine's runs (``is_ours``) must hold a ``RunConfig``."""
     _require(d, ("schema",), "record")
     _check(d["schema"] == SCHEMA, "record",
            f"schema {d['schema']!r} is not supported (this code reads schema {SCHEMA})")
     _require(d, ("env", "config", "runs"), "record")
     _require(d["env"], ENV_KEYS, "record.env")
     _check(isinstance(d["config"], dict), "record.config", "expected an object")
+    try:
+        config_of(d)
+    except ValueError as error:
+        raise RecordError(f"record.config: {error}") from None
     _check(isinstance(d["runs"], list), "record.runs", "expected a list")
     _check(len(d["runs"]) <= MAX_RUNS, "record.runs", f"{len(d['runs'])} runs; at most "
            f"{MAX_RUNS} are read")
@@ -274,8 +280,6 @@ def validate_record(d: Any) -> RecordDict:
     _check(spans <= MAX_SPANS, "record.runs", f"{spans} spans; at most {MAX_SPANS} are read")
     for i, run in enumerate(d["runs"]):
         _validate_run(run, f"record.runs[{i}]")
-    for run in d["runs"]:
-        upgrade_run(run)
     return cast(RecordDict, d)      # every key the schema names was checked above
 
 
@@ -306,7 +310,7 @@ def record_from_bytes(data: bytes, name: str = "record") -> RecordDict:
 
 def load_record(path: str | os.PathLike[str], max_bytes: int = DEFAULT_MAX_BYTES) -> RecordDict:
     """Read and validate a record (plain or gzip JSON, whatever the name says), bounded in size."""
-    from record.files import read_bounded
+    from record.bounded_read import read_bounded
 
     try:
         data = read_bounded(path, max_bytes, what=f"record {os.fspath(path)!r}")

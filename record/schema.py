@@ -10,13 +10,16 @@ The ``TypedDict``s say what a run record holds (docs/run_record.md has every key
 ``RecordDict`` holds ``RunDict``s, each with its ``SpanDict``s, ``OutputDict``s and ``Metrics``.
 They describe the plain dicts that travel as JSON; nothing is converted. Lanes and phases are
 ``str`` in them, not ``Lane`` and ``Phase``: an imported trace brings lanes and phases of its
-own ("GPU 0 stream 7", kernel names).
+own ("GPU 0 stream 7", kernel names). ``RunConfig`` is the one typed config of our engine's
+runs: a record carries it as ``RunConfig.to_dict()``.
 
 This module imports only the standard library: it is the bottom of the bottom layer.
 """
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass, fields
 from enum import StrEnum
 from typing import Any, NotRequired, TypedDict, final
 
@@ -73,6 +76,7 @@ RECORD_LOOPS = ENGINE_LOOPS + (Loop.IMPORTED,)                # what a record ma
 # How a run's label names this project's engine beside a peer's ("overlap (this project
 # 7944d1e, NVIDIA H200, ...)"); a chart says it in the reader's language (text "detail_ours").
 OURS_DETAIL = "this project"
+OURS = "ours"           # ``env["engine"]`` of this engine's records: their config is a RunConfig
 
 
 def loop_label(loop: str, decode_steps: int = 1) -> str:
@@ -157,7 +161,6 @@ class Metrics(TypedDict, total=False):
     wasted_tokens: int
     unsafe_frees: int
     unguarded_tokens: int
-    extra_cpu_us: int
     prefix_hit_tokens: int | None
     prefix_hit_rate: float | None
     retractions: int
@@ -177,27 +180,23 @@ class WindowDict(TypedDict):
 
 @final           # so that ``"runs" in d`` tells a record from a run (a type checker's narrowing)
 class RunDict(TypedDict):
-    """One run of a record: which loop, its lanes, metrics, spans and outputs."""
+    """One run of a record: which loop and how (its per-loop settings live here, nowhere
+    else), its lanes, metrics, spans and outputs."""
 
-    mode: str                       # the loop's name again, for the first schema-1 readers
     loop: str                       # a ``Loop``
     decode_steps: int               # k: 1 unless multi-step
+    extra_cpu_us: int               # real CPU work added to each scheduler iteration (0: none)
     label: str
     lanes: list[str]                # in display order
     gpu_lanes: list[str]            # busy is the union of these
     metrics: Metrics
     spans: list[SpanDict]
     outputs: NotRequired[list[OutputDict]]  # absent from a view cut to some steps: see window
-    host: NotRequired[dict[str, float]]     # what else the machine did (engine.host_load)
+    host: NotRequired[dict[str, float]]     # what else the machine did (record.host_load)
     memory: NotRequired[dict[str, Any]]     # KV pages step by step (engine.engine.memory_record)
-    notes: NotRequired[list[dict[str, Any]]]    # an import: what the trace cannot tell
-    source: NotRequired[str]                # an import, or runs side by side: the file it came from
-    env: NotRequired[dict[str, Any]]        # runs side by side: where its record was made
-    loop_seen: NotRequired[dict[str, Any]]  # an import: what its timing says (record.trace_loop)
-    joined_gap_us: NotRequired[float]       # an import: gaps shorter than this count as busy
-    step_starts: NotRequired[list[list[float]]]     # an import: [step, when the host began it]
-    phase_roles: NotRequired[dict[str, str]]    # an import: its named host phases' roles
     window: NotRequired[WindowDict]         # a view cut to some steps
+    spans_dropped: NotRequired[int]         # a served session: its oldest spans, left out
+    # An imported trace's run, or runs shown side by side, carry more: record.imported.ImportedRun
 
 
 @final
@@ -209,3 +208,101 @@ class RecordDict(TypedDict):
     config: dict[str, Any]
     runs: list[RunDict]
     notes: NotRequired[list[dict[str, Any]]]   # another engine's: what the record cannot tell
+
+
+# ---- the config of our engine's runs --------------------------------------------------------
+
+@dataclass(frozen=True)
+class RunConfig:
+    """How our engine's runs of one record were run: the engine's settings and the workload,
+    each under one name. What differs from loop to loop (the loop, k, extra CPU work) is each
+    run's own (``RunDict``), not here. ``engine.run.run_config`` is the one place one is made;
+    a record carries ``to_dict()``, and ``from_dict`` checks one read back (every key, each of
+    its type). None in a workload field: not one value for the whole run (a trace or a served
+    session gives each request its own, a prompt given in words has no one token length)."""
+
+    # the engine (engine.config.EngineConfig's names)
+    model: str
+    device: str                         # as asked: "auto", "cpu", "cuda" (env says what ran)
+    dtype: str
+    seed: int
+    max_batch_size: int
+    max_seq_len: int
+    page_size: int
+    num_pages: int | None               # the KV pool in pages; None: every slot at full length
+    prefix_cache: bool
+    max_prefill_tokens: int
+    cuda_graph: bool
+    compile: bool | None
+    attention: str
+    result_copy_stream: str
+    cpu_device_process: bool
+    cpu_threads: int
+    device_cpus: tuple[int, ...]
+    record_timeline: bool
+    debug_checks: bool
+    hazards: tuple[str, ...]            # the hazard lab's safeguards switched off (none: safe)
+    # the workload (engine.workloads.Workload's names)
+    requests: int | None                # None: a served session (as many as its clients sent)
+    prompt_tokens: int | None           # tokens a prompt (before the shared system prompt)
+    prompt_words: int | None            # words a prompt, where the prompts were given in words
+    max_new_tokens: int | None
+    temperature: float | None
+    ignore_eos: bool
+    stop_tokens_from_probe: bool        # each request stops on a token a probe run emitted
+    chat: bool                          # as it ran: through the model's chat template
+    shared_prefix: int                  # tokens of one system prompt before every prompt
+    request_rate: float | None          # Poisson arrivals at this rate; None: all at t=0
+    arrivals_file: str | None           # a trace of arrival times and lengths, by file name
+    served: bool                        # a served session (the OpenAI-compatible server)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The config as the record's JSON holds it (tuples as lists)."""
+        return {f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v
+                for f in fields(self)}
+
+    @classmethod
+    def from_dict(cls, d: Any) -> RunConfig:
+        """A config read back; ``ValueError`` names the first key that is missing, unknown or
+        of the wrong type."""
+        if not isinstance(d, dict):
+            raise ValueError(f"expected an object, got {type(d).__name__}")
+        names = [f.name for f in fields(cls)]
+        missing = [name for name in names if name not in d]
+        unknown = sorted(set(d) - set(names))
+        if missing or unknown:
+            raise ValueError("; ".join(
+                [f"missing key(s) {', '.join(map(repr, missing))}"] * bool(missing)
+                + [f"unknown key(s) {', '.join(map(repr, unknown))}"] * bool(unknown)))
+        return cls(**{f.name: _typed(f.name, str(f.type), d[f.name]) for f in fields(cls)})
+
+
+def _typed(name: str, kind: str, value: Any) -> Any:
+    """``value`` as a field of type ``kind`` ("int", "float | None", "tuple[str, ...]") holds it."""
+    base = kind.removesuffix(" | None")
+    if value is None:
+        if base != kind:
+            return None
+        raise ValueError(f"{name} must not be null")
+    if base.startswith("tuple["):
+        item = base[len("tuple["):].partition(",")[0]
+        if not isinstance(value, (list, tuple)) or not all(_is(item, v) for v in value):
+            raise ValueError(f"{name} must be a list of {item} values, got {value!r}"[:200])
+        return tuple(value)
+    if not _is(base, value):
+        raise ValueError(f"{name} must be {'a finite number' if base == 'float' else base}"
+                         f"{' or null' if base != kind else ''}, got {value!r}"[:200])
+    return float(value) if base == "float" else value
+
+
+def _is(kind: str, value: Any) -> bool:
+    if kind == "bool":
+        return isinstance(value, bool)
+    if kind == "int":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "float":
+        return (isinstance(value, (int, float)) and not isinstance(value, bool)
+                and math.isfinite(value))
+    if kind == "str":
+        return isinstance(value, str)
+    raise TypeError(f"RunConfig has a field of a type this check does not know: {kind}")

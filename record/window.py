@@ -24,7 +24,7 @@ def gpu_lanes(run: RunDict) -> list[str]:
 
 def joined_gap_us(run: RunDict) -> float:
     """Gaps between GPU spans shorter than this count as busy: in an imported kernel-level trace,
-    the time a launch takes to reach an idle GPU (``record.trace_loop.launch_latency_us``),
+    the time a launch takes to reach an idle GPU (``record.imported.trace_loop.launch_latency_us``),
     since no host could have filled a shorter gap; 0 for runs of ours (their spans are whole
     forwards and copies)."""
     value = run.get("joined_gap_us")

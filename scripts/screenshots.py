@@ -7,11 +7,13 @@
     python -m scripts.screenshots --hazard-only    # only section 10's hazard lab pictures
     python -m scripts.screenshots --zh-only        # only the Chinese step view (a first click)
     python -m scripts.screenshots --readme         # the README's picture, timed
+    python -m scripts.screenshots --whole-run RECORD  # a long run's whole-run chart, en and zh
 
 Starts ``python app.py`` on a free port, drives it with Playwright exactly as the lesson in
 ``docs/walkthrough.md`` does (live runs on this machine, the bundled H200 recordings, the hazard
 lab), saves one screenshot per step, and stops the server. Live numbers change from run to run:
-the walkthrough gives their spread; each screenshot is one run.
+the walkthrough gives their spread; each screenshot is one run. The Chinese pictures need a CJK
+font where Chromium runs (Debian: ``apt-get install fonts-noto-cjk``), or their text is boxes.
 """
 
 from __future__ import annotations
@@ -298,7 +300,7 @@ def recorded_lesson(page, out: Path) -> None:
         _show_recorded(page, stem)
         _zoom_steps(page, 25, 26)                   # inside the profiled steps 24-27
         page.locator("#zoomed").screenshot(path=str(out / name))
-    _drag_zoom(page, "#zoomed", [(0.30, 0.32), (0.40, 0.46)])       # eager: about 0.2 ms
+    _drag_zoom(page, "#zoomed", [(0.30, 0.32), (0.35, 0.58)])       # eager: about 0.2 ms
     page.locator("#zoomed").screenshot(path=str(out / "walkthrough-7-eager-zoom.png"))
     # 3. Multi-step on the H200: k=4 at 200 us; all three loops with a scheduler twice as slow as
     # the forward (SmolLM2-135M shape, 4 ms of extra work, k=3).
@@ -316,6 +318,30 @@ def recorded_lesson(page, out: Path) -> None:
     page.get_by_role("tab", name="Serving: latency vs rate").click()
     _settle(page, 1500)
     page.locator("#serving-plot").screenshot(path=str(out / "latency-vs-rate-cpu.png"))
+
+
+def whole_run_shots(page, out: Path, record: Path) -> None:
+    """The whole-run chart of a long run, as the page draws any record it is given (the import
+    tab), in English and in Chinese: ``whole-run-<max new tokens>-en.png`` and ``-zh.png``. The
+    record is one the CLI wrote, e.g. 500 steps of the page's workload on this machine's CPU:
+    ``python -m engine --device cpu --mode both --requests 16 --batch-size 16 --prompt-words 24
+    --max-new-tokens 500 --ignore-eos --extra-cpu-us 4000 --show-text 0 --json RECORD``."""
+    import json
+
+    steps = json.loads(record.read_text())["config"]["max_new_tokens"]     # a token a step
+    page.get_by_role("tab", name="Import a trace").click()
+    page.set_input_files("#upload input[type=file]", str(record))
+    page.wait_for_selector("#status .status-ok", timeout=RUN_MS)
+    page.locator("#timeline .annotation-text", has_text="GPU idle").first.wait_for()
+    page.mouse.move(0, 0)
+    _settle(page, 1500)
+    page.locator("#timeline").screenshot(path=str(out / f"whole-run-{steps}-en.png"))
+    page.get_by_text("中文", exact=True).click()
+    page.wait_for_function("[...document.querySelectorAll('#timeline .annotation-text')]"
+                           ".some(e => e.textContent.includes('GPU 空闲'))", timeout=60_000)
+    page.mouse.move(0, 0)
+    _settle(page, 1500)
+    page.locator("#timeline").screenshot(path=str(out / f"whole-run-{steps}-zh.png"))
 
 
 def readme_shot(page, out: Path) -> None:
@@ -357,6 +383,8 @@ def main() -> int:
                         help="only the Chinese step view, of a first click with the defaults")
     parser.add_argument("--readme", action="store_true",
                         help="only the README's picture (a timed first click on Run)")
+    parser.add_argument("--whole-run", type=Path, metavar="RECORD",
+                        help="only the whole-run chart of RECORD (a long run), en and zh")
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
 
@@ -376,6 +404,8 @@ def main() -> int:
             page.wait_for_selector("#run")
             if args.readme:
                 readme_shot(page, args.out)
+            elif args.whole_run:
+                whole_run_shots(page, args.out, args.whole_run.resolve())
             elif args.multistep_only:
                 multistep_lesson(page, args.out)
             elif args.memory_only:

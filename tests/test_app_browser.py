@@ -390,7 +390,7 @@ def test_recorded_runs_are_listed_and_labelled_with_hardware_and_date(monkeypatc
     spans = [{"lane": "engine_stream", "phase": "decode", "step": 0, "start_us": 0.0,
               "end_us": 30.0}, {"lane": "engine_stream", "phase": "decode", "step": 1,
                                 "start_us": 40.0, "end_us": 70.0}]
-    run = {"mode": "overlap", "spans": spans, "outputs": [],
+    run = {"loop": "overlap", "decode_steps": 1, "extra_cpu_us": 0, "spans": spans, "outputs": [],
            "metrics": compute_metrics(spans, [])}
     env = {"device_name": "NVIDIA H200", "torch_version": "2.11.0", "date": "2025-06-01"}
     save_record(make_record(env, {}, [run]), tmp_path / "h200-overlap.json")
@@ -542,7 +542,8 @@ def test_a_record_full_of_html_runs_no_script_and_injects_nothing(page, tmp_path
                                                  ("engine_stream", 5.0))]
     outputs = [{"token_ids": [1, 2], "text": payload, "finish_reason": payload,
                 "prompt_tokens": 3, "wasted_steps": 1}]
-    run = {"mode": payload, "label": payload, "lanes": ["cpu", payload, "engine_stream"],
+    run = {"loop": payload, "decode_steps": 1, "extra_cpu_us": 0, "label": payload,
+           "lanes": ["cpu", payload, "engine_stream"],
            "gpu_lanes": [payload, "engine_stream"], "spans": spans, "outputs": outputs,
            "metrics": compute_metrics(spans, [], [payload, "engine_stream"]), "notes": [
                {"key": "note_steps_marker", "steps": 8, "marker": payload}]}

@@ -23,7 +23,7 @@ from bench.classroom_visitors import Seen, observe  # noqa: E402
 @pytest.mark.parametrize("visitors, browsers", [(0, 0), (65, 3), (30, 9), (2, 3), (5, -1)])
 def test_a_class_it_cannot_hold_is_refused_before_anything_starts(visitors, browsers, capsys):
     assert classroom.run(visitors, browsers, budget_s=1.0) == 2
-    assert "--classroom takes 1 to 64 visitors" in capsys.readouterr().err
+    assert "classroom takes 1 to 64 visitors" in capsys.readouterr().err
 
 
 def test_the_browsers_stand_first_last_and_between():

@@ -227,7 +227,7 @@ def test_the_run_is_the_loop_its_loop_spec_names(cpu_engine):
     params = SamplingParams(max_new_tokens=9, ignore_eos=True)
     runs = [cpu_engine.generate(prompts, params, spec) for spec in
             (LoopSpec(Loop.NORMAL, 1, 50), LoopSpec(Loop.OVERLAP), LoopSpec(Loop.MULTISTEP, 3))]
-    assert [(r.loop, r.decode_steps, r.metrics["extra_cpu_us"]) for r in runs] == [
+    assert [(r.loop, r.decode_steps, r.extra_cpu_us) for r in runs] == [
         ("normal", 1, 50), ("overlap", 1, 0), ("multistep", 3, 0)]
     assert _same(runs[0], runs[1]) and _same(runs[0], runs[2])
     assert cpu_engine.generate(prompts, params).loop == Loop.OVERLAP
@@ -446,3 +446,76 @@ def test_cuda_triton_attention_matches_reference_fp32(make_checkpoint, arch):
         with Engine(cfg) as eng:
             outs.append(eng.generate(prompts, params, OVERLAP))
     assert _same(outs[0], outs[1]) and _same(outs[0], outs[2])
+
+
+def _decode_step_inputs(runner, lens: list[int], pages: int):
+    """Metadata of one decode step (row i at ``lens[i]`` keys, on pages of its own) over random
+    KV caches and token_pool, the same for every runner given the same shape."""
+    from engine.scheduler.request import COL_LEN, COL_SLOT, COL_START, NUM_INT_COLS
+    ints, floats = runner.padding_meta(len(lens), NUM_INT_COLS + pages)
+    rows = torch.arange(len(lens), device="cuda")
+    ints[:, COL_SLOT], ints[:, COL_LEN] = rows, 1
+    ints[:, COL_START] = torch.tensor(lens, device="cuda") - 1
+    ints[:, NUM_INT_COLS:] = rows[:, None] * pages + torch.arange(pages, device="cuda")[None, :]
+    gen = torch.Generator("cuda").manual_seed(1)
+    for k_cache, v_cache in runner.kv_caches:
+        k_cache.normal_(generator=gen)
+        v_cache.normal_(generator=gen)
+    runner.token_pool.random_(4, 300, generator=gen)
+    return ints, floats
+
+
+@requires_cuda
+@pytest.mark.cuda
+def test_cuda_compiled_decode_leaves_rope_to_the_attention_kernel(make_checkpoint):
+    """Compiled, a decode step rotates q and k inside the attention kernel by default: it runs
+    at least one kernel a layer fewer than with RoPE outside it (where RoPE follows the cuBLAS
+    q/k/v product, which takes no fused epilogue, as a kernel of its own), and the same tokens."""
+    from torch.profiler import ProfilerActivity, profile
+
+    from engine.devices.runner import DecodeKernels, ModelRunner
+    from engine.models.loader import load_model
+
+    loaded = load_model(str(make_checkpoint("llama")), "cuda", torch.float32)
+    kernels, tokens = {}, {}
+    for rope in (True, False):
+        runner = ModelRunner(loaded.model, 4, 64, 64, 4, torch.float32, torch.device("cuda"),
+                             compile=True, kernels=DecodeKernels(rope_in_attention=rope))
+        assert runner.rope_in_attention == rope
+        ints, _ = _decode_step_inputs(runner, [5, 12, 19, 26], 16)
+        for _ in range(2):                                   # compile, warm up
+            runner.forward_logits(ints, 1, 16)
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            logits = runner.forward_logits(ints, 1, 16)
+            torch.cuda.synchronize()
+        kernels[rope] = sum(e.device_type.name == "CUDA" for e in prof.events())
+        tokens[rope] = logits.argmax(-1)
+    assert kernels[False] - kernels[True] >= loaded.spec.num_layers, kernels
+    assert torch.equal(tokens[True], tokens[False])
+
+
+@requires_cuda
+@pytest.mark.cuda
+@pytest.mark.parametrize("compile", [False, True])
+def test_cuda_decode_of_many_chunks_matches_the_reference_path(make_checkpoint, compile):
+    """Rows of one chunk and of several (chunks of 16 keys here), the merge among them, every
+    earlier and present kernel choice: a decode step's logits are the plain path's (float32)."""
+    from engine.devices.runner import EARLIER, DecodeKernels, ModelRunner
+    from engine.models.loader import load_model
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    loaded = load_model(str(make_checkpoint("qwen2")), "cuda", torch.float32)
+    lens = [1, 16, 17, 40, 63, 9]
+    logits = {}
+    for name, kernels in (("reference", None), ("chunks of 16", DecodeKernels(chunk_keys=16,
+                                                                            block_n=16)),
+                          ("default", DecodeKernels()), ("earlier", EARLIER)):
+        runner = ModelRunner(loaded.model, 6, 64, 96, 4, torch.float32, torch.device("cuda"),
+                             attention="reference" if kernels is None else "triton",
+                             compile=compile and kernels is not None, kernels=kernels)
+        ints, _ = _decode_step_inputs(runner, lens, 16)
+        logits[name] = runner.forward_logits(ints, 1, 16).float()
+    ref = logits.pop("reference")
+    for name, got in logits.items():
+        assert (got - ref).abs().max().item() < 1e-4 * max(ref.abs().max().item(), 1.0), name

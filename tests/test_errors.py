@@ -20,7 +20,8 @@ def engine(make_checkpoint):
 
 @pytest.mark.parametrize("prompts, words", [
     ([], "empty"), ([[]], "empty"), ("abc", "list"), ([[5] * 70], "max_seq_len"),
-    ([[5, 99999]], "vocabulary"),
+    ([[5, 99999]], "vocabulary"), ([[-1, 5]], "vocabulary"), ([[5, 2.0]], "integers, got float"),
+    ([[5, True]], "integers, got bool"), ([["5"]], "integers, got str"),
 ])
 def test_bad_prompts(engine, prompts, words):
     with pytest.raises(ValueError, match=words):

@@ -196,9 +196,8 @@ def test_the_scheduler_process_killed_mid_run_is_said_and_the_next_request_works
 
     request = LiveRunRequest(
         engine=EngineConfig(model="bundled", device="cpu", max_batch_size=4, max_seq_len=256),
-        prompts=["one two three"] * 4, workload=Workload.of_words(3, 150),
-        params=SamplingParams(max_new_tokens=150, ignore_eos=True),
-        loops=(loop_of(False, 1, 3000), loop_of(True, 1, 3000)), stop_early=False)
+        workload=Workload.of_words(3, 150, texts=("one two three",) * 4, ignore_eos=True),
+        loops=(loop_of(False, 1, 3000), loop_of(True, 1, 3000)))
     client = SchedulerClient()
     try:
         client.ready()
@@ -210,7 +209,8 @@ def test_the_scheduler_process_killed_mid_run_is_said_and_the_next_request_works
                     os.kill(client.pid, signal.SIGKILL)
         # The watch saw the death itself (a missed deadline would say "did not answer").
         assert killed and "SIGKILL" in str(caught.value), str(caught.value)
-        small = replace(request, params=SHORT, loops=(OVERLAP,))
+        small = replace(request, workload=replace(request.workload, max_new_tokens=6),
+                        loops=(OVERLAP,))
         events = list(client.submit(small))            # a new scheduler process
         assert isinstance(events[-1], RunFinished) and client.restarts >= 1
     finally:
@@ -223,9 +223,8 @@ def test_a_cancelled_run_ends_at_the_next_iteration():
 
     request = LiveRunRequest(
         engine=EngineConfig(model="bundled", device="cpu", max_batch_size=4, max_seq_len=256),
-        prompts=["one two three"] * 4, workload=Workload.of_words(3, 200),
-        params=SamplingParams(max_new_tokens=200, ignore_eos=True),
-        loops=(loop_of(False, 1, 5000),), stop_early=False)
+        workload=Workload.of_words(3, 200, texts=("one two three",) * 4, ignore_eos=True),
+        loops=(loop_of(False, 1, 5000),))
     client = SchedulerClient()
     try:
         cancelled = False

@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("plotly", reason="viz needs plotly")
 
 import viz  # noqa: E402
-from record.machine_load import machine_load  # noqa: E402
+from record.host_load import machine_load  # noqa: E402
 from viz.headline import busy_badge_lines  # noqa: E402
 from viz.panels import KEY_ROWS  # noqa: E402
 from viz.style import PHASE_COLORS  # noqa: E402
@@ -33,7 +33,8 @@ def _run(loop: str, step_us: float, idle_us: float, host: dict | None = None) ->
         t += 5000.0 + gap
     metrics = {"steady_step_us": step_us, "t_fwd_us": 5000.0, "t_cpu_us": 3000.0,
                "tokens_per_s": 100.0, "gpu_busy_frac": 0.8, "idle_us_total": idle_us}
-    run = {"mode": loop, "loop": loop, "decode_steps": 1, "label": loop, "lanes": ["cpu", *GPU],
+    run = {"loop": loop, "decode_steps": 1, "extra_cpu_us": 0, "label": loop,
+           "lanes": ["cpu", *GPU],
            "gpu_lanes": list(GPU), "metrics": metrics, "spans": spans, "outputs": []}
     if host is not None:
         run["host"] = host
@@ -117,7 +118,7 @@ def test_one_loop_or_a_trace_gets_no_comparison():
     single = _text(viz.headline_html(_record(_run("overlap", 5000, 4500)), "en"))
     assert "overlap alone: choose normal and overlap to compare them" in single
     assert viz.headline_html(None, "en") == ""
-    other = {**_run("normal", 5000, 4500), "loop": "other", "mode": "other"}
+    other = {**_run("normal", 5000, 4500), "loop": "other"}
     assert viz.headline_html(_record(other), "en") == ""       # a loop this code does not know
 
 

@@ -1,5 +1,5 @@
 """What a run measures of the machine: the server that started the engine is counted as ours,
-apart from other programs (``engine.host_load``)."""
+apart from other programs (``record.host_load``)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from engine import host_load
+from record import host_load
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 

@@ -1,6 +1,6 @@
-"""A forward's kernels by kind (``record.kernel_account``): the names of every engine's kernels
+"""A forward's kernels by kind (``studies.kernel_account``): the names of every engine's kernels
 sort into the same kinds, an account adds up, and SGLang's own profiler trace is read step by
-step from its marks (the CUDA figures themselves: ``bash scripts/h200.sh gap``)."""
+step from its marks (the CUDA figures themselves: ``bash studies/gpu.sh gap``)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from record.kernel_account import GAPS, OTHER, account, format_account, kind_of, trace_accounts
-from record.profiler_events import TraceImportError
+from record.imported.profiler_events import TraceImportError
+from studies.kernel_account import GAPS, OTHER, account, format_account, kind_of, trace_accounts
 
 TRACES = Path(__file__).parent / "data" / "traces"
 MATMUL, ATTENTION, SAMPLING = "matmul (GEMM / GEMV)", "attention", "sampling (argmax, top-k)"

@@ -1,7 +1,10 @@
 """The layout is the architecture, checked: ``record`` at the bottom (standard library only),
 then ``engine`` (torch, never a UI library), ``texts`` (the page's copy: the standard library and
 ``record`` only), ``viz`` (plotly, never torch or the engine), ``ui`` and ``app.py`` on top; no
-package imports one above it, and no module import cycle anywhere.
+package imports one above it, and no module import cycle anywhere. Beside the lesson, ``bench``
+(the benchmarks a reader runs) imports the engine and the record, and ``studies`` (the lab)
+may import anything of the lesson's, while nothing imports it. Inside ``record``, the record of
+our own runs never imports ``record.imported`` (other engines' traces).
 
 Inside ``engine`` the subpackages are layers too (``ENGINE_LAYERS``, bottom first): the scheduling
 core never imports a device implementation, the devices never import the processes around them,
@@ -13,25 +16,27 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("record", "engine", "texts", "viz", "ui", "bench")
+PACKAGES = ("record", "engine", "texts", "viz", "ui", "bench", "studies")
 # What each package may import from this repository (its own modules aside).
 MAY_IMPORT = {"record": set(), "engine": {"record"}, "texts": {"record"}, "viz": {"record", "texts"},
-              "ui": {"record", "engine", "texts", "viz"}, "bench": {"record", "engine"}}
+              "ui": {"record", "engine", "texts", "viz"}, "bench": {"record", "engine"},
+              "studies": {"record", "engine", "texts", "viz", "ui", "bench"}}
 # engine's own layers, bottom first. A module may import its own layer and those below it; every
 # module of engine belongs to exactly one (the longest name that is a prefix of its own).
 ENGINE_LAYERS = (
-    ("engine.config", "engine.proc_watch", "engine.host_load",    # values; what the OS says;
+    ("engine.config", "engine.proc_watch",                        # values; what the OS says;
      "engine.workloads"),                                         # the prompts runs are given
     ("engine.layers",),                   # sampling and attention kernels (torch, triton)
     ("engine.models",),                   # the model, checkpoints, tokenizing
     ("engine.scheduler",),                # the article: loops, requests, KV pages, sources
     ("engine.devices",),                  # CUDA streams, the CPU device process, the runner
     ("engine", "engine.engine"),          # the public API: Engine (the package's lazy names)
+    ("engine.run",),                      # the one run pipeline: loops compared, one record
     ("engine.lab",),                      # the hazard lab
     ("engine.processes",),                # the scheduler process, its service and messages
     ("engine.serve", "engine.__main__"),  # the OpenAI-compatible server, the CLI
 )
-MAX_TOP_LEVEL_MODULES = 8                 # engine/*.py: the rest lives in subpackages
+MAX_TOP_LEVEL_MODULES = 9                 # engine/*.py: the rest lives in subpackages
 FORBIDDEN = {"record": {"torch", "numpy", "gradio", "plotly", "transformers"},
              "engine": {"gradio", "plotly"}, "viz": {"torch", "gradio", "transformers"},
              "texts": {"torch", "numpy", "gradio", "plotly", "transformers"}}
@@ -74,6 +79,24 @@ def test_no_package_imports_a_layer_above_it_or_a_library_it_must_not():
                 problems.append(f"{module} imports {name}")
             if first in FORBIDDEN.get(top, ()):
                 problems.append(f"{module} imports {first}")
+    assert not problems, problems
+
+
+def test_nothing_imports_the_studies():
+    """The lab reads the lesson; the lesson, the benchmarks, the app and the scripts never read it."""
+    importers = dict(_modules())
+    importers["app"] = ROOT / "app.py"
+    importers.update({f"scripts.{p.stem}": p for p in (ROOT / "scripts").glob("*.py")})
+    problems = [f"{module} imports {name}" for module, path in importers.items()
+                if module.split(".")[0] != "studies"
+                for name in _imports(path, module) if name.split(".")[0] == "studies"]
+    assert not problems, problems
+
+
+def test_our_own_record_never_imports_the_imports():
+    problems = [f"{module} imports {name}" for module, path in _modules().items()
+                if module.startswith("record") and not module.startswith("record.imported")
+                for name in _imports(path, module) if name.startswith("record.imported")]
     assert not problems, problems
 
 

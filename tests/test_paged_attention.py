@@ -1,8 +1,11 @@
 """Paged decode attention (split-K over our page table) against plain attention.
 
 Every check draws fresh random inputs: random page tables (each row's pages scattered over the
-pool), GQA ratios, lengths of 1, at page boundaries and past them, several chunk counts. The cache
-must also hold this step's k, v afterwards, exactly where the plain path's ``index_copy_`` puts it.
+pool), GQA ratios, lengths of 1, at page boundaries and past them, rows of one chunk and of
+several (chunked by the row's own length, and the fixed scheme it replaced), rows longer than the
+chunks allowed. The cache must also hold this step's k, v afterwards, exactly where the plain
+path's ``index_copy_`` puts it; every output element is written (the output is poisoned first);
+a row's output is bit for bit the same alone as in any batch.
 
 - CPU, always: ``split_k_attention`` (the kernel's arithmetic in PyTorch) in float64.
 - ``TRITON_INTERPRET=1`` with Triton installed: the Triton kernel itself, interpreted on the CPU.
@@ -20,6 +23,9 @@ import torch
 from conftest import requires_cuda
 
 from engine.layers.paged_attention import (
+    by_length,
+    chunk_plan,
+    fixed_chunking,
     num_kv_splits,
     paged_attention_reference,
     split_bounds,
@@ -97,14 +103,51 @@ def _lens(gen: torch.Generator, page_size: int, batch: int) -> list[int]:
             for i in torch.randint(0, len(edges) + 4, (batch,), generator=gen)]
 
 
+# (grid chunk dimension, keys a chunk (0: fixed), keys a block), as the kernel is launched
+PLANS = [(1, 0, 16), (2, 0, 16), (3, 0, 16), (8, 0, 16), (1, 32, 16), (4, 16, 16), (3, 32, 16),
+         (8, 32, 32)]
+
+
 def test_split_bounds_cover_each_key_once():
-    for kv_len in (0, 1, 15, 16, 17, 100, 513):
-        for splits in (1, 2, 3, 8):
-            bounds = split_bounds(kv_len, splits, 32)
-            keys = [p for s, e in bounds for p in range(s, e)]
-            assert keys == list(range(kv_len))
+    for kv_len in (0, 1, 15, 16, 17, 100, 513, 4097):
+        for splits in (1, 2, 3, 8, 16):
+            for block_n, chunk_keys in ((32, 0), (16, 16), (32, 32), (32, 256), (16, 64)):
+                bounds = split_bounds(kv_len, splits, block_n, chunk_keys)
+                keys = [p for s, e in bounds for p in range(s, e)]
+                assert keys == list(range(kv_len))
+                assert 1 <= len(bounds) <= splits
+                per, count = chunk_plan(kv_len, splits, block_n, chunk_keys)
+                assert per % block_n == 0 and count == len(bounds)
+                if chunk_keys:   # by length: every chunk holds keys; one chunk iff short
+                    assert all(e > s for s, e in bounds) or kv_len == 0
+                    assert (count == 1) == (kv_len <= chunk_keys or splits == 1)
+                    assert count == min(max(-(-kv_len // chunk_keys), 1), splits) or \
+                        count < splits                                  # long rows: chunks grow
+                else:
+                    assert count == splits
+
+
+def test_chunk_counts_come_from_the_config_only():
     assert num_kv_splits(176) == 4 and num_kv_splits(2048) == 8 and num_kv_splits(4096) == 16
     assert num_kv_splits(1 << 17) == 16
+    assert fixed_chunking(176).max_chunks == 4 and fixed_chunking(176).chunk_keys == 0
+    assert by_length(176).max_chunks == 1 and by_length(256).max_chunks == 1
+    assert by_length(257).max_chunks == 2 and by_length(1040).max_chunks == 5
+    assert by_length(1 << 17).max_chunks == 16
+    with pytest.raises(ValueError):
+        by_length(1024, chunk_keys=100, block_n=32)       # a chunk is whole blocks
+
+
+def test_chunks_by_length_only_where_a_full_batch_fills_the_gpu():
+    """A full batch of short rows runs (largest batch x KV heads) programs a chunk by length: on
+    a GPU it must bring two per multiprocessor, else every row takes the fixed chunks."""
+    from engine.devices.runner import EARLIER, DecodeKernels
+    kernels, sms = DecodeKernels(), 132
+    assert kernels.chunking(176, 64 * 8, sms).chunk_keys > 0          # 8 KV heads, B = 64
+    assert kernels.chunking(176, 1 * 8, sms).chunk_keys == 0          # the same model, B = 1
+    assert kernels.chunking(176, 64 * 2, sms).chunk_keys == 0         # 2 KV heads, B = 64
+    assert kernels.chunking(176, 64 * 2, 0).chunk_keys > 0            # no GPU known: by length
+    assert EARLIER.chunking(176, 64 * 8, sms).chunk_keys == 0
 
 
 def _inv_freq(gen, d, theta=None):
@@ -119,39 +162,77 @@ def test_split_k_emulation_matches_plain_attention(seed, rope):
     gen = torch.Generator().manual_seed(seed)
     page_size = [4, 16, 1][seed % 3]
     shape = SHAPES[seed % len(SHAPES)]
-    lens = _lens(gen, page_size, 5) + [0]                   # a padding row: reads and writes nothing
-    for splits in (1, 2, 3, 8):
+    # a padding row (reads and writes nothing) and a row longer than the chunks allowed
+    lens = _lens(gen, page_size, 5) + [0, 150]
+    for splits, chunk_keys, block_n in PLANS:
         c = _case(gen, lens, shape, page_size, torch.float64, "cpu")
         if rope:
             c["inv_freq"] = _inv_freq(gen, shape[2])
-        run = partial(split_k_attention, page_size=page_size, num_splits=splits, block_n=16)
+        run = partial(split_k_attention, page_size=page_size, num_splits=splits, block_n=block_n,
+                      chunk_keys=chunk_keys)
         _check(lambda c, run=run: run(**c), c, page_size, 1e-12)
 
 
 def _kernel_checks(device, dtypes, seeds, tol):
     from engine.layers.attention_triton import paged_decode_attention
 
-
     for seed in seeds:
         gen = torch.Generator().manual_seed(1000 + seed)
         page_size = [16, 4, 1][seed % 3]
         shape = SHAPES[seed % len(SHAPES)]
         for dtype in dtypes:
-            for splits, block_n, rope in ((1, 32, True), (2, 16, False), (4, 32, True),
-                                          (3, 64, False), (1, 64, False)):
-                c = _case(gen, _lens(gen, page_size, 6) + [0], shape, page_size, dtype, device)
+            for (splits, chunk_keys, block_n), rope in zip(PLANS, (True, False) * 4):
+                c = _case(gen, _lens(gen, page_size, 5) + [0, 150], shape, page_size, dtype,
+                          device)
                 if rope:
                     c["inv_freq"] = _inv_freq(gen, shape[2]).to(device)
-                run = partial(paged_decode_attention, page_size=page_size, num_splits=splits,
-                              block_n=block_n)
+                run = partial(_poisoned, paged_decode_attention, page_size=page_size,
+                              num_splits=splits, block_n=block_n, chunk_keys=chunk_keys)
                 _check(lambda c, run=run: run(**c), c, page_size, tol[dtype])
+
+
+def _poisoned(kernel, **c):
+    """``kernel`` into an output full of NaN: an element it does not write stays NaN (and
+    ``_check`` refuses it); a padding row must come out as zeros."""
+    out = torch.full_like(c["q"], float("nan"))
+    got = kernel(**c, out=out)
+    assert got is out and (out[c["kv_lens"] == 0] == 0).all()
+    return out
+
+
+def _batch_independence(run, device, dtype, seed):
+    """Each row's output alone (a batch of one) is bit for bit its output in the whole batch."""
+    gen = torch.Generator().manual_seed(2000 + seed)
+    page_size = [16, 4][seed % 2]
+    c = _case(gen, _lens(gen, page_size, 6) + [0, 150, 97], SHAPES[seed % len(SHAPES)],
+              page_size, dtype, device)
+    c["inv_freq"] = _inv_freq(gen, c["q"].shape[2]).to(device)
+    whole = run(**dict(c, k_cache=c["k_cache"].clone(), v_cache=c["v_cache"].clone()),
+                page_size=page_size)
+    for row in range(len(c["kv_lens"])):
+        alone = {k: (v[row:row + 1] if k in ("q", "k_new", "v_new", "page_table", "kv_lens")
+                     else v.clone() if k in ("k_cache", "v_cache") else v) for k, v in c.items()}
+        assert torch.equal(run(**alone, page_size=page_size)[0], whole[row]), f"row {row}"
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_a_rows_result_does_not_depend_on_the_batch_emulated(seed):
+    for splits, chunk_keys, block_n in PLANS[3:6]:
+        run = partial(split_k_attention, num_splits=splits, block_n=block_n, chunk_keys=chunk_keys)
+        _batch_independence(run, "cpu", torch.float32, seed)
 
 
 @pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1"
                     or importlib.util.find_spec("triton") is None,
                     reason="needs Triton and TRITON_INTERPRET=1 (runs the kernel on the CPU)")
 def test_triton_kernel_interpreted_on_cpu():
-    _kernel_checks("cpu", [torch.float32], range(3), {torch.float32: 1e-5})
+    _kernel_checks("cpu", [torch.float32], range(2), {torch.float32: 1e-5})
+    from engine.layers.attention_triton import paged_decode_attention
+    for seed in range(1):
+        for splits, chunk_keys, block_n in PLANS[3:6]:
+            run = partial(paged_decode_attention, num_splits=splits, block_n=block_n,
+                          chunk_keys=chunk_keys)
+            _batch_independence(run, "cpu", torch.float32, seed)
 
 
 @requires_cuda
@@ -169,8 +250,21 @@ def test_triton_kernel_writes_every_output():
     from engine.layers.attention_triton import paged_decode_attention
 
     gen = torch.Generator().manual_seed(7)
-    for splits in (1, 4):
-        c = _case(gen, [1, 16, 17, 0], (14, 2, 64), 16, torch.bfloat16, "cuda")
+    for splits, chunk_keys in ((1, 0), (4, 0), (1, 256), (4, 32)):
+        c = _case(gen, [1, 16, 17, 0, 100], (14, 2, 64), 16, torch.bfloat16, "cuda")
         torch.empty(1 << 24, device="cuda").fill_(float("nan"))   # dirty the allocator's blocks
-        out = paged_decode_attention(**c, page_size=16, num_splits=splits)
+        out = paged_decode_attention(**c, page_size=16, num_splits=splits, block_n=32,
+                                     chunk_keys=chunk_keys)
         assert torch.isfinite(out).all() and (out[3] == 0).all()
+
+
+@requires_cuda
+@pytest.mark.cuda
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_a_rows_result_does_not_depend_on_the_batch_cuda(dtype):
+    from engine.layers.attention_triton import paged_decode_attention
+    for seed in range(2):
+        for splits, chunk_keys, block_n in PLANS:
+            run = partial(paged_decode_attention, num_splits=splits, block_n=block_n,
+                          chunk_keys=chunk_keys)
+            _batch_independence(run, "cuda", dtype, seed)

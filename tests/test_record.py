@@ -22,14 +22,14 @@ ENV = {"device_name": "cpu", "torch_version": "2.13.0+cpu"}
 CONFIG = {"model": "bundled", "device": "cpu", "overlap": False, "max_batch_size": 2, "seed": 0}
 
 
-def run(mode: str = "normal") -> dict:
+def run(loop: str = "normal") -> dict:
     spans = [Span("cpu", "schedule", 0, 0.0, 10.0, 2, 2, [0, 1]),
              Span("engine_stream", "decode", 0, 10.0, 50.0, 2, 2, [0, 1]),
              Span("scheduler_stream", "copy", 0, 50.0, 55.0, 2, 2, [0, 1])]
     outputs = [{"token_ids": [5, 7], "text": "hi", "finish_reason": "length", "prompt_tokens": 3,
                 "arrival_us": 0.0, "first_token_us": 20.0, "finish_us": 55.0}]
-    return {"mode": mode, "spans": spans, "outputs": outputs,
-            "metrics": compute_metrics(spans, outputs)}
+    return {"loop": loop, "decode_steps": 1, "extra_cpu_us": 0, "spans": spans,
+            "outputs": outputs, "metrics": compute_metrics(spans, outputs)}
 
 
 @pytest.fixture
@@ -52,7 +52,7 @@ def test_make_record_fills_the_layout(record):
 
 
 def test_given_fields_win_over_defaults():
-    given = {"mode": "overlap", "label": "overlap (cuda graphs)", "lanes": list(LANES),
+    given = {"loop": "overlap", "label": "overlap (cuda graphs)", "lanes": list(LANES),
              "gpu_lanes": ["engine_stream"]}
     made = make_record({**ENV, "date": "2025-01-01"}, CONFIG, [{**run(), **given}])
     assert made["env"]["date"] == "2025-01-01"
@@ -137,7 +137,7 @@ def test_load_refuses_broken_files(tmp_path, data, message):
 
 
 def test_an_imported_trace_is_a_valid_run():
-    from record.profiler_import import import_profiler_trace
+    from record.imported.profiler_import import import_profiler_trace
 
     events = [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 10, "dur": 5},
               {"ph": "X", "cat": "gpu_memcpy", "name": "m", "pid": 0, "tid": 8, "ts": 20, "dur": 5}]

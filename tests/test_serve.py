@@ -261,11 +261,18 @@ def test_a_client_that_leaves_mid_stream_is_aborted(server):
 
 
 def test_timeline_record_and_trace(server):
-    from record.run_record import validate_record
+    from dataclasses import fields
+
+    from record.run_record import config_of, validate_record
+    from record.schema import RunConfig
 
     record = validate_record(httpx.get(f"{server}/v1/timeline/record", timeout=60).json())
     run = record["runs"][0]
     assert run["loop"] == "overlap" and record["config"]["served"] is True
+    # The session's config is a RunConfig as every record of ours holds, from the same code.
+    config = config_of(record)
+    assert config is not None and set(record["config"]) == {f.name for f in fields(RunConfig)}
+    assert (config.max_batch_size, config.requests, run["extra_cpu_us"]) == (4, None, 0)
     lanes = {s["lane"] for s in run["spans"]}
     assert {"cpu", "engine_stream", "scheduler_stream"} <= lanes
     done = [o for o in run["outputs"] if o["finish_reason"] in ("stop", "length")]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 
-from engine.config import NORMAL, OVERLAP, EngineConfig, SamplingParams
+from engine.config import NORMAL, OVERLAP, EngineConfig
 from engine.processes.messages import LiveRunRequest, RunFinished
 from engine.processes.service import SchedulerService
 from engine.workloads import Workload
@@ -22,10 +22,11 @@ def _run(service: SchedulerService, shared_prefix: int = 0, **extra) -> list:
     request = LiveRunRequest(
         engine=EngineConfig(model="bundled", device="cpu", dtype="float64", max_batch_size=4,
                             max_seq_len=96),
-        prompts=["Once upon a time", "The license grants", "This module provides"] * 2,
-        workload=Workload.of_words(8, 6, shared_prefix),
-        params=SamplingParams(max_new_tokens=6, ignore_eos=True), loops=(NORMAL, OVERLAP),
-        stop_early=False, **extra)
+        workload=Workload.of_words(
+            8, 6, shared_prefix, ignore_eos=True,
+            texts=("Once upon a time", "The license grants", "This module provides") * 2,
+            **extra),
+        loops=(NORMAL, OVERLAP))
     service.handle(request, events.append, threading.Event())
     return events
 
@@ -33,7 +34,7 @@ def _run(service: SchedulerService, shared_prefix: int = 0, **extra) -> list:
 def test_live_run_with_a_request_rate_and_the_latency_rows():
     service = SchedulerService()
     try:
-        events = _run(service, request_rate=30.0, arrival_seed=2)
+        events = _run(service, request_rate=30.0, seed=2)
         final = events[-1]
         assert isinstance(final, RunFinished), final
         record = final.record
@@ -87,9 +88,9 @@ def test_the_gpu_warm_up_measures_the_device_from_warm_serial_runs(monkeypatch):
         request = LiveRunRequest(
             engine=EngineConfig(model="bundled", device="cpu", dtype="float32", max_batch_size=4,
                                 max_seq_len=64),
-            prompts=["Once upon a time", "The license grants"] * 2,
-            workload=Workload.of_words(8, 8), params=SamplingParams(max_new_tokens=8),
-            loops=(NORMAL, OVERLAP), stop_early=True)
+            workload=Workload.of_words(8, 8, texts=("Once upon a time", "The license grants") * 2,
+                                       stop_early=True),
+            loops=(NORMAL, OVERLAP))
         engine = service._engine(request.engine, service.engines)
         measured = []
         real = service_module._run_reported

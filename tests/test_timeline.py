@@ -11,7 +11,7 @@ from loops import loop_of
 from engine import Engine, EngineConfig, SamplingParams
 from engine.config import OVERLAP
 from record.recorder import Timeline
-from record.run_record import load_record, make_record, save_record, validate_record
+from record.run_record import load_record, save_record, validate_record
 
 
 def _overlaps(a, b) -> bool:
@@ -58,7 +58,7 @@ def test_cpu_overlap_runs_process_last_during_next_forward(engine):
     then processes step n-1, and only then waits for forward(n); the serial loop never lets a
     step's processing meet the next forward. Both are orders, checked on every step, so they hold
     on a busy machine too. How much of the CPU's work the OS really runs under the forward is a
-    measurement, not a property: ``python -m engine --device cpu`` and ``python -m bench``
+    measurement, not a property: ``python -m engine --device cpu`` and ``python -m bench loops``
     print it (GPU busy, hidden CPU time) and the overlap tests on CUDA check it."""
     prompts = [[5 + i, 6, 7, 8] for i in range(8)]
     params = SamplingParams(max_new_tokens=24, ignore_eos=True)
@@ -124,10 +124,11 @@ def test_live_snapshot_while_running(engine):
 
 
 def test_run_record_round_trip_and_chrome_trace(engine, tmp_path):
+    from engine.run import compare_loops
+    from engine.workloads import Workload
     from record.chrome_trace import write_chrome_trace
-    runs = [engine.generate([[5, 6, 7]] * 2, SamplingParams(max_new_tokens=5), loop_of(ov))
-            for ov in (False, True)]
-    record = make_record(engine.env_info(), engine.config_dict(), [r.to_run_dict() for r in runs])
+
+    record = compare_loops(engine, Workload(3, 5, requests=2), [loop_of(ov) for ov in (False, True)])
     path = save_record(record, tmp_path / "run.json")
     back = load_record(path)
     assert validate_record(back) == json.loads(json.dumps(record))

@@ -10,15 +10,15 @@ from pathlib import Path
 import pytest
 
 from record.chrome_trace import to_chrome_trace, write_chrome_trace
+from record.imported.profiler_import import MAX_PHASE_CHARS, TraceImportError, import_profiler_trace
 from record.metrics import compute_metrics
-from record.profiler_import import MAX_PHASE_CHARS, TraceImportError, import_profiler_trace
 from record.recorder import Span
 from record.schema import LANES
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def small_run(mode: str = "normal") -> dict:
+def small_run(loop: str = "normal") -> dict:
     spans = []
     for n in range(3):
         t = 100.0 * n
@@ -26,7 +26,8 @@ def small_run(mode: str = "normal") -> dict:
                   Span("scheduler_stream", "upload", n, t + 10, t + 15, 2, 2, [0, 1]),
                   Span("engine_stream", "decode", n, t + 15, t + 70, 2, 2, [0, 1]),
                   Span("cpu", "process_last", n, t + 70, t + 90, 2, 2, [0, 1])]
-    return {"mode": mode, "label": mode, "lanes": list(LANES), "gpu_lanes": list(LANES[1:]),
+    return {"loop": loop, "decode_steps": 1, "extra_cpu_us": 0, "label": loop,
+            "lanes": list(LANES), "gpu_lanes": list(LANES[1:]),
             "metrics": compute_metrics(spans, []), "spans": [s.to_dict() for s in spans],
             "outputs": []}
 
@@ -131,7 +132,7 @@ def spans_on(run: dict, lane: str) -> list[tuple]:
 
 def test_import_makes_one_lane_per_cuda_stream_labelled_from_thread_names():
     run = import_profiler_trace(json.dumps(cuda_trace()).encode())
-    assert run["mode"] == "imported" and run["outputs"] == []
+    assert run["loop"] == "imported" and run["outputs"] == []
     assert run["gpu_lanes"] == ["GPU 0 stream 7", "GPU 0 stream 20"]
     cpu = "CPU thread 1234 (python3)"                  # the thread that launched the kernels
     assert run["lanes"] == [cpu, "GPU 0 stream 7", "GPU 0 stream 20"]
@@ -259,7 +260,7 @@ def test_missing_file_is_an_import_error(tmp_path):
 # ---- import: our own exports come back as they were ---------------------------------------------
 
 def test_a_record_exported_as_a_trace_imports_back_into_the_same_runs(tmp_path):
-    from record.profiler_import import import_trace
+    from record.imported.profiler_import import import_trace
     from record.run_record import make_record
 
     runs = [small_run("normal"), small_run("overlap")]
@@ -278,7 +279,7 @@ def test_a_record_exported_as_a_trace_imports_back_into_the_same_runs(tmp_path):
 
 
 def test_the_example_trace_in_the_docs_imports():
-    from record.any_file import load_any
+    from record.imported.given_file import load_any
 
     record = load_any(ROOT / "docs" / "example_trace.json")
     assert [run["loop"] for run in record["runs"]] == ["normal", "overlap"]
@@ -362,7 +363,7 @@ def test_deep_nesting_and_many_lanes_are_refused_quickly():
     assert time.process_time() - started < 20     # ~1 s; the quadratic lane check took 52 s
 
 
-# ---- import: real traces of real decode loops (scripts/profile_traces.py, one H200) -------------
+# ---- import: real traces of real decode loops (studies/profile_traces.py, one H200) -------------
 
 TRACES = ROOT / "tests" / "data" / "traces"
 
@@ -378,7 +379,7 @@ def test_real_traces_without_step_marks_give_a_whole_lesson(name, how, cpu_bound
     first mark); the launching thread drawn; the article's terms where the trace allows them.
     Under the profiler an eager step is host-bound (the host's part is many times the forward),
     a graphed one is not."""
-    from record.any_file import load_any
+    from record.imported.given_file import load_any
 
     run = load_any(TRACES / name)["runs"][0]                   # a few seconds (bench: not timed here)
     assert run["notes"][0]["key"] == how and run["notes"][0]["steps"] == 12
@@ -389,7 +390,7 @@ def test_real_traces_without_step_marks_give_a_whole_lesson(name, how, cpu_bound
     assert m["t_fwd_us"] > 0 and m["t_cpu_us"] is None and m["gpu_wait_us"] > 0
     assert (m["gpu_wait_us"] > 3 * m["t_fwd_us"]) == cpu_bound
     # Their loops, told from their timing: generate() blocks on the GPU every step; our engine
-    # ran its overlap loop (scripts/profile_traces.py), which never does.
+    # ran its overlap loop (studies/profile_traces.py), which never does.
     assert run["loop_seen"]["verdict"] == loop
     html = __import__("viz").metrics_html([run])
     assert 'data-block="trace"' in html
@@ -401,7 +402,7 @@ def test_real_traces_without_step_marks_give_a_whole_lesson(name, how, cpu_bound
     assert any(note["key"] == "note_joined" for note in run["notes"])
 
 
-# ---- import: the loop a trace shows (record.trace_loop), the host's phases, the gaps -------------
+# ---- import: the loop a trace shows (record.imported.trace_loop), the host's phases, the gaps ---
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from loop_traces import FORWARD_US, loop_trace, loop_trace_bytes  # noqa: E402
@@ -450,7 +451,7 @@ def test_a_host_that_polls_for_its_tokens_is_read_like_one_that_blocks(overlap):
     """The same loops waiting by cudaEventQuery in a loop: the serial one is still serial (each
     poll ends just after the GPU ran dry), the overlapped one still overlapped; a lone query is
     no wait."""
-    from record import trace_loop
+    from record.imported import trace_loop
 
     run = import_profiler_trace(loop_trace_bytes(overlap=overlap, poll=True))
     blocked = import_profiler_trace(loop_trace_bytes(overlap=overlap))
@@ -491,7 +492,7 @@ def test_the_cpu_lane_shows_the_hosts_named_phases_in_their_roles_colours():
     ("ProfilerStep#3", "user_annotation", None),
 ])
 def test_host_phases_are_the_schedulers_functions_and_record_function_ranges(name, cat, phase):
-    from record.host_phases import phase_of
+    from record.imported.host_phases import phase_of
 
     assert phase_of(name, cat) == phase
 
@@ -499,7 +500,7 @@ def test_host_phases_are_the_schedulers_functions_and_record_function_ranges(nam
 def test_a_phase_holding_phases_of_other_roles_is_drawn_as_them():
     """vLLM's execute_model holds its runner's preprocess, forward and postprocess ranges;
     Mini-SGLang's _schedule_next_batch holds _prepare_batch, a schedule phase too."""
-    from record.host_phases import phases
+    from record.imported.host_phases import phases
 
     vllm = phases([("vllm/v1/executor/abstract.py(80): execute_model", "python_function", 0, 100),
                    ("gpu_model_runner: preprocess", "user_annotation", 5, 30),
@@ -518,7 +519,7 @@ def test_a_phase_holding_phases_of_other_roles_is_drawn_as_them():
 def test_gaps_shorter_than_a_launch_are_busy_not_idle_bands():
     """Our engine's graphed trace: thousands of sub-microsecond gaps between the kernels of each
     graph; joined, the steady window is busy, and the chart's idle bands are between forwards."""
-    from record.any_file import load_any
+    from record.imported.given_file import load_any
     from record.metrics import idle_gaps
 
     run = load_any(TRACES / "engine-graph-qwen05-b8.json.gz")["runs"][0]
@@ -531,7 +532,7 @@ def test_gaps_shorter_than_a_launch_are_busy_not_idle_bands():
 
 
 def test_launch_latency_is_measured_on_launches_onto_an_idle_gpu():
-    from record.trace_loop import DEFAULT_JOIN_US, GpuWork, launch_latency_us
+    from record.imported.trace_loop import DEFAULT_JOIN_US, GpuWork, launch_latency_us
 
     work = [GpuWork(100.0 * i + 7, 100.0 * i + 9, 7, 100.0 * i) for i in range(30)]
     # a copy launched while a forward is pending on another stream: it waits, not measured
@@ -678,7 +679,7 @@ def test_the_sglang_notes_say_the_steps_and_phases_are_its_own_in_both_languages
     assert all(note["key"] != "note_phases" for note in run["notes"])
 
 
-SGLANG_TRACES = [  # SGLang 0.5.17's own profile of its serial loop (bench/peer_sglang.py), one
+SGLANG_TRACES = [  # SGLang 0.5.17's own profile of its serial loop (studies/peers/sglang/runner.py), one
     # H200, Qwen2.5-0.5B shape: B=1, 16 new tokens; B=16, 128 new tokens cut to the events
     # before its 41st loop iteration (the file is 1.7 MB whole)
     ("sglang-normal-b1.trace.json.gz", 16, "1 × EXTEND (bs=1, toks=32), 15 × DECODE (bs=1)"),
@@ -692,7 +693,7 @@ def test_real_sglang_traces_read_as_its_serial_loop_step_by_step(name, steps, mo
     """One step per forward (graph launches gave 2.5 a forward: 40 steps for B=1), each
     read as serial: the host waits in every step's process_batch_result for the forward's
     tokens (a copy into pageable memory)."""
-    from record.any_file import load_any
+    from record.imported.given_file import load_any
 
     record = load_any(TRACES / name)
     run = record["runs"][0]
@@ -707,11 +708,11 @@ def test_real_sglang_traces_read_as_its_serial_loop_step_by_step(name, steps, mo
 
 
 def test_a_real_sglang_overlap_trace_reads_as_its_overlap_loop():
-    """SGLang 0.5.17's own profile of its overlap loop (bench/peer_sglang.py, one H200,
+    """SGLang 0.5.17's own profile of its overlap loop (studies/peers/sglang/runner.py, one H200,
     Qwen2.5-0.5B shape, B=1, 16 new tokens): one step per forward, 17 of them (the overlap loop
     runs one forward past the last token, lag one), its phases under SGLang's names, and read as
     overlapped: most steps' host work runs beside a forward instead of waiting for it."""
-    from record.any_file import load_any
+    from record.imported.given_file import load_any
 
     record = load_any(TRACES / "sglang-overlap-b1.trace.json.gz")
     run = record["runs"][0]
@@ -803,7 +804,7 @@ def test_two_traces_far_from_the_prediction_say_what_made_the_difference(monkeyp
 def test_reading_a_file_pauses_the_cycle_collector_and_restores_it(tmp_path):
     import gc
 
-    from record.any_file import collector_paused, load_any
+    from record.imported.given_file import collector_paused, load_any
 
     path = tmp_path / "t.json"
     path.write_bytes(loop_trace_bytes(overlap=True))
@@ -823,10 +824,10 @@ def test_our_serial_run_beside_a_trace_gets_the_same_explanation():
     whose step is far shorter: the note names the trace's shorter forward and its wait."""
     from viz.formula import trace_why_html
 
-    ours = {"mode": "normal", "loop": "normal", "metrics": {
+    ours = {"loop": "normal", "decode_steps": 1, "metrics": {
         "steady_step_us": 480.0, "t_fwd_us": 300.0, "t_cpu_us": 180.0, "tokens_per_s": 10.0,
         "gpu_busy_frac": 0.6, "idle_us_total": 100.0}}
-    trace = {"mode": "imported", "loop": "imported", "loop_seen": {"verdict": "overlapped"},
+    trace = {"loop": "imported", "decode_steps": 1, "loop_seen": {"verdict": "overlapped"},
              "metrics": {"steady_step_us": 200.0, "t_fwd_us": 180.0, "gpu_wait_us": 20.0,
                          "t_cpu_us": None, "tokens_per_s": None, "gpu_busy_frac": 0.9,
                          "idle_us_total": 10.0}}

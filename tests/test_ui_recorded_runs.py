@@ -271,8 +271,27 @@ def test_a_second_file_that_cannot_be_read_leaves_the_view_and_says_which(two_tr
     assert view["timeline"] == {"__type__": "update"}
 
 
+def test_an_upload_reads_its_file_when_the_waiting_worker_has_died(two_traces):
+    """The worker started ahead of time for the next upload may wait for hours, and anything
+    that ends processes on the machine can end it meanwhile. An upload then reads its file with
+    a worker of its own. (Handed the dead one, both files were refused, "the process reading the
+    file ended", and the export test below failed with ``KeyError: 'value'``.)"""
+    from ui import parsing
+    from ui.state import APP
+
+    parsing.prepare()
+    with APP.parsers_lock:
+        spare, _ = APP.parsers[-1]
+        spare.kill()
+        spare.join(timeout=10)
+    view = _fields(recorded_runs.show_upload(list(two_traces), False, None, "English"))
+    assert "status-ok" in view["status"], view["status"]
+    assert [run["source"] for run in view["record"]["runs"]] == ["overlap.json", "serial.json"]
+
+
 def test_the_page_export_of_two_traces_opens_as_they_were(two_traces):
     view = _fields(recorded_runs.show_upload(list(two_traces), False, None, "English"))
+    assert "status-ok" in view["status"], view["status"]
     again = _fields(recorded_runs.show_upload(view["download_record"]["value"], False, None,
                                               "English"))
     runs = again["record"]["runs"]
@@ -283,9 +302,11 @@ def test_the_page_export_of_two_traces_opens_as_they_were(two_traces):
 
 @pytest.mark.parametrize("lang, title, words", [
     ("English", "The article's own code: what this record shows",
-     ["bench/peer_hook.py", "% (serial)", "× per decode step", "python -m bench --peer mini-sglang"]),
+     ["studies/peers/minisglang/hook.py", "% (serial)", "× per decode step",
+      "python -m studies peers mini-sglang"]),
     ("中文", "原文自己的代码：这份记录说明什么",
-     ["bench/peer_hook.py", "%（串行）", "每个解码步快", "python -m bench --peer mini-sglang"]),
+     ["studies/peers/minisglang/hook.py", "%（串行）", "每个解码步快",
+      "python -m studies peers mini-sglang"]),
 ])
 def test_the_article_own_code_is_explained_beside_its_recorded_runs(lang, title, words):
     """Mini-SGLang's recorded loops open with the section "The article's own code" one click
@@ -433,7 +454,7 @@ def test_what_to_look_for_follows_the_record_on_screen():
     """An imported trace's lanes are its own streams and threads: the panel beside the chart says
     what to look for in them, not in our scheduler and engine streams."""
     import texts
-    from record.any_file import load_any
+    from record.imported.given_file import load_any
 
     trace = load_any(ROOT / "tests" / "data" / "traces" / "sglang-normal-b1.trace.json.gz")
     ours = load_record(recorded_runs.RECORDED_DIR / "h200-ours-qwen05-b16.json")

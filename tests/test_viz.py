@@ -30,9 +30,10 @@ def span(lane, phase, step, start, end, batch_size=4, num_tokens=4):
             "req_ids": list(range(batch_size))}
 
 
-def make_run(mode="normal", spans=None, metrics=None, outputs=None, lanes=None):
-    return {"mode": mode, "label": mode, "lanes": lanes or ["cpu", *GPU], "gpu_lanes": list(GPU),
-            "metrics": metrics or {}, "spans": spans or [], "outputs": outputs or []}
+def make_run(loop="normal", spans=None, metrics=None, outputs=None, lanes=None, k=1, extra=0):
+    return {"loop": loop, "decode_steps": k, "extra_cpu_us": extra, "label": loop,
+            "lanes": lanes or ["cpu", *GPU], "gpu_lanes": list(GPU), "metrics": metrics or {},
+            "spans": spans or [], "outputs": outputs or []}
 
 
 @pytest.fixture
@@ -156,7 +157,8 @@ def test_many_spans_are_few_traces():
 
 def test_imported_lanes_get_kernel_colours_and_their_own_rows():
     lanes = ["cpu", "GPU 0 stream 7", "GPU 0 stream 9"]
-    run = {"mode": "imported", "label": "imported", "lanes": lanes, "gpu_lanes": lanes[1:],
+    run = {"loop": "imported", "decode_steps": 1, "extra_cpu_us": 0, "label": "imported",
+           "lanes": lanes, "gpu_lanes": lanes[1:],
            "metrics": {}, "outputs": [],
            "spans": [span("cpu", "ProfilerStep#3", 3, 0, 40),
                      span("GPU 0 stream 7", "void gemm_kernel<float>", 3, 5, 20),
@@ -377,17 +379,21 @@ def test_texts_panel_escapes_text_and_shows_finish_reasons():
 
 
 def test_display_labels_drop_a_detail_all_runs_share():
-    same = [{"label": "normal (CPU, device process)"}, {"label": "overlap (CPU, device process)"}]
+    def runs(*labels):
+        return [{"loop": label.partition(" ")[0], "decode_steps": 1, "label": label}
+                for label in labels]
+
+    same = runs("normal (CPU, device process)", "overlap (CPU, device process)")
     assert viz.display_labels(same) == ["normal", "overlap"]
-    live = [{"label": "normal (CPU, device process)"}, {"label": "overlap", "mode": "overlap"}]
+    live = runs("normal (CPU, device process)", "overlap")
     assert viz.display_labels(live) == ["normal", "overlap"]
-    differ = [{"label": "overlap (H200, eager)"}, {"label": "overlap (H200, CUDA graphs)"}]
+    differ = runs("overlap (H200, eager)", "overlap (H200, CUDA graphs)")
     assert viz.display_labels(differ) == ["overlap (H200, eager)", "overlap (H200, CUDA graphs)"]
 
 
 def test_our_engine_beside_a_peer_is_named_in_the_readers_language():
-    runs = [{"mode": "normal", "loop": "normal", "label": "normal (this project 7944d1e, H200)"},
-            {"mode": "normal", "loop": "normal", "label": "normal (Mini-SGLang 20fcd7f, H200)"}]
+    runs = [{"loop": "normal", "decode_steps": 1, "label": "normal (this project 7944d1e, H200)"},
+            {"loop": "normal", "decode_steps": 1, "label": "normal (Mini-SGLang 20fcd7f, H200)"}]
     assert viz.display_labels(runs, "zh") == ["普通 (本项目 7944d1e, H200)",
                                               "普通 (Mini-SGLang 20fcd7f, H200)"]
     assert viz.display_labels(runs)[0] == "normal (this project 7944d1e, H200)"
@@ -440,7 +446,7 @@ def test_viz_imports_neither_torch_nor_the_engine():
 
 # ---- the teaching views: multi-step panels, lag marks, step-through, unrolled rounds -------------
 
-def overlap_steps(mode="overlap", steps=4, stop_at=2):
+def overlap_steps(loop="overlap", steps=4, stop_at=2, k=1):
     """An overlap run: forward(Bn) over process_last(Bn-1), 100 µs a step. Request 0 of 2 emits
     its stop token in B{stop_at}; the CPU reads it in process_last(B{stop_at}), under
     forward(B{stop_at + 1}), which still carries request 0 (lag one)."""
@@ -464,7 +470,7 @@ def overlap_steps(mode="overlap", steps=4, stop_at=2):
                 "finish_us": stop_at * 100.0 + 130},
                {"token_ids": [5, 6, 7, 8], "text": "", "finish_reason": "length",
                 "wasted_steps": 0, "finish_us": steps * 100.0 + 130}]
-    return make_run(mode, spans=spans, outputs=outputs)
+    return make_run(loop, spans=spans, outputs=outputs, k=k)
 
 
 def test_lag_marks_find_the_forward_that_still_carried_a_stopped_request():
@@ -585,7 +591,7 @@ def test_the_caption_says_what_the_forward_waited_for_where_the_copy_ran():
 
 
 def test_the_normal_loop_hides_nothing_and_says_the_gpu_idles():
-    run = overlap_steps(mode="normal")
+    run = overlap_steps("normal")
     parts = step_parts(run, 3)
     assert parts["hidden"] == []
     fig = step_figure(run, 3)
@@ -595,7 +601,7 @@ def test_the_normal_loop_hides_nothing_and_says_the_gpu_idles():
 
 
 def test_multistep_runs_hide_whatever_process_last_overlaps_the_forward():
-    run = overlap_steps(mode="multistep-4")
+    run = overlap_steps("multistep", k=4)
     parts = step_parts(run, 3)
     assert [s["step"] for s in parts["hidden"]] == [2]
     assert "k=4" in viz.step_caption(run, 3) and "B2" in viz.step_caption(run, 3)
@@ -623,9 +629,9 @@ def test_empty_runs_give_a_message_not_an_error():
 def test_metrics_show_the_multistep_formula_and_its_lag_cost_beside_the_gain():
     normal = make_run("normal", metrics=dict(METRICS, wasted_tokens=0))
     overlap = make_run("overlap", metrics=dict(METRICS, tokens_per_s=140.0, wasted_tokens=8))
-    multi = make_run("multistep-4", metrics=dict(METRICS, tokens_per_s=150.0, wasted_tokens=40,
-                                                 ttft_ms_mean=55.0, output_tokens=200,
-                                                 steady_step_us=19000.0 / 1.5))
+    multi = make_run("multistep", metrics=dict(METRICS, tokens_per_s=150.0, wasted_tokens=40,
+                                               ttft_ms_mean=55.0, output_tokens=200,
+                                               steady_step_us=19000.0 / 1.5), k=4)
     html = viz.metrics_html([normal, overlap, multi])
     assert "overlap / normal" in html and "multistep k=4 / normal" in html   # two ratio columns
     assert "max(13.00, 6.00 / 4) = 13.00 ms" in html
@@ -637,7 +643,7 @@ def test_metrics_show_the_multistep_formula_and_its_lag_cost_beside_the_gain():
 
 
 def test_texts_show_each_runs_wasted_steps_per_request():
-    runs = [overlap_steps(mode="overlap"), overlap_steps(mode="multistep-4")]
+    runs = [overlap_steps("overlap"), overlap_steps("multistep", k=4)]
     runs[1]["outputs"][0]["wasted_steps"] = 5
     html = viz.texts_html(runs)
     assert "extra steps after stop (overlap)" in html
@@ -645,7 +651,7 @@ def test_texts_show_each_runs_wasted_steps_per_request():
 
 
 def test_a_step_whose_processing_did_not_overlap_its_forward_does_not_claim_it_did():
-    run = overlap_steps(mode="overlap")
+    run = overlap_steps("overlap")
     fwd = next(s for s in run["spans"] if s["lane"] == "engine_stream" and s["step"] == 3)
     for s in run["spans"]:                      # move process_last(B2) after forward(B3) ends
         if s["lane"] == "cpu" and s["phase"] == "process_last" and s["step"] == 2:
@@ -671,7 +677,8 @@ def test_titles_show_busy_over_all_lanes_and_over_the_engine_stream_alone(known_
 
 def test_a_trace_of_another_engine_has_one_busy_figure_its_gpu_lanes_together():
     lanes = ["GPU 0 stream 7"]
-    run = {"mode": "imported", "label": "imported", "lanes": lanes, "gpu_lanes": lanes,
+    run = {"loop": "imported", "decode_steps": 1, "extra_cpu_us": 0, "label": "imported",
+           "lanes": lanes, "gpu_lanes": lanes,
            "metrics": {}, "outputs": [], "spans": [span(lanes[0], "gemm", 1, 0, 30),
                                                    span(lanes[0], "gemm", 2, 60, 100)]}
     title = side_by_side_figure([run]).layout.annotations[0].text
@@ -742,7 +749,8 @@ def test_a_lane_of_many_kernels_is_drawn_at_pixel_resolution_as_opaque_as_it_was
     lanes = ["GPU 0 stream 7"]
     spans = [span(lanes[0], f"kernel_{i % 7}", i // 100, 10.0 * i, 10.0 * i + 1)
              for i in range(10_000)]
-    run = {"mode": "imported", "label": "imported", "lanes": lanes, "gpu_lanes": lanes,
+    run = {"loop": "imported", "decode_steps": 1, "extra_cpu_us": 0, "label": "imported",
+           "lanes": lanes, "gpu_lanes": lanes,
            "metrics": {}, "outputs": [], "spans": spans}
     fig = timeline_figure(run)
     bars = [trace for trace in fig.data if trace.type == "bar" and trace.name == "kernel"]
@@ -755,7 +763,7 @@ def test_a_lane_of_many_kernels_is_drawn_at_pixel_resolution_as_opaque_as_it_was
 def test_the_overlap_caption_does_not_count_the_steps_own_launch_as_hidden():
     """An eager forward is as long as its launch (the launch issues its kernels as it goes):
     the step's own building and launch under it is not work the forward hides."""
-    run = overlap_steps(mode="overlap")
+    run = overlap_steps("overlap")
     fwd = next(s for s in run["spans"] if s["lane"] == "engine_stream" and s["step"] == 3)
     for s in run["spans"]:
         if s["lane"] == "cpu" and s["phase"] == "launch" and s["step"] == 3:
@@ -770,16 +778,16 @@ def test_the_caption_says_how_much_of_process_last_is_the_extra_cpu_work():
     """The extra CPU work runs inside process_last: the caption says how much of that span it
     is, so a reader does not take it for reading tokens; a run without it says nothing."""
     run = overlap_steps()
-    run["metrics"] = {"extra_cpu_us": 50}
+    run["extra_cpu_us"] = 50
     said = viz.step_caption(run, 3)
     assert "Of process_last(B2)'s 0.06 ms, 0.05 ms is the extra CPU work this run was given" in said
     assert "process_last(B2) 的 0.06 ms 中，有 0.05 ms 是这次运行设定的额外 CPU 工作" in \
         viz.step_caption(run, 3, "zh")
-    normal = overlap_steps(mode="normal")
-    normal["metrics"] = {"extra_cpu_us": 50}
+    normal = overlap_steps("normal")
+    normal["extra_cpu_us"] = 50
     assert "Of process_last(B3)'s 0.06 ms" in viz.step_caption(normal, 3)
     assert "extra CPU work" not in viz.step_caption(overlap_steps(), 3)
-    run["metrics"] = {"extra_cpu_us": 500}                  # more than the span: not said
+    run["extra_cpu_us"] = 500                               # more than the span: not said
     assert "extra CPU work this run" not in viz.step_caption(run, 3)
 
 

@@ -90,7 +90,8 @@ def test_the_example_record_draws_a_whole_pool_per_run():
                                     {"total_pages": "8", "steps": [[1, 2.0, 1, 1, 6]]}],
                          ids=["absent", "empty", "no-steps", "short-step", "bad-total"])
 def test_a_run_without_memory_gets_a_message_in_the_readers_language(memory):
-    run = {"mode": "imported", "label": "trace.json", "spans": [], "metrics": {}}
+    run = {"loop": "imported", "decode_steps": 1, "extra_cpu_us": 0, "label": "trace.json",
+           "spans": [], "metrics": {}}
     if memory is not None:
         run["memory"] = memory
     for lang in ("en", "zh"):
@@ -104,7 +105,8 @@ def test_a_run_without_memory_gets_a_message_in_the_readers_language(memory):
 
 def test_only_the_runs_with_a_trace_get_a_panel():
     record = json.loads((ROOT / "docs/example_record.json").read_text())
-    imported = {"mode": "imported", "label": "trace.json", "spans": [], "metrics": {}}
+    imported = {"loop": "imported", "decode_steps": 1, "extra_cpu_us": 0,
+                "label": "trace.json", "spans": [], "metrics": {}}
     fig = _figure([imported, record["runs"][1]])
     assert len(_areas(fig)) == 1 and len(fig.layout.annotations) == 1
 
@@ -116,7 +118,8 @@ def _prefill_run(cached):
             "end_us": 500.0, "batch_size": 1, "num_tokens": 512, "req_ids": [0]}
     if cached:
         span["cached_tokens"] = cached
-    return {"mode": "overlap", "label": "overlap", "lanes": ["cpu", "scheduler_stream",
+    return {"loop": "overlap", "decode_steps": 1, "extra_cpu_us": 0, "label": "overlap",
+            "lanes": ["cpu", "scheduler_stream",
             "engine_stream"], "gpu_lanes": ["scheduler_stream", "engine_stream"],
             "metrics": {}, "spans": [span], "outputs": []}
 
@@ -142,10 +145,12 @@ MEMORY_KEYS = ("prefix_hit_rate", "prefix_hit_tokens", "retractions")
 
 
 def test_memory_rows_appear_only_where_a_run_has_them():
-    engine_run = {"mode": "overlap", "label": "overlap", "spans": [], "outputs": [],
+    engine_run = {"loop": "overlap", "decode_steps": 1, "extra_cpu_us": 0, "label": "overlap",
+                  "spans": [], "outputs": [],
                   "metrics": {"tokens_per_s": 10.0, "prefix_hit_rate": 0.25,
                               "prefix_hit_tokens": 96, "retractions": 3}}
-    imported = {"mode": "imported", "label": "trace.json", "spans": [], "outputs": [],
+    imported = {"loop": "imported", "decode_steps": 1, "extra_cpu_us": 0,
+                "label": "trace.json", "spans": [], "outputs": [],
                 "metrics": {"tokens_per_s": 0.0}}
     alone = viz.metrics_html([imported])
     assert not any(f'data-metric="{key}"' in alone for key in MEMORY_KEYS)
@@ -238,7 +243,7 @@ def test_a_pressured_runs_prefills_show_their_cache_hits(pressured_runs):
         assert set(lines) == want
     table = viz.metrics_html(pressured_runs)
     for run in pressured_runs:
-        mode = run["mode"]
+        mode = run["loop"]
         assert (f'data-mode="{mode}" data-metric="retractions" '
                 f'data-value="{run["metrics"]["retractions"]}"') in table
         assert f'data-mode="{mode}" data-metric="prefix_hit_tokens"' in table

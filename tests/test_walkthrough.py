@@ -5,9 +5,12 @@
   section asks one question; both languages have the same sections and minutes.
 - Every picture and recorded run it names exists, and every control it names (in bold) is on the
   page: a label the page's tabs show, in English or Chinese.
-- The figures it quotes from recorded runs (``assets/recorded``), from the peer benchmark
-  (``bench/results/peer-h200.json``) and from the serving measurement (``assets/serving``) are
-  the ones those files hold, in both languages.
+- Every number a section quotes where it names a recorded run (``assets/recorded``) is one the
+  page shows for that run, read through the page's own handlers (``tests/page_figures.py``): no
+  list of figures to keep up to date, so a new figure cannot escape. What it quotes the page
+  saying (a lane's label, a button) the page says, and the colour it gives a phase is the one
+  the page draws. The peer benchmark's figures (``studies/results/peer-h200.json``) and the
+  serving measurement's (``assets/serving``) are the ones those files hold, in both languages.
 - Every path, line range, pull request and issue of SGLang, Mini-SGLang, vLLM or FlashInfer that
   the walkthroughs, the README, the page's texts or the code cite is listed in
   ``docs/citations.md``, and every system listed there names the commit or release it was read
@@ -19,13 +22,12 @@ from __future__ import annotations
 import json
 import re
 import statistics
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import page_figures
 import pytest
 
-from record.metrics import overlap_speedup
 from scripts import check_citations
 from texts import LANGUAGES, STRINGS
 from texts.teach import HAZARD_NAMES
@@ -178,93 +180,164 @@ def test_the_more_settings_list_names_only_controls(lang):
 
 
 # --- figures quoted from recorded files --------------------------------------------------------
+#
+# Every number a section quotes in a section that names a recorded run is one the page shows
+# for that run (``tests/page_figures.py``): the section's recorded runs are opened through the
+# page's own handlers, zoomed to the steps the section asks for, and every figure the page
+# then draws or prints is collected with its unit. A number the page does not show fails,
+# unless it is what the record says it was run with (its config: batch, requests, extra CPU
+# work) or, where the section names the peer benchmark's file, one of that file's numbers at
+# the precision quoted (``test_the_peer_figures_quoted_are_the_benchmarks`` checks those one by
+# one). A new figure cannot escape: there is no list of figures to forget to extend.
 
-def _runs(stem: str) -> dict[str, dict[str, Any]]:
-    record = json.loads((ROOT / "assets" / "recorded" / f"{stem}.json").read_text())
-    return {run["mode"]: run["metrics"] for run in record["runs"]}
-
-
-def _ms(value_us: float) -> str:
-    return f"{value_us / 1000:.2f} ms"
-
-
-def _pct(frac: float) -> str:
-    return f"{100 * frac:.1f}%"
-
-
-def _x(ratio: float) -> str:
-    return f"{ratio:.2f}×"
-
-
-Figure = Callable[[dict[str, dict[str, Any]]], str]
-
-
-def _terms_and_busy(stem: str) -> list[tuple[str, Figure]]:
-    """A record's serial terms and both loops' GPU busy, as the walkthrough writes them."""
-    return [(stem, lambda r: "T_fwd " + _ms(r["normal"]["t_fwd_us"])),
-            (stem, lambda r: "T_sched + T_post " + _ms(r["normal"]["t_cpu_us"])),
-            (stem, lambda r: _pct(r["normal"]["gpu_busy_frac"])),
-            (stem, lambda r: _pct(r["overlap"]["gpu_busy_frac"]))]
-
-
-def _decode_gain(stem: str) -> tuple[str, Figure]:
-    return stem, lambda r: _x(r["overlap"]["decode_tokens_per_s"]
-                              / r["normal"]["decode_tokens_per_s"])
-
-
-# (recorded run, the figure as the walkthrough writes it, computed from the run's metrics)
-RECORDED: list[tuple[str, Figure]] = [
-    *_terms_and_busy("h200-bundled-graph-cpu200"), _decode_gain("h200-bundled-graph-cpu200"),
-    *_terms_and_busy("h200-qwen05-graph-b64"), _decode_gain("h200-qwen05-graph-b64"),
-    *_terms_and_busy("h200-first-click-defaults"),
-    ("h200-first-click-defaults", lambda r: _x(overlap_speedup(r["normal"]["t_fwd_us"],
-                                                               r["normal"]["t_cpu_us"]))),
-    ("h200-first-click-defaults", lambda r: _x(r["normal"]["steady_step_us"]
-                                               / r["overlap"]["steady_step_us"])),
-    ("h200-first-click-defaults", lambda r: _x(r["overlap"]["tokens_per_s"]
-                                               / r["normal"]["tokens_per_s"])),
-    ("h200-bundled-graph-cpu200-multistep4", lambda r: _pct(r["multistep"]["gpu_busy_frac"])),
-    *_terms_and_busy("h200-smollm-graph-cpu4000-all"),
-    ("h200-smollm-graph-cpu4000-all", lambda r: _pct(r["multistep"]["gpu_busy_frac"])),
-    ("h200-smollm-graph-cpu4000-all", lambda r: _x(r["multistep"]["tokens_per_s"]
-                                                   / r["normal"]["tokens_per_s"])),
-    ("h200-smollm-graph-cpu4000-all", lambda r: _x(overlap_speedup(
-        r["normal"]["t_fwd_us"], r["normal"]["t_cpu_us"], 3))),
-    ("h200-smollm-graph-cpu4000-all", lambda r: _x(r["normal"]["steady_step_us"]
-                                                   / r["multistep"]["steady_step_us"])),
-    ("h200-minisglang-qwen05-b16", lambda r: _ms(r["normal"]["steady_step_us"])),
-    ("h200-minisglang-qwen05-b16", lambda r: _ms(r["normal"]["t_fwd_us"]) + " forward"),
-    ("h200-minisglang-qwen05-b16", lambda r: _ms(r["normal"]["t_cpu_us"])),
-    ("h200-minisglang-qwen05-b16", lambda r: _pct(r["normal"]["gpu_busy_frac"])),
-    ("h200-minisglang-qwen05-b16", lambda r: _ms(r["overlap"]["steady_step_us"])),
-    ("h200-minisglang-qwen05-b16", lambda r: _pct(r["overlap"]["gpu_busy_frac"])),
-    ("h200-minisglang-qwen05-b16", lambda r: _x(r["normal"]["steady_step_us"]
-                                                / r["overlap"]["steady_step_us"])),
-    ("h200-minisglang-qwen05-b16", lambda r: _x(overlap_speedup(r["normal"]["t_fwd_us"],
-                                                                r["normal"]["t_cpu_us"]))),
-    ("h200-sglang-qwen05-b16", lambda r: _ms(r["normal"]["t_fwd_us"]) + " forward"),
-    ("h200-sglang-qwen05-b16", lambda r: _ms(r["normal"]["t_cpu_us"])),
-    ("h200-sglang-qwen05-b16", lambda r: _pct(r["normal"]["gpu_busy_frac"])),
-    ("h200-sglang-qwen05-b16", lambda r: _pct(r["overlap"]["gpu_busy_frac"])),
-]
+RECORDED_DIR = ROOT / "assets" / "recorded"
+PEER_FILE = ROOT / "studies" / "results" / "peer-h200.json"
+# "set **First step** 25 and **Last step** 26"; "**起始步**（First step）设 25，**结束步**…设 26"
+WINDOW = {"en": re.compile(r"\*\*First step\*\*\s*(\d+)[^*]*\*\*Last step\*\*\s*(\d+)"),
+          "zh": re.compile(r"\*\*起始步\*\*[^0-9*]*?(\d+)[^*]*\*\*结束步\*\*[^0-9*]*?(\d+)")}
 # Chinese puts the unit and the term where its grammar does: compare the numbers there.
 NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
+def _recorded_stems() -> set[str]:
+    return {p.stem for p in RECORDED_DIR.glob("*.json")}
+
+
+def _recorded_sections(lang: str) -> list[tuple[int, list[str], str]]:
+    """(number, the recorded runs it names, its text) of each section naming a recorded run."""
+    found = []
+    for number, body in _bodies(lang).items():
+        stems = sorted(set(re.findall(r"`([a-z0-9-]+)`", body)) & _recorded_stems())
+        if stems:
+            found.append((number, stems, body))
+    return found
+
+
+def _shown(stems: list[str], lang: str, body: str) -> str:
+    windows = [(int(a), int(b)) for a, b in WINDOW[lang].findall(body)]
+    return "\n".join(page_figures.page_text(stem, lang, windows) for stem in stems)
+
+
+def _not_on_the_page(stems: list[str], lang: str, body: str) -> list[str]:
+    """The figures ``body`` quotes that the page does not show for ``stems``."""
+    shown = page_figures.figures_in(_shown(stems, lang, body))
+    configs = [v for stem in stems for v in page_figures.record_values(stem)]
+    peer = page_figures.file_values(PEER_FILE) if PEER_FILE.name in body else []
+    missing = []
+    for number, unit in sorted(page_figures.quoted_figures(body)):
+        if (number, unit) in shown:
+            continue
+        if (not unit and page_figures.rounds_to(number, configs)) \
+                or page_figures.rounds_to(number, peer):
+            continue
+        missing.append(number + unit)
+    return missing
+
+
+RECORDED_SECTIONS = [(lang, number) for lang in WALKTHROUGHS
+                     for number, _, _ in _recorded_sections(lang)]
+
+
+def test_the_sections_that_name_recorded_runs_are_found():
+    assert {number for _, number in RECORDED_SECTIONS} >= {7, 8, 14, 18}
+    assert RECORDED_SECTIONS.count(("en", 8)) == RECORDED_SECTIONS.count(("zh", 8)) == 1
+
+
+@pytest.mark.parametrize("lang, number", RECORDED_SECTIONS)
+def test_every_figure_a_section_quotes_about_a_recorded_run_is_on_the_page(lang, number):
+    pytest.importorskip("gradio")
+    [(stems, body)] = [(s, b) for n, s, b in _recorded_sections(lang) if n == number]
+    missing = _not_on_the_page(stems, lang, body)
+    assert not missing, f"section {number} ({lang}) quotes figures the page does not show " \
+                        f"for {stems}: {missing}"
+
+
+def test_the_figure_check_finds_a_figure_of_another_recording():
+    """Section 8 as it was: the busy figures of another recording of the same work, and the
+    kernel lane's busy of that one, are found; the page's own are not."""
+    pytest.importorskip("gradio")
+    stems = ["h200-smollm-eager-kernels", "h200-smollm-graph-kernels"]
+    old = ("set **First step** 25 and **Last step** 26. The GPU is busy (98.0% normal, 98.4% "
+           "overlap), its kernels only 5.1% (3.3%); now 97.4% and 3.9%, a step of 1.90 ms, "
+           "on H200 with Qwen2.5-0.5B in section 9, `h200-x 3.3%` and ![a](b-4.5.png).")
+    assert _not_on_the_page(stems, "en", old) == ["3.3%", "5.1%", "98.0%", "98.4%"]
+
+
+# Where a section says what the page says, in quotes, the page says it: a lane's label ("kernels:
+# engine stream · busy 3.9%"), a button ("Same work, 3 engines side by side").
+QUOTED = re.compile(r"[“「]([^”」]+)[”」]|\"([^\"]+)\"")
+
+
+@pytest.mark.parametrize("lang, number", RECORDED_SECTIONS)
+def test_what_a_section_quotes_the_page_saying_the_page_says(lang, number):
+    pytest.importorskip("gradio")
+    [(stems, body)] = [(s, b) for n, s, b in _recorded_sections(lang) if n == number]
+    shown = " ".join(_shown(stems, lang, body).split())
+    quoted = [" ".join((a or b).split()) for a, b in QUOTED.findall(FENCE.sub("", body))]
+    assert [q for q in quoted if q not in shown] == [], (lang, number)
+
+
+# A colour the lessons give a phase ("the grey *wait* span", "粉紫色的 *launch* 段") is the colour the
+# page draws it in (``viz.style.PHASE_COLORS``), by hue and lightness.
+COLOUR = {"en": re.compile(r"\b((?:light |dark )?(?:[a-z]+-)?(?:red|orange|brown|yellow|green|"
+                           r"teal|blue|navy|purple|lilac|violet|plum|pink|grey|gray))\s+"
+                           r"[*`](\w+)[*`]"),
+          "zh": re.compile(r"((?:浅|深)?(?:[红橙棕黄绿青蓝紫粉灰]){1,2})色的?\s*[*`](\w+)[*`]")}
+HUES = {"red": (345, 15), "orange": (15, 45), "brown": (15, 55), "yellow": (45, 70),
+        "green": (70, 165), "teal": (165, 200), "blue": (195, 260), "navy": (200, 250),
+        "purple": (260, 320), "lilac": (260, 320), "violet": (255, 300), "plum": (280, 330),
+        "pink": (290, 350), "红": (345, 15), "橙": (15, 45), "棕": (15, 55), "黄": (45, 70),
+        "绿": (70, 165), "青": (165, 200), "蓝": (195, 260), "紫": (260, 320), "粉": (290, 350)}
+
+
+def _looks(hex_colour: str, words: str) -> bool:
+    """Whether a colour (``#rrggbb``) is what ``words`` call it: each hue word names its hue
+    (one of several, "pink-lilac", "粉紫"), grey a colour without hue, light and dark its
+    lightness, brown and navy a dark one."""
+    import colorsys
+
+    r, g, b = (int(hex_colour[i:i + 2], 16) / 255 for i in (1, 3, 5))
+    hue, light, sat = colorsys.rgb_to_hls(r, g, b)
+    hue *= 360
+    if any(w in words for w in ("grey", "gray", "灰")):
+        return sat < 0.12 or max(r, g, b) - min(r, g, b) < 0.06
+    if ("light" in words or "浅" in words) and light < 0.6:
+        return False
+    if ("dark" in words or "深" in words or "navy" in words or "brown" in words) and light > 0.45:
+        return False
+    named = [w for w in HUES if w in words]
+    return bool(named) and any(lo <= hue <= hi if lo < hi else hue >= lo or hue <= hi
+                               for lo, hi in (HUES[w] for w in named))
+
+
+@pytest.mark.parametrize("lang", WALKTHROUGHS)
+def test_every_colour_a_lesson_gives_a_phase_is_the_one_the_page_draws(lang):
+    from viz.style import PHASE_COLORS
+
+    named = [(words, phase) for words, phase in COLOUR[lang].findall(_flat(_text(lang)))
+             if phase in PHASE_COLORS]
+    assert len(named) >= 3, named            # the pattern still reads the lessons' colours
+    wrong = [(words, phase, PHASE_COLORS[phase]) for words, phase in named
+             if not _looks(PHASE_COLORS[phase], words)]
+    assert not wrong, wrong
+
+
+def test_the_colour_check_tells_blue_from_pink_lilac():
+    from viz.style import PHASE_COLORS
+
+    launch = PHASE_COLORS["launch"]
+    assert _looks(launch, "pink-lilac") and _looks(launch, "粉紫")
+    assert not _looks(launch, "blue") and not _looks(launch, "蓝")
+    assert _looks(PHASE_COLORS["schedule"], "dark blue") and _looks(PHASE_COLORS["wait"], "grey")
+    assert _looks(PHASE_COLORS["copy"], "light green")
 
 
 def _sections_naming(lang: str, name: str) -> str:
     return "\n".join(body for body in _bodies(lang).values() if name in body)
 
 
-@pytest.mark.parametrize("lang", WALKTHROUGHS)
-@pytest.mark.parametrize("stem, figure", RECORDED, ids=[f"{s}-{i}" for i, (s, _) in
-                                                        enumerate(RECORDED)])
-def test_figures_from_recorded_runs_are_the_records(lang, stem, figure):
-    said = _sections_naming(lang, f"`{stem}`")
-    expected = figure(_runs(stem))
-    if lang == "en":
-        assert expected in " ".join(said.split()), (stem, expected)
-    else:
-        assert NUMBER.search(expected).group(0) in NUMBER.findall(said), (stem, expected)
+def _x(ratio: float) -> str:
+    return f"{ratio:.2f}×"
 
 
 @pytest.mark.parametrize("stem", ["h200-minisglang-qwen05-b16", "h200-sglang-qwen05-b16"])
@@ -279,7 +352,7 @@ def test_the_hook_costs_quoted_are_the_records_notes(stem):
 
 
 def _peer_rows() -> list[dict[str, Any]]:
-    return json.loads((ROOT / "bench" / "results" / "peer-h200.json").read_text())["rows"]
+    return json.loads((ROOT / "studies" / "results" / "peer-h200.json").read_text())["rows"]
 
 
 def _peer(engine: str, loop: str, recording: str = "on") -> dict[str, Any]:
@@ -292,9 +365,9 @@ def _peer(engine: str, loop: str, recording: str = "on") -> dict[str, Any]:
 
 def test_the_peer_figures_quoted_are_the_benchmarks():
     """Section 18: forwards, CPU per step, steps and tokens/s at batch 1, as
-    ``python -m bench --peer mini-sglang`` wrote them."""
+    ``python -m studies peers mini-sglang`` wrote them."""
     gains = {(g["engine"], g["recording"], g["batch"]): g["per_step"]
-             for g in json.loads((ROOT / "bench" / "results" / "peer-h200.json")
+             for g in json.loads((ROOT / "studies" / "results" / "peer-h200.json")
                                  .read_text())["overlap_gains"]}
     figures = [f"{_peer('ours', 'normal')['forward_ms']:.3f} ms",
                f"{_peer('Mini-SGLang', 'normal')['forward_ms']:.3f} ms",
@@ -350,8 +423,9 @@ PEER_REFERENCE = re.compile(r"(SGLang|Mini-SGLang|vLLM|FlashInfer) (PR|issue)s? 
 # "`path` lines 1664-1679 and 1762-1766", "`path` line 15"; "`path` 第 1664–1679 行和第 1762–1766 行".
 LINE_RANGES = {"en": re.compile(r"`([\w/.]+\.py)`\s+lines? (\d+)(?:-(\d+))?(?: and (\d+)-(\d+))?"),
                "zh": re.compile(r"`([\w/.]+\.py)`\s*第 (\d+)(?:–(\d+))? 行(?:和第 (\d+)–(\d+) 行)?")}
-CITING = ["README.md", "app.py", "docs/*.md", "texts/*.py", "engine/**/*.py", "record/*.py",
-          "viz/*.py", "ui/**/*.py", "bench/*.py", "scripts/*.py"]
+CITING = ["README.md", "app.py", "docs/*.md", "texts/*.py", "engine/**/*.py", "record/**/*.py",
+          "viz/*.py", "ui/**/*.py", "bench/*.py", "studies/**/*.py", "studies/**/*.sh",
+          "scripts/*.py"]
 
 
 def _citing_files() -> list[Path]:
@@ -433,3 +507,73 @@ def test_the_citation_checker_finds_a_wrong_line_a_wrong_function_and_a_missing_
     assert check_citations._source_text(tmp_path, "python/peer/gone.py", None) is None
     # a wheel's layout: no python/ folder
     assert check_citations._source_text(tmp_path / "python", "python/peer/loop.py", None) == text
+
+
+ARTICLE_TITLE = "SGLang 双 Stream 重叠调度：如何把 CPU 后处理藏到 GPU 计算背后"
+ARTICLE_CODE = "python/minisgl/scheduler/scheduler.py"
+# A path into the folder beside the checkout, named "shared", written relative or quoted.
+OUTSIDE = re.compile(r"(?:^|[\s`(\"'])(?:\.\./)*shared/", re.M)
+TEXT_SUFFIXES = {".py", ".md", ".sh", ".txt", ".toml", ".cfg", ".yml", ".yaml"}
+SKIPPED_DIRS = {".git", "__pycache__", ".pytest_cache", ".ruff_cache", ".hypothesis", ".mypy_cache",
+                "data", "out", "tmp"}
+
+
+def _repository_texts() -> list[Path]:
+    return [p for p in ROOT.rglob("*")
+            if p.suffix in TEXT_SUFFIXES and p.is_file()
+            and not SKIPPED_DIRS.intersection(p.relative_to(ROOT).parts[:-1])
+            and not p.relative_to(ROOT).parts[0].startswith(".")]
+
+
+def test_no_file_points_a_reader_at_a_folder_outside_the_repository():
+    """A clone holds only the repository: nothing may send its reader to the folder beside it."""
+    named = [f"{p.relative_to(ROOT)}:{text[:m.start()].count(chr(10)) + 1}"
+             for p in _repository_texts()
+             for text in [p.read_text(encoding="utf-8", errors="replace")]
+             for m in OUTSIDE.finditer(text)]
+    assert not named, named
+
+
+@pytest.mark.parametrize("where", ["README", "page-en", "page-zh", "walkthrough-en", "walkthrough-zh"])
+def test_the_article_is_named_by_its_title_and_the_code_it_reads(where):
+    text = {"README": (ROOT / "README.md").read_text(encoding="utf-8"),
+            "page-en": STRINGS["en"]["intro"], "page-zh": STRINGS["zh"]["intro"],
+            "walkthrough-en": _text("en"), "walkthrough-zh": _text("zh")}[where]
+    flat = re.sub(r"\s+", "", text)        # a title may wrap across lines
+    assert re.sub(r"\s+", "", ARTICLE_TITLE) in flat
+    assert ARTICLE_CODE in text
+
+
+# Where a text says what the forward waits for, it says both edges: its own upload, and (by the
+# engine stream's order) the forward before it, which wrote its input tokens into the token pool.
+ONLY_WAIT = re.compile(r"waits? only for|waits? for [^.]*? alone|只等|只需等")
+STREAM_ORDER = re.compile(r"stream order|stream's order|runs its work in order|stream 顺序|按顺序执行")
+
+
+def _flat(text: str) -> str:
+    """One line: quote markers gone, runs of white space one space."""
+    return re.sub(r"\s+", " ", re.sub(r"^> ?", "", text, flags=re.M))
+
+
+def _paragraphs(text: str) -> list[str]:
+    return [_flat(p) for p in re.split(r"\n\s*\n|\n> ?\n", text) if p.strip()]
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_a_claim_of_what_the_forward_waits_for_names_the_token_pool_edge(lang):
+    texts_of_lang = [_text(lang)] + [v for v in STRINGS[lang].values() if isinstance(v, str)]
+    for text in texts_of_lang:
+        for paragraph in _paragraphs(text):
+            if ONLY_WAIT.search(paragraph) and re.search(r"upload|上传", paragraph):
+                assert STREAM_ORDER.search(paragraph), paragraph
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_the_forward_waits_for_its_upload_and_the_forward_before_it(lang):
+    """Section 3's answer and the page's 'what to look for' both say the two edges."""
+    answer = _bodies(lang)[3]
+    help_text = STRINGS[lang]["timeline_help"]
+    for text in (_flat(answer), _flat(help_text)):
+        assert re.search(r"upload|上传", text)
+        assert STREAM_ORDER.search(text), text[:200]
+    assert re.search(r"forward\(B10\)", answer)

@@ -7,7 +7,10 @@ overlap loop's ninety short gaps looked as red as the serial loop's ninety long 
   from 0 (red, as long as the measured idle time), then the busy time (grey), on the shared axis;
 - each gap is drawn at its own width, as light as it is thin, so the red a panel draws is its
   idle time, and none of the gaps vanishes;
-- the step window (zoomed) draws each gap as it always did, outlined, at its width.
+- the step window (zoomed) draws each gap as it always did, outlined, at its width;
+- a run of more gaps than the plot has columns (a few hundred steps) draws, under its lanes, its
+  idle share column by column instead of a wash of pink bands, and a whole run's legend names
+  only what holds time at that zoom; lag marks a few pixels apart are one mark.
 
 The workload below is the page's default one as a CPU run measures it (90 decode steps, a
 3.9 ms forward; the serial loop waits 4.4 ms for the CPU after each, the overlap loop 0.15 ms or
@@ -56,7 +59,8 @@ def _run(loop: Loop, gaps_us: list[float]) -> dict:
                         t0 + UPLOAD_US + FORWARD_US + min(gap, CPU_US))]
         t0 += UPLOAD_US + FORWARD_US + gap
     spans.append(_span(Lane.ENGINE_STREAM, Phase.DECODE, len(gaps_us), t0, t0 + FORWARD_US))
-    return {"mode": loop, "loop": loop, "label": loop, "lanes": [Lane.CPU, *GPU],
+    return {"loop": loop, "decode_steps": 1, "extra_cpu_us": 0, "label": loop,
+            "lanes": [Lane.CPU, *GPU],
             "gpu_lanes": list(GPU), "spans": spans, "outputs": [],
             "metrics": compute_metrics(spans, [])}
 
@@ -262,7 +266,7 @@ def test_the_red_each_panel_draws_is_its_idle_time(chart):
     for run, panel in zip(runs, panels):
         ink = sum(width * opacity for width, opacity in panel["bands"])
         idle_px = run["metrics"]["idle_us_total"] / 1000.0 * panel["pxPerMs"]
-        assert ink == pytest.approx(idle_px, rel=0.25), (run["mode"], ink, idle_px)
+        assert ink == pytest.approx(idle_px, rel=0.25), (run["loop"], ink, idle_px)
         drawn.append(ink)
     assert drawn[1] / drawn[0] < 0.3
 
@@ -285,3 +289,106 @@ def test_the_overlap_panel_shows_as_much_less_red_as_it_idled(redness):
     serial, overlap = redness(viz.side_by_side_figure(runs))
     idle_share = runs[1]["metrics"]["idle_us_total"] / runs[0]["metrics"]["idle_us_total"]
     assert 0.5 * idle_share < overlap / serial < 1.5 * idle_share, (overlap / serial, idle_share)
+
+
+# ---- a few hundred steps: the idle share, column by column ------------------------------------
+
+def long_workload(steps: int = 500) -> list[dict]:
+    """The default workload run for ``steps`` decode steps: more gaps than the plot has columns."""
+    return [_run(Loop.NORMAL, [CPU_US] * steps),
+            _run(Loop.OVERLAP, [150.0 if step % 2 else 1500.0 for step in range(steps)])]
+
+
+def _idle_rows(figure) -> list[dict]:
+    """Each panel's idle-over-time bars (the GPU idle trace that is not a band over lanes)."""
+    return [trace for trace in figure.to_dict()["data"] if trace.get("meta") == "idle_over_time"]
+
+
+def test_hundreds_of_steps_draw_each_panels_idle_share_column_by_column():
+    """500 steps on a 450-pixel plot: a row under the lanes, one bar per column of three
+    pixels (neighbours of the same share one bar), as tall as the share of that column the GPU
+    was idle. The bars' area is the idle time measured; the serial row stands about half high,
+    the overlapped one low."""
+    from viz.whole_run import IDLE_HEIGHT
+
+    runs = long_workload()
+    figure = viz.side_by_side_figure(runs)
+    rows = _idle_rows(figure)
+    assert len(rows) == 2 and not [t for t in _idle_bands(figure) if t not in rows]  # no bands
+    means = []
+    for run, row in zip(runs, rows):
+        heights = [h / IDLE_HEIGHT for h in row["width"]]
+        assert all(0 < h <= 1 + 1e-9 for h in heights)
+        idle_ms = sum(h * x for h, x in zip(heights, row["x"]))
+        assert idle_ms == pytest.approx(run["metrics"]["idle_us_total"] / 1000.0, rel=1e-6)
+        means.append(idle_ms / (run["spans"][-1]["end_us"] / 1000.0))
+    assert means[0] > 0.5 and means[1] < means[0] / 2.5          # 53% and 17% idle
+    layout = figure.to_dict()["layout"]
+    for axis, row in zip(("yaxis", "yaxis2"), rows):
+        assert layout[axis]["tickvals"] == [0, 1, 2]                  # the lanes, then the rows
+        assert layout[axis]["range"] == [4.5, -0.5]                   # idle over time, the sum
+        assert all(2.5 < y < 3.5 for y in row["y"])
+    labels = [trace["text"][0].strip() for trace in figure.to_dict()["data"]
+              if trace.get("mode") == "text"]
+    assert labels.count("GPU idle over time") == 2 and labels.count("GPU time, added up") == 2
+
+
+def test_ninety_steps_keep_each_gap_and_no_idle_row():
+    assert not _idle_rows(viz.side_by_side_figure(default_workload()))
+    assert not _idle_rows(viz.side_by_side_figure(long_workload(), window=(40, 43)))
+
+
+def test_the_idle_row_is_said_in_chinese():
+    figure = viz.side_by_side_figure(long_workload(), lang="zh")
+    labels = [trace["text"][0].strip() for trace in figure.to_dict()["data"]
+              if trace.get("mode") == "text"]
+    assert "GPU 空闲随时间" in labels
+    assert "有" in _idle_rows(figure)[0]["hovertext"][0]
+
+
+def test_a_whole_runs_legend_names_what_holds_time():
+    """The forward and the CPU's processing hold most of each step; an upload of 50 µs a step
+    (0.6% of it) is named in the step window's legend, not the whole run's."""
+    figure = viz.side_by_side_figure(long_workload()).to_dict()
+    named = {trace["name"] for trace in figure["data"] if trace.get("showlegend", True)
+             and trace.get("name") and trace.get("mode") != "text"}
+    assert named == {"GPU idle", "decode", "process_last"}, named
+    window = viz.side_by_side_figure(long_workload(), window=(40, 43)).to_dict()
+    assert "upload" in {trace["name"] for trace in window["data"] if trace.get("showlegend")}
+
+
+def test_lag_marks_closer_than_a_few_pixels_are_one_mark_listing_them():
+    from viz.gantt import MARK_LINES, _clustered
+
+    marks = [(float(x), f"request {x}") for x in (0, 1, 2, 30, 31)]
+    assert _clustered(marks, 5.0) == [(0.0, "request 0<br>request 1<br>request 2"),
+                                      (30.0, "request 30<br>request 31")]
+    assert _clustered(marks, 0.0) == marks                      # a step window: every mark
+    many = _clustered([(0.0, f"r{i}") for i in range(MARK_LINES + 3)], 1.0)
+    assert many[0][1].endswith("… +3")
+
+
+def test_the_serial_row_shows_as_much_more_red_as_it_idled(redness):
+    """What the eye sees of 500 steps: the overlapped row's red against the serial one's, in
+    pixels, within a factor of 1.5 of their idle times' ratio."""
+    runs = long_workload()
+    serial, overlap = redness(viz.side_by_side_figure(runs))
+    idle_share = runs[1]["metrics"]["idle_us_total"] / runs[0]["metrics"]["idle_us_total"]
+    assert idle_share / 1.5 < overlap / serial < 1.5 * idle_share, (overlap / serial, idle_share)
+
+
+def test_a_long_runs_bars_too_thin_to_see_are_left_out_merged_or_not():
+    """800 steps, 2,400 spans: neighbours of one phase closer than half a pixel are merged, and
+    what is still under a third of a pixel (a 50 µs upload a step) is left out, as in a short
+    run: drawn, a browser widened each such sliver to a whole pixel, and five hundred of them
+    painted a lane in a colour that held 1% of its time."""
+    from viz.gantt import CHART_PX, INVISIBLE_PX
+
+    runs = long_workload(800)
+    figure = viz.side_by_side_figure(runs).to_dict()
+    span_ms = min(run["spans"][-1]["end_us"] for run in runs) / 1000.0     # the shorter run
+    drawn = [trace for trace in figure["data"] if trace.get("type") == "bar"
+             and trace.get("legendgroup") in ("decode", "process_last", "upload")]
+    assert {trace["legendgroup"] for trace in drawn} == {"decode", "process_last"}
+    for trace in drawn:
+        assert min(trace["x"]) >= INVISIBLE_PX * span_ms / CHART_PX * 0.999

@@ -24,10 +24,12 @@ _EN: dict[str, str] = {
         "**overlap** loop of SGLang-style schedulers (and, if you like, **multi-step** overlap), "
         "and draws what the scheduler's CPU thread and the GPU did at every decode step: red "
         "hatched bands are time the GPU had nothing to do. On a machine without a GPU, a "
-        "separate device process plays the GPU. It teaches from the article *SGLang 双 Stream "
-        "重叠调度：如何把 CPU 后处理藏到 GPU 计算背后* (\"SGLang's two-stream overlap scheduling: "
-        "how to hide the CPU's post-processing behind the GPU's compute\"), which ships with the "
-        "project (`shared/seed/`) and reads Mini-SGLang's code."),
+        "separate device process plays the GPU. It teaches from the Chinese article *SGLang 双 "
+        "Stream 重叠调度：如何把 CPU 后处理藏到 GPU 计算背后* (\"SGLang's two-stream overlap "
+        "scheduling: how to hide the CPU's post-processing behind the GPU's compute\"), which "
+        "explains why a serial loop leaves the GPU idle between forwards and how a GPU-resident "
+        "token pool and two CUDA streams hide the CPU's work, reading Mini-SGLang's scheduler "
+        "(`python/minisgl/scheduler/scheduler.py`)."),
     "timeline_help": """
 ### What to look for
 - **Lanes.** *CPU* is the scheduler thread: `receive`, `schedule`, `launch`, `process_last`
@@ -42,7 +44,9 @@ _EN: dict[str, str] = {
   checks stops and builds the next batch.
 - **Overlap loop:** the sampled token stays on the GPU in the **token pool**, so the next forward
   never waits for the CPU: find `process_last` of step *n−1* under the decode bar of step *n*.
-  The forward still waits for its own metadata upload (`wait_stream`).
+  The forward still waits for its own metadata upload (`wait_stream`) and, by stream order,
+  for the forward before it, which wrote its input tokens into the pool: neither is a wait on
+  the CPU.
 - **Lag one:** the CPU sees a stop one step late; the extra token is dropped.
 
 More (where the result copy runs, KV memory, the recorder's own cost): *Reading the timeline*
@@ -88,7 +92,7 @@ stream lanes* and over the *engine stream alone*; where they differ, the GPU was
     "recorded_help": (
         "Runs recorded on a real GPU, with the CLI (`python -m engine --mode both|all --json ...`) "
         "or, for `h200-first-click-defaults`, by this page's own handler with the defaults a "
-        "page load sets on that GPU (`python scripts/gpu_first_click.py`): there the page sizes "
+        "page load sets on that GPU (`python -m studies gpu-first-click`): there the page sizes "
         "the extra CPU work to the forward it measured (20 µs a step on the H200 that recorded "
         "it, CUDA graphs), "
         "where a CPU page starts at 4000 µs, eager. `cpu-2core-defaults` is the page's default "
@@ -245,12 +249,12 @@ stream lanes* and over the *engine stream alone*; where they differ, the GPU was
         "scheduler process as one of its plugins (its phases <code>recv_requests</code>, "
         "<code>get_next_batch_to_run</code>, <code>run_batch</code>, "
         "<code>process_batch_result</code>, and CUDA events on its schedule, forward and copy "
-        "streams: <code>bench/peer_sglang_hook.py</code>), so the engines are measured by one "
+        "streams: <code>studies/peers/sglang/hook.py</code>), so the engines are measured by one "
         "instrument; the hook cost it {hook_a:+.1f}% (serial) and {hook_b:+.1f}% (overlap). Its "
         "serial step takes {step_ms:.2f} ms: {terms}, so the GPU is busy {busy_a:.0f}% of the "
         "time. In its overlap loop that work "
         "runs under the forward: {step_b_ms:.2f} ms a step, {busy_b:.0f}% busy, {gain:.2f}× per "
-        "decode step (<code>python -m bench --peer sglang</code>, docs/benchmarks.md)."),
+        "decode step (<code>python -m studies peers sglang</code>, docs/benchmarks.md)."),
     # A serial step's terms, said so that they add up to the step as printed.
     "peer_terms_sum": "a {fwd_ms:.2f} ms forward and {cpu_ms:.2f} ms of CPU work",
     "peer_terms_waited": ("a {fwd_ms:.2f} ms forward, {cpu_ms:.2f} ms of CPU work and "
@@ -265,14 +269,14 @@ stream lanes* and over the *engine stream alone*; where they differ, the GPU was
         "code the article reads), on the same work as this project's engine. This project's "
         "recorder was hooked into its scheduler (<code>_schedule_next_batch</code>, "
         "<code>_forward</code>, <code>_process_last_data</code> and CUDA events on its two "
-        "streams: <code>bench/peer_hook.py</code>), so both engines are measured by one "
-        "instrument; the hook cost it {hook_a:+.1f}% (serial) and {hook_b:+.1f}% (overlap). Its "
+        "streams: <code>studies/peers/minisglang/hook.py</code>), so both engines are measured "
+        "by one instrument; the hook cost it {hook_a:+.1f}% (serial) and {hook_b:+.1f}% (overlap). Its "
         "serial step takes {step_ms:.2f} ms: {terms}, so the GPU is busy {busy_a:.0f}% of the "
         "time. In its overlap loop that work "
         "runs under the forward: {step_b_ms:.2f} ms a step, {busy_b:.0f}% busy, {gain:.2f}× per "
         "decode step. Overlap hides the CPU's share of a serial step, so a scheduler that does "
         "more per step gains more from it; this project's scheduler does less, and its engine "
-        "is faster end to end in both loops (<code>python -m bench --peer mini-sglang</code>, "
+        "is faster end to end in both loops (<code>python -m studies peers mini-sglang</code>, "
         "docs/benchmarks.md)."),
     "status_settings": "Run with: {model}, B = {batch}, {graphs}, {extra} µs of extra CPU work a "
                        "step.",
@@ -342,9 +346,9 @@ stream lanes* and over the *engine stream alone*; where they differ, the GPU was
     "servingcol_other load": "other load",
     "servingcol_burst": "burst",
     "serving_bench": "{device}, {model} model, extra CPU {extra} µs/step: the engine driven in "
-                     "process (python -m bench), {requests} requests, {repeats} runs per rate",
+                     "process (python -m bench rates), {requests} requests, {repeats} runs per rate",
     "serving_load": "{device}, {model} model, extra CPU {extra} µs/step: streaming HTTP clients "
-                    "against python -m engine.serve (python -m bench.load), {requests} requests, "
+                    "against python -m engine.serve (python -m bench load), {requests} requests, "
                     "{repeats} runs per rate",
     "serving_help": (
         "Requests in production do not all arrive at once. Here they arrive by a Poisson process "
@@ -363,9 +367,9 @@ stream lanes* and over the *engine stream alone*; where they differ, the GPU was
         "part of that length): what shows an engine falling behind is *req/s* no longer growing "
         "with the offered rate while TTFT climbs. *Other load* is the share of the cores that "
         "other programs used meanwhile (a busy machine measures less).\n\n"
-        "Re-make a measurement: `python -m bench --device cpu --models bundled --rates 2 4 8 16 "
-        "inf --requests 32 --prompt-len 32 --new-tokens 64 --repeats 3 --extra-cpu-us 4000 "
-        "--json FILE`, or against the HTTP server: `python -m bench.load --rates 2 4 8 "
+        "Re-make a measurement: `python -m bench rates --device cpu --model bundled --rates 2 4 8 "
+        "16 inf --requests 32 --prompt-len 32 --new-tokens 64 --repeats 3 --extra-cpu-us 4000 "
+        "--json FILE`, or against the HTTP server: `python -m bench load --rates 2 4 8 "
         "--requests 32 --max-tokens 64 --repeats 2 --json FILE`."),
     "dl_record": "Download run record (JSON)",
     "dl_trace": "Download Chrome trace (Perfetto)",
@@ -377,8 +381,10 @@ _ZH: dict[str, str] = {
         "一个小型 LLM 推理引擎用**普通**（串行）循环和 SGLang 式调度器的**重叠**循环"
         "（以及可选的**多步**重叠）运行同一批请求，并画出每个解码步里调度器的 CPU 线程和 GPU "
         "分别在做什么：红色斜线是 GPU 无事可做的时间。没有 GPU 的机器上，由一个独立的设备进程扮演 GPU。"
-        "它依据的文章是《SGLang 双 Stream 重叠调度：如何把 CPU 后处理藏到 GPU 计算背后》，随项目一起"
-        "提供（`shared/seed/`），文章读的是 Mini-SGLang 的代码。"),
+        "它依据的文章是《SGLang 双 Stream 重叠调度：如何把 CPU 后处理藏到 GPU 计算背后》，"
+        "讲串行循环为什么让 GPU 在两次前向之间空闲，以及常驻显存的 token pool 和两条 CUDA stream "
+        "怎样把 CPU 的工作藏起来；文章读的是 Mini-SGLang 的调度器"
+        "（`python/minisgl/scheduler/scheduler.py`）。"),
     "timeline_help": """
 ### 看什么
 - **泳道**。*CPU* 是调度线程：`receive`、`schedule`、`launch`、`process_last`（读取采样 token、
@@ -389,7 +395,8 @@ _ZH: dict[str, str] = {
   在同一时间轴上：红条更短的循环让 GPU 更忙。
 - **普通循环**：每次 decode 之后都有一段红色：CPU 读 token、判停、组下一批时，GPU 在等。
 - **重叠循环**：采样出的 token 留在 GPU 上的 **token_pool** 里，下一次前向不再等待 CPU：在第 *n*
-  步 decode 条的下方找到第 *n−1* 步的 `process_last`。前向仍要等待自己的元数据上传（`wait_stream`）。
+  步 decode 条的下方找到第 *n−1* 步的 `process_last`。前向仍要等待自己的元数据上传（`wait_stream`），
+  并按 stream 顺序等待前一次前向（它把本次的输入 token 写进了 pool）：两者都不是在等 CPU。
 - **滞后一轮**：CPU 晚一步才看到停止；多出的那个 token 被丢弃。
 
 更多内容（结果回传放在哪里、KV 内存、测量工具自身的代价）：见课堂演示步骤中的*读时间线*一节，
@@ -425,7 +432,7 @@ _ZH: dict[str, str] = {
     "recorded_help": (
         "在真实 GPU 上录制的运行：用命令行（`python -m engine --mode both|all --json ...`），"
         "或者（`h200-first-click-defaults`）由本页面自己的处理函数、用页面在那块 GPU 上加载时设定的默认值录制"
-        "（`python scripts/gpu_first_click.py`）：在那里页面按实测的前向来设定额外 CPU 工作，"
+        "（`python -m studies gpu-first-click`）：在那里页面按实测的前向来设定额外 CPU 工作，"
         "录制它的 H200 上开启 CUDA Graph 时为每步 20 µs，而 CPU 页面一开始是 4000 µs、eager 模式。"
         "`cpu-2core-defaults` 是本项目双核 CPU 在空闲时用同样方式录制的页面默认点击：被繁忙机器干扰的"
         "运行会提供它。它们都用同样的图表展示，并标注硬件和日期。"),
@@ -562,11 +569,11 @@ _ZH: dict[str, str] = {
         "本项目引擎相同的工作。本项目的记录器以插件的方式挂进了它的调度进程（它的阶段 "
         "<code>recv_requests</code>、<code>get_next_batch_to_run</code>、<code>run_batch</code>、"
         "<code>process_batch_result</code>，以及它的调度流、前向流和拷贝流上的 CUDA 事件："
-        "<code>bench/peer_sglang_hook.py</code>），所以各引擎用同一件仪器测量；钩子让它变慢 "
+        "<code>studies/peers/sglang/hook.py</code>），所以各引擎用同一件仪器测量；钩子让它变慢 "
         "{hook_a:+.1f}%（串行）和 {hook_b:+.1f}%（重叠）。它的串行一步 {step_ms:.2f} ms："
         "{terms}，所以 GPU 只有 {busy_a:.0f}% 的时间在忙。重叠"
         "循环里这些工作跑在前向下面：每步 {step_b_ms:.2f} ms，忙碌 {busy_b:.0f}%，每个解码步快 "
-        "{gain:.2f}×（<code>python -m bench --peer sglang</code>，docs/benchmarks.md）。"),
+        "{gain:.2f}×（<code>python -m studies peers sglang</code>，docs/benchmarks.md）。"),
     "peer_terms_sum": "前向 {fwd_ms:.2f} ms，CPU 工作 {cpu_ms:.2f} ms",
     "peer_terms_waited": ("前向 {fwd_ms:.2f} ms，CPU 工作 {cpu_ms:.2f} ms，另有 {rest_ms:.2f} ms "
                           "既非前向也非 CPU 工作的等待（结果拷贝、设备的应答）"),
@@ -577,13 +584,13 @@ _ZH: dict[str, str] = {
         "这是 Mini-SGLang 自己的两种循环（github <code>sgl-project/mini-sglang</code>，即原文所读的"
         "代码），跑的是与本项目引擎相同的工作。本项目的记录器挂进了它的调度器"
         "（<code>_schedule_next_batch</code>、<code>_forward</code>、<code>_process_last_data</code>，"
-        "以及它两条 stream 上的 CUDA 事件：<code>bench/peer_hook.py</code>），所以两个引擎用同一件仪器"
-        "测量；钩子让它变慢 {hook_a:+.1f}%（串行）和 {hook_b:+.1f}%（重叠）。它的串行一步 "
-        "{step_ms:.2f} ms：{terms}，所以 GPU 只有 "
+        "以及它两条 stream 上的 CUDA 事件：<code>studies/peers/minisglang/hook.py</code>），"
+        "所以两个引擎用同一件仪器测量；钩子让它变慢 {hook_a:+.1f}%（串行）和 {hook_b:+.1f}%（重叠）。"
+        "它的串行一步 {step_ms:.2f} ms：{terms}，所以 GPU 只有 "
         "{busy_a:.0f}% 的时间在忙。重叠循环里这些工作跑在前向下面：每步 {step_b_ms:.2f} ms，"
         "忙碌 {busy_b:.0f}%，每个解码步快 {gain:.2f}×。重叠藏起的是串行一步中 CPU 的那一份，所以"
         "调度器每步做得越多，收益越大；本项目的调度器做得少，而它的引擎在两种循环里端到端都更快"
-        "（<code>python -m bench --peer mini-sglang</code>，docs/benchmarks.md）。"),
+        "（<code>python -m studies peers mini-sglang</code>，docs/benchmarks.md）。"),
     "status_settings": "运行设置：{model}，B = {batch}，{graphs}，每步额外 CPU 工作 {extra} µs。",
     "status_settings_copy": "结果回传在 {copy} 上。",
     "status_settings_kv": "KV 页池共 {kv_pages} 页。",
@@ -646,9 +653,9 @@ _ZH: dict[str, str] = {
     "servingcol_other load": "其他负载",
     "servingcol_burst": "突发",
     "serving_bench": "{device}，{model} 模型，每步额外 CPU {extra} µs：进程内直接驱动引擎"
-                     "（python -m bench），{requests} 个请求，每个速率 {repeats} 次",
+                     "（python -m bench rates），{requests} 个请求，每个速率 {repeats} 次",
     "serving_load": "{device}，{model} 模型，每步额外 CPU {extra} µs：流式 HTTP 客户端请求 "
-                    "python -m engine.serve（python -m bench.load），{requests} 个请求，每个速率 "
+                    "python -m engine.serve（python -m bench load），{requests} 个请求，每个速率 "
                     "{repeats} 次",
     "serving_help": (
         "生产环境中的请求不会同时到达。这里请求按给定**请求速率**的泊松过程到达，两种循环使用相同的到达"
@@ -662,9 +669,9 @@ _ZH: dict[str, str] = {
         "请求时，即使引擎跟得上，它也低于到达速率（随机到达本身的间隔和最后几个请求的解码都算在时长里）："
         "引擎跟不上的标志是到达速率升高时*请求/秒*不再增长、而 TTFT 不断上升。*其他负载*是同一时间其他"
         "程序占用核心的比例（机器繁忙时测得的数字更低）。\n\n"
-        "重新测量：`python -m bench --device cpu --models bundled --rates 2 4 8 16 inf "
+        "重新测量：`python -m bench rates --device cpu --model bundled --rates 2 4 8 16 inf "
         "--requests 32 --prompt-len 32 --new-tokens 64 --repeats 3 --extra-cpu-us 4000 --json "
-        "FILE`，或者针对 HTTP 服务：`python -m bench.load --rates 2 4 8 --requests 32 "
+        "FILE`，或者针对 HTTP 服务：`python -m bench load --rates 2 4 8 --requests 32 "
         "--max-tokens 64 --repeats 2 --json FILE`。"),
     "dl_record": "下载运行记录（JSON）",
     "dl_trace": "下载 Chrome trace（Perfetto）",

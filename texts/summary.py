@@ -69,6 +69,9 @@ EN: dict[str, str] = {
                       "every red band above, laid end to end from 0",
     "hover_sum_busy": "<b>GPU busy, added up: {ms} ms</b> ({share}% of the GPU's time)<br>"
                       "time some GPU lane was working",
+    # a whole run of a few hundred steps: its idle share column by column
+    "idle_row": "GPU idle over time",
+    "hover_idle_column": "<b>GPU idle {share}% of the time</b><br>{a}–{b} ms",
 }
 
 ZH: dict[str, str] = {
@@ -125,4 +128,6 @@ ZH: dict[str, str] = {
                       "上方所有红色带首尾相接，从 0 开始排开",
     "hover_sum_busy": "<b>GPU 忙碌合计：{ms} ms</b>（占 GPU 时间的 {share}%）<br>"
                       "至少一条 GPU 泳道在工作的时间",
+    "idle_row": "GPU 空闲随时间",
+    "hover_idle_column": "<b>GPU 有 {share}% 的时间空闲</b><br>{a}–{b} ms",
 }

@@ -123,10 +123,11 @@ EN: dict[str, str] = {
     "waited_first": "forward(B{n}) waited for its metadata upload (wait_stream)",
     "waited_copy": "forward(B{n}) waited for B{n}'s metadata upload, the only work on the "
                    "scheduler stream (the result copies run beside the forwards, on the copy "
-                   "stream)",
+                   "stream), and, by stream order, for forward(B{prev}), which wrote its input "
+                   "tokens into the token pool",
     "waited_engine": "forward(B{n}) waited for B{n}'s metadata upload, the only work on the "
-                     "scheduler stream (the result copy runs on the engine stream, right after "
-                     "sampling)",
+                     "scheduler stream, and, by stream order, for forward(B{prev}) and its result "
+                     "copy (on the engine stream, right after sampling)",
     "waited_scheduler": "forward(B{n}) waited for all the scheduler stream held before it "
                         "(wait_stream): copy(B{prev}), which itself waited for forward(B{prev}), "
                         "then B{n}'s upload",
@@ -189,6 +190,8 @@ EN: dict[str, str] = {
     "lag_stop": "request {req}: stop token read here, in process_last(B{stop})",
     "lag_legend": "forward after a stop (token dropped)",
     "lane_busy": "{lane} · busy {busy:.1f}%",
+    "lane_kernels_of": "kernels: {stream}",
+    "lane_kernels_stream": "kernels: stream {number}",
     "stop_legend": "stop token read",
     # hazard lab
     "lab_help": """
@@ -353,9 +356,11 @@ ZH: dict[str, str] = {
         "批次需要处理，CPU 直接去组好并提交下一批，之后就只能等 B{n} 的 token 回来。{waited}。"),
     "waited_first": "forward(B{n}) 等待了自己的元数据上传（wait_stream）",
     "waited_copy": "forward(B{n}) 等待了 B{n} 的元数据上传，这是 scheduler stream 上唯一的工作"
-                   "（结果回传在 copy stream 上，与前向并行）",
-    "waited_engine": "forward(B{n}) 等待了 B{n} 的元数据上传，这是 scheduler stream 上唯一的工作（结果"
-                     "回传在 engine stream 上紧跟采样执行）",
+                   "（结果回传在 copy stream 上，与前向并行）；并按 stream 顺序等待 forward(B{prev})，"
+                   "它把输入 token 写进了 token pool",
+    "waited_engine": "forward(B{n}) 等待了 B{n} 的元数据上传，这是 scheduler stream 上唯一的工作；"
+                     "并按 stream 顺序等待 forward(B{prev}) 及其结果回传（在 engine stream 上紧跟"
+                     "采样执行）",
     "waited_scheduler": "forward(B{n}) 等待了 scheduler stream 上排在它之前的全部工作（wait_stream）："
                         "copy(B{prev})（它本身要等 forward(B{prev})），然后是 B{n} 的上传",
     "waited_in_order": "设备进程按顺序执行命令，就像只有一条 stream：forward(B{n}) 在 copy(B{prev}) 和 "
@@ -411,6 +416,8 @@ ZH: dict[str, str] = {
     "lag_stop": "请求 {req}：在这里（process_last(B{stop})）读到停止 token",
     "lag_legend": "停止后的前向（token 丢弃）",
     "lane_busy": "{lane} · 忙碌 {busy:.1f}%",
+    "lane_kernels_of": "kernel：{stream}",
+    "lane_kernels_stream": "kernel：第 {number} 号 stream",
     "stop_legend": "读到停止 token",
     "lab_help": """
 ### 隐患实验室：去掉一道保护，让检查找出坏在哪里

@@ -11,7 +11,7 @@ and names from the file only.
 from __future__ import annotations
 
 EN: dict[str, str] = {
-    # what the import found (``record.profiler_import`` notes)
+    # what the import found (``record.imported.profiler_import`` notes)
     "note_terms_from_gaps": "A trace has no scheduler phases of ours: T_fwd is the GPU's busy "
                             "time per step, and the rest of the step is the <b>GPU waiting for "
                             "the host</b> (between forwards, and in eager mode between the "
@@ -43,7 +43,8 @@ EN: dict[str, str] = {
                           "time. The host's part of a step, and the GPU's wait for it, are longer "
                           "than without the profiler; kernel times are about right. Compare host "
                           "times only between traces taken the same way.",
-    # what SGLang's own profiler annotations gave (``record.trace_steps``, ``record.host_phases``)
+    # what SGLang's own profiler annotations gave (``record.imported``: ``trace_steps``,
+    # ``host_phases``)
     "note_sglang_steps": "<b>The steps and phases are SGLang's own annotations.</b> Its profiler "
                          "marks each forward as <code>step[MODE bs=N]</code> (N: the batch's real "
                          "size); this trace has {steps}: {modes}. A step begins where SGLang's "

@@ -25,7 +25,7 @@ import viz
 from engine.processes import messages
 from engine.processes.messages import LiveRunRequest
 from engine.workloads import Workload, word_prompts
-from record.run_record import run_dict
+from record.run_record import config_of, run_dict
 from record.schema import BASE_LANES, ENGINE_LOOPS, GPU_LANES, Loop, RecordDict, RunDict, SpanDict
 from ui import presets, scheduler_link
 from ui.controls import Controls
@@ -167,7 +167,7 @@ def build_request(controls: Controls) -> tuple[LiveRunRequest, list[str]]:
     text as it is). ``shared_prefix``: tokens of one system prompt before every prompt (what
     the prefix cache serves after the first prefill). ``kv_pages``: the KV pool (0: pages for
     every request at full length; fewer make the scheduler retract requests)."""
-    from engine.config import EngineConfig, LoopSpec, SamplingParams
+    from engine.config import EngineConfig, LoopSpec
 
     c = controls
     requests, batch = checked_int("requests", c.requests), checked_int("batch", c.batch)
@@ -188,8 +188,10 @@ def build_request(controls: Controls) -> tuple[LiveRunRequest, list[str]]:
     prompts, used_default = word_prompts(c.prompts_text, requests, words)
     notes = ["note_default_prompts"] if used_default else []
     # Words become about two tokens each (chat adds its template); the shared system prompt
-    # comes before every prompt.
-    workload = Workload.of_words(words, new_tokens, shared)
+    # comes before every prompt. Requests arrive by a Poisson process of seed 0.
+    workload = Workload.of_words(words, new_tokens, shared, texts=tuple(prompts),
+                                 temperature=temperature, stop_early=bool(c.stop_early),
+                                 request_rate=rate, chat=bool(c.chat))
     # The page's engine runs as SGLang's users get it by default: CUDA graphs, no torch.compile
     # (SGLang's ServerArgs.enable_torch_compile is off unless asked; the CLI and the benchmarks
     # compile). Compiled, the bundled model's decode forward on an H200 (0.18 ms) is shorter
@@ -203,14 +205,10 @@ def build_request(controls: Controls) -> tuple[LiveRunRequest, list[str]]:
     if kv_pages and kv_pages < engine.pages_per_seq:
         raise InputError("error_kv_pages", need=engine.pages_per_seq, tokens=engine.max_seq_len,
                          value=kv_pages)
-    params = SamplingParams(max_new_tokens=new_tokens, temperature=temperature)
     if rate and requests / rate > MAX_ARRIVAL_S:     # a run must not take hours
         raise InputError("error_rate_slow", rate=rate, requests=requests,
                          seconds=requests / rate, limit=MAX_ARRIVAL_S)
-    request = LiveRunRequest(engine=engine, prompts=prompts, workload=workload, params=params,
-                             loops=loops, stop_early=bool(c.stop_early), request_rate=rate,
-                             chat=bool(c.chat))
-    return request, notes
+    return LiveRunRequest(engine=engine, workload=workload, loops=loops), notes
 
 
 class _LiveRuns:
@@ -254,7 +252,7 @@ class _LiveRuns:
         spec = self.request.loops[self.index]
         # The copy stream's lane, where the device has one, comes in with its spans.
         live = run_dict(spec.loop, spec.decode_steps, spec.label, self.spans,
-                        lanes=BASE_LANES, gpu_lanes=GPU_LANES)
+                        lanes=BASE_LANES, gpu_lanes=GPU_LANES, extra_cpu_us=spec.extra_cpu_us)
         return self.finished + [live]
 
     def drew_any(self) -> bool:
@@ -267,13 +265,13 @@ class _LiveRuns:
 
 def expected_steps(request: LiveRunRequest) -> int:
     """About how many steps one loop takes: a prefill and the decode steps of each wave."""
-    waves = math.ceil(len(request.prompts) / request.engine.max_batch_size)
-    return waves * (request.params.max_new_tokens + 1)
+    waves = math.ceil(request.workload.requests / request.engine.max_batch_size)
+    return waves * (request.workload.max_new_tokens + 1)
 
 
 def _starting_text(request: LiveRunRequest, key: tuple, expected: int, notes: list[str],
                    lang: str) -> str:
-    loops = len(request.loops) + (1 if request.stop_early else 0)
+    loops = len(request.loops) + (1 if request.workload.stop_early else 0)
     span = arrival_span_s(request)
     step_s = APP.step_seconds.get(key)
     if span:        # arrivals set the pace, not a count of steps: no estimate from step times
@@ -323,8 +321,8 @@ def _running(live: _LiveRuns, expected: int, started: float, lang: str,
 
 def arrival_span_s(request: LiveRunRequest) -> float:
     """About how long the requests take to arrive (0: all at the start)."""
-    rate = request.request_rate
-    return len(request.prompts) / rate if rate and math.isfinite(rate) else 0.0
+    rate = request.workload.request_rate
+    return request.workload.requests / rate if rate and math.isfinite(rate) else 0.0
 
 
 def _remember_step_time(key: tuple, record: RecordDict) -> None:
@@ -347,11 +345,12 @@ def _finished(record: RecordDict, request: LiveRunRequest, notes: list[str],
     kind = str(record["env"].get("device_kind", ""))
     place_key, cores = scheduler_link.placement_note()
     said_notes = list(notes)
-    if request.chat and not record["config"].get("chat"):
+    config = config_of(record)
+    if request.workload.chat and not (config and config.chat):
         said_notes.append("note_no_chat_template")
     placement = ("fold_placement", place_key) if kind == "cpu-process" else None  # where it ran
     spec = said("status_done", "ok", notes=tuple(said_notes), folded=placement,
-                requests=len(request.prompts),
+                requests=request.workload.requests,
                 tokens=int(last["metrics"].get("output_tokens") or 0),
                 where=viz.record_where(record), device_key=f"kind_{kind}", **cores)
     return shown(spec, record, lang, files)

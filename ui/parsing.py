@@ -6,6 +6,11 @@ exits, where the web server would keep it. Starting a process (spawn: a fresh in
 imports ``record``) costs an upload a few hundred milliseconds on two cores, so the next worker
 is started as soon as the last one is done: an upload finds one waiting. A worker that takes
 longer than its time limit is killed, and the upload says so.
+
+The waiting worker (the spare) may wait for hours, and may not outlive the wait: anything that
+ends processes on the machine can end it, and a spare that died has read nothing. An upload
+takes the spare only while it is alive, else starts a worker of its own; handed a dead spare,
+it failed ("the process reading the file ended"), though nothing was wrong with the file.
 """
 
 from __future__ import annotations
@@ -18,8 +23,12 @@ from pathlib import Path
 from typing import Any, cast
 
 from engine.proc_watch import start_deaf_to_ctrl_c
+from record.imported.given_file import sniff
 from record.schema import RecordDict
 from ui.state import APP
+
+MAX_UPLOAD_BYTES = 200 * 2**20
+PARSE_TIMEOUT_S = 120.0
 
 
 def _worker(conn: Any) -> None:
@@ -32,7 +41,7 @@ def _worker(conn: Any) -> None:
         path, max_bytes = conn.recv()
     except (EOFError, OSError):
         return                                      # the web server went away
-    from record.any_file import load_any
+    from record.imported.given_file import load_any
 
     answer: tuple[str, RecordDict | str]
     try:
@@ -65,11 +74,27 @@ def prepare() -> None:
             APP.parsers.append(_start())
 
 
-def parse(path: Path, max_bytes: int, timeout_s: float) -> RecordDict:
-    """The record of ``path`` (a record, or a trace imported), read by a worker process;
-    ``ValueError`` with the reason when it cannot be read or takes longer than ``timeout_s``."""
+def _take() -> tuple[Any, Any]:
+    """A worker for one file: the spare while it is alive, else a new one (a dead spare is
+    reaped: it has read nothing)."""
     with APP.parsers_lock:
-        process, conn = APP.parsers.pop() if APP.parsers else _start()
+        while APP.parsers:
+            process, conn = APP.parsers.pop()
+            if process.is_alive():
+                return process, conn
+            conn.close()
+            process.join(timeout=1)
+        return _start()
+
+
+def parse(path: Path, max_bytes: int = MAX_UPLOAD_BYTES,
+          timeout_s: float = PARSE_TIMEOUT_S) -> RecordDict:
+    """The record of ``path`` (a record, or a trace imported), read by a worker process;
+    ``ValueError`` with the reason when it cannot be read or takes longer than ``timeout_s``.
+    A file that is plainly neither (an image, an archive, an empty file) is told at once, by
+    its first bytes (``NotATrace``), without a worker."""
+    sniff(path)
+    process, conn = _take()
     try:
         conn.send((str(path), max_bytes))
         if not conn.poll(timeout_s):

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import gradio as gr
 
 import texts
+from record.run_record import config_of
 from record.schema import ENGINE_LOOPS, Loop, RecordDict
 from ui import queues, scheduler_link
 from ui.i18n import lang_of
@@ -96,21 +97,20 @@ def profile_of_run(record: RecordDict) -> DeviceProfile | None:
     starting the app can measure a forward far slower than the runs that follow it)."""
     from engine.processes.messages import DeviceProfile
 
-    config, env = record["config"], record["env"]
-    if config.get("request_rate"):
+    config, env = config_of(record), record["env"]
+    if config is None or config.request_rate is not None or config.arrivals_file:
         return None                     # arrivals: its steps ran at partial batches
     normal = next((run for run in record["runs"] if run["loop"] == Loop.NORMAL), None)
     if normal is None:
         return None
     metrics = normal["metrics"]
     fwd, cpu = metrics.get("t_fwd_us") or 0.0, metrics.get("t_cpu_us")
-    if not fwd or cpu is None or "model" not in config or "max_batch_size" not in config:
+    if not fwd or cpu is None:
         return None
-    own = max(float(cpu) - float(config.get("extra_cpu_us") or 0), 0.0)
+    extra = normal["extra_cpu_us"]
     return DeviceProfile(str(env.get("device_kind", "")), str(env.get("device_name", "")),
-                         str(config["model"]), int(config["max_batch_size"]),
-                         bool(config.get("cuda_graph")), float(fwd), own, source="run",
-                         extra_us=int(config.get("extra_cpu_us") or 0))
+                         config.model, config.max_batch_size, config.cuda_graph, float(fwd),
+                         max(float(cpu) - extra, 0.0), source="run", extra_us=extra)
 
 
 def on_cuda(device_choice: str) -> bool:

@@ -4,8 +4,8 @@ and the import tab (its controls and its handler).
 A live run, a recorded GPU run (``assets/recorded/*.json``) and an uploaded trace or record all
 become a schema-1 record, and ``shown`` turns any record into the main view (``ui.view``). Two
 uploaded files, or a file added beside the record on screen, become one record
-(``record.any_file.side_by_side``), drawn as a live run's loops are. A file that cannot be shown
-leaves the view as it was and says why.
+(``record.imported.given_file.side_by_side``), drawn as a live run's loops are. A file that
+cannot be shown leaves the view as it was and says why.
 """
 
 from __future__ import annotations
@@ -21,10 +21,11 @@ import gradio as gr
 
 import texts
 import viz
-from record.any_file import MAX_SHOWN_RUNS, NotATrace, side_by_side, sniff
-from record.run_record import has_memory
+from record.imported.given_file import MAX_SHOWN_RUNS, NotATrace, side_by_side
+from record.run_record import config_of, has_memory
 from record.schema import Loop, RecordDict, RunDict
 from record.window import step_range
+from ui import parsing
 from ui.i18n import lang_of
 from ui.inputs import is_whole
 from ui.status import Said, render_said, said
@@ -35,8 +36,6 @@ ROOT = Path(__file__).resolve().parents[1]
 
 RECORDED_DIR = ROOT / "assets" / "recorded"
 DOWNLOAD_DIR = Path(tempfile.gettempdir()) / "overlap-demo"
-MAX_UPLOAD_BYTES = 200 * 2**20
-PARSE_TIMEOUT_S = 120.0
 MAX_DOWNLOAD_DIR_BYTES = 400 * 2**20   # exported records and traces kept for download, in all
 
 
@@ -198,7 +197,7 @@ def _named(record: RecordDict, name: str) -> str:
 def _load_or_say(path: Path, lang: str) -> RecordDict | MainView:
     """The file's record, or the view that says why it cannot be shown (the charts stay)."""
     try:
-        return load_any(path)
+        return parsing.parse(path)
     except NotATrace as error:       # an image, an archive, an empty file: said in words
         spec = said("status_not_a_trace", "error", name=path.name, what_key=f"file_{error.kind}")
     except Exception as error:  # noqa: BLE001 - a bad file must give a message, not a traceback
@@ -214,7 +213,7 @@ def _show_file(path: Path, lang: str, recorded: bool) -> MainView:
         return record
     where = viz.record_where(record)       # who made it is said apart, as text keys (a switch)
     if recorded:
-        notes, values = _settings(record["config"])
+        notes, values = _settings(record)
         maker = viz.record_maker(record)
         if "engine_key" in maker:
             notes = ("status_recorded_by_code" if "code_key" in maker
@@ -235,7 +234,7 @@ PEER_SECTIONS = {"mini-sglang": ("peer_title", "peer_section"),   # (title, text
 
 
 def _peer_section(record: RecordDict, values: dict[str, Any]) -> tuple[str, str] | None:
-    """For a record of another engine's own loops (Mini-SGLang's or SGLang's, ``bench/peer.py``):
+    """For a record of another engine's own loops (Mini-SGLang's or SGLang's, ``studies/peers/benchmark.py``):
     its section, one click away, with what the record measured (its serial step's CPU share,
     overlap's gain per step) and what the recorder hooked into it cost. Fills ``values``."""
     engine = record["env"].get("engine")
@@ -269,38 +268,29 @@ def _peer_section(record: RecordDict, values: dict[str, Any]) -> tuple[str, str]
     return PEER_SECTIONS[engine]
 
 
-def _settings(config: dict[str, Any]) -> tuple[tuple[str, ...], dict[str, Any]]:
-    """What a recorded run was run with, as status notes and their values (a record's config
-    says it; what it does not say is left out): model, batch, graphs, extra CPU work, where the
-    result copy ran, the KV pool and a shared system prompt."""
-    if not {"model", "max_batch_size"} <= set(config):
+def _settings(record: RecordDict) -> tuple[tuple[str, ...], dict[str, Any]]:
+    """What a recording of our engine was run with, as status notes and their values (its
+    config and its runs say it): model, batch, graphs, extra CPU work (each loop's, where they
+    differ), where the result copy ran, the KV pool and a shared system prompt."""
+    config = config_of(record)
+    if config is None:
         return (), {}
+    extra = dict.fromkeys(run["extra_cpu_us"] for run in record["runs"]) or {0: None}
     notes = ["status_settings"]
     values: dict[str, Any] = {
-        "model": str(config["model"]), "batch": int(config["max_batch_size"]),
-        "graphs_key": "sized_graphs" if config.get("cuda_graph") else "sized_eager",
-        "extra": int(config.get("extra_cpu_us") or 0)}
-    if config.get("result_copy_stream") in ("copy", "engine", "scheduler"):
+        "model": config.model, "batch": config.max_batch_size,
+        "graphs_key": "sized_graphs" if config.cuda_graph else "sized_eager",
+        "extra": " / ".join(str(us) for us in extra)}
+    if config.result_copy_stream in ("copy", "engine", "scheduler"):
         notes.append("status_settings_copy")
-        values["copy_key"] = f"copy_on_{config['result_copy_stream']}"
-    if config.get("num_pages"):
+        values["copy_key"] = f"copy_on_{config.result_copy_stream}"
+    if config.num_pages:
         notes.append("status_settings_kv")
-        values["kv_pages"] = int(config["num_pages"])
-    shared = config.get("shared_prefix") or config.get("shared_prefix_tokens")
-    if shared:
+        values["kv_pages"] = config.num_pages
+    if config.shared_prefix:
         notes.append("status_settings_prefix")
-        values["prefix"] = int(shared)
+        values["prefix"] = config.shared_prefix
     return tuple(notes), values
-
-
-def load_any(path: Path) -> RecordDict:
-    """A run record as it is; anything else is read as a Chrome / torch.profiler trace, in a
-    worker process of its own (``ui.parsing``). A file that is plainly neither (an image, an
-    archive, an empty file) is told at once, by its first bytes."""
-    from ui import parsing
-
-    sniff(path)
-    return parsing.parse(path, MAX_UPLOAD_BYTES, PARSE_TIMEOUT_S)
 
 
 def zoom(record: RecordDict | None, first: float | None, last: float | None,

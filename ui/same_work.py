@@ -1,12 +1,13 @@
 """Engines side by side: the recorded runs of one workload, made by different engines, on one
 time axis.
 
-``bench/peer.py`` records this project's loops, Mini-SGLang's and SGLang's on the same work (the
+``studies/peers/benchmark.py`` records this project's loops, Mini-SGLang's and SGLang's on the same work (the
 same model shape, batch, prompt and output lengths). A record names its engine
 (``env["engine"]``) and its workload (``config``); records whose workloads match are one
 comparison. The recorded-runs tab offers it for the record chosen (``choices``) and draws it as
-the import tab draws two files side by side (``record.any_file.side_by_side``): every loop of
-every engine on one time axis, one step window, each run's panel named by its engine.
+the import tab draws two files side by side (``record.imported.given_file.side_by_side``):
+every loop of every engine on one time axis, one step window, each run's panel named by its
+engine.
 
 The same matching serves a live run that a busy machine disturbed (other programs took the
 cores the loops were compared on): where a quiet machine's recording of the same page workload
@@ -18,7 +19,7 @@ run at all (``recording_for``: the recording of the work its request asks for).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,24 +28,30 @@ import gradio as gr
 
 import texts
 import viz
-from record.any_file import side_by_side
-from record.machine_load import busiest
+from record.host_load import busiest
+from record.imported.given_file import side_by_side
+from record.run_record import config_of
 from record.schema import RecordDict
+from ui import parsing
 from ui.i18n import lang_of
-from ui.recorded_runs import RECORDED_DIR, load_any, shown, write_downloads
+from ui.recorded_runs import RECORDED_DIR, shown, write_downloads
 from ui.status import render_said, said
 from ui.view import MainView
 
 if TYPE_CHECKING:
     from engine.processes.messages import LiveRunRequest
 
-WORKLOAD = ("model", "max_batch_size", "prompt_len", "max_new_tokens")   # what makes work "the same"
+# What makes work "the same": ``RunConfig``'s names, which another engine's record uses too.
+WORKLOAD = ("model", "max_batch_size", "prompt_tokens", "max_new_tokens")
 ENGINE_ORDER = ("ours", "mini-sglang", "sglang")    # panels top to bottom
 
 
 def workload_of(record: RecordDict) -> tuple | None:
-    """The record's workload as a key, or None where its config does not say all of it."""
-    key = tuple(record["config"].get(name) for name in WORKLOAD)
+    """The record's workload as a key (our engine's typed config, or the same names in another
+    engine's), or None where its config does not say all of it."""
+    config = config_of(record)
+    values = asdict(config) if config is not None else record["config"]
+    key = tuple(values.get(name) for name in WORKLOAD)
     return None if None in key else key
 
 
@@ -69,7 +76,7 @@ def _read_header(path: Path, _mtime_ns: int, _size: int) -> _Header | None:
     try:
         if busiest(record["runs"]) is None:
             return replace(header, quiet_work=_live_work(record))
-    except (KeyError, TypeError, AttributeError):
+    except (KeyError, TypeError, AttributeError, ValueError):
         pass                                    # runs it cannot judge: never a quiet match
     return header
 
@@ -121,7 +128,7 @@ def show(name: str | None, lang_choice: str) -> tuple:
     if not files:
         spec = said("recorded_same_work_none")
         return MainView(status=render_said(spec, lang), said=spec).values()
-    loaded = [(load_any(RECORDED_DIR / file), file) for file in files]
+    loaded = [(parsing.parse(RECORDED_DIR / file), file) for file in files]
     record, _ = side_by_side(loaded, most=sum(len(r["runs"]) for r, _ in loaded))
     # The engines' names as text keys: the line is said again in another language on a switch.
     engines = [f"engine_{r['env'].get('engine', 'ours')}" for r, _ in loaded]
@@ -130,24 +137,31 @@ def show(name: str | None, lang_choice: str) -> tuple:
     return shown(spec, record, lang, write_downloads(record)).values()
 
 
-# What makes a live run's work the same as a recording's: the page's controls and the device.
-LIVE_WORK = ("model", "max_batch_size", "requests", "prompt_len_words", "max_new_tokens",
-             "temperature", "extra_cpu_us", "request_rate", "shared_prefix_tokens", "kv_pages")
+# What makes a live run's work the same as a recording's: the page's controls (each loop's extra
+# CPU work too) and the device.
+LIVE_WORK = ("model", "max_batch_size", "requests", "prompt_words", "max_new_tokens",
+             "temperature", "request_rate", "shared_prefix", "num_pages")
 
 
-def _live_work(record: RecordDict) -> tuple:
-    config = record["config"]
-    return (record["env"].get("device_kind"), tuple(config.get(name) for name in LIVE_WORK))
+def _live_work(record: RecordDict) -> tuple | None:
+    """A page run's work as a key (None: not a run of the page's workload of words)."""
+    config = config_of(record)
+    if config is None or config.prompt_words is None:
+        return None
+    return (record["env"].get("device_kind"), tuple(getattr(config, name) for name in LIVE_WORK),
+            tuple(dict.fromkeys(run["extra_cpu_us"] for run in record["runs"])))
 
 
 def request_work(request: LiveRunRequest, device_kind: str) -> tuple:
-    """``_live_work`` of the record that ``request`` will make on a device of ``device_kind``
-    (the config keys ``engine.processes.service`` gives a live run's record)."""
-    engine, work, params = request.engine, request.workload, request.params
-    extra = request.loops[0].extra_cpu_us if request.loops else 0
-    return (device_kind, (engine.model, engine.max_batch_size, len(request.prompts),
-                          work.prompt_words, params.max_new_tokens, params.temperature, extra,
-                          request.request_rate, work.shared_prefix, engine.num_pages))
+    """``_live_work`` of the record that ``request`` will make on a device of ``device_kind``."""
+    engine, work = request.engine, request.workload
+    values = {"model": engine.model, "max_batch_size": engine.max_batch_size,
+              "requests": work.requests, "prompt_words": work.prompt_words,
+              "max_new_tokens": work.max_new_tokens, "temperature": work.temperature,
+              "request_rate": work.request_rate, "shared_prefix": work.shared_prefix,
+              "num_pages": engine.num_pages}
+    return (device_kind, tuple(values[name] for name in LIVE_WORK),
+            tuple(dict.fromkeys(spec.extra_cpu_us for spec in request.loops)))
 
 
 def recording_for(request: LiveRunRequest, device_kind: str,
@@ -161,8 +175,12 @@ def recording_for(request: LiveRunRequest, device_kind: str,
         if header.quiet_work != want:
             continue
         record = _recording(folder / file)
-        if record is None or bool(record["config"].get("stop_tokens_from_probe")) != \
-                request.stop_early:
+        try:
+            config = config_of(record) if record is not None else None
+        except ValueError:
+            config = None                           # malformed: never shown
+        if record is None or config is None or \
+                config.stop_tokens_from_probe != request.workload.stop_early:
             continue
         runs = [run for run in record["runs"]
                 if (run["loop"], run.get("decode_steps", 1)) in loops]
@@ -184,10 +202,11 @@ def quiet_match(record: RecordDict | None, folder: Path = RECORDED_DIR) -> str |
     """For a run the machine's load disturbed: a bundled recording of the same page workload on
     the same kind of device, made on a quiet machine (None: the run was not disturbed, or none
     is bundled)."""
-    if not record or busiest(record["runs"]) is None or "prompt_len_words" not in record[
-            "config"]:
+    if not record or busiest(record["runs"]) is None:
         return None
     want = _live_work(record)
+    if want is None:
+        return None
     return next((file for file, header in _headers(folder).items()
                  if header.quiet_work == want), None)
 

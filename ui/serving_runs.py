@@ -1,8 +1,8 @@
 """The serving tab: latency against request rate for both loops, as measured on real hardware.
 
 Each file in ``assets/serving`` holds the rows of one measurement (``record.latency_rows``): the
-bench's (``python -m bench --rates ...``, the engine driven in process) or the load test's
-(``python -m bench.load``, streaming HTTP clients against ``engine.serve``). Choosing one draws
+bench's (``python -m bench rates ...``, the engine driven in process) or the load test's
+(``python -m bench load``, streaming HTTP clients against ``engine.serve``). Choosing one draws
 ``viz.latency_figure`` and the table the bench printed, median and spread over its repeats.
 A live run with a request rate above 0 reports the same numbers (TTFT, inter-token latency) in
 the metrics below its timeline.
@@ -18,7 +18,7 @@ import gradio as gr
 
 import texts
 import viz
-from record.files import read_bounded
+from record.bounded_read import read_bounded
 from record.latency_rows import format_table, summarize
 from record.schema import ENGINE_LOOPS
 from texts import STRINGS

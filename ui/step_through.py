@@ -20,7 +20,7 @@ import gradio as gr
 
 import texts
 import viz
-from record.schema import Loop, Metrics, RecordDict, RunDict
+from record.schema import Loop, RecordDict, RunDict
 from record.steps import copy_placement, loop_kind
 from record.window import step_range
 from ui.i18n import lang_of
@@ -43,10 +43,6 @@ def _run(record: RecordDict | None, index: Any) -> RunDict | None:
         run: RunDict | None = runs[int(index)]
     except (TypeError, ValueError, IndexError):
         run = runs[0] if runs else None
-    extra = record["config"].get("extra_cpu_us") if record else None
-    if run is not None and extra and "extra_cpu_us" not in run["metrics"]:
-        # A record made before its runs carried it: the record's setup applies to every run.
-        run = RunDict(**{**run, "metrics": Metrics(**run["metrics"], extra_cpu_us=extra)})
     return run
 
 

@@ -177,9 +177,10 @@ def prepare(controls: Controls, lang: str) -> Waiting | None:
     if found is not None:
         record, file = found
         recording = _recording_payload(file, loops, lang, record)
-    steps = (len(loops) + int(request.stop_early)) * live_runs.expected_steps(request)
+    steps = (len(loops) + int(request.workload.stop_early)) * live_runs.expected_steps(request)
     least_s = len(loops) * live_runs.arrival_span_s(request)
-    key = (work, loops, request.stop_early, request.chat, request.engine.cuda_graph)
+    key = (work, loops, request.workload.stop_early, request.workload.chat,
+           request.engine.cuda_graph)
     return Waiting(key, steps, least_s, recording)
 
 

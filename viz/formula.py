@@ -19,10 +19,10 @@ note names what the runs measured that the formula leaves out, largest first, in
 
 An imported trace of another engine has no scheduler phases of ours: its terms are the GPU's busy
 time per step and the GPU's wait between forwards, named as such, and no overlap is predicted
-for a loop whose timing shows it overlapped already (``record.trace_loop``). Two traces side by
-side get the same note for a large gap, in the terms a trace has: the GPU's busy time per step
-in each, the wait the overlapped one still had against the wait the prediction leaves, and the
-profiler's own cost in each.
+for a loop whose timing shows it overlapped already (``record.imported.trace_loop``). Two traces
+side by side get the same note for a large gap, in the terms a trace has: the GPU's busy time
+per step in each, the wait the overlapped one still had against the wait the prediction leaves,
+and the profiler's own cost in each.
 
 Numbers come from each run's metrics; this module only compares them.
 """
@@ -32,6 +32,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from record.imported import imported
 from record.metrics import compare_runs, overlap_speedup
 from record.run_record import loop_of
 from record.schema import Loop, Metrics, RunDict
@@ -57,12 +58,12 @@ def is_trace(run: RunDict) -> bool:
 
 def _role(run: RunDict) -> str:
     """"normal" or "overlap" for our loops; for an imported trace what its timing says
-    (``record.trace_loop.loop_seen``): "normal" for a serial loop, "overlap" for an overlapped
-    one, "imported" where it could not tell."""
+    (``record.imported.trace_loop.loop_seen``): "normal" for a serial loop, "overlap" for an
+    overlapped one, "imported" where it could not tell."""
     loop = loop_of(run)[0]
     if loop != Loop.IMPORTED:
         return loop
-    verdict = str((run.get("loop_seen") or {}).get("verdict"))
+    verdict = str((imported(run).get("loop_seen") or {}).get("verdict"))
     return {"serial": Loop.NORMAL, "overlapped": Loop.OVERLAP}.get(verdict, Loop.IMPORTED)
 
 
@@ -167,7 +168,7 @@ def _notes(run: RunDict, lang: str) -> dict[str, list[str]]:
     ``cost`` (the profiler's own cost, said at once) and ``rest`` (how the trace was read, one
     click away)."""
     groups: dict[str, list[str]] = {"sglang": [], "loop": [], "cost": [], "rest": []}
-    for note in run.get("notes") or []:
+    for note in imported(run).get("notes") or []:
         if isinstance(note, dict) and isinstance(note.get("key"), str) \
                 and note["key"].startswith("note_"):
             values = {k: html.escape(str(v)) for k, v in note.items() if k != "key"}
@@ -191,8 +192,6 @@ def _trace_html(run: RunDict, name: str, lang: str) -> str:
     m = run["metrics"]
     fwd = (m.get("t_fwd_us") or 0.0) * _MS
     wait = m.get("gpu_wait_us")
-    if wait is None and m.get("t_cpu_us") is not None:   # a record exported by older code
-        wait = m["t_cpu_us"]
     lines = [t(lang, "trace_head").format(label=name)]
     if notes["sglang"]:
         lines.append(sentence_gap(lang).join(notes["sglang"]))
@@ -223,8 +222,6 @@ def trace_predicted(run: RunDict) -> float | None:
     (``trace_pred``); None for a loop its timing shows overlapped already, or without terms."""
     m = run["metrics"]
     wait = m.get("gpu_wait_us")
-    if wait is None and m.get("t_cpu_us") is not None:   # a record exported by older code
-        wait = m["t_cpu_us"]
     if not m.get("t_fwd_us") or wait is None or _role(run) == Loop.OVERLAP:
         return None
     return overlap_speedup(m["t_fwd_us"], wait)
@@ -262,7 +259,7 @@ def trace_why_html(base: RunDict, other: RunDict, a: str, b: str, lang: str) -> 
             b=b, ms_b=w_o * _MS, ms_left=left * _MS), w_o < left))
     reasons = [text + t(lang, "why_raises" if raises else "why_lowers")
                for _, text, raises in sorted(found, key=lambda item: -item[0])]
-    events = [float((run.get("loop_seen") or {}).get("events_per_step") or 0.0)
+    events = [float((imported(run).get("loop_seen") or {}).get("events_per_step") or 0.0)
               for run in (base, other)]
     if min(events) > 0 and max(events) > 1.25 * min(events):
         reasons.append(t(lang, "why_trace_events").format(a=a, b=b, ev_a=f"{events[0]:,.0f}",

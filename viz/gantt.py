@@ -22,10 +22,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from record.gpu_time import gpu_time
+from record.imported import imported
+from record.kernel_lanes import is_kernel_lane
 from record.lag import LagMark, extra_steps, lag_marks
-from record.metrics import union_intervals
 from record.schema import FORWARD_PHASES, LANES, Lane, RunDict, SpanDict
-from record.window import gpu_lanes, joined_gap_us, time_range, window_run
+from record.window import gpu_lanes, time_range, window_run
 from texts import count, t
 from viz.figure import FigureSpec
 from viz.headline import busy_badge_lines
@@ -33,29 +34,34 @@ from viz.labels import display_labels, lane_ticks, ordered_lanes, run_title
 from viz.pixels import MAX_BARS, PIXELS, band_opacity, bands, coalesce, opacity
 from viz.style import (
     BUSY_COLOR,
-    BUSY_SUM,
     IDLE_FILL,
     IDLE_FILL_OPAQUE,
     IDLE_LINE,
-    IDLE_SUM,
     OTHER_PHASE,
     PHASE_COLORS,
     QUIET_FILL,
     phase_color,
 )
+from viz.whole_run import (
+    IDLE_LANES,
+    PLOT_PX,
+    SUM_LANES,
+    add_idle_over_time,
+    add_time_added_up,
+    ms_text,
+    pooled,
+)
 
 CHART_PX = 1000        # about how wide a whole-run chart is drawn, in pixels
-PLOT_PX = 450          # its plot area on a 1280-1400 px laptop screen (a 900 px chart less its
-                       # margins): thin idle bands are lightened, and sums labelled, for this width
 INVISIBLE_PX = 0.3     # whole-run views leave out bars narrower than this (the step window and
                        # every number keep them): the browser draws each bar on every redraw
 LINED_BARS = 300       # bars get a hairline outline only in traces with fewer bars than this
 LANE_PX = 46           # height of one lane in pixels
 TITLE_LINE_PX = 16     # height of a title's line (12 px text)
 BAR_WIDTH = 0.72       # bar thickness in lane units (a lane is 1.0)
-SUM_LANES = 1.0        # the height, in lanes, of the row that adds a run's GPU time up
-SUM_WIDTH = 0.5        # ... and the thickness of its bar
-SUM_CHAR_PX = 6        # about one character of the bar's 11 px label
+LEGEND_SHARE = 0.02    # a whole run's legend names a phase that held this share of its lane's time
+MARK_PX = 14           # a whole run's lag marks closer than this are one mark (its hover lists all)
+MARK_LINES = 8         # ... whose hover lists this many of them, then how many more
 
 
 def timeline_figure(run: RunDict, lang: str = "en") -> FigureSpec:
@@ -82,7 +88,10 @@ def side_by_side_figure(runs: list[RunDict], window: tuple[int, int] | None = No
     # axis, under its lanes; at this zoom the gaps themselves are a pixel or two each.
     added_up = window is None and len(runs) > 1
     sum_row = SUM_LANES if added_up else 0.0
-    heights = [max(len(lanes), 1) + sum_row for lanes in lane_lists]
+    # A whole run of more gaps than its plot has columns: the idle share, column by column.
+    over_time = window is None and pooled([gpu_time(run).gap_count for run in runs])
+    idle_row = IDLE_LANES if over_time else 0.0
+    heights = [max(len(lanes), 1) + idle_row + sum_row for lanes in lane_lists]
     titles = [_run_title(run, label, lang) for run, label in zip(runs, display_labels(runs, lang))]
     badged = max(len(busy_badge_lines(run, lang)) for run in runs)   # a line a busy reason
     lines = (3 if window is not None else 2) + bool(note) + badged   # title lines a run
@@ -97,12 +106,15 @@ def side_by_side_figure(runs: list[RunDict], window: tuple[int, int] | None = No
                                                               start=1):
         offset = run["window"]["t_start_us"] if window is not None else 0.0
         x_max = max(x_max, add_run(fig, run, lanes, row, offset, legend_shown, lang,
-                                    marks=run_marks, px_us=px_us))
+                                    marks=run_marks, px_us=px_us,
+                                    idle_row_y=len(lanes) - 0.5 + idle_row / 2 if over_time
+                                    else None))
         if added_up:
-            _add_time_added_up(fig, run, len(lanes) - 0.5 + sum_row / 2, row, px_us, lang)
+            add_time_added_up(fig, run, len(lanes) - 0.5 + idle_row + sum_row / 2, row, px_us,
+                              lang)
         fig.update_yaxes(row=row, col=1, tickvals=list(range(len(lanes))),
                          ticktext=run_ticks,
-                         range=[len(lanes) - 0.5 + sum_row, -0.5], showgrid=False,
+                         range=[len(lanes) - 0.5 + idle_row + sum_row, -0.5], showgrid=False,
                          zeroline=False, fixedrange=True)
     axis_title = t(lang, "time_axis_window" if window is not None else "time_axis")
     fig.update_xaxes(range=[0, x_max * 1.01 or 1.0], showgrid=True, gridcolor="#eeeeee",
@@ -130,73 +142,15 @@ def _whole_run_px_us(runs: list[RunDict]) -> float:
     return max(ends, default=0.0) * 1.01 / PLOT_PX
 
 
-def _add_time_added_up(fig: FigureSpec, run: RunDict, y: float, row: int, px_us: float,
-                       lang: str) -> None:
-    """A bar under a run's lanes: its GPU idle gaps laid end to end from 0 (red), then its GPU
-    busy time (grey), on the axis the runs share. A hundred gaps of a pixel each are hard to
-    weigh by eye against eighty of five; one red bar against another is not. Each part is
-    labelled inside when its words fit, else only in its hover."""
-    idle_ms, busy_ms = gpu_time(run).idle_us / 1000.0, _busy_us(run) / 1000.0
-    labels = _sum_labels(idle_ms, busy_ms, px_us, lang)
-    for part, base, length, color in (("idle", 0.0, idle_ms, IDLE_SUM),
-                                      ("busy", idle_ms, busy_ms, BUSY_SUM)):
-        share = 100.0 * length / (idle_ms + busy_ms) if idle_ms + busy_ms > 0 else 0.0
-        label, anchor = labels[part]
-        fig.add_trace(dict(
-            type="bar", name=t(lang, f"sum_{part}_name"), legendgroup=f"sum_{part}",
-            showlegend=False, orientation="h", base=[base], x=[length], y=[y],
-            width=SUM_WIDTH, text=[label], textposition="inside", insidetextanchor=anchor,
-            textfont={"color": "white", "size": 11}, marker={"color": color, "line": {"width": 0}},
-            hovertext=[t(lang, f"hover_sum_{part}").format(ms=_ms_text(length),
-                                                          share=f"{share:.0f}")],
-            hovertemplate="%{hovertext}<extra></extra>"), row=row)
-    fig.add_trace(dict(
-        type="scatter", mode="text", name=t(lang, "sum_row"), showlegend=False, x=[0], y=[y],
-        text=[t(lang, "sum_row") + "  "], textposition="middle left", cliponaxis=False,
-        textfont={"size": 12, "color": "#444444"}, hoverinfo="skip"), row=row)
-
-
-def _sum_labels(idle_ms: float, busy_ms: float, px_us: float,
-                lang: str) -> dict[str, tuple[str, str]]:
-    """The words inside each part of the sum and where they sit: "idle 395.5 ms" in the red and
-    "busy 419.3 ms" in the grey; a red too short for its words has them said at the start of the
-    grey ("◂ idle 0.195 ms · busy 231.1 ms", else "◂ idle 0.195 ms": the idle time is what the
-    sum is for); words that fit nowhere are left to the hover."""
-    idle = t(lang, "sum_idle").format(ms=_ms_text(idle_ms))
-    busy = t(lang, "sum_busy").format(ms=_ms_text(busy_ms))
-    if _fits(idle, idle_ms, px_us):
-        return {"idle": (idle, "middle"), "busy": (busy if _fits(busy, busy_ms, px_us) else "",
-                                                   "middle")}
-    both = t(lang, "sum_both").format(idle=idle, busy=busy)
-    beside = t(lang, "sum_beside").format(idle=idle)
-    for words, anchor in ((both, "start"), (beside, "start"), (busy, "middle")):
-        if _fits(words, busy_ms, px_us):
-            return {"idle": ("", "middle"), "busy": (words, anchor)}
-    return {"idle": ("", "middle"), "busy": ("", "middle")}
-
-
-def _fits(label: str, ms: float, px_us: float) -> bool:
-    """Whether ``label`` fits inside a bar ``ms`` long, at ``px_us`` per pixel (a Chinese
-    character is about two Latin ones wide)."""
-    chars = sum(2 if ord(char) > 0x2E80 else 1 for char in label)
-    return px_us > 0 and ms * 1000.0 / px_us >= SUM_CHAR_PX * chars + 8
-
-
-def _busy_us(run: RunDict) -> float:
-    """The run's GPU busy time: the union of its GPU lanes' spans (gaps shorter than a launch
-    joined, as its idle gaps leave them out), the complement of its idle gaps."""
-    lanes = set(gpu_lanes(run))
-    busy = union_intervals([(s["start_us"], s["end_us"]) for s in run.get("spans", [])
-                            if s["lane"] in lanes], joined_gap_us(run))
-    return sum(end - start for start, end in busy)
-
-
 def add_run(fig: FigureSpec, run: RunDict, lanes: list[str], row: int, offset_us: float,
-             legend_shown: set[str], lang: str, col: int = 1,
-             marks: list[LagMark] | None = None, px_us: float = 0.0) -> float:
+            legend_shown: set[str], lang: str, col: int = 1,
+            marks: list[LagMark] | None = None, px_us: float = 0.0,
+            idle_row_y: float | None = None) -> float:
     """Add one run's gap band, phase bars and lag marks to subplot (row, col); return its last
     end in ms. Spans on lanes not in ``lanes`` are left out. ``px_us``: the time a pixel of the
-    chart holds, for a whole-run view (``_add_gaps``); 0 for a zoomed one."""
+    chart holds, for a whole-run view (``_add_gaps``); 0 for a zoomed one. ``idle_row_y``: the
+    idle-over-time row's place (``viz.whole_run``), which then draws the GPU idle time instead
+    of bands over the lanes."""
     index = {lane: i for i, lane in enumerate(lanes)}
     spans = [s for s in run.get("spans", []) if s["lane"] in index]
     gpu = [lane for lane in gpu_lanes(run) if lane in index]
@@ -207,20 +161,25 @@ def add_run(fig: FigureSpec, run: RunDict, lanes: list[str], row: int, offset_us
     rows = sorted(index[lane] for lane in gpu)
     for kind, gaps in (("gpu_idle", time.gaps), ("no_requests", time.quiet)):
         drawn: Sequence[tuple[float, ...]] = gaps
+        if kind == "gpu_idle" and idle_row_y is not None:
+            add_idle_over_time(fig, gaps, t_end - offset_us, idle_row_y, row, px_us,
+                               legend_shown, lang)
+            continue
         if len(gaps) > MAX_BARS:       # thousands of gaps per pixel: one band per pixel run
             drawn = bands(gaps, (t_end - t_start) / PIXELS)
         if drawn and gpu:
             _add_gaps(fig, drawn, rows, row, offset_us, legend_shown, lang, col, kind, px_us)
     every = spans                                  # the lag marks find their forwards here
     extra_gpu = set(gpu) - set(LANES)
-    roles = run.get("phase_roles") or {}          # an imported trace's named host phases
+    roles = imported(run).get("phase_roles") or {}    # an imported trace's named host phases
     keyed: Sequence[tuple[str, SpanDict]] = [
         (_color_key(roles.get(s["phase"], s["phase"]),
-                    s["lane"] in extra_gpu or s["lane"].startswith("kernels")), s)
+                    s["lane"] in extra_gpu or is_kernel_lane(s["lane"])), s)
         for s in spans]
+    named = _legend_worthy(keyed, t_end - t_start) if px_us > 0 else None
     if len(keyed) > MAX_BARS:          # pixel-sized bars, each as opaque as it was busy
         keyed = coalesce(keyed, (t_end - t_start) / PIXELS)
-    elif "window" not in run:
+    if "window" not in run:            # merged or not: a bar a browser would widen to a pixel
         thinnest = INVISIBLE_PX * (t_end - t_start) / CHART_PX
         keyed = [(k, s) for k, s in keyed if s["end_us"] - s["start_us"] >= thinnest]
     by_phase: dict[str, list[SpanDict]] = {}
@@ -231,13 +190,26 @@ def add_run(fig: FigureSpec, run: RunDict, lanes: list[str], row: int, offset_us
         group = by_phase.get(phase)
         if not group:
             continue
-        fig.add_trace(_phase_trace(phase, group, index, offset_us, phase not in legend_shown,
-                                   rank, lang), row=row, col=col)
-        legend_shown.add(phase)
+        legend = phase not in legend_shown and (named is None or phase in named)
+        fig.add_trace(_phase_trace(phase, group, index, offset_us, legend, rank, lang),
+                      row=row, col=col)
+        if legend:
+            legend_shown.add(phase)
     if marks:
         _add_lag_marks(fig, every, marks, index, (row, col), offset_us, (t_start, t_end),
-                       legend_shown, lang)
+                       legend_shown, lang, cluster_us=MARK_PX * px_us)
     return (t_end - offset_us) / 1000.0
+
+
+def _legend_worthy(keyed: Sequence[tuple[str, SpanDict]], run_us: float) -> set[str]:
+    """The phases a whole run's legend names: those that held at least ``LEGEND_SHARE`` of the
+    run's time on their lane (the forward, the CPU's work and its waiting; not a receive or an
+    upload of a few µs a step, which the step window's legend names). Every phase is drawn."""
+    held: dict[tuple[str, str], float] = {}
+    for key, span in keyed:
+        held[key, span["lane"]] = held.get((key, span["lane"]), 0.0) + (span["end_us"]
+                                                                         - span["start_us"])
+    return {key for (key, _), us in held.items() if run_us > 0 and us >= LEGEND_SHARE * run_us}
 
 
 LEGEND_PX = 270        # right margin of a run chart: its legend's widest entry fits
@@ -350,11 +322,14 @@ def _add_gaps(fig: FigureSpec, gaps: Sequence[tuple[float, ...]], gpu_rows: list
 
 def _add_lag_marks(fig: FigureSpec, spans: list[SpanDict], marks: list[LagMark],
                    index: dict[str, int], cell: tuple[int, int], offset_us: float,
-                   t_range: tuple[float, float], legend_shown: set[str], lang: str) -> None:
-    """★ on each forward that still carried a stopped request; × where its stop was read."""
+                   t_range: tuple[float, float], legend_shown: set[str], lang: str,
+                   cluster_us: float = 0.0) -> None:
+    """★ on each forward that still carried a stopped request; × where its stop was read.
+    Marks closer than ``cluster_us`` (a whole run's few pixels) are one mark whose hover lists
+    them all: a row of overlapping stars says less than one."""
     forwards = {s["step"]: s for s in spans
                 if s["lane"] == Lane.ENGINE_STREAM and s["phase"] in FORWARD_PHASES}
-    stars_x, stars_text = [], []
+    stars: list[tuple[float, str]] = []
     for step, items in sorted(extra_steps(marks).items()):
         span = forwards.get(step)
         if span is None or Lane.ENGINE_STREAM not in index:
@@ -362,31 +337,49 @@ def _add_lag_marks(fig: FigureSpec, spans: list[SpanDict], marks: list[LagMark],
         lines = [t(lang, "lag_extra" if wasted == 1 else "lag_extra_k").format(
                      req=req, stop=stop, nth=nth, total=wasted)
                  for req, stop, nth, wasted in _with_totals(items, marks)]
-        stars_x.append(((span["start_us"] + span["end_us"]) / 2 - offset_us) / 1000.0)
-        stars_text.append("<br>".join(lines))
-    stops = [m for m in marks if t_range[0] <= m["stop_us"] <= t_range[1]]
+        stars.append((((span["start_us"] + span["end_us"]) / 2 - offset_us) / 1000.0,
+                      "<br>".join(lines)))
+    stops = [((m["stop_us"] - offset_us) / 1000.0,
+              t(lang, "lag_stop").format(req=m["request"], stop=m["stop_step"]))
+             for m in marks if t_range[0] <= m["stop_us"] <= t_range[1]]
+    within_ms = cluster_us / 1000.0
+    stars, stops = _clustered(stars, within_ms), _clustered(stops, within_ms)
     traces = []
-    if stars_x:
+    if stars:
         traces.append(dict(
-            type="scatter", x=stars_x, y=[index[Lane.ENGINE_STREAM] - 0.3] * len(stars_x),
-            mode="markers",
+            type="scatter", x=[x for x, _ in stars],
+            y=[index[Lane.ENGINE_STREAM] - 0.3] * len(stars), mode="markers",
             name=t(lang, "lag_legend"), legendgroup="lag", showlegend="lag" not in legend_shown,
-            legendrank=2, hovertext=stars_text, hovertemplate="%{hovertext}<extra></extra>",
-            marker={"symbol": "star", "size": 15, "color": "#ffd400",
+            legendrank=2, hovertext=[text for _, text in stars],
+            hovertemplate="%{hovertext}<extra></extra>",
+            marker={"symbol": "star", "size": 12 if cluster_us else 15, "color": "#ffd400",
                     "line": {"color": "#222222", "width": 1.2}}))
         legend_shown.add("lag")
     if stops and Lane.CPU in index:
         traces.append(dict(
-            type="scatter", x=[(m["stop_us"] - offset_us) / 1000.0 for m in stops],
-            y=[index[Lane.CPU] + 0.3] * len(stops),
+            type="scatter", x=[x for x, _ in stops], y=[index[Lane.CPU] + 0.3] * len(stops),
             mode="markers", name=t(lang, "stop_legend"), legendgroup="stop", legendrank=3,
             showlegend="stop" not in legend_shown,
-            hovertext=[t(lang, "lag_stop").format(req=m["request"], stop=m["stop_step"])
-                       for m in stops], hovertemplate="%{hovertext}<extra></extra>",
-            marker={"symbol": "x-thin", "size": 11, "line": {"color": "#222222", "width": 2}}))
+            hovertext=[text for _, text in stops], hovertemplate="%{hovertext}<extra></extra>",
+            marker={"symbol": "x-thin", "size": 9 if cluster_us else 11,
+                    "line": {"color": "#222222", "width": 2}}))
         legend_shown.add("stop")
     for trace in traces:
         fig.add_trace(trace, row=cell[0], col=cell[1])
+
+
+def _clustered(marks: list[tuple[float, str]], within_ms: float) -> list[tuple[float, str]]:
+    """(x in ms, hover text) marks; those less than ``within_ms`` after a cluster's first are
+    one mark at its x, their hovers listed (``MARK_LINES`` of them, then how many more)."""
+    joined: list[tuple[float, list[str]]] = []
+    for x, text in sorted(marks):
+        if joined and x - joined[-1][0] < within_ms:
+            joined[-1][1].append(text)
+        else:
+            joined.append((x, [text]))
+    return [(x, "<br>".join(texts[:MARK_LINES] + ([f"… +{len(texts) - MARK_LINES}"]
+                                                  if len(texts) > MARK_LINES else [])))
+            for x, texts in joined]
 
 
 def _with_totals(items: list[tuple[int, int, int]],
@@ -407,18 +400,12 @@ def _run_title(run: RunDict, label: str, lang: str) -> str:
         busy += "<br>" + t(lang, "window_steps").format(
             first=w["first_step"], last=w["last_step"],
             forwards=count(lang, w.get("forwards", 0), "forwards"),
-            ms=_ms_text((w["t_end_us"] - w["t_start_us"]) / 1000.0))
+            ms=ms_text((w["t_end_us"] - w["t_start_us"]) / 1000.0))
     elif live:
         busy += " · " + t(lang, "so_far")
     for line in busy_badge_lines(run, lang):   # the machine was too busy for this run's times
         busy += f"<br><b style=\"color:{BUSY_COLOR}\">{html.escape(line)}</b>"
     return f"<b>{head}</b><br><span style=\"font-size:12px\">{busy}</span>"
-
-
-def _ms_text(ms: float) -> str:
-    """Milliseconds with three significant digits or more: 0.183, 6.02, 95.1, 1234."""
-    return f"{ms:.3f}" if ms < 1 else f"{ms:.2f}" if ms < 10 else f"{ms:.1f}" if ms < 1000 \
-        else f"{ms:,.0f}"
 
 
 def message_figure(message: str) -> FigureSpec:

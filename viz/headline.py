@@ -3,7 +3,7 @@
 "GPU idle 469 → 94 ms, overlap 1.38× faster per decode step: the CPU's work now runs under the
 GPU's forward." It names the GPU for what it is (on a CPU, the device process playing it), says
 so plainly when overlap was not faster, and refuses to compare when the machine was too busy for
-the runs' times to mean anything (``record.machine_load``). The badge for a busy machine, in a panel's
+the runs' times to mean anything (``record.host_load``). The badge for a busy machine, in a panel's
 title, is said here too.
 
 An imported trace gets a line of its own kind: the loop its timing shows, its GPU's busy share
@@ -19,7 +19,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from record.gpu_time import gpu_time
-from record.machine_load import MachineLoad, busiest, machine_load
+from record.host_load import MachineLoad, busiest, machine_load
+from record.imported import imported
 from record.metrics import compare_runs
 from record.run_record import loop_of
 from record.schema import ENGINE_LOOPS, Loop, RunDict
@@ -101,7 +102,7 @@ def _one_trace(run: RunDict, name: str, lang: str) -> str:
     m = run["metrics"]
     if not m.get("steady_step_us"):
         return ""
-    verdict = str((run.get("loop_seen") or {}).get("verdict"))
+    verdict = str((imported(run).get("loop_seen") or {}).get("verdict"))
     verdict = verdict if verdict in ("serial", "overlapped") else "unknown"
     text = t(lang, f"headline_trace_{verdict}").format(
         name=name, busy=100 * (m.get("steady_busy_frac") or 0.0), step=m["steady_step_us"] * _MS,

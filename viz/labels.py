@@ -7,6 +7,8 @@ from __future__ import annotations
 import html
 
 from record.gpu_time import GpuTime, gpu_time
+from record.imported import imported
+from record.kernel_lanes import drawn_kernel_lane, is_kernel_lane, kernel_lane_streams, stream_number
 from record.metrics import busy_fraction
 from record.run_record import loop_of
 from record.schema import ENGINE_LOOPS, LANES, OURS_DETAIL, Loop, RunDict
@@ -19,12 +21,15 @@ def ordered_lanes(run: RunDict) -> list[str]:
     then the others.
 
     Extra lanes (an imported trace's "GPU 0 stream 7", kernel lanes) keep the order of the
-    run's ``lanes`` list; lanes that only appear in spans come last, in order of appearance.
+    run's ``lanes`` list; lanes that only appear in spans come last, in order of appearance. A
+    kernel lane with no kernel of its own here (memory copies alone, or nothing in this view)
+    is left out (``record.kernel_lanes.drawn_kernel_lane``).
     """
     listed = list(run.get("lanes") or [])
     seen = list(dict.fromkeys(listed + [s["lane"] for s in run.get("spans", [])]))
     standard = [lane for lane in LANES if lane in seen]
-    return standard + [lane for lane in seen if lane not in LANES]
+    return standard + [lane for lane in seen if lane not in LANES
+                       and (not is_kernel_lane(lane) or drawn_kernel_lane(run, lane))]
 
 
 def lane_ticks(run: RunDict, lang: str) -> list[str]:
@@ -33,20 +38,24 @@ def lane_ticks(run: RunDict, lang: str) -> list[str]:
 
 
 def _tick(run: RunDict, lane: str, lang: str) -> str:
-    """A lane's name; a kernel lane (torch.profiler capture) also says how busy its kernels kept
-    it, measured on the union of its spans: a forward's span can look solid while its kernels
-    are sparse (launch-bound eager mode), and at a coarse zoom the bars would hide that."""
-    if not lane.startswith("kernels"):
+    """A lane's name; a kernel lane (torch.profiler capture) is named after the stream that ran
+    its kernels ("kernels: engine stream", ``record.kernel_lanes``) and also says how busy they
+    kept it, measured on the union of its spans: a forward's span can look solid while its
+    kernels are sparse (launch-bound eager mode), and at a coarse zoom the bars would hide that."""
+    if not is_kernel_lane(lane):
         return lane_label(lane, lang)
+    stream = kernel_lane_streams(run).get(lane)
+    name = (t(lang, "lane_kernels_of").format(stream=lane_label(stream, lang)) if stream
+            else t(lang, "lane_kernels_stream").format(number=html.escape(stream_number(lane))))
     spans = [s for s in run.get("spans", []) if s["lane"] == lane]
     t_start, t_end = time_range(spans)
     if "window" in run:
         t_start, t_end = run["window"]["t_start_us"], run["window"]["t_end_us"]
         spans = [s for s in spans if s["end_us"] > t_start and s["start_us"] < t_end]
     if t_end <= t_start or not spans:   # nothing captured here: no busy figure, not "0.0%"
-        return lane_label(lane, lang)
+        return name
     busy = 100.0 * busy_fraction(spans, [lane], (t_start, t_end))
-    return t(lang, "lane_busy").format(lane=html.escape(lane), busy=busy)
+    return t(lang, "lane_busy").format(lane=name, busy=busy)
 
 
 def lane_label(lane: str, lang: str) -> str:
@@ -67,7 +76,7 @@ def display_labels(runs: list[RunDict], lang: str = "en") -> list[str]:
     when all runs carry the same one, it says nothing about the difference between them and is
     dropped (the page names the hardware elsewhere); differing details stay.
     """
-    labels = [str(run.get("label") or run.get("mode") or "run") for run in runs]
+    labels = [str(run.get("label") or "run") for run in runs]
     details = [label.partition(" (")[2].rstrip(")") for label in labels]
     keep_details = len(runs) > 1 and len({d for d in details if d}) > 1
     names = []
@@ -75,17 +84,19 @@ def display_labels(runs: list[RunDict], lang: str = "en") -> list[str]:
         loop, k = loop_of(run)
         if loop in ENGINE_LOOPS:
             name = t(lang, f"loopname_{loop}").format(k=k)
-        elif loop == Loop.IMPORTED and run.get("source"):
-            name = t(lang, "loopname_imported").format(source=run["source"])
+        elif loop == Loop.IMPORTED and imported(run).get("source"):
+            name = t(lang, "loopname_imported").format(source=imported(run).get("source"))
         else:
             name = label.partition(" (")[0]
         if detail.startswith(OURS_DETAIL + " "):             # our engine beside the peers
             detail = t(lang, "detail_ours") + detail[len(OURS_DETAIL):]
         names.append(f"{name} ({detail})" if keep_details and detail else name)
-    # Runs of two records side by side (record.any_file.side_by_side) may share a loop's name:
-    # those say which record they came from.
-    return [f"{name} · {run['source']}" if names.count(name) > 1 and run.get("source")
-            and loop_of(run)[0] != Loop.IMPORTED else name for name, run in zip(names, runs)]
+    # Runs of two records side by side (record.imported.given_file.side_by_side) may share a
+    # loop's name: those say which record they came from.
+    sources = [imported(run).get("source") for run in runs]
+    return [f"{name} · {source}" if names.count(name) > 1 and source
+            and loop_of(run)[0] != Loop.IMPORTED else name
+            for name, run, source in zip(names, runs, sources)]
 
 
 def busy_text(time: GpuTime, lang: str) -> str:
@@ -101,10 +112,10 @@ def busy_text(time: GpuTime, lang: str) -> str:
 
 def loop_tag(run: RunDict, lang: str) -> str:
     """" · overlapped loop" / " · serial loop" for an imported trace whose timing says which
-    (``record.trace_loop``); "" otherwise."""
+    (``record.imported.trace_loop``); "" otherwise."""
     if loop_of(run)[0] != Loop.IMPORTED:
         return ""
-    verdict = (run.get("loop_seen") or {}).get("verdict")
+    verdict = (imported(run).get("loop_seen") or {}).get("verdict")
     return t(lang, f"tag_{verdict}") if verdict in ("overlapped", "serial", "unknown") else ""
 
 

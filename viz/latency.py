@@ -36,6 +36,15 @@ def _summarised(rows: Sequence[Mapping[str, Any]]) -> Sequence[Mapping[str, Any]
     return summarize(rows)
 
 
+def loop_name(loop: str, lang: str) -> str:
+    """A row's loop in the reader's language ("overlap" / "重叠"; "multistep-4" / "多步 k=4");
+    a loop the page does not know (another engine's label), as the row says it."""
+    name, _, k = str(loop).partition("-")
+    if name in LOOP_COLORS and (k.isdigit() or not k):
+        return t(lang, f"loopname_{name}").format(k=k or "k")
+    return str(loop)
+
+
 def _rate_text(rate: Any, lang: str) -> str:
     if rate is None or (isinstance(rate, float) and math.isinf(rate)):
         return t(lang, "latency_burst")
@@ -76,17 +85,18 @@ def latency_figure(rows: Sequence[Mapping[str, Any]], lang: str = "en",
                       key=lambda r: math.inf if r["request_rate"] is None else r["request_rate"])
         x = [_rate_text(r["request_rate"], lang) for r in mine]
         color = LOOP_COLORS.get(loop, OTHER_COLOR)
+        name = loop_name(loop, lang)
         panels = ((1, "ttft_ms_p50", "p50", "solid"), (1, "ttft_ms_p99", "p99", "dash"),
                   (2, "itl_ms_p50", "p50", "solid"), (2, "itl_ms_p99", "p99", "dash"),
                   (3, "output_tokens_per_s", "", "solid"))
         for col, key, stat, dash in panels:
             trace: dict[str, Any] = {
                 "type": "scatter", "mode": "lines+markers", "x": x,
-                "y": [r.get(key) for r in mine], "name": f"{loop} {stat}".strip(),
+                "y": [r.get(key) for r in mine], "name": f"{name} {stat}".strip(),
                 "legendgroup": loop, "showlegend": col == 1,
                 "line": {"color": color, "dash": dash, "width": 2},
                 "marker": {"color": color, "size": 7},
-                "hovertemplate": f"{loop} {stat} %{{y:.2f}}<extra>%{{x}}</extra>"}
+                "hovertemplate": f"{name} {stat} %{{y:.2f}}<extra>%{{x}}</extra>"}
             errors = _errors(mine, key)
             if errors:
                 trace["error_y"] = {**errors, "color": color}

@@ -224,7 +224,7 @@ def record_where(record: RecordDict) -> str:
 def record_maker(record: RecordDict) -> dict[str, str]:
     """Who made a record, as text keys and their values (a status says them again in the
     reader's language): ``engine_key`` where the record names its engine (``env["engine"]``:
-    Mini-SGLang's, SGLang's, ours, ``bench/peer.py``) or the commit that made it
+    Mini-SGLang's, SGLang's, ours, ``studies/peers/benchmark.py``) or the commit that made it
     (``env["engine_commit"]``: then it is ours), ``code_key`` and ``commit`` or ``release``
     where it names that commit. Empty when it names neither."""
     env = record.get("env") or {}

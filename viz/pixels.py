@@ -10,7 +10,11 @@ gap: only the drawing is merged. The browser then draws a few thousand bars, not
 worth (a 3.3 MB trace's import on the page went from about 10 s to about 4 s on two cores).
 
 A whole run's idle gap under two pixels wide is drawn as light as it is thin (``band_opacity``),
-so that what a panel shows of red is what it measured of idle time.
+so that what a panel shows of red is what it measured of idle time. Where a whole run has more
+gaps than its plot has columns of ``COLUMN_PX`` pixels (a few hundred steps), its gaps are pooled
+per column (``columns``): each column is one band, as opaque as the share of it that was idle, so
+a serial loop reads as a steady red strip and an overlapped one as a faint one, however many
+steps there are.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ PIXELS = 2000          # ... a "pixel" being this share of the view's time (half
 MIN_OPACITY = 0.08     # a merged bar or band is never fainter than this
 FAINTEST_BAND = 0.3    # a whole-run idle band under a pixel wide is never fainter than this
 SNAPPED_PX = 2.0       # plotly widens an opaque bar narrower than this to whole pixels
+COLUMN_PX = 3.0        # a whole run with more gaps than columns this wide pools them per column
+SAME_SHARE = 0.02      # neighbouring columns idle within this share of each other: one band
 
 
 class DrawnSpan(SpanDict, total=False):
@@ -100,3 +106,32 @@ def coalesce(keyed: Sequence[tuple[str, SpanDict]],
             span["fill"] = min(busy / extent, 1.0) if extent > 0 else 1.0
             span["phase"] = f"{span['merged']} × {span['phase']} … ({span['fill']:.0%})"
     return merged
+
+
+def columns(gaps: Sequence[tuple[float, float]], t_start_us: float,
+            width_us: float) -> list[tuple[float, float, float]]:
+    """Idle gaps pooled per column ``width_us`` wide, from ``t_start_us``: (start, end, share)
+    for each column that held idle time, ``share`` its idle time over its width; neighbouring
+    columns whose shares differ by less than ``SAME_SHARE`` are one band (a long gap is one
+    band, not a row of columns). Width times share is the idle time held, as in ``bands``."""
+    if width_us <= 0:
+        return [(a, b, 1.0) for a, b in gaps]
+    idle: dict[int, float] = {}
+    for start, end in gaps:
+        first, last = (int((t - t_start_us) // width_us) for t in (start, end))
+        for column in range(first, last + 1):
+            left = t_start_us + column * width_us
+            held = min(end, left + width_us) - max(start, left)
+            if held > 0:
+                idle[column] = idle.get(column, 0.0) + held
+    pooled: list[list[float]] = []              # [first column, last column, idle held, share]
+    for column in sorted(idle):
+        share = min(idle[column] / width_us, 1.0)
+        if pooled and pooled[-1][1] == column - 1 and abs(pooled[-1][3] - share) < SAME_SHARE:
+            pooled[-1][1] = column
+            pooled[-1][2] += idle[column]
+        else:
+            pooled.append([column, column, idle[column], share])
+    return [(t_start_us + first * width_us, t_start_us + (last + 1) * width_us,
+             min(held / ((last + 1 - first) * width_us), 1.0))
+            for first, last, held, _ in pooled]

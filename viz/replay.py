@@ -21,6 +21,7 @@ from __future__ import annotations
 import html
 from typing import Final
 
+from record.imported.trace_steps import trace_step
 from record.lag import extra_steps, lag_marks
 from record.run_record import loop_of
 from record.schema import Lane, Loop, Phase, RunDict, SpanDict
@@ -34,7 +35,6 @@ from record.steps import (
     overlap_us,
     step_parts,
 )
-from record.trace_steps import trace_step
 from record.window import step_range
 from texts import label_colon, t
 from viz.labels import display_labels
@@ -180,9 +180,8 @@ def trace_caption(run: RunDict, step: int, lang: str = "en") -> str:
 
 def _extra_sentence(run: RunDict, parts: StepParts, kind: str, lang: str) -> str:
     """How much of the process_last the caption names is the run's extra CPU work (it runs
-    there), so the reader does not take it for reading tokens. Runs recorded before the metric
-    existed say nothing."""
-    extra_us = (run.get("metrics") or {}).get("extra_cpu_us") or 0
+    there), so the reader does not take it for reading tokens."""
+    extra_us = run["extra_cpu_us"]
     span = parts["process"] if kind == Loop.NORMAL else next(iter(parts["hidden"]), None)
     if not extra_us or span is None or kind not in (Loop.NORMAL, Loop.OVERLAP):
         return ""

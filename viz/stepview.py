@@ -15,11 +15,12 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from record.imported import imported
+from record.imported.trace_steps import trace_step
 from record.lag import lag_marks
 from record.run_record import loop_of
 from record.schema import LANES, Lane, Loop, Phase, RunDict, SpanDict
 from record.steps import copy_placement, is_hidden_role, loop_kind, overlap_us, step_parts
-from record.trace_steps import trace_step
 from record.window import gpu_lanes, run_steps, step_range, window_run
 from texts import t
 from viz.figure import FigureSpec
@@ -50,7 +51,7 @@ def step_figure(run: RunDict | None, step: int, lang: str = "en",
     first, last = step_range(run)
     step = min(max(int(step), first), last)
     window = (max(first, step - 1), min(last, step + 1))
-    label = str(run.get("label") or run.get("mode") or "run").partition(" (")[0]
+    label = str(run.get("label") or "run").partition(" (")[0]
     fig = side_by_side_figure([{**run, "label": label}], window=window, lang=lang)
     for trace in fig.data:
         if trace["type"] == "bar" and trace.get("legendgroup") != "gpu_idle":
@@ -77,7 +78,7 @@ def _trace_marks(fig: FigureSpec, run: RunDict, step: int, index: dict[str, int]
                  offset: float, lang: str) -> None:
     """An imported step: a box around its GPU work on the GPU lanes, a band over the part of it
     that ran after the host had begun the next step, and the host's named phases of the step
-    outlined (``record.trace_steps``)."""
+    outlined (``record.imported.trace_steps``)."""
     found = trace_step(run, step)
     rows = sorted(index[lane] for lane in gpu_lanes(run) if lane in index)
     if found is None or not rows:
@@ -101,7 +102,7 @@ def _trace_marks(fig: FigureSpec, run: RunDict, step: int, index: dict[str, int]
                            text=f"<b>{t(lang, 'trace_late_band').format(m=found['next'])}</b>",
                            font={"size": 11, "color": "#54278f"},
                            bgcolor="rgba(255,255,255,0.8)")
-    roles = run.get("phase_roles") or {}
+    roles = imported(run).get("phase_roles") or {}
     for span in run.get("spans", []):
         if span.get("step") == step and span["phase"] in roles and span["lane"] in index:
             # coloured by its role, named as the trace names it

@@ -51,6 +51,7 @@ QUIET_FILL = "rgba(150, 150, 150, 0.16)"   # no request in the system (not GPU i
 IDLE_SUM = "#d62728"       # a run's GPU idle gaps laid end to end (the red of the bands, solid)
 BUSY_SUM = "#636363"       # ... followed by its GPU busy time
 BUSY_COLOR = "#a63603"     # a panel's badge: the machine was too busy to compare (not red)
+ROW_BACKGROUND = "#f0f0f0" # the idle-over-time row where the GPU was busy (its full height: 100%)
 
 
 def phase_color(phase: str) -> str:

@@ -63,7 +63,7 @@ class CudaDevice:
     """CUDA streams over one ``ModelRunner``; upload and result buffers used in rings.
 
     The launch path is the scheduler thread's own time per forward, so it avoids Python costs the
-    GPU never sees (measured with ``python -m bench --launch-cost``): every ``event.record(stream)``
+    GPU never sees (measured with ``python -m studies launch-cost``): every ``event.record(stream)``
     names its stream (a bare ``record()`` looks the current stream up), the work is put on a
     stream with ``torch.cuda.set_stream`` rather than a ``with torch.cuda.stream(...)`` block
     (about 10 µs each, three per forward), a step's metadata goes up in one H2D copy into a

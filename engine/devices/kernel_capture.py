@@ -12,7 +12,7 @@ each step's first kernel and the start of our engine-stream span of that step (b
 GPU began the step). Mapping through the host clock instead (annotations against our ``launch``
 spans) was off by about 200 µs on an H200, the profiler's own GPU-to-host clock offset. Where a
 window has no such spans the host mapping is used. Imported production traces go through
-``record.profiler_import`` instead.
+``record.imported.profiler_import`` instead.
 """
 
 from __future__ import annotations

@@ -14,16 +14,27 @@ Two attention paths share one model. ``reference`` (CPU, float64, and the test o
 row's context and runs SDPA under a mask; ``triton`` (CUDA's default) runs a decode step (one token
 per row) through ``PagedDecodeContext``, which reads the pages in place. Prefill always takes the
 reference path. ``compile=True`` (CUDA) also runs decode through ``engine/models/compiled.py``.
+``DecodeKernels`` names the decode step's kernel choices (attention chunking, where RoPE runs,
+the greedy argmax): the defaults are the engine's, the others are there to be measured against.
 """
 
 from __future__ import annotations
 
 import importlib.util
+from dataclasses import dataclass, replace
 
 import torch
 
 from engine.layers import sampler
-from engine.layers.paged_attention import PagedDecodeContext, num_kv_splits
+from engine.layers.paged_attention import (
+    BLOCK_N,
+    CHUNK_KEYS,
+    FIXED_BLOCK_N,
+    Chunking,
+    PagedDecodeContext,
+    by_length,
+    fixed_chunking,
+)
 from engine.models.model import AttentionContext, CausalLM
 from engine.scheduler.kv_cache import allocate_kv_tensors
 from engine.scheduler.request import (
@@ -38,6 +49,49 @@ from engine.scheduler.request import (
 )
 
 ATTENTION = ("auto", "reference", "triton", "emulated")   # emulated: the kernel's math in PyTorch
+
+
+@dataclass(frozen=True)
+class DecodeKernels:
+    """The decode step's kernel choices. The defaults are the engine's; ``EARLIER`` is what they
+    replaced, kept so a study can measure one against the other on the same machine.
+
+    ``chunk_keys``: decode attention runs one chunk per this many keys of a row (0: the fixed
+    scheme, every row cut into ``num_kv_splits(max_seq_len)`` chunks and merged).
+    ``rope_in_attention``: the attention kernel rotates q and k as it loads them. Compiled or
+    not, the kernel before RoPE is the cuBLAS q/k/v product, which takes no element-wise
+    epilogue from the compiler: outside the attention kernel, RoPE is a kernel of its own.
+    ``argmax``: greedy decoding's argmax, ``"triton"`` (two passes, ``argmax_triton.py``) or
+    ``"torch"``; on a CPU (or without Triton) always torch's."""
+
+    chunk_keys: int = CHUNK_KEYS
+    block_n: int = BLOCK_N
+    rope_in_attention: bool = True
+    argmax: str = "triton"
+
+    def __post_init__(self) -> None:
+        if self.argmax not in ("triton", "torch"):
+            raise ValueError(f"argmax must be 'triton' or 'torch', got {self.argmax!r}")
+        self.chunking(self.chunk_keys or 1)          # refuses chunks that are not whole blocks
+
+    def chunking(self, max_seq_len: int, row_programs: int = 0, sms: int = 0) -> Chunking:
+        """The chunking for an engine whose full batch runs ``row_programs`` programs a chunk
+        (its largest batch times its KV heads) on a GPU of ``sms`` multiprocessors. By length, a
+        short row runs one chunk per KV head; where a full batch of such rows would not fill the
+        GPU twice over, a short row's keys walk one after another on too few programs, so every
+        row is cut into the fixed scheme's chunks instead. Both come from the engine's
+        configuration, never from a step's batch (0: not known, by length)."""
+        if self.chunk_keys and not (sms and row_programs < FILL_WAVES * sms):
+            return by_length(max_seq_len, self.chunk_keys, self.block_n)
+        return fixed_chunking(max_seq_len)
+
+
+FILL_WAVES = 2        # programs per multiprocessor a full batch must bring for chunks by length
+
+# What the compiled CUDA engine ran before: every row in a fixed number of chunks of blocks of 64
+# keys, always merged; RoPE a kernel of its own after the q/k/v product; torch.argmax.
+EARLIER = DecodeKernels(chunk_keys=0, block_n=FIXED_BLOCK_N, rope_in_attention=False,
+                        argmax="torch")
 
 
 def pick_attention(requested: str, device: torch.device, dtype: torch.dtype) -> str:
@@ -59,10 +113,11 @@ class ModelRunner:
                  sanitize: bool = False, attention: str = "auto", compile: bool = False,
                  gemv: bool | tuple[str, ...] = False, result_ring: int = 0,
                  rope_in_attention: bool | None = None,
-                 kv_splits: int | None = None, compile_mode: str | None = None) -> None:
-        """``rope_in_attention``: the decode attention kernel rotates q and k (None: when the
-        step is not compiled; compiled regions fuse RoPE into the kernel before it for free).
-        ``kv_splits``: chunks per row in decode attention (None: from ``max_seq_len``).
+                 kv_splits: int | None = None, compile_mode: str | None = None,
+                 kernels: DecodeKernels | None = None) -> None:
+        """``kernels``: the decode step's kernel choices (None: ``DecodeKernels()``).
+        ``rope_in_attention`` (None: as ``kernels`` says) and ``kv_splits`` (a fixed chunk
+        count for every row, None: as ``kernels`` says) override it.
         ``compile_mode``: torch.compile's mode for the compiled regions (None: the default)."""
         spec = model.spec
         self.model, self.device, self.page_size, self.dtype = model, device, page_size, dtype
@@ -84,18 +139,38 @@ class ModelRunner:
         self.result_ring = (torch.zeros(result_ring + 1, dtype=torch.int64, device=device)
                             if result_ring else None)
         self.attention = pick_attention(attention, device, dtype)
-        # From the config only, never from the batch: batch-invariant arithmetic.
-        self.num_splits = kv_splits or num_kv_splits(max_seq_len)
-        self.rope_in_attention = (not compile) if rope_in_attention is None else rope_in_attention
+        kernels = kernels or DecodeKernels()
+        if rope_in_attention is not None:
+            kernels = replace(kernels, rope_in_attention=rope_in_attention)
+        self.use_kernels(kernels, kv_splits)
         self.forward_fn = model
         self.compiled = compile
         if compile:
             if device.type != "cuda":
                 raise ValueError("compile=True is for CUDA only (CPU mode never compiles)")
             from engine.models.compiled import CompiledDecode
-            # gemv: an experiment, off by default (python -m bench --forward --variants
+            # gemv: an experiment, off by default (python -m studies forward --variants
             # triton+compile triton+compile+gemv triton+compile+gemv-in compares it with cuBLAS)
             self.forward_fn = CompiledDecode(model, gemv=gemv, mode=compile_mode)
+
+    def use_kernels(self, kernels: DecodeKernels, kv_splits: int | None = None) -> None:
+        """Take ``kernels`` for the decode steps from now on (a CUDA graph keeps the choices it
+        was captured with). The chunking comes from the config only, never from the batch:
+        a row's arithmetic is the same in any batch."""
+        self.kernels = kernels
+        sms = (torch.cuda.get_device_properties(self.device).multi_processor_count
+               if self.device.type == "cuda" else 0)
+        rows = self.dummy_slot * self.model.spec.num_kv_heads    # max batch (slots) x KV heads
+        self.chunking = (kernels.chunking(self.max_seq_len, rows, sms) if kv_splits is None
+                         else Chunking(kv_splits, 0, FIXED_BLOCK_N))
+        self.rope_in_attention = kernels.rope_in_attention
+        triton_ok = self.device.type == "cuda" and importlib.util.find_spec("triton") is not None
+        self.argmax = "triton" if kernels.argmax == "triton" and triton_ok else "torch"
+
+    @property
+    def num_splits(self) -> int:
+        """The decode attention grid's chunk dimension."""
+        return self.chunking.max_chunks
 
     def write_prompts(self, writes: torch.Tensor) -> None:
         """Scatter prompt tokens ``writes [3, T] = (slot, position, token)`` into token_pool."""
@@ -142,7 +217,7 @@ class ModelRunner:
         table = ints[:, NUM_INT_COLS:NUM_INT_COLS + kv_pages]               # [B, P] page ids
         kernel = "emulated" if self.attention == "emulated" else "triton"
         rope = self.model.inv_freq if self.rope_in_attention else None    # RoPE in the kernel
-        ctx = PagedDecodeContext(table, kv_lens, self.page_size, self.num_splits, kernel,
+        ctx = PagedDecodeContext(table, kv_lens, self.page_size, self.chunking, kernel,
                                  inv_freq=rope)
         input_ids = self.token_pool[slots[:, None], positions]              # [B, 1]
         last = torch.zeros(ints.shape[0], dtype=torch.int64, device=ints.device)  # the one token
@@ -167,7 +242,7 @@ class ModelRunner:
             ints = self._clamped(ints, 1)
         out_pos = ints[:, COL_START] + ints[:, COL_LEN]                       # position produced
         if all_greedy:
-            next_tokens = sampler.greedy(logits)
+            next_tokens = sampler.greedy(logits, self.argmax)
         else:
             next_tokens = sampler.sample(logits, floats[:, 0], ints[:, COL_TOPK], floats[:, 1],
                                          ints[:, COL_SEED], out_pos)

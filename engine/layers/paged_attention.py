@@ -5,24 +5,30 @@ the cache (``k_cache[read_loc]``) and runs SDPA under a mask, every layer. A dec
 query per row, so it can do much less: walk the row's page table, read only its ``kv_len`` real
 keys where they lie, and never build a mask.
 
-**Split-K.** One row's keys are cut into ``num_splits`` contiguous chunks, each handled by its own
-program (in parallel, so even batch 1 fills the GPU). A chunk keeps an *online softmax* over blocks
-of ``block_n`` keys: a running max ``m``, a running sum ``denom`` and an unnormalised output
-``acc``, rescaled by ``exp(m_old - m_new)`` whenever the max grows. It then writes ``acc / denom``
-and ``lse = m + log(denom)``. A second pass merges the chunks: ``sum_s exp(lse_s - max) * o_s``, over
-the same sum of weights. With one split there is nothing to merge and the first pass writes the
-answer. GQA: the program of one KV head handles all ``H / KV`` query heads that share it, so each
-key is read once per group, not once per query head.
+**Chunks by the row's own length.** A row's keys are cut into contiguous chunks, each handled by
+its own program (in parallel, so a long row still fills the GPU). A row gets one chunk per
+``chunk_keys`` keys (at most ``max_chunks``; past that the chunks grow). A chunk keeps an *online
+softmax* over blocks of ``block_n`` keys: a running max ``m``, a running sum ``denom`` and an
+unnormalised output ``acc``, rescaled by ``exp(m_old - m_new)`` whenever the max grows. A row of one
+chunk (every row shorter than ``chunk_keys``) writes ``acc / denom`` as its answer; a row of several
+writes each chunk's ``acc / denom`` and ``lse = m + log(denom)``, and a second pass merges them:
+``sum_s exp(lse_s - max) * o_s`` over the same sum of weights. GQA: the program of one KV head
+handles all ``H / KV`` query heads that share it, so each key is read once per group.
 
 **The step's own key.** The kernel also stores this step's ``k, v`` into the cache (one launch
 instead of a separate store per layer): only the chunk that holds position ``kv_len - 1`` writes it,
 and that chunk takes the key from the new ``k`` rather than the cache, so no program reads a slot
 another program of the same launch is writing.
 
-**Fixed shapes for CUDA graphs.** The grid is ``(B, KV, num_splits)`` whatever the lengths; each
-program reads its row's real ``kv_len`` from device memory, so a graph captured once serves every
-step. ``num_splits`` comes from the engine's ``max_seq_len`` only, never from the batch, so a
-row's arithmetic is the same in any batch, eager or replayed: normal and overlap stay identical.
+**Fixed shapes for CUDA graphs, and the same arithmetic in any batch.** The grid is
+``(B, KV, max_chunks)`` whatever the lengths, ``max_chunks`` from the engine's ``max_seq_len``
+only; each program reads its row's ``kv_len`` from device memory, works out the row's chunks from
+it, and exits at once if its chunk is past them (the merge pass likewise, for a row of one chunk).
+So a graph captured once serves every step, and a row's chunks, hence its rounding, depend on its
+own length alone: never on the batch, so normal and overlap loops stay token for token identical.
+
+``chunk_keys=0`` is the scheme this replaced, kept to measure against: every row cut into all
+``max_chunks`` chunks of equal length (short rows leave trailing chunks empty), always merged.
 
 This file is plain PyTorch: ``split_k_attention`` does the kernel's arithmetic block by block (the
 CPU test of the algorithm), and ``PagedDecodeContext`` picks it or the Triton kernel
@@ -36,25 +42,72 @@ from dataclasses import dataclass
 
 import torch
 
-BLOCK_N = 64               # keys per block of the online softmax
-MIN_SPLITS, MAX_SPLITS = 4, 16
-TOKENS_PER_SPLIT = 256     # past MIN_SPLITS * this, more chunks
+BLOCK_N = 32               # keys per block of the online softmax
+CHUNK_KEYS = 256           # a row runs one chunk per this many of its keys
+MAX_CHUNKS = 16            # chunks a row may have at most (longer rows: longer chunks)
+FIXED_BLOCK_N, FIXED_MIN_SPLITS = 64, 4   # the fixed scheme's block and least chunk count
+
+
+@dataclass(frozen=True)
+class Chunking:
+    """How decode attention cuts a row's keys into chunks (one program each).
+
+    ``max_chunks``: the grid's chunk dimension, from the engine's ``max_seq_len``, never the
+    batch. ``chunk_keys > 0``: a row runs ``ceil(kv_len / chunk_keys)`` chunks (1 to
+    ``max_chunks``); ``0``: every row runs all ``max_chunks`` (the fixed scheme)."""
+
+    max_chunks: int
+    chunk_keys: int = CHUNK_KEYS
+    block_n: int = BLOCK_N
+
+    def __post_init__(self) -> None:
+        if self.block_n < 16 or self.block_n & (self.block_n - 1):
+            raise ValueError(f"block_n must be a power of two of at least 16, got {self.block_n}")
+        if self.max_chunks < 1 or self.chunk_keys < 0 or self.chunk_keys % self.block_n:
+            raise ValueError(f"need max_chunks >= 1 and chunk_keys a multiple of block_n "
+                             f"({self.block_n}), got {self.max_chunks}, {self.chunk_keys}")
+
+    @property
+    def label(self) -> str:
+        scheme = f"{self.chunk_keys} keys a chunk" if self.chunk_keys else "fixed"
+        return f"{scheme}, up to {self.max_chunks}, blocks of {self.block_n}"
+
+
+def by_length(max_seq_len: int, chunk_keys: int = CHUNK_KEYS, block_n: int = BLOCK_N) -> Chunking:
+    """The engine's chunking: as many chunks as the longest row allowed can need."""
+    return Chunking(max(1, min(MAX_CHUNKS, _cdiv(max_seq_len, chunk_keys))), chunk_keys, block_n)
 
 
 def num_kv_splits(max_seq_len: int) -> int:
-    """Chunks per row: from the longest context the engine allows (never from the batch). A chunk
-    is at least one block, so a short row fills only its first chunks and the rest exit at once:
-    batch 1 still gets several programs per KV head, a full batch pays one small merge pass.
-    (One chunk, which needs no merge launch, was measured slower on an H200 for short contexts:
-    its program walks every block one after the other; ``python -m bench --forward --splits``.)"""
-    return max(MIN_SPLITS, min(MAX_SPLITS, math.ceil(max_seq_len / TOKENS_PER_SPLIT)))
+    """The fixed scheme's chunk count: at least ``FIXED_MIN_SPLITS``, one per ``CHUNK_KEYS`` keys
+    of ``max_seq_len`` past that, at most ``MAX_CHUNKS``."""
+    return max(FIXED_MIN_SPLITS, min(MAX_CHUNKS, _cdiv(max_seq_len, CHUNK_KEYS)))
 
 
-def split_bounds(kv_len: int, num_splits: int, block_n: int) -> list[tuple[int, int]]:
-    """``[start, end)`` of each chunk: equal lengths rounded up to whole blocks (the last is short
-    and trailing chunks may be empty)."""
-    per_split = _cdiv(_cdiv(kv_len, num_splits), block_n) * block_n
-    return [(min(s * per_split, kv_len), min((s + 1) * per_split, kv_len)) for s in range(num_splits)]
+def fixed_chunking(max_seq_len: int) -> Chunking:
+    """The scheme the length-based one replaced, for comparison: every row in
+    ``num_kv_splits(max_seq_len)`` equal chunks of blocks of 64 keys, always merged."""
+    return Chunking(num_kv_splits(max_seq_len), 0, FIXED_BLOCK_N)
+
+
+def chunk_plan(kv_len: int, num_splits: int, block_n: int, chunk_keys: int = 0) -> tuple[int, int]:
+    """(keys per chunk, chunks the row runs) for a row of ``kv_len`` keys: what each program of
+    the kernel computes from the row's length (``_chunk_plan`` in ``attention_triton.py``)."""
+    if chunk_keys:
+        wanted = min(max(_cdiv(kv_len, chunk_keys), 1), num_splits)
+    else:
+        wanted = num_splits
+    per = max(_cdiv(_cdiv(kv_len, wanted), block_n), 1) * block_n     # whole blocks
+    return per, (max(_cdiv(kv_len, per), 1) if chunk_keys else num_splits)
+
+
+def split_bounds(kv_len: int, num_splits: int, block_n: int,
+                 chunk_keys: int = 0) -> list[tuple[int, int]]:
+    """``[start, end)`` of each chunk the row runs. By length (``chunk_keys > 0``) every chunk
+    holds keys, except the one chunk of an empty (padding) row; fixed, the last chunks may be
+    empty."""
+    per, count = chunk_plan(kv_len, num_splits, block_n, chunk_keys)
+    return [(min(s * per, kv_len), min((s + 1) * per, kv_len)) for s in range(count)]
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -68,7 +121,7 @@ class PagedDecodeContext:
     page_table: torch.Tensor      # [B, P] page ids of each row (int64, a view of the step's ints)
     kv_lens: torch.Tensor         # [B] keys each row sees, this step's included; 0 for padding
     page_size: int
-    num_splits: int
+    chunking: Chunking
     kernel: str = "triton"        # or "emulated": the same arithmetic in PyTorch (CPU tests)
     inv_freq: torch.Tensor | None = None   # [D/2] float32: RoPE is applied here, not before
 
@@ -81,15 +134,14 @@ class PagedDecodeContext:
     def attend(self, q, k, v, k_cache, v_cache) -> torch.Tensor:
         """``q [B, 1, H, D]``, this step's ``k, v [B, 1, KV, D]`` -> ``[B, 1, H*D]`` (stores k, v)."""
         b, _, nh, d = q.shape
+        c = self.chunking
         if self.kernel == "triton":
-            from engine.layers.attention_triton import paged_decode_attention
-            out = paged_decode_attention(q[:, 0], k[:, 0], v[:, 0], k_cache, v_cache,
-                                         self.page_table, self.kv_lens, self.page_size,
-                                         self.num_splits, BLOCK_N, inv_freq=self.inv_freq)
+            from engine.layers.attention_triton import paged_decode_attention as run
         else:
-            out = split_k_attention(q[:, 0], k[:, 0], v[:, 0], k_cache, v_cache, self.page_table,
-                                    self.kv_lens, self.page_size, self.num_splits, BLOCK_N,
-                                    inv_freq=self.inv_freq)
+            run = split_k_attention
+        out = run(q[:, 0], k[:, 0], v[:, 0], k_cache, v_cache, self.page_table, self.kv_lens,
+                  self.page_size, c.max_chunks, c.block_n, inv_freq=self.inv_freq,
+                  chunk_keys=c.chunk_keys)
         return out.reshape(b, 1, nh * d)                                    # out: [B, H, D]
 
 
@@ -107,11 +159,13 @@ def rope_at(x: torch.Tensor, positions: torch.Tensor, inv_freq: torch.Tensor) ->
 
 def split_k_attention(q, k_new, v_new, k_cache, v_cache, page_table, kv_lens, page_size: int,
                       num_splits: int, block_n: int = BLOCK_N,
-                      inv_freq: torch.Tensor | None = None) -> torch.Tensor:
+                      inv_freq: torch.Tensor | None = None, chunk_keys: int = 0) -> torch.Tensor:
     """The Triton kernel's arithmetic in PyTorch, one (row, KV head group, chunk, block) at a time.
 
     q ``[B, H, D]``; k_new, v_new ``[B, KV, D]``; caches ``[slots, KV, D]``; returns ``[B, H, D]``.
-    Given ``inv_freq``, q and k_new are first rotated by RoPE at position ``kv_lens - 1``.
+    Chunks as ``split_bounds`` cuts them (``num_splits`` is the grid's chunk dimension); a row of
+    one chunk takes that chunk's output as it is, a row of several merges them. Given
+    ``inv_freq``, q and k_new are first rotated by RoPE at position ``kv_lens - 1``.
     Slow (Python loops), exact to the algorithm: a CPU test checks it against plain attention.
     """
     b, nh, d = q.shape
@@ -126,7 +180,7 @@ def split_k_attention(q, k_new, v_new, k_cache, v_cache, page_table, kv_lens, pa
     for row in range(b):
         kv_len = int(kv_lens[row])
         last = kv_len - 1
-        bounds = split_bounds(kv_len, num_splits, block_n)
+        bounds = split_bounds(kv_len, num_splits, block_n, chunk_keys)
         for g in range(nkv):
             heads = slice(g * group, (g + 1) * group)
             qg = q[row, heads].to(acc_dtype)                                # [G, D]
@@ -158,7 +212,8 @@ def split_k_attention(q, k_new, v_new, k_cache, v_cache, page_table, kv_lens, pa
 
 
 def _merge(partial: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
-    """The second pass: chunk outputs weighted by ``exp(lse_s - max)`` (empty chunks weigh 0)."""
+    """The second pass: chunk outputs weighted by ``exp(lse_s - max)`` (empty chunks weigh 0);
+    a row of one chunk has nothing to merge."""
     if len(partial) == 1:
         return partial[0][0]
     o = torch.stack([p[0] for p in partial])                                # [S, G, D]

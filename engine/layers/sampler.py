@@ -25,7 +25,12 @@ def uniform_noise(seeds: torch.Tensor, positions: torch.Tensor, vocab: int) -> t
     return (x.to(torch.float64) + 0.5).div(_M).to(torch.float32)
 
 
-def greedy(logits: torch.Tensor) -> torch.Tensor:
+def greedy(logits: torch.Tensor, kernel: str = "torch") -> torch.Tensor:
+    """The most likely token of each row ``[B]``, the lowest id among equals (``torch.argmax``'s
+    answer). ``kernel="triton"`` (CUDA): the same answer in two passes (``argmax_triton.py``)."""
+    if kernel == "triton":
+        from engine.layers.argmax_triton import argmax
+        return argmax(logits)
     return logits.argmax(dim=-1)                                             # [B]
 
 

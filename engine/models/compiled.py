@@ -8,8 +8,10 @@ We compile *regions*, not the whole model, for three reasons:
 
 - **Cut at attention.** Attention reads and writes the KV cache through the page table; it is our
   own Triton kernel already (``attention_triton.py``) and stays outside. Everything *between* two
-  attentions (o_proj, residual, norm, MLP, residual, the *next* layer's norm, q/k/v, RoPE) is one
-  region, so the residual add at a layer's end fuses with the next layer's norm.
+  attentions (o_proj, residual, norm, MLP, residual, the *next* layer's norm, q/k/v) is one
+  region, so the residual add at a layer's end fuses with the next layer's norm. RoPE is left to
+  the attention kernel (``ModelRunner``'s default): in a region it would follow the cuBLAS q/k/v
+  product, into which the compiler fuses nothing, so it would be a kernel of its own a layer.
 - **Compile once, use 24 times.** The region takes the two layers as arguments; every layer pair has
   the same shapes, so it compiles once for all of them (seconds, not a minute per model).
 - **One compile for every batch size.** ``dynamic=True`` makes the batch a symbol, so the ten
@@ -49,7 +51,7 @@ class CompiledDecode:
     ``gemv=True`` (an experiment, off by default) also routes the decoder layers' linear layers
     through ``gemv_triton.py`` for one-token steps: cuBLAS reads small weights far below memory
     bandwidth at batch 1..64, but the split-K partial sums cost extra kernels where a norm
-    follows, which can cost more than the bandwidth gains (``python -m bench --forward
+    follows, which can cost more than the bandwidth gains (``python -m studies forward
     --variants triton+compile triton+compile+gemv`` compares the two)."""
 
     def __init__(self, model: CausalLM, gemv: bool | tuple[str, ...] = False,

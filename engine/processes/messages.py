@@ -26,23 +26,18 @@ from typing import Any
 from engine.config import EngineConfig, LoopSpec, SamplingParams
 from engine.workloads import Workload
 from record.recorder import Span
-from record.schema import RecordDict, RunDict
+from record.schema import RecordDict, RunConfig, RunDict
 
 # ---- server -> scheduler ----------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class LiveRunRequest:
-    """Run the chosen loops, one after another, on one engine, on the same workload."""
+    """Run the chosen loops, one after another, on one engine, on the same workload (its
+    prompts as text, its lengths, sampling, arrivals and chat: ``engine.workloads.Workload``)."""
 
     engine: EngineConfig
-    prompts: list[str]                  # text; a model without a tokenizer gets token ids for it
-    workload: Workload                  # the lengths: words a prompt, new tokens, system prompt
-    params: SamplingParams
+    workload: Workload
     loops: tuple[LoopSpec, ...]         # the chosen loops, in ENGINE_LOOPS' order
-    stop_early: bool                    # per-request stop tokens picked from a probe run
-    request_rate: float | None = None   # requests arrive by a Poisson process (None: all at t=0;
-    arrival_seed: int = 0               #   inf: a burst); the same times for every loop
-    chat: bool = False                  # each prompt is a user message, via the chat template
 
 
 @dataclass(frozen=True)
@@ -187,7 +182,7 @@ class ServingStarted:
     vocab_size: int
     device: str                         # the device label
     env: dict[str, Any]
-    config: dict[str, Any]
+    config: RunConfig                   # the session record's (``engine.run.run_config``)
 
 
 @dataclass(frozen=True)

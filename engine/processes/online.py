@@ -37,6 +37,7 @@ from engine.processes.messages import (
     TokenDelta,
     TokensOut,
 )
+from engine.run import run_config
 from engine.scheduler.intake import Intake
 from engine.scheduler.request import Req
 from engine.scheduler.sources import Received
@@ -149,9 +150,7 @@ def serve_session(engine: Any, request: ServeRequest, conn: Any, emit: Emit) -> 
     tokenizer = getattr(engine.tokenizer, "name_or_path", None) if engine.tokenizer else None
     emit(ServingStarted(engine.config.model, tokenizer, engine.config.max_seq_len,
                         engine.spec.vocab_size, engine.device_label(), engine.env_info(),
-                        {**engine.config.to_dict(), "loop": request.loop.loop,
-                         "decode_steps": request.loop.decode_steps,
-                         "extra_cpu_us": request.loop.extra_cpu_us, "served": True}))
+                        run_config(engine.config, None)))
     done = threading.Event()
 
     def report() -> None:

@@ -193,7 +193,7 @@ def scheduler_main(conn: Any, placement: Placement) -> None:
     _raise_priority()
     import torch
 
-    from engine import host_load
+    from record import host_load
     host_load.serve_beside(os.getppid())   # the server's CPU time is ours, not another program's
 
     from engine.processes.service import SchedulerService

@@ -5,10 +5,10 @@ through ``emit`` (one of the events of ``engine.processes.messages``). It keeps 
 model loaded once), built for the request's configuration and rebuilt only when that changes;
 per-call settings (the loops, extra CPU work, k) never rebuild it.
 
-A live run streams its spans while it runs: a reporter thread wakes every ``REPORT_S``, takes the
-spans recorded since its last look and emits them as one ``SpanBatch``. That is all the live view
-costs the scheduler: a few hundred µs of this process's time per report, and no drawing at all
-(the web server draws, in its own process).
+A live run is ``engine.run.compare_loops`` watched for the page: it streams each loop's spans
+while it runs (a reporter thread wakes every ``REPORT_S``, takes the spans recorded since its last
+look and emits them as one ``SpanBatch``) and sends each loop's run as it ends. That is all the
+live view costs the scheduler: no drawing at all (the web server draws, in its own process).
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ import statistics
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any
 
@@ -39,7 +40,7 @@ from engine.processes.messages import (
     WarmRequest,
 )
 from record.recorder import Timeline
-from record.schema import Loop
+from record.schema import Loop, RunDict
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
@@ -52,10 +53,6 @@ MEASURE_RUNS = 3                # serial runs the GPU warm-up measures the devic
 LAB_MAX_SEQ_LEN = 96            # the lab's prompts are at most 48 tokens, and it asks for 12 more
 
 Emit = Callable[[Event], None]
-
-
-class Cancelled(Exception):
-    """The request was cancelled before its run started."""
 
 
 class SchedulerService:
@@ -89,7 +86,7 @@ class SchedulerService:
                 emit(Warmed(engine.device_label(), profile))
             else:
                 emit(RequestFailed("invalid", f"unknown request {type(request).__name__}"))
-        except (RunCancelled, Cancelled):
+        except RunCancelled:
             emit(RequestFailed("cancelled", "the run was stopped"))
         except DeviceError as error:
             emit(RequestFailed("device", str(error)))
@@ -148,37 +145,20 @@ class SchedulerService:
     # ---- a live run ---------------------------------------------------------------------------
     def _live(self, request: LiveRunRequest, emit: Emit, cancelled: threading.Event) -> None:
         from engine.models.prompts import has_chat_template
-        from engine.scheduler.arrivals import check_rate, poisson_times
-        from record.run_record import make_record
+        from engine.run import RunOptions, compare_loops
 
         emit(Progress("loading"))
         engine = self._engine(request.engine, self.engines, emit)
-        label = engine.device_label()
-        prompts = _prompts(engine, request)
-        params: SamplingParams | list[SamplingParams] = request.params
-        # A model without a chat template (a base model) takes the prompts as plain text; the
-        # record's config says which happened, and the page says so.
-        chat = request.chat and has_chat_template(engine.tokenizer)
-        arrivals = None
-        if request.request_rate is not None:
-            rate = check_rate(request.request_rate)
-            arrivals = poisson_times(rate, len(prompts), request.arrival_seed)
-        if request.stop_early:
-            emit(Progress("probe", detail=label))
+        params = None
+        if request.workload.stop_early:
+            emit(Progress("probe", detail=engine.device_label()))
+            chat = request.workload.chat and has_chat_template(engine.tokenizer)
             params = self._stop_params(engine, request, chat)
-        runs = []
-        for index, spec in enumerate(request.loops):
-            if cancelled.is_set():
-                raise Cancelled()
-            emit(Progress("run", spec.loop, index, len(request.loops), label))
-            # Like with like: every loop starts from an empty prefix cache (the one before it,
-            # or the probe, would otherwise have cached its prompts).
-            engine.clear_prefix_cache()
-            result = _run_reported(engine, prompts, params, spec, index, emit, cancelled,
-                                   arrivals=arrivals, chat=chat)
-            runs.append(result.to_run_dict())
-            emit(LoopFinished(index, runs[-1]))
-        emit(RunFinished(make_record(engine.env_info(), _live_config(engine, request, chat), runs)))
+        watch = _LiveWatch(emit, cancelled, engine.device_label(), len(request.loops),
+                           report=engine.device_name != "cuda")
+        record = compare_loops(engine, request.workload, request.loops, params,
+                               RunOptions(should_stop=cancelled.is_set, watch=watch))
+        emit(RunFinished(record))
 
     def _warm_loops(self, engine: Engine, request: LiveRunRequest) -> DeviceProfile:
         """Run the request's loops once, as a click will, then measure the device from
@@ -192,7 +172,7 @@ class SchedulerService:
         every click's CPU part too short to show the gain: the median of several warm runs is
         what a click will see."""
         params = self._stop_params(engine, request)
-        prompts = _prompts(engine, request)
+        prompts = request.workload.prompts(engine)
         for index, spec in enumerate(request.loops):         # the click's own path, spans
             engine.clear_prefix_cache()                         # reported, no extra CPU work
             _run_reported(engine, prompts, params, replace(spec, extra_cpu_us=0), index,
@@ -220,17 +200,20 @@ class SchedulerService:
             if len(self.probes) >= 32:
                 self.probes.clear()
                 self.profiles.clear()
-            prompts = _prompts(engine, request)
-            new = request.params.max_new_tokens
+            work = request.workload
+            new = work.max_new_tokens
             self.probes[key], probe = stop_params_from_probe(
-                engine, prompts, new, lo=new // 4, hi=new, temperature=request.params.temperature,
-                chat=chat, with_run=True)
+                engine, work.prompts(engine), new, lo=new // 4, hi=new,
+                temperature=work.temperature, chat=chat, with_run=True)
             self.profiles[key] = _device_profile(engine, [probe])
         return self.probes[key]
 
     @staticmethod
     def _probe_key(engine: Engine, request: LiveRunRequest, chat: bool = False) -> tuple:
-        return (engine.config, tuple(request.prompts), request.workload, request.params, chat)
+        """What a probe's stop tokens depend on: the engine, the prompts and their sampling,
+        and whether they went through the chat template (not when the requests arrive: a probe
+        runs them all at once)."""
+        return (engine.config, replace(request.workload, request_rate=None, chat=False), chat)
 
     # ---- the hazard lab -----------------------------------------------------------------------
     def _lab(self, request: LabRequest, emit: Emit) -> None:
@@ -248,25 +231,6 @@ class SchedulerService:
         emit(LabFinished(asdict(report)))
 
 
-def _live_config(engine: Engine, request: LiveRunRequest, chat: bool) -> dict[str, Any]:
-    """The record's ``config``: the engine's, then the workload and the loops as the page chose
-    them (docs/run_record.md names each key); ``chat`` as it ran (a model without a chat
-    template takes the prompts as plain text)."""
-    work, params = request.workload, request.params
-    config: dict[str, Any] = {
-        **engine.config.to_dict(), "requests": len(request.prompts),
-        "prompt_len_words": work.prompt_words, "max_new_tokens": params.max_new_tokens,
-        "temperature": params.temperature, "request_rate": request.request_rate, "chat": chat,
-        "shared_prefix_tokens": work.shared_prefix, "kv_pages": engine.config.num_pages,
-        "extra_cpu_us": request.loops[0].extra_cpu_us if request.loops else 0,
-        "loops": [str(spec.loop) for spec in request.loops],
-        "stop_tokens_from_probe": request.stop_early, "shared_prefix": work.shared_prefix}
-    for spec in request.loops:
-        if spec.loop == Loop.MULTISTEP:
-            config["decode_steps"] = spec.decode_steps
-    return config
-
-
 def _device_profile(engine: Engine, runs: list[RunResult]) -> DeviceProfile:
     """What a decode step of serial ``runs`` on ``engine`` cost: the median over the runs of
     each one's forward and of the scheduler's own work."""
@@ -275,17 +239,6 @@ def _device_profile(engine: Engine, runs: list[RunResult]) -> DeviceProfile:
                          engine.config.max_batch_size, engine.config.cuda_graph,
                          statistics.median(r.metrics["t_fwd_us"] for r in runs),
                          statistics.median(r.metrics["t_cpu_us"] for r in runs))
-
-
-def _prompts(engine: Engine, request: LiveRunRequest) -> list:
-    """The request's prompts as the engine takes them: text (token ids for a model without a
-    tokenizer), each after the shared system prompt when the request asks for one."""
-    from engine.workloads import token_prompts, with_shared_prefix
-
-    work = request.workload
-    prompts = token_prompts(engine, request.prompts, work.prompt_words or work.prompt_tokens)
-    return with_shared_prefix(prompts, work.shared_prefix, engine.tokenizer,
-                              engine.spec.vocab_size)
 
 
 def _download_reporter(emit: Emit, every_s: float = 0.25) -> Callable[[HubProgress], None]:
@@ -304,21 +257,52 @@ def _download_reporter(emit: Emit, every_s: float = 0.25) -> Callable[[HubProgre
     return report
 
 
+class _LiveWatch:
+    """A live run's loops, watched for the page: each loop announced (``Progress``), its spans
+    streamed as it runs (``report``: not on CUDA, see ``_reporting``), its run sent when done
+    (``LoopFinished``)."""
+
+    def __init__(self, emit: Emit, cancelled: threading.Event, label: str, total: int,
+                 report: bool) -> None:
+        self.emit, self.cancelled, self.label, self.total = emit, cancelled, label, total
+        self.report = report
+
+    @contextmanager
+    def loop(self, index: int, spec: LoopSpec) -> Iterator[Timeline | None]:
+        self.emit(Progress("run", spec.loop, index, self.total, self.label))
+        timeline = Timeline()
+        if not self.report:
+            yield timeline
+            return
+        with _reporting(timeline, index, self.emit):
+            yield timeline
+
+    def finished(self, index: int, run: RunDict) -> None:
+        self.emit(LoopFinished(index, run))
+
+
 def _run_reported(engine: Engine, prompts: list[Any],
                   params: SamplingParams | list[SamplingParams], loop: LoopSpec, index: int,
-                  emit: Emit, cancelled: threading.Event, arrivals: list[float] | None = None,
-                  chat: bool = False) -> RunResult:
-    """One loop's run, its new spans emitted every ``REPORT_S`` by a reporter thread.
-
-    Not on CUDA: there the scheduler thread's own work is about one forward of a small model, so
-    every moment the reporter holds the GIL (building spans, pickling them) is GPU idle time in
-    the very loop being measured (on an H200 the reporter made the scheduler's work per step
-    about half as long again). A GPU's loop takes about a second, and its spans arrive whole
-    with ``LoopFinished``."""
+                  emit: Emit, cancelled: threading.Event) -> RunResult:
+    """One loop's run, its new spans emitted as it runs (not on CUDA, see ``_reporting``)."""
     timeline = Timeline()
     if engine.device_name == "cuda":
         return engine.generate(prompts, params, loop=loop, timeline=timeline,
-                               should_stop=cancelled.is_set, arrivals=arrivals, chat=chat)
+                               should_stop=cancelled.is_set)
+    with _reporting(timeline, index, emit):
+        return engine.generate(prompts, params, loop=loop, timeline=timeline,
+                               should_stop=cancelled.is_set)
+
+
+@contextmanager
+def _reporting(timeline: Timeline, index: int, emit: Emit) -> Iterator[None]:
+    """While the block runs, a reporter thread emits the spans recorded since its last look
+    every ``REPORT_S``, as one ``SpanBatch``.
+
+    Not on CUDA: there the scheduler thread's own work is about one forward of a small model, so
+    every moment the reporter holds the GIL (building spans, pickling them) is GPU idle time in
+    the very loop being measured (the reporter made the scheduler's work per step longer by half
+    again on an H200). A GPU's loop is short, and its spans arrive whole with ``LoopFinished``."""
     done = threading.Event()
 
     def report() -> None:
@@ -331,8 +315,7 @@ def _run_reported(engine: Engine, prompts: list[Any],
     reporter = threading.Thread(target=report, name="span-reporter", daemon=True)
     reporter.start()
     try:
-        return engine.generate(prompts, params, loop=loop, timeline=timeline,
-                               should_stop=cancelled.is_set, arrivals=arrivals, chat=chat)
+        yield
     finally:
         done.set()
         reporter.join(timeout=max(1.0, 2 * REPORT_S))

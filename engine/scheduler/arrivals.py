@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from record.files import read_bounded
+from record.bounded_read import read_bounded
 
 MAX_ARRIVALS = 100_000
 MAX_TRACE_BYTES = 64 * 2**20

@@ -41,6 +41,16 @@ NEW_TOKEN_RATIO_MIN = 0.1
 NEW_TOKEN_RATIO_DECAY = 0.005     # per decode step
 
 
+@dataclass(frozen=True)
+class Pools:
+    """What persists across an engine's runs: request slots, KV pages, the prefix cache over
+    them (None: no prefix cache)."""
+
+    slots: IdPool
+    pages: IdPool
+    cache: RadixCache | None
+
+
 @dataclass
 class Release:
     """What a request gives back: its slot, the pages it owns, its lock on the cache."""

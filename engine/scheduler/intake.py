@@ -96,7 +96,9 @@ class Intake:
             if not ids:
                 raise ValueError(f"prompt {i} encodes to no tokens")
         elif isinstance(prompt, (list, tuple)):
-            if not all(isinstance(t, numbers.Integral) and not isinstance(t, bool) for t in prompt):
+            # Plain ints need no ABC check each (a run's whole intake is inside generate()).
+            if not all(type(t) is int for t in prompt) and not all(
+                    isinstance(t, numbers.Integral) and not isinstance(t, bool) for t in prompt):
                 kinds = sorted({type(t).__name__ for t in prompt
                                 if not isinstance(t, numbers.Integral) or isinstance(t, bool)})
                 raise ValueError(f"prompt {i}: token ids must be integers, got {', '.join(kinds)}")
@@ -106,8 +108,8 @@ class Intake:
         else:
             raise ValueError(f"prompt {i} is a {type(prompt).__name__}: give a string or a list "
                              "of token ids")
-        bad = [t for t in ids if not 0 <= t < self.vocab_size]
-        if bad:
+        if ids and (min(ids) < 0 or max(ids) >= self.vocab_size):
+            bad = [t for t in ids if not 0 <= t < self.vocab_size]
             raise ValueError(f"prompt {i} has token ids outside the vocabulary "
                              f"(0..{self.vocab_size - 1}): {bad[:5]}")
         return ids

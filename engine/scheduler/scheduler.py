@@ -34,17 +34,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from engine.config import EngineConfig, LoopSpec
-from engine.scheduler.cache_manager import CacheManager
+from engine.scheduler.cache_manager import CacheManager, Pools
 from engine.scheduler.checks import MappingCheck
 from engine.scheduler.device import Device, ForwardOutput
-from engine.scheduler.kv_cache import IdPool
-from engine.scheduler.radix_cache import RadixCache
 from engine.scheduler.request import (
     Batch,
     Req,
@@ -54,7 +53,7 @@ from engine.scheduler.request import (
     build_meta,
     decode_bucket,
 )
-from engine.scheduler.sources import RequestSource, ScheduledSource
+from engine.scheduler.sources import RequestSource
 from engine.scheduler.table import RequestTable
 from record.recorder import Timeline
 from record.schema import Loop, Phase
@@ -71,6 +70,14 @@ class ForwardInput:
 
 
 LastData = tuple[ForwardInput, ForwardOutput] | None
+
+
+class KernelWindow(Protocol):
+    """A kernel-level capture over some steps (CUDA: ``engine.devices.kernel_capture``)."""
+
+    def on_step(self, step: int) -> None: ...
+
+    def annotate(self, step: int) -> AbstractContextManager[Any]: ...
 
 
 class RunCancelled(RuntimeError):
@@ -99,12 +106,15 @@ class _CpuSpan:
 
 
 class Scheduler:
-    def __init__(self, cfg: EngineConfig, device: Device, slots: IdPool, pages: IdPool,
-                 timeline: Timeline, loop: LoopSpec, pad_batches: bool,
-                 source: RequestSource | None = None, sink: TokenSink | None = None,
-                 cache: RadixCache | None = None) -> None:
-        self.cfg, self.device, self.slots, self.pages = cfg, device, slots, pages
-        self.source: RequestSource = source if source is not None else ScheduledSource([])
+    def __init__(self, cfg: EngineConfig, device: Device, pools: Pools, timeline: Timeline,
+                 loop: LoopSpec, source: RequestSource, sink: TokenSink | None = None, *,
+                 capture: KernelWindow | None = None, pad_batches: bool = False) -> None:
+        """One run's scheduler, complete: where its requests come from (``source``) and its
+        tokens go (``sink``, a served session's), the kernel-level window to capture (CUDA), and
+        whether batches are padded to the shapes the device warmed (CUDA graphs)."""
+        self.cfg, self.device = cfg, device
+        self.slots, self.pages = slots, pages = pools.slots, pools.pages
+        self.source = source
         self.sink = sink                            # streams tokens out (the server); optional
         self.loop = loop                            # which loop ``run`` drives, and how
         self.extra_cpu_us = loop.extra_cpu_us
@@ -112,10 +122,10 @@ class Scheduler:
         # Host copy of each slot's page list (SGLang's req_to_token), scratch page where unused;
         # one extra row for the dummy slot that padding rows read.
         self.page_table = np.full((slots.total + 1, cfg.pages_per_seq), pages.total, np.int64)
-        self.memory = CacheManager(cfg, slots, pages, cache, self.page_table)
+        self.memory = CacheManager(cfg, slots, pages, pools.cache, self.page_table)
         self.mapping = MappingCheck(cfg.page_size) if cfg.debug_checks else None
         self.table = RequestTable(cfg, self.memory, timeline, self.mapping)  # waiting, running
-        self.capture: Any = None                    # optional KernelCapture (torch.profiler window)
+        self.capture = capture                      # a torch.profiler window (kernel lanes)
         self.timeline, self.pad_batches = timeline, pad_batches
         self.step = 0
         self.wasted_tokens = 0

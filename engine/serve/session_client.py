@@ -42,6 +42,7 @@ from engine.processes.messages import (
     TokensOut,
 )
 from engine.processes.scheduler_process import Placement, SchedulerClient, SchedulerDied
+from record.schema import RecordDict
 
 MAX_SESSION_SPANS = 400_000        # the session timeline's window (about 10 min of CPU steps)
 MAX_SESSION_OUTPUTS = 20_000       # finished requests kept for the session's record
@@ -264,21 +265,16 @@ class ServingClient:
             self._stats_ready.notify_all()
 
     # ---- the session as a run record ------------------------------------------------------
-    def session_record(self, text_of: Callable[[list[int]], str] = lambda _: "") -> dict:
+    def session_record(self, text_of: Callable[[list[int]], str] = lambda _: "") -> RecordDict:
         """The session so far as a schema-1 run record: its spans (the last
         ``MAX_SESSION_SPANS``), the requests that finished, and metrics from both."""
-        from record.metrics import compute_metrics, latency_summary
-        from record.run_record import make_record, run_dict
-        from record.schema import GPU_LANES
+        from engine.run import session_record
 
         if self.started is None:
             raise SessionUnavailable("no served session yet: send a request first")
         spans = sorted(self.spans, key=lambda s: s.start_us)
         outputs = [{**o, "text": text_of(o["token_ids"])} for o in self.finished.outputs]
-        metrics = compute_metrics(spans, outputs, GPU_LANES)
-        metrics.update(latency_summary(outputs))
         spec = self.request.loop
         label = f"{spec.label} (served, {self.started.device})"
-        config = {**self.started.config, "spans_dropped": self.spans_seen - len(spans)}
-        run = run_dict(spec.loop, spec.decode_steps, label, spans, metrics, outputs)
-        return make_record(self.started.env, config, [run])
+        return session_record(self.started.env, self.started.config, spec, label, spans,
+                              outputs, spans_dropped=self.spans_seen - len(spans))

@@ -1,0 +1,271 @@
+"""The host's phases in an imported trace, where the trace names them: the scheduler's own
+functions (recorded as ``python_function`` events when the profiler ran with ``with_stack=True``)
+and ``record_function`` / ``user_annotation`` ranges, each given the role it plays in the
+article's loop (receive, schedule, launch, process_last) so it takes that role's colour.
+
+The functions named here are the ones each engine's loop calls once a step:
+
+- Mini-SGLang, ``python/minisgl/scheduler/scheduler.py`` (``overlap_loop``, ``normal_loop``):
+  ``receive_msg`` and ``_process_one_msg``, ``_schedule_next_batch`` (and its
+  ``_prepare_batch``), ``_forward``, ``_process_last_data``; offline, ``python/minisgl/llm/llm.py``
+  ``offline_receive_msg``.
+- SGLang, ``python/sglang/srt/managers/scheduler.py`` (``event_loop_normal``,
+  ``event_loop_overlap``): ``recv_requests``, ``process_input_requests``,
+  ``get_next_batch_to_run``, ``run_batch``, ``process_batch_result``. SGLang's own profiler
+  (``engine.start_profile``) annotates them itself, as ``scheduler.recv_requests`` and so on
+  (``sglang/srt/utils/nvtx_utils.py``), marks each forward ``step[DECODE bs=16]`` inside
+  ``scheduler.run_batch`` (``sglang/srt/utils/profile_utils.py``, ``build_step_span_name``) and,
+  in its overlap loop, the result's copy to the host ``copy_result_to_cpu``.
+- vLLM, ``vllm/v1/engine/core.py`` (``EngineCore.step``): the scheduler's ``schedule`` and
+  ``update_from_output``, the executor's ``execute_model`` (vLLM 0.34.0). vLLM 0.24.0's model
+  runner, ``vllm/v1/worker/gpu_model_runner.py``, marks ``gpu_model_runner: preprocess`` /
+  ``forward`` / ``postprocess`` with ``record_function``; 0.34.0 replaced that file with
+  ``vllm/v1/worker/gpu/model_runner.py``, which marks none, so a newer trace shows the engine
+  core's functions only (with ``with_stack=True``). Every path here is in ``docs/citations.md``.
+
+Any other ``record_function`` range is a phase too, under its own name and with no role. A
+phase inside another is drawn only where the outer one has the same role or none of the inner
+ones has a role (Mini-SGLang's ``_prepare_batch`` stays inside ``_schedule_next_batch``; vLLM's
+``execute_model`` is drawn as its preprocess, forward and postprocess). Two things are drawn
+inside SGLang's phases, cut out of them: its ``step[...]`` mark inside ``scheduler.run_batch``
+(the forward it launches, under SGLang's name for it), and the host's wait for the GPU inside
+``process_batch_result`` (a synchronising call, a copy into pageable memory: ``gpu_waits``), as
+``wait``.
+
+Between the phases, or where a thread names none, the lane shows the thread's outermost ops and
+runtime calls (``host_ops``), those less than a launch apart drawn as one.
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import re
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from record.imported import trace_loop
+from record.imported.profiler_events import Event, Trace, short_name
+from record.recorder import Span
+from record.schema import Phase
+
+ROLES = (Phase.RECEIVE, Phase.SCHEDULE, Phase.LAUNCH, Phase.PROCESS_LAST)
+_FUNCTIONS: dict[str, dict[str, Phase]] = {
+    "minisgl/": {"receive_msg": Phase.RECEIVE, "offline_receive_msg": Phase.RECEIVE,
+                 "_process_one_msg": Phase.RECEIVE, "_schedule_next_batch": Phase.SCHEDULE,
+                 "_prepare_batch": Phase.SCHEDULE, "_forward": Phase.LAUNCH,
+                 "_process_last_data": Phase.PROCESS_LAST},
+    "sglang/": {"recv_requests": Phase.RECEIVE, "process_input_requests": Phase.RECEIVE,
+                "get_next_batch_to_run": Phase.SCHEDULE, "run_batch": Phase.LAUNCH,
+                "process_batch_result": Phase.PROCESS_LAST},
+    "vllm/": {"schedule": Phase.SCHEDULE, "execute_model": Phase.LAUNCH,
+              "update_from_output": Phase.PROCESS_LAST},
+}
+SGLANG_RANGES = {"scheduler.recv_requests": Phase.RECEIVE,      # in the order its loop calls them
+                 "scheduler.process_input_requests": Phase.RECEIVE,
+                 "scheduler.get_next_batch_to_run": Phase.SCHEDULE,
+                 "scheduler.run_batch": Phase.LAUNCH,
+                 "copy_result_to_cpu": Phase.LAUNCH,   # enqueues the copy on the copy stream
+                 "scheduler.process_batch_result": Phase.PROCESS_LAST}
+_RANGES = {"gpu_model_runner: preprocess": Phase.SCHEDULE,
+           "gpu_model_runner: forward": Phase.LAUNCH,
+           "gpu_model_runner: postprocess": Phase.PROCESS_LAST, **SGLANG_RANGES}
+# SGLang's mark of one forward: step[DECODE bs=16], step[EXTEND bs=4 toks=2048], step[MIXED bs=8]
+SGLANG_STEP = re.compile(r"step\[(?P<mode>[A-Z_]{1,40}) bs=(?P<bs>\d{1,9})"
+                         r"(?: toks=(?P<toks>\d{1,12}))?\]")
+SGLANG_LAUNCH = "scheduler.run_batch"
+_WAITS_INSIDE = {"scheduler.process_batch_result", "process_batch_result"}   # SGLang's
+WAIT_JOIN_US = 5.0          # waits closer than this are one
+_PY_NAME = re.compile(r"(?P<file>.{0,400}?)\(\d{1,9}\): (?P<func>[\w.<>]{1,200})")
+_STEP = re.compile(r"ProfilerStep#\d{1,12}")
+
+
+@dataclass
+class HostPhase:
+    """One named phase of the host: its name as the trace gives it, its role (None: unknown)."""
+
+    name: str
+    role: str | None
+    start: float
+    end: float
+
+
+def phase_of(name: str, cat: str) -> tuple[str, str | None] | None:
+    """(phase name, role) when a host event is a named phase, else None. A python function is a
+    phase only when it is one of the scheduler functions above, in that engine's package."""
+    if cat == "python_function":
+        match = _PY_NAME.fullmatch(name)
+        if match is None:
+            return None
+        path, func = match.group("file").replace("\\", "/"), match.group("func")
+        for package, functions in _FUNCTIONS.items():
+            if func in functions and package in path and not (
+                    package == "sglang/" and "minisgl/" in path):
+                return func, functions[func]
+        return None
+    if cat == "user_annotation" and not _STEP.fullmatch(name) \
+            and not SGLANG_STEP.fullmatch(name):
+        return name, _RANGES.get(name)
+    return None
+
+
+def phases(events: Sequence[tuple[str, str, float, float]],
+           waits: Sequence[tuple[str, float, float]] = ()) -> list[HostPhase]:
+    """The phases to draw on one thread's lane from its (name, category, start, end) events:
+    the outermost named ones, an outer one giving way to the phases it holds where those have
+    roles other than its own; SGLang's step marks drawn inside its ``scheduler.run_batch``, and
+    ``waits`` ((call, start, end): the thread's calls that waited for the GPU) inside its
+    ``process_batch_result``, each named as the call with ``wait: `` before it."""
+    named = sorted((HostPhase(*found, start, end) for name, cat, start, end in events
+                    if (found := phase_of(name, cat)) is not None),
+                   key=lambda p: (p.start, -p.end))
+    marks = [HostPhase(name, Phase.LAUNCH, start, end) for name, cat, start, end in events
+             if cat == "user_annotation" and SGLANG_STEP.fullmatch(name)]
+    held = _joined(sorted(waits, key=lambda w: w[1]))
+    out = []
+    for phase in _outermost(named):
+        inner = marks if phase.name == SGLANG_LAUNCH else held if phase.name in _WAITS_INSIDE \
+            else []
+        out += _carve(phase, [p for p in inner if phase.start <= p.start and p.end <= phase.end])
+    return out
+
+
+def _joined(waits: Sequence[tuple[str, float, float]]) -> list[HostPhase]:
+    """Waits as phases, calls less than ``WAIT_JOIN_US`` apart as one (a copy into pageable
+    memory, then the stream's synchronisation: ``.tolist()`` on a GPU tensor), named by them."""
+    out: list[HostPhase] = []
+    calls: list[str] = []
+    for call, start, end in waits:
+        if out and start - out[-1].end < WAIT_JOIN_US:
+            out[-1].end = max(out[-1].end, end)
+            if call not in calls:
+                calls.append(call)
+                out[-1].name += f" + {call}"
+            continue
+        calls = [call]
+        out.append(HostPhase(f"wait: {call}", Phase.WAIT, start, end))
+    return out
+
+
+def _carve(outer: HostPhase, inner: list[HostPhase]) -> list[HostPhase]:
+    """``outer`` drawn with ``inner`` (inside it) cut out of it: its pieces around them, under
+    its name and role, and the inner ones between (an inner one overlapping one before it is
+    left out)."""
+    out, cursor = [], outer.start
+    for phase in sorted(inner, key=lambda p: p.start):
+        if phase.start < cursor:
+            continue
+        if phase.start > cursor:
+            out.append(HostPhase(outer.name, outer.role, cursor, phase.start))
+        out.append(phase)
+        cursor = phase.end
+    if cursor < outer.end or not out:
+        out.append(HostPhase(outer.name, outer.role, cursor, outer.end))
+    return out
+
+
+def _outermost(named: list[HostPhase]) -> list[HostPhase]:
+    out: list[HostPhase] = []
+    i = 0
+    while i < len(named):
+        outer = named[i]
+        j = i + 1
+        inner = []
+        while j < len(named) and named[j].start < outer.end:
+            inner.append(named[j])
+            j += 1
+        roles = {p.role for p in inner if p.role is not None}
+        if roles and roles != {outer.role}:
+            out += _outermost(inner)           # drawn as the phases it holds
+        else:
+            out.append(outer)
+        i = j
+    return out
+
+
+def role_share(found: Sequence[HostPhase]) -> dict[str, float]:
+    """Total time of each role's phases (µs)."""
+    totals: dict[str, float] = {}
+    for phase in found:
+        if phase.role is not None:
+            totals[phase.role] = totals.get(phase.role, 0.0) + (phase.end - phase.start)
+    return totals
+
+
+# ---- between the phases: the thread's ops, and its waits for the GPU ------------------------
+
+def top_level(events: list[Event]) -> list[Event]:
+    """A thread's outermost events (those no earlier event of the thread contains)."""
+    out, end = [], -math.inf
+    for event in sorted(events, key=lambda e: (e.ts, -e.dur)):
+        if event.ts >= end:               # starts after the current outermost one has ended
+            out.append(event)
+            end = event.end
+    return out
+
+
+def outside(events: list[Event], phases: list[HostPhase]) -> list[Event]:
+    """The events (sorted by start) that overlap none of the phases (sorted, disjoint)."""
+    out, i = [], 0
+    for event in events:
+        while i < len(phases) and phases[i].end <= event.ts:
+            i += 1
+        if i == len(phases) or phases[i].start >= event.end:
+            out.append(event)
+    return out
+
+
+def gpu_waits(trace: Trace, launches: dict[int, Event | None]) -> dict[tuple, list[tuple]]:
+    """Per host thread, its calls that waited for the GPU, as (name, start, end): synchronising
+    calls, copies into pageable host memory and synchronous copies (both return only once the
+    copy has run), and polls (``trace_loop.polls``)."""
+    pageable = {id(call) for i, call in launches.items()
+                if call is not None and "Pageable" in trace.gpu[i].name}
+    found: dict[tuple, list[tuple]] = defaultdict(list)
+    queries: dict[tuple, list[tuple[float, float]]] = defaultdict(list)
+    for event in trace.host:
+        if event.cat not in ("cuda_runtime", "cuda_driver"):
+            continue
+        copy = "Memcpy" in event.name
+        if "Synchronize" in event.name or (copy and ("Async" not in event.name
+                                                     or id(event) in pageable)):
+            found[event.thread].append((event.name, event.ts, event.end))
+        elif any(word in event.name for word in trace_loop.POLLING):
+            queries[event.thread].append((event.ts, event.end))
+    for thread, calls in queries.items():
+        found[thread] += [("cudaEventQuery", a, b) for a, b in trace_loop.polls(calls)]
+    return found
+
+
+def host_ops(events: list[Event], lane: str, step_of: Callable[[float], int], join: float,
+             waits: Sequence[tuple]) -> list[Span]:
+    """A thread's outermost ops and runtime calls (sorted) as spans on ``lane`` (``step_of``:
+    the step running at a host time), those of one step less than ``join`` apart (no host
+    could have run anything between them) as one, named by its longest and how many more it
+    holds ("aten::linear +37"): an eager forward's thousand ops a step would cost every view of
+    the run as much as its kernels. An op that waited for the GPU (``waits``) stays a span of
+    its own, named as it is."""
+    blocked = sorted((start, end) for _, start, end in waits)
+    out: list[Span] = []
+    longest: Event | None = None
+    count = 0
+    for event in events:
+        i = bisect.bisect_left(blocked, (event.ts, -math.inf))
+        waited = (i < len(blocked) and blocked[i][0] < event.end) or (
+            i > 0 and blocked[i - 1][1] > event.ts)
+        step = step_of(event.ts)
+        last = out[-1] if out else None
+        if last is not None and longest is not None and not waited and last.step == step \
+                and event.ts - last.end_us < join:
+            last.end_us = max(last.end_us, event.end)
+            count += 1
+            if event.dur > longest.dur:
+                longest = event
+            last.phase = short_name(f"{longest.name} +{count - 1}")
+            continue
+        out.append(Span(lane, short_name(event.name), step, event.ts, event.end))
+        longest, count = (None, 0) if waited else (event, 1)
+    return out

@@ -1,0 +1,264 @@
+"""What an imported trace's timing says about the loop that made it: how short a gap between
+kernels is no idleness, whether the loop overlapped, and how much the profiler recorded.
+
+Three readings of one torch.profiler trace, all from its events' times:
+
+- **Launch latency.** A kernel launched onto an idle stream starts a few microseconds after its
+  launch call (on an H200 about 7-10 µs). No host can fill a gap between two kernels that is
+  shorter than that, so such gaps (thousands per eager forward, between the kernels of a CUDA
+  graph) are not GPU idleness: ``joined_gap_us`` is the median of this trace's own latencies.
+- **Serial or overlapped.** A serial loop needs step n's sampled tokens before it builds step
+  n+1, so in every step the host blocks in a synchronising call (``cudaStreamSynchronize``,
+  ``cudaEventSynchronize``, a ``cudaMemcpy`` to pageable memory) until the GPU has finished all
+  it was given. An overlapped loop never does: it launches step n+1 first and reads step n's
+  tokens one step late. Beside that, an overlapped loop shows step n's GPU work still running
+  after the host has begun step n+1, a second stream's work (the next batch's metadata) running
+  beside the forward, and the host's named phases (``host_phases``) running under GPU
+  work. ``loop_seen`` weighs these. A loop may also wait by polling (``cudaEventQuery`` over and
+  over until the event is done): ``polls`` turns each such run of queries into one wait.
+- **The profiler's own cost.** Every host event in the trace was recorded by the profiler on
+  the host, in the loop's own time: ``events_per_step`` says how many a step held.
+
+Plain data in (tuples and lists), so the import (``profiler_import``) and the tests build
+them alike. Standard library only.
+"""
+
+from __future__ import annotations
+
+import bisect
+import statistics
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+Interval = tuple[float, float]
+
+DEFAULT_JOIN_US = 5.0       # when a trace has too few launches onto an idle stream to measure
+MAX_JOIN_US = 50.0          # a measured latency above this is a clock problem, not a launch
+MIN_SAMPLES = 20
+WAKE_US = 50.0              # a blocked host call returns this soon after the GPU has finished
+SERIAL_SHARE = 0.5          # host blocked until the GPU ran dry in at least this share of steps
+NO_WAIT_SHARE = 0.2         # ... in at most this share: the host never waited for its results
+LATE_SHARE = 0.2            # median share of a step's GPU work run after the next step began
+BESIDE_SHARE = 0.5          # share of steps with a second stream's work beside the main one's
+UNDER_SHARE = 0.25          # share of the host's named work done while the GPU was busy
+BLOCKING = ("Synchronize", "cudaMemcpy", "cuMemcpy")
+POLLING = ("EventQuery", "StreamQuery")   # cudaEventQuery, cuEventQuery, cudaStreamQuery, ...
+POLL_GAP_US = 50.0          # queries at most this far apart belong to one poll
+POLL_MIN = 3                # a poll is at least this many queries in a row
+
+
+@dataclass(frozen=True)
+class GpuWork:
+    """One kernel, memcpy or memset: when it ran, on which stream, and when the host launched it
+    (``launch`` None: no launch call found; ``direct``: launched by itself, not in a graph)."""
+
+    start: float
+    end: float
+    stream: Hashable
+    launch: float | None
+    direct: bool = True
+
+
+def launch_latency_us(work: Sequence[GpuWork]) -> tuple[float, bool]:
+    """(median launch-to-start latency of work launched onto an idle GPU, measured?): work
+    launched while nothing else was pending on any stream, so it waited for nothing but its
+    launch (a copy queued behind a forward on another stream would measure the forward). Graph
+    kernels are left out (one launch starts them all); with fewer than ``MIN_SAMPLES`` launches
+    to measure, ``DEFAULT_JOIN_US`` and False."""
+    samples: list[float] = []
+    pending_until: float | None = None
+    launched = [(w.launch, w) for w in work if w.launch is not None]
+    for launch, item in sorted(launched, key=lambda pair: pair[0]):
+        if item.direct and (pending_until is None or pending_until < launch):
+            latency = item.start - launch
+            if 0.0 < latency < 1000.0:
+                samples.append(latency)
+        pending_until = item.end if pending_until is None else max(pending_until, item.end)
+    if len(samples) < MIN_SAMPLES:
+        return DEFAULT_JOIN_US, False
+    return min(statistics.median(samples), MAX_JOIN_US), True
+
+
+def drains(work: Sequence[GpuWork]) -> list[float]:
+    """The moments the GPU ran dry: when everything launched so far had finished and the next
+    launch came later (the queue empty, the GPU waiting for the host)."""
+    launched = sorted((w.launch, w.end) for w in work if w.launch is not None)
+    found, last_end = [], None
+    for launch, end in launched:
+        if last_end is not None and last_end < launch:
+            found.append(last_end)
+        last_end = end if last_end is None else max(last_end, end)
+    return found
+
+
+def polls(queries: Sequence[Interval]) -> list[Interval]:
+    """The waits a polling host made: runs of at least ``POLL_MIN`` query calls, each within
+    ``POLL_GAP_US`` of the one before, as one interval from the first call to the last; a lone
+    query (a check that moved on) is no wait."""
+    runs: list[list[Interval]] = []
+    for call in sorted(queries):
+        if runs and call[0] - runs[-1][-1][1] <= POLL_GAP_US:
+            runs[-1].append(call)
+        else:
+            runs.append([call])
+    return [(run[0][0], max(end for _, end in run)) for run in runs if len(run) >= POLL_MIN]
+
+
+def _step_of(starts: Sequence[float], t: float) -> int:
+    """Index of the step interval [starts[i], starts[i+1]) holding ``t`` (-1 before the first)."""
+    return bisect.bisect_right(starts, t) - 1
+
+
+def waited_steps(work: Sequence[GpuWork], blocking: Sequence[Interval],
+                 starts: Sequence[float]) -> set[int]:
+    """Indices of the steps in which the host blocked until the GPU ran dry: a synchronising
+    call that began before a drain and returned within ``WAKE_US`` after it."""
+    ends = sorted(drains(work))
+    found = set()
+    for ts, end in blocking:
+        i = bisect.bisect_right(ends, ts)
+        while i < len(ends) and ends[i] <= end:
+            if end - ends[i] <= WAKE_US:
+                found.add(_step_of(starts, ends[i]))
+                break
+            i += 1
+    return found
+
+
+def _union(intervals: list[Interval]) -> list[Interval]:
+    merged: list[list[float]] = []
+    for a, b in sorted(intervals):
+        if merged and a <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    return [(a, b) for a, b in merged]
+
+
+def _covered(intervals: list[Interval], a: float, b: float) -> float:
+    """How much of [a, b] the sorted, disjoint ``intervals`` cover."""
+    i = max(bisect.bisect_right(intervals, (a, float("inf"))) - 1, 0)
+    total = 0.0
+    while i < len(intervals) and intervals[i][0] < b:
+        total += max(0.0, min(b, intervals[i][1]) - max(a, intervals[i][0]))
+        i += 1
+    return total
+
+
+def late_share(work: Sequence[GpuWork], starts: Sequence[float]) -> float:
+    """Median, over steps but the last, of the share of a step's GPU work (by launch) that ran
+    after the host had begun the next step."""
+    by_step: dict[int, list[Interval]] = {}
+    for w in work:
+        if w.launch is not None:
+            by_step.setdefault(_step_of(starts, w.launch), []).append((w.start, w.end))
+    shares = []
+    for i in range(len(starts) - 1):
+        busy = _union(by_step.get(i, []))
+        total = sum(b - a for a, b in busy)
+        if total > 0:
+            shares.append(sum(max(0.0, b - max(a, starts[i + 1])) for a, b in busy) / total)
+    return statistics.median(shares) if shares else 0.0
+
+
+def beside_steps(work: Sequence[GpuWork], starts: Sequence[float]) -> set[int]:
+    """Steps in which another stream's work ran beside the main stream's (the stream with the
+    most GPU time): the next batch's upload beside the forward, as an overlapped loop does."""
+    time: dict[Hashable, float] = {}
+    for w in work:
+        time[w.stream] = time.get(w.stream, 0.0) + (w.end - w.start)
+    if len(time) < 2:
+        return set()
+    main = max(time, key=lambda stream: time[stream])
+    busy = _union([(w.start, w.end) for w in work if w.stream == main])
+    return {_step_of(starts, w.start) for w in work
+            if w.stream != main and _covered(busy, w.start, w.end) > 0.0}
+
+
+def under_share(host: Sequence[Interval], busy: list[Interval],
+                blocked: Sequence[Interval] = ()) -> float | None:
+    """Share of the host's named work (``host_phases``, launches left out) done while the
+    GPU was busy; the time it spent blocked in synchronising calls is no work (a serial loop's
+    ``_process_last_data`` waits under the forward it processes). None without such work."""
+    waits = _union(list(blocked))
+    work = [piece for a, b in _union(list(host)) for piece in _minus(a, b, waits)]
+    total = sum(b - a for a, b in work)
+    if total <= 0:
+        return None
+    return sum(_covered(busy, a, b) for a, b in work) / total
+
+
+def _minus(a: float, b: float, holes: list[Interval]) -> list[Interval]:
+    """[a, b] less the sorted, disjoint ``holes``."""
+    out, cursor = [], a
+    i = max(bisect.bisect_right(holes, (a, float("inf"))) - 1, 0)
+    while i < len(holes) and holes[i][0] < b:
+        lo, hi = holes[i]
+        if hi > cursor and lo > cursor:
+            out.append((cursor, min(lo, b)))
+        cursor = max(cursor, hi)
+        i += 1
+    if cursor < b:
+        out.append((cursor, b))
+    return out
+
+
+def loop_seen(work: Sequence[GpuWork], blocking: Sequence[Interval], starts: Sequence[float],
+              host_work: Sequence[Interval] = (), join_us: float = 0.0) -> dict[str, Any]:
+    """What the trace says about its loop: ``verdict`` "serial", "overlapped" or "unknown", and
+    the readings behind it (over the steps but the first and the last, which hold the loop's
+    start and end): ``steps``, ``waited`` (steps in which the host blocked until the GPU ran
+    dry), ``late`` (median share of a step's GPU work run after the next step began),
+    ``beside`` (steps with a second stream's work beside the main one's) and ``under`` (share of
+    the host's named work done under GPU work; None without names)."""
+    middle = set(range(1, len(starts) - 1))
+    waited = len(waited_steps(work, blocking, starts) & middle)
+    beside = len(beside_steps(work, starts) & middle)
+    busy = _union([(w.start, w.end + join_us) for w in work])
+    under = under_share(host_work, busy, blocking)
+    late = late_share(work, starts)
+    seen: dict[str, Any] = {"steps": len(middle), "waited": waited, "late": round(late, 4),
+                            "beside": beside, "under": None if under is None else round(under, 4)}
+    n = len(middle)
+    if n < 3:
+        verdict = "unknown"
+    elif waited >= SERIAL_SHARE * n:
+        verdict = "serial"
+    elif (late >= LATE_SHARE or beside >= BESIDE_SHARE * n
+          or (under is not None and under >= UNDER_SHARE)
+          or (blocking and waited <= NO_WAIT_SHARE * n)):
+        verdict = "overlapped"
+    else:
+        verdict = "unknown"
+    seen["verdict"] = verdict
+    return seen
+
+
+def loop_notes(seen: dict[str, Any]) -> list[dict[str, Any]]:
+    """What ``loop_seen`` found, as text keys with values (``note_loop_*``): the verdict, and for
+    an overlapped loop each reading that shows it."""
+    steps, waited = seen["steps"], seen["waited"]
+    if seen["verdict"] == "serial":
+        return [{"key": "note_loop_serial", "waited": waited, "steps": steps}]
+    if seen["verdict"] != "overlapped":
+        return [{"key": "note_loop_unknown", "steps": steps}]
+    notes: list[dict[str, Any]] = [{"key": "note_loop_overlapped"}]
+    if waited <= NO_WAIT_SHARE * steps:
+        notes.append({"key": "note_loop_no_wait", "waited": waited, "steps": steps})
+    if seen["late"] >= LATE_SHARE:
+        notes.append({"key": "note_loop_late", "late": round(100 * seen["late"])})
+    if seen["beside"] >= BESIDE_SHARE * steps:
+        notes.append({"key": "note_loop_beside", "beside": seen["beside"], "steps": steps})
+    if seen["under"] is not None and seen["under"] >= UNDER_SHARE:
+        notes.append({"key": "note_loop_under", "under": round(100 * seen["under"])})
+    return notes
+
+
+def events_per_step(host_times: Sequence[float], starts: Sequence[float]) -> float:
+    """Host events the profiler recorded per step, over the steps but the first and the last."""
+    if len(starts) < 3:
+        return 0.0
+    lo, hi = starts[1], starts[-1]
+    inside = bisect.bisect_left(host_times, hi) - bisect.bisect_left(host_times, lo)
+    return inside / (len(starts) - 2)

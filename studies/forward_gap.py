@@ -1,0 +1,163 @@
+"""The loop's decode forward against its graph replayed alone, and its kernels by kind (CUDA).
+
+A decode forward inside the loop against the same graph replayed alone, ingredient by
+ingredient, and where one decode step's time goes, kernel by kernel.
+
+    python -m studies forward-gap --models qwen2.5-0.5b-shape llama-3.1-8b-shape --batches 1 64
+
+One engine per shape at the peer benchmark's settings (``studies/peers/benchmark.py``: CUDA graphs, the
+compiled decode step, room for 32 + 128 tokens a request; its batch room the largest B asked).
+The step timed is a real decode step:
+its metadata is taken at the device's ``upload`` in the middle of an overlap ``generate``. Each
+line adds one ingredient of the loop's launch path to the one before it; each is the median of
+``repeats`` rounds of ``iters`` back-to-back steps, CUDA events around a round (ms per step):
+
+1. graph        the decode graph's replay alone (``torch.cuda.CUDAGraph.replay``)
+2. + copy       the step's metadata first copied into the graph's static inputs (``_Graph.replay``)
+3. + streams    the device's verbs without the scheduler: ``CudaDevice.upload`` (one H2D copy on
+                the scheduler stream) and ``CudaDevice.forward`` (the engine stream waits for it,
+                copy, replay, the result copy on the copy stream), recorder off
+4. + recorder   the same with the span recorder's events
+5. the loop     an overlap ``generate`` of the same work: its forward span (``t_fwd_us``) and its
+                decode step (``steady_step_us``), medians over ``repeats`` runs
+
+Then the kernels of ``iters`` replays (torch.profiler): per kind, how many a step and their µs,
+beside the step's weight-read floor (every parameter read once at the copy bandwidth measured
+here). What the kernels' sum leaves of the replay is the time between the graph's kernels.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import torch
+
+from bench import cli
+
+
+def _decode_meta(eng, prompts, params, loop):
+    """A decode step's metadata from the middle of a real run (taken at ``upload``)."""
+    from record.schema import Phase
+    dev, metas = eng.device, []
+    upload = dev.upload
+
+    def spy(step_metas):
+        if step_metas[0].kind == Phase.DECODE:
+            metas.append(step_metas[0])
+        return upload(step_metas)
+
+    dev.upload = spy
+    try:
+        eng.generate(prompts, params, loop)
+    finally:
+        del dev.upload                   # the bound method again
+    return metas[len(metas) // 2]
+
+
+def run_shape(model: str, batches: list[int], prompt_len: int, new_tokens: int, iters: int,
+              repeats: int, bandwidth_gbs: float) -> None:
+    """One engine for the shape (room for the largest batch), every batch size on it."""
+    from engine import Engine
+    from engine.config import EngineConfig, LoopSpec, SamplingParams
+    from record.schema import Loop
+    from studies.peers.work import PeerWork, prompts_for
+
+    work = PeerWork(models=(model,), batches=tuple(batches), prompt_len=prompt_len,
+                    new_tokens=new_tokens)
+    cfg = EngineConfig(model=model, device="cuda", cuda_graph=True, max_batch_size=max(batches),
+                       max_seq_len=work.max_seq_len)
+    params = SamplingParams(max_new_tokens=new_tokens, temperature=0.0, ignore_eos=True)
+    overlap = LoopSpec(Loop.OVERLAP)
+    with Engine(cfg) as eng:
+        for batch in batches:
+            _one_batch(eng, model, batch, prompts_for(work, model, batch), params, overlap, iters,
+                       repeats, bandwidth_gbs)
+
+
+def _one_batch(eng, model, batch, prompts, params, overlap, iters, repeats, bandwidth_gbs):
+    from bench.timing import ms_per_call, weight_bytes
+    from engine.scheduler.request import COL_START
+    from record.recorder import Timeline
+    dev = eng.device
+    meta = _decode_meta(eng, prompts, params, overlap)
+    graph = dev.graphs.lookup(meta)
+    ints = torch.from_numpy(meta.ints).to("cuda")
+    floats = torch.from_numpy(meta.floats).to("cuda")
+    eng_stream = dev.engine_stream
+    torch.cuda.set_stream(eng_stream)
+    rows: list[tuple[str, list[float]]] = []
+    rows.append(("graph replay alone", ms_per_call(graph.graph.replay, iters, repeats,
+                                                   eng_stream)))
+    rows.append(("+ metadata copy into the graph's inputs",
+                 ms_per_call(lambda: graph.replay(ints, floats, keep=False), iters, repeats,
+                             eng_stream)))
+
+    def verbs():
+        dev.forward(dev.upload([meta])[0])
+
+    torch.cuda.set_stream(torch.cuda.default_stream())
+    dev.begin_run(Timeline(enabled=False))
+    rows.append(("+ upload on the scheduler stream, wait, result copy",
+                 ms_per_call(verbs, iters, repeats, eng_stream)))
+    timeline = Timeline()
+    dev.begin_run(timeline)
+    rows.append(("+ the recorder's events", ms_per_call(verbs, iters, repeats, eng_stream)))
+    timeline.resolve()
+    dev.begin_run(Timeline(enabled=False))
+    torch.cuda.set_stream(torch.cuda.default_stream())
+    runs = [eng.generate(prompts, params, overlap) for _ in range(repeats)]
+    loop_fwd = [r.metrics["t_fwd_us"] / 1e3 for r in runs]
+    loop_step = [r.metrics["steady_step_us"] / 1e3 for r in runs]
+    floor_ms = weight_bytes(dev.runner.model) / (bandwidth_gbs * 1e9) * 1e3
+    keys = int(meta.ints[0, COL_START]) + 1
+    print(f"\n### {model}, B = {batch} ({dev.label}), a decode step at {keys} keys a row"
+          f"\n\n| what runs | ms per step, median [min-max] | vs the graph alone |\n"
+          f"|---|---|---|")
+    base = statistics.median(rows[0][1])
+    for name, ms in rows + [("the overlap loop's forward span", loop_fwd),
+                            ("the overlap loop's decode step", loop_step)]:
+        med = statistics.median(ms)
+        print(f"| {name} | {med:.3f} [{min(ms):.3f}-{max(ms):.3f}] | "
+              f"{(med - base) * 1e3:+.1f} µs |")
+    torch.cuda.set_stream(eng_stream)
+    kernel_table(lambda: graph.replay(ints, floats, keep=False), base, floor_ms)
+    torch.cuda.set_stream(torch.cuda.default_stream())
+
+
+def kernel_table(replay, step_ms: float, floor_ms: float, steps: int = 20) -> None:
+    """The kernels of ``steps`` replays by kind (``studies.kernel_account``, the same account an
+    SGLang trace gets from ``python -m studies trace-kernels``) and the costliest by name."""
+    from studies.forward import profiled_kernels
+    from studies.kernel_account import account, format_account
+    acc = account(profiled_kernels(replay, steps), steps, step_ms * 1e3)
+    print(f"\nKernels of one replay (torch.profiler over {steps}): "
+          + format_account(acc, floor_ms * 1e3))
+
+
+def run(models: list[str], batches: list[int], prompt_len: int, new_tokens: int, iters: int,
+        repeats: int) -> int:
+    from bench.timing import copy_bandwidth_gbs
+    if not torch.cuda.is_available():
+        print("python -m studies forward-gap needs a CUDA GPU")
+        return 2
+    bw = copy_bandwidth_gbs()
+    print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}; copy bandwidth "
+          f"{bw:.0f} GB/s (read + write, measured now); {repeats} rounds of {iters} steps")
+    t0 = time.perf_counter()
+    for model in models:
+        run_shape(model, batches, prompt_len, new_tokens, iters, repeats, bw)
+        torch.cuda.empty_cache()
+    print(f"\ndone in {time.perf_counter() - t0:.0f} s")
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    p = cli.parser("python -m studies forward-gap", __doc__)
+    p.add_argument("--models", nargs="+", default=["qwen2.5-0.5b-shape"])
+    p.add_argument("--batches", nargs="+", type=int, default=[1, 64])
+    p.add_argument("--iters", type=int, default=50, help="back-to-back steps a round")
+    cli.add_work(p)
+    args = p.parse_args(argv)
+    return run(args.models, args.batches, args.prompt_len, args.new_tokens, args.iters,
+               args.repeats)
