@@ -28,7 +28,7 @@ from typing import Any
 
 import torch
 
-from engine.config import MAX_DECODE_STEPS, OVERLAP, RESULT_BUFFERS, EngineConfig, LoopSpec, SamplingParams
+from engine.config import OVERLAP, EngineConfig, LoopSpec, SamplingParams
 from engine.provenance import engine_commit
 from engine.scheduler.cache_manager import Pools
 from engine.scheduler.checks import memory_problems
@@ -36,7 +36,7 @@ from engine.scheduler.device import Device
 from engine.scheduler.intake import Intake, arrival_offsets_ns
 from engine.scheduler.kv_cache import CACHE_OWNER, IdPool
 from engine.scheduler.radix_cache import RadixCache
-from engine.scheduler.request import NUM_INT_COLS, prefill_shapes
+from engine.scheduler.request import prefill_shapes
 from engine.scheduler.scheduler import Scheduler, TokenSink
 from engine.scheduler.sources import RequestSource, ScheduledSource
 from record import host_load
@@ -110,8 +110,8 @@ class RunResult:
         run = run_dict(self.loop, self.decode_steps, self.label or self.mode, self.timeline,
                        self.metrics, [o.__dict__ for o in self.outputs],
                        lanes=self.lanes + self.extra_lanes,
-                       gpu_lanes=[lane for lane in self.lanes if lane in GPU_LANES],
-                       extra_cpu_us=self.extra_cpu_us)
+                       gpu_lanes=[lane for lane in self.lanes if lane in GPU_LANES])
+        run["extra_cpu_us"] = self.extra_cpu_us
         if self.host:
             run["host"] = self.host
         if self.memory:
@@ -183,15 +183,11 @@ class Engine:
         # Resolve and validate the model here, so a bad name fails before a process starts.
         self.spec, self.model_path, self.eos_ids = describe_model(cfg.model, self._progress)
         self._check_context()
-        self.device_init = DeviceInit(
-            model=self.model_path or cfg.model, dtype=self.dtype, seed=cfg.seed,
-            threads=cfg.cpu_threads, max_slots=cfg.max_batch_size, max_seq_len=cfg.max_seq_len,
-            num_pages=cfg.total_pages, page_size=cfg.page_size, max_rows=cfg.max_batch_size,
-            num_buffers=RESULT_BUFFERS, cpu_affinity=tuple(cfg.device_cpus))
+        self.device_init = DeviceInit(cfg, self.model_path or cfg.model, self.dtype)
         if not cfg.cpu_device_process:
             return InlineDevice(self.device_init)
         try:
-            return ProcessDevice(self.device_init, single_buffer=cfg.hazards.single_host_buffer)
+            return ProcessDevice(self.device_init)
         except (OSError, DeviceError) as err:
             # Say why in the label: a serial fallback must never pass for real overlap.
             return InlineDevice(self.device_init, reason=str(err).splitlines()[0])
@@ -204,7 +200,7 @@ class Engine:
 
     def _build_cuda(self) -> Device:
         from engine.devices.cuda import CudaDevice
-        from engine.devices.runner import ModelRunner
+        from engine.devices.runner import ModelRunner, RunnerConfig
         from engine.models.loader import load_model
 
         cfg = self.config
@@ -213,12 +209,8 @@ class Engine:
                             self._progress)
         self.spec, self.model_path, self.eos_ids = loaded.spec, loaded.path, loaded.eos_token_ids
         self._check_context()
-        runner = ModelRunner(loaded.model, cfg.max_batch_size, cfg.max_seq_len, cfg.total_pages,
-                             cfg.page_size, getattr(torch, self.dtype), torch.device("cuda"),
-                             sanitize=cfg.hazards.no_wait_stream, attention=cfg.attention,
-                             compile=cfg.compiles("cuda"),
-                             result_ring=(RESULT_BUFFERS * cfg.max_batch_size
-                                          if cfg.result_copy_stream == "copy" else 0))
+        runner = ModelRunner(loaded.model, RunnerConfig.of(cfg, getattr(torch, self.dtype),
+                                                           torch.device("cuda")))
         torch.cuda.synchronize()
         t1 = time.perf_counter()
         # Kernel JIT (Triton) and, with compile, the compiled regions for batch 1 and any batch;
@@ -234,10 +226,7 @@ class Engine:
             from engine.devices.cuda_graph import StepGraphs
             graphs = StepGraphs(runner, cfg)
         self.startup_s.update(load=t1 - t0, warm_up=t2 - t1, capture=time.perf_counter() - t2)
-        return CudaDevice(runner, cfg.max_batch_size, NUM_INT_COLS + cfg.pages_per_seq,
-                          max(cfg.max_prefill_tokens, 1), graphs=graphs, hazards=cfg.hazards,
-                          results=RESULT_BUFFERS, copy_stream=cfg.result_copy_stream,
-                          max_group=MAX_DECODE_STEPS)
+        return CudaDevice(runner, cfg, graphs)
 
     def _replace_dead_device(self) -> None:
         """A device that died (or was found stopped) in an earlier run is replaced by a new one."""
@@ -292,7 +281,7 @@ class Engine:
         for req, offset in zip(reqs, offsets_ns):
             req.arrival_ns = offset                # from the run's start, until it starts
         sched = Scheduler(cfg, self.device, self.pools, timeline, spec, ScheduledSource(reqs),
-                          capture=capture, pad_batches=self.device_name == "cuda")
+                          capture=capture)
         device_pid = getattr(getattr(self.device, "proc", None), "pid", None)
         cpu_start = host_load.snapshot(host_load.our_pids(device_pid))
         try:
@@ -338,8 +327,7 @@ class Engine:
         try:
             self._replace_dead_device()
             timeline = timeline or Timeline(enabled=self.config.record_timeline)
-            sched = Scheduler(self.config, self.device, self.pools, timeline, loop, source, sink,
-                              pad_batches=self.device_name == "cuda")
+            sched = Scheduler(self.config, self.device, self.pools, timeline, loop, source, sink)
             gc.collect()
             gc.freeze()
             try:

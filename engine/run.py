@@ -90,7 +90,7 @@ def compare_loops(engine: Engine, work: Workload, loops: Sequence[LoopSpec],
         _stop_if(options.should_stop)
         new = work.max_new_tokens
         params = stop_params_from_probe(engine, prompts, new, lo=new // 4, hi=new,
-                                        temperature=work.temperature, chat=chat)
+                                        temperature=work.temperature, chat=chat)[0]
     params = params if params is not None else work.sampling()
     times = arrival_times(work)
     runs = []
@@ -118,8 +118,8 @@ def session_record(env: dict[str, Any], config: RunConfig, loop: LoopSpec, label
     of the session's engine (the scheduler process sends it when the session starts)."""
     metrics = {**compute_metrics(spans, list(outputs), GPU_LANES),
                **latency_summary(list(outputs))}
-    run = run_dict(loop.loop, loop.decode_steps, label, spans, metrics, outputs,
-                   extra_cpu_us=loop.extra_cpu_us)
+    run = run_dict(loop.loop, loop.decode_steps, label, spans, metrics, outputs)
+    run["extra_cpu_us"] = loop.extra_cpu_us
     if spans_dropped:
         run["spans_dropped"] = spans_dropped
     return _record(env, config, [run])

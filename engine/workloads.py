@@ -233,14 +233,13 @@ def with_shared_prefix(prompts: list, tokens: int, tokenizer, vocab_size: int | 
 
 
 def stop_params_from_probe(engine, prompts, max_new_tokens: int, lo: int, hi: int, seed: int = 0,
-                           temperature: float = 0.0, chat: bool = False,
-                           with_run: bool = False):
-    """Per-request ``SamplingParams`` whose stop token really fires, at varied steps.
+                           temperature: float = 0.0, chat: bool = False):
+    """Per-request ``SamplingParams`` whose stop token really fires, at varied steps, and the
+    probe's ``RunResult`` (what a step of this workload costs).
 
     A probe run (normal loop, no early stop) shows what each request emits; its stop token is the
     token it emitted at a random output position in ``[lo, hi)`` (clamped to its output). Requests
     then finish at different steps, as in real traffic, and the lag-one/lag-k costs become real.
-    ``with_run``: also return the probe's ``RunResult`` (what a step of this workload costs).
     """
     from engine.config import NORMAL, SamplingParams
 
@@ -253,7 +252,7 @@ def stop_params_from_probe(engine, prompts, max_new_tokens: int, lo: int, hi: in
         stop = ids[rng.randrange(min(lo, len(ids) - 1), max(min(hi, len(ids)), 1))]
         params.append(SamplingParams(max_new_tokens=max_new_tokens, temperature=temperature,
                                      ignore_eos=True, stop_token_ids=(stop,)))
-    return (params, probe) if with_run else params
+    return params, probe
 
 
 def token_prompts(engine, prompts: list[str], tokens: int) -> list:

@@ -21,7 +21,6 @@ import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 _server_pid: int | None = None      # the server process beside this engine, if there is one
 
@@ -128,7 +127,7 @@ class MachineLoad:
         return self.others_busy or self.device_starved
 
 
-def machine_load(run: Mapping[str, Any]) -> MachineLoad | None:
+def machine_load(run: Mapping[str, object]) -> MachineLoad | None:
     """What the run measured of the machine; None where it measured nothing (a recording made
     elsewhere, a trace)."""
     host = run.get("host")
@@ -140,14 +139,14 @@ def machine_load(run: Mapping[str, Any]) -> MachineLoad | None:
     return MachineLoad(other, int(_number(host.get("cpus")) or 0), device)
 
 
-def busiest(runs: Sequence[Mapping[str, Any]]) -> MachineLoad | None:
+def busiest(runs: Sequence[Mapping[str, object]]) -> MachineLoad | None:
     """Of the runs that found the machine busy, the one it was busiest for (None: none did)."""
     loads = [load for load in map(machine_load, runs) if load is not None and load.busy]
     return max(loads, key=lambda load: (load.device_starved,
                                         load.other_share or 0.0)) if loads else None
 
 
-def _number(value: Any) -> float | None:
+def _number(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return float(value)

@@ -61,18 +61,17 @@ class RecordError(ValueError):
 
 def run_dict(loop: str, decode_steps: int, label: str, spans: Sequence[Span | SpanDict],
              metrics: Metrics | Mapping[str, Any] | None = None, outputs: Sequence[OutputDict] = (),
-             lanes: Sequence[str] = BASE_LANES, gpu_lanes: Sequence[str] = GPU_LANES,
-             extra_cpu_us: int = 0) -> RunDict:
+             lanes: Sequence[str] = BASE_LANES, gpu_lanes: Sequence[str] = GPU_LANES) -> RunDict:
     """One run of a record. The only place a run dict is built, for a finished run and for the
     partial run a live view draws (no metrics and no outputs yet).
 
-    ``loop`` is a ``record.schema.Loop``; ``decode_steps`` is k (1 unless multi-step) and
-    ``extra_cpu_us`` the CPU work added to each scheduler iteration: the run's per-loop
-    settings. Names are written as plain strings: a record holds JSON's own types, and unpickles
-    anywhere. ``metrics`` may hold keys of its own beside those ``Metrics`` names.
+    ``loop`` is a ``record.schema.Loop`` and ``decode_steps`` its k (1 unless multi-step); a run
+    with extra CPU work sets its ``extra_cpu_us`` (0 here), the third per-loop setting. Names
+    are written as plain strings: a record holds JSON's own types, and unpickles anywhere.
+    ``metrics`` may hold keys of its own beside those ``Metrics`` names.
     """
-    return {"loop": str(loop), "decode_steps": int(decode_steps),
-            "extra_cpu_us": int(extra_cpu_us), "label": label,
+    return {"loop": str(loop), "decode_steps": int(decode_steps), "extra_cpu_us": 0,
+            "label": label,
             "lanes": [str(lane) for lane in lanes], "gpu_lanes": [str(lane) for lane in gpu_lanes],
             "metrics": cast(Metrics, dict(metrics or {})),    # its own keys kept too
             "spans": [span_dict(s) for s in spans],

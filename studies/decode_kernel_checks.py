@@ -18,6 +18,7 @@ import torch
 
 from engine.layers.paged_attention import (
     Chunking,
+    PagedDecodeContext,
     by_length,
     fixed_chunking,
     paged_attention_reference,
@@ -120,10 +121,9 @@ def _run(c, chunking: Chunking, inv_freq, rope_in_kernel: bool):
         q, k_new = rope_at(q, last, inv_freq), rope_at(k_new, last, inv_freq)
     out = torch.full_like(q, float("nan"))
     caches = c["k_cache"].clone(), c["v_cache"].clone()
-    paged_decode_attention(q, k_new, c["v_new"], *caches, c["page_table"], c["kv_lens"], PAGE,
-                           chunking.max_chunks, chunking.block_n,
-                           inv_freq=inv_freq if rope_in_kernel else None,
-                           chunk_keys=chunking.chunk_keys, out=out)
+    ctx = PagedDecodeContext(c["page_table"], c["kv_lens"], PAGE, chunking,
+                             inv_freq=inv_freq if rope_in_kernel else None)
+    paged_decode_attention(q, k_new, c["v_new"], *caches, ctx, out=out)
     torch.cuda.synchronize()                   # surfaces a launch's error here, not later
     return out, caches
 
@@ -272,11 +272,11 @@ def attention_times(models, limit_s: float) -> list[dict[str, Any]]:
                     inputs = _layers(model, batch, context)
                     for index in variants:
                         label, chunking, rope = attention_variants(max_seq)[index]
-                        calls = [lambda c=c, k=chunking, f=(inv_freq if rope else None):
-                                 paged_decode_attention(
-                                     c["q"], c["k_new"], c["v_new"], c["k_cache"], c["v_cache"],
-                                     c["page_table"], c["kv_lens"], PAGE, k.max_chunks,
-                                     k.block_n, inv_freq=f, chunk_keys=k.chunk_keys)
+                        calls = [lambda c=c, ctx=PagedDecodeContext(
+                                     c["page_table"], c["kv_lens"], PAGE, chunking,
+                                     inv_freq=inv_freq if rope else None):
+                                 paged_decode_attention(c["q"], c["k_new"], c["v_new"],
+                                                        c["k_cache"], c["v_cache"], ctx)
                                  for c in inputs]
                         rows.append({"model": model, "batch": batch, "context": context,
                                      "kernels": label, "chunking": chunking.label,

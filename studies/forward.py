@@ -73,15 +73,17 @@ def graph_step_ms(runner, batch: int, context: int, pages_per_seq: int, iters: i
 
 def build_runner(model_name: str, variant: str, max_batch: int, max_seq_len: int, page_size=16,
                  kv_splits: int | None = None):
-    from engine.devices.runner import ModelRunner
+    from engine.devices.runner import DecodeKernels, ModelRunner, RunnerConfig
     from engine.models.loader import load_model
     attention, compile_, gemv, rope_in_attention, mode = VARIANTS[variant]
     loaded = load_model(model_name, "cuda", torch.bfloat16)
     pages_per_seq = -(-max_seq_len // page_size)
-    runner = ModelRunner(loaded.model, max_batch, max_seq_len, max_batch * pages_per_seq,
-                         page_size, torch.bfloat16, torch.device("cuda"), attention=attention,
-                         compile=compile_, gemv=gemv, rope_in_attention=rope_in_attention,
-                         kv_splits=kv_splits, compile_mode=mode)
+    kernels = (DecodeKernels() if rope_in_attention is None
+               else DecodeKernels(rope_in_attention=rope_in_attention))
+    runner = ModelRunner(loaded.model, RunnerConfig(
+        max_batch, max_seq_len, max_batch * pages_per_seq, page_size, torch.bfloat16,
+        torch.device("cuda"), attention=attention, compile=compile_, compile_mode=mode,
+        gemv=gemv, kernels=kernels, kv_splits=kv_splits))
     t0 = time.perf_counter()
     runner.warm_up((1, 2), pages_per_seq)
     torch.cuda.synchronize()

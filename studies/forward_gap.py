@@ -59,8 +59,7 @@ def run_shape(model: str, batches: list[int], prompt_len: int, new_tokens: int, 
               repeats: int, bandwidth_gbs: float) -> None:
     """One engine for the shape (room for the largest batch), every batch size on it."""
     from engine import Engine
-    from engine.config import EngineConfig, LoopSpec, SamplingParams
-    from record.schema import Loop
+    from engine.config import EngineConfig, SamplingParams
     from studies.peers.work import PeerWork, prompts_for
 
     work = PeerWork(models=(model,), batches=tuple(batches), prompt_len=prompt_len,
@@ -68,17 +67,19 @@ def run_shape(model: str, batches: list[int], prompt_len: int, new_tokens: int, 
     cfg = EngineConfig(model=model, device="cuda", cuda_graph=True, max_batch_size=max(batches),
                        max_seq_len=work.max_seq_len)
     params = SamplingParams(max_new_tokens=new_tokens, temperature=0.0, ignore_eos=True)
-    overlap = LoopSpec(Loop.OVERLAP)
     with Engine(cfg) as eng:
         for batch in batches:
-            _one_batch(eng, model, batch, prompts_for(work, model, batch), params, overlap, iters,
+            _one_batch(eng, model, batch, prompts_for(work, model, batch), params, iters,
                        repeats, bandwidth_gbs)
 
 
-def _one_batch(eng, model, batch, prompts, params, overlap, iters, repeats, bandwidth_gbs):
+def _one_batch(eng, model, batch, prompts, params, iters, repeats, bandwidth_gbs):
     from bench.timing import ms_per_call, weight_bytes
+    from engine.config import LoopSpec
     from engine.scheduler.request import COL_START
     from record.recorder import Timeline
+    from record.schema import Loop
+    overlap = LoopSpec(Loop.OVERLAP)
     dev = eng.device
     meta = _decode_meta(eng, prompts, params, overlap)
     graph = dev.graphs.lookup(meta)

@@ -122,7 +122,7 @@ def main(argv: list[str]) -> int:
                   f"(lowest {min(vals):.3f})")
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
-        first.setdefault("config", {})["made_by"] = (
+        first["env"]["made_by"] = (
             "python -m studies gpu-first-click: the page's handler (ui.live_runs.run_live) with "
             "the page's defaults after the warm-up, first click")
         (args.out / args.name).write_text(json.dumps(first, separators=(",", ":")))

@@ -54,15 +54,17 @@ def hf_generate(out: Path, workdir: Path) -> None:
 
 
 def engine(out: Path, graphs: bool) -> None:
-    from engine import Engine, SamplingParams
+    from engine import Engine
     from engine.config import OVERLAP
     from engine.workloads import Workload
 
-    config = Workload(PROMPT, NEW, margin=16).engine_config(model=MODEL, device="cuda",
-                                                            cuda_graph=graphs, max_batch_size=BATCH)
-    prompts = [[(i * 31 + j * 7) % 1000 + 8 for j in range(PROMPT)] for i in range(BATCH)]
-    params = SamplingParams(max_new_tokens=NEW, ignore_eos=True)
+    work = Workload(PROMPT, NEW, margin=16, requests=BATCH, ignore_eos=True,
+                    prompt_ids=tuple(tuple((i * 31 + j * 7) % 1000 + 8 for j in range(PROMPT))
+                                     for i in range(BATCH)))
+    config = work.engine_config(model=MODEL, device="cuda", cuda_graph=graphs,
+                                max_batch_size=BATCH)
     with Engine(config) as eng:
+        prompts, params = work.prompts(eng), work.sampling()
         eng.generate(prompts, params)                                  # warm-up
         with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
             eng.generate(prompts, params, OVERLAP)

@@ -19,7 +19,7 @@ import functools
 import html
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from record.gpu_time import gpu_time
 from record.imported import imported
@@ -97,7 +97,7 @@ def side_by_side_figure(runs: list[RunDict], window: tuple[int, int] | None = No
     for row, (run, lanes, run_ticks, run_marks) in enumerate(zip(runs, lane_lists, ticks, marks),
                                                               start=1):
         offset = run["window"]["t_start_us"] if window is not None else 0.0
-        x_max = max(x_max, add_run(fig, run, lanes, row, offset, legend_shown, lang,
+        x_max = max(x_max, add_run(fig, run, lanes, Cell(row, 1, offset), legend_shown, lang,
                                     marks=run_marks, px_us=px_us))
         if added_up:
             _add_time_added_up(fig, run, len(lanes) - 0.5 + sum_row / 2, row, px_us, lang)
@@ -192,12 +192,21 @@ def _busy_us(run: RunDict) -> float:
     return sum(end - start for start, end in busy)
 
 
-def add_run(fig: FigureSpec, run: RunDict, lanes: list[str], row: int, offset_us: float,
-             legend_shown: set[str], lang: str, col: int = 1,
+class Cell(NamedTuple):
+    """Where a run is drawn: its subplot, and the time (µs) its x-axis starts at."""
+
+    row: int
+    col: int = 1
+    offset_us: float = 0.0
+
+
+def add_run(fig: FigureSpec, run: RunDict, lanes: list[str], cell: Cell,
+             legend_shown: set[str], lang: str,
              marks: list[LagMark] | None = None, px_us: float = 0.0) -> float:
-    """Add one run's gap band, phase bars and lag marks to subplot (row, col); return its last
+    """Add one run's gap band, phase bars and lag marks to subplot ``cell``; return its last
     end in ms. Spans on lanes not in ``lanes`` are left out. ``px_us``: the time a pixel of the
     chart holds, for a whole-run view (``_add_gaps``); 0 for a zoomed one."""
+    row, col, offset_us = cell
     index = {lane: i for i, lane in enumerate(lanes)}
     spans = [s for s in run.get("spans", []) if s["lane"] in index]
     gpu = [lane for lane in gpu_lanes(run) if lane in index]
@@ -211,7 +220,7 @@ def add_run(fig: FigureSpec, run: RunDict, lanes: list[str], row: int, offset_us
         if len(gaps) > MAX_BARS:       # thousands of gaps per pixel: one band per pixel run
             drawn = bands(gaps, (t_end - t_start) / PIXELS)
         if drawn and gpu:
-            _add_gaps(fig, drawn, rows, row, offset_us, legend_shown, lang, col, kind, px_us)
+            _add_gaps(fig, drawn, rows, cell, legend_shown, lang, kind, px_us)
     every = spans                                  # the lag marks find their forwards here
     extra_gpu = set(gpu) - set(LANES)
     roles = imported(run).get("phase_roles") or {}    # an imported trace's named host phases
@@ -236,7 +245,7 @@ def add_run(fig: FigureSpec, run: RunDict, lanes: list[str], row: int, offset_us
                                    rank, lang), row=row, col=col)
         legend_shown.add(phase)
     if marks:
-        _add_lag_marks(fig, every, marks, index, (row, col), offset_us, (t_start, t_end),
+        _add_lag_marks(fig, every, marks, index, cell, (t_start, t_end),
                        legend_shown, lang)
     return (t_end - offset_us) / 1000.0
 
@@ -305,9 +314,9 @@ def _cached_line(span: SpanDict, lang: str) -> str:
                                           total=cached + int(span.get("num_tokens") or 0))
 
 
-def _add_gaps(fig: FigureSpec, gaps: Sequence[tuple[float, ...]], gpu_rows: list[int], row: int,
-              offset_us: float, legend_shown: set[str], lang: str, col: int = 1,
-              kind: str = "gpu_idle", px_us: float = 0.0) -> None:
+def _add_gaps(fig: FigureSpec, gaps: Sequence[tuple[float, ...]], gpu_rows: list[int], cell: Cell,
+              legend_shown: set[str], lang: str, kind: str = "gpu_idle",
+              px_us: float = 0.0) -> None:
     """One bar per gap and per contiguous band of GPU lanes: red hatched for GPU idle, plain
     grey for time when no request was in the system (``kind="no_requests"``).
 
@@ -316,6 +325,7 @@ def _add_gaps(fig: FigureSpec, gaps: Sequence[tuple[float, ...]], gpu_rows: list
     a hundred gaps of a fifth of a pixel each were a wall of red lines, as red as eighty gaps
     of five pixels."""
     whole = px_us > 0 and kind == "gpu_idle"
+    offset_us = cell.offset_us
     bands: list[list[int]] = []
     for lane_row in gpu_rows:
         if bands and lane_row == bands[-1][-1] + 1:
@@ -345,14 +355,15 @@ def _add_gaps(fig: FigureSpec, gaps: Sequence[tuple[float, ...]], gpu_rows: list
         legendrank=1 if kind == "gpu_idle" else 4, orientation="h", base=starts, x=lengths,
         y=ys, width=widths, customdata=starts,
         hovertemplate=f"<b>{name}</b><br>" + t(lang, "hover_gap"), marker=marker,
-    ), row=row, col=col)
+    ), row=cell.row, col=cell.col)
     legend_shown.add(kind)
 
 
 def _add_lag_marks(fig: FigureSpec, spans: list[SpanDict], marks: list[LagMark],
-                   index: dict[str, int], cell: tuple[int, int], offset_us: float,
+                   index: dict[str, int], cell: Cell,
                    t_range: tuple[float, float], legend_shown: set[str], lang: str) -> None:
     """★ on each forward that still carried a stopped request; × where its stop was read."""
+    offset_us = cell.offset_us
     forwards = {s["step"]: s for s in spans
                 if s["lane"] == Lane.ENGINE_STREAM and s["phase"] in FORWARD_PHASES}
     stars_x, stars_text = [], []
@@ -387,7 +398,7 @@ def _add_lag_marks(fig: FigureSpec, spans: list[SpanDict], marks: list[LagMark],
             marker={"symbol": "x-thin", "size": 11, "line": {"color": "#222222", "width": 2}}))
         legend_shown.add("stop")
     for trace in traces:
-        fig.add_trace(trace, row=cell[0], col=cell[1])
+        fig.add_trace(trace, row=cell.row, col=cell.col)
 
 
 def _with_totals(items: list[tuple[int, int, int]],

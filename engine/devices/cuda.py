@@ -35,10 +35,11 @@ from typing import Any
 
 import torch
 
+from engine.config import MAX_DECODE_STEPS, RESULT_BUFFERS, EngineConfig
 from engine.devices.cuda_buffers import EventPool, EventRing, Ring, UploadRing
 from engine.devices.runner import ModelRunner
 from engine.scheduler.device import ForwardOutput
-from engine.scheduler.request import StepMeta
+from engine.scheduler.request import NUM_INT_COLS, StepMeta
 from record.recorder import Timeline
 from record.schema import BASE_LANES, LANES, Lane, Phase
 
@@ -76,36 +77,41 @@ class CudaDevice:
 
     kind = "cuda"
     lanes: tuple[str, ...]
+    pads_batches = True             # to the shapes it warmed (and captured as graphs)
 
-    def __init__(self, runner: ModelRunner, max_rows: int, int_width: int, max_writes: int,
-                 graphs: Any = None, hazards: Any = None, ring: int = 2,
-                 results: int = 2, copy_stream: str = "copy", max_group: int = 1) -> None:
-        from engine.config import HazardSwitches
+    def __init__(self, runner: ModelRunner, cfg: EngineConfig, graphs: Any = None,
+                 ring: int = 2) -> None:
+        """Streams over ``runner`` for an engine of ``cfg`` (``graphs``: its ``StepGraphs``, or
+        None for eager steps); ``ring`` upload buffers."""
         self.runner, self.graphs = runner, graphs
-        self.hazards = hazards or HazardSwitches()
-        self.placement = copy_stream                 # where the result copy runs (module doc)
+        self.hazards = cfg.hazards
+        self.placement = cfg.result_copy_stream      # where the result copy runs (module doc)
         self.label = (f"{torch.cuda.get_device_name()}, {'CUDA graphs' if graphs else 'eager'}, "
                       f"{runner.attention} attention" + (", compiled" if runner.compiled else ""))
         self.scheduler_stream = torch.cuda.Stream()
         self.engine_stream = torch.cuda.Stream()
-        self.copy_stream = torch.cuda.Stream() if copy_stream == "copy" else None
+        self.copy_stream = torch.cuda.Stream() if self.placement == "copy" else None
         self.lanes = LANES if self.copy_stream is not None else BASE_LANES
         self.timeline = Timeline(enabled=False)
         self.events = EventPool()                 # timing events, lent to the timeline
+        results = RESULT_BUFFERS
         self.forward_done = EventRing(results)    # scheduler-stream copies wait on these
-        self.max_rows, self.int_width, self.max_writes, self.ring = max_rows, int_width, max_writes, ring
-        # Room for a multi-step group of max_group steps from the start: growing later waits.
-        self._grow_staging(max_rows * max_group)
+        self.max_rows, self.ring = cfg.max_batch_size, ring
+        self.int_width = NUM_INT_COLS + cfg.pages_per_seq
+        self.max_writes = max(cfg.max_prefill_tokens, 1)
+        # Room for a multi-step group of the longest k from the start: growing later waits.
+        self._grow_staging(self.max_rows * MAX_DECODE_STEPS)
         pin = dict(pin_memory=True)
         single = self.hazards.single_host_buffer
-        self.results = Ring([torch.zeros(max_rows, dtype=torch.int64, **pin)
+        self.results = Ring([torch.zeros(self.max_rows, dtype=torch.int64, **pin)
                              for _ in range(1 if single else results)], guard=not single)
         self._ring_slots, self._ring_slot = results, 0
         if self.copy_stream is not None:
             # Result buffer i pairs with ring rows [i * max_rows, (i + 1) * max_rows): reusing
             # the buffer (Ring's guard: its last copy is done) frees that ring row too.
-            ring = runner.result_ring
-            assert ring is not None and ring.shape[0] > results * max_rows, "result ring too small"
+            result_ring = runner.result_ring
+            assert result_ring is not None and result_ring.shape[0] > results * self.max_rows, \
+                "result ring too small"
 
     # ---- run boundaries ------------------------------------------------------------------------
     def begin_run(self, timeline: Timeline) -> None:

@@ -36,6 +36,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 
+from engine.config import RESULT_BUFFERS, EngineConfig
 from engine.proc_watch import exit_text, is_stopped, start_deaf_to_ctrl_c
 from engine.scheduler.device import ForwardOutput
 from engine.scheduler.request import StepMeta
@@ -56,19 +57,17 @@ class DeviceError(RuntimeError):
 
 @dataclass(frozen=True)
 class DeviceInit:
-    """What the device process needs to build its runner (plain values: it is pickled)."""
+    """What the device process builds its runner from (pickled): the engine's config, the
+    model's resolved path and dtype, and how many shared result buffers it writes into."""
 
+    config: EngineConfig
     model: str
     dtype: str
-    seed: int
-    threads: int
-    max_slots: int
-    max_seq_len: int
-    num_pages: int
-    page_size: int
-    max_rows: int
-    num_buffers: int
-    cpu_affinity: tuple[int, ...] = ()   # cores the device process may run on (empty: any)
+    num_buffers: int = RESULT_BUFFERS
+
+    @property
+    def max_rows(self) -> int:
+        return self.config.max_batch_size
 
 
 @dataclass(frozen=True)
@@ -109,13 +108,12 @@ class DeviceFailed:
 # ---- the device side (runs in the child, or in-process for the fallback) ----------------------
 
 def build_runner(init: DeviceInit):
-    from engine.devices.runner import ModelRunner
+    from engine.devices.runner import ModelRunner, RunnerConfig
     from engine.models.loader import load_model
 
     dtype = getattr(torch, init.dtype)
-    loaded = load_model(init.model, "cpu", dtype, init.seed)
-    runner = ModelRunner(loaded.model, init.max_slots, init.max_seq_len, init.num_pages,
-                         init.page_size, dtype, torch.device("cpu"))
+    loaded = load_model(init.model, "cpu", dtype, init.config.seed)
+    runner = ModelRunner(loaded.model, RunnerConfig.of(init.config, dtype, torch.device("cpu")))
     return loaded, runner
 
 
@@ -149,9 +147,9 @@ def device_main(init: DeviceInit, cmd_conn, done_conn, shared) -> None:
     to the whole process group)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        if init.cpu_affinity:
-            os.sched_setaffinity(0, init.cpu_affinity)
-        torch.set_num_threads(init.threads)
+        if init.config.device_cpus:
+            os.sched_setaffinity(0, init.config.device_cpus)
+        torch.set_num_threads(init.config.cpu_threads)
         _, runner = build_runner(init)
         results = np.frombuffer(shared, dtype=np.int64).reshape(init.num_buffers, init.max_rows)
         ready: DeviceReady | DeviceFailed = DeviceReady(os.getpid())
@@ -203,11 +201,11 @@ class ProcessDevice:
     kind = "cpu-process"
     label = "CPU, separate device process"
     lanes = BASE_LANES              # one process plays both streams, in order; no copy stream
+    pads_batches = False
 
-    def __init__(self, init: DeviceInit, single_buffer: bool = False,
-                 start_timeout_s: float = START_TIMEOUT_S) -> None:
+    def __init__(self, init: DeviceInit, start_timeout_s: float = START_TIMEOUT_S) -> None:
         ctx = mp.get_context("spawn")   # never fork a process that may already run server threads
-        self.num_buffers = 1 if single_buffer else init.num_buffers
+        self.num_buffers = 1 if init.config.hazards.single_host_buffer else init.num_buffers
         init = replace(init, num_buffers=self.num_buffers)
         self.shared = ctx.RawArray("b", self.num_buffers * init.max_rows * 8)
         self.results = np.frombuffer(self.shared, dtype=np.int64).reshape(self.num_buffers,
@@ -367,10 +365,11 @@ class InlineDevice:
     kind = "cpu-inline"
     label = "CPU, in-process fallback (no device process: serial, no real overlap)"
     lanes = BASE_LANES
+    pads_batches = False
     healthy = True
 
     def __init__(self, init: DeviceInit, reason: str = "") -> None:
-        torch.set_num_threads(init.threads)
+        torch.set_num_threads(init.config.cpu_threads)
         _, self.runner = build_runner(init)
         self.results = np.zeros((init.num_buffers, init.max_rows), dtype=np.int64)
         self.buf = 0

@@ -21,10 +21,11 @@ the greedy argmax): the defaults are the engine's, the others are there to be me
 from __future__ import annotations
 
 import importlib.util
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field
 
 import torch
 
+from engine.config import RESULT_BUFFERS, EngineConfig
 from engine.layers import sampler
 from engine.layers.paged_attention import (
     BLOCK_N,
@@ -107,51 +108,72 @@ def pick_attention(requested: str, device: torch.device, dtype: torch.dtype) -> 
     return requested
 
 
+@dataclass(frozen=True)
+class RunnerConfig:
+    """What a ``ModelRunner`` is built for: its pools, where and in what precision, and the
+    decode step's kernels. ``of`` reads it from an engine's config; a study sets it by hand.
+
+    ``kv_splits``: one fixed chunk count for every row (None: as ``kernels`` say).
+    ``result_ring``: rows of the device result ring a copy stream reads (0: none).
+    ``sanitize``: the hazard lab's clamp of every index (metadata may be garbage without
+    ``wait_stream``: wrong tokens, not a device-side assert that kills the context)."""
+
+    max_slots: int
+    max_seq_len: int
+    num_pages: int
+    page_size: int
+    dtype: torch.dtype
+    device: torch.device
+    attention: str = "auto"
+    compile: bool = False
+    compile_mode: str | None = None         # torch.compile's mode (None: its default)
+    gemv: bool | tuple[str, ...] = False    # an experiment: python -m studies forward
+    kernels: DecodeKernels = field(default_factory=DecodeKernels)
+    kv_splits: int | None = None
+    result_ring: int = 0
+    sanitize: bool = False
+
+    @classmethod
+    def of(cls, cfg: EngineConfig, dtype: torch.dtype, device: torch.device) -> RunnerConfig:
+        """The runner of an engine of ``cfg`` on ``device``. A CPU always takes the plain
+        PyTorch path; only a CUDA device with a copy stream has a result ring."""
+        cuda = device.type == "cuda"
+        ring = cuda and cfg.result_copy_stream == "copy"
+        return cls(cfg.max_batch_size, cfg.max_seq_len, cfg.total_pages, cfg.page_size, dtype,
+                   device, attention=cfg.attention if cuda else "auto",
+                   compile=cfg.compiles(device.type),
+                   result_ring=RESULT_BUFFERS * cfg.max_batch_size if ring else 0,
+                   sanitize=cuda and cfg.hazards.no_wait_stream)
+
+
 class ModelRunner:
-    def __init__(self, model: CausalLM, max_slots: int, max_seq_len: int, num_pages: int,
-                 page_size: int, dtype: torch.dtype, device: torch.device,
-                 sanitize: bool = False, attention: str = "auto", compile: bool = False,
-                 gemv: bool | tuple[str, ...] = False, result_ring: int = 0,
-                 rope_in_attention: bool | None = None,
-                 kv_splits: int | None = None, compile_mode: str | None = None,
-                 kernels: DecodeKernels | None = None) -> None:
-        """``kernels``: the decode step's kernel choices (None: ``DecodeKernels()``).
-        ``rope_in_attention`` (None: as ``kernels`` says) and ``kv_splits`` (a fixed chunk
-        count for every row, None: as ``kernels`` says) override it.
-        ``compile_mode``: torch.compile's mode for the compiled regions (None: the default)."""
-        spec = model.spec
-        self.model, self.device, self.page_size, self.dtype = model, device, page_size, dtype
+    def __init__(self, model: CausalLM, config: RunnerConfig) -> None:
+        spec, c = model.spec, config
+        self.model, self.device, self.page_size, self.dtype = model, c.device, c.page_size, c.dtype
         self.vocab_size = spec.vocab_size
-        self.scratch_page = num_pages                 # the extra page that padding writes into
-        self.dummy_slot = max_slots                   # the extra token_pool row padding reads
-        self.max_seq_len = max_seq_len
-        self.num_pages = num_pages
-        # Hazard lab only: without wait_stream the metadata may be garbage; clamp every index so
-        # the fault shows as wrong tokens instead of a device-side assert that kills the context.
-        self.sanitize = sanitize
-        self.kv_caches = allocate_kv_tensors(spec.num_layers, num_pages, page_size,
-                                             spec.num_kv_heads, spec.head_dim, dtype, device)
+        self.scratch_page = c.num_pages               # the extra page that padding writes into
+        self.dummy_slot = c.max_slots                 # the extra token_pool row padding reads
+        self.max_seq_len = c.max_seq_len
+        self.num_pages = c.num_pages
+        self.sanitize = c.sanitize
+        self.kv_caches = allocate_kv_tensors(spec.num_layers, c.num_pages, c.page_size,
+                                             spec.num_kv_heads, spec.head_dim, c.dtype, c.device)
         # token_pool: [slots + 1, max_seq_len + 1] token ids, resident on the device.
-        self.token_pool = torch.zeros(max_slots + 1, max_seq_len + 1, dtype=torch.int64,
-                                      device=device)
-        # result_ring: [result_ring] sampled tokens the host's copies read (0: none), plus one
-        # place padding and capture-time rows may write (COL_OUT = result_ring).
-        self.result_ring = (torch.zeros(result_ring + 1, dtype=torch.int64, device=device)
-                            if result_ring else None)
-        self.attention = pick_attention(attention, device, dtype)
-        kernels = kernels or DecodeKernels()
-        if rope_in_attention is not None:
-            kernels = replace(kernels, rope_in_attention=rope_in_attention)
-        self.use_kernels(kernels, kv_splits)
+        self.token_pool = torch.zeros(c.max_slots + 1, c.max_seq_len + 1, dtype=torch.int64,
+                                      device=c.device)
+        # result_ring: [result_ring + 1] sampled tokens the host's copies read, plus one place
+        # padding and capture-time rows may write (COL_OUT = result_ring).
+        self.result_ring = (torch.zeros(c.result_ring + 1, dtype=torch.int64, device=c.device)
+                            if c.result_ring else None)
+        self.attention = pick_attention(c.attention, c.device, c.dtype)
+        self.use_kernels(c.kernels, c.kv_splits)
         self.forward_fn = model
-        self.compiled = compile
-        if compile:
-            if device.type != "cuda":
+        self.compiled = c.compile
+        if c.compile:
+            if c.device.type != "cuda":
                 raise ValueError("compile=True is for CUDA only (CPU mode never compiles)")
             from engine.models.compiled import CompiledDecode
-            # gemv: an experiment, off by default (python -m studies forward --variants
-            # triton+compile triton+compile+gemv triton+compile+gemv-in compares it with cuBLAS)
-            self.forward_fn = CompiledDecode(model, gemv=gemv, mode=compile_mode)
+            self.forward_fn = CompiledDecode(model, gemv=c.gemv, mode=c.compile_mode)
 
     def use_kernels(self, kernels: DecodeKernels, kv_splits: int | None = None) -> None:
         """Take ``kernels`` for the decode steps from now on (a CUDA graph keeps the choices it

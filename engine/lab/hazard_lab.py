@@ -172,8 +172,7 @@ def run_hazard(base: EngineConfig, switch: str | None, seed: int = 0,
         new = 40 if memory else 12
         params, probe = stop_params_from_probe(ref_engine, prompts, new,
                                                lo=1 if not memory else 8,
-                                               hi=4 if not memory else new, seed=seed,
-                                               with_run=True)
+                                               hi=4 if not memory else new, seed=seed)
         if hazard.stop_before_limit:
             params = [replace(p, max_new_tokens=min(new, o.token_ids.index(p.stop_token_ids[0])
                                                     + 2)) for p, o in zip(params, probe.outputs)]

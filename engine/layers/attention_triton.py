@@ -158,17 +158,18 @@ def _merge_kernel(Mid, Lse, Out, Lens, stride_mb, stride_mh, stride_ms, stride_l
     tl.store(Out + row * stride_ob + head * stride_oh + d, out.to(Out.dtype.element_ty), mask=d_ok)
 
 
-def paged_decode_attention(q, k_new, v_new, k_cache, v_cache, page_table, kv_lens,
-                           page_size: int, num_splits: int, block_n: int = 64,
-                           num_warps: int = 4, inv_freq: torch.Tensor | None = None,
-                           chunk_keys: int = 0, out: torch.Tensor | None = None) -> torch.Tensor:
+def paged_decode_attention(q, k_new, v_new, k_cache, v_cache, ctx,
+                           out: torch.Tensor | None = None, num_warps: int = 4) -> torch.Tensor:
     """``q [B, H, D]``, this step's ``k_new, v_new [B, KV, D]`` (stored into the caches
-    ``[slots, KV, D]`` at position ``kv_lens - 1``), ``page_table [B, P]``, ``kv_lens [B]``
-    -> ``[B, H, D]`` (into ``out`` if given). Inputs may be strided views; their last dimension
-    must be contiguous. ``num_splits``: the grid's chunk dimension; ``chunk_keys``: a row runs
-    one chunk per that many keys (0: every row all ``num_splits``, the fixed scheme).
-    ``inv_freq [D/2]`` (float32): q and k are rotated by RoPE at position ``kv_lens - 1`` first
-    (the k stored in the cache is the rotated one)."""
+    ``[slots, KV, D]`` at position ``kv_lens - 1``), the rows' pages and chunks in ``ctx`` (a
+    ``paged_attention.PagedDecodeContext``) -> ``[B, H, D]`` (into ``out`` if given). Inputs
+    may be strided views; their last dimension must be contiguous. With ``ctx.inv_freq [D/2]``
+    (float32), q and k are rotated by RoPE at position ``kv_lens - 1`` first (the k stored in
+    the cache is the rotated one)."""
+    page_table, kv_lens, page_size, inv_freq = (ctx.page_table, ctx.kv_lens, ctx.page_size,
+                                                ctx.inv_freq)
+    num_splits, chunk_keys, block_n = (ctx.chunking.max_chunks, ctx.chunking.chunk_keys,
+                                       ctx.chunking.block_n)
     b, nh, d = q.shape
     nkv = k_cache.shape[1]
     assert nh % nkv == 0 and k_cache.stride() == v_cache.stride() and k_cache.stride(2) == 1

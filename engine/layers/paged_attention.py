@@ -134,14 +134,11 @@ class PagedDecodeContext:
     def attend(self, q, k, v, k_cache, v_cache) -> torch.Tensor:
         """``q [B, 1, H, D]``, this step's ``k, v [B, 1, KV, D]`` -> ``[B, 1, H*D]`` (stores k, v)."""
         b, _, nh, d = q.shape
-        c = self.chunking
         if self.kernel == "triton":
             from engine.layers.attention_triton import paged_decode_attention as run
         else:
             run = split_k_attention
-        out = run(q[:, 0], k[:, 0], v[:, 0], k_cache, v_cache, self.page_table, self.kv_lens,
-                  self.page_size, c.max_chunks, c.block_n, inv_freq=self.inv_freq,
-                  chunk_keys=c.chunk_keys)
+        out = run(q[:, 0], k[:, 0], v[:, 0], k_cache, v_cache, self)
         return out.reshape(b, 1, nh * d)                                    # out: [B, H, D]
 
 
@@ -157,17 +154,20 @@ def rope_at(x: torch.Tensor, positions: torch.Tensor, inv_freq: torch.Tensor) ->
     return (xc * emb.cos() + rotated * emb.sin()).to(x.dtype)
 
 
-def split_k_attention(q, k_new, v_new, k_cache, v_cache, page_table, kv_lens, page_size: int,
-                      num_splits: int, block_n: int = BLOCK_N,
-                      inv_freq: torch.Tensor | None = None, chunk_keys: int = 0) -> torch.Tensor:
+def split_k_attention(q, k_new, v_new, k_cache, v_cache,
+                      ctx: PagedDecodeContext) -> torch.Tensor:
     """The Triton kernel's arithmetic in PyTorch, one (row, KV head group, chunk, block) at a time.
 
     q ``[B, H, D]``; k_new, v_new ``[B, KV, D]``; caches ``[slots, KV, D]``; returns ``[B, H, D]``.
-    Chunks as ``split_bounds`` cuts them (``num_splits`` is the grid's chunk dimension); a row of
-    one chunk takes that chunk's output as it is, a row of several merges them. Given
-    ``inv_freq``, q and k_new are first rotated by RoPE at position ``kv_lens - 1``.
-    Slow (Python loops), exact to the algorithm: a CPU test checks it against plain attention.
+    Chunks as ``split_bounds`` cuts them; a row of one chunk takes that chunk's output as it is,
+    a row of several merges them. Given ``ctx.inv_freq``, q and k_new are first rotated by RoPE
+    at position ``kv_lens - 1``. Slow (Python loops), exact to the algorithm: a CPU test checks
+    it against plain attention.
     """
+    page_table, kv_lens, page_size, inv_freq = (ctx.page_table, ctx.kv_lens, ctx.page_size,
+                                                ctx.inv_freq)
+    num_splits, chunk_keys, block_n = (ctx.chunking.max_chunks, ctx.chunking.chunk_keys,
+                                       ctx.chunking.block_n)
     b, nh, d = q.shape
     nkv = k_cache.shape[1]
     group = nh // nkv

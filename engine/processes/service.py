@@ -204,7 +204,7 @@ class SchedulerService:
             new = work.max_new_tokens
             self.probes[key], probe = stop_params_from_probe(
                 engine, work.prompts(engine), new, lo=new // 4, hi=new,
-                temperature=work.temperature, chat=chat, with_run=True)
+                temperature=work.temperature, chat=chat)
             self.profiles[key] = _device_profile(engine, [probe])
         return self.probes[key]
 

@@ -57,6 +57,7 @@ class Device(Protocol):
     kind: str                       # "cuda" | "cpu-process" | "cpu-inline"
     label: str                      # what the run labels say about it (e.g. a fallback's reason)
     lanes: tuple[str, ...]          # the timeline lanes it records on (record.schema.LANES)
+    pads_batches: bool              # batches padded to the shapes it warmed (CUDA graphs)
 
     def begin_run(self, timeline: Timeline) -> None: ...
 

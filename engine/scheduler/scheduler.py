@@ -108,10 +108,10 @@ class _CpuSpan:
 class Scheduler:
     def __init__(self, cfg: EngineConfig, device: Device, pools: Pools, timeline: Timeline,
                  loop: LoopSpec, source: RequestSource, sink: TokenSink | None = None, *,
-                 capture: KernelWindow | None = None, pad_batches: bool = False) -> None:
+                 capture: KernelWindow | None = None) -> None:
         """One run's scheduler, complete: where its requests come from (``source``) and its
-        tokens go (``sink``, a served session's), the kernel-level window to capture (CUDA), and
-        whether batches are padded to the shapes the device warmed (CUDA graphs)."""
+        tokens go (``sink``, a served session's), and the kernel-level window to capture (CUDA).
+        Batches are padded where the device says so (``Device.pads_batches``)."""
         self.cfg, self.device = cfg, device
         self.slots, self.pages = slots, pages = pools.slots, pools.pages
         self.source = source
@@ -126,7 +126,7 @@ class Scheduler:
         self.mapping = MappingCheck(cfg.page_size) if cfg.debug_checks else None
         self.table = RequestTable(cfg, self.memory, timeline, self.mapping)  # waiting, running
         self.capture = capture                      # a torch.profiler window (kernel lanes)
-        self.timeline, self.pad_batches = timeline, pad_batches
+        self.timeline, self.pad_batches = timeline, device.pads_batches
         self.step = 0
         self.wasted_tokens = 0
         self.unguarded_tokens = 0                   # hazard lab: kept where a guard would drop
