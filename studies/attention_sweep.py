@@ -51,7 +51,8 @@ def _sweep_cells(inputs, table, lens, ps, iters) -> list[float]:
     for s in SWEEP_SPLITS:
         for n in SWEEP_BLOCKS:
             ctx = PagedDecodeContext(table, lens, ps, Chunking(s, 0, n))
-            cells.append(_time_calls(lambda ctx=ctx: paged_decode_attention(*inputs, ctx), iters))
+            cells.append(_time_calls(lambda ctx=ctx: paged_decode_attention(q, kn, vn, kc, vc, ctx),
+                                     iters))
     return cells
 
 
