@@ -36,7 +36,7 @@ from engine.scheduler.device import Device
 from engine.scheduler.intake import Intake, arrival_offsets_ns
 from engine.scheduler.kv_cache import CACHE_OWNER, IdPool
 from engine.scheduler.radix_cache import RadixCache
-from engine.scheduler.request import prefill_shapes
+from engine.scheduler.request import Req, prefill_shapes
 from engine.scheduler.scheduler import Scheduler, TokenSink
 from engine.scheduler.sources import RequestSource, ScheduledSource
 from record import host_load
@@ -284,22 +284,10 @@ class Engine:
                           capture=capture)
         device_pid = getattr(getattr(self.device, "proc", None), "pid", None)
         cpu_start = host_load.snapshot(host_load.our_pids(device_pid))
+        timeline.t0_ns = time.perf_counter_ns()
         try:
-            timeline.t0_ns = time.perf_counter_ns()
-            self.device.begin_run(timeline)
-            t0 = time.perf_counter_ns()
-            for req in reqs:
-                req.arrival_ns += t0               # arrival times are relative to the start
-            self._running = sched
-            sched.run(should_stop)
-            self.device.end_run()
-        except BaseException:
-            # A failed run leaves its requests' slots and pages held. Let the device finish what
-            # it was sent (a dead one is already gone), then start the next run from clean pools.
-            self._end_failed_run()
-            raise
+            t0 = self._drive(sched, timeline, should_stop, reqs)
         finally:
-            self._count(sched)
             if capture is not None:
                 capture.stop()
         wall_s = (time.perf_counter_ns() - t0) / 1e9
@@ -331,19 +319,34 @@ class Engine:
             gc.collect()
             gc.freeze()
             try:
-                self.device.begin_run(timeline)
-                self._running = sched
-                sched.run(should_stop)
-                self.device.end_run()
-            except BaseException:
-                self._end_failed_run()
-                raise
+                self._drive(sched, timeline, should_stop)
             finally:
-                self._count(sched)
                 gc.unfreeze()
             self._runs += 1
         finally:
             self._busy.release()
+
+    def _drive(self, sched: Scheduler, timeline: Timeline, should_stop: Callable[[], bool] | None,
+               reqs: Sequence[Req] = ()) -> int:
+        """Run ``sched`` to its end on the device; when it started (``perf_counter_ns``), from
+        which ``reqs``' arrival offsets become times. The run's counts join the engine's totals,
+        whatever happens; a failed run leaves its requests' slots and pages held, so the device
+        finishes what it was sent (a dead one is already gone) and the next run gets clean
+        pools."""
+        try:
+            self.device.begin_run(timeline)
+            t0 = time.perf_counter_ns()
+            for req in reqs:
+                req.arrival_ns += t0
+            self._running = sched
+            sched.run(should_stop)
+            self.device.end_run()
+            return t0
+        except BaseException:
+            self._end_failed_run()
+            raise
+        finally:
+            self._count(sched)
 
     def _count(self, sched: Scheduler) -> None:
         """A run ended: its prefix hits and retractions join the engine's totals."""

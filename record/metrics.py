@@ -329,11 +329,11 @@ def overlap_speedup(t_fwd_us: float, t_cpu_us: float, k: int = 1) -> float:
 
 # ---- requests -------------------------------------------------------------------------------
 
-def _field(output: Any, key: str) -> Any:
+def _field(output: object, key: str) -> Any:
     return output.get(key) if isinstance(output, Mapping) else getattr(output, key, None)
 
 
-def _latencies(outputs: Sequence[Any]) -> tuple[list[float], list[float]]:
+def _latencies(outputs: Sequence[object]) -> tuple[list[float], list[float]]:
     """TTFT and TPOT in ms for each output that carries the timestamps they need."""
     ttft: list[float] = []
     tpot: list[float] = []
@@ -348,7 +348,7 @@ def _latencies(outputs: Sequence[Any]) -> tuple[list[float], list[float]]:
     return ttft, tpot
 
 
-def ttft_drift(outputs: Sequence[Any]) -> float | None:
+def ttft_drift(outputs: Sequence[object]) -> float | None:
     """Whether a run kept up with its arrivals: the median TTFT of the last third of the requests
     (by arrival) over that of the first third. A queue that holds gives about 1 (the thirds
     wait alike); one that grows without end makes every later request wait longer, and the ratio
@@ -385,7 +385,7 @@ def decode_gaps(spans: Iterable[SpanLike], window: Interval | None = None) -> li
     return [max(b[0] - a[1], 0.0) for a, b in zip(forwards, forwards[1:])]
 
 
-def active_windows(outputs: Sequence[Any]) -> list[Interval]:
+def active_windows(outputs: Sequence[object]) -> list[Interval]:
     """When requests were in the system: the union of each request's arrival-to-finish time.
     Between these windows nothing was asked of the engine (a served session between clients)."""
     lives = []
@@ -420,7 +420,7 @@ def outside(intervals: Iterable[Interval], windows: Sequence[Interval]) -> list[
 
 
 def busy_while_active(spans: Iterable[SpanLike], lanes: Iterable[str],
-                      outputs: Sequence[Any]) -> float | None:
+                      outputs: Sequence[object]) -> float | None:
     """GPU busy counted only while work was in flight: while some request was in the system
     (``active_windows``) or the GPU was busy (a forward still running for a request that has
     just finished counts; the time between clients of a served session does not). None when no
@@ -436,7 +436,7 @@ def busy_while_active(spans: Iterable[SpanLike], lanes: Iterable[str],
 
 # ---- the metrics dict -----------------------------------------------------------------------
 
-def compute_metrics(spans: Iterable[SpanLike], outputs: Sequence[Any],
+def compute_metrics(spans: Iterable[SpanLike], outputs: Sequence[object],
                     gpu_lanes: Sequence[str] = GPU_LANES,
                     wall_us: float | None = None,
                     join_us: float = 0.0) -> Metrics:
@@ -572,7 +572,7 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
 
 
-def latency_summary(outputs: Sequence[Any], wall_us: float | None = None) -> dict[str, float]:
+def latency_summary(outputs: Sequence[object], wall_us: float | None = None) -> dict[str, float]:
     """TTFT, inter-token latency, TPOT and end-to-end latency (mean, p50, p99, in ms) of the
     requests that completed ("stop" or "length"; aborted ones are left out), and their rate.
 

@@ -33,7 +33,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, Self, TypeVar
 
 from record.schema import Lane, SpanDict
 
@@ -95,6 +95,17 @@ class StampedSpan:
     cached_tokens: int = 0
 
 
+class GpuEvent(Protocol):
+    """A timing event as the recorder reads it (``torch.cuda.Event``)."""
+
+    def query(self) -> bool: ...
+
+    def elapsed_time(self, end_event: Self) -> float: ...
+
+
+E = TypeVar("E", bound=GpuEvent)
+
+
 # One GPU span of a group: (lane, phase, index of its start event, of its end event, batch size,
 # tokens[, cached tokens]). A group's events were recorded in order on one stream, so once its
 # last event has completed, all of them have.
@@ -122,14 +133,14 @@ class Timeline:
         self._lane_end: dict[str, tuple[int, float]] = {}   # lane: (group's order, its end)
         self._groups_seen = 0               # GPU groups taken off the writer's deque so far
         self.t0_ns = time.perf_counter_ns()
-        self._ref_event: Any = None
+        self._ref_event: GpuEvent | None = None
         self._ref_host_ns = 0
 
     # ---- clock -------------------------------------------------------------------------------
     def to_us(self, t_ns: int) -> float:
         return (t_ns - self.t0_ns) / 1000.0
 
-    def set_gpu_reference(self, ref_event: Any, host_ns: int) -> None:
+    def set_gpu_reference(self, ref_event: GpuEvent, host_ns: int) -> None:
         """``ref_event`` was recorded on an idle GPU at host time ``host_ns`` (after a sync)."""
         self._ref_event = ref_event
         self._ref_host_ns = host_ns
@@ -141,17 +152,18 @@ class Timeline:
             self._cpu_raw.append((lane, phase, step, start_ns, end_ns, batch_size, num_tokens,
                                   req_ids))
 
-    def add_gpu_group(self, events: Sequence[Any], spans: Sequence[GroupSpan], step: int,
+    def add_gpu_group(self, events: Sequence[E], spans: Sequence[GroupSpan], step: int,
                       req_ids: Sequence[int] = (),
-                      release: Callable[[Sequence[Any]], None] | None = None) -> None:
+                      release: Callable[[Sequence[E]], None] | None = None) -> None:
         """Spans between events recorded in order on one stream (``spans`` index ``events``).
         They are read once the last event has completed; then ``release(events)`` hands the
         events back to whoever lends them (so the launch path need not create new ones)."""
         if self.enabled:
             self._gpu_raw.append((events, spans, step, req_ids, release))
 
-    def add_gpu(self, lane: str, phase: str, step: int, start_event: Any, end_event: Any,
-                batch_size: int = 0, num_tokens: int = 0, req_ids: Sequence[int] = ()) -> None:
+    def add_gpu(self, lane: str, phase: str, step: int, start_event: GpuEvent,
+                end_event: GpuEvent, batch_size: int = 0, num_tokens: int = 0,
+                req_ids: Sequence[int] = ()) -> None:
         """One span between two events on one stream."""
         self.add_gpu_group((start_event, end_event), ((lane, phase, 0, 1, batch_size, num_tokens),),
                            step, req_ids)
@@ -219,7 +231,8 @@ class Timeline:
         self._waiting = still
         self._spans.extend(done)
 
-    def _event_to_us(self, event: Any) -> float:
+    def _event_to_us(self, event: GpuEvent) -> float:
+        assert self._ref_event is not None, "GPU spans need set_gpu_reference first"
         offset_ms = self._ref_event.elapsed_time(event)
         return (self._ref_host_ns - self.t0_ns) / 1000.0 + offset_ms * 1000.0
 

@@ -60,7 +60,7 @@ class RecordError(ValueError):
 # ---- making ---------------------------------------------------------------------------------
 
 def run_dict(loop: str, decode_steps: int, label: str, spans: Sequence[Span | SpanDict],
-             metrics: Metrics | Mapping[str, Any] | None = None, outputs: Sequence[OutputDict] = (),
+             metrics: Mapping[str, object] | None = None, outputs: Sequence[OutputDict] = (),
              lanes: Sequence[str] = BASE_LANES, gpu_lanes: Sequence[str] = GPU_LANES) -> RunDict:
     """One run of a record. The only place a run dict is built, for a finished run and for the
     partial run a live view draws (no metrics and no outputs yet).
@@ -83,19 +83,20 @@ def span_dict(span: Span | SpanDict) -> SpanDict:
     return span.to_dict() if isinstance(span, Span) else span.copy()
 
 
-def loop_of(run: RunDict | Mapping[str, Any]) -> tuple[Loop, int]:
+def loop_of(run: Mapping[str, object]) -> tuple[Loop, int]:
     """(loop, k) of a run; a loop this code does not know is ``Loop.OTHER``."""
     loop, k = run["loop"], run["decode_steps"]
-    return (Loop(loop) if loop in RECORD_LOOPS else Loop.OTHER), k
+    return (Loop(loop) if isinstance(loop, str) and loop in RECORD_LOOPS else Loop.OTHER,
+            k if isinstance(k, int) else 1)
 
 
-def default_env(**given: Any) -> dict[str, Any]:
+def default_env(**given: object) -> dict[str, object]:
     """The environment keys the standard library knows, overridden by ``given``.
 
     ``device_name`` and ``torch_version`` must come from the caller (this module never imports
     torch).
     """
-    env = {
+    env: dict[str, object] = {
         "python_version": platform.python_version(),
         "platform": platform.platform(),
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
@@ -104,8 +105,8 @@ def default_env(**given: Any) -> dict[str, Any]:
     return env
 
 
-def make_record(env: Mapping[str, Any], config: RunConfig | Mapping[str, Any],
-                runs: Sequence[RunDict | Mapping[str, Any]]) -> RecordDict:
+def make_record(env: Mapping[str, object], config: RunConfig | Mapping[str, object],
+                runs: Sequence[Mapping[str, object]]) -> RecordDict:
     """A validated schema-1 record. ``env`` is completed by ``default_env``. Our engine's
     records are made in one place, ``engine.run``, with a ``RunConfig``; another engine's
     record or an imported trace brings a config of its own."""
@@ -118,7 +119,7 @@ def make_record(env: Mapping[str, Any], config: RunConfig | Mapping[str, Any],
     return validate_record(record)
 
 
-def _completed(run: RunDict | Mapping[str, Any]) -> dict[str, Any]:
+def _completed(run: Mapping[str, Any]) -> dict[str, Any]:
     """Span objects become dicts; a missing label is the loop's name; missing lanes are the
     ones its spans use."""
     out = dict(run)
@@ -132,17 +133,17 @@ def _completed(run: RunDict | Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def is_ours(record: RecordDict | Mapping[str, Any]) -> bool:
+def is_ours(record: Mapping[str, object]) -> bool:
     """Whether ``record`` holds our engine's runs (``env["engine"]`` says so), whose config is a
     ``RunConfig``. Runs side by side from several files (each naming its ``source``) are not
     one record of ours: their config names the files."""
-    env = record.get("env")
+    env, runs = record.get("env"), record.get("runs")
     return (isinstance(env, dict) and env.get("engine") == OURS
             and not any(isinstance(run, dict) and "source" in run
-                        for run in record.get("runs") or ()))
+                        for run in (runs if isinstance(runs, list) else ())))
 
 
-def config_of(record: RecordDict | Mapping[str, Any]) -> RunConfig | None:
+def config_of(record: Mapping[str, object]) -> RunConfig | None:
     """The typed config of a record of our engine's runs; None for any other record (another
     engine's, an imported trace, runs side by side). ``ValueError`` where ours is malformed
     (``validate_record`` says where)."""
@@ -151,7 +152,7 @@ def config_of(record: RecordDict | Mapping[str, Any]) -> RunConfig | None:
 
 # ---- validating -----------------------------------------------------------------------------
 
-def _require(d: Any, keys: Sequence[str], where: str) -> None:
+def _require(d: object, keys: Sequence[str], where: str) -> None:
     if not isinstance(d, dict):
         raise RecordError(f"{where}: expected an object, got {type(d).__name__}")
     missing = [k for k in keys if k not in d]
@@ -164,7 +165,7 @@ def _check(ok: bool, where: str, message: str) -> None:
         raise RecordError(f"{where}: {message}")
 
 
-def _is_number(value: Any) -> TypeGuard[int | float]:
+def _is_number(value: object) -> TypeGuard[int | float]:
     # bool is an int in Python, but True is not a time; NaN/inf are not valid JSON.
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
@@ -183,7 +184,7 @@ def _validate_span(span: Any, where: str) -> None:
         _is_whole(r) for r in span.get("req_ids", [])), where, "req_ids must be integers")
 
 
-def _is_whole(value: Any) -> bool:
+def _is_whole(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
@@ -202,7 +203,7 @@ def _validate_output(output: Any, where: str) -> None:
         _check(value is None or _is_whole(value), where, f"{key} must be an integer or null")
 
 
-def memory_problem(memory: Any) -> str | None:
+def memory_problem(memory: object) -> str | None:
     """What is wrong with a run's KV-memory trace (None: nothing), the shape the engine writes
     (``engine.engine.memory_record``) and the memory chart draws: ``total_pages`` > 0, ``steps``
     rows of (step, time us, pages used, pages only cached, free), ``retractions`` rows of
@@ -284,7 +285,7 @@ def validate_record(d: Any) -> RecordDict:
 
 # ---- files ----------------------------------------------------------------------------------
 
-def save_record(record: RecordDict | Mapping[str, Any], path: str | os.PathLike[str]) -> Path:
+def save_record(record: Mapping[str, object], path: str | os.PathLike[str]) -> Path:
     """Validate and write ``record`` as JSON (gzip if the name ends in .gz), atomically."""
     validate_record(record)
     data = json.dumps(record, allow_nan=False, separators=(",", ":")).encode()

@@ -178,6 +178,14 @@ class WindowDict(TypedDict):
     active: list[tuple[float, float]]   # when requests were in the system
 
 
+class MemoryTrace(TypedDict):
+    """KV pages step by step (``engine.engine.memory_record``), what the memory chart draws."""
+
+    total_pages: int
+    steps: list[list[float]]            # [step, time µs, pages used, only cached, free]
+    retractions: list[list[float]]      # [step, time µs, request id]
+
+
 @final           # so that ``"runs" in d`` tells a record from a run (a type checker's narrowing)
 class RunDict(TypedDict):
     """One run of a record: which loop and how (its per-loop settings live here, nowhere
@@ -193,7 +201,7 @@ class RunDict(TypedDict):
     spans: list[SpanDict]
     outputs: NotRequired[list[OutputDict]]  # absent from a view cut to some steps: see window
     host: NotRequired[dict[str, float]]     # what else the machine did (record.host_load)
-    memory: NotRequired[dict[str, Any]]     # KV pages step by step (engine.engine.memory_record)
+    memory: NotRequired[MemoryTrace]
     window: NotRequired[WindowDict]         # a view cut to some steps
     spans_dropped: NotRequired[int]         # a served session: its oldest spans, left out
     # An imported trace's run, or runs shown side by side, carry more: record.imported.ImportedRun
@@ -256,13 +264,13 @@ class RunConfig:
     arrivals_file: str | None           # a trace of arrival times and lengths, by file name
     served: bool                        # a served session (the OpenAI-compatible server)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """The config as the record's JSON holds it (tuples as lists)."""
         return {f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v
                 for f in fields(self)}
 
     @classmethod
-    def from_dict(cls, d: Any) -> RunConfig:
+    def from_dict(cls, d: object) -> RunConfig:
         """A config read back; ``ValueError`` names the first key that is missing, unknown or
         of the wrong type."""
         if not isinstance(d, dict):
@@ -277,7 +285,7 @@ class RunConfig:
         return cls(**{f.name: _typed(f.name, str(f.type), d[f.name]) for f in fields(cls)})
 
 
-def _typed(name: str, kind: str, value: Any) -> Any:
+def _typed(name: str, kind: str, value: object) -> Any:
     """``value`` as a field of type ``kind`` ("int", "float | None", "tuple[str, ...]") holds it."""
     base = kind.removesuffix(" | None")
     if value is None:
@@ -292,10 +300,10 @@ def _typed(name: str, kind: str, value: Any) -> Any:
     if not _is(base, value):
         raise ValueError(f"{name} must be {'a finite number' if base == 'float' else base}"
                          f"{' or null' if base != kind else ''}, got {value!r}"[:200])
-    return float(value) if base == "float" else value
+    return float(value) if base == "float" and isinstance(value, int | float) else value
 
 
-def _is(kind: str, value: Any) -> bool:
+def _is(kind: str, value: object) -> bool:
     if kind == "bool":
         return isinstance(value, bool)
     if kind == "int":

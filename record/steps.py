@@ -14,7 +14,8 @@ k-step scheduling, whichever process_last spans overlap it in time.
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from collections.abc import Mapping
+from typing import TypedDict
 
 from record.metrics import idle_gaps
 from record.run_record import loop_of
@@ -90,7 +91,7 @@ def step_parts(run: RunDict, step: int) -> StepParts:
     return parts
 
 
-def copy_placement(run: RunDict, env: dict[str, Any] | None = None) -> str:
+def copy_placement(run: RunDict, env: Mapping[str, object] | None = None) -> str:
     """Where the run's result copies ran, read off their spans: ``"copy"`` (a copy stream of its
     own, the CUDA default), ``"engine"`` (on the engine stream right after sampling,
     ``result_copy_stream="engine"``), ``"scheduler"`` (on the scheduler stream after the forward,

@@ -71,17 +71,10 @@ def graph_us(calls, repeats: int = 15) -> float:
 def kernel_profile(replay, steps: int) -> dict[str, Any]:
     """Every kernel of ``steps`` calls of ``replay`` (torch.profiler), by name: count and µs a
     step, costliest first; and the step's time, so what lies between kernels shows."""
-    from torch.profiler import ProfilerActivity, profile
-    replay()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(steps):
-            replay()
-        torch.cuda.synchronize()
+    from studies.forward import profiled_kernels
     by_name: dict[str, list[float]] = defaultdict(list)
-    for e in prof.events():
-        if e.device_type.name == "CUDA":
-            by_name[e.name].append(e.device_time)
+    for name, us in profiled_kernels(replay, steps):
+        by_name[name].append(us)
     rows: list[dict[str, Any]] = sorted(
         ({"kernel": name, "count": len(us) / steps, "us": sum(us) / steps}
          for name, us in by_name.items()), key=lambda r: -r["us"])

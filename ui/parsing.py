@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import multiprocessing
 import threading
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 from engine.proc_watch import start_deaf_to_ctrl_c
 from record.imported.given_file import sniff
@@ -24,7 +26,7 @@ MAX_UPLOAD_BYTES = 200 * 2**20
 PARSE_TIMEOUT_S = 120.0
 
 
-def _worker(conn: Any) -> None:
+def _worker(conn: Connection) -> None:
     """The worker process: read one file, send back its record or why not, exit."""
     try:
         path, max_bytes = conn.recv()
@@ -43,7 +45,7 @@ def _worker(conn: Any) -> None:
         pass
 
 
-def _start() -> tuple[Any, Any]:
+def _start() -> tuple[BaseProcess, Connection]:
     """A worker that a terminal's Ctrl-C (sent to the whole process group) does not reach
     (``engine.proc_watch.start_deaf_to_ctrl_c``): the app handles Ctrl-C and its workers end
     with it."""

@@ -166,16 +166,14 @@ def paged_decode_attention(q, k_new, v_new, k_cache, v_cache, ctx,
     may be strided views; their last dimension must be contiguous. With ``ctx.inv_freq [D/2]``
     (float32), q and k are rotated by RoPE at position ``kv_lens - 1`` first (the k stored in
     the cache is the rotated one)."""
-    page_table, kv_lens, page_size, inv_freq = (ctx.page_table, ctx.kv_lens, ctx.page_size,
-                                                ctx.inv_freq)
-    num_splits, chunk_keys, block_n = (ctx.chunking.max_chunks, ctx.chunking.chunk_keys,
-                                       ctx.chunking.block_n)
+    page_table, kv_lens, inv_freq, chunks = ctx.page_table, ctx.kv_lens, ctx.inv_freq, ctx.chunking
+    num_splits = chunks.max_chunks
     b, nh, d = q.shape
     nkv = k_cache.shape[1]
     assert nh % nkv == 0 and k_cache.stride() == v_cache.stride() and k_cache.stride(2) == 1
     assert q.stride(2) == k_new.stride(2) == v_new.stride(2) == page_table.stride(1) == 1
     assert kv_lens.is_contiguous() and q.dtype == k_cache.dtype
-    assert chunk_keys % block_n == 0, "a chunk is whole blocks"
+    assert chunks.chunk_keys % chunks.block_n == 0, "a chunk is whole blocks"
     group = nh // nkv
     if out is None:
         out = torch.empty(b, nh, d, dtype=q.dtype, device=q.device)
@@ -188,14 +186,14 @@ def paged_decode_attention(q, k_new, v_new, k_cache, v_cache, ctx,
         lse = torch.empty(b, nh, num_splits, dtype=torch.float32, device=q.device)
         mid_strides, lse_strides = mid.stride()[:3], lse.stride()[:2]
     block_d = max(16, triton.next_power_of_2(d))
-    plan = dict(NUM_SPLITS=num_splits, CHUNK_KEYS=chunk_keys, BLOCK_N=block_n)
+    plan = dict(NUM_SPLITS=num_splits, CHUNK_KEYS=chunks.chunk_keys, BLOCK_N=chunks.block_n)
     _split_kernel[(b, nkv, num_splits)](
         q, k_new, v_new, k_cache, v_cache, page_table, kv_lens,
         inv_freq if inv_freq is not None else kv_lens, out, mid, lse,
         q.stride(0), q.stride(1), k_new.stride(0), k_new.stride(1), v_new.stride(0),
         v_new.stride(1), k_cache.stride(0), k_cache.stride(1), page_table.stride(0),
         out.stride(0), out.stride(1), *mid_strides, *lse_strides, 1.0 / math.sqrt(d),
-        PAGE_SIZE=page_size, GROUP=group, HEAD_DIM=d, BLOCK_H=max(16, triton.next_power_of_2(group)),
+        PAGE_SIZE=ctx.page_size, GROUP=group, HEAD_DIM=d, BLOCK_H=max(16, triton.next_power_of_2(group)),
         BLOCK_D=block_d, **plan,
         # float32 scores in true float32 (the test oracle's precision); tf32 is the default
         PRECISION="ieee" if q.dtype == torch.float32 else "tf32", ROPE=inv_freq is not None,

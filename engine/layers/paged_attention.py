@@ -164,10 +164,8 @@ def split_k_attention(q, k_new, v_new, k_cache, v_cache,
     at position ``kv_lens - 1``. Slow (Python loops), exact to the algorithm: a CPU test checks
     it against plain attention.
     """
-    page_table, kv_lens, page_size, inv_freq = (ctx.page_table, ctx.kv_lens, ctx.page_size,
-                                                ctx.inv_freq)
-    num_splits, chunk_keys, block_n = (ctx.chunking.max_chunks, ctx.chunking.chunk_keys,
-                                       ctx.chunking.block_n)
+    page_table, kv_lens, page_size, inv_freq = ctx.page_table, ctx.kv_lens, ctx.page_size, ctx.inv_freq
+    block_n = ctx.chunking.block_n
     b, nh, d = q.shape
     nkv = k_cache.shape[1]
     group = nh // nkv
@@ -180,7 +178,7 @@ def split_k_attention(q, k_new, v_new, k_cache, v_cache,
     for row in range(b):
         kv_len = int(kv_lens[row])
         last = kv_len - 1
-        bounds = split_bounds(kv_len, num_splits, block_n, chunk_keys)
+        bounds = split_bounds(kv_len, ctx.chunking.max_chunks, block_n, ctx.chunking.chunk_keys)
         for g in range(nkv):
             heads = slice(g * group, (g + 1) * group)
             qg = q[row, heads].to(acc_dtype)                                # [G, D]

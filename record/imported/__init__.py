@@ -15,16 +15,17 @@ from __future__ import annotations
 
 from typing import Any, TypedDict, cast
 
+from record.imported.trace_loop import LoopSeen, Note
 from record.schema import RunDict
 
 
 class ImportedRun(TypedDict, total=False):
     """What an imported run (or a run shown beside another record's) holds beyond a ``RunDict``."""
 
-    notes: list[dict[str, Any]]         # what the trace cannot tell
+    notes: list[Note]                   # what the trace cannot tell
     source: str                         # the file it came from
     env: dict[str, Any]                 # runs side by side: where its record was made
-    loop_seen: dict[str, Any]           # what its timing says (``trace_loop.loop_seen``)
+    loop_seen: LoopSeen                 # what its timing says
     joined_gap_us: float                # gaps shorter than this count as busy
     step_starts: list[list[float]]      # [step, when the host began it]
     phase_roles: dict[str, str]         # its named host phases' roles
@@ -33,3 +34,10 @@ class ImportedRun(TypedDict, total=False):
 def imported(run: RunDict) -> ImportedRun:
     """The import-only keys of ``run``, typed (the same dict: a run of ours has none of them)."""
     return cast(ImportedRun, run)
+
+
+def loop_verdict(run: RunDict) -> str | None:
+    """What an imported run's timing says of its loop ("serial", "overlapped", "unknown");
+    None where it was not read (a run of ours)."""
+    seen = imported(run).get("loop_seen")
+    return seen.get("verdict") if isinstance(seen, dict) else None

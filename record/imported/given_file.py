@@ -1,4 +1,4 @@
-"""Any file a user gives the page, as a run record: a record as it is, a trace imported.
+"""A file a user gives the page, as a run record: a record as it is, a trace imported.
 
 ``load_any`` reads through ``record.bounded_read.read_bounded`` (bounded in bytes, before and after
 decompression), then tells a run record from a Chrome or torch.profiler trace by its first bytes.

@@ -23,7 +23,7 @@ The functions named here are the ones each engine's loop calls once a step:
   ``vllm/v1/worker/gpu/model_runner.py``, which marks none, so a newer trace shows the engine
   core's functions only (with ``with_stack=True``). Every path here is in ``docs/citations.md``.
 
-Any other ``record_function`` range is a phase too, under its own name and with no role. A
+Every other ``record_function`` range is a phase too, under its own name and with no role. A
 phase inside another is drawn only where the outer one has the same role or none of the inner
 ones has a role (Mini-SGLang's ``_prepare_batch`` stays inside ``_schedule_next_batch``; vLLM's
 ``execute_model`` is drawn as its preprocess, forward and postprocess). Two things are drawn

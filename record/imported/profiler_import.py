@@ -33,7 +33,6 @@ import re
 from collections import defaultdict
 from collections.abc import Hashable
 from pathlib import Path
-from typing import Any
 
 from record.bounded_read import DEFAULT_MAX_BYTES
 from record.imported import host_phases, imported, trace_loop
@@ -49,6 +48,7 @@ from record.imported.profiler_events import (  # noqa: F401 - the limits and err
     read_limited,
     short_name,
 )
+from record.imported.trace_loop import Note
 from record.imported.trace_steps import GRAPH_LAUNCH, Steps, find_steps
 from record.metrics import compute_metrics
 from record.recorder import Span
@@ -143,7 +143,7 @@ def import_profiler_trace(source: bytes | str | os.PathLike[str],
     return _profiler_run(parse_events(read_limited(source, max_bytes)), label)
 
 
-def _profiler_run(events: list[Any], label: str) -> RunDict:
+def _profiler_run(events: list[object], label: str) -> RunDict:
     trace = Trace(events)
     if not trace.gpu:
         raise TraceImportError(NO_GPU_MESSAGE)
@@ -207,7 +207,8 @@ def _profiler_run(events: list[Any], label: str) -> RunDict:
 
 
 def _loop_seen(trace: Trace, work: list[trace_loop.GpuWork], steps: Steps,
-               named: dict[tuple, list[host_phases.HostPhase]], join: float) -> dict[str, Any]:
+               named: dict[tuple, list[host_phases.HostPhase]],
+               join: float) -> trace_loop.LoopSeen:
     """``trace_loop.loop_seen`` over this trace's steps, blocking (or polling) host calls and named
     host work (launching left out: it runs beside the GPU in every loop); and how many host
     events the profiler recorded per step."""
@@ -242,8 +243,8 @@ def _thin(spans: list[Span]) -> list[Span]:
     return spans
 
 
-def _notes(steps: Steps, metrics: Metrics, cpu_lanes: bool, seen: dict[str, Any],
-           join: float, measured: bool, roles: dict[str, str]) -> list[dict[str, Any]]:
+def _notes(steps: Steps, metrics: Metrics, cpu_lanes: bool, seen: trace_loop.LoopSeen,
+           join: float, measured: bool, roles: dict[str, str]) -> list[Note]:
     """What the import found and what a trace cannot tell, as text keys with values (viz says
     them in the reader's language)."""
     if steps.how == "sglang":
@@ -268,7 +269,7 @@ def _notes(steps: Steps, metrics: Metrics, cpu_lanes: bool, seen: dict[str, Any]
     return notes
 
 
-def _sglang_notes(steps: Steps, roles: dict[str, str]) -> list[dict[str, Any]]:
+def _sglang_notes(steps: Steps, roles: dict[str, str]) -> list[Note]:
     """What SGLang's own annotations gave: its steps, by mode (how many, their batch sizes), its
     scheduler's phases on the CPU lane, the host's waits inside them, and its overlap loop where
     it marked one."""
@@ -281,8 +282,8 @@ def _sglang_notes(steps: Steps, roles: dict[str, str]) -> list[dict[str, Any]]:
     modes = ", ".join(f"{len(found['bs'])} × {mode} ("
                       + ", ".join(f"{key}={_span(values)}" for key, values in found.items()) + ")"
                       for mode, found in sizes.items())
-    notes: list[dict[str, Any]] = [{"key": "note_sglang_steps", "steps": len(steps.numbers),
-                                    "modes": modes}]
+    notes: list[Note] = [{"key": "note_sglang_steps", "steps": len(steps.numbers),
+                          "modes": modes}]
     phases = [name for name in host_phases.SGLANG_RANGES if name in roles]
     if phases:
         waits = sorted({call for name, role in roles.items() if role == Phase.WAIT

@@ -29,7 +29,7 @@ import bisect
 import statistics
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import NotRequired, TypedDict
 
 Interval = tuple[float, float]
 
@@ -204,8 +204,24 @@ def _minus(a: float, b: float, holes: list[Interval]) -> list[Interval]:
     return out
 
 
+class LoopSeen(TypedDict):
+    """What a trace's timing says about its loop (``loop_seen``)."""
+
+    steps: int
+    waited: int
+    late: float
+    beside: int
+    under: float | None
+    verdict: str                        # "serial", "overlapped" or "unknown"
+    events_per_step: NotRequired[float]  # host events the profiler recorded per step
+
+
+# A text key (``texts``' ``note_*``) and the values it is said with.
+Note = dict[str, str | int | float]
+
+
 def loop_seen(work: Sequence[GpuWork], blocking: Sequence[Interval], starts: Sequence[float],
-              host_work: Sequence[Interval] = (), join_us: float = 0.0) -> dict[str, Any]:
+              host_work: Sequence[Interval] = (), join_us: float = 0.0) -> LoopSeen:
     """What the trace says about its loop: ``verdict`` "serial", "overlapped" or "unknown", and
     the readings behind it (over the steps but the first and the last, which hold the loop's
     start and end): ``steps``, ``waited`` (steps in which the host blocked until the GPU ran
@@ -218,8 +234,6 @@ def loop_seen(work: Sequence[GpuWork], blocking: Sequence[Interval], starts: Seq
     busy = _union([(w.start, w.end + join_us) for w in work])
     under = under_share(host_work, busy, blocking)
     late = late_share(work, starts)
-    seen: dict[str, Any] = {"steps": len(middle), "waited": waited, "late": round(late, 4),
-                            "beside": beside, "under": None if under is None else round(under, 4)}
     n = len(middle)
     if n < 3:
         verdict = "unknown"
@@ -231,11 +245,11 @@ def loop_seen(work: Sequence[GpuWork], blocking: Sequence[Interval], starts: Seq
         verdict = "overlapped"
     else:
         verdict = "unknown"
-    seen["verdict"] = verdict
-    return seen
+    return {"steps": n, "waited": waited, "late": round(late, 4), "beside": beside,
+            "under": None if under is None else round(under, 4), "verdict": verdict}
 
 
-def loop_notes(seen: dict[str, Any]) -> list[dict[str, Any]]:
+def loop_notes(seen: LoopSeen) -> list[Note]:
     """What ``loop_seen`` found, as text keys with values (``note_loop_*``): the verdict, and for
     an overlapped loop each reading that shows it."""
     steps, waited = seen["steps"], seen["waited"]
@@ -243,7 +257,7 @@ def loop_notes(seen: dict[str, Any]) -> list[dict[str, Any]]:
         return [{"key": "note_loop_serial", "waited": waited, "steps": steps}]
     if seen["verdict"] != "overlapped":
         return [{"key": "note_loop_unknown", "steps": steps}]
-    notes: list[dict[str, Any]] = [{"key": "note_loop_overlapped"}]
+    notes: list[Note] = [{"key": "note_loop_overlapped"}]
     if waited <= NO_WAIT_SHARE * steps:
         notes.append({"key": "note_loop_no_wait", "waited": waited, "steps": steps})
     if seen["late"] >= LATE_SHARE:

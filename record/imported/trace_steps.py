@@ -31,7 +31,7 @@ import math
 import statistics
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 from record.imported import imported
 from record.imported.host_phases import SGLANG_STEP
@@ -213,12 +213,22 @@ def host_step_starts(run: RunDict) -> dict[int, float]:
     return starts
 
 
-def trace_step(run: RunDict, step: int) -> dict[str, Any] | None:
-    """Step ``step`` of an imported run: ``start``/``end`` of its GPU work, ``busy_us``,
-    ``items`` (kernels, copies), ``step_us`` (to the next step's GPU work), ``wait_us`` (the
-    GPU idle in it), ``late`` (the intervals of its GPU work after the host began the next
-    step; ``next`` that step's number) and ``host`` (its named phases: name, role, µs).
-    None where the step launched no GPU work."""
+class TraceStep(TypedDict):
+    """One step of an imported run, as the step-through says it (µs on the run's clock)."""
+
+    start: float                        # its GPU work's start and end
+    end: float
+    busy_us: float
+    items: int                          # kernels, copies
+    step_us: float                      # to the next step's GPU work
+    wait_us: float                      # the GPU idle in it
+    late: list[tuple[float, float]]     # its GPU work after the host began the next step
+    next: int | None                    # that next step's number
+    host: list[tuple[str, str, float]]  # its named host phases: name, role, µs
+
+
+def trace_step(run: RunDict, step: int) -> TraceStep | None:
+    """Step ``step`` of an imported run; None where the step launched no GPU work."""
     spans = run.get("spans", [])
     lanes = set(gpu_lanes(run))
     work = [s for s in spans if s["lane"] in lanes and s.get("step") == step]
