@@ -1,28 +1,14 @@
 """The CPU backend: a separate *device process* plays the GPU, so overlap is real on a CPU too.
 
-A worker thread would not do: Python's GIL serialises the forward's op dispatch against the
-scheduler's Python work (measured on this project's 2-core machine: a thread-as-device ran both
-loops at the same speed). A process has its own interpreter, so forward(Bn) in the device process
-truly runs while the scheduler processes Bn-1.
+A thread would not do: the GIL serialises the forward's op dispatch against the scheduler's Python
+work. A process has its own interpreter, so forward(Bn) runs while the scheduler processes Bn-1. The
+command pipe is the stream (steps run in the order sent), a ``StepCommand`` the metadata upload, a
+ring of shared-memory buffers the pinned host buffers, and a ``StepDone`` message ``copy_done``; the
+child owns the model, KV cache and token_pool and stamps its spans with ``perf_counter_ns``.
 
-The mapping to CUDA:
-
-| CUDA                          | device process                                            |
-|-------------------------------|-----------------------------------------------------------|
-| stream (in-order queue)       | the command pipe: steps execute in the order sent         |
-| H2D metadata upload           | the ``StepCommand`` message (pickled numpy arrays)        |
-| model, KV cache, token_pool   | owned by the child; the parent never holds them           |
-| pinned host result buffers    | a ring of shared-memory buffers the child writes into     |
-| ``copy_done`` event           | a ``StepDone`` message; ``synchronize()`` waits for it    |
-
-The child stamps its own spans with ``perf_counter_ns`` (one system-wide clock on Linux).
-
-A device process can die (killed, out of memory) or stop (SIGSTOP). Every wait on it is a short
-poll that also watches the process, so a dead or stopped device raises ``DeviceError`` within a
-second or so instead of hanging; ``Engine`` then starts a fresh one for the next run. Where a
-process cannot be started at all, ``InlineDevice`` runs the same step function in-process
-(serial: no overlap), and its label says so.
-"""
+Every wait polls the process too, so a dead or stopped device raises ``DeviceError`` instead of
+hanging (``Engine`` starts a new one for the next run). Where no process can start, ``InlineDevice``
+runs the same step in-process (serial) and its label says so."""
 
 from __future__ import annotations
 
@@ -140,11 +126,8 @@ def execute_step(runner, meta: StepMeta, out: np.ndarray) -> list[StampedSpan]:
 
 
 def device_main(init: DeviceInit, cmd_conn, done_conn, shared) -> None:
-    """The device process: build the runner, then execute steps in order until told to stop.
-
-    It exits quietly when its parent goes away (a pipe reaches EOF or breaks, even in the middle
-    of its start-up), and leaves Ctrl-C to the parent, which closes it (a terminal sends SIGINT
-    to the whole process group)."""
+    """The device process: build the runner, then run steps in order until told to stop. It exits
+    quietly when its parent goes away and leaves Ctrl-C to the parent."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         if init.config.device_cpus:
@@ -220,10 +203,8 @@ class ProcessDevice:
         cmd_r.close()
         done_w.close()
         self.timeline = Timeline(enabled=False)
-        # Steps answered but not yet waited for. Steps are waited for in launch order, so once
-        # step s has been waited for, every earlier one has been too: ``waited_upto`` says so in
-        # one number, and the set stays as small as the steps in flight (a served session runs
-        # for hours).
+        # Steps answered but not yet waited for (waited for in launch order: ``waited_upto``
+        # covers every earlier one, so the set stays as small as the steps in flight).
         self.done_steps: set[int] = set()
         self.waited_upto = 0
         self.run_id = 0

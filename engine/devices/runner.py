@@ -1,22 +1,13 @@
 """The device side: model, paged KV cache and ``token_pool``, and what one forward does on them.
 
-This object lives wherever the "GPU" is: inside the engine process on CUDA, or inside the separate
-device process on CPU (``device_process.py``). It only ever sees tensors already on its device.
-
-``token_pool[slot, position]`` is the heart of overlap scheduling: a forward *gathers* its input
-ids from it and *scatters* its sampled tokens back into it, so the next forward can start without
-the CPU ever learning the values (the CPU reads them later, from a copy, for stop checks).
-With a ``result_ring`` (a CUDA device whose copy runs on a stream of its own) each forward also
-writes its tokens into a ring row named by the step's metadata (``COL_OUT``): the copy of step n
-reads that row while forward(n+1) already runs and writes another one.
-
-Two attention paths share one model. ``reference`` (CPU, float64, and the test oracle) gathers each
-row's context and runs SDPA under a mask; ``triton`` (CUDA's default) runs a decode step (one token
-per row) through ``PagedDecodeContext``, which reads the pages in place. Prefill always takes the
-reference path. ``compile=True`` (CUDA) also runs decode through ``engine/models/compiled.py``.
-``DecodeKernels`` names the decode step's kernel choices (attention chunking, where RoPE runs,
-the greedy argmax): the defaults are the engine's, the others are there to be measured against.
-"""
+It lives where the "GPU" is: in the engine process on CUDA, in the device process on CPU.
+``token_pool[slot, position]`` is the heart of overlap scheduling: a forward *gathers* its input ids
+from it and *scatters* its sampled tokens back, so the next forward starts without the CPU learning
+the values (it reads them later, from a copy). With a ``result_ring`` each forward also writes its
+tokens into the ring row its metadata names (``COL_OUT``), which the copy reads while the next
+forward runs. Attention: ``reference`` (gather and masked SDPA; prefill, CPU and the test oracle) or
+``triton`` (decode through ``PagedDecodeContext``, pages read in place). ``DecodeKernels`` names the
+decode step's kernel choices."""
 
 from __future__ import annotations
 
@@ -54,16 +45,13 @@ ATTENTION = ("auto", "reference", "triton", "emulated")   # emulated: the kernel
 
 @dataclass(frozen=True)
 class DecodeKernels:
-    """The decode step's kernel choices. The defaults are the engine's; ``EARLIER`` is what they
-    replaced, kept so a study can measure one against the other on the same machine.
+    """The decode step's kernel choices; the defaults are the engine's, ``EARLIER`` what they
+    replaced (a study measures one against the other).
 
-    ``chunk_keys``: decode attention runs one chunk per this many keys of a row (0: the fixed
-    scheme, every row cut into ``num_kv_splits(max_seq_len)`` chunks and merged).
-    ``rope_in_attention``: the attention kernel rotates q and k as it loads them. Compiled or
-    not, the kernel before RoPE is the cuBLAS q/k/v product, which takes no element-wise
-    epilogue from the compiler: outside the attention kernel, RoPE is a kernel of its own.
-    ``argmax``: greedy decoding's argmax, ``"triton"`` (two passes, ``argmax_triton.py``) or
-    ``"torch"``; on a CPU (or without Triton) always torch's."""
+    ``chunk_keys``: one attention chunk per this many keys of a row (0: the fixed scheme).
+    ``rope_in_attention``: the attention kernel rotates q and k as it loads them (outside it, RoPE
+    follows the cuBLAS q/k/v product, which fuses nothing, as a kernel of its own). ``argmax``:
+    greedy decoding's, ``"triton"`` (``argmax_triton.py``) or ``"torch"`` (always on a CPU)."""
 
     chunk_keys: int = CHUNK_KEYS
     block_n: int = BLOCK_N
@@ -76,12 +64,10 @@ class DecodeKernels:
         self.chunking(self.chunk_keys or 1)          # refuses chunks that are not whole blocks
 
     def chunking(self, max_seq_len: int, row_programs: int = 0, sms: int = 0) -> Chunking:
-        """The chunking for an engine whose full batch runs ``row_programs`` programs a chunk
-        (its largest batch times its KV heads) on a GPU of ``sms`` multiprocessors. By length, a
-        short row runs one chunk per KV head; where a full batch of such rows would not fill the
-        GPU twice over, a short row's keys walk one after another on too few programs, so every
-        row is cut into the fixed scheme's chunks instead. Both come from the engine's
-        configuration, never from a step's batch (0: not known, by length)."""
+        """The chunking for an engine whose full batch runs ``row_programs`` programs a chunk (its
+        largest batch times its KV heads) on ``sms`` multiprocessors: by length, unless a full
+        batch of short rows would not fill the GPU twice over, then the fixed scheme. From the
+        configuration, never a step's batch (0: not known, by length)."""
         if self.chunk_keys and not (sms and row_programs < FILL_WAVES * sms):
             return by_length(max_seq_len, self.chunk_keys, self.block_n)
         return fixed_chunking(max_seq_len)
@@ -301,9 +287,8 @@ class ModelRunner:
     def warm_up_prefill(self, sizes: tuple[int, ...], seq_lens: tuple[int, ...],
                         kv_pages: int) -> None:
         """One prefill of every (batch size, tokens per row) shape a run can meet, greedy and
-        sampled, so that no measured step pays a shape's first use: loading the kernels it needs
-        and the libraries' per-shape choices (on an H200 a first prefill of a shape took about ten
-        times as long as the next). Rows read the dummy slot and write the scratch page."""
+        sampled, so that no measured step pays a shape's first use. Rows read the dummy slot and
+        write the scratch page."""
         for size in sizes:
             ints, floats = self.padding_meta(size, NUM_INT_COLS + kv_pages)
             for seq_len in seq_lens:
