@@ -1,18 +1,10 @@
 """``Engine``: the public API. Builds a device, runs ``generate`` through the scheduler, reports.
 
-The engine is the only place that knows about tokenizers and text. It turns prompts into
-requests, hands them to a fresh ``Scheduler`` per call (the device, the KV pool and the slot table
-persist across calls, so a leak in one run would show in the next), and packs what happened into a
-``RunResult``: outputs, the timeline's spans, and metrics computed from those spans.
-
-Requests may arrive over time (``arrivals``: seconds from the run's start, one per prompt), so the
-scheduler's stage 1 receives them while it runs; ``serve`` runs the same loops on requests that
-stream in from a source that never ends by itself (the OpenAI-compatible server).
-
-One ``generate`` (or ``serve``) runs at a time: a second caller (another thread) gets ``EngineBusyError`` at
-once rather than a share of someone else's batch. A device that dies mid-run (the CPU device
-process killed, say) fails that run with a clear error, and the next ``generate`` starts a new one.
-"""
+The only place that knows tokenizers and text: prompts become requests for a fresh ``Scheduler`` per
+call (device, KV pool and slot table persist, so a leak shows in the next run), and what happened
+becomes a ``RunResult``. Requests may arrive over time (``arrivals``); ``serve`` runs the same loops
+on a source that never ends by itself. One call at a time (``EngineBusyError``); a device that dies
+fails its run, and the next call starts a new one."""
 
 from __future__ import annotations
 
@@ -67,11 +59,9 @@ Summary = tuple[dict[str, Any], dict[str, float]]     # (metrics, host report)
 
 @dataclass
 class RunResult:
-    """What one ``generate`` call produced. ``metrics`` (record.metrics, from the spans) and
-    ``host`` (record.host_load, which needs the GPU's busy time) are worked out when first read,
-    not inside the call: a caller who times ``generate`` times the run and the outputs, one who
-    reads the metrics pays for them then (milliseconds for a thousand spans). The spans are
-    resolved inside the call: their CUDA events go back to the device's pool for the next run."""
+    """What one ``generate`` call produced. ``metrics`` and ``host`` are worked out when first read,
+    so a caller who times ``generate`` times the run, not the metrics; the spans are resolved
+    inside the call (their CUDA events go back to the device's pool)."""
 
     loop: str                       # a record.schema.Loop: normal, overlap or multistep
     decode_steps: int               # k: decode forwards per scheduling iteration (1 unless multi-step)
@@ -162,10 +152,8 @@ class Engine:
         self.tokenizer = load_tokenizer(self.model_path, preset=self.random_weights)
         self._runs = 0
         self._busy = threading.Lock()
-        # What loading made (the model, torch's and the compiler's objects) lives as long as the
-        # process: move it out of the collector's sight once (gc.freeze), so a later full
-        # collection scans only what runs allocate. SGLang offers the same after its warm-up:
-        # Engine.freeze_gc (python/sglang/srt/entrypoints/engine.py), FreezeGCReq to its scheduler.
+        # What loading made lives as long as the process: out of the collector's sight, so a full
+        # collection scans only what runs allocate (SGLang's freeze_gc after its warm-up).
         gc.collect()
         gc.freeze()
 
@@ -241,18 +229,11 @@ class Engine:
                  profile_steps: tuple[int, int] | None = None,
                  should_stop: Callable[[], bool] | None = None,
                  arrivals: Sequence[float] | None = None, chat: bool = False) -> RunResult:
-        """Run ``prompts`` (strings or token-id lists) to completion in the loop ``loop`` names
-        (its k and extra CPU work with it); returns a ``RunResult``.
-
-        ``arrivals``: when each prompt's request arrives, in seconds from the run's start (None:
-        all at t=0); see ``engine.scheduler.arrivals`` for Poisson processes and traces. ``chat``: each
-        prompt is a user message (a string) or a list of {"role", "content"} messages, put
-        through the tokenizer's chat template.
-
-        ``profile_steps=(a, b)`` adds kernel-level lanes from torch.profiler for steps a..b (CUDA).
-        ``should_stop()`` is asked once per scheduler iteration; True ends the run with
-        ``RunCancelled``.
-        """
+        """Run ``prompts`` (strings or token-id lists) to completion in the loop ``loop`` names;
+        returns a ``RunResult``. ``arrivals``: when each request arrives, seconds from the start
+        (None: all at t=0). ``chat``: each prompt is a user message or a list of {"role",
+        "content"} messages. ``profile_steps=(a, b)``: kernel-level lanes for steps a..b (CUDA).
+        ``should_stop()`` is asked every iteration; True ends the run with ``RunCancelled``."""
         _check_loop(loop)
         if not self._busy.acquire(blocking=False):
             raise EngineBusyError("this engine is already running a generate call (one at a "
@@ -299,15 +280,9 @@ class Engine:
     def serve(self, source: RequestSource, sink: TokenSink, loop: LoopSpec = OVERLAP, *,
               timeline: Timeline | None = None,
               should_stop: Callable[[], bool] | None = None) -> None:
-        """Serve requests from ``source`` until it is done (or ``should_stop()``), streaming
-        tokens to ``sink`` after every processed step, in the loop ``loop`` names. The requests
-        are the source's own, made with ``make_request``; their clock is ``timeline``'s (its
-        ``t0_ns`` is the session start).
-
-        Unlike ``generate``, Python's garbage collector stays on (a session has no end to wait
-        for); what exists at the start is frozen, so a collection only scans the session's own
-        objects.
-        """
+        """Serve requests from ``source`` until it is done (or ``should_stop()``), streaming tokens
+        to ``sink`` after every processed step. The garbage collector stays on (a session never
+        ends); what exists at the start is frozen, so it scans only the session's own objects."""
         _check_loop(loop)
         if not self._busy.acquire(blocking=False):
             raise EngineBusyError("this engine is already running (one generate or serve at a "
@@ -328,11 +303,10 @@ class Engine:
 
     def _drive(self, sched: Scheduler, timeline: Timeline, should_stop: Callable[[], bool] | None,
                reqs: Sequence[Req] = ()) -> int:
-        """Run ``sched`` to its end on the device; when it started (``perf_counter_ns``), from
-        which ``reqs``' arrival offsets become times. The run's counts join the engine's totals,
-        whatever happens; a failed run leaves its requests' slots and pages held, so the device
-        finishes what it was sent (a dead one is already gone) and the next run gets clean
-        pools."""
+        """Run ``sched`` to its end on the device; when it started, from which ``reqs``' arrival
+        offsets become times. The run's counts join the totals whatever happens; a failed run's
+        held slots and pages are let go (the device finishes what it was sent, the pools start
+        clean)."""
         try:
             self.device.begin_run(timeline)
             t0 = time.perf_counter_ns()

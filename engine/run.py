@@ -1,15 +1,9 @@
 """One run pipeline: a workload and the loops to compare become one run record.
 
-``compare_loops`` is the only maker of our runs' records: the CLI, the scheduler process (the
-page's live runs) and the benchmarks give it an engine, a ``Workload`` and the ``LoopSpec``s to
-compare. Every loop runs the same prompts with the same sampling and the same arrival times,
-each from an empty prefix cache, so the runs differ only in the loop. A served session is not
-loops over a workload: ``session_record`` makes its record beside it.
-
-Both type the record's config the same way, ``run_config``: the engine's settings and the
-workload, each under one name (``record.schema.RunConfig``). What differs from loop to loop (the
-loop, k, extra CPU work) is each run's own, never the config's.
-"""
+``compare_loops`` is the only maker of our runs' records (the CLI, the scheduler process, the
+benchmarks): every loop runs the same prompts, sampling and arrival times, each from an empty prefix
+cache. ``session_record`` makes a served session's. Both type the config with ``run_config``
+(``record.schema.RunConfig``); what differs from loop to loop is each run's own."""
 
 from __future__ import annotations
 
@@ -73,11 +67,9 @@ def compare_loops(engine: Engine, work: Workload, loops: Sequence[LoopSpec],
                   params: SamplingParams | list[SamplingParams] | None = None,
                   options: RunOptions = RunOptions()) -> RecordDict:
     """Run ``work`` in each of ``loops`` on ``engine``, one after another; the record of it.
-
-    ``params``: the requests' sampling, where the caller has it already (the scheduler process
-    keeps a workload's stop tokens); else the workload's, with stop tokens picked from a probe
-    run when it asks for them. ``RunCancelled`` where ``should_stop`` says so between loops.
-    """
+    ``params``: the requests' sampling where the caller has it (else the workload's, with stop
+    tokens from a probe run where it asks for them). ``RunCancelled`` where ``should_stop`` says
+    so."""
     from engine.models.prompts import has_chat_template
     from engine.workloads import stop_params_from_probe
 

@@ -1,15 +1,9 @@
-"""Chrome traces of our runs: out for Perfetto (https://ui.perfetto.dev) or chrome://tracing, and
-back in again.
+"""Chrome traces of our runs: out for Perfetto or chrome://tracing, and back in again.
 
-Each run becomes one *process* and each lane one *thread* (track), with the span's step, batch
-size, token count and request ids in ``args``, so the picture the UI draws can be inspected
-there too. One extra metadata event per run (``RUN_METADATA``, which Perfetto ignores) carries
-what a trace has no place for: the loop, k, extra CPU work, the GPU lanes and the metrics.
-``read_own_trace`` turns such a file back into the same runs. Other programs' traces go through
-``record.imported.profiler_import``.
-
-Standard library only.
-"""
+A run is a *process*, a lane a *thread* (track); a span's step, batch size, tokens and request ids
+go in ``args``. One metadata event per run (``RUN_METADATA``) carries what a trace has no place for
+(loop, k, extra CPU work, GPU lanes, metrics), so ``read_own_trace`` gives the same runs back. Other
+programs' traces go through ``record.imported``."""
 
 from __future__ import annotations
 

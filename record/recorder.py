@@ -1,30 +1,11 @@
 """Span recorder: what every lane did at every step, on one clock.
 
-A *span* is one interval of work on one *lane* (``record.schema.Lane``):
-
-- ``cpu``               the scheduler thread (receive, schedule, launch, wait, process_last)
-- ``scheduler_stream``  metadata uploads (and the result copy, if placed there)
-- ``engine_stream``     forward (prefill / decode) and sampling (and the copy, if placed there)
-- ``copy_stream``       the result copy, on a CUDA stream of its own (the CUDA default)
-
-A device records on the lanes it has (``Device.lanes``): the CPU device process has no copy
-stream.
-
-CPU spans are stamped with ``time.perf_counter_ns()`` as they happen. GPU spans are pairs of
-``torch.cuda.Event(enable_timing=True)`` recorded on the stream that does the work; they are
-*resolved lazily* (``event.query()``), never with a sync inside the loop, so recording does not
-change what it measures. One reference event, recorded while the GPU is idle at a known host time,
-maps GPU time onto the host clock. On the CPU backend the device process stamps its own spans
-with the same monotonic clock (``perf_counter_ns`` is system-wide on Linux), so no mapping is needed.
-
-Each GPU lane is one stream, which runs its work in order: a span cannot start before the one
-before it on its lane has ended. A span's start event is normally recorded on its own stream, so
-that holds by itself; the copy stream's copy borrows the forward's end event for its start (it
-waits for it; one record, two uses), and where copies queue behind one another (the hazard lab
-holds one back) its start is taken as the later of that event and the lane's previous end.
-
-All times in a finished run are microseconds from the run's start (``t0``).
-"""
+A *span* is one interval of work on one *lane*: ``cpu`` (the scheduler thread), ``scheduler_stream``
+(uploads), ``engine_stream`` (forward and sampling), ``copy_stream`` (the result copy). CPU spans
+are stamped with ``perf_counter_ns`` as they happen; GPU spans are pairs of CUDA events resolved
+lazily (``query()``), never with a sync in the loop, and placed on the host clock by one reference
+event recorded on an idle GPU. A lane runs in order, so a span never starts before the previous one
+on its lane ended. Times are µs from the run's start."""
 
 from __future__ import annotations
 
@@ -113,15 +94,10 @@ GroupSpan = tuple
 
 
 class Timeline:
-    """Collects spans during a run. One writer (the scheduler thread), any number of readers.
-
-    ``enabled=False`` makes every method a cheap no-op (used to measure recording overhead).
-
-    Writing costs the scheduler thread as little as possible, because in a serial loop every
-    microsecond of it lengthens the GPU's idle gap that the run is measuring: a writer only
-    appends a tuple to a deque (atomic, no lock, no object built); readers turn the tuples into
-    ``Span`` objects later, under their own lock.
-    """
+    """Collects spans during a run: one writer (the scheduler thread), any number of readers. In a
+    serial loop every moment the writer spends is GPU idle time it measures, so a write only
+    appends a tuple to a deque; readers build ``Span`` objects later, under their own lock.
+    ``enabled=False`` makes every method a no-op."""
 
     def __init__(self, enabled: bool = True) -> None:
         self.enabled = enabled

@@ -1,15 +1,7 @@
-"""The run record (schema 1): everything a run produced, as one JSON document.
-
-A record is what travels between the engine, the CLI's ``--json`` file, the bundled H200 runs and
-the UI: ``{"schema": 1, "env": {...}, "config": {...}, "runs": [run, ...]}``. The viz code draws
-records, never engine objects, so a live run, a recorded GPU run and an imported production trace
-take the same path to the screen. ``validate_record`` is the single gate every record passes on
-its way in (load) and out (make, save), so the UI can trust every key it reads; a record of our
-engine's runs carries a typed ``record.schema.RunConfig`` (``config_of`` reads it).
-
-The layout, lanes, phases and metric formulas are documented in docs/run_record.md.
-Standard library only.
-"""
+"""The run record (schema 1): everything a run produced, as one JSON document, ``{"schema": 1,
+"env", "config", "runs"}`` (docs/run_record.md). The viz code draws records, never engine
+objects. ``validate_record`` is the gate every record passes in and out; a record of our runs
+carries a ``record.schema.RunConfig`` (``config_of``)."""
 
 from __future__ import annotations
 
@@ -62,14 +54,10 @@ class RecordError(ValueError):
 def run_dict(loop: str, decode_steps: int, label: str, spans: Sequence[Span | SpanDict],
              metrics: Mapping[str, object] | None = None, outputs: Sequence[OutputDict] = (),
              lanes: Sequence[str] = BASE_LANES, gpu_lanes: Sequence[str] = GPU_LANES) -> RunDict:
-    """One run of a record. The only place a run dict is built, for a finished run and for the
-    partial run a live view draws (no metrics and no outputs yet).
-
-    ``loop`` is a ``record.schema.Loop`` and ``decode_steps`` its k (1 unless multi-step); a run
-    with extra CPU work sets its ``extra_cpu_us`` (0 here), the third per-loop setting. Names
-    are written as plain strings: a record holds JSON's own types, and unpickles anywhere.
-    ``metrics`` may hold keys of its own beside those ``Metrics`` names.
-    """
+    """One run of a record, the only place a run dict is built (a finished run, or the partial run a
+    live view draws). ``loop`` and ``decode_steps`` (k) are per-loop settings, as is
+    ``extra_cpu_us``, which a run with extra CPU work sets (0 here). Names are written as plain
+    strings; ``metrics`` may hold keys of its own."""
     return {"loop": str(loop), "decode_steps": int(decode_steps), "extra_cpu_us": 0,
             "label": label,
             "lanes": [str(lane) for lane in lanes], "gpu_lanes": [str(lane) for lane in gpu_lanes],
@@ -91,11 +79,8 @@ def loop_of(run: Mapping[str, object]) -> tuple[Loop, int]:
 
 
 def default_env(**given: object) -> dict[str, object]:
-    """The environment keys the standard library knows, overridden by ``given``.
-
-    ``device_name`` and ``torch_version`` must come from the caller (this module never imports
-    torch).
-    """
+    """The environment keys the standard library knows, overridden by ``given`` (the caller gives
+    ``device_name`` and ``torch_version``)."""
     env: dict[str, object] = {
         "python_version": platform.python_version(),
         "platform": platform.platform(),

@@ -1,20 +1,9 @@
 """The vocabulary of a run: its lanes, phases and loops, and the shapes of its record.
 
-Every package names a lane, a phase or a loop through this module, never by a string of its
-own, so one spelling holds from the engine's recorder to the chart. The names are ``StrEnum``s:
-a member *is* its string (``Lane.CPU == "cpu"``, ``json.dumps`` writes ``"cpu"``), so records,
-traces and the page read exactly as before, and a record read from a file, whose names are plain
-strings, compares equal to them.
-
-The ``TypedDict``s say what a run record holds (docs/run_record.md has every key's meaning):
-``RecordDict`` holds ``RunDict``s, each with its ``SpanDict``s, ``OutputDict``s and ``Metrics``.
-They describe the plain dicts that travel as JSON; nothing is converted. Lanes and phases are
-``str`` in them, not ``Lane`` and ``Phase``: an imported trace brings lanes and phases of its
-own ("GPU 0 stream 7", kernel names). ``RunConfig`` is the one typed config of our engine's
-runs: a record carries it as ``RunConfig.to_dict()``.
-
-This module imports only the standard library: it is the bottom of the bottom layer.
-"""
+Every package names a lane, phase or loop through these ``StrEnum``s: a member *is* its string, so
+records read from files compare equal. The ``TypedDict``s describe the plain dicts a record holds
+(docs/run_record.md); lanes and phases are ``str`` there (an import brings its own). ``RunConfig``
+is the one typed config of our runs. Standard library only."""
 
 from __future__ import annotations
 
@@ -222,12 +211,10 @@ class RecordDict(TypedDict):
 
 @dataclass(frozen=True)
 class RunConfig:
-    """How our engine's runs of one record were run: the engine's settings and the workload,
-    each under one name. What differs from loop to loop (the loop, k, extra CPU work) is each
-    run's own (``RunDict``), not here. ``engine.run.run_config`` is the one place one is made;
-    a record carries ``to_dict()``, and ``from_dict`` checks one read back (every key, each of
-    its type). None in a workload field: not one value for the whole run (a trace or a served
-    session gives each request its own, a prompt given in words has no one token length)."""
+    """How our engine's runs of one record were run: the engine's settings and the workload, each
+    under one name (``engine.run.run_config`` makes it; ``from_dict`` checks one read back). What
+    differs from loop to loop is each run's own. None in a workload field: no one value for the
+    run (a trace or a served session gives each request its own)."""
 
     # the engine (engine.config.EngineConfig's names)
     model: str

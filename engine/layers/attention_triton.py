@@ -1,21 +1,11 @@
 """The paged decode-attention kernel in Triton (CUDA only; ``paged_attention.py`` explains it).
 
-Two launches, as in FlashDecoding and SGLang's Triton backend:
-
-1. ``_split_kernel``, grid ``(B, KV, max_chunks)``: one program per row, KV head and chunk of the
-   row's keys. It reads the row's length and page ids from device memory and works out the row's
-   chunks from its length alone (``_chunk_plan``; a program past them exits at once). It rotates
-   this step's q and k by RoPE at the row's position (given ``inv_freq``: one kernel less per
-   layer than a separate RoPE pass), walks its chunk in blocks of ``BLOCK_N`` keys (online
-   softmax, all ``H / KV`` query heads of the group at once, so the scores are one small matrix
-   product), and stores this step's k, v in the cache. A row of one chunk writes its normalised
-   output here; a row of several writes each chunk's output and log-sum-exp.
-2. ``_merge_kernel``, grid ``(B, H)``: merges a row's chunks by their log-sum-exp; it exits at once
-   for a row of one chunk. Not launched at all where no row can have two (``max_chunks`` 1).
-
-Nothing here depends on the batch's lengths at launch time, so CUDA graphs capture it as is.
-``split_k_attention`` in ``paged_attention.py`` is this arithmetic in PyTorch, for the CPU test.
-"""
+Two launches, as in FlashDecoding and SGLang's Triton backend: ``_split_kernel``, grid ``(B, KV,
+max_chunks)``, one program per row, KV head and chunk (it rotates q and k by RoPE at the row's
+position when given ``inv_freq``, walks its chunk in blocks with all the group's query heads at
+once, and stores this step's k, v); ``_merge_kernel``, grid ``(B, H)``, merges a row's chunks by
+their log-sum-exp (not launched where no row can have two). Nothing depends on the batch's lengths
+at launch, so CUDA graphs capture it as is."""
 
 from __future__ import annotations
 

@@ -1,14 +1,6 @@
-"""Finding a model and loading it into our modules: the bundled model, timing presets, HF checkpoints.
-
-A model name resolves to one of three things:
-
-- ``"bundled"``: the small model trained for this demo, in ``assets/bundled`` (HF format);
-- a *preset* (``"smollm2-135m-shape"`` ...): the exact shapes of a public model with random weights,
-  for timing studies only (labelled "random weights, for timing" wherever it appears);
-- a local Hugging Face directory (``config.json`` + safetensors), or a hub id ("org/name"),
-  fetched into the hub cache through ``engine.models.hub``'s guards (architecture, safetensors only, no
-  remote code, a size cap), with a progress callback for the app.
-"""
+"""Finding a model and loading it into our modules: ``"bundled"`` (``assets/bundled``), a *preset*
+(a public model's shapes with random weights, for timing only), a local Hugging Face directory,
+or a hub id fetched through ``engine.models.hub``'s guards."""
 
 from __future__ import annotations
 

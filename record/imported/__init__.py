@@ -1,15 +1,8 @@
-"""Other engines' traces read as runs of the record schema, apart from the record of our own runs.
-
-- ``profiler_events``  a Chrome / torch.profiler trace's bytes and events, read once, bounded
-- ``profiler_import``  a trace (ours back in, or SGLang's, vLLM's, transformers') as a record
-- ``trace_steps``      where an imported trace's steps are, and one step as the step-through shows it
-- ``trace_loop``       what a trace's timing says about its loop: launch latency, overlap or not
-- ``host_phases``      the host's named phases in a trace, each given its role in the article's loop
-- ``given_file``       any file a user gives the page, as a record; runs of several shown side by side
-
-An imported run is a ``RunDict`` with a few keys more (``ImportedRun``), which only the code that
-draws imports reads, through ``imported``.
-"""
+"""Other engines' traces read as runs of the record schema, apart from the record of our own runs:
+``profiler_events`` (a trace's events, read bounded), ``profiler_import`` (a trace as a record),
+``trace_steps`` (its steps), ``trace_loop`` (what its timing says about its loop),
+``host_phases`` (its named host phases and their roles) and ``given_file`` (any file given to the
+page). An imported run is a ``RunDict`` with a few keys more (``ImportedRun``)."""
 
 from __future__ import annotations
 

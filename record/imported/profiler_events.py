@@ -1,11 +1,6 @@
-"""Reading a Chrome / torch.profiler trace: its bytes (bounded, gunzipped), its events, and one
-pass over them that keeps what the import needs (``Trace``): GPU work, host events, launch calls
-by correlation id, flow arrows, process and thread names.
-
-Hostile input gets a ``TraceImportError`` with a message for a human, never a traceback: files
-over the size limit, text that is not JSON, JSON that is not a trace, fields of the wrong type
-(skipped or kept as strings). Standard library only.
-"""
+"""Reading a Chrome / torch.profiler trace: its bytes (bounded, gunzipped), its events, and one pass
+that keeps what the import needs (``Trace``). Hostile input gets a ``TraceImportError`` with a
+message for a human, never a traceback."""
 
 from __future__ import annotations
 
