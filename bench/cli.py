@@ -1,10 +1,6 @@
 """One command a module: ``python -m bench NAME [flags]`` and ``python -m studies NAME [flags]``.
-
-Each command is a module with a ``main(argv) -> int`` that parses its own flags (``parser``
-builds the parser, its help from the module's docstring); ``dispatch`` picks the module by name
-and lists every command, one line each: the first line of its module's docstring, read without
-importing it (a benchmark imports torch). The flags several benchmarks share are added here once.
-"""
+Each command is a module with a ``main(argv) -> int``; its help is its docstring, whose first
+line ``dispatch`` lists without importing it. The flags several commands share are added here."""
 
 from __future__ import annotations
 

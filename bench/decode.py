@@ -1,19 +1,14 @@
 """Both loops, eager and with CUDA graphs, against a forward-only ceiling and the weight-read floor.
 
-- **forward-only ceiling**: the same decode step replayed back to back with no scheduler at all
-  (what the device could do if the CPU cost nothing). Each engine row is reported as a fraction.
-- **weight-read floor**: every parameter read once per step at the copy bandwidth measured in the
-  same run; printed beside the forward-only step and their ratio, so the gap stays visible.
-- **transformers ``generate``**: what a user would otherwise run, on the same weights, batch and
-  prompts (greedy), eager and with its static cache; tokens are compared with ours.
-
-    python -m bench loops --device cuda --graphs graph --compile   # the H200 table
-    python -m bench loops --device cpu --quick               # a 2-core CPU in about a minute
+    python -m bench loops --device cuda --graphs graph --compile
+    python -m bench loops --device cpu --quick
     python -m bench loops --hf                               # and transformers beside us
 
-Every engine number is the median of ``--repeats`` runs of a steady decode workload (``B``
-requests, all admitted at once, ``--new-tokens`` tokens each, no early stops).
-"""
+Every engine row is the median of ``--repeats`` runs of a steady decode workload (``B`` requests
+admitted at once, ``--new-tokens`` each, no early stops), as a fraction of the *forward-only
+ceiling* (the same decode step replayed back to back, no scheduler). The *weight-read floor* (every
+parameter read once at the copy bandwidth measured in the run) stands beside the forward-only step;
+``--hf`` adds transformers' ``generate`` on the same weights and prompts."""
 
 from __future__ import annotations
 

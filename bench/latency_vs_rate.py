@@ -2,33 +2,15 @@
 
     python -m bench rates --rates 2 4 8 16 inf --requests 32 --device cpu
     python -m bench rates --rates 4 --arrivals trace.json       # a replayed trace instead
-
-A trace's prompt and output lengths replace ``--prompt-len`` and ``--new-tokens``; its arrival
-times, where it has them, replace the Poisson process (the rate then only names the row).
-
-For each rate, one Poisson arrival sequence (seeded) is generated and both loops run it, back to
-back on one engine, ``--repeats`` times (the order alternates, so neither loop always runs
-second). Every request asks for ``--new-tokens`` tokens (EOS ignored), so both loops do the same
-work; what differs is when tokens reach the client. Reported per rate and loop, as serving
-benchmarks do: output tokens/s, TTFT and inter-token latency (mean, p50, p99; median over repeats
-with min-max), and GPU busy. ``--json`` writes the rows that ``viz.latency.latency_figure`` draws.
-
-At low rates the GPU idles between requests whatever the loop; the loops differ in each step's
-length (ITL) and in the lag before a request's first token is read (TTFT). Near saturation, the
-shorter step of the overlap loop is more throughput, and queues form later.
-
     python -m bench rates --rates 4 --shared-prefix 512 --prefix-cache both   # the cache's gain
 
-On CUDA every step (decode and prefill) runs as a CUDA graph, as the page runs it.
-
-``--shared-prefix N`` puts one system prompt of N tokens in front of every request;
-``--prefix-cache on|off|both`` runs with the radix prefix cache, without it, or both (a table
-each, then their TTFT compared). Every measured run starts from an empty cache, so a run's hits
-are its own requests finding the prefix its first request computed. The comparison also gives
-each run's TTFT drift (``record.metrics.ttft_drift``: the last third of the requests' median
-TTFT over the first third's), which says whether the rate was one the engine sustains: about 1
-where the queue holds, growing with the run where it does not.
-"""
+For each rate both loops run one seeded arrival sequence, back to back on one engine, ``--repeats``
+times in alternating order, every request asking for ``--new-tokens`` tokens (EOS ignored). A
+trace's lengths and arrival times replace the flags and the Poisson process. Reported per rate and
+loop: output tokens/s, TTFT and inter-token latency (mean, p50, p99), GPU busy; ``--json`` writes
+the rows ``viz.latency`` draws. On CUDA every step runs as a CUDA graph. ``--prefix-cache both``
+runs each measured run from an empty cache and compares TTFT, with each run's TTFT drift
+(``record.metrics.ttft_drift``: about 1 where the queue holds)."""
 
 from __future__ import annotations
 

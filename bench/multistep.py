@@ -2,12 +2,10 @@
 
     python -m bench multistep --device cuda --model bundled --batch 8 --extra-cpu-us 200
 
-One-step overlap hides at most T_fwd of CPU work per step: T ~ max(T_fwd, T_sched + T_post).
-Launching k forwards per iteration divides the CPU's share: T ~ max(T_fwd, (T_sched + T_post) / k),
-paid for with lag k: a request that stops runs up to 2k-1 extra forwards (wasted tokens), and its
-first output reaches the CPU later. Requests here stop on stop tokens at varied steps, so the
-waste is real; every k must give the same tokens as the normal loop.
-"""
+Overlap hides at most T_fwd of CPU work a step; k forwards an iteration divide the CPU's share, T ~
+max(T_fwd, (T_sched + T_post) / k), paid for with lag k (up to 2k-1 wasted forwards for a request
+that stops). Requests stop on stop tokens at varied steps; every k must give the normal loop's
+tokens."""
 
 from __future__ import annotations
 

@@ -2,15 +2,10 @@
 
     python -m bench recorder [--device cuda --models bundled qwen2.5-0.5b-shape --batches 1 64]
 
-For each model, batch size and loop, runs alternate (off, on, off, on, ...) so drift in the
-machine hits both equally; the table shows the median decode tokens/s of each with its range, the
-difference of the medians (which the recorder is held to: at most 2% on CUDA), the median of the
-pairs' own differences with their range, and what that is in microseconds of a step. In a serial
-loop every microsecond the recorder costs the scheduler thread is GPU idle time, so a costly
-recorder would inflate the very gap it measures; overlap hides it unless the CPU is the slower
-side. A host whose speed moves from run to run (a virtual machine's) needs many pairs: the
-range of the pairs' differences says how far one pair can be trusted.
-"""
+Runs alternate off, on, off, on (drift hits both alike); per model, batch and loop the table gives
+each side's median decode tokens/s with its range, their difference, the pairs' own differences and
+what that is per step. In a serial loop the recorder's cost is GPU idle time, so a costly recorder
+would inflate the gap it measures."""
 
 from __future__ import annotations
 

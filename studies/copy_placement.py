@@ -2,17 +2,10 @@
 
     python -m studies copy-placement [--models bundled --batches 16]
 
-The same overlap run with the copy of the sampled tokens on a copy stream of its own (the CUDA
-default, as vLLM places it), on the engine stream (``result_copy_stream="engine"``, right after
-sampling, as Mini-SGLang places it) and on the scheduler stream (``"scheduler"``). On the copy
-stream nothing the next forward waits for includes the copy, so consecutive forwards are
-separated only by the launch of the next one; on the engine stream also by the copy; on the
-scheduler stream the copy waits for forward(n) there, upload(n+1) queues behind it and
-forward(n+1) waits for that upload, so forwards are separated by the copy and the upload in turn.
-The table gives, over the steady window, the median gap between consecutive decode forwards, busy
-over all stream lanes and over the engine stream alone, and the decode step; median [min-max]
-over ``--repeats`` runs.
-"""
+The same overlap run with the copy on a copy stream of its own (the default), on the engine stream
+and on the scheduler stream (``result_copy_stream``; ``engine/devices/cuda.py`` says what each does
+to the GPU). Over the steady window: the median gap between decode forwards, busy over all streams
+and the engine stream alone, the decode step; median [min-max] over ``--repeats``."""
 
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
-"""The parts of ``studies/decode_kernels.py`` that need no engine: timing helpers, the kernels'
-correctness on the GPU, one layer's attention alone, options measured, and the final table.
-
-Timing: CUDA events around CUDA-graph replays (launch gaps as in a step), medians of repeats;
-inputs rotate over as many buffers as a step would read (one cache per layer), so no timing
-measures a cache-resident buffer. Correctness: fresh random inputs per check, outputs poisoned
-with NaN first, ``||out - ref|| / ||ref||`` against float64.
-"""
+"""The parts of ``studies/decode_kernels.py`` that need no engine: timing, the kernels' correctness
+on the GPU, one layer's attention alone, options measured, the final table. Timing replays CUDA
+graphs over as many buffers as a step reads (nothing served from cache); correctness uses fresh
+inputs, NaN-poisoned outputs and ``||out - ref|| / ||ref||`` against float64."""
 
 from __future__ import annotations
 

@@ -3,12 +3,9 @@
     python -m studies forward --models qwen2.5-0.5b-shape --batches 1 8 64
     python -m studies forward --variants triton triton+compile --profile     # + kernel list
 
-The floor: every parameter read once per step, at the device-to-device copy bandwidth measured in
-the same run (bytes read + bytes written over the time of a large copy). A decode step can't beat
-it; the ratio ``step / floor`` says how far we are. Each variant builds the model (random weights),
-warms up (compile time printed), captures one CUDA graph per batch size of one decode step (every
-row at ``--context`` keys) and replays it back to back: no scheduler, no host copies.
-"""
+Each variant builds the model (random weights), captures one decode step per batch size as a CUDA
+graph and replays it back to back: no scheduler, no host copies. The floor is every parameter read
+once at the copy bandwidth measured in the run."""
 
 from __future__ import annotations
 

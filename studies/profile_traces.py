@@ -1,16 +1,10 @@
-"""torch.profiler traces of three real decode loops, as production engines' traces come (CUDA).
-
-Without ProfilerStep marks: the importer's test material (``tests/data/traces/``) and something
-to load in the app's *Import a trace* tab. Run on a CUDA GPU:
+"""torch.profiler traces of three real decode loops, as production engines' traces come (CUDA): the
+importer's test material and something to load in the app's *Import a trace* tab.
 
     python -m studies profile-traces --out tests/data/traces
 
-- ``hf-generate-qwen05-b8.json.gz``: transformers' ``generate`` (eager, dynamic cache);
-- ``engine-eager-qwen05-b8.json.gz``: our engine, overlap loop, eager forward;
-- ``engine-graph-qwen05-b8.json.gz``: our engine, overlap loop, decode CUDA graphs.
-
-Qwen2.5-0.5B's shape with random weights, bf16, batch 8, 32-token prompts, 12 new tokens.
-"""
+``hf-generate-qwen05-b8.json.gz`` (transformers' ``generate``), ``engine-eager-qwen05-b8.json.gz``
+and ``engine-graph-qwen05-b8.json.gz`` (our overlap loop, eager and with CUDA graphs)."""
 
 from __future__ import annotations
 
