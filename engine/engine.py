@@ -13,7 +13,7 @@ import platform
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -235,17 +235,13 @@ class Engine:
         "content"} messages. ``profile_steps=(a, b)``: kernel-level lanes for steps a..b (CUDA).
         ``should_stop()`` is asked every iteration; True ends the run with ``RunCancelled``."""
         _check_loop(loop)
-        if not self._busy.acquire(blocking=False):
-            raise EngineBusyError("this engine is already running a generate call (one at a "
-                                  "time: use one Engine per thread, or wait for the first call)")
-        try:
+        with self._exclusive("this engine is already running a generate call (one at a time: "
+                             "use one Engine per thread, or wait for the first call)"):
             self._replace_dead_device()
             with _no_collection():
                 return self._generate(prompts, params, loop, timeline=timeline,
                                       profile_steps=profile_steps, should_stop=should_stop,
                                       arrivals=arrivals, chat=chat)
-        finally:
-            self._busy.release()
 
     def _generate(self, prompts, params, spec: LoopSpec, *, timeline, profile_steps, should_stop,
                   arrivals, chat) -> RunResult:
@@ -284,10 +280,7 @@ class Engine:
         to ``sink`` after every processed step. The garbage collector stays on (a session never
         ends); what exists at the start is frozen, so it scans only the session's own objects."""
         _check_loop(loop)
-        if not self._busy.acquire(blocking=False):
-            raise EngineBusyError("this engine is already running (one generate or serve at a "
-                                  "time)")
-        try:
+        with self._exclusive("this engine is already running (one generate or serve at a time)"):
             self._replace_dead_device()
             timeline = timeline or Timeline(enabled=self.config.record_timeline)
             sched = Scheduler(self.config, self.device, self.pools, timeline, loop, source, sink)
@@ -298,6 +291,15 @@ class Engine:
             finally:
                 gc.unfreeze()
             self._runs += 1
+
+    @contextmanager
+    def _exclusive(self, busy: str) -> Iterator[None]:
+        """One run (or prefix-cache clearing) at a time: a second caller gets
+        ``EngineBusyError(busy)`` at once."""
+        if not self._busy.acquire(blocking=False):
+            raise EngineBusyError(busy)
+        try:
+            yield
         finally:
             self._busy.release()
 
@@ -431,16 +433,12 @@ class Engine:
         """Empty the prefix cache (every page free again when no run is on); pages freed.
         Loops compared on one engine each start from an empty cache this way, so none finds
         the prompts the one before it cached."""
-        if not self._busy.acquire(blocking=False):
-            raise EngineBusyError("the prefix cache can't be cleared while a run is on")
-        try:
+        with self._exclusive("the prefix cache can't be cleared while a run is on"):
             if self.cache is None:
                 return 0
             freed = self.cache.evict_all()
             self.pages.free(freed, CACHE_OWNER)
             return len(freed)
-        finally:
-            self._busy.release()
 
     def memory_problems(self) -> list[str]:
         """What is wrong with the slots, the pages and the prefix cache (empty: nothing), checked

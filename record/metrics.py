@@ -515,11 +515,6 @@ def compare_runs(normal: Mapping[str, Any], overlap: Mapping[str, Any],
 
 # ---- serving latency: what serving benchmarks report, from the outputs alone ------------------
 
-LATENCY_STATS = ("mean", "p50", "p99")
-LATENCY_KEYS = tuple(f"{name}_ms_{stat}" for name in ("ttft", "itl", "tpot", "e2e")
-                     for stat in LATENCY_STATS) + ("requests_per_s", "completed_requests")
-
-
 def percentile(values: Sequence[float], q: float) -> float:
     """The ``q``-th percentile (0..100) with linear interpolation, as numpy's default; 0.0 if
     there are no values."""

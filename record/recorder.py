@@ -137,13 +137,6 @@ class Timeline:
         if self.enabled:
             self._gpu_raw.append((events, spans, step, req_ids, release))
 
-    def add_gpu(self, lane: str, phase: str, step: int, start_event: GpuEvent,
-                end_event: GpuEvent, batch_size: int = 0, num_tokens: int = 0,
-                req_ids: Sequence[int] = ()) -> None:
-        """One span between two events on one stream."""
-        self.add_gpu_group((start_event, end_event), ((lane, phase, 0, 1, batch_size, num_tokens),),
-                           step, req_ids)
-
     def add_stamped(self, spans: list[StampedSpan]) -> None:
         """Spans stamped by the CPU device process, placed on this run's clock."""
         if not self.enabled:

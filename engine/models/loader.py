@@ -57,9 +57,6 @@ PRESETS: dict[str, ModelSpec] = {
     "llama-3.1-8b-shape": _preset("LlamaForCausalLM", (128256, 4096, 32, 32, 8, 14336),
                                   500000.0, False, False, 131072),
 }
-PRESET_LABEL = "random weights, for timing"
-
-
 @dataclass
 class LoadedModel:
     model: CausalLM

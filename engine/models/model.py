@@ -279,13 +279,6 @@ class CausalLM(nn.Module):
             x = layer(x, cos, sin, ctx, k_cache, v_cache)
         return self.head(x, last_index)
 
-    def full_logits(self, input_ids, positions, ctx, kv_caches) -> torch.Tensor:
-        """Logits at every position ``[B, S, V]`` (for tests against transformers)."""
-        x, cos, sin = self.embed(input_ids, positions, rope=not _applies_rope(ctx))
-        for layer, (k_cache, v_cache) in zip(self.model.layers, kv_caches):
-            x = layer(x, cos, sin, ctx, k_cache, v_cache)
-        return self.lm_head(self.model.norm(x))
-
 
 def _applies_rope(ctx) -> bool:
     """Does the attention context rotate q and k itself (the fused decode kernel)?"""

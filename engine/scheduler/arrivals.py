@@ -65,11 +65,6 @@ def poisson_times(rate: float, n: int, seed: int = 0) -> list[float]:
     return times
 
 
-def burst_times(n: int) -> list[float]:
-    """Every request at t=0 (what ``generate`` did before arrivals existed)."""
-    return poisson_times(math.inf, n)
-
-
 def _pick(entry: dict[str, Any], keys: tuple[str, ...]) -> Any:
     return next((entry[k] for k in keys if k in entry), None)
 

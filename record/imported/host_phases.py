@@ -165,15 +165,6 @@ def _outermost(named: list[HostPhase]) -> list[HostPhase]:
     return out
 
 
-def role_share(found: Sequence[HostPhase]) -> dict[str, float]:
-    """Total time of each role's phases (µs)."""
-    totals: dict[str, float] = {}
-    for phase in found:
-        if phase.role is not None:
-            totals[phase.role] = totals.get(phase.role, 0.0) + (phase.end - phase.start)
-    return totals
-
-
 # ---- between the phases: the thread's ops, and its waits for the GPU ------------------------
 
 def top_level(events: list[Event]) -> list[Event]:
