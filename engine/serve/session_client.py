@@ -36,7 +36,7 @@ from engine.processes.messages import (
 from engine.processes.scheduler_process import Placement, SchedulerClient, SchedulerDied
 from record.schema import RecordDict
 
-MAX_SESSION_SPANS = 400_000        # the session timeline's window (about 10 min of CPU steps)
+MAX_SESSION_SPANS = 400_000        # the session timeline's window, in spans
 MAX_SESSION_OUTPUTS = 20_000       # finished requests kept for the session's record
 Handler = Callable[[Any], None]    # gets TokenDelta, Rejected or SessionLost
 
