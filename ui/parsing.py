@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import multiprocessing
 import threading
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 from engine.proc_watch import start_deaf_to_ctrl_c
 from record.imported.given_file import sniff
@@ -29,7 +31,7 @@ MAX_UPLOAD_BYTES = 200 * 2**20
 PARSE_TIMEOUT_S = 120.0
 
 
-def _worker(conn: Any) -> None:
+def _worker(conn: Connection) -> None:
     """The worker process: read one file, send back its record or why not, exit."""
     try:
         path, max_bytes = conn.recv()
@@ -48,7 +50,7 @@ def _worker(conn: Any) -> None:
         pass
 
 
-def _start() -> tuple[Any, Any]:
+def _start() -> tuple[BaseProcess, Connection]:
     """A worker that a terminal's Ctrl-C (sent to the whole process group) does not reach
     (``engine.proc_watch.start_deaf_to_ctrl_c``): the app handles Ctrl-C and its workers end
     with it."""
@@ -68,7 +70,7 @@ def prepare() -> None:
             APP.parsers.append(_start())
 
 
-def _take() -> tuple[Any, Any]:
+def _take() -> tuple[BaseProcess, Connection]:
     """A worker for one file: the spare while it is alive, else a new one (a dead spare is
     reaped: it has read nothing)."""
     with APP.parsers_lock:
