@@ -170,12 +170,12 @@ def warm_up(peer: str, specs: list[dict[str, Any]], paths: PeerPaths, workdir: P
 
 
 class Target(NamedTuple):
-    """One of a peer's processes: the peer, its configuration (and its place in the peer's
-    list), the shape and the folder it loads it from, and the loop."""
+    """One of a peer's processes: the peer, its configuration, the shape and the folder it loads
+    it from, and the loop."""
 
     peer: str
     config: PeerConfig
-    index: int
+    place: int                      # the configuration's place in the peer's list
     model: str
     model_dir: Path
     loop: str
