@@ -1,14 +1,12 @@
 """The benchmarks a reader runs to see the lesson's numbers: ``python -m bench NAME [flags]``.
 
-    python -m bench loops --device cpu --quick            # normal vs overlap, in about a minute
+    python -m bench loops --device cpu --quick            # normal vs overlap
     python -m bench recorder --models bundled             # span recording on vs off
     python -m bench rates --rates 2 4 8 inf               # latency against request rate
     python -m bench app-workload --repeats 5              # the page's workload, with its spread
     python -m bench classroom --visitors 30 --browsers 3  # a class presses Run at once
 
-The lab's one-off measurements (the peers beside us, the forward kernel by kernel, the launch
-path, where the result copy runs, ...) are ``python -m studies``.
-"""
+The lab's one-off measurements are ``python -m studies``."""
 
 from __future__ import annotations
 

@@ -3,15 +3,10 @@
     python -m bench app-workload --repeats 5                       # what the page's Run does
     python -m bench app-workload --repeats 5 -- --mode all --decode-steps 4 --extra-cpu-us 20000
 
-Each run is one ``python -m engine`` call on the workload the page starts with (16 requests that
-stop at varied steps, 24-word prompts, 4 ms of extra scheduler work per step) in a process of its
-own, as a visitor's click gets one; everything after ``--`` goes to ``python -m engine`` after that
-workload, so a flag given there wins. Per loop the table gives GPU busy (whole run and the steady
-window), output tok/s, and against the normal loop of the same run: the speedup per decode step
-(steady window, the page's headline), the formula's prediction from the normal run's T_fwd and
-T_cpu, and the whole run's tokens/s ratio. Cells read "median (min-max)" over the runs, with the
-share of the cores other programs used meanwhile (``record.host_load``) beside them.
-"""
+Each run is one ``python -m engine`` call on the page's starting workload, in a process of its own
+as a click gets one (flags after ``--`` win). Per loop: GPU busy (whole run, steady window), output
+tok/s, and against the normal loop the speedup per decode step, the formula's prediction and the
+whole-run ratio, as "median (min-max)", beside other programs' share of the cores."""
 
 from __future__ import annotations
 

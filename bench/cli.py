@@ -1,10 +1,6 @@
 """One command a module: ``python -m bench NAME [flags]`` and ``python -m studies NAME [flags]``.
-
-Each command is a module with a ``main(argv) -> int`` that parses its own flags (``parser``
-builds the parser, its help from the module's docstring); ``dispatch`` picks the module by name
-and lists every command, one line each: the first line of its module's docstring, read without
-importing it (a benchmark imports torch). The flags several benchmarks share are added here once.
-"""
+Each command is a module with a ``main(argv) -> int``; its help is its docstring, whose first
+line ``dispatch`` lists without importing it. The flags several commands share are added here."""
 
 from __future__ import annotations
 
@@ -15,6 +11,10 @@ import importlib.util
 import statistics
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from engine.workloads import Workload
 
 
 def summary(module: str) -> str:
@@ -75,8 +75,16 @@ def spread(values: list[float], fmt: str = "{:.1f}") -> str:
 
 
 def add_work(p: argparse.ArgumentParser, new_tokens: int = 128, repeats: int = 3) -> None:
-    """The steady workload's lengths and how many runs make a median."""
+    """The steady workload's lengths (``workload``) and how many runs make a median."""
     p.add_argument("--prompt-len", type=int, default=32, help="prompt tokens a request")
     p.add_argument("--new-tokens", type=int, default=new_tokens, help="new tokens a request")
     p.add_argument("--repeats", type=int, default=repeats,
                    help=f"runs per configuration, the median reported (default {repeats})")
+
+
+def workload(args: argparse.Namespace, **given: Any) -> Workload:
+    """The steady workload of ``add_work``'s flags: every request ``--new-tokens`` long (EOS
+    ignored), the engine sized with 16 positions to spare."""
+    from engine.workloads import Workload
+
+    return Workload(args.prompt_len, args.new_tokens, margin=16, ignore_eos=True, **given)

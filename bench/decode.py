@@ -1,19 +1,14 @@
 """Both loops, eager and with CUDA graphs, against a forward-only ceiling and the weight-read floor.
 
-- **forward-only ceiling**: the same decode step replayed back to back with no scheduler at all
-  (what the device could do if the CPU cost nothing). Each engine row is reported as a fraction.
-- **weight-read floor**: every parameter read once per step at the copy bandwidth measured in the
-  same run; printed beside the forward-only step and their ratio, so the gap stays visible.
-- **transformers ``generate``**: what a user would otherwise run, on the same weights, batch and
-  prompts (greedy), eager and with its static cache; tokens are compared with ours.
-
-    python -m bench loops --device cuda --graphs graph --compile   # the H200 table
-    python -m bench loops --device cpu --quick               # a 2-core CPU in about a minute
+    python -m bench loops --device cuda --graphs graph --compile
+    python -m bench loops --device cpu --quick
     python -m bench loops --hf                               # and transformers beside us
 
-Every engine number is the median of ``--repeats`` runs of a steady decode workload (``B``
-requests, all admitted at once, ``--new-tokens`` tokens each, no early stops).
-"""
+Every engine row is the median of ``--repeats`` runs of a steady decode workload (``B`` requests
+admitted at once, ``--new-tokens`` each, no early stops), as a fraction of the *forward-only
+ceiling* (the same decode step replayed back to back, no scheduler). The *weight-read floor* (every
+parameter read once at the copy bandwidth measured in the run) stands beside the forward-only step;
+``--hf`` adds transformers' ``generate`` on the same weights and prompts."""
 
 from __future__ import annotations
 
@@ -22,7 +17,7 @@ import statistics
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,25 +25,25 @@ import torch
 
 from bench import cli
 from bench.timing import copy_bandwidth_gbs, ms_per_call
-from engine import workloads
-from engine.config import EngineConfig, LoopSpec, SamplingParams
+from engine.config import LoopSpec, SamplingParams
+from engine.workloads import Workload
 from record.metrics import steady_busy
 from record.schema import Loop, Phase
 
 
 @dataclass(frozen=True)
-class Workload:
-    """The steady decode workload every engine row runs (all requests admitted at once)."""
+class Sweep:
+    """What the table holds: each model, with CUDA graphs off and/or on, at each batch size and
+    extra CPU work; an engine row is the median of ``repeats`` runs of the workload."""
 
-    prompt_len: int = 32
-    new_tokens: int = 128
-    repeats: int = 3              # engine rows report the median of this many runs
+    models: list[str]
+    batches: list[int]
+    extra_cpu_us: list[int]
+    graphs: list[bool]
+    repeats: int = 3
     ceiling_iters: int = 50       # back-to-back decode steps timed for the forward-only ceiling
-
-    def engine_config(self, **fields: Any) -> EngineConfig:
-        """An engine of ``fields`` sized for this workload, with 16 positions to spare."""
-        return workloads.Workload(self.prompt_len, self.new_tokens,
-                                  margin=16).engine_config(**fields)
+    compile: bool = False         # CUDA: compiled decode regions
+    hf: bool = False              # transformers generate beside us
 
 
 def fresh(eng):
@@ -117,21 +112,20 @@ def forward_ceiling(eng, batch: int, pos: int, iters: int) -> float:
     return (time.perf_counter() - t0) / iters
 
 
-def engine_rows(eng, label: str, batches: list[int], extra_cpu_us: list[int], work: Workload,
-                prompts_for) -> list[dict]:
+def engine_rows(eng, label: str, sweep: Sweep, work: Workload) -> list[dict]:
     """Normal and overlap rows for each batch size and extra CPU work, on one engine."""
     rows = []
-    for batch in batches:
-        prompts = prompts_for(batch)
-        params = SamplingParams(max_new_tokens=work.new_tokens, ignore_eos=True)
-        step_s = forward_ceiling(eng, batch, work.prompt_len + work.new_tokens // 2,
-                                 work.ceiling_iters)
+    for batch in sweep.batches:
+        batch_work = replace(work, requests=batch)
+        prompts, params = batch_work.prompts(eng), batch_work.sampling()
+        step_s = forward_ceiling(eng, batch, work.prompt_tokens + work.max_new_tokens // 2,
+                                 sweep.ceiling_iters)
         ceiling = batch / step_s
-        for extra in extra_cpu_us:
+        for extra in sweep.extra_cpu_us:
             results = {}
             for loop in (Loop.NORMAL, Loop.OVERLAP):
                 runs = [fresh(eng).generate(prompts, params, LoopSpec(loop, 1, extra))
-                        for _ in range(work.repeats)]
+                        for _ in range(sweep.repeats)]
                 med = statistics.median(r.metrics["decode_tokens_per_s"] for r in runs)
                 best = min(runs, key=lambda r: abs(r.metrics["decode_tokens_per_s"] - med))
                 results[loop] = (med, best, [r.outputs for r in runs])
@@ -239,49 +233,49 @@ def print_table(rows: list[dict], hf: list[dict], header: bool = True) -> None:
                   f"{100 * h['agree']:.0f}% | {h['prefix']:.1f} |")
 
 
-def run(device: str, models: list[str], batches: list[int], extra_cpu_us: list[int],
-        graphs: list[bool], work: Workload, hf: bool, workdir: Path, compile: bool = False) -> int:
+def run(device: str, sweep: Sweep, work: Workload, workdir: Path) -> int:
     """Every (model, graphs) engine: its rows as they come, then the whole table."""
     from engine import Engine
     from engine.__main__ import format_startup
-    from engine.workloads import make_prompts
     rows: list[dict] = []
     hf_rows: list[dict] = []
-    for model in models:
+    for model in sweep.models:
         path = materialise(model, device, "auto", workdir)
-        for graph in graphs:
+        for graph in sweep.graphs:
             cfg = work.engine_config(model=path, device=device, cuda_graph=graph,
-                                     max_batch_size=max(batches),
-                                     compile=compile and device == "cuda")
+                                     max_batch_size=max(sweep.batches),
+                                     compile=sweep.compile and device == "cuda")
             with Engine(cfg) as eng:
                 print(f"{model} ({eng.device_label()}) start-up: {format_startup(eng.startup_s)}",
                       file=sys.stderr, flush=True)
-                def prompts_for(b, eng=eng):
-                    return make_prompts(eng.tokenizer, b, work.prompt_len, 0, eng.spec.vocab_size)
-                eng.generate(prompts_for(2), SamplingParams(max_new_tokens=4))   # warm-up
-                new_rows = engine_rows(eng, model, batches, extra_cpu_us, work, prompts_for)
+                eng.generate(replace(work, requests=2).prompts(eng),
+                             SamplingParams(max_new_tokens=4))   # warm-up
+                new_rows = engine_rows(eng, model, sweep, work)
                 print_table(new_rows, [], header=not rows)
                 rows += new_rows
                 dtype = eng.dtype
+                prompts = replace(work, requests=max(sweep.batches)).prompts(eng)
             print(f"done {model} graph={graph}", file=sys.stderr, flush=True)
-        if hf:
-            hf_rows += _hf_rows(model, path, device, dtype, rows, max(batches), work, prompts_for)
+        if sweep.hf:
+            hf_rows += _hf_rows(model, path, device, dtype, rows, prompts, work)
     name = torch.cuda.get_device_name() if device == "cuda" else "CPU"
     print(f"\ndevice: {name}, torch {torch.__version__}; decode tok/s = median of "
-          f"{work.repeats}; busy = union of the GPU streams over the middle 80% of decode\n")
+          f"{sweep.repeats}; busy = union of the GPU streams over the middle 80% of decode\n")
     print_table(rows, hf_rows)
     print_floor_table(rows)
     return 0
 
 
-def _hf_rows(model, path, device, dtype, rows, batch, work, prompts_for) -> list[dict]:
-    """transformers generate (dynamic and static cache) against our best row at ``batch``."""
+def _hf_rows(model, path, device, dtype, rows, prompts, work) -> list[dict]:
+    """transformers generate (dynamic and static cache) against our best row at the largest
+    batch (``prompts``)."""
+    batch = len(prompts)
     ours = [r for r in rows if r["model"] == model and r["batch"] == batch and r["extra_us"] == 0]
     best = max(ours, key=lambda r: r["decode_tok_s"])
     out = []
     for static in (False, True):
         try:
-            res = hf_generate(path, device, dtype, prompts_for(batch), work.new_tokens,
+            res = hf_generate(path, device, dtype, prompts, work.max_new_tokens,
                               best["tokens"], static)
         except Exception as err:  # noqa: BLE001 - report, don't die
             print(f"transformers static={static} failed: {err}", file=sys.stderr)
@@ -311,14 +305,15 @@ def main(argv: list[str]) -> int:
 
 def _run_args(args: argparse.Namespace) -> int:
     cuda = cli.device_of(args) == "cuda"
-    work = Workload(args.prompt_len, args.new_tokens, args.repeats)
     if args.quick:
-        work = Workload(args.prompt_len, min(args.new_tokens, 48), 1, 10)
-    models = args.models or (["bundled", "smollm2-135m-shape", "qwen2.5-0.5b-shape"] if cuda
-                             else ["bundled"])
-    batches = args.batches or ([1, 8, 64] if cuda else [8])
-    extras = args.extra_cpu_us if args.extra_cpu_us is not None else ([0, 200] if cuda
-                                                                       else [0, 4000])
+        args.new_tokens = min(args.new_tokens, 48)
     graphs = args.graphs or (["eager", "graph"] if cuda else ["eager"])
-    return run(args.device, models, batches, extras, [g == "graph" for g in graphs], work, args.hf,
-               Path(tempfile.gettempdir()), args.compile)
+    sweep = Sweep(models=args.models or (["bundled", "smollm2-135m-shape", "qwen2.5-0.5b-shape"]
+                                         if cuda else ["bundled"]),
+                  batches=args.batches or ([1, 8, 64] if cuda else [8]),
+                  extra_cpu_us=(args.extra_cpu_us if args.extra_cpu_us is not None
+                                else [0, 200] if cuda else [0, 4000]),
+                  graphs=[g == "graph" for g in graphs],
+                  repeats=1 if args.quick else args.repeats,
+                  ceiling_iters=10 if args.quick else 50, compile=args.compile, hf=args.hf)
+    return run(args.device, sweep, cli.workload(args), Path(tempfile.gettempdir()))

@@ -2,33 +2,15 @@
 
     python -m bench rates --rates 2 4 8 16 inf --requests 32 --device cpu
     python -m bench rates --rates 4 --arrivals trace.json       # a replayed trace instead
-
-A trace's prompt and output lengths replace ``--prompt-len`` and ``--new-tokens``; its arrival
-times, where it has them, replace the Poisson process (the rate then only names the row).
-
-For each rate, one Poisson arrival sequence (seeded) is generated and both loops run it, back to
-back on one engine, ``--repeats`` times (the order alternates, so neither loop always runs
-second). Every request asks for ``--new-tokens`` tokens (EOS ignored), so both loops do the same
-work; what differs is when tokens reach the client. Reported per rate and loop, as serving
-benchmarks do: output tokens/s, TTFT and inter-token latency (mean, p50, p99; median over repeats
-with min-max), and GPU busy. ``--json`` writes the rows that ``viz.latency.latency_figure`` draws.
-
-At low rates the GPU idles between requests whatever the loop; the loops differ in each step's
-length (ITL) and in the lag before a request's first token is read (TTFT). Near saturation, the
-shorter step of the overlap loop is more throughput, and queues form later.
-
     python -m bench rates --rates 4 --shared-prefix 512 --prefix-cache both   # the cache's gain
 
-On CUDA every step (decode and prefill) runs as a CUDA graph, as the page runs it.
-
-``--shared-prefix N`` puts one system prompt of N tokens in front of every request;
-``--prefix-cache on|off|both`` runs with the radix prefix cache, without it, or both (a table
-each, then their TTFT compared). Every measured run starts from an empty cache, so a run's hits
-are its own requests finding the prefix its first request computed. The comparison also gives
-each run's TTFT drift (``record.metrics.ttft_drift``: the last third of the requests' median
-TTFT over the first third's), which says whether the rate was one the engine sustains: about 1
-where the queue holds, growing with the run where it does not.
-"""
+For each rate both loops run one seeded arrival sequence, back to back on one engine, ``--repeats``
+times in alternating order, every request asking for ``--new-tokens`` tokens (EOS ignored). A
+trace's lengths and arrival times replace the flags and the Poisson process. Reported per rate and
+loop: output tokens/s, TTFT and inter-token latency (mean, p50, p99), GPU busy; ``--json`` writes
+the rows ``viz.latency`` draws. On CUDA every step runs as a CUDA graph. ``--prefix-cache both``
+runs each measured run from an empty cache and compares TTFT, with each run's TTFT drift
+(``record.metrics.ttft_drift``: about 1 where the queue holds)."""
 
 from __future__ import annotations
 
@@ -49,81 +31,67 @@ from record.schema import Lane, Phase
 
 
 @dataclass(frozen=True)
-class ServingWorkload:
+class RateGrid:
+    """What is measured on the workload: each rate, ``repeats`` times in each loop, with the
+    prefix cache, without it, or both."""
+
     rates: tuple[float, ...]          # requests/s; inf = a burst
-    requests: int = 32
-    prompt_len: int = 32
-    new_tokens: int = 64
     repeats: int = 3
-    seed: int = 0
-    arrivals_file: str | None = None
-    shared_prefix: int = 0            # tokens of a system prompt in front of every request
-    prefix_caches: tuple[bool, ...] = (True,)   # with the prefix cache, without, or both
+    prefix_caches: tuple[bool, ...] = (True,)
 
 
-def run(device: str, model: str, batch: int, extra_cpu_us: int, work: ServingWorkload,
+def run(device: str, model: str, batch: int, extra_cpu_us: int, grid: RateGrid, work: Workload,
         json_path: str | None = None, graph: bool = False) -> int:
-    trace = load_trace(work.arrivals_file, limit=work.requests,
-                       rate=work.rates[0]) if work.arrivals_file else []
-    sized = Workload(work.prompt_len, work.new_tokens, work.shared_prefix, margin=16,
-                     arrivals=trace)
     rows: list[dict] = []
     env: dict[str, Any] = {}
     cfg: EngineConfig | None = None
-    for cache in work.prefix_caches:
-        cfg = sized.engine_config(model=model, device=device, max_batch_size=batch,
-                                  seed=work.seed, prefix_cache=cache, cuda_graph=graph)
-        found, env = _run_engine(cfg, batch, extra_cpu_us, work, trace)
+    for cache in grid.prefix_caches:
+        cfg = work.engine_config(model=model, device=device, max_batch_size=batch,
+                                 seed=work.seed, prefix_cache=cache, cuda_graph=graph)
+        found, env = _run_engine(cfg, extra_cpu_us, grid, work)
         rows += [{**row, "prefix_cache": cache} for row in found]
-    for cache in work.prefix_caches:
-        if len(work.prefix_caches) > 1:
+    for cache in grid.prefix_caches:
+        if len(grid.prefix_caches) > 1:
             print(f"\nprefix cache {'on' if cache else 'off'}:")
         print()
         print(format_table(summarize([r for r in rows if r["prefix_cache"] == cache])))
-    if len(work.prefix_caches) > 1:
+    if len(grid.prefix_caches) > 1:
         print()
         print(compare_caches(rows))
     if json_path and cfg is not None:
         doc = {"kind": "latency_vs_rate", "env": env, "config": {**cfg.to_dict(),
-               "requests": work.requests, "prompt_len": work.prompt_len,
-               "new_tokens": work.new_tokens, "repeats": work.repeats,
-               "arrivals_file": work.arrivals_file, "shared_prefix": work.shared_prefix,
-               "prefix_caches": list(work.prefix_caches)}, "rows": rows}
+               "extra_cpu_us": extra_cpu_us, "requests": work.requests,
+               "prompt_tokens": work.prompt_tokens, "max_new_tokens": work.max_new_tokens,
+               "repeats": grid.repeats, "arrivals_file": work.arrivals_file,
+               "shared_prefix": work.shared_prefix,
+               "prefix_caches": list(grid.prefix_caches)}, "rows": rows}
         Path(json_path).write_text(json.dumps(doc, indent=1))
         print(f"wrote {json_path}")
     return 0
 
 
-def _run_engine(cfg: EngineConfig, batch: int, extra_cpu_us: int, work: ServingWorkload,
-                trace: list) -> tuple[list[dict], dict]:
+def _run_engine(cfg: EngineConfig, extra_cpu_us: int, grid: RateGrid,
+                work: Workload) -> tuple[list[dict], dict]:
     """Every rate, loop and repeat on one engine of ``cfg``; the rows and the environment."""
     from bench.decode import fresh
     from engine import Engine
-    from engine.workloads import make_prompts, with_shared_prefix
 
     rows = []
     with Engine(cfg) as eng:
-        n = len(trace) or work.requests
-        prompts = [make_prompts(eng.tokenizer, 1, a.prompt_tokens or work.prompt_len,
-                                work.seed + i, eng.spec.vocab_size)[0]
-                   for i, a in enumerate(trace)] or make_prompts(
-            eng.tokenizer, n, work.prompt_len, work.seed, eng.spec.vocab_size)
-        prompts = with_shared_prefix(prompts, work.shared_prefix, eng.tokenizer,
-                                     eng.spec.vocab_size)
-        params = [SamplingParams(max_new_tokens=(trace[i].output_tokens if trace else None)
-                                 or work.new_tokens, ignore_eos=True) for i in range(n)]
+        n, batch = work.requests, cfg.max_batch_size
+        prompts, params = work.prompts(eng), work.sampling()
         for loop in (NORMAL, OVERLAP):                         # warm-up, not measured
             eng.generate(prompts[:batch], SamplingParams(max_new_tokens=8, ignore_eos=True), loop)
-        lengths = (f"lengths from {work.arrivals_file}" if trace else
-                   f"{work.prompt_len} prompt + {work.new_tokens} output tokens each")
+        lengths = (f"lengths from {work.arrivals_file}" if work.arrivals else
+                   f"{work.prompt_tokens} prompt + {work.max_new_tokens} output tokens each")
         shared = f", a shared {work.shared_prefix}-token prefix" if work.shared_prefix else ""
         print(f"device: {eng.device_label()}  model: {cfg.model}  batch {batch}  extra CPU "
               f"{extra_cpu_us} us/step  {n} requests, {lengths}{shared}  prefix cache "
               f"{'on' if cfg.prefix_cache else 'off'}")
-        for rate in work.rates:
-            times = _times(rate, work, n)
+        for rate in grid.rates:
+            times = _times(rate, work)
             print(f"  {rate_label(rate)}: {describe([Arrival(t) for t in times])}", flush=True)
-            for repeat in range(work.repeats):
+            for repeat in range(grid.repeats):
                 order = (NORMAL, OVERLAP) if repeat % 2 == 0 else (OVERLAP, NORMAL)
                 for loop in order:
                     result = fresh(eng).generate(prompts, params, loop, arrivals=times)
@@ -186,12 +154,12 @@ def _median_cell(group: list[dict], key: str, fmt: str = "{:.1f}") -> str:
     return fmt.format(statistics.median(values)) if values else "-"
 
 
-def _times(rate: float, work: ServingWorkload, n: int) -> list[float]:
+def _times(rate: float, work: Workload) -> list[float]:
     """The rate's arrival times: a trace's own, or a Poisson process (the same for both loops)."""
     if work.arrivals_file:
         trace = load_trace(work.arrivals_file, rate, work.seed, limit=work.requests)
         return [a.at_s for a in trace]
-    return poisson_times(rate, n, work.seed)
+    return poisson_times(rate, work.requests, work.seed)
 
 
 def main(argv: list[str]) -> int:
@@ -223,8 +191,11 @@ def _run_args(args: argparse.Namespace) -> int:
         print(f"python -m bench rates: {error}", file=sys.stderr)
         return 2
     caches = {"on": (True,), "off": (False,), "both": (False, True)}[args.prefix_cache]
-    work = ServingWorkload(rates, args.requests, args.prompt_len, args.new_tokens, args.repeats,
-                           args.seed, args.arrivals, max(args.shared_prefix, 0), caches)
+    trace = (load_trace(args.arrivals, limit=args.requests, rate=rates[0]) if args.arrivals
+             else [])
+    work = cli.workload(args, requests=len(trace) or args.requests, arrivals=tuple(trace),
+                        arrivals_file=args.arrivals, shared_prefix=max(args.shared_prefix, 0),
+                        seed=args.seed)
     cuda = cli.device_of(args) == "cuda"
-    return run(args.device, args.model, args.batch, args.extra_cpu_us, work, args.json,
-               graph=cuda)
+    return run(args.device, args.model, args.batch, args.extra_cpu_us,
+               RateGrid(rates, args.repeats, caches), work, args.json, graph=cuda)

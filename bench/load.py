@@ -2,18 +2,11 @@
 
     python -m bench load --rates 2 4 8 --requests 32 --max-tokens 64
 
-For each loop, ``python -m engine.serve --loop LOOP`` is started on 127.0.0.1 (a free port; this
-script never talks to another host). At each rate the same Poisson arrival sequence (seeded) sends
-``--requests`` streaming ``/v1/completions`` requests, each from its own concurrent client, each
-asking for exactly ``--max-tokens`` tokens (``ignore_eos``), so both loops do the same work.
-
-Measured at the client, as serving benchmarks do: TTFT (request sent -> first text chunk), ITL
-(the gaps between a request's chunks: one chunk per decode step), output tokens/s (from each
-response's usage) and requests/s; GPU busy comes from the server's own timeline
-(``/v1/timeline/record``) over the window of that rate's requests. Bounded: at most
-``MAX_REQUESTS`` requests and ``--timeout-s`` seconds per rate; a server is stopped when its
-loop is done (or this script fails).
-"""
+For each loop a server (``python -m engine.serve --loop LOOP``) starts on 127.0.0.1; at each rate
+one seeded Poisson sequence sends ``--requests`` streaming completions, each from its own client and
+asking for exactly ``--max-tokens`` tokens. Measured at the client: TTFT, ITL, output tokens/s and
+requests/s; GPU busy from the server's own timeline. Bounded in requests (``MAX_REQUESTS``) and
+``--timeout-s`` a rate."""
 
 from __future__ import annotations
 

@@ -2,12 +2,10 @@
 
     python -m bench multistep --device cuda --model bundled --batch 8 --extra-cpu-us 200
 
-One-step overlap hides at most T_fwd of CPU work per step: T ~ max(T_fwd, T_sched + T_post).
-Launching k forwards per iteration divides the CPU's share: T ~ max(T_fwd, (T_sched + T_post) / k),
-paid for with lag k: a request that stops runs up to 2k-1 extra forwards (wasted tokens), and its
-first output reaches the CPU later. Requests here stop on stop tokens at varied steps, so the
-waste is real; every k must give the same tokens as the normal loop.
-"""
+Overlap hides at most T_fwd of CPU work a step; k forwards an iteration divide the CPU's share, T ~
+max(T_fwd, (T_sched + T_post) / k), paid for with lag k (up to 2k-1 wasted forwards for a request
+that stops). Requests stop on stop tokens at varied steps; every k must give the normal loop's
+tokens."""
 
 from __future__ import annotations
 
@@ -15,9 +13,9 @@ import statistics
 from typing import Any
 
 from bench import cli
-from bench.decode import Workload, fresh
+from bench.decode import fresh
 from engine.config import LoopSpec
-from engine.workloads import stop_params_from_probe
+from engine.workloads import Workload, stop_params_from_probe
 from record.metrics import steady_busy
 from record.schema import Lane, Loop, Phase
 
@@ -25,18 +23,18 @@ TARGET_BUSY = 0.97
 PHASES = (Phase.SCHEDULE, Phase.LAUNCH, Phase.PROCESS_LAST)   # the table's CPU columns, in order
 
 
-def run(device: str, model: str, batch: int, graph: bool, extra: int, work: Workload) -> int:
-    """The normal loop, then multi-step overlap for every k up to 8, on one engine."""
+def run(device: str, model: str, graph: bool, extra: int, work: Workload, repeats: int) -> int:
+    """The normal loop, then multi-step overlap for every k up to 8, on one engine that decodes
+    the workload's requests together."""
     from engine import Engine
-    from engine.workloads import make_prompts
 
     ks = list(range(1, 9))                 # every k up to 8, so "smallest k" is exact
+    batch, new = work.requests, work.max_new_tokens
     cfg = work.engine_config(model=model, device=device, cuda_graph=graph, max_batch_size=batch)
     rows: list[tuple[str, Any, float, bool]] = []    # (loop, a run, T bound, tokens equal)
     with Engine(cfg) as eng:
-        prompts = make_prompts(eng.tokenizer, batch, work.prompt_len, 0, eng.spec.vocab_size)
-        params = stop_params_from_probe(eng, prompts, work.new_tokens, lo=work.new_tokens // 4,
-                                        hi=work.new_tokens)
+        prompts = work.prompts(eng)
+        params = stop_params_from_probe(eng, prompts, new, lo=new // 4, hi=new)[0]
         normal = fresh(eng).generate(prompts, params, LoopSpec(Loop.NORMAL, 1, extra))
         ref = [o.token_ids for o in normal.outputs]
         t_fwd, t_cpu = normal.metrics["t_fwd_us"], normal.metrics["t_cpu_us"]
@@ -44,7 +42,7 @@ def run(device: str, model: str, batch: int, graph: bool, extra: int, work: Work
         rows.append((Loop.NORMAL, normal, serial_step, True))
         for k in ks:
             loop = LoopSpec(Loop.MULTISTEP, k, extra) if k > 1 else LoopSpec(Loop.OVERLAP, 1, extra)
-            runs = [fresh(eng).generate(prompts, params, loop) for _ in range(work.repeats)]
+            runs = [fresh(eng).generate(prompts, params, loop) for _ in range(repeats)]
             med = statistics.median(r.metrics["decode_tokens_per_s"] for r in runs)
             best = min(runs, key=lambda r: abs(r.metrics["decode_tokens_per_s"] - med))
             same = all([o.token_ids for o in r.outputs] == ref for r in runs)
@@ -102,5 +100,5 @@ def main(argv: list[str]) -> int:
     args = p.parse_args(argv)
     cuda = cli.device_of(args) == "cuda"
     extra = args.extra_cpu_us if args.extra_cpu_us is not None else (200 if cuda else 4000)
-    work = Workload(args.prompt_len, args.new_tokens, args.repeats)
-    return run(args.device, args.model, args.batch, cuda and not args.eager, extra, work)
+    return run(args.device, args.model, cuda and not args.eager, extra,
+               cli.workload(args, requests=args.batch), args.repeats)

@@ -2,36 +2,33 @@
 
     python -m bench recorder [--device cuda --models bundled qwen2.5-0.5b-shape --batches 1 64]
 
-For each model, batch size and loop, runs alternate (off, on, off, on, ...) so drift in the
-machine hits both equally; the table shows the median decode tokens/s of each with its range, the
-difference of the medians (which the recorder is held to: at most 2% on CUDA), the median of the
-pairs' own differences with their range, and what that is in microseconds of a step. In a serial
-loop every microsecond the recorder costs the scheduler thread is GPU idle time, so a costly
-recorder would inflate the very gap it measures; overlap hides it unless the CPU is the slower
-side. A host whose speed moves from run to run (a virtual machine's) needs many pairs: the
-range of the pairs' differences says how far one pair can be trusted.
-"""
+Runs alternate off, on, off, on (drift hits both alike); per model, batch and loop the table gives
+each side's median decode tokens/s with its range, their difference, the pairs' own differences and
+what that is per step. In a serial loop the recorder's cost is GPU idle time, so a costly recorder
+would inflate the gap it measures."""
 
 from __future__ import annotations
 
 import statistics
+from dataclasses import replace
 
 from bench import cli
-from bench.decode import Workload, fresh
-from engine.config import LoopSpec, SamplingParams
+from bench.decode import fresh
+from engine.config import LoopSpec
+from engine.workloads import Workload
 from record.recorder import Timeline
 from record.schema import Loop
 
 
 def run(device: str, models: list[str], batches: list[int], graph: bool, extra: int,
-        work: Workload) -> int:
+        work: Workload, repeats: int) -> int:
     """Median tokens/s with the recorder off and on, for each loop (at least 9 pairs)."""
     from engine import Engine
-    from engine.workloads import make_prompts
 
-    repeats = max(work.repeats, 9)
+    repeats = max(repeats, 9)
     print(f"recorder on vs off: {device}, {'CUDA graphs' if graph else 'eager'}, "
-          f"{work.prompt_len}-token prompts, {work.new_tokens} new tokens, extra CPU {extra} us, "
+          f"{work.prompt_tokens}-token prompts, {work.max_new_tokens} new tokens, "
+          f"extra CPU {extra} us, "
           f"{repeats} pairs interleaved; tok/s median [min-max]\n")
     print("| model | B | loop | off tok/s | on tok/s | overhead | per pair | per step |\n"
           "|---|---|---|---|---|---|---|---|")
@@ -40,9 +37,8 @@ def run(device: str, models: list[str], batches: list[int], graph: bool, extra: 
             cfg = work.engine_config(model=model, device=device, cuda_graph=graph,
                                      max_batch_size=batch)
             with Engine(cfg) as eng:
-                prompts = make_prompts(eng.tokenizer, batch, work.prompt_len, 0,
-                                       eng.spec.vocab_size)
-                params = SamplingParams(max_new_tokens=work.new_tokens, ignore_eos=True)
+                batch_work = replace(work, requests=batch)
+                prompts, params = batch_work.prompts(eng), batch_work.sampling()
                 loops = (LoopSpec(Loop.NORMAL, 1, extra), LoopSpec(Loop.OVERLAP, 1, extra))
                 for loop in loops:                    # warm: both loops, both recorder states
                     for record in (False, True):
@@ -78,6 +74,5 @@ def main(argv: list[str]) -> int:
     cli.add_work(p, repeats=9)
     args = p.parse_args(argv)
     cuda = cli.device_of(args) == "cuda"
-    work = Workload(args.prompt_len, args.new_tokens, args.repeats)
     return run(args.device, args.models, args.batches, cuda and not args.eager,
-               args.extra_cpu_us, work)
+               args.extra_cpu_us, cli.workload(args), args.repeats)

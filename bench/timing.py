@@ -1,11 +1,6 @@
-"""Timing a decode step on the device, and the weight-read floor it can never beat.
-
-``ms_per_call`` puts CUDA events around rounds of back-to-back calls (the GPU's own time, not
-the host's). A decode step reads every parameter at least once: at the device-to-device copy
-bandwidth measured in the same run (bytes read plus bytes written over the time of a large
-copy), that read takes ``weight_bytes / bandwidth``, the floor a forward-only step is held
-against (``python -m bench loops`` prints the ratio; the studies of the forward use the same).
-"""
+"""Timing a decode step on the device, and the weight-read floor it can never beat. ``ms_per_call``
+puts CUDA events around rounds of back-to-back calls; the floor is every parameter read once at
+the copy bandwidth measured in the same run (``weight_bytes / bandwidth``)."""
 
 from __future__ import annotations
 

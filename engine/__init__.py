@@ -3,22 +3,19 @@
 One subpackage per concern, bottom first (``tests/test_layers.py`` keeps imports pointing down):
 
     config.py, proc_watch.py   values; is a child process alive
-    workloads.py the work a run is given (``Workload``: prompts, seeded; sampling; arrivals)
+    workloads.py the work a run is given (``Workload``)
     layers/      sampling and attention kernels (PyTorch, Triton)
     models/      the Llama-family model, checkpoints, the hub, text <-> ids
     scheduler/   the article: normal_loop / overlap_loop, requests, KV pages, request sources
     devices/     what plays the GPU: two CUDA streams, or a CPU device process; the runner
-    engine.py    ``Engine``: prompts in, ``RunResult`` out (this package's public names)
+    engine.py    ``Engine``: prompts in, ``RunResult`` out
     run.py       the one run pipeline: a workload in each loop compared -> one run record
     lab/         the hazard lab
     processes/   the scheduler process, what it serves, the typed messages between processes
-    serve/       the OpenAI-compatible server (``python -m engine.serve``); __main__.py: the CLI
+    serve/       the OpenAI-compatible server; __main__.py: the CLI
 
-Start reading at ``scheduler/scheduler.py``: it reads like the article's four stages.
-
-Import cost is kept low: ``Engine`` and friends are loaded on first use, so ``import engine.config``
-or ``import record.metrics`` (used by the UI for imported traces) never pulls in torch.
-"""
+Start reading at ``scheduler/scheduler.py``. ``Engine`` and friends load on first use, so ``import
+engine.config`` never pulls in torch."""
 
 from __future__ import annotations
 

@@ -184,19 +184,15 @@ def _check_output_paths(a: argparse.Namespace) -> None:
 
 
 def format_startup(startup_s: dict[str, float]) -> str:
-    """``total 12.3 s (load 1.0 s, warm_up 9.1 s, capture 2.2 s)``: what the user waited for."""
+    """``total T s (load L s, warm_up W s, capture C s)``: what the user waited for."""
     parts = ", ".join(f"{k} {v:.1f} s" for k, v in startup_s.items() if k != "total")
     return f"total {startup_s.get('total', 0.0):.1f} s" + (f" ({parts})" if parts else "")
 
 
 class CtrlC:
-    """Ctrl-C while the engine runs ends the run at the scheduler's next iteration.
-
-    A ``KeyboardInterrupt`` raised at an arbitrary bytecode can land in the middle of reading a
-    message from the device process and leave that pipe half read; asked through
-    ``should_stop``, the loop stops between two iterations instead, with every step it sent
-    answered. A second Ctrl-C interrupts at once. Outside ``with CtrlC()`` (loading the model)
-    Ctrl-C interrupts at once as usual."""
+    """Ctrl-C while the engine runs ends the run at the scheduler's next iteration (through
+    ``should_stop``), never in the middle of reading a message from the device process; a second
+    Ctrl-C interrupts at once."""
 
     def __init__(self) -> None:
         self.pressed = False

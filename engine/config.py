@@ -1,9 +1,6 @@
-"""Configuration values: what engine to build (EngineConfig), how to sample (SamplingParams) and
-which loop a run uses (LoopSpec). An engine runs any loop: the loop is a run's, not the engine's.
-
-All are frozen dataclasses validated in ``__post_init__``, so a bad value fails at the call that
-made it, with a message that names the field, instead of deep inside a forward pass.
-"""
+"""Configuration values: what engine to build (``EngineConfig``), how to sample
+(``SamplingParams``), which loop a run uses (``LoopSpec``: a run's, not the engine's). Frozen
+dataclasses, checked in ``__post_init__``, so a bad value fails where it was made."""
 
 from __future__ import annotations
 
@@ -73,10 +70,8 @@ class HazardSwitches:
                                       # still does (the open SGLang PR 38140)
     no_result_ring: bool = False      # the copy stream copies the CUDA graph's output, which
                                       # the next replay rewrites, not the step's result-ring row
-    # Widen the race window of whichever safeguard is off, so a fault shows reliably in class:
-    # a GPU sleep on the scheduler stream (no_wait_stream), the engine stream (no_deferred_free,
-    # no_deferred_retract_free) or the copy stream, before the copy (no_result_ring),
-    # a host pause between copy_done and reading the buffer (single_host_buffer).
+    # Widen the race window of whichever safeguard is off: a GPU sleep on the stream it guards,
+    # or a host pause before reading the result buffer (single_host_buffer).
     inject_delay_us: int = 0
 
 
@@ -191,14 +186,10 @@ class SamplingParams:
 
 @dataclass(frozen=True)
 class LoopSpec:
-    """Which loop one run uses, and how: the overlap toggle's one form from the page to the loop.
-
-    The page's checkboxes become ``LoopSpec``s (``ui.live_runs.build_request``), travel in the run
-    request unchanged, and ``Scheduler.run`` runs the loop that ``loop`` names. ``decode_steps``
-    (k) is how many decode steps the multistep loop lays out per scheduling iteration: 2 or more
-    there, 1 for the other loops. ``extra_cpu_us`` is real CPU work the scheduler adds to every
-    iteration (a heavier scheduler), in every loop.
-    """
+    """Which loop one run uses, and how: the overlap toggle's one form from the page
+    (``ui.live_runs.build_request``) to ``Scheduler.run``. ``decode_steps`` is k of the multistep
+    loop (2 or more; 1 for the others); ``extra_cpu_us`` is real CPU work the scheduler adds to
+    every iteration, in every loop."""
 
     loop: Loop
     decode_steps: int = 1

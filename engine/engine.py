@@ -1,18 +1,10 @@
 """``Engine``: the public API. Builds a device, runs ``generate`` through the scheduler, reports.
 
-The engine is the only place that knows about tokenizers and text. It turns prompts into
-requests, hands them to a fresh ``Scheduler`` per call (the device, the KV pool and the slot table
-persist across calls, so a leak in one run would show in the next), and packs what happened into a
-``RunResult``: outputs, the timeline's spans, and metrics computed from those spans.
-
-Requests may arrive over time (``arrivals``: seconds from the run's start, one per prompt), so the
-scheduler's stage 1 receives them while it runs; ``serve`` runs the same loops on requests that
-stream in from a source that never ends by itself (the OpenAI-compatible server).
-
-One ``generate`` (or ``serve``) runs at a time: a second caller (another thread) gets ``EngineBusyError`` at
-once rather than a share of someone else's batch. A device that dies mid-run (the CPU device
-process killed, say) fails that run with a clear error, and the next ``generate`` starts a new one.
-"""
+The only place that knows tokenizers and text: prompts become requests for a fresh ``Scheduler`` per
+call (device, KV pool and slot table persist, so a leak shows in the next run), and what happened
+becomes a ``RunResult``. Requests may arrive over time (``arrivals``); ``serve`` runs the same loops
+on a source that never ends by itself. One call at a time (``EngineBusyError``); a device that dies
+fails its run, and the next call starts a new one."""
 
 from __future__ import annotations
 
@@ -21,14 +13,14 @@ import platform
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
-from engine.config import MAX_DECODE_STEPS, OVERLAP, RESULT_BUFFERS, EngineConfig, LoopSpec, SamplingParams
+from engine.config import OVERLAP, EngineConfig, LoopSpec, SamplingParams
 from engine.provenance import engine_commit
 from engine.scheduler.cache_manager import Pools
 from engine.scheduler.checks import memory_problems
@@ -36,7 +28,7 @@ from engine.scheduler.device import Device
 from engine.scheduler.intake import Intake, arrival_offsets_ns
 from engine.scheduler.kv_cache import CACHE_OWNER, IdPool
 from engine.scheduler.radix_cache import RadixCache
-from engine.scheduler.request import NUM_INT_COLS, prefill_shapes
+from engine.scheduler.request import Req, prefill_shapes
 from engine.scheduler.scheduler import Scheduler, TokenSink
 from engine.scheduler.sources import RequestSource, ScheduledSource
 from record import host_load
@@ -67,11 +59,9 @@ Summary = tuple[dict[str, Any], dict[str, float]]     # (metrics, host report)
 
 @dataclass
 class RunResult:
-    """What one ``generate`` call produced. ``metrics`` (record.metrics, from the spans) and
-    ``host`` (record.host_load, which needs the GPU's busy time) are worked out when first read,
-    not inside the call: a caller who times ``generate`` times the run and the outputs, one who
-    reads the metrics pays for them then (milliseconds for a thousand spans). The spans are
-    resolved inside the call: their CUDA events go back to the device's pool for the next run."""
+    """What one ``generate`` call produced. ``metrics`` and ``host`` are worked out when first read,
+    so a caller who times ``generate`` times the run, not the metrics; the spans are resolved
+    inside the call (their CUDA events go back to the device's pool)."""
 
     loop: str                       # a record.schema.Loop: normal, overlap or multistep
     decode_steps: int               # k: decode forwards per scheduling iteration (1 unless multi-step)
@@ -110,8 +100,8 @@ class RunResult:
         run = run_dict(self.loop, self.decode_steps, self.label or self.mode, self.timeline,
                        self.metrics, [o.__dict__ for o in self.outputs],
                        lanes=self.lanes + self.extra_lanes,
-                       gpu_lanes=[lane for lane in self.lanes if lane in GPU_LANES],
-                       extra_cpu_us=self.extra_cpu_us)
+                       gpu_lanes=[lane for lane in self.lanes if lane in GPU_LANES])
+        run["extra_cpu_us"] = self.extra_cpu_us
         if self.host:
             run["host"] = self.host
         if self.memory:
@@ -162,10 +152,8 @@ class Engine:
         self.tokenizer = load_tokenizer(self.model_path, preset=self.random_weights)
         self._runs = 0
         self._busy = threading.Lock()
-        # What loading made (the model, torch's and the compiler's objects) lives as long as the
-        # process: move it out of the collector's sight once (gc.freeze), so a later full
-        # collection scans only what runs allocate. SGLang offers the same after its warm-up:
-        # Engine.freeze_gc (python/sglang/srt/entrypoints/engine.py), FreezeGCReq to its scheduler.
+        # What loading made lives as long as the process: out of the collector's sight, so a full
+        # collection scans only what runs allocate (SGLang's freeze_gc after its warm-up).
         gc.collect()
         gc.freeze()
 
@@ -183,15 +171,11 @@ class Engine:
         # Resolve and validate the model here, so a bad name fails before a process starts.
         self.spec, self.model_path, self.eos_ids = describe_model(cfg.model, self._progress)
         self._check_context()
-        self.device_init = DeviceInit(
-            model=self.model_path or cfg.model, dtype=self.dtype, seed=cfg.seed,
-            threads=cfg.cpu_threads, max_slots=cfg.max_batch_size, max_seq_len=cfg.max_seq_len,
-            num_pages=cfg.total_pages, page_size=cfg.page_size, max_rows=cfg.max_batch_size,
-            num_buffers=RESULT_BUFFERS, cpu_affinity=tuple(cfg.device_cpus))
+        self.device_init = DeviceInit(cfg, self.model_path or cfg.model, self.dtype)
         if not cfg.cpu_device_process:
             return InlineDevice(self.device_init)
         try:
-            return ProcessDevice(self.device_init, single_buffer=cfg.hazards.single_host_buffer)
+            return ProcessDevice(self.device_init)
         except (OSError, DeviceError) as err:
             # Say why in the label: a serial fallback must never pass for real overlap.
             return InlineDevice(self.device_init, reason=str(err).splitlines()[0])
@@ -204,7 +188,7 @@ class Engine:
 
     def _build_cuda(self) -> Device:
         from engine.devices.cuda import CudaDevice
-        from engine.devices.runner import ModelRunner
+        from engine.devices.runner import ModelRunner, RunnerConfig
         from engine.models.loader import load_model
 
         cfg = self.config
@@ -213,12 +197,8 @@ class Engine:
                             self._progress)
         self.spec, self.model_path, self.eos_ids = loaded.spec, loaded.path, loaded.eos_token_ids
         self._check_context()
-        runner = ModelRunner(loaded.model, cfg.max_batch_size, cfg.max_seq_len, cfg.total_pages,
-                             cfg.page_size, getattr(torch, self.dtype), torch.device("cuda"),
-                             sanitize=cfg.hazards.no_wait_stream, attention=cfg.attention,
-                             compile=cfg.compiles("cuda"),
-                             result_ring=(RESULT_BUFFERS * cfg.max_batch_size
-                                          if cfg.result_copy_stream == "copy" else 0))
+        runner = ModelRunner(loaded.model, RunnerConfig.of(cfg, getattr(torch, self.dtype),
+                                                           torch.device("cuda")))
         torch.cuda.synchronize()
         t1 = time.perf_counter()
         # Kernel JIT (Triton) and, with compile, the compiled regions for batch 1 and any batch;
@@ -234,10 +214,7 @@ class Engine:
             from engine.devices.cuda_graph import StepGraphs
             graphs = StepGraphs(runner, cfg)
         self.startup_s.update(load=t1 - t0, warm_up=t2 - t1, capture=time.perf_counter() - t2)
-        return CudaDevice(runner, cfg.max_batch_size, NUM_INT_COLS + cfg.pages_per_seq,
-                          max(cfg.max_prefill_tokens, 1), graphs=graphs, hazards=cfg.hazards,
-                          results=RESULT_BUFFERS, copy_stream=cfg.result_copy_stream,
-                          max_group=MAX_DECODE_STEPS)
+        return CudaDevice(runner, cfg, graphs)
 
     def _replace_dead_device(self) -> None:
         """A device that died (or was found stopped) in an earlier run is replaced by a new one."""
@@ -252,30 +229,19 @@ class Engine:
                  profile_steps: tuple[int, int] | None = None,
                  should_stop: Callable[[], bool] | None = None,
                  arrivals: Sequence[float] | None = None, chat: bool = False) -> RunResult:
-        """Run ``prompts`` (strings or token-id lists) to completion in the loop ``loop`` names
-        (its k and extra CPU work with it); returns a ``RunResult``.
-
-        ``arrivals``: when each prompt's request arrives, in seconds from the run's start (None:
-        all at t=0); see ``engine.scheduler.arrivals`` for Poisson processes and traces. ``chat``: each
-        prompt is a user message (a string) or a list of {"role", "content"} messages, put
-        through the tokenizer's chat template.
-
-        ``profile_steps=(a, b)`` adds kernel-level lanes from torch.profiler for steps a..b (CUDA).
-        ``should_stop()`` is asked once per scheduler iteration; True ends the run with
-        ``RunCancelled``.
-        """
+        """Run ``prompts`` (strings or token-id lists) to completion in the loop ``loop`` names;
+        returns a ``RunResult``. ``arrivals``: when each request arrives, seconds from the start
+        (None: all at t=0). ``chat``: each prompt is a user message or a list of {"role",
+        "content"} messages. ``profile_steps=(a, b)``: kernel-level lanes for steps a..b (CUDA).
+        ``should_stop()`` is asked every iteration; True ends the run with ``RunCancelled``."""
         _check_loop(loop)
-        if not self._busy.acquire(blocking=False):
-            raise EngineBusyError("this engine is already running a generate call (one at a "
-                                  "time: use one Engine per thread, or wait for the first call)")
-        try:
+        with self._exclusive("this engine is already running a generate call (one at a time: "
+                             "use one Engine per thread, or wait for the first call)"):
             self._replace_dead_device()
             with _no_collection():
                 return self._generate(prompts, params, loop, timeline=timeline,
                                       profile_steps=profile_steps, should_stop=should_stop,
                                       arrivals=arrivals, chat=chat)
-        finally:
-            self._busy.release()
 
     def _generate(self, prompts, params, spec: LoopSpec, *, timeline, profile_steps, should_stop,
                   arrivals, chat) -> RunResult:
@@ -292,25 +258,13 @@ class Engine:
         for req, offset in zip(reqs, offsets_ns):
             req.arrival_ns = offset                # from the run's start, until it starts
         sched = Scheduler(cfg, self.device, self.pools, timeline, spec, ScheduledSource(reqs),
-                          capture=capture, pad_batches=self.device_name == "cuda")
+                          capture=capture)
         device_pid = getattr(getattr(self.device, "proc", None), "pid", None)
         cpu_start = host_load.snapshot(host_load.our_pids(device_pid))
+        timeline.t0_ns = time.perf_counter_ns()
         try:
-            timeline.t0_ns = time.perf_counter_ns()
-            self.device.begin_run(timeline)
-            t0 = time.perf_counter_ns()
-            for req in reqs:
-                req.arrival_ns += t0               # arrival times are relative to the start
-            self._running = sched
-            sched.run(should_stop)
-            self.device.end_run()
-        except BaseException:
-            # A failed run leaves its requests' slots and pages held. Let the device finish what
-            # it was sent (a dead one is already gone), then start the next run from clean pools.
-            self._end_failed_run()
-            raise
+            t0 = self._drive(sched, timeline, should_stop, reqs)
         finally:
-            self._count(sched)
             if capture is not None:
                 capture.stop()
         wall_s = (time.perf_counter_ns() - t0) / 1e9
@@ -322,40 +276,53 @@ class Engine:
     def serve(self, source: RequestSource, sink: TokenSink, loop: LoopSpec = OVERLAP, *,
               timeline: Timeline | None = None,
               should_stop: Callable[[], bool] | None = None) -> None:
-        """Serve requests from ``source`` until it is done (or ``should_stop()``), streaming
-        tokens to ``sink`` after every processed step, in the loop ``loop`` names. The requests
-        are the source's own, made with ``make_request``; their clock is ``timeline``'s (its
-        ``t0_ns`` is the session start).
-
-        Unlike ``generate``, Python's garbage collector stays on (a session has no end to wait
-        for); what exists at the start is frozen, so a collection only scans the session's own
-        objects.
-        """
+        """Serve requests from ``source`` until it is done (or ``should_stop()``), streaming tokens
+        to ``sink`` after every processed step. The garbage collector stays on (a session never
+        ends); what exists at the start is frozen, so it scans only the session's own objects."""
         _check_loop(loop)
-        if not self._busy.acquire(blocking=False):
-            raise EngineBusyError("this engine is already running (one generate or serve at a "
-                                  "time)")
-        try:
+        with self._exclusive("this engine is already running (one generate or serve at a time)"):
             self._replace_dead_device()
             timeline = timeline or Timeline(enabled=self.config.record_timeline)
-            sched = Scheduler(self.config, self.device, self.pools, timeline, loop, source, sink,
-                              pad_batches=self.device_name == "cuda")
+            sched = Scheduler(self.config, self.device, self.pools, timeline, loop, source, sink)
             gc.collect()
             gc.freeze()
             try:
-                self.device.begin_run(timeline)
-                self._running = sched
-                sched.run(should_stop)
-                self.device.end_run()
-            except BaseException:
-                self._end_failed_run()
-                raise
+                self._drive(sched, timeline, should_stop)
             finally:
-                self._count(sched)
                 gc.unfreeze()
             self._runs += 1
+
+    @contextmanager
+    def _exclusive(self, busy: str) -> Iterator[None]:
+        """One run (or prefix-cache clearing) at a time: a second caller gets
+        ``EngineBusyError(busy)`` at once."""
+        if not self._busy.acquire(blocking=False):
+            raise EngineBusyError(busy)
+        try:
+            yield
         finally:
             self._busy.release()
+
+    def _drive(self, sched: Scheduler, timeline: Timeline, should_stop: Callable[[], bool] | None,
+               reqs: Sequence[Req] = ()) -> int:
+        """Run ``sched`` to its end on the device; when it started, from which ``reqs``' arrival
+        offsets become times. The run's counts join the totals whatever happens; a failed run's
+        held slots and pages are let go (the device finishes what it was sent, the pools start
+        clean)."""
+        try:
+            self.device.begin_run(timeline)
+            t0 = time.perf_counter_ns()
+            for req in reqs:
+                req.arrival_ns += t0
+            self._running = sched
+            sched.run(should_stop)
+            self.device.end_run()
+            return t0
+        except BaseException:
+            self._end_failed_run()
+            raise
+        finally:
+            self._count(sched)
 
     def _count(self, sched: Scheduler) -> None:
         """A run ended: its prefix hits and retractions join the engine's totals."""
@@ -466,16 +433,12 @@ class Engine:
         """Empty the prefix cache (every page free again when no run is on); pages freed.
         Loops compared on one engine each start from an empty cache this way, so none finds
         the prompts the one before it cached."""
-        if not self._busy.acquire(blocking=False):
-            raise EngineBusyError("the prefix cache can't be cleared while a run is on")
-        try:
+        with self._exclusive("the prefix cache can't be cleared while a run is on"):
             if self.cache is None:
                 return 0
             freed = self.cache.evict_all()
             self.pages.free(freed, CACHE_OWNER)
             return len(freed)
-        finally:
-            self._busy.release()
 
     def memory_problems(self) -> list[str]:
         """What is wrong with the slots, the pages and the prefix cache (empty: nothing), checked

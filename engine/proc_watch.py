@@ -1,9 +1,5 @@
-"""Watching a child process: has it died (and how), or is it stopped?
-
-Every wait on another process here (the CPU device process, the scheduler process) is a short
-poll that also asks these two questions, so a dead or stopped peer is reported within a second
-instead of being waited for forever.
-"""
+"""Watching a child process: has it died (and how), or is it stopped? Every wait on another process
+polls these, so a dead or stopped peer is reported instead of waited for forever."""
 
 from __future__ import annotations
 
@@ -34,20 +30,11 @@ def is_stopped(pid: int) -> bool:
 
 
 def start_deaf_to_ctrl_c(proc: Any) -> None:
-    """Start a ``multiprocessing`` process that a terminal's Ctrl-C does not reach.
-
-    A terminal sends SIGINT to the whole process group, children included. A child that is still
-    importing torch would die of it with a traceback of its own; the parent handles Ctrl-C and
-    ends its children instead. So the child starts with SIGINT blocked: a signal mask is kept
-    through spawn's fork and exec, so the child is deaf from its first instruction (a handler set
-    in the child would come too late for a Ctrl-C during its imports). The mask is the calling
-    thread's alone and a blocked signal is only held back, never lost: a Ctrl-C that arrives
-    meanwhile reaches the parent's handler through another thread, or as soon as the mask is
-    lifted. (Ignoring SIGINT in the parent instead, SIG_IGN, would lose a Ctrl-C that arrives
-    during the start, and the parent would serve on as if it had never been pressed.)
-
-    multiprocessing's resource tracker, started on the first spawn, unblocks SIGINT in the
-    calling thread once it has started itself; it is started first, so the mask holds."""
+    """Start a ``multiprocessing`` process that a terminal's Ctrl-C does not reach (the parent ends
+    its children instead of them dying mid-import). The child starts with SIGINT blocked (a
+    signal mask survives spawn's fork and exec; a blocked signal is held, never lost, so a Ctrl-C
+    meanwhile still reaches the parent). The resource tracker, which unblocks SIGINT in the
+    calling thread once started, is started first."""
     from multiprocessing import resource_tracker
 
     resource_tracker.ensure_running()

@@ -1,10 +1,5 @@
-"""Which code made a run: the commit of this checkout, so a record says what engine it measured.
-
-Read once from git (``git rev-parse --short HEAD`` in the project's folder). A copy without git
-(a machine that was given the tree alone, a Space built from files) says it through the
-``ENGINE_COMMIT`` environment variable, as ``studies/gpu.sh`` sets it; with neither, the
-commit is unknown (None) and records leave it out.
-"""
+"""Which code made a run: the commit of this checkout (``git rev-parse``), or ``ENGINE_COMMIT``
+where there is no git; None (left out of records) with neither."""
 
 from __future__ import annotations
 

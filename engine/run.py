@@ -1,15 +1,9 @@
 """One run pipeline: a workload and the loops to compare become one run record.
 
-``compare_loops`` is the only maker of our runs' records: the CLI, the scheduler process (the
-page's live runs) and the benchmarks give it an engine, a ``Workload`` and the ``LoopSpec``s to
-compare. Every loop runs the same prompts with the same sampling and the same arrival times,
-each from an empty prefix cache, so the runs differ only in the loop. A served session is not
-loops over a workload: ``session_record`` makes its record beside it.
-
-Both type the record's config the same way, ``run_config``: the engine's settings and the
-workload, each under one name (``record.schema.RunConfig``). What differs from loop to loop (the
-loop, k, extra CPU work) is each run's own, never the config's.
-"""
+``compare_loops`` is the only maker of our runs' records (the CLI, the scheduler process, the
+benchmarks): every loop runs the same prompts, sampling and arrival times, each from an empty prefix
+cache. ``session_record`` makes a served session's. Both type the config with ``run_config``
+(``record.schema.RunConfig``); what differs from loop to loop is each run's own."""
 
 from __future__ import annotations
 
@@ -73,11 +67,9 @@ def compare_loops(engine: Engine, work: Workload, loops: Sequence[LoopSpec],
                   params: SamplingParams | list[SamplingParams] | None = None,
                   options: RunOptions = RunOptions()) -> RecordDict:
     """Run ``work`` in each of ``loops`` on ``engine``, one after another; the record of it.
-
-    ``params``: the requests' sampling, where the caller has it already (the scheduler process
-    keeps a workload's stop tokens); else the workload's, with stop tokens picked from a probe
-    run when it asks for them. ``RunCancelled`` where ``should_stop`` says so between loops.
-    """
+    ``params``: the requests' sampling where the caller has it (else the workload's, with stop
+    tokens from a probe run where it asks for them). ``RunCancelled`` where ``should_stop`` says
+    so."""
     from engine.models.prompts import has_chat_template
     from engine.workloads import stop_params_from_probe
 
@@ -90,7 +82,7 @@ def compare_loops(engine: Engine, work: Workload, loops: Sequence[LoopSpec],
         _stop_if(options.should_stop)
         new = work.max_new_tokens
         params = stop_params_from_probe(engine, prompts, new, lo=new // 4, hi=new,
-                                        temperature=work.temperature, chat=chat)
+                                        temperature=work.temperature, chat=chat)[0]
     params = params if params is not None else work.sampling()
     times = arrival_times(work)
     runs = []
@@ -118,8 +110,8 @@ def session_record(env: dict[str, Any], config: RunConfig, loop: LoopSpec, label
     of the session's engine (the scheduler process sends it when the session starts)."""
     metrics = {**compute_metrics(spans, list(outputs), GPU_LANES),
                **latency_summary(list(outputs))}
-    run = run_dict(loop.loop, loop.decode_steps, label, spans, metrics, outputs,
-                   extra_cpu_us=loop.extra_cpu_us)
+    run = run_dict(loop.loop, loop.decode_steps, label, spans, metrics, outputs)
+    run["extra_cpu_us"] = loop.extra_cpu_us
     if spans_dropped:
         run["spans_dropped"] = spans_dropped
     return _record(env, config, [run])

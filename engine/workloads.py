@@ -1,17 +1,9 @@
 """Workloads: what a run's requests are, and their prompts, reproducible from a seed.
 
-``Workload`` is the one description of the work a run is given, wherever it comes from (the
-page, the CLI, the benchmarks, a peer engine's run): how many requests, how long their prompts
-and outputs, how they are sampled, when they arrive, and the system prompt they share. It sizes
-the engine that runs them (``engine_config``) and makes their prompts (``prompts``) and sampling
-(``sampling``); ``engine.run.compare_loops`` runs it in each loop to compare.
-
-Prompts are cut from plain English sentences (so the bundled model continues them sensibly), each
-request starting at a different sentence so the batch is not one prompt repeated. Without a
-tokenizer the prompts are random token ids. A *shared-prefix* workload puts one system prompt in
-front of every request, as chat services do: the prefix cache computes it once and finds it for
-every later request.
-"""
+``Workload`` is the one description of a run's work (the page, the CLI, the benchmarks, a peer's
+run): requests, prompt and output lengths, sampling, arrivals, a shared system prompt. It sizes the
+engine (``engine_config``) and makes the prompts (``prompts``: English sentences, each request
+starting at another; random ids without a tokenizer) and sampling (``sampling``)."""
 
 from __future__ import annotations
 
@@ -34,18 +26,12 @@ def word_prompt_tokens(words: int) -> int:
 
 @dataclass(frozen=True)
 class Workload:
-    """The requests of a run, and what sizes the engine that runs them.
-
-    Every request holds ``shared_prefix`` tokens of a system prompt, its prompt and at most
-    ``max_new_tokens`` new tokens. The prompts are ``texts`` where given (the page's, each of
-    ``prompt_words`` words) or ``prompt_ids`` (token ids, the same for every engine of a
-    comparison), else ``requests`` made-up prompts of ``prompt_words`` words or
-    ``prompt_tokens`` tokens. A trace's requests (``arrivals``:
-    ``engine.scheduler.arrivals.Arrival``, with their times) may give their own prompt and
-    output lengths; without a trace, ``request_rate`` spreads the requests by a Poisson process
-    (``seed``), and without either they all arrive at t=0. The engine's ``max_seq_len`` holds the
-    longest request and ``margin`` spare positions, and is never below ``MIN_SEQ_LEN``.
-    """
+    """The requests of a run, and what sizes the engine that runs them: each request holds
+    ``shared_prefix`` system-prompt tokens, its prompt and at most ``max_new_tokens`` new tokens.
+    Prompts are ``texts`` (the page's, of ``prompt_words`` words), ``prompt_ids`` (the same ids
+    for every engine of a comparison), or ``requests`` made-up ones. A trace's ``arrivals`` may
+    give each request its lengths; else ``request_rate`` spreads them by a Poisson process, else
+    all at t=0. ``max_seq_len`` holds the longest request and ``margin``."""
 
     prompt_tokens: int = 16         # a prompt given in words: the tokens allowed for it
     max_new_tokens: int = 64
@@ -233,15 +219,10 @@ def with_shared_prefix(prompts: list, tokens: int, tokenizer, vocab_size: int | 
 
 
 def stop_params_from_probe(engine, prompts, max_new_tokens: int, lo: int, hi: int, seed: int = 0,
-                           temperature: float = 0.0, chat: bool = False,
-                           with_run: bool = False):
-    """Per-request ``SamplingParams`` whose stop token really fires, at varied steps.
-
-    A probe run (normal loop, no early stop) shows what each request emits; its stop token is the
-    token it emitted at a random output position in ``[lo, hi)`` (clamped to its output). Requests
-    then finish at different steps, as in real traffic, and the lag-one/lag-k costs become real.
-    ``with_run``: also return the probe's ``RunResult`` (what a step of this workload costs).
-    """
+                           temperature: float = 0.0, chat: bool = False):
+    """Per-request ``SamplingParams`` whose stop token really fires, and the probe's ``RunResult``:
+    each request stops on the token a probe run (normal loop) emitted at a random position in
+    ``[lo, hi)``, so requests finish at varied steps, as in real traffic."""
     from engine.config import NORMAL, SamplingParams
 
     probe = engine.generate(prompts, SamplingParams(max_new_tokens=max_new_tokens, ignore_eos=True,
@@ -253,7 +234,7 @@ def stop_params_from_probe(engine, prompts, max_new_tokens: int, lo: int, hi: in
         stop = ids[rng.randrange(min(lo, len(ids) - 1), max(min(hi, len(ids)), 1))]
         params.append(SamplingParams(max_new_tokens=max_new_tokens, temperature=temperature,
                                      ignore_eos=True, stop_token_ids=(stop,)))
-    return (params, probe) if with_run else params
+    return params, probe
 
 
 def token_prompts(engine, prompts: list[str], tokens: int) -> list:

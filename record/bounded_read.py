@@ -1,10 +1,5 @@
-"""Reading a file someone gave us: bounded in bytes before and after decompression.
-
-Every path by which a file enters (a run record, a Chrome or torch.profiler trace, plain or gzip)
-reads through ``read_bounded``: the file's size is checked before it is read, and a gzip stream is
-inflated chunk by chunk and abandoned the moment it passes the limit, so a small "zip bomb"
-cannot take the server's memory. ``record.imported.given_file.load_any`` builds on it.
-"""
+"""Reading a file someone gave us, bounded in bytes before and after decompression: the size is
+checked before reading, and a gzip stream is abandoned the moment it passes the limit."""
 
 from __future__ import annotations
 

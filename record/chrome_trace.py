@@ -1,24 +1,17 @@
-"""Chrome traces of our runs: out for Perfetto (https://ui.perfetto.dev) or chrome://tracing, and
-back in again.
+"""Chrome traces of our runs: out for Perfetto or chrome://tracing, and back in again.
 
-Each run becomes one *process* and each lane one *thread* (track), with the span's step, batch
-size, token count and request ids in ``args``, so the picture the UI draws can be inspected
-there too. One extra metadata event per run (``RUN_METADATA``, which Perfetto ignores) carries
-what a trace has no place for: the loop, k, extra CPU work, the GPU lanes and the metrics.
-``read_own_trace`` turns such a file back into the same runs. Other programs' traces go through
-``record.imported.profiler_import``.
-
-Standard library only.
-"""
+A run is a *process*, a lane a *thread* (track); a span's step, batch size, tokens and request ids
+go in ``args``. One metadata event per run (``RUN_METADATA``) carries what a trace has no place for
+(loop, k, extra CPU work, GPU lanes, metrics), so ``read_own_trace`` gives the same runs back. Other
+programs' traces go through ``record.imported``."""
 
 from __future__ import annotations
 
 import gzip
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from record.run_record import span_dict
 from record.schema import GPU_LANES, LANES, RecordDict, RunDict, SpanDict
@@ -39,12 +32,12 @@ TOKEN_METRICS = ("tokens_per_s", "output_tokens", "ttft_ms_mean", "ttft_ms_p50",
 SPAN_ARGS = ("step", "batch_size", "num_tokens", "req_ids")
 
 
-def _metadata(name: str, pid: int, tid: int, args: dict[str, Any]) -> dict[str, Any]:
+def _metadata(name: str, pid: int, tid: int, args: dict[str, object]) -> dict[str, object]:
     return {"name": name, "ph": "M", "pid": pid, "tid": tid, "args": args}
 
 
 def _run_events(run: RunDict, pid: int,
-                env: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+                env: Mapping[str, object] | None = None) -> list[dict[str, object]]:
     spans = [span_dict(s) for s in run.get("spans", [])]
     lanes = _run_lanes(run, spans)
     tids = {lane: i + 1 for i, lane in enumerate(lanes)}
@@ -72,14 +65,14 @@ def _run_events(run: RunDict, pid: int,
     return events
 
 
-def to_chrome_trace(run: RunDict, pid: int = 1) -> dict[str, Any]:
+def to_chrome_trace(run: RunDict, pid: int = 1) -> dict[str, object]:
     """One run as a Chrome trace dict: one process, one thread (track) per lane, times in µs."""
     return {"traceEvents": _run_events(run, pid), "displayTimeUnit": "ms"}
 
 
 def write_chrome_trace(record: RecordDict, path: str | os.PathLike[str]) -> Path:
     """Write every run of a record as one process each (named by its label). ``.gz`` zips."""
-    events: list[dict[str, Any]] = []
+    events: list[dict[str, object]] = []
     for i, run in enumerate(record.get("runs", [])):
         events.extend(_run_events(run, pid=i + 1, env=record.get("env")))
     data = json.dumps({"traceEvents": events, "displayTimeUnit": "ms"}).encode()
@@ -88,7 +81,7 @@ def write_chrome_trace(record: RecordDict, path: str | os.PathLike[str]) -> Path
     return path
 
 
-def read_own_trace(events: list[Any]) -> list[RunDict] | None:
+def read_own_trace(events: Sequence[object]) -> list[RunDict] | None:
     """The runs of a trace this module wrote (``None`` if it is not one): a process per run, a
     track per lane, each complete event a span. Outputs are not in a trace, so token counts are
     not either; every span-derived metric is measured again from the spans."""
@@ -97,8 +90,8 @@ def read_own_trace(events: list[Any]) -> list[RunDict] | None:
 
     meta = {e.get("pid"): e.get("args") or {} for e in events
             if isinstance(e, dict) and e.get("ph") == "M" and e.get("name") == RUN_METADATA}
-    threads: dict[tuple[Any, Any], str] = {}
-    processes: dict[Any, str] = {}
+    threads: dict[tuple[object, object], str] = {}
+    processes: dict[object, str] = {}
     for e in events:
         if not isinstance(e, dict) or e.get("ph") != "M" or not isinstance(e.get("args"), dict):
             continue
@@ -109,7 +102,7 @@ def read_own_trace(events: list[Any]) -> list[RunDict] | None:
     ours = set(LANES)
     if not meta and not any(name in ours for name in threads.values()):
         return None                                   # somebody else's trace
-    spans: dict[Any, list[SpanDict]] = {}
+    spans: dict[object, list[SpanDict]] = {}
     for e in events:
         if not isinstance(e, dict) or e.get("ph") != "X" or (e.get("pid"), e.get("tid")) \
                 not in threads:
@@ -146,22 +139,23 @@ def read_own_trace(events: list[Any]) -> list[RunDict] | None:
         for key in TOKEN_METRICS:               # from outputs, which the trace does not carry
             if key in given:
                 metrics[key] = given[key]
-        runs.append(run_dict(loop, k, label, spans[pid], metrics, lanes=lanes, gpu_lanes=gpu,
-                             extra_cpu_us=max(extra_us, 0)))
+        run = run_dict(loop, k, label, spans[pid], metrics, lanes=lanes, gpu_lanes=gpu)
+        run["extra_cpu_us"] = max(extra_us, 0)
+        runs.append(run)
     return runs
 
 
-def _finite(value: Any) -> float | None:
+def _finite(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return float(value) if value == value and abs(value) != float("inf") else None
 
 
-def _whole(value: Any, default: int) -> int:
+def _whole(value: object, default: int) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else default
 
 
-def trace_env(events: list[Any]) -> dict[str, str]:
+def trace_env(events: Sequence[object]) -> dict[str, str]:
     """Where a trace was made, as far as it says: our own metadata, else kineto's
     ``deviceProperties`` is read by the caller."""
     for e in events:

@@ -1,19 +1,8 @@
-"""What a view says about a run's GPU time: its idle gaps, busy two ways, and the time when
-nothing was asked of the engine.
-
-Busy is shown two ways, named as such: over **all stream lanes** (the union of the scheduler
-stream and the engine stream: an upload or a result copy counts as work) and over the **engine
-stream alone** (the forward, sampling and, by default, the result copy). A run whose outputs
-say when each request arrived and finished may have had no request in the system for part of
-its time: a served session between two clients, requests arriving at a low rate. That time is
-not GPU idleness (nobody asked for anything), so where it is more than a sliver of the view
-(``QUIET_SHOWN``) the gaps and busy figures count only the time with requests in the system, and
-the rest is drawn apart, as "no request in the system".
-
-A whole run takes its numbers from its metrics (computed once, from every span, by
-``record.metrics``); a step window or a run still in progress is measured here from its spans,
-with the same functions.
-"""
+"""What a view says about a run's GPU time: idle gaps, busy over all stream lanes and over the
+engine stream alone, and the time with no request in the system. Where that time is more than a
+sliver (``QUIET_SHOWN``), gaps and busy count only the time with requests, and the rest is drawn
+apart: nobody asked for anything. A whole run's numbers come from its metrics; a window or a run
+in progress is measured here, with the same functions."""
 
 from __future__ import annotations
 

@@ -1,19 +1,11 @@
 """What else the machine did during a run, and whether it was quiet enough for the run's times to
 mean something about its loop.
 
-The article's formula assumes the scheduler and the device each have a processor to themselves.
-On a small, shared machine they may not, and a run then measures less than the formula predicts.
-A run reads ``/proc`` (Linux) at its start and end (``snapshot``, ``host_report``: microseconds,
-nothing in between) and keeps the report as its ``host``: other programs' share of all cores,
-and the device process's CPU time over its working time. The server that started the scheduler
-process (the page's, or the OpenAI-compatible API's) is ours too: its CPU time is counted apart
-(``server_cpu_frac``), not as another program's; a browser showing the page on the same machine
-is another program. When other programs took a large share, or the device process waited for its
-core, the serial and the overlapped run did not get the same machine, and comparing their times
-compares the load (``machine_load``, ``busiest``).
-
-Standard library only: the engine writes the report, the page reads it.
-"""
+The formula assumes the scheduler and the device each have a core. A run reads ``/proc`` at its
+start and end (``snapshot``, ``host_report``) and keeps other programs' share of the cores and the
+device process's CPU time over its working time (the server that started it counts as ours,
+``server_cpu_frac``). Where others took a large share or the device waited for its core, the two
+loops did not get the same machine (``machine_load``, ``busiest``)."""
 
 from __future__ import annotations
 
@@ -21,7 +13,6 @@ import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 _server_pid: int | None = None      # the server process beside this engine, if there is one
 
@@ -78,14 +69,11 @@ def snapshot(pids: list[int]) -> CpuSnapshot | None:
 
 def host_report(start: CpuSnapshot | None, end: CpuSnapshot | None, device_pid: int | None,
                 device_busy_s: float) -> dict[str, float]:
-    """``other_cpu_frac``: the share of all cores that other programs used between the two
-    snapshots; ``device_cpu_frac``: the device process's CPU time over the time it was working
-    (its spans' union), about 1.0 when nothing took its core away; ``server_cpu_frac``: the
-    server's share of all cores, where a server started this engine; ``cpus``: cores online.
-
-    A process of ours that ended between the snapshots (a server stopped mid-run) has its
-    time in the machine's count but can no longer be read: the other programs' share cannot be
-    told apart from it and is left out, the rest of the report is kept."""
+    """``other_cpu_frac``: the share of all cores other programs used between the snapshots;
+    ``device_cpu_frac``: the device process's CPU time over its working time (about 1.0 when
+    nothing took its core); ``server_cpu_frac``: the server's share; ``cpus``: cores online.
+    Where a process of ours ended between the snapshots, the others' share cannot be told and is
+    left out."""
     if start is None or end is None or end.wall_s <= start.wall_s:
         return {}
     cpus = os.cpu_count() or 1
@@ -128,7 +116,7 @@ class MachineLoad:
         return self.others_busy or self.device_starved
 
 
-def machine_load(run: Mapping[str, Any]) -> MachineLoad | None:
+def machine_load(run: Mapping[str, object]) -> MachineLoad | None:
     """What the run measured of the machine; None where it measured nothing (a recording made
     elsewhere, a trace)."""
     host = run.get("host")
@@ -140,14 +128,14 @@ def machine_load(run: Mapping[str, Any]) -> MachineLoad | None:
     return MachineLoad(other, int(_number(host.get("cpus")) or 0), device)
 
 
-def busiest(runs: Sequence[Mapping[str, Any]]) -> MachineLoad | None:
+def busiest(runs: Sequence[Mapping[str, object]]) -> MachineLoad | None:
     """Of the runs that found the machine busy, the one it was busiest for (None: none did)."""
     loads = [load for load in map(machine_load, runs) if load is not None and load.busy]
     return max(loads, key=lambda load: (load.device_starved,
                                         load.other_share or 0.0)) if loads else None
 
 
-def _number(value: Any) -> float | None:
+def _number(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return float(value)

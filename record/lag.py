@@ -1,15 +1,9 @@
 """Lag one (and lag k) on the timeline: which forwards ran for a request that had already stopped.
 
-The overlap loop reads each step's tokens one step late, so a request whose stop token came out of
-forward(Bs) is already in batch s+1 when the CPU sees the stop (with k-step scheduling, in up to
-2k-1 later batches). The engine counts those forwards per request (``wasted_steps``) and drops
-their tokens; this module finds them in a run dict, from measurements only:
-
-- the step the stop was read in is the CPU's ``process_last`` span that lists the request and
-  contains the output's ``finish_us`` (the moment the engine marked it finished);
-- the extra steps are the later steps whose scheduled batch (``schedule`` / ``launch`` spans on
-  the CPU, or the forward itself where it lists request ids) still lists the request.
-"""
+The overlap loop reads each step's tokens one step late, so a stopped request is already in the next
+batch (with k-step scheduling, in up to 2k-1). Found from measurements only: the step the stop was
+read in is the ``process_last`` span that lists the request and holds its ``finish_us``; the extra
+steps are the later ones whose batch still lists it."""
 
 from __future__ import annotations
 
@@ -53,11 +47,8 @@ def _stop_step(run: RunDict, request: int, finish_us: float) -> int | None:
 
 
 def lag_marks(run: RunDict) -> list[LagMark]:
-    """One entry per request that stopped on a stop token and still ran extra forwards.
-
-    ``{"request", "stop_step", "stop_us", "extra_steps", "wasted_steps"}``: ``extra_steps`` are
-    the steps whose forward still carried the request after its stop (their tokens were dropped).
-    """
+    """One entry per request that stopped on a stop token and still ran extra forwards:
+    ``{"request", "stop_step", "stop_us", "extra_steps", "wasted_steps"}``."""
     served = step_requests(run)
     marks = []
     for request, out in enumerate(run.get("outputs") or []):

@@ -1,17 +1,7 @@
-"""What a serving benchmark reports, per loop and request rate: one table for the CLI, the bench
-and the load test, and the rows that ``viz.latency`` draws.
-
-A *row* is a plain dict: ``loop``, ``request_rate`` (requests/s; ``None`` for a burst, every
-request at t=0), the run's ``requests``, and its numbers: output tokens/s, requests/s, TTFT and
-inter-token latency (mean, p50, p99, ms), TPOT and end-to-end latency, GPU busy (``None`` where it
-was not measured), and ``other_cpu_frac``: the share of the machine other programs used meanwhile
-(``record.host_load``; a shared machine measures less than a quiet one). Rows of repeated runs
-are summarised as the median, with the spread (min..max) kept for the table and the figure's
-error bars.
-
-Standard library only (like all of ``record``): the engine's CLI, the bench, the load-test client
-and ``viz.latency`` use it alike.
-"""
+"""What a serving benchmark reports, per loop and request rate: a *row* is a plain dict of ``loop``,
+``request_rate`` (None: a burst), ``requests`` and its numbers (``NUMBERS``: tokens/s, TTFT, ITL,
+TPOT, e2e latency, GPU busy, other programs' share of the machine). Repeats are summarised as the
+median with their spread; one table for the CLI, the bench and the load test."""
 
 from __future__ import annotations
 

@@ -1,25 +1,12 @@
-"""Metrics: pure functions of a timeline (a list of spans) and the run's outputs.
+"""Metrics: pure functions of a timeline (a list of spans) and the run's outputs, computed once, so
+a live run, a recorded run and an imported trace are measured the same way.
 
-Everything the UI and the CLI print about a run is computed here, once, from the spans, so a live
-run, a recorded H200 run and an imported production trace are measured the same way.
-
-The one rule that matters: GPU *busy* time is the **union** of the intervals on the GPU lanes, never
-the sum of their durations. Two streams working at the same moment keep the GPU busy once, not
-twice; summing would report more than 100% busy and hide exactly the idle gaps overlap scheduling
-removes.
-
-Busy is reported two ways. Over **all stream lanes** (``gpu_busy_frac``) a metadata upload or a
-result copy counts as work even while the engine stream waits for it; over the **engine stream
-alone** (``engine_busy_frac``) only the forward, sampling and whatever else runs on that stream
-count. Where the two differ, the GPU was moving bytes, not computing.
-
-The article's model is measured per decode step: ``T_fwd`` (the engine stream's work) and
-``T_sched + T_post`` (the scheduler thread's CPU work). A serial loop takes about their sum per
-step, an overlapped loop about their max, so the predicted speedup is ``sum / max``.
-
-This module imports only the standard library and ``record.recorder`` (never torch), so the UI
-and the tests can use it anywhere. Spans may be ``Span`` objects or their dict form.
-"""
+GPU *busy* is the **union** of the intervals on the GPU lanes, never the sum of their durations: two
+streams working at once keep the GPU busy once. Busy over **all stream lanes** (``gpu_busy_frac``)
+counts uploads and copies; over the **engine stream alone** (``engine_busy_frac``) only what runs
+there. The article's model per decode step: ``T_fwd`` (the engine stream's work) and ``T_sched +
+T_post`` (the scheduler's CPU work); serial takes about their sum, overlapped about their max, so
+the predicted speedup is ``sum / max``."""
 
 from __future__ import annotations
 
@@ -53,13 +40,9 @@ METRIC_KEYS = (
 # ---- intervals ------------------------------------------------------------------------------
 
 def union_intervals(intervals: Iterable[Interval], join_us: float = 0.0) -> list[Interval]:
-    """Merge intervals into sorted, disjoint ones. Empty or reversed intervals are dropped.
-
-    ``join_us``: two intervals less than this far apart are merged too (the gap between them is
-    counted as covered). An imported kernel-level trace has thousands of gaps of a microsecond
-    or two between the kernels of one forward; no host could have given the GPU work in them,
-    so they are not idleness (``record.imported.trace_loop.joined_gap_us``).
-    """
+    """Merge intervals into sorted, disjoint ones (empty or reversed ones dropped). ``join_us``: two
+    intervals less than this apart merge too (an imported trace's gaps between kernels, shorter
+    than any launch, are not idleness)."""
     merged: list[list[float]] = []
     for start, end in sorted((float(s), float(e)) for s, e in intervals if e > s):
         if merged and start - merged[-1][1] <= join_us:   # overlapping, touching or joined
@@ -106,12 +89,8 @@ def _busy_and_window(spans: Iterable[SpanLike], lanes: Iterable[str], window: In
 
 def busy_fraction(spans: Iterable[SpanLike], lanes: Iterable[str],
                   window: Interval | None = None, join_us: float = 0.0) -> float:
-    """Fraction of ``window`` covered by the union of the spans on ``lanes`` (gaps shorter than
-    ``join_us`` between them count as covered, ``union_intervals``).
-
-    The default window runs from the first span start to the last span end on those lanes.
-    An empty or zero-length window gives 0.0.
-    """
+    """Fraction of ``window`` (default: the first start to the last end on those lanes) covered by
+    the union of the spans on ``lanes``; 0.0 for an empty window."""
     busy, window = _busy_and_window(spans, lanes, window, join_us)
     if window is None or window[1] <= window[0]:
         return 0.0
@@ -175,11 +154,8 @@ class _Timed(Protocol):
 
 
 def _step_extents(spans: Sequence[_Timed], gpu_lanes: Sequence[str]) -> dict[int, Interval]:
-    """Per step: (start of its forward, end of its engine-stream work).
-
-    A step is a step number with an engine_stream prefill/decode span. Traces without such spans
-    (imported ones) fall back to the GPU-lane spans of each step number >= 0.
-    """
+    """Per step: (start of its forward, end of its engine-stream work); a trace without our forwards
+    falls back to the GPU-lane spans of each step."""
     forward_steps = {s.step for s in spans
                      if s.lane == Lane.ENGINE_STREAM and s.phase in FORWARD_PHASES and s.step >= 0}
     if forward_steps:
@@ -329,11 +305,11 @@ def overlap_speedup(t_fwd_us: float, t_cpu_us: float, k: int = 1) -> float:
 
 # ---- requests -------------------------------------------------------------------------------
 
-def _field(output: Any, key: str) -> Any:
+def _field(output: object, key: str) -> Any:
     return output.get(key) if isinstance(output, Mapping) else getattr(output, key, None)
 
 
-def _latencies(outputs: Sequence[Any]) -> tuple[list[float], list[float]]:
+def _latencies(outputs: Sequence[object]) -> tuple[list[float], list[float]]:
     """TTFT and TPOT in ms for each output that carries the timestamps they need."""
     ttft: list[float] = []
     tpot: list[float] = []
@@ -348,7 +324,7 @@ def _latencies(outputs: Sequence[Any]) -> tuple[list[float], list[float]]:
     return ttft, tpot
 
 
-def ttft_drift(outputs: Sequence[Any]) -> float | None:
+def ttft_drift(outputs: Sequence[object]) -> float | None:
     """Whether a run kept up with its arrivals: the median TTFT of the last third of the requests
     (by arrival) over that of the first third. A queue that holds gives about 1 (the thirds
     wait alike); one that grows without end makes every later request wait longer, and the ratio
@@ -385,7 +361,7 @@ def decode_gaps(spans: Iterable[SpanLike], window: Interval | None = None) -> li
     return [max(b[0] - a[1], 0.0) for a, b in zip(forwards, forwards[1:])]
 
 
-def active_windows(outputs: Sequence[Any]) -> list[Interval]:
+def active_windows(outputs: Sequence[object]) -> list[Interval]:
     """When requests were in the system: the union of each request's arrival-to-finish time.
     Between these windows nothing was asked of the engine (a served session between clients)."""
     lives = []
@@ -420,7 +396,7 @@ def outside(intervals: Iterable[Interval], windows: Sequence[Interval]) -> list[
 
 
 def busy_while_active(spans: Iterable[SpanLike], lanes: Iterable[str],
-                      outputs: Sequence[Any]) -> float | None:
+                      outputs: Sequence[object]) -> float | None:
     """GPU busy counted only while work was in flight: while some request was in the system
     (``active_windows``) or the GPU was busy (a forward still running for a request that has
     just finished counts; the time between clients of a served session does not). None when no
@@ -436,27 +412,17 @@ def busy_while_active(spans: Iterable[SpanLike], lanes: Iterable[str],
 
 # ---- the metrics dict -----------------------------------------------------------------------
 
-def compute_metrics(spans: Iterable[SpanLike], outputs: Sequence[Any],
+def compute_metrics(spans: Iterable[SpanLike], outputs: Sequence[object],
                     gpu_lanes: Sequence[str] = GPU_LANES,
                     wall_us: float | None = None,
                     join_us: float = 0.0) -> Metrics:
-    """All metrics of one run (keys: ``METRIC_KEYS``), never NaN. A metric the run cannot tell
-    is None, "not in this trace": token counts and rates without outputs (a profiler trace),
-    latencies without timestamps, decode rates and gaps without decode forwards, the engine
-    stream's busy share without an engine stream, ``active_busy_frac`` without arrival and
-    finish times. A number the run can tell but that is empty (no idle gap) is 0.
-
-    ``wall_us`` defaults to the extent of all spans. The article's terms (T_fwd, T_cpu, the
-    predicted speedup) and the measured step time are all taken over the same decode steps, those
-    of the steady window (``steady_window``), so the prediction and the measurement compare like
-    with like. See docs/run_record.md.
-
-    A trace of another engine (no decode phases of ours) has no measured CPU work: its
-    ``t_cpu_us`` and predicted speedup are None, and ``gpu_wait_us`` (an extra key) holds what
-    the rest of its step was, the GPU's wait between forwards. ``join_us``: gaps between GPU
-    spans shorter than this count as busy (an imported kernel-level trace,
-    ``record.imported.trace_loop.joined_gap_us``).
-    """
+    """All metrics of one run (``METRIC_KEYS``), never NaN: None where the run cannot tell (no
+    outputs, no timestamps, no decode forwards, no engine stream), 0 where it can and there is
+    nothing. ``wall_us`` defaults to the spans' extent. T_fwd, T_cpu, the prediction and the
+    measured step all come from the same steady decode steps (``steady_window``), so they compare
+    like with like. Another engine's trace has no measured CPU work: ``t_cpu_us`` is None and
+    ``gpu_wait_us`` holds the GPU's wait between forwards. ``join_us``: shorter gaps count as
+    busy."""
     spans = _as_spans(spans)
     if wall_us is None:
         extent = _extent([(s.start_us, s.end_us) for s in spans])
@@ -530,15 +496,9 @@ def _prefill_share(spans: Sequence[Span], window: Interval | None) -> float:
 def compare_runs(normal: Mapping[str, Any], overlap: Mapping[str, Any],
                  decode_steps: int = 1) -> dict[str, float | None]:
     """Overlap (or multi-step with k = ``decode_steps``) against the serial baseline, from two
-    metrics dicts (or two runs holding them).
-
-    ``predicted_speedup`` uses the *normal* run's T_fwd and T_cpu (what the model predicts before
-    overlapping) and ``measured_speedup`` is the ratio of the two runs' steady decode step times:
-    both per decode step, over the steady window. ``whole_run_speedup`` is the ratio of output
-    tokens/s over the whole runs (prefill, fill and drain included), None when either run has no
-    outputs; ``predicted_speedup`` is None when the baseline measured no CPU work (a trace of
-    another engine). A zero denominator gives 0.0.
-    """
+    metrics dicts (or runs). ``predicted_speedup`` from the normal run's T_fwd and T_cpu,
+    ``measured_speedup`` from the steady decode steps, ``whole_run_speedup`` from output tokens/s
+    (None without outputs); a zero denominator gives 0.0."""
     normal = normal.get("metrics", normal)
     overlap = overlap.get("metrics", overlap)
     whole = None if None in (overlap["tokens_per_s"], normal["tokens_per_s"]) \
@@ -555,11 +515,6 @@ def compare_runs(normal: Mapping[str, Any], overlap: Mapping[str, Any],
 
 # ---- serving latency: what serving benchmarks report, from the outputs alone ------------------
 
-LATENCY_STATS = ("mean", "p50", "p99")
-LATENCY_KEYS = tuple(f"{name}_ms_{stat}" for name in ("ttft", "itl", "tpot", "e2e")
-                     for stat in LATENCY_STATS) + ("requests_per_s", "completed_requests")
-
-
 def percentile(values: Sequence[float], q: float) -> float:
     """The ``q``-th percentile (0..100) with linear interpolation, as numpy's default; 0.0 if
     there are no values."""
@@ -572,18 +527,10 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
 
 
-def latency_summary(outputs: Sequence[Any], wall_us: float | None = None) -> dict[str, float]:
-    """TTFT, inter-token latency, TPOT and end-to-end latency (mean, p50, p99, in ms) of the
-    requests that completed ("stop" or "length"; aborted ones are left out), and their rate.
-
-    - TTFT: first token delivered - arrival (queueing and prefill included);
-    - ITL: the gaps between a request's consecutive delivered tokens (``token_us``), pooled over
-      all requests, as vLLM's benchmark does; several tokens delivered at once (multi-step) give
-      gaps of 0;
-    - TPOT: per request, (finish - first token) / (tokens - 1);
-    - e2e: finish - arrival.
-    ``requests_per_s`` divides by ``wall_us`` (default: first arrival to last finish).
-    """
+def latency_summary(outputs: Sequence[object], wall_us: float | None = None) -> dict[str, float]:
+    """TTFT, inter-token latency (the gaps between delivered tokens, pooled, as vLLM's benchmark),
+    TPOT and end-to-end latency (mean, p50, p99, ms) of the requests that completed, and their
+    rate (``wall_us``: default first arrival to last finish)."""
     done = [o for o in outputs if _field(o, "finish_reason") in ("stop", "length")]
     ttft, tpot = _latencies(done)
     itl: list[float] = []

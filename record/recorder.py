@@ -1,30 +1,11 @@
 """Span recorder: what every lane did at every step, on one clock.
 
-A *span* is one interval of work on one *lane* (``record.schema.Lane``):
-
-- ``cpu``               the scheduler thread (receive, schedule, launch, wait, process_last)
-- ``scheduler_stream``  metadata uploads (and the result copy, if placed there)
-- ``engine_stream``     forward (prefill / decode) and sampling (and the copy, if placed there)
-- ``copy_stream``       the result copy, on a CUDA stream of its own (the CUDA default)
-
-A device records on the lanes it has (``Device.lanes``): the CPU device process has no copy
-stream.
-
-CPU spans are stamped with ``time.perf_counter_ns()`` as they happen. GPU spans are pairs of
-``torch.cuda.Event(enable_timing=True)`` recorded on the stream that does the work; they are
-*resolved lazily* (``event.query()``), never with a sync inside the loop, so recording does not
-change what it measures. One reference event, recorded while the GPU is idle at a known host time,
-maps GPU time onto the host clock. On the CPU backend the device process stamps its own spans
-with the same monotonic clock (``perf_counter_ns`` is system-wide on Linux), so no mapping is needed.
-
-Each GPU lane is one stream, which runs its work in order: a span cannot start before the one
-before it on its lane has ended. A span's start event is normally recorded on its own stream, so
-that holds by itself; the copy stream's copy borrows the forward's end event for its start (it
-waits for it; one record, two uses), and where copies queue behind one another (the hazard lab
-holds one back) its start is taken as the later of that event and the lane's previous end.
-
-All times in a finished run are microseconds from the run's start (``t0``).
-"""
+A *span* is one interval of work on one *lane*: ``cpu`` (the scheduler thread), ``scheduler_stream``
+(uploads), ``engine_stream`` (forward and sampling), ``copy_stream`` (the result copy). CPU spans
+are stamped with ``perf_counter_ns`` as they happen; GPU spans are pairs of CUDA events resolved
+lazily (``query()``), never with a sync in the loop, and placed on the host clock by one reference
+event recorded on an idle GPU. A lane runs in order, so a span never starts before the previous one
+on its lane ended. Times are µs from the run's start."""
 
 from __future__ import annotations
 
@@ -33,7 +14,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, Self, TypeVar
 
 from record.schema import Lane, SpanDict
 
@@ -95,6 +76,17 @@ class StampedSpan:
     cached_tokens: int = 0
 
 
+class GpuEvent(Protocol):
+    """A timing event as the recorder reads it (``torch.cuda.Event``)."""
+
+    def query(self) -> bool: ...
+
+    def elapsed_time(self, end_event: Self) -> float: ...
+
+
+E = TypeVar("E", bound=GpuEvent)
+
+
 # One GPU span of a group: (lane, phase, index of its start event, of its end event, batch size,
 # tokens[, cached tokens]). A group's events were recorded in order on one stream, so once its
 # last event has completed, all of them have.
@@ -102,15 +94,10 @@ GroupSpan = tuple
 
 
 class Timeline:
-    """Collects spans during a run. One writer (the scheduler thread), any number of readers.
-
-    ``enabled=False`` makes every method a cheap no-op (used to measure recording overhead).
-
-    Writing costs the scheduler thread as little as possible, because in a serial loop every
-    microsecond of it lengthens the GPU's idle gap that the run is measuring: a writer only
-    appends a tuple to a deque (atomic, no lock, no object built); readers turn the tuples into
-    ``Span`` objects later, under their own lock.
-    """
+    """Collects spans during a run: one writer (the scheduler thread), any number of readers. In a
+    serial loop every moment the writer spends is GPU idle time it measures, so a write only
+    appends a tuple to a deque; readers build ``Span`` objects later, under their own lock.
+    ``enabled=False`` makes every method a no-op."""
 
     def __init__(self, enabled: bool = True) -> None:
         self.enabled = enabled
@@ -122,14 +109,14 @@ class Timeline:
         self._lane_end: dict[str, tuple[int, float]] = {}   # lane: (group's order, its end)
         self._groups_seen = 0               # GPU groups taken off the writer's deque so far
         self.t0_ns = time.perf_counter_ns()
-        self._ref_event: Any = None
+        self._ref_event: GpuEvent | None = None
         self._ref_host_ns = 0
 
     # ---- clock -------------------------------------------------------------------------------
     def to_us(self, t_ns: int) -> float:
         return (t_ns - self.t0_ns) / 1000.0
 
-    def set_gpu_reference(self, ref_event: Any, host_ns: int) -> None:
+    def set_gpu_reference(self, ref_event: GpuEvent, host_ns: int) -> None:
         """``ref_event`` was recorded on an idle GPU at host time ``host_ns`` (after a sync)."""
         self._ref_event = ref_event
         self._ref_host_ns = host_ns
@@ -141,20 +128,14 @@ class Timeline:
             self._cpu_raw.append((lane, phase, step, start_ns, end_ns, batch_size, num_tokens,
                                   req_ids))
 
-    def add_gpu_group(self, events: Sequence[Any], spans: Sequence[GroupSpan], step: int,
+    def add_gpu_group(self, events: Sequence[E], spans: Sequence[GroupSpan], step: int,
                       req_ids: Sequence[int] = (),
-                      release: Callable[[Sequence[Any]], None] | None = None) -> None:
+                      release: Callable[[Sequence[E]], None] | None = None) -> None:
         """Spans between events recorded in order on one stream (``spans`` index ``events``).
         They are read once the last event has completed; then ``release(events)`` hands the
         events back to whoever lends them (so the launch path need not create new ones)."""
         if self.enabled:
             self._gpu_raw.append((events, spans, step, req_ids, release))
-
-    def add_gpu(self, lane: str, phase: str, step: int, start_event: Any, end_event: Any,
-                batch_size: int = 0, num_tokens: int = 0, req_ids: Sequence[int] = ()) -> None:
-        """One span between two events on one stream."""
-        self.add_gpu_group((start_event, end_event), ((lane, phase, 0, 1, batch_size, num_tokens),),
-                           step, req_ids)
 
     def add_stamped(self, spans: list[StampedSpan]) -> None:
         """Spans stamped by the CPU device process, placed on this run's clock."""
@@ -219,7 +200,8 @@ class Timeline:
         self._waiting = still
         self._spans.extend(done)
 
-    def _event_to_us(self, event: Any) -> float:
+    def _event_to_us(self, event: GpuEvent) -> float:
+        assert self._ref_event is not None, "GPU spans need set_gpu_reference first"
         offset_ms = self._ref_event.elapsed_time(event)
         return (self._ref_host_ns - self.t0_ns) / 1000.0 + offset_ms * 1000.0
 

@@ -1,15 +1,7 @@
-"""The run record (schema 1): everything a run produced, as one JSON document.
-
-A record is what travels between the engine, the CLI's ``--json`` file, the bundled H200 runs and
-the UI: ``{"schema": 1, "env": {...}, "config": {...}, "runs": [run, ...]}``. The viz code draws
-records, never engine objects, so a live run, a recorded GPU run and an imported production trace
-take the same path to the screen. ``validate_record`` is the single gate every record passes on
-its way in (load) and out (make, save), so the UI can trust every key it reads; a record of our
-engine's runs carries a typed ``record.schema.RunConfig`` (``config_of`` reads it).
-
-The layout, lanes, phases and metric formulas are documented in docs/run_record.md.
-Standard library only.
-"""
+"""The run record (schema 1): everything a run produced, as one JSON document, ``{"schema": 1,
+"env", "config", "runs"}`` (docs/run_record.md). The viz code draws records, never engine
+objects. ``validate_record`` is the gate every record passes in and out; a record of our runs
+carries a ``record.schema.RunConfig`` (``config_of``)."""
 
 from __future__ import annotations
 
@@ -60,19 +52,14 @@ class RecordError(ValueError):
 # ---- making ---------------------------------------------------------------------------------
 
 def run_dict(loop: str, decode_steps: int, label: str, spans: Sequence[Span | SpanDict],
-             metrics: Metrics | Mapping[str, Any] | None = None, outputs: Sequence[OutputDict] = (),
-             lanes: Sequence[str] = BASE_LANES, gpu_lanes: Sequence[str] = GPU_LANES,
-             extra_cpu_us: int = 0) -> RunDict:
-    """One run of a record. The only place a run dict is built, for a finished run and for the
-    partial run a live view draws (no metrics and no outputs yet).
-
-    ``loop`` is a ``record.schema.Loop``; ``decode_steps`` is k (1 unless multi-step) and
-    ``extra_cpu_us`` the CPU work added to each scheduler iteration: the run's per-loop
-    settings. Names are written as plain strings: a record holds JSON's own types, and unpickles
-    anywhere. ``metrics`` may hold keys of its own beside those ``Metrics`` names.
-    """
-    return {"loop": str(loop), "decode_steps": int(decode_steps),
-            "extra_cpu_us": int(extra_cpu_us), "label": label,
+             metrics: Mapping[str, object] | None = None, outputs: Sequence[OutputDict] = (),
+             lanes: Sequence[str] = BASE_LANES, gpu_lanes: Sequence[str] = GPU_LANES) -> RunDict:
+    """One run of a record, the only place a run dict is built (a finished run, or the partial run a
+    live view draws). ``loop`` and ``decode_steps`` (k) are per-loop settings, as is
+    ``extra_cpu_us``, which a run with extra CPU work sets (0 here). Names are written as plain
+    strings; ``metrics`` may hold keys of its own."""
+    return {"loop": str(loop), "decode_steps": int(decode_steps), "extra_cpu_us": 0,
+            "label": label,
             "lanes": [str(lane) for lane in lanes], "gpu_lanes": [str(lane) for lane in gpu_lanes],
             "metrics": cast(Metrics, dict(metrics or {})),    # its own keys kept too
             "spans": [span_dict(s) for s in spans],
@@ -84,19 +71,17 @@ def span_dict(span: Span | SpanDict) -> SpanDict:
     return span.to_dict() if isinstance(span, Span) else span.copy()
 
 
-def loop_of(run: RunDict | Mapping[str, Any]) -> tuple[Loop, int]:
+def loop_of(run: Mapping[str, object]) -> tuple[Loop, int]:
     """(loop, k) of a run; a loop this code does not know is ``Loop.OTHER``."""
     loop, k = run["loop"], run["decode_steps"]
-    return (Loop(loop) if loop in RECORD_LOOPS else Loop.OTHER), k
+    return (Loop(loop) if isinstance(loop, str) and loop in RECORD_LOOPS else Loop.OTHER,
+            k if isinstance(k, int) else 1)
 
 
-def default_env(**given: Any) -> dict[str, Any]:
-    """The environment keys the standard library knows, overridden by ``given``.
-
-    ``device_name`` and ``torch_version`` must come from the caller (this module never imports
-    torch).
-    """
-    env = {
+def default_env(**given: object) -> dict[str, object]:
+    """The environment keys the standard library knows, overridden by ``given`` (the caller gives
+    ``device_name`` and ``torch_version``)."""
+    env: dict[str, object] = {
         "python_version": platform.python_version(),
         "platform": platform.platform(),
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
@@ -105,8 +90,8 @@ def default_env(**given: Any) -> dict[str, Any]:
     return env
 
 
-def make_record(env: Mapping[str, Any], config: RunConfig | Mapping[str, Any],
-                runs: Sequence[RunDict | Mapping[str, Any]]) -> RecordDict:
+def make_record(env: Mapping[str, object], config: RunConfig | Mapping[str, object],
+                runs: Sequence[Mapping[str, object]]) -> RecordDict:
     """A validated schema-1 record. ``env`` is completed by ``default_env``. Our engine's
     records are made in one place, ``engine.run``, with a ``RunConfig``; another engine's
     record or an imported trace brings a config of its own."""
@@ -119,7 +104,7 @@ def make_record(env: Mapping[str, Any], config: RunConfig | Mapping[str, Any],
     return validate_record(record)
 
 
-def _completed(run: RunDict | Mapping[str, Any]) -> dict[str, Any]:
+def _completed(run: Mapping[str, Any]) -> dict[str, Any]:
     """Span objects become dicts; a missing label is the loop's name; missing lanes are the
     ones its spans use."""
     out = dict(run)
@@ -133,17 +118,17 @@ def _completed(run: RunDict | Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def is_ours(record: RecordDict | Mapping[str, Any]) -> bool:
+def is_ours(record: Mapping[str, object]) -> bool:
     """Whether ``record`` holds our engine's runs (``env["engine"]`` says so), whose config is a
     ``RunConfig``. Runs side by side from several files (each naming its ``source``) are not
     one record of ours: their config names the files."""
-    env = record.get("env")
+    env, runs = record.get("env"), record.get("runs")
     return (isinstance(env, dict) and env.get("engine") == OURS
             and not any(isinstance(run, dict) and "source" in run
-                        for run in record.get("runs") or ()))
+                        for run in (runs if isinstance(runs, list) else ())))
 
 
-def config_of(record: RecordDict | Mapping[str, Any]) -> RunConfig | None:
+def config_of(record: Mapping[str, object]) -> RunConfig | None:
     """The typed config of a record of our engine's runs; None for any other record (another
     engine's, an imported trace, runs side by side). ``ValueError`` where ours is malformed
     (``validate_record`` says where)."""
@@ -152,7 +137,7 @@ def config_of(record: RecordDict | Mapping[str, Any]) -> RunConfig | None:
 
 # ---- validating -----------------------------------------------------------------------------
 
-def _require(d: Any, keys: Sequence[str], where: str) -> None:
+def _require(d: object, keys: Sequence[str], where: str) -> None:
     if not isinstance(d, dict):
         raise RecordError(f"{where}: expected an object, got {type(d).__name__}")
     missing = [k for k in keys if k not in d]
@@ -165,7 +150,7 @@ def _check(ok: bool, where: str, message: str) -> None:
         raise RecordError(f"{where}: {message}")
 
 
-def _is_number(value: Any) -> TypeGuard[int | float]:
+def _is_number(value: object) -> TypeGuard[int | float]:
     # bool is an int in Python, but True is not a time; NaN/inf are not valid JSON.
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
@@ -184,7 +169,7 @@ def _validate_span(span: Any, where: str) -> None:
         _is_whole(r) for r in span.get("req_ids", [])), where, "req_ids must be integers")
 
 
-def _is_whole(value: Any) -> bool:
+def _is_whole(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
@@ -203,7 +188,7 @@ def _validate_output(output: Any, where: str) -> None:
         _check(value is None or _is_whole(value), where, f"{key} must be an integer or null")
 
 
-def memory_problem(memory: Any) -> str | None:
+def memory_problem(memory: object) -> str | None:
     """What is wrong with a run's KV-memory trace (None: nothing), the shape the engine writes
     (``engine.engine.memory_record``) and the memory chart draws: ``total_pages`` > 0, ``steps``
     rows of (step, time us, pages used, pages only cached, free), ``retractions`` rows of
@@ -285,7 +270,7 @@ def validate_record(d: Any) -> RecordDict:
 
 # ---- files ----------------------------------------------------------------------------------
 
-def save_record(record: RecordDict | Mapping[str, Any], path: str | os.PathLike[str]) -> Path:
+def save_record(record: Mapping[str, object], path: str | os.PathLike[str]) -> Path:
     """Validate and write ``record`` as JSON (gzip if the name ends in .gz), atomically."""
     validate_record(record)
     data = json.dumps(record, allow_nan=False, separators=(",", ":")).encode()

@@ -1,20 +1,9 @@
 """The vocabulary of a run: its lanes, phases and loops, and the shapes of its record.
 
-Every package names a lane, a phase or a loop through this module, never by a string of its
-own, so one spelling holds from the engine's recorder to the chart. The names are ``StrEnum``s:
-a member *is* its string (``Lane.CPU == "cpu"``, ``json.dumps`` writes ``"cpu"``), so records,
-traces and the page read exactly as before, and a record read from a file, whose names are plain
-strings, compares equal to them.
-
-The ``TypedDict``s say what a run record holds (docs/run_record.md has every key's meaning):
-``RecordDict`` holds ``RunDict``s, each with its ``SpanDict``s, ``OutputDict``s and ``Metrics``.
-They describe the plain dicts that travel as JSON; nothing is converted. Lanes and phases are
-``str`` in them, not ``Lane`` and ``Phase``: an imported trace brings lanes and phases of its
-own ("GPU 0 stream 7", kernel names). ``RunConfig`` is the one typed config of our engine's
-runs: a record carries it as ``RunConfig.to_dict()``.
-
-This module imports only the standard library: it is the bottom of the bottom layer.
-"""
+Every package names a lane, phase or loop through these ``StrEnum``s: a member *is* its string, so
+records read from files compare equal. The ``TypedDict``s describe the plain dicts a record holds
+(docs/run_record.md); lanes and phases are ``str`` there (an import brings its own). ``RunConfig``
+is the one typed config of our runs. Standard library only."""
 
 from __future__ import annotations
 
@@ -178,6 +167,14 @@ class WindowDict(TypedDict):
     active: list[tuple[float, float]]   # when requests were in the system
 
 
+class MemoryTrace(TypedDict):
+    """KV pages step by step (``engine.engine.memory_record``), what the memory chart draws."""
+
+    total_pages: int
+    steps: list[list[float]]            # [step, time µs, pages used, only cached, free]
+    retractions: list[list[float]]      # [step, time µs, request id]
+
+
 @final           # so that ``"runs" in d`` tells a record from a run (a type checker's narrowing)
 class RunDict(TypedDict):
     """One run of a record: which loop and how (its per-loop settings live here, nowhere
@@ -193,7 +190,7 @@ class RunDict(TypedDict):
     spans: list[SpanDict]
     outputs: NotRequired[list[OutputDict]]  # absent from a view cut to some steps: see window
     host: NotRequired[dict[str, float]]     # what else the machine did (record.host_load)
-    memory: NotRequired[dict[str, Any]]     # KV pages step by step (engine.engine.memory_record)
+    memory: NotRequired[MemoryTrace]
     window: NotRequired[WindowDict]         # a view cut to some steps
     spans_dropped: NotRequired[int]         # a served session: its oldest spans, left out
     # An imported trace's run, or runs shown side by side, carry more: record.imported.ImportedRun
@@ -214,12 +211,10 @@ class RecordDict(TypedDict):
 
 @dataclass(frozen=True)
 class RunConfig:
-    """How our engine's runs of one record were run: the engine's settings and the workload,
-    each under one name. What differs from loop to loop (the loop, k, extra CPU work) is each
-    run's own (``RunDict``), not here. ``engine.run.run_config`` is the one place one is made;
-    a record carries ``to_dict()``, and ``from_dict`` checks one read back (every key, each of
-    its type). None in a workload field: not one value for the whole run (a trace or a served
-    session gives each request its own, a prompt given in words has no one token length)."""
+    """How our engine's runs of one record were run: the engine's settings and the workload, each
+    under one name (``engine.run.run_config`` makes it; ``from_dict`` checks one read back). What
+    differs from loop to loop is each run's own. None in a workload field: no one value for the
+    run (a trace or a served session gives each request its own)."""
 
     # the engine (engine.config.EngineConfig's names)
     model: str
@@ -256,13 +251,13 @@ class RunConfig:
     arrivals_file: str | None           # a trace of arrival times and lengths, by file name
     served: bool                        # a served session (the OpenAI-compatible server)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """The config as the record's JSON holds it (tuples as lists)."""
         return {f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v
                 for f in fields(self)}
 
     @classmethod
-    def from_dict(cls, d: Any) -> RunConfig:
+    def from_dict(cls, d: object) -> RunConfig:
         """A config read back; ``ValueError`` names the first key that is missing, unknown or
         of the wrong type."""
         if not isinstance(d, dict):
@@ -277,7 +272,7 @@ class RunConfig:
         return cls(**{f.name: _typed(f.name, str(f.type), d[f.name]) for f in fields(cls)})
 
 
-def _typed(name: str, kind: str, value: Any) -> Any:
+def _typed(name: str, kind: str, value: object) -> Any:
     """``value`` as a field of type ``kind`` ("int", "float | None", "tuple[str, ...]") holds it."""
     base = kind.removesuffix(" | None")
     if value is None:
@@ -292,10 +287,10 @@ def _typed(name: str, kind: str, value: Any) -> Any:
     if not _is(base, value):
         raise ValueError(f"{name} must be {'a finite number' if base == 'float' else base}"
                          f"{' or null' if base != kind else ''}, got {value!r}"[:200])
-    return float(value) if base == "float" else value
+    return float(value) if base == "float" and isinstance(value, int | float) else value
 
 
-def _is(kind: str, value: Any) -> bool:
+def _is(kind: str, value: object) -> bool:
     if kind == "bool":
         return isinstance(value, bool)
     if kind == "int":

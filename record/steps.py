@@ -1,20 +1,12 @@
-"""The spans of one step the article talks about, found in a run dict by lane, phase and step.
-
-The article explains overlap one step at a time: forward(Bn) runs on the engine stream while the
-CPU's process_last(Bn-1) hides under it; forward(Bn) waits for Bn's metadata upload; Bn's sampled
-tokens come back by the result copy, and the CPU waits on it when it processes Bn, one step
-later. ``step_parts`` finds those spans, ``hidden_roles`` the CPU work under the forward,
-``copy_placement`` where the run's result copies ran, ``loop_kind`` which loop made the run.
-``viz.replay`` says it in words and ``viz.stepview`` draws it.
-
-What runs "under" forward(Bn) depends on the loop, so it is read off the run: in the overlap loop
-it is process_last(Bn-1); in the normal loop nothing (process_last(Bn) runs after it); with
-k-step scheduling, whichever process_last spans overlap it in time.
-"""
+"""The spans of one step the article talks about: forward(Bn), its upload and result copy, and the
+CPU work under it (process_last(Bn-1) in the overlap loop; nothing in the normal loop; whatever
+overlaps it with k-step scheduling). ``step_parts``, ``hidden_roles``, ``copy_placement`` and
+``loop_kind`` read them off a run dict; ``viz`` says and draws them."""
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from collections.abc import Mapping
+from typing import TypedDict
 
 from record.metrics import idle_gaps
 from record.run_record import loop_of
@@ -56,15 +48,11 @@ class StepParts(TypedDict):
 
 
 def step_parts(run: RunDict, step: int) -> StepParts:
-    """The spans of step ``step`` the article talks about (``None`` where not recorded).
-
-    ``forward``, ``upload``, ``copy``, ``wait`` (the CPU's copy_done wait for Bn), ``process``
-    (process_last(Bn) itself), ``hidden`` (process_last spans that ran under forward(Bn)) and, in
-    the overlap loop, ``then``: the next batch's receiving, building and launch (B(n+1)'s
-    ``receive``, ``schedule``, ``launch``) where they ran under forward(Bn), which overlap hides
-    too (on a GPU the building is most of the hidden work). The figure outlines and the caption
-    counts exactly ``hidden`` + ``then``.
-    """
+    """The spans of step ``step`` the article talks about (None where not recorded): ``forward``,
+    ``upload``, ``copy``, ``wait`` (the CPU's wait for Bn), ``process`` (process_last(Bn)),
+    ``hidden`` (process_last spans under forward(Bn)) and, in the overlap loop, ``then``
+    (B(n+1)'s receive, schedule and launch under forward(Bn)). The figure and caption count
+    ``hidden`` + ``then``."""
     spans = run.get("spans", [])
     parts: StepParts = {
         "forward": _find(spans, Lane.ENGINE_STREAM, FORWARD_PHASES, step),
@@ -90,12 +78,10 @@ def step_parts(run: RunDict, step: int) -> StepParts:
     return parts
 
 
-def copy_placement(run: RunDict, env: dict[str, Any] | None = None) -> str:
-    """Where the run's result copies ran, read off their spans: ``"copy"`` (a copy stream of its
-    own, the CUDA default), ``"engine"`` (on the engine stream right after sampling,
-    ``result_copy_stream="engine"``), ``"scheduler"`` (on the scheduler stream after the forward,
-    ``result_copy_stream="scheduler"``), or ``"in_order"`` (a CPU device process, which runs
-    every command in order like a single stream; ``env`` says so)."""
+def copy_placement(run: RunDict, env: Mapping[str, object] | None = None) -> str:
+    """Where the run's result copies ran, read off their spans: ``"copy"``, ``"engine"``,
+    ``"scheduler"`` (``result_copy_stream``), or ``"in_order"`` (a CPU device process; ``env``
+    says so)."""
     lanes = {s["lane"] for s in run.get("spans", []) if s["phase"] == Phase.COPY}
     if Lane.COPY_STREAM in lanes:
         return "copy"

@@ -1,10 +1,5 @@
-"""A run cut to steps: its GPU lanes, time range, step range and step windows.
-
-Every number about the spans (GPU busy, idle gaps) comes from ``record.metrics``, the one place
-those are defined: the engine measured the whole run with it, and this module asks it about the
-pieces a view draws on its own (a zoomed step window, a run still in progress), which have no
-metrics of their own yet.
-"""
+"""A run cut to steps: its GPU lanes, time range, step range and step windows. The numbers of a
+piece a view draws alone (a zoomed window, a run in progress) come from ``record.metrics``."""
 
 from __future__ import annotations
 
@@ -41,11 +36,8 @@ def time_range(spans: list[SpanDict]) -> Interval:
 
 
 def local_stats(run: RunDict) -> Metrics:
-    """Idle total, gap count, busy fraction and step count measured from the spans themselves.
-
-    Only for views that have no engine metrics: a zoomed window, or a run still in progress.
-    A window's numbers are measured over its own time range (see ``window_run``).
-    """
+    """Idle total, gap count, busy fraction and step count from the spans themselves, over the
+    view's own time range: for views with no engine metrics (a window, a run in progress)."""
     spans = run.get("spans", [])
     lanes = gpu_lanes(run)
     window = None
@@ -93,18 +85,11 @@ def run_steps(run: RunDict) -> RunSteps:
 
 def window_run(run: RunDict, first_step: int, last_step: int,
                steps: RunSteps | None = None) -> RunDict:
-    """A copy of ``run`` cut to the time its steps first_step..last_step (inclusive) took.
-
-    A step lasts from the start of its forward to the start of the next step's forward, as the
-    step time is measured (``record.metrics.step_extents``), so a window of n steps holds
-    exactly n forwards in every loop and its length is n step times: two loops cut to the same
-    steps compare like with like. The run's first step starts with the run (the CPU schedules
-    it before any forward), its last one ends with the run (the CPU processes it after every
-    forward). Spans are clipped to that time, whatever their step: in the overlap loop the CPU
-    lane then shows process_last(n-1) under forward(n). Steps outside the run are clamped to it;
-    ``window`` records the steps drawn, how many forwards, and the time range; ``metrics``
-    become the window's local numbers (``local_stats``).
-    """
+    """A copy of ``run`` cut to the time its steps first_step..last_step took. A step lasts from its
+    forward's start to the next one's (as ``record.metrics`` times steps), so a window of n steps
+    holds n forwards in every loop; the first step starts with the run, the last ends with it.
+    Spans are clipped to that time; ``window`` records what was drawn, ``metrics`` become the
+    window's own (``local_stats``)."""
     if first_step > last_step:
         first_step, last_step = last_step, first_step
     spans = run.get("spans", [])

@@ -1,15 +1,10 @@
-"""Check ``docs/citations.md`` against the real systems' sources, and read it for the tests.
+"""Check ``docs/citations.md`` against the real systems' sources, and read it for the tests: each
+row's path exists, its *shows* text is in its lines, and the lines sit in the function it names.
 
-Each row of its *Files* table names a path, maybe lines, the function they are in and text they
-show. Given a system's source (a checkout, an unpacked wheel, or a clone read at the listed
-commit), every row is checked: the path exists, each *shows* text is in the lines (or the file),
-and the lines sit inside the function named in *in* (the nearest enclosing ``def`` or ``class``).
-
-    python -m scripts.check_citations --source Mini-SGLang=/path/to/mini-sglang \\
+    python -m scripts.check_citations --source Mini-SGLang=/path/to/mini-sglang \
         --source SGLang=/path/to/unpacked/sglang-wheel
 
-A system given no source is skipped and said so; the exit status is 1 when any checked row fails.
-"""
+A system given no source is skipped; the exit status is 1 when any checked row fails."""
 
 from __future__ import annotations
 

@@ -1,48 +1,18 @@
 """Build the plain-English training corpus for the bundled model, from text already on this machine.
 
-The idea: the demo needs a tiny model that writes English-like text, trained with no network. A
-Debian + Python machine already ships megabytes of free-to-use English prose; this script gathers
-it, keeps the prose and drops the code, and writes one UTF-8 text file.
+The demo needs a tiny model that writes English-like text, trained with no network. Sources, all
+read offline (nothing imported or executed): the Python standard library's docstrings and reference
+topics (PSF License); docstrings of installed packages whose metadata declares a permissive license
+and nothing copyleft (``--no-site-packages`` skips them); the license texts quoted in Debian
+``copyright`` files and ``/usr/share/common-licenses``; package READMEs, NEWS and changelogs under
+``/usr/share/doc``; GNU info manuals. The stats file records what went in.
 
-Sources (all read offline; nothing is imported or executed):
+A paragraph is kept only if it reads like prose (enough words, few code symbols, common English
+function words, no doctests, tables or many URLs), with markup unwrapped, addresses and
+copyright-holder lines dropped, and duplicates removed across the corpus. Paragraphs are separated
+by one blank line, documents by two (the trainer puts an end-of-text token there)::
 
-- **Python standard library docstrings** (module, class and function docstrings of
-  ``sys.prefix/lib/python3.X`` including its test suite, parsed with ``ast``; ``site-packages``,
-  whose packages carry their own licenses, is skipped) and the reference-manual topics in
-  ``pydoc_data/topics.py``. License: PSF License
-  Agreement (``lib/python3.X/LICENSE.txt``), which permits use and derivative works.
-- **Docstrings of installed Python packages with permissive licenses** (``site-packages``; opt out
-  with ``--no-site-packages``): a distribution is used only if its ``METADATA`` declares MIT, BSD,
-  Apache, ISC, PSF, Zlib or CC0 and nothing copyleft (GPL, LGPL, MPL, EPL); the list and each
-  license go into the stats file. These are API docs, full of parameter lists, so they pass the
-  stricter prose test described below.
-- **Debian ``copyright`` files** under ``/usr/share/doc/*/``: the bodies of the licenses and
-  permission notices quoted in them. These are the licenses' own texts, which are written to be
-  copied verbatim. Copyright-holder lines and e-mail addresses are dropped.
-- **Common license texts** in ``/usr/share/common-licenses`` (GPL, LGPL, Apache-2.0, MPL, ...):
-  license texts whose verbatim copying is permitted.
-- **Package READMEs, NEWS files and changelogs** under ``/usr/share/doc/*/`` (gzipped or not):
-  documentation distributed with each package under that package's free license (see its
-  ``copyright`` file). Release notes are terse developer prose full of file names, so they pass a
-  stricter prose test (more English function words, almost no identifiers).
-
-The corpus depends on what this machine has installed; the stats file records what went in.
-- **GNU info manuals** in ``/usr/share/info`` (coreutils, grep, sed, find, ...): free documentation,
-  mostly under the GNU Free Documentation License; each manual states its license in its own text.
-
-Cleaning: paragraphs are split on blank lines; reStructuredText, Markdown and HTML markup is
-unwrapped, e-mail addresses and copyright-holder lines are dropped, typographic quotes and dashes
-become ASCII; a paragraph is kept only if it reads like prose (enough words, few code symbols,
-common English function words, no doctest prompts, no aligned table columns, few URLs), then its
-whitespace is collapsed to single spaces. Paragraphs are deduplicated across the whole corpus
-(case- and punctuation-insensitive), which removes the hundreds of repeated GPL notices.
-
-Output format: paragraphs are separated by one blank line (``"\\n\\n"``) and documents (one stdlib
-module, one license, one manual node, ...) by two blank lines (``"\\n\\n\\n"``); the training script
-puts an end-of-text token between documents. Usage::
-
-    python scripts/make_corpus.py --out data/corpus.txt
-"""
+    python scripts/make_corpus.py --out data/corpus.txt"""
 
 from __future__ import annotations
 

@@ -1,17 +1,10 @@
-"""Render the bundled model's card (README.md) from what its training run recorded.
-
-The idea: every number in the card comes from ``train_log.json`` and ``loss_curve.csv``, written by
-``scripts/train_bundled.py`` in the same run, so the card cannot drift from the weights next to it.
-The training script calls ``render_model_card`` at its end; to re-render by hand::
+"""Render the bundled model's card (README.md) from what its training run recorded
+(``train_log.json``, ``loss_curve.csv``), so the card cannot drift from its weights::
 
     python scripts/model_card.py assets/bundled                   # keeps the engine's samples
     python scripts/model_card.py assets/bundled --engine-samples  # and makes them again
 
-The card's last section holds greedy continuations from this project's engine (overlap loop, CPU)
-beside the training run's own samples from transformers' ``generate``, so a reader can see that
-both stacks write the same kind of text. ``--engine-samples`` generates them; without it a
-re-render carries over the section the card already has.
-"""
+Its last section holds greedy continuations from this engine beside transformers' own."""
 
 from __future__ import annotations
 

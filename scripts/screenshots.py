@@ -1,7 +1,7 @@
 """The classroom walkthrough's screenshots, taken from the real app in headless Chromium.
 
     python -m scripts.screenshots                # writes assets/screenshots/walkthrough-*.png
-    python -m scripts.screenshots --recorded-only  # only the pictures of the H200 recordings
+    python -m scripts.screenshots --recorded-only  # only the pictures of the recorded runs
     python -m scripts.screenshots --multistep-only # only section 9's live run
     python -m scripts.screenshots --memory-only    # only section 12's live run (KV memory)
     python -m scripts.screenshots --hazard-only    # only section 10's hazard lab pictures
@@ -9,12 +9,9 @@
     python -m scripts.screenshots --readme         # the README's picture, timed
     python -m scripts.screenshots --whole-run RECORD  # a long run's whole-run chart, en and zh
 
-Starts ``python app.py`` on a free port, drives it with Playwright exactly as the lesson in
-``docs/walkthrough.md`` does (live runs on this machine, the bundled H200 recordings, the hazard
-lab), saves one screenshot per step, and stops the server. Live numbers change from run to run:
-the walkthrough gives their spread; each screenshot is one run. The Chinese pictures need a CJK
-font where Chromium runs (Debian: ``apt-get install fonts-noto-cjk``), or their text is boxes.
-"""
+Starts ``python app.py`` on a free port, drives it with Playwright as ``docs/walkthrough.md`` does,
+saves one screenshot per step, and stops the server. The Chinese pictures need a CJK font where
+Chromium runs (Debian: ``apt-get install fonts-noto-cjk``), or their text is boxes."""
 
 from __future__ import annotations
 
@@ -302,8 +299,7 @@ def recorded_lesson(page, out: Path) -> None:
         page.locator("#zoomed").screenshot(path=str(out / name))
     _drag_zoom(page, "#zoomed", [(0.30, 0.32), (0.35, 0.58)])       # eager: about 0.2 ms
     page.locator("#zoomed").screenshot(path=str(out / "walkthrough-7-eager-zoom.png"))
-    # 3. Multi-step on the H200: k=4 at 200 us; all three loops with a scheduler twice as slow as
-    # the forward (SmolLM2-135M shape, 4 ms of extra work, k=3).
+    # 3. Multi-step: k=4 at 200 us of extra work; all three loops with a heavy scheduler.
     _show_recorded(page, "h200-bundled-graph-cpu200-multistep4")
     _settle(page)
     page.locator("#metrics").screenshot(path=str(out / "walkthrough-8-h200-multistep.png"))

@@ -1,37 +1,16 @@
 """Train the bundled tiny Llama from scratch: tokenizer, model, samples and model card in one run.
 
-The idea: the demo ships a model small enough to live in the repository (<= 25 MB) that still
-writes English-like text, so a first run with no network shows language, not noise. Everything it
-learns comes from ``data/corpus.txt`` (built offline by ``scripts/make_corpus.py``).
+The demo ships a model small enough to live in the repository that still writes English-like text,
+learnt from ``data/corpus.txt`` (``scripts/make_corpus.py``). Steps, each a function below:
+``train_tokenizer`` (byte-level BPE, ``<|endoftext|>`` as bos, eos and pad), ``encode_corpus``
+(every 50th document held out), ``train`` (AdamW, warmup then cosine decay over the larger of step
+and time progress, the best validation weights kept) and ``save_bundle`` (safetensors, tokenizer,
+logs, samples and the model card from ``model_card.py``). The defaults reproduce ``assets/bundled``,
+whose ``train_log.json`` has the exact command and what the run measured. Runs stop at
+``--max-epochs``, ``--steps`` or ``--time-budget-s``, whichever comes first::
 
-Steps, each a function below:
-
-1. ``train_tokenizer``: byte-level BPE (``tokenizers``), ``<|endoftext|>`` as bos, eos and pad; the
-   tokenizer prepends it to every text, so a prompt starts where a training document starts.
-2. ``encode_corpus``: documents joined as ``<eos> doc <eos> doc ...``; every 50th document is
-   held out for validation. The whole token stream lives on the device as one tensor.
-3. ``train``: ``LlamaForCausalLM`` (GQA, SwiGLU, RoPE) on random windows, AdamW, linear warmup then
-   cosine decay, bf16 autocast on CUDA, gradient clipping. The schedule runs on *progress*, the
-   larger of step/steps and elapsed/time-budget, so a time-limited run still ends its decay. The
-   weights with the best validation loss are the ones saved.
-4. ``save_bundle``: ``save_pretrained`` (safetensors; float32 if it fits the size budget, else
-   bfloat16), tokenizer, generation config, ``loss_curve.csv``, ``train_log.json``, greedy
-   ``samples.txt``, and ``README.md`` (the model card, rendered from the log by ``model_card.py``).
-
-The defaults reproduce the bundled model in ``assets/bundled`` (its ``train_log.json`` has the
-exact command): untied embeddings, 8.6M parameters, no dropout, at most 40 epochs, stopped by
-``--time-budget-s 230`` on an H200, keeping the weights of the best validation loss. The corpus is
-small (about 5M tokens) and such a model memorises it: validation loss bottomed out after about 6
-epochs (step 2000) and then rose while training loss kept falling. ``--dropout 0.1 --max-epochs 10
---tie-embeddings`` is the remedy we would try next (6.5M parameters, 13 MB in bfloat16); it has
-not been run on a GPU yet. Runs stop at ``--max-epochs``, ``--steps`` or ``--time-budget-s``,
-whichever comes first, and that ends the cosine decay.
-
-Usage (GPU: a few minutes on one H200; CPU works too, slowly)::
-
-    python3 scripts/train_bundled.py --device cuda --corpus data/corpus.txt \\
-        --out assets/bundled --time-budget-s 300
-"""
+    python3 scripts/train_bundled.py --device cuda --corpus data/corpus.txt \
+        --out assets/bundled --time-budget-s 300"""
 
 from __future__ import annotations
 

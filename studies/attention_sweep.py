@@ -34,21 +34,25 @@ def run(iters: int = 20) -> int:
                                       dtype=torch.bfloat16) for _ in range(2))
                 table = torch.arange(b * pages, device="cuda").view(b, pages)
                 lens = torch.full((b,), ctx, device="cuda", dtype=torch.int64)
-                cells = _sweep_cells(q, kn, vn, kc, vc, table, lens, ps, iters)
+                cells = _sweep_cells((q, kn, vn, kc, vc), table, lens, ps, iters)
                 print(f"| {label} | {b} | {ctx} | " + " | ".join(f"{c:.1f}" for c in cells) + " |",
                       flush=True)
     return 0
 
 
-def _sweep_cells(q, kn, vn, kc, vc, table, lens, ps, iters) -> list[float]:
-    """Microseconds per call: the plain path, then the kernel at each (splits, block) setting."""
+def _sweep_cells(inputs, table, lens, ps, iters) -> list[float]:
+    """Microseconds per call: the plain path, then the kernel at each (splits, block) setting.
+    ``inputs``: q, this step's k and v, the two caches."""
     from engine.layers.attention_triton import paged_decode_attention
+    from engine.layers.paged_attention import Chunking, PagedDecodeContext
+    q, kn, vn, kc, vc = inputs
     plain = _plain_context(table, lens, ps, q.dtype)
     cells = [_time_calls(lambda: plain.attend(q[:, None], kn[:, None], vn[:, None], kc, vc), iters)]
     for s in SWEEP_SPLITS:
         for n in SWEEP_BLOCKS:
-            cells.append(_time_calls(lambda s=s, n=n: paged_decode_attention(
-                q, kn, vn, kc, vc, table, lens, ps, s, n), iters))
+            ctx = PagedDecodeContext(table, lens, ps, Chunking(s, 0, n))
+            cells.append(_time_calls(lambda ctx=ctx: paged_decode_attention(q, kn, vn, kc, vc, ctx),
+                                     iters))
     return cells
 
 

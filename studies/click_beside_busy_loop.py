@@ -1,17 +1,10 @@
 """The page's default click beside programs that only spin: the gain, and what the page says.
 
-Does overlap stay faster per decode step beside busy loops, and when it does not, does the page
-refuse to claim it?
-
     python -m studies click-beside-busy-loop --busy 1 --clicks 3
 
-Starts ``--busy`` programs that only spin (``python -c "while True: pass"``), runs the page's
-handler (``ui.live_runs.run_live``, the real scheduler and device processes) with the page's defaults
-``--clicks`` times, then ends the spinners. For each click it prints the overlap run's speed per
-decode step against the serial run's (``record.metrics.compare_runs``), what the runs measured of
-the machine (``record.host_load``: other programs' share of the cores, the device process's share
-of its working time) and the headline the page showed: a claim, or a refusal to compare.
-"""
+Starts ``--busy`` spinning programs, runs the page's handler with its defaults ``--clicks`` times,
+and prints per click the speedup per decode step, what the runs measured of the machine
+(``record.host_load``) and the headline the page showed: a claim, or a refusal to compare."""
 
 from __future__ import annotations
 

@@ -2,15 +2,9 @@
 
     python -m studies clicks-in-a-browser --clicks 10 [--busy 0] [--lang en|zh]
 
-Starts ``app.py``, opens the page in headless Chromium (``/usr/bin/chromium``) on the same
-machine, waits for the warm-up, and presses **Run** with the defaults ``--clicks`` times. For
-each click it prints what a class would see above the fold: the headline's figures (GPU idle,
-overlap's gain per decode step), whether the page marked the run as disturbed by other programs
-and how busy it said the machine was, and whether a one-click way on was offered (the quiet
-recording of the same work). ``--busy`` adds spinning programs (``while True: pass``) beside them.
-The summary counts clicks that showed a number, and of the disturbed ones, those that offered
-the way on.
-"""
+Starts ``app.py``, opens the page in headless Chromium, waits for the warm-up and presses **Run**
+``--clicks`` times, printing what a class sees above the fold: the headline's figures, whether the
+run was marked disturbed, and whether the quiet recording was offered."""
 
 from __future__ import annotations
 

@@ -2,36 +2,31 @@
 
     python -m studies copy-placement [--models bundled --batches 16]
 
-The same overlap run with the copy of the sampled tokens on a copy stream of its own (the CUDA
-default, as vLLM places it), on the engine stream (``result_copy_stream="engine"``, right after
-sampling, as Mini-SGLang places it) and on the scheduler stream (``"scheduler"``). On the copy
-stream nothing the next forward waits for includes the copy, so consecutive forwards are
-separated only by the launch of the next one; on the engine stream also by the copy; on the
-scheduler stream the copy waits for forward(n) there, upload(n+1) queues behind it and
-forward(n+1) waits for that upload, so forwards are separated by the copy and the upload in turn.
-The table gives, over the steady window, the median gap between consecutive decode forwards, busy
-over all stream lanes and over the engine stream alone, and the decode step; median [min-max]
-over ``--repeats`` runs.
-"""
+The same overlap run with the copy on a copy stream of its own (the default), on the engine stream
+and on the scheduler stream (``result_copy_stream``; ``engine/devices/cuda.py`` says what each does
+to the GPU). Over the steady window: the median gap between decode forwards, busy over all streams
+and the engine stream alone, the decode step; median [min-max] over ``--repeats``."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from bench import cli
-from bench.decode import Workload, fresh
-from engine.config import COPY_PLACEMENTS, LoopSpec, SamplingParams
+from bench.decode import fresh
+from engine.config import COPY_PLACEMENTS, LoopSpec
+from engine.workloads import Workload
 from record.schema import Loop
 
 PLACEMENTS = COPY_PLACEMENTS
 
 
 def run(device: str, models: list[str], batches: list[int], graph: bool, extra: int,
-        work: Workload) -> int:
+        work: Workload, repeats: int) -> int:
     from engine import Engine
-    from engine.workloads import make_prompts
 
     print(f"result copy placement: {device}, {'CUDA graphs' if graph else 'eager'}, overlap loop, "
-          f"{work.prompt_len}-token prompts, {work.new_tokens} new tokens, extra CPU {extra} us, "
-          f"{work.repeats} runs each; median [min-max] over the steady window\n")
+          f"{work.prompt_tokens}-token prompts, {work.max_new_tokens} new tokens, extra CPU "
+          f"{extra} us, {repeats} runs each; median [min-max] over the steady window\n")
     print("| model | B | copy on | gap between forwards us | busy, all streams | busy, engine "
           "stream | decode step us |\n|---|---|---|---|---|---|---|")
     for model in models:
@@ -40,13 +35,12 @@ def run(device: str, models: list[str], batches: list[int], graph: bool, extra: 
                 cfg = work.engine_config(model=model, device=device, cuda_graph=graph,
                                          max_batch_size=batch, result_copy_stream=placement)
                 with Engine(cfg) as eng:
-                    prompts = make_prompts(eng.tokenizer, batch, work.prompt_len, 0,
-                                           eng.spec.vocab_size)
-                    params = SamplingParams(max_new_tokens=work.new_tokens, ignore_eos=True)
+                    batch_work = replace(work, requests=batch)
+                    prompts, params = batch_work.prompts(eng), batch_work.sampling()
                     eng.generate(prompts, params, LoopSpec(Loop.OVERLAP, 1, extra))   # warm
                     runs = [fresh(eng).generate(prompts, params,
                                                 LoopSpec(Loop.OVERLAP, 1, extra)).metrics
-                            for _ in range(work.repeats)]
+                            for _ in range(repeats)]
                 gap = [m["decode_gap_us_p50"] for m in runs]
                 both = [100 * m["steady_busy_frac"] for m in runs]
                 engine = [100 * m["steady_engine_busy_frac"] for m in runs]
@@ -67,6 +61,5 @@ def main(argv: list[str]) -> int:
     cli.add_work(p)
     args = p.parse_args(argv)
     cuda = cli.device_of(args) == "cuda"
-    work = Workload(args.prompt_len, args.new_tokens, args.repeats)
     return run(args.device, args.models, args.batches, cuda and not args.eager,
-               args.extra_cpu_us, work)
+               args.extra_cpu_us, cli.workload(args), args.repeats)

@@ -1,11 +1,7 @@
-"""The parts of ``studies/decode_kernels.py`` that need no engine: timing helpers, the kernels'
-correctness on the GPU, one layer's attention alone, options measured, and the final table.
-
-Timing: CUDA events around CUDA-graph replays (launch gaps as in a step), medians of repeats;
-inputs rotate over as many buffers as a step would read (one cache per layer), so no timing
-measures a cache-resident buffer. Correctness: fresh random inputs per check, outputs poisoned
-with NaN first, ``||out - ref|| / ||ref||`` against float64.
-"""
+"""The parts of ``studies/decode_kernels.py`` that need no engine: timing, the kernels' correctness
+on the GPU, one layer's attention alone, options measured, the final table. Timing replays CUDA
+graphs over as many buffers as a step reads (nothing served from cache); correctness uses fresh
+inputs, NaN-poisoned outputs and ``||out - ref|| / ||ref||`` against float64."""
 
 from __future__ import annotations
 
@@ -18,6 +14,7 @@ import torch
 
 from engine.layers.paged_attention import (
     Chunking,
+    PagedDecodeContext,
     by_length,
     fixed_chunking,
     paged_attention_reference,
@@ -70,17 +67,10 @@ def graph_us(calls, repeats: int = 15) -> float:
 def kernel_profile(replay, steps: int) -> dict[str, Any]:
     """Every kernel of ``steps`` calls of ``replay`` (torch.profiler), by name: count and µs a
     step, costliest first; and the step's time, so what lies between kernels shows."""
-    from torch.profiler import ProfilerActivity, profile
-    replay()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(steps):
-            replay()
-        torch.cuda.synchronize()
+    from studies.forward import profiled_kernels
     by_name: dict[str, list[float]] = defaultdict(list)
-    for e in prof.events():
-        if e.device_type.name == "CUDA":
-            by_name[e.name].append(e.device_time)
+    for name, us in profiled_kernels(replay, steps):
+        by_name[name].append(us)
     rows: list[dict[str, Any]] = sorted(
         ({"kernel": name, "count": len(us) / steps, "us": sum(us) / steps}
          for name, us in by_name.items()), key=lambda r: -r["us"])
@@ -120,10 +110,9 @@ def _run(c, chunking: Chunking, inv_freq, rope_in_kernel: bool):
         q, k_new = rope_at(q, last, inv_freq), rope_at(k_new, last, inv_freq)
     out = torch.full_like(q, float("nan"))
     caches = c["k_cache"].clone(), c["v_cache"].clone()
-    paged_decode_attention(q, k_new, c["v_new"], *caches, c["page_table"], c["kv_lens"], PAGE,
-                           chunking.max_chunks, chunking.block_n,
-                           inv_freq=inv_freq if rope_in_kernel else None,
-                           chunk_keys=chunking.chunk_keys, out=out)
+    ctx = PagedDecodeContext(c["page_table"], c["kv_lens"], PAGE, chunking,
+                             inv_freq=inv_freq if rope_in_kernel else None)
+    paged_decode_attention(q, k_new, c["v_new"], *caches, ctx, out=out)
     torch.cuda.synchronize()                   # surfaces a launch's error here, not later
     return out, caches
 
@@ -272,11 +261,11 @@ def attention_times(models, limit_s: float) -> list[dict[str, Any]]:
                     inputs = _layers(model, batch, context)
                     for index in variants:
                         label, chunking, rope = attention_variants(max_seq)[index]
-                        calls = [lambda c=c, k=chunking, f=(inv_freq if rope else None):
-                                 paged_decode_attention(
-                                     c["q"], c["k_new"], c["v_new"], c["k_cache"], c["v_cache"],
-                                     c["page_table"], c["kv_lens"], PAGE, k.max_chunks,
-                                     k.block_n, inv_freq=f, chunk_keys=k.chunk_keys)
+                        calls = [lambda c=c, ctx=PagedDecodeContext(
+                                     c["page_table"], c["kv_lens"], PAGE, chunking,
+                                     inv_freq=inv_freq if rope else None):
+                                 paged_decode_attention(c["q"], c["k_new"], c["v_new"],
+                                                        c["k_cache"], c["v_cache"], ctx)
                                  for c in inputs]
                         rows.append({"model": model, "batch": batch, "context": context,
                                      "kernels": label, "chunking": chunking.label,

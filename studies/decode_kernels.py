@@ -1,33 +1,15 @@
 """The Llama-3.1-8B shape's decode step against the card's floor, kernel by kernel: one GPU call
-that checks, then times, every variant of the decode kernels (random weights, about 4 minutes).
+that checks, then times, every variant of the decode kernels (random weights).
 
     python -m studies.decode_kernels --out DIR      # DIR/decode_kernels.json; a table last
 
-Each part runs under one deadline; a part that fails or no longer fits is named in the JSON and
-in the table, and the others still run:
-
-a. the card: name and UUID;
-b. the floor's bandwidth: a large device-to-device copy (bytes read plus bytes written), twice;
-c. correctness first: decode attention (chunked by each row's length, and the fixed scheme it
-   replaced) against float64 on fresh random inputs, outputs poisoned, rows of one chunk and of
-   many, a row alone against the same row in a batch; the two-pass argmax against torch.argmax
-   with planted ties, NaN and infinities;
-d. one layer's attention alone, earlier against now (a CUDA graph of one call per layer, each
-   layer its own cache, as in a step), B = 1 and 64, contexts 96, 160, 1024, both shapes;
-e. the engine's own CUDA-graph decode step of the 8B shape at B = 64 and 1, switch by switch
-   from ``EARLIER`` to ``DecodeKernels()`` (the engine's default), beside the floor:
-   (weights without the embedding table + KV at the context) / copy bandwidth;
-f. ``Engine.generate`` end to end, both loops, now and earlier (32-token prompts, 128 new tokens,
-   greedy, CUDA graphs, recording on as the page runs), and whether the two loops agree; one
-   engine with room for B = 64 serves both batch sizes; earlier swaps in the earlier decode
-   graphs only (the prefill graphs keep the two-pass argmax: a few launches a run);
-g. the kernels of one B = 64 decode step (torch.profiler over graph replays), by name;
-h. options measured, not taken: the projections alone (cuBLAS against the decode GEMV kernel,
-   its split-K sum apart), the argmax's slice size.
-
-The parts that need no engine (timers, checks, the table) are in ``decode_kernel_checks.py``;
-``decode_kernels.md`` holds the two numbers, the predictions and the results.
-"""
+Each part runs under one deadline; one that fails or no longer fits is named, the rest still run: a.
+the card; b. the copy bandwidth (the floor's); c. correctness: decode attention and the two-pass
+argmax against float64 and torch on fresh, poisoned, planted inputs; d. one layer's attention alone,
+earlier against now; e. the engine's own CUDA-graph decode step, switch by switch from ``EARLIER``
+to ``DecodeKernels()``, beside the floor; f. ``Engine.generate`` in both loops, now and earlier; g.
+the kernels of one decode step; h. options measured, not taken. The engine-free parts are in
+``decode_kernel_checks.py``; ``decode_kernels.md`` has the results."""
 
 from __future__ import annotations
 

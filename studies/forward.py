@@ -3,12 +3,9 @@
     python -m studies forward --models qwen2.5-0.5b-shape --batches 1 8 64
     python -m studies forward --variants triton triton+compile --profile     # + kernel list
 
-The floor: every parameter read once per step, at the device-to-device copy bandwidth measured in
-the same run (bytes read + bytes written over the time of a large copy). A decode step can't beat
-it; the ratio ``step / floor`` says how far we are. Each variant builds the model (random weights),
-warms up (compile time printed), captures one CUDA graph per batch size of one decode step (every
-row at ``--context`` keys) and replays it back to back: no scheduler, no host copies.
-"""
+Each variant builds the model (random weights), captures one decode step per batch size as a CUDA
+graph and replays it back to back: no scheduler, no host copies. The floor is every parameter read
+once at the copy bandwidth measured in the run."""
 
 from __future__ import annotations
 
@@ -73,15 +70,17 @@ def graph_step_ms(runner, batch: int, context: int, pages_per_seq: int, iters: i
 
 def build_runner(model_name: str, variant: str, max_batch: int, max_seq_len: int, page_size=16,
                  kv_splits: int | None = None):
-    from engine.devices.runner import ModelRunner
+    from engine.devices.runner import DecodeKernels, ModelRunner, RunnerConfig
     from engine.models.loader import load_model
     attention, compile_, gemv, rope_in_attention, mode = VARIANTS[variant]
     loaded = load_model(model_name, "cuda", torch.bfloat16)
     pages_per_seq = -(-max_seq_len // page_size)
-    runner = ModelRunner(loaded.model, max_batch, max_seq_len, max_batch * pages_per_seq,
-                         page_size, torch.bfloat16, torch.device("cuda"), attention=attention,
-                         compile=compile_, gemv=gemv, rope_in_attention=rope_in_attention,
-                         kv_splits=kv_splits, compile_mode=mode)
+    kernels = (DecodeKernels() if rope_in_attention is None
+               else DecodeKernels(rope_in_attention=rope_in_attention))
+    runner = ModelRunner(loaded.model, RunnerConfig(
+        max_batch, max_seq_len, max_batch * pages_per_seq, page_size, torch.bfloat16,
+        torch.device("cuda"), attention=attention, compile=compile_, compile_mode=mode,
+        gemv=gemv, kernels=kernels, kv_splits=kv_splits))
     t0 = time.perf_counter()
     runner.warm_up((1, 2), pages_per_seq)
     torch.cuda.synchronize()

@@ -1,30 +1,13 @@
 """The loop's decode forward against its graph replayed alone, and its kernels by kind (CUDA).
 
-A decode forward inside the loop against the same graph replayed alone, ingredient by
-ingredient, and where one decode step's time goes, kernel by kernel.
-
     python -m studies forward-gap --models qwen2.5-0.5b-shape llama-3.1-8b-shape --batches 1 64
 
-One engine per shape at the peer benchmark's settings (``studies/peers/benchmark.py``: CUDA graphs, the
-compiled decode step, room for 32 + 128 tokens a request; its batch room the largest B asked).
-The step timed is a real decode step:
-its metadata is taken at the device's ``upload`` in the middle of an overlap ``generate``. Each
-line adds one ingredient of the loop's launch path to the one before it; each is the median of
-``repeats`` rounds of ``iters`` back-to-back steps, CUDA events around a round (ms per step):
-
-1. graph        the decode graph's replay alone (``torch.cuda.CUDAGraph.replay``)
-2. + copy       the step's metadata first copied into the graph's static inputs (``_Graph.replay``)
-3. + streams    the device's verbs without the scheduler: ``CudaDevice.upload`` (one H2D copy on
-                the scheduler stream) and ``CudaDevice.forward`` (the engine stream waits for it,
-                copy, replay, the result copy on the copy stream), recorder off
-4. + recorder   the same with the span recorder's events
-5. the loop     an overlap ``generate`` of the same work: its forward span (``t_fwd_us``) and its
-                decode step (``steady_step_us``), medians over ``repeats`` runs
-
-Then the kernels of ``iters`` replays (torch.profiler): per kind, how many a step and their µs,
-beside the step's weight-read floor (every parameter read once at the copy bandwidth measured
-here). What the kernels' sum leaves of the replay is the time between the graph's kernels.
-"""
+One engine per shape at the peer benchmark's settings; the step timed is a real decode step (its
+metadata taken from an overlap ``generate``). Each line adds one ingredient of the launch path to
+the one before: the graph's replay alone, the metadata copy into its inputs, the device's ``upload``
+and ``forward`` (streams, waits, the result copy), the recorder's events, and the overlap loop's own
+forward span and step. Then the kernels of the replays by kind, beside the weight-read floor: what
+their sum leaves of the replay is the time between kernels."""
 
 from __future__ import annotations
 
@@ -59,8 +42,7 @@ def run_shape(model: str, batches: list[int], prompt_len: int, new_tokens: int, 
               repeats: int, bandwidth_gbs: float) -> None:
     """One engine for the shape (room for the largest batch), every batch size on it."""
     from engine import Engine
-    from engine.config import EngineConfig, LoopSpec, SamplingParams
-    from record.schema import Loop
+    from engine.config import EngineConfig, SamplingParams
     from studies.peers.work import PeerWork, prompts_for
 
     work = PeerWork(models=(model,), batches=tuple(batches), prompt_len=prompt_len,
@@ -68,17 +50,19 @@ def run_shape(model: str, batches: list[int], prompt_len: int, new_tokens: int, 
     cfg = EngineConfig(model=model, device="cuda", cuda_graph=True, max_batch_size=max(batches),
                        max_seq_len=work.max_seq_len)
     params = SamplingParams(max_new_tokens=new_tokens, temperature=0.0, ignore_eos=True)
-    overlap = LoopSpec(Loop.OVERLAP)
     with Engine(cfg) as eng:
         for batch in batches:
-            _one_batch(eng, model, batch, prompts_for(work, model, batch), params, overlap, iters,
+            _one_batch(eng, model, batch, prompts_for(work, model, batch), params, iters,
                        repeats, bandwidth_gbs)
 
 
-def _one_batch(eng, model, batch, prompts, params, overlap, iters, repeats, bandwidth_gbs):
+def _one_batch(eng, model, batch, prompts, params, iters, repeats, bandwidth_gbs):
     from bench.timing import ms_per_call, weight_bytes
+    from engine.config import LoopSpec
     from engine.scheduler.request import COL_START
     from record.recorder import Timeline
+    from record.schema import Loop
+    overlap = LoopSpec(Loop.OVERLAP)
     dev = eng.device
     meta = _decode_meta(eng, prompts, params, overlap)
     graph = dev.graphs.lookup(meta)

@@ -2,17 +2,11 @@
 
     python -m studies gpu-first-click --clicks 3 --out DIR      # on a machine with CUDA
 
-What a visitor gets: the app's warm-up (``ui.live_runs.prewarm``: the scheduler process, the default
-engine with CUDA graphs, the stop-token probe that measures a forward), the controls as a page
-load sets them (``ui.presets.device_defaults``), then Run pressed ``--clicks`` times with those
-values (``ui.live_runs.run_live``, the real scheduler process, the same generator the page draws).
-Printed per click and as median [min-max]: GPU busy over all stream lanes and over the engine
-stream alone (whole run and steady window), the measured speedup per decode step, and the two
-loops' median prefill forward, then whether every click reached the targets below. The first
-click's record is written to DIR (``assets/recorded/h200-first-click-defaults.json`` is one).
-
-``--allow-cpu`` runs it where there is no GPU (to try the script; the figures are CPU's).
-"""
+The app's warm-up (``ui.live_runs.prewarm``), the controls as a page load sets them, then Run
+pressed ``--clicks`` times (``ui.live_runs.run_live``, the real scheduler process). Per click and as
+median [min-max]: GPU busy over all streams and the engine stream alone, the speedup per decode
+step, the loops' median prefill, and whether every click met ``TARGETS``. The first click's record
+goes to DIR. ``--allow-cpu`` tries it without a GPU."""
 
 from __future__ import annotations
 
@@ -122,7 +116,7 @@ def main(argv: list[str]) -> int:
                   f"(lowest {min(vals):.3f})")
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
-        first.setdefault("config", {})["made_by"] = (
+        first["env"]["made_by"] = (
             "python -m studies gpu-first-click: the page's handler (ui.live_runs.run_live) with "
             "the page's defaults after the warm-up, first click")
         (args.out / args.name).write_text(json.dumps(first, separators=(",", ":")))

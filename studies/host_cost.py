@@ -2,13 +2,8 @@
 
     python -m studies host-cost --out DIR [--models qwen2.5-0.5b-shape] [--batches 1 64]
 
-For each shape and batch size, on one CUDA GPU: both loops, recording on and off alternated
-round by round (so a drift of the host hits both alike), ``generate()`` timed end to end as a
-user calls it and the loop alone (``RunResult.wall_s``); then one ``cProfile`` of each loop with
-recording on, and one ``torch.profiler`` trace of the B = 1 overlap run, written under ``--out``.
-The table printed last gives tok/s on and off, the recorder's cost, and the share of
-``generate()`` that is not the loop.
-"""
+Both loops, recording on and off alternated, ``generate()`` timed as a user calls it and the loop
+alone; then a ``cProfile`` of each loop and a ``torch.profiler`` trace, under ``--out``."""
 
 from __future__ import annotations
 

@@ -1,17 +1,8 @@
-"""Where a decode forward's GPU time goes, kernel by kernel: the kernels of a step sorted into
-kinds (matrix products, attention, fused elementwise work, sampling, copies), each kind's count
-and microseconds a step, and the time between them.
-
-One account for every engine, so two forwards can be compared kind by kind: our own graph
-replays (``studies/forward_gap.py`` profiles them with ``torch.profiler``) and any engine's
-``torch.profiler`` trace whose host marks its forwards, as SGLang's profiler does
-(``step[DECODE bs=16]`` inside ``scheduler.run_batch``: ``record.imported.host_phases``). A
-kernel belongs to the step whose mark holds its launch call (a CUDA graph's kernels share the
-graph launch's), so a trace of an overlapped loop, where the GPU runs one step while the host
-marks the next, is still read right.
-
-Standard library only.
-"""
+"""Where a decode forward's GPU time goes, kernel by kernel: a step's kernels sorted into kinds
+(matrix products, attention, fused elementwise work, sampling, copies), each kind's count and
+microseconds a step, and the time between them. One account for our graph replays and any
+engine's trace whose host marks its forwards (SGLang's ``step[...]``): a kernel belongs to the
+step whose mark holds its launch, so an overlapped loop's trace is read right too."""
 
 from __future__ import annotations
 

@@ -2,12 +2,8 @@
 
     python -m studies launch-cost --model bundled --batch 8
 
-A graphed decode step costs the scheduler thread the two device verbs, ``upload`` (H2D metadata)
-and ``forward`` (graph replay, its metadata copy, the result copy and its events). This times each
-verb as the engine calls it (span recording off and on), then each primitive inside them alone, in
-microseconds of host time per call (the median over rounds of two calls each; the GPU is
-synchronised between rounds, never inside one).
-"""
+Times the device verbs as the engine calls them (``upload``, ``forward``; recording off and on),
+then each primitive inside them alone, in host time per call."""
 
 from __future__ import annotations
 

@@ -1,16 +1,10 @@
-"""torch.profiler traces of three real decode loops, as production engines' traces come (CUDA).
-
-Without ProfilerStep marks: the importer's test material (``tests/data/traces/``) and something
-to load in the app's *Import a trace* tab. Run on a CUDA GPU:
+"""torch.profiler traces of three real decode loops, as production engines' traces come (CUDA): the
+importer's test material and something to load in the app's *Import a trace* tab.
 
     python -m studies profile-traces --out tests/data/traces
 
-- ``hf-generate-qwen05-b8.json.gz``: transformers' ``generate`` (eager, dynamic cache);
-- ``engine-eager-qwen05-b8.json.gz``: our engine, overlap loop, eager forward;
-- ``engine-graph-qwen05-b8.json.gz``: our engine, overlap loop, decode CUDA graphs.
-
-Qwen2.5-0.5B's shape with random weights, bf16, batch 8, 32-token prompts, 12 new tokens.
-"""
+``hf-generate-qwen05-b8.json.gz`` (transformers' ``generate``), ``engine-eager-qwen05-b8.json.gz``
+and ``engine-graph-qwen05-b8.json.gz`` (our overlap loop, eager and with CUDA graphs)."""
 
 from __future__ import annotations
 
@@ -54,15 +48,17 @@ def hf_generate(out: Path, workdir: Path) -> None:
 
 
 def engine(out: Path, graphs: bool) -> None:
-    from engine import Engine, SamplingParams
+    from engine import Engine
     from engine.config import OVERLAP
     from engine.workloads import Workload
 
-    config = Workload(PROMPT, NEW, margin=16).engine_config(model=MODEL, device="cuda",
-                                                            cuda_graph=graphs, max_batch_size=BATCH)
-    prompts = [[(i * 31 + j * 7) % 1000 + 8 for j in range(PROMPT)] for i in range(BATCH)]
-    params = SamplingParams(max_new_tokens=NEW, ignore_eos=True)
+    work = Workload(PROMPT, NEW, margin=16, requests=BATCH, ignore_eos=True,
+                    prompt_ids=tuple(tuple((i * 31 + j * 7) % 1000 + 8 for j in range(PROMPT))
+                                     for i in range(BATCH)))
+    config = work.engine_config(model=MODEL, device="cuda", cuda_graph=graphs,
+                                max_batch_size=BATCH)
     with Engine(config) as eng:
+        prompts, params = work.prompts(eng), work.sampling()
         eng.generate(prompts, params)                                  # warm-up
         with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
             eng.generate(prompts, params, OVERLAP)

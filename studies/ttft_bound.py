@@ -3,21 +3,13 @@
     python -m studies ttft-bound [--model llama-3.1-8b-shape --prefix 512 --prompt-len 32
                                   --batch 16]
 
-A prefill of T tokens must at least run every linear layer of the model on T rows (the matrix
-products: the q/k/v, output, gate/up and down projections of every layer, and the LM head for
-the token it samples). Attention, norms and everything else only add to that. This times those
-products alone, as cuBLAS runs them here (bf16, every layer's own random weights, so nothing is
-served from L2), for the uncached prompt (prefix + prompt tokens), the cached one (the prompt's
-own tokens) and one decode step of ``--batch`` rows. A request that
-arrives while a step runs waits for it, so TTFT >= wait + prefill; the best TTFT ratio (cache
-off / on) the GPU allows is
+A prefill of T tokens runs at least every linear layer on T rows. This times those products alone
+(cuBLAS, bf16, each layer's own weights) for the uncached prompt, the cached one and one decode step
+of ``--batch`` rows, and prints the best TTFT ratio (cache off / on) the GPU allows,
 
     (wait + linears(prefix + prompt)) / (wait + linears(prompt))
 
-printed for no wait (an idle GPU) and for half a decode step (arrivals while the GPU decodes
-the other requests, at the decode step's own floor). No engine can beat these without running
-a prefill before the step in progress ends.
-"""
+with no wait and with half a decode step's wait (an arrival while the GPU decodes others)."""
 
 from __future__ import annotations
 

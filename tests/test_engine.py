@@ -473,14 +473,15 @@ def test_cuda_compiled_decode_leaves_rope_to_the_attention_kernel(make_checkpoin
     q/k/v product, which takes no fused epilogue, as a kernel of its own), and the same tokens."""
     from torch.profiler import ProfilerActivity, profile
 
-    from engine.devices.runner import DecodeKernels, ModelRunner
+    from engine.devices.runner import DecodeKernels, ModelRunner, RunnerConfig
     from engine.models.loader import load_model
 
     loaded = load_model(str(make_checkpoint("llama")), "cuda", torch.float32)
     kernels, tokens = {}, {}
     for rope in (True, False):
-        runner = ModelRunner(loaded.model, 4, 64, 64, 4, torch.float32, torch.device("cuda"),
-                             compile=True, kernels=DecodeKernels(rope_in_attention=rope))
+        runner = ModelRunner(loaded.model, RunnerConfig(
+            4, 64, 64, 4, torch.float32, torch.device("cuda"), compile=True,
+            kernels=DecodeKernels(rope_in_attention=rope)))
         assert runner.rope_in_attention == rope
         ints, _ = _decode_step_inputs(runner, [5, 12, 19, 26], 16)
         for _ in range(2):                                   # compile, warm up
@@ -501,7 +502,7 @@ def test_cuda_compiled_decode_leaves_rope_to_the_attention_kernel(make_checkpoin
 def test_cuda_decode_of_many_chunks_matches_the_reference_path(make_checkpoint, compile):
     """Rows of one chunk and of several (chunks of 16 keys here), the merge among them, every
     earlier and present kernel choice: a decode step's logits are the plain path's (float32)."""
-    from engine.devices.runner import EARLIER, DecodeKernels, ModelRunner
+    from engine.devices.runner import EARLIER, DecodeKernels, ModelRunner, RunnerConfig
     from engine.models.loader import load_model
 
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -511,9 +512,10 @@ def test_cuda_decode_of_many_chunks_matches_the_reference_path(make_checkpoint, 
     for name, kernels in (("reference", None), ("chunks of 16", DecodeKernels(chunk_keys=16,
                                                                             block_n=16)),
                           ("default", DecodeKernels()), ("earlier", EARLIER)):
-        runner = ModelRunner(loaded.model, 6, 64, 96, 4, torch.float32, torch.device("cuda"),
-                             attention="reference" if kernels is None else "triton",
-                             compile=compile and kernels is not None, kernels=kernels)
+        runner = ModelRunner(loaded.model, RunnerConfig(
+            6, 64, 96, 4, torch.float32, torch.device("cuda"),
+            attention="reference" if kernels is None else "triton",
+            compile=compile and kernels is not None, kernels=kernels or DecodeKernels()))
         ints, _ = _decode_step_inputs(runner, lens, 16)
         logits[name] = runner.forward_logits(ints, 1, 16).float()
     ref = logits.pop("reference")

@@ -201,3 +201,29 @@ def test_no_two_modules_of_the_layers_above_the_engine_share_a_file_name():
             if path.name != "__init__.py":
                 seen.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
     assert not {name: paths for name, paths in seen.items() if len(paths) > 1}
+
+
+MAX_PARAMETERS = 8
+
+
+def _is_triton_kernel(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A ``@triton.jit`` kernel takes its pointers, strides and sizes one by one: exempt."""
+    return any("triton.jit" in ast.unparse(d) for d in node.decorator_list)
+
+
+def test_no_function_takes_more_than_eight_parameters():
+    """Where several values travel together they are one typed value (a config, a context),
+    not a list that grew one argument at a time. ``self``/``cls``, ``*args`` and ``**kwargs``
+    are not counted."""
+    paths = [p for package in PACKAGES + ("scripts",) for p in (ROOT / package).rglob("*.py")]
+    problems = []
+    for path in paths + [ROOT / "app.py"]:
+        where = path.relative_to(ROOT).as_posix()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            names = [a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs]
+            count = len(names) - (names[:1] in (["self"], ["cls"]))
+            if count > MAX_PARAMETERS and not _is_triton_kernel(node):
+                problems.append(f"{where}:{node.lineno} {node.name} takes {count}")
+    assert not problems, problems

@@ -8,7 +8,7 @@ import pytest
 import torch
 from conftest import requires_cuda
 
-from engine.devices.runner import ModelRunner
+from engine.devices.runner import ModelRunner, RunnerConfig
 from engine.models.loader import load_model
 from engine.scheduler.request import NUM_INT_COLS
 
@@ -24,8 +24,9 @@ def _runner(path, dtype, device, page_size=4, slots=4, seq=64, attention="auto",
             gemv=False):
     loaded = load_model(str(path), device, dtype)
     pages = slots * (seq // page_size)
-    return ModelRunner(loaded.model, slots, seq, pages, page_size, dtype, torch.device(device),
-                       attention=attention, compile=compile, gemv=gemv)
+    return ModelRunner(loaded.model, RunnerConfig(slots, seq, pages, page_size, dtype,
+                                                  torch.device(device), attention=attention,
+                                                  compile=compile, gemv=gemv))
 
 
 def _prefill_logits(runner: ModelRunner, prompts: list[list[int]], chunk: int):

@@ -23,6 +23,8 @@ import torch
 from conftest import requires_cuda
 
 from engine.layers.paged_attention import (
+    Chunking,
+    PagedDecodeContext,
     by_length,
     chunk_plan,
     fixed_chunking,
@@ -103,6 +105,18 @@ def _lens(gen: torch.Generator, page_size: int, batch: int) -> list[int]:
             for i in torch.randint(0, len(edges) + 4, (batch,), generator=gen)]
 
 
+def _on_pages(kernel, num_splits: int, block_n: int, chunk_keys: int = 0, page_size=None):
+    """``kernel`` called with a case's tensors by name (``_case``), its pages and chunks put in
+    the ``PagedDecodeContext`` the kernel takes."""
+    def call(q, k_new, v_new, k_cache, v_cache, page_table, kv_lens, inv_freq=None, out=None,
+             page_size=page_size):
+        ctx = PagedDecodeContext(page_table, kv_lens, page_size,
+                                 Chunking(num_splits, chunk_keys, block_n), inv_freq=inv_freq)
+        return kernel(q, k_new, v_new, k_cache, v_cache, ctx,
+                      **({} if out is None else {"out": out}))
+    return call
+
+
 # (grid chunk dimension, keys a chunk (0: fixed), keys a block), as the kernel is launched
 PLANS = [(1, 0, 16), (2, 0, 16), (3, 0, 16), (8, 0, 16), (1, 32, 16), (4, 16, 16), (3, 32, 16),
          (8, 32, 32)]
@@ -168,8 +182,7 @@ def test_split_k_emulation_matches_plain_attention(seed, rope):
         c = _case(gen, lens, shape, page_size, torch.float64, "cpu")
         if rope:
             c["inv_freq"] = _inv_freq(gen, shape[2])
-        run = partial(split_k_attention, page_size=page_size, num_splits=splits, block_n=block_n,
-                      chunk_keys=chunk_keys)
+        run = _on_pages(split_k_attention, splits, block_n, chunk_keys, page_size)
         _check(lambda c, run=run: run(**c), c, page_size, 1e-12)
 
 
@@ -186,8 +199,8 @@ def _kernel_checks(device, dtypes, seeds, tol):
                           device)
                 if rope:
                     c["inv_freq"] = _inv_freq(gen, shape[2]).to(device)
-                run = partial(_poisoned, paged_decode_attention, page_size=page_size,
-                              num_splits=splits, block_n=block_n, chunk_keys=chunk_keys)
+                run = partial(_poisoned, _on_pages(paged_decode_attention, splits, block_n,
+                                                   chunk_keys, page_size))
                 _check(lambda c, run=run: run(**c), c, page_size, tol[dtype])
 
 
@@ -218,7 +231,7 @@ def _batch_independence(run, device, dtype, seed):
 @pytest.mark.parametrize("seed", range(2))
 def test_a_rows_result_does_not_depend_on_the_batch_emulated(seed):
     for splits, chunk_keys, block_n in PLANS[3:6]:
-        run = partial(split_k_attention, num_splits=splits, block_n=block_n, chunk_keys=chunk_keys)
+        run = _on_pages(split_k_attention, splits, block_n, chunk_keys)
         _batch_independence(run, "cpu", torch.float32, seed)
 
 
@@ -230,8 +243,7 @@ def test_triton_kernel_interpreted_on_cpu():
     from engine.layers.attention_triton import paged_decode_attention
     for seed in range(1):
         for splits, chunk_keys, block_n in PLANS[3:6]:
-            run = partial(paged_decode_attention, num_splits=splits, block_n=block_n,
-                          chunk_keys=chunk_keys)
+            run = _on_pages(paged_decode_attention, splits, block_n, chunk_keys)
             _batch_independence(run, "cpu", torch.float32, seed)
 
 
@@ -253,8 +265,7 @@ def test_triton_kernel_writes_every_output():
     for splits, chunk_keys in ((1, 0), (4, 0), (1, 256), (4, 32)):
         c = _case(gen, [1, 16, 17, 0, 100], (14, 2, 64), 16, torch.bfloat16, "cuda")
         torch.empty(1 << 24, device="cuda").fill_(float("nan"))   # dirty the allocator's blocks
-        out = paged_decode_attention(**c, page_size=16, num_splits=splits, block_n=32,
-                                     chunk_keys=chunk_keys)
+        out = _on_pages(paged_decode_attention, splits, 32, chunk_keys, 16)(**c)
         assert torch.isfinite(out).all() and (out[3] == 0).all()
 
 
@@ -265,6 +276,5 @@ def test_a_rows_result_does_not_depend_on_the_batch_cuda(dtype):
     from engine.layers.attention_triton import paged_decode_attention
     for seed in range(2):
         for splits, chunk_keys, block_n in PLANS:
-            run = partial(paged_decode_attention, num_splits=splits, block_n=block_n,
-                          chunk_keys=chunk_keys)
+            run = _on_pages(paged_decode_attention, splits, block_n, chunk_keys)
             _batch_independence(run, "cuda", dtype, seed)

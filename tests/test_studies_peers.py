@@ -28,6 +28,8 @@ FIGURES = {"steady_step_us": 2000.0, "t_fwd_us": 1200.0, "t_cpu_us": 700.0,
            "cpu_phases_us": {"receive": 5.0, "schedule": 300.0, "launch": 250.0, "wait": 600.0,
                              "process_last": 145.0}}
 MODEL = "qwen2.5-0.5b-shape"
+S = peer_table.Setting
+_row = peer_table.speed_row
 
 
 def _peer_out(loop: str, plain_s: list[float], hooked_s: list[float]) -> dict:
@@ -45,10 +47,9 @@ def _rows() -> list[dict]:
                                  _peer_out("normal", [1.0, 1.0, 1.0], [1.0, 1.0, 1.0]))
     rows += peer_table.peer_rows("SGLang", "tuned", MODEL,
                                  _peer_out("normal", [0.25, 0.25, 0.25], [0.3, 0.3, 0.3]))
-    rows.append(peer_table.speed_row("ours", "defaults", MODEL, "normal", 4, "on",
-                                     [1.0, 0.8, 1.6], 400, FIGURES, "these runs"))
-    rows.append(peer_table.speed_row("ours", "defaults", MODEL, "overlap", 4, "off",
-                                     [0.5, 0.5, 0.5], 400))
+    rows.append(_row(S("ours", "defaults", MODEL, "normal", 4, "on"), [1.0, 0.8, 1.6], 400,
+                     FIGURES, "these runs"))
+    rows.append(_row(S("ours", "defaults", MODEL, "overlap", 4, "off"), [0.5, 0.5, 0.5], 400))
     for row in rows:
         row["where"] = {"call": "c1", "gpu": "NVIDIA H100", "gpu_uuid": "GPU-a"}
     return peer_table.add_ratios(rows)
@@ -99,9 +100,9 @@ def _on(rows, call, uuid):
 
 
 def test_calls_add_up_and_rows_that_name_no_call_are_dropped():
-    old = _rows() + [peer_table.speed_row("SGLang", "tuned", MODEL, "overlap", 4, "off", [1.0],
-                                          400)]             # an older layout: no call, no host
-    new = _on([peer_table.speed_row("SGLang", "tuned", MODEL, "normal", 4, "off", [0.2], 400)],
+    # an older layout: no call, no host
+    old = _rows() + [_row(S("SGLang", "tuned", MODEL, "overlap", 4, "off"), [1.0], 400)]
+    new = _on([_row(S("SGLang", "tuned", MODEL, "normal", 4, "off"), [0.2], 400)],
               "c2", "GPU-a")
     merged = peer_table.merge(old, new)
     assert merged == old[:-1] + new                          # both calls' rows, in call order
@@ -109,15 +110,15 @@ def test_calls_add_up_and_rows_that_name_no_call_are_dropped():
 
 
 def test_ratios_divide_rows_of_one_gpu_only():
-    rows = _rows() + _on([peer_table.speed_row("SGLang", "tuned", MODEL, "overlap", 4, "off",
-                                               [0.1], 400)], "c3", "GPU-b")
-    rows += _on([peer_table.speed_row("ours", "defaults", MODEL, "overlap", 4, "on", [0.2], 400)],
+    rows = _rows() + _on([_row(S("SGLang", "tuned", MODEL, "overlap", 4, "off"), [0.1], 400)],
+                         "c3", "GPU-b")
+    rows += _on([_row(S("ours", "defaults", MODEL, "overlap", 4, "on"), [0.2], 400)],
                 "c3", "GPU-b")
     peer_table.add_ratios(rows)
     here, there = rows[-3], rows[-1]
     assert here["engine"] == "ours" and "SGLang" not in here["vs"]    # SGLang ran it elsewhere
     assert there["vs"] == pytest.approx({"SGLang": 0.5})             # its own GPU's SGLang only
-    unsaid = peer_table.speed_row("ours", "defaults", MODEL, "normal", 4, "on", [0.5], 400)
+    unsaid = _row(S("ours", "defaults", MODEL, "normal", 4, "on"), [0.5], 400)
     assert peer_table.add_ratios([*_rows(), unsaid])[-1]["vs"] == {}   # no GPU said: no ratio
 
 
@@ -126,7 +127,7 @@ def test_the_summary_pools_ours_over_calls_and_takes_each_peers_best():
     ours = next(r for r in first if (r["engine"], r["loop"], r["recording"]) ==
                 ("ours", "normal", "on"))
     ours["tok_s_by_timing"] = {"start": 400.0, "end": 390.0}
-    again = _on([peer_table.speed_row("ours", "defaults", MODEL, "normal", 4, "on", [0.4], 400)],
+    again = _on([_row(S("ours", "defaults", MODEL, "normal", 4, "on"), [0.4], 400)],
                 "c2", "GPU-a")
     rows = peer_table.add_ratios(first + again)
     pooled = peer_table.pooled(rows, "ours", MODEL, "GPU-a", "normal", 4, "on")
@@ -142,7 +143,7 @@ def test_the_summary_pools_ours_over_calls_and_takes_each_peers_best():
 
 def test_a_row_without_timed_runs_is_refused_and_a_failed_hook_gives_no_on_row():
     with pytest.raises(ValueError, match="no timed runs"):
-        peer_table.speed_row("ours", "defaults", MODEL, "normal", 1, "on", [], 128)
+        _row(S("ours", "defaults", MODEL, "normal", 1, "on"), [], 128)
     out = _peer_out("normal", [0.5], [])
     out["batches"][0]["figures"] = None
     assert [r["recording"] for r in peer_table.peer_rows("SGLang", "tuned", MODEL, out)] == ["off"]
@@ -222,24 +223,23 @@ def test_the_command_line_reaches_the_workload(monkeypatch):
     monkeypatch.setattr(peer, "run", lambda *args: seen.setdefault("args", args) and 0)
     main(["mini-sglang", "--batches", "2", "8", "--new-tokens", "16",
           "--prompt-len", "8", "--site", "/tmp/site", "--json", "x.json"])
-    name, work, paths, json_path, record_dir, command, commit, budget, merge, ours = \
-        seen.pop("args")
-    assert name == "mini-sglang" and json_path == Path("x.json") and record_dir is None
+    name, work, paths, call = seen.pop("args")
+    assert name == "mini-sglang" and call.json_path == Path("x.json") and call.record_dir is None
     assert (work.models, work.batches, work.new_tokens, work.prompt_len) == \
         (("qwen2.5-0.5b-shape",), (2, 8), 16, 8)
     assert work.repeats == 10 and work.record_batch == 0       # defaults: 10 runs, no record
     assert paths.site == Path("/tmp/site") and paths.minisgl.name == "python"
-    assert command.startswith("python -m studies peers mini-sglang --batches 2 8")
-    assert (budget, merge, ours) == (3600.0, False, True)
+    assert call.command.startswith("python -m studies peers mini-sglang --batches 2 8")
+    assert (call.budget_s, call.merge, call.with_ours) == (3600.0, False, True)
     main(["all", "--record", "out", "--repeats", "7", "--models",
           "qwen2.5-0.5b-shape", "llama-3.1-8b-shape", "--sglang-site", "/s", "--merge",
           "--skip-ours", "--budget-s", "500", "--warm-also", "smollm2-135m-shape", "--no-warm"])
-    name, work, paths, _, record_dir, _, _, budget, merge, ours = seen["args"]
+    name, work, paths, call = seen["args"]
     assert (work.repeats, work.record_batch, work.record_tokens) == (7, 16, 64)
     assert work.models == ("qwen2.5-0.5b-shape", "llama-3.1-8b-shape")
     assert work.warm_also == ("smollm2-135m-shape",) and not work.warm
-    assert record_dir == Path("out") and paths.sglang_site == Path("/s")
-    assert (name, budget, merge, ours) == ("all", 500.0, True, False)
+    assert call.record_dir == Path("out") and paths.sglang_site == Path("/s")
+    assert (name, call.budget_s, call.merge, call.with_ours) == ("all", 500.0, True, False)
 
 
 def test_each_peers_process_gets_its_loop_switch_and_paths(tmp_path):
@@ -280,8 +280,8 @@ def test_every_engine_gets_the_same_prompts():
     work = peer_work.PeerWork(batches=(1, 4), record_batch=2, prompt_len=8)
     paths = peer_processes.PeerPaths(Path("/m"), trace_dir=Path("/t"))
     config = peer_work.configs_of("SGLang", work, MODEL)[0]
-    spec = peer_processes.peer_spec("SGLang", config, 0, work, MODEL, Path("/d"), "overlap",
-                                    paths, True)
+    spec = peer_processes.peer_spec(peer_processes.Target("SGLang", config, 0, MODEL, Path("/d"),
+                                                          "overlap"), work, paths, True)
     assert spec["prompts"] == [peer_work.prompts_for(work, MODEL, b) for b in (1, 4)]
     assert spec["record"]["prompts"] == peer_work.prompts_for(work, MODEL, 2)
     assert all(len(p) == 8 and 0 < min(p) and max(p) < 151936 for p in spec["prompts"][1])
@@ -290,8 +290,8 @@ def test_every_engine_gets_the_same_prompts():
     assert [(len(t["prompts"]), t["new_tokens"]) for t in spec["traces"]] == [(16, 128), (1, 16),
                                                                                (4, 16)]
     best = peer_work.configs_of("Mini-SGLang", work, MODEL)[0]
-    mini = peer_processes.peer_spec("Mini-SGLang", best, 0, work, MODEL, Path("/d"), "normal",
-                                    paths, False)
+    mini = peer_processes.peer_spec(peer_processes.Target("Mini-SGLang", best, 0, MODEL, Path("/d"),
+                                                          "normal"), work, paths, False)
     assert mini["prompts"] == spec["prompts"] and mini["record"] is None and not mini["traces"]
 
 
@@ -411,8 +411,8 @@ def test_the_orchestration_runs_every_loop_writes_rows_and_the_record(tmp_path, 
     paths = peer_processes.PeerPaths(tmp_path / "python", sglang_site=site, jit_cache=tmp_path / "jit")
     json_path = tmp_path / "peer.json"
     json_path.write_text(json.dumps(peer_table.document({}, _rows())))   # an earlier run
-    code = peer.run("sglang", work, paths, json_path, tmp_path / "rec", "cmd", "abc",
-                    budget_s=600, merge=True, with_ours=False)
+    code = peer.run("sglang", work, paths, peer.Call(json_path, tmp_path / "rec", "cmd", "abc",
+                                                     budget_s=600, merge=True, with_ours=False))
     assert code == 0 and made == [MODEL]
     doc = json.loads(json_path.read_text())
     sglang = [r for r in doc["rows"] if r["engine"] == "SGLang" and r["where"]["call"] != "c1"]
@@ -498,8 +498,8 @@ def test_what_no_longer_fits_the_budget_is_not_started_and_said(tmp_path, monkey
     monkeypatch.setattr(peer, "warm_up", lambda *_: [])
     work = peer_work.PeerWork(models=(MODEL,), batches=(1,), repeats=1)
     paths = peer_processes.PeerPaths(tmp_path / "python", sglang_site=site)
-    code = peer.run("sglang", work, paths, tmp_path / "peer.json", None, "cmd", "abc",
-                    budget_s=30, with_ours=False)
+    code = peer.run("sglang", work, paths, peer.Call(tmp_path / "peer.json", None, "cmd", "abc",
+                                                     budget_s=30, with_ours=False))
     doc = json.loads((tmp_path / "peer.json").read_text())
     assert code == 1 and doc["rows"] == []
     assert [n.endswith("not run (out of time)") for n in doc["header"]["notes"]] == [True, True]

@@ -48,8 +48,9 @@ def test_padded_prefills_are_all_in_the_warmed_grid(make_checkpoint, seed):
                    for _ in range(rng.randrange(3, 14))]
         reqs = eng.intake().requests(prompts, SamplingParams(max_new_tokens=4, ignore_eos=True))
         device = _Recording(eng.device)
+        device.pads_batches = True                # as a CUDA device pads them
         sched = Scheduler(cfg, device, eng.pools, Timeline(enabled=False),
-                          OVERLAP if seed % 2 else NORMAL, ScheduledSource(reqs), pad_batches=True)
+                          OVERLAP if seed % 2 else NORMAL, ScheduledSource(reqs))
         device.begin_run(Timeline(enabled=False))
         sched.run()
         device.end_run()

@@ -8,11 +8,15 @@ value). Switching languages is then one list of updates, in registration order.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import gradio as gr
+from gradio.blocks import Block
 
 import texts
+from ui.view import Update
+
+C = TypeVar("C", bound=Block)
 
 
 def lang_of(choice: str) -> str:
@@ -22,19 +26,19 @@ def lang_of(choice: str) -> str:
 
 class Translated:
     def __init__(self) -> None:
-        self.entries: list[tuple[Any, str, str, Callable[[str], list] | None]] = []
+        self.entries: list[tuple[Block, str, str, Callable[[str], list] | None]] = []
 
-    def add(self, component: Any, key: str, attr: str = "label",
-            choices: Callable[[str], list] | None = None) -> Any:
+    def add(self, component: C, key: str, attr: str = "label",
+            choices: Callable[[str], list] | None = None) -> C:
         """Register ``component`` (returned, so layout code reads as it did)."""
         self.entries.append((component, attr, key, choices))
         return component
 
     @property
-    def components(self) -> list[Any]:
+    def components(self) -> list[Block]:
         return [component for component, *_ in self.entries]
 
-    def updates(self, lang: str) -> list[Any]:
+    def updates(self, lang: str) -> list[Update]:
         out = []
         for _, attr, key, choices in self.entries:
             change: dict[str, Any] = {attr: texts.t(lang, key)}
@@ -43,6 +47,6 @@ class Translated:
             out.append(gr.update(**change))
         return out
 
-    def updates_for(self, lang_choice: str) -> list[Any]:
+    def updates_for(self, lang_choice: str) -> list[Update]:
         """``updates`` for the language switch's value ("English", "中文")."""
         return self.updates(lang_of(lang_choice))

@@ -9,7 +9,7 @@ and the limit in the reader's language. Nothing is rounded or clamped.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, TypeGuard
 
 import texts
 from engine.models.hub import SUGGESTED_MODELS, cached_snapshot, is_hub_id
@@ -46,12 +46,12 @@ class InputError(ValueError):
         return said(self.key, "error", **self.values)
 
 
-def is_empty(value: Any) -> bool:
+def is_empty(value: object) -> bool:
     """An emptied number box, as Gradio sends it: None or NaN."""
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
-def is_whole(value: Any) -> bool:
+def is_whole(value: object) -> TypeGuard[int | float]:
     """A whole number, as a number box may send one: an int (not a bool) or a finite float with
     nothing after the point (2.0). Never raises, whatever comes (10**400, inf, a string)."""
     if isinstance(value, bool):
@@ -61,7 +61,7 @@ def is_whole(value: Any) -> bool:
     return isinstance(value, float) and math.isfinite(value) and value == int(value)
 
 
-def checked(name: str, value: Any) -> int | float:
+def checked(name: str, value: object) -> int | float:
     """One control's value within ``LIMITS[name]``, whole where it counts things;
     ``InputError`` otherwise."""
     low, high, whole = LIMITS[name]
@@ -77,14 +77,14 @@ def checked(name: str, value: Any) -> int | float:
     return int(value) if whole else float(value)
 
 
-def checked_int(name: str, value: Any) -> int:
+def checked_int(name: str, value: object) -> int:
     """A counting control's value (whole in ``LIMITS``), checked."""
     number = checked(name, value)
     assert isinstance(number, int), f"{name} is not a whole-number control"
     return number
 
 
-def validate_seed(seed: Any) -> int:
+def validate_seed(seed: object) -> int:
     """The lab's workload seed: a whole number in 0..2**31-1."""
     if is_empty(seed):
         raise InputError("error_empty", control="seed", low=0, high=2**31 - 1)
@@ -93,7 +93,7 @@ def validate_seed(seed: Any) -> int:
     return int(seed)
 
 
-def check_model(model: Any) -> str:
+def check_model(model: object) -> str:
     """A model from the list, or a hub id typed into the box; ``InputError`` otherwise (a path
     on this server is never taken from a visitor)."""
     name = str(model or "").strip()

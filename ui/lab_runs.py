@@ -22,6 +22,7 @@ from ui import inputs, queues, scheduler_link
 from ui.i18n import lang_of
 from ui.state import APP
 from ui.status import esc, failure, render_said, said, status
+from ui.view import Update
 from viz.lab_report import describe, hazard_title, report_html
 
 # The switch's marks and what the chosen switch guards (a page load, the device becoming known,
@@ -57,7 +58,7 @@ def switch_titles(lang_choice: str, device: str | None = "auto") -> list[tuple[s
             for name, hazard in _hazards().items()]
 
 
-def switch_choices(lang_choice: str, device: str | None = "auto") -> Any:
+def switch_choices(lang_choice: str, device: str | None = "auto") -> Update:
     """The switches' titles again (a page load, the device becoming known, a language switch),
     never the choice: that is the reader's. A reply is computed from inputs read when its event
     was triggered, so one triggered before a click can land after it; had it set the choice, it
@@ -66,7 +67,7 @@ def switch_choices(lang_choice: str, device: str | None = "auto") -> Any:
 
 
 def describe_switch(switch: str | None, lang_choice: str,
-                    device: str | None = "auto") -> tuple[str, Any]:
+                    device: str | None = "auto") -> tuple[str, Update]:
     """What the switch's safeguard guards, and the Run button: off (saying why) for a switch
     that needs CUDA where there is none, so nobody waits for a run that cannot happen."""
     lang = lang_of(lang_choice)
@@ -80,7 +81,7 @@ def describe_switch(switch: str | None, lang_choice: str,
             gr.update(interactive=not blocked, value=texts.t(lang, "lab_run")))
 
 
-def run_lab(switch: str | None, model: str, device: str, seed: Any, lang_choice: str):
+def run_lab(switch: str | None, model: str, device: str, seed: object, lang_choice: str):
     """One lab run with ``switch`` on (``None``: the safe engine): a stream of (HTML, the report
     as a plain dict, kept so a language switch can redraw it)."""
     lang = lang_of(lang_choice)
@@ -142,7 +143,7 @@ def in_line(run: LabRun, switch: str | None, model: str, device: str, seed: Any,
         APP.turns.leave(ticket, finished)
 
 
-def redraw(shown: dict[str, Any] | None, lang_choice: str) -> Any:
+def redraw(shown: dict[str, Any] | None, lang_choice: str) -> str:
     """The last lab report again, in the chosen language."""
     lang = lang_of(lang_choice)
     if not shown:
@@ -150,5 +151,5 @@ def redraw(shown: dict[str, Any] | None, lang_choice: str) -> Any:
     return report_html(shown["report"], shown["model"], shown["seed"], lang)
 
 
-def run_safe(model: str, device: str, seed: Any, lang_choice: str):
+def run_safe(model: str, device: str, seed: object, lang_choice: str):
     yield from run_lab(None, model, device, seed, lang_choice)

@@ -252,7 +252,8 @@ class _LiveRuns:
         spec = self.request.loops[self.index]
         # The copy stream's lane, where the device has one, comes in with its spans.
         live = run_dict(spec.loop, spec.decode_steps, spec.label, self.spans,
-                        lanes=BASE_LANES, gpu_lanes=GPU_LANES, extra_cpu_us=spec.extra_cpu_us)
+                        lanes=BASE_LANES, gpu_lanes=GPU_LANES)
+        live["extra_cpu_us"] = spec.extra_cpu_us
         return self.finished + [live]
 
     def drew_any(self) -> bool:

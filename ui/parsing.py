@@ -19,8 +19,10 @@ import contextlib
 import multiprocessing
 import os
 import threading
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 from engine.proc_watch import start_deaf_to_ctrl_c
 from record.imported.given_file import sniff
@@ -31,7 +33,7 @@ MAX_UPLOAD_BYTES = 200 * 2**20
 PARSE_TIMEOUT_S = 120.0
 
 
-def _worker(conn: Any) -> None:
+def _worker(conn: Connection) -> None:
     """The worker process: read one file, send back its record or why not, exit. It runs at
     the ordinary priority (the web server runs at the engine's, and a long parse must not take
     a core from a run)."""
@@ -54,7 +56,7 @@ def _worker(conn: Any) -> None:
         pass
 
 
-def _start() -> tuple[Any, Any]:
+def _start() -> tuple[BaseProcess, Connection]:
     """A worker that a terminal's Ctrl-C (sent to the whole process group) does not reach
     (``engine.proc_watch.start_deaf_to_ctrl_c``): the app handles Ctrl-C and its workers end
     with it."""
@@ -74,7 +76,7 @@ def prepare() -> None:
             APP.parsers.append(_start())
 
 
-def _take() -> tuple[Any, Any]:
+def _take() -> tuple[BaseProcess, Connection]:
     """A worker for one file: the spare while it is alive, else a new one (a dead spare is
     reaped: it has read nothing)."""
     with APP.parsers_lock:

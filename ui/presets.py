@@ -38,6 +38,7 @@ from ui.i18n import lang_of
 from ui.inputs import DEFAULTS, LIMITS, InputError, checked_int
 from ui.state import APP
 from ui.status import render_said
+from ui.view import Update
 
 if TYPE_CHECKING:
     from engine.processes.messages import DeviceProfile
@@ -178,8 +179,8 @@ def preset(name: str, lang_choice: str = "English",
     return {**values, "extra_cpu_us": extra}, said
 
 
-def device_defaults(device_choice: str, extra_now: Any, graphs_now: Any, lang_choice: str,
-                    changed: bool = False) -> tuple[Any, Any, str]:
+def device_defaults(device_choice: str, extra_now: object, graphs_now: object, lang_choice: str,
+                    changed: bool = False) -> tuple[Update, Update, str]:
     """The extra-CPU-work control, the CUDA-graphs box and the sizing line for the device a run
     would use. On a page load (``changed`` False) a CUDA device's values replace only the
     untouched CPU defaults (a reader who moved the control keeps it), once the warm-up has
@@ -218,7 +219,7 @@ def wait_for_warm_up(device_choice: str) -> None:
     APP.warmed.wait(WARM_WAIT_S)
 
 
-def describe(device_choice: str, extra_now: Any, lang_choice: str) -> str:
+def describe(device_choice: str, extra_now: object, lang_choice: str) -> str:
     """The sizing line again for the control as it is now (in another language; ``follow``
     after it moved): what the device measured and what this much extra CPU work means there."""
     lang = lang_of(lang_choice)
@@ -233,7 +234,7 @@ def describe(device_choice: str, extra_now: Any, lang_choice: str) -> str:
                  else "preset_cpu_default").format(extra=DEFAULTS["extra_cpu_us"])
 
 
-def follow(device_choice: str, extra_now: Any, lang_choice: str) -> Any:
+def follow(device_choice: str, extra_now: object, lang_choice: str) -> Update | str:
     """The sizing line after the control moved or a run ended: said again for the value now
     and the latest measurement; left as it is while nothing has been measured (a preset's own
     sentence about its fixed values stays)."""

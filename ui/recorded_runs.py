@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import gradio as gr
+from gradio.components.plot import PlotData
 
 import texts
 import viz
@@ -26,10 +27,10 @@ from record.run_record import config_of, has_memory
 from record.schema import Loop, RecordDict, RunDict
 from record.window import step_range
 from ui import parsing
-from ui.i18n import lang_of
+from ui.i18n import Translated, lang_of
 from ui.inputs import is_whole
 from ui.status import Said, render_said, said
-from ui.view import MainView, plot
+from ui.view import MainView, Update, plot
 from viz.headline import look_for_key
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -102,7 +103,7 @@ def default_window(runs: list[RunDict]) -> tuple[int, int]:
     return start, min(last, start + 5)
 
 
-def file_update(path: str | None) -> Any:
+def file_update(path: str | None) -> Update:
     return gr.update(value=path, interactive=path is not None)
 
 
@@ -134,7 +135,7 @@ def shown(spec: Said | None, record: RecordDict | None, lang: str,
                     lang=lang, look_for=texts.t(lang, look_for_key(record)))
 
 
-def memory_view(runs: list[RunDict], lang: str) -> Any:
+def memory_view(runs: list[RunDict], lang: str) -> Update:
     """The KV-memory chart, shown only for runs that recorded their pages (records made before
     the prefix cache, and imported traces, have none)."""
     if not any(has_memory(run) for run in runs):
@@ -151,7 +152,7 @@ def show_recorded(name: str | None, lang_choice: str) -> tuple:
     return _show_file(RECORDED_DIR / Path(name).name, lang, recorded=True).values()
 
 
-def import_controls(tr: Any) -> tuple[Any, Any]:
+def import_controls(tr: Translated) -> tuple[gr.File, gr.Checkbox]:
     """The import tab's controls, registered with the page's translator ``tr``: a file box that
     takes one file or two (to compare), and whether to add them beside what is on screen."""
     upload = tr.add(gr.File(label=texts.t("en", "ctl_upload"), elem_id="upload",
@@ -161,18 +162,18 @@ def import_controls(tr: Any) -> tuple[Any, Any]:
     return upload, beside
 
 
-def show_upload(paths: Any, beside: bool, on_screen: RecordDict | None,
+def show_upload(paths: str | Path | list[str] | None, beside: bool, on_screen: RecordDict | None,
                 lang_choice: str) -> tuple:
     """Draw uploaded torch.profiler traces or run records like a live run: one alone, two (or a
     file beside the record on screen, ``beside``) side by side on one time axis."""
     if not paths:
         return MainView().values()
-    paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
+    files = [Path(paths)] if isinstance(paths, (str, Path)) else [Path(p) for p in paths]
     lang = lang_of(lang_choice)
-    if len(paths) == 1 and not (beside and on_screen and on_screen["runs"]):
-        return _show_file(Path(paths[0]), lang, recorded=False).values()
+    if len(files) == 1 and not (beside and on_screen and on_screen["runs"]):
+        return _show_file(files[0], lang, recorded=False).values()
     loaded: list[tuple[RecordDict, str]] = []
-    for path in map(Path, paths):
+    for path in files:
         view = _load_or_say(path, lang)
         if isinstance(view, MainView):            # this file cannot be shown: say why
             return view.values()
@@ -294,13 +295,13 @@ def _settings(record: RecordDict) -> tuple[tuple[str, ...], dict[str, Any]]:
 
 
 def zoom(record: RecordDict | None, first: float | None, last: float | None,
-         lang_choice: str) -> Any:
+         lang_choice: str) -> PlotData:
     """Redraw the step window for the record on screen."""
     return zoom_steps(record, first, last, lang_choice)[0]
 
 
-def zoom_steps(record: RecordDict | None, first: Any, last: Any,
-               lang_choice: str) -> tuple[Any, Any, Any]:
+def zoom_steps(record: RecordDict | None, first: object, last: object,
+               lang_choice: str) -> tuple[PlotData, object, object]:
     """The step window (the Zoom button): the figure, and the step boxes set to the steps drawn
     (a window that reaches past either end of every run is cut to them: the boxes show the steps
     drawn and the chart says it was cut).
@@ -310,7 +311,7 @@ def zoom_steps(record: RecordDict | None, first: Any, last: Any,
     lang = lang_of(lang_choice)
     if not record or not record.get("runs"):
         return plot(viz.side_by_side_figure([], lang=lang)), gr.update(), gr.update()
-    if not all(is_whole(v) for v in (first, last)):
+    if not (is_whole(first) and is_whole(last)):
         return plot(viz.message_figure(texts.t(lang, "zoom_need_steps"))), gr.update(), gr.update()
     window = (int(first), int(last))
     ranges = [step_range(run) for run in record["runs"]]
@@ -330,7 +331,7 @@ def zoom_steps(record: RecordDict | None, first: Any, last: Any,
             drawn[0], drawn[1])
 
 
-def list_recorded(lang_choice: str = "English", chosen: str | None = None) -> Any:
+def list_recorded(lang_choice: str = "English", chosen: str | None = None) -> Update:
     """Choices for the recorded-runs dropdown, labelled in the page's language with who made
     each record, on what and when; ``chosen`` stays chosen (a language switch relabels)."""
     lang = lang_of(lang_choice)

@@ -22,7 +22,7 @@ import json
 from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import gradio as gr
 
@@ -36,7 +36,7 @@ from ui import parsing
 from ui.i18n import lang_of
 from ui.recorded_runs import RECORDED_DIR, shown, write_downloads
 from ui.status import render_said, said
-from ui.view import MainView
+from ui.view import MainView, Update
 
 if TYPE_CHECKING:
     from engine.processes.messages import LiveRunRequest
@@ -112,7 +112,7 @@ def same_work(name: str | None, folder: Path = RECORDED_DIR) -> list[str]:
         ENGINE_ORDER.index(e) if e in ENGINE_ORDER else len(ENGINE_ORDER), e))]
 
 
-def offer(name: str | None, lang_choice: str) -> Any:
+def offer(name: str | None, lang_choice: str) -> Update:
     """The button under the recorded runs: shown where the record chosen has siblings of other
     engines, naming how many engines it would put side by side."""
     files = same_work(name)
@@ -211,7 +211,7 @@ def quiet_match(record: RecordDict | None, folder: Path = RECORDED_DIR) -> str |
                  if header.quiet_work == want), None)
 
 
-def offer_quiet(record: RecordDict | None, lang_choice: str) -> Any:
+def offer_quiet(record: RecordDict | None, lang_choice: str) -> Update:
     """The button under a disturbed run's status: shown where a quiet recording matches it."""
     found = quiet_match(record)
     return gr.update(visible=found is not None,

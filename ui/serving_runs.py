@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import gradio as gr
+from gradio.components.plot import PlotData
 
 import texts
 import viz
@@ -25,7 +26,7 @@ from texts import STRINGS
 from ui import queues
 from ui.i18n import lang_of
 from ui.status import esc, status
-from ui.view import plot
+from ui.view import Update, plot
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -56,7 +57,7 @@ def _setup(data: dict[str, Any]) -> dict[str, Any]:
             "repeats": config.get("repeats", "?"), "date": env.get("date", "")}
 
 
-def list_measured(lang_choice: str = "English") -> Any:
+def list_measured(lang_choice: str = "English") -> Update:
     """Choices for the measurement dropdown: one per file, named by how and where it was made."""
     lang = lang_of(lang_choice)
     found = []
@@ -73,7 +74,7 @@ def list_measured(lang_choice: str = "English") -> Any:
     return gr.update(choices=choices, value=choices[0][1] if choices else None)
 
 
-def relabel(name: str | None, lang_choice: str) -> tuple[Any, Any, str]:
+def relabel(name: str | None, lang_choice: str) -> tuple[Update, PlotData, str]:
     """After a language switch: the dropdown's labels, the figure and the table, same file."""
     choices = list_measured(lang_choice)
     name = name or choices["value"]                 # on page load: the first measurement
@@ -81,7 +82,7 @@ def relabel(name: str | None, lang_choice: str) -> tuple[Any, Any, str]:
     return (choices, *show_measured(name, lang_choice))
 
 
-def show_measured(name: str | None, lang_choice: str) -> tuple[Any, str]:
+def show_measured(name: str | None, lang_choice: str) -> tuple[PlotData, str]:
     """The figure and the table of one measurement file (a name from ``list_measured``)."""
     lang = lang_of(lang_choice)
     names = {path.name: path for path in SERVING_DIR.glob("*.json")}

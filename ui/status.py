@@ -83,7 +83,7 @@ def status(text: str, kind: str = "info") -> str:
     return f'<div class="status status-{kind}">{text}</div>'
 
 
-def esc(value: Any) -> str:
+def esc(value: object) -> str:
     return html.escape(str(value))
 
 

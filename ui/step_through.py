@@ -14,7 +14,6 @@ triggered: a slow drawing of step 20 cannot land after the click's step 21.
 from __future__ import annotations
 
 import html
-from typing import Any
 
 import gradio as gr
 
@@ -37,13 +36,12 @@ def _runs(record: RecordDict | None) -> list[RunDict]:
     return list(record["runs"]) if record else []
 
 
-def _run(record: RecordDict | None, index: Any) -> RunDict | None:
+def _run(record: RecordDict | None, index: object) -> RunDict | None:
     runs = _runs(record)
     try:
-        run: RunDict | None = runs[int(index)]
-    except (TypeError, ValueError, IndexError):
-        run = runs[0] if runs else None
-    return run
+        return runs[int(index) if isinstance(index, (int, float, str)) else 0]
+    except (ValueError, IndexError, OverflowError):
+        return runs[0] if runs else None
 
 
 def default_run(record: RecordDict | None) -> int:
@@ -51,7 +49,7 @@ def default_run(record: RecordDict | None) -> int:
     return next((kinds.index(kind) for kind in PREFERRED if kind in kinds), 0)
 
 
-def reset_replay(record: RecordDict | None, lang_choice: str, shown: Any = None):
+def reset_replay(record: RecordDict | None, lang_choice: str, shown: object = None):
     """A new record on screen: its runs as choices, the slider over its steps (``shown``: the
     step it shows now), the unrolled rounds; the step is drawn as ``set_step`` says."""
     runs = _runs(record)
@@ -62,7 +60,7 @@ def reset_replay(record: RecordDict | None, lang_choice: str, shown: Any = None)
     return (choices, *render_run(record, index, lang_choice, shown, keep=False))
 
 
-def render_run(record: RecordDict | None, index: Any, lang_choice: str, step: Any = None,
+def render_run(record: RecordDict | None, index: object, lang_choice: str, step: object = None,
                keep: bool = True):
     """Another run chosen: the slider over its steps, the unrolled rounds; the step is drawn as
     ``set_step`` says. The step on screen (``step``) stays where the new run has it (the same
@@ -74,13 +72,13 @@ def render_run(record: RecordDict | None, index: Any, lang_choice: str, step: An
         empty = plot(viz.step_figure(None, 0, lang))
         return (*set_step(record, index, step, 0, (0, 1), lang_choice), empty)
     first, last = step_range(run)
-    kept = keep and is_whole(step) and first <= step <= last
-    new = int(step) if kept else default_window([run])[0]
+    new = (int(step) if keep and is_whole(step) and first <= step <= last
+           else default_window([run])[0])
     return (*set_step(record, index, step, new, (first, max(last, first + 1)), lang_choice),
             plot(viz.unrolled_figure(run, lang)))
 
 
-def set_step(record: RecordDict | None, index: Any, shown: Any, step: int,
+def set_step(record: RecordDict | None, index: object, shown: object, step: int,
              bounds: tuple[int, int], lang_choice: str):
     """The slider moved to ``step`` within ``bounds``, with the caption and figure: skipped
     where the slider moves (its change draws them: one path), drawn here where it already
@@ -91,7 +89,7 @@ def set_step(record: RecordDict | None, index: Any, shown: Any, step: int,
     return slider, gr.skip(), gr.skip()
 
 
-def render_step(record: RecordDict | None, index: Any, step: Any, lang_choice: str):
+def render_step(record: RecordDict | None, index: object, step: object, lang_choice: str):
     """The caption and the linked-spans figure of one step."""
     lang = lang_of(lang_choice)
     run = _run(record, index)
@@ -111,14 +109,14 @@ def render_step(record: RecordDict | None, index: Any, step: Any, lang_choice: s
             plot(viz.step_figure(run, step, lang, placement)))
 
 
-def _shown(value: Any) -> str:
+def _shown(value: object) -> str:
     """A typed value as the reader typed it (30, 2.5), escaped."""
     if isinstance(value, float) and is_whole(value):
         value = int(value)
     return html.escape(str(value))
 
 
-def redraw(record: RecordDict | None, index: Any, step: Any, lang_choice: str):
+def redraw(record: RecordDict | None, index: object, step: object, lang_choice: str):
     """The same step again (after a language switch): caption, step figure, unrolled rounds."""
     caption, figure = render_step(record, index, step, lang_choice)
     run = _run(record, index)

@@ -24,7 +24,7 @@ import os
 import signal
 import sys
 import time
-from typing import Any
+from types import FrameType
 
 from ui.state import APP
 
@@ -69,7 +69,7 @@ def say_stopped() -> None:
         os.write(sys.stdout.fileno(), f"{STOPPED}\n".encode())
 
 
-def _on_signal(signum: int, _frame: Any) -> None:
+def _on_signal(signum: int, _frame: FrameType | None) -> None:
     if APP.stop_signal:
         return                      # already stopping
     APP.stop_signal = signum

@@ -13,7 +13,10 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 import gradio as gr
+from gradio.blocks import Block
 from gradio.components.plot import PlotData
+
+from viz.figure import FigureSpec
 
 TYPED_SLIDER = "typed-slider"   # the class of these sliders in the page (app.KEEP_TYPED_JS)
 
@@ -40,12 +43,16 @@ def slider(*args: Any, **kwargs: Any) -> TypedSlider:
     return TypedSlider(*args, elem_classes=classes, **kwargs)
 
 
-def keep() -> Any:
+# What a handler gives a component instead of a value: its new properties (``gr.update``'s type).
+Update = dict[str, Any]
+
+
+def keep() -> Update:
     """'No change' for one output."""
     return gr.update()
 
 
-def plot(figure: Any) -> PlotData:
+def plot(figure: FigureSpec | dict) -> PlotData:
     """A ``viz`` figure (a ``FigureSpec`` or its dict) for a ``gr.Plot``: serialised once, never
     validated again by plotly's Python objects (the cost a live redraw must not pay)."""
     spec = figure if isinstance(figure, dict) else figure.to_dict()
@@ -54,31 +61,32 @@ def plot(figure: Any) -> PlotData:
 
 @dataclass
 class MainView:
-    status: Any = field(default_factory=keep)           # the status line (HTML)
-    timeline: Any = field(default_factory=keep)         # whole runs, side by side
-    live: Any = field(default_factory=keep)             # the canvas while a run is on
-    zoomed: Any = field(default_factory=keep)           # the step window
-    memory: Any = field(default_factory=keep)           # KV pages per step (runs that have them)
-    metrics: Any = field(default_factory=keep)          # metrics table and formula (HTML)
-    texts: Any = field(default_factory=keep)            # generated texts (HTML)
-    first_step: Any = field(default_factory=keep)
-    last_step: Any = field(default_factory=keep)
-    record: Any = field(default_factory=keep)           # the record on screen (gr.State)
-    said: Any = field(default_factory=keep)             # the status as data (gr.State), so a
-                                                        # language switch can say it again
-    download_record: Any = field(default_factory=keep)
-    download_trace: Any = field(default_factory=keep)
-    headline: Any = field(default_factory=keep)         # the run's one line (HTML)
-    lang: Any = field(default_factory=keep)             # the language it was drawn in (gr.State):
-                                                        # a switch during a run redraws it after
-    look_for: Any = field(default_factory=keep)         # "What to look for" beside the chart:
-                                                        # an import's lanes are its own
+    status: object = field(default_factory=keep)           # the status line (HTML)
+    timeline: object = field(default_factory=keep)         # whole runs, side by side
+    live: object = field(default_factory=keep)             # the canvas while a run is on
+    zoomed: object = field(default_factory=keep)           # the step window
+    memory: object = field(default_factory=keep)           # KV pages per step (where a run has them)
+    metrics: object = field(default_factory=keep)          # metrics table and formula (HTML)
+    texts: object = field(default_factory=keep)            # generated texts (HTML)
+    first_step: object = field(default_factory=keep)
+    last_step: object = field(default_factory=keep)
+    record: object = field(default_factory=keep)           # the record on screen (gr.State)
+    said: object = field(default_factory=keep)             # the status as data (gr.State), so a
+                                                           # language switch can say it again
+    download_record: object = field(default_factory=keep)
+    download_trace: object = field(default_factory=keep)
+    headline: object = field(default_factory=keep)         # the run's one line (HTML)
+    lang: object = field(default_factory=keep)             # the language it was drawn in
+                                                           # (gr.State): a switch during a run
+                                                           # redraws it after
+    look_for: object = field(default_factory=keep)         # "What to look for" beside the chart:
+                                                           # an import's lanes are its own
 
     def values(self) -> tuple:
         return tuple(getattr(self, f.name) for f in fields(self))
 
     @classmethod
-    def components(cls, **by_name: Any) -> list[Any]:
+    def components(cls, **by_name: Block) -> list[Block]:
         """The output components in field order; every field must be given, by its name."""
         names = [f.name for f in fields(cls)]
         missing = sorted(set(names) - set(by_name))

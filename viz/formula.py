@@ -32,7 +32,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from record.imported import imported
+from record.imported import imported, loop_verdict
 from record.metrics import compare_runs, overlap_speedup
 from record.run_record import loop_of
 from record.schema import Loop, Metrics, RunDict
@@ -63,7 +63,7 @@ def _role(run: RunDict) -> str:
     loop = loop_of(run)[0]
     if loop != Loop.IMPORTED:
         return loop
-    verdict = str((imported(run).get("loop_seen") or {}).get("verdict"))
+    verdict = loop_verdict(run) or ""
     return {"serial": Loop.NORMAL, "overlapped": Loop.OVERLAP}.get(verdict, Loop.IMPORTED)
 
 
@@ -169,16 +169,16 @@ def _notes(run: RunDict, lang: str) -> dict[str, list[str]]:
     click away)."""
     groups: dict[str, list[str]] = {"sglang": [], "loop": [], "cost": [], "rest": []}
     for note in imported(run).get("notes") or []:
-        if isinstance(note, dict) and isinstance(note.get("key"), str) \
-                and note["key"].startswith("note_"):
+        key = note.get("key") if isinstance(note, dict) else None
+        if isinstance(key, str) and key.startswith("note_"):
             values = {k: html.escape(str(v)) for k, v in note.items() if k != "key"}
             try:
-                text = t(lang, note["key"]).format(**values)
+                text = t(lang, key).format(**values)
             except (KeyError, IndexError):
                 continue                              # a note this version does not know
-            group = "loop" if note["key"].startswith("note_loop_") else \
-                "sglang" if note["key"].startswith("note_sglang_") else \
-                "cost" if note["key"] == "note_profiler_cost" else "rest"
+            group = "loop" if key.startswith("note_loop_") else \
+                "sglang" if key.startswith("note_sglang_") else \
+                "cost" if key == "note_profiler_cost" else "rest"
             groups[group].append(text)
     return groups
 
@@ -259,8 +259,8 @@ def trace_why_html(base: RunDict, other: RunDict, a: str, b: str, lang: str) -> 
             b=b, ms_b=w_o * _MS, ms_left=left * _MS), w_o < left))
     reasons = [text + t(lang, "why_raises" if raises else "why_lowers")
                for _, text, raises in sorted(found, key=lambda item: -item[0])]
-    events = [float((imported(run).get("loop_seen") or {}).get("events_per_step") or 0.0)
-              for run in (base, other)]
+    events = [float(seen.get("events_per_step") or 0.0) if (seen := imported(run).get("loop_seen"))
+              else 0.0 for run in (base, other)]
     if min(events) > 0 and max(events) > 1.25 * min(events):
         reasons.append(t(lang, "why_trace_events").format(a=a, b=b, ev_a=f"{events[0]:,.0f}",
                                                           ev_b=f"{events[1]:,.0f}"))

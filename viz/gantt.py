@@ -19,7 +19,7 @@ import functools
 import html
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from record.gpu_time import gpu_time
 from record.imported import imported
@@ -105,10 +105,9 @@ def side_by_side_figure(runs: list[RunDict], window: tuple[int, int] | None = No
     for row, (run, lanes, run_ticks, run_marks) in enumerate(zip(runs, lane_lists, ticks, marks),
                                                               start=1):
         offset = run["window"]["t_start_us"] if window is not None else 0.0
-        x_max = max(x_max, add_run(fig, run, lanes, row, offset, legend_shown, lang,
-                                    marks=run_marks, px_us=px_us,
-                                    idle_row_y=len(lanes) - 0.5 + idle_row / 2 if over_time
-                                    else None))
+        idle_y = len(lanes) - 0.5 + idle_row / 2 if over_time else None
+        x_max = max(x_max, add_run(fig, run, lanes, Cell(row, 1, offset, px_us, idle_y),
+                                    legend_shown, lang, marks=run_marks))
         if added_up:
             add_time_added_up(fig, run, len(lanes) - 0.5 + idle_row + sum_row / 2, row, px_us,
                               lang)
@@ -142,15 +141,23 @@ def _whole_run_px_us(runs: list[RunDict]) -> float:
     return max(ends, default=0.0) * 1.01 / PLOT_PX
 
 
-def add_run(fig: FigureSpec, run: RunDict, lanes: list[str], row: int, offset_us: float,
-            legend_shown: set[str], lang: str, col: int = 1,
-            marks: list[LagMark] | None = None, px_us: float = 0.0,
-            idle_row_y: float | None = None) -> float:
-    """Add one run's gap band, phase bars and lag marks to subplot (row, col); return its last
-    end in ms. Spans on lanes not in ``lanes`` are left out. ``px_us``: the time a pixel of the
-    chart holds, for a whole-run view (``_add_gaps``); 0 for a zoomed one. ``idle_row_y``: the
-    idle-over-time row's place (``viz.whole_run``), which then draws the GPU idle time instead
-    of bands over the lanes."""
+class Cell(NamedTuple):
+    """Where a run is drawn: its subplot, the time (µs) its x-axis starts at, the time a pixel
+    holds (``px_us``: a whole-run view; 0 for a zoomed one) and, where a whole run draws its GPU
+    idle time as a row of its own under the lanes (``viz.whole_run``), that row's place."""
+
+    row: int
+    col: int = 1
+    offset_us: float = 0.0
+    px_us: float = 0.0
+    idle_row_y: float | None = None
+
+
+def add_run(fig: FigureSpec, run: RunDict, lanes: list[str], cell: Cell,
+            legend_shown: set[str], lang: str, marks: list[LagMark] | None = None) -> float:
+    """Add one run's gap band (or idle row), phase bars and lag marks to subplot ``cell``;
+    return its last end in ms. Spans on lanes not in ``lanes`` are left out."""
+    row, col, offset_us, px_us, idle_row_y = cell
     index = {lane: i for i, lane in enumerate(lanes)}
     spans = [s for s in run.get("spans", []) if s["lane"] in index]
     gpu = [lane for lane in gpu_lanes(run) if lane in index]
@@ -168,7 +175,7 @@ def add_run(fig: FigureSpec, run: RunDict, lanes: list[str], row: int, offset_us
         if len(gaps) > MAX_BARS:       # thousands of gaps per pixel: one band per pixel run
             drawn = bands(gaps, (t_end - t_start) / PIXELS)
         if drawn and gpu:
-            _add_gaps(fig, drawn, rows, row, offset_us, legend_shown, lang, col, kind, px_us)
+            _add_gaps(fig, drawn, rows, cell, legend_shown, lang, kind)
     every = spans                                  # the lag marks find their forwards here
     extra_gpu = set(gpu) - set(LANES)
     roles = imported(run).get("phase_roles") or {}    # an imported trace's named host phases
@@ -196,8 +203,7 @@ def add_run(fig: FigureSpec, run: RunDict, lanes: list[str], row: int, offset_us
         if legend:
             legend_shown.add(phase)
     if marks:
-        _add_lag_marks(fig, every, marks, index, (row, col), offset_us, (t_start, t_end),
-                       legend_shown, lang, cluster_us=MARK_PX * px_us)
+        _add_lag_marks(fig, every, marks, index, cell, (t_start, t_end), legend_shown, lang)
     return (t_end - offset_us) / 1000.0
 
 
@@ -276,16 +282,16 @@ def _cached_line(span: SpanDict, lang: str) -> str:
                                           total=cached + int(span.get("num_tokens") or 0))
 
 
-def _add_gaps(fig: FigureSpec, gaps: Sequence[tuple[float, ...]], gpu_rows: list[int], row: int,
-              offset_us: float, legend_shown: set[str], lang: str, col: int = 1,
-              kind: str = "gpu_idle", px_us: float = 0.0) -> None:
+def _add_gaps(fig: FigureSpec, gaps: Sequence[tuple[float, ...]], gpu_rows: list[int], cell: Cell,
+              legend_shown: set[str], lang: str, kind: str = "gpu_idle") -> None:
     """One bar per gap and per contiguous band of GPU lanes: red hatched for GPU idle, plain
     grey for time when no request was in the system (``kind="no_requests"``).
 
-    A whole-run view (``px_us``: the time a pixel holds) draws each gap at its own width, with
+    A whole-run view (``cell.px_us``: the time a pixel holds) draws each gap at its own width, with
     no outline and an opaque fill, as light as it is thin (``pixels.band_opacity``): outlined,
     a hundred gaps of a fifth of a pixel each were a wall of red lines, as red as eighty gaps
     of five pixels."""
+    px_us, offset_us = cell.px_us, cell.offset_us
     whole = px_us > 0 and kind == "gpu_idle"
     bands: list[list[int]] = []
     for lane_row in gpu_rows:
@@ -316,17 +322,17 @@ def _add_gaps(fig: FigureSpec, gaps: Sequence[tuple[float, ...]], gpu_rows: list
         legendrank=1 if kind == "gpu_idle" else 4, orientation="h", base=starts, x=lengths,
         y=ys, width=widths, customdata=starts,
         hovertemplate=f"<b>{name}</b><br>" + t(lang, "hover_gap"), marker=marker,
-    ), row=row, col=col)
+    ), row=cell.row, col=cell.col)
     legend_shown.add(kind)
 
 
 def _add_lag_marks(fig: FigureSpec, spans: list[SpanDict], marks: list[LagMark],
-                   index: dict[str, int], cell: tuple[int, int], offset_us: float,
-                   t_range: tuple[float, float], legend_shown: set[str], lang: str,
-                   cluster_us: float = 0.0) -> None:
+                   index: dict[str, int], cell: Cell,
+                   t_range: tuple[float, float], legend_shown: set[str], lang: str) -> None:
     """★ on each forward that still carried a stopped request; × where its stop was read.
-    Marks closer than ``cluster_us`` (a whole run's few pixels) are one mark whose hover lists
-    them all: a row of overlapping stars says less than one."""
+    Marks closer than a few of a whole run's pixels are one mark whose hover lists them all: a
+    row of overlapping stars says less than one."""
+    offset_us, cluster_us = cell.offset_us, MARK_PX * cell.px_us
     forwards = {s["step"]: s for s in spans
                 if s["lane"] == Lane.ENGINE_STREAM and s["phase"] in FORWARD_PHASES}
     stars: list[tuple[float, str]] = []
@@ -365,7 +371,7 @@ def _add_lag_marks(fig: FigureSpec, spans: list[SpanDict], marks: list[LagMark],
                     "line": {"color": "#222222", "width": 2}}))
         legend_shown.add("stop")
     for trace in traces:
-        fig.add_trace(trace, row=cell[0], col=cell[1])
+        fig.add_trace(trace, row=cell.row, col=cell.col)
 
 
 def _clustered(marks: list[tuple[float, str]], within_ms: float) -> list[tuple[float, str]]:

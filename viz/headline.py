@@ -20,7 +20,7 @@ from typing import Any
 
 from record.gpu_time import gpu_time
 from record.host_load import MachineLoad, busiest, machine_load
-from record.imported import imported
+from record.imported import loop_verdict
 from record.metrics import compare_runs
 from record.run_record import loop_of
 from record.schema import ENGINE_LOOPS, Loop, RunDict
@@ -102,7 +102,7 @@ def _one_trace(run: RunDict, name: str, lang: str) -> str:
     m = run["metrics"]
     if not m.get("steady_step_us"):
         return ""
-    verdict = str((imported(run).get("loop_seen") or {}).get("verdict"))
+    verdict = loop_verdict(run)
     verdict = verdict if verdict in ("serial", "overlapped") else "unknown"
     text = t(lang, f"headline_trace_{verdict}").format(
         name=name, busy=100 * (m.get("steady_busy_frac") or 0.0), step=m["steady_step_us"] * _MS,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import html
 
 from record.gpu_time import GpuTime, gpu_time
-from record.imported import imported
+from record.imported import imported, loop_verdict
 from record.kernel_lanes import drawn_kernel_lane, is_kernel_lane, kernel_lane_streams, stream_number
 from record.metrics import busy_fraction
 from record.run_record import loop_of
@@ -115,7 +115,7 @@ def loop_tag(run: RunDict, lang: str) -> str:
     (``record.imported.trace_loop``); "" otherwise."""
     if loop_of(run)[0] != Loop.IMPORTED:
         return ""
-    verdict = (imported(run).get("loop_seen") or {}).get("verdict")
+    verdict = loop_verdict(run)
     return t(lang, f"tag_{verdict}") if verdict in ("overlapped", "serial", "unknown") else ""
 
 

@@ -27,6 +27,7 @@ from viz.figure import FigureSpec
 from viz.gantt import (
     BAR_WIDTH,
     LANE_PX,
+    Cell,
     add_run,
     message_figure,
     plotly_white,
@@ -107,15 +108,15 @@ def _trace_marks(fig: FigureSpec, run: RunDict, step: int, index: dict[str, int]
         if span.get("step") == step and span["phase"] in roles and span["lane"] in index:
             # coloured by its role, named as the trace names it
             fig.add_trace(_outlined(span, "host", step, [], index, offset, lang,
-                                    title=html.escape(span["phase"]),
-                                    color=roles[span["phase"]]))
+                                    (html.escape(span["phase"]), roles[span["phase"]])))
 
 
 def _outlined(span: SpanDict, role: str, step: int, partners: list[str],
-              index: dict[str, int], offset: float, lang: str, title: str | None = None,
-              color: str | None = None) -> dict[str, Any]:
-    """Step n's span drawn again on top, outlined; ``title``, ``color``: an imported host phase's
-    own name, and the phase whose colour it takes (its role)."""
+              index: dict[str, int], offset: float, lang: str,
+              named: tuple[str, str] | None = None) -> dict[str, Any]:
+    """Step n's span drawn again on top, outlined; ``named``: an imported host phase's own name,
+    and the phase whose colour it takes (its role)."""
+    title, color = named or (None, None)
     name = title or role_name(role, span, step, lang)
     start = (span["start_us"] - offset) / 1000.0
     duration = (span["end_us"] - span["start_us"]) / 1000.0
@@ -197,8 +198,8 @@ def unrolled_figure(run: RunDict | None, lang: str = "en") -> FigureSpec:
     for col, (_, a, b) in enumerate(panels, start=1):
         windowed = window_run(run, a, b, steps)
         offset = windowed["window"]["t_start_us"]
-        x_max = add_run(fig, windowed, lanes, 1, offset, legend_shown, lang, col=col,
-                         marks=marks)
+        x_max = add_run(fig, windowed, lanes, Cell(1, col, offset), legend_shown, lang,
+                        marks=marks)
         fig.add_trace(_labels(windowed, lanes, offset, x_max, a, b), row=1, col=col)
         fig.update_xaxes(range=[0, x_max * 1.01 or 1.0], row=1, col=col, title={"text": "ms"},
                          showgrid=True, gridcolor="#eeeeee", zeroline=False)

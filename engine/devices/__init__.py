@@ -1,9 +1,6 @@
-"""The devices that play the article's GPU: ``cuda.py`` (real CUDA streams, scheduler, engine and
-copy; events, pinned buffer rings, the device result ring), ``cuda_graph.py`` (CUDA graphs),
-``process.py`` (on a CPU, a device process), ``runner.py`` (what one forward does: token_pool
-gather, model, sample, scatter) and ``kernel_capture.py`` (a torch.profiler window as kernel
-lanes).
+"""The devices that play the article's GPU: ``cuda.py`` (CUDA streams, events, buffer rings),
+``cuda_graph.py``, ``process.py`` (a CPU device process), ``runner.py`` (what one forward does)
+and ``kernel_capture.py`` (a torch.profiler window as kernel lanes).
 
 May import: ``engine.scheduler`` (the protocol and ``StepMeta``), ``engine.models``,
-``engine.layers``, ``engine.config``, ``engine.proc_watch``, ``record``.
-"""
+``engine.layers``, ``engine.config``, ``engine.proc_watch``, ``record``."""

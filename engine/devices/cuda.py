@@ -1,32 +1,21 @@
 """The CUDA device: real streams over one ``ModelRunner``, events, reused buffers.
 
-The verbs are those of ``engine.scheduler.device.Device``. On the **scheduler stream**: the
-metadata upload (and prompt writes). On the **engine stream**: the forward and sampling. The
-streams are ordered both ways, each at its line: the forward waits for its upload (metadata ->
-forward, ``forward``); an upload into a staging buffer waits for the last forward that read it
-(``UploadRing.send``, ``cuda_buffers.py``); the copy waits for the forward's end
-(``_copy_result``). The prompt writes into ``token_pool`` rows wait for no forward: a slot is
-handed to a new request only after the launched batches that read its row are done
-(``RequestTable._release``, ``engine/scheduler/table.py``).
+The scheduler stream uploads each step's metadata (and prompt writes); the engine stream runs the
+forward and sampling. They are ordered both ways, each at its line: the forward waits for its
+upload; an upload into a staging buffer waits for the last forward that read it
+(``UploadRing.send``); the copy waits for the forward's end. Prompt writes into ``token_pool`` wait
+for no forward: a slot is handed out only after the batches that read its row are done
+(``RequestTable._release``).
 
 Where the result copy runs (``result_copy_stream``) decides whether the GPU serialises:
 
-- ``"copy"`` (the default, as vLLM and SGLang place it): on a **copy stream** of its own, after a
-  wait for the forward's end. Nothing on the engine stream waits for it, so forward(n+1) follows
-  forward(n) at once while copy(n) runs beside it. That needs somewhere the next forward does not
-  write: here sampling is captured inside the CUDA graph, whose output every replay rewrites, so
-  each forward also stores its tokens in its own row of a device result ring (its metadata says
-  which, ``COL_OUT``), and the copy reads that row. (vLLM and SGLang sample outside the graph,
-  into a fresh tensor kept alive for the copy, and need no ring.)
-- ``"engine"`` (Mini-SGLang's): on the engine stream right after the sampling it reads, in stream
-  order; upload(n+1) never waits for forward(n), but forward(n+1) starts only after the copy's
-  few microseconds.
+- ``"copy"`` (the default, as vLLM and SGLang): on a copy stream of its own, after a wait for the
+  forward; forward(n+1) follows forward(n) at once. The graph's output is rewritten by every
+  replay, so each forward also stores its tokens in its own row of a device result ring
+  (``COL_OUT``) and the copy reads that row.
+- ``"engine"`` (Mini-SGLang's): on the engine stream after sampling; forward(n+1) waits for it.
 - ``"scheduler"``: on the scheduler stream after a wait for forward(n); upload(n+1) queues behind
-  the copy in that stream's order and forward(n+1) waits for the upload, so every forward starts
-  only after the previous one, its copy and the next upload, one after the other.
-
-``process.py`` is the CPU implementation of the same verbs.
-"""
+  it, so every forward waits for the previous one, its copy and the next upload in turn."""
 
 from __future__ import annotations
 
@@ -35,10 +24,11 @@ from typing import Any
 
 import torch
 
+from engine.config import MAX_DECODE_STEPS, RESULT_BUFFERS, EngineConfig
 from engine.devices.cuda_buffers import EventPool, EventRing, Ring, UploadRing
 from engine.devices.runner import ModelRunner
 from engine.scheduler.device import ForwardOutput
-from engine.scheduler.request import StepMeta
+from engine.scheduler.request import NUM_INT_COLS, StepMeta
 from record.recorder import Timeline
 from record.schema import BASE_LANES, LANES, Lane, Phase
 
@@ -62,50 +52,49 @@ class Uploaded:
 class CudaDevice:
     """CUDA streams over one ``ModelRunner``; upload and result buffers used in rings.
 
-    The launch path is the scheduler thread's own time per forward, so it avoids Python costs the
-    GPU never sees (measured with ``python -m studies launch-cost``): every ``event.record(stream)``
-    names its stream (a bare ``record()`` looks the current stream up), the work is put on a
-    stream with ``torch.cuda.set_stream`` rather than a ``with torch.cuda.stream(...)`` block
-    (about 10 µs each, three per forward), a step's metadata goes up in one H2D copy into a
-    device buffer made once (three ``.to()`` calls, each allocating, cost about 26 µs), a
-    graph's sampled tokens are copied to the host from the step's own result-ring row (on a copy
-    stream) or straight from the graph's static output where that is safe (no clone), and no
-    event is made per step:
-    signals re-record events of a ring, and the recorder's timing events come from a pool.
-    """
+    The launch path is the scheduler thread's time per forward, so it avoids costs the GPU never
+    sees (``python -m studies launch-cost`` measures them): every ``event.record(stream)`` names its
+    stream, work goes on a stream by ``torch.cuda.set_stream`` (no ``with`` block), a step's
+    metadata goes up in one H2D copy into a device buffer made once, sampled tokens are copied from
+    the step's result-ring row or the graph's output with no clone, and no event is made per step."""
 
     kind = "cuda"
     lanes: tuple[str, ...]
+    pads_batches = True             # to the shapes it warmed (and captured as graphs)
 
-    def __init__(self, runner: ModelRunner, max_rows: int, int_width: int, max_writes: int,
-                 graphs: Any = None, hazards: Any = None, ring: int = 2,
-                 results: int = 2, copy_stream: str = "copy", max_group: int = 1) -> None:
-        from engine.config import HazardSwitches
+    def __init__(self, runner: ModelRunner, cfg: EngineConfig, graphs: Any = None,
+                 ring: int = 2) -> None:
+        """Streams over ``runner`` for an engine of ``cfg`` (``graphs``: its ``StepGraphs``, or
+        None for eager steps); ``ring`` upload buffers."""
         self.runner, self.graphs = runner, graphs
-        self.hazards = hazards or HazardSwitches()
-        self.placement = copy_stream                 # where the result copy runs (module doc)
+        self.hazards = cfg.hazards
+        self.placement = cfg.result_copy_stream      # where the result copy runs (module doc)
         self.label = (f"{torch.cuda.get_device_name()}, {'CUDA graphs' if graphs else 'eager'}, "
                       f"{runner.attention} attention" + (", compiled" if runner.compiled else ""))
         self.scheduler_stream = torch.cuda.Stream()
         self.engine_stream = torch.cuda.Stream()
-        self.copy_stream = torch.cuda.Stream() if copy_stream == "copy" else None
+        self.copy_stream = torch.cuda.Stream() if self.placement == "copy" else None
         self.lanes = LANES if self.copy_stream is not None else BASE_LANES
         self.timeline = Timeline(enabled=False)
         self.events = EventPool()                 # timing events, lent to the timeline
+        results = RESULT_BUFFERS
         self.forward_done = EventRing(results)    # scheduler-stream copies wait on these
-        self.max_rows, self.int_width, self.max_writes, self.ring = max_rows, int_width, max_writes, ring
-        # Room for a multi-step group of max_group steps from the start: growing later waits.
-        self._grow_staging(max_rows * max_group)
+        self.max_rows, self.ring = cfg.max_batch_size, ring
+        self.int_width = NUM_INT_COLS + cfg.pages_per_seq
+        self.max_writes = max(cfg.max_prefill_tokens, 1)
+        # Room for a multi-step group of the longest k from the start: growing later waits.
+        self._grow_staging(self.max_rows * MAX_DECODE_STEPS)
         pin = dict(pin_memory=True)
         single = self.hazards.single_host_buffer
-        self.results = Ring([torch.zeros(max_rows, dtype=torch.int64, **pin)
+        self.results = Ring([torch.zeros(self.max_rows, dtype=torch.int64, **pin)
                              for _ in range(1 if single else results)], guard=not single)
         self._ring_slots, self._ring_slot = results, 0
         if self.copy_stream is not None:
             # Result buffer i pairs with ring rows [i * max_rows, (i + 1) * max_rows): reusing
             # the buffer (Ring's guard: its last copy is done) frees that ring row too.
-            ring = runner.result_ring
-            assert ring is not None and ring.shape[0] > results * max_rows, "result ring too small"
+            result_ring = runner.result_ring
+            assert result_ring is not None and result_ring.shape[0] > results * self.max_rows, \
+                "result ring too small"
 
     # ---- run boundaries ------------------------------------------------------------------------
     def begin_run(self, timeline: Timeline) -> None:
@@ -124,30 +113,23 @@ class CudaDevice:
 
     # ---- verbs --------------------------------------------------------------------------------
     def _grow_staging(self, rows: int) -> None:
-        """(Re)make the ring of upload buffers for uploads of up to ``rows`` rows.
-
-        The old buffers may go at once: an in-flight forward holds views of the old device
-        buffers (its ``keep_alive``) until it is processed, and PyTorch's pinned-memory allocator
-        keeps a dropped host buffer until the copies queued from it have run. The new ones need
-        one wait (growing is rare: a multi-step group larger than any before it)."""
+        """(Re)make the ring of upload buffers for uploads of up to ``rows`` rows (rare: a
+        multi-step group larger than any before). The old buffers may go at once: an in-flight
+        forward keeps views of its device buffer (``keep_alive``), and the pinned allocator keeps
+        a dropped host buffer until its queued copies have run."""
         self.staging = UploadRing(self.ring, rows, self.int_width, self.max_writes,
                                   self.runner.device)
-        # Sync point, guarding two dependencies of the new device buffers: they were made (and
-        # zero-filled) on whatever stream was current, so the fill is queued behind the forwards
-        # in flight there while the upload that writes them runs at once on the scheduler
-        # stream, and the allocator may have handed them memory that in-flight work on that
-        # stream still reads. Without this wait an upload could be zeroed after it landed
-        # (tests/test_cuda_device.py makes that happen).
+        # Sync point, guarding the new device buffers: their zero fill is queued on the current
+        # stream behind the forwards in flight there, while the upload that writes them runs at
+        # once on the scheduler stream (an upload zeroed after it landed); and their memory may
+        # still be read by in-flight work on that stream.
         torch.cuda.synchronize()
 
     def upload(self, metas: list[StepMeta]) -> list[Uploaded]:
-        """Stage 2's device part, on the scheduler stream: one H2D copy, then the prompt writes.
-
-        The step's ints, floats and prompt writes travel packed in one buffer
-        (``UploadRing``). A multi-step group's k steps go up together in the same copy, then each
-        step reads its own rows of it. Only a prefill carries prompt writes, and a prefill is a
-        group of one.
-        """
+        """Stage 2's device part, on the scheduler stream: one H2D copy of the packed ints, floats
+        and prompt writes (``UploadRing``), then the prompt writes. A multi-step group's k steps
+        share the copy, each reading its own rows; only a prefill (a group of one) carries prompt
+        writes."""
         sizes = [m.ints.shape[0] for m in metas]
         total = sum(sizes)
         first = metas[0]
@@ -191,10 +173,10 @@ class CudaDevice:
         return out
 
     def _out_base(self, i: int) -> int:
-        """The first device result-ring row of a step whose host result buffer is ``i``: the
-        buffer's own rows, so the buffer's reuse guard also frees them. With the lab's single
-        host buffer (no guard) the steps still take the ring's rows in turn, so that lab run
-        shows the one race it is about, the host buffer's, and not also a device-side one."""
+        """The first result-ring row of a step whose host result buffer is ``i``: the buffer's own
+        rows, so the buffer's reuse guard frees them too. With the lab's single host buffer the
+        steps still take the ring's rows in turn, so that lab run shows only the host buffer's
+        race."""
         if not self.hazards.single_host_buffer:
             return i * self.max_rows
         self._ring_slot = (self._ring_slot + 1) % self._ring_slots
@@ -207,9 +189,7 @@ class CudaDevice:
         torch.cuda.set_stream(stream)                     # everything below: engine stream
         if uploaded.first_of_group and not self.hazards.no_wait_stream:
             # Metadata -> forward: this forward reads the metadata its group uploaded on the
-            # scheduler stream. (Mini-SGLang writes engine_stream.wait_stream(scheduler_stream): with the
-            # copy elsewhere the scheduler stream holds only uploads, so it is the same edge;
-            # with the copy there, wait_stream would also wait for that copy.)
+            # scheduler stream (Mini-SGLang's wait_stream, narrowed to the upload's event).
             stream.wait_event(uploaded.ready)
         # A group's later steps need no wait: its first forward already waited for the whole
         # group's upload, and the engine stream runs its work in order.
@@ -250,11 +230,10 @@ class CudaDevice:
                              keep_alive=(ints, floats, uploaded.writes, next_tokens))
 
     def _out_read_in_time(self, uploaded: Uploaded) -> bool:
-        """Is every read of this replay's output done before the next replay can overwrite it?
-        On a copy stream the copy reads the result ring, never the output. On the engine stream
-        the copy runs in stream order before the next replay. On the scheduler stream only when
-        the next forward starts a new group, whose wait for its upload also waits for this copy
-        queued before it."""
+        """Is every read of this replay's output done before the next replay can rewrite it? On a
+        copy stream the copy reads the ring, never the output; on the engine stream it runs
+        before the next replay; on the scheduler stream only when the next forward starts a new
+        group (its wait for its upload also waits for this copy)."""
         if self.placement != "scheduler":
             return True
         return uploaded.last_of_group and not self.hazards.no_wait_stream
@@ -269,17 +248,14 @@ class CudaDevice:
         rows = meta.num_rows
         copy_done = self.results.events[i]
         if self.placement == "copy":
-            # The forward's end, as an event the copy stream can wait for: when recording, the
-            # recorder's timing event after sampling serves (one record, two uses), else a plain
-            # one. The copy's span then starts there, as the copy itself does (or where the
-            # copy before it on this stream ended, if later: record.recorder).
+            # The forward's end, for the copy stream to wait for: the recorder's event after
+            # sampling when recording (one record, two uses), else a plain one.
             forward_done = (timing[sampled] if timing
                             else self.forward_done.record(self.engine_stream))
             stream = self.copy_stream
             torch.cuda.set_stream(stream)                 # everything below: copy stream
-            # The copy reads what this forward's sampling wrote into its result ring row: it
-            # waits for the forward here, on its own stream; nothing on the engine stream waits
-            # for the copy, so the next forward starts beside it.
+            # Forward -> copy: the copy reads the ring row this forward's sampling wrote; it waits
+            # on its own stream, so the next forward starts beside it.
             stream.wait_event(forward_done)
             if self.hazards.no_result_ring:
                 # Hazard lab: copy the graph's output, which the next replay rewrites (late).

@@ -1,13 +1,7 @@
-"""What the CUDA device reuses every step instead of making anew: pinned host buffers in rings,
-the upload buffers (a pinned host buffer and a device buffer per slot, one H2D copy per step),
-and CUDA events (timing ones lent out and given back).
-
-Both exist because of the launch path's cost. A serial loop pays every microsecond the scheduler
-thread spends launching a step as GPU idle time, so making a CUDA event (or a pinned buffer) per
-step would make the loop look worse than it is, and the recorder would inflate the very gap it
-measures. Here buffers and events are made once and used again, each only when nothing can still
-be reading it.
-"""
+"""What the CUDA device reuses every step instead of making anew: pinned host buffers in rings, the
+upload buffers (one H2D copy per step) and CUDA events. In a serial loop every moment the launch
+path takes is GPU idle time, so nothing is made per step; each buffer and event is used again
+only when nothing can still be reading it."""
 
 from __future__ import annotations
 
@@ -54,13 +48,9 @@ class EventRing:
 
 
 class EventPool:
-    """Timing events lent to the span recorder and given back once it has read them.
-
-    ``take(n)`` hands out a group of ``n`` events (made only while no group of that size is free,
-    so after the first run a run makes none), and the timeline gives the group back whole when
-    its spans have been resolved: one deque operation each way, whatever ``n``. Both are safe
-    from two threads: deque appends and pops are atomic.
-    """
+    """Timing events lent to the span recorder and given back once it has read them: ``take(n)``
+    hands out a group (made only while none of that size is free), the timeline gives it back
+    whole; one deque operation each way, safe from two threads."""
 
     def __init__(self) -> None:
         self.free: dict[int, deque] = {}
@@ -94,20 +84,14 @@ class UploadSlot:
 
 
 class UploadRing:
-    """Pairs of (pinned host buffer, device buffer), made once and used in turn: a step's
-    metadata (``ints [rows, W]`` int64, ``floats [rows, 2]`` float32, prompt writes ``[3, T]``)
-    is packed into the host buffer back to back and sent with **one** H2D copy into the device
-    buffer of the same slot; the device reads it through views. No device memory is allocated per
-    step, and one copy costs the launch path one call instead of three.
+    """Pairs of (pinned host buffer, device buffer), made once and used in turn: a step's metadata
+    (``ints [rows, W]`` int64, ``floats [rows, 2]`` float32, prompt writes ``[3, T]``) is packed
+    into the host buffer and sent with one H2D copy; the device reads it through views.
 
-    Two things must be done with a slot before it is used again, and each has its own event:
-    ``copied[i]`` (recorded after the H2D copy): the host buffer may be rewritten; the scheduler
-    thread waits for it (it has long fired: the copy is microseconds). ``read[i]`` (recorded on
-    the engine stream after the last forward that reads the slot): the device buffer may be
-    overwritten; the next copy into it waits for it *on the GPU* (``wait_event``), never on the
-    host, so reuse costs the pipeline nothing while keeping forward(n) from reading metadata that
-    upload(n + ring) already overwrote.
-    """
+    A slot is used again only after two events: ``copied[i]`` (after the H2D copy: the host buffer
+    may be rewritten; the scheduler thread waits for it) and ``read[i]`` (after the last forward
+    that reads the slot: the next copy into the device buffer waits for it on the GPU, never on the
+    host, so forward(n) never reads metadata that upload(n + ring) overwrote)."""
 
     def __init__(self, n: int, rows: int, width: int, max_writes: int,
                  device: torch.device) -> None:

@@ -1,24 +1,11 @@
-"""CUDA graphs, one per step shape: the whole step (forward, sample, token_pool write) captured
-once and replayed with a single launch.
+"""CUDA graphs, one per step shape: forward, sample and token_pool write captured once and replayed
+with a single launch.
 
-Graphs and overlap fix different gaps. An eager forward of a small model is *launch-bound*: the
-GPU waits between its own kernels while Python issues the next one. A graph removes those gaps
-*inside* a forward. Overlap removes the gap *between* forwards (the CPU's per-step work). They
-compose: graphs make the forward short and dense, overlap hides the CPU behind it.
-
-Shapes: a decode step for each batch-size bucket, and a prefill for each (batch-size bucket,
-tokens-per-row bucket) the scheduler can make on CUDA (it pads prefills to those:
-``request.prefill_shapes``), greedy and sampled. An eager prefill of a small model is several
-milliseconds of kernel launches whatever its length, and how long it takes depends on how fast
-the host issues them (on an H200 the same prefill took up to twice as long from one run to the
-next); as a
-graph it is as long as its work, so a prefix-cache hit shortens it and two loops' prefills
-compare.
-
-A graph reads fixed addresses, so each replay first copies the step's metadata into static
-buffers (on the engine stream, after the wait for the upload), and the sampled tokens are copied
-out of the static output before the next replay can overwrite them.
-"""
+Graphs remove the launch gaps *inside* a forward; overlap removes the gap *between* forwards. They
+compose. A decode graph for each batch bucket and a prefill graph for each (batch, tokens) bucket
+the scheduler pads to (``request.prefill_shapes``), greedy and sampled: a captured prefill is as
+long as its work, so a prefix-cache hit shortens it. A replay first copies the step's metadata into
+the graph's static buffers; its tokens are read before the next replay rewrites them."""
 
 from __future__ import annotations
 
@@ -37,11 +24,9 @@ class _Graph:
         self.greedy = greedy
 
     def replay(self, ints: torch.Tensor, floats: torch.Tensor, keep: bool = True) -> torch.Tensor:
-        """One step. The sampled tokens stay in the graph's static ``out``, which the next replay
-        of any graph may overwrite (they share one memory pool): ``keep=True`` copies them out
-        first (a kernel and an allocation). A caller may pass ``keep=False`` only where something
-        already orders the next replay after every read of ``out`` (the engine stream's order,
-        or the next forward's wait on the stream that copies it)."""
+        """One step. The sampled tokens stay in the graph's static ``out``, which the next replay of
+        any graph may rewrite (one memory pool): ``keep=True`` copies them out first.
+        ``keep=False`` only where something orders the next replay after every read of ``out``."""
         self.ints.copy_(ints)            # step metadata -> the graph's static input buffers
         if not self.greedy:              # greedy decoding never reads temperature / top_p
             self.floats.copy_(floats)

@@ -1,19 +1,11 @@
-"""Kernel-level capture: torch.profiler over a short window of steps, merged as extra lanes.
+"""Kernel-level capture: torch.profiler over a window of steps, merged as ``kernels: <stream>``
+lanes.
 
-Step-level CUDA events say *when* a forward ran, not how densely. In eager mode a small model is
-launch-bound: the forward's span stretches to the CPU's launch time while the kernels inside are
-sparse. Only a kernel-level view shows those gaps, so for a window of steps we run torch.profiler
-and merge its kernels into the run's timeline as lanes named ``kernels: <stream>``.
-
-Alignment: each launch in the window is annotated ``ProfilerStep#<step>`` (a CPU range); a kernel
-belongs to the step whose annotation contains its launch (found by its correlation id). Kernel
-times are GPU times, so they are placed on our clock by GPU anchors: the median offset between
-each step's first kernel and the start of our engine-stream span of that step (both say when the
-GPU began the step). Mapping through the host clock instead (annotations against our ``launch``
-spans) was off by about 200 µs on an H200, the profiler's own GPU-to-host clock offset. Where a
-window has no such spans the host mapping is used. Imported production traces go through
-``record.imported.profiler_import`` instead.
-"""
+Step-level events say when a forward ran, not how densely; an eager small model is launch-bound and
+only kernels show it. Each launch is annotated ``ProfilerStep#<step>``, and a kernel belongs to the
+step whose annotation holds its launch (by correlation id). Kernel times are placed on our clock by
+GPU anchors (the median offset between each step's first kernel and our engine-stream span of that
+step), not through the host clock, whose offset from the profiler's is large."""
 
 from __future__ import annotations
 

@@ -1,28 +1,14 @@
 """The CPU backend: a separate *device process* plays the GPU, so overlap is real on a CPU too.
 
-A worker thread would not do: Python's GIL serialises the forward's op dispatch against the
-scheduler's Python work (measured on this project's 2-core machine: a thread-as-device ran both
-loops at the same speed). A process has its own interpreter, so forward(Bn) in the device process
-truly runs while the scheduler processes Bn-1.
+A thread would not do: the GIL serialises the forward's op dispatch against the scheduler's Python
+work. A process has its own interpreter, so forward(Bn) runs while the scheduler processes Bn-1. The
+command pipe is the stream (steps run in the order sent), a ``StepCommand`` the metadata upload, a
+ring of shared-memory buffers the pinned host buffers, and a ``StepDone`` message ``copy_done``; the
+child owns the model, KV cache and token_pool and stamps its spans with ``perf_counter_ns``.
 
-The mapping to CUDA:
-
-| CUDA                          | device process                                            |
-|-------------------------------|-----------------------------------------------------------|
-| stream (in-order queue)       | the command pipe: steps execute in the order sent         |
-| H2D metadata upload           | the ``StepCommand`` message (pickled numpy arrays)        |
-| model, KV cache, token_pool   | owned by the child; the parent never holds them           |
-| pinned host result buffers    | a ring of shared-memory buffers the child writes into     |
-| ``copy_done`` event           | a ``StepDone`` message; ``synchronize()`` waits for it    |
-
-The child stamps its own spans with ``perf_counter_ns`` (one system-wide clock on Linux).
-
-A device process can die (killed, out of memory) or stop (SIGSTOP). Every wait on it is a short
-poll that also watches the process, so a dead or stopped device raises ``DeviceError`` within a
-second or so instead of hanging; ``Engine`` then starts a fresh one for the next run. Where a
-process cannot be started at all, ``InlineDevice`` runs the same step function in-process
-(serial: no overlap), and its label says so.
-"""
+Every wait polls the process too, so a dead or stopped device raises ``DeviceError`` instead of
+hanging (``Engine`` starts a new one for the next run). Where no process can start, ``InlineDevice``
+runs the same step in-process (serial) and its label says so."""
 
 from __future__ import annotations
 
@@ -36,6 +22,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 
+from engine.config import RESULT_BUFFERS, EngineConfig
 from engine.proc_watch import exit_text, is_stopped, start_deaf_to_ctrl_c
 from engine.scheduler.device import ForwardOutput
 from engine.scheduler.request import StepMeta
@@ -56,19 +43,17 @@ class DeviceError(RuntimeError):
 
 @dataclass(frozen=True)
 class DeviceInit:
-    """What the device process needs to build its runner (plain values: it is pickled)."""
+    """What the device process builds its runner from (pickled): the engine's config, the
+    model's resolved path and dtype, and how many shared result buffers it writes into."""
 
+    config: EngineConfig
     model: str
     dtype: str
-    seed: int
-    threads: int
-    max_slots: int
-    max_seq_len: int
-    num_pages: int
-    page_size: int
-    max_rows: int
-    num_buffers: int
-    cpu_affinity: tuple[int, ...] = ()   # cores the device process may run on (empty: any)
+    num_buffers: int = RESULT_BUFFERS
+
+    @property
+    def max_rows(self) -> int:
+        return self.config.max_batch_size
 
 
 @dataclass(frozen=True)
@@ -109,13 +94,12 @@ class DeviceFailed:
 # ---- the device side (runs in the child, or in-process for the fallback) ----------------------
 
 def build_runner(init: DeviceInit):
-    from engine.devices.runner import ModelRunner
+    from engine.devices.runner import ModelRunner, RunnerConfig
     from engine.models.loader import load_model
 
     dtype = getattr(torch, init.dtype)
-    loaded = load_model(init.model, "cpu", dtype, init.seed)
-    runner = ModelRunner(loaded.model, init.max_slots, init.max_seq_len, init.num_pages,
-                         init.page_size, dtype, torch.device("cpu"))
+    loaded = load_model(init.model, "cpu", dtype, init.config.seed)
+    runner = ModelRunner(loaded.model, RunnerConfig.of(init.config, dtype, torch.device("cpu")))
     return loaded, runner
 
 
@@ -142,16 +126,13 @@ def execute_step(runner, meta: StepMeta, out: np.ndarray) -> list[StampedSpan]:
 
 
 def device_main(init: DeviceInit, cmd_conn, done_conn, shared) -> None:
-    """The device process: build the runner, then execute steps in order until told to stop.
-
-    It exits quietly when its parent goes away (a pipe reaches EOF or breaks, even in the middle
-    of its start-up), and leaves Ctrl-C to the parent, which closes it (a terminal sends SIGINT
-    to the whole process group)."""
+    """The device process: build the runner, then run steps in order until told to stop. It exits
+    quietly when its parent goes away and leaves Ctrl-C to the parent."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        if init.cpu_affinity:
-            os.sched_setaffinity(0, init.cpu_affinity)
-        torch.set_num_threads(init.threads)
+        if init.config.device_cpus:
+            os.sched_setaffinity(0, init.config.device_cpus)
+        torch.set_num_threads(init.config.cpu_threads)
         _, runner = build_runner(init)
         results = np.frombuffer(shared, dtype=np.int64).reshape(init.num_buffers, init.max_rows)
         ready: DeviceReady | DeviceFailed = DeviceReady(os.getpid())
@@ -203,11 +184,11 @@ class ProcessDevice:
     kind = "cpu-process"
     label = "CPU, separate device process"
     lanes = BASE_LANES              # one process plays both streams, in order; no copy stream
+    pads_batches = False
 
-    def __init__(self, init: DeviceInit, single_buffer: bool = False,
-                 start_timeout_s: float = START_TIMEOUT_S) -> None:
+    def __init__(self, init: DeviceInit, start_timeout_s: float = START_TIMEOUT_S) -> None:
         ctx = mp.get_context("spawn")   # never fork a process that may already run server threads
-        self.num_buffers = 1 if single_buffer else init.num_buffers
+        self.num_buffers = 1 if init.config.hazards.single_host_buffer else init.num_buffers
         init = replace(init, num_buffers=self.num_buffers)
         self.shared = ctx.RawArray("b", self.num_buffers * init.max_rows * 8)
         self.results = np.frombuffer(self.shared, dtype=np.int64).reshape(self.num_buffers,
@@ -222,10 +203,8 @@ class ProcessDevice:
         cmd_r.close()
         done_w.close()
         self.timeline = Timeline(enabled=False)
-        # Steps answered but not yet waited for. Steps are waited for in launch order, so once
-        # step s has been waited for, every earlier one has been too: ``waited_upto`` says so in
-        # one number, and the set stays as small as the steps in flight (a served session runs
-        # for hours).
+        # Steps answered but not yet waited for (waited for in launch order: ``waited_upto``
+        # covers every earlier one, so the set stays as small as the steps in flight).
         self.done_steps: set[int] = set()
         self.waited_upto = 0
         self.run_id = 0
@@ -367,10 +346,11 @@ class InlineDevice:
     kind = "cpu-inline"
     label = "CPU, in-process fallback (no device process: serial, no real overlap)"
     lanes = BASE_LANES
+    pads_batches = False
     healthy = True
 
     def __init__(self, init: DeviceInit, reason: str = "") -> None:
-        torch.set_num_threads(init.threads)
+        torch.set_num_threads(init.config.cpu_threads)
         _, self.runner = build_runner(init)
         self.results = np.zeros((init.num_buffers, init.max_rows), dtype=np.int64)
         self.buf = 0

@@ -1,30 +1,22 @@
 """The device side: model, paged KV cache and ``token_pool``, and what one forward does on them.
 
-This object lives wherever the "GPU" is: inside the engine process on CUDA, or inside the separate
-device process on CPU (``device_process.py``). It only ever sees tensors already on its device.
-
-``token_pool[slot, position]`` is the heart of overlap scheduling: a forward *gathers* its input
-ids from it and *scatters* its sampled tokens back into it, so the next forward can start without
-the CPU ever learning the values (the CPU reads them later, from a copy, for stop checks).
-With a ``result_ring`` (a CUDA device whose copy runs on a stream of its own) each forward also
-writes its tokens into a ring row named by the step's metadata (``COL_OUT``): the copy of step n
-reads that row while forward(n+1) already runs and writes another one.
-
-Two attention paths share one model. ``reference`` (CPU, float64, and the test oracle) gathers each
-row's context and runs SDPA under a mask; ``triton`` (CUDA's default) runs a decode step (one token
-per row) through ``PagedDecodeContext``, which reads the pages in place. Prefill always takes the
-reference path. ``compile=True`` (CUDA) also runs decode through ``engine/models/compiled.py``.
-``DecodeKernels`` names the decode step's kernel choices (attention chunking, where RoPE runs,
-the greedy argmax): the defaults are the engine's, the others are there to be measured against.
-"""
+It lives where the "GPU" is: in the engine process on CUDA, in the device process on CPU.
+``token_pool[slot, position]`` is the heart of overlap scheduling: a forward *gathers* its input ids
+from it and *scatters* its sampled tokens back, so the next forward starts without the CPU learning
+the values (it reads them later, from a copy). With a ``result_ring`` each forward also writes its
+tokens into the ring row its metadata names (``COL_OUT``), which the copy reads while the next
+forward runs. Attention: ``reference`` (gather and masked SDPA; prefill, CPU and the test oracle) or
+``triton`` (decode through ``PagedDecodeContext``, pages read in place). ``DecodeKernels`` names the
+decode step's kernel choices."""
 
 from __future__ import annotations
 
 import importlib.util
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field
 
 import torch
 
+from engine.config import RESULT_BUFFERS, EngineConfig
 from engine.layers import sampler
 from engine.layers.paged_attention import (
     BLOCK_N,
@@ -53,16 +45,13 @@ ATTENTION = ("auto", "reference", "triton", "emulated")   # emulated: the kernel
 
 @dataclass(frozen=True)
 class DecodeKernels:
-    """The decode step's kernel choices. The defaults are the engine's; ``EARLIER`` is what they
-    replaced, kept so a study can measure one against the other on the same machine.
+    """The decode step's kernel choices; the defaults are the engine's, ``EARLIER`` what they
+    replaced (a study measures one against the other).
 
-    ``chunk_keys``: decode attention runs one chunk per this many keys of a row (0: the fixed
-    scheme, every row cut into ``num_kv_splits(max_seq_len)`` chunks and merged).
-    ``rope_in_attention``: the attention kernel rotates q and k as it loads them. Compiled or
-    not, the kernel before RoPE is the cuBLAS q/k/v product, which takes no element-wise
-    epilogue from the compiler: outside the attention kernel, RoPE is a kernel of its own.
-    ``argmax``: greedy decoding's argmax, ``"triton"`` (two passes, ``argmax_triton.py``) or
-    ``"torch"``; on a CPU (or without Triton) always torch's."""
+    ``chunk_keys``: one attention chunk per this many keys of a row (0: the fixed scheme).
+    ``rope_in_attention``: the attention kernel rotates q and k as it loads them (outside it, RoPE
+    follows the cuBLAS q/k/v product, which fuses nothing, as a kernel of its own). ``argmax``:
+    greedy decoding's, ``"triton"`` (``argmax_triton.py``) or ``"torch"`` (always on a CPU)."""
 
     chunk_keys: int = CHUNK_KEYS
     block_n: int = BLOCK_N
@@ -75,12 +64,10 @@ class DecodeKernels:
         self.chunking(self.chunk_keys or 1)          # refuses chunks that are not whole blocks
 
     def chunking(self, max_seq_len: int, row_programs: int = 0, sms: int = 0) -> Chunking:
-        """The chunking for an engine whose full batch runs ``row_programs`` programs a chunk
-        (its largest batch times its KV heads) on a GPU of ``sms`` multiprocessors. By length, a
-        short row runs one chunk per KV head; where a full batch of such rows would not fill the
-        GPU twice over, a short row's keys walk one after another on too few programs, so every
-        row is cut into the fixed scheme's chunks instead. Both come from the engine's
-        configuration, never from a step's batch (0: not known, by length)."""
+        """The chunking for an engine whose full batch runs ``row_programs`` programs a chunk (its
+        largest batch times its KV heads) on ``sms`` multiprocessors: by length, unless a full
+        batch of short rows would not fill the GPU twice over, then the fixed scheme. From the
+        configuration, never a step's batch (0: not known, by length)."""
         if self.chunk_keys and not (sms and row_programs < FILL_WAVES * sms):
             return by_length(max_seq_len, self.chunk_keys, self.block_n)
         return fixed_chunking(max_seq_len)
@@ -107,51 +94,72 @@ def pick_attention(requested: str, device: torch.device, dtype: torch.dtype) -> 
     return requested
 
 
+@dataclass(frozen=True)
+class RunnerConfig:
+    """What a ``ModelRunner`` is built for: its pools, where and in what precision, and the
+    decode step's kernels. ``of`` reads it from an engine's config; a study sets it by hand.
+
+    ``kv_splits``: one fixed chunk count for every row (None: as ``kernels`` say).
+    ``result_ring``: rows of the device result ring a copy stream reads (0: none).
+    ``sanitize``: the hazard lab's clamp of every index (metadata may be garbage without
+    ``wait_stream``: wrong tokens, not a device-side assert that kills the context)."""
+
+    max_slots: int
+    max_seq_len: int
+    num_pages: int
+    page_size: int
+    dtype: torch.dtype
+    device: torch.device
+    attention: str = "auto"
+    compile: bool = False
+    compile_mode: str | None = None         # torch.compile's mode (None: its default)
+    gemv: bool | tuple[str, ...] = False    # an experiment: python -m studies forward
+    kernels: DecodeKernels = field(default_factory=DecodeKernels)
+    kv_splits: int | None = None
+    result_ring: int = 0
+    sanitize: bool = False
+
+    @classmethod
+    def of(cls, cfg: EngineConfig, dtype: torch.dtype, device: torch.device) -> RunnerConfig:
+        """The runner of an engine of ``cfg`` on ``device``. A CPU always takes the plain
+        PyTorch path; only a CUDA device with a copy stream has a result ring."""
+        cuda = device.type == "cuda"
+        ring = cuda and cfg.result_copy_stream == "copy"
+        return cls(cfg.max_batch_size, cfg.max_seq_len, cfg.total_pages, cfg.page_size, dtype,
+                   device, attention=cfg.attention if cuda else "auto",
+                   compile=cfg.compiles(device.type),
+                   result_ring=RESULT_BUFFERS * cfg.max_batch_size if ring else 0,
+                   sanitize=cuda and cfg.hazards.no_wait_stream)
+
+
 class ModelRunner:
-    def __init__(self, model: CausalLM, max_slots: int, max_seq_len: int, num_pages: int,
-                 page_size: int, dtype: torch.dtype, device: torch.device,
-                 sanitize: bool = False, attention: str = "auto", compile: bool = False,
-                 gemv: bool | tuple[str, ...] = False, result_ring: int = 0,
-                 rope_in_attention: bool | None = None,
-                 kv_splits: int | None = None, compile_mode: str | None = None,
-                 kernels: DecodeKernels | None = None) -> None:
-        """``kernels``: the decode step's kernel choices (None: ``DecodeKernels()``).
-        ``rope_in_attention`` (None: as ``kernels`` says) and ``kv_splits`` (a fixed chunk
-        count for every row, None: as ``kernels`` says) override it.
-        ``compile_mode``: torch.compile's mode for the compiled regions (None: the default)."""
-        spec = model.spec
-        self.model, self.device, self.page_size, self.dtype = model, device, page_size, dtype
+    def __init__(self, model: CausalLM, config: RunnerConfig) -> None:
+        spec, c = model.spec, config
+        self.model, self.device, self.page_size, self.dtype = model, c.device, c.page_size, c.dtype
         self.vocab_size = spec.vocab_size
-        self.scratch_page = num_pages                 # the extra page that padding writes into
-        self.dummy_slot = max_slots                   # the extra token_pool row padding reads
-        self.max_seq_len = max_seq_len
-        self.num_pages = num_pages
-        # Hazard lab only: without wait_stream the metadata may be garbage; clamp every index so
-        # the fault shows as wrong tokens instead of a device-side assert that kills the context.
-        self.sanitize = sanitize
-        self.kv_caches = allocate_kv_tensors(spec.num_layers, num_pages, page_size,
-                                             spec.num_kv_heads, spec.head_dim, dtype, device)
+        self.scratch_page = c.num_pages               # the extra page that padding writes into
+        self.dummy_slot = c.max_slots                 # the extra token_pool row padding reads
+        self.max_seq_len = c.max_seq_len
+        self.num_pages = c.num_pages
+        self.sanitize = c.sanitize
+        self.kv_caches = allocate_kv_tensors(spec.num_layers, c.num_pages, c.page_size,
+                                             spec.num_kv_heads, spec.head_dim, c.dtype, c.device)
         # token_pool: [slots + 1, max_seq_len + 1] token ids, resident on the device.
-        self.token_pool = torch.zeros(max_slots + 1, max_seq_len + 1, dtype=torch.int64,
-                                      device=device)
-        # result_ring: [result_ring] sampled tokens the host's copies read (0: none), plus one
-        # place padding and capture-time rows may write (COL_OUT = result_ring).
-        self.result_ring = (torch.zeros(result_ring + 1, dtype=torch.int64, device=device)
-                            if result_ring else None)
-        self.attention = pick_attention(attention, device, dtype)
-        kernels = kernels or DecodeKernels()
-        if rope_in_attention is not None:
-            kernels = replace(kernels, rope_in_attention=rope_in_attention)
-        self.use_kernels(kernels, kv_splits)
+        self.token_pool = torch.zeros(c.max_slots + 1, c.max_seq_len + 1, dtype=torch.int64,
+                                      device=c.device)
+        # result_ring: [result_ring + 1] sampled tokens the host's copies read, plus one place
+        # padding and capture-time rows may write (COL_OUT = result_ring).
+        self.result_ring = (torch.zeros(c.result_ring + 1, dtype=torch.int64, device=c.device)
+                            if c.result_ring else None)
+        self.attention = pick_attention(c.attention, c.device, c.dtype)
+        self.use_kernels(c.kernels, c.kv_splits)
         self.forward_fn = model
-        self.compiled = compile
-        if compile:
-            if device.type != "cuda":
+        self.compiled = c.compile
+        if c.compile:
+            if c.device.type != "cuda":
                 raise ValueError("compile=True is for CUDA only (CPU mode never compiles)")
             from engine.models.compiled import CompiledDecode
-            # gemv: an experiment, off by default (python -m studies forward --variants
-            # triton+compile triton+compile+gemv triton+compile+gemv-in compares it with cuBLAS)
-            self.forward_fn = CompiledDecode(model, gemv=gemv, mode=compile_mode)
+            self.forward_fn = CompiledDecode(model, gemv=c.gemv, mode=c.compile_mode)
 
     def use_kernels(self, kernels: DecodeKernels, kv_splits: int | None = None) -> None:
         """Take ``kernels`` for the decode steps from now on (a CUDA graph keeps the choices it
@@ -279,9 +287,8 @@ class ModelRunner:
     def warm_up_prefill(self, sizes: tuple[int, ...], seq_lens: tuple[int, ...],
                         kv_pages: int) -> None:
         """One prefill of every (batch size, tokens per row) shape a run can meet, greedy and
-        sampled, so that no measured step pays a shape's first use: loading the kernels it needs
-        and the libraries' per-shape choices (on an H200 a first prefill of a shape took about ten
-        times as long as the next). Rows read the dummy slot and write the scratch page."""
+        sampled, so that no measured step pays a shape's first use. Rows read the dummy slot and
+        write the scratch page."""
         for size in sizes:
             ints, floats = self.padding_meta(size, NUM_INT_COLS + kv_pages)
             for seq_len in seq_lens:

@@ -1,24 +1,12 @@
 """The hazard lab: remove one safeguard, run the overlap loop, and let checks find what broke.
 
-Each switch in ``HazardSwitches`` turns off one protection that production engines learned the hard
-way. A lab run compares the faulty overlap run against the safe *normal* loop on the same workload
-and reports what the checks found -- never what we expected to find:
-
-- tokens that differ (which requests, from which output position);
-- a double free, caught by the allocator (``DoubleFreeError``);
-- tokens emitted after a stop token;
-- KV pages or request slots still held after the run (a leak), and a prefix cache whose
-  accounting is broken (pages lost, held twice, locks left behind);
-- a position a request read through two different KV pages (the metadata of every launched
-  batch is watched: ``EngineConfig.debug_checks``).
-
-The memory switches run on workloads that make memory matter: prompts sharing a system prompt
-(the prefix cache finds them) on a pool too small for every request at full length (requests
-retract and resume).
-
-Races depend on timing, so the lab widens the window on purpose (``inject_delay_us``) and says
-plainly when a run happened not to show the fault.
-"""
+Each ``HazardSwitches`` switch turns off one protection production engines learned the hard way. A
+lab run compares the faulty overlap run with the safe normal loop on the same workload and reports
+what the checks found, never what we expected: tokens that differ, a double free, tokens after a
+stop, slots or pages left held or a broken prefix cache, a position read through two pages
+(``debug_checks``). The memory switches run prompts that share a system prompt on a pool too small
+for all of them. Races depend on timing: the lab widens the window (``inject_delay_us``) and says
+plainly when a run did not show the fault."""
 
 from __future__ import annotations
 
@@ -82,12 +70,9 @@ HAZARDS = {
     # while the next forward already runs (vLLM gives each step its own output row likewise).
     "no_result_ring": Hazard("no_result_ring", True, 2000,
                              {"cuda_graph": True, "result_copy_stream": "copy"}),
-    # The slot hold of a retracted request: its slot given back at once, while the launched
-    # batch that carries it still reads its token_pool row. Here that cannot break anything: a
-    # retraction happens while a decode batch is built, and the slot can only go to the next
-    # prefill, built after stage 4 has processed the launched batch. An engine that admits in
-    # the same pass (mixed prefill and decode batches) needs it; the lab shows the windows
-    # opened and no fault.
+    # A retracted request's slot given back at once: here its next owner is a prefill built after
+    # stage 4, so nothing breaks (an engine that mixes prefill and decode would); the lab shows
+    # the windows opened and no fault.
     "no_deferred_retract_free": Hazard("no_deferred_retract_free", True, 20000,
                                        {"num_pages": LAB_TINY_POOL}, workload="memory",
                                        can_fault=False, counted=True),
@@ -172,8 +157,7 @@ def run_hazard(base: EngineConfig, switch: str | None, seed: int = 0,
         new = 40 if memory else 12
         params, probe = stop_params_from_probe(ref_engine, prompts, new,
                                                lo=1 if not memory else 8,
-                                               hi=4 if not memory else new, seed=seed,
-                                               with_run=True)
+                                               hi=4 if not memory else new, seed=seed)
         if hazard.stop_before_limit:
             params = [replace(p, max_new_tokens=min(new, o.token_ids.index(p.stop_token_ids[0])
                                                     + 2)) for p, o in zip(params, probe.outputs)]

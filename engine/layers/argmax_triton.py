@@ -1,16 +1,9 @@
 """Greedy decoding's argmax over the vocabulary, in two passes (Triton; CUDA).
 
-``torch.argmax`` over logits ``[B, V]`` with a large vocabulary and few rows gives each row to a
-small part of the GPU, which then walks the whole row. Two launches spread it out:
-
-1. ``_block_argmax``, grid ``(B, ceil(V / BLOCK))``: each program reads one slice of a row and
-   keeps its largest value and the lowest index holding it.
-2. ``_row_argmax``, grid ``(B,)``: each row's winner among its slices' winners.
-
-Both passes break ties to the lowest index and count a NaN as larger than anything (its first
-index wins), as ``torch.argmax`` does, so greedy tokens are exactly the ones it would pick: the
-answer is a choice, not a sum, so no rounding can differ either.
-"""
+``torch.argmax`` gives each of a few rows to a small part of the GPU. Here ``_block_argmax`` (grid
+``(B, ceil(V / BLOCK))``) finds each slice's largest value and ``_row_argmax`` each row's winner
+among them. Ties go to the lowest index and NaN counts as largest, as ``torch.argmax`` does, so the
+tokens are exactly the ones it would pick."""
 
 from __future__ import annotations
 

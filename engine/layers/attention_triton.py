@@ -1,21 +1,11 @@
 """The paged decode-attention kernel in Triton (CUDA only; ``paged_attention.py`` explains it).
 
-Two launches, as in FlashDecoding and SGLang's Triton backend:
-
-1. ``_split_kernel``, grid ``(B, KV, max_chunks)``: one program per row, KV head and chunk of the
-   row's keys. It reads the row's length and page ids from device memory and works out the row's
-   chunks from its length alone (``_chunk_plan``; a program past them exits at once). It rotates
-   this step's q and k by RoPE at the row's position (given ``inv_freq``: one kernel less per
-   layer than a separate RoPE pass), walks its chunk in blocks of ``BLOCK_N`` keys (online
-   softmax, all ``H / KV`` query heads of the group at once, so the scores are one small matrix
-   product), and stores this step's k, v in the cache. A row of one chunk writes its normalised
-   output here; a row of several writes each chunk's output and log-sum-exp.
-2. ``_merge_kernel``, grid ``(B, H)``: merges a row's chunks by their log-sum-exp; it exits at once
-   for a row of one chunk. Not launched at all where no row can have two (``max_chunks`` 1).
-
-Nothing here depends on the batch's lengths at launch time, so CUDA graphs capture it as is.
-``split_k_attention`` in ``paged_attention.py`` is this arithmetic in PyTorch, for the CPU test.
-"""
+Two launches, as in FlashDecoding and SGLang's Triton backend: ``_split_kernel``, grid ``(B, KV,
+max_chunks)``, one program per row, KV head and chunk (it rotates q and k by RoPE at the row's
+position when given ``inv_freq``, walks its chunk in blocks with all the group's query heads at
+once, and stores this step's k, v); ``_merge_kernel``, grid ``(B, H)``, merges a row's chunks by
+their log-sum-exp (not launched where no row can have two). Nothing depends on the batch's lengths
+at launch, so CUDA graphs capture it as is."""
 
 from __future__ import annotations
 
@@ -158,23 +148,22 @@ def _merge_kernel(Mid, Lse, Out, Lens, stride_mb, stride_mh, stride_ms, stride_l
     tl.store(Out + row * stride_ob + head * stride_oh + d, out.to(Out.dtype.element_ty), mask=d_ok)
 
 
-def paged_decode_attention(q, k_new, v_new, k_cache, v_cache, page_table, kv_lens,
-                           page_size: int, num_splits: int, block_n: int = 64,
-                           num_warps: int = 4, inv_freq: torch.Tensor | None = None,
-                           chunk_keys: int = 0, out: torch.Tensor | None = None) -> torch.Tensor:
+def paged_decode_attention(q, k_new, v_new, k_cache, v_cache, ctx,
+                           out: torch.Tensor | None = None, num_warps: int = 4) -> torch.Tensor:
     """``q [B, H, D]``, this step's ``k_new, v_new [B, KV, D]`` (stored into the caches
-    ``[slots, KV, D]`` at position ``kv_lens - 1``), ``page_table [B, P]``, ``kv_lens [B]``
-    -> ``[B, H, D]`` (into ``out`` if given). Inputs may be strided views; their last dimension
-    must be contiguous. ``num_splits``: the grid's chunk dimension; ``chunk_keys``: a row runs
-    one chunk per that many keys (0: every row all ``num_splits``, the fixed scheme).
-    ``inv_freq [D/2]`` (float32): q and k are rotated by RoPE at position ``kv_lens - 1`` first
-    (the k stored in the cache is the rotated one)."""
+    ``[slots, KV, D]`` at position ``kv_lens - 1``), the rows' pages and chunks in ``ctx`` (a
+    ``paged_attention.PagedDecodeContext``) -> ``[B, H, D]`` (into ``out`` if given). Inputs
+    may be strided views; their last dimension must be contiguous. With ``ctx.inv_freq [D/2]``
+    (float32), q and k are rotated by RoPE at position ``kv_lens - 1`` first (the k stored in
+    the cache is the rotated one)."""
+    page_table, kv_lens, inv_freq, chunks = ctx.page_table, ctx.kv_lens, ctx.inv_freq, ctx.chunking
+    num_splits = chunks.max_chunks
     b, nh, d = q.shape
     nkv = k_cache.shape[1]
     assert nh % nkv == 0 and k_cache.stride() == v_cache.stride() and k_cache.stride(2) == 1
     assert q.stride(2) == k_new.stride(2) == v_new.stride(2) == page_table.stride(1) == 1
     assert kv_lens.is_contiguous() and q.dtype == k_cache.dtype
-    assert chunk_keys % block_n == 0, "a chunk is whole blocks"
+    assert chunks.chunk_keys % chunks.block_n == 0, "a chunk is whole blocks"
     group = nh // nkv
     if out is None:
         out = torch.empty(b, nh, d, dtype=q.dtype, device=q.device)
@@ -187,14 +176,14 @@ def paged_decode_attention(q, k_new, v_new, k_cache, v_cache, page_table, kv_len
         lse = torch.empty(b, nh, num_splits, dtype=torch.float32, device=q.device)
         mid_strides, lse_strides = mid.stride()[:3], lse.stride()[:2]
     block_d = max(16, triton.next_power_of_2(d))
-    plan = dict(NUM_SPLITS=num_splits, CHUNK_KEYS=chunk_keys, BLOCK_N=block_n)
+    plan = dict(NUM_SPLITS=num_splits, CHUNK_KEYS=chunks.chunk_keys, BLOCK_N=chunks.block_n)
     _split_kernel[(b, nkv, num_splits)](
         q, k_new, v_new, k_cache, v_cache, page_table, kv_lens,
         inv_freq if inv_freq is not None else kv_lens, out, mid, lse,
         q.stride(0), q.stride(1), k_new.stride(0), k_new.stride(1), v_new.stride(0),
         v_new.stride(1), k_cache.stride(0), k_cache.stride(1), page_table.stride(0),
         out.stride(0), out.stride(1), *mid_strides, *lse_strides, 1.0 / math.sqrt(d),
-        PAGE_SIZE=page_size, GROUP=group, HEAD_DIM=d, BLOCK_H=max(16, triton.next_power_of_2(group)),
+        PAGE_SIZE=ctx.page_size, GROUP=group, HEAD_DIM=d, BLOCK_H=max(16, triton.next_power_of_2(group)),
         BLOCK_D=block_d, **plan,
         # float32 scores in true float32 (the test oracle's precision); tf32 is the default
         PRECISION="ieee" if q.dtype == torch.float32 else "tf32", ROPE=inv_freq is not None,

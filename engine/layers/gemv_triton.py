@@ -1,20 +1,12 @@
 """A skinny matrix product for decode (few rows, big weight), in Triton (CUDA only).
 
-At decode a linear layer multiplies a handful of rows ``x [M, K]`` (M = batch, 1..64) by a weight
-``W [N, K]`` that must be read whole from memory: its time should be the weight's bytes over the
-memory bandwidth. cuBLAS's kernels for such shapes were measured at 0.3-2.6 TB/s on an H200
-(4.1 TB/s copy): a small matrix gets too few thread blocks to keep enough loads in flight.
-
-This kernel cuts the weight into tiles of ``BLOCK_N`` output rows and, where ``N`` alone gives too
-few tiles, the reduction dimension into ``split_k`` slices: one program per (tile, slice), ~2 per
-multiprocessor. Each program streams its ``[BLOCK_N, K / split_k]`` slab of W once, multiplying it
-with all M rows of x on the tensor cores, and writes float32 *partial sums* ``[split_k, M, N]``.
-The caller adds them up (``.sum(0)``); inside a compiled region that sum fuses into whatever
-follows (bias, RoPE, SiLU, the residual add), so split-K costs no extra launch.
-
-``DecodeLinear`` is an ``nn.Linear`` with that forward for one-token steps; the kernel is registered
-as a custom op so ``torch.compile`` treats it as one opaque call.
-"""
+At decode a linear layer's time should be its weight's bytes over the memory bandwidth, but a small
+matrix gets too few of cuBLAS's thread blocks to keep enough loads in flight. Here the weight is cut
+into tiles of ``BLOCK_N`` output rows and, where that gives too few, the reduction into ``split_k``
+slices: each program streams its slab of W once against all rows of x and writes float32 partial
+sums ``[split_k, M, N]``, which the caller adds (fused, inside a compiled region, into what
+follows). ``DecodeLinear`` uses it for one-token steps, as a custom op ``torch.compile`` treats as
+one call."""
 
 from __future__ import annotations
 
@@ -99,12 +91,10 @@ class DecodeLinear(torch.nn.Linear):
 
 
 def use_decode_gemv(layers: torch.nn.ModuleList, only: tuple[str, ...] = ()) -> None:
-    """Turn the decoder layers' ``nn.Linear``s (those whose name ends in one of ``only``, or
-    every one) into ``DecodeLinear``s in place (the LM head keeps cuBLAS: it is big enough to
-    run at full bandwidth there). One class for all of them, so the compiled regions see the
-    same code in every layer and compile once. ``only=("qkv_proj", "gate_up_proj")``: the two
-    products whose consumer is element-wise (bias and RoPE; SiLU-and-multiply), so the split-K
-    sum fuses into it; the two a norm follows keep cuBLAS."""
+    """Turn the decoder layers' ``nn.Linear``s (those named in ``only``, or all) into
+    ``DecodeLinear``s in place, one class for all so the compiled regions compile once; the LM
+    head keeps cuBLAS. ``only=("qkv_proj", "gate_up_proj")``: the products an element-wise op
+    follows, into which the split-K sum fuses."""
     for name, module in layers.named_modules():
         if type(module) is torch.nn.Linear and (not only or name.endswith(only)):
             module.__class__ = DecodeLinear

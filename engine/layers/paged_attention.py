@@ -1,39 +1,20 @@
 """Decode attention that reads the KV pages in place: FlashDecoding's split-K, over our page table.
 
-The plain path (``AttentionContext`` in ``model.py``) copies every row's whole padded context out of
-the cache (``k_cache[read_loc]``) and runs SDPA under a mask, every layer. A decode step has one
-query per row, so it can do much less: walk the row's page table, read only its ``kv_len`` real
-keys where they lie, and never build a mask.
+A decode step has one query per row: walk the row's page table and read only its ``kv_len`` keys
+where they lie, with no mask (the plain path copies each row's padded context and runs SDPA).
 
-**Chunks by the row's own length.** A row's keys are cut into contiguous chunks, each handled by
-its own program (in parallel, so a long row still fills the GPU). A row gets one chunk per
-``chunk_keys`` keys (at most ``max_chunks``; past that the chunks grow). A chunk keeps an *online
-softmax* over blocks of ``block_n`` keys: a running max ``m``, a running sum ``denom`` and an
-unnormalised output ``acc``, rescaled by ``exp(m_old - m_new)`` whenever the max grows. A row of one
-chunk (every row shorter than ``chunk_keys``) writes ``acc / denom`` as its answer; a row of several
-writes each chunk's ``acc / denom`` and ``lse = m + log(denom)``, and a second pass merges them:
-``sum_s exp(lse_s - max) * o_s`` over the same sum of weights. GQA: the program of one KV head
-handles all ``H / KV`` query heads that share it, so each key is read once per group.
+A row's keys are cut into chunks, one program each, one chunk per ``chunk_keys`` keys (at most
+``max_chunks``). A chunk keeps an online softmax over blocks of ``block_n`` keys (running max, sum
+and unnormalised output); a row of one chunk writes its answer directly, a row of several writes
+each chunk's output and log-sum-exp for a second pass to merge. One program of a KV head serves all
+the query heads that share it. Only the chunk holding position ``kv_len - 1`` stores this step's
+``k, v``, taking them from the new tensors, so no program reads a slot another writes.
 
-**The step's own key.** The kernel also stores this step's ``k, v`` into the cache (one launch
-instead of a separate store per layer): only the chunk that holds position ``kv_len - 1`` writes it,
-and that chunk takes the key from the new ``k`` rather than the cache, so no program reads a slot
-another program of the same launch is writing.
-
-**Fixed shapes for CUDA graphs, and the same arithmetic in any batch.** The grid is
-``(B, KV, max_chunks)`` whatever the lengths, ``max_chunks`` from the engine's ``max_seq_len``
-only; each program reads its row's ``kv_len`` from device memory, works out the row's chunks from
-it, and exits at once if its chunk is past them (the merge pass likewise, for a row of one chunk).
-So a graph captured once serves every step, and a row's chunks, hence its rounding, depend on its
-own length alone: never on the batch, so normal and overlap loops stay token for token identical.
-
-``chunk_keys=0`` is the scheme this replaced, kept to measure against: every row cut into all
-``max_chunks`` chunks of equal length (short rows leave trailing chunks empty), always merged.
-
-This file is plain PyTorch: ``split_k_attention`` does the kernel's arithmetic block by block (the
-CPU test of the algorithm), and ``PagedDecodeContext`` picks it or the Triton kernel
-(``attention_triton.py``, imported only on CUDA).
-"""
+The grid is ``(B, KV, max_chunks)`` whatever the lengths; each program works out its row's chunks
+from the row's own length and exits past them. So one CUDA graph serves every step, and a row's
+rounding never depends on its batch: normal and overlap stay token for token identical.
+``chunk_keys=0`` is the fixed scheme this replaced. ``split_k_attention`` is the kernel's arithmetic
+in PyTorch (the CPU test); ``PagedDecodeContext`` picks it or the Triton kernel."""
 
 from __future__ import annotations
 
@@ -134,14 +115,11 @@ class PagedDecodeContext:
     def attend(self, q, k, v, k_cache, v_cache) -> torch.Tensor:
         """``q [B, 1, H, D]``, this step's ``k, v [B, 1, KV, D]`` -> ``[B, 1, H*D]`` (stores k, v)."""
         b, _, nh, d = q.shape
-        c = self.chunking
         if self.kernel == "triton":
             from engine.layers.attention_triton import paged_decode_attention as run
         else:
             run = split_k_attention
-        out = run(q[:, 0], k[:, 0], v[:, 0], k_cache, v_cache, self.page_table, self.kv_lens,
-                  self.page_size, c.max_chunks, c.block_n, inv_freq=self.inv_freq,
-                  chunk_keys=c.chunk_keys)
+        out = run(q[:, 0], k[:, 0], v[:, 0], k_cache, v_cache, self)
         return out.reshape(b, 1, nh * d)                                    # out: [B, H, D]
 
 
@@ -157,17 +135,13 @@ def rope_at(x: torch.Tensor, positions: torch.Tensor, inv_freq: torch.Tensor) ->
     return (xc * emb.cos() + rotated * emb.sin()).to(x.dtype)
 
 
-def split_k_attention(q, k_new, v_new, k_cache, v_cache, page_table, kv_lens, page_size: int,
-                      num_splits: int, block_n: int = BLOCK_N,
-                      inv_freq: torch.Tensor | None = None, chunk_keys: int = 0) -> torch.Tensor:
-    """The Triton kernel's arithmetic in PyTorch, one (row, KV head group, chunk, block) at a time.
-
-    q ``[B, H, D]``; k_new, v_new ``[B, KV, D]``; caches ``[slots, KV, D]``; returns ``[B, H, D]``.
-    Chunks as ``split_bounds`` cuts them (``num_splits`` is the grid's chunk dimension); a row of
-    one chunk takes that chunk's output as it is, a row of several merges them. Given
-    ``inv_freq``, q and k_new are first rotated by RoPE at position ``kv_lens - 1``.
-    Slow (Python loops), exact to the algorithm: a CPU test checks it against plain attention.
-    """
+def split_k_attention(q, k_new, v_new, k_cache, v_cache,
+                      ctx: PagedDecodeContext) -> torch.Tensor:
+    """The Triton kernel's arithmetic in PyTorch, one (row, KV head group, chunk, block) at a time:
+    q ``[B, H, D]``, k_new, v_new ``[B, KV, D]``, caches ``[slots, KV, D]`` -> ``[B, H, D]``.
+    Slow and exact to the algorithm: the CPU test of it."""
+    page_table, kv_lens, page_size, inv_freq = ctx.page_table, ctx.kv_lens, ctx.page_size, ctx.inv_freq
+    block_n = ctx.chunking.block_n
     b, nh, d = q.shape
     nkv = k_cache.shape[1]
     group = nh // nkv
@@ -180,7 +154,7 @@ def split_k_attention(q, k_new, v_new, k_cache, v_cache, page_table, kv_lens, pa
     for row in range(b):
         kv_len = int(kv_lens[row])
         last = kv_len - 1
-        bounds = split_bounds(kv_len, num_splits, block_n, chunk_keys)
+        bounds = split_bounds(kv_len, ctx.chunking.max_chunks, block_n, ctx.chunking.chunk_keys)
         for g in range(nkv):
             heads = slice(g * group, (g + 1) * group)
             qg = q[row, heads].to(acc_dtype)                                # [G, D]

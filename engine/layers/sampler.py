@@ -1,10 +1,8 @@
 """Picking the next token on the device: greedy, temperature, top-k, top-p, per-request seeds.
 
-Randomness is *counter-based*: the noise for request ``r`` at output position ``p`` is a hash of
-``(seed_r, p, token id)``. So a request's samples do not depend on which other requests share its
-batch, on the step it ran in, or on the loop (normal or overlap): the two modes give identical
-tokens even when sampling, and the function holds no RNG state, so CUDA graphs can capture it.
-"""
+The noise for request ``r`` at output position ``p`` is a hash of ``(seed_r, p, token id)``: a
+request's samples depend on neither its batch, its step nor the loop, so normal and overlap give
+identical tokens when sampling too, and no RNG state stops a CUDA graph from capturing it."""
 
 from __future__ import annotations
 

@@ -1,26 +1,12 @@
-"""Decode forward compiled by ``torch.compile``, cut at attention (CUDA only, opt-in).
+"""Decode forward compiled by ``torch.compile``, cut at attention (CUDA only).
 
-A decode step of a small model is hundreds of tiny kernels: every RMSNorm, RoPE, SiLU, residual
-add is its own launch and its own trip through memory. The compiler (TorchInductor) fuses chains
-of such element-wise work into one Triton kernel and leaves the matrix products to cuBLAS.
-
-We compile *regions*, not the whole model, for three reasons:
-
-- **Cut at attention.** Attention reads and writes the KV cache through the page table; it is our
-  own Triton kernel already (``attention_triton.py``) and stays outside. Everything *between* two
-  attentions (o_proj, residual, norm, MLP, residual, the *next* layer's norm, q/k/v) is one
-  region, so the residual add at a layer's end fuses with the next layer's norm. RoPE is left to
-  the attention kernel (``ModelRunner``'s default): in a region it would follow the cuBLAS q/k/v
-  product, into which the compiler fuses nothing, so it would be a kernel of its own a layer.
-- **Compile once, use 24 times.** The region takes the two layers as arguments; every layer pair has
-  the same shapes, so it compiles once for all of them (seconds, not a minute per model).
-- **One compile for every batch size.** ``dynamic=True`` makes the batch a symbol, so the ten
-  CUDA-graph batch buckets share one compiled kernel set (batch 1 gets its own specialisation).
-
-Prefill (more than one token per row) runs the eager modules: it happens once per request.
-Compiled code lands in TorchInductor's on-disk cache (``TORCHINDUCTOR_CACHE_DIR``, default
-``/tmp/torchinductor_$USER``), so a second start on the same machine skips most of the compile.
-"""
+A small model's decode step is hundreds of tiny element-wise kernels; TorchInductor fuses them and
+leaves the matrix products to cuBLAS. We compile *regions*: attention (our own kernel) stays
+outside, and everything between two attentions is one region, so a layer's last residual add fuses
+with the next layer's norm; RoPE is left to the attention kernel. The region takes the two layers as
+arguments, so it compiles once for every layer pair, and ``dynamic=True`` makes the batch a symbol,
+so one compile serves every batch bucket. Prefill runs the eager modules. Compiled code lands in
+TorchInductor's on-disk cache."""
 
 from __future__ import annotations
 
@@ -47,12 +33,8 @@ def _last(model: CausalLM, layer, x, attn, last_index):
 
 class CompiledDecode:
     """Call like ``CausalLM.forward``; decode runs compiled regions around ``ctx.attend``.
-
     ``gemv=True`` (an experiment, off by default) also routes the decoder layers' linear layers
-    through ``gemv_triton.py`` for one-token steps: cuBLAS reads small weights far below memory
-    bandwidth at batch 1..64, but the split-K partial sums cost extra kernels where a norm
-    follows, which can cost more than the bandwidth gains (``python -m studies forward
-    --variants triton+compile triton+compile+gemv`` compares the two)."""
+    through ``gemv_triton.py`` for one-token steps (``python -m studies forward`` compares it)."""
 
     def __init__(self, model: CausalLM, gemv: bool | tuple[str, ...] = False,
                  mode: str | None = None) -> None:

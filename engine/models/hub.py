@@ -1,20 +1,10 @@
 """Checkpoints from the Hugging Face hub, guarded: what is fetched, what is refused, and why.
 
-``fetch_hub_model(repo_id)`` returns a local snapshot directory, through ``huggingface_hub``'s own
-``snapshot_download`` (its cache, its offline mode), in three steps:
-
-1. the small files first (``config.json``, tokenizer files, chat template), then the checks:
-   a Llama / Qwen2 / Qwen3 architecture (what our modules implement), no custom code
-   (``auto_map``: it would need ``trust_remote_code``), safetensors weights (never pickles);
-2. the weights' size, from the hub's file listing before anything large is fetched (or from the
-   cache, offline), against a cap (``HUB_MAX_BYTES``, or ``OVERLAP_DEMO_HUB_MAX_BYTES``);
-3. the ``*.safetensors`` files, with byte progress reported to ``progress`` (a callback the app
-   shows as a bar).
-
-The hub's environment is read at each call, so a caller (a test, the app) may set it any time:
-``HF_HUB_CACHE`` (or ``HF_HOME``) for the cache, ``HF_HUB_OFFLINE=1`` to stay off the network.
-Offline, a model that is not cached fails with a message that says so and names the cache.
-"""
+``fetch_hub_model(repo_id)`` goes through ``huggingface_hub``'s ``snapshot_download`` (its cache and
+offline mode): first the small files, checked for a Llama / Qwen2 / Qwen3 architecture, no custom
+code and safetensors weights; then the weights' size against a cap (``HUB_MAX_BYTES``,
+``OVERLAP_DEMO_HUB_MAX_BYTES``); then the weights, with byte progress to ``progress``. The hub's
+environment (``HF_HUB_CACHE``, ``HF_HUB_OFFLINE``) is read at each call."""
 
 from __future__ import annotations
 

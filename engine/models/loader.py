@@ -1,14 +1,6 @@
-"""Finding a model and loading it into our modules: the bundled model, timing presets, HF checkpoints.
-
-A model name resolves to one of three things:
-
-- ``"bundled"``: the small model trained for this demo, in ``assets/bundled`` (HF format);
-- a *preset* (``"smollm2-135m-shape"`` ...): the exact shapes of a public model with random weights,
-  for timing studies only (labelled "random weights, for timing" wherever it appears);
-- a local Hugging Face directory (``config.json`` + safetensors), or a hub id ("org/name"),
-  fetched into the hub cache through ``engine.models.hub``'s guards (architecture, safetensors only, no
-  remote code, a size cap), with a progress callback for the app.
-"""
+"""Finding a model and loading it into our modules: ``"bundled"`` (``assets/bundled``), a *preset*
+(a public model's shapes with random weights, for timing only), a local Hugging Face directory,
+or a hub id fetched through ``engine.models.hub``'s guards."""
 
 from __future__ import annotations
 
@@ -41,7 +33,10 @@ class ModelLoadError(ValueError):
         self.offline = offline
 
 
-def _preset(arch, vocab, hidden, layers, heads, kv, inter, theta, tie, qkv_bias, max_pos):
+def _preset(arch: str, sizes: tuple[int, int, int, int, int, int], theta: float, tie: bool,
+            qkv_bias: bool, max_pos: int) -> ModelSpec:
+    """``sizes``: vocabulary, hidden size, layers, heads, KV heads, MLP size."""
+    vocab, hidden, layers, heads, kv, inter = sizes
     return ModelSpec(architecture=arch, vocab_size=vocab, hidden_size=hidden, num_layers=layers,
                      num_heads=heads, num_kv_heads=kv, head_dim=hidden // heads,
                      intermediate_size=inter, rms_norm_eps=1e-6 if qkv_bias else 1e-5,
@@ -51,20 +46,17 @@ def _preset(arch, vocab, hidden, layers, heads, kv, inter, theta, tie, qkv_bias,
 
 # Exact shapes of public models (their config.json), initialised randomly: for timing only.
 PRESETS: dict[str, ModelSpec] = {
-    "smollm2-135m-shape": _preset("LlamaForCausalLM", 49152, 576, 30, 9, 3, 1536, 100000.0,
+    "smollm2-135m-shape": _preset("LlamaForCausalLM", (49152, 576, 30, 9, 3, 1536), 100000.0,
                                   True, False, 8192),
-    "qwen2.5-0.5b-shape": _preset("Qwen2ForCausalLM", 151936, 896, 24, 14, 2, 4864, 1000000.0,
+    "qwen2.5-0.5b-shape": _preset("Qwen2ForCausalLM", (151936, 896, 24, 14, 2, 4864), 1000000.0,
                                   True, True, 32768),
-    "qwen2.5-1.5b-shape": _preset("Qwen2ForCausalLM", 151936, 1536, 28, 12, 2, 8960, 1000000.0,
-                                  True, True, 32768),
-    # A GPU-sized model, where a prefill of a few hundred tokens is compute, not launches (the
-    # prefix cache's gain on an H200); without Llama 3.1's long-context RoPE scaling.
-    "llama-3.1-8b-shape": _preset("LlamaForCausalLM", 128256, 4096, 32, 32, 8, 14336, 500000.0,
-                                  False, False, 131072),
+    "qwen2.5-1.5b-shape": _preset("Qwen2ForCausalLM", (151936, 1536, 28, 12, 2, 8960),
+                                  1000000.0, True, True, 32768),
+    # A GPU-sized model, where a prefill of a few hundred tokens is compute, not launches;
+    # without Llama 3.1's long-context RoPE scaling.
+    "llama-3.1-8b-shape": _preset("LlamaForCausalLM", (128256, 4096, 32, 32, 8, 14336),
+                                  500000.0, False, False, 131072),
 }
-PRESET_LABEL = "random weights, for timing"
-
-
 @dataclass
 class LoadedModel:
     model: CausalLM

@@ -1,24 +1,16 @@
 """A Llama-family transformer written out in plain PyTorch, attending over a paged KV cache.
 
-One set of modules covers Llama, Mistral-style (no sliding window), Qwen2 (bias on q/k/v) and Qwen3
-(RMSNorm on q and k per head). Parameter names follow Hugging Face's, so a checkpoint's state dict
-loads directly (``engine/models/loader.py``) and ``tests/test_model.py`` checks our logits against
-``transformers`` on the same weights.
+One set of modules covers Llama, Mistral (no sliding window), Qwen2 (q/k/v bias) and Qwen3 (per-head
+q/k RMSNorm), with Hugging Face's parameter names (``tests/test_model.py`` checks our logits against
+``transformers``). As in vLLM and SGLang, q/k/v and gate/up are stacked into one matrix each at load
+(``fuse_hf_state_dict``): a small model's decode step is a chain of tiny kernels, so fewer kernels
+is most of what makes it fast.
 
-Like vLLM and SGLang, each layer stacks Hugging Face's q/k/v matrices into one ``qkv_proj`` and
-gate/up into one ``gate_up_proj`` (``fuse_hf_state_dict`` at load, ``split_to_hf_state_dict`` to
-save): one larger matrix multiply instead of three (two). A decode step of a small model is a long
-chain of tiny kernels, so fewer kernels is most of what makes it fast; the same reason for the
-fused RMSNorm, one RoPE pass over q and k together, and an attention mask built once per forward.
-
-The model never sees requests or pages. It gets padded ``[B, S]`` token ids and positions, plus an
-attention *context* that owns the KV cache's layout: ``ctx.attend(q, k, v, k_cache, v_cache)``
-stores this step's keys/values and attends over every key a row may see. ``AttentionContext``
-below is the plain-PyTorch one (gather each row's cache slots, SDPA under a mask) that runs on CPU
-and is the oracle; ``engine/layers/paged_attention.py`` has the decode one that reads pages in place
-(a Triton kernel on CUDA). A layer is written as *before attention* / *attend* / *after
-attention*, so ``engine/models/compiled.py`` can compile everything between two attentions as one region.
-"""
+The model never sees requests or pages: it gets padded ``[B, S]`` ids and positions and an attention
+*context*, whose ``attend(q, k, v, k_cache, v_cache)`` stores this step's keys and values and
+attends over what a row may see (``AttentionContext`` here, the plain oracle; ``PagedDecodeContext``
+for decode). Each layer is *before attention* / *attend* / *after attention*, so ``compiled.py`` can
+compile what lies between two attentions."""
 
 from __future__ import annotations
 
@@ -286,13 +278,6 @@ class CausalLM(nn.Module):
         for layer, (k_cache, v_cache) in zip(self.model.layers, kv_caches):
             x = layer(x, cos, sin, ctx, k_cache, v_cache)
         return self.head(x, last_index)
-
-    def full_logits(self, input_ids, positions, ctx, kv_caches) -> torch.Tensor:
-        """Logits at every position ``[B, S, V]`` (for tests against transformers)."""
-        x, cos, sin = self.embed(input_ids, positions, rope=not _applies_rope(ctx))
-        for layer, (k_cache, v_cache) in zip(self.model.layers, kv_caches):
-            x = layer(x, cos, sin, ctx, k_cache, v_cache)
-        return self.lm_head(self.model.norm(x))
 
 
 def _applies_rope(ctx) -> bool:

@@ -1,29 +1,17 @@
 """Text in, token ids out, and back: one definition for the engine and the web server.
 
-- A text prompt is tokenized as transformers and vLLM do by default: ``tokenizer.encode(text)``,
-  the tokenizer's special tokens included (a BOS where the tokenizer adds one). Dropping it feeds
-  the model a context it never saw in training: for the bundled model, greedy text then differed
-  from transformers' on 4 of 5 English prompts.
-- A chat (a list of ``{"role", "content"}`` messages) goes through the tokenizer's chat template
-  with the generation prompt appended, as ``/v1/chat/completions`` does in vLLM and SGLang; the
-  template writes its own special tokens, so none are added again.
-- ``TextStream`` turns a growing list of token ids into text deltas for streaming: a delta is held
-  back while it ends in an incomplete UTF-8 character (a byte-level BPE splits many characters
-  across tokens), so a client never sees a replacement character that later changes.
-
-The tokenizer is passed in: this module imports nothing heavy.
-"""
+A text prompt is tokenized as transformers and vLLM do, special tokens included (a BOS where the
+tokenizer adds one); a chat goes through the tokenizer's chat template with the generation prompt
+appended. ``TextStream`` turns growing token ids into text deltas, holding a delta back while it
+ends inside a UTF-8 character. The tokenizer is passed in."""
 
 from __future__ import annotations
 
 from typing import Any
 
 ROLES = ("system", "user", "assistant", "tool", "developer")
-# A plain chat template: turns as "Role: text" lines, ending with "Assistant:" for the model to
-# continue, after the tokenizer's BOS where it has one (as ``encode_text`` starts every text;
-# a template writes its own special tokens). The bundled model ships it in its
-# tokenizer_config.json, so every chat client works on the default server; any base model gets
-# it with ``--chat-template plain``.
+# A plain chat template: "Role: text" lines ending with "Assistant:", after the tokenizer's BOS.
+# The bundled model ships it; any base model gets it with ``--chat-template plain``.
 PLAIN_CHAT_TEMPLATE = (
     "{% if bos_token %}{{ bos_token }}{% endif %}"
     "{% for m in messages %}{{ m['role'] | capitalize }}: {{ m['content'] }}\n{% endfor %}"

@@ -1,22 +1,13 @@
-"""The messages between the web server and the scheduler process (SGLang's split, in small).
-
-The web server (Gradio, or the HTTP API) never runs a scheduler loop: it sends a request to the
-scheduler process and reads events back. Every message is a small frozen dataclass, pickled over a
-``multiprocessing`` pipe; none is a positional tuple. Requests flow one way, events the other:
+"""The messages between the web server and the scheduler process (SGLang's split, in small): small
+frozen dataclasses, pickled over a pipe. No torch here.
 
     server -> scheduler   LiveRunRequest | LabRequest | WarmRequest | CancelRequest
     scheduler -> server   SchedulerReady, then per request: Progress*, SpanBatch*, LoopFinished*,
-                          and exactly one of RunFinished | LabFinished | Warmed | RequestFailed
+                          and one of RunFinished | LabFinished | Warmed | RequestFailed
 
-Online serving (the OpenAI-compatible server, ``engine.serve``) is one long request:
-
-    server -> scheduler   ServeRequest, then any number of SubmitRequest | AbortRequest |
-                          StatsQuery, and StopServing at the end
-    scheduler -> server   Progress*, ServingStarted, then TokensOut | ServingStats | SpanBatch |
-                          Rejected as they come, and ServingStopped (or RequestFailed) at the end
-
-This module imports no torch: the web server's process stays light.
-"""
+A served session (``engine.serve``) is one long request: ``ServeRequest``, then any number of
+``SubmitRequest | AbortRequest | StatsQuery`` and ``StopServing``; back come ``ServingStarted``,
+then ``TokensOut | ServingStats | SpanBatch | Rejected``, and ``ServingStopped`` at the end."""
 
 from __future__ import annotations
 

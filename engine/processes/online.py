@@ -1,19 +1,9 @@
 """Online serving, the scheduler process's side: requests stream in over the pipe, tokens out.
 
-The OpenAI-compatible server (``engine.serve``) tokenizes a client's prompt and forwards it; the
-scheduler process serves every request of the session with one loop, as SGLang's scheduler does:
-
-- stage 1 (``receive``) polls the pipe without blocking, like SGLang's ``recv_requests`` polls its
-  ZMQ socket: new requests join the waiting queue, aborts (a client went away) free a request's
-  slot and pages, a stats query is answered at once. With nothing to do, the loop blocks on the
-  pipe (idle, not work) until a message arrives;
-- stage 4 (``process_last``) streams each step's new tokens out as one ``TokensOut`` message
-  (the server detokenizes and forwards them to each client);
-- a reporter thread sends the spans recorded since its last look every ``REPORT_S`` and keeps
-  none, so a session that runs for hours costs the scheduler no memory for its timeline.
-
-``serve_session`` runs one session until ``StopServing`` (or the pipe closes).
-"""
+One loop serves the whole session, as SGLang's scheduler does: stage 1 polls the pipe without
+blocking (new requests, aborts, a stats query) and blocks on it only when idle; stage 4 streams each
+step's new tokens out as one ``TokensOut``; a reporter thread sends the spans recorded since its
+last look and keeps none. ``serve_session`` runs until ``StopServing`` or the pipe closes."""
 
 from __future__ import annotations
 

@@ -1,24 +1,15 @@
 """The scheduler process: the engine's loops run in a process of their own, away from the server.
 
-SGLang runs its HTTP server and tokenizer (TokenizerManager), its Scheduler and its Detokenizer as
-separate processes. One reason is the GIL: a Python thread beside a busy web server shares one
-interpreter lock with it, so every redraw or JSON encode the server does is time the scheduler
-cannot run, and the GPU idles while it waits. In a process of its own the scheduler shares
-nothing with the server but a pipe and the machine's cores.
+As in SGLang (tokenizer, scheduler, detokenizer: separate processes), a scheduler thread beside a
+busy web server would share its interpreter lock, and the GPU would idle while it waits.
 
     web server process  --LiveRunRequest-->  scheduler process  --StepCommand-->  device process
-    (Gradio, HTTP API)  <--SpanBatch, ...--  (Engine, loops,    <--StepDone-----  (CPU only: model,
-                                              timeline)                            KV cache, pool)
+    (Gradio, HTTP API)  <--SpanBatch, ...--  (Engine, loops)    <--StepDone-----  (CPU only)
 
-``SchedulerClient`` is the server's side: it starts the process (spawned, long-lived: the model is
-loaded once), sends one request at a time and yields its events. If the process dies, the request
-in progress fails within a second with a clear message and the next one starts a new process.
-``InlineScheduler`` serves the same requests from a thread of the calling process: for ZeroGPU,
-where the GPU exists only inside a ``spaces.GPU`` call, itself already a process of its own.
-
-Both are a ``SchedulerHandle``: the one interface the web server uses, whichever serves it.
-``plan_placement`` decides which cores each process may use on a small machine.
-"""
+``SchedulerClient`` starts the process (spawned, long-lived), sends one request at a time and yields
+its events; if the process dies, the request fails with a clear message and the next starts a new
+process. ``InlineScheduler`` serves the same requests from a thread (ZeroGPU, where the GPU exists
+only inside a ``spaces.GPU`` call). ``plan_placement`` picks each process's cores."""
 
 from __future__ import annotations
 
@@ -139,16 +130,12 @@ def _pin(cpus: tuple[int, ...]) -> None:
 
 
 def _raise_priority() -> None:
-    """Ask the OS to run the scheduler (and the device process it starts, which inherits this)
-    before other programs of the machine. Overlap has two processes working at once, the serial
-    loop one at a time: on a 2-core machine beside one busy program, fair sharing gives the
-    overlapped pair a third less CPU each and the comparison measures the machine, not the
-    loops. The nice value ranks the process among those of its session; Linux shares the CPU
-    fairly between sessions first (autogroups), so where the app leads a session of its own (a
-    service, a container, ``setsid``) the priority of its autogroup is raised too. Started from an
-    interactive shell the session is the shell's, and it is left alone.
-    Where the OS refuses (raising priority needs a privilege, which a Space does not grant), the
-    runs measure how busy the machine was and the page says so."""
+    """Ask the OS to run the scheduler (and the device process, which inherits it) before other
+    programs: overlap runs two processes at once, the serial loop one, so on a small machine
+    beside a busy program fair sharing would measure the machine, not the loops. Where the app
+    leads a session of its own, its autogroup's priority is raised too (Linux shares between
+    sessions first). Where the OS refuses, the runs measure how busy the machine was and the page
+    says so."""
     try:
         if os.getsid(0) == os.getppid():          # the app (our parent) leads the session
             with open("/proc/self/autogroup", "w") as autogroup:
@@ -365,11 +352,9 @@ class SchedulerClient:
 
     # ---- requests ---------------------------------------------------------------------------
     def submit(self, request: Request) -> Generator[Event, None, None]:
-        """Send ``request`` and yield its events until the final one (which is yielded too).
-
-        Raises ``SchedulerDied`` if the process dies or stops meanwhile. A caller that stops
-        iterating early cancels the request, so the next one starts from a clean pipe.
-        """
+        """Send ``request`` and yield its events until the final one (yielded too);
+        ``SchedulerDied`` if the process dies or stops meanwhile. Stopping early cancels the
+        request."""
         with self._lock:
             self._ensure_ready()
             self._send(request)
@@ -452,12 +437,9 @@ class SchedulerClient:
 
 
 def _end_process(proc: Any) -> None:
-    """End the scheduler process now, whatever it is doing, and reap it.
-
-    Idle, it reads EOF on its pipe (closed just before) and ends by itself, closing its device
-    politely. Busy (loading a model for the warm-up, a run) it would read the pipe only when
-    done, so it is told with SIGTERM (``_end_now``: it ends its device process, then itself).
-    Stopped, or still there after that, it is killed."""
+    """End the scheduler process now and reap it: idle, it reads EOF on its pipe and ends by itself;
+    busy, SIGTERM (it ends its device process, then itself); stopped or still there, it is
+    killed."""
     proc.join(timeout=1.0)
     if proc.is_alive() and not is_stopped(proc.pid):
         proc.terminate()

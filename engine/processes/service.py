@@ -1,15 +1,8 @@
-"""What the scheduler process does with each request, whatever carries the messages.
-
-``SchedulerService.handle(request, emit, cancelled)`` runs one request to its end and reports
-through ``emit`` (one of the events of ``engine.processes.messages``). It keeps one engine per device (the
-model loaded once), built for the request's configuration and rebuilt only when that changes;
-per-call settings (the loops, extra CPU work, k) never rebuild it.
-
-A live run is ``engine.run.compare_loops`` watched for the page: it streams each loop's spans
-while it runs (a reporter thread wakes every ``REPORT_S``, takes the spans recorded since its last
-look and emits them as one ``SpanBatch``) and sends each loop's run as it ends. That is all the
-live view costs the scheduler: no drawing at all (the web server draws, in its own process).
-"""
+"""What the scheduler process does with each request: ``SchedulerService.handle(request, emit,
+cancelled)`` runs it and reports through ``emit``. One engine per device, rebuilt only when the
+request's engine configuration changes. A live run is ``engine.run.compare_loops``, its spans
+streamed as ``SpanBatch``es by a reporter thread and each loop's run sent as it ends; the web
+server does all the drawing."""
 
 from __future__ import annotations
 
@@ -162,15 +155,9 @@ class SchedulerService:
 
     def _warm_loops(self, engine: Engine, request: LiveRunRequest) -> DeviceProfile:
         """Run the request's loops once, as a click will, then measure the device from
-        ``MEASURE_RUNS`` more serial runs (the median forward and scheduler work per step).
-
-        The first runs after an engine is built still pay first-use costs (longer prefills, more
-        scheduler work per step), which would bias the first comparison; and even the first
-        serial run after the loops' first pass can catch the host at its slowest, measuring more
-        scheduler work a step than the clicks that follow spend. The page sizes its extra CPU
-        work from this profile, so one inflated measurement would size it to nothing and leave
-        every click's CPU part too short to show the gain: the median of several warm runs is
-        what a click will see."""
+        ``MEASURE_RUNS`` more serial runs (the median forward and scheduler work per step). The
+        first runs still pay first-use costs, and one slow run would size the page's extra CPU
+        work to nothing: the median of several warm runs is what a click will see."""
         params = self._stop_params(engine, request)
         prompts = request.workload.prompts(engine)
         for index, spec in enumerate(request.loops):         # the click's own path, spans
@@ -204,7 +191,7 @@ class SchedulerService:
             new = work.max_new_tokens
             self.probes[key], probe = stop_params_from_probe(
                 engine, work.prompts(engine), new, lo=new // 4, hi=new,
-                temperature=work.temperature, chat=chat, with_run=True)
+                temperature=work.temperature, chat=chat)
             self.profiles[key] = _device_profile(engine, [probe])
         return self.probes[key]
 
@@ -296,13 +283,10 @@ def _run_reported(engine: Engine, prompts: list[Any],
 
 @contextmanager
 def _reporting(timeline: Timeline, index: int, emit: Emit) -> Iterator[None]:
-    """While the block runs, a reporter thread emits the spans recorded since its last look
-    every ``REPORT_S``, as one ``SpanBatch``.
-
-    Not on CUDA: there the scheduler thread's own work is about one forward of a small model, so
-    every moment the reporter holds the GIL (building spans, pickling them) is GPU idle time in
-    the very loop being measured (the reporter made the scheduler's work per step longer by half
-    again on an H200). A GPU's loop is short, and its spans arrive whole with ``LoopFinished``."""
+    """While the block runs, a reporter thread emits the spans recorded since its last look every
+    ``REPORT_S`` as one ``SpanBatch``. Not on CUDA: there every moment the reporter holds the GIL
+    is GPU idle time in the loop being measured; a GPU's loop is short, and its spans arrive
+    whole with ``LoopFinished``."""
     done = threading.Event()
 
     def report() -> None:

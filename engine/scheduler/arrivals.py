@@ -1,24 +1,14 @@
 """When requests arrive: a Poisson process at a request rate, a burst, or a replayed trace.
 
-A serving benchmark does not hand the engine its whole workload at t=0. Requests arrive over time,
-so the scheduler's stage 1 (``receive``) has real work: new prompts join while others decode,
-prefills interleave with decode steps, and a request's latency includes the time it waited.
-Normal and overlap are compared on the *same* arrival sequence, generated here from a seed.
+Normal and overlap are compared on the *same* arrival sequence, made here from a seed.
+``poisson_times(rate, n, seed)`` draws exponential gaps (``rate = inf``: a burst);
+``load_trace(path)`` reads a JSON or JSON-lines list of requests with their lengths and, optionally,
+arrival times::
 
-- ``poisson_times(rate, n, seed)``: gaps drawn from an exponential distribution of mean 1/rate
-  (what vLLM's and SGLang's serving benchmarks send); ``rate = inf`` is a burst (all at t=0).
-- ``load_trace(path)``: a JSON (or JSON-lines) list of requests with their lengths and, optionally,
-  their arrival times, e.g. a ShareGPT-style sample reduced to lengths::
+    [{"arrival_s": 0.0, "prompt_tokens": 31, "output_tokens": 142}, ...]
 
-      [{"arrival_s": 0.0, "prompt_tokens": 31, "output_tokens": 142},
-       {"arrival_s": 0.4, "prompt_tokens": 210, "output_tokens": 35}, ...]
-
-  Field names used by other tools are accepted too (``timestamp``; ``prompt_len``, ``input_len``;
-  ``output_len``). Entries without arrival times are spread by a Poisson process at a rate.
-
-Times are seconds from the run's start. This module imports no torch (the bench, the load test and
-the web server use it).
-"""
+Other tools' field names are accepted too (``timestamp``, ``prompt_len``, ``input_len``,
+``output_len``). Times are seconds from the run's start. No torch here."""
 
 from __future__ import annotations
 
@@ -60,11 +50,8 @@ def check_rate(rate: Any, name: str = "request_rate") -> float:
 
 
 def poisson_times(rate: float, n: int, seed: int = 0) -> list[float]:
-    """``n`` arrival times of a Poisson process at ``rate`` requests/s, the first at t=0.
-
-    The first request arrives at once (a run does not start with an empty wait); each later gap
-    is exponential with mean ``1/rate``. ``rate = inf`` gives a burst: every request at t=0.
-    """
+    """``n`` arrival times of a Poisson process at ``rate`` requests/s: the first at t=0, then
+    exponential gaps of mean ``1/rate`` (``rate = inf``: every request at t=0)."""
     rate = check_rate(rate)
     if not 1 <= n <= MAX_ARRIVALS:
         raise ValueError(f"the number of requests must be in 1..{MAX_ARRIVALS}, got {n}")
@@ -76,11 +63,6 @@ def poisson_times(rate: float, n: int, seed: int = 0) -> list[float]:
         t += rng.expovariate(rate)
         times.append(t)
     return times
-
-
-def burst_times(n: int) -> list[float]:
-    """Every request at t=0 (what ``generate`` did before arrivals existed)."""
-    return poisson_times(math.inf, n)
 
 
 def _pick(entry: dict[str, Any], keys: tuple[str, ...]) -> Any:

@@ -1,23 +1,16 @@
-"""KV memory for the scheduler: slots, pages and the prefix cache, per request.
+"""KV memory for the scheduler: slots, pages and the prefix cache, per request, in the order a
+request meets it (as Mini-SGLang's ``cache_manager``):
 
-What Mini-SGLang's ``cache_manager`` does, and this one, in the order a request meets it:
+1. ``admit``      match its tokens in the prefix cache and lock them, take a slot and pages for
+                  the rest of its prompt (refused while the pool, less a reserve, cannot hold it)
+2. ``grow``       one more page whenever its next token starts one (evicting unread cached pages)
+3. ``cache_req``  hand its computed pages to the cache: after each launched prefill chunk and
+                  when it finishes
+4. ``detach``     one release path for finished, aborted and retracted requests: pages and lock
+                  back at once (``free_pages``), the slot when no launched batch carries it
+                  (``free_slot``; ``table.py`` decides when)
 
-1. ``admit``      match the request's tokens in the prefix cache and lock what matched, take a
-                  slot and the pages for the rest of its prompt; refuse while the pool, less a
-                  reserve for the running requests' output, cannot hold it;
-2. ``grow``       as it decodes, take one more page whenever its next token starts one (evicting
-                  cached pages nobody reads when the pool runs short);
-3. ``cache_req``  hand its computed pages to the prefix cache: after each launched prefill chunk
-                  (``finished=False``) and when it finishes (``finished=True``);
-4. ``detach``     one release path for finished, aborted and retracted requests: take its
-                  slot, its own pages and its cache lock into a ``Release``. The pages and the lock
-                  go back at once (``free_pages``); the slot when no launched batch carries the
-                  request any more (``free_slot``, the caller decides when: ``table.py``).
-
-A request's pages are a prefix borrowed from the cache (``req.cached_pages`` of them, locked
-through ``req.cache_node``) followed by pages it owns; nothing here ever remaps a position to
-another page while the request runs (only the hazard lab's ``late_prefix_insert`` does).
-"""
+Nothing here remaps a running request's position to another page (only the hazard lab does)."""
 
 from __future__ import annotations
 
@@ -32,10 +25,9 @@ from engine.scheduler.kv_cache import CACHE_OWNER, IdPool, pages_needed
 from engine.scheduler.radix_cache import Node, RadixCache
 from engine.scheduler.request import Req
 
-# Admission reserves this share of the running requests' remaining output (this engine's
-# choice): it starts high, decays as decoding goes well, and jumps back after a retraction.
-# SGLang's ratio starts at 0.7, decays linearly over 600 steps to 0.14 of that and is recomputed
-# from the batch after a retraction; Mini-SGLang reserves the whole output and never retracts.
+# Admission reserves this share of the running requests' remaining output: high at first,
+# decaying while decoding goes well, high again after a retraction (SGLang's ratio works alike;
+# Mini-SGLang reserves the whole output and never retracts).
 NEW_TOKEN_RATIO_START = 0.5
 NEW_TOKEN_RATIO_MIN = 0.1
 NEW_TOKEN_RATIO_DECAY = 0.005     # per decode step
@@ -135,11 +127,9 @@ class CacheManager:
     # ---- 3. the prefix cache ------------------------------------------------------------------
     def cache_req(self, req: Req, finished: bool, remap: bool = False) -> None:
         """Insert ``req``'s pages whose K/V a launched forward writes and whose tokens are known.
-
-        ``remap`` (the hazard lab's ``late_prefix_insert`` only): where the cache already holds
-        those tokens in other pages, point the request at the cache's pages and free its own at
-        once, as SGLang's insert does when it runs after the next batch was built (its open PR
-        38140). Without it the request keeps its own pages and is never remapped."""
+        ``remap`` (the hazard lab's ``late_prefix_insert`` only): point the request at pages the
+        cache already holds for those tokens and free its own, as SGLang's late insert does
+        (SGLang PR 38140)."""
         if self.cache is None or req.slot < 0:
             return
         tokens = req.kv_tokens(finished)
@@ -189,11 +179,10 @@ class CacheManager:
         return release
 
     def free_pages(self, release: Release) -> None:
-        """Give back a Release's own pages and its cache lock (IdPool raises ``DoubleFreeError``
-        on a second free). Safe while a launched batch still reads them: only forwards write KV
-        pages, on the engine stream in launch order, so the next request that gets a page writes
-        it in a forward queued after every forward that reads it now. (Mini-SGLang frees them at
-        once too, scheduler/cache.py ``cache_req``; SGLang's ``release_req`` likewise.)"""
+        """Give back a Release's own pages and its cache lock, at once even while a launched batch
+        reads them: only forwards write KV pages, on the engine stream in launch order, so the
+        page's next owner writes it after every forward that reads it now (Mini-SGLang and SGLang
+        free them at once too)."""
         self.pages.free(release.pages, release.rid)
         if release.node is not None and self.cache is not None:
             self.cache.unlock(release.node)

@@ -1,12 +1,7 @@
-"""Checks that find memory faults by looking at what happened, never at what the code meant.
-
-- ``MappingCheck`` (``EngineConfig.debug_checks``) watches the metadata of every launched batch:
-  a request must read each position it has written through the same KV page, step after step.
-  A position read through two pages is the fault of SGLang PR 38140 (a prefix inserted into the
-  cache after the next batch was built, and the request pointed at the cache's pages).
-- ``memory_problems`` checks the pools and the prefix cache between runs: no page lost or held
-  twice, every cached page owned by the cache, no lock left behind.
-"""
+"""Checks that find memory faults by looking at what happened, never at what the code meant:
+``MappingCheck`` (``debug_checks``) watches every launched batch's metadata, so a position read
+through two pages (SGLang PR 38140's fault) is caught; ``memory_problems`` checks the pools and
+the prefix cache between runs (no page lost or held twice, no lock left behind)."""
 
 from __future__ import annotations
 

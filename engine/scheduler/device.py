@@ -1,20 +1,11 @@
 """The device interface: what the scheduler may ask of a "GPU", and what it gets back.
 
-The scheduler speaks to a device through a few verbs, in this order each step:
-
-- ``upload(metas)``  metadata -> device, on the **scheduler stream** (small copies, prompt writes);
-                     one step, or the k steps of a multi-step group in one copy
-- ``forward(up)``    on the **engine stream**: wait for the metadata (metadata -> forward), gather
-                     inputs from token_pool, run the model, sample, write tokens back to token_pool;
-                     then copy the tokens to a host buffer (on a copy stream, CUDA's default) and
-                     record ``copy_done``. Returns at once: nothing here waits for the device.
-- ``out.copy_done.synchronize()`` later, when the CPU needs the values (one step later in overlap).
-
-``begin_run`` / ``end_run`` bracket one ``generate`` call, and ``close`` releases the device.
-Three implementations: ``CudaDevice`` (real CUDA streams, ``devices/cuda.py``), and on a CPU
-``ProcessDevice`` (a separate device process plays the GPU) or ``InlineDevice`` (the same step
-run in-process, serial; a labelled fallback) in ``devices/process.py``.
-"""
+Each step: ``upload(metas)`` puts the metadata on the device (scheduler stream; the k steps of a
+multi-step group in one copy); ``forward(up)`` waits for it on the engine stream, gathers inputs
+from token_pool, runs the model, samples, writes tokens back, copies them to a host buffer and
+records ``copy_done``, returning at once; ``copy_done.synchronize()`` comes later, when the CPU
+needs the values. Implementations: ``CudaDevice``, and on a CPU ``ProcessDevice`` or
+``InlineDevice`` (serial, labelled)."""
 
 from __future__ import annotations
 
@@ -57,6 +48,7 @@ class Device(Protocol):
     kind: str                       # "cuda" | "cpu-process" | "cpu-inline"
     label: str                      # what the run labels say about it (e.g. a fallback's reason)
     lanes: tuple[str, ...]          # the timeline lanes it records on (record.schema.LANES)
+    pads_batches: bool              # batches padded to the shapes it warmed (CUDA graphs)
 
     def begin_run(self, timeline: Timeline) -> None: ...
 

@@ -1,11 +1,7 @@
-"""Intake: prompts and sampling parameters become checked requests (``Req``).
-
-Everything a caller can get wrong is refused here, before a run starts, with one sentence that
-names the prompt and the limit: an empty prompt, token ids outside the vocabulary, a prompt that
-with its ``max_new_tokens`` does not fit the context or the KV cache, stop tokens the model cannot
-emit, arrival times that are not times. Text goes through ``engine.models.prompts`` (the tokenizer's
-special tokens; a chat through its chat template).
-"""
+"""Intake: prompts and sampling parameters become checked requests (``Req``). What a caller can get
+wrong (an empty prompt, ids outside the vocabulary, a request that does not fit the context or
+the KV cache, stop tokens the model cannot emit, bad arrival times) is refused here, before a run
+starts, in one sentence that names the prompt and the limit."""
 
 from __future__ import annotations
 

@@ -1,14 +1,9 @@
 """Paged KV memory: a pool of fixed-size pages, an allocator with exact accounting, the tensors.
 
-The KV cache of every layer is one flat tensor of ``(num_pages + 1) * page_size`` token slots; page
-``p`` owns slots ``[p * page_size, (p + 1) * page_size)``. The extra last page is a *scratch* page:
-padding tokens write their K/V there, so a padded batch never touches a live request's pages.
-
-``IdPool`` hands out integer ids (KV pages here, request slots in ``request.py``) and knows who
-holds each one, so a double free or a leak is caught at the moment it happens, not later. A page
-held by the prefix cache (``radix_cache.py``) belongs to ``CACHE_OWNER``; a request hands its
-pages over with ``transfer`` when it inserts them.
-"""
+Each layer's cache is one flat tensor of ``(num_pages + 1) * page_size`` token slots; the last page
+is a *scratch* page padding writes into. ``IdPool`` hands out ids (pages, request slots) and knows
+who holds each, so a double free or a leak is caught when it happens; the prefix cache's pages
+belong to ``CACHE_OWNER`` (``transfer`` hands them over)."""
 
 from __future__ import annotations
 

@@ -1,22 +1,10 @@
 """The radix prefix cache: KV pages of earlier requests, found again by their tokens.
 
-A prompt that starts like an earlier one (a shared system prompt, the turns of a chat) need not
-compute those positions again: their K/V are already in pages. The tree's edges are runs of whole
-pages, keyed by the pages' tokens (``page_size`` tokens a page), as Mini-SGLang's radix cache
-keys them; a node owns the pages of its edge.
-
-- ``match(tokens)``   the longest page-aligned prefix held, as pages (splitting an edge if the
-                      match ends inside it);
-- ``insert(tokens, pages)``  hand a request's pages for ``tokens`` to the tree (only where the
-                      tree holds nothing past the request's own cached prefix: a page is never
-                      mapped twice for one position);
-- ``lock(node)`` / ``unlock(node)``  a request that reads a node's pages holds a lock on it and
-                      all its ancestors; locked pages are never evicted, so never rewritten;
-- ``evict(n)``        free at least ``n`` pages, least recently used unlocked leaves first.
-
-The tree knows nothing of devices or streams: the scheduler decides when a request locks,
-inserts and releases (``cache_manager.py``), and that is where overlap's hazards live.
-"""
+Edges are runs of whole pages keyed by their tokens, as in Mini-SGLang. ``match`` finds the longest
+page-aligned prefix held; ``insert`` hands a request's pages to the tree (never mapping a position
+twice); ``lock``/``unlock`` keep the pages a request reads (and their ancestors) from eviction;
+``evict`` frees the least recently used unlocked leaves. When a request locks, inserts and releases
+is the scheduler's call (``cache_manager.py``): that is where overlap's hazards live."""
 
 from __future__ import annotations
 

@@ -1,19 +1,12 @@
 """Requests, batches, and the metadata one forward needs.
 
-A ``Req`` has two clocks. ``num_scheduled`` counts output tokens whose forward has been *launched*
-(the device side, which runs ahead); ``output_ids`` holds the tokens the CPU has *read back*
-(the host side). In the normal loop they move together; in the overlap loop the host lags one step,
-which is exactly the window in which a request that already stopped can sit in the next batch.
-
-The model never reads a token value from the host: a row's input comes from the device-resident
-``token_pool[slot, position]``, and the sampled token is written back there (``runner.py``).
-The scheduler only decides *which* (slot, position) each row reads and writes: ``StepMeta``.
-
-A request can also be *retracted* (memory ran short): it gives its slot and pages back and waits
-again, keeping the tokens it has read; when it is admitted again its ``fill_ids`` (prompt and
-those tokens) are prefilled, most of them found in the prefix cache. ``epoch`` counts its
-admissions, so a token of a batch launched before the retraction is recognised and dropped.
-"""
+A ``Req`` has two clocks: ``num_scheduled`` counts tokens whose forward was *launched*,
+``output_ids`` the tokens the CPU has *read back*. Under overlap the host lags one step: the window
+in which a stopped request can sit in the next batch. Token values never travel from the host: a row
+reads its input from ``token_pool[slot, position]`` on the device and its sampled token is written
+back there; ``StepMeta`` says which (slot, position) each row reads and writes. A retracted request
+waits again with the tokens it has read; ``epoch`` counts its admissions, so a token launched before
+the retraction is recognised and dropped."""
 
 from __future__ import annotations
 
@@ -79,12 +72,10 @@ class Req:
         return self.num_prefilled == len(self.fill_ids)
 
     def kv_tokens(self, finished: bool) -> list[int]:
-        """The tokens whose K/V a launched forward writes and whose values the host knows: what
-        may go into the prefix cache. During prefill, the launched part of ``fill_ids``; later,
-        the prompt and the tokens read back but the last one, the boundary the serial loop
-        sees. Under overlap a launched forward may already be writing the last one's K/V (the
-        lag-one step of a request that stopped); it is left out, so both loops leave the same
-        prefix cache (SGLang caches that token under overlap: its issue 24590)."""
+        """The tokens whose K/V a launched forward writes and whose values the host knows: what may
+        go into the prefix cache. The last token read back is left out (under overlap a launched
+        forward may be writing its K/V), so both loops leave the same cache (SGLang caches it:
+        its issue 24590)."""
         if not finished or not self.prefill_done:
             return self.fill_ids[:self.num_prefilled]
         known = self.prompt_ids + self.output_ids
@@ -162,10 +153,8 @@ def decode_bucket(n: int, cap: int) -> int:
 
 
 def prefill_bucket(n: int) -> int:
-    """Tokens per row of a padded prefill: the next power of two, at least 16. With batch sizes
-    padded to ``DECODE_BUCKETS`` too, a CUDA run meets only a few prefill shapes, and the engine
-    runs each one at start (``ModelRunner.warm_up_prefill``), so no measured step pays a shape's
-    first use (kernel loading, library heuristics)."""
+    """Tokens per row of a padded prefill: the next power of two, at least 16, so a CUDA run meets
+    few prefill shapes and warms each at start (``ModelRunner.warm_up_prefill``)."""
     return max(16, 1 << (n - 1).bit_length())
 
 
@@ -181,10 +170,9 @@ def prefill_shapes(cfg) -> tuple[tuple[int, ...], tuple[int, ...]]:
 
 def build_meta(batch: Batch, page_table: np.ndarray, page_size: int, dummy_slot: int,
                full_kv: bool) -> StepMeta:
-    """Lay the batch out as arrays: one Python pass over the rows, one conversion per array (a
-    numpy call costs microseconds, and this runs every step on the scheduler thread, where in a
-    serial loop each of them is GPU idle time). ``page_table[slot]`` lists a slot's pages, padded
-    with the scratch page. Padding rows read the dummy slot and write the scratch page."""
+    """Lay the batch out as arrays, one Python pass over the rows and one conversion per array (this
+    runs on the scheduler thread every step). ``page_table[slot]`` lists a slot's pages; padding
+    rows read the dummy slot and write the scratch page."""
     rows, n = batch.rows, len(batch.rows)
     ints, floats = _padded_arrays(batch.padded_size, n, page_table, dummy_slot)
     ints[:n, :NUM_INT_COLS] = [(r.req.slot, r.start, r.length, r.samples, r.req.seed,
@@ -202,14 +190,9 @@ def build_meta(batch: Batch, page_table: np.ndarray, page_size: int, dummy_slot:
 def advance_meta(first: StepMeta, batch: Batch, keep: np.ndarray, offset: int,
                  page_table: np.ndarray, page_size: int, dummy_slot: int,
                  full_kv: bool) -> StepMeta:
-    """Step ``offset`` of a multi-step decode group, derived from the group's first step.
-
-    Nothing is looked up per request again: the rows are the first step's rows that still run
-    (``keep``: a length limit may end a row inside the group; stop tokens are only seen later), each
-    one position further on. The page table is unchanged: the scheduler took the pages of all the
-    group's positions before laying out its first step. ``batch`` must list exactly the kept
-    rows, in order.
-    """
+    """Step ``offset`` of a multi-step decode group, from its first step: the rows still running
+    (``keep``), each one position further on, the page table unchanged (the group's pages were
+    taken before its first step). ``batch`` lists exactly the kept rows, in order."""
     n = int(keep.sum())
     assert n == len(batch.rows), "advance_meta: batch rows and keep mask disagree"
     ints, floats = _padded_arrays(batch.padded_size, n, page_table, dummy_slot)

@@ -1,34 +1,19 @@
 """The scheduler: ``normal_loop`` and ``overlap_loop``, side by side, in the article's four stages.
 
-1. ``receive_requests``      take what has arrived from the request source (new requests,
-                             aborts); requests may arrive while the loop runs
-2. ``schedule_next_batch``   pick the next batch (prefill first, chunked under a token budget,
-                             else decode), allocate slots/pages, upload metadata (scheduler stream)
-3. ``_forward``              launch it on the engine stream (returns immediately)
+1. ``receive_requests``      take what has arrived (new requests, aborts)
+2. ``schedule_next_batch``   pick the next batch (prefill first, chunked, else decode), take its
+                             slots and pages, upload its metadata (scheduler stream)
+3. ``_forward``              launch it on the engine stream (returns at once)
 4. ``_process_last_data``    wait for a batch's tokens (``copy_done``), append, stop checks, free
-                             (finished requests' pages go to the prefix cache, the rest back)
 
-``normal_loop`` runs 1-2-3-4 on the *same* batch: the GPU idles while the CPU does stage 4 and
-the next stage 1-2. ``overlap_loop`` runs stage 4 on the *previous* batch after launching the next
-one, so the CPU's work hides behind the GPU's forward. The price is *lag one*: a request that
-stopped at step n-1 may already be in batch n. Its extra token is dropped, its KV pages go back
-at once (only forwards write pages, in launch order), and its slot only once batch n has finished
-with the slot's token_pool row (the next prompt is written into that row on the scheduler stream).
-
-Who waits and who runs, and what a request gives back when it ends, is ``table.py``'s; KV memory
-(``cache_manager.py``, over the radix prefix cache) is taken as requests grow, not reserved for
-their whole length:
-admission matches the prompt in the radix prefix cache and takes pages for the rest; each decode
-step takes a page when a row's next token starts one; when the pool runs dry a running request
-is *retracted* (its computed pages cached, the rest given back at once, its slot once no
-launched batch reads it, its tokens in flight dropped) and resumes later. Under overlap every one
-of these touches
-memory the batch already launched may read: the comments at each say which dependency they keep.
-
-Requests arrive over time (``engine.scheduler.sources``): at t=0, by a Poisson process, or from a
-client of the OpenAI-compatible server. When nothing is waiting, running or in flight, the loop
-blocks on the source until something arrives: real idle time, neither CPU work nor a stall.
-"""
+``normal_loop`` runs 1-2-3-4 on the *same* batch: the GPU idles while the CPU does 4 and the next
+1-2. ``overlap_loop`` runs 4 on the *previous* batch after launching the next, so the CPU's work
+hides behind the forward. The price is *lag one*: a request that stopped at step n-1 may already be
+in batch n; its extra token is dropped, its pages go back at once (only forwards write pages, in
+launch order), its slot once batch n is done with the slot's token_pool row. Memory is taken as
+requests grow (``table.py``, ``cache_manager.py``); the comment at each touch of it says which
+dependency it keeps. With nothing waiting, running or in flight, the loop blocks on its source: idle
+time, not CPU work."""
 
 from __future__ import annotations
 
@@ -108,10 +93,10 @@ class _CpuSpan:
 class Scheduler:
     def __init__(self, cfg: EngineConfig, device: Device, pools: Pools, timeline: Timeline,
                  loop: LoopSpec, source: RequestSource, sink: TokenSink | None = None, *,
-                 capture: KernelWindow | None = None, pad_batches: bool = False) -> None:
+                 capture: KernelWindow | None = None) -> None:
         """One run's scheduler, complete: where its requests come from (``source``) and its
-        tokens go (``sink``, a served session's), the kernel-level window to capture (CUDA), and
-        whether batches are padded to the shapes the device warmed (CUDA graphs)."""
+        tokens go (``sink``, a served session's), and the kernel-level window to capture (CUDA).
+        Batches are padded where the device says so (``Device.pads_batches``)."""
         self.cfg, self.device = cfg, device
         self.slots, self.pages = slots, pages = pools.slots, pools.pages
         self.source = source
@@ -126,7 +111,7 @@ class Scheduler:
         self.mapping = MappingCheck(cfg.page_size) if cfg.debug_checks else None
         self.table = RequestTable(cfg, self.memory, timeline, self.mapping)  # waiting, running
         self.capture = capture                      # a torch.profiler window (kernel lanes)
-        self.timeline, self.pad_batches = timeline, pad_batches
+        self.timeline, self.pad_batches = timeline, device.pads_batches
         self.step = 0
         self.wasted_tokens = 0
         self.unguarded_tokens = 0                   # hazard lab: kept where a guard would drop
@@ -160,13 +145,10 @@ class Scheduler:
         return ongoing_data
 
     def multistep_loop(self, last_data: list) -> list:
-        """Overlap with k decode steps per iteration (multi-step scheduling).
-
-        One scheduling pass lays out k decode steps and uploads their metadata once; the k
-        launches then need no CPU work but the launch itself, and each forward feeds the next
-        through token_pool. The k results are processed together one iteration later (stop
-        checks k steps late). The per-iteration work (``extra_cpu_us``) is paid once per k forwards.
-        """
+        """Overlap with k decode steps per iteration (multi-step scheduling): one scheduling pass
+        and one upload for k forwards, each feeding the next through token_pool; their results
+        are processed together one iteration later (stop checks k steps late), and
+        ``extra_cpu_us`` is paid once per k forwards."""
         launched = [fi for fi, _ in last_data]                     # the previous k, not processed
         self.receive_requests(launched)                            # 1
         group = self.schedule_next_group(self.decode_steps, launched)   # 2: k steps, one upload
@@ -227,14 +209,11 @@ class Scheduler:
         return group[0] if group else None
 
     def schedule_next_group(self, k: int, in_flight: list[ForwardInput]) -> list[ForwardInput]:
-        """The next batch (prefill first), or up to ``k`` decode steps of the same rows.
-
-        A group's later steps are laid out now, before any of its tokens exist: length limits are
-        known ahead, so a row leaves the group when it reaches ``max_new_tokens``; stop tokens are
-        seen only when the group is processed. All the group's metadata goes up in one upload.
-        ``in_flight``: batches launched and not processed yet (a request retracted here while one
-        of them carries it gives its memory back only after them).
-        """
+        """The next batch (prefill first), or up to ``k`` decode steps of the same rows, laid out
+        before any of their tokens exist: a row leaves the group at ``max_new_tokens``; stop
+        tokens are seen only when the group is processed. One upload for the group.
+        ``in_flight``: a request retracted here while one of those batches carries it gives its
+        memory back after them."""
         t0 = time.perf_counter_ns()
         rows, kind = self.table.prefill_rows(), Phase.PREFILL
         if not rows:
@@ -261,14 +240,10 @@ class Scheduler:
             self.mapping.launched(batches, metas)
         uploaded = self.device.upload(metas)                      # scheduler stream, one copy
         if kind == Phase.PREFILL and not self.cfg.hazards.late_prefix_insert:
-            # The seed's cache_req(req, finished=False), for a launched prefill: done here,
-            # before the next batch is built, and a request keeps its own pages where the cache
-            # already holds the same tokens (RadixCache.insert), so every later batch maps these
-            # positions to the same pages. SGLang inserts after the next batch was launched and
-            # remaps the request, so its first decode step reads other pages than the later ones
-            # (the open SGLang PR 38140); Mini-SGLang frees the duplicates without rewriting the page
-            # table (the open Mini-SGLang PR 142). A later batch that reads these pages runs after
-            # this prefill in the engine stream's order.
+            # The seed's cache_req(req, finished=False), done before the next batch is built, the
+            # request keeping its own pages (RadixCache.insert): every later batch maps these
+            # positions to the same pages (SGLang remaps later: its PR 38140). A batch that reads
+            # them runs after this prefill in the engine stream's order.
             for row in rows:
                 self.memory.cache_req(row.req, finished=False)
         self.timeline.add_cpu(Phase.SCHEDULE, batches[0].step, t0, time.perf_counter_ns(), len(rows),
@@ -298,19 +273,14 @@ class Scheduler:
     # ---- stage 4 ------------------------------------------------------------------------------
     def _process_last_data(self, last_data: tuple[ForwardInput, ForwardOutput],
                            in_flight: list[ForwardInput], scheduler_work: bool = True) -> None:
-        """Read a launched batch's tokens, append them, check stops, free what finished.
-
-        ``in_flight``: the batches launched but not yet processed; the device may still read
-        their slots' token_pool rows, so a request they carry keeps its slot until they complete
-        (its pages go back at once).
-        """
+        """Read a launched batch's tokens, append them, check stops, free what finished. A request
+        that ``in_flight`` batches carry keeps its slot until they complete (they read its
+        token_pool row); its pages go back at once."""
         forward_input, output = last_data
         batch = forward_input.batch
         with _CpuSpan(self.timeline, Phase.WAIT, batch.step, batch):
             if self.timeline.enabled and not output.copy_done.query():
-                # The recorder's own work, done while this thread would only block: the spans
-                # of steps already finished are resolved now rather than all at the run's end,
-                # inside the caller's time. (Never a wait: a step not done yet stays pending.)
+                # The recorder's work, done while this thread would only block (never a wait).
                 self.timeline.resolve_while_waiting()
             # Sync point: blocks until batch's tokens are in host memory (its forward is done).
             output.copy_done.synchronize()

@@ -1,18 +1,10 @@
-"""Where the scheduler's requests come from: stage 1 (``receive``) asks a *request source*.
+"""Where the scheduler's requests come from: stage 1 asks a ``RequestSource``, as SGLang's
+``recv_requests`` polls its socket.
 
-SGLang's scheduler starts every iteration with ``recv_requests``: a non-blocking poll of the socket
-from the tokenizer process. Here the same question goes to a ``RequestSource``:
-
-- ``receive()``  what has arrived by now (new requests, and requests to abort): never blocks;
-- ``wait(s)``    called only when the scheduler has nothing at all to do (nothing waiting, running
-                 or in flight): block until something has arrived (True) or ``s`` seconds have
-                 passed (False). Idle time is real and is not CPU work: no span records it;
-- ``done()``     nothing will ever arrive again: the run may end once its requests have finished.
-
-Two sources: ``ScheduledSource`` replays requests at their arrival times (``Engine.generate``:
-a burst at t=0, a Poisson process, a trace), and ``engine.processes.online.PipeSource`` reads requests
-that stream in over the scheduler process's pipe (the OpenAI-compatible server).
-"""
+``receive()`` never blocks; ``wait(s)`` is called only when there is nothing to do, and blocks until
+something arrives (idle time, not CPU work); ``done()``: nothing more will come. ``ScheduledSource``
+replays requests at their arrival times (``Engine.generate``);
+``engine.processes.online.PipeSource`` reads them from the scheduler process's pipe."""
 
 from __future__ import annotations
 

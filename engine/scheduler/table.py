@@ -1,18 +1,12 @@
-"""The requests of a run and their memory: who waits, who runs, and what a request that ends
-(finished, aborted) or is retracted gives back, and when.
+"""The requests of a run: who waits, who runs, and what a request that ends or is retracted gives
+back, and when.
 
-Stage 2 asks it for rows: ``prefill_rows`` continues chunked prompts and admits waiting requests
-while memory allows; ``decode_rows`` gives each running request one row (k with multi-step), with
-the pages for its next positions, and retracts requests when the pool runs dry. Stage 4 tells it
-who finished. Whatever a request gives back goes through one path, ``_release``: its KV pages
-and its prefix-cache lock at once (only forwards write pages, on the engine stream in launch
-order), its request slot once no launched batch carries the request. The slot is the one thing
-that must wait: a launched forward reads and writes the slot's ``token_pool`` row, and the next
-request's prompt is written into that row on the scheduler stream, which does not wait for
-forwards (a write-after-read hazard: SGLang issue 18744, then its PRs 26380, 28363, 31687).
-
-``in_flight`` is always the batches launched and not yet processed.
-"""
+``prefill_rows`` continues chunked prompts and admits waiting requests; ``decode_rows`` gives each
+running request its row(s) and the pages for them, retracting requests when the pool runs dry.
+Everything goes back through ``_release``: pages and cache lock at once (only forwards write pages,
+in launch order), the slot once no launched batch carries the request: the next prompt is written
+into the slot's ``token_pool`` row on the scheduler stream, which does not wait for the forwards
+that read it (SGLang issue 18744). ``in_flight`` is the batches launched, not processed."""
 
 from __future__ import annotations
 
@@ -102,22 +96,14 @@ class RequestTable:
 
     def _make_room(self, req: Req, tokens: int, in_flight: Sequence[Batch], step: int) -> bool:
         """Pages for ``req``'s first ``tokens`` positions, retracting the newest requests (those
-        without a row in this batch yet) while that helps. False: ``req`` sits this step out
-        (it may have been retracted itself).
+        without a row in this batch yet) while that helps. False: ``req`` sits this step out.
 
-        Under overlap the launched batch is processed only after this one is built, so requests
-        whose last token it computes still hold their pages here; the serial loop would already
-        have given them back. While such pages are coming back, ``req`` waits a step instead of
-        retracting someone (a retraction costs a prefill again; a wait costs one step).
-
-        At least one request keeps running, as in SGLang (``retract_decode`` in
-        ``python/sglang/srt/managers/schedule_batch.py``, release 0.5.17, lines 2745-2747, stops
-        retracting at one request): the last one is never retracted, since giving back its own
-        pages frees nothing it could not take itself. It waits a step instead. Intake admits no
-        request longer than the whole pool, so a request running alone can always grow once the
-        launched batch's pages are back; SGLang aborts a last request that still cannot fit (out
-        of memory), and here, should that ever happen, the scheduler's stall check ends the run
-        with an error after a few idle iterations."""
+        Under overlap the launched batch still holds the pages of requests it finishes; while such
+        pages are coming back, ``req`` waits a step rather than retract someone (a retraction costs
+        a prefill again). The last running request is never retracted, as in SGLang's
+        ``retract_decode``: its own pages are all it could free. Intake admits no request longer
+        than the pool, so it can always grow once the launched batch's pages are back; should it
+        not, the scheduler's stall check ends the run with an error."""
         while not self.memory.grow(req, tokens):
             if self._pages_coming_back() > 0 or len(self.running) == 1:
                 return False                     # given back when the launched batch is processed
@@ -135,14 +121,11 @@ class RequestTable:
                    if r.prefill_done and r.num_scheduled >= r.params.max_new_tokens)
 
     def retract(self, req: Req, in_flight: Sequence[Batch], step: int) -> None:
-        """Memory ran short: ``req`` leaves the running batch and waits again at the front of the
-        queue, keeping the tokens it has read. Its computed pages go to the prefix cache (so its
-        resumption finds them), the rest go back at once, its slot once no launched batch
-        carries it, and the token a launched batch is computing for it is dropped (a new epoch).
-        Which request, and what it keeps, is this engine's choice. SGLang's (release 0.5.17,
-        ``retract_decode`` and ``release_req`` in ``python/sglang/srt/managers/schedule_batch.py``)
-        retracts by its own order and frees only what lies past the prefix cache's protected
-        length: the prompt it inserted into the radix tree after prefill stays there."""
+        """Memory ran short: ``req`` waits again at the front of the queue, keeping the tokens it
+        has read. Its computed pages go to the prefix cache (its resumption finds them), the rest
+        back at once, its slot once no launched batch carries it; the token a launched batch
+        computes for it is dropped (a new epoch). SGLang's ``retract_decode`` and ``release_req``
+        choose and keep otherwise: the prompt it inserted into the radix tree stays there."""
         self.running.remove(req)
         self.memory.cache_req(req, finished=True)
         release = self.memory.detach(req)
@@ -168,9 +151,8 @@ class RequestTable:
             self._release(self.memory.detach(req), req, in_flight,
                           self.cfg.hazards.no_deferred_free)
         elif ended_before and self.cfg.hazards.no_finished_guard:
-            # Hazard lab: with the finished-request guard gone (Mini-SGLang's finished_reqs), a
-            # request that already ended is finished again and its slot given back a second
-            # time; IdPool raises DoubleFreeError.
+            # Hazard lab: without the finished-request guard its slot is freed twice
+            # (DoubleFreeError).
             self._release(Release(req.rid, req.last_slot, [], None), req, in_flight, False)
 
     def abort(self, rids: set[int], in_flight: Sequence[Batch]) -> list[Req]:

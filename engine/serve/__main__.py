@@ -2,14 +2,12 @@
 
     python -m engine.serve --model bundled --port 8000              # the overlap loop
     python -m engine.serve --loop normal --port 8001                # the serial baseline
-    curl localhost:8000/v1/completions -H 'content-type: application/json' \\
+    curl localhost:8000/v1/completions -H 'content-type: application/json' \
          -d '{"model": "bundled", "prompt": "Once upon a time", "max_tokens": 32}'
 
-Three processes, as SGLang runs them: this one (HTTP, tokenizer, streaming), the scheduler
-process (the loop, one served session; ``engine.processes.online``) and, on a CPU, the device process.
-The served session's timeline is at ``/v1/timeline/record`` (a run record the app can open)
-and ``/v1/timeline/trace`` (Perfetto). The server listens on 127.0.0.1 unless told otherwise.
-"""
+This process (HTTP, tokenizer), the scheduler process and, on a CPU, the device process. The
+session's timeline is at ``/v1/timeline/record`` and ``/v1/timeline/trace``. Listens on 127.0.0.1
+unless told otherwise."""
 
 from __future__ import annotations
 

@@ -1,19 +1,15 @@
 """The OpenAI-compatible HTTP API (FastAPI): tokenize, forward, stream. No engine runs here.
 
-    GET  /health                   the session's counts and pools (503 while it is down or
-                                   restarting)
+    GET  /health                   the session's counts and pools (503 while it is down)
     GET  /v1/models                the one model served
     POST /v1/completions           text or token-id prompts; streaming (SSE) or not
     POST /v1/chat/completions      messages through the tokenizer's chat template
-    GET  /v1/timeline/record       the session so far as a run record (the app draws it)
+    GET  /v1/timeline/record       the session so far as a run record
     GET  /v1/timeline/trace        ... as a Chrome / Perfetto trace
 
-Each request's choices go to the scheduler process through ``ServingClient``; its reader thread
-hands their tokens back to the request's coroutine through an asyncio queue. Text is decoded
-here (``TextStream``) and cut at stop strings (``StopText``). A streaming client that goes away
-is noticed when its next chunk cannot be sent (Starlette cancels the stream), and its requests are
-aborted in the scheduler, freeing their slots and pages. Every error is OpenAI's error body.
-"""
+Tokens come back through ``ServingClient`` and an asyncio queue per request; text is decoded and cut
+at stop strings here. A client that goes away has its requests aborted in the scheduler. Every error
+is OpenAI's error body."""
 
 from __future__ import annotations
 

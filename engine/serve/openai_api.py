@@ -1,17 +1,9 @@
 """The OpenAI API's shapes: request bodies in (checked), response bodies and stream chunks out.
 
-``/v1/completions`` and ``/v1/chat/completions`` requests become a ``Job``: token ids per choice
-(a completion's prompt tokenized as transformers does, a chat through the chat template),
-``SamplingParams``, streaming options and stop strings. Anything this engine cannot honour is
-refused, never silently ignored, with OpenAI's error body naming the field::
-
-    {"error": {"message": "...", "type": "invalid_request_error", "param": "max_tokens",
-               "code": null}}
-
-Parameters beyond the basics that the engine supports as vLLM spells them: ``top_k``,
-``ignore_eos``, ``stop_token_ids``. Stop *strings* are matched on the text (``StopText``), which
-also holds back text that may be the start of a stop string while streaming.
-"""
+A request becomes a ``Job``: token ids per choice, ``SamplingParams``, streaming options and stop
+strings. What this engine cannot honour is refused with OpenAI's error body naming the field, never
+ignored. Beyond the basics, vLLM's ``top_k``, ``ignore_eos`` and ``stop_token_ids``; stop *strings*
+are matched on the text (``StopText``), which holds back a possible start of one."""
 
 from __future__ import annotations
 

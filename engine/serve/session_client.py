@@ -1,18 +1,10 @@
 """Online serving, the web server's side: one served session in the scheduler process.
 
-``ServingClient`` starts the scheduler process (``engine.processes.scheduler_process``), opens a session
-(``ServeRequest``) and then only forwards: ``submit`` sends a tokenized request, ``abort`` one
-whose client went away, and a reader thread hands every event to whoever waits for it: each
-request's ``TokenDelta`` to its handler, ``ServingStats`` to ``stats()``. It keeps the session's
-timeline (the spans the scheduler streams, a bounded window) and its finished requests, so the
-session can be drawn like any run (``session_record``).
-
-If the scheduler process dies or the session fails, every request in progress is told so
-(``SessionLost``). A process that died is replaced at once, in the background (the reader notices
-within ``POLL_S``): ``restarting`` is true meanwhile, and ``stats`` answers None without waiting
-for it, so a health check says so instead of hanging. A session that failed is started again by
-the next ``submit``. Nothing here imports torch.
-"""
+``ServingClient`` opens a session and forwards: ``submit`` a tokenized request, ``abort`` one whose
+client went away; a reader thread hands each ``TokenDelta`` to its request's handler and
+``ServingStats`` to ``stats()``, and keeps a bounded window of the session's spans and its finished
+requests (``session_record``). If the process dies, every request in progress is told
+(``SessionLost``) and a new process starts in the background (``restarting``). No torch here."""
 
 from __future__ import annotations
 
@@ -44,7 +36,7 @@ from engine.processes.messages import (
 from engine.processes.scheduler_process import Placement, SchedulerClient, SchedulerDied
 from record.schema import RecordDict
 
-MAX_SESSION_SPANS = 400_000        # the session timeline's window (about 10 min of CPU steps)
+MAX_SESSION_SPANS = 400_000        # the session timeline's window, in spans
 MAX_SESSION_OUTPUTS = 20_000       # finished requests kept for the session's record
 Handler = Callable[[Any], None]    # gets TokenDelta, Rejected or SessionLost
 

@@ -1,30 +1,24 @@
-"""Other engines' traces read as runs of the record schema, apart from the record of our own runs.
-
-- ``profiler_events``  a Chrome / torch.profiler trace's bytes and events, read once, bounded
-- ``profiler_import``  a trace (ours back in, or SGLang's, vLLM's, transformers') as a record
-- ``trace_steps``      where an imported trace's steps are, and one step as the step-through shows it
-- ``trace_loop``       what a trace's timing says about its loop: launch latency, overlap or not
-- ``host_phases``      the host's named phases in a trace, each given its role in the article's loop
-- ``given_file``       any file a user gives the page, as a record; runs of several shown side by side
-
-An imported run is a ``RunDict`` with a few keys more (``ImportedRun``), which only the code that
-draws imports reads, through ``imported``.
-"""
+"""Other engines' traces read as runs of the record schema, apart from the record of our own runs:
+``profiler_events`` (a trace's events, read bounded), ``profiler_import`` (a trace as a record),
+``trace_steps`` (its steps), ``trace_loop`` (what its timing says about its loop),
+``host_phases`` (its named host phases and their roles) and ``given_file`` (any file given to the
+page). An imported run is a ``RunDict`` with a few keys more (``ImportedRun``)."""
 
 from __future__ import annotations
 
 from typing import Any, TypedDict, cast
 
+from record.imported.trace_loop import LoopSeen, Note
 from record.schema import RunDict
 
 
 class ImportedRun(TypedDict, total=False):
     """What an imported run (or a run shown beside another record's) holds beyond a ``RunDict``."""
 
-    notes: list[dict[str, Any]]         # what the trace cannot tell
+    notes: list[Note]                   # what the trace cannot tell
     source: str                         # the file it came from
     env: dict[str, Any]                 # runs side by side: where its record was made
-    loop_seen: dict[str, Any]           # what its timing says (``trace_loop.loop_seen``)
+    loop_seen: LoopSeen                 # what its timing says
     joined_gap_us: float                # gaps shorter than this count as busy
     step_starts: list[list[float]]      # [step, when the host began it]
     phase_roles: dict[str, str]         # its named host phases' roles
@@ -33,3 +27,10 @@ class ImportedRun(TypedDict, total=False):
 def imported(run: RunDict) -> ImportedRun:
     """The import-only keys of ``run``, typed (the same dict: a run of ours has none of them)."""
     return cast(ImportedRun, run)
+
+
+def loop_verdict(run: RunDict) -> str | None:
+    """What an imported run's timing says of its loop ("serial", "overlapped", "unknown");
+    None where it was not read (a run of ours)."""
+    seen = imported(run).get("loop_seen")
+    return seen.get("verdict") if isinstance(seen, dict) else None

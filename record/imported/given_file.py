@@ -1,14 +1,9 @@
-"""Any file a user gives the page, as a run record: a record as it is, a trace imported.
+"""A file a user gives the page, as a run record: a record as it is, a trace imported.
 
-``load_any`` reads through ``record.bounded_read.read_bounded`` (bounded in bytes, before and after
-decompression), then tells a run record from a Chrome or torch.profiler trace by its first bytes.
-``sniff`` refuses, by its first bytes alone, a file that is plainly neither (an image, a PDF, an
-archive, an empty file, text that is not JSON), so the page can say so at once and in words.
-
-Python's cycle collector is paused while a file becomes a record (``collector_paused``): a
-trace of a few MB makes a million objects, none of them in a cycle, and the collector, woken
-every few hundred allocations, walked the growing heap again and again: 40% of an import's time.
-"""
+``load_any`` reads it bounded and tells a record from a trace by its first bytes; ``sniff`` refuses
+at once what is plainly neither. The cycle collector is paused while a file becomes a record
+(``collector_paused``): a trace makes a million objects in no cycle, and the collector would walk
+the growing heap again and again."""
 
 from __future__ import annotations
 

@@ -1,42 +1,22 @@
-"""The host's phases in an imported trace, where the trace names them: the scheduler's own
-functions (recorded as ``python_function`` events when the profiler ran with ``with_stack=True``)
-and ``record_function`` / ``user_annotation`` ranges, each given the role it plays in the
-article's loop (receive, schedule, launch, process_last) so it takes that role's colour.
+"""The host's phases in an imported trace, where the trace names them (the scheduler's functions, as
+``python_function`` events with ``with_stack=True``, and ``record_function`` /
+``user_annotation`` ranges), each given its role in the article's loop (receive, schedule,
+launch, process_last) and so its colour.
 
-The functions named here are the ones each engine's loop calls once a step:
+The functions are the ones each engine's loop calls once a step: Mini-SGLang's
+``python/minisgl/scheduler/scheduler.py`` (``receive_msg``, ``_schedule_next_batch``, ``_forward``,
+``_process_last_data``; offline ``python/minisgl/llm/llm.py``); SGLang's
+``python/sglang/srt/managers/scheduler.py`` (``recv_requests``, ``get_next_batch_to_run``,
+``run_batch``, ``process_batch_result``), which its own profiler annotates as
+``scheduler.recv_requests`` and so on, with each forward marked ``step[DECODE bs=16]`` and, in its
+overlap loop, ``copy_result_to_cpu``; vLLM's ``vllm/v1/engine/core.py`` (``schedule``,
+``execute_model``, ``update_from_output``), and ``gpu_model_runner: preprocess`` / ``forward`` /
+``postprocess`` ranges where its runner marks them. Every path is in ``docs/citations.md``.
 
-- Mini-SGLang, ``python/minisgl/scheduler/scheduler.py`` (``overlap_loop``, ``normal_loop``):
-  ``receive_msg`` and ``_process_one_msg``, ``_schedule_next_batch`` (and its
-  ``_prepare_batch``), ``_forward``, ``_process_last_data``; offline, ``python/minisgl/llm/llm.py``
-  ``offline_receive_msg``.
-- SGLang, ``python/sglang/srt/managers/scheduler.py`` (``event_loop_normal``,
-  ``event_loop_overlap``): ``recv_requests``, ``process_input_requests``,
-  ``get_next_batch_to_run``, ``run_batch``, ``process_batch_result``. SGLang's own profiler
-  (``engine.start_profile``) annotates them itself, as ``scheduler.recv_requests`` and so on
-  (``sglang/srt/utils/nvtx_utils.py``), marks each forward ``step[DECODE bs=16]`` inside
-  ``scheduler.run_batch`` (``sglang/srt/utils/profile_utils.py``, ``build_step_span_name``) and,
-  in its overlap loop, the result's copy to the host ``copy_result_to_cpu``.
-- vLLM, ``vllm/v1/engine/core.py`` (``EngineCore.step``): the scheduler's ``schedule`` and
-  ``update_from_output``, the executor's ``execute_model`` (vLLM 0.34.0). vLLM 0.24.0's model
-  runner, ``vllm/v1/worker/gpu_model_runner.py``, marks ``gpu_model_runner: preprocess`` /
-  ``forward`` / ``postprocess`` with ``record_function``; 0.34.0 replaced that file with
-  ``vllm/v1/worker/gpu/model_runner.py``, which marks none, so a newer trace shows the engine
-  core's functions only (with ``with_stack=True``). Every path here is in ``docs/citations.md``.
-
-Any other ``record_function`` range is a phase too, under its own name and with no role. A
-phase inside another is drawn only where the outer one has the same role or none of the inner
-ones has a role (Mini-SGLang's ``_prepare_batch`` stays inside ``_schedule_next_batch``; vLLM's
-``execute_model`` is drawn as its preprocess, forward and postprocess). Two things are drawn
-inside SGLang's phases, cut out of them: its ``step[...]`` mark inside ``scheduler.run_batch``
-(the forward it launches, under SGLang's name for it), and the host's wait for the GPU inside
-``process_batch_result`` (a synchronising call, a copy into pageable memory: ``gpu_waits``), as
-``wait``.
-
-Between the phases, or where a thread names none, the lane shows the thread's outermost ops and
-runtime calls (``host_ops``), those less than a launch apart drawn as one.
-
-Standard library only.
-"""
+Other ``record_function`` ranges are phases too, with no role. A phase inside another is drawn only
+where the outer has the same role or the inner ones none. Drawn inside SGLang's phases: its
+``step[...]`` mark (the forward) and the host's wait for the GPU in ``process_batch_result``
+(``gpu_waits``). Where a thread names no phase, its outermost ops show (``host_ops``)."""
 
 from __future__ import annotations
 
@@ -114,11 +94,10 @@ def phase_of(name: str, cat: str) -> tuple[str, str | None] | None:
 
 def phases(events: Sequence[tuple[str, str, float, float]],
            waits: Sequence[tuple[str, float, float]] = ()) -> list[HostPhase]:
-    """The phases to draw on one thread's lane from its (name, category, start, end) events:
-    the outermost named ones, an outer one giving way to the phases it holds where those have
-    roles other than its own; SGLang's step marks drawn inside its ``scheduler.run_batch``, and
-    ``waits`` ((call, start, end): the thread's calls that waited for the GPU) inside its
-    ``process_batch_result``, each named as the call with ``wait: `` before it."""
+    """The phases to draw on one thread's lane from its (name, category, start, end) events: the
+    outermost named ones (an outer one giving way to inner ones of other roles), SGLang's step
+    marks inside its ``scheduler.run_batch`` and its GPU ``waits`` inside
+    ``process_batch_result``."""
     named = sorted((HostPhase(*found, start, end) for name, cat, start, end in events
                     if (found := phase_of(name, cat)) is not None),
                    key=lambda p: (p.start, -p.end))
@@ -186,15 +165,6 @@ def _outermost(named: list[HostPhase]) -> list[HostPhase]:
     return out
 
 
-def role_share(found: Sequence[HostPhase]) -> dict[str, float]:
-    """Total time of each role's phases (µs)."""
-    totals: dict[str, float] = {}
-    for phase in found:
-        if phase.role is not None:
-            totals[phase.role] = totals.get(phase.role, 0.0) + (phase.end - phase.start)
-    return totals
-
-
 # ---- between the phases: the thread's ops, and its waits for the GPU ------------------------
 
 def top_level(events: list[Event]) -> list[Event]:
@@ -242,12 +212,10 @@ def gpu_waits(trace: Trace, launches: dict[int, Event | None]) -> dict[tuple, li
 
 def host_ops(events: list[Event], lane: str, step_of: Callable[[float], int], join: float,
              waits: Sequence[tuple]) -> list[Span]:
-    """A thread's outermost ops and runtime calls (sorted) as spans on ``lane`` (``step_of``:
-    the step running at a host time), those of one step less than ``join`` apart (no host
-    could have run anything between them) as one, named by its longest and how many more it
-    holds ("aten::linear +37"): an eager forward's thousand ops a step would cost every view of
-    the run as much as its kernels. An op that waited for the GPU (``waits``) stays a span of
-    its own, named as it is."""
+    """A thread's outermost ops and runtime calls as spans on ``lane``, those of one step less than
+    ``join`` apart drawn as one, named by its longest ("aten::linear +37"): an eager forward's
+    thousands of ops would cost every view as much as its kernels. An op that waited for the GPU
+    stays a span of its own."""
     blocked = sorted((start, end) for _, start, end in waits)
     out: list[Span] = []
     longest: Event | None = None

@@ -1,11 +1,6 @@
-"""Reading a Chrome / torch.profiler trace: its bytes (bounded, gunzipped), its events, and one
-pass over them that keeps what the import needs (``Trace``): GPU work, host events, launch calls
-by correlation id, flow arrows, process and thread names.
-
-Hostile input gets a ``TraceImportError`` with a message for a human, never a traceback: files
-over the size limit, text that is not JSON, JSON that is not a trace, fields of the wrong type
-(skipped or kept as strings). Standard library only.
-"""
+"""Reading a Chrome / torch.profiler trace: its bytes (bounded, gunzipped), its events, and one pass
+that keeps what the import needs (``Trace``). Hostile input gets a ``TraceImportError`` with a
+message for a human, never a traceback."""
 
 from __future__ import annotations
 
@@ -14,7 +9,7 @@ import math
 import os
 import re
 from collections import defaultdict
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,7 +41,7 @@ def read_limited(source: bytes | str | os.PathLike[str], max_bytes: int) -> byte
         raise TraceImportError(str(error)) from None
 
 
-def parse_events(data: bytes) -> list[Any]:
+def parse_events(data: bytes) -> list[object]:
     try:
         doc = json.loads(data)
     except UnicodeDecodeError:
@@ -83,7 +78,7 @@ class Event:
         return self.ts + self.dur
 
 
-def _key(value: Any) -> Hashable:
+def _key(value: object) -> Hashable:
     """A pid or tid as a dict key: kineto writes numbers or strings; a file may write anything."""
     return value if isinstance(value, (int, float, str)) and not isinstance(value, bool) \
         else json.dumps(value, sort_keys=True, default=str)[:64]
@@ -120,7 +115,7 @@ def _lower(cat: str) -> str:
     return lower
 
 
-def short_name(name: Any) -> str:
+def short_name(name: object) -> str:
     name = " ".join(str(name)[:4 * MAX_PHASE_CHARS].split())
     return name if len(name) <= MAX_PHASE_CHARS else name[:MAX_PHASE_CHARS - 3] + "..."
 
@@ -128,7 +123,7 @@ def short_name(name: Any) -> str:
 class Trace:
     """The parts of a profiler trace this import needs, collected in one pass."""
 
-    def __init__(self, events: list[Any]) -> None:
+    def __init__(self, events: Sequence[object]) -> None:
         self.gpu: list[Event] = []
         self.host: list[Event] = []
         self.launches: dict[Hashable, Event] = {}           # correlation id -> launch call

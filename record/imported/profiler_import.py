@@ -1,29 +1,13 @@
-"""Chrome traces in: our own exports, and ``torch.profiler`` traces of any engine (SGLang's,
-vLLM's, transformers' ``generate``), as runs of the record schema.
+"""Chrome traces in: our own exports, and ``torch.profiler`` traces of any engine (SGLang's, vLLM's,
+transformers' ``generate``), as runs of the record schema.
 
-A trace of our own (``record.chrome_trace``) comes back as the runs it was written from. A
-profiler trace becomes one run:
-
-- **GPU lanes**: every CUDA stream that ran a kernel, memcpy or memset (one lane per stream);
-- **CPU lanes**: every host thread that launched GPU work or ran named phases: its phases where
-  the trace names them (``host_phases``: the scheduler's functions, SGLang's annotations,
-  ``record_function`` ranges), else its top-level ops and runtime calls (those less than a
-  launch apart as one);
-- **steps** (``trace_steps``): SGLang's own ``step[...]`` marks where its profiler wrote
-  them; else ``ProfilerStep#N`` ranges; else one step per CUDA graph launch; else one per
-  launch of the *step marker*, the kernel that runs once per forward; each GPU event belongs to
-  the step in which it was launched.
-
-The run also says what its timing shows (``trace_loop``): ``loop_seen`` (serial or
-overlapped, and the readings behind it), ``joined_gap_us`` (gaps between kernels shorter than a
-launch, counted as busy) and ``step_starts`` (when the host began each step, for the
-step-through). The metrics are ``record.metrics``' own, so a production engine's idle gaps are
-measured exactly like ours; what a trace cannot tell (tokens, the scheduler's own phases) is
-said in the run's ``notes``. Bounded in size, depth, lanes and spans: a hostile file gets a clear
-error (the file itself is read by ``profiler_events``).
-
-Standard library only: no torch needed to read a trace.
-"""
+A trace of our own comes back as its runs. A profiler trace becomes one run: a GPU lane per CUDA
+stream that ran work; a CPU lane per host thread that launched work or named phases
+(``host_phases``), else its outermost ops; steps from ``trace_steps``, each GPU event in the step
+that launched it. The run also carries what its timing shows (``trace_loop``: ``loop_seen``,
+``joined_gap_us``, ``step_starts``). The metrics are ``record.metrics``' own, so another engine's
+idle gaps are measured exactly like ours; what a trace cannot tell is said in its ``notes``. Bounded
+in size, lanes and spans."""
 
 from __future__ import annotations
 
@@ -33,7 +17,6 @@ import re
 from collections import defaultdict
 from collections.abc import Hashable
 from pathlib import Path
-from typing import Any
 
 from record.bounded_read import DEFAULT_MAX_BYTES
 from record.imported import host_phases, imported, trace_loop
@@ -49,6 +32,7 @@ from record.imported.profiler_events import (  # noqa: F401 - the limits and err
     read_limited,
     short_name,
 )
+from record.imported.trace_loop import Note
 from record.imported.trace_steps import GRAPH_LAUNCH, Steps, find_steps
 from record.metrics import compute_metrics
 from record.recorder import Span
@@ -103,12 +87,9 @@ def _cpu_lanes(trace: Trace, launching: set[tuple]) -> dict[tuple, str]:
 
 
 def _phase_step(steps: Steps, phase: host_phases.HostPhase) -> int:
-    """The step a host phase belongs to. Where steps start at their launches (graph launches,
-    a marker kernel), the work that prepares a launch (receiving, scheduling, the launch call
-    itself) comes before it: it belongs to the step it launches, the next one to begin at or
-    after its start. SGLang's processing of a result (and its wait) belongs to the step whose
-    result it processed. Everything else, and every phase inside ProfilerStep ranges, belongs
-    to the step running when it began."""
+    """The step a host phase belongs to: where steps start at their launches, the work that prepares
+    a launch belongs to the step it launches; SGLang's result processing to the step whose result
+    it processed; everything else to the step running when it began."""
     if steps.how in ("graph_launch", "marker") and phase.role in (Phase.RECEIVE, Phase.SCHEDULE,
                                                                    Phase.LAUNCH):
         i = bisect.bisect_left(steps.starts, phase.start)
@@ -133,17 +114,14 @@ def _phase_span(lane: str, step: int, phase: host_phases.HostPhase) -> Span:
 
 def import_profiler_trace(source: bytes | str | os.PathLike[str],
                           max_bytes: int = DEFAULT_MAX_BYTES) -> RunDict:
-    """A torch.profiler Chrome trace (a path, or its bytes; JSON or .gz) as one run dict.
-
-    Raises ``TraceImportError`` for files over ``max_bytes`` (also after unzipping), text that
-    is not JSON, JSON that is not a trace, traces without GPU events, and too many lanes.
-    """
+    """A torch.profiler Chrome trace (a path, or its bytes; JSON or .gz) as one run dict;
+    ``TraceImportError`` for what cannot be one, in words."""
     label = f"imported: {Path(source).name}" if isinstance(source, (str, os.PathLike)) \
         else "imported"
     return _profiler_run(parse_events(read_limited(source, max_bytes)), label)
 
 
-def _profiler_run(events: list[Any], label: str) -> RunDict:
+def _profiler_run(events: list[object], label: str) -> RunDict:
     trace = Trace(events)
     if not trace.gpu:
         raise TraceImportError(NO_GPU_MESSAGE)
@@ -207,7 +185,8 @@ def _profiler_run(events: list[Any], label: str) -> RunDict:
 
 
 def _loop_seen(trace: Trace, work: list[trace_loop.GpuWork], steps: Steps,
-               named: dict[tuple, list[host_phases.HostPhase]], join: float) -> dict[str, Any]:
+               named: dict[tuple, list[host_phases.HostPhase]],
+               join: float) -> trace_loop.LoopSeen:
     """``trace_loop.loop_seen`` over this trace's steps, blocking (or polling) host calls and named
     host work (launching left out: it runs beside the GPU in every loop); and how many host
     events the profiler recorded per step."""
@@ -242,8 +221,8 @@ def _thin(spans: list[Span]) -> list[Span]:
     return spans
 
 
-def _notes(steps: Steps, metrics: Metrics, cpu_lanes: bool, seen: dict[str, Any],
-           join: float, measured: bool, roles: dict[str, str]) -> list[dict[str, Any]]:
+def _notes(steps: Steps, metrics: Metrics, cpu_lanes: bool, seen: trace_loop.LoopSeen,
+           join: float, measured: bool, roles: dict[str, str]) -> list[Note]:
     """What the import found and what a trace cannot tell, as text keys with values (viz says
     them in the reader's language)."""
     if steps.how == "sglang":
@@ -268,7 +247,7 @@ def _notes(steps: Steps, metrics: Metrics, cpu_lanes: bool, seen: dict[str, Any]
     return notes
 
 
-def _sglang_notes(steps: Steps, roles: dict[str, str]) -> list[dict[str, Any]]:
+def _sglang_notes(steps: Steps, roles: dict[str, str]) -> list[Note]:
     """What SGLang's own annotations gave: its steps, by mode (how many, their batch sizes), its
     scheduler's phases on the CPU lane, the host's waits inside them, and its overlap loop where
     it marked one."""
@@ -281,8 +260,8 @@ def _sglang_notes(steps: Steps, roles: dict[str, str]) -> list[dict[str, Any]]:
     modes = ", ".join(f"{len(found['bs'])} × {mode} ("
                       + ", ".join(f"{key}={_span(values)}" for key, values in found.items()) + ")"
                       for mode, found in sizes.items())
-    notes: list[dict[str, Any]] = [{"key": "note_sglang_steps", "steps": len(steps.numbers),
-                                    "modes": modes}]
+    notes: list[Note] = [{"key": "note_sglang_steps", "steps": len(steps.numbers),
+                          "modes": modes}]
     phases = [name for name in host_phases.SGLANG_RANGES if name in roles]
     if phases:
         waits = sorted({call for name, role in roles.items() if role == Phase.WAIT

@@ -1,27 +1,13 @@
-"""What an imported trace's timing says about the loop that made it: how short a gap between
-kernels is no idleness, whether the loop overlapped, and how much the profiler recorded.
-
-Three readings of one torch.profiler trace, all from its events' times:
+"""What an imported trace's timing says about the loop that made it.
 
 - **Launch latency.** A kernel launched onto an idle stream starts a few microseconds after its
-  launch call (on an H200 about 7-10 µs). No host can fill a gap between two kernels that is
-  shorter than that, so such gaps (thousands per eager forward, between the kernels of a CUDA
-  graph) are not GPU idleness: ``joined_gap_us`` is the median of this trace's own latencies.
-- **Serial or overlapped.** A serial loop needs step n's sampled tokens before it builds step
-  n+1, so in every step the host blocks in a synchronising call (``cudaStreamSynchronize``,
-  ``cudaEventSynchronize``, a ``cudaMemcpy`` to pageable memory) until the GPU has finished all
-  it was given. An overlapped loop never does: it launches step n+1 first and reads step n's
-  tokens one step late. Beside that, an overlapped loop shows step n's GPU work still running
-  after the host has begun step n+1, a second stream's work (the next batch's metadata) running
-  beside the forward, and the host's named phases (``host_phases``) running under GPU
-  work. ``loop_seen`` weighs these. A loop may also wait by polling (``cudaEventQuery`` over and
-  over until the event is done): ``polls`` turns each such run of queries into one wait.
-- **The profiler's own cost.** Every host event in the trace was recorded by the profiler on
-  the host, in the loop's own time: ``events_per_step`` says how many a step held.
-
-Plain data in (tuples and lists), so the import (``profiler_import``) and the tests build
-them alike. Standard library only.
-"""
+  launch call; no host can fill a shorter gap between kernels, so such gaps are not idleness:
+  ``joined_gap_us`` is the median of the trace's own latencies.
+- **Serial or overlapped.** A serial loop blocks every step in a synchronising call until the
+  GPU ran dry; an overlapped one never does, and shows a step's GPU work running after the host
+  began the next, a second stream's work beside the forward, and named host work under GPU work.
+  ``loop_seen`` weighs these; ``polls`` turns a run of ``cudaEventQuery`` calls into one wait.
+- **The profiler's cost.** ``events_per_step``: host events the profiler recorded a step."""
 
 from __future__ import annotations
 
@@ -29,7 +15,7 @@ import bisect
 import statistics
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import NotRequired, TypedDict
 
 Interval = tuple[float, float]
 
@@ -61,11 +47,9 @@ class GpuWork:
 
 
 def launch_latency_us(work: Sequence[GpuWork]) -> tuple[float, bool]:
-    """(median launch-to-start latency of work launched onto an idle GPU, measured?): work
-    launched while nothing else was pending on any stream, so it waited for nothing but its
-    launch (a copy queued behind a forward on another stream would measure the forward). Graph
-    kernels are left out (one launch starts them all); with fewer than ``MIN_SAMPLES`` launches
-    to measure, ``DEFAULT_JOIN_US`` and False."""
+    """(median launch-to-start latency of work launched onto an idle GPU, measured?): only work that
+    waited for nothing but its launch, graph kernels left out; with fewer than ``MIN_SAMPLES``,
+    ``DEFAULT_JOIN_US`` and False."""
     samples: list[float] = []
     pending_until: float | None = None
     launched = [(w.launch, w) for w in work if w.launch is not None]
@@ -204,22 +188,34 @@ def _minus(a: float, b: float, holes: list[Interval]) -> list[Interval]:
     return out
 
 
+class LoopSeen(TypedDict):
+    """What a trace's timing says about its loop (``loop_seen``)."""
+
+    steps: int
+    waited: int
+    late: float
+    beside: int
+    under: float | None
+    verdict: str                        # "serial", "overlapped" or "unknown"
+    events_per_step: NotRequired[float]  # host events the profiler recorded per step
+
+
+# A text key (``texts``' ``note_*``) and the values it is said with.
+Note = dict[str, str | int | float]
+
+
 def loop_seen(work: Sequence[GpuWork], blocking: Sequence[Interval], starts: Sequence[float],
-              host_work: Sequence[Interval] = (), join_us: float = 0.0) -> dict[str, Any]:
-    """What the trace says about its loop: ``verdict`` "serial", "overlapped" or "unknown", and
-    the readings behind it (over the steps but the first and the last, which hold the loop's
-    start and end): ``steps``, ``waited`` (steps in which the host blocked until the GPU ran
-    dry), ``late`` (median share of a step's GPU work run after the next step began),
-    ``beside`` (steps with a second stream's work beside the main one's) and ``under`` (share of
-    the host's named work done under GPU work; None without names)."""
+              host_work: Sequence[Interval] = (), join_us: float = 0.0) -> LoopSeen:
+    """What the trace says about its loop (``LoopSeen``), over the steps but the first and the last:
+    ``waited`` (steps in which the host blocked until the GPU ran dry), ``late`` (median share of
+    a step's GPU work after the next step began), ``beside`` (steps with a second stream's work
+    beside the main one's), ``under`` (share of named host work under GPU work), and the verdict."""
     middle = set(range(1, len(starts) - 1))
     waited = len(waited_steps(work, blocking, starts) & middle)
     beside = len(beside_steps(work, starts) & middle)
     busy = _union([(w.start, w.end + join_us) for w in work])
     under = under_share(host_work, busy, blocking)
     late = late_share(work, starts)
-    seen: dict[str, Any] = {"steps": len(middle), "waited": waited, "late": round(late, 4),
-                            "beside": beside, "under": None if under is None else round(under, 4)}
     n = len(middle)
     if n < 3:
         verdict = "unknown"
@@ -231,11 +227,11 @@ def loop_seen(work: Sequence[GpuWork], blocking: Sequence[Interval], starts: Seq
         verdict = "overlapped"
     else:
         verdict = "unknown"
-    seen["verdict"] = verdict
-    return seen
+    return {"steps": n, "waited": waited, "late": round(late, 4), "beside": beside,
+            "under": None if under is None else round(under, 4), "verdict": verdict}
 
 
-def loop_notes(seen: dict[str, Any]) -> list[dict[str, Any]]:
+def loop_notes(seen: LoopSeen) -> list[Note]:
     """What ``loop_seen`` found, as text keys with values (``note_loop_*``): the verdict, and for
     an overlapped loop each reading that shows it."""
     steps, waited = seen["steps"], seen["waited"]
@@ -243,7 +239,7 @@ def loop_notes(seen: dict[str, Any]) -> list[dict[str, Any]]:
         return [{"key": "note_loop_serial", "waited": waited, "steps": steps}]
     if seen["verdict"] != "overlapped":
         return [{"key": "note_loop_unknown", "steps": steps}]
-    notes: list[dict[str, Any]] = [{"key": "note_loop_overlapped"}]
+    notes: list[Note] = [{"key": "note_loop_overlapped"}]
     if waited <= NO_WAIT_SHARE * steps:
         notes.append({"key": "note_loop_no_wait", "waited": waited, "steps": steps})
     if seen["late"] >= LATE_SHARE:

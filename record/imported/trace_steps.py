@@ -1,28 +1,11 @@
-"""The steps of an imported trace: where they are found, and one step as the step-through shows
-it.
+"""The steps of an imported trace, and one step as the step-through shows it.
 
-A trace of another engine has no forward span of ours. Its steps are found (``find_steps``), in
-this order, from:
-
-- **SGLang's own marks**: its profiler marks each forward ``step[DECODE bs=16]`` (the batch's
-  real size and its mode; ``host_phases``). A step begins where the scheduler began the
-  loop iteration that launched it (``scheduler.recv_requests``), so the batch it builds, the
-  forward and the result's copy are that step's; a ``process_batch_result`` belongs to the step
-  whose result it processes: the one launched in its iteration in the serial loop, the oldest
-  one launched before its iteration in the overlap loop (SGLang marks that loop: each result's
-  copy to the host is ``copy_result_to_cpu``);
-- ``ProfilerStep#N`` ranges (``torch.profiler``'s ``step()``);
-- one step per CUDA graph launch;
-- one per launch of the *step marker*, the kernel that runs once per forward at the most
-  regular pace (the embedding lookup, the lm_head GEMM, the sampler...). Where a forward ran
-  before the first one (a prefill, whose kernels differ from a decode's), it is a step too.
-
-``profiler_import`` stamps each kernel with the step in which it was launched. The
-step-through's step n (``trace_step``) is the GPU work launched in that step: its extent, its
-busy time with gaps shorter than a launch joined, the wait until the next step's GPU work, the
-part of it that ran after the host had begun the next step (what an overlapped loop does), and
-the host's named phases in the step.
-"""
+``find_steps`` takes, in this order: SGLang's own ``step[...]`` marks (a step begins where the
+scheduler began the iteration that launched it; a ``process_batch_result`` belongs to the step whose
+result it processes); ``ProfilerStep#N`` ranges; one step per CUDA graph launch; one per launch of
+the *step marker*, the kernel launched once per forward at the most regular pace. ``trace_step`` is
+the GPU work launched in step n: its extent, busy time, the wait until the next step's work, the
+part run after the host began the next step, and its named host phases."""
 
 from __future__ import annotations
 
@@ -31,7 +14,7 @@ import math
 import statistics
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 from record.imported import imported
 from record.imported.host_phases import SGLANG_STEP
@@ -153,12 +136,9 @@ def _processed(steps: Steps, openers: list[float],
 
 
 def _with_prefill(trace: Trace, launch_times: dict[int, float], steps: Steps) -> Steps:
-    """``steps`` numbered from 1, with the GPU work launched before the first of them made a
-    step of its own where it is an unmarked forward: a forward's worth (at least
-    ``PREFILL_SHARE`` of a step's GPU time; the prefill, whose kernels and launch differ from a
-    decode step's) while the marks open forwards (the last step is a whole one too). A mark
-    that closes forwards (the lm_head GEMM, the prefill's too) leaves a sliver after the last,
-    and the work before the first is that forward's own."""
+    """``steps`` numbered from 1; the GPU work launched before the first of them is a step of its
+    own where it is a forward's worth (the prefill, at least ``PREFILL_SHARE`` of a step) and the
+    marks open forwards."""
     first = steps.starts[0]
     busy: dict[int, list[tuple[float, float]]] = defaultdict(list)
     before: list[tuple[float, float, float]] = []
@@ -213,12 +193,22 @@ def host_step_starts(run: RunDict) -> dict[int, float]:
     return starts
 
 
-def trace_step(run: RunDict, step: int) -> dict[str, Any] | None:
-    """Step ``step`` of an imported run: ``start``/``end`` of its GPU work, ``busy_us``,
-    ``items`` (kernels, copies), ``step_us`` (to the next step's GPU work), ``wait_us`` (the
-    GPU idle in it), ``late`` (the intervals of its GPU work after the host began the next
-    step; ``next`` that step's number) and ``host`` (its named phases: name, role, µs).
-    None where the step launched no GPU work."""
+class TraceStep(TypedDict):
+    """One step of an imported run, as the step-through says it (µs on the run's clock)."""
+
+    start: float                        # its GPU work's start and end
+    end: float
+    busy_us: float
+    items: int                          # kernels, copies
+    step_us: float                      # to the next step's GPU work
+    wait_us: float                      # the GPU idle in it
+    late: list[tuple[float, float]]     # its GPU work after the host began the next step
+    next: int | None                    # that next step's number
+    host: list[tuple[str, str, float]]  # its named host phases: name, role, µs
+
+
+def trace_step(run: RunDict, step: int) -> TraceStep | None:
+    """Step ``step`` of an imported run; None where the step launched no GPU work."""
     spans = run.get("spans", [])
     lanes = set(gpu_lanes(run))
     work = [s for s in spans if s["lane"] in lanes and s.get("step") == step]

@@ -41,7 +41,7 @@ import tempfile
 import time
 import uuid
 from contextlib import ExitStack
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +51,7 @@ from record.schema import Loop
 from studies.peers import table as peer_table
 from studies.peers.config import MINISGL, SGLANG
 from studies.peers.ours import LOOPS, OursTimed, save_our_record
-from studies.peers.processes import ROOT, PeerPaths, peer_spec, run_peer, warm_up
+from studies.peers.processes import ROOT, PeerPaths, Target, peer_spec, run_peer, warm_up
 from studies.peers.work import PeerWork, check_work, configs_of, write_model_dir
 
 PEERS = {"mini-sglang": (MINISGL,), "sglang": (SGLANG,), "all": (SGLANG, MINISGL)}
@@ -59,12 +59,36 @@ PEERS = {"mini-sglang": (MINISGL,), "sglang": (SGLANG,), "all": (SGLANG, MINISGL
 
 # ---- the whole ----------------------------------------------------------------------------------
 
-def run(peer: str, work: PeerWork, paths: PeerPaths, json_path: Path | None,
-        record_dir: Path | None, command: str, ours_commit: str = "", budget_s: float = 3600.0,
-        merge: bool = False, with_ours: bool = True) -> int:
-    """Every engine on ``work``; prints the tables, writes the JSON (by default
-    ``studies/results/peer-<gpu>.json``; with ``merge``, beside the rows of engines and shapes it
-    did not run) and, with ``record_dir``, every engine's record."""
+@dataclass(frozen=True)
+class Call:
+    """What one call writes, and within what: the JSON (None: ``studies/results/
+    peer-<gpu>.json``; ``merge``: added to the earlier calls' rows there), each engine's record
+    (``record_dir``), the command and our commit it names, its time budget, and whether ours
+    runs in it."""
+
+    json_path: Path | None = None
+    record_dir: Path | None = None
+    command: str = ""
+    ours_commit: str = ""
+    budget_s: float = 3600.0
+    merge: bool = False
+    with_ours: bool = True
+
+
+@dataclass
+class _Under:
+    """What a call's peer runs share: the shapes' folders, the scratch folder, the deadline and
+    the notes of what did not run."""
+
+    dirs: dict[str, Path]
+    workdir: Path
+    deadline: float
+    notes: list[str]
+
+
+def run(peer: str, work: PeerWork, paths: PeerPaths, call: Call) -> int:
+    """Every engine on ``work``; prints the tables, writes the JSON and, with a record folder,
+    every engine's record."""
     if peer not in PEERS:
         raise ValueError(f"the peers are {', '.join(PEERS)}, not {peer!r}")
     check_work(work)
@@ -79,8 +103,8 @@ def run(peer: str, work: PeerWork, paths: PeerPaths, json_path: Path | None,
     import torch
     if not torch.cuda.is_available():
         raise ValueError("every engine runs on a CUDA GPU, and torch finds none here")
-    deadline = time.monotonic() + budget_s
-    where = call_provenance(ours_commit)
+    deadline = time.monotonic() + call.budget_s
+    where = call_provenance(call.ours_commit)
     rows: list[dict[str, Any]] = []
     notes: list[str] = []
     outs: dict[str, list[dict[str, Any]]] = {p: [] for p in peers}
@@ -88,15 +112,16 @@ def run(peer: str, work: PeerWork, paths: PeerPaths, json_path: Path | None,
     with ExitStack() as stack:
         # Ours at the call's start and again at its end, the peers between: the host's drift
         # over the call shows in our own figures, and every ratio divides rows of this host.
-        timed = stack.enter_context(OursTimed(work)) if with_ours else None
+        timed = stack.enter_context(OursTimed(work)) if call.with_ours else None
         if timed is not None:
             timed.time("start")
         with tempfile.TemporaryDirectory(prefix="peer-") as tmp:
             workdir = Path(tmp)
-            dirs = {m: write_model_dir(m, workdir / m) for m in work.models + work.warm_also}
+            under = _Under({m: write_model_dir(m, workdir / m)
+                            for m in work.models + work.warm_also}, workdir, deadline, notes)
             for name in peers:
-                rows += _run_peer(name, work, paths, dirs, workdir, deadline, outs[name], notes,
-                                  record=record_dir is not None)
+                rows += _run_peer(name, work, paths, under, outs[name],
+                                  record=call.record_dir is not None)
         if timed is not None:
             timed.time("end")
             rows += timed.rows()
@@ -104,11 +129,10 @@ def run(peer: str, work: PeerWork, paths: PeerPaths, json_path: Path | None,
     where["loadavg_end"] = list(os.getloadavg())
     for row in rows:
         row["where"] = {**where, **_peer_version(row, outs, paths)}
-    header = _header(work, paths, where["commit"], command, outs, ours, notes,
-                     torch.cuda.get_device_name(), torch.__version__)
-    header["host"] = where           # a busy or slow host shows in a peer's CPU-side work
-    json_path = json_path or ROOT / "studies" / "results" / f"peer-{peer_table.gpu_tag(header['gpu'])}.json"
-    if merge and json_path.exists():
+    header = _header(work, paths, where, call.command, (outs, ours, notes))
+    json_path = call.json_path or (ROOT / "studies" / "results"
+                                   / f"peer-{peer_table.gpu_tag(header['gpu'])}.json")
+    if call.merge and json_path.exists():
         old = json.loads(json_path.read_text())
         rows = peer_table.merge(old.get("rows", []), rows)
         # what this call does not know (a peer it did not run) stays as the earlier calls said
@@ -118,23 +142,23 @@ def run(peer: str, work: PeerWork, paths: PeerPaths, json_path: Path | None,
     json_path.parent.mkdir(parents=True, exist_ok=True)
     json_path.write_text(json.dumps(doc, indent=1, allow_nan=False) + "\n")
     print(f"\nwrote {json_path}")
-    if record_dir is not None and work.record_batch:
-        _save_records(work, paths, outs, record_dir, deadline, notes, with_ours,
-                      header["commits"]["ours"])
+    if call.record_dir is not None and work.record_batch:
+        _save_records(work, paths, outs, call, _Under({}, call.record_dir, deadline, notes))
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     return 1 if notes else 0
 
 
-def _run_peer(peer: str, work: PeerWork, paths: PeerPaths, dirs: dict[str, Path], workdir: Path,
-              deadline: float, outs: list[dict[str, Any]], notes: list[str],
-              record: bool) -> list[dict[str, Any]]:
+def _run_peer(peer: str, work: PeerWork, paths: PeerPaths, under: _Under,
+              outs: list[dict[str, Any]], record: bool) -> list[dict[str, Any]]:
     """Every configuration, shape and loop of one peer (warm-ups first, at once)."""
+    dirs, workdir, deadline, notes = under.dirs, under.workdir, under.deadline, under.notes
     rows: list[dict[str, Any]] = []
     plan = [(model, index, config, loop) for model in work.models
             for index, config in enumerate(configs_of(peer, work, model)) for loop in LOOPS]
-    first = [peer_spec(peer, configs_of(peer, work, model)[0], 0, work, model, dirs[model],
-                       Loop.OVERLAP, paths, False) for model in work.models + work.warm_also]
+    first = [peer_spec(Target(peer, configs_of(peer, work, model)[0], 0, model, dirs[model],
+                              Loop.OVERLAP), work, paths, False)
+             for model in work.models + work.warm_also]
     if work.warm:
         notes += warm_up(peer, first, paths, workdir,
                          min(paths.timeout_s, deadline - time.monotonic() - 60))
@@ -143,7 +167,7 @@ def _run_peer(peer: str, work: PeerWork, paths: PeerPaths, dirs: dict[str, Path]
         if left < 90:
             notes.append(f"{peer} {config.name} on {model}, {loop}: not run (out of time)")
             continue
-        spec = peer_spec(peer, config, index, work, model, dirs[model], loop, paths,
+        spec = peer_spec(Target(peer, config, index, model, dirs[model], loop), work, paths,
                          record and model == work.models[0] and index == 0)
         try:
             out = run_peer(peer, spec, paths, workdir, min(paths.timeout_s, left - 30))
@@ -160,11 +184,12 @@ def _run_peer(peer: str, work: PeerWork, paths: PeerPaths, dirs: dict[str, Path]
 
 
 def _save_records(work: PeerWork, paths: PeerPaths, outs: dict[str, list[dict[str, Any]]],
-                  record_dir: Path, deadline: float, notes: list[str], with_ours: bool,
-                  ours_commit: str) -> None:
-    """Each peer's record (both loops of its first configuration on the first shape) and ours."""
+                  call: Call, under: _Under) -> None:
+    """Each peer's record (both loops of its first configuration on the first shape) and ours,
+    into ``under.workdir``."""
     from record.run_record import make_record, save_record
 
+    record_dir, deadline, notes = under.workdir, under.deadline, under.notes
     model = work.models[0]
     for peer, found in outs.items():
         both = [o for o in found if o.get("record") and o["model"] == model]
@@ -179,23 +204,28 @@ def _save_records(work: PeerWork, paths: PeerPaths, outs: dict[str, list[dict[st
         record_dir.mkdir(parents=True, exist_ok=True)
         name = peer_table.record_name(env["device_name"], peer, model, work.record_batch)
         print(f"wrote {save_record(record, record_dir / name)}")
-    if not with_ours:
+    if not call.with_ours:
         return
     if time.monotonic() < deadline - 60:
-        print(f"wrote {save_our_record(work, model, record_dir, ours_commit)}")
+        print(f"wrote {save_our_record(work, model, record_dir, call.ours_commit)}")
     else:
         notes.append("ours: no record (out of time)")
 
 
-def _header(work: PeerWork, paths: PeerPaths, ours_commit: str, command: str,
-            outs: dict[str, list[dict[str, Any]]], ours: dict[str, Any], notes: list[str],
-            gpu: str, torch_version: str) -> dict[str, Any]:
-    every = [o for found in outs.values() for o in found]
+def _header(work: PeerWork, paths: PeerPaths, where: dict[str, Any], command: str,
+            found: tuple[dict[str, list[dict[str, Any]]], dict[str, Any], list[str]]
+            ) -> dict[str, Any]:
+    """The JSON's header: where the call ran (``where``, also its ``host``), the versions and
+    configurations of every engine, the workload, how each figure is read; ``found``: the
+    peers' outputs, our engines' summary and the notes."""
+    import torch
+    outs, ours, notes = found
+    every = [o for peer_outs in outs.values() for o in peer_outs]
     return {
-        "gpu": gpu, "torch_version": torch_version, "python_version": platform.python_version(),
-        "date": time.strftime("%Y-%m-%d", time.gmtime()),
-        "commits": {"ours": ours_commit or engine_commit() or "unknown",
-                    "mini-sglang": paths.commit()},
+        "gpu": where["gpu"], "torch_version": torch.__version__,
+        "python_version": platform.python_version(),
+        "date": time.strftime("%Y-%m-%d", time.gmtime()), "host": where,
+        "commits": {"ours": where["commit"], "mini-sglang": paths.commit()},
         "versions": {o["env"].get("sglang_version") and "sglang" or "mini-sglang":
                      {k: v for k, v in o["env"].items() if k.endswith("_version")}
                      for o in every},
@@ -279,11 +309,11 @@ def main(argv: list[str]) -> int:
         ("site", args.site), ("sglang_site", args.sglang_site), ("traces", args.sglang_traces))}
     paths = PeerPaths(Path(args.minisgl).resolve(), given["site"], given["sglang_site"],
                       Path(args.jit_cache).resolve(), given["traces"])
+    call = Call(Path(args.json) if args.json else None, Path(args.record) if args.record else None,
+                "python -m studies peers " + " ".join(argv), args.commit, args.budget_s,
+                args.merge, not args.skip_ours)
     try:
-        return run(args.peer, work, paths, Path(args.json) if args.json else None,
-                   Path(args.record) if args.record else None,
-                   "python -m studies peers " + " ".join(argv), args.commit, args.budget_s,
-                   args.merge, not args.skip_ours)
+        return run(args.peer, work, paths, call)
     except ValueError as error:
         print(f"python -m studies peers: {error}", file=sys.stderr)
         return 2

@@ -99,8 +99,8 @@ class OursTimed:
                 phases = [cpu_phase_times(r.timeline) for _, r in runs]
                 figures["cpu_phases_us"] = {p: statistics.median(ph.get(p, 0.0) for ph in phases)
                                             for p in sorted({p for ph in phases for p in ph})}
-            row = peer_table.speed_row(peer_table.OURS, OURS_CONFIG, model, loop, batch, rec,
-                                       [s for s, _ in runs], tokens, figures,
+            setting = peer_table.Setting(peer_table.OURS, OURS_CONFIG, model, loop, batch, rec)
+            row = peer_table.speed_row(setting, [s for s, _ in runs], tokens, figures,
                                        "these runs (the run's own metrics)")
             row["loop_s_median"] = statistics.median(r.wall_s for _, r in runs)
             row["tok_s_by_timing"] = self.by_timing[(model, batch, loop, rec)]

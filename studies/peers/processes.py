@@ -15,7 +15,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from record.schema import Loop
 from studies.peers.config import MINISGL, SGLANG, PeerConfig
@@ -169,9 +169,21 @@ def warm_up(peer: str, specs: list[dict[str, Any]], paths: PeerPaths, workdir: P
     return failed
 
 
-def peer_spec(peer: str, config: PeerConfig, index: int, work: PeerWork, model: str,
-              model_dir: Path, loop: str, paths: PeerPaths, record: bool) -> dict[str, Any]:
+class Target(NamedTuple):
+    """One of a peer's processes: the peer, its configuration, the shape and the folder it loads
+    it from, and the loop."""
+
+    peer: str
+    config: PeerConfig
+    place: int                      # the configuration's place in the peer's list
+    model: str
+    model_dir: Path
+    loop: str
+
+
+def peer_spec(target: Target, work: PeerWork, paths: PeerPaths, record: bool) -> dict[str, Any]:
     """What one of a peer's processes runs (its runner reads it)."""
+    peer, config, index, model, model_dir, loop = target
     spec: dict[str, Any] = {
         "model": model, "model_dir": str(model_dir), "loop": str(loop), "config": config.args,
         "config_name": config.name, "config_index": index, "commit": paths.commit(),

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from record.schema import Loop, Phase
 from studies.peers.config import MINISGL, SGLANG
@@ -29,11 +29,23 @@ PHASES = (Phase.RECEIVE, Phase.SCHEDULE, Phase.LAUNCH, Phase.WAIT, Phase.PROCESS
 ENGINE_KEYS = {MINISGL: "mini-sglang", SGLANG: "sglang", OURS: "ours"}   # records, file names
 
 
-def speed_row(engine: str, config: str, model: str, loop: str, batch: int, recording: str,
-              seconds: Sequence[float], tokens: int, figures: Mapping[str, Any] | None = None,
-              figures_from: str = "") -> dict[str, Any]:
+class Setting(NamedTuple):
+    """What a row timed: an engine in a configuration, on a shape, in a loop, at a batch size,
+    with the recorder on or off."""
+
+    engine: str
+    config: str
+    model: str
+    loop: str
+    batch: int
+    recording: str
+
+
+def speed_row(setting: Setting, seconds: Sequence[float], tokens: int,
+              figures: Mapping[str, Any] | None = None, figures_from: str = "") -> dict[str, Any]:
     """One row from the timed runs' seconds (``tokens`` each) and the step figures, if any
     (``figures``: ``steady_step_us``, ``t_fwd_us``, ``t_cpu_us``, ``cpu_phases_us``)."""
+    engine, config, model, loop, batch, recording = setting
     if not seconds or tokens <= 0 or min(seconds) <= 0:
         raise ValueError(f"{engine} {loop} B={batch}: no timed runs to report")
     in_order = [tokens / s for s in seconds]
@@ -58,11 +70,11 @@ def peer_rows(engine: str, config: str, model: str, out: Mapping[str, Any]) -> l
     in (on)."""
     rows = []
     for b in out["batches"]:
-        rows.append(speed_row(engine, config, model, out["loop"], b["batch"], "off", b["plain_s"],
-                              b["tokens"], b["figures"],
+        rows.append(speed_row(Setting(engine, config, model, out["loop"], b["batch"], "off"),
+                              b["plain_s"], b["tokens"], b["figures"],
                               "hooked runs (interleaved with the timed ones)"))
         if b["hooked_s"]:                   # none where the hook failed (the output says why)
-            rows.append(speed_row(engine, config, model, out["loop"], b["batch"], "on",
+            rows.append(speed_row(Setting(engine, config, model, out["loop"], b["batch"], "on"),
                                   b["hooked_s"], b["tokens"], b["figures"], "these runs"))
     return rows
 
