@@ -105,7 +105,7 @@ def main() -> int:
     # imports only the engine modules its target function lives in.
     sys.modules["__main__"].__dict__.pop("__file__", None)
     if not scheduler_link.on_zero_gpu():
-        from engine.processes.scheduler_process import pin_server, raise_server_priority
+        from engine.scheduler_process.process import pin_server, raise_server_priority
 
         pin_server(scheduler_link.placement())              # keep off the device process's core
         raise_server_priority()                             # and not after it

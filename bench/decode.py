@@ -76,7 +76,7 @@ def forward_ceiling(eng, batch: int, pos: int, iters: int) -> float:
     cfg = eng.config
     runner = getattr(eng.device, "runner", None)
     if runner is None:            # CPU device process: time the same step in this process
-        from engine.devices.process import build_runner
+        from engine.devices.cpu_process import build_runner
         torch.set_num_threads(cfg.cpu_threads)
         runner = build_runner(eng.device_init)[1]
     pad = batch

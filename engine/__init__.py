@@ -11,7 +11,7 @@ One subpackage per concern, bottom first (``tests/test_layers.py`` keeps imports
     engine.py    ``Engine``: prompts in, ``RunResult`` out
     run.py       the one run pipeline: a workload in each loop compared -> one run record
     lab/         the hazard lab
-    processes/   the scheduler process, what it serves, the typed messages between processes
+    scheduler_process/  the scheduler process, what it serves, the typed messages to and fro
     serve/       the OpenAI-compatible server; __main__.py: the CLI
 
 Start reading at ``scheduler/scheduler.py``. ``Engine`` and friends load on first use, so ``import

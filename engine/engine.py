@@ -162,7 +162,7 @@ class Engine:
         cfg = self.config
         if self.device_name == "cuda":
             return self._build_cuda()
-        from engine.devices.process import DeviceError, DeviceInit, InlineDevice, ProcessDevice
+        from engine.devices.cpu_process import DeviceError, DeviceInit, InlineDevice, ProcessDevice
         from engine.models.loader import describe_model
 
         if cfg.compile:

@@ -345,7 +345,7 @@ class _FailingScheduler:
         yield self.event
 
     def ready(self):
-        from engine.processes.messages import SchedulerReady
+        from engine.scheduler_process.messages import SchedulerReady
 
         return SchedulerReady(0, False, "CPU", "")
 
@@ -356,7 +356,7 @@ class _FailingScheduler:
     ("error", "The run failed."),
 ])
 def test_a_failed_run_gives_a_message_in_the_users_language(monkeypatch, kind, said):
-    from engine.processes.messages import RequestFailed
+    from engine.scheduler_process.messages import RequestFailed
     from ui import scheduler_link
 
     event = RequestFailed(kind, "the CPU device process died while running step 3 (SIGKILL)")
@@ -373,7 +373,7 @@ def test_no_loop_chosen_gives_a_message():
 
 
 def test_cuda_without_a_gpu_gives_a_message(monkeypatch):
-    from engine.processes.messages import RequestFailed
+    from engine.scheduler_process.messages import RequestFailed
     from ui import scheduler_link
 
     monkeypatch.setattr(scheduler_link, "scheduler", lambda: _FailingScheduler(RequestFailed("x", "")))

@@ -19,7 +19,7 @@ from loops import loop_of
 
 from engine import Engine, EngineConfig, SamplingParams
 from engine.config import OVERLAP
-from engine.devices.process import DeviceError
+from engine.devices.cpu_process import DeviceError
 from engine.engine import EngineBusyError
 from engine.workloads import Workload
 
@@ -191,8 +191,8 @@ def test_an_output_path_that_cannot_be_written_is_refused_before_the_run():
 
 
 def test_the_scheduler_process_killed_mid_run_is_said_and_the_next_request_works():
-    from engine.processes.messages import LiveRunRequest, RunFinished
-    from engine.processes.scheduler_process import SchedulerClient, SchedulerDied
+    from engine.scheduler_process.messages import LiveRunRequest, RunFinished
+    from engine.scheduler_process.process import SchedulerClient, SchedulerDied
 
     request = LiveRunRequest(
         engine=EngineConfig(model="bundled", device="cpu", max_batch_size=4, max_seq_len=256),
@@ -218,8 +218,8 @@ def test_the_scheduler_process_killed_mid_run_is_said_and_the_next_request_works
 
 
 def test_a_cancelled_run_ends_at_the_next_iteration():
-    from engine.processes.messages import LiveRunRequest, RequestFailed
-    from engine.processes.scheduler_process import SchedulerClient
+    from engine.scheduler_process.messages import LiveRunRequest, RequestFailed
+    from engine.scheduler_process.process import SchedulerClient
 
     request = LiveRunRequest(
         engine=EngineConfig(model="bundled", device="cpu", max_batch_size=4, max_seq_len=256),

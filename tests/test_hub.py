@@ -154,8 +154,8 @@ def _template_ids(folder: Path, text: str) -> list[int]:
 
 @pytest.mark.usefixtures("hub")
 def test_service_reports_the_fetch_as_progress_events():
-    from engine.processes.messages import Progress
-    from engine.processes.service import SchedulerService
+    from engine.scheduler_process.messages import Progress
+    from engine.scheduler_process.service import SchedulerService
 
     events: list = []
     service = SchedulerService()

@@ -33,7 +33,7 @@ ENGINE_LAYERS = (
     ("engine", "engine.engine"),          # the public API: Engine (the package's lazy names)
     ("engine.run",),                      # the one run pipeline: loops compared, one record
     ("engine.lab",),                      # the hazard lab
-    ("engine.processes",),                # the scheduler process, its service and messages
+    ("engine.scheduler_process",),                # the scheduler process, its service and messages
     ("engine.serve", "engine.__main__"),  # the OpenAI-compatible server, the CLI
 )
 MAX_TOP_LEVEL_MODULES = 9                 # engine/*.py: the rest lives in subpackages

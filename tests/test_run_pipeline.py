@@ -124,8 +124,8 @@ def cli_record(tmp_path_factory):
 def live_record():
     """The scheduler process's live run (its service, in this process), each loop with its
     own extra CPU work."""
-    from engine.processes.messages import LiveRunRequest, LoopFinished, RunFinished
-    from engine.processes.service import SchedulerService
+    from engine.scheduler_process.messages import LiveRunRequest, LoopFinished, RunFinished
+    from engine.scheduler_process.service import SchedulerService
 
     request = LiveRunRequest(
         engine=EngineConfig(model="bundled", device="cpu", dtype="float64", max_batch_size=2,

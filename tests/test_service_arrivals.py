@@ -10,8 +10,8 @@ from __future__ import annotations
 import threading
 
 from engine.config import NORMAL, OVERLAP, EngineConfig
-from engine.processes.messages import LiveRunRequest, RunFinished
-from engine.processes.service import SchedulerService
+from engine.scheduler_process.messages import LiveRunRequest, RunFinished
+from engine.scheduler_process.service import SchedulerService
 from engine.workloads import Workload
 from record.latency_rows import rows_from_record
 from viz.latency import latency_figure
@@ -81,7 +81,7 @@ def test_the_gpu_warm_up_measures_the_device_from_warm_serial_runs(monkeypatch):
     """``_warm_loops`` (what a GPU page load sizes its controls by) runs the request's loops once,
     then measures ``MEASURE_RUNS`` more serial runs: the profile is their median, of this
     engine and workload (run here on the CPU, where the same code runs)."""
-    from engine.processes import service as service_module
+    from engine.scheduler_process import service as service_module
 
     service = SchedulerService()
     try:

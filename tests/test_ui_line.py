@@ -202,7 +202,7 @@ class GatedScheduler:
         self.record = json.loads((ROOT / "assets/recorded/cpu-2core-defaults.json").read_text())
 
     def ready(self):
-        from engine.processes.messages import SchedulerReady
+        from engine.scheduler_process.messages import SchedulerReady
 
         return SchedulerReady(0, False, "CPU", "")
 
@@ -210,7 +210,7 @@ class GatedScheduler:
         self.runs[-1].cancelled.set()
 
     def submit(self, _request):
-        from engine.processes.messages import Progress, RequestFailed, RunFinished
+        from engine.scheduler_process.messages import Progress, RequestFailed, RunFinished
 
         run = FakeRun()
         self.runs.append(run)
@@ -442,7 +442,7 @@ def test_the_web_server_runs_at_the_schedulers_priority_where_the_os_allows():
     import os
     import subprocess
 
-    code = ("import os; from engine.processes.scheduler_process import NICE, "
+    code = ("import os; from engine.scheduler_process.process import NICE, "
             "raise_server_priority as r; b = os.getpriority(os.PRIO_PROCESS, 0); r(); "
             "print(b, os.getpriority(os.PRIO_PROCESS, 0), NICE)")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,

@@ -128,7 +128,7 @@ def test_the_presets_set_controls_the_run_accepts_and_are_sized_to_the_machine()
     the warm-up's DeviceProfile of the device the run uses they bring the CPU's part of a step
     to 0.7 forwards (overlap: inside what one step hides) or three (multi-step: more than
     one-step overlap can hide, what k = 4 steps are for), in the control's steps there."""
-    from engine.processes.messages import DeviceProfile
+    from engine.scheduler_process.messages import DeviceProfile
     from ui import presets
 
     APP.profiles.clear()
@@ -160,7 +160,7 @@ def test_the_page_defaults_fit_the_device_the_run_uses():
     """On CUDA the untouched CPU-sized default (4 ms, 90% idle GPU in both loops) becomes 0.7
     forwards there, with graphs on and the control in 10 us steps up to eight forwards; a value
     the reader chose stays; CPU mode keeps its first click; the line names what was measured."""
-    from engine.processes.messages import DeviceProfile
+    from engine.scheduler_process.messages import DeviceProfile
     from ui import presets
 
     APP.profiles.clear()
@@ -204,7 +204,7 @@ class _ProbingScheduler:
         self.cancelled = 0
 
     def ready(self):
-        from engine.processes.messages import SchedulerReady
+        from engine.scheduler_process.messages import SchedulerReady
 
         return SchedulerReady(0, False, "CPU", "")
 
@@ -212,7 +212,7 @@ class _ProbingScheduler:
         self.cancelled += 1
 
     def submit(self, _request):
-        from engine.processes.messages import Progress, RequestFailed
+        from engine.scheduler_process.messages import Progress, RequestFailed
 
         yield Progress("loading")
         yield Progress("probe", detail="CPU")
@@ -296,7 +296,7 @@ def test_the_sizing_line_speaks_of_the_last_run_once_there_is_one():
     warm-up ending later keeps them; a run of another setup, or with arrivals, changes nothing."""
     import json
 
-    from engine.processes.messages import DeviceProfile
+    from engine.scheduler_process.messages import DeviceProfile
     from ui import presets
 
     record = json.loads((ROOT / "assets" / "recorded" / "h200-first-click-defaults.json").read_text())

@@ -17,7 +17,7 @@ from typing import Any
 import gradio as gr
 
 import texts
-from engine.processes.messages import LabFinished, LabRequest, Progress, RequestFailed
+from engine.scheduler_process.messages import LabFinished, LabRequest, Progress, RequestFailed
 from ui import inputs, queues, scheduler_link
 from ui.i18n import lang_of
 from ui.state import APP

@@ -22,8 +22,8 @@ import gradio as gr
 
 import texts
 import viz
-from engine.processes import messages
-from engine.processes.messages import LiveRunRequest
+from engine.scheduler_process import messages
+from engine.scheduler_process.messages import LiveRunRequest
 from engine.workloads import Workload, word_prompts
 from record.run_record import config_of, run_dict
 from record.schema import BASE_LANES, ENGINE_LOOPS, GPU_LANES, Loop, RecordDict, RunDict, SpanDict
@@ -103,7 +103,7 @@ def run_live(controls: Controls, ticket: Ticket | None = None) -> Iterator[tuple
                 spec = failure(event.kind, event.message)
                 yield _failed_view(spec, lang, live.drew_any()).values()
     except Exception as error:  # noqa: BLE001 - the scheduler process died, or worse
-        from engine.processes.scheduler_process import SchedulerDied
+        from engine.scheduler_process.process import SchedulerDied
 
         kind = "died" if isinstance(error, SchedulerDied) else "error"
         spec = failure(kind, f"{type(error).__name__}: {error}")
@@ -361,7 +361,7 @@ def prewarm() -> None:
     """Start the scheduler process, build the default engine and probe the default workload's
     stop tokens, so the first Run starts drawing at once. A failed warm-up is not fatal: Run
     starts (and reports) it again."""
-    from engine.processes.messages import WarmRequest
+    from engine.scheduler_process.messages import WarmRequest
 
     try:
         # The warm-up takes its turn in the engine's line: a visitor who comes meanwhile is

@@ -11,7 +11,7 @@ the device the run will use.
   hide and k = 4 decode steps per scheduling pass can (max(T_fwd, T_cpu / 4) = T_fwd).
 
 How long a forward and the scheduler's own work take is what the background warm-up's probe run
-measured (``engine.processes.messages.DeviceProfile``, kept by ``remember`` per kind of device);
+measured (``engine.scheduler_process.messages.DeviceProfile``, kept by ``remember`` per kind of device);
 the extra CPU work per step brings the CPU's part to that many forwards. Before the warm-up has
 measured anything (or with ``--no-prewarm``) the presets use fixed values chosen for this
 project's 2-core machine (``PRESETS``: 4 ms, and 60 ms for about three of its forwards;
@@ -41,7 +41,7 @@ from ui.status import render_said
 from ui.view import Update
 
 if TYPE_CHECKING:
-    from engine.processes.messages import DeviceProfile
+    from engine.scheduler_process.messages import DeviceProfile
 
 FIRST_CLICK_FORWARDS = 0.7   # the defaults' CPU part of a step, in forwards
 _SET = ("decode_steps", "requests", "batch", "prompt_len", "max_new", "temperature",
@@ -96,7 +96,7 @@ def profile_of_run(record: RecordDict) -> DeviceProfile | None:
     extra work it was given); None without a serial loop that decoded, or with arrivals. The
     latest measurement is the one the sizing line then speaks of (a warm-up on a machine still
     starting the app can measure a forward far slower than the runs that follow it)."""
-    from engine.processes.messages import DeviceProfile
+    from engine.scheduler_process.messages import DeviceProfile
 
     config, env = config_of(record), record["env"]
     if config is None or config.request_rate is not None or config.arrivals_file:

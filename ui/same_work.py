@@ -39,7 +39,7 @@ from ui.status import render_said, said
 from ui.view import MainView, Update
 
 if TYPE_CHECKING:
-    from engine.processes.messages import LiveRunRequest
+    from engine.scheduler_process.messages import LiveRunRequest
 
 # What makes work "the same": ``RunConfig``'s names, which another engine's record uses too.
 WORKLOAD = ("model", "max_batch_size", "prompt_tokens", "max_new_tokens")

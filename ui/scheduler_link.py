@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from ui.state import APP
 
 if TYPE_CHECKING:
-    from engine.processes.scheduler_process import Placement, SchedulerHandle
+    from engine.scheduler_process.process import Placement, SchedulerHandle
 
 
 def on_zero_gpu() -> bool:
@@ -53,7 +53,7 @@ def placement() -> Placement:
     the processes to the OS, which can move the scheduler off a core that the browser or the
     server is using. So nothing is pinned unless OVERLAP_DEMO_PIN=1 asks for
     ``plan_placement``'s split (to compare the two)."""
-    from engine.processes.scheduler_process import Placement, plan_placement
+    from engine.scheduler_process.process import Placement, plan_placement
 
     return plan_placement() if os.environ.get("OVERLAP_DEMO_PIN", "0") == "1" else Placement()
 
@@ -74,7 +74,7 @@ def scheduler() -> SchedulerHandle:
     gets ``SchedulerDied``, as from a process that died, which every handler answers."""
     with APP.scheduler_lock:
         if APP.scheduler is None:
-            from engine.processes.scheduler_process import InlineScheduler, SchedulerClient
+            from engine.scheduler_process.process import InlineScheduler, SchedulerClient
 
             if on_zero_gpu():
                 APP.scheduler = InlineScheduler()

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 from ui.turns import Turns
 
 if TYPE_CHECKING:
-    from engine.processes.messages import DeviceProfile
-    from engine.processes.scheduler_process import SchedulerHandle
+    from engine.scheduler_process.messages import DeviceProfile
+    from engine.scheduler_process.process import SchedulerHandle
 
 
 @dataclass

@@ -4,7 +4,7 @@
 ``receive()`` never blocks; ``wait(s)`` is called only when there is nothing to do, and blocks until
 something arrives (idle time, not CPU work); ``done()``: nothing more will come. ``ScheduledSource``
 replays requests at their arrival times (``Engine.generate``);
-``engine.processes.online.PipeSource`` reads them from the scheduler process's pipe."""
+``engine.scheduler_process.online.PipeSource`` reads them from the scheduler process's pipe."""
 
 from __future__ import annotations
 

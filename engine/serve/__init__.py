@@ -2,5 +2,5 @@
 (``http_app.py``), the OpenAI request and response bodies (``openai_api.py``) and its side of a
 served session (``session_client.py``).
 
-May import: ``engine.processes`` and everything below it, ``record``.
+May import: ``engine.scheduler_process`` and everything below it, ``record``.
 """

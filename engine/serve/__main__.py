@@ -98,7 +98,7 @@ def _serve(a: argparse.Namespace, config: EngineConfig, loop: LoopSpec, template
            sock: socket.socket) -> int:
     import uvicorn
 
-    from engine.processes.scheduler_process import pin_server, plan_placement
+    from engine.scheduler_process.process import pin_server, plan_placement
     from engine.serve.http_app import build_app
     from engine.serve.session_client import ServingClient, SessionUnavailable
 

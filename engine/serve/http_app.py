@@ -24,7 +24,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from engine.models.prompts import TextStream
-from engine.processes.messages import Rejected, ServingStarted, TokenDelta
+from engine.scheduler_process.messages import Rejected, ServingStarted, TokenDelta
 from engine.serve.openai_api import (
     ApiError,
     Job,

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.config import OVERLAP, EngineConfig, LoopSpec, SamplingParams
-from engine.processes.messages import (
+from engine.scheduler_process.messages import (
     AbortRequest,
     Progress,
     Rejected,
@@ -33,7 +33,7 @@ from engine.processes.messages import (
     TokenDelta,
     TokensOut,
 )
-from engine.processes.scheduler_process import Placement, SchedulerClient, SchedulerDied
+from engine.scheduler_process.process import Placement, SchedulerClient, SchedulerDied
 from record.schema import RecordDict
 
 MAX_SESSION_SPANS = 400_000        # the session timeline's window, in spans

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from engine.proc_watch import exit_text, is_stopped, start_deaf_to_ctrl_c
-from engine.processes.messages import (
+from engine.scheduler_process.messages import (
     AbortRequest,
     CancelRequest,
     Event,
@@ -183,7 +183,7 @@ def scheduler_main(conn: Any, placement: Placement) -> None:
     from record import host_load
     host_load.serve_beside(os.getppid())   # the server's CPU time is ours, not another program's
 
-    from engine.processes.service import SchedulerService
+    from engine.scheduler_process.service import SchedulerService
 
     cuda = torch.cuda.is_available()
     name = torch.cuda.get_device_name() if cuda else "CPU"
@@ -454,7 +454,7 @@ class InlineScheduler:
     ``spaces.GPU`` call, which is itself a separate process from the web server)."""
 
     def __init__(self) -> None:
-        from engine.processes.service import SchedulerService
+        from engine.scheduler_process.service import SchedulerService
 
         self.service = SchedulerService()
         self._lock = threading.Lock()

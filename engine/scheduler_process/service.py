@@ -16,7 +16,7 @@ from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any
 
 from engine.config import EngineConfig, LoopSpec, SamplingParams
-from engine.processes.messages import (
+from engine.scheduler_process.messages import (
     DeviceProfile,
     Event,
     LabFinished,
@@ -59,7 +59,7 @@ class SchedulerService:
     # ---- dispatch -----------------------------------------------------------------------------
     def handle(self, request: Request, emit: Emit, cancelled: threading.Event) -> None:
         """Run ``request``; every outcome, failures included, ends in exactly one final event."""
-        from engine.devices.process import DeviceError
+        from engine.devices.cpu_process import DeviceError
         from engine.models.loader import ModelLoadError
         from engine.scheduler.scheduler import RunCancelled
 
@@ -92,10 +92,10 @@ class SchedulerService:
                                         f"{traceback.format_exc(limit=4)}"))
 
     def serve(self, request: ServeRequest, conn: Connection, emit: Emit) -> None:
-        """A served session (``engine.processes.online``): it reads the pipe itself until StopServing.
+        """A served session (``engine.scheduler_process.online``): it reads the pipe itself until StopServing.
         It ends in ServingStopped, or in one RequestFailed like any other request."""
-        from engine.devices.process import DeviceError
-        from engine.processes.online import serve_session
+        from engine.devices.cpu_process import DeviceError
+        from engine.scheduler_process.online import serve_session
 
         try:
             emit(Progress("loading"))

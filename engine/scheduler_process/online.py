@@ -13,7 +13,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.processes.messages import (
+from engine.run import run_config
+from engine.scheduler.intake import Intake
+from engine.scheduler.request import Req
+from engine.scheduler.sources import Received
+from engine.scheduler_process.messages import (
     AbortRequest,
     Rejected,
     ServeRequest,
@@ -27,10 +31,6 @@ from engine.processes.messages import (
     TokenDelta,
     TokensOut,
 )
-from engine.run import run_config
-from engine.scheduler.intake import Intake
-from engine.scheduler.request import Req
-from engine.scheduler.sources import Received
 from record.recorder import Timeline
 
 REPORT_S = 0.25                 # how often the session's new spans are sent to the server
