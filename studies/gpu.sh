@@ -76,7 +76,7 @@ ui_wheels() {
 
 suite() {
     # The warm-up test times the first loop: alone, not beside six other processes on the GPU.
-    step cuda_tests 200 $PT -m cuda -n 6 tests/ \
+    step cuda_tests "${SUITE_S:-300}" $PT -m cuda -n 6 tests/ \
         --deselect tests/test_warm.py::test_cuda_first_loop_pays_no_first_use
     step cuda_warm 50 $PT -m cuda tests/test_warm.py
 }
