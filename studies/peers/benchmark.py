@@ -304,6 +304,7 @@ def main(argv: list[str]) -> int:
                     record_batch=args.record_batch if args.record else 0,
                     record_tokens=args.record_tokens, sglang_compile=args.sglang_compile,
                     warm=not args.no_warm, minisgl_pages_256=args.minisgl_pages_256,
+                    only=tuple(args.only),
                     warm_also=tuple(args.warm_also))
     given = {name: Path(value).resolve() if value else None for name, value in (
         ("site", args.site), ("sglang_site", args.sglang_site), ("traces", args.sglang_traces))}
@@ -348,6 +349,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="also Mini-SGLang with its offline benchmark's pages of 256")
     p.add_argument("--sglang-site", metavar="DIR",
                    help="the folder holding SGLang's packages (its payload.sh's set)")
+    p.add_argument("--only", nargs="+", default=[], metavar="PART",
+                   help="only the configurations whose name holds one of these (a later call "
+                        "adding a configuration on the same machine)")
     p.add_argument("--sglang-compile", action="store_true",
                    help="also SGLang's torch.compile configuration (minutes of autotuning)")
     p.add_argument("--sglang-traces", metavar="DIR",
