@@ -37,3 +37,17 @@ def test_the_readmes_overlap_loop_is_the_codes_in_order():
     for line in shown:
         assert line in real[at:], f"not in Scheduler.overlap_loop (in this order): {line!r}"
         at = real.index(line, at) + 1
+
+
+def test_the_readmes_peer_table_is_the_benchmarks_json():
+    """The peer table is rendered from ``studies/results/peer-h100.json`` (one GPU, every engine
+    on it): a figure or ratio typed by hand, or a stale one, fails here."""
+    import json
+
+    from studies.peers import table
+
+    doc = json.loads((ROOT / "studies" / "results" / "peer-h100.json").read_text())
+    for host in table.hosts(doc["rows"]):
+        assert host and host in README                     # the card named by its UUID
+        for model in sorted({r["model"] for r in doc["rows"] if table.host_of(r) == host}):
+            assert table.summary_table(doc["rows"], model, host) in README, (model, host)

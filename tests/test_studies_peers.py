@@ -142,6 +142,15 @@ def test_the_summary_pools_ours_over_calls_and_takes_each_peers_best():
     assert "| this project / Mini-SGLang | 0.56x | – |" in table
 
 
+def test_a_peer_whose_best_differs_by_cell_has_each_cell_lettered():
+    rows = _rows() + _on([_row(S("Mini-SGLang", "pages of 1", MODEL, "overlap", 4, "off"),
+                               [0.1], 400)], "c1", "GPU-a")
+    table = peer_table.summary_table(peer_table.add_ratios(rows), MODEL, "GPU-a")
+    line = next(x for x in table.splitlines() if x.startswith("| Mini-SGLang"))
+    assert line.startswith("| Mini-SGLang (a: pages of 1; b: pages of 16) |")
+    assert line.endswith("| 800 [500-1,000] (3) b | 4,000 [4,000-4,000] (1) a |")
+
+
 def test_a_row_without_timed_runs_is_refused_and_a_failed_hook_gives_no_on_row():
     with pytest.raises(ValueError, match="no timed runs"):
         _row(S("ours", "defaults", MODEL, "normal", 1, "on"), [], 128)

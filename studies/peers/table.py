@@ -183,11 +183,37 @@ def summary_table(rows: Sequence[dict[str, Any]], model: str, host: str) -> str:
         if not any(theirs):
             continue
         names = sorted({t["config"] for t in theirs if t})
-        lines.append(f"| {peer} ({'; '.join(names)}) | "
-                     + " | ".join(_cell(t) for t in theirs) + " |")
+        if len(names) == 1:          # one configuration was its best everywhere: named once
+            label, tag = f"{peer} ({names[0]})", {names[0]: ""}
+        else:                        # a letter in each cell says which configuration it is
+            tag = {name: f" {chr(ord('a') + i)}" for i, name in enumerate(names)}
+            label = f"{peer} ({'; '.join(f'{tag[n].strip()}: {n}' for n in names)})"
+        lines.append(f"| {label} | " + " | ".join(
+            _cell(t) + (tag[t["config"]] if t else "") for t in theirs) + " |")
         lines.append(f"| this project / {peer} | " + " | ".join(
             f"{o['median'] / t['median']:.2f}x" if o and t else "–"
             for o, t in zip(ours, theirs)) + " |")
+    return "\n".join(lines)
+
+
+def recording_cost(rows: Sequence[dict[str, Any]], model: str, host: str) -> str:
+    """What our recorder costs ``generate()`` on one GPU, call by call: tokens/s with recording
+    on and off (timed alternately in one call, at its start and at its end), and the cost in %
+    of the off median."""
+    lines = ["| call | loop | B | recording on, tok/s | off | cost | start → end, on |",
+             "|---|---|---|---|---|---|---|"]
+    ours = [r for r in rows if r["engine"] == OURS and r["model"] == model and host_of(r) == host]
+    for on in (r for r in ours if r["recording"] == "on"):
+        off = next((r for r in ours if r["recording"] == "off" and r.get("where") == on.get("where")
+                    and (r["loop"], r["batch"]) == (on["loop"], on["batch"])), None)
+        if off is None:
+            continue
+        drift = " → ".join(f"{v:,.0f}" for v in (on.get("tok_s_by_timing") or {}).values())
+        cost = 100 * (1 - on["tok_s_median"] / off["tok_s_median"])
+        lines.append(f"| {on['where']['call']} | {on['loop']} | {on['batch']} | "
+                     f"{on['tok_s_median']:,.0f} [{on['tok_s_min']:,.0f}-{on['tok_s_max']:,.0f}] | "
+                     f"{off['tok_s_median']:,.0f} [{off['tok_s_min']:,.0f}-{off['tok_s_max']:,.0f}]"
+                     f" | {cost:.1f}% | {drift or '–'} |")
     return "\n".join(lines)
 
 
@@ -306,6 +332,9 @@ def report(doc: Mapping[str, Any]) -> str:
                       summary_table(doc["rows"], model, host) if host else
                       "(rows that name no GPU: no ratios)",
                       format_table(doc["rows"], model, host)]
+            if host:
+                parts += ["What the recorder costs us (ours, recording on against off):",
+                          recording_cost(doc["rows"], model, host)]
         parts += ["Where a decode step goes (recording on; µs per steady decode step):",
                   format_phases(doc["rows"], model), "Overlap's gain:",
                   format_gains(doc["overlap_gains"], model)]
@@ -391,3 +420,10 @@ def record_name(device_name: str, engine: str, model: str, batch: int) -> str:
              "smollm2-135m-shape": "smollm", "llama-3.1-8b-shape": "llama8b"}.get(model, model)
     name = ENGINE_KEYS.get(engine, engine).replace("-", "")
     return f"{gpu_tag(device_name)}-{name}-{short}-b{batch}.json"
+
+
+if __name__ == "__main__":     # python -m studies.peers.table studies/results/peer-h100.json
+    import json
+    import sys
+
+    print(report(json.loads(open(sys.argv[1], encoding="utf-8").read())))
