@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Everything this project measures or records on a CUDA GPU (one NVIDIA H200 for the published
-# figures), one subcommand per job, run from the repository root:
+# Everything this project measures or records on a CUDA GPU (docs/benchmarks.md names the card and
+# host of each table), one subcommand per job, run from the repository root:
 #
 #   OUT=out bash studies/gpu.sh suite        # every CUDA test, then the warm-up timing test alone
 #   OUT=out bash studies/gpu.sh bench        # the H200 tables of docs/benchmarks.md
@@ -172,7 +172,7 @@ traces() {
 }
 
 # Mini-SGLang at its best beside our engine (python -m studies peers mini-sglang): its rows and
-# ours merged into studies/results/peer-h200.json, its record and ours (both loops, one workload)
+# ours merged into $RESULTS/peer-<gpu>.json (studies/results/ keeps it), its record and ours (both loops, one workload)
 # in assets/recorded/. Needs the folder studies/peers/minisglang/prepare.sh makes (WHL, default
 # .whl-peer: the package and its wheels). Its first start compiles FlashInfer's kernels (one
 # shape after another: its processes share one fixed port); they stay in JIT for a later call on
@@ -211,8 +211,7 @@ stash_sglang() {
 # (this call's and those stash-sglang kept), unless a call before this one on the same machine
 # unpacked it; FlashInfer's compiled kernels stay in JIT (a later call on the same machine, or
 # jit.txz carried there, starts without compiling; JIT_BACK=1 sends it back). MODELS: the shapes
-# timed; PEERS_OF=all: Mini-SGLang too (its wheels installed by an earlier peer call on the same
-# machine); SGLANG_ARGS: more flags (--only NAME-PART, --record DIR, --sglang-traces DIR,
+# timed; PEERS_OF=all: Mini-SGLang too (its wheels from WHL, default .whl-peer); SGLANG_ARGS: more flags (--only NAME-PART, --record DIR, --sglang-traces DIR,
 # --sglang-compile, --warm-also SHAPE, --no-warm). Back under $OUT: results-sglang.tgz, jit.txz.
 sglang() {
     local pay=${SGLANG:-.peer-sglang} jit=${JIT:-/tmp/peer-jit}
@@ -228,6 +227,10 @@ sglang() {
     export CUDA_HOME=${CUDA_HOME:-/usr/local/cuda} NCCL_NVLS_ENABLE=0 \
         TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
     export PATH=$CUDA_HOME/bin:$PATH
+    if [[ ${PEERS_OF:-} == all ]]; then        # Mini-SGLang too: its wheels, offline
+        step peer_install 60 python3 -m pip install -q --no-index --no-deps --no-compile \
+            --no-cache-dir --upgrade --target /tmp/site "${WHL:-.whl-peer}"/*.whl
+    fi
     local left=$((${SGLANG_S:-$((BUDGET_S - ($(date +%s) - START)))} - 45))
     step sglang $((left + 15)) python3 -m studies peers "${PEERS_OF:-sglang}" \
         --sglang-site /tmp/sglang/site --minisgl "${WHL:-.whl-peer}/python" --site /tmp/site \
