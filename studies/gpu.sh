@@ -211,8 +211,9 @@ stash_sglang() {
 # (this call's and those stash-sglang kept), unless a call before this one on the same machine
 # unpacked it; FlashInfer's compiled kernels stay in JIT (a later call on the same machine, or
 # jit.txz carried there, starts without compiling; JIT_BACK=1 sends it back). MODELS: the shapes
-# timed; PEERS_OF=all: Mini-SGLang too (its wheels from WHL, default .whl-peer); SGLANG_ARGS: more flags (--only NAME-PART, --record DIR, --sglang-traces DIR,
-# --sglang-compile, --warm-also SHAPE, --no-warm). Back under $OUT: results-sglang.tgz, jit.txz.
+# timed; PEERS_OF=all: Mini-SGLang too (its wheels from WHL, default .whl-peer); SGLANG_ARGS:
+# more flags (--only NAME-PART, --record DIR, --sglang-traces DIR, --sglang-compile, --warm-also
+# SHAPE, --no-warm). Back under $OUT: results-sglang.tgz, jit.txz.
 sglang() {
     local pay=${SGLANG:-.peer-sglang} jit=${JIT:-/tmp/peer-jit}
     mkdir -p /tmp/sglang "$jit" "$OUT/traces"
