@@ -210,8 +210,11 @@ def multistep_lesson(page, out: Path) -> None:
 
 
 def _open_formula(page) -> None:
-    """Open the metrics' "Why: the article's formula" fold, as a student clicks it."""
-    page.locator('#metrics details[data-fold="formula"] > summary').click()
+    """The metrics' "Why: the article's formula" fold, open (it opens with the run; a student
+    may have folded it)."""
+    if not page.evaluate("() => document.querySelector('#metrics details[data-fold=\"formula\"]')"
+                         ".open"):
+        page.locator('#metrics details[data-fold="formula"] > summary').click()
     page.wait_for_function("() => document.querySelector('#metrics details[data-fold=\"formula\"]')"
                            ".open")
 

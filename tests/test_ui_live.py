@@ -41,7 +41,7 @@ def views(**changes):
 
 @pytest.fixture(scope="module")
 def outputs():
-    live_runs.REFRESH_S = 0.0          # draw every span batch, so the test sees the view grow
+    live_runs.HOLD_S = 0.0          # draw every span batch, so the test sees the view grow
     yield views()
     scheduler_link.shutdown()
 

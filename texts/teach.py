@@ -73,8 +73,8 @@ EN: dict[str, str] = {
     "cost_share": "{share:.1f}% of its {total} output tokens",
     "cost_ttft": "time to first token",
     # view tabs
-    "tab_whole": "Whole run",
-    "tab_steps": "Step through",
+    "fold_steps": "Step through",
+    "fold_run_more": "KV memory and the generated texts",
     "tab_lab": "Hazard lab",
     # step-through replay
     "replay_help": (
@@ -315,8 +315,8 @@ ZH: dict[str, str] = {
     "cost_wasted": "浪费的 token",
     "cost_share": "占其 {total} 个输出 token 的 {share:.1f}%",
     "cost_ttft": "首 token 延迟",
-    "tab_whole": "整次运行",
-    "tab_steps": "逐步回放",
+    "fold_steps": "逐步回放",
+    "fold_run_more": "KV 内存与生成的文本",
     "tab_lab": "隐患实验室",
     "replay_help": (
         "**逐步回放一次运行**，一次一个解码步（现场运行、录制的 GPU 运行或导入的记录均可）。"
