@@ -222,7 +222,7 @@ def test_the_quietest_round_is_kept_whole(monkeypatch):
     from engine.run import RunOptions, compare_loops
     from record import host_load
 
-    shares = iter([0.6, 0.5, 0.1, 0.3, 0.0, 0.7])     # round 2 is the quietest as a whole
+    shares = iter([0.6, 0.5, 0.1, 0.3, 0.0, 0.7])     # the middle pair: the quietest as a whole
     monkeypatch.setattr(host_load, "host_report", lambda *_args: {
         "cpus": 2.0, "other_cpu_frac": next(shares), "device_cpu_frac": 1.0})
     work = Workload(5, 4, requests=2, ignore_eos=True)

@@ -191,10 +191,9 @@ def build_request(controls: Controls) -> tuple[LiveRunRequest, list[str]]:
                                  request_rate=rate, chat=bool(c.chat))
     # The page's engine runs as SGLang's users get it by default: CUDA graphs, no torch.compile
     # (SGLang's ServerArgs.enable_torch_compile is off unless asked; the CLI and the benchmarks
-    # compile). Compiled, the bundled model's decode forward on an H200 (0.18 ms) is shorter
-    # than the scheduler's own work (0.19-0.24 ms a step): no extra CPU work could then bring
-    # the CPU's part of a step under one forward, and the first click's overlap would show gaps
-    # that come from the host's speed on the day, not from the lesson.
+    # compile). Compiled, the bundled model's decode forward on a fast GPU is shorter than the
+    # scheduler's own work (docs/benchmarks.md): no extra CPU work could then bring the CPU's
+    # part of a step under one forward, and overlap would show the host's speed, not the lesson.
     engine = EngineConfig(model=model, device=device, max_batch_size=batch,
                           cuda_graph=bool(c.cuda_graph) and device != "cpu", seed=0,
                           max_seq_len=workload.max_seq_len(), num_pages=kv_pages or None,

@@ -85,9 +85,8 @@ def default_window(runs: list[RunDict]) -> tuple[int, int]:
     """Steps 20-25 when the runs are that long, else a few steps from the middle of the steps
     they all have (runs side by side may differ in length: two traces); for a run with
     kernel lanes (a torch.profiler window), the steps those lanes cover, less the first and the
-    last where it covers four or more: the profiler's start and stop fall at its edges (on the
-    H200 the stop held the scheduler for 50 ms in the step after the window's last, which a
-    window reaching the next forward would show as GPU idle)."""
+    last where it covers four or more: the profiler's start and stop fall at its edges (its
+    stop holds the scheduler in the step after, which would show as GPU idle)."""
     profiled = [s["step"] for run in runs[:1] for s in run.get("spans", [])
                 if str(s.get("lane", "")).startswith("kernels") and s.get("step", -1) >= 0]
     if profiled:

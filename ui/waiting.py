@@ -7,9 +7,8 @@ recording; when its turn comes, the visitor's own run (``ui.live_runs.run_live``
 on the same canvas.
 
 The handler says where it stands once; after that the page's line timer asks each second
-(``line_said``: the status line alone). Every view the Run handler yields sets each output of the
-run view, and Gradio builds each of those components anew, even one left as it is: told that way
-each second, a class in line would keep the server from answering anyone.
+(``line_said``: the status line alone, not every output of the run view, which Gradio would
+build anew each time for every visitor in line).
 
 ``in_line`` is a coroutine: a page in line costs the server no thread. Each step of the run itself
 is read in a worker thread (it waits on the scheduler process). A page that goes away (its unload
