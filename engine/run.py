@@ -15,13 +15,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from engine.config import EngineConfig, LoopSpec, SamplingParams
 from engine.workloads import Workload
+from record.host_load import machine_load
 from record.metrics import compute_metrics, latency_summary
 from record.recorder import Span, Timeline
 from record.run_record import make_record, run_dict
 from record.schema import GPU_LANES, OURS, OutputDict, RecordDict, RunConfig, RunDict
 
 if TYPE_CHECKING:
-    from engine.engine import Engine, RunResult
+    from engine.engine import Engine
 
 WARM_TOKENS = 16            # new tokens of each loop's warm-up run (every shape, not measured)
 
@@ -29,7 +30,7 @@ WARM_TOKENS = 16            # new tokens of each loop's warm-up run (every shape
 class LoopWatch(Protocol):
     """Who watches the loops of a comparison as they run (the scheduler process streams each
     loop's spans to the page). ``loop`` wraps one loop's run and gives the timeline it records
-    into (None: the engine's own); ``finished`` hears each loop's run."""
+    into (None: the engine's own); ``finished`` hears each run as it ends (every repeat's)."""
 
     def loop(self, index: int, spec: LoopSpec) -> AbstractContextManager[Timeline | None]: ...
 
@@ -52,7 +53,11 @@ class RunOptions:
     """How a comparison runs, beside what it runs."""
 
     warm_up: bool = False           # every loop once first, not measured (first-use costs)
-    repeats: int = 1                # runs of each loop; the record keeps the median by time
+    # Runs of each loop, the loops alternating (a burst of other load hits them alike); the
+    # record keeps each loop's run of median time, or with ``quietest`` the round (one run of
+    # each loop, side by side in time) in which other programs took the least of the machine.
+    repeats: int = 1
+    quietest: bool = False
     profile_steps: tuple[int, int] | None = None    # CUDA: kernel lanes for these steps
     should_stop: Callable[[], bool] | None = None   # asked every iteration: end the run
     watch: LoopWatch = Unwatched()
@@ -66,7 +71,8 @@ class RunOptions:
 def compare_loops(engine: Engine, work: Workload, loops: Sequence[LoopSpec],
                   params: SamplingParams | list[SamplingParams] | None = None,
                   options: RunOptions = RunOptions()) -> RecordDict:
-    """Run ``work`` in each of ``loops`` on ``engine``, one after another; the record of it.
+    """Run ``work`` in each of ``loops`` on ``engine``, one after another (``options.repeats``
+    rounds of them); the record of it.
     ``params``: the requests' sampling where the caller has it (else the workload's, with stop
     tokens from a probe run where it asks for them). ``RunCancelled`` where ``should_stop`` says
     so."""
@@ -85,20 +91,25 @@ def compare_loops(engine: Engine, work: Workload, loops: Sequence[LoopSpec],
                                         temperature=work.temperature, chat=chat)[0]
     params = params if params is not None else work.sampling()
     times = arrival_times(work)
-    runs = []
-    for index, spec in enumerate(loops):
-        results = []
-        for _ in range(options.repeats):
+    rounds: list[list[tuple[float, RunDict]]] = []       # (wall s, run) of each loop, a round
+    for _ in range(options.repeats):
+        rounds.append([])
+        for index, spec in enumerate(loops):
             _stop_if(options.should_stop)
             # Like with like: no loop finds the prompts the one before it (or the probe) cached.
             engine.clear_prefix_cache()
             with options.watch.loop(index, spec) as timeline:
-                results.append(engine.generate(
+                result = engine.generate(
                     prompts, params, spec, timeline=timeline, profile_steps=options.profile_steps,
-                    should_stop=options.should_stop, arrivals=times, chat=chat))
-        run = _median(results).to_run_dict()
-        options.watch.finished(index, run)
-        runs.append(run)
+                    should_stop=options.should_stop, arrivals=times, chat=chat)
+            run = result.to_run_dict()
+            options.watch.finished(index, run)
+            rounds[-1].append((result.wall_s, run))
+    if options.quietest:
+        runs = [run for _, run in min(rounds, key=_round_load)]
+    else:                                                # each loop's run of median time
+        runs = [sorted((r[i] for r in rounds), key=lambda pair: pair[0])[len(rounds) // 2][1]
+                for i in range(len(loops))]
     return _record(engine.env_info(), run_config(engine.config, work, chat), runs)
 
 
@@ -178,5 +189,9 @@ def _stop_if(should_stop: Callable[[], bool] | None) -> None:
         raise RunCancelled("the run was stopped")
 
 
-def _median(results: list[RunResult]) -> RunResult:
-    return sorted(results, key=lambda r: r.wall_s)[len(results) // 2]
+def _round_load(round_: list[tuple[float, RunDict]]) -> tuple[bool, float]:
+    """How busy the machine was for a round's runs: too busy to compare, then other programs'
+    largest share of the cores (a run that measured nothing counts as quiet)."""
+    loads = [machine_load(run) for _, run in round_]
+    return (any(load is not None and load.busy for load in loads),
+            max((load.other_share or 0.0 for load in loads if load is not None), default=0.0))

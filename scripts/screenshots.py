@@ -173,7 +173,7 @@ def lesson(page, out: Path) -> None:
     _live_run(page)
     _report(page, "section 1: the defaults")
     page.locator("#timeline").screenshot(path=str(out / "walkthrough-1-run.png"))
-    page.get_by_role("tab", name="Step through").click()
+    _open_fold(page, "steps-fold")
     _caption_has(page, "Step 20")
     step = _teaching_step(page)                     # a steady step with a lag-one rider
     _union(page, ["#step-caption", "#step-plot"], out / "walkthrough-3-overlap-step.png")
@@ -184,8 +184,7 @@ def lesson(page, out: Path) -> None:
     _caption_has(page, f"Step {step} (")
     _settle(page)
     _union(page, ["#step-caption", "#step-plot"], out / "walkthrough-2-serial-step.png")
-    page.get_by_role("tab", name="Whole run").click()
-    _open_formula(page)                             # section 6 reads the formula, one click away
+    _open_formula(page)                             # section 6 reads the formula, open
     _settle(page)
     page.locator("#metrics").screenshot(path=str(out / "walkthrough-5-formula.png"))
     recorded_lesson(page, out)
@@ -209,9 +208,20 @@ def multistep_lesson(page, out: Path) -> None:
     page.locator("#metrics").screenshot(path=str(out / "walkthrough-8-cost.png"))
 
 
+def _open_fold(page, elem_id: str) -> None:
+    """Open a folded part of the run view (a Gradio accordion) by its label."""
+    label = page.locator(f"#{elem_id} .label-wrap").first
+    if "open" not in (label.get_attribute("class") or ""):
+        label.click()
+    page.wait_for_selector(f"#{elem_id} .label-wrap.open")
+
+
 def _open_formula(page) -> None:
-    """Open the metrics' "Why: the article's formula" fold, as a student clicks it."""
-    page.locator('#metrics details[data-fold="formula"] > summary').click()
+    """The metrics' "Why: the article's formula" fold, open (it opens with the run; a student
+    may have folded it)."""
+    if not page.evaluate("() => document.querySelector('#metrics details[data-fold=\"formula\"]')"
+                         ".open"):
+        page.locator('#metrics details[data-fold="formula"] > summary').click()
     page.wait_for_function("() => document.querySelector('#metrics details[data-fold=\"formula\"]')"
                            ".open")
 
@@ -235,6 +245,7 @@ def memory_lesson(page, out: Path) -> None:
     _set_number(page, "#kv-pages input", 40)
     _live_run(page)
     _report(page, "section 12: shared system prompt 256, no early stops, 40 KV pages")
+    _open_fold(page, "more-of-run")                 # the KV memory, folded below
     print("\n".join(page.locator("#memory .annotation-text").all_text_contents()), flush=True)
     page.locator("#memory").scroll_into_view_if_needed()
     page.mouse.move(0, 0)                           # no hover label in the picture
@@ -261,7 +272,7 @@ def zh_step_view(page, out: Path) -> None:
                            ".querySelector('#explain').innerText.includes('看什么')",
                            timeout=60_000)
     page.get_by_role("tab", name="现场运行").click()
-    page.get_by_role("tab", name="逐步回放").click()
+    _open_fold(page, "steps-fold")
     page.wait_for_function("() => document.querySelector('#step-caption')?.innerText"
                            ".includes('第')", timeout=60_000)
     _settle(page, 1500)

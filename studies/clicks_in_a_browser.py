@@ -1,10 +1,12 @@
-"""The page's default click, as a class runs it: the app and a browser on one machine.
+"""The page's default first click, as a class makes it: the app and a browser on one machine.
 
     python -m studies clicks-in-a-browser --clicks 10 [--busy 0] [--lang en|zh]
 
-Starts ``app.py``, opens the page in headless Chromium, waits for the warm-up and presses **Run**
-``--clicks`` times, printing what a class sees above the fold: the headline's figures, whether the
-run was marked disturbed, and whether the quiet recording was offered."""
+Starts ``app.py``; for each of ``--clicks`` visitors opens the page afresh in headless Chromium
+and presses **Run** once with the defaults (that visitor's first click), printing what a class
+sees above the fold: the headline's figures, whether the run was marked disturbed, and whether
+the quiet recording was shown beside it. Passes where at least 9 in 10 clicks show overlap faster
+per decode step and every click shows the lesson (a fair comparison, or the recording beside)."""
 
 from __future__ import annotations
 
@@ -24,11 +26,24 @@ DISTURBED = {lang: texts.t(lang, "headline_busy").split("{why}")[0].removeprefix
              for lang in texts.LANGUAGES}
 
 
-def _click(page) -> dict:
-    """Press Run, wait for the new run's status, and read what the page says."""
-    page.click("#run")
-    page.wait_for_selector("#status .status-ok", state="detached", timeout=RUN_TIMEOUT_MS)
-    page.wait_for_selector("#status .status-ok, #status .status-error", timeout=RUN_TIMEOUT_MS)
+def _first_click(browser, url: str, lang: str) -> dict:
+    """A new visitor: open the page, press Run once, read what the page says."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    try:
+        page.goto(url)
+        page.wait_for_selector("#run")
+        if lang == "zh":
+            page.locator("#language label", has_text="中文").click()
+        page.click("#run")
+        page.wait_for_selector("#status .status-ok, #status .status-error",
+                               timeout=RUN_TIMEOUT_MS)
+        return _read(page)
+    finally:
+        page.close()
+
+
+def _read(page) -> dict:
+    """What the page says of the run that has just ended."""
     headline = page.locator("#headline").inner_text()
     busy = re.search(r"(\d+)%", headline) if any(d in headline for d in DISTURBED.values()) else None
     gain = re.search(r"(\d+\.\d+)\s*×", headline)
@@ -38,7 +53,8 @@ def _click(page) -> dict:
             "idle": f"{idle.group(1)} → {idle.group(2)} ms" if idle else None,
             "disturbed": busy is not None or any(d in headline for d in DISTURBED.values()),
             "busy_pct": int(busy.group(1)) if busy else None,
-            "way_on": page.locator("#quiet-recording").is_visible()}
+            "beside": page.locator("#headline .ov-headline-quiet").count() > 0
+            and page.locator("#live-chart").is_visible()}
 
 
 def main(argv: list[str]) -> int:
@@ -58,21 +74,16 @@ def main(argv: list[str]) -> int:
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path="/usr/bin/chromium")
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(f"http://127.0.0.1:{port}")
-            page.wait_for_selector("#run")
-            if args.lang == "zh":
-                page.locator("#language label", has_text="中文").click()
             spinners = start_spinning(args.busy)
             for i in range(args.clicks):
-                row = _click(page)
+                row = _first_click(browser, f"http://127.0.0.1:{port}", args.lang)
                 rows.append(row)
                 print(f"click {i + 1:2d}: " + ("finished" if row["ok"] else "REFUSED")
                       + f", idle {row['idle'] or '-'}, overlap "
                       + (f"{row['gain']:.2f}x" if row["gain"] else "no figure")
                       + (f", disturbed (other programs {row['busy_pct']}%)" if row["disturbed"]
-                         else ", quiet")
-                      + (", quiet recording offered" if row["way_on"] else ""), flush=True)
+                         else ", fair")
+                      + (", quiet recording beside" if row["beside"] else ""), flush=True)
             browser.close()
     finally:
         stop_spinning(spinners)
@@ -81,10 +92,11 @@ def main(argv: list[str]) -> int:
             app.wait(30)
         except subprocess.TimeoutExpired:
             app.kill()
-    shown = sum(1 for r in rows if r["ok"] and r["gain"] and r["idle"])
-    disturbed = [r for r in rows if r["disturbed"]]
-    print(f"\n{len(rows)} clicks ({args.busy} spinning programs beside app and browser): "
-          f"{shown} showed the idle time and overlap's gain; {len(disturbed)} were marked "
-          f"disturbed, {sum(r['way_on'] for r in disturbed)} of them offering the quiet recording")
-    return 0 if shown == len(rows) and all(r["way_on"] for r in disturbed) else 1
-
+    faster = sum(1 for r in rows if r["ok"] and (r["gain"] or 0.0) > 1.0)
+    taught = sum(1 for r in rows if r["ok"] and r["gain"] and r["idle"]
+                 and (not r["disturbed"] or r["beside"]))
+    disturbed = sum(r["disturbed"] for r in rows)
+    print(f"\n{len(rows)} first clicks ({args.busy} spinning programs beside app and browser): "
+          f"{faster} showed overlap faster per decode step; {disturbed} were marked disturbed; "
+          f"{taught} showed the lesson (a fair comparison, or the quiet recording beside)")
+    return 0 if 10 * faster >= 9 * len(rows) and taught == len(rows) else 1

@@ -142,7 +142,13 @@ def test_both_runs_side_by_side_as_they_run(page):
     idles = [_metric(page, mode, "idle_us_total") for mode in ("normal", "overlap")]
     assert all(idle >= 0 for idle in idles), idles
     assert "Done" in _status(page)
-    assert page.locator("#texts td").count() > 0
+    # The lesson's order: the formula, open, above the folds of what it does not need.
+    formula = page.locator('#metrics details[data-fold="formula"]')
+    assert formula.evaluate("e => e.open")
+    assert formula.bounding_box()["y"] < page.locator("#steps-fold").bounding_box()["y"] < \
+        page.locator("#more-of-run").bounding_box()["y"]
+    _open_fold(page, "more-of-run")                 # the generated texts, folded below
+    page.wait_for_selector("#texts td")
     # Requests stop early by default: the overlap run's lag-one forwards are starred.
     names = _trace_names(page, "timeline")
     assert "forward after a stop (token dropped)" in names and "stop token read" in names
@@ -172,6 +178,12 @@ def _show_recorded(page, stem: str) -> None:
     page.wait_for_selector("#status .status-ok")
 
 
+def _open_fold(page, elem_id: str) -> None:
+    """Open a folded part of the run view (a Gradio accordion) by its label."""
+    page.locator(f"#{elem_id} .label-wrap").first.click()
+    page.wait_for_selector(f"#{elem_id} .label-wrap.open")
+
+
 def _caption(page) -> str:
     return page.inner_text("#step-caption")
 
@@ -180,7 +192,7 @@ def test_step_through_a_recorded_run(page):
     # Our engine's record beside the peers': its CPU work a step (0.2 ms) fits under its forward
     # (1 ms) with room, so a step shows the processing and the next batch's building hidden.
     _show_recorded(page, "h200-ours-qwen05-b16")
-    page.get_by_role("tab", name="Step through").click()
+    _open_fold(page, "steps-fold")
     page.wait_for_function("document.querySelector('#step-caption').innerText.includes('Step 20')")
     assert "(overlap)" in _caption(page) and "forward(B20)" in _caption(page)
     page.click("#next-step")
@@ -508,7 +520,7 @@ def test_the_page_speaks_chinese_after_a_run_an_import_a_lab_run_and_bad_input(z
     extra.press("Enter")
     page.wait_for_function("document.querySelector('#preset-said').innerText"
                            ".includes('额外 CPU 工作必须在')")
-    page.get_by_role("tab", name="逐步回放").click()
+    _open_fold(page, "steps-fold")
     step = page.locator("#step input[type=number]")
     step.fill("9999")
     step.press("Enter")
@@ -553,7 +565,7 @@ def test_a_record_full_of_html_runs_no_script_and_injects_nothing(page, tmp_path
     page.get_by_role("tab", name="Import a trace").click()
     page.set_input_files("#upload input[type=file]", str(tmp_path / "hostile.json"))
     page.wait_for_selector("#status .status-ok")
-    page.get_by_role("tab", name="Step through").click()
+    _open_fold(page, "steps-fold")
     page.wait_for_function("!document.querySelector('#step-caption').innerText"
                            ".includes('Show a run first')")   # the record's step is drawn
     assert page.evaluate("() => window.__xss") is None

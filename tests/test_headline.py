@@ -180,7 +180,7 @@ def test_the_table_shows_what_a_student_needs_and_folds_the_rest():
     assert all(f'data-metric="{key}"' in shown for key in KEY_ROWS
                if normal["metrics"].get(key) is not None)
     assert 'data-metric="tokens_per_s"' in html[folded:]        # one click away
-    assert html.index('data-fold="formula"') < folded            # why, before the numbers
+    assert html.index('data-fold="formula" open') < folded       # why, open before the numbers
     assert "All metrics" in html and "全部指标" in viz.metrics_html([normal, overlap], "zh")
 
 

@@ -166,8 +166,9 @@ UI_ROOMS = (
      "ui.turns"),                                                    # the engine's line
     ("ui.i18n", "ui.inputs", "ui.scheduler_link", "ui.view", "ui.controls", "ui.parsing",
      "ui.live_chart"),                                               # controls, languages, link
-    ("ui.presets", "ui.recorded_runs", "ui.step_through", "ui.serving_runs", "ui.lab_runs"),
-    ("ui.live_runs", "ui.same_work", "ui.waiting"),                  # handlers built on those
+    ("ui.presets", "ui.same_work", "ui.recorded_runs", "ui.step_through", "ui.serving_runs",
+     "ui.lab_runs"),
+    ("ui.live_runs", "ui.waiting"),                                  # handlers built on those
     ("ui.tabs",),                                                    # layout and wiring
 )
 

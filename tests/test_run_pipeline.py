@@ -188,8 +188,9 @@ def test_the_session_record_builds_its_config_the_same_way(cli_record):
 
 def test_token_id_prompts_run_as_given_and_each_loop_keeps_its_median_run():
     """What a comparison with other engines gives every engine: the same token-id prompts
-    (``Workload.prompt_ids``), each loop warmed up, then run ``repeats`` times, the record
-    keeping the run of median time."""
+    (``Workload.prompt_ids``), each loop warmed up, then run ``repeats`` times, the loops taking
+    turns (a burst of other load hits them alike), the record keeping each loop's run of median
+    time; the watch hears every run as it ends."""
     from engine import Engine
     from engine.run import RunOptions, compare_loops
 
@@ -200,7 +201,10 @@ def test_token_id_prompts_run_as_given_and_each_loop_keeps_its_median_run():
         watch = _Counting()
         record = compare_loops(engine, work, [NORMAL, OVERLAP],
                                options=RunOptions(warm_up=True, repeats=3, watch=watch))
-    assert watch.runs == [0, 0, 0, 1, 1, 1] and watch.kept == record["runs"]
+    assert watch.runs == [0, 1, 0, 1, 0, 1] and len(watch.kept) == 6
+    for index, run in enumerate(record["runs"]):
+        heard = sorted(watch.kept[index::2], key=lambda r: r["metrics"]["wall_s"])
+        assert run["metrics"] == heard[1]["metrics"]            # the median of three
     config = config_of(record)
     assert config is not None and (config.prompt_tokens, config.requests) == (5, 2)
     assert [run["loop"] for run in record["runs"]] == ["normal", "overlap"]
@@ -209,6 +213,25 @@ def test_token_id_prompts_run_as_given_and_each_loop_keeps_its_median_run():
         assert all(len(o["token_ids"]) == 4 for o in run["outputs"])
     with pytest.raises(ValueError, match="repeats"):
         RunOptions(repeats=0)
+
+
+def test_the_quietest_round_is_kept_whole(monkeypatch):
+    """With ``quietest``, the record keeps one round (a run of each loop, side by side in time):
+    the one in which other programs took the least of the machine, never runs of two rounds."""
+    from engine import Engine
+    from engine.run import RunOptions, compare_loops
+    from record import host_load
+
+    shares = iter([0.6, 0.5, 0.1, 0.3, 0.0, 0.7])     # the middle pair: the quietest as a whole
+    monkeypatch.setattr(host_load, "host_report", lambda *_args: {
+        "cpus": 2.0, "other_cpu_frac": next(shares), "device_cpu_frac": 1.0})
+    work = Workload(5, 4, requests=2, ignore_eos=True)
+    with Engine(work.engine_config(model="bundled", device="cpu", max_batch_size=2)) as engine:
+        watch = _Counting()
+        record = compare_loops(engine, work, [NORMAL, OVERLAP],
+                               options=RunOptions(repeats=3, quietest=True, watch=watch))
+    assert [run["host"]["other_cpu_frac"] for run in record["runs"]] == [0.1, 0.3]
+    assert [run["metrics"] for run in record["runs"]] == [r["metrics"] for r in watch.kept[2:4]]
 
 
 class _Counting:

@@ -294,7 +294,7 @@ def engine(monkeypatch):
     monkeypatch.setattr(APP, "turns", Turns())
     monkeypatch.setattr(APP, "profiles", {})
     monkeypatch.setattr(APP, "step_seconds", {})
-    monkeypatch.setattr(live_runs, "REFRESH_S", 0.0)
+    monkeypatch.setattr(live_runs, "HOLD_S", 0.0)
     return fake
 
 

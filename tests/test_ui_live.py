@@ -41,7 +41,7 @@ def views(**changes):
 
 @pytest.fixture(scope="module")
 def outputs():
-    live_runs.REFRESH_S = 0.0          # draw every span batch, so the test sees the view grow
+    live_runs.HOLD_S = 0.0          # draw every span batch, so the test sees the view grow
     yield views()
     scheduler_link.shutdown()
 
@@ -146,7 +146,7 @@ def test_the_presets_set_controls_the_run_accepts_and_are_sized_to_the_machine()
     try:
         values, said = presets.preset("multistep", "中文", "cuda")
         assert values["extra_cpu_us"] == 820                # 3 x 0.32 - 0.14 ms
-        assert "按 NVIDIA H200 设定" in said and "k = 3" in said
+        assert "k = 3" in said and " ms" not in said        # no figure from the server's runs
         values, _ = presets.preset("overlap", "English", "cuda")
         assert values["loops"] == ["normal", "overlap"]
         assert values["extra_cpu_us"] == 80                # 0.7 x 0.32 - 0.14 ms, in 10 us steps
@@ -172,17 +172,25 @@ def test_the_page_defaults_fit_the_device_the_run_uses():
         slider, graphs, said = presets.device_defaults("cuda", 4000, False, "English")
         assert (slider["value"], slider["step"], slider["maximum"]) == (100, 10, 3000)
         assert graphs["value"] is True
+        # Before the visitor's own run the line quotes no figure (the warm-up, or another
+        # visitor's run, measured the server's); with their own, it quotes theirs.
+        assert "overlap loop can hide" in said and " ms" not in said and "µs" not in said
+        mine = DeviceProfile("cuda", "NVIDIA H200", "bundled", 16, True, 320.0, 120.0,
+                             source="run", extra_us=100)
+        _, _, said = presets.device_defaults("cuda", 4000, False, "English", mine)
         assert "0.32 ms" in said and "0.12 ms" in said and "200 µs" in said and "k = 1" in said
+        assert "your last run" in said
         slider, graphs, _ = presets.device_defaults("cuda", 1500, False, "English")
         assert "value" not in slider and "value" not in graphs          # the reader's choice
-        slider, _, said = presets.device_defaults("cuda", 1500, False, "中文", changed=True)
-        assert slider["value"] == 100 and "按 NVIDIA H200 设定" in said
+        slider, _, said = presets.device_defaults("cuda", 1500, False, "中文", mine, changed=True)
+        assert slider["value"] == 100 and "在 NVIDIA H200 上" in said and "你上次运行" in said
         slider, graphs, said = presets.device_defaults("cpu", 20, True, "English", changed=True)
         assert (slider["value"], slider["step"], slider["maximum"]) == (4000, 250, 100000)
         assert "2-core" in said and "value" not in graphs
         slider, _, _ = presets.device_defaults("cpu", 1250, False, "English")
         assert "value" not in slider               # a page load on a CPU changes no value
-        assert "0.32 ms" in presets.describe("cuda", 20, "English")
+        assert "0.32 ms" in presets.describe("cuda", 20, "English", mine)
+        assert "0.32 ms" not in presets.describe("cuda", 20, "English")
         # A number typed past the control's ends (ui.view.slider lets it through as typed):
         # the sizing line says so, in the page's language, and names the limits.
         for typed in (-5, 10**9, 2.5, None):
@@ -290,10 +298,11 @@ def test_a_shared_prompt_on_a_small_pool_shows_hits_retractions_and_the_memory_c
     assert "Shared system prompt must be a whole number" in view["status"]
 
 
-def test_the_sizing_line_speaks_of_the_last_run_once_there_is_one():
-    """After a run of the setup the warm-up measured, the sizing line's forward and scheduler
-    work are that run's serial loop's (less the extra CPU work it was given), named as such; a
-    warm-up ending later keeps them; a run of another setup, or with arrivals, changes nothing."""
+def test_the_sizing_line_speaks_of_the_visitors_own_run_once_there_is_one():
+    """After a run of the setup the warm-up measured, the presets are sized by that run's serial
+    loop's forward and scheduler work (less the extra CPU work it was given); a warm-up ending
+    later keeps them; a run of another setup, or with arrivals, changes nothing. The line quotes
+    those figures only to the visitor whose run it was (their own measurement), named as such."""
     import json
 
     from engine.scheduler_process.messages import DeviceProfile
@@ -326,13 +335,20 @@ def test_the_sizing_line_speaks_of_the_last_run_once_there_is_one():
         assert presets.profile_for("cuda").batch == 16
         arrivals = dict(record, config=dict(record["config"], request_rate=8.0))
         assert presets.profile_of_run(arrivals) is None
-        said = presets.describe("cuda", 0, "English")
-        assert "in the serial loop of the last run on this server" in said and "B = 16" in said
-        assert f"it had {extra} µs of extra CPU work a step, left out here" in said
-        assert "最近一次运行" in presets.describe("cuda", 0, "中文")
-        presets.remember(presets.profile_of_run(given))   # a run given 50 µs: the line says so
-        assert "it had 50 µs of extra CPU work a step" in presets.describe("cuda", 0, "English")
-        assert "每步有 50 µs 额外 CPU 工作，这里已扣除" in presets.describe("cuda", 0, "中文")
+        assert " ms" not in presets.describe("cuda", 0, "English")   # another visitor's run
+        done = said("status_done", "ok")
+        mine = presets.own_measurement(record, done, None)           # the visitor's own run
+        assert mine == profile and presets.own_measurement(record, None, None) is None
+        said_en = presets.describe("cuda", 0, "English", mine)
+        assert "in the serial loop of your last run" in said_en and "B = 16" in said_en
+        assert f"it had {extra} µs of extra CPU work a step, left out here" in said_en
+        assert "你上次运行" in presets.describe("cuda", 0, "中文", mine)
+        mine = presets.own_measurement(given, done, mine)   # a run given 50 µs: the line says so
+        assert "it had 50 µs of extra CPU work a step" in presets.describe("cuda", 0, "English",
+                                                                            mine)
+        assert "每步有 50 µs 额外 CPU 工作，这里已扣除" in presets.describe("cuda", 0, "中文", mine)
+        wide = dict(record, config=dict(record["config"], max_batch_size=64))
+        assert presets.own_measurement(wide, done, mine) is mine   # not the presets' setup
         assert presets.profile_of_run({"runs": [], "config": {}, "env": {}}) is None
     finally:
         APP.profiles.clear()

@@ -402,7 +402,7 @@ def test_the_engines_are_drawn_on_one_axis_and_said_in_the_readers_language(lang
     from ui.view import MainView
 
     view = dict(zip([f.name for f in fields(MainView)],
-                    same_work.show("h200-minisglang-qwen05-b16.json", lang)))
+                    recorded_runs.show_same_work("h200-minisglang-qwen05-b16.json", lang)))
     assert said in view["status"]
     runs = view["record"]["runs"]
     assert [(r["loop"], r["source"]) for r in runs] == [
@@ -463,20 +463,28 @@ def test_what_to_look_for_follows_the_record_on_screen():
         assert recorded_runs.shown(None, ours, lang).look_for == texts.t(lang, "timeline_help")
 
 
-def test_a_run_a_busy_machine_disturbed_offers_the_quiet_recording_of_its_work():
+def test_a_run_a_busy_machine_disturbed_is_shown_beside_the_quiet_recording_of_its_work():
     """A class on a busy laptop still sees what the loops do: a live run whose comparison the
-    machine's load spoiled offers, in one click, the bundled recording of the same page workload
-    on a quiet machine of the same kind; a quiet run, another workload or another device does not."""
+    machine's load spoiled is shown at once beside the bundled recording of the same page workload
+    on a quiet machine of the same kind (its line under the headline, its chart on the canvas);
+    a quiet run, another workload or another device gets none."""
     from ui import same_work
 
     quiet = load_record(recorded_runs.RECORDED_DIR / "cpu-2core-defaults.json")
-    assert same_work.quiet_match(quiet) is None                    # not disturbed: nothing to offer
+    assert same_work.quiet_recording(quiet) is None                # not disturbed: nothing beside
     busy = json.loads(json.dumps(quiet))
     busy["runs"][1]["host"]["other_cpu_frac"] = 0.6                # other programs took the cores
-    assert same_work.quiet_match(busy) == "cpu-2core-defaults.json"
-    for section, key, value in (("config", "max_new_tokens", 64), ("env", "device_kind", "cuda")):
+    found = same_work.quiet_recording(busy)
+    assert found is not None and found[1] == "cpu-2core-defaults.json"
+    for section, key, value in (("config", "max_new_tokens", 64), ("env", "device_kind", "cuda"),
+                                ("config", "stop_tokens_from_probe", False)):
         other = json.loads(json.dumps(busy))
         other[section][key] = value
-        assert same_work.quiet_match(other) is None
-    assert same_work.offer_quiet(busy, "中文")["visible"] is True
-    assert not same_work.offer_quiet(quiet, "English")["visible"]
+        assert same_work.quiet_recording(other) is None
+    for lang, refusal, beside in (("en", "Not a fair comparison", "The same work on a quiet machine"),
+                                  ("zh", "这次比较不可信", "同一负载在空闲机器上")):
+        view = recorded_runs.shown(None, busy, lang)
+        assert refusal in view.headline and beside in view.headline
+        assert view.live["visible"] and json.loads(view.live["value"])["recording"]
+        calm = recorded_runs.shown(None, quiet, lang)
+        assert beside not in calm.headline and calm.live["visible"] is False

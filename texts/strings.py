@@ -149,12 +149,20 @@ stream lanes* and over the *engine stream alone*; where they differ, the GPU was
     "lane_copy_stream": "copy stream",
     "status_waiting": "Waiting for the device: the engine is warming up or another run is on.",
     "status_preparing": "Preparing the engine on {device}…",
-    "status_running": "Running <b>{mode}</b> (loop {index} of {total}): step {step} of about "
+    "status_running": "Running <b>{mode}</b> (run {index} of {total}): step {step} of about "
                       "{expected}, {seconds:.1f} s",
+    "status_timing": "Timing <b>{mode}</b> (run {index} of {total}; {seconds:.1f} s so far). Each "
+                     "run is drawn when it ends: while a loop is timed, the browser stays off "
+                     "the cores.",
+    "status_drawing": "All {total} runs done in {seconds:.1f} s: drawing them…",
+    "status_rounds": "Each loop runs {rounds} times, the loops taking turns, so that a burst of "
+                     "other load hits both alike; the round in which other programs used the "
+                     "least of the machine is kept.",
+    "note_rounds": "Shown: the quietest of {rounds} rounds.",
     "status_starting": "Starting {loops} loop(s) of about {steps} steps each.",
     "status_starting_arrivals": "Starting {loops} loop(s); in each, the requests arrive over about "
                                 "{span:.0f} s.",
-    "status_running_arrivals": "Running <b>{mode}</b> (loop {index} of {total}): step {step}, "
+    "status_running_arrivals": "Running <b>{mode}</b> (run {index} of {total}): step {step}, "
                                "{seconds:.1f} s; the requests arrive over about {span:.0f} s",
     "status_estimate": "Expected time: about {seconds:.0f} s (measured: {step_ms:.1f} ms a step).",
     "status_no_estimate": "The time estimate comes after the first run of this setup.",
@@ -238,8 +246,6 @@ stream lanes* and over the *engine stream alone*; where they differ, the GPU was
     "recorded_same_work": "Same work, {engines} engines side by side",
     "recorded_same_work_none": "No other engine recorded this record's workload.",
     "status_run_on": "A run is in progress.",
-    "quiet_recording": "See this work recorded on a quiet machine",
-    "quiet_recording_none": "No quiet machine's recording of this workload is bundled.",
     "status_same_work": "{engines} engines on the same work, every loop on one time axis: "
                         "{names} ({where}).",
     "peer_title_sglang": "SGLang's own loops: what this record shows",
@@ -485,11 +491,17 @@ _ZH: dict[str, str] = {
     "lane_copy_stream": "copy stream",
     "status_waiting": "等待设备：引擎正在预热，或另一个运行正在进行。",
     "status_preparing": "正在 {device} 上准备引擎…",
-    "status_running": "正在运行 <b>{mode}</b>（第 {index}/{total} 个循环）：第 {step} 步（约 "
+    "status_running": "正在运行 <b>{mode}</b>（第 {index}/{total} 次运行）：第 {step} 步（约 "
                       "{expected} 步），{seconds:.1f} 秒",
+    "status_timing": "正在计时 <b>{mode}</b>（第 {index}/{total} 次运行；已用 {seconds:.1f} 秒）。"
+                     "每次运行结束后才绘制：循环计时期间，浏览器不占用核心。",
+    "status_drawing": "{total} 次运行全部完成，用时 {seconds:.1f} 秒：正在绘制…",
+    "status_rounds": "每个循环运行 {rounds} 次，各循环轮流进行，这样突发的其他负载会同样落在两者身上；"
+                     "保留其他程序占用机器最少的那一轮。",
+    "note_rounds": "显示的是 {rounds} 轮中最空闲的一轮。",
     "status_starting": "开始运行 {loops} 个循环，每个约 {steps} 步。",
     "status_starting_arrivals": "开始运行 {loops} 个循环；每个循环中，请求在约 {span:.0f} 秒内陆续到达。",
-    "status_running_arrivals": "正在运行 <b>{mode}</b>（第 {index}/{total} 个循环）：第 {step} 步，"
+    "status_running_arrivals": "正在运行 <b>{mode}</b>（第 {index}/{total} 次运行）：第 {step} 步，"
                                "{seconds:.1f} 秒；请求在约 {span:.0f} 秒内陆续到达",
     "status_estimate": "预计耗时：约 {seconds:.0f} 秒（实测每步 {step_ms:.1f} ms）。",
     "status_no_estimate": "这个配置第一次运行之后才能给出耗时估计。",
@@ -560,8 +572,6 @@ _ZH: dict[str, str] = {
     "recorded_same_work": "同一负载：{engines} 个引擎并排",
     "recorded_same_work_none": "没有其他引擎录制过这份记录的负载。",
     "status_run_on": "正在运行。",
-    "quiet_recording": "查看同一负载在空闲机器上的录制",
-    "quiet_recording_none": "没有附带这个负载在空闲机器上的录制。",
     "status_same_work": "{engines} 个引擎跑同一负载，所有循环在同一时间轴上：{names}（{where}）。",
     "peer_title_sglang": "SGLang 自己的循环：这份记录说明什么",
     "peer_section_sglang": (

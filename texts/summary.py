@@ -14,12 +14,12 @@ EN: dict[str, str] = {
     "headline_not_faster": "<b>{gpu} idle {idle_a} → {idle_b} ms, but {name} was not faster per "
                            "decode step ({speedup:.2f}×)</b>: the formula below says what the "
                            "runs measured.",
-    "headline_busy": "<b>Not a fair comparison: {why}.</b> The runs measured {gpu} idle "
+    "headline_busy": "<b>Not a fair comparison: {why}.</b> Your runs measured {gpu} idle "
                      "{idle_a} → {idle_b} ms and {name} {speedup:.2f}× per decode step, but "
                      "their times measure the machine, not the loops: run again when it is "
-                     "quieter, or, where the button under the status offers it, see the same "
-                     "work recorded on a quiet machine (a browser drawing this page on the same "
-                     "machine counts as another program; the page's own server does not).",
+                     "quieter (a browser drawing this page on the same machine counts as "
+                     "another program; the page's own server does not).",
+    "headline_quiet": "The same work on a quiet machine (a recording, drawn under your runs): ",
     "headline_single": "<b>{gpu} idle {idle_a} ms in {gaps}</b> ({name} alone: choose normal and "
                        "overlap to compare them).",
     "headline_also": "; {name} {speedup:.2f}×",
@@ -82,10 +82,11 @@ ZH: dict[str, str] = {
                        "CPU 的工作现在在 GPU 前向的同时进行。",
     "headline_not_faster": "<b>{gpu} 空闲 {idle_a} → {idle_b} ms，但{name}每个解码步并没有更快"
                            "（{speedup:.2f}×）</b>：下面的公式说明了这几次运行测到了什么。",
-    "headline_busy": "<b>这次比较不可信：{why}。</b>测得 {gpu} 空闲 {idle_a} → {idle_b} ms，{name}"
-                     "每个解码步 {speedup:.2f}×，但这些时间反映的是机器有多忙，而不是循环本身：请在机器"
-                     "空闲一些时再运行，或者在状态行下方有按钮时，查看同一负载在空闲机器上的录制"
-                     "（在同一台机器上绘制本页的浏览器也算其他程序；本页自己的服务器不算）。",
+    "headline_busy": "<b>这次比较不可信：{why}。</b>你的运行测得 {gpu} 空闲 {idle_a} → {idle_b} ms，"
+                     "{name}每个解码步 {speedup:.2f}×，但这些时间反映的是机器有多忙，而不是循环本身：请在"
+                     "机器空闲一些时再运行（在同一台机器上绘制本页的浏览器也算其他程序；本页自己的服务器"
+                     "不算）。",
+    "headline_quiet": "同一负载在空闲机器上（一段录制，画在你的运行下方）：",
     "headline_single": "<b>{gpu} 空闲 {idle_a} ms，共 {gaps}</b>（只运行了{name}：同时选择普通和重叠"
                        "才能比较）。",
     "headline_also": "；{name} {speedup:.2f}×",

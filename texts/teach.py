@@ -20,15 +20,8 @@ EN: dict[str, str] = {
                    "defaults); multi-step pays off when the scheduler's work is longer than the "
                    "forward.",
     "preset_overlap": "Normal vs overlap (the defaults)",
-    "preset_sized": "*Sized to {device} ({model}, B = {batch}, {graphs}): in the warm-up a "
-                    "decode step's forward took {fwd:.2f} ms and the scheduler's own work "
-                    "{cpu:.2f} ms. With {extra} µs of extra CPU work a step the CPU's part is "
-                    "{forwards:.1f} forwards long. One-step overlap hides up to about {hides} µs "
-                    "of extra work (the CPU's part one forward); beyond that, multi-step needs k "
-                    "at least the CPU's part in forwards: this setting needs k = {k}, and k = 4 "
-                    "hides up to about {k4} µs.*",
     "preset_sized_run": "*Measured on {device} ({model}, B = {batch}, {graphs}) in the serial "
-                    "loop of the last run on this server (whoever ran it; it had {run_extra} µs "
+                    "loop of your last run (it had {run_extra} µs "
                     "of extra CPU work a step, left out here): a decode step's forward took "
                     "{fwd:.2f} ms and the "
                     "scheduler's own work {cpu:.2f} ms. With {extra} µs of extra CPU work a step "
@@ -37,14 +30,21 @@ EN: dict[str, str] = {
                     "of extra work (the CPU's part one forward); beyond that, multi-step needs k "
                     "at least the CPU's part in forwards: this setting needs k = {k}, and k = 4 "
                     "hides up to about {k4} µs.*",
-    "sizing_lead_hides": "*A forward took {fwd:.2f} ms here last time; with this much extra CPU "
+    "sizing_lead_hides": "*A forward took {fwd:.2f} ms in your last run; with this much extra CPU "
                          "work the scheduler's part of a step is about {forwards:.1f} forwards "
                          "long, so the overlap loop can hide it under the forward (the run's "
                          "own terms are in its formula fold).*",
-    "sizing_lead_multistep": "*A forward took {fwd:.2f} ms here last time; with this much extra "
+    "sizing_lead_multistep": "*A forward took {fwd:.2f} ms in your last run; with this much extra "
                              "CPU work the scheduler's part of a step is about {forwards:.1f} "
                              "forwards long: more than the overlap loop can hide; multi-step "
                              "with k = {k} can (the run's own terms are in its formula fold).*",
+    "sizing_plain_hides": "*With this much extra CPU work the scheduler's part of a step is "
+                          "shorter than a forward on this machine, so the overlap loop can hide "
+                          "it under the forward. Your own run's figures show here after it.*",
+    "sizing_plain_multistep": "*With this much extra CPU work the scheduler's part of a step is "
+                              "longer than a forward on this machine: more than the overlap loop "
+                              "can hide; multi-step with k = {k} can. Your own run's figures show "
+                              "here after it.*",
     "sizing_how": "How this was sized",
     "sized_graphs": "CUDA graphs",
     "sized_eager": "eager",
@@ -73,8 +73,8 @@ EN: dict[str, str] = {
     "cost_share": "{share:.1f}% of its {total} output tokens",
     "cost_ttft": "time to first token",
     # view tabs
-    "tab_whole": "Whole run",
-    "tab_steps": "Step through",
+    "fold_steps": "Step through",
+    "fold_run_more": "KV memory and the generated texts",
     "tab_lab": "Hazard lab",
     # step-through replay
     "replay_help": (
@@ -273,24 +273,24 @@ ZH: dict[str, str] = {
     "preset_help": "**预设**。一步重叠最多能藏住与一次前向一样长的 CPU 工作（默认设置）；只有当调度器的工作"
                    "比前向还长时，多步重叠才有收益。",
     "preset_overlap": "普通与重叠（默认设置）",
-    "preset_sized": "*按 {device} 设定（{model}，B = {batch}，{graphs}）：预热时一个解码步的前向用了 "
-                    "{fwd:.2f} ms，调度器自身的工作用了 {cpu:.2f} ms。每步加 {extra} µs 额外 CPU 工作后，"
-                    "CPU 的部分约为 {forwards:.1f} 次前向那么长。一步重叠最多能藏住约 {hides} µs 的额外工作"
-                    "（CPU 的部分等于一次前向）；再多，多步重叠的 k 至少要等于 CPU 部分折合的前向数：这个设置"
-                    "需要 k = {k}，k = 4 最多能藏住约 {k4} µs。*",
-    "preset_sized_run": "*这台服务器上最近一次运行（不论是谁运行的；它每步有 {run_extra} µs 额外 CPU "
+    "preset_sized_run": "*你上次运行（它每步有 {run_extra} µs 额外 CPU "
                     "工作，这里已扣除）在 {device} 上（{model}，B = {batch}，{graphs}）的串行循环实测："
                     "一个解码步的前向用了 {fwd:.2f} ms，调度器自身的工作用了 {cpu:.2f} ms。每步加 {extra} µs "
                     "额外 CPU 工作后，"
                     "CPU 的部分约为 {forwards:.1f} 次前向那么长。一步重叠最多能藏住约 {hides} µs 的额外工作"
                     "（CPU 的部分等于一次前向）；再多，多步重叠的 k 至少要等于 CPU 部分折合的前向数：这个设置"
                     "需要 k = {k}，k = 4 最多能藏住约 {k4} µs。*",
-    "sizing_lead_hides": "*这里上次一次前向用时 {fwd:.2f} ms；加上这么多额外 CPU 工作，调度器在一步里的部分"
-                         "约为 {forwards:.1f} 次前向那么长，所以重叠循环能把它藏在前向下面（这次运行自己的"
-                         "各项见它的公式折叠栏）。*",
-    "sizing_lead_multistep": "*这里上次一次前向用时 {fwd:.2f} ms；加上这么多额外 CPU 工作，调度器在一步"
+    "sizing_lead_hides": "*你上次运行中一次前向用时 {fwd:.2f} ms；加上这么多额外 CPU 工作，调度器在一步"
+                         "里的部分约为 {forwards:.1f} 次前向那么长，所以重叠循环能把它藏在前向下面"
+                         "（这次运行自己的各项见它的公式折叠栏）。*",
+    "sizing_lead_multistep": "*你上次运行中一次前向用时 {fwd:.2f} ms；加上这么多额外 CPU 工作，调度器在一步"
                              "里的部分约为 {forwards:.1f} 次前向那么长：重叠循环藏不住；k = {k} 的多步"
                              "重叠可以（这次运行自己的各项见它的公式折叠栏）。*",
+    "sizing_plain_hides": "*加上这么多额外 CPU 工作，调度器在一步里的部分比这台机器上的一次前向短，所以重叠"
+                          "循环能把它藏在前向下面。你自己运行之后，这里显示它的实测数字。*",
+    "sizing_plain_multistep": "*加上这么多额外 CPU 工作，调度器在一步里的部分比这台机器上的一次前向长："
+                              "重叠循环藏不住；k = {k} 的多步重叠可以。你自己运行之后，这里显示它的"
+                              "实测数字。*",
     "sizing_how": "这是怎么设定的",
     "sized_graphs": "CUDA Graph",
     "sized_eager": "eager 模式",
@@ -315,8 +315,8 @@ ZH: dict[str, str] = {
     "cost_wasted": "浪费的 token",
     "cost_share": "占其 {total} 个输出 token 的 {share:.1f}%",
     "cost_ttft": "首 token 延迟",
-    "tab_whole": "整次运行",
-    "tab_steps": "逐步回放",
+    "fold_steps": "逐步回放",
+    "fold_run_more": "KV 内存与生成的文本",
     "tab_lab": "隐患实验室",
     "replay_help": (
         "**逐步回放一次运行**，一次一个解码步（现场运行、录制的 GPU 运行或导入的记录均可）。"

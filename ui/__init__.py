@@ -9,10 +9,10 @@
 - ``controls`` the live tab's controls as one value (``Controls``)
 - ``presets``  the presets and the extra CPU work sized to the device
 - ``recorded_runs``  any record (live, recorded, imported) -> every output of the main view; downloads
-- ``live_runs``  live runs of the chosen loops (normal, overlap, multi-step), drawn while they run
+- ``live_runs``  live runs of the chosen loops, taking turns; each drawn as it ends
 - ``waiting``  a run in line: its place and estimate, and the same work recorded, meanwhile
 - ``step_through``  step-through replay of the record on screen
-- ``same_work``  the recorded runs of one workload by several engines, on one time axis
+- ``same_work``  records of the same work: other engines', and a quiet machine's
 - ``lab_runs``  the hazard lab: remove one safeguard, show what the checks found
 - ``serving_runs``  the serving tab: latency against request rate, as measured
 - ``i18n``     which components change words with the language, and ``lang_of``

@@ -1,10 +1,10 @@
-"""Live runs: the chosen scheduling loops, run by the scheduler process, drawn while they run.
+"""Live runs: the chosen scheduling loops, run by the scheduler process, drawn as they end.
 
 The handler checks the controls, sends one ``LiveRunRequest`` and turns the events that come back
-into views: every ``SpanBatch`` grows the running loop's timeline (redrawn at most once a
-``REFRESH_S``), every ``LoopFinished`` replaces it with the finished run, and ``RunFinished``
-brings the record for the whole page. The scheduler never waits for any of this: it runs in its
-own process, and the drawing happens here, in the web server's.
+into views. Each loop runs ``ROUNDS`` times, the loops taking turns, so that a burst of other load
+hits them alike; the scheduler keeps the round the machine was quietest in. The browser shares the
+cores the loops are timed on, so the page is redrawn as each run ends (``LoopFinished``), and
+during a run only after ``HOLD_S``; ``RunFinished`` brings the record for the whole page.
 
 With "stop early", each request gets a stop token picked from a quick greedy probe run, so
 requests finish at different steps and the lag cost (forwards run after a stop) is measured.
@@ -16,6 +16,7 @@ import math
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import gradio as gr
@@ -38,7 +39,9 @@ from ui.turns import Ticket
 from ui.view import MainView, plot
 
 MAX_ARRIVAL_S = 60.0       # requests / rate: how long the arrivals of one loop may take
-REFRESH_S = 1.0            # the live timeline is redrawn at most this often (and at least 1/s)
+HOLD_S = 5.0               # while a loop is timed, the page is redrawn at most this often
+ROUNDS = 3                 # runs of each loop, the loops taking turns
+ROUNDS_S = 10.0            # ... as many as fit in about this long (at least one)
 MAX_REMEMBERED = 64        # setups whose step time is kept for the next run's estimate
 RUN_ON = "status_run_on"   # the status while a run is on, as data (a language switch waits)
 
@@ -57,12 +60,11 @@ def run_live(controls: Controls, ticket: Ticket | None = None) -> Iterator[tuple
         yield MainView(status=render_said(spec, lang), said=spec).values()
         return
     stop_asked = ticket.stop_asked if ticket is not None else threading.Event()
-    key = (request.engine.model, request.engine.device, request.engine.max_batch_size,
-           request.engine.cuda_graph)
+    key = _setup(request)
     expected = expected_steps(request)
     # While the run is on, a canvas draws it (cheap for the browser, whose cores are the
     # engine's too); the interactive chart comes back with the finished record.
-    yield MainView(status=progress_bar(0.0, _starting_text(request, key, expected, notes, lang)),
+    yield MainView(status=progress_bar(0.0, _starting_text(request, expected, notes, lang)),
                    said=said(RUN_ON, "running"), look_for=texts.t(lang, "timeline_help"),
                    headline="", timeline=gr.update(visible=False),
                    live=gr.update(value="", visible=True), memory=gr.update(visible=False),
@@ -71,10 +73,9 @@ def run_live(controls: Controls, ticket: Ticket | None = None) -> Iterator[tuple
     if stop_asked.is_set():              # Stop came with the run's turn: nothing was started
         yield _failed_view(failure("cancelled", ""), lang, drew=False).values()
         return
-    live = _LiveRuns(request)
+    live = _LiveRuns(request, expected, lang)
     client = scheduler_link.scheduler()
     events = client.submit(request)
-    started, drawn = time.perf_counter(), -REFRESH_S      # the first spans are drawn at once
     try:
         for event in events:
             if ticket is not None and not live.linked:
@@ -83,21 +84,17 @@ def run_live(controls: Controls, ticket: Ticket | None = None) -> Iterator[tuple
                 APP.turns.on_stop(ticket, client.cancel)
                 live.linked = True
             if isinstance(event, messages.Progress):
-                live.stage(event)
-                yield MainView(status=_running(live, expected, started, lang, stop_asked)).values()
+                if live.stage(event):
+                    yield MainView(status=live.status(stop_asked)).values()
             elif isinstance(event, messages.SpanBatch):
-                live.add(event)
-                if time.perf_counter() - drawn >= REFRESH_S:
-                    drawn = time.perf_counter()
-                    yield MainView(status=_running(live, expected, started, lang, stop_asked),
-                                   live=viz.live_payload(live.runs(), lang)).values()
+                if live.add(event):              # a long loop: drawn once in a while
+                    yield live.drawn(stop_asked).values()
             elif isinstance(event, messages.LoopFinished):
                 live.finish(event)
-                drawn = time.perf_counter()
-                yield MainView(live=viz.live_payload(live.runs(), lang)).values()
+                yield live.drawn(stop_asked).values()
             elif isinstance(event, messages.RunFinished):
                 _remember_step_time(key, event.record)
-                presets.remember(presets.profile_of_run(event.record))   # the sizing line's now
+                presets.remember(presets.profile_of_run(event.record))   # sizes the presets
                 yield _finished(event.record, request, notes, lang).values()
             elif isinstance(event, messages.RequestFailed):
                 spec = failure(event.kind, event.message)
@@ -194,10 +191,9 @@ def build_request(controls: Controls) -> tuple[LiveRunRequest, list[str]]:
                                  request_rate=rate, chat=bool(c.chat))
     # The page's engine runs as SGLang's users get it by default: CUDA graphs, no torch.compile
     # (SGLang's ServerArgs.enable_torch_compile is off unless asked; the CLI and the benchmarks
-    # compile). Compiled, the bundled model's decode forward on an H200 (0.18 ms) is shorter
-    # than the scheduler's own work (0.19-0.24 ms a step): no extra CPU work could then bring
-    # the CPU's part of a step under one forward, and the first click's overlap would show gaps
-    # that come from the host's speed on the day, not from the lesson.
+    # compile). Compiled, the bundled model's decode forward on a fast GPU is shorter than the
+    # scheduler's own work (docs/benchmarks.md): no extra CPU work could then bring the CPU's
+    # part of a step under one forward, and overlap would show the host's speed, not the lesson.
     engine = EngineConfig(model=model, device=device, max_batch_size=batch,
                           cuda_graph=bool(c.cuda_graph) and device != "cpu", seed=0,
                           max_seq_len=workload.max_seq_len(), num_pages=kv_pages or None,
@@ -208,60 +204,139 @@ def build_request(controls: Controls) -> tuple[LiveRunRequest, list[str]]:
     if rate and requests / rate > MAX_ARRIVAL_S:     # a run must not take hours
         raise InputError("error_rate_slow", rate=rate, requests=requests,
                          seconds=requests / rate, limit=MAX_ARRIVAL_S)
-    return LiveRunRequest(engine=engine, workload=workload, loops=loops), notes
+    request = LiveRunRequest(engine=engine, workload=workload, loops=loops)
+    return replace(request, rounds=_rounds(request)), notes
+
+
+def _rounds(request: LiveRunRequest) -> int:
+    """How many rounds of the loops to run: ``ROUNDS`` where they fit in about ``ROUNDS_S`` (by
+    the last run of this setup, else by the extra CPU work), one where requests arrive over
+    time (their arrivals set a loop's length)."""
+    if arrival_span_s(request):
+        return 1
+    step_s = APP.step_seconds.get(_setup(request)) or \
+        0.01 + max(spec.extra_cpu_us for spec in request.loops) / 1e6
+    round_s = len(request.loops) * expected_steps(request) * step_s
+    return max(1, min(ROUNDS, int(ROUNDS_S // round_s)))
+
+
+def _setup(request: LiveRunRequest) -> tuple:
+    """What a step's time depends on, beside the workload: the key of ``APP.step_seconds``."""
+    engine = request.engine
+    return engine.model, engine.device, engine.max_batch_size, engine.cuda_graph
 
 
 class _LiveRuns:
-    """The runs of one request as they grow: finished runs, then the one in progress."""
+    """The runs of one request as they grow: each loop's latest finished run (of any round), and
+    the run in progress; what the canvas and the status line say of them, from the same spans."""
 
-    def __init__(self, request: LiveRunRequest) -> None:
-        self.request = request
-        self.finished: list[RunDict] = []
-        self.spans: list[SpanDict] = []
-        self.index = 0
+    def __init__(self, request: LiveRunRequest, expected: int, lang: str) -> None:
+        self.request, self.expected, self.lang = request, expected, lang
+        self.latest: dict[int, RunDict] = {}          # loop index -> its latest finished run
+        self.done = 0                                 # runs finished, of every round
+        self.spans: list[SpanDict] = []               # the run in progress
+        self.index = 0                                # its loop
+        self.running = False
         self.stage_name = "loading"
         self.done_mib = self.total_mib = 0.0          # a hub model's download
-        self.loop_started = time.perf_counter()       # when the loop now running began
+        self.started = self.run_started = self.drawn_at = time.perf_counter()
         self.linked = False                           # a Stop reaches its request (run_live)
 
-    def stage(self, event: messages.Progress) -> None:
-        if event.stage == "run" and (self.stage_name != "run" or event.index != self.index):
-            self.index, self.spans = event.index, []      # a loop begins
-            self.loop_started = time.perf_counter()
+    @property
+    def total(self) -> int:
+        return self.request.rounds * len(self.request.loops)
+
+    def stage(self, event: messages.Progress) -> bool:
+        """Take a stage; True where the status line should say it now: not as a timed run
+        begins after another (the status said it when that one ended)."""
+        first_run = event.stage == "run" and self.done == 0
+        if event.stage == "run":
+            self.index, self.spans, self.running = event.index, [], True
+            self.run_started = self.drawn_at = time.perf_counter()
         self.stage_name = event.stage
         if event.stage == "download":
             self.done_mib, self.total_mib = event.done_mib, event.total_mib
+        return event.stage != "run" or first_run
 
-    def add(self, batch: messages.SpanBatch) -> None:
-        if batch.index == self.index:
+    def add(self, batch: messages.SpanBatch) -> bool:
+        """Take a run's new spans; True where the canvas is due a redraw (``HOLD_S``)."""
+        if batch.index == self.index and self.running:
             self.spans.extend(span.to_dict() for span in batch.spans)
+        return time.perf_counter() - self.drawn_at >= HOLD_S
 
     def finish(self, event: messages.LoopFinished) -> None:
-        self.finished.append(event.run)
-        self.index, self.spans = event.index + 1, []
-        self.loop_started = time.perf_counter()
+        self.latest[event.index] = event.run
+        self.done += 1
+        self.spans, self.running = [], False
 
-    @property
-    def loop(self) -> Loop:
-        loops = self.request.loops
-        return loops[min(self.index, len(loops) - 1)].loop
+    def runs(self) -> dict[int, RunDict]:
+        """What the canvas draws, by loop index, in the loops' order: the run in progress, else
+        its loop's latest finished run."""
+        drawn: dict[int, RunDict] = {}
+        for index, spec in enumerate(self.request.loops):
+            if self.running and index == self.index and self.spans:
+                # The copy stream's lane, where the device has one, comes in with its spans.
+                run = run_dict(spec.loop, spec.decode_steps, spec.label, self.spans,
+                               lanes=BASE_LANES, gpu_lanes=GPU_LANES)
+                run["extra_cpu_us"] = spec.extra_cpu_us
+                drawn[index] = run
+            elif index in self.latest:
+                drawn[index] = self.latest[index]
+        return drawn
 
-    def runs(self) -> list[RunDict]:
-        if self.index >= len(self.request.loops) or self.stage_name != "run":
-            return list(self.finished)
-        spec = self.request.loops[self.index]
-        # The copy stream's lane, where the device has one, comes in with its spans.
-        live = run_dict(spec.loop, spec.decode_steps, spec.label, self.spans,
-                        lanes=BASE_LANES, gpu_lanes=GPU_LANES)
-        live["extra_cpu_us"] = spec.extra_cpu_us
-        return self.finished + [live]
+    def drawn(self, stop_asked: threading.Event) -> MainView:
+        """The canvas and the status line, both from the runs it draws."""
+        self.drawn_at = time.perf_counter()
+        runs = self.runs()
+        return MainView(status=self.status(stop_asked, runs),
+                        live=viz.live_payload(list(runs.values()), self.lang))
 
     def drew_any(self) -> bool:
-        """Has the canvas anything of this run to show (a finished loop, or spans)?"""
-        return bool(self.finished or self.spans)
+        """Has the canvas anything of this run to show (a finished run, or spans)?"""
+        return bool(self.latest or self.spans)
 
-    def steps_done(self) -> int:
-        return max((s["step"] for s in self.spans), default=0)
+    def status(self, stop_asked: threading.Event, runs: dict[int, RunDict] | None = None) -> str:
+        """The status line: the stage, or the runs as the canvas draws them (``runs``)."""
+        lang = self.lang
+        if stop_asked.is_set():                 # Stop was pressed: say so until the run has ended
+            key = "status_stopping_probe" if self.stage_name == "probe" else "status_stopping"
+            return status(texts.t(lang, key), "warn")
+        if self.stage_name != "run":
+            return _stage_status(self, lang)
+        now = self.running or self.done == self.total      # the loop timed now, or the last
+        index = self.index if now else (self.index + 1) % len(self.request.loops)
+        span = arrival_span_s(self.request)
+        words = {"mode": esc(texts.t(lang, f"loop_{self.request.loops[index].loop}")),
+                 "expected": self.expected, "seconds": time.perf_counter() - self.started,
+                 "total": self.total, "index": min(self.done + 1, self.total), "span": span}
+        if not self.running:                    # a run has just ended: the next one is timed
+            key = "status_timing" if self.done < self.total else "status_drawing"
+            return progress_bar(self.done / self.total, texts.t(lang, key).format(**words))
+        drawn = (runs or {}).get(self.index)
+        step = max((s["step"] for s in drawn["spans"]), default=0) if drawn else 0
+        if span:     # arrivals set the pace: the steps are as many as their time allows
+            done = min((time.perf_counter() - self.run_started) / (1.1 * span), 0.99)
+            text = texts.t(lang, "status_running_arrivals").format(step=step, **words)
+        else:
+            done = min(step / self.expected, 1.0)
+            text = texts.t(lang, "status_running").format(step=step, **words)
+        return progress_bar((self.done + done) / self.total, text)
+
+
+def _stage_status(live: _LiveRuns, lang: str) -> str:
+    """Before the runs: loading the model, a hub download, the stop-token probe."""
+    if live.stage_name == "probe":
+        return progress_bar(0.0, texts.t(lang, "status_probe"))
+    if live.stage_name != "download":
+        return progress_bar(0.0, texts.t(lang, "status_loading"))
+    model = esc(live.request.engine.model)
+    if live.total_mib <= 0:
+        return progress_bar(0.0, texts.t(lang, "status_hub_checking").format(model=model))
+    if live.done_mib >= live.total_mib:
+        return progress_bar(1.0, texts.t(lang, "status_hub_ready").format(
+            model=model, total=live.total_mib))
+    return progress_bar(live.done_mib / live.total_mib, texts.t(lang, "status_download").format(
+        model=model, done=live.done_mib, total=live.total_mib))
 
 
 def expected_steps(request: LiveRunRequest) -> int:
@@ -270,54 +345,23 @@ def expected_steps(request: LiveRunRequest) -> int:
     return waves * (request.workload.max_new_tokens + 1)
 
 
-def _starting_text(request: LiveRunRequest, key: tuple, expected: int, notes: list[str],
-                   lang: str) -> str:
-    loops = len(request.loops) + (1 if request.workload.stop_early else 0)
+def _starting_text(request: LiveRunRequest, expected: int, notes: list[str], lang: str) -> str:
+    loops = len(request.loops)
     span = arrival_span_s(request)
-    step_s = APP.step_seconds.get(key)
+    step_s = APP.step_seconds.get(_setup(request))
     if span:        # arrivals set the pace, not a count of steps: no estimate from step times
-        text = texts.t(lang, "status_starting_arrivals").format(loops=len(request.loops), span=span)
-    elif step_s:
-        text = texts.t(lang, "status_starting").format(loops=len(request.loops), steps=expected)
-        text += " " + texts.t(lang, "status_estimate").format(seconds=loops * expected * step_s,
-                                                            step_ms=1e3 * step_s)
+        text = texts.t(lang, "status_starting_arrivals").format(loops=loops, span=span)
     else:
-        text = texts.t(lang, "status_starting").format(loops=len(request.loops), steps=expected)
+        text = texts.t(lang, "status_starting").format(loops=loops, steps=expected)
+    if request.rounds > 1:
+        text += " " + texts.t(lang, "status_rounds").format(rounds=request.rounds)
+    if step_s and not span:
+        runs = request.rounds * loops + (1 if request.workload.stop_early else 0)
+        text += " " + texts.t(lang, "status_estimate").format(seconds=runs * expected * step_s,
+                                                            step_ms=1e3 * step_s)
+    elif not span:
         text += " " + texts.t(lang, "status_no_estimate")
     return text + "".join(" " + texts.t(lang, note) for note in notes)
-
-
-def _running(live: _LiveRuns, expected: int, started: float, lang: str,
-             stop_asked: threading.Event) -> str:
-    if stop_asked.is_set():                     # Stop was pressed: say so until the run has ended
-        key = "status_stopping_probe" if live.stage_name == "probe" else "status_stopping"
-        return status(texts.t(lang, key), "warn")
-    seconds = time.perf_counter() - started
-    if live.stage_name == "loading":
-        return progress_bar(0.0, texts.t(lang, "status_loading"))
-    if live.stage_name == "probe":
-        return progress_bar(0.0, texts.t(lang, "status_probe"))
-    if live.stage_name == "download":
-        model = esc(live.request.engine.model)
-        if live.total_mib <= 0:
-            return progress_bar(0.0, texts.t(lang, "status_hub_checking").format(model=model))
-        if live.done_mib >= live.total_mib:
-            return progress_bar(1.0, texts.t(lang, "status_hub_ready").format(
-                model=model, total=live.total_mib))
-        return progress_bar(live.done_mib / live.total_mib, texts.t(lang, "status_download").format(
-            model=model, done=live.done_mib, total=live.total_mib))
-    total = len(live.request.loops)
-    step = live.steps_done()
-    words = {"mode": esc(texts.t(lang, f"loop_{live.loop}")), "step": step, "expected": expected,
-             "seconds": seconds, "index": min(live.index + 1, total), "total": total}
-    span = arrival_span_s(live.request)
-    if span:        # arrivals set the pace: the steps are as many as the time they take allows
-        done = min((time.perf_counter() - live.loop_started) / (1.1 * span), 0.99)
-        text = texts.t(lang, "status_running_arrivals").format(span=span, **words)
-    else:
-        done = min(step / expected, 1.0)
-        text = texts.t(lang, "status_running").format(**words)
-    return progress_bar((len(live.finished) + done) / total, text)
 
 
 def arrival_span_s(request: LiveRunRequest) -> float:
@@ -349,11 +393,14 @@ def _finished(record: RecordDict, request: LiveRunRequest, notes: list[str],
     config = config_of(record)
     if request.workload.chat and not (config and config.chat):
         said_notes.append("note_no_chat_template")
+    if request.rounds > 1:
+        said_notes.append("note_rounds")
     placement = ("fold_placement", place_key) if kind == "cpu-process" else None  # where it ran
     spec = said("status_done", "ok", notes=tuple(said_notes), folded=placement,
                 requests=request.workload.requests,
                 tokens=int(last["metrics"].get("output_tokens") or 0),
-                where=viz.record_where(record), device_key=f"kind_{kind}", **cores)
+                where=viz.record_where(record), device_key=f"kind_{kind}",
+                rounds=request.rounds, **cores)
     return shown(spec, record, lang, files)
 
 

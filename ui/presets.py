@@ -1,26 +1,22 @@
 """Presets and the page's defaults: one click sets the controls for what a loop is for, sized to
 the device the run will use.
 
-- ``overlap`` (the defaults' loops): the scheduler's CPU work 0.7 of a forward
-  (``FIRST_CLICK_FORWARDS``), inside what one-step overlap hides: a serial step costs
-  T_fwd + T_cpu, an overlapped one max(T_fwd, T_cpu), so the GPU stays busy and the step is
-  1.7x as fast. Why 0.7: the host's own speed moves the scheduler's work from page load to page
-  load, and the sizing must leave room both ways: at one forward any jitter shows as idle GPU,
-  below half a forward the gain falls under 1.5x;
+- ``overlap`` (the defaults' loops): the scheduler's CPU work a little under one forward
+  (``FIRST_CLICK_FORWARDS``), which one-step overlap hides: a serial step costs T_fwd + T_cpu,
+  an overlapped one max(T_fwd, T_cpu). Under one forward, so that the host's jitter does not
+  show as idle GPU; not far under, so that the gain stays plain to see;
 - ``multistep``: the scheduler's work about three forwards long, which one-step overlap cannot
   hide and k = 4 decode steps per scheduling pass can (max(T_fwd, T_cpu / 4) = T_fwd).
 
-How long a forward and the scheduler's own work take is what the background warm-up's probe run
-measured (``engine.scheduler_process.messages.DeviceProfile``, kept by ``remember`` per kind of device);
-the extra CPU work per step brings the CPU's part to that many forwards. Before the warm-up has
-measured anything (or with ``--no-prewarm``) the presets use fixed values chosen for this
-project's 2-core machine (``PRESETS``: 4 ms, and 60 ms for about three of its forwards;
-docs/benchmarks.md has what a forward takes there).
+A forward and the scheduler's own work are what the warm-up's probe run, or since then a run of
+the same setup, measured (``DeviceProfile``, kept by ``remember`` per kind of device). Before
+that, the presets use fixed values chosen for this project's 2-core machine (``PRESETS``). The
+sizing line quotes figures only from the visitor's own run (``own_measurement``); before it, it
+says what the setting does.
 
-On CUDA the page's own defaults follow the ``overlap`` preset too (``device_defaults``: a forward
-there is a fraction of a millisecond, and the CPU-sized 4 ms would leave the GPU idle 90% of
-every step in both loops), with the control's range and steps cut to the device; CPU mode keeps
-the fixed defaults of its first click.
+On CUDA the page's own defaults follow the ``overlap`` preset too (``device_defaults``: the
+CPU-sized default would leave a GPU idle most of every step), with the control's range and steps
+cut to the device; CPU mode keeps the fixed defaults of its first click.
 """
 
 from __future__ import annotations
@@ -37,7 +33,7 @@ from ui import queues, scheduler_link
 from ui.i18n import lang_of
 from ui.inputs import DEFAULTS, LIMITS, InputError, checked_int
 from ui.state import APP
-from ui.status import render_said
+from ui.status import Said, render_said
 from ui.view import Update
 
 if TYPE_CHECKING:
@@ -119,16 +115,39 @@ def on_cuda(device_choice: str) -> bool:
     return device_choice == "cuda" or (device_choice == "auto" and scheduler_link.cuda_seen())
 
 
-def profile_for(device_choice: str) -> DeviceProfile | None:
-    """The profile of the device a run with this choice uses."""
+def profile_for(device_choice: str, own: DeviceProfile | None = None) -> DeviceProfile | None:
+    """The profile of the device a run with this choice uses: the visitor's ``own`` (what their
+    last run measured) where it is of that device, else the server's."""
+    kind = "cuda" if on_cuda(device_choice) else "cpu"
+    if own is not None and _kind(own.device_kind) == kind:
+        return own
     with APP.profiles_lock:
-        return APP.profiles.get("cuda" if on_cuda(device_choice) else "cpu")
+        return APP.profiles.get(kind)
+
+
+def own_measurement(record: RecordDict | None, spec: Said | None,
+                    own: DeviceProfile | None) -> DeviceProfile | None:
+    """The visitor's own measurement after their Run ended with ``record`` on screen under the
+    status ``spec``: the run's, where it finished (not a recording left on screen by a failed
+    run) and measured the setup the presets size (the server's for that device), else the one
+    they had."""
+    if not spec or spec.get("key") != "status_done":
+        return own
+    try:
+        found = profile_of_run(record) if record else None
+    except (KeyError, TypeError, ValueError):
+        return own
+    if found is None:
+        return own
+    with APP.profiles_lock:
+        kept = APP.profiles.get(_kind(found.device_kind))
+    return found if kept is None or _setup(kept) == _setup(found) else own
 
 
 def slider_range(profile: DeviceProfile | None) -> tuple[int, int]:
     """(maximum, step) of the extra-CPU-work control for a device: on CUDA up to eight forwards
-    (multi-step's largest k) in 10 µs steps, on a CPU the whole 0-100 ms in 250 µs steps (three
-    forwards of the bundled model at B = 16 take about 60 ms on a 2-core machine)."""
+    (multi-step's largest k) in fine steps, on a CPU the control's whole range (three forwards
+    of a slow CPU fit in it)."""
     if profile is None or _kind(profile.device_kind) != "cuda":
         return CPU_SLIDER
     top = max(2000, math.ceil(8 * profile.t_fwd_us / 500) * 500)
@@ -144,17 +163,21 @@ def sized_extra_us(forwards: float, profile: DeviceProfile) -> int:
     return int(min(max(round(extra / step) * step, low), high))
 
 
-def sizing_said(profile: DeviceProfile, extra: int, lang: str) -> str:
-    """What the device measured and what that means for the control: one forward, where one-step
-    overlap stops hiding the CPU's work, which k multi-step needs for this much."""
+def sizing_said(profile: DeviceProfile, extra: int, lang: str, mine: bool = False) -> str:
+    """What this much extra CPU work means on the device: whether one-step overlap hides it,
+    else which k multi-step needs. Figures only from the visitor's own run (``mine``): before
+    it, the line says what the setting does without a number (another visitor's run, or the
+    warm-up, measured the server's)."""
     fwd, cpu = profile.t_fwd_us, profile.t_cpu_us
     part = (cpu + extra) / fwd                  # the CPU's part of a step, in forwards
     k = max(1, math.ceil(part - 1e-9))
-    # A first visit reads one plain sentence; how it was worked out is one click away.
+    if not mine:
+        return texts.t(lang, "sizing_plain_hides" if k == 1 else "sizing_plain_multistep"
+                       ).format(k=k)
+    # One plain sentence; how it was worked out is one click away.
     lead = texts.t(lang, "sizing_lead_hides" if k == 1 else "sizing_lead_multistep").format(
         fwd=fwd / 1e3, forwards=part, k=k)
-    key = "preset_sized_run" if profile.source == "run" else "preset_sized"
-    how = texts.t(lang, key).format(
+    how = texts.t(lang, "preset_sized_run").format(
         device=profile.device_name, model=profile.model, batch=profile.batch,
         graphs=texts.t(lang, "sized_graphs" if profile.cuda_graph else "sized_eager"),
         fwd=fwd / 1e3, cpu=cpu / 1e3, extra=extra, forwards=part,
@@ -163,23 +186,24 @@ def sizing_said(profile: DeviceProfile, extra: int, lang: str) -> str:
     return f"{lead}<details><summary>{texts.t(lang, 'sizing_how')}</summary>\n\n{how}</details>"
 
 
-def preset(name: str, lang_choice: str = "English",
-           device_choice: str = "auto") -> tuple[dict[str, Any], str]:
+def preset(name: str, lang_choice: str = "English", device_choice: str = "auto",
+           own: DeviceProfile | None = None) -> tuple[dict[str, Any], str]:
     """The values the preset gives the controls (by ``Controls`` field name), and a sentence
     saying how the extra CPU work was chosen."""
     lang = lang_of(lang_choice)
     values, forwards, fixed = PRESETS[Loop(name)]
-    profile = profile_for(device_choice)
+    profile = profile_for(device_choice, own)
     if profile is None:
         extra = fixed
         said = texts.t(lang, "preset_fixed").format(extra=extra)
     else:
         extra = sized_extra_us(forwards, profile)
-        said = sizing_said(profile, extra, lang)
+        said = sizing_said(profile, extra, lang, mine=profile is own)
     return {**values, "extra_cpu_us": extra}, said
 
 
 def device_defaults(device_choice: str, extra_now: object, graphs_now: object, lang_choice: str,
+                    own: DeviceProfile | None = None,
                     changed: bool = False) -> tuple[Update, Update, str]:
     """The extra-CPU-work control, the CUDA-graphs box and the sizing line for the device a run
     would use. On a page load (``changed`` False) a CUDA device's values replace only the
@@ -189,11 +213,11 @@ def device_defaults(device_choice: str, extra_now: object, graphs_now: object, l
     """
     lang = lang_of(lang_choice)
     cuda = on_cuda(device_choice)
-    profile = profile_for(device_choice)
+    profile = profile_for(device_choice, own)
     if not cuda:
         high, step = CPU_SLIDER
         value = DEFAULTS["extra_cpu_us"] if changed else extra_now
-        said = describe(device_choice, value, lang_choice)
+        said = describe(device_choice, value, lang_choice, own)
         # A page load leaves the value alone: the reader may have moved it meanwhile.
         keep_value: dict[str, Any] = {"value": value} if changed else {}
         return gr.update(maximum=high, step=step, **keep_value), gr.update(), said
@@ -205,8 +229,8 @@ def device_defaults(device_choice: str, extra_now: object, graphs_now: object, l
     sized: dict[str, Any] = {"value": extra} if untouched else {}
     slider = gr.update(maximum=high, step=step, **sized)
     graphs = gr.update(value=True) if untouched and not graphs_now else gr.update()
-    said = sizing_said(profile, extra, lang) if untouched else describe(device_choice, extra_now,
-                                                                         lang_choice)
+    said = sizing_said(profile, extra, lang, mine=profile is own) if untouched else \
+        describe(device_choice, extra_now, lang_choice, own)
     return slider, graphs, said
 
 
@@ -219,25 +243,27 @@ def wait_for_warm_up(device_choice: str) -> None:
     APP.warmed.wait(WARM_WAIT_S)
 
 
-def describe(device_choice: str, extra_now: object, lang_choice: str) -> str:
+def describe(device_choice: str, extra_now: object, lang_choice: str,
+             own: DeviceProfile | None = None) -> str:
     """The sizing line again for the control as it is now (in another language; ``follow``
     after it moved): what the device measured and what this much extra CPU work means there."""
     lang = lang_of(lang_choice)
-    profile = profile_for(device_choice)
+    profile = profile_for(device_choice, own)
     try:
         extra = checked_int("extra_cpu_us", extra_now)
     except InputError as error:      # a number typed past the control's ends, or none at all
         return render_said(error.said(), lang)
     if profile is not None:
-        return sizing_said(profile, extra, lang)
+        return sizing_said(profile, extra, lang, mine=profile is own)
     return texts.t(lang, "preset_unmeasured" if on_cuda(device_choice)
                  else "preset_cpu_default").format(extra=DEFAULTS["extra_cpu_us"])
 
 
-def follow(device_choice: str, extra_now: object, lang_choice: str) -> Update | str:
+def follow(device_choice: str, extra_now: object, lang_choice: str,
+           own: DeviceProfile | None = None) -> Update | str:
     """The sizing line after the control moved or a run ended: said again for the value now
     and the latest measurement; left as it is while nothing has been measured (a preset's own
     sentence about its fixed values stays)."""
-    if profile_for(device_choice) is None:
+    if profile_for(device_choice, own) is None:
         return gr.update()
-    return describe(device_choice, extra_now, lang_choice)
+    return describe(device_choice, extra_now, lang_choice, own)

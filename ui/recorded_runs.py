@@ -26,16 +26,14 @@ from record.imported.given_file import MAX_SHOWN_RUNS, NotATrace, side_by_side
 from record.run_record import config_of, has_memory
 from record.schema import Loop, RecordDict, RunDict
 from record.window import step_range
-from ui import parsing
+from ui import parsing, same_work
 from ui.i18n import Translated, lang_of
 from ui.inputs import is_whole
+from ui.same_work import RECORDED_DIR
 from ui.status import Said, render_said, said
 from ui.view import MainView, Update, plot
 from viz.headline import look_for_key
 
-ROOT = Path(__file__).resolve().parents[1]
-
-RECORDED_DIR = ROOT / "assets" / "recorded"
 DOWNLOAD_DIR = Path(tempfile.gettempdir()) / "overlap-demo"
 MAX_DOWNLOAD_DIR_BYTES = 400 * 2**20   # exported records and traces kept for download, in all
 
@@ -87,9 +85,8 @@ def default_window(runs: list[RunDict]) -> tuple[int, int]:
     """Steps 20-25 when the runs are that long, else a few steps from the middle of the steps
     they all have (runs side by side may differ in length: two traces); for a run with
     kernel lanes (a torch.profiler window), the steps those lanes cover, less the first and the
-    last where it covers four or more: the profiler's start and stop fall at its edges (on the
-    H200 the stop held the scheduler for 50 ms in the step after the window's last, which a
-    window reaching the next forward would show as GPU idle)."""
+    last where it covers four or more: the profiler's start and stop fall at its edges (its
+    stop holds the scheduler in the step after, which would show as GPU idle)."""
     profiled = [s["step"] for run in runs[:1] for s in run.get("spans", [])
                 if str(s.get("lane", "")).startswith("kernels") and s.get("step", -1) >= 0]
     if profiled:
@@ -110,26 +107,31 @@ def file_update(path: str | None) -> Update:
 def shown(spec: Said | None, record: RecordDict | None, lang: str,
           files: tuple[str | None, str | None] = (None, None)) -> MainView:
     """The whole main view for ``record`` under the status ``spec`` (``ui.status.said``);
-    ``record=None`` clears the charts."""
+    ``record=None`` clears the charts. A run the machine's load disturbed gets the quiet
+    machine's recording of its work beside it: its line under the headline, its chart on the
+    canvas under the run's."""
     status_html = render_said(spec, lang)
-    idle = gr.update(value="", visible=False)      # the live canvas gives way to the chart
     if not record or not record.get("runs"):
         empty = plot(viz.side_by_side_figure([], lang=lang))
         return MainView(status=status_html, headline="",
                         timeline=gr.update(value=empty, visible=True),
-                        live=idle, zoomed=empty, memory=gr.update(visible=False), metrics="",
-                        texts="",
+                        live=gr.update(value="", visible=False), zoomed=empty,
+                        memory=gr.update(visible=False), metrics="", texts="",
                         record=None, said=spec, download_record=file_update(None),
                         download_trace=file_update(None), lang=lang,
                         look_for=texts.t(lang, "timeline_help"))
     runs = record["runs"]
     first, last = default_window(runs)
+    quiet = same_work.quiet_recording(record)
+    beside = gr.update(value=same_work.recording_payload(quiet[1], quiet[0], lang), visible=True) \
+        if quiet else gr.update(value="", visible=False)
     chart = plot(viz.side_by_side_figure(runs, lang=lang))
-    return MainView(status=status_html, headline=viz.headline_html(record, lang),
-                    timeline=gr.update(value=chart, visible=True), live=idle,
+    return MainView(status=status_html,
+                    headline=viz.headline_html(record, lang, quiet[0] if quiet else None),
+                    timeline=gr.update(value=chart, visible=True), live=beside,
                     zoomed=plot(viz.side_by_side_figure(runs, window=(first, last), lang=lang)),
-                    memory=memory_view(runs, lang),
-                    metrics=viz.metrics_html(runs, lang), texts=viz.texts_html(runs, lang),
+                    memory=memory_view(runs, lang), metrics=viz.metrics_html(runs, lang),
+                    texts=viz.texts_html(runs, lang),
                     first_step=first, last_step=last, record=record, said=spec,
                     download_record=file_update(files[0]), download_trace=file_update(files[1]),
                     lang=lang, look_for=texts.t(lang, look_for_key(record)))
@@ -150,6 +152,23 @@ def show_recorded(name: str | None, lang_choice: str) -> tuple:
         spec = said("no_recorded")
         return MainView(status=render_said(spec, lang), said=spec).values()
     return _show_file(RECORDED_DIR / Path(name).name, lang, recorded=True).values()
+
+
+def show_same_work(name: str | None, lang_choice: str) -> tuple:
+    """Every engine's loops on ``name``'s workload (``ui.same_work``), side by side on one time
+    axis."""
+    lang = lang_of(lang_choice)
+    files = same_work.same_work(name)
+    if not files:
+        spec = said("recorded_same_work_none")
+        return MainView(status=render_said(spec, lang), said=spec).values()
+    loaded = [(parsing.parse(RECORDED_DIR / file), file) for file in files]
+    record, _ = side_by_side(loaded, most=sum(len(r["runs"]) for r, _ in loaded))
+    # The engines' names as text keys: the line is said again in another language on a switch.
+    engines = [f"engine_{r['env'].get('engine', 'ours')}" for r, _ in loaded]
+    spec = said("status_same_work", "ok", engines=len(files), names_keys=engines,
+                where=viz.record_where(loaded[0][0]))
+    return shown(spec, record, lang, write_downloads(record)).values()
 
 
 def import_controls(tr: Translated) -> tuple[gr.File, gr.Checkbox]:

@@ -1,24 +1,18 @@
-"""Engines side by side: the recorded runs of one workload, made by different engines, on one
-time axis.
+"""Records of the same work: other engines' recordings of it, and a quiet machine's.
 
-``studies/peers/benchmark.py`` records this project's loops, Mini-SGLang's and SGLang's on the same work (the
-same model shape, batch, prompt and output lengths). A record names its engine
-(``env["engine"]``) and its workload (``config``); records whose workloads match are one
-comparison. The recorded-runs tab offers it for the record chosen (``choices``) and draws it as
-the import tab draws two files side by side (``record.imported.given_file.side_by_side``):
-every loop of every engine on one time axis, one step window, each run's panel named by its
-engine.
+``studies/peers/benchmark.py`` records this project's loops, Mini-SGLang's and SGLang's on the
+same work; records whose workloads match (``workload_of``) are one comparison, which the recorded
+tab offers for the record chosen (``same_work``, ``offer``).
 
-The same matching serves a live run that a busy machine disturbed (other programs took the
-cores the loops were compared on): where a quiet machine's recording of the same page workload
-is bundled, one click shows it (``quiet_match``), so a class on a busy laptop still sees what
-the loops do. A run waiting its turn in line is shown the same recording meanwhile, before it has
-run at all (``recording_for``: the recording of the work its request asks for).
+A live run that a busy machine disturbed is shown beside the bundled quiet recording of the same
+page workload (``quiet_recording``), and a run waiting in line is shown that recording meanwhile
+(``recording_for``): a class on a busy laptop still sees what the loops do.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 from pathlib import Path
@@ -29,18 +23,15 @@ import gradio as gr
 import texts
 import viz
 from record.host_load import busiest
-from record.imported.given_file import side_by_side
 from record.run_record import config_of
 from record.schema import RecordDict
-from ui import parsing
 from ui.i18n import lang_of
-from ui.recorded_runs import RECORDED_DIR, shown, write_downloads
-from ui.status import render_said, said
-from ui.view import MainView, Update
+from ui.view import Update
 
 if TYPE_CHECKING:
     from engine.scheduler_process.messages import LiveRunRequest
 
+RECORDED_DIR = Path(__file__).resolve().parents[1] / "assets" / "recorded"
 # What makes work "the same": ``RunConfig``'s names, which another engine's record uses too.
 WORKLOAD = ("model", "max_batch_size", "prompt_tokens", "max_new_tokens")
 ENGINE_ORDER = ("ours", "mini-sglang", "sglang")    # panels top to bottom
@@ -121,26 +112,10 @@ def offer(name: str | None, lang_choice: str) -> Update:
                      value=texts.t(lang, "recorded_same_work").format(engines=len(files)))
 
 
-def show(name: str | None, lang_choice: str) -> tuple:
-    """Every engine's loops on ``name``'s workload, side by side on one time axis."""
-    lang = lang_of(lang_choice)
-    files = same_work(name)
-    if not files:
-        spec = said("recorded_same_work_none")
-        return MainView(status=render_said(spec, lang), said=spec).values()
-    loaded = [(parsing.parse(RECORDED_DIR / file), file) for file in files]
-    record, _ = side_by_side(loaded, most=sum(len(r["runs"]) for r, _ in loaded))
-    # The engines' names as text keys: the line is said again in another language on a switch.
-    engines = [f"engine_{r['env'].get('engine', 'ours')}" for r, _ in loaded]
-    where = viz.record_where(loaded[0][0])
-    spec = said("status_same_work", "ok", engines=len(files), names_keys=engines, where=where)
-    return shown(spec, record, lang, write_downloads(record)).values()
-
-
 # What makes a live run's work the same as a recording's: the page's controls (each loop's extra
 # CPU work too) and the device.
 LIVE_WORK = ("model", "max_batch_size", "requests", "prompt_words", "max_new_tokens",
-             "temperature", "request_rate", "shared_prefix", "num_pages")
+             "temperature", "request_rate", "shared_prefix", "num_pages", "stop_tokens_from_probe")
 
 
 def _live_work(record: RecordDict) -> tuple | None:
@@ -159,33 +134,42 @@ def request_work(request: LiveRunRequest, device_kind: str) -> tuple:
               "requests": work.requests, "prompt_words": work.prompt_words,
               "max_new_tokens": work.max_new_tokens, "temperature": work.temperature,
               "request_rate": work.request_rate, "shared_prefix": work.shared_prefix,
-              "num_pages": engine.num_pages}
+              "num_pages": engine.num_pages, "stop_tokens_from_probe": work.stop_early}
     return (device_kind, tuple(values[name] for name in LIVE_WORK),
             tuple(dict.fromkeys(spec.extra_cpu_us for spec in request.loops)))
 
 
 def recording_for(request: LiveRunRequest, device_kind: str,
                   folder: Path = RECORDED_DIR) -> tuple[RecordDict, str] | None:
-    """A bundled quiet recording of the work ``request`` asks for, on ``device_kind``: the
-    record cut to the request's loops (each of them recorded, stop tokens picked the same way),
-    and its file's name; None where none is bundled."""
-    want = request_work(request, device_kind)
+    """The bundled quiet recording of the work ``request`` asks for on ``device_kind``, cut to its
+    loops, and its file's name; None where none is bundled."""
     loops = [(str(spec.loop), spec.decode_steps) for spec in request.loops]
+    return _quiet(request_work(request, device_kind), loops, folder)
+
+
+def quiet_recording(record: RecordDict | None,
+                    folder: Path = RECORDED_DIR) -> tuple[RecordDict, str] | None:
+    """For a run the machine's load disturbed: the bundled quiet recording of its work on the
+    same kind of device, cut to its loops, and its file's name (None: not disturbed, or none)."""
+    try:
+        if not record or busiest(record["runs"]) is None:
+            return None
+        want = _live_work(record)
+        loops = [(run["loop"], run.get("decode_steps", 1)) for run in record["runs"]]
+    except (KeyError, TypeError, ValueError):
+        return None
+    return _quiet(want, loops, folder) if want is not None else None
+
+
+def _quiet(want: tuple, loops: list[tuple[str, int]],
+           folder: Path) -> tuple[RecordDict, str] | None:
     for file, header in _headers(folder).items():
-        if header.quiet_work != want:
+        found = _recording(folder / file) if header.quiet_work == want else None
+        if found is None:
             continue
-        record = _recording(folder / file)
-        try:
-            config = config_of(record) if record is not None else None
-        except ValueError:
-            config = None                           # malformed: never shown
-        if record is None or config is None or \
-                config.stop_tokens_from_probe != request.workload.stop_early:
-            continue
-        runs = [run for run in record["runs"]
-                if (run["loop"], run.get("decode_steps", 1)) in loops]
+        runs = [run for run in found["runs"] if (run["loop"], run.get("decode_steps", 1)) in loops]
         if len(runs) == len(loops):
-            return {**record, "runs": runs}, file
+            return {**found, "runs": runs}, file
     return None
 
 
@@ -198,34 +182,18 @@ def _recording(path: Path) -> RecordDict | None:
         return None
 
 
-def quiet_match(record: RecordDict | None, folder: Path = RECORDED_DIR) -> str | None:
-    """For a run the machine's load disturbed: a bundled recording of the same page workload on
-    the same kind of device, made on a quiet machine (None: the run was not disturbed, or none
-    is bundled)."""
-    if not record or busiest(record["runs"]) is None:
-        return None
-    want = _live_work(record)
-    if want is None:
-        return None
-    return next((file for file, header in _headers(folder).items()
-                 if header.quiet_work == want), None)
+_PAYLOADS: dict[tuple, str] = {}        # (file, loops, language) -> the canvas's payload
+_PAYLOADS_LOCK = threading.Lock()
 
 
-def offer_quiet(record: RecordDict | None, lang_choice: str) -> Update:
-    """The button under a disturbed run's status: shown where a quiet recording matches it."""
-    found = quiet_match(record)
-    return gr.update(visible=found is not None,
-                     value=texts.t(lang_of(lang_choice), "quiet_recording"))
-
-
-def show_quiet(record: RecordDict | None, lang_choice: str) -> tuple:
-    """The quiet machine's recording of the disturbed run's workload, as the recorded tab shows
-    it."""
-    from ui.recorded_runs import show_recorded
-
-    found = quiet_match(record)
-    if found is None:
-        lang = lang_of(lang_choice)
-        spec = said("quiet_recording_none")
-        return MainView(status=render_said(spec, lang), said=spec).values()
-    return show_recorded(found, lang_choice)
+def recording_payload(file: str, record: RecordDict, lang: str) -> str:
+    """The canvas's payload of a recording (the line above it says it is one): the same for
+    every visitor, made once."""
+    key = (file, tuple((run["loop"], run.get("decode_steps", 1)) for run in record["runs"]), lang)
+    with _PAYLOADS_LOCK:
+        if key not in _PAYLOADS:
+            if len(_PAYLOADS) >= 16:
+                _PAYLOADS.clear()
+            note = texts.t(lang, "recording_note").format(where=viz.record_where(record))
+            _PAYLOADS[key] = viz.live_payload(record["runs"], lang, recording=note)
+        return _PAYLOADS[key]

@@ -1,11 +1,9 @@
 """How the app stops: Ctrl-C (or SIGTERM) at any moment says "stopped", and nothing else, within
 seconds, and leaves no process behind.
 
-Python's own Ctrl-C raises ``KeyboardInterrupt`` wherever the main thread happens to be: inside
-an import, inside Gradio's launch, between starting a thread and seeing it run. Each of those
-printed a traceback, and one that landed while a child process was being started could leave
-that child running. So the app takes the two signals itself, from its first lines
-(``take_signals``), in two phases:
+Python's own Ctrl-C raises ``KeyboardInterrupt`` wherever the main thread is (an import, Gradio's
+launch, a child process being started: a traceback, or a child left running). So the app takes
+the two signals itself, from its first lines (``take_signals``), in two phases:
 
 - until the first child process may start (``children_from_here``) there is nothing to end:
   the imports, the page's layout and the server's start are simply dropped, at once;

@@ -7,9 +7,8 @@ recording; when its turn comes, the visitor's own run (``ui.live_runs.run_live``
 on the same canvas.
 
 The handler says where it stands once; after that the page's line timer asks each second
-(``line_said``: the status line alone). Every view the Run handler yields sets each output of the
-run view, and Gradio builds each of those components anew, even one left as it is: told that way
-each second, a class in line would keep the server from answering anyone.
+(``line_said``: the status line alone, not every output of the run view, which Gradio would
+build anew each time for every visitor in line).
 
 ``in_line`` is a coroutine: a page in line costs the server no thread. Each step of the run itself
 is read in a worker thread (it waits on the scheduler process). A page that goes away (its unload
@@ -173,14 +172,11 @@ def prepare(controls: Controls, lang: str) -> Waiting | None:
     work = same_work.request_work(request, "cuda" if cuda else "cpu-process")
     loops = tuple((str(spec.loop), spec.decode_steps) for spec in request.loops)
     found = same_work.recording_for(request, work[0])
-    recording = None
-    if found is not None:
-        record, file = found
-        recording = _recording_payload(file, loops, lang, record)
-    steps = (len(loops) + int(request.workload.stop_early)) * live_runs.expected_steps(request)
-    least_s = len(loops) * live_runs.arrival_span_s(request)
-    key = (work, loops, request.workload.stop_early, request.workload.chat,
-           request.engine.cuda_graph)
+    recording = same_work.recording_payload(found[1], found[0], lang) if found else None
+    runs = request.rounds * len(loops) + int(request.workload.stop_early)
+    steps = runs * live_runs.expected_steps(request)
+    least_s = request.rounds * len(loops) * live_runs.arrival_span_s(request)
+    key = (work, loops, request.rounds, request.workload.chat, request.engine.cuda_graph)
     return Waiting(key, steps, least_s, recording)
 
 
@@ -189,22 +185,6 @@ def prepare_defaults() -> None:
     and drawing it is the slow part of a first wait: no visitor pays it then)."""
     for lang in texts.LANGUAGES:
         prepare(Controls.page_defaults(), lang)
-
-
-_PAYLOADS: dict[tuple, str] = {}        # (file, loops, language) -> the canvas's payload
-_PAYLOADS_LOCK = threading.Lock()
-
-
-def _recording_payload(file: str, loops: tuple, lang: str, record: Any) -> str:
-    """The canvas's payload of a recording: the same for every visitor in line, made once."""
-    key = (file, loops, lang)
-    with _PAYLOADS_LOCK:
-        if key not in _PAYLOADS:
-            if len(_PAYLOADS) >= 16:
-                _PAYLOADS.clear()
-            note = texts.t(lang, "recording_note").format(where=viz.record_where(record))
-            _PAYLOADS[key] = viz.live_payload(record["runs"], lang, recording=note)
-        return _PAYLOADS[key]
 
 
 def place_text(place: tuple[int, float], lang: str) -> str:

@@ -1,15 +1,10 @@
 """The run's one line: what a reader should take away, above everything else on the page.
 
-"GPU idle 469 → 94 ms, overlap 1.38× faster per decode step: the CPU's work now runs under the
-GPU's forward." It names the GPU for what it is (on a CPU, the device process playing it), says
-so plainly when overlap was not faster, and refuses to compare when the machine was too busy for
-the runs' times to mean anything (``record.host_load``). The badge for a busy machine, in a panel's
-title, is said here too.
-
-An imported trace gets a line of its own kind: the loop its timing shows, its GPU's busy share
-over its steady steps and the GPU's wait for the host per step (with the formula's prediction
-for a serial loop); two runs side by side, of which one is a trace, their per-step ratio. The
-"What to look for" panel beside the chart fits what is on screen too (``look_for_key``).
+How long the GPU idled in each loop and how much faster overlap was per decode step, said plainly
+when it was not faster; where the machine was too busy for the runs' times to mean anything
+(``record.host_load``), a refusal to compare, then the same work's quiet recording. An imported
+trace gets a line of its own kind (its loop, busy share and the GPU's wait per step). A busy
+panel's badge and the "What to look for" key are said here too.
 """
 
 from __future__ import annotations
@@ -39,35 +34,49 @@ def look_for_key(record: Mapping[str, Any] | None) -> str:
         loop_of(run)[0] == Loop.IMPORTED for run in runs) else "timeline_help"
 
 
-def headline_html(record: Mapping[str, Any] | None, lang: str = "en") -> str:
+def headline_html(record: Mapping[str, Any] | None, lang: str = "en",
+                  quiet: Mapping[str, Any] | None = None) -> str:
     """The headline of a record's runs ('' for none, or for runs of a loop this code does not
-    know)."""
+    know). ``quiet``: a quiet machine's recording of the same work, whose own line follows the
+    line of runs the machine's load disturbed."""
+    text, verdict = _line(record, lang)
+    if not text:
+        return ""
+    line = _block(text, verdict)
+    if verdict == "busy" and quiet is not None:
+        recorded, quiet_verdict = _line(quiet, lang)
+        if recorded and quiet_verdict != "busy":
+            line += _block(t(lang, "headline_quiet") + recorded, "quiet")
+    return line
+
+
+def _line(record: Mapping[str, Any] | None, lang: str) -> tuple[str, str]:
+    """The headline's text and its verdict ("" where there is none)."""
     runs = [run for run in (record or {}).get("runs") or [] if run.get("metrics")]
     loops = [loop_of(run)[0] for run in runs]
     if runs and Loop.IMPORTED in loops and set(loops) <= {*ENGINE_LOOPS, Loop.IMPORTED}:
         return _imported(runs, lang)
     if not runs or not set(loops) <= set(ENGINE_LOOPS):
-        return ""
+        return "", ""
     kind = str(((record or {}).get("env") or {}).get("device_kind", "cuda"))
     gpu = t(lang, f"gpu_{kind}") if f"gpu_{kind}" in _KINDS else t(lang, "gpu_cuda")
     names = [html.escape(name) for name in display_labels(runs, lang)]
     idle = [_ms(gpu_time(run).idle_us) for run in runs]
     if Loop.NORMAL not in loops or len(runs) == 1:
         first = gpu_time(runs[0])
-        text = t(lang, "headline_single").format(gpu=gpu, idle_a=idle[0], name=names[0],
-                                                 gaps=count(lang, first.gap_count, "gaps"))
-        return _block(text, "single")
+        return t(lang, "headline_single").format(gpu=gpu, idle_a=idle[0], name=names[0],
+                                                 gaps=count(lang, first.gap_count, "gaps")), "single"
     base = loops.index(Loop.NORMAL)
     others = [i for i in range(len(runs)) if i != base]
     main = loops.index(Loop.OVERLAP) if Loop.OVERLAP in loops else others[0]
     words = {"gpu": gpu, "idle_a": idle[base], "idle_b": idle[main], "name": names[main]}
     if not all(runs[i]["metrics"].get("steady_step_us") for i in (base, main)):
-        return _block(t(lang, "headline_no_steady").format(**words), "short")
+        return t(lang, "headline_no_steady").format(**words), "short"
     speedup = _speedup(runs[base], runs[main])
     load = busiest([runs[base], runs[main]])
     if load is not None:
-        text = t(lang, "headline_busy").format(why=busy_why(load, lang), speedup=speedup, **words)
-        return _block(text, "busy")
+        return t(lang, "headline_busy").format(why=busy_why(load, lang), speedup=speedup,
+                                               **words), "busy"
     key = "headline_faster" if speedup > 1.0 else "headline_not_faster"
     text = t(lang, key).format(speedup=speedup, **words)
     also = [t(lang, "headline_also").format(name=names[i], speedup=_speedup(runs[base], runs[i]))
@@ -75,10 +84,10 @@ def headline_html(record: Mapping[str, Any] | None, lang: str = "en") -> str:
     if also:                          # the other loops' gains, after the main one's bold part
         head, bold_end, rest = text.partition("</b>")
         text = head + "".join(also) + bold_end + rest
-    return _block(text, "faster" if speedup > 1.0 else "not-faster")
+    return text, "faster" if speedup > 1.0 else "not-faster"
 
 
-def _imported(runs: list[RunDict], lang: str) -> str:
+def _imported(runs: list[RunDict], lang: str) -> tuple[str, str]:
     """The headline when a trace is on screen: one trace alone, or two runs compared per step."""
     names = [html.escape(name) for name in display_labels(runs, lang)]
     pair = compared_pair(runs) if len(runs) > 1 else None
@@ -93,21 +102,21 @@ def _imported(runs: list[RunDict], lang: str) -> str:
                                busy_a=100 * (a.get("steady_busy_frac") or 0.0),
                                busy_b=100 * (b.get("steady_busy_frac") or 0.0),
                                wait_a=_wait_us(a) * _MS, wait_b=_wait_us(b) * _MS)
-    return _block(text, "faster" if speedup > 1.0 else "not-faster")
+    return text, "faster" if speedup > 1.0 else "not-faster"
 
 
-def _one_trace(run: RunDict, name: str, lang: str) -> str:
+def _one_trace(run: RunDict, name: str, lang: str) -> tuple[str, str]:
     """A trace alone: the loop its timing shows, its GPU busy share over its steady steps, the
     GPU's wait for the host per step and, for a loop not seen to overlap, the prediction."""
     m = run["metrics"]
     if not m.get("steady_step_us"):
-        return ""
+        return "", ""
     verdict = loop_verdict(run)
     verdict = verdict if verdict in ("serial", "overlapped") else "unknown"
     text = t(lang, f"headline_trace_{verdict}").format(
         name=name, busy=100 * (m.get("steady_busy_frac") or 0.0), step=m["steady_step_us"] * _MS,
         wait=_wait_us(m) * _MS, pred=trace_predicted(run) or 0.0)
-    return _block(text, f"trace-{verdict}")
+    return text, f"trace-{verdict}"
 
 
 def _wait_us(m: Mapping[str, Any]) -> float:

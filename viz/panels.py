@@ -114,8 +114,8 @@ def metrics_html(runs: list[RunDict], lang: str = "en") -> str:
         table += _fold(t(lang, "fold_all_metrics").format(n=len(other_rows)),
                        _table(head, [row for _, row in other_rows], lang), "all-metrics")
     why = formula_html(runs, lang) + multistep_html(runs, lang)
-    if why:
-        why = _fold(t(lang, "fold_formula"), why, "formula")
+    if why:                         # the lesson's claim, open above the table
+        why = _fold(t(lang, "fold_formula"), why, "formula", opened=True)
     return _STYLE + _profiled_html(runs, lang) + why + table
 
 
@@ -124,10 +124,10 @@ def _table(head: str, rows: list[str], lang: str) -> str:
             f"<tbody>{''.join(rows)}</tbody></table>")
 
 
-def _fold(title: str, body: str, name: str) -> str:
-    """``body`` one click away, under ``title``."""
-    return (f'<details class="ov-fold" data-fold="{name}"><summary>{title}</summary>{body}'
-            "</details>")
+def _fold(title: str, body: str, name: str, opened: bool = False) -> str:
+    """``body`` under ``title``, one click away (or ``opened``: shown, one click folds it)."""
+    return (f'<details class="ov-fold" data-fold="{name}"{" open" if opened else ""}>'
+            f"<summary>{title}</summary>{body}</details>")
 
 
 def _profiled_html(runs: list[RunDict], lang: str) -> str:

@@ -29,6 +29,8 @@ class LiveRunRequest:
     engine: EngineConfig
     workload: Workload
     loops: tuple[LoopSpec, ...]         # the chosen loops, in ENGINE_LOOPS' order
+    rounds: int = 1                     # the loops this many times, alternating; the record
+                                        #   keeps the round the machine was quietest in
 
 
 @dataclass(frozen=True)

@@ -149,8 +149,9 @@ class SchedulerService:
             params = self._stop_params(engine, request, chat)
         watch = _LiveWatch(emit, cancelled, engine.device_label(), len(request.loops),
                            report=engine.device_name != "cuda")
-        record = compare_loops(engine, request.workload, request.loops, params,
-                               RunOptions(should_stop=cancelled.is_set, watch=watch))
+        options = RunOptions(repeats=request.rounds, quietest=True,
+                             should_stop=cancelled.is_set, watch=watch)
+        record = compare_loops(engine, request.workload, request.loops, params, options)
         emit(RunFinished(record))
 
     def _warm_loops(self, engine: Engine, request: LiveRunRequest) -> DeviceProfile:

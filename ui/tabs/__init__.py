@@ -11,6 +11,6 @@ handlers live in ``ui``'s handler modules: ``live_runs``, ``recorded_runs``, ``s
 - ``upload_tab``    importing a trace or a run record
 - ``serving_tab``   latency against request rate
 - ``lab_tab``       the hazard lab
-- ``run_view``      what a run shows, under the tabs that show runs: the status, the whole run and
-  the step window, the metrics, the step-through
+- ``run_view``      what a run shows, under the tabs that show runs, in the lesson's order: the
+  headline, the two timelines, the formula and metrics; the rest folded below
 """

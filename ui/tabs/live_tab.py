@@ -148,7 +148,9 @@ def wire(tab: LiveTab, page: Page, view: RunView) -> Any:
         async for view in waiting.in_line(controls, request.session_hash, start):
             yield view
 
-    sized_by = [c["device"], c["extra_cpu_us"], language]
+    # What this visitor's own last run measured: the only figures the sizing line quotes.
+    own = gr.State(None)
+    sized_by = [c["device"], c["extra_cpu_us"], language, own]
     # The status says at once that the run joins the line; the line's own word (where it
     # stands, about how long) replaces it in a moment, and the run's status when its turn comes.
     # Every run is admitted at once and waits in the engine's line (ui.turns), not in Gradio's
@@ -167,17 +169,18 @@ def wire(tab: LiveTab, page: Page, view: RunView) -> Any:
               view.last_step], run_view.redrawn(view), show_progress="hidden"
              ).then(step_through.reset_replay, [view.record, language, view.step],
                     view.replay_outputs(), show_progress="hidden", **step_through.ONE_QUEUE
-                    ).then(presets.follow, sized_by, tab.preset_said,        # sized by what
-                           show_progress="hidden", **presets.SAID_QUEUE)       # this run measured
+                    ).then(presets.own_measurement, [view.record, view.said, own], own, show_progress="hidden"
+                           ).then(presets.follow, sized_by, tab.preset_said,   # sized by what
+                                  show_progress="hidden", **presets.SAID_QUEUE)  # this run measured
     # A set of outputs: the handler answers with a {component: value} dict.
     preset_outputs: Any = {*(c[name] for name in presets.CONTROLS), tab.preset_said}
     for name, preset_button in tab.presets.items():
-        preset_button.click(functools.partial(_preset, name, tab), [language, c["device"]],
+        preset_button.click(functools.partial(_preset, name, tab), [language, c["device"], own],
                             preset_outputs, queue=False, show_progress="hidden")
     # The extra-CPU-work control fits the device a run uses: on a page load once the warm-up
     # has measured it (a GPU's forward is a fraction of a CPU's), and when the reader picks one.
     sizing = dict(fn=presets.device_defaults,
-                  inputs=[c["device"], c["extra_cpu_us"], c["cuda_graph"], language],
+                  inputs=[c["device"], c["extra_cpu_us"], c["cuda_graph"], language, own],
                   outputs=[c["extra_cpu_us"], c["cuda_graph"], tab.preset_said],
                   show_progress="hidden", **presets.SAID_QUEUE)
     c["device"].input(functools.partial(presets.device_defaults, changed=True),
@@ -203,8 +206,10 @@ def wire(tab: LiveTab, page: Page, view: RunView) -> Any:
     return devices_known
 
 
-def _preset(name: str, tab: LiveTab, lang_choice: str, device_choice: str) -> dict[Any, Any]:
-    """A preset's values, each to its control by name, and its sentence."""
-    values, said = presets.preset(name, lang_choice, device_choice)
+def _preset(name: str, tab: LiveTab, lang_choice: str, device_choice: str,
+            own: Any) -> dict[Any, Any]:
+    """A preset's values, each to its control by name, and its sentence (``own``: what this
+    visitor's last run measured)."""
+    values, said = presets.preset(name, lang_choice, device_choice, own)
     return {**{tab.controls[control]: value for control, value in values.items()},
             tab.preset_said: said}

@@ -35,6 +35,7 @@ CSS = """
                                             background: rgba(253,174,107,.16);}
 .ov-headline-single, .ov-headline-short {border-left-color: #3182bd;
                                          background: rgba(49,130,189,.08);}
+.ov-headline-quiet {margin-top: 6px; border-left-color: #756bb1; background: rgba(117,107,177,.10);}
 #preset-said, #preset-said p, #preset-said em {font-size: 12.5px !important; line-height: 1.4;
                                                color: #555;}
 #presets-label {align-self: center; flex-grow: 0 !important; min-width: max-content !important;}

@@ -42,7 +42,7 @@ def wire(tab: RecordedTab, page: Page, view: RunView) -> None:
     for event in (tab.recorded.input, page.language.change):
         event(same_work.offer, [tab.recorded, page.language], tab.same_work,
               show_progress="hidden")
-    tab.same_work.click(same_work.show, [tab.recorded, page.language], view.outputs(),
+    tab.same_work.click(recorded_runs.show_same_work, [tab.recorded, page.language], view.outputs(),
                         show_progress_on=[view.status]
                         ).then(step_through.reset_replay, [view.record, page.language, view.step],
                                view.replay_outputs(), show_progress="hidden",

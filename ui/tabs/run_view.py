@@ -1,6 +1,7 @@
-"""What a run shows, under the tabs that show runs (live, recorded, imported): its status, the
-whole run and the step window, the KV memory, the metrics and texts, the downloads, and the
-step-through replay.
+"""What a run shows, under the tabs that show runs (live, recorded, imported), in the lesson's
+order: the headline and status, the two loops' timelines and the step window, the article's
+formula with the run's terms and its metrics; then, folded, the step-through replay, the KV
+memory and the generated texts.
 
 Every handler that puts a record on screen returns a ``ui.view.MainView``; ``RunView.outputs``
 lists the components in its field order. The record on screen and its status (as data) are
@@ -18,7 +19,7 @@ import gradio as gr
 import texts
 import viz
 from record.schema import RecordDict
-from ui import live_runs, recorded_runs, same_work, step_through
+from ui import live_runs, recorded_runs, step_through
 from ui.i18n import lang_of
 from ui.live_chart import live_chart
 from ui.status import Said, render_said
@@ -52,11 +53,9 @@ class RunView:
     said: gr.State                    # its status, as data
     shown_lang: gr.State              # the language the record on screen was drawn in
     look_for: gr.Markdown             # "What to look for": set by the handlers, per record
-    quiet: gr.Button                  # a disturbed run: its work recorded on a quiet machine
     download_record: gr.DownloadButton
     download_trace: gr.DownloadButton
-    whole_tab: gr.Tab
-    steps_tab: gr.Tab
+    folds: list[gr.Accordion]         # the step-through; the KV memory and texts
     replay_run: gr.Dropdown
     step: gr.Slider
     prev: gr.Button
@@ -85,67 +84,69 @@ def build(page: Page) -> RunView:
     with gr.Column(elem_id="run-view") as column:
         headline = gr.HTML("", elem_id="headline")
         status = gr.HTML(status_line(texts.t(en, "no_runs")), elem_id="status")
-        quiet = gr.Button(texts.t(en, "quiet_recording"), visible=False, size="sm",
-                          elem_id="quiet-recording")
-        with gr.Tabs():
-            with tr.add(gr.Tab(texts.t(en, "tab_whole"), elem_id="tab-whole"), "tab_whole") as whole:
-                with gr.Row(equal_height=False):
-                    with gr.Column(scale=3):
-                        canvas = live_chart()
-                        timeline = gr.Plot(plot(viz.side_by_side_figure([])), show_label=False,
-                                           elem_id="timeline")
-                        with gr.Row():
-                            # No precision: a typed 2.5 reaches the handler, which refuses
-                            # it (it would be rounded silently to 2).
-                            first = tr.add(gr.Number(20, elem_id="first-step",
-                                                     label=texts.t(en, "ctl_first_step"),
-                                                     min_width=100), "ctl_first_step")
-                            last = tr.add(gr.Number(25, elem_id="last-step",
-                                                    label=texts.t(en, "ctl_last_step"),
-                                                    min_width=100), "ctl_last_step")
-                            zoom = button(page, "ctl_zoom", elem_id="zoom")
-                        md(page, "zoom_help")
-                        zoomed = gr.Plot(plot(viz.side_by_side_figure([])), show_label=False,
-                                         elem_id="zoomed")
-                        memory = gr.Plot(show_label=False, elem_id="memory", visible=False)
-                    with gr.Column(scale=1, min_width=280, elem_id="explain"):
-                        # Not registered with the translator: the handlers set its words
-                        # (an imported trace's lanes are its own streams and threads).
-                        look_for = gr.Markdown(texts.t(en, "timeline_help"), elem_id="look-for")
-                with gr.Row(equal_height=False):
-                    with gr.Column(scale=3):
-                        metrics = gr.HTML(elem_id="metrics")
-                        texts_box = gr.HTML(elem_id="texts")
-                    with gr.Column(scale=1, min_width=280):
-                        with tr.add(gr.Accordion(texts.t(en, "fold_metrics_help"), open=False,
-                                                 elem_id="metrics-help"), "fold_metrics_help"):
-                            md(page, "metrics_help")
-                        download_record = tr.add(gr.DownloadButton(
-                            texts.t(en, "dl_record"), interactive=False,
-                            elem_id="download-record"), "dl_record")
-                        download_trace = tr.add(gr.DownloadButton(
-                            texts.t(en, "dl_trace"), interactive=False, elem_id="download-trace"),
-                            "dl_trace")
-            with tr.add(gr.Tab(texts.t(en, "tab_steps"), elem_id="tab-steps"), "tab_steps") as steps:
-                md(page, "replay_help")
-                with gr.Row(equal_height=True):
-                    replay_run = tr.add(gr.Dropdown([], label=texts.t(en, "ctl_replay_run"),
-                                                    elem_id="replay-run", scale=1),
-                                        "ctl_replay_run")
-                    step = tr.add(slider(0, 1, 0, step=1, label=texts.t(en, "ctl_step"),
-                                         elem_id="step", scale=3), "ctl_step")
-                    prev = button(page, "ctl_prev", elem_id="prev-step", scale=0, min_width=140)
-                    nxt = button(page, "ctl_next", elem_id="next-step", scale=0, min_width=140)
-                step_caption = gr.Markdown(texts.t(en, "replay_empty"), elem_id="step-caption")
-                step_plot = gr.Plot(plot(viz.step_figure(None, 0)), show_label=False,
-                                    elem_id="step-plot")
-                md(page, "unrolled_help")
-                unrolled = gr.Plot(plot(viz.unrolled_figure(None)), show_label=False,
-                                   elem_id="unrolled")
+        with gr.Row(equal_height=False):
+            with gr.Column(scale=3):
+                timeline = gr.Plot(plot(viz.side_by_side_figure([])), show_label=False,
+                                   elem_id="timeline")
+                # The run while it is on; after a run the machine disturbed, the quiet
+                # machine's recording of the same work, under it.
+                canvas = live_chart()
+                with gr.Row():
+                    # No precision: a typed 2.5 reaches the handler, which refuses it (it
+                    # would be rounded silently to 2).
+                    first = tr.add(gr.Number(20, elem_id="first-step", min_width=100,
+                                             label=texts.t(en, "ctl_first_step")), "ctl_first_step")
+                    last = tr.add(gr.Number(25, elem_id="last-step", min_width=100,
+                                            label=texts.t(en, "ctl_last_step")), "ctl_last_step")
+                    zoom = button(page, "ctl_zoom", elem_id="zoom")
+                md(page, "zoom_help")
+                zoomed = gr.Plot(plot(viz.side_by_side_figure([])), show_label=False,
+                                 elem_id="zoomed")
+            with gr.Column(scale=1, min_width=280, elem_id="explain"):
+                # Not registered with the translator: the handlers set its words (an imported
+                # trace's lanes are its own streams and threads).
+                look_for = gr.Markdown(texts.t(en, "timeline_help"), elem_id="look-for")
+        with gr.Row(equal_height=False):
+            with gr.Column(scale=3):
+                metrics = gr.HTML(elem_id="metrics")      # the formula first, then the table
+            with gr.Column(scale=1, min_width=280):
+                with tr.add(gr.Accordion(texts.t(en, "fold_metrics_help"), open=False,
+                                         elem_id="metrics-help"), "fold_metrics_help"):
+                    md(page, "metrics_help")
+                download_record = tr.add(gr.DownloadButton(
+                    texts.t(en, "dl_record"), interactive=False, elem_id="download-record"),
+                    "dl_record")
+                download_trace = tr.add(gr.DownloadButton(
+                    texts.t(en, "dl_trace"), interactive=False, elem_id="download-trace"),
+                    "dl_trace")
+        with tr.add(gr.Accordion(texts.t(en, "fold_steps"), open=False, elem_id="steps-fold"),
+                    "fold_steps") as steps:
+            replay = _step_through(page)
+        with tr.add(gr.Accordion(texts.t(en, "fold_run_more"), open=False,
+                                 elem_id="more-of-run"), "fold_run_more") as more:
+            memory = gr.Plot(show_label=False, elem_id="memory", visible=False)
+            texts_box = gr.HTML(elem_id="texts")
     return RunView(column, status, headline, timeline, canvas, zoomed, memory, metrics, texts_box,
-                   first, last, zoom, record, said, shown_lang, look_for, quiet, download_record,
-                   download_trace, whole, steps, replay_run, step, prev, nxt, step_caption,
-                   step_plot, unrolled)
+                   first, last, zoom, record, said, shown_lang, look_for, download_record,
+                   download_trace, [steps, more], *replay)
+
+
+def _step_through(page: Page) -> tuple[Any, ...]:
+    """The step-through's controls and figures, in ``RunView``'s order."""
+    en, tr = "en", page.tr
+    md(page, "replay_help")
+    with gr.Row(equal_height=True):
+        replay_run = tr.add(gr.Dropdown([], label=texts.t(en, "ctl_replay_run"),
+                                        elem_id="replay-run", scale=1), "ctl_replay_run")
+        step = tr.add(slider(0, 1, 0, step=1, label=texts.t(en, "ctl_step"), elem_id="step",
+                             scale=3), "ctl_step")
+        prev = button(page, "ctl_prev", elem_id="prev-step", scale=0, min_width=140)
+        nxt = button(page, "ctl_next", elem_id="next-step", scale=0, min_width=140)
+    step_caption = gr.Markdown(texts.t(en, "replay_empty"), elem_id="step-caption")
+    step_plot = gr.Plot(plot(viz.step_figure(None, 0)), show_label=False, elem_id="step-plot")
+    md(page, "unrolled_help")
+    unrolled = gr.Plot(plot(viz.unrolled_figure(None)), show_label=False, elem_id="unrolled")
+    return replay_run, step, prev, nxt, step_caption, step_plot, unrolled
 
 
 def redraw_view(lang_choice: str, record: RecordDict | None, spec: Said | None,
@@ -163,8 +164,8 @@ def redraw_view(lang_choice: str, record: RecordDict | None, spec: Said | None,
         view = MainView(status=render_said(spec, lang), timeline=empty,
                         look_for=texts.t(lang, "timeline_help"))
     zoomed = recorded_runs.zoom(record, first, last, lang_choice)
-    return (view.status, view.headline, view.timeline, zoomed, view.memory, view.metrics,
-            view.texts, view.look_for, lang)
+    return (view.status, view.headline, view.timeline, view.live, zoomed, view.memory,
+            view.metrics, view.texts, view.look_for, lang)
 
 
 def follow_language(lang_choice: str, shown_lang: str | None, record: RecordDict | None,
@@ -177,8 +178,8 @@ def follow_language(lang_choice: str, shown_lang: str | None, record: RecordDict
 
 
 # What a redraw in another language sets, in ``redraw_view``'s order.
-REDRAWN = ("status", "headline", "timeline", "zoomed", "memory", "metrics", "texts", "look_for",
-           "shown_lang")
+REDRAWN = ("status", "headline", "timeline", "live", "zoomed", "memory", "metrics", "texts",
+           "look_for", "shown_lang")
 
 
 def redrawn(view: RunView) -> list[Any]:
@@ -202,16 +203,8 @@ def wire(view: RunView, page: Page) -> None:
                     ).then(step_through.redraw, [view.record, view.replay_run, view.step, language],
                            [view.step_caption, view.step_plot, view.unrolled],
                            show_progress="hidden", **step_through.ONE_QUEUE)
-    # The quiet recording: offered whenever the record on screen changes (``view.record``), shown
-    # in one click (a class on a busy laptop still sees what the loops do).
-    view.record.change(same_work.offer_quiet, [view.record, language], view.quiet,
-                       show_progress="hidden")
-    view.quiet.click(same_work.show_quiet, [view.record, language], view.outputs(),
-                     show_progress_on=[view.status]
-                     ).then(step_through.reset_replay, [view.record, language, view.step],
-                            view.replay_outputs(), show_progress="hidden", **step_through.ONE_QUEUE)
-    for tab in (view.whole_tab, view.steps_tab):
-        tab.select(None, js=RELAYOUT_JS)          # charts laid out while hidden: fit them again
+    for fold in view.folds:                       # charts laid out while hidden: fit them again
+        fold.expand(None, js=RELAYOUT_JS)
 
 
 def shows_runs(view: RunView, tabs: dict[Any, bool]) -> None:
