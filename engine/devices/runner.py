@@ -113,7 +113,7 @@ class RunnerConfig:
     attention: str = "auto"
     compile: bool = False
     compile_mode: str | None = None         # torch.compile's mode (None: its default)
-    gemv: bool | tuple[str, ...] = False    # an experiment: python -m studies forward
+    gemv: bool | tuple[str, ...] = False    # an experiment, off by default
     kernels: DecodeKernels = field(default_factory=DecodeKernels)
     kv_splits: int | None = None
     result_ring: int = 0

@@ -34,7 +34,7 @@ def _last(model: CausalLM, layer, x, attn, last_index):
 class CompiledDecode:
     """Call like ``CausalLM.forward``; decode runs compiled regions around ``ctx.attend``.
     ``gemv=True`` (an experiment, off by default) also routes the decoder layers' linear layers
-    through ``gemv_triton.py`` for one-token steps (``python -m studies forward`` compares it)."""
+    through ``gemv_triton.py`` for one-token steps."""
 
     def __init__(self, model: CausalLM, gemv: bool | tuple[str, ...] = False,
                  mode: str | None = None) -> None:
