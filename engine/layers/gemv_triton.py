@@ -1,12 +1,9 @@
 """A skinny matrix product for decode (few rows, big weight), in Triton (CUDA only).
 
-At decode a linear layer's time should be its weight's bytes over the memory bandwidth, but a small
-matrix gets too few of cuBLAS's thread blocks to keep enough loads in flight. Here the weight is cut
-into tiles of ``BLOCK_N`` output rows and, where that gives too few, the reduction into ``split_k``
-slices: each program streams its slab of W once against all rows of x and writes float32 partial
-sums ``[split_k, M, N]``, which the caller adds (fused, inside a compiled region, into what
-follows). ``DecodeLinear`` uses it for one-token steps, as a custom op ``torch.compile`` treats as
-one call."""
+The weight is cut into tiles of ``BLOCK_N`` output rows and, where that gives too few programs, the
+reduction into ``split_k`` slices: each program streams its slab of W once against all rows of x
+and writes float32 partial sums ``[split_k, M, N]``, which the caller adds. ``DecodeLinear`` uses it
+for one-token steps, as a custom op ``torch.compile`` treats as one call."""
 
 from __future__ import annotations
 
@@ -92,9 +89,7 @@ class DecodeLinear(torch.nn.Linear):
 
 def use_decode_gemv(layers: torch.nn.ModuleList, only: tuple[str, ...] = ()) -> None:
     """Turn the decoder layers' ``nn.Linear``s (those named in ``only``, or all) into
-    ``DecodeLinear``s in place, one class for all so the compiled regions compile once; the LM
-    head keeps cuBLAS. ``only=("qkv_proj", "gate_up_proj")``: the products an element-wise op
-    follows, into which the split-K sum fuses."""
+    ``DecodeLinear``s in place; the LM head keeps cuBLAS."""
     for name, module in layers.named_modules():
         if type(module) is torch.nn.Linear and (not only or name.endswith(only)):
             module.__class__ = DecodeLinear

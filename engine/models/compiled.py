@@ -1,12 +1,9 @@
 """Decode forward compiled by ``torch.compile``, cut at attention (CUDA only).
 
-A small model's decode step is hundreds of tiny element-wise kernels; TorchInductor fuses them and
-leaves the matrix products to cuBLAS. We compile *regions*: attention (our own kernel) stays
-outside, and everything between two attentions is one region, so a layer's last residual add fuses
-with the next layer's norm; RoPE is left to the attention kernel. The region takes the two layers as
-arguments, so it compiles once for every layer pair, and ``dynamic=True`` makes the batch a symbol,
-so one compile serves every batch bucket. Prefill runs the eager modules. Compiled code lands in
-TorchInductor's on-disk cache."""
+TorchInductor fuses a small model's tiny element-wise kernels. Attention (our own kernel) stays
+outside; everything between two attentions is one region, which takes the two layers as arguments
+(one compile for every layer pair) with the batch a symbol (one for every bucket). Prefill runs the
+eager modules."""
 
 from __future__ import annotations
 
