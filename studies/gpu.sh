@@ -211,8 +211,9 @@ stash_sglang() {
 # (this call's and those stash-sglang kept), unless a call before this one on the same machine
 # unpacked it; FlashInfer's compiled kernels stay in JIT (a later call on the same machine, or
 # jit.txz carried there, starts without compiling; JIT_BACK=1 sends it back). MODELS: the shapes
-# timed; SGLANG_ARGS: more flags (--record DIR, --sglang-traces DIR, --sglang-compile,
-# --warm-also SHAPE, --no-warm). Back under $OUT: results-sglang.tgz, jit.txz.
+# timed; PEERS_OF=all: Mini-SGLang too (its wheels installed by an earlier peer call on the same
+# machine); SGLANG_ARGS: more flags (--only NAME-PART, --record DIR, --sglang-traces DIR,
+# --sglang-compile, --warm-also SHAPE, --no-warm). Back under $OUT: results-sglang.tgz, jit.txz.
 sglang() {
     local pay=${SGLANG:-.peer-sglang} jit=${JIT:-/tmp/peer-jit}
     mkdir -p /tmp/sglang "$jit" "$OUT/traces"
@@ -228,7 +229,8 @@ sglang() {
         TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
     export PATH=$CUDA_HOME/bin:$PATH
     local left=$((${SGLANG_S:-$((BUDGET_S - ($(date +%s) - START)))} - 45))
-    step sglang $((left + 15)) python3 -m studies peers sglang --sglang-site /tmp/sglang/site \
+    step sglang $((left + 15)) python3 -m studies peers "${PEERS_OF:-sglang}" \
+        --sglang-site /tmp/sglang/site --minisgl "${WHL:-.whl-peer}/python" --site /tmp/site \
         --models ${MODELS:-qwen2.5-0.5b-shape} ${SGLANG_ARGS:-} \
         --jit-cache "$jit" --json "$RESULTS/peer-$(gpu_tag).json" --merge \
         --budget-s "$left" --commit "${COMMIT:-}"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import statistics
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -175,11 +176,15 @@ def test_each_peer_is_tried_in_the_configurations_its_users_would_choose():
     work = peer_work.PeerWork(models=(MODEL, "llama-3.1-8b-shape"), batches=(1, 64),
                               minisgl_pages_256=True)
     mini = peer_work.configs_of("Mini-SGLang", work, MODEL)
-    assert [c.args["page_size"] for c in mini] == [16, 256]
+    assert [c.args["page_size"] for c in mini] == [16, 1, 256]
     assert all(c.args["num_page_override"] >= 2 * 64 * -(-work.max_seq_len // c.args["page_size"])
-               for c in mini)                                   # the pool holds the work
+               for c in mini if "num_page_override" in c.args)    # the pool holds the work
+    assert "num_page_override" not in mini[1].args               # its defaults: by memory ratio
+    only = replace(work, only=("defaults", "radix"))
+    assert [c.args["page_size"] for c in peer_work.configs_of("Mini-SGLang", only, MODEL)] == [1]
+    assert len(peer_work.configs_of("SGLang", only, MODEL)) == 1
     assert [c.args["page_size"] for c in peer_work.configs_of("Mini-SGLang", work,
-                                                              "llama-3.1-8b-shape")] == [16]
+                                                              "llama-3.1-8b-shape")] == [16, 1]
     (tuned,) = peer_work.configs_of("SGLang", work, MODEL)
     assert tuned.args["page_size"] == 16 and tuned.args["disable_radix_cache"] is True
     assert tuned.args["cuda_graph_max_bs_decode"] == 64 and "enable_torch_compile" not in tuned.args

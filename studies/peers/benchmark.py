@@ -119,6 +119,8 @@ def run(peer: str, work: PeerWork, paths: PeerPaths, call: Call) -> int:
             workdir = Path(tmp)
             under = _Under({m: write_model_dir(m, workdir / m)
                             for m in work.models + work.warm_also}, workdir, deadline, notes)
+            if work.warm:
+                _warm_all(peers, work, paths, under)
             for name in peers:
                 rows += _run_peer(name, work, paths, under, outs[name],
                                   record=call.record_dir is not None)
@@ -149,6 +151,25 @@ def run(peer: str, work: PeerWork, paths: PeerPaths, call: Call) -> int:
     return 1 if notes else 0
 
 
+def _warm_all(peers: tuple[str, ...], work: PeerWork, paths: PeerPaths, under: _Under) -> None:
+    """Every peer's warm-up processes at once, before any timed one: each compiles and caches
+    its kernels for every shape (on the CPU, mostly), so the peers' compiles overlap and the
+    timed processes start warm."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def specs(peer: str) -> list[dict[str, Any]]:
+        return [peer_spec(Target(peer, configs[0], 0, model, under.dirs[model], Loop.OVERLAP),
+                          work, paths, False)
+                for model in work.models + work.warm_also
+                if (configs := configs_of(peer, work, model))]
+
+    limit = min(paths.timeout_s, under.deadline - time.monotonic() - 60)
+    with ThreadPoolExecutor(max(len(peers), 1)) as pool:
+        for failed in pool.map(lambda peer: warm_up(peer, specs(peer), paths, under.workdir,
+                                                    limit), peers):
+            under.notes += failed
+
+
 def _run_peer(peer: str, work: PeerWork, paths: PeerPaths, under: _Under,
               outs: list[dict[str, Any]], record: bool) -> list[dict[str, Any]]:
     """Every configuration, shape and loop of one peer (warm-ups first, at once)."""
@@ -156,12 +177,6 @@ def _run_peer(peer: str, work: PeerWork, paths: PeerPaths, under: _Under,
     rows: list[dict[str, Any]] = []
     plan = [(model, index, config, loop) for model in work.models
             for index, config in enumerate(configs_of(peer, work, model)) for loop in LOOPS]
-    first = [peer_spec(Target(peer, configs_of(peer, work, model)[0], 0, model, dirs[model],
-                              Loop.OVERLAP), work, paths, False)
-             for model in work.models + work.warm_also]
-    if work.warm:
-        notes += warm_up(peer, first, paths, workdir,
-                         min(paths.timeout_s, deadline - time.monotonic() - 60))
     for model, index, config, loop in plan:
         left = deadline - time.monotonic()
         if left < 90:
@@ -304,6 +319,7 @@ def main(argv: list[str]) -> int:
                     record_batch=args.record_batch if args.record else 0,
                     record_tokens=args.record_tokens, sglang_compile=args.sglang_compile,
                     warm=not args.no_warm, minisgl_pages_256=args.minisgl_pages_256,
+                    only=tuple(args.only),
                     warm_also=tuple(args.warm_also))
     given = {name: Path(value).resolve() if value else None for name, value in (
         ("site", args.site), ("sglang_site", args.sglang_site), ("traces", args.sglang_traces))}
@@ -348,6 +364,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="also Mini-SGLang with its offline benchmark's pages of 256")
     p.add_argument("--sglang-site", metavar="DIR",
                    help="the folder holding SGLang's packages (its payload.sh's set)")
+    p.add_argument("--only", nargs="+", default=[], metavar="PART",
+                   help="only the configurations whose name holds one of these (a later call "
+                        "adding a configuration on the same machine)")
     p.add_argument("--sglang-compile", action="store_true",
                    help="also SGLang's torch.compile configuration (minutes of autotuning)")
     p.add_argument("--sglang-traces", metavar="DIR",

@@ -31,6 +31,7 @@ class PeerWork:
     record_tokens: int = 64
     record_repeats: int = 5
     sglang_compile: bool = False    # also SGLang with torch.compile (minutes of autotuning)
+    only: tuple[str, ...] = ()      # run only the configurations whose name holds one of these
     minisgl_pages_256: bool = False  # also Mini-SGLang with its offline benchmark's pages of 256
     warm: bool = True               # start each peer once per shape first (compiles kernels)
     warm_also: tuple[str, ...] = () # shapes only warmed (kernels cached for a later call)
@@ -108,4 +109,5 @@ def configs_of(peer: str, work: PeerWork, model: str) -> list[PeerConfig]:
     found = (minisglang_configs(max(work.batches + (work.record_batch,)), work.max_seq_len,
                                 work.minisgl_pages_256)
              if peer == MINISGL else sglang_configs(work.batches, work.sglang_compile))
-    return [c for c in found if not c.models or model in c.models]
+    return [c for c in found if (not c.models or model in c.models)
+            and (not work.only or any(part in c.name for part in work.only))]
