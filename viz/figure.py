@@ -13,7 +13,6 @@ x and one y axis per cell, domains from the row heights and spacings, shared axe
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -97,9 +96,6 @@ class FigureSpec:
     # ---- out ----------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         return {"data": self.data, "layout": self.layout}
-
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), separators=(",", ":"))
 
     def to_plotly(self) -> Any:
         import plotly.graph_objects as go

@@ -99,8 +99,6 @@ class RunnerConfig:
     device: torch.device
     attention: str = "auto"
     compile: bool = False
-    compile_mode: str | None = None         # torch.compile's mode (None: its default)
-    gemv: bool | tuple[str, ...] = False    # an experiment, off by default
     kernels: DecodeKernels = field(default_factory=DecodeKernels)
     kv_splits: int | None = None            # one fixed chunk count (None: as kernels say)
     result_ring: int = 0                    # rows of the device result ring (0: none)
@@ -145,7 +143,7 @@ class ModelRunner:
             if c.device.type != "cuda":
                 raise ValueError("compile=True is for CUDA only (CPU mode never compiles)")
             from engine.models.compiled import CompiledDecode
-            self.forward_fn = CompiledDecode(model, gemv=c.gemv, mode=c.compile_mode)
+            self.forward_fn = CompiledDecode(model)
 
     def use_kernels(self, kernels: DecodeKernels, kv_splits: int | None = None) -> None:
         """Take ``kernels`` for the decode steps from now on (a captured graph keeps its own)."""

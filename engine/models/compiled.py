@@ -29,20 +29,14 @@ def _last(model: CausalLM, layer, x, attn, last_index):
 
 
 class CompiledDecode:
-    """Call like ``CausalLM.forward``; decode runs compiled regions around ``ctx.attend``.
-    ``gemv=True`` (an experiment, off by default) also routes the decoder layers' linear layers
-    through ``gemv_triton.py`` for one-token steps."""
+    """Call like ``CausalLM.forward``; decode runs compiled regions around ``ctx.attend``."""
 
-    def __init__(self, model: CausalLM, gemv: bool | tuple[str, ...] = False,
-                 mode: str | None = None) -> None:
+    def __init__(self, model: CausalLM) -> None:
         self.model = model
-        if gemv:
-            from engine.layers.gemv_triton import use_decode_gemv
-            use_decode_gemv(model.model.layers, () if gemv is True else gemv)
         # Compiled code is cached per function, with one entry per model shape and batch
         # specialisation; a process that builds several models (the tests do) needs more than 8.
         torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 64)
-        opts = dict(dynamic=True, fullgraph=True, mode=mode)
+        opts = dict(dynamic=True, fullgraph=True)
         self.first = torch.compile(_first, **opts)
         self.between = torch.compile(_between, **opts)
         self.last = torch.compile(_last, **opts)
