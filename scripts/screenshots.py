@@ -297,7 +297,7 @@ def recorded_lesson(page, out: Path) -> None:
         _show_recorded(page, stem)
         _zoom_steps(page, 25, 26)                   # inside the profiled steps 24-27
         page.locator("#zoomed").screenshot(path=str(out / name))
-    _drag_zoom(page, "#zoomed", [(0.30, 0.32), (0.35, 0.58)])       # eager: about 0.2 ms
+    _drag_zoom(page, "#zoomed", [(0.30, 0.32), (0.35, 0.58)])       # eager: a few kernels
     page.locator("#zoomed").screenshot(path=str(out / "walkthrough-7-eager-zoom.png"))
     # 3. Multi-step: k=4 at 200 us of extra work; all three loops with a heavy scheduler.
     _show_recorded(page, "h200-bundled-graph-cpu200-multistep4")

@@ -1,16 +1,8 @@
-"""The run's one line: what a reader should take away, above everything else on the page.
-
-"GPU idle 469 → 94 ms, overlap 1.38× faster per decode step: the CPU's work now runs under the
-GPU's forward." It names the GPU for what it is (on a CPU, the device process playing it), says
-so plainly when overlap was not faster, and refuses to compare when the machine was too busy for
-the runs' times to mean anything (``record.host_load``). The badge for a busy machine, in a panel's
-title, is said here too.
-
-An imported trace gets a line of its own kind: the loop its timing shows, its GPU's busy share
-over its steady steps and the GPU's wait for the host per step (with the formula's prediction
-for a serial loop); two runs side by side, of which one is a trace, their per-step ratio. The
-"What to look for" panel beside the chart fits what is on screen too (``look_for_key``).
-"""
+"""The run's one line: what a reader should take away, above everything else on the page: the GPU's
+idle time in each loop, overlap's gain per decode step, and why. It names the GPU for what it is,
+says so plainly when overlap was not faster, and refuses to compare when the machine was too busy
+(``record.host_load``). An imported trace gets a line of its own kind (its loop, busy share and
+wait for the host); the "What to look for" panel fits what is on screen too (``look_for_key``)."""
 
 from __future__ import annotations
 
