@@ -1,13 +1,7 @@
 """The classroom walkthrough's screenshots, taken from the real app in headless Chromium.
 
     python -m scripts.screenshots                # writes assets/screenshots/walkthrough-*.png
-    python -m scripts.screenshots --recorded-only  # only the pictures of the recorded runs
-    python -m scripts.screenshots --multistep-only # only section 9's live run
-    python -m scripts.screenshots --memory-only    # only section 12's live run (KV memory)
-    python -m scripts.screenshots --hazard-only    # only section 10's hazard lab pictures
-    python -m scripts.screenshots --zh-only        # only the Chinese step view (a first click)
-    python -m scripts.screenshots --readme         # the README's picture, timed
-    python -m scripts.screenshots --whole-run RECORD  # a long run's whole-run chart, en and zh
+    python -m scripts.screenshots --help         # the flags for one section's pictures
 
 Starts ``python app.py`` on a free port, drives it with Playwright as ``docs/walkthrough.md`` does,
 saves one screenshot per step, and stops the server. The Chinese pictures need a CJK font where
