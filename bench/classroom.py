@@ -2,21 +2,13 @@
 
     python -m bench classroom --visitors 30 --browsers 3   # 3 Chromium pages, 27 gradio_client callers
 
-The benchmark starts the app (``python app.py``) on a free port of 127.0.0.1 (nothing else is
-reached), lets a teacher's run go first (it waits for the warm-up, and teaches the line how long
-the defaults take here), then sends the class: visitor i presses Run ``CLICK_GAP_S`` after
-visitor i-1, so the line's order is the order of the table. ``--browsers`` of them are real
-pages in Debian's Chromium (Playwright), spread over the line (first, middle, last); the rest
-make the page's own calls through ``gradio_client``.
-
-For each position it prints, in seconds after that visitor's click: when the recording of the
-same work appeared, the first place and estimate it was told and the last, when its own run
-started, when its own timeline first drew, when it was done; whether its estimate counted down
-(the largest rise, if it ever rose), whether "Press Run" stood in its run view while it waited,
-and any error. Then the summary: all done, the slowest recording, the server's peak memory (the
-web server and its engine processes, PSS) and how busy the machine was and by whom.
-Bounded: at most ``MOST_VISITORS`` visitors, ``MOST_BROWSERS`` browsers, ``--budget-s`` in all.
-"""
+Starts the app on a free port of 127.0.0.1, lets a teacher's run go first (through the warm-up),
+then sends the class ``CLICK_GAP_S`` apart, so the line's order is the table's; ``--browsers`` of
+them are real Chromium pages spread over the line, the rest make the page's calls through
+``gradio_client``. Per position it prints when each thing the visitor was told came (recording,
+place and estimate, own run, first drawing, done) and any error; then the summary: the slowest
+recording, the server's peak memory (PSS) and how busy the machine was. Bounded by
+``MOST_VISITORS``, ``MOST_BROWSERS`` and ``--budget-s``."""
 
 from __future__ import annotations
 

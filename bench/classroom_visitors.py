@@ -1,19 +1,9 @@
-"""The classroom benchmark's visitors: real pages in Chromium, and ``gradio_client`` callers.
-
-Each visitor presses Run with the page's defaults at its own moment (``at``, seconds since the
-epoch, the same clock for all) and notes what its page was told, and when (``Seen``): its place
-in line and the estimate (each time they change), when the recording appeared, when its own run
-started (its progress bar), when its own timeline first drew, when it was done, whether "Press
-Run" stood in the run view while it waited, and any error.
-
-A browser page is watched by a few lines of JS in the page itself (``WATCH_JS``, at each change
-of its canvas or status and ten times a second), which also presses Run at ``at``; a
-``gradio_client`` visitor makes the calls the page's Run button makes (``/run_live``, every
-control at its default) and reads each view as it comes; while it waits, it asks where it
-stands each second, as the page's line timer does (``/line_said``).
-The words looked for are the page's English ones and its data attributes (``data-line-place``,
-``data-line-eta``, the canvas's ``data-recording``).
-"""
+"""The classroom benchmark's visitors: real pages in Chromium, and ``gradio_client`` callers. Each
+presses Run with the defaults at its moment (``at``, on one clock for all) and notes what it was
+told, and when (``Seen``). A page is watched by a few lines of JS in it (``WATCH_JS``), which also
+presses Run; a ``gradio_client`` visitor makes the Run button's calls and asks where it stands each
+second, as the page's line timer does. The words looked for are the page's English ones and its
+data attributes."""
 
 from __future__ import annotations
 

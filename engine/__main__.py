@@ -190,9 +190,7 @@ def format_startup(startup_s: dict[str, float]) -> str:
 
 
 class CtrlC:
-    """Ctrl-C while the engine runs ends the run at the scheduler's next iteration (through
-    ``should_stop``), never in the middle of reading a message from the device process; a second
-    Ctrl-C interrupts at once."""
+    """Ctrl-C ends the run at the scheduler's next iteration (``should_stop``); a second at once."""
 
     def __init__(self) -> None:
         self.pressed = False

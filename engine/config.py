@@ -1,5 +1,4 @@
-"""Configuration values: what engine to build (``EngineConfig``), how to sample
-(``SamplingParams``), which loop a run uses (``LoopSpec``: a run's, not the engine's). Frozen
+"""Configuration values: what engine to build, how to sample, which loop a run uses. Frozen
 dataclasses, checked in ``__post_init__``, so a bad value fails where it was made."""
 
 from __future__ import annotations
@@ -137,9 +136,7 @@ class EngineConfig:
                f"got {self.attention!r}")
 
     def compiles(self, device: str) -> bool:
-        """Whether the decode step is compiled on ``device`` ("cuda" or "cpu"): as asked, or by
-        default on CUDA, where a decode step of a small model is hundreds of tiny kernels that
-        the compiler fuses."""
+        """Whether the decode step is compiled on ``device``: as asked, else on CUDA only."""
         return device == "cuda" if self.compile is None else self.compile
 
     @property
@@ -186,10 +183,8 @@ class SamplingParams:
 
 @dataclass(frozen=True)
 class LoopSpec:
-    """Which loop one run uses, and how: the overlap toggle's one form from the page
-    (``ui.live_runs.build_request``) to ``Scheduler.run``. ``decode_steps`` is k of the multistep
-    loop (2 or more; 1 for the others); ``extra_cpu_us`` is real CPU work the scheduler adds to
-    every iteration, in every loop."""
+    """Which loop one run uses, and how (a run's, not the engine's): ``decode_steps`` is k of the
+    multistep loop (1 for the others); ``extra_cpu_us`` real CPU work added to every iteration."""
 
     loop: Loop
     decode_steps: int = 1

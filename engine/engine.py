@@ -1,10 +1,8 @@
 """``Engine``: the public API. Builds a device, runs ``generate`` through the scheduler, reports.
 
-The only place that knows tokenizers and text: prompts become requests for a fresh ``Scheduler`` per
-call (device, KV pool and slot table persist, so a leak shows in the next run), and what happened
-becomes a ``RunResult``. Requests may arrive over time (``arrivals``); ``serve`` runs the same loops
-on a source that never ends by itself. One call at a time (``EngineBusyError``); a device that dies
-fails its run, and the next call starts a new one."""
+Prompts become requests for a fresh ``Scheduler`` per call (device, KV pool and slot table persist,
+so a leak shows in the next run), and what happened becomes a ``RunResult``; ``serve`` runs the same
+loops on a source that never ends by itself. A device that dies fails its run only."""
 
 from __future__ import annotations
 
@@ -60,8 +58,7 @@ Summary = tuple[dict[str, Any], dict[str, float]]     # (metrics, host report)
 @dataclass
 class RunResult:
     """What one ``generate`` call produced. ``metrics`` and ``host`` are worked out when first read,
-    so a caller who times ``generate`` times the run, not the metrics; the spans are resolved
-    inside the call (their CUDA events go back to the device's pool)."""
+    so a caller who times ``generate`` times the run, not the metrics."""
 
     loop: str                       # a record.schema.Loop: normal, overlap or multistep
     decode_steps: int               # k: decode forwards per scheduling iteration (1 unless multi-step)
@@ -110,7 +107,6 @@ class RunResult:
 
 
 def _check_loop(loop: Any) -> None:
-    """The loop is given one way, as a ``LoopSpec`` (``engine.config``), which checked itself."""
     if not isinstance(loop, LoopSpec):
         raise ValueError(f"loop must be an engine.config.LoopSpec, got {loop!r}")
 
@@ -133,7 +129,6 @@ def _pick_dtype(name: str, device: str) -> str:
 class Engine:
     def __init__(self, config: EngineConfig | None = None,
                  progress: Callable[[Any], None] | None = None) -> None:
-        """``progress`` hears how fetching a hub model goes (``engine.models.hub.HubProgress``)."""
         from engine.models.loader import PRESETS, load_tokenizer
 
         self.config = cfg = config or EngineConfig()
@@ -157,7 +152,6 @@ class Engine:
         gc.collect()
         gc.freeze()
 
-    # ---- construction -------------------------------------------------------------------------
     def _build_device(self) -> Device:
         cfg = self.config
         if self.device_name == "cuda":
@@ -217,23 +211,20 @@ class Engine:
         return CudaDevice(runner, cfg, graphs)
 
     def _replace_dead_device(self) -> None:
-        """A device that died (or was found stopped) in an earlier run is replaced by a new one."""
         if getattr(self.device, "healthy", True):
             return
         self.device.close()
         self.device = self._build_device()
 
-    # ---- generate -----------------------------------------------------------------------------
     def generate(self, prompts, params: SamplingParams | list[SamplingParams] | None = None,
                  loop: LoopSpec = OVERLAP, *, timeline: Timeline | None = None,
                  profile_steps: tuple[int, int] | None = None,
                  should_stop: Callable[[], bool] | None = None,
                  arrivals: Sequence[float] | None = None, chat: bool = False) -> RunResult:
-        """Run ``prompts`` (strings or token-id lists) to completion in the loop ``loop`` names;
-        returns a ``RunResult``. ``arrivals``: when each request arrives, seconds from the start
-        (None: all at t=0). ``chat``: each prompt is a user message or a list of {"role",
-        "content"} messages. ``profile_steps=(a, b)``: kernel-level lanes for steps a..b (CUDA).
-        ``should_stop()`` is asked every iteration; True ends the run with ``RunCancelled``."""
+        """Run ``prompts`` (strings or token-id lists) to completion in ``loop``. ``arrivals``: each
+        request's arrival, seconds from the start (None: all at t=0). ``chat``: through the chat
+        template. ``profile_steps=(a, b)``: kernel lanes for steps a..b (CUDA). ``should_stop()``
+        is asked every iteration; True ends the run with ``RunCancelled``."""
         _check_loop(loop)
         with self._exclusive("this engine is already running a generate call (one at a time: "
                              "use one Engine per thread, or wait for the first call)"):
@@ -277,8 +268,7 @@ class Engine:
               timeline: Timeline | None = None,
               should_stop: Callable[[], bool] | None = None) -> None:
         """Serve requests from ``source`` until it is done (or ``should_stop()``), streaming tokens
-        to ``sink`` after every processed step. The garbage collector stays on (a session never
-        ends); what exists at the start is frozen, so it scans only the session's own objects."""
+        to ``sink``. The collector stays on (a session never ends), over the session's own objects."""
         _check_loop(loop)
         with self._exclusive("this engine is already running (one generate or serve at a time)"):
             self._replace_dead_device()
@@ -294,8 +284,7 @@ class Engine:
 
     @contextmanager
     def _exclusive(self, busy: str) -> Iterator[None]:
-        """One run (or prefix-cache clearing) at a time: a second caller gets
-        ``EngineBusyError(busy)`` at once."""
+        """One run (or prefix-cache clearing) at a time; a second caller gets ``EngineBusyError``."""
         if not self._busy.acquire(blocking=False):
             raise EngineBusyError(busy)
         try:
@@ -305,10 +294,8 @@ class Engine:
 
     def _drive(self, sched: Scheduler, timeline: Timeline, should_stop: Callable[[], bool] | None,
                reqs: Sequence[Req] = ()) -> int:
-        """Run ``sched`` to its end on the device; when it started, from which ``reqs``' arrival
-        offsets become times. The run's counts join the totals whatever happens; a failed run's
-        held slots and pages are let go (the device finishes what it was sent, the pools start
-        clean)."""
+        """Run ``sched`` to its end; returns when it started (``reqs``' arrival offsets become
+        times). A failed run's held slots and pages are let go (the pools start clean)."""
         try:
             self.device.begin_run(timeline)
             t0 = time.perf_counter_ns()
@@ -325,7 +312,6 @@ class Engine:
             self._count(sched)
 
     def _count(self, sched: Scheduler) -> None:
-        """A run ended: its prefix hits and retractions join the engine's totals."""
         self._running = None
         self.totals["prefix_hit_tokens"] += sched.memory.prefix_hit_tokens
         self.totals["retractions"] += sched.table.retractions
@@ -338,8 +324,7 @@ class Engine:
         self._new_pools()
 
     def _new_pools(self) -> None:
-        """Request slots, KV pages and the prefix cache over them, all free (at start, and after
-        a failed run, which leaves its requests' memory held)."""
+        """Request slots, KV pages and the prefix cache over them, all free."""
         cfg = self.config
         self.pools = Pools(IdPool(cfg.max_batch_size, "request slot"),
                            IdPool(cfg.total_pages, "KV page"),
@@ -358,15 +343,12 @@ class Engine:
         return self.pools.cache
 
     def intake(self) -> Intake:
-        """Checks and builds requests for this engine (``engine.scheduler.intake``)."""
         return Intake(self.config, self.tokenizer, self.spec.vocab_size, tuple(self.eos_ids),
                       self.pages.total)
 
     def _texts(self, id_lists: list[list[int]]) -> list[str]:
-        """The text of each output, as ``tokenizer.decode(ids, skip_special_tokens=True)`` gives
-        it (ids past the tokenizer's vocabulary, which a random-weight model can sample, are
-        left out). A fast tokenizer that needs no clean-up decodes them all in one call of its
-        Rust backend instead of one Python round trip per request."""
+        """The text of each output (ids past the tokenizer's vocabulary left out), in one call of a
+        fast tokenizer's backend where it needs no clean-up."""
         if self.tokenizer is None:
             return ["" for _ in id_lists]
         n = len(self.tokenizer)
@@ -405,15 +387,12 @@ class Engine:
         result.label = f"{result.mode} ({self.device_label()})"
         return result
 
-    # ---- introspection ------------------------------------------------------------------------
     def device_label(self) -> str:
         return self.device.label
 
     def stats(self) -> dict[str, Any]:
-        """Pools and counters. ``kv_pages_cached``: pages held only by the prefix cache (no
-        request reads them; eviction frees them when pages run short), so after a run
-        ``kv_pages_free + kv_pages_cached == kv_pages_total``. ``prefix_hit_tokens`` and
-        ``retractions`` count over every run of this engine."""
+        """Pools and counters. ``kv_pages_cached``: pages held only by the prefix cache, so after a
+        run ``kv_pages_free + kv_pages_cached == kv_pages_total``."""
         return {"kv_pages_free": self.pages.num_free, "kv_pages_total": self.pages.total,
                 "kv_pages_cached": self.cache.evictable() if self.cache else 0,
                 "req_slots_free": self.slots.num_free, "req_slots_total": self.slots.total,
@@ -421,7 +400,6 @@ class Engine:
                 **self._totals_now()}
 
     def _totals_now(self) -> dict[str, int]:
-        """The totals, with the counts of a run still going (a served session) added in."""
         running = self._running
         if running is None:
             return dict(self.totals)
@@ -430,9 +408,7 @@ class Engine:
                 "retractions": self.totals["retractions"] + running.table.retractions}
 
     def clear_prefix_cache(self) -> int:
-        """Empty the prefix cache (every page free again when no run is on); pages freed.
-        Loops compared on one engine each start from an empty cache this way, so none finds
-        the prompts the one before it cached."""
+        """Empty the prefix cache (loops compared on one engine each start from an empty one)."""
         with self._exclusive("the prefix cache can't be cleared while a run is on"):
             if self.cache is None:
                 return 0
@@ -441,8 +417,7 @@ class Engine:
             return len(freed)
 
     def memory_problems(self) -> list[str]:
-        """What is wrong with the slots, the pages and the prefix cache (empty: nothing), checked
-        between runs: nothing held but the cache's pages, no page lost, none held twice."""
+        """What is wrong with the slots, pages and prefix cache between runs (empty: nothing)."""
         return memory_problems(self.slots, self.pages, self.cache)
 
     def env_info(self) -> dict[str, Any]:
@@ -465,10 +440,8 @@ class Engine:
         self.close()
 
 
-
 def _summary(spans: list[Span], outputs: list[RequestOutput], wall_s: float,
              counts: dict[str, Any], cpu_start, cpu_end, device_pid) -> Summary:
-    """A run's metrics (from its scheduler spans; kernel lanes left out) and host report."""
     from record.metrics import compute_metrics, latency_summary
 
     out_dicts = [o.__dict__ for o in outputs]
@@ -482,9 +455,7 @@ def _summary(spans: list[Span], outputs: list[RequestOutput], wall_s: float,
 
 @contextmanager
 def _no_collection():
-    """No garbage collection during a ``generate`` call, result building included: a full
-    collection (a scan of every Python object) in the middle of a run would stall one step by
-    as long as it takes. Collection resumes afterwards, as the caller had it."""
+    """No garbage collection during a ``generate`` call: a full collection would stall a step."""
     collecting = gc.isenabled()
     gc.disable()
     try:
@@ -495,10 +466,9 @@ def _no_collection():
 
 
 def memory_metrics(sched: Scheduler) -> dict[str, Any]:
-    """A run's KV-memory numbers: prompt tokens served from the prefix cache (over every
-    admission, resumptions too), their share of the tokens admitted, and retractions. Without
-    a prefix cache the first two are None ("–" in the table, no "served 0%" in a title): there
-    was nothing to find them in, which is not the same as finding none."""
+    """A run's KV-memory numbers: prompt tokens served from the prefix cache, their share of the
+    tokens admitted, and retractions. Without a prefix cache the first two are None (nothing to
+    find them in is not the same as finding none)."""
     if not sched.cfg.prefix_cache:
         hits, rate = None, None
     else:
@@ -510,8 +480,7 @@ def memory_metrics(sched: Scheduler) -> dict[str, Any]:
 
 
 def memory_record(sched: Scheduler, timeline: Timeline, total_pages: int) -> dict[str, Any]:
-    """What the KV-memory chart draws: per scheduled step its time and the pages in use by
-    requests, held only by the prefix cache, and free; and each retraction."""
+    """What the KV-memory chart draws (``record.schema.MemoryTrace``)."""
     if not sched.memory_trace:
         return {}
     return {"total_pages": total_pages,

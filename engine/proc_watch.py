@@ -31,10 +31,8 @@ def is_stopped(pid: int) -> bool:
 
 def start_deaf_to_ctrl_c(proc: Any) -> None:
     """Start a ``multiprocessing`` process that a terminal's Ctrl-C does not reach (the parent ends
-    its children instead of them dying mid-import). The child starts with SIGINT blocked (a
-    signal mask survives spawn's fork and exec; a blocked signal is held, never lost, so a Ctrl-C
-    meanwhile still reaches the parent). The resource tracker, which unblocks SIGINT in the
-    calling thread once started, is started first."""
+    its children): SIGINT is blocked while it starts (a signal mask survives spawn). The resource
+    tracker, which unblocks SIGINT once started, is started first."""
     from multiprocessing import resource_tracker
 
     resource_tracker.ensure_running()

@@ -1,9 +1,6 @@
-"""Workloads: what a run's requests are, and their prompts, reproducible from a seed.
-
-``Workload`` is the one description of a run's work (the page, the CLI, the benchmarks, a peer's
-run): requests, prompt and output lengths, sampling, arrivals, a shared system prompt. It sizes the
-engine (``engine_config``) and makes the prompts (``prompts``: English sentences, each request
-starting at another; random ids without a tokenizer) and sampling (``sampling``)."""
+"""Workloads: what a run's requests are, and their prompts, reproducible from a seed. ``Workload``
+is the one description of a run's work (the page, the CLI, the benchmarks, a peer's run); it sizes
+the engine and makes the prompts and sampling."""
 
 from __future__ import annotations
 
@@ -19,19 +16,16 @@ MIN_SEQ_LEN = 64        # the least max_seq_len a workload asks for: a few pages
 
 
 def word_prompt_tokens(words: int) -> int:
-    """Tokens to allow for a prompt of ``words`` words (``word_prompts``): about two a word,
-    and 64 more for a chat template around it."""
+    """Tokens to allow for a prompt of ``words`` words: about two a word, and a chat template."""
     return 2 * words + 64
 
 
 @dataclass(frozen=True)
 class Workload:
-    """The requests of a run, and what sizes the engine that runs them: each request holds
-    ``shared_prefix`` system-prompt tokens, its prompt and at most ``max_new_tokens`` new tokens.
-    Prompts are ``texts`` (the page's, of ``prompt_words`` words), ``prompt_ids`` (the same ids
-    for every engine of a comparison), or ``requests`` made-up ones. A trace's ``arrivals`` may
-    give each request its lengths; else ``request_rate`` spreads them by a Poisson process, else
-    all at t=0. ``max_seq_len`` holds the longest request and ``margin``."""
+    """The requests of a run: each holds ``shared_prefix`` system-prompt tokens, its prompt and
+    at most ``max_new_tokens`` new tokens. Prompts are ``texts``, ``prompt_ids`` or made up; a
+    trace's ``arrivals`` may give each request its lengths; else ``request_rate`` spreads them by
+    a Poisson process, else all at t=0."""
 
     prompt_tokens: int = 16         # a prompt given in words: the tokens allowed for it
     max_new_tokens: int = 64
@@ -68,16 +62,13 @@ class Workload:
     @classmethod
     def of_words(cls, words: int, max_new_tokens: int, shared_prefix: int = 0,
                  **given: Any) -> Workload:
-        """Prompts of ``words`` words (``word_prompts``), with room for about two tokens a word
-        and a chat template around them (``word_prompt_tokens``); ``texts`` given, as many
-        requests as texts."""
+        """Prompts of ``words`` words; ``texts`` given, as many requests as texts."""
         if given.get("texts") and "requests" not in given:
             given["requests"] = len(given["texts"])
         return cls(word_prompt_tokens(words), max_new_tokens, shared_prefix,
                    prompt_words=words, **given)
 
     def longest(self) -> int:
-        """Tokens of the longest request, system prompt included."""
         lengths = [self.prompt_tokens + self.max_new_tokens]
         lengths += [(a.prompt_tokens or self.prompt_tokens)
                     + (a.output_tokens or self.max_new_tokens) for a in self.arrivals]
@@ -87,12 +78,11 @@ class Workload:
         return max(MIN_SEQ_LEN, self.longest() + self.margin)
 
     def engine_config(self, **fields: Any) -> EngineConfig:
-        """An ``EngineConfig`` with ``fields``, its ``max_seq_len`` sized for this workload."""
+        """An ``EngineConfig`` with ``fields``, its ``max_seq_len`` sized for this work."""
         return EngineConfig(max_seq_len=self.max_seq_len(), **fields)
 
     def sampling(self) -> SamplingParams | list[SamplingParams]:
-        """How every request is sampled; a list where a trace gives requests their own output
-        lengths."""
+        """How every request is sampled (a list where a trace gives each its output length)."""
         def params(new_tokens: int) -> SamplingParams:
             return SamplingParams(max_new_tokens=new_tokens, temperature=self.temperature,
                                   ignore_eos=self.ignore_eos)
@@ -101,8 +91,7 @@ class Workload:
         return params(self.max_new_tokens)
 
     def prompts(self, engine) -> list:
-        """The prompts as ``engine`` takes them (text, or token ids for a model without a
-        tokenizer and for made-up token prompts), each after the shared system prompt."""
+        """The prompts as ``engine`` takes them (text or token ids), after the system prompt."""
         tokenizer, vocab = engine.tokenizer, engine.spec.vocab_size
         if self.texts:
             own = token_prompts(engine, list(self.texts), self.prompt_words or self.prompt_tokens)
@@ -153,9 +142,8 @@ DEFAULT_PROMPTS = (
 
 
 def word_prompts(text: str | None, count: int, words: int) -> tuple[list[str], bool]:
-    """``count`` prompts of ``words`` words: the given lines, cycled, repeated or cut to length
-    (the app's workload, and the CLI's ``--prompt-words``). The second value says ``text`` had
-    no words and ``DEFAULT_PROMPTS`` were used."""
+    """``count`` prompts of ``words`` words: the given lines cycled, repeated or cut to length;
+    and whether ``text`` had no words (``DEFAULT_PROMPTS`` were used)."""
     lines = [line.split() for line in (text or "").splitlines() if line.strip()]
     used_default = not lines
     lines = lines or [line.split() for line in DEFAULT_PROMPTS.splitlines()]
@@ -175,40 +163,35 @@ def make_prompts(tokenizer, n: int, prompt_len: int, seed: int = 0,
     if tokenizer is None:
         hi = vocab_size or 1000
         return [[rng.randrange(1, hi) for _ in range(prompt_len)] for _ in range(n)]
-    prompts = []
-    for i in range(n):
-        k = (i + rng.randrange(len(SENTENCES))) % len(SENTENCES)
-        ids: list[int] = []
-        while len(ids) < prompt_len:
-            ids += tokenizer.encode(SENTENCES[k % len(SENTENCES)] + " ", add_special_tokens=False)
-            k += 1
-        prompts.append(ids[:prompt_len])
-    return prompts
+    return [_sentence_ids(tokenizer, i + rng.randrange(len(SENTENCES)), prompt_len)
+            for i in range(n)]
 
 
-def system_prompt_ids(tokenizer, tokens: int, vocab_size: int | None = None) -> list[int]:
-    """A system prompt of exactly ``tokens`` token ids, the same at every call: English
-    sentences through the tokenizer (random ids, seeded, without one)."""
-    if tokenizer is None:
-        rng = random.Random(12345)
-        return [rng.randrange(1, vocab_size or 1000) for _ in range(tokens)]
+def _sentence_ids(tokenizer, first: int, tokens: int) -> list[int]:
+    """``tokens`` ids of English sentences, from the ``first``-th on."""
     ids: list[int] = []
-    k = 0
+    k = first
     while len(ids) < tokens:
         ids += tokenizer.encode(SENTENCES[k % len(SENTENCES)] + " ", add_special_tokens=False)
         k += 1
     return ids[:tokens]
 
 
+def system_prompt_ids(tokenizer, tokens: int, vocab_size: int | None = None) -> list[int]:
+    """A system prompt of exactly ``tokens`` token ids, the same at every call."""
+    if tokenizer is None:
+        rng = random.Random(12345)
+        return [rng.randrange(1, vocab_size or 1000) for _ in range(tokens)]
+    return _sentence_ids(tokenizer, 0, tokens)
+
+
 def system_prompt_text(tokenizer, tokens: int) -> str:
-    """The same system prompt as text (for text prompts): about ``tokens`` tokens, ending in a
-    line break so every prompt after it starts its own words."""
+    """The same system prompt as text, ending in a line break."""
     return tokenizer.decode(system_prompt_ids(tokenizer, tokens)).strip() + "\n"
 
 
 def with_shared_prefix(prompts: list, tokens: int, tokenizer, vocab_size: int | None = None):
-    """``prompts`` (text or token ids) each after one shared system prompt of ``tokens``
-    tokens (``tokens`` = 0: unchanged)."""
+    """``prompts`` (text or token ids) each after one shared system prompt of ``tokens`` tokens."""
     if tokens <= 0:
         return list(prompts)
     if prompts and isinstance(prompts[0], str):
@@ -220,9 +203,8 @@ def with_shared_prefix(prompts: list, tokens: int, tokenizer, vocab_size: int | 
 
 def stop_params_from_probe(engine, prompts, max_new_tokens: int, lo: int, hi: int, seed: int = 0,
                            temperature: float = 0.0, chat: bool = False):
-    """Per-request ``SamplingParams`` whose stop token really fires, and the probe's ``RunResult``:
-    each request stops on the token a probe run (normal loop) emitted at a random position in
-    ``[lo, hi)``, so requests finish at varied steps, as in real traffic."""
+    """Per-request ``SamplingParams`` whose stop token really fires (the token a probe run emitted
+    at a random position in ``[lo, hi)``), so requests finish at varied steps; and the probe."""
     from engine.config import NORMAL, SamplingParams
 
     probe = engine.generate(prompts, SamplingParams(max_new_tokens=max_new_tokens, ignore_eos=True,
@@ -238,8 +220,7 @@ def stop_params_from_probe(engine, prompts, max_new_tokens: int, lo: int, hi: in
 
 
 def token_prompts(engine, prompts: list[str], tokens: int) -> list:
-    """Text prompts as they are, for a model with a tokenizer; a model without one (a checkpoint
-    that ships none) gets ``tokens`` deterministic token ids per prompt instead."""
+    """Text prompts as they are; a model without a tokenizer gets ``tokens`` fixed ids each."""
     if engine.tokenizer is not None:
         return prompts
     vocab = engine.spec.vocab_size

@@ -27,9 +27,8 @@ def size_text(n: int) -> str:
 
 def read_bounded(source: bytes | str | os.PathLike[str], max_bytes: int = DEFAULT_MAX_BYTES,
                  what: str = "file") -> bytes:
-    """The bytes of ``source`` (a path or bytes), gunzipped if they are gzip, never more than
-    ``max_bytes`` of them. Raises ``FileTooLarge``, ``OSError`` (unreadable) or ``ValueError``
-    (a broken gzip stream), each with a message for a person."""
+    """The bytes of ``source`` (a path or bytes), gunzipped if gzip, never more than ``max_bytes``.
+    Raises ``FileTooLarge``, ``OSError`` or ``ValueError`` (broken gzip), each for a person."""
     if isinstance(source, (bytes, bytearray, memoryview)):
         data = bytes(source)
     else:

@@ -1,9 +1,6 @@
-"""Chrome traces of our runs: out for Perfetto or chrome://tracing, and back in again.
-
-A run is a *process*, a lane a *thread* (track); a span's step, batch size, tokens and request ids
-go in ``args``. One metadata event per run (``RUN_METADATA``) carries what a trace has no place for
-(loop, k, extra CPU work, GPU lanes, metrics), so ``read_own_trace`` gives the same runs back. Other
-programs' traces go through ``record.imported``."""
+"""Chrome traces of our runs: out for Perfetto or chrome://tracing, and back in again. A run is a
+*process*, a lane a *thread* (track); one metadata event per run (``RUN_METADATA``) carries what a
+trace has no place for, so ``read_own_trace`` gives the same runs back."""
 
 from __future__ import annotations
 
@@ -18,7 +15,6 @@ from record.schema import GPU_LANES, LANES, RecordDict, RunDict, SpanDict
 
 
 def _run_lanes(run: RunDict, spans: list[SpanDict]) -> list[str]:
-    """The run's lanes in their declared order, then any lane only the spans mention."""
     lanes = list(run.get("lanes") or [])
     for span in spans:
         if span["lane"] not in lanes:
@@ -66,12 +62,12 @@ def _run_events(run: RunDict, pid: int,
 
 
 def to_chrome_trace(run: RunDict, pid: int = 1) -> dict[str, object]:
-    """One run as a Chrome trace dict: one process, one thread (track) per lane, times in µs."""
+    """One run as a Chrome trace dict (times in µs)."""
     return {"traceEvents": _run_events(run, pid), "displayTimeUnit": "ms"}
 
 
 def write_chrome_trace(record: RecordDict, path: str | os.PathLike[str]) -> Path:
-    """Write every run of a record as one process each (named by its label). ``.gz`` zips."""
+    """Write every run of a record as one process each. ``.gz`` zips."""
     events: list[dict[str, object]] = []
     for i, run in enumerate(record.get("runs", [])):
         events.extend(_run_events(run, pid=i + 1, env=record.get("env")))
@@ -82,9 +78,8 @@ def write_chrome_trace(record: RecordDict, path: str | os.PathLike[str]) -> Path
 
 
 def read_own_trace(events: Sequence[object]) -> list[RunDict] | None:
-    """The runs of a trace this module wrote (``None`` if it is not one): a process per run, a
-    track per lane, each complete event a span. Outputs are not in a trace, so token counts are
-    not either; every span-derived metric is measured again from the spans."""
+    """The runs of a trace this module wrote (``None`` if it is not one); every span-derived
+    metric is measured again from the spans."""
     from record.metrics import compute_metrics
     from record.run_record import loop_of, run_dict
 
@@ -156,8 +151,7 @@ def _whole(value: object, default: int) -> int:
 
 
 def trace_env(events: Sequence[object]) -> dict[str, str]:
-    """Where a trace was made, as far as it says: our own metadata, else kineto's
-    ``deviceProperties`` is read by the caller."""
+    """Where a trace was made, as far as our own metadata says."""
     for e in events:
         if isinstance(e, dict) and e.get("ph") == "M" and e.get("name") == RUN_METADATA:
             env = (e.get("args") or {}).get("env") or {}

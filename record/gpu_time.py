@@ -1,8 +1,6 @@
 """What a view says about a run's GPU time: idle gaps, busy over all stream lanes and over the
 engine stream alone, and the time with no request in the system. Where that time is more than a
-sliver (``QUIET_SHOWN``), gaps and busy count only the time with requests, and the rest is drawn
-apart: nobody asked for anything. A whole run's numbers come from its metrics; a window or a run
-in progress is measured here, with the same functions."""
+sliver (``QUIET_SHOWN``), gaps and busy count only the time with requests."""
 
 from __future__ import annotations
 
@@ -66,9 +64,7 @@ def gpu_time(run: RunDict) -> GpuTime:
 
 def _cut(spans: list[SpanDict], view: Interval, gaps: list[Interval],
          active: list[Interval], quiet: list[Interval], has_engine: bool) -> GpuTime:
-    """Idle and busy counted only while work was in flight: the view less the time with no
-    request in the system and the GPU idle (``quiet``), as ``record.metrics.busy_while_active``
-    counts a whole run's."""
+    """Idle and busy counted only while work was in flight (the view less ``quiet``)."""
     counted = (view[1] - view[0]) - _length(quiet)
     idle = within(gaps, active)
     engine_busy = None

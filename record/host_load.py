@@ -1,11 +1,7 @@
 """What else the machine did during a run, and whether it was quiet enough for the run's times to
-mean something about its loop.
-
-The formula assumes the scheduler and the device each have a core. A run reads ``/proc`` at its
-start and end (``snapshot``, ``host_report``) and keeps other programs' share of the cores and the
-device process's CPU time over its working time (the server that started it counts as ours,
-``server_cpu_frac``). Where others took a large share or the device waited for its core, the two
-loops did not get the same machine (``machine_load``, ``busiest``)."""
+mean something about its loop. A run reads ``/proc`` at its start and end and keeps other
+programs' share of the cores and the device process's CPU time over its working time; where others
+took a large share or the device waited for its core, the loops did not get the same machine."""
 
 from __future__ import annotations
 
@@ -57,8 +53,7 @@ def _process_s(pid: int) -> float | None:
 
 
 def snapshot(pids: list[int]) -> CpuSnapshot | None:
-    """CPU counters now; ``None`` where ``/proc`` cannot be read (not Linux, a sandbox). A process
-    that has ended is left out of ``ours_s``: the others are still read."""
+    """CPU counters now (ended processes left out); ``None`` where ``/proc`` cannot be read."""
     try:
         machine = _machine_busy_s()
     except (OSError, ValueError, IndexError):
@@ -69,11 +64,9 @@ def snapshot(pids: list[int]) -> CpuSnapshot | None:
 
 def host_report(start: CpuSnapshot | None, end: CpuSnapshot | None, device_pid: int | None,
                 device_busy_s: float) -> dict[str, float]:
-    """``other_cpu_frac``: the share of all cores other programs used between the snapshots;
-    ``device_cpu_frac``: the device process's CPU time over its working time (about 1.0 when
-    nothing took its core); ``server_cpu_frac``: the server's share; ``cpus``: cores online.
-    Where a process of ours ended between the snapshots, the others' share cannot be told and is
-    left out."""
+    """``other_cpu_frac`` (other programs' share of all cores), ``device_cpu_frac`` (the device
+    process's CPU time over its working time), ``server_cpu_frac`` and ``cpus``. Where a process
+    of ours ended meanwhile, the others' share cannot be told and is left out."""
     if start is None or end is None or end.wall_s <= start.wall_s:
         return {}
     cpus = os.cpu_count() or 1
@@ -117,8 +110,7 @@ class MachineLoad:
 
 
 def machine_load(run: Mapping[str, object]) -> MachineLoad | None:
-    """What the run measured of the machine; None where it measured nothing (a recording made
-    elsewhere, a trace)."""
+    """What the run measured of the machine; None where it measured nothing."""
     host = run.get("host")
     if not isinstance(host, dict):
         return None

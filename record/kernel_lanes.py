@@ -1,21 +1,10 @@
 """Kernel lanes named after the stream that ran them.
 
-A torch.profiler capture (``engine/devices/kernel_capture.py``) puts each CUDA stream's kernels
-on a lane of their own, named by the stream's number ("kernels: stream 33"): a number no reader
-can place. The record's own lanes say which stream ran what: the forward (``prefill`` /
-``decode``) on the engine stream, the metadata ``upload`` on the scheduler stream, the result
-``copy`` on whichever stream ran it. So a kernel lane is matched by what it holds: the lane with
-the most compute kernels is the forward's stream; of the others, the one with the most
-host-to-device copies is the upload's, the one with the most device-to-host copies the copy's.
-A stream claimed once is not claimed again (where the copy ran on the engine stream, its copies
-sit among the forward's kernels).
-
-A kernel lane that holds nothing but memory copies (a few µs each) draws again, thinner than a
-pixel, what its stream's own lane already draws as ``upload`` or ``copy``; one with no span at
-all (a view outside the captured steps) draws nothing. Neither is drawn (``drawn_kernel_lane``).
-
-Standard library only.
-"""
+A torch.profiler capture names each CUDA stream's lane by a number ("kernels: stream 33"). A kernel
+lane is matched by what it holds: the one with the most compute kernels is the forward's stream
+(``engine_stream``); of the others, the one with the most host-to-device copies is the upload's,
+the one with the most device-to-host copies the copy's. A lane of memory copies alone draws again
+what its stream's own lane draws, so it is not drawn (``drawn_kernel_lane``)."""
 
 from __future__ import annotations
 
@@ -35,13 +24,12 @@ def is_kernel_lane(lane: str) -> bool:
 
 
 def stream_number(lane: str) -> str:
-    """"33" for "kernels: stream 33" (the lane's name after its last space)."""
+    """"33" for "kernels: stream 33"."""
     return lane.rpartition(" ")[2]
 
 
 def kernel_kind(name: str) -> str:
-    """A profiler event's kind by its name: a host-to-device copy ("Memcpy HtoD (Pinned ->
-    Device)"), a device-to-host copy, another copy or a memset, else a compute kernel."""
+    """A profiler event's kind by its name ("Memcpy HtoD (Pinned -> Device)": a copy to device)."""
     lowered = name.lower()
     if "memcpy htod" in lowered:
         return TO_DEVICE
@@ -61,15 +49,13 @@ def _kinds(spans: Iterable[SpanDict]) -> dict[str, Counter[str]]:
 
 
 def drawn_kernel_lane(run: RunDict, lane: str) -> bool:
-    """Whether a kernel lane shows something of its own in ``run`` (a window, or a whole run):
-    a compute kernel. Lanes of memory copies alone, and empty ones, are left out."""
+    """Whether a kernel lane holds a compute kernel in ``run`` (a window, or a whole run)."""
     kinds = _kinds(s for s in run.get("spans", []) if s["lane"] == lane)
     return bool(kinds.get(lane, Counter())[COMPUTE])
 
 
 def kernel_lane_streams(run: RunDict) -> dict[str, str]:
-    """Each kernel lane of ``run`` that can be matched, to the lane of our stream that ran it
-    (``engine_stream``, ``scheduler_stream``, ``copy_stream``); see the module's docstring."""
+    """Each kernel lane that can be matched -> the lane of our stream that ran it."""
     spans = run.get("spans", [])
     home: dict[str, str] = {}
     for kind, phases in HOME_PHASES.items():

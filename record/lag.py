@@ -1,9 +1,6 @@
 """Lag one (and lag k) on the timeline: which forwards ran for a request that had already stopped.
-
-The overlap loop reads each step's tokens one step late, so a stopped request is already in the next
-batch (with k-step scheduling, in up to 2k-1). Found from measurements only: the step the stop was
-read in is the ``process_last`` span that lists the request and holds its ``finish_us``; the extra
-steps are the later ones whose batch still lists it."""
+Found from the spans alone: the stop was read in the ``process_last`` span that lists the request
+and holds its ``finish_us``; the extra steps are the later ones whose batch still lists it."""
 
 from __future__ import annotations
 
@@ -15,7 +12,6 @@ BATCH_PHASES = (Phase.SCHEDULE, Phase.LAUNCH, Phase.DECODE, Phase.PREFILL)
 
 
 class LagMark(TypedDict):
-    """A request that stopped on a stop token and still ran extra forwards (``lag_marks``)."""
 
     request: int
     stop_step: int
@@ -25,7 +21,7 @@ class LagMark(TypedDict):
 
 
 def step_requests(run: RunDict) -> dict[int, set[int]]:
-    """step -> the request ids its batch served (from any span of that step that lists them)."""
+    """step -> the request ids its batch served."""
     served: dict[int, set[int]] = {}
     for span in run.get("spans", []):
         if span.get("phase") in BATCH_PHASES and span.get("req_ids"):
@@ -47,8 +43,7 @@ def _stop_step(run: RunDict, request: int, finish_us: float) -> int | None:
 
 
 def lag_marks(run: RunDict) -> list[LagMark]:
-    """One entry per request that stopped on a stop token and still ran extra forwards:
-    ``{"request", "stop_step", "stop_us", "extra_steps", "wasted_steps"}``."""
+    """One mark per request that stopped on a stop token and still ran extra forwards."""
     served = step_requests(run)
     marks = []
     for request, out in enumerate(run.get("outputs") or []):

@@ -1,6 +1,5 @@
 """What a serving benchmark reports, per loop and request rate: a *row* is a plain dict of ``loop``,
-``request_rate`` (None: a burst), ``requests`` and its numbers (``NUMBERS``: tokens/s, TTFT, ITL,
-TPOT, e2e latency, GPU busy, other programs' share of the machine). Repeats are summarised as the
+``request_rate`` (None: a burst), ``requests`` and ``NUMBERS``. Repeats are summarised as the
 median with their spread; one table for the CLI, the bench and the load test."""
 
 from __future__ import annotations
@@ -18,7 +17,6 @@ NUMBERS = ("output_tokens_per_s", "requests_per_s", "ttft_ms_mean", "ttft_ms_p50
 
 
 def rate_label(rate: float | None) -> str:
-    """"4 req/s", "0.5 req/s" or "burst"."""
     if rate is None or math.isinf(rate):
         return "burst"
     return f"{rate:g} req/s"
@@ -38,8 +36,7 @@ def row_from_metrics(loop: str, rate: float | None, requests: int,
 
 
 def rows_from_record(record: RecordDict, request_rate: float | None) -> list[dict[str, Any]]:
-    """One row per run of a run record whose requests arrived at ``request_rate`` (an app or
-    CLI run with arrivals, or a served session's record), for ``latency_figure``."""
+    """One row per run (with per-token times) of a record whose requests came at ``request_rate``."""
     out = []
     for run in record.get("runs", []):
         metrics = run.get("metrics", {})
@@ -55,8 +52,8 @@ def _rate_key(rate: float | None) -> float:
 
 
 def summarize(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """One row per (rate, loop): the median of each number over repeats, ``runs``, and
-    ``spread`` = {number: [min, max]}. Ordered by rate (burst last), then loop as first seen."""
+    """One row per (rate, loop): each number's median over repeats, ``runs`` and ``spread``
+    ({number: [min, max]}); by rate (burst last), then loop as first seen."""
     groups: dict[tuple[float, str], list[Mapping[str, Any]]] = {}
     for row in rows:
         groups.setdefault((_rate_key(row["request_rate"]), row["loop"]), []).append(row)
@@ -92,8 +89,7 @@ def _percent(value: float | None) -> str:
 
 
 def format_table(rows: Sequence[Mapping[str, Any]]) -> str:
-    """A markdown table of summarised rows (``summarize``); with several runs a cell reads
-    "median (min-max)" for throughput and the p50/p99 latencies."""
+    """A markdown table of ``summarize``'s rows ("median (min-max)" where several runs)."""
     load = any(r.get("other_cpu_frac") is not None for r in rows)
     head = ("| request rate | loop | runs | output tok/s | req/s | TTFT ms mean / p50 / p99 | "
             "ITL ms mean / p50 / p99 | GPU busy |" + (" other load |" if load else "")

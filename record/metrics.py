@@ -1,12 +1,7 @@
-"""Metrics: pure functions of a timeline (a list of spans) and the run's outputs, computed once, so
-a live run, a recorded run and an imported trace are measured the same way.
-
-GPU *busy* is the **union** of the intervals on the GPU lanes, never the sum of their durations: two
-streams working at once keep the GPU busy once. Busy over **all stream lanes** (``gpu_busy_frac``)
-counts uploads and copies; over the **engine stream alone** (``engine_busy_frac``) only what runs
-there. The article's model per decode step: ``T_fwd`` (the engine stream's work) and ``T_sched +
-T_post`` (the scheduler's CPU work); serial takes about their sum, overlapped about their max, so
-the predicted speedup is ``sum / max``."""
+"""Metrics: pure functions of a run's spans and outputs, so a live run, a recorded run and an
+imported trace are measured the same way. GPU *busy* is the **union** of the GPU lanes' intervals,
+never the sum of their durations. The article's model per decode step: serial takes about
+``T_fwd + T_cpu``, overlapped about their max, so the predicted speedup is ``sum / max``."""
 
 from __future__ import annotations
 
@@ -21,12 +16,10 @@ from record.schema import CPU_WORK_PHASES, FORWARD_PHASES, GPU_LANES, Lane, Metr
 Interval = tuple[float, float]
 SpanLike = Span | SpanDict | Mapping[str, Any]
 
-# Batch metadata is not the forward's work even where an engine runs it on its engine stream
-# (Mini-SGLang's serial loop does: the bench's recorder draws it there, as ``upload``).
+# Batch metadata is not the forward's work even where an engine uploads it on its engine stream.
 METADATA_PHASES = (Phase.UPLOAD,)
 
-# The keys every run of a record carries (``compute_metrics`` gives them all; readers may rely
-# on them).
+# The keys every run of a record carries (``compute_metrics`` gives them all).
 METRIC_KEYS = (
     "tokens_per_s", "decode_tokens_per_s", "output_tokens", "wall_s", "steps",
     "gpu_busy_frac", "idle_us_total", "idle_gap_count", "mean_step_us", "mean_idle_per_step_us",
@@ -40,9 +33,8 @@ METRIC_KEYS = (
 # ---- intervals ------------------------------------------------------------------------------
 
 def union_intervals(intervals: Iterable[Interval], join_us: float = 0.0) -> list[Interval]:
-    """Merge intervals into sorted, disjoint ones (empty or reversed ones dropped). ``join_us``: two
-    intervals less than this apart merge too (an imported trace's gaps between kernels, shorter
-    than any launch, are not idleness)."""
+    """Sorted, disjoint intervals (empty ones dropped); two less than ``join_us`` apart merge too
+    (an imported trace's gaps between kernels, shorter than any launch, are not idleness)."""
     merged: list[list[float]] = []
     for start, end in sorted((float(s), float(e)) for s, e in intervals if e > s):
         if merged and start - merged[-1][1] <= join_us:   # overlapping, touching or joined
@@ -61,7 +53,6 @@ def _as_spans(spans: Iterable[SpanLike]) -> list[Span]:
 
 
 def _lane_intervals(spans: Iterable[SpanLike], lanes: Iterable[str]) -> list[Interval]:
-    """(start, end) of the spans on ``lanes``; Span objects and dicts alike, without converting."""
     wanted = set(lanes)
     return [(s.start_us, s.end_us) if isinstance(s, Span) else (s["start_us"], s["end_us"])
             for s in spans if (s.lane if isinstance(s, Span) else s["lane"]) in wanted]
@@ -89,8 +80,7 @@ def _busy_and_window(spans: Iterable[SpanLike], lanes: Iterable[str], window: In
 
 def busy_fraction(spans: Iterable[SpanLike], lanes: Iterable[str],
                   window: Interval | None = None, join_us: float = 0.0) -> float:
-    """Fraction of ``window`` (default: the first start to the last end on those lanes) covered by
-    the union of the spans on ``lanes``; 0.0 for an empty window."""
+    """Share of ``window`` (default: the lanes' extent) covered by the union of their spans."""
     busy, window = _busy_and_window(spans, lanes, window, join_us)
     if window is None or window[1] <= window[0]:
         return 0.0
@@ -99,8 +89,7 @@ def busy_fraction(spans: Iterable[SpanLike], lanes: Iterable[str],
 
 def idle_gaps(spans: Iterable[SpanLike], lanes: Iterable[str],
               window: Interval | None = None, join_us: float = 0.0) -> list[Interval]:
-    """The intervals of ``window`` where no lane in ``lanes`` has a span (same default window),
-    less those shorter than ``join_us`` between two spans (``union_intervals``)."""
+    """The intervals of ``window`` where no lane in ``lanes`` has a span."""
     busy, window = _busy_and_window(spans, lanes, window, join_us)
     if window is None:
         return []
@@ -116,16 +105,14 @@ def idle_gaps(spans: Iterable[SpanLike], lanes: Iterable[str],
 
 
 def step_window(spans: Iterable[SpanLike], first_step: int, last_step: int) -> list[SpanLike]:
-    """The spans whose step lies in ``[first_step, last_step]`` (inclusive), as given."""
     return [s for s in spans if first_step <= _as_span(s).step <= last_step]
 
 
 def steady_window(spans: Iterable[SpanLike], first_frac: float = 0.1,
                   last_frac: float = 0.9) -> Interval | None:
-    """The steady part of decode: from the start of the decode forward at ``first_frac`` of the
-    run's decode forwards to the end of the one at ``last_frac``. Fill (prefills, the first
-    steps) and drain (the last requests finishing) are left out, so two loops on one workload are
-    compared over the same kind of steps. ``None`` with fewer than five decode forwards."""
+    """The steady part of decode, from the decode forward at ``first_frac`` of them to the one at
+    ``last_frac``: fill and drain left out, so two loops compare over the same kind of steps.
+    ``None`` with fewer than five decode forwards."""
     forwards = sorted((s for s in _as_spans(spans)
                        if s.lane == Lane.ENGINE_STREAM and s.phase == Phase.DECODE), key=lambda s: s.start_us)
     if len(forwards) < 5:
@@ -144,7 +131,6 @@ def steady_busy(spans: Iterable[SpanLike], lanes: Iterable[str] = GPU_LANES) -> 
 # ---- steps ----------------------------------------------------------------------------------
 
 class _Timed(Protocol):
-    """What ``_step_extents`` reads of a span: a ``Span``, or a span dict through ``_SpanRow``."""
 
     lane: str
     phase: str
@@ -154,8 +140,6 @@ class _Timed(Protocol):
 
 
 def _step_extents(spans: Sequence[_Timed], gpu_lanes: Sequence[str]) -> dict[int, Interval]:
-    """Per step: (start of its forward, end of its engine-stream work); a trace without our forwards
-    falls back to the GPU-lane spans of each step."""
     forward_steps = {s.step for s in spans
                      if s.lane == Lane.ENGINE_STREAM and s.phase in FORWARD_PHASES and s.step >= 0}
     if forward_steps:
@@ -174,9 +158,8 @@ def _step_extents(spans: Sequence[_Timed], gpu_lanes: Sequence[str]) -> dict[int
 
 def step_extents(spans: Iterable[SpanLike],
                  gpu_lanes: Sequence[str] = GPU_LANES) -> dict[int, Interval]:
-    """Per step number: (start of its forward, end of its engine-stream work), the steps the
-    step time is measured over (a trace of another engine: its GPU work per step). Span dicts
-    are read as they are (a view asks this of runs of a hundred thousand spans)."""
+    """Per step: (start of its forward, end of its engine-stream work); a trace of another engine:
+    its GPU work per step. Span dicts are read without converting them (views are large)."""
     given = list(spans)
     if _all_objects(given):
         return _step_extents(given, gpu_lanes)
@@ -188,7 +171,6 @@ def _all_objects(spans: list[SpanLike]) -> TypeGuard[list[Span]]:
 
 
 class _SpanRow:
-    """A span dict read through the attribute names ``_step_extents`` uses (no copy)."""
 
     __slots__ = ("lane", "phase", "step", "start_us", "end_us")
     lane: str
@@ -217,7 +199,6 @@ def _step_durations(extents: Mapping[int, Interval]) -> dict[int, float]:
 
 
 def _decode_tokens(spans: Sequence[Span]) -> dict[int, int]:
-    """Tokens produced by each decode step: the batch size of its engine_stream decode span."""
     tokens: dict[int, int] = defaultdict(int)
     for s in spans:
         if s.lane == Lane.ENGINE_STREAM and s.phase == Phase.DECODE and s.step >= 0:
@@ -226,8 +207,7 @@ def _decode_tokens(spans: Sequence[Span]) -> dict[int, int]:
 
 
 def _model_times(spans: Sequence[Span], decode_steps: Iterable[int]) -> tuple[float, float]:
-    """Mean per decode step of T_fwd (union of engine_stream spans, metadata uploads left out)
-    and T_cpu (CPU work sum)."""
+    """Mean T_fwd (engine stream's union, uploads left out) and T_cpu per decode step."""
     steps = set(decode_steps)
     if not steps:
         return 0.0, 0.0
@@ -246,8 +226,7 @@ def _model_times(spans: Sequence[Span], decode_steps: Iterable[int]) -> tuple[fl
 
 def _middle_steps(durations: Mapping[int, float], spans: Sequence[Span],
                   gpu_lanes: Sequence[str]) -> tuple[list[int], Interval | None]:
-    """The middle 80% of a run's steps (by start), and the time they cover: the steady part of
-    a trace that has no decode phases of ours."""
+    """The middle steps of a trace without our decode phases, and the time they cover."""
     extents = _step_extents(spans, gpu_lanes)
     order = sorted(extents, key=lambda step: extents[step][0])
     if len(order) < 5:
@@ -258,10 +237,8 @@ def _middle_steps(durations: Mapping[int, float], spans: Sequence[Span],
 
 def _gap_terms(spans: Sequence[Span], gpu_lanes: Sequence[str], steps: Iterable[int],
                durations: Mapping[int, float], join_us: float = 0.0) -> tuple[float, float]:
-    """What a trace without scheduler phases tells per step: the GPU's busy time (the union of
-    its lanes, gaps under ``join_us`` joined) and the rest of the step, the time the GPU waited
-    between its forwards. The wait is not the host's work: the host works while the GPU does
-    too (it launches the forward, and an overlapped loop builds the next batch meanwhile)."""
+    """A trace without scheduler phases, per step: the GPU's busy time and the rest of the step,
+    the GPU waiting between forwards (not the host's work: the host also works while it runs)."""
     steps = [step for step in steps if step in durations]
     if not steps:
         return 0.0, 0.0
@@ -276,15 +253,12 @@ def _gap_terms(spans: Sequence[Span], gpu_lanes: Sequence[str], steps: Iterable[
 
 
 def _steady_steps(spans: Sequence[Span], window: Interval | None) -> list[int]:
-    """The decode steps whose forward starts inside the steady window (all of them without one)."""
     return [s.step for s in spans if s.lane == Lane.ENGINE_STREAM and s.phase == Phase.DECODE
             and s.step >= 0 and (window is None or window[0] <= s.start_us <= window[1])]
 
 
 def cpu_phase_times(spans: Iterable[SpanLike]) -> dict[str, float]:
-    """The scheduler thread's time per steady decode step, phase by phase (µs; ``wait`` too):
-    what ``t_cpu_us`` adds up (all but ``wait``), over the same steps. Empty without decode
-    forwards."""
+    """The scheduler thread's µs per steady decode step, phase by phase (``wait`` too)."""
     spans = _as_spans(spans)
     steps = set(_steady_steps(spans, steady_window(spans)))
     if not steps:
@@ -297,8 +271,7 @@ def cpu_phase_times(spans: Iterable[SpanLike]) -> dict[str, float]:
 
 
 def overlap_speedup(t_fwd_us: float, t_cpu_us: float, k: int = 1) -> float:
-    """The article's model: serial ~ T_fwd + T_cpu, overlapped ~ max(T_fwd, T_cpu); 0.0 if 0/0.
-    With k decode steps per scheduling iteration (multi-step) the CPU's share is T_cpu / k."""
+    """The article's model, (T_fwd + T_cpu) / max(T_fwd, T_cpu / k); 0.0 if 0/0."""
     slowest = max(t_fwd_us, t_cpu_us / k)
     return (t_fwd_us + t_cpu_us) / slowest if slowest > 0 else 0.0
 
@@ -310,7 +283,6 @@ def _field(output: object, key: str) -> Any:
 
 
 def _latencies(outputs: Sequence[object]) -> tuple[list[float], list[float]]:
-    """TTFT and TPOT in ms for each output that carries the timestamps they need."""
     ttft: list[float] = []
     tpot: list[float] = []
     for out in outputs:
@@ -326,9 +298,7 @@ def _latencies(outputs: Sequence[object]) -> tuple[list[float], list[float]]:
 
 def ttft_drift(outputs: Sequence[object]) -> float | None:
     """Whether a run kept up with its arrivals: the median TTFT of the last third of the requests
-    (by arrival) over that of the first third. A queue that holds gives about 1 (the thirds
-    wait alike); one that grows without end makes every later request wait longer, and the ratio
-    grows with the run. None with fewer than six requests or no first tokens."""
+    over the first third's (about 1 when the queue holds). None under six timed requests."""
     timed = sorted((_field(o, "arrival_us"), _field(o, "first_token_us")) for o in outputs
                    if _field(o, "arrival_us") is not None
                    and _field(o, "first_token_us") is not None)
@@ -353,8 +323,7 @@ def _ratio(numerator: float, denominator: float) -> float:
 
 
 def decode_gaps(spans: Iterable[SpanLike], window: Interval | None = None) -> list[float]:
-    """The time between consecutive decode forwards on the engine stream (end of one to the
-    start of the next, 0 where they touch), for the forwards that start inside ``window``."""
+    """The gaps between consecutive decode forwards that start inside ``window``."""
     forwards = sorted((s.start_us, s.end_us) for s in _as_spans(spans)
                        if s.lane == Lane.ENGINE_STREAM and s.phase == Phase.DECODE
                        and (window is None or window[0] <= s.start_us <= window[1]))
@@ -362,8 +331,7 @@ def decode_gaps(spans: Iterable[SpanLike], window: Interval | None = None) -> li
 
 
 def active_windows(outputs: Sequence[object]) -> list[Interval]:
-    """When requests were in the system: the union of each request's arrival-to-finish time.
-    Between these windows nothing was asked of the engine (a served session between clients)."""
+    """When requests were in the system: the union of their arrival-to-finish times."""
     lives = []
     for out in outputs:
         arrival, finish = _field(out, "arrival_us"), _field(out, "finish_us")
@@ -373,13 +341,11 @@ def active_windows(outputs: Sequence[object]) -> list[Interval]:
 
 
 def within(intervals: Iterable[Interval], windows: Sequence[Interval]) -> list[Interval]:
-    """The parts of ``intervals`` that lie inside ``windows`` (both sorted or not)."""
     merged = union_intervals(windows)
     return [piece for w in merged for piece in _clip(intervals, w)]
 
 
 def outside(intervals: Iterable[Interval], windows: Sequence[Interval]) -> list[Interval]:
-    """The parts of ``intervals`` that lie outside every one of ``windows``."""
     merged = union_intervals(windows)
     out: list[Interval] = []
     for start, end in intervals:
@@ -397,10 +363,8 @@ def outside(intervals: Iterable[Interval], windows: Sequence[Interval]) -> list[
 
 def busy_while_active(spans: Iterable[SpanLike], lanes: Iterable[str],
                       outputs: Sequence[object]) -> float | None:
-    """GPU busy counted only while work was in flight: while some request was in the system
-    (``active_windows``) or the GPU was busy (a forward still running for a request that has
-    just finished counts; the time between clients of a served session does not). None when no
-    output says when it arrived and finished."""
+    """GPU busy counted only while a request was in the system or the GPU was busy (the time
+    between a served session's clients left out). None without arrival and finish times."""
     windows = active_windows(outputs)
     if not windows:
         return None
@@ -416,13 +380,10 @@ def compute_metrics(spans: Iterable[SpanLike], outputs: Sequence[object],
                     gpu_lanes: Sequence[str] = GPU_LANES,
                     wall_us: float | None = None,
                     join_us: float = 0.0) -> Metrics:
-    """All metrics of one run (``METRIC_KEYS``), never NaN: None where the run cannot tell (no
-    outputs, no timestamps, no decode forwards, no engine stream), 0 where it can and there is
-    nothing. ``wall_us`` defaults to the spans' extent. T_fwd, T_cpu, the prediction and the
-    measured step all come from the same steady decode steps (``steady_window``), so they compare
-    like with like. Another engine's trace has no measured CPU work: ``t_cpu_us`` is None and
-    ``gpu_wait_us`` holds the GPU's wait between forwards. ``join_us``: shorter gaps count as
-    busy."""
+    """All metrics of one run (``METRIC_KEYS``), never NaN: None where the run cannot tell, 0 where
+    it can and there is nothing. T_fwd, T_cpu, the prediction and the measured step all come from
+    the same steady decode steps. Another engine's trace has no CPU work: ``t_cpu_us`` is None,
+    ``gpu_wait_us`` the GPU's wait between forwards."""
     spans = _as_spans(spans)
     if wall_us is None:
         extent = _extent([(s.start_us, s.end_us) for s in spans])
@@ -486,7 +447,6 @@ def compute_metrics(spans: Iterable[SpanLike], outputs: Sequence[object],
 
 
 def _prefill_share(spans: Sequence[Span], window: Interval | None) -> float:
-    """The share of the steady window covered by prefill forwards (new requests joining)."""
     if window is None or window[1] <= window[0]:
         return 0.0
     prefill = [s for s in spans if s.lane == Lane.ENGINE_STREAM and s.phase == Phase.PREFILL]
@@ -495,10 +455,9 @@ def _prefill_share(spans: Sequence[Span], window: Interval | None) -> float:
 
 def compare_runs(normal: Mapping[str, Any], overlap: Mapping[str, Any],
                  decode_steps: int = 1) -> dict[str, float | None]:
-    """Overlap (or multi-step with k = ``decode_steps``) against the serial baseline, from two
-    metrics dicts (or runs). ``predicted_speedup`` from the normal run's T_fwd and T_cpu,
-    ``measured_speedup`` from the steady decode steps, ``whole_run_speedup`` from output tokens/s
-    (None without outputs); a zero denominator gives 0.0."""
+    """Overlap (or multi-step with k = ``decode_steps``) against the serial run, from two metrics
+    dicts (or runs): predicted from the serial T_fwd and T_cpu, measured over steady steps, and
+    whole-run tokens/s (None without outputs)."""
     normal = normal.get("metrics", normal)
     overlap = overlap.get("metrics", overlap)
     whole = None if None in (overlap["tokens_per_s"], normal["tokens_per_s"]) \
@@ -507,7 +466,7 @@ def compare_runs(normal: Mapping[str, Any], overlap: Mapping[str, Any],
         "measured_speedup": _ratio(normal["steady_step_us"], overlap["steady_step_us"]),
         "predicted_speedup": None if normal.get("t_cpu_us") is None
         else overlap_speedup(normal["t_fwd_us"], normal["t_cpu_us"], decode_steps),
-        "whole_run_speedup": whole,                 # None: a run without outputs (a trace)
+        "whole_run_speedup": whole,
         "busy_gain": overlap["gpu_busy_frac"] - normal["gpu_busy_frac"],
         "idle_saved_us": normal["idle_us_total"] - overlap["idle_us_total"],
     }
@@ -516,8 +475,7 @@ def compare_runs(normal: Mapping[str, Any], overlap: Mapping[str, Any],
 # ---- serving latency: what serving benchmarks report, from the outputs alone ------------------
 
 def percentile(values: Sequence[float], q: float) -> float:
-    """The ``q``-th percentile (0..100) with linear interpolation, as numpy's default; 0.0 if
-    there are no values."""
+    """The ``q``-th percentile (0..100), interpolated as numpy's default; 0.0 with no values."""
     if not values:
         return 0.0
     ordered = sorted(values)
@@ -528,9 +486,8 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 
 def latency_summary(outputs: Sequence[object], wall_us: float | None = None) -> dict[str, float]:
-    """TTFT, inter-token latency (the gaps between delivered tokens, pooled, as vLLM's benchmark),
-    TPOT and end-to-end latency (mean, p50, p99, ms) of the requests that completed, and their
-    rate (``wall_us``: default first arrival to last finish)."""
+    """TTFT, inter-token latency (pooled, as vLLM's benchmark), TPOT and end-to-end latency
+    (mean, p50, p99, ms) of the completed requests, and their rate."""
     done = [o for o in outputs if _field(o, "finish_reason") in ("stop", "length")]
     ttft, tpot = _latencies(done)
     itl: list[float] = []

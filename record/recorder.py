@@ -1,11 +1,9 @@
-"""Span recorder: what every lane did at every step, on one clock.
+"""Span recorder: what every lane did at every step, on one clock (µs from the run's start).
 
-A *span* is one interval of work on one *lane*: ``cpu`` (the scheduler thread), ``scheduler_stream``
-(uploads), ``engine_stream`` (forward and sampling), ``copy_stream`` (the result copy). CPU spans
-are stamped with ``perf_counter_ns`` as they happen; GPU spans are pairs of CUDA events resolved
-lazily (``query()``), never with a sync in the loop, and placed on the host clock by one reference
-event recorded on an idle GPU. A lane runs in order, so a span never starts before the previous one
-on its lane ended. Times are µs from the run's start."""
+CPU spans are stamped with ``perf_counter_ns`` as they happen; GPU spans are pairs of CUDA events
+resolved lazily (``query()``), never with a sync in the loop, and placed on the host clock by one
+reference event recorded on an idle GPU. A lane runs in order, so a span never starts before the
+previous one on its lane ended."""
 
 from __future__ import annotations
 
@@ -34,9 +32,7 @@ class Span:
     cached_tokens: int = 0          # a prefill's prompt tokens found in the prefix cache
 
     def to_dict(self) -> SpanDict:
-        """The span as a record's dict: plain strings for its names (a record holds JSON's own
-        types), ``cached_tokens`` only where there were some (most spans have none: records stay
-        as they were)."""
+        """The span as a record's dict (``cached_tokens`` only where there were some)."""
         d: SpanDict = {"lane": str(self.lane), "phase": str(self.phase), "step": self.step,
                        "start_us": self.start_us, "end_us": self.end_us,
                        "batch_size": self.batch_size, "num_tokens": self.num_tokens,
@@ -47,23 +43,15 @@ class Span:
 
     @staticmethod
     def from_dict(d: Mapping[str, Any]) -> Span:
-        return Span(
-            lane=str(d["lane"]),
-            phase=str(d["phase"]),
-            step=int(d.get("step", -1)),
-            start_us=float(d["start_us"]),
-            end_us=float(d["end_us"]),
-            batch_size=int(d.get("batch_size", 0)),
-            num_tokens=int(d.get("num_tokens", 0)),
-            req_ids=[int(r) for r in d.get("req_ids", [])],
-            cached_tokens=int(d.get("cached_tokens", 0)),
-        )
+        return Span(str(d["lane"]), str(d["phase"]), int(d.get("step", -1)),
+                    float(d["start_us"]), float(d["end_us"]), int(d.get("batch_size", 0)),
+                    int(d.get("num_tokens", 0)), [int(r) for r in d.get("req_ids", [])],
+                    int(d.get("cached_tokens", 0)))
 
 
 @dataclass(frozen=True)
 class StampedSpan:
-    """A span stamped with ``perf_counter_ns`` by another process (the CPU device), not yet placed
-    on a run's clock: ``Timeline.add_stamped`` does that."""
+    """A span stamped with ``perf_counter_ns`` by the CPU device process, not yet on a run's clock."""
 
     lane: str
     phase: str
@@ -95,9 +83,8 @@ GroupSpan = tuple
 
 class Timeline:
     """Collects spans during a run: one writer (the scheduler thread), any number of readers. In a
-    serial loop every moment the writer spends is GPU idle time it measures, so a write only
-    appends a tuple to a deque; readers build ``Span`` objects later, under their own lock.
-    ``enabled=False`` makes every method a no-op."""
+    serial loop the writer's time is GPU idle time it measures, so a write only appends a tuple;
+    readers build ``Span`` objects later, under their own lock. ``enabled=False``: no-ops."""
 
     def __init__(self, enabled: bool = True) -> None:
         self.enabled = enabled
@@ -131,14 +118,12 @@ class Timeline:
     def add_gpu_group(self, events: Sequence[E], spans: Sequence[GroupSpan], step: int,
                       req_ids: Sequence[int] = (),
                       release: Callable[[Sequence[E]], None] | None = None) -> None:
-        """Spans between events recorded in order on one stream (``spans`` index ``events``).
-        They are read once the last event has completed; then ``release(events)`` hands the
-        events back to whoever lends them (so the launch path need not create new ones)."""
+        """Spans between events recorded in order on one stream (``spans`` index ``events``), read
+        once the last event has completed; then ``release(events)`` hands the events back."""
         if self.enabled:
             self._gpu_raw.append((events, spans, step, req_ids, release))
 
     def add_stamped(self, spans: list[StampedSpan]) -> None:
-        """Spans stamped by the CPU device process, placed on this run's clock."""
         if not self.enabled:
             return
         for s in spans:
@@ -147,16 +132,13 @@ class Timeline:
 
     # ---- readers (any thread) ---------------------------------------------------------------
     def resolve(self) -> None:
-        """Turn what the writer appended into spans. Never blocks: GPU groups whose events have
-        not completed stay pending."""
+        """Turn what the writer appended into spans; GPU groups not completed stay pending."""
         with self._lock:
             self._resolve_locked()
 
     def resolve_while_waiting(self) -> None:
-        """``resolve``, called by the scheduler thread in time it would spend blocked anyway (its
-        batch's forward is still running), so that little is left to resolve when the run ends,
-        inside the caller's own call. Skipped while a reader holds the lock: the scheduler
-        thread never waits for a reader."""
+        """``resolve`` in time the scheduler thread would spend blocked anyway; skipped while a
+        reader holds the lock (the scheduler thread never waits for a reader)."""
         if self.enabled and self._lock.acquire(blocking=False):
             try:
                 self._resolve_locked()
@@ -164,7 +146,6 @@ class Timeline:
                 self._lock.release()
 
     def _resolve_locked(self) -> None:
-        """``resolve``'s body; the caller holds the lock."""
         raw, to_us, done = self._cpu_raw, self.to_us, []
         for _ in range(len(raw)):
             lane, phase, step, start, end, bs, tokens, ids, *cached = raw.popleft()
@@ -206,8 +187,7 @@ class Timeline:
         return (self._ref_host_ns - self.t0_ns) / 1000.0 + offset_ms * 1000.0
 
     def since(self, cursor: int) -> tuple[list[Span], int]:
-        """Spans resolved after the first ``cursor`` ones, and the new cursor (for live views
-        that receive only what is new). Never blocks the writer for more than a list slice."""
+        """Spans resolved after the first ``cursor`` ones, and the new cursor (live views)."""
         self.resolve()
         with self._lock:
             return self._spans[cursor:], len(self._spans)
@@ -221,8 +201,7 @@ class Timeline:
         return spans
 
     def take(self) -> list[Span]:
-        """Remove and return the spans resolved so far (a served session, which never ends,
-        streams its spans out this way instead of keeping them all)."""
+        """Remove and return the spans resolved so far (a served session streams them out)."""
         self.resolve()
         with self._lock:
             spans, self._spans = self._spans, []

@@ -1,7 +1,6 @@
-"""The run record (schema 1): everything a run produced, as one JSON document, ``{"schema": 1,
-"env", "config", "runs"}`` (docs/run_record.md). The viz code draws records, never engine
-objects. ``validate_record`` is the gate every record passes in and out; a record of our runs
-carries a ``record.schema.RunConfig`` (``config_of``)."""
+"""The run record (schema 1, docs/run_record.md): everything a run produced, as one JSON document.
+``validate_record`` is the gate every record passes in and out; a record of our runs carries a
+``record.schema.RunConfig`` (``config_of``)."""
 
 from __future__ import annotations
 
@@ -15,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeGuard, cast
 
+from record.bounded_read import DEFAULT_MAX_BYTES, read_bounded
 from record.metrics import METRIC_KEYS
 from record.recorder import Span
 from record.schema import (
@@ -33,7 +33,6 @@ from record.schema import (
 )
 
 SCHEMA = 1
-DEFAULT_MAX_BYTES = 200 * 2**20
 MAX_RUNS = 16               # a record's structure is bounded too, not only its bytes
 MAX_LANES = 256             # per run
 MAX_SPANS = 2_000_000       # in the whole record
@@ -55,9 +54,7 @@ def run_dict(loop: str, decode_steps: int, label: str, spans: Sequence[Span | Sp
              metrics: Mapping[str, object] | None = None, outputs: Sequence[OutputDict] = (),
              lanes: Sequence[str] = BASE_LANES, gpu_lanes: Sequence[str] = GPU_LANES) -> RunDict:
     """One run of a record, the only place a run dict is built (a finished run, or the partial run a
-    live view draws). ``loop`` and ``decode_steps`` (k) are per-loop settings, as is
-    ``extra_cpu_us``, which a run with extra CPU work sets (0 here). Names are written as plain
-    strings; ``metrics`` may hold keys of its own."""
+    live view draws); a run with extra CPU work sets its ``extra_cpu_us``."""
     return {"loop": str(loop), "decode_steps": int(decode_steps), "extra_cpu_us": 0,
             "label": label,
             "lanes": [str(lane) for lane in lanes], "gpu_lanes": [str(lane) for lane in gpu_lanes],
@@ -67,7 +64,6 @@ def run_dict(loop: str, decode_steps: int, label: str, spans: Sequence[Span | Sp
 
 
 def span_dict(span: Span | SpanDict) -> SpanDict:
-    """A span as the record's dict: a ``Span``'s ``to_dict``, a dict copied."""
     return span.to_dict() if isinstance(span, Span) else span.copy()
 
 
@@ -79,8 +75,7 @@ def loop_of(run: Mapping[str, object]) -> tuple[Loop, int]:
 
 
 def default_env(**given: object) -> dict[str, object]:
-    """The environment keys the standard library knows, overridden by ``given`` (the caller gives
-    ``device_name`` and ``torch_version``)."""
+    """The environment keys the standard library knows, overridden by ``given``."""
     env: dict[str, object] = {
         "python_version": platform.python_version(),
         "platform": platform.platform(),
@@ -92,9 +87,8 @@ def default_env(**given: object) -> dict[str, object]:
 
 def make_record(env: Mapping[str, object], config: RunConfig | Mapping[str, object],
                 runs: Sequence[Mapping[str, object]]) -> RecordDict:
-    """A validated schema-1 record. ``env`` is completed by ``default_env``. Our engine's
-    records are made in one place, ``engine.run``, with a ``RunConfig``; another engine's
-    record or an imported trace brings a config of its own."""
+    """A validated schema-1 record. Ours are made in one place, ``engine.run``, with a
+    ``RunConfig``; another engine's record or an imported trace brings a config of its own."""
     record = {
         "schema": SCHEMA,
         "env": default_env(**env),
@@ -105,8 +99,7 @@ def make_record(env: Mapping[str, object], config: RunConfig | Mapping[str, obje
 
 
 def _completed(run: Mapping[str, Any]) -> dict[str, Any]:
-    """Span objects become dicts; a missing label is the loop's name; missing lanes are the
-    ones its spans use."""
+    """Spans as dicts; a missing label or lanes filled in."""
     out = dict(run)
     out["spans"] = [span_dict(s) for s in run.get("spans", [])]
     if "loop" in out and "decode_steps" in out:
@@ -119,9 +112,8 @@ def _completed(run: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def is_ours(record: Mapping[str, object]) -> bool:
-    """Whether ``record`` holds our engine's runs (``env["engine"]`` says so), whose config is a
-    ``RunConfig``. Runs side by side from several files (each naming its ``source``) are not
-    one record of ours: their config names the files."""
+    """Whether ``record`` holds our engine's runs (``env["engine"]``), not runs side by side from
+    several files (each naming its ``source``)."""
     env, runs = record.get("env"), record.get("runs")
     return (isinstance(env, dict) and env.get("engine") == OURS
             and not any(isinstance(run, dict) and "source" in run
@@ -129,9 +121,7 @@ def is_ours(record: Mapping[str, object]) -> bool:
 
 
 def config_of(record: Mapping[str, object]) -> RunConfig | None:
-    """The typed config of a record of our engine's runs; None for any other record (another
-    engine's, an imported trace, runs side by side). ``ValueError`` where ours is malformed
-    (``validate_record`` says where)."""
+    """The typed config of a record of our runs; None for any other record."""
     return RunConfig.from_dict(record.get("config")) if is_ours(record) else None
 
 
@@ -189,10 +179,7 @@ def _validate_output(output: Any, where: str) -> None:
 
 
 def memory_problem(memory: object) -> str | None:
-    """What is wrong with a run's KV-memory trace (None: nothing), the shape the engine writes
-    (``engine.engine.memory_record``) and the memory chart draws: ``total_pages`` > 0, ``steps``
-    rows of (step, time us, pages used, pages only cached, free), ``retractions`` rows of
-    (step, time us, request id)."""
+    """What is wrong with a run's KV-memory trace (``record.schema.MemoryTrace``); None: nothing."""
     if not isinstance(memory, dict):
         return f"expected an object, got {type(memory).__name__}"
     total = memory.get("total_pages")
@@ -211,9 +198,7 @@ def memory_problem(memory: object) -> str | None:
 
 
 def has_memory(run: RunDict) -> bool:
-    """Whether ``run`` carries a memory trace to draw (old records and imports do not): one of
-    the shape ``record.run_record.memory_problem`` checks, with at least one step. A malformed one
-    (a run dict not read through ``validate_record``) is "no trace", never an exception."""
+    """Whether ``run`` carries a well-formed memory trace with at least one step."""
     memory = run.get("memory")
     return (isinstance(memory, dict) and memory_problem(memory) is None
             and bool(memory.get("steps")))
@@ -245,8 +230,7 @@ def _validate_run(run: Any, where: str) -> None:
 
 
 def validate_record(d: Any) -> RecordDict:
-    """Return ``d`` if it is a valid schema-1 record; raise ``RecordError`` if not. A record of
-    our engine's runs (``is_ours``) must hold a ``RunConfig``."""
+    """``d`` if it is a valid schema-1 record; ``RecordError`` if not."""
     _require(d, ("schema",), "record")
     _check(d["schema"] == SCHEMA, "record",
            f"schema {d['schema']!r} is not supported (this code reads schema {SCHEMA})")
@@ -283,7 +267,7 @@ def save_record(record: Mapping[str, object], path: str | os.PathLike[str]) -> P
 
 
 def record_from_bytes(data: bytes, name: str = "record") -> RecordDict:
-    """Parse and validate a record's JSON text (already read, and unzipped, by the caller)."""
+    """Parse and validate a record's JSON text (already read and unzipped)."""
     try:
         doc = json.loads(data)
     except ValueError as error:  # JSON and Unicode decoding errors are both ValueErrors
@@ -294,13 +278,9 @@ def record_from_bytes(data: bytes, name: str = "record") -> RecordDict:
 
 
 def load_record(path: str | os.PathLike[str], max_bytes: int = DEFAULT_MAX_BYTES) -> RecordDict:
-    """Read and validate a record (plain or gzip JSON, whatever the name says), bounded in size."""
-    from record.bounded_read import read_bounded
-
+    """Read and validate a record (plain or gzip JSON), bounded in size."""
     try:
         data = read_bounded(path, max_bytes, what=f"record {os.fspath(path)!r}")
-    except OSError as error:
-        raise RecordError(f"cannot read record {os.fspath(path)!r}: {error}") from error
-    except ValueError as error:             # too large, or a broken gzip stream
+    except (OSError, ValueError) as error:      # unreadable, too large, or broken gzip
         raise RecordError(f"cannot read record {os.fspath(path)!r}: {error}") from error
     return record_from_bytes(data, os.fspath(path))

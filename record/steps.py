@@ -1,7 +1,5 @@
 """The spans of one step the article talks about: forward(Bn), its upload and result copy, and the
-CPU work under it (process_last(Bn-1) in the overlap loop; nothing in the normal loop; whatever
-overlaps it with k-step scheduling). ``step_parts``, ``hidden_roles``, ``copy_placement`` and
-``loop_kind`` read them off a run dict; ``viz`` says and draws them."""
+CPU work under it (process_last(Bn-1) in the overlap loop; nothing in the normal loop)."""
 
 from __future__ import annotations
 
@@ -17,8 +15,7 @@ NEXT_PHASES = (Phase.RECEIVE, Phase.SCHEDULE, Phase.LAUNCH)   # B(n+1)'s CPU wor
 
 
 def loop_kind(run: RunDict) -> Loop:
-    """One of the engine's loops (``record.schema.ENGINE_LOOPS``), or ``Loop.OTHER`` (an
-    imported trace, say)."""
+    """One of the engine's loops, or ``Loop.OTHER`` (an imported trace, say)."""
     loop = loop_of(run)[0]
     return loop if loop in ENGINE_LOOPS else Loop.OTHER
 
@@ -48,11 +45,9 @@ class StepParts(TypedDict):
 
 
 def step_parts(run: RunDict, step: int) -> StepParts:
-    """The spans of step ``step`` the article talks about (None where not recorded): ``forward``,
-    ``upload``, ``copy``, ``wait`` (the CPU's wait for Bn), ``process`` (process_last(Bn)),
+    """The spans of step ``step``: forward, upload, copy, the CPU's wait and process_last of Bn,
     ``hidden`` (process_last spans under forward(Bn)) and, in the overlap loop, ``then``
-    (B(n+1)'s receive, schedule and launch under forward(Bn)). The figure and caption count
-    ``hidden`` + ``then``."""
+    (B(n+1)'s receive, schedule and launch under forward(Bn))."""
     spans = run.get("spans", [])
     parts: StepParts = {
         "forward": _find(spans, Lane.ENGINE_STREAM, FORWARD_PHASES, step),
@@ -79,9 +74,8 @@ def step_parts(run: RunDict, step: int) -> StepParts:
 
 
 def copy_placement(run: RunDict, env: Mapping[str, object] | None = None) -> str:
-    """Where the run's result copies ran, read off their spans: ``"copy"``, ``"engine"``,
-    ``"scheduler"`` (``result_copy_stream``), or ``"in_order"`` (a CPU device process; ``env``
-    says so)."""
+    """Where the run's result copies ran (``result_copy_stream``'s names), or ``"in_order"`` (a
+    CPU device process)."""
     lanes = {s["lane"] for s in run.get("spans", []) if s["phase"] == Phase.COPY}
     if Lane.COPY_STREAM in lanes:
         return "copy"
@@ -96,7 +90,6 @@ HIDDEN_ROLES = ("hidden", "then")   # role-name prefixes of the CPU work under f
 
 
 def hidden_roles(parts: StepParts) -> dict[str, SpanDict]:
-    """``hidden{i}`` and ``then{i}`` -> span: the CPU work that ran under forward(Bn)."""
     under = (("hidden", parts["hidden"]), ("then", parts["then"]))     # HIDDEN_ROLES' order
     return {f"{kind}{i}": span for kind, spans in under for i, span in enumerate(spans)}
 

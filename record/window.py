@@ -1,5 +1,4 @@
-"""A run cut to steps: its GPU lanes, time range, step range and step windows. The numbers of a
-piece a view draws alone (a zoomed window, a run in progress) come from ``record.metrics``."""
+"""A run cut to steps: its GPU lanes, time range, step range and step windows."""
 
 from __future__ import annotations
 
@@ -18,10 +17,8 @@ def gpu_lanes(run: RunDict) -> list[str]:
 
 
 def joined_gap_us(run: RunDict) -> float:
-    """Gaps between GPU spans shorter than this count as busy: in an imported kernel-level trace,
-    the time a launch takes to reach an idle GPU (``record.imported.trace_loop.launch_latency_us``),
-    since no host could have filled a shorter gap; 0 for runs of ours (their spans are whole
-    forwards and copies)."""
+    """Gaps between GPU spans shorter than this count as busy: an imported kernel-level trace's
+    launch latency (no host could fill a shorter gap); 0 for runs of ours."""
     value = run.get("joined_gap_us")
     if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 1e6:
         return float(value)
@@ -29,15 +26,13 @@ def joined_gap_us(run: RunDict) -> float:
 
 
 def time_range(spans: list[SpanDict]) -> Interval:
-    """(first start, last end) over all spans, in µs; (0, 0) for none."""
     if not spans:
         return (0.0, 0.0)
     return (min(s["start_us"] for s in spans), max(s["end_us"] for s in spans))
 
 
 def local_stats(run: RunDict) -> Metrics:
-    """Idle total, gap count, busy fraction and step count from the spans themselves, over the
-    view's own time range: for views with no engine metrics (a window, a run in progress)."""
+    """Idle, gaps, busy and steps over the view's own time range (a window, a run in progress)."""
     spans = run.get("spans", [])
     lanes = gpu_lanes(run)
     window = None
@@ -57,10 +52,8 @@ def local_stats(run: RunDict) -> Metrics:
 
 
 def step_range(run: RunDict) -> tuple[int, int]:
-    """(first, last) step number of the run's forwards; (0, 0) for none. A step is a forward:
-    the loop's last pass, which finds nothing left to run, stamps a ``receive`` with the next
-    step's number and launches no forward, so it is not a step one could look at (any step
-    number serves where a run recorded no forward at all)."""
+    """(first, last) step number of the run's forwards (the loop's last pass stamps a ``receive``
+    with a step that never ran); any step without forwards; (0, 0) for none."""
     spans = run.get("spans", [])
     steps = [s["step"] for s in spans if s.get("step", -1) >= 0
              and s["lane"] == Lane.ENGINE_STREAM and s["phase"] in FORWARD_PHASES]
@@ -70,9 +63,8 @@ def step_range(run: RunDict) -> tuple[int, int]:
 
 @dataclass(frozen=True)
 class RunSteps:
-    """Where each step of a run lies in time (``record.metrics.step_extents``), and the steps in
-    the order they started: what cutting the run into a window needs. A view that cuts one run
-    several times (the three unrolled panels) works it out once (``run_steps``) and passes it."""
+    """Where each step lies in time, and the steps in the order they started (worked out once
+    for a view that cuts one run several times)."""
 
     extents: dict[int, Interval]
     order: list[int]
@@ -85,11 +77,9 @@ def run_steps(run: RunDict) -> RunSteps:
 
 def window_run(run: RunDict, first_step: int, last_step: int,
                steps: RunSteps | None = None) -> RunDict:
-    """A copy of ``run`` cut to the time its steps first_step..last_step took. A step lasts from its
-    forward's start to the next one's (as ``record.metrics`` times steps), so a window of n steps
-    holds n forwards in every loop; the first step starts with the run, the last ends with it.
-    Spans are clipped to that time; ``window`` records what was drawn, ``metrics`` become the
-    window's own (``local_stats``)."""
+    """A copy of ``run`` cut to the time its steps first_step..last_step took (a step lasts from
+    its forward's start to the next one's, so n steps hold n forwards in every loop), with the
+    window's own ``metrics``."""
     if first_step > last_step:
         first_step, last_step = last_step, first_step
     spans = run.get("spans", [])
@@ -114,7 +104,6 @@ def window_run(run: RunDict, first_step: int, last_step: int,
     windowed.pop("outputs", None)          # a window has no outputs: they span the whole run
     windowed["window"] = WindowDict(first_step=first_step, last_step=last_step,
                                     forwards=len(chosen), t_start_us=t_start, t_end_us=t_end,
-                                    # when requests were in the system (from the outputs)
                                     active=active_windows(run.get("outputs") or []))
     windowed["metrics"] = local_stats(windowed)
     return windowed

@@ -1,13 +1,7 @@
 """The classroom walkthrough's screenshots, taken from the real app in headless Chromium.
 
     python -m scripts.screenshots                # writes assets/screenshots/walkthrough-*.png
-    python -m scripts.screenshots --recorded-only  # only the pictures of the recorded runs
-    python -m scripts.screenshots --multistep-only # only section 9's live run
-    python -m scripts.screenshots --memory-only    # only section 12's live run (KV memory)
-    python -m scripts.screenshots --hazard-only    # only section 10's hazard lab pictures
-    python -m scripts.screenshots --zh-only        # only the Chinese step view (a first click)
-    python -m scripts.screenshots --readme         # the README's picture, timed
-    python -m scripts.screenshots --whole-run RECORD  # a long run's whole-run chart, en and zh
+    python -m scripts.screenshots --help         # the flags for one section's pictures
 
 Starts ``python app.py`` on a free port, drives it with Playwright as ``docs/walkthrough.md`` does,
 saves one screenshot per step, and stops the server. The Chinese pictures need a CJK font where
@@ -308,7 +302,7 @@ def recorded_lesson(page, out: Path) -> None:
         _show_recorded(page, stem)
         _zoom_steps(page, 25, 26)                   # inside the profiled steps 24-27
         page.locator("#zoomed").screenshot(path=str(out / name))
-    _drag_zoom(page, "#zoomed", [(0.30, 0.32), (0.35, 0.58)])       # eager: about 0.2 ms
+    _drag_zoom(page, "#zoomed", [(0.30, 0.32), (0.35, 0.58)])       # eager: a few kernels
     page.locator("#zoomed").screenshot(path=str(out / "walkthrough-7-eager-zoom.png"))
     # 3. Multi-step: k=4 at 200 us of extra work; all three loops with a heavy scheduler.
     _show_recorded(page, "h200-bundled-graph-cpu200-multistep4")

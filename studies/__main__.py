@@ -14,8 +14,6 @@ from bench.cli import dispatch
 # A command's name -> its module (its docstring's first line is its help, ``main(argv)`` runs it).
 COMMANDS = {
     "peers": "studies.peers.benchmark",
-    "forward": "studies.forward",
-    "attention-sweep": "studies.attention_sweep",
     "forward-gap": "studies.forward_gap",
     "decode-kernels": "studies.decode_kernels",
     "trace-kernels": "studies.trace_kernels",
@@ -26,7 +24,6 @@ COMMANDS = {
     "gpu-first-click": "studies.gpu_first_click",
     "click-beside-busy-loop": "studies.click_beside_busy_loop",
     "clicks-in-a-browser": "studies.clicks_in_a_browser",
-    "retraction-pressure": "studies.retraction_pressure",
     "profile-traces": "studies.profile_traces",
 }
 

@@ -67,7 +67,7 @@ def graph_us(calls, repeats: int = 15) -> float:
 def kernel_profile(replay, steps: int) -> dict[str, Any]:
     """Every kernel of ``steps`` calls of ``replay`` (torch.profiler), by name: count and µs a
     step, costliest first; and the step's time, so what lies between kernels shows."""
-    from studies.forward import profiled_kernels
+    from studies.forward_gap import profiled_kernels
     by_name: dict[str, list[float]] = defaultdict(list)
     for name, us in profiled_kernels(replay, steps):
         by_name[name].append(us)
@@ -278,7 +278,7 @@ def attention_times(models, limit_s: float) -> list[dict[str, Any]]:
 # ---- h: options measured, not taken -------------------------------------------------------------------
 
 def _projection_times(model: str, batch: int) -> list[dict[str, Any]]:
-    from engine.layers.gemv_triton import gemv_partials
+    from studies.gemv_triton import gemv_partials
     spec = PRESETS[model]
     h, d, i = spec.hidden_size, spec.head_dim, spec.intermediate_size
     shapes = {"qkv_proj": ((spec.num_heads + 2 * spec.num_kv_heads) * d, h),

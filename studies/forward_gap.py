@@ -109,10 +109,21 @@ def _one_batch(eng, model, batch, prompts, params, iters, repeats, bandwidth_gbs
     torch.cuda.set_stream(torch.cuda.default_stream())
 
 
+def profiled_kernels(fn, calls: int) -> list[tuple[str, float]]:
+    """(name, µs) of every GPU kernel ``calls`` calls of ``fn`` ran, after one unprofiled call."""
+    from torch.profiler import ProfilerActivity, profile
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    return [(e.name, e.device_time) for e in prof.events() if e.device_type.name == "CUDA"]
+
+
 def kernel_table(replay, step_ms: float, floor_ms: float, steps: int = 20) -> None:
     """The kernels of ``steps`` replays by kind (``studies.kernel_account``, the same account an
     SGLang trace gets from ``python -m studies trace-kernels``) and the costliest by name."""
-    from studies.forward import profiled_kernels
     from studies.kernel_account import account, format_account
     acc = account(profiled_kernels(replay, steps), steps, step_ms * 1e3)
     print(f"\nKernels of one replay (torch.profiler over {steps}): "

@@ -1,4 +1,4 @@
-"""The decode matrix product (``gemv_triton.py``) against a float64 matmul.
+"""The study's decode matrix product (``studies/gemv_triton.py``) against a float64 matmul.
 
 Shapes of the presets' layers (q/k/v, o, gate/up, down of Qwen2.5-0.5B and -1.5B, SmolLM2) and odd
 ones; 1 to 64 rows; fresh random inputs each check. The partial sums over split-K slices must add
@@ -19,7 +19,7 @@ SHAPES = [(1152, 896), (896, 896), (9728, 896), (896, 4864), (2048, 1536), (1536
 
 
 def _checks(device, dtype, rows, shapes, tol):
-    from engine.layers.gemv_triton import gemv_partials, plan
+    from studies.gemv_triton import gemv_partials, plan
 
     gen = torch.Generator().manual_seed(len(rows) * 7 + len(shapes))
     for n, k in shapes:
@@ -36,7 +36,7 @@ def _checks(device, dtype, rows, shapes, tol):
 
 def test_split_plan_covers_k():
     pytest.importorskip("triton")
-    from engine.layers.gemv_triton import BLOCK_K, plan
+    from studies.gemv_triton import BLOCK_K, plan
     for n, k in SHAPES:
         split, k_split = plan(n, k)
         assert k_split % BLOCK_K == 0 and (split - 1) * k_split < k <= split * k_split

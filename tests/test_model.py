@@ -20,13 +20,12 @@ def _hf(path, dtype, device):
     return AutoModelForCausalLM.from_pretrained(path, dtype=dtype).to(device).eval()
 
 
-def _runner(path, dtype, device, page_size=4, slots=4, seq=64, attention="auto", compile=False,
-            gemv=False):
+def _runner(path, dtype, device, page_size=4, slots=4, seq=64, attention="auto", compile=False):
     loaded = load_model(str(path), device, dtype)
     pages = slots * (seq // page_size)
     return ModelRunner(loaded.model, RunnerConfig(slots, seq, pages, page_size, dtype,
                                                   torch.device(device), attention=attention,
-                                                  compile=compile, gemv=gemv))
+                                                  compile=compile))
 
 
 def _prefill_logits(runner: ModelRunner, prompts: list[list[int]], chunk: int):
@@ -86,16 +85,15 @@ def test_logits_match_transformers_fp32_cpu(make_checkpoint, arch, chunk, attent
 @pytest.mark.cuda
 @pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("chunk,compile,gemv", [(7, False, False), (1, False, False),
-                                                (1, True, False), (1, True, True)])
-def test_logits_match_transformers_cuda(make_checkpoint, arch, dtype, chunk, compile, gemv):
+@pytest.mark.parametrize("chunk,compile", [(7, False), (1, False), (1, True)])
+def test_logits_match_transformers_cuda(make_checkpoint, arch, dtype, chunk, compile):
     """chunk 1: every step is a one-token step through the Triton kernel (and, with compile, the
-    compiled regions around it; with gemv, the decode GEMV kernel for the layers' linears)."""
+    compiled regions around it)."""
     torch.backends.cuda.matmul.allow_tf32 = False
     path = make_checkpoint(arch)
     rng = random.Random(arch)
     prompts = [[rng.randrange(4, 320) for _ in range(rng.randrange(1, 40))] for _ in range(4)]
-    ours = _prefill_logits(_runner(path, dtype, "cuda", compile=compile, gemv=gemv), prompts, chunk)
+    ours = _prefill_logits(_runner(path, dtype, "cuda", compile=compile), prompts, chunk)
     ref = _reference(_hf(path, dtype, "cuda"), prompts, "cuda")
     scale = ref.abs().max().item()
     tol = 1e-4 if dtype == torch.float32 else 0.05

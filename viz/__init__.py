@@ -1,9 +1,6 @@
-"""Pure drawing: run records (plain dicts) in, plotly figures and HTML out.
-
-A live CPU run, a recorded H200 run and an imported torch.profiler trace all arrive here as the
-same schema-1 run dicts, so they all take one path to the screen. This package imports plotly and
-the standard library only: never torch, never the engine.
-"""
+"""Pure drawing: run records (plain dicts) in, plotly figures and HTML out. A live run, a recorded
+run and an imported trace arrive as the same run dicts and take one path to the screen. Plotly and
+the standard library only: never torch, never the engine."""
 
 from viz.gantt import message_figure, side_by_side_figure, timeline_figure
 from viz.headline import headline_html

@@ -1,19 +1,10 @@
-"""A plotly figure as plain dicts: what plotly.js reads, built without plotly's Python objects.
-
-Plotly's ``graph_objects`` validate and deep-copy every value they are given: for a timeline of a
-few thousand bars that took 130 ms per redraw on a 2-core machine, 95% of it in validation. A
-live view redraws every second, so the page builds its figures as the JSON that plotly.js reads
-(traces and a layout) and skips that work; ``to_plotly`` turns one into a ``go.Figure`` for anyone
-who wants the object (plotly validates it then, once).
-
-``FigureSpec`` lays out a grid of subplots the way ``plotly.subplots.make_subplots`` does: one
-x and one y axis per cell, domains from the row heights and spacings, shared axes linked with
-``matches``, and each cell's title as an annotation above it.
-"""
+"""A plotly figure as plain dicts: what plotly.js reads, built without plotly's Python objects, whose
+validation and deep copies dominate a live redraw. ``to_plotly`` turns one into a ``go.Figure``
+(validated then, once). ``FigureSpec`` lays out a grid of subplots as ``make_subplots`` does: one
+x and one y axis per cell, shared axes linked with ``matches``, each cell's title above it."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -97,9 +88,6 @@ class FigureSpec:
     # ---- out ----------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         return {"data": self.data, "layout": self.layout}
-
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), separators=(",", ":"))
 
     def to_plotly(self) -> Any:
         import plotly.graph_objects as go

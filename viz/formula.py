@@ -2,30 +2,14 @@
 difference between the two was made of.
 
 A serial step costs about ``T_fwd + T_sched + T_post``, an overlapped one about
-``max(T_fwd, T_sched + T_post)`` (with k steps per scheduling pass, the CPU's share is divided by
-k); the prediction takes the normal run's terms, the measurement is the ratio of the two runs'
-steady decode step times (like with like). Where they differ by more than ``GAP_EXPLAINED``, a
-note names what the runs measured that the formula leaves out, largest first, in ms per step:
-
-- the serial step was not the sum of its terms: part of the CPU's work ran while the forward
-  ran (an eager forward lasts as long as the CPU takes to launch its kernels), or the step held
-  waiting that is neither (the result copy, the device's answer), which overlap hides as well;
-- the overlapped step was longer than the longer of its own terms: GPU idle left between
-  forwards;
-- the forward, or the CPU's work, took longer (or less) in the overlapped run than in the serial
-  one;
-- and what the machine did: other programs' share of the cores, a device process that waited for
-  a core, prefill inside the window.
-
-An imported trace of another engine has no scheduler phases of ours: its terms are the GPU's busy
-time per step and the GPU's wait between forwards, named as such, and no overlap is predicted
-for a loop whose timing shows it overlapped already (``record.imported.trace_loop``). Two traces
-side by side get the same note for a large gap, in the terms a trace has: the GPU's busy time
-per step in each, the wait the overlapped one still had against the wait the prediction leaves,
-and the profiler's own cost in each.
-
-Numbers come from each run's metrics; this module only compares them.
-"""
+``max(T_fwd, T_sched + T_post)`` (k steps per pass divide the CPU's share by k). The prediction
+takes the normal run's terms, the measurement is the ratio of the two runs' steady
+decode step times. Where they differ by more than ``GAP_EXPLAINED``, a note names what the runs
+measured that the formula leaves out, largest first, in ms per step: CPU work that ran during the
+serial forward, waiting that is neither term, GPU idle left between overlapped forwards, terms that
+changed between the runs, and what the machine did (other programs, prefill in the window). An
+imported trace's terms are the GPU's busy time per step and its wait between forwards, named as
+such. Numbers come from each run's metrics; this module only compares them."""
 
 from __future__ import annotations
 
@@ -52,14 +36,11 @@ def _loops(runs: list[RunDict]) -> list[str]:
 
 
 def is_trace(run: RunDict) -> bool:
-    """An imported trace of another engine (not one of our loops)."""
     return loop_of(run)[0] == Loop.IMPORTED
 
 
 def _role(run: RunDict) -> str:
-    """"normal" or "overlap" for our loops; for an imported trace what its timing says
-    (``record.imported.trace_loop.loop_seen``): "normal" for a serial loop, "overlap" for an
-    overlapped one, "imported" where it could not tell."""
+    """Our loop; for an imported trace what its timing says ("imported": it could not tell)."""
     loop = loop_of(run)[0]
     if loop != Loop.IMPORTED:
         return loop
@@ -69,7 +50,7 @@ def _role(run: RunDict) -> str:
 
 def compared_pair(runs: list[RunDict]) -> tuple[int, int] | None:
     """Indices (baseline, candidate): the normal and overlap runs, else of two runs the serial
-    one first (an imported trace's loop as its timing says), else the first two in order."""
+    one first, else the first two in order."""
     loops = _loops(runs)
     if Loop.NORMAL in loops and Loop.OVERLAP in loops:
         return loops.index(Loop.NORMAL), loops.index(Loop.OVERLAP)
@@ -79,8 +60,7 @@ def compared_pair(runs: list[RunDict]) -> tuple[int, int] | None:
 
 
 def ratio_pairs(runs: list[RunDict]) -> list[tuple[int, int]]:
-    """(baseline, candidate) for each ratio column: every other run against the normal run
-    (else against the first serial trace, else the first run)."""
+    """(baseline, candidate) for each ratio column: every other run against the normal run."""
     loops = _loops(runs)
     if Loop.NORMAL in loops and len(runs) > 1:
         base = loops.index(Loop.NORMAL)
@@ -96,7 +76,6 @@ def ratio_pairs(runs: list[RunDict]) -> list[tuple[int, int]]:
 
 
 def _cpu(m: Metrics) -> float:
-    """T_sched + T_post of one of our runs (an imported trace measures none: 0)."""
     return m.get("t_cpu_us") or 0.0
 
 
@@ -105,9 +84,8 @@ def _comparable(a: RunDict, b: RunDict) -> bool:
 
 
 def formula_html(runs: list[RunDict], lang: str) -> str:
-    """The formula with our loops' measured terms (``_loops_html``), each imported trace's terms
-    named by what they hold (``_trace_html``), and, for two runs of which one is a trace, the
-    measured ratio of their step times."""
+    """The formula with our loops' measured terms, each imported trace's terms, and, for two runs
+    of which one is a trace, the measured ratio of their step times."""
     names = [html.escape(n) for n in display_labels(runs, lang)]
     traces = [i for i, run in enumerate(runs) if is_trace(run)]
     ours = [i for i in range(len(runs)) if i not in traces]
@@ -126,10 +104,8 @@ def formula_html(runs: list[RunDict], lang: str) -> str:
 
 
 def _loops_html(runs: list[RunDict], names: list[str], lang: str) -> str:
-    """Our loops: the formula with the baseline's measured terms, the prediction, the measured
-    speedup (both per decode step over the steady window), the whole run's tokens/s ratio
-    named as such, and, for a large difference, what the runs measured that the formula leaves
-    out."""
+    """Our loops: the formula with the baseline's terms, the prediction, the measured speedup per
+    steady decode step, the whole run's tokens/s ratio, and why they differ where they do."""
     pair = compared_pair(runs)
     base_i = pair[0] if pair else 0
     base = runs[base_i]
@@ -163,10 +139,7 @@ def _loops_html(runs: list[RunDict], names: list[str], lang: str) -> str:
 
 
 def _notes(run: RunDict, lang: str) -> dict[str, list[str]]:
-    """The import's notes in ``lang``, grouped: ``sglang`` (what SGLang's own annotations gave,
-    said first), ``loop`` (what its timing says about its loop, said at once, in one paragraph),
-    ``cost`` (the profiler's own cost, said at once) and ``rest`` (how the trace was read, one
-    click away)."""
+    """The import's notes in ``lang``, grouped: ``sglang``, ``loop``, ``cost`` and ``rest``."""
     groups: dict[str, list[str]] = {"sglang": [], "loop": [], "cost": [], "rest": []}
     for note in imported(run).get("notes") or []:
         key = note.get("key") if isinstance(note, dict) else None
@@ -184,10 +157,8 @@ def _notes(run: RunDict, lang: str) -> dict[str, list[str]]:
 
 
 def _trace_html(run: RunDict, name: str, lang: str) -> str:
-    """An imported trace: its terms per step named by what they hold (the GPU's busy time, the
-    GPU waiting for the host), what its timing says about its loop, a prediction only for a
-    loop not seen to overlap already, and the profiler's own cost; how the trace was read, one
-    click away."""
+    """An imported trace: its terms per step, what its timing says about its loop, a prediction
+    only for a loop not seen to overlap already, the profiler's cost; how it was read, folded."""
     notes = _notes(run, lang)
     m = run["metrics"]
     fwd = (m.get("t_fwd_us") or 0.0) * _MS
@@ -218,8 +189,8 @@ def _trace_html(run: RunDict, name: str, lang: str) -> str:
 
 
 def trace_predicted(run: RunDict) -> float | None:
-    """An imported trace's predicted speedup per step, its GPU wait read as the host's part
-    (``trace_pred``); None for a loop its timing shows overlapped already, or without terms."""
+    """An imported trace's predicted speedup, its GPU wait read as the host's part; None for a
+    loop seen to overlap already, or without terms."""
     m = run["metrics"]
     wait = m.get("gpu_wait_us")
     if not m.get("t_fwd_us") or wait is None or _role(run) == Loop.OVERLAP:
@@ -228,12 +199,8 @@ def trace_predicted(run: RunDict) -> float | None:
 
 
 def trace_why_html(base: RunDict, other: RunDict, a: str, b: str, lang: str) -> str:
-    """``why_html`` for two runs of which one is an imported trace, the baseline a serial loop
-    (a trace's, or our normal run beside a trace): '' where the measured ratio of their steps is
-    within ``GAP_EXPLAINED`` of the baseline's prediction. The terms are what a trace measures:
-    the GPU's busy time per step in each, the GPU wait the other run still had against what the
-    prediction leaves (the host's part beyond the forward), and the profiler's own cost in each
-    (host events per step)."""
+    """``why_html`` for two runs of which one is an imported trace, in the terms a trace has: the
+    GPU's busy time per step, the wait against what the prediction leaves, the profiler's cost."""
     predicted = trace_predicted(base) if is_trace(base) else \
         compare_runs(base, other)["predicted_speedup"] if loop_of(base)[0] == Loop.NORMAL else None
     n, o = base["metrics"], other["metrics"]
@@ -242,9 +209,6 @@ def trace_why_html(base: RunDict, other: RunDict, a: str, b: str, lang: str) -> 
     measured = n["steady_step_us"] / o["steady_step_us"]
     if abs(measured / predicted - 1) <= GAP_EXPLAINED:
         return ""
-    below = measured < predicted
-    head = t(lang, "why_below" if below else "why_above").format(
-        label=b, pct=100 * abs(measured / predicted - 1), meas=measured, pred=predicted)
     step = o["steady_step_us"]
     f_n, w_n = n["t_fwd_us"], n.get("gpu_wait_us") or n.get("t_cpu_us") or 0.0
     f_o = o.get("t_fwd_us") or 0.0
@@ -257,23 +221,18 @@ def trace_why_html(base: RunDict, other: RunDict, a: str, b: str, lang: str) -> 
     if abs(w_o - left) > SIGNIFICANT * step:
         found.append((abs(w_o - left), t(lang, "why_trace_wait").format(
             b=b, ms_b=w_o * _MS, ms_left=left * _MS), w_o < left))
-    reasons = [text + t(lang, "why_raises" if raises else "why_lowers")
-               for _, text, raises in sorted(found, key=lambda item: -item[0])]
+    reasons = _said(found, lang)
     events = [float(seen.get("events_per_step") or 0.0) if (seen := imported(run).get("loop_seen"))
               else 0.0 for run in (base, other)]
     if min(events) > 0 and max(events) > 1.25 * min(events):
         reasons.append(t(lang, "why_trace_events").format(a=a, b=b, ev_a=f"{events[0]:,.0f}",
                                                           ev_b=f"{events[1]:,.0f}"))
-    tail = (t(lang, "why_measured") + " " + t(lang, "why_join").join(reasons)
-            + t(lang, "why_end") if reasons else t(lang, "why_none"))
-    return (f'<span class="ov-why" data-block="why" data-direction="{"below" if below else "above"}"'
-            f">{head} {tail}</span>")
+    return _why_span(b, measured, predicted, reasons, lang)
 
 
 def multistep_html(runs: list[RunDict], lang: str = "en") -> str:
-    """With a multi-step run: ``max(T_fwd, (T_sched + T_post) / k)`` with the terms measured in
-    the normal (else the overlap) run, the measured gain, and beside it the lag cost: wasted
-    tokens and time to first token of every run."""
+    """With a multi-step run: ``max(T_fwd, T_cpu / k)`` with the normal (else overlap) run's
+    terms, the measured gain, and the lag cost: wasted tokens and TTFT of every run."""
     loops = _loops(runs)
     multi = [i for i, loop in enumerate(loops) if loop == Loop.MULTISTEP]
     if not multi:
@@ -324,8 +283,6 @@ def _lag_cost(runs: list[RunDict], names: list[str], multi: list[int], lang: str
     return f"<i>{t(lang, 'cost_title')}</i>: " + "; ".join(c for c in cost if c)
 
 
-# ---- a large gap between the prediction and the measurement, explained ----------------------
-
 def why_html(normal: RunDict, other: RunDict, a: str, b: str, k: int,
              lang: str) -> str:
     """The note for a measured speedup far from the prediction ('' when they agree within
@@ -336,14 +293,21 @@ def why_html(normal: RunDict, other: RunDict, a: str, b: str, k: int,
     if predicted is None or predicted <= 0 or measured <= 0 \
             or abs(measured / predicted - 1) <= GAP_EXPLAINED:
         return ""
+    reasons = _said(_step_terms(normal, other, a, b, k, lang), lang) + _machine(other, lang)
+    return _why_span(b, measured, predicted, reasons, lang)
+
+
+def _said(found: list[tuple[float, str, bool]], lang: str) -> list[str]:
+    """The terms, largest first, each saying which way it moves the measured speedup."""
+    return [text + t(lang, "why_raises" if raises else "why_lowers")
+            for _, text, raises in sorted(found, key=lambda item: -item[0])]
+
+
+def _why_span(label: str, measured: float, predicted: float, reasons: list[str],
+              lang: str) -> str:
     below = measured < predicted
     head = t(lang, "why_below" if below else "why_above").format(
-        label=b, pct=100 * abs(measured / predicted - 1), meas=measured, pred=predicted)
-    # Each term says which way it moves the measured speedup (some push against the gap).
-    reasons = [text + t(lang, "why_raises" if raises else "why_lowers")
-               for _, text, raises in sorted(_step_terms(normal, other, a, b, k, lang),
-                                             key=lambda item: -item[0])]
-    reasons += _machine(other, lang)
+        label=label, pct=100 * abs(measured / predicted - 1), meas=measured, pred=predicted)
     tail = (t(lang, "why_measured") + " " + t(lang, "why_join").join(reasons)
             + t(lang, "why_end") if reasons else t(lang, "why_none"))
     return (f'<span class="ov-why" data-block="why" data-direction="{"below" if below else "above"}"'
@@ -353,8 +317,7 @@ def why_html(normal: RunDict, other: RunDict, a: str, b: str, k: int,
 def _step_terms(normal: RunDict, other: RunDict, a: str, b: str, k: int,
                 lang: str) -> list[tuple[float, str, bool]]:
     """(µs per step, sentence, whether it raises the measured speedup over the prediction) for
-    each term of the steps that the formula leaves out: what lengthens the serial step or
-    shortens the other raises it, the reverse lowers it."""
+    each term of the steps that the formula leaves out."""
     n, o = normal["metrics"], other["metrics"]
     f_n, c_n, s_n = n["t_fwd_us"], _cpu(n), n["steady_step_us"]
     f_o, c_o, s_o = o["t_fwd_us"], _cpu(o), o["steady_step_us"]
@@ -384,7 +347,6 @@ def _step_terms(normal: RunDict, other: RunDict, a: str, b: str, k: int,
 
 
 def _machine(run: RunDict, lang: str) -> list[str]:
-    """What the machine did meanwhile, where the run measured it and it was worth naming."""
     host, m = run.get("host") or {}, run["metrics"]
     reasons = []
     if _is_number(host.get("other_cpu_frac")) and host["other_cpu_frac"] >= OTHER_LOAD:

@@ -1,17 +1,10 @@
 """Gantt timelines of one or more runs: lanes top to bottom, bars coloured by phase, idle hatched.
 
-Drawing idea: a lane is a row at y = 0, 1, 2, ... (reversed, so ``cpu`` is on top) and every span
-is a horizontal bar with ``base`` = start and ``x`` = duration. All spans of one phase go into one
-bar trace, so a run of many thousands of spans is a dozen traces, not thousands of shapes.
-GPU idle gaps (holes in the union of the GPU lanes) are one more bar trace, drawn first so it sits
-behind the work: a tall hatched bar spanning the GPU lanes. Runs stacked in one figure share their
-x-axis, so "normal above overlap" is drawn on one time scale and the shorter run looks shorter.
-
-A whole run squeezes a gap of a millisecond into a pixel or less, so a hundred short gaps can look
-as red as eighty long ones. There each gap is drawn as light as it is thin, and where runs are
-compared, a bar under each run's lanes lays its idle gaps end to end from 0 (red), then its busy
-time (grey): which loop kept the GPU busier reads at a glance, before any zooming.
-"""
+A lane is a row at y = 0, 1, 2, ... and every span a horizontal bar (``base`` = start, ``x`` =
+duration); all spans of one phase go into one bar trace, so thousands of spans are a dozen traces.
+GPU idle gaps are one more bar trace, drawn first, behind the work. Runs stacked in one figure share
+their x-axis, so the shorter run looks shorter. In a whole run each gap is drawn as light as it is
+thin, and compared runs get their idle and busy time added up under their lanes."""
 
 from __future__ import annotations
 
@@ -71,12 +64,9 @@ def timeline_figure(run: RunDict, lang: str = "en") -> FigureSpec:
 
 def side_by_side_figure(runs: list[RunDict], window: tuple[int, int] | None = None,
                         lang: str = "en", note: str = "") -> FigureSpec:
-    """Runs stacked top to bottom (normal above overlap) on one shared time axis.
-
-    With ``window=(first_step, last_step)`` each run is cut to those steps and shifted so the
-    window starts at 0 ms: the x-axis then reads "time since the window's first step".
-    ``note``: a line (HTML, escaped by the caller) under the first run's title.
-    """
+    """Runs stacked top to bottom (normal above overlap) on one shared time axis; with
+    ``window=(first_step, last_step)`` each run is cut to those steps, starting at 0.
+    ``note``: a line (HTML, escaped by the caller) under the first run's title."""
     marks = [lag_marks(run) for run in runs]   # from the whole run: a window has no outputs
     if window is not None:
         runs = [window_run(run, *window) for run in runs]
@@ -135,16 +125,14 @@ def side_by_side_figure(runs: list[RunDict], window: tuple[int, int] | None = No
 
 
 def _whole_run_px_us(runs: list[RunDict]) -> float:
-    """The time one of a whole-run chart's ``PLOT_PX`` pixels holds, on the axis the runs
-    share (from 0 to the last end, as ``add_run`` draws them)."""
+    """The time one of a whole-run chart's ``PLOT_PX`` pixels holds, on the runs' shared axis."""
     ends = [time_range(run.get("spans", []))[1] for run in runs]
     return max(ends, default=0.0) * 1.01 / PLOT_PX
 
 
 class Cell(NamedTuple):
-    """Where a run is drawn: its subplot, the time (µs) its x-axis starts at, the time a pixel
-    holds (``px_us``: a whole-run view; 0 for a zoomed one) and, where a whole run draws its GPU
-    idle time as a row of its own under the lanes (``viz.whole_run``), that row's place."""
+    """Where a run is drawn: its subplot, where its x-axis starts (µs), the time a pixel holds (0:
+    a zoomed view) and the place of a whole run's idle-over-time row, if it has one."""
 
     row: int
     col: int = 1
@@ -209,8 +197,7 @@ def add_run(fig: FigureSpec, run: RunDict, lanes: list[str], cell: Cell,
 
 def _legend_worthy(keyed: Sequence[tuple[str, SpanDict]], run_us: float) -> set[str]:
     """The phases a whole run's legend names: those that held at least ``LEGEND_SHARE`` of the
-    run's time on their lane (the forward, the CPU's work and its waiting; not a receive or an
-    upload of a few µs a step, which the step window's legend names). Every phase is drawn."""
+    run's time on their lane (every phase is drawn)."""
     held: dict[tuple[str, str], float] = {}
     for key, span in keyed:
         held[key, span["lane"]] = held.get((key, span["lane"]), 0.0) + (span["end_us"]
@@ -223,12 +210,8 @@ CHAR_PX = 7            # about one character of a 12 px lane label
 
 
 def run_frame(ticks: list[list[str]], title_lines: int = 3) -> dict[str, Any]:
-    """The margins and legend place shared by every chart drawn on a run's time axis (the
-    timeline, its zoom, the KV-memory chart). Fixed rather than grown to fit each chart's own
-    labels and legend (plotly's default), so the charts' plot areas line up and one instant of a
-    run sits at the same x in all of them: the left margin fits the longest lane label of these
-    runs (``ticks``: each run's ``lane_ticks``), the right one the widest legend entry; the top
-    one the first run's title, ``title_lines`` lines."""
+    """The margins and legend place shared by every chart on a run's time axis, fixed (not grown
+    to fit, plotly's default) so one instant of a run sits at the same x in all of them."""
     lines = [line for run_ticks in ticks for tick in run_ticks
              for line in re.split(r"<br\s*/?>", tick)]
     longest = max((len(re.sub(r"<[^>]+>", "", line)) for line in lines), default=0)
@@ -239,9 +222,7 @@ def run_frame(ticks: list[list[str]], title_lines: int = 3) -> dict[str, Any]:
 
 
 def _color_key(phase: str, imported_gpu_lane: bool) -> str:
-    """The legend entry of a phase: itself if known (an imported host phase comes here as its
-    role: Mini-SGLang's ``_process_last_data`` as process_last), else memcpy/memset/kernel by
-    name and lane (kernel lanes of a profiler capture hold kernels named by their C++ symbol),
+    """The legend entry of a phase: itself if known, else memcpy/memset/kernel by name and lane,
     else "other"."""
     if phase in PHASE_COLORS:
         return phase
@@ -254,8 +235,7 @@ def _color_key(phase: str, imported_gpu_lane: bool) -> str:
 
 def _phase_trace(phase: str, spans: list[SpanDict], index: dict[str, int],
                  offset_us: float, show_legend: bool, rank: int, lang: str) -> dict[str, Any]:
-    """One bar trace for all spans of a phase (a merged bar, ``_coalesce``, as opaque as the
-    share of it that was busy)."""
+    """One bar trace for all spans of a phase."""
     starts = [(s["start_us"] - offset_us) / 1000.0 for s in spans]
     durations = [(s["end_us"] - s["start_us"]) / 1000.0 for s in spans]
     custom = [[html.escape(str(s["phase"])), s.get("step", -1), d, s.get("batch_size", 0),
@@ -273,8 +253,7 @@ def _phase_trace(phase: str, spans: list[SpanDict], index: dict[str, int],
 
 
 def _cached_line(span: SpanDict, lang: str) -> str:
-    """A prefill's hover line for its prompt tokens found in the prefix cache ("" for none):
-    ``num_tokens`` counts the tokens the forward computed, so the prompt it covered is both."""
+    """A prefill's hover line for its prompt tokens found in the prefix cache ("" for none)."""
     cached = int(span.get("cached_tokens") or 0)
     if not cached:
         return ""
@@ -284,13 +263,9 @@ def _cached_line(span: SpanDict, lang: str) -> str:
 
 def _add_gaps(fig: FigureSpec, gaps: Sequence[tuple[float, ...]], gpu_rows: list[int], cell: Cell,
               legend_shown: set[str], lang: str, kind: str = "gpu_idle") -> None:
-    """One bar per gap and per contiguous band of GPU lanes: red hatched for GPU idle, plain
-    grey for time when no request was in the system (``kind="no_requests"``).
-
-    A whole-run view (``cell.px_us``: the time a pixel holds) draws each gap at its own width, with
-    no outline and an opaque fill, as light as it is thin (``pixels.band_opacity``): outlined,
-    a hundred gaps of a fifth of a pixel each were a wall of red lines, as red as eighty gaps
-    of five pixels."""
+    """One bar per gap and per contiguous band of GPU lanes: red hatched for GPU idle, plain grey
+    for time with no request in the system. A whole-run view draws each gap unoutlined, as light
+    as it is thin (``pixels.band_opacity``)."""
     px_us, offset_us = cell.px_us, cell.offset_us
     whole = px_us > 0 and kind == "gpu_idle"
     bands: list[list[int]] = []
@@ -329,9 +304,8 @@ def _add_gaps(fig: FigureSpec, gaps: Sequence[tuple[float, ...]], gpu_rows: list
 def _add_lag_marks(fig: FigureSpec, spans: list[SpanDict], marks: list[LagMark],
                    index: dict[str, int], cell: Cell,
                    t_range: tuple[float, float], legend_shown: set[str], lang: str) -> None:
-    """★ on each forward that still carried a stopped request; × where its stop was read.
-    Marks closer than a few of a whole run's pixels are one mark whose hover lists them all: a
-    row of overlapping stars says less than one."""
+    """★ on each forward that still carried a stopped request; × where its stop was read. Marks a
+    few pixels apart are one mark whose hover lists them all."""
     offset_us, cluster_us = cell.offset_us, MARK_PX * cell.px_us
     forwards = {s["step"]: s for s in spans
                 if s["lane"] == Lane.ENGINE_STREAM and s["phase"] in FORWARD_PHASES}
@@ -375,8 +349,7 @@ def _add_lag_marks(fig: FigureSpec, spans: list[SpanDict], marks: list[LagMark],
 
 
 def _clustered(marks: list[tuple[float, str]], within_ms: float) -> list[tuple[float, str]]:
-    """(x in ms, hover text) marks; those less than ``within_ms`` after a cluster's first are
-    one mark at its x, their hovers listed (``MARK_LINES`` of them, then how many more)."""
+    """(x in ms, hover text) marks less than ``within_ms`` after a cluster's first, as one."""
     joined: list[tuple[float, list[str]]] = []
     for x, text in sorted(marks):
         if joined and x - joined[-1][0] < within_ms:
@@ -390,15 +363,13 @@ def _clustered(marks: list[tuple[float, str]], within_ms: float) -> list[tuple[f
 
 def _with_totals(items: list[tuple[int, int, int]],
                  marks: list[LagMark]) -> list[tuple[int, int, int, int]]:
-    """(request, stop step, nth extra step, that request's wasted steps) for hover lines."""
     wasted = {m["request"]: m["wasted_steps"] for m in marks}
     return [(req, stop, nth, wasted.get(req, 1)) for req, stop, nth in items]
 
 
 def _run_title(run: RunDict, label: str, lang: str) -> str:
-    """Lines above a run's lanes: its idle gaps (bold), then its busy share two ways and, for a
-    window, a third: which steps and how long (the plot's width leaves no room for one long
-    line, and a line running past it would cross the legend)."""
+    """Lines above a run's lanes: its idle gaps (bold), its busy share and, for a window, which
+    steps and how long."""
     live = "idle_us_total" not in (run.get("metrics") or {})
     head, busy = run_title(run, html.escape(label), lang)
     if "window" in run:
@@ -428,8 +399,7 @@ def message_figure(message: str) -> FigureSpec:
 
 @functools.cache
 def plotly_white() -> dict[str, Any]:
-    """Plotly's "plotly_white" template as the JSON plotly.js reads (plotly.py expands the name
-    itself; plotly.js does not know names). Read once."""
+    """Plotly's "plotly_white" template as the JSON plotly.js reads (it does not know names)."""
     import plotly.io as pio
 
     return pio.templates["plotly_white"].to_plotly_json()

@@ -1,6 +1,5 @@
 """What a chart calls a run and its lanes: the lane order and labels, the runs' short names in
-the reader's language, and a run's title (its idle gaps and GPU busy, from ``record.gpu_time``).
-"""
+the reader's language, and a run's title."""
 
 from __future__ import annotations
 
@@ -17,14 +16,8 @@ from texts import count, t
 
 
 def ordered_lanes(run: RunDict) -> list[str]:
-    """``cpu``, ``scheduler_stream``, ``engine_stream``, ``copy_stream`` first (when present),
-    then the others.
-
-    Extra lanes (an imported trace's "GPU 0 stream 7", kernel lanes) keep the order of the
-    run's ``lanes`` list; lanes that only appear in spans come last, in order of appearance. A
-    kernel lane with no kernel of its own here (memory copies alone, or nothing in this view)
-    is left out (``record.kernel_lanes.drawn_kernel_lane``).
-    """
+    """Our lanes first (when present), then the others in the run's order; a kernel lane with
+    no kernel of its own here is left out."""
     listed = list(run.get("lanes") or [])
     seen = list(dict.fromkeys(listed + [s["lane"] for s in run.get("spans", [])]))
     standard = [lane for lane in LANES if lane in seen]
@@ -38,10 +31,8 @@ def lane_ticks(run: RunDict, lang: str) -> list[str]:
 
 
 def _tick(run: RunDict, lane: str, lang: str) -> str:
-    """A lane's name; a kernel lane (torch.profiler capture) is named after the stream that ran
-    its kernels ("kernels: engine stream", ``record.kernel_lanes``) and also says how busy they
-    kept it, measured on the union of its spans: a forward's span can look solid while its
-    kernels are sparse (launch-bound eager mode), and at a coarse zoom the bars would hide that."""
+    """A lane's name; a kernel lane is named after the stream that ran its kernels and says how
+    busy they kept it (a forward's span can look solid while its kernels are sparse)."""
     if not is_kernel_lane(lane):
         return lane_label(lane, lang)
     stream = kernel_lane_streams(run).get(lane)
@@ -59,8 +50,7 @@ def _tick(run: RunDict, lane: str, lang: str) -> str:
 
 
 def lane_label(lane: str, lang: str) -> str:
-    """Our lanes in the reader's language; any other (from a file) escaped, as plotly renders
-    text as a small subset of HTML."""
+    """Our lanes in the reader's language; any other (from a file) escaped."""
     if lane in LANES:
         return t(lang, f"lane_{lane}")
     if lane.startswith("CPU thread "):      # a host thread of an imported trace
@@ -69,13 +59,8 @@ def lane_label(lane: str, lang: str) -> str:
 
 
 def display_labels(runs: list[RunDict], lang: str = "en") -> list[str]:
-    """Short names for charts and table headers, in the reader's language.
-
-    A run of one of our loops is named by its loop ("overlap", "multistep k=3"); an imported one
-    by its file. Engine labels also carry a detail ("overlap (CPU, separate device process)"):
-    when all runs carry the same one, it says nothing about the difference between them and is
-    dropped (the page names the hardware elsewhere); differing details stay.
-    """
+    """Short names for charts and table headers, in the reader's language: a loop's name, an
+    import's file; a label's detail ("overlap (CPU, ...)") stays only where the runs' differ."""
     labels = [str(run.get("label") or "run") for run in runs]
     details = [label.partition(" (")[2].rstrip(")") for label in labels]
     keep_details = len(runs) > 1 and len({d for d in details if d}) > 1
@@ -91,8 +76,7 @@ def display_labels(runs: list[RunDict], lang: str = "en") -> list[str]:
         if detail.startswith(OURS_DETAIL + " "):             # our engine beside the peers
             detail = t(lang, "detail_ours") + detail[len(OURS_DETAIL):]
         names.append(f"{name} ({detail})" if keep_details and detail else name)
-    # Runs of two records side by side (record.imported.given_file.side_by_side) may share a
-    # loop's name: those say which record they came from.
+    # Runs of two records side by side may share a loop's name: those name their record.
     sources = [imported(run).get("source") for run in runs]
     return [f"{name} · {source}" if names.count(name) > 1 and source
             and loop_of(run)[0] != Loop.IMPORTED else name
@@ -100,8 +84,7 @@ def display_labels(runs: list[RunDict], lang: str = "en") -> list[str]:
 
 
 def busy_text(time: GpuTime, lang: str) -> str:
-    """"95.2% all stream lanes, 93.0% engine stream alone" (a trace of another engine: the
-    union of its GPU lanes only)."""
+    """"95.2% all stream lanes, 93.0% engine stream alone" (a trace: its GPU lanes only)."""
     if time.busy_both is None:
         return "–"
     both = f"{100 * time.busy_both:.1f}"
@@ -111,8 +94,7 @@ def busy_text(time: GpuTime, lang: str) -> str:
 
 
 def loop_tag(run: RunDict, lang: str) -> str:
-    """" · overlapped loop" / " · serial loop" for an imported trace whose timing says which
-    (``record.imported.trace_loop``); "" otherwise."""
+    """" · overlapped loop" / " · serial loop" for an imported trace whose timing says which."""
     if loop_of(run)[0] != Loop.IMPORTED:
         return ""
     verdict = loop_verdict(run)
@@ -120,8 +102,7 @@ def loop_tag(run: RunDict, lang: str) -> str:
 
 
 def run_title(run: RunDict, label: str, lang: str) -> tuple[str, str]:
-    """A run's title (text, not HTML markup) in two parts: its idle gaps, and its busy share,
-    two ways."""
+    """A run's title in two parts: its idle gaps, and its busy share."""
     time = gpu_time(run)
     key = "run_title" if time.active_share is None else "run_title_active"
     label += loop_tag(run, lang)

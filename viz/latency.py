@@ -1,18 +1,6 @@
-"""Latency against request rate, for both loops: the figure a serving benchmark is read from.
-
-Three panels side by side, the request rate along each x axis (burst last):
-
-- **time to first token** (p50 solid, p99 dashed): queueing and prefill, and in the overlap loop
-  the one step by which the CPU reads every token late;
-- **inter-token latency** (p50, p99): the time between a client's consecutive tokens, about one
-  decode step, so the loop with the shorter step streams faster;
-- **output tokens/s**: equal to the offered load while the engine keeps up, then flat where it
-  saturates; the overlap loop saturates later when the CPU's work per step is large.
-
-Input: the rows of ``record.latency_rows`` (plain dicts, from the bench's ``--json``, the load
-test's or an app run), raw or summarised; repeats become a median with min-max error bars.
-Output: a plotly figure as plain dicts (``viz.figure.FigureSpec``). No torch, no engine objects.
-"""
+"""Latency against request rate, for each loop: time to first token, inter-token latency (p50
+solid, p99 dashed) and output tokens/s, the request rate along each x axis (burst last). Input:
+``record.latency_rows``' rows, raw or summarised (repeats: a median with min-max error bars)."""
 
 from __future__ import annotations
 
@@ -37,8 +25,7 @@ def _summarised(rows: Sequence[Mapping[str, Any]]) -> Sequence[Mapping[str, Any]
 
 
 def loop_name(loop: str, lang: str) -> str:
-    """A row's loop in the reader's language ("overlap" / "重叠"; "multistep-4" / "多步 k=4");
-    a loop the page does not know (another engine's label), as the row says it."""
+    """A row's loop in the reader's language ("multistep-4" / "多步 k=4"); else as it says."""
     name, _, k = str(loop).partition("-")
     if name in LOOP_COLORS and (k.isdigit() or not k):
         return t(lang, f"loopname_{name}").format(k=k or "k")
@@ -67,8 +54,7 @@ def _errors(rows: Sequence[Mapping[str, Any]], key: str) -> dict[str, Any] | Non
 
 def latency_figure(rows: Sequence[Mapping[str, Any]], lang: str = "en",
                    title: str | None = None, log_ttft: bool = True) -> dict[str, Any]:
-    """The three panels for ``rows`` (any loops, any rates), as a plotly.js figure dict.
-    ``log_ttft``: a log axis for TTFT, which grows from milliseconds to seconds once queues form."""
+    """The three panels for ``rows``, as a plotly.js figure dict (``log_ttft``: a log TTFT axis)."""
     fig = FigureSpec(rows=1, cols=3, horizontal_spacing=0.07,
                      subplot_titles=[t(lang, "latency_ttft"), t(lang, "latency_itl"),
                                      t(lang, "latency_tput")])

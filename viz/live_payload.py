@@ -1,20 +1,11 @@
 """The live timeline while a run is on: a compact payload that the page draws on a canvas.
 
-A redraw of the plotly chart cost the browser about a second of its main thread on this
-project's 2-core machine (plotly re-renders every bar, then Gradio resizes it and renders them
-again), and the browser shares those cores with the scheduler and the device process. While a
-run is on, the page therefore draws the runs on a ``<canvas>`` instead (``ui/live_chart.py``):
-a rectangle per span, a hatched band per GPU idle gap, a few milliseconds per redraw. When the
-run ends, the full interactive chart (``viz.gantt``) takes its place.
-
-``live_payload`` turns runs (finished ones and the one in progress) into what the canvas needs:
-for each run its title lines (a busy badge under the title, a line a reason), its lanes, its
-spans as ``[lane, colour, start ms, end ms]`` and its idle gaps on the GPU lanes
-(``record.metrics.idle_gaps``, the one definition). Plain JSON, no plotly.
-
-The same canvas shows a recording while a visitor's run waits its turn: ``recording`` is then
-the line that says so, drawn above the runs, and the canvas is marked as showing one.
-"""
+A plotly redraw re-renders every bar on the browser's main thread, which shares the cores with the
+scheduler and the device process; so while a run is on, the page draws rectangles on a
+``<canvas>`` (``ui/live_chart.py``), and the full chart (``viz.gantt``) takes its place at the end.
+``live_payload`` gives each run its title lines, lanes, spans as ``[lane, colour, start ms, end
+ms]`` and idle gaps (``record.metrics.idle_gaps``); ``recording`` is a line said above the runs
+while a visitor's run waits its turn. Plain JSON, no plotly."""
 
 from __future__ import annotations
 

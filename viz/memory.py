@@ -1,13 +1,6 @@
-"""The KV-memory chart: a run's pages in use by requests, held only by the prefix cache, and
-free, at every scheduled step, with its retractions marked.
-
-The engine samples the pool each time stage 2 builds a batch (``run["memory"]``, see
-docs/run_record.md), on the clock of the run's spans, so the chart's x-axis is the timeline's
-("time since the run started") and the two read one above the other; the step is in the hover.
-The three counts always add up to the pool, so they are drawn as stacked areas on a y-axis of
-exactly ``total_pages``: what the cache keeps is what the requests do not use, and a retraction
-(a dashed line, its hover naming the request and the step) comes where the free band is gone.
-"""
+"""The KV-memory chart: a run's pages in use by requests, held only by the prefix cache, and free
+at every scheduled step, stacked to exactly ``total_pages``, with its retractions marked. Its
+x-axis is the timeline's, so the two read one above the other."""
 
 from __future__ import annotations
 
@@ -28,8 +21,7 @@ KINDS = ("used", "cached", "free")       # bottom to top, as the columns of a me
 
 
 def memory_figure(runs: RecordDict | RunDict | list[RunDict], lang: str = "en") -> FigureSpec:
-    """One panel per run that carries a memory trace (a record, its ``runs`` list, or one run),
-    stacked top to bottom on one shared time axis; a message figure when none carries one."""
+    """One panel per run that carries a memory trace, on one shared time axis."""
     given = _runs_of(runs)
     drawn = [run for run in given if has_memory(run)]
     if not drawn:
@@ -71,12 +63,10 @@ def _runs_of(runs: RecordDict | RunDict | list[RunDict]) -> list[RunDict]:
 
 def _add_run(fig: FigureSpec, run: RunDict, row: int, legend_shown: set[str],
              lang: str) -> float:
-    """The three stacked areas and the retraction marks of one run; its last time in ms."""
     memory = run["memory"]
     total = memory["total_pages"]
     steps = sorted(memory["steps"], key=lambda s: s[1])
-    # The pool as each schedule left it, held until the next one (a step function); the last
-    # state is held until the run's last span ends, so the panel is as long as its timeline.
+    # The pool as each schedule left it, held until the next one (the last: to the run's end).
     end_us = max(time_range(run.get("spans", []))[1], steps[-1][1])
     xs = [s[1] / 1000.0 for s in steps] + [end_us / 1000.0]
     custom = [[s[0], s[2], s[3], s[4], total] for s in steps]
@@ -96,8 +86,7 @@ def _add_run(fig: FigureSpec, run: RunDict, row: int, legend_shown: set[str],
 
 def _add_retractions(fig: FigureSpec, retractions: list[list[Any]], total: int, row: int,
                      legend_shown: set[str], lang: str) -> None:
-    """A dashed line through the pool at each retraction (one trace, gaps between lines) and a
-    marker on top whose hover names the request and the step being built."""
+    """A dashed line through the pool at each retraction, and a marker on top with its hover."""
     if not retractions:
         return
     xs = [r[1] / 1000.0 for r in retractions]
@@ -119,8 +108,7 @@ def _add_retractions(fig: FigureSpec, retractions: list[list[Any]], total: int, 
 
 
 def _title(run: RunDict, label: str, lang: str) -> str:
-    """Two lines above a run's panel: the prefix cache's hit rate and the retractions (bold),
-    then the pool's size and how close it came to running dry."""
+    """Above a run's panel: the prefix cache's hit rate and retractions, the pool's low point."""
     memory, metrics = run["memory"], run.get("metrics") or {}
     count = metrics.get("retractions")
     count = len(memory.get("retractions") or []) if count is None else int(count)

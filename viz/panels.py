@@ -1,11 +1,6 @@
-"""HTML panels beside the timelines: the metrics table, the formula, the generated texts.
-
-Numbers come from each run's ``metrics`` (computed once by the engine and carried in the
-record); this module only formats them. The one thing it derives is the ratio of two given
-numbers: overlap over normal, and measured speedup next to the article's predicted one.
-Every value cell carries ``data-mode`` / ``data-metric`` / ``data-value`` so tests (and curious
-readers of the page source) can read the raw number rather than parse formatted text.
-"""
+"""HTML panels beside the timelines: the metrics table, the formula, the generated texts. Numbers
+come from each run's ``metrics``; this module only formats them and divides two of them. Every
+value cell carries ``data-mode`` / ``data-metric`` / ``data-value``: the raw number."""
 
 from __future__ import annotations
 
@@ -23,41 +18,32 @@ from viz.labels import display_labels
 __all__ = ["compared_pair", "metrics_html", "multistep_html", "ratio_pairs", "record_label",
            "record_maker", "record_where", "texts_html"]
 
-_MS = 1e-3
+def _fmt(spec: str, scale: float = 1.0, suffix: str = "") -> Callable[[float], str]:
+    return lambda v: f"{v * scale:{spec}}{suffix}"
+
+
+_COUNT, _PCT, _US_AS_MS, _MS = _fmt(",.0f"), _fmt(".1f", 100, "%"), _fmt(".2f", 1e-3), _fmt(".2f")
 _ROWS: list[tuple[str, Callable[[float], str]]] = [
-    ("tokens_per_s", lambda v: f"{v:,.1f}"),
-    ("decode_tokens_per_s", lambda v: f"{v:,.1f}"),
-    ("output_tokens", lambda v: f"{v:,.0f}"),
+    ("tokens_per_s", _fmt(",.1f")), ("decode_tokens_per_s", _fmt(",.1f")),
+    ("output_tokens", _COUNT),
     ("wall_s", lambda v: f"{v:.3g}" if v < 100 else f"{v:,.0f}"),   # 0.0283, 1.83, 12.3
-    ("steps", lambda v: f"{v:,.0f}"),
-    ("gpu_busy_frac", lambda v: f"{100 * v:.1f}%"),           # all stream lanes
-    ("engine_busy_frac", lambda v: f"{100 * v:.1f}%"),        # the engine stream alone
-    ("active_busy_frac", lambda v: f"{100 * v:.1f}%"),        # only while requests were in
-    ("idle_us_total", lambda v: f"{v * _MS:,.1f}"),
-    ("idle_gap_count", lambda v: f"{v:,.0f}"),
-    ("mean_step_us", lambda v: f"{v * _MS:.2f}"),
-    ("steady_step_us", lambda v: f"{v * _MS:.2f}"),
-    ("steady_busy_frac", lambda v: f"{100 * v:.1f}%"),
-    ("steady_engine_busy_frac", lambda v: f"{100 * v:.1f}%"),
-    ("decode_gap_us_p50", lambda v: f"{v * _MS:.3f}"),
-    ("mean_idle_per_step_us", lambda v: f"{v * _MS:.2f}"),
-    ("t_fwd_us", lambda v: f"{v * _MS:.2f}"),
-    ("t_cpu_us", lambda v: f"{v * _MS:.2f}"),
-    ("gpu_wait_us", lambda v: f"{v * _MS:.2f}"),             # an imported trace's, not CPU work
-    ("ttft_ms_mean", lambda v: f"{v:.1f}"),
-    ("itl_ms_mean", lambda v: f"{v:.2f}"),
-    ("itl_ms_p99", lambda v: f"{v:.2f}"),
-    ("tpot_ms_mean", lambda v: f"{v:.2f}"),
-    ("wasted_tokens", lambda v: f"{v:,.0f}"),
+    ("steps", _COUNT),
+    ("gpu_busy_frac", _PCT),                  # all stream lanes
+    ("engine_busy_frac", _PCT),               # the engine stream alone
+    ("active_busy_frac", _PCT),               # only while requests were in
+    ("idle_us_total", _fmt(",.1f", 1e-3)), ("idle_gap_count", _COUNT),
+    ("mean_step_us", _US_AS_MS), ("steady_step_us", _US_AS_MS),
+    ("steady_busy_frac", _PCT), ("steady_engine_busy_frac", _PCT),
+    ("decode_gap_us_p50", _fmt(".3f", 1e-3)), ("mean_idle_per_step_us", _US_AS_MS),
+    ("t_fwd_us", _US_AS_MS), ("t_cpu_us", _US_AS_MS),
+    ("gpu_wait_us", _US_AS_MS),               # an imported trace's, not CPU work
+    ("ttft_ms_mean", _fmt(".1f")), ("itl_ms_mean", _MS), ("itl_ms_p99", _MS),
+    ("tpot_ms_mean", _MS), ("wasted_tokens", _COUNT),
     # KV memory (runs of an engine with the prefix cache; a trace has none: "–")
-    ("prefix_hit_rate", lambda v: f"{100 * v:.1f}%"),
-    ("prefix_hit_tokens", lambda v: f"{v:,.0f}"),
-    ("retractions", lambda v: f"{v:,.0f}"),
+    ("prefix_hit_rate", _PCT), ("prefix_hit_tokens", _COUNT), ("retractions", _COUNT),
 ]
 
-# The rows a student needs, in the order they ask: how long the GPU idled, how busy it was, how
-# long a decode step took, and the formula's two terms; then the speed. The rest are one click
-# away ("All metrics").
+# The rows a student needs, in the order they ask; the rest are one click away ("All metrics").
 KEY_ROWS = ("idle_us_total", "gpu_busy_frac", "steady_step_us", "t_fwd_us", "t_cpu_us",
             "decode_tokens_per_s")
 
@@ -82,14 +68,12 @@ details.ov-fold > summary {cursor: pointer; font-weight: 600; font-size: 13px; p
 
 def metrics_html(runs: list[RunDict], lang: str = "en") -> str:
     """One table (a column per run, plus ratios to the normal run) and the formula with
-    measured terms; with a multi-step run, its formula and its lag cost too."""
+    measured terms."""
     runs = [run for run in runs if run.get("metrics")]
     if not runs:
         return ""
     pairs = ratio_pairs(runs)
-    # Busy while requests were in the system says something only where a run had time
-    # without any (a served session, requests arriving at a low rate): elsewhere it repeats
-    # GPU busy.
+    # Busy while requests were in says something only where a run had time without any.
     quiet = any(gpu_time(run).active_share is not None for run in runs)
     labels = [html.escape(label) for label in display_labels(runs, lang)]
     head = "".join(f'<th class="num">{label}</th>' for label in labels)
@@ -141,7 +125,7 @@ def _profiled_html(runs: list[RunDict], lang: str) -> str:
 
 
 def _loop_name(run: RunDict) -> str:
-    """"normal", "overlap", "multistep-3" (k included): a run's loop as a page attribute."""
+    """"normal", "overlap", "multistep-3": a run's loop as a page attribute."""
     loop, k = loop_of(run)
     return f"{loop}-{k}" if loop == Loop.MULTISTEP else loop
 
@@ -161,8 +145,7 @@ def _ratio_cell(a: Any, b: Any) -> str:
 
 
 def texts_html(runs: list[RunDict], lang: str = "en", limit: int = 256) -> str:
-    """Every request's generated text (up to ``limit``, and the count says how many there are),
-    with finish reasons, and whether the runs agree."""
+    """Every request's generated text (up to ``limit``), finish reasons, and whether runs agree."""
     runs = [run for run in runs if run.get("outputs")]
     if not runs:
         return ""
@@ -211,8 +194,7 @@ def _ids_preview(token_ids: list[int]) -> str:
 
 
 def record_where(record: RecordDict) -> str:
-    """"NVIDIA H200 · torch 2.11.0 · 2025-06-01": where and when a record was made, in no
-    language (what is unknown is left out; "" when the record says none of it)."""
+    """"NVIDIA H200 · torch 2.11.0 · 2025-06-01": where and when a record was made."""
     env = record.get("env") or {}
     torch_version = env.get("torch_version")
     parts = [env.get("device_name"),
@@ -222,11 +204,8 @@ def record_where(record: RecordDict) -> str:
 
 
 def record_maker(record: RecordDict) -> dict[str, str]:
-    """Who made a record, as text keys and their values (a status says them again in the
-    reader's language): ``engine_key`` where the record names its engine (``env["engine"]``:
-    Mini-SGLang's, SGLang's, ours, ``studies/peers/benchmark.py``) or the commit that made it
-    (``env["engine_commit"]``: then it is ours), ``code_key`` and ``commit`` or ``release``
-    where it names that commit. Empty when it names neither."""
+    """Who made a record, as text keys and their values: ``engine_key`` where it names its engine
+    (or a commit: then it is ours), ``code_key`` and ``commit`` or ``release``."""
     env = record.get("env") or {}
     commit = str(env.get("engine_commit") or "")
     commit = "" if commit == "unknown" else commit
@@ -245,9 +224,8 @@ def record_maker(record: RecordDict) -> dict[str, str]:
 
 
 def record_label(record: RecordDict, lang: str = "en") -> str:
-    """Who made a record (``record_maker``) in ``lang``, then where and when (``record_where``):
-    "Mini-SGLang (the article's code) · commit 20fcd7f · NVIDIA H200 · 2025-06-01"; "" when
-    the record says none of it."""
+    """Who made a record in ``lang``, then where and when: "Mini-SGLang (the article's code) ·
+    commit 20fcd7f · NVIDIA H200 · 2025-06-01"."""
     maker = record_maker(record)
     parts = [t(lang, key).format(**maker) for key in (maker.get("engine_key"),
                                                        maker.get("code_key")) if key]

@@ -1,21 +1,9 @@
 """Many spans drawn at the resolution they are seen at: a pixel of a chart holds what it holds.
 
-A trace of a production engine has tens of thousands of kernels; a whole-run view of it is a
-thousand pixels wide. Above ``MAX_BARS`` bars, neighbours of one colour on one lane closer than
-half a pixel (the view's time / ``PIXELS``) are merged into one bar, and idle gaps closer than
-that into one band; each merged bar is drawn as opaque as it was busy (the square root of its
-busy share, so that a lane busy 4% of the time still shows where its work was), each band as
-opaque as it was idle. Every number on the page (titles, the table) counts every span and every
-gap: only the drawing is merged. The browser then draws a few thousand bars, not 185,000 events'
-worth (a 3.3 MB trace's import on the page went from about 10 s to about 4 s on two cores).
-
-A whole run's idle gap under two pixels wide is drawn as light as it is thin (``band_opacity``),
-so that what a panel shows of red is what it measured of idle time. Where a whole run has more
-gaps than its plot has columns of ``COLUMN_PX`` pixels (a few hundred steps), its gaps are pooled
-per column (``columns``): each column is one band, as opaque as the share of it that was idle, so
-a serial loop reads as a steady red strip and an overlapped one as a faint one, however many
-steps there are.
-"""
+Above ``MAX_BARS`` bars, neighbours of one colour on one lane within half a pixel are merged into
+one bar (as opaque as it was busy), and idle gaps into one band (as opaque as it was idle); every
+number on the page still counts every span and gap. A whole run's thin idle gap is drawn as light
+as it is thin, and a run of many gaps is pooled per column (``columns``)."""
 
 from __future__ import annotations
 
@@ -42,9 +30,8 @@ class DrawnSpan(SpanDict, total=False):
 
 
 def opacity(spans: Sequence[DrawnSpan | Mapping[str, Any]]) -> dict[str, Any]:
-    """Merged bars (``DrawnSpan``) get the more opaque the more of their time was busy (the square root of
-    that share, so that a lane busy 4% of the time still shows where its work was); other
-    bars are opaque."""
+    """Merged bars as opaque as the square root of their busy share (a lane busy a sliver of the
+    time still shows where its work was); other bars opaque."""
     if not any("fill" in s for s in spans):
         return {}
     return {"opacity": [round(max(s.get("fill", 1.0) ** 0.5, MIN_OPACITY), 3) for s in spans]}
@@ -52,9 +39,7 @@ def opacity(spans: Sequence[DrawnSpan | Mapping[str, Any]]) -> dict[str, Any]:
 
 def bands(gaps: list[tuple[float, float]],
            eps_us: float) -> list[tuple[float, float, float]]:
-    """Idle gaps less than ``eps_us`` apart drawn as one band, as opaque as the share of it
-    that was idle (start, end, share); the numbers in the title and the table count every
-    gap."""
+    """Idle gaps less than ``eps_us`` apart as one band: (start, end, idle share)."""
     bands: list[list[float]] = []
     for start, end in gaps:
         if bands and start - bands[-1][1] <= eps_us:
@@ -66,15 +51,10 @@ def bands(gaps: list[tuple[float, float]],
 
 
 def band_opacity(start_us: float, end_us: float, share: float, px_us: float) -> float:
-    """How opaque a whole-run view draws an idle band ``share`` idle (``bands``), at ``px_us``
-    per pixel, so that its width drawn times its opacity is the time it holds.
-
-    Plotly snaps an opaque bar under two pixels wide outwards to whole pixels (a translucent
-    one it rounds, and one under half a pixel vanishes): a band ``w`` pixels wide is drawn
-    about ``w + 1`` wide, so it is drawn ``w / (w + 1)`` opaque. A hundred gaps of a tenth of a
-    pixel then read as the little time they hold, not as a wall of red; none is fainter than
-    ``FAINTEST_BAND``, so none disappears. ``px_us`` 0: as opaque as its share (a zoomed view
-    draws each gap at its width)."""
+    """How opaque a whole-run view draws an idle band ``share`` idle, at ``px_us`` per pixel, so
+    its width drawn times its opacity is the time it holds: plotly draws a band ``w`` < 2 pixels
+    wide about ``w + 1`` wide, so it is drawn ``w / (w + 1)`` opaque (never under
+    ``FAINTEST_BAND``). ``px_us`` 0: as opaque as its share."""
     width_px = (end_us - start_us) / px_us if px_us > 0 else SNAPPED_PX
     if width_px >= SNAPPED_PX:
         return max(share, MIN_OPACITY)
@@ -83,9 +63,7 @@ def band_opacity(start_us: float, end_us: float, share: float, px_us: float) -> 
 
 def coalesce(keyed: Sequence[tuple[str, SpanDict]],
              eps_us: float) -> list[tuple[str, DrawnSpan]]:
-    """Merge same-lane neighbours of one colour closer than ``eps_us`` (they share a pixel):
-    a kernel lane's thousands of differently named kernels become the bars a reader can see.
-    A merged bar's hover says how many spans it holds."""
+    """Merge same-lane neighbours of one colour closer than ``eps_us`` (they share a pixel)."""
     ordered = sorted(keyed, key=lambda item: (item[1]["lane"], item[0], item[1]["start_us"]))
     merged: list[tuple[str, DrawnSpan]] = []
     for key, span in ordered:
@@ -110,10 +88,8 @@ def coalesce(keyed: Sequence[tuple[str, SpanDict]],
 
 def columns(gaps: Sequence[tuple[float, float]], t_start_us: float,
             width_us: float) -> list[tuple[float, float, float]]:
-    """Idle gaps pooled per column ``width_us`` wide, from ``t_start_us``: (start, end, share)
-    for each column that held idle time, ``share`` its idle time over its width; neighbouring
-    columns whose shares differ by less than ``SAME_SHARE`` are one band (a long gap is one
-    band, not a row of columns). Width times share is the idle time held, as in ``bands``."""
+    """Idle gaps pooled per column ``width_us`` wide: (start, end, idle share) per column that
+    held idle time; neighbours within ``SAME_SHARE`` of each other are one band."""
     if width_us <= 0:
         return [(a, b, 1.0) for a, b in gaps]
     idle: dict[int, float] = {}

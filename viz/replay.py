@@ -1,20 +1,13 @@
 """Step-through replay: one step of a finished run, its linked spans, its caption.
 
 The article explains overlap one step at a time: forward(Bn) runs on the engine stream while the
-CPU's process_last(Bn-1) hides under it; forward(Bn) waits for Bn's metadata upload (Mini-SGLang's
-``wait_stream``, which orders it after everything queued on the scheduler stream so far: with the
-result copy on a copy stream, the CUDA default, or on the engine stream, that is the upload
-alone; with the copy on the scheduler stream, also copy(Bn-1) and so forward(Bn-1)); Bn's sampled
-tokens come back by that result copy, and the CPU blocks on the copy's ``copy_done`` event when it
-processes Bn, one step later. ``record.steps`` finds those spans in a run dict by lane, phase
-and step (``step_parts``) and reads where a run's copies ran off its spans (``copy_placement``);
-this module names each one's partners (``links``), and says in words what the measured step did
-(``step_caption``). ``viz.stepview`` draws them.
-
-What runs "under" forward(Bn) depends on the loop, so it is read off the run: in the overlap loop
-it is process_last(Bn-1); in the normal loop nothing (process_last(Bn) runs after it); with
-k-step scheduling, whichever process_last spans overlap it in time.
-"""
+CPU's process_last(Bn-1) hides under it; forward(Bn) waits for Bn's metadata upload
+(``wait_stream``: with the result copy on the scheduler stream, also for copy(Bn-1)); Bn's tokens
+come back by the result copy, and the CPU blocks on its ``copy_done`` one step later.
+``record.steps`` finds those spans; this module names each one's partners (``links``) and says in
+words what the measured step did (``step_caption``). What runs "under" forward(Bn) is read off
+the run: process_last(Bn-1) in the overlap loop, nothing in the normal loop, and with k-step
+scheduling whichever process_last spans overlap it in time."""
 
 from __future__ import annotations
 

@@ -1,14 +1,7 @@
-"""Figures of the step-through replay: one step with its linked spans, and the unrolled rounds.
-
-``step_figure`` draws steps n-1..n+1 of a run dimmed, then step n's spans (``viz.replay``) again
-on top with a bold outline and a hover that names each one's partners, and arrows for the links:
-upload -> forward (``wait_stream``), forward -> result copy, copy -> the CPU's wait
-(``copy_done``); shaded bands mark the CPU work that ran hidden under forward(Bn): process_last of
-the batch before and, in the overlap loop, the next batch's building and launch.
-
-``unrolled_figure`` is the article's "three rounds unrolled" picture drawn from the real run:
-three small panels (fill, steady state, drain), each three steps, each on its own time scale.
-"""
+"""Figures of the step-through replay. ``step_figure``: steps n-1..n+1 dimmed, step n's spans on top
+with arrows for the links (upload -> forward, forward -> result copy, copy -> the CPU's wait) and
+bands for the CPU work hidden under forward(Bn). ``unrolled_figure``: the article's "three rounds
+unrolled" from the real run (fill, steady state, drain), each on its own time scale."""
 
 from __future__ import annotations
 

@@ -1,15 +1,7 @@
-"""One colour per phase, the same in every chart, so a reader learns the legend once.
-
-CPU phases are blues and purples (the scheduler thread), each of its own lightness so that
-neighbours on the lane stay apart (also for red-green colour blindness): a light sky blue, a
-dark navy, a light lilac, a plum. Scheduler-stream phases are greens (small copies),
-engine-stream phases oranges and browns (the forward). GPU idle is the only red thing on
-the page: a hatched band over the GPU lanes wherever none of them is doing anything while
-requests are waiting or running, and, under each of the whole runs compared, the same gaps laid
-end to end in one solid bar beside a grey one of the GPU's busy time. Time with no request in
-the system at all (a served session between clients) is a plain light grey band: nobody asked
-the GPU for anything.
-"""
+"""One colour per phase, the same in every chart, so a reader learns the legend once: CPU phases
+blues and purples (neighbours of different lightness, also for colour blindness), scheduler-stream
+phases greens, engine-stream phases oranges and browns. GPU idle is the only red thing on the page;
+time with no request in the system is a plain light grey band."""
 
 from __future__ import annotations
 

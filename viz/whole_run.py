@@ -1,17 +1,10 @@
-"""A whole run at a glance: the rows a whole-run panel draws under its lanes.
+"""A whole run at a glance: the rows a whole-run panel draws under its lanes, where a step is a few
+pixels or less and the gaps themselves say little.
 
-At the whole-run zoom a step is a few pixels, or less than one: the gaps themselves say little.
-
-- **GPU time, added up** (runs compared): the run's idle gaps laid end to end from 0 (red), then
-  its busy time (grey), on the axis the runs share. Which loop kept the GPU busier reads at a
-  glance, before any zooming.
-- **GPU idle over time** (a run of more gaps than its plot has columns, a few hundred steps): a
-  column chart of the idle share, one bar per ``COLUMN_PX`` pixels, as tall as the share of that
-  column the GPU was idle. A serial loop reads as a steady red band, an overlapped one as a thin
-  one, at two hundred steps as at two thousand; the fill at the start and the drain at the end
-  show as their own columns. It takes the place of the gap bands over the lanes, which at that
-  density were a wash of pink (the step window still draws each gap).
-"""
+- **GPU time, added up** (runs compared): the idle gaps laid end to end from 0 (red), then the
+  busy time (grey), on the axis the runs share.
+- **GPU idle over time** (more gaps than the plot has columns): one bar per ``COLUMN_PX`` pixels,
+  as tall as the share of that column the GPU was idle."""
 
 from __future__ import annotations
 
@@ -36,17 +29,15 @@ IDLE_HEIGHT = 0.8      # ... and of a column that was idle throughout
 
 
 def pooled(gap_counts: Sequence[int]) -> bool:
-    """Whether a whole-run chart of runs with these many gaps draws the idle-over-time row:
-    some run has more gaps than the plot has columns."""
+    """Whether some run has more gaps than the plot has columns (the idle-over-time row)."""
     return max(gap_counts, default=0) > PLOT_PX / COLUMN_PX
 
 
 def add_idle_over_time(fig: FigureSpec, gaps: Sequence[tuple[float, float]], t_end_us: float,
                        y: float, row: int, px_us: float, legend_shown: set[str],
                        lang: str) -> None:
-    """The idle-over-time row centred at ``y``: a light background as long as the run (a column
-    idle throughout would fill it), and one red bar per column that held idle time, standing on
-    the row's floor, as tall as its idle share (``pixels.columns``)."""
+    """The idle-over-time row centred at ``y``: a light background as long as the run, and one red
+    bar per column that held idle time, as tall as its idle share."""
     floor = y + IDLE_HEIGHT / 2                 # the y axis is reversed: larger is lower
     fig.add_trace(dict(
         type="bar", orientation="h", base=[0.0], x=[t_end_us / 1000.0], y=[y],
@@ -69,7 +60,6 @@ def add_idle_over_time(fig: FigureSpec, gaps: Sequence[tuple[float, float]], t_e
 
 
 def _row_label(fig: FigureSpec, text: str, y: float, row: int) -> None:
-    """A row's name left of the plot, where the lanes' names are."""
     fig.add_trace(dict(
         type="scatter", mode="text", name=text, showlegend=False, x=[0], y=[y],
         text=[text + "  "], textposition="middle left", cliponaxis=False,
@@ -78,10 +68,8 @@ def _row_label(fig: FigureSpec, text: str, y: float, row: int) -> None:
 
 def add_time_added_up(fig: FigureSpec, run: RunDict, y: float, row: int, px_us: float,
                        lang: str) -> None:
-    """A bar under a run's lanes: its GPU idle gaps laid end to end from 0 (red), then its GPU
-    busy time (grey), on the axis the runs share. A hundred gaps of a pixel each are hard to
-    weigh by eye against eighty of five; one red bar against another is not. Each part is
-    labelled inside when its words fit, else only in its hover."""
+    """A bar under a run's lanes: its GPU idle gaps laid end to end from 0 (red), then its busy
+    time (grey); each part labelled inside where its words fit."""
     idle_ms, busy_ms = gpu_time(run).idle_us / 1000.0, _busy_us(run) / 1000.0
     labels = _sum_labels(idle_ms, busy_ms, px_us, lang)
     for part, base, length, color in (("idle", 0.0, idle_ms, IDLE_SUM),
@@ -101,10 +89,8 @@ def add_time_added_up(fig: FigureSpec, run: RunDict, y: float, row: int, px_us: 
 
 def _sum_labels(idle_ms: float, busy_ms: float, px_us: float,
                 lang: str) -> dict[str, tuple[str, str]]:
-    """The words inside each part of the sum and where they sit: "idle 395.5 ms" in the red and
-    "busy 419.3 ms" in the grey; a red too short for its words has them said at the start of the
-    grey ("◂ idle 0.195 ms · busy 231.1 ms", else "◂ idle 0.195 ms": the idle time is what the
-    sum is for); words that fit nowhere are left to the hover."""
+    """The words inside each part of the sum and where they sit; a red too short for its words
+    has them said at the start of the grey; words that fit nowhere are left to the hover."""
     idle = t(lang, "sum_idle").format(ms=ms_text(idle_ms))
     busy = t(lang, "sum_busy").format(ms=ms_text(busy_ms))
     if _fits(idle, idle_ms, px_us):
@@ -119,15 +105,13 @@ def _sum_labels(idle_ms: float, busy_ms: float, px_us: float,
 
 
 def _fits(label: str, ms: float, px_us: float) -> bool:
-    """Whether ``label`` fits inside a bar ``ms`` long, at ``px_us`` per pixel (a Chinese
-    character is about two Latin ones wide)."""
+    """Whether ``label`` fits inside a bar ``ms`` long (a Chinese character: two Latin ones)."""
     chars = sum(2 if ord(char) > 0x2E80 else 1 for char in label)
     return px_us > 0 and ms * 1000.0 / px_us >= SUM_CHAR_PX * chars + 8
 
 
 def _busy_us(run: RunDict) -> float:
-    """The run's GPU busy time: the union of its GPU lanes' spans (gaps shorter than a launch
-    joined, as its idle gaps leave them out), the complement of its idle gaps."""
+    """The run's GPU busy time: the union of its GPU lanes' spans, short gaps joined."""
     lanes = set(gpu_lanes(run))
     busy = union_intervals([(s["start_us"], s["end_us"]) for s in run.get("spans", [])
                             if s["lane"] in lanes], joined_gap_us(run))

@@ -1,14 +1,11 @@
-"""The CPU backend: a separate *device process* plays the GPU, so overlap is real on a CPU too.
+"""The CPU backend: a separate *device process* plays the GPU, so overlap is real on a CPU too (a
+thread would not do: the GIL serialises the forward against the scheduler's Python work).
 
-A thread would not do: the GIL serialises the forward's op dispatch against the scheduler's Python
-work. A process has its own interpreter, so forward(Bn) runs while the scheduler processes Bn-1. The
-command pipe is the stream (steps run in the order sent), a ``StepCommand`` the metadata upload, a
-ring of shared-memory buffers the pinned host buffers, and a ``StepDone`` message ``copy_done``; the
-child owns the model, KV cache and token_pool and stamps its spans with ``perf_counter_ns``.
-
-Every wait polls the process too, so a dead or stopped device raises ``DeviceError`` instead of
-hanging (``Engine`` starts a new one for the next run). Where no process can start, ``InlineDevice``
-runs the same step in-process (serial) and its label says so."""
+The command pipe is the stream (steps run in the order sent), a ``StepCommand`` the metadata
+upload, a ring of shared-memory buffers the pinned host buffers, and a ``StepDone`` message
+``copy_done``. Every wait polls the process too, so a dead or stopped device raises
+``DeviceError`` instead of hanging. ``InlineDevice`` runs the same step in-process (serial) where
+no process can start, and its label says so."""
 
 from __future__ import annotations
 
@@ -39,12 +36,9 @@ class DeviceError(RuntimeError):
     """The device process died, stopped, failed or did not answer; the message says which."""
 
 
-# ---- messages (parent -> child, then child -> parent) -----------------------------------------
-
 @dataclass(frozen=True)
 class DeviceInit:
-    """What the device process builds its runner from (pickled): the engine's config, the
-    model's resolved path and dtype, and how many shared result buffers it writes into."""
+    """What the device process builds its runner from (pickled)."""
 
     config: EngineConfig
     model: str
@@ -91,7 +85,7 @@ class DeviceFailed:
     message: str = ""
 
 
-# ---- the device side (runs in the child, or in-process for the fallback) ----------------------
+# ---- the device side (in the child, or in-process for the fallback) ----
 
 def build_runner(init: DeviceInit):
     from engine.devices.runner import ModelRunner, RunnerConfig
@@ -126,8 +120,7 @@ def execute_step(runner, meta: StepMeta, out: np.ndarray) -> list[StampedSpan]:
 
 
 def device_main(init: DeviceInit, cmd_conn, done_conn, shared) -> None:
-    """The device process: build the runner, then run steps in order until told to stop. It exits
-    quietly when its parent goes away and leaves Ctrl-C to the parent."""
+    """The device process: build the runner, then run steps in order until told to stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         if init.config.device_cpus:
@@ -157,7 +150,7 @@ def device_main(init: DeviceInit, cmd_conn, done_conn, shared) -> None:
 
 
 def _tell(conn, message) -> bool:
-    """Send ``message`` to the parent; False when the parent is gone (the pipe is broken)."""
+    """Send ``message`` to the parent; False when the parent is gone."""
     try:
         conn.send(message)
         return True
@@ -165,7 +158,7 @@ def _tell(conn, message) -> bool:
         return False
 
 
-# ---- the parent side --------------------------------------------------------------------------
+# ---- the parent side ----
 
 class _StepDone:
     """Plays a CUDA event for one step: ``synchronize()`` blocks until the child says it is done."""
@@ -225,7 +218,6 @@ class ProcessDevice:
                 raise ModelLoadError(msg.message)
             raise DeviceError(f"the CPU device process failed to start:\n{msg.traceback}")
 
-    # ---- run boundaries ------------------------------------------------------------------------
     def begin_run(self, timeline: Timeline) -> None:
         self.timeline = timeline
         self.done_steps.clear()
@@ -233,13 +225,11 @@ class ProcessDevice:
         self.run_id += 1
 
     def end_run(self) -> None:
-        """Wait until every step sent has been answered (after a failed run too), so no answer of
-        this run can be read as one of the next."""
+        """Wait until every step sent has been answered, so none is read as the next run's."""
         deadline = time.monotonic() + self._step_deadline_s()
         while self.answered < self.sent and not self.broken:
             self._receive(deadline, "finishing a run")
 
-    # ---- verbs --------------------------------------------------------------------------------
     def upload(self, metas: list[StepMeta]) -> list[StepMeta]:
         return list(metas)               # the metadata travels with each step command
 
@@ -259,7 +249,6 @@ class ProcessDevice:
         return step <= self.waited_upto or step in self.done_steps
 
     def wait_done(self, step: int) -> None:
-        """Block until ``step``'s answer has arrived (its tokens are in the shared buffer)."""
         started = time.monotonic()
         deadline = started + self._step_deadline_s()
         while not self.is_done(step):
@@ -275,7 +264,6 @@ class ProcessDevice:
             self.done_steps = {s for s in self.done_steps if s > step}
 
     def _receive(self, deadline: float, doing: str):
-        """The next message from the child; ``DeviceError`` if it died, stopped or timed out."""
         self._check_usable()
         while True:
             try:
@@ -302,7 +290,6 @@ class ProcessDevice:
         return max(MIN_STEP_DEADLINE_S, STEP_DEADLINE_FACTOR * self.slowest_step_s)
 
     def _fail(self, why: str) -> DeviceError:
-        """Mark the device unusable (the engine replaces it) and end the process for good."""
         self.broken = why
         self._stop_process()
         return DeviceError(why)

@@ -2,12 +2,9 @@
 
 The scheduler stream uploads each step's metadata (and prompt writes); the engine stream runs the
 forward and sampling. They are ordered both ways, each at its line: the forward waits for its
-upload; an upload into a staging buffer waits for the last forward that read it
-(``UploadRing.send``); the copy waits for the forward's end. Prompt writes into ``token_pool`` wait
-for no forward: a slot is handed out only after the batches that read its row are done
-(``RequestTable._release``).
-
-Where the result copy runs (``result_copy_stream``) decides whether the GPU serialises:
+upload; an upload into a staging buffer waits for the last forward that read it; the copy waits
+for the forward's end. Where the result copy runs (``result_copy_stream``) decides whether the GPU
+serialises:
 
 - ``"copy"`` (the default, as vLLM and SGLang): on a copy stream of its own, after a wait for the
   forward; forward(n+1) follows forward(n) at once. The graph's output is rewritten by every
@@ -50,13 +47,10 @@ class Uploaded:
 
 
 class CudaDevice:
-    """CUDA streams over one ``ModelRunner``; upload and result buffers used in rings.
-
-    The launch path is the scheduler thread's time per forward, so it avoids costs the GPU never
-    sees (``python -m studies launch-cost`` measures them): every ``event.record(stream)`` names its
-    stream, work goes on a stream by ``torch.cuda.set_stream`` (no ``with`` block), a step's
-    metadata goes up in one H2D copy into a device buffer made once, sampled tokens are copied from
-    the step's result-ring row or the graph's output with no clone, and no event is made per step."""
+    """CUDA streams over one ``ModelRunner``; upload and result buffers used in rings. The launch
+    path is the scheduler thread's time per forward: every ``event.record(stream)`` names its
+    stream, work goes on a stream by ``torch.cuda.set_stream``, a step's metadata goes up in one
+    H2D copy, and no event or buffer is made per step."""
 
     kind = "cuda"
     lanes: tuple[str, ...]
@@ -64,8 +58,7 @@ class CudaDevice:
 
     def __init__(self, runner: ModelRunner, cfg: EngineConfig, graphs: Any = None,
                  ring: int = 2) -> None:
-        """Streams over ``runner`` for an engine of ``cfg`` (``graphs``: its ``StepGraphs``, or
-        None for eager steps); ``ring`` upload buffers."""
+        """``graphs``: the runner's ``StepGraphs`` (None: eager); ``ring`` upload buffers."""
         self.runner, self.graphs = runner, graphs
         self.hazards = cfg.hazards
         self.placement = cfg.result_copy_stream      # where the result copy runs (module doc)
@@ -96,7 +89,6 @@ class CudaDevice:
             assert result_ring is not None and result_ring.shape[0] > results * self.max_rows, \
                 "result ring too small"
 
-    # ---- run boundaries ------------------------------------------------------------------------
     def begin_run(self, timeline: Timeline) -> None:
         import time
         torch.cuda.synchronize()
@@ -111,12 +103,10 @@ class CudaDevice:
     def end_run(self) -> None:
         torch.cuda.synchronize()
 
-    # ---- verbs --------------------------------------------------------------------------------
     def _grow_staging(self, rows: int) -> None:
-        """(Re)make the ring of upload buffers for uploads of up to ``rows`` rows (rare: a
-        multi-step group larger than any before). The old buffers may go at once: an in-flight
-        forward keeps views of its device buffer (``keep_alive``), and the pinned allocator keeps
-        a dropped host buffer until its queued copies have run."""
+        """(Re)make the upload buffers for up to ``rows`` rows. The old ones may go at once: an
+        in-flight forward keeps views of its device buffer (``keep_alive``), and the pinned
+        allocator keeps a dropped host buffer until its queued copies have run."""
         self.staging = UploadRing(self.ring, rows, self.int_width, self.max_writes,
                                   self.runner.device)
         # Sync point, guarding the new device buffers: their zero fill is queued on the current
@@ -127,9 +117,7 @@ class CudaDevice:
 
     def upload(self, metas: list[StepMeta]) -> list[Uploaded]:
         """Stage 2's device part, on the scheduler stream: one H2D copy of the packed ints, floats
-        and prompt writes (``UploadRing``), then the prompt writes. A multi-step group's k steps
-        share the copy, each reading its own rows; only a prefill (a group of one) carries prompt
-        writes."""
+        and prompt writes, then the prompt writes. A multi-step group's k steps share the copy."""
         sizes = [m.ints.shape[0] for m in metas]
         total = sum(sizes)
         first = metas[0]
@@ -150,6 +138,8 @@ class CudaDevice:
         if self.hazards.no_wait_stream and self.hazards.inject_delay_us:
             self._sleep()                        # hazard lab: make the upload late
         slot = self.staging.send(i, rows, nw, words, stream)
+        # Prompt writes into token_pool wait for no forward: a slot is handed out only after the
+        # batches that read its row are done (RequestTable._release).
         self.runner.write_prompts(slot.writes)
         ready = self.staging.copied[i]
         ready.record(stream)                     # host buffer i is free after; forwards wait
@@ -173,10 +163,8 @@ class CudaDevice:
         return out
 
     def _out_base(self, i: int) -> int:
-        """The first result-ring row of a step whose host result buffer is ``i``: the buffer's own
-        rows, so the buffer's reuse guard frees them too. With the lab's single host buffer the
-        steps still take the ring's rows in turn, so that lab run shows only the host buffer's
-        race."""
+        """The first result-ring row of a step whose host result buffer is ``i`` (the buffer's
+        reuse guard frees them too); with the lab's single host buffer, the rows in turn."""
         if not self.hazards.single_host_buffer:
             return i * self.max_rows
         self._ring_slot = (self._ring_slot + 1) % self._ring_slots
@@ -240,9 +228,9 @@ class CudaDevice:
 
     def _copy_result(self, uploaded: Uploaded, next_tokens: torch.Tensor, timing, sampled: int,
                      spans: list):
-        """D2H copy of the sampled tokens into this step's host buffer, async, where
-        ``self.placement`` says. Adds its span to ``spans`` (this forward's group of events) or,
-        on the scheduler stream, records it as a group of its own."""
+        """Async D2H copy of the sampled tokens into this step's host buffer, where
+        ``self.placement`` says; its span joins ``spans`` (or, on the scheduler stream, a group
+        of its own)."""
         i, host = uploaded.result
         meta = uploaded.meta
         rows = meta.num_rows

@@ -1,7 +1,6 @@
-"""What the CUDA device reuses every step instead of making anew: pinned host buffers in rings, the
-upload buffers (one H2D copy per step) and CUDA events. In a serial loop every moment the launch
-path takes is GPU idle time, so nothing is made per step; each buffer and event is used again
-only when nothing can still be reading it."""
+"""What the CUDA device reuses every step instead of making anew (in a serial loop the launch path's
+time is GPU idle time): pinned host buffers, upload buffers and CUDA events, each used again only
+when nothing can still be reading it."""
 
 from __future__ import annotations
 
@@ -15,15 +14,13 @@ from engine.scheduler.request import COL_OUT
 
 
 class Ring:
-    """N host buffers used in turn, each with the event recorded after the last copy that used
-    it; a buffer is reused only after that copy has finished."""
+    """N host buffers used in turn, each reused only after the last copy that used it finished."""
 
     def __init__(self, buffers: list, guard: bool = True) -> None:
         self.buffers, self.i, self.guard = buffers, 0, guard
         self.events = [torch.cuda.Event() for _ in buffers]
 
     def next(self):
-        """The next buffer (its index and itself), once the copy that last used it is done."""
         self.i = (self.i + 1) % len(self.buffers)
         if self.guard:
             # Hazard 2 guard: the async copy from/into this host buffer must be done before reuse.
@@ -32,9 +29,8 @@ class Ring:
 
 
 class EventRing:
-    """Plain (non-timing) events used in turn for one-step signals, re-recorded ``n`` steps later:
-    recording an existing event costs the host far less than making a new one. ``n`` must exceed
-    the number of steps that can be in flight, so no waiter sees a later step's record."""
+    """Plain events used in turn for one-step signals, re-recorded ``n`` steps later (``n`` above
+    the steps that can be in flight, so no waiter sees a later step's record)."""
 
     def __init__(self, n: int) -> None:
         self.events = [torch.cuda.Event() for _ in range(n)]
@@ -48,9 +44,8 @@ class EventRing:
 
 
 class EventPool:
-    """Timing events lent to the span recorder and given back once it has read them: ``take(n)``
-    hands out a group (made only while none of that size is free), the timeline gives it back
-    whole; one deque operation each way, safe from two threads."""
+    """Timing events lent to the span recorder in groups and given back once it has read them
+    (one deque operation each way, safe from two threads)."""
 
     def __init__(self) -> None:
         self.free: dict[int, deque] = {}
@@ -74,8 +69,7 @@ class EventPool:
 
 
 class UploadSlot:
-    """One step's (or one multi-step group's) metadata as the device sees it: views into the
-    slot's device buffer, filled by a single H2D copy."""
+    """One step's (or group's) metadata on the device: views into one H2D copy's buffer."""
 
     __slots__ = ("ints", "floats", "writes")
 
@@ -84,14 +78,10 @@ class UploadSlot:
 
 
 class UploadRing:
-    """Pairs of (pinned host buffer, device buffer), made once and used in turn: a step's metadata
-    (``ints [rows, W]`` int64, ``floats [rows, 2]`` float32, prompt writes ``[3, T]``) is packed
-    into the host buffer and sent with one H2D copy; the device reads it through views.
-
-    A slot is used again only after two events: ``copied[i]`` (after the H2D copy: the host buffer
-    may be rewritten; the scheduler thread waits for it) and ``read[i]`` (after the last forward
-    that reads the slot: the next copy into the device buffer waits for it on the GPU, never on the
-    host, so forward(n) never reads metadata that upload(n + ring) overwrote)."""
+    """Pairs of (pinned host buffer, device buffer) used in turn: a step's metadata (``ints [rows,
+    W]`` int64, ``floats [rows, 2]`` float32, prompt writes ``[3, T]``) is packed into the host
+    buffer and sent with one H2D copy. A slot is used again only after ``copied[i]`` (the host
+    waits for it) and ``read[i]`` (the last forward that read it; the GPU waits for it)."""
 
     def __init__(self, n: int, rows: int, width: int, max_writes: int,
                  device: torch.device) -> None:
@@ -110,9 +100,8 @@ class UploadRing:
 
     def pack(self, ints: list, floats: list, writes,
              out_bases: list[int] | None = None) -> tuple[int, int, int, int]:
-        """Write the metadata into the next slot's host buffer (after its last copy is done);
-        returns (slot, rows, prompt writes, words to copy). ``out_bases``: each step's first
-        place in the device's result ring; its rows get the places after it (``COL_OUT``)."""
+        """Pack the metadata into the next slot's host buffer; (slot, rows, prompt writes, words).
+        ``out_bases``: each step's first place in the device's result ring (``COL_OUT``)."""
         self.i = (self.i + 1) % len(self.host)
         i = self.i
         # Host buffer reuse guard: the H2D copy that last read this buffer must have finished.
@@ -141,7 +130,6 @@ class UploadRing:
 
     def send(self, i: int, rows: int, nw: int, words: int,
              stream: torch.cuda.Stream) -> UploadSlot:
-        """The one H2D copy of slot ``i`` on ``stream`` (the current stream), and its views."""
         # Device buffer reuse guard (on the GPU): the forwards that read this buffer last are done.
         stream.wait_event(self.read[i])
         dev = self.dev[i]

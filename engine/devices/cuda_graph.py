@@ -1,11 +1,6 @@
 """CUDA graphs, one per step shape: forward, sample and token_pool write captured once and replayed
-with a single launch.
-
-Graphs remove the launch gaps *inside* a forward; overlap removes the gap *between* forwards. They
-compose. A decode graph for each batch bucket and a prefill graph for each (batch, tokens) bucket
-the scheduler pads to (``request.prefill_shapes``), greedy and sampled: a captured prefill is as
-long as its work, so a prefix-cache hit shortens it. A replay first copies the step's metadata into
-the graph's static buffers; its tokens are read before the next replay rewrites them."""
+with a single launch. Graphs remove the launch gaps *inside* a forward; overlap removes the gap
+*between* forwards. They compose."""
 
 from __future__ import annotations
 
@@ -24,9 +19,8 @@ class _Graph:
         self.greedy = greedy
 
     def replay(self, ints: torch.Tensor, floats: torch.Tensor, keep: bool = True) -> torch.Tensor:
-        """One step. The sampled tokens stay in the graph's static ``out``, which the next replay of
-        any graph may rewrite (one memory pool): ``keep=True`` copies them out first.
-        ``keep=False`` only where something orders the next replay after every read of ``out``."""
+        """One step. The next replay of any graph may rewrite ``out`` (one memory pool): ``keep=False``
+        only where something orders the next replay after every read of it."""
         self.ints.copy_(ints)            # step metadata -> the graph's static input buffers
         if not self.greedy:              # greedy decoding never reads temperature / top_p
             self.floats.copy_(floats)
@@ -35,8 +29,7 @@ class _Graph:
 
 
 class StepGraphs:
-    """Every decode and prefill shape of ``cfg`` as a CUDA graph (``prefill=False``: decode
-    only). ``lookup`` finds the graph of a step, or None (run it eagerly)."""
+    """Every decode and prefill shape of ``cfg`` as a CUDA graph; ``lookup``: a step's, or None."""
 
     def __init__(self, runner: ModelRunner, cfg: EngineConfig, warmup: int = 2,
                  prefill: bool = True) -> None:

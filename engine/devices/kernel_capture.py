@@ -1,11 +1,7 @@
 """Kernel-level capture: torch.profiler over a window of steps, merged as ``kernels: <stream>``
-lanes.
-
-Step-level events say when a forward ran, not how densely; an eager small model is launch-bound and
-only kernels show it. Each launch is annotated ``ProfilerStep#<step>``, and a kernel belongs to the
-step whose annotation holds its launch (by correlation id). Kernel times are placed on our clock by
-GPU anchors (the median offset between each step's first kernel and our engine-stream span of that
-step), not through the host clock, whose offset from the profiler's is large."""
+lanes (an eager small model is launch-bound, and only kernels show it). A kernel belongs to the
+step whose ``ProfilerStep#<step>`` annotation holds its launch; kernel times are placed on our
+clock by GPU anchors, each step's first kernel against our engine-stream span of that step."""
 
 from __future__ import annotations
 
@@ -96,8 +92,7 @@ class KernelCapture:
 
 
 def _gpu_shift(owned: list[tuple[int, dict]], spans: list[Span]) -> float | None:
-    """Profiler GPU clock -> our clock: the median, over steps, of our engine-stream start of the
-    step minus its first kernel's start (None when no step has both)."""
+    """Profiler GPU clock -> our clock: the median offset of each step's first kernel."""
     first: dict[int, float] = {}
     for step, e in owned:
         if step >= 0:

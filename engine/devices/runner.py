@@ -1,13 +1,10 @@
-"""The device side: model, paged KV cache and ``token_pool``, and what one forward does on them.
+"""The device side: model, paged KV cache and ``token_pool``, and what one forward does on them (in
+the engine process on CUDA, in the device process on CPU).
 
-It lives where the "GPU" is: in the engine process on CUDA, in the device process on CPU.
 ``token_pool[slot, position]`` is the heart of overlap scheduling: a forward *gathers* its input ids
 from it and *scatters* its sampled tokens back, so the next forward starts without the CPU learning
 the values (it reads them later, from a copy). With a ``result_ring`` each forward also writes its
-tokens into the ring row its metadata names (``COL_OUT``), which the copy reads while the next
-forward runs. Attention: ``reference`` (gather and masked SDPA; prefill, CPU and the test oracle) or
-``triton`` (decode through ``PagedDecodeContext``, pages read in place). ``DecodeKernels`` names the
-decode step's kernel choices."""
+tokens into the ring row its metadata names (``COL_OUT``), which the copy reads."""
 
 from __future__ import annotations
 
@@ -46,12 +43,8 @@ ATTENTION = ("auto", "reference", "triton", "emulated")   # emulated: the kernel
 @dataclass(frozen=True)
 class DecodeKernels:
     """The decode step's kernel choices; the defaults are the engine's, ``EARLIER`` what they
-    replaced (a study measures one against the other).
-
-    ``chunk_keys``: one attention chunk per this many keys of a row (0: the fixed scheme).
-    ``rope_in_attention``: the attention kernel rotates q and k as it loads them (outside it, RoPE
-    follows the cuBLAS q/k/v product, which fuses nothing, as a kernel of its own). ``argmax``:
-    greedy decoding's, ``"triton"`` (``argmax_triton.py``) or ``"torch"`` (always on a CPU)."""
+    replaced. ``chunk_keys``: one attention chunk per this many keys of a row (0: the fixed
+    scheme); ``rope_in_attention``: the attention kernel rotates q and k as it loads them."""
 
     chunk_keys: int = CHUNK_KEYS
     block_n: int = BLOCK_N
@@ -64,10 +57,8 @@ class DecodeKernels:
         self.chunking(self.chunk_keys or 1)          # refuses chunks that are not whole blocks
 
     def chunking(self, max_seq_len: int, row_programs: int = 0, sms: int = 0) -> Chunking:
-        """The chunking for an engine whose full batch runs ``row_programs`` programs a chunk (its
-        largest batch times its KV heads) on ``sms`` multiprocessors: by length, unless a full
-        batch of short rows would not fill the GPU twice over, then the fixed scheme. From the
-        configuration, never a step's batch (0: not known, by length)."""
+        """By length, unless a full batch (``row_programs``: its rows times KV heads) would not
+        fill the GPU's ``sms`` twice over: then the fixed scheme. From the config, never a batch."""
         if self.chunk_keys and not (sms and row_programs < FILL_WAVES * sms):
             return by_length(max_seq_len, self.chunk_keys, self.block_n)
         return fixed_chunking(max_seq_len)
@@ -96,13 +87,9 @@ def pick_attention(requested: str, device: torch.device, dtype: torch.dtype) -> 
 
 @dataclass(frozen=True)
 class RunnerConfig:
-    """What a ``ModelRunner`` is built for: its pools, where and in what precision, and the
-    decode step's kernels. ``of`` reads it from an engine's config; a study sets it by hand.
-
-    ``kv_splits``: one fixed chunk count for every row (None: as ``kernels`` say).
-    ``result_ring``: rows of the device result ring a copy stream reads (0: none).
-    ``sanitize``: the hazard lab's clamp of every index (metadata may be garbage without
-    ``wait_stream``: wrong tokens, not a device-side assert that kills the context)."""
+    """What a ``ModelRunner`` is built for (``of``: from an engine's config). ``sanitize``: the
+    hazard lab's clamp of every index (metadata may be garbage without ``wait_stream``: wrong
+    tokens, not a device-side assert that kills the context)."""
 
     max_slots: int
     max_seq_len: int
@@ -112,17 +99,14 @@ class RunnerConfig:
     device: torch.device
     attention: str = "auto"
     compile: bool = False
-    compile_mode: str | None = None         # torch.compile's mode (None: its default)
-    gemv: bool | tuple[str, ...] = False    # an experiment: python -m studies forward
     kernels: DecodeKernels = field(default_factory=DecodeKernels)
-    kv_splits: int | None = None
-    result_ring: int = 0
+    kv_splits: int | None = None            # one fixed chunk count (None: as kernels say)
+    result_ring: int = 0                    # rows of the device result ring (0: none)
     sanitize: bool = False
 
     @classmethod
     def of(cls, cfg: EngineConfig, dtype: torch.dtype, device: torch.device) -> RunnerConfig:
-        """The runner of an engine of ``cfg`` on ``device``. A CPU always takes the plain
-        PyTorch path; only a CUDA device with a copy stream has a result ring."""
+        """A CPU always takes the plain PyTorch path; only a copy stream needs a result ring."""
         cuda = device.type == "cuda"
         ring = cuda and cfg.result_copy_stream == "copy"
         return cls(cfg.max_batch_size, cfg.max_seq_len, cfg.total_pages, cfg.page_size, dtype,
@@ -159,12 +143,10 @@ class ModelRunner:
             if c.device.type != "cuda":
                 raise ValueError("compile=True is for CUDA only (CPU mode never compiles)")
             from engine.models.compiled import CompiledDecode
-            self.forward_fn = CompiledDecode(model, gemv=c.gemv, mode=c.compile_mode)
+            self.forward_fn = CompiledDecode(model)
 
     def use_kernels(self, kernels: DecodeKernels, kv_splits: int | None = None) -> None:
-        """Take ``kernels`` for the decode steps from now on (a CUDA graph keeps the choices it
-        was captured with). The chunking comes from the config only, never from the batch:
-        a row's arithmetic is the same in any batch."""
+        """Take ``kernels`` for the decode steps from now on (a captured graph keeps its own)."""
         self.kernels = kernels
         sms = (torch.cuda.get_device_properties(self.device).multi_processor_count
                if self.device.type == "cuda" else 0)
@@ -177,7 +159,6 @@ class ModelRunner:
 
     @property
     def num_splits(self) -> int:
-        """The decode attention grid's chunk dimension."""
         return self.chunking.max_chunks
 
     def write_prompts(self, writes: torch.Tensor) -> None:
@@ -286,9 +267,7 @@ class ModelRunner:
 
     def warm_up_prefill(self, sizes: tuple[int, ...], seq_lens: tuple[int, ...],
                         kv_pages: int) -> None:
-        """One prefill of every (batch size, tokens per row) shape a run can meet, greedy and
-        sampled, so that no measured step pays a shape's first use. Rows read the dummy slot and
-        write the scratch page."""
+        """One prefill of every shape a run can meet, so no measured step pays a first use."""
         for size in sizes:
             ints, floats = self.padding_meta(size, NUM_INT_COLS + kv_pages)
             for seq_len in seq_lens:

@@ -2,11 +2,8 @@
 
 Each ``HazardSwitches`` switch turns off one protection production engines learned the hard way. A
 lab run compares the faulty overlap run with the safe normal loop on the same workload and reports
-what the checks found, never what we expected: tokens that differ, a double free, tokens after a
-stop, slots or pages left held or a broken prefix cache, a position read through two pages
-(``debug_checks``). The memory switches run prompts that share a system prompt on a pool too small
-for all of them. Races depend on timing: the lab widens the window (``inject_delay_us``) and says
-plainly when a run did not show the fault."""
+what the checks found, never what we expected. Races depend on timing: the lab widens the window
+(``inject_delay_us``) and says plainly when a run did not show the fault."""
 
 from __future__ import annotations
 
@@ -103,9 +100,8 @@ class LabReport:
 
 
 def lab_workload(vocab_size: int, n: int = 24, seed: int = 0, kind: str = "slots"):
-    """``slots``: many requests for few slots, short prompts first and long prompts waiting (slot
-    reuse). ``memory``: prompts of three families, each a 16-token system prompt and a tail of
-    its own, pairs of them identical (the prefix cache finds them, and some in one batch)."""
+    """``slots``: many requests for few slots (slot reuse). ``memory``: prompts of three families
+    sharing system prompts, pairs identical (the prefix cache finds them)."""
     rng = random.Random(seed)
     if kind == "memory":
         systems = [[rng.randrange(4, vocab_size) for _ in range(16)] for _ in range(3)]

@@ -1,6 +1,4 @@
-"""The GPU math below the model: sampling (``sampler.py``, greedy's two-pass argmax in
-``argmax_triton.py``), paged decode attention in PyTorch (``paged_attention.py``) and as Triton
-kernels (``attention_triton.py``, ``gemv_triton.py``).
+"""The GPU math below the model: sampling and paged decode attention, in PyTorch and Triton.
 
 May import: torch and triton only (nothing else of this repository).
 """

@@ -1,9 +1,7 @@
 """Greedy decoding's argmax over the vocabulary, in two passes (Triton; CUDA).
 
-``torch.argmax`` gives each of a few rows to a small part of the GPU. Here ``_block_argmax`` (grid
-``(B, ceil(V / BLOCK))``) finds each slice's largest value and ``_row_argmax`` each row's winner
-among them. Ties go to the lowest index and NaN counts as largest, as ``torch.argmax`` does, so the
-tokens are exactly the ones it would pick."""
+``_block_argmax`` (grid ``(B, ceil(V / BLOCK))``) finds each slice's largest value and
+``_row_argmax`` each row's winner among them; ties and NaN as ``torch.argmax``."""
 
 from __future__ import annotations
 

@@ -1,11 +1,8 @@
 """The paged decode-attention kernel in Triton (CUDA only; ``paged_attention.py`` explains it).
 
-Two launches, as in FlashDecoding and SGLang's Triton backend: ``_split_kernel``, grid ``(B, KV,
-max_chunks)``, one program per row, KV head and chunk (it rotates q and k by RoPE at the row's
-position when given ``inv_freq``, walks its chunk in blocks with all the group's query heads at
-once, and stores this step's k, v); ``_merge_kernel``, grid ``(B, H)``, merges a row's chunks by
-their log-sum-exp (not launched where no row can have two). Nothing depends on the batch's lengths
-at launch, so CUDA graphs capture it as is."""
+Two launches, as in FlashDecoding: ``_split_kernel``, grid ``(B, KV, max_chunks)``, one program per
+row, KV head and chunk; ``_merge_kernel``, grid ``(B, H)``, merges a row's chunks by their
+log-sum-exp. Nothing depends on the batch's lengths at launch, so CUDA graphs capture it as is."""
 
 from __future__ import annotations
 
@@ -18,9 +15,7 @@ import triton.language as tl
 
 @triton.jit
 def _rope(X, x, offs, mask, d, pos, InvFreq, HALF: tl.constexpr):
-    """``x`` (loaded from ``X + offs``) rotated by RoPE at ``pos``, as ``model.apply_rope`` does:
-    ``x * cos + rotate_half(x) * sin``, in float32 (``rotate_half``: the other half, the first
-    one negated), with ``cos, sin`` of ``pos * inv_freq[d % (D/2)]``."""
+    """``x`` (loaded from ``X + offs``) rotated by RoPE at ``pos`` in float32, as ``apply_rope``."""
     other = tl.where(d < HALF, d + HALF, d - HALF)
     x_other = tl.load(X + offs - d + other, mask=mask, other=0.0).to(tl.float32)
     theta = pos.to(tl.float32) * tl.load(InvFreq + d % HALF, mask=d < 2 * HALF, other=0.0)
@@ -151,11 +146,8 @@ def _merge_kernel(Mid, Lse, Out, Lens, stride_mb, stride_mh, stride_ms, stride_l
 def paged_decode_attention(q, k_new, v_new, k_cache, v_cache, ctx,
                            out: torch.Tensor | None = None, num_warps: int = 4) -> torch.Tensor:
     """``q [B, H, D]``, this step's ``k_new, v_new [B, KV, D]`` (stored into the caches
-    ``[slots, KV, D]`` at position ``kv_lens - 1``), the rows' pages and chunks in ``ctx`` (a
-    ``paged_attention.PagedDecodeContext``) -> ``[B, H, D]`` (into ``out`` if given). Inputs
-    may be strided views; their last dimension must be contiguous. With ``ctx.inv_freq [D/2]``
-    (float32), q and k are rotated by RoPE at position ``kv_lens - 1`` first (the k stored in
-    the cache is the rotated one)."""
+    ``[slots, KV, D]`` at ``kv_lens - 1``), pages and chunks in ``ctx`` -> ``[B, H, D]``. With
+    ``ctx.inv_freq [D/2]``, q and k are rotated by RoPE first. Last dimensions contiguous."""
     page_table, kv_lens, inv_freq, chunks = ctx.page_table, ctx.kv_lens, ctx.inv_freq, ctx.chunking
     num_splits = chunks.max_chunks
     b, nh, d = q.shape

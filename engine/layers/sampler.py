@@ -1,8 +1,7 @@
 """Picking the next token on the device: greedy, temperature, top-k, top-p, per-request seeds.
 
 The noise for request ``r`` at output position ``p`` is a hash of ``(seed_r, p, token id)``: a
-request's samples depend on neither its batch, its step nor the loop, so normal and overlap give
-identical tokens when sampling too, and no RNG state stops a CUDA graph from capturing it."""
+request's samples depend on neither its batch nor the loop, and no RNG state stops a CUDA graph."""
 
 from __future__ import annotations
 

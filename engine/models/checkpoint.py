@@ -1,8 +1,5 @@
-"""Writing our modules back out as a Hugging Face checkpoint (config.json + model.safetensors).
-
-Used to turn a timing preset (random weights) into a real directory, so transformers and our engine
-can load the *same* weights, e.g. for the benchmark's ``generate`` comparison.
-"""
+"""Writing our modules back out as a Hugging Face checkpoint (config.json + model.safetensors), so
+transformers and our engine can load the *same* random weights of a preset."""
 
 from __future__ import annotations
 

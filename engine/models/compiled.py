@@ -1,12 +1,9 @@
 """Decode forward compiled by ``torch.compile``, cut at attention (CUDA only).
 
-A small model's decode step is hundreds of tiny element-wise kernels; TorchInductor fuses them and
-leaves the matrix products to cuBLAS. We compile *regions*: attention (our own kernel) stays
-outside, and everything between two attentions is one region, so a layer's last residual add fuses
-with the next layer's norm; RoPE is left to the attention kernel. The region takes the two layers as
-arguments, so it compiles once for every layer pair, and ``dynamic=True`` makes the batch a symbol,
-so one compile serves every batch bucket. Prefill runs the eager modules. Compiled code lands in
-TorchInductor's on-disk cache."""
+TorchInductor fuses a small model's tiny element-wise kernels. Attention (our own kernel) stays
+outside; everything between two attentions is one region, which takes the two layers as arguments
+(one compile for every layer pair) with the batch a symbol (one for every bucket). Prefill runs the
+eager modules."""
 
 from __future__ import annotations
 
@@ -32,20 +29,14 @@ def _last(model: CausalLM, layer, x, attn, last_index):
 
 
 class CompiledDecode:
-    """Call like ``CausalLM.forward``; decode runs compiled regions around ``ctx.attend``.
-    ``gemv=True`` (an experiment, off by default) also routes the decoder layers' linear layers
-    through ``gemv_triton.py`` for one-token steps (``python -m studies forward`` compares it)."""
+    """Call like ``CausalLM.forward``; decode runs compiled regions around ``ctx.attend``."""
 
-    def __init__(self, model: CausalLM, gemv: bool | tuple[str, ...] = False,
-                 mode: str | None = None) -> None:
+    def __init__(self, model: CausalLM) -> None:
         self.model = model
-        if gemv:
-            from engine.layers.gemv_triton import use_decode_gemv
-            use_decode_gemv(model.model.layers, () if gemv is True else gemv)
         # Compiled code is cached per function, with one entry per model shape and batch
         # specialisation; a process that builds several models (the tests do) needs more than 8.
         torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 64)
-        opts = dict(dynamic=True, fullgraph=True, mode=mode)
+        opts = dict(dynamic=True, fullgraph=True)
         self.first = torch.compile(_first, **opts)
         self.between = torch.compile(_between, **opts)
         self.last = torch.compile(_last, **opts)

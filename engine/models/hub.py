@@ -1,10 +1,7 @@
 """Checkpoints from the Hugging Face hub, guarded: what is fetched, what is refused, and why.
 
-``fetch_hub_model(repo_id)`` goes through ``huggingface_hub``'s ``snapshot_download`` (its cache and
-offline mode): first the small files, checked for a Llama / Qwen2 / Qwen3 architecture, no custom
-code and safetensors weights; then the weights' size against a cap (``HUB_MAX_BYTES``,
-``OVERLAP_DEMO_HUB_MAX_BYTES``); then the weights, with byte progress to ``progress``. The hub's
-environment (``HF_HUB_CACHE``, ``HF_HUB_OFFLINE``) is read at each call."""
+``fetch_hub_model`` fetches the small files first, checked for a supported architecture, no custom
+code and safetensors weights; then the weights, under a size cap (``OVERLAP_DEMO_HUB_MAX_BYTES``)."""
 
 from __future__ import annotations
 

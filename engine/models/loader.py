@@ -267,9 +267,8 @@ def _init_random(model: CausalLM) -> None:
 
 
 def load_tokenizer(path: str | None, preset: bool = False):
-    """The checkpoint's own tokenizer; for a preset (random weights, no files) the bundled one,
-    so timing runs can take text. A checkpoint without a tokenizer gets none (token ids only):
-    another model's tokenizer would turn its text into the wrong ids without a word."""
+    """The checkpoint's own tokenizer; a preset's is the bundled one. A checkpoint without one
+    gets none (token ids only): another model's would turn its text into the wrong ids."""
     from transformers import AutoTokenizer
 
     if preset:

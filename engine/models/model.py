@@ -1,16 +1,9 @@
-"""A Llama-family transformer written out in plain PyTorch, attending over a paged KV cache.
-
-One set of modules covers Llama, Mistral (no sliding window), Qwen2 (q/k/v bias) and Qwen3 (per-head
-q/k RMSNorm), with Hugging Face's parameter names (``tests/test_model.py`` checks our logits against
-``transformers``). As in vLLM and SGLang, q/k/v and gate/up are stacked into one matrix each at load
-(``fuse_hf_state_dict``): a small model's decode step is a chain of tiny kernels, so fewer kernels
-is most of what makes it fast.
-
-The model never sees requests or pages: it gets padded ``[B, S]`` ids and positions and an attention
-*context*, whose ``attend(q, k, v, k_cache, v_cache)`` stores this step's keys and values and
-attends over what a row may see (``AttentionContext`` here, the plain oracle; ``PagedDecodeContext``
-for decode). Each layer is *before attention* / *attend* / *after attention*, so ``compiled.py`` can
-compile what lies between two attentions."""
+"""A Llama-family transformer (Llama, Mistral, Qwen2, Qwen3) in plain PyTorch, attending over a
+paged KV cache, with Hugging Face's parameter names; q/k/v and gate/up are stacked into one matrix
+each at load, as in vLLM and SGLang. The model never sees requests or pages: it gets padded
+``[B, S]`` ids and positions and an attention *context* that stores this step's keys and values and
+attends over what a row may see. Each layer is *before attention* / *attend* / *after attention*,
+so ``compiled.py`` can compile what lies between two attentions."""
 
 from __future__ import annotations
 

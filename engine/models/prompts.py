@@ -1,9 +1,5 @@
-"""Text in, token ids out, and back: one definition for the engine and the web server.
-
-A text prompt is tokenized as transformers and vLLM do, special tokens included (a BOS where the
-tokenizer adds one); a chat goes through the tokenizer's chat template with the generation prompt
-appended. ``TextStream`` turns growing token ids into text deltas, holding a delta back while it
-ends inside a UTF-8 character. The tokenizer is passed in."""
+"""Text in, token ids out, and back: one definition for the engine and the web server. A chat goes
+through the tokenizer's chat template; ``TextStream`` turns growing token ids into text deltas."""
 
 from __future__ import annotations
 

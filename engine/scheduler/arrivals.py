@@ -1,14 +1,6 @@
-"""When requests arrive: a Poisson process at a request rate, a burst, or a replayed trace.
-
-Normal and overlap are compared on the *same* arrival sequence, made here from a seed.
-``poisson_times(rate, n, seed)`` draws exponential gaps (``rate = inf``: a burst);
-``load_trace(path)`` reads a JSON or JSON-lines list of requests with their lengths and, optionally,
-arrival times::
-
-    [{"arrival_s": 0.0, "prompt_tokens": 31, "output_tokens": 142}, ...]
-
-Other tools' field names are accepted too (``timestamp``, ``prompt_len``, ``input_len``,
-``output_len``). Times are seconds from the run's start. No torch here."""
+"""When requests arrive: a Poisson process at a request rate, a burst, or a replayed trace (a JSON or
+JSON-lines list of ``{"arrival_s", "prompt_tokens", "output_tokens"}``). Normal and overlap are
+compared on the *same* arrival sequence, made here from a seed."""
 
 from __future__ import annotations
 
@@ -121,9 +113,7 @@ def parse_trace(data: bytes, name: str = "the trace") -> list[Arrival]:
 
 def load_trace(path: str | Path, rate: float | None = None, seed: int = 0,
                limit: int | None = None) -> list[Arrival]:
-    """A trace file's arrivals (first ``limit`` of them). A trace without arrival times needs
-    ``rate``: its requests then arrive by a Poisson process at that rate, in file order. Times
-    are shifted so the first request arrives at t=0."""
+    """A trace file's first ``limit`` arrivals, the first at t=0 (without times: at ``rate``)."""
     name = Path(path).name
     try:
         data = read_bounded(path, MAX_TRACE_BYTES, what=f"trace {name}")

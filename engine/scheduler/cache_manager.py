@@ -127,9 +127,7 @@ class CacheManager:
     # ---- 3. the prefix cache ------------------------------------------------------------------
     def cache_req(self, req: Req, finished: bool, remap: bool = False) -> None:
         """Insert ``req``'s pages whose K/V a launched forward writes and whose tokens are known.
-        ``remap`` (the hazard lab's ``late_prefix_insert`` only): point the request at pages the
-        cache already holds for those tokens and free its own, as SGLang's late insert does
-        (SGLang PR 38140)."""
+        ``remap`` (hazard lab only): point the request at the cache's pages, as SGLang PR 38140."""
         if self.cache is None or req.slot < 0:
             return
         tokens = req.kv_tokens(finished)

@@ -1,7 +1,5 @@
-"""Checks that find memory faults by looking at what happened, never at what the code meant:
-``MappingCheck`` (``debug_checks``) watches every launched batch's metadata, so a position read
-through two pages (SGLang PR 38140's fault) is caught; ``memory_problems`` checks the pools and
-the prefix cache between runs (no page lost or held twice, no lock left behind)."""
+"""Checks that find memory faults by looking at what happened, never at what the code meant: a
+position read through two pages (``MappingCheck``), and pools or prefix cache left wrong."""
 
 from __future__ import annotations
 

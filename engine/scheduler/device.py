@@ -1,11 +1,8 @@
-"""The device interface: what the scheduler may ask of a "GPU", and what it gets back.
-
-Each step: ``upload(metas)`` puts the metadata on the device (scheduler stream; the k steps of a
-multi-step group in one copy); ``forward(up)`` waits for it on the engine stream, gathers inputs
-from token_pool, runs the model, samples, writes tokens back, copies them to a host buffer and
-records ``copy_done``, returning at once; ``copy_done.synchronize()`` comes later, when the CPU
-needs the values. Implementations: ``CudaDevice``, and on a CPU ``ProcessDevice`` or
-``InlineDevice`` (serial, labelled)."""
+"""The device interface: what the scheduler may ask of a "GPU", and what it gets back. Each step,
+``upload(metas)`` puts the metadata on the device (scheduler stream); ``forward(up)`` waits for it
+on the engine stream, gathers inputs from token_pool, runs the model, samples, writes the tokens
+back, copies them to a host buffer and returns at once; ``copy_done.synchronize()`` comes later,
+when the CPU needs the values."""
 
 from __future__ import annotations
 

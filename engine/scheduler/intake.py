@@ -1,7 +1,5 @@
 """Intake: prompts and sampling parameters become checked requests (``Req``). What a caller can get
-wrong (an empty prompt, ids outside the vocabulary, a request that does not fit the context or
-the KV cache, stop tokens the model cannot emit, bad arrival times) is refused here, before a run
-starts, in one sentence that names the prompt and the limit."""
+wrong is refused here, before a run starts, in one sentence that names the prompt and the limit."""
 
 from __future__ import annotations
 
@@ -51,9 +49,7 @@ class Intake:
 
     def request(self, rid: int, ids: list[int], sp: SamplingParams,
                 what: str | None = None) -> Req:
-        """A request for token ids ``ids``, checked against the context, the cache and the
-        vocabulary. Its sampling seed, unless ``sp`` gives one, comes from the engine's seed
-        and ``rid``."""
+        """A checked request for token ids ``ids`` (its seed, unless given, from the engine's)."""
         what = what or f"prompt {rid}"
         limit = self.config.max_seq_len
         if len(ids) + sp.max_new_tokens > limit:

@@ -1,9 +1,6 @@
-"""Paged KV memory: a pool of fixed-size pages, an allocator with exact accounting, the tensors.
-
-Each layer's cache is one flat tensor of ``(num_pages + 1) * page_size`` token slots; the last page
-is a *scratch* page padding writes into. ``IdPool`` hands out ids (pages, request slots) and knows
-who holds each, so a double free or a leak is caught when it happens; the prefix cache's pages
-belong to ``CACHE_OWNER`` (``transfer`` hands them over)."""
+"""Paged KV memory: a pool of fixed-size pages, an allocator with exact accounting, the tensors. The
+last page is a *scratch* page padding writes into. ``IdPool`` knows who holds each id, so a double
+free or a leak is caught when it happens."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""The radix prefix cache: KV pages of earlier requests, found again by their tokens.
-
-Edges are runs of whole pages keyed by their tokens, as in Mini-SGLang. ``match`` finds the longest
-page-aligned prefix held; ``insert`` hands a request's pages to the tree (never mapping a position
-twice); ``lock``/``unlock`` keep the pages a request reads (and their ancestors) from eviction;
-``evict`` frees the least recently used unlocked leaves. When a request locks, inserts and releases
-is the scheduler's call (``cache_manager.py``): that is where overlap's hazards live."""
+"""The radix prefix cache: KV pages of earlier requests, found again by their tokens (edges are runs
+of whole pages, as in Mini-SGLang). When a request locks, inserts and releases is the scheduler's
+call (``cache_manager.py``): that is where overlap's hazards live."""
 
 from __future__ import annotations
 
@@ -60,13 +56,9 @@ class RadixCache:
 
     # ---- writing ------------------------------------------------------------------------------
     def insert(self, tokens: Sequence[int], pages: Sequence[int], node: Node) -> tuple[Node, int]:
-        """Hand ``pages`` (holding ``tokens``, page-aligned) to the tree below ``node``, the node
-        where the caller's cached prefix ends (``len(path(node))`` pages of ``tokens``).
-
-        Returns the node where the caller's cached prefix now ends and how many of its pages the
-        tree took (from the old end on). If the tree already holds more of ``tokens`` than the
-        caller's prefix (another request inserted them since), it takes none: the caller keeps
-        its own copies, so no position is ever read through two pages."""
+        """Hand ``pages`` (holding ``tokens``) to the tree below ``node``, where the caller's cached
+        prefix ends; returns where it ends now and how many pages the tree took. Where the tree
+        already holds more of ``tokens``, it takes none: no position is read through two pages."""
         ps, start = self.page_size, self._depth_pages(node)
         assert len(tokens) == len(pages) * ps, "insert: tokens and pages disagree"
         if len(pages) <= start or not self.attached(node):

@@ -159,9 +159,7 @@ def prefill_bucket(n: int) -> int:
 
 
 def prefill_shapes(cfg) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """Every (batch size, tokens per row) a padded prefill of ``cfg`` (an ``EngineConfig``) can
-    have: the batch buckets up to ``max_batch_size``, and the token buckets up to the longest
-    chunk (``max_prefill_tokens``, or a whole prompt if shorter). What the CUDA engine warms."""
+    """Every (batch size, tokens per row) a padded prefill of ``cfg`` can have: what CUDA warms."""
     sizes = tuple(sorted({decode_bucket(n, cfg.max_batch_size) for n in DECODE_BUCKETS}))
     longest = prefill_bucket(min(cfg.max_prefill_tokens, cfg.max_seq_len))
     seq_lens = tuple(16 << i for i in range(longest.bit_length()) if 16 << i <= longest)
@@ -170,9 +168,8 @@ def prefill_shapes(cfg) -> tuple[tuple[int, ...], tuple[int, ...]]:
 
 def build_meta(batch: Batch, page_table: np.ndarray, page_size: int, dummy_slot: int,
                full_kv: bool) -> StepMeta:
-    """Lay the batch out as arrays, one Python pass over the rows and one conversion per array (this
-    runs on the scheduler thread every step). ``page_table[slot]`` lists a slot's pages; padding
-    rows read the dummy slot and write the scratch page."""
+    """Lay the batch out as arrays, one pass over the rows (the scheduler thread, every step);
+    padding rows read the dummy slot and write the scratch page."""
     rows, n = batch.rows, len(batch.rows)
     ints, floats = _padded_arrays(batch.padded_size, n, page_table, dummy_slot)
     ints[:n, :NUM_INT_COLS] = [(r.req.slot, r.start, r.length, r.samples, r.req.seed,
@@ -190,9 +187,7 @@ def build_meta(batch: Batch, page_table: np.ndarray, page_size: int, dummy_slot:
 def advance_meta(first: StepMeta, batch: Batch, keep: np.ndarray, offset: int,
                  page_table: np.ndarray, page_size: int, dummy_slot: int,
                  full_kv: bool) -> StepMeta:
-    """Step ``offset`` of a multi-step decode group, from its first step: the rows still running
-    (``keep``), each one position further on, the page table unchanged (the group's pages were
-    taken before its first step). ``batch`` lists exactly the kept rows, in order."""
+    """Step ``offset`` of a multi-step decode group: the ``keep`` rows, ``offset`` positions on."""
     n = int(keep.sum())
     assert n == len(batch.rows), "advance_meta: batch rows and keep mask disagree"
     ints, floats = _padded_arrays(batch.padded_size, n, page_table, dummy_slot)
@@ -203,9 +198,7 @@ def advance_meta(first: StepMeta, batch: Batch, keep: np.ndarray, offset: int,
 
 
 def _padded_arrays(padded: int, n: int, page_table: np.ndarray, dummy_slot: int):
-    """``ints``/``floats`` for ``padded`` rows, rows ``n..padded`` already set as padding: the
-    dummy slot, the scratch page (``page_table[dummy_slot]``), temperature 0. Rows ``0..n`` are
-    left for the caller to fill, every column."""
+    """``ints``/``floats`` for ``padded`` rows, rows ``n..padded`` set as padding."""
     ints = np.empty((padded, NUM_INT_COLS + page_table.shape[1]), dtype=np.int64)
     floats = np.empty((padded, 2), dtype=np.float32)
     if padded > n:

@@ -94,9 +94,7 @@ class Scheduler:
     def __init__(self, cfg: EngineConfig, device: Device, pools: Pools, timeline: Timeline,
                  loop: LoopSpec, source: RequestSource, sink: TokenSink | None = None, *,
                  capture: KernelWindow | None = None) -> None:
-        """One run's scheduler, complete: where its requests come from (``source``) and its
-        tokens go (``sink``, a served session's), and the kernel-level window to capture (CUDA).
-        Batches are padded where the device says so (``Device.pads_batches``)."""
+        """One run's scheduler, complete: where its requests come from and its tokens go."""
         self.cfg, self.device = cfg, device
         self.slots, self.pages = slots, pages = pools.slots, pools.pages
         self.source = source

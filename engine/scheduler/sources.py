@@ -1,10 +1,6 @@
 """Where the scheduler's requests come from: stage 1 asks a ``RequestSource``, as SGLang's
-``recv_requests`` polls its socket.
-
-``receive()`` never blocks; ``wait(s)`` is called only when there is nothing to do, and blocks until
-something arrives (idle time, not CPU work); ``done()``: nothing more will come. ``ScheduledSource``
-replays requests at their arrival times (``Engine.generate``);
-``engine.scheduler_process.online.PipeSource`` reads them from the scheduler process's pipe."""
+``recv_requests`` polls its socket. ``receive()`` never blocks; ``wait(s)`` blocks until something
+arrives (idle time, not CPU work); ``done()``: nothing more will come."""
 
 from __future__ import annotations
 

@@ -69,9 +69,7 @@ class RequestTable:
         return row
 
     def decode_rows(self, k: int, in_flight: Sequence[Batch], step: int) -> list[Row]:
-        """One row per running request that may decode, each with pages for its next ``k``
-        positions. When the pool cannot serve a request, the newest running requests are
-        retracted (see ``_make_room``)."""
+        """One row per running request that may decode, with pages for its next ``k`` positions."""
         rows = []
         i = 0
         ps = self.cfg.page_size
@@ -114,9 +112,7 @@ class RequestTable:
         return True
 
     def _pages_coming_back(self) -> int:
-        """Pages that come back for certain once the batches carrying their requests' last
-        tokens are processed: requests whose every output token is launched or in the batch
-        being built (their length limit ends them)."""
+        """Pages that come back for certain once the launched batches are processed."""
         return sum(len(r.pages) - r.cached_pages for r in self.running
                    if r.prefill_done and r.num_scheduled >= r.params.max_new_tokens)
 

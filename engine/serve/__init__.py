@@ -1,6 +1,4 @@
-"""The OpenAI-compatible server, ``python -m engine.serve`` (``__main__.py``): its FastAPI app
-(``http_app.py``), the OpenAI request and response bodies (``openai_api.py``) and its side of a
-served session (``session_client.py``).
+"""The OpenAI-compatible server, ``python -m engine.serve``, and its side of a served session.
 
 May import: ``engine.scheduler_process`` and everything below it, ``record``.
 """

@@ -5,9 +5,7 @@
     curl localhost:8000/v1/completions -H 'content-type: application/json' \
          -d '{"model": "bundled", "prompt": "Once upon a time", "max_tokens": 32}'
 
-This process (HTTP, tokenizer), the scheduler process and, on a CPU, the device process. The
-session's timeline is at ``/v1/timeline/record`` and ``/v1/timeline/trace``. Listens on 127.0.0.1
-unless told otherwise."""
+The session's timeline is at ``/v1/timeline/record`` and ``/v1/timeline/trace``."""
 
 from __future__ import annotations
 

@@ -7,9 +7,7 @@
     GET  /v1/timeline/record       the session so far as a run record
     GET  /v1/timeline/trace        ... as a Chrome / Perfetto trace
 
-Tokens come back through ``ServingClient`` and an asyncio queue per request; text is decoded and cut
-at stop strings here. A client that goes away has its requests aborted in the scheduler. Every error
-is OpenAI's error body."""
+A client that goes away has its requests aborted in the scheduler. Every error is OpenAI's body."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""The OpenAI API's shapes: request bodies in (checked), response bodies and stream chunks out.
-
-A request becomes a ``Job``: token ids per choice, ``SamplingParams``, streaming options and stop
-strings. What this engine cannot honour is refused with OpenAI's error body naming the field, never
-ignored. Beyond the basics, vLLM's ``top_k``, ``ignore_eos`` and ``stop_token_ids``; stop *strings*
-are matched on the text (``StopText``), which holds back a possible start of one."""
+"""The OpenAI API's shapes: request bodies in (checked), response bodies and stream chunks out. What
+this engine cannot honour is refused with OpenAI's error body naming the field, never ignored."""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
-"""Online serving, the web server's side: one served session in the scheduler process.
-
-``ServingClient`` opens a session and forwards: ``submit`` a tokenized request, ``abort`` one whose
-client went away; a reader thread hands each ``TokenDelta`` to its request's handler and
-``ServingStats`` to ``stats()``, and keeps a bounded window of the session's spans and its finished
-requests (``session_record``). If the process dies, every request in progress is told
-(``SessionLost``) and a new process starts in the background (``restarting``). No torch here."""
+"""Online serving, the web server's side: one served session in the scheduler process. A reader
+thread hands each ``TokenDelta`` to its request's handler and keeps a bounded window of the
+session's spans. If the process dies, every request in progress is told (``SessionLost``) and a
+new one starts in the background."""
 
 from __future__ import annotations
 
@@ -168,9 +165,8 @@ class ServingClient:
                 pass
 
     def stats(self, timeout_s: float = 10.0) -> ServingStats | None:
-        """The session's counts and pools at the scheduler's next iteration (None: no answer).
-        A session that dies under the question (its process killed) is started afresh and
-        asked once more."""
+        """The session's counts and pools at the scheduler's next iteration (None: no answer); a
+        session that dies under the question is started afresh and asked once more."""
         for _ in range(2):
             if self.started is not None and not self.process.alive:
                 self._restart()             # died, and the reader may not have noticed yet

@@ -1,8 +1,5 @@
-"""Other engines' traces read as runs of the record schema, apart from the record of our own runs:
-``profiler_events`` (a trace's events, read bounded), ``profiler_import`` (a trace as a record),
-``trace_steps`` (its steps), ``trace_loop`` (what its timing says about its loop),
-``host_phases`` (its named host phases and their roles) and ``given_file`` (any file given to the
-page). An imported run is a ``RunDict`` with a few keys more (``ImportedRun``)."""
+"""Other engines' traces read as runs of the record schema, apart from the record of our own runs.
+An imported run is a ``RunDict`` with a few keys more (``ImportedRun``)."""
 
 from __future__ import annotations
 
@@ -30,7 +27,6 @@ def imported(run: RunDict) -> ImportedRun:
 
 
 def loop_verdict(run: RunDict) -> str | None:
-    """What an imported run's timing says of its loop ("serial", "overlapped", "unknown");
-    None where it was not read (a run of ours)."""
+    """What an imported run's timing says of its loop; None for a run of ours."""
     seen = imported(run).get("loop_seen")
     return seen.get("verdict") if isinstance(seen, dict) else None

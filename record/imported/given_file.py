@@ -1,9 +1,5 @@
-"""A file a user gives the page, as a run record: a record as it is, a trace imported.
-
-``load_any`` reads it bounded and tells a record from a trace by its first bytes; ``sniff`` refuses
-at once what is plainly neither. The cycle collector is paused while a file becomes a record
-(``collector_paused``): a trace makes a million objects in no cycle, and the collector would walk
-the growing heap again and again."""
+"""A file a user gives the page, as a run record: a record as it is, a trace imported. ``sniff``
+refuses at once what is plainly neither."""
 
 from __future__ import annotations
 
@@ -60,8 +56,8 @@ def looks_like_record(data: bytes) -> bool:
 
 @contextlib.contextmanager
 def collector_paused() -> Iterator[None]:
-    """Python's cycle collector off for the block (as it was after it). Reference counting
-    still frees everything at once; only cycles wait, and reading a file makes none."""
+    """The cycle collector off for the block: a trace makes a million objects in no cycle, and
+    the collector would walk the growing heap again and again."""
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -86,10 +82,9 @@ MAX_SHOWN_RUNS = 4      # runs drawn side by side at once: two records of two lo
 
 def side_by_side(records: list[tuple[RecordDict, str]],
                  most: int = MAX_SHOWN_RUNS) -> tuple[RecordDict, int]:
-    """One record holding the runs of ``records`` ((record, name) pairs), in order, so they are
-    drawn as a live run's loops are: panels on one time axis, one step window, ratios. Each run
-    keeps where it came from (``source``, ``env``). At most ``most`` runs, the newest; the
-    second value says how many older ones were left out."""
+    """One record holding the runs of ``records`` ((record, name) pairs), drawn as a live run's
+    loops are; each run keeps its ``source`` and ``env``. At most ``most`` runs, the newest, and
+    how many older ones were left out."""
     runs: list[RunDict] = []
     for record, name in records:
         for run in record["runs"]:

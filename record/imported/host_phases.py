@@ -1,22 +1,9 @@
-"""The host's phases in an imported trace, where the trace names them (the scheduler's functions, as
-``python_function`` events with ``with_stack=True``, and ``record_function`` /
-``user_annotation`` ranges), each given its role in the article's loop (receive, schedule,
-launch, process_last) and so its colour.
-
-The functions are the ones each engine's loop calls once a step: Mini-SGLang's
-``python/minisgl/scheduler/scheduler.py`` (``receive_msg``, ``_schedule_next_batch``, ``_forward``,
-``_process_last_data``; offline ``python/minisgl/llm/llm.py``); SGLang's
-``python/sglang/srt/managers/scheduler.py`` (``recv_requests``, ``get_next_batch_to_run``,
-``run_batch``, ``process_batch_result``), which its own profiler annotates as
-``scheduler.recv_requests`` and so on, with each forward marked ``step[DECODE bs=16]`` and, in its
-overlap loop, ``copy_result_to_cpu``; vLLM's ``vllm/v1/engine/core.py`` (``schedule``,
-``execute_model``, ``update_from_output``), and ``gpu_model_runner: preprocess`` / ``forward`` /
-``postprocess`` ranges where its runner marks them. Every path is in ``docs/citations.md``.
-
-Other ``record_function`` ranges are phases too, with no role. A phase inside another is drawn only
-where the outer has the same role or the inner ones none. Drawn inside SGLang's phases: its
-``step[...]`` mark (the forward) and the host's wait for the GPU in ``process_batch_result``
-(``gpu_waits``). Where a thread names no phase, its outermost ops show (``host_ops``)."""
+"""The host's phases in an imported trace, where the trace names them (the scheduler's functions as
+``python_function`` events, and ``record_function`` / ``user_annotation`` ranges), each given its
+role in the article's loop and so its colour. The functions are those each engine's loop calls
+once a step (Mini-SGLang's, SGLang's and vLLM's schedulers; their paths are in
+``docs/citations.md``). Other ranges are phases with no role. Where a thread names no phase, its
+outermost ops show (``host_ops``)."""
 
 from __future__ import annotations
 
@@ -74,8 +61,8 @@ class HostPhase:
 
 
 def phase_of(name: str, cat: str) -> tuple[str, str | None] | None:
-    """(phase name, role) when a host event is a named phase, else None. A python function is a
-    phase only when it is one of the scheduler functions above, in that engine's package."""
+    """(phase name, role) when a host event is a named phase (a python function only when it is
+    one of the scheduler functions above, in that engine's package), else None."""
     if cat == "python_function":
         match = _PY_NAME.fullmatch(name)
         if match is None:
@@ -95,9 +82,8 @@ def phase_of(name: str, cat: str) -> tuple[str, str | None] | None:
 def phases(events: Sequence[tuple[str, str, float, float]],
            waits: Sequence[tuple[str, float, float]] = ()) -> list[HostPhase]:
     """The phases to draw on one thread's lane from its (name, category, start, end) events: the
-    outermost named ones (an outer one giving way to inner ones of other roles), SGLang's step
-    marks inside its ``scheduler.run_batch`` and its GPU ``waits`` inside
-    ``process_batch_result``."""
+    outermost named ones (giving way to inner ones of other roles), SGLang's step marks inside
+    its ``scheduler.run_batch`` and its GPU ``waits`` inside ``process_batch_result``."""
     named = sorted((HostPhase(*found, start, end) for name, cat, start, end in events
                     if (found := phase_of(name, cat)) is not None),
                    key=lambda p: (p.start, -p.end))
@@ -113,8 +99,7 @@ def phases(events: Sequence[tuple[str, str, float, float]],
 
 
 def _joined(waits: Sequence[tuple[str, float, float]]) -> list[HostPhase]:
-    """Waits as phases, calls less than ``WAIT_JOIN_US`` apart as one (a copy into pageable
-    memory, then the stream's synchronisation: ``.tolist()`` on a GPU tensor), named by them."""
+    """Waits as phases, calls less than ``WAIT_JOIN_US`` apart as one, named by them."""
     out: list[HostPhase] = []
     calls: list[str] = []
     for call, start, end in waits:
@@ -130,9 +115,7 @@ def _joined(waits: Sequence[tuple[str, float, float]]) -> list[HostPhase]:
 
 
 def _carve(outer: HostPhase, inner: list[HostPhase]) -> list[HostPhase]:
-    """``outer`` drawn with ``inner`` (inside it) cut out of it: its pieces around them, under
-    its name and role, and the inner ones between (an inner one overlapping one before it is
-    left out)."""
+    """``outer`` in pieces around the ``inner`` phases inside it, and those between."""
     out, cursor = [], outer.start
     for phase in sorted(inner, key=lambda p: p.start):
         if phase.start < cursor:
@@ -168,7 +151,7 @@ def _outermost(named: list[HostPhase]) -> list[HostPhase]:
 # ---- between the phases: the thread's ops, and its waits for the GPU ------------------------
 
 def top_level(events: list[Event]) -> list[Event]:
-    """A thread's outermost events (those no earlier event of the thread contains)."""
+    """A thread's outermost events."""
     out, end = [], -math.inf
     for event in sorted(events, key=lambda e: (e.ts, -e.dur)):
         if event.ts >= end:               # starts after the current outermost one has ended
@@ -190,8 +173,7 @@ def outside(events: list[Event], phases: list[HostPhase]) -> list[Event]:
 
 def gpu_waits(trace: Trace, launches: dict[int, Event | None]) -> dict[tuple, list[tuple]]:
     """Per host thread, its calls that waited for the GPU, as (name, start, end): synchronising
-    calls, copies into pageable host memory and synchronous copies (both return only once the
-    copy has run), and polls (``trace_loop.polls``)."""
+    calls, synchronous or pageable copies, and polls."""
     pageable = {id(call) for i, call in launches.items()
                 if call is not None and "Pageable" in trace.gpu[i].name}
     found: dict[tuple, list[tuple]] = defaultdict(list)
@@ -212,10 +194,9 @@ def gpu_waits(trace: Trace, launches: dict[int, Event | None]) -> dict[tuple, li
 
 def host_ops(events: list[Event], lane: str, step_of: Callable[[float], int], join: float,
              waits: Sequence[tuple]) -> list[Span]:
-    """A thread's outermost ops and runtime calls as spans on ``lane``, those of one step less than
-    ``join`` apart drawn as one, named by its longest ("aten::linear +37"): an eager forward's
-    thousands of ops would cost every view as much as its kernels. An op that waited for the GPU
-    stays a span of its own."""
+    """A thread's outermost ops as spans on ``lane``, those of one step less than ``join`` apart
+    drawn as one, named by its longest ("aten::linear +37"); an op that waited for the GPU stays
+    a span of its own."""
     blocked = sorted((start, end) for _, start, end in waits)
     out: list[Span] = []
     longest: Event | None = None

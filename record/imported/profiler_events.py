@@ -1,6 +1,5 @@
-"""Reading a Chrome / torch.profiler trace: its bytes (bounded, gunzipped), its events, and one pass
-that keeps what the import needs (``Trace``). Hostile input gets a ``TraceImportError`` with a
-message for a human, never a traceback."""
+"""Reading a Chrome / torch.profiler trace: its bytes (bounded), its events, and one pass that keeps
+what the import needs (``Trace``). Hostile input gets a ``TraceImportError`` for a human."""
 
 from __future__ import annotations
 
@@ -29,7 +28,6 @@ class TraceImportError(ValueError):
 # ---- bytes -> events --------------------------------------------------------------------------
 
 def read_limited(source: bytes | str | os.PathLike[str], max_bytes: int) -> bytes:
-    """The trace's bytes, gunzipped if needed, refusing anything over ``max_bytes``."""
     try:
         return read_bounded(source, max_bytes, what="trace")
     except FileTooLarge as error:
@@ -79,7 +77,7 @@ class Event:
 
 
 def _key(value: object) -> Hashable:
-    """A pid or tid as a dict key: kineto writes numbers or strings; a file may write anything."""
+    """A pid or tid as a dict key (a file may write anything)."""
     return value if isinstance(value, (int, float, str)) and not isinstance(value, bool) \
         else json.dumps(value, sort_keys=True, default=str)[:64]
 
@@ -167,7 +165,6 @@ class Trace:
                     self.flow_ends[(thread, ts)] = event["id"]
 
     def _add_complete(self, event: dict) -> None:
-        """A complete ("X") event: GPU work, a host event, or nothing this import reads."""
         cat = event.get("cat", "")
         cat = (_LOWER.get(cat) or _lower(cat)) if type(cat) is str else str(cat).lower()
         gpu = cat in GPU_CATEGORIES

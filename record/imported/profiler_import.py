@@ -1,13 +1,8 @@
-"""Chrome traces in: our own exports, and ``torch.profiler`` traces of any engine (SGLang's, vLLM's,
-transformers' ``generate``), as runs of the record schema.
-
-A trace of our own comes back as its runs. A profiler trace becomes one run: a GPU lane per CUDA
-stream that ran work; a CPU lane per host thread that launched work or named phases
-(``host_phases``), else its outermost ops; steps from ``trace_steps``, each GPU event in the step
-that launched it. The run also carries what its timing shows (``trace_loop``: ``loop_seen``,
-``joined_gap_us``, ``step_starts``). The metrics are ``record.metrics``' own, so another engine's
-idle gaps are measured exactly like ours; what a trace cannot tell is said in its ``notes``. Bounded
-in size, lanes and spans."""
+"""Chrome traces in: our own exports come back as their runs; a ``torch.profiler`` trace of any
+engine becomes one run, a GPU lane per CUDA stream and a CPU lane per host thread that launched
+work, each GPU event in the step that launched it. The metrics are ``record.metrics``' own, so
+another engine's idle gaps are measured exactly like ours; what a trace cannot tell is in its
+``notes``."""
 
 from __future__ import annotations
 
@@ -48,7 +43,7 @@ NO_GPU_MESSAGE = ("no GPU kernel, memcpy or memset events: was the profiler run 
 # ---- lanes ------------------------------------------------------------------------------------
 
 def _gpu_lanes(trace: Trace) -> dict[tuple, str]:
-    """One lane per CUDA stream, labelled like "GPU 0 stream 7" (linear in the streams)."""
+    """One lane per CUDA stream, labelled like "GPU 0 stream 7"."""
     first: dict[tuple, Event] = {}
     for event in trace.gpu:
         first.setdefault(event.thread, event)
@@ -87,9 +82,8 @@ def _cpu_lanes(trace: Trace, launching: set[tuple]) -> dict[tuple, str]:
 
 
 def _phase_step(steps: Steps, phase: host_phases.HostPhase) -> int:
-    """The step a host phase belongs to: where steps start at their launches, the work that prepares
-    a launch belongs to the step it launches; SGLang's result processing to the step whose result
-    it processed; everything else to the step running when it began."""
+    """The step a host phase belongs to: the one it launches (where steps start at launches), the
+    one whose result it processed (SGLang), else the one running when it began."""
     if steps.how in ("graph_launch", "marker") and phase.role in (Phase.RECEIVE, Phase.SCHEDULE,
                                                                    Phase.LAUNCH):
         i = bisect.bisect_left(steps.starts, phase.start)
@@ -101,8 +95,7 @@ def _phase_step(steps: Steps, phase: host_phases.HostPhase) -> int:
 
 
 def _phase_span(lane: str, step: int, phase: host_phases.HostPhase) -> Span:
-    """A host phase as a span; SGLang's mark of a forward carries its batch size (and, for a
-    prefill, its tokens) from its name."""
+    """A host phase as a span; SGLang's forward mark gives its batch size and tokens."""
     span = Span(lane, short_name(phase.name), step, phase.start, phase.end)
     if (mark := SGLANG_STEP.fullmatch(phase.name)) is not None:
         span.batch_size = int(mark.group("bs"))
@@ -114,8 +107,7 @@ def _phase_span(lane: str, step: int, phase: host_phases.HostPhase) -> Span:
 
 def import_profiler_trace(source: bytes | str | os.PathLike[str],
                           max_bytes: int = DEFAULT_MAX_BYTES) -> RunDict:
-    """A torch.profiler Chrome trace (a path, or its bytes; JSON or .gz) as one run dict;
-    ``TraceImportError`` for what cannot be one, in words."""
+    """A torch.profiler Chrome trace (a path, or its bytes) as one run dict."""
     label = f"imported: {Path(source).name}" if isinstance(source, (str, os.PathLike)) \
         else "imported"
     return _profiler_run(parse_events(read_limited(source, max_bytes)), label)
@@ -187,9 +179,8 @@ def _profiler_run(events: list[object], label: str) -> RunDict:
 def _loop_seen(trace: Trace, work: list[trace_loop.GpuWork], steps: Steps,
                named: dict[tuple, list[host_phases.HostPhase]],
                join: float) -> trace_loop.LoopSeen:
-    """``trace_loop.loop_seen`` over this trace's steps, blocking (or polling) host calls and named
-    host work (launching left out: it runs beside the GPU in every loop); and how many host
-    events the profiler recorded per step."""
+    """``trace_loop.loop_seen`` over this trace (launching left out: it runs beside the GPU in
+    every loop), and the profiler's host events per step."""
     calls = [e for e in trace.host if e.cat in ("cuda_runtime", "cuda_driver")]
     blocking = [(e.ts, e.end) for e in calls if any(word in e.name for word in trace_loop.BLOCKING)]
     # A host that polls (queries an event until it is done) waits as one that blocks does.
@@ -223,8 +214,7 @@ def _thin(spans: list[Span]) -> list[Span]:
 
 def _notes(steps: Steps, metrics: Metrics, cpu_lanes: bool, seen: trace_loop.LoopSeen,
            join: float, measured: bool, roles: dict[str, str]) -> list[Note]:
-    """What the import found and what a trace cannot tell, as text keys with values (viz says
-    them in the reader's language)."""
+    """What the import found and what a trace cannot tell, as text keys with values."""
     if steps.how == "sglang":
         notes = _sglang_notes(steps, roles)
     else:
@@ -248,9 +238,7 @@ def _notes(steps: Steps, metrics: Metrics, cpu_lanes: bool, seen: trace_loop.Loo
 
 
 def _sglang_notes(steps: Steps, roles: dict[str, str]) -> list[Note]:
-    """What SGLang's own annotations gave: its steps, by mode (how many, their batch sizes), its
-    scheduler's phases on the CPU lane, the host's waits inside them, and its overlap loop where
-    it marked one."""
+    """What SGLang's own annotations gave: its steps by mode, its phases, waits and overlap."""
     sizes: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
     for name in steps.names:
         if (mark := SGLANG_STEP.fullmatch(name)) is not None:
@@ -274,14 +262,12 @@ def _sglang_notes(steps: Steps, roles: dict[str, str]) -> list[Note]:
 
 
 def _span(values: list[int]) -> str:
-    """"16", or "1–16" where they vary."""
     low, high = min(values), max(values)
     return f"{low}" if low == high else f"{low}–{high}"
 
 
 def import_trace(data: bytes, name: str) -> tuple[list[RunDict], dict[str, str]]:
-    """A trace's runs (ours come back as the runs they were written from, any other as one)
-    and what it says about where it was made."""
+    """A trace's runs and what it says about where it was made."""
     from record.chrome_trace import read_own_trace, trace_env
 
     doc_events = parse_events(data)

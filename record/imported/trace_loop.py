@@ -1,13 +1,10 @@
 """What an imported trace's timing says about the loop that made it.
 
-- **Launch latency.** A kernel launched onto an idle stream starts a few microseconds after its
-  launch call; no host can fill a shorter gap between kernels, so such gaps are not idleness:
-  ``joined_gap_us`` is the median of the trace's own latencies.
-- **Serial or overlapped.** A serial loop blocks every step in a synchronising call until the
-  GPU ran dry; an overlapped one never does, and shows a step's GPU work running after the host
-  began the next, a second stream's work beside the forward, and named host work under GPU work.
-  ``loop_seen`` weighs these; ``polls`` turns a run of ``cudaEventQuery`` calls into one wait.
-- **The profiler's cost.** ``events_per_step``: host events the profiler recorded a step."""
+- **Launch latency.** No host can fill a gap between kernels shorter than a launch onto an idle
+  stream takes, so such gaps are not idleness (``launch_latency_us``).
+- **Serial or overlapped.** A serial loop blocks every step until the GPU ran dry; an overlapped
+  one never does, and shows a step's GPU work running after the host began the next, a second
+  stream's work beside the forward, and named host work under GPU work (``loop_seen``)."""
 
 from __future__ import annotations
 
@@ -16,6 +13,8 @@ import statistics
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import NotRequired, TypedDict
+
+from record.metrics import union_intervals as _union
 
 Interval = tuple[float, float]
 
@@ -36,8 +35,7 @@ POLL_MIN = 3                # a poll is at least this many queries in a row
 
 @dataclass(frozen=True)
 class GpuWork:
-    """One kernel, memcpy or memset: when it ran, on which stream, and when the host launched it
-    (``launch`` None: no launch call found; ``direct``: launched by itself, not in a graph)."""
+    """One kernel, memcpy or memset, and when the host launched it (``direct``: not in a graph)."""
 
     start: float
     end: float
@@ -47,9 +45,8 @@ class GpuWork:
 
 
 def launch_latency_us(work: Sequence[GpuWork]) -> tuple[float, bool]:
-    """(median launch-to-start latency of work launched onto an idle GPU, measured?): only work that
-    waited for nothing but its launch, graph kernels left out; with fewer than ``MIN_SAMPLES``,
-    ``DEFAULT_JOIN_US`` and False."""
+    """(median launch-to-start latency of work launched onto an idle GPU, measured?); with fewer
+    than ``MIN_SAMPLES``, ``DEFAULT_JOIN_US`` and False."""
     samples: list[float] = []
     pending_until: float | None = None
     launched = [(w.launch, w) for w in work if w.launch is not None]
@@ -65,8 +62,7 @@ def launch_latency_us(work: Sequence[GpuWork]) -> tuple[float, bool]:
 
 
 def drains(work: Sequence[GpuWork]) -> list[float]:
-    """The moments the GPU ran dry: when everything launched so far had finished and the next
-    launch came later (the queue empty, the GPU waiting for the host)."""
+    """The moments the GPU ran dry: all launched work done before the next launch."""
     launched = sorted((w.launch, w.end) for w in work if w.launch is not None)
     found, last_end = [], None
     for launch, end in launched:
@@ -77,9 +73,8 @@ def drains(work: Sequence[GpuWork]) -> list[float]:
 
 
 def polls(queries: Sequence[Interval]) -> list[Interval]:
-    """The waits a polling host made: runs of at least ``POLL_MIN`` query calls, each within
-    ``POLL_GAP_US`` of the one before, as one interval from the first call to the last; a lone
-    query (a check that moved on) is no wait."""
+    """The waits a polling host made: runs of at least ``POLL_MIN`` query calls close together,
+    each as one interval."""
     runs: list[list[Interval]] = []
     for call in sorted(queries):
         if runs and call[0] - runs[-1][-1][1] <= POLL_GAP_US:
@@ -90,14 +85,12 @@ def polls(queries: Sequence[Interval]) -> list[Interval]:
 
 
 def _step_of(starts: Sequence[float], t: float) -> int:
-    """Index of the step interval [starts[i], starts[i+1]) holding ``t`` (-1 before the first)."""
     return bisect.bisect_right(starts, t) - 1
 
 
 def waited_steps(work: Sequence[GpuWork], blocking: Sequence[Interval],
                  starts: Sequence[float]) -> set[int]:
-    """Indices of the steps in which the host blocked until the GPU ran dry: a synchronising
-    call that began before a drain and returned within ``WAKE_US`` after it."""
+    """Steps in which a synchronising call began before a drain and returned just after it."""
     ends = sorted(drains(work))
     found = set()
     for ts, end in blocking:
@@ -108,16 +101,6 @@ def waited_steps(work: Sequence[GpuWork], blocking: Sequence[Interval],
                 break
             i += 1
     return found
-
-
-def _union(intervals: list[Interval]) -> list[Interval]:
-    merged: list[list[float]] = []
-    for a, b in sorted(intervals):
-        if merged and a <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], b)
-        else:
-            merged.append([a, b])
-    return [(a, b) for a, b in merged]
 
 
 def _covered(intervals: list[Interval], a: float, b: float) -> float:
@@ -131,8 +114,7 @@ def _covered(intervals: list[Interval], a: float, b: float) -> float:
 
 
 def late_share(work: Sequence[GpuWork], starts: Sequence[float]) -> float:
-    """Median, over steps but the last, of the share of a step's GPU work (by launch) that ran
-    after the host had begun the next step."""
+    """Median share of a step's GPU work that ran after the host had begun the next step."""
     by_step: dict[int, list[Interval]] = {}
     for w in work:
         if w.launch is not None:
@@ -147,8 +129,7 @@ def late_share(work: Sequence[GpuWork], starts: Sequence[float]) -> float:
 
 
 def beside_steps(work: Sequence[GpuWork], starts: Sequence[float]) -> set[int]:
-    """Steps in which another stream's work ran beside the main stream's (the stream with the
-    most GPU time): the next batch's upload beside the forward, as an overlapped loop does."""
+    """Steps in which another stream's work ran beside the main stream's (the busiest)."""
     time: dict[Hashable, float] = {}
     for w in work:
         time[w.stream] = time.get(w.stream, 0.0) + (w.end - w.start)
@@ -162,9 +143,8 @@ def beside_steps(work: Sequence[GpuWork], starts: Sequence[float]) -> set[int]:
 
 def under_share(host: Sequence[Interval], busy: list[Interval],
                 blocked: Sequence[Interval] = ()) -> float | None:
-    """Share of the host's named work (``host_phases``, launches left out) done while the
-    GPU was busy; the time it spent blocked in synchronising calls is no work (a serial loop's
-    ``_process_last_data`` waits under the forward it processes). None without such work."""
+    """Share of the host's named work done while the GPU was busy (blocked time is no work);
+    None without such work."""
     waits = _union(list(blocked))
     work = [piece for a, b in _union(list(host)) for piece in _minus(a, b, waits)]
     total = sum(b - a for a, b in work)
@@ -206,10 +186,7 @@ Note = dict[str, str | int | float]
 
 def loop_seen(work: Sequence[GpuWork], blocking: Sequence[Interval], starts: Sequence[float],
               host_work: Sequence[Interval] = (), join_us: float = 0.0) -> LoopSeen:
-    """What the trace says about its loop (``LoopSeen``), over the steps but the first and the last:
-    ``waited`` (steps in which the host blocked until the GPU ran dry), ``late`` (median share of
-    a step's GPU work after the next step began), ``beside`` (steps with a second stream's work
-    beside the main one's), ``under`` (share of named host work under GPU work), and the verdict."""
+    """What the trace says about its loop, over the steps but the first and the last."""
     middle = set(range(1, len(starts) - 1))
     waited = len(waited_steps(work, blocking, starts) & middle)
     beside = len(beside_steps(work, starts) & middle)
@@ -232,8 +209,7 @@ def loop_seen(work: Sequence[GpuWork], blocking: Sequence[Interval], starts: Seq
 
 
 def loop_notes(seen: LoopSeen) -> list[Note]:
-    """What ``loop_seen`` found, as text keys with values (``note_loop_*``): the verdict, and for
-    an overlapped loop each reading that shows it."""
+    """``loop_seen``'s verdict as text keys with values, and each reading that shows overlap."""
     steps, waited = seen["steps"], seen["waited"]
     if seen["verdict"] == "serial":
         return [{"key": "note_loop_serial", "waited": waited, "steps": steps}]
@@ -252,7 +228,7 @@ def loop_notes(seen: LoopSeen) -> list[Note]:
 
 
 def events_per_step(host_times: Sequence[float], starts: Sequence[float]) -> float:
-    """Host events the profiler recorded per step, over the steps but the first and the last."""
+    """Host events the profiler recorded per middle step."""
     if len(starts) < 3:
         return 0.0
     lo, hi = starts[1], starts[-1]

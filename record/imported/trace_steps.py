@@ -1,11 +1,7 @@
-"""The steps of an imported trace, and one step as the step-through shows it.
-
-``find_steps`` takes, in this order: SGLang's own ``step[...]`` marks (a step begins where the
-scheduler began the iteration that launched it; a ``process_batch_result`` belongs to the step whose
-result it processes); ``ProfilerStep#N`` ranges; one step per CUDA graph launch; one per launch of
-the *step marker*, the kernel launched once per forward at the most regular pace. ``trace_step`` is
-the GPU work launched in step n: its extent, busy time, the wait until the next step's work, the
-part run after the host began the next step, and its named host phases."""
+"""The steps of an imported trace, and one step as the step-through shows it. ``find_steps`` takes,
+in this order: SGLang's own ``step[...]`` marks; ``ProfilerStep#N`` ranges; one step per CUDA graph
+launch; one per launch of the *step marker*, the kernel launched once per forward at the most
+regular pace."""
 
 from __future__ import annotations
 
@@ -49,15 +45,15 @@ class Steps:
     prefill: bool = False              # a forward before the first marked step became step 1
 
     def at(self, t: float) -> int:
-        """The step running at host time ``t`` (-1 before the first, or outside every range)."""
+        """The step running at host time ``t`` (-1: none)."""
         i = bisect.bisect_right(self.starts, t) - 1
         if i < 0 or (self.ends is not None and t > self.ends[i]):
             return -1
         return self.numbers[i]
 
     def processed_by(self, t: float) -> int | None:
-        """The step whose result the process_batch_result running at ``t`` processed (None:
-        none runs then, or the trace has no such ranges); -1 for one launched before the trace."""
+        """The step whose result the process_batch_result running at ``t`` processed (None: none
+        runs then; -1: launched before the trace)."""
         i = bisect.bisect_right(self.processed, (t, math.inf, 0)) - 1
         if i < 0 or t > self.processed[i][1]:
             return None
@@ -65,7 +61,6 @@ class Steps:
 
 
 def find_steps(trace: Trace, launch_times: dict[int, float]) -> Steps:
-    """The trace's steps, from the first of the sources above that it has."""
     sglang = _sglang_steps(trace)
     if sglang is not None:
         return sglang
@@ -85,8 +80,7 @@ def find_steps(trace: Trace, launch_times: dict[int, float]) -> Steps:
 
 
 def _sglang_steps(trace: Trace) -> Steps | None:
-    """Steps from SGLang's ``step[...]`` marks on its scheduler thread (the thread with the most),
-    each beginning where its loop iteration began; None without such marks."""
+    """Steps from SGLang's ``step[...]`` marks, each beginning where its loop iteration began."""
     marks = [e for e in trace.host if e.cat == "user_annotation" and SGLANG_STEP.fullmatch(e.name)]
     if not marks:
         return None
@@ -117,10 +111,8 @@ def _sglang_steps(trace: Trace) -> Steps | None:
 
 def _processed(steps: Steps, openers: list[float],
                processing: list[Event]) -> list[tuple[float, float, int]]:
-    """Which step each ``process_batch_result`` processed: the oldest step not yet processed
-    among those launched by then, in the serial loop by its own iteration, in the overlap loop
-    before it (a result processed in the trace's first iteration was launched before the
-    trace: -1)."""
+    """Which step each ``process_batch_result`` processed: the oldest not yet processed among those
+    launched by then (in the overlap loop, by the iteration before)."""
     queue: list[int] = []
     pushed, out = 0, []
     for event in sorted(processing, key=lambda e: e.ts):
@@ -136,9 +128,8 @@ def _processed(steps: Steps, openers: list[float],
 
 
 def _with_prefill(trace: Trace, launch_times: dict[int, float], steps: Steps) -> Steps:
-    """``steps`` numbered from 1; the GPU work launched before the first of them is a step of its
-    own where it is a forward's worth (the prefill, at least ``PREFILL_SHARE`` of a step) and the
-    marks open forwards."""
+    """``steps`` numbered from 1; GPU work launched before the first is a step of its own where it
+    is a forward's worth (the prefill)."""
     first = steps.starts[0]
     busy: dict[int, list[tuple[float, float]]] = defaultdict(list)
     before: list[tuple[float, float, float]] = []
@@ -162,8 +153,7 @@ def _with_prefill(trace: Trace, launch_times: dict[int, float], steps: Steps) ->
 
 
 def _step_marker(trace: Trace, launch_times: dict[int, float]) -> tuple[str, list[float]] | None:
-    """The kernel that runs once per forward: of the kernels launched at a steady pace (their
-    launch intervals vary by less than ``MARKER_MAX_CV``), the one launched least often."""
+    """The kernel that runs once per forward: of those launched at a steady pace, the rarest."""
     by_name: dict[str, list[float]] = defaultdict(list)
     for i, event in enumerate(trace.gpu):
         if event.cat == "kernel" and i in launch_times:
@@ -185,7 +175,7 @@ def _step_marker(trace: Trace, launch_times: dict[int, float]) -> tuple[str, lis
 # ---- one step, as the step-through shows it ---------------------------------------------------
 
 def host_step_starts(run: RunDict) -> dict[int, float]:
-    """Step number -> when the host began it (µs on the run's clock), as the import found."""
+    """Step number -> when the host began it (µs on the run's clock)."""
     starts = {}
     for pair in imported(run).get("step_starts") or []:
         if isinstance(pair, (list, tuple)) and len(pair) == 2:
