@@ -118,11 +118,11 @@ def on_cuda(device_choice: str) -> bool:
 def profile_for(device_choice: str, own: DeviceProfile | None = None) -> DeviceProfile | None:
     """The profile of the device a run with this choice uses: the visitor's ``own`` (what their
     last run measured) where it is of that device, else the server's."""
-    kind = "cuda" if on_cuda(device_choice) else "cpu"
-    if own is not None and _kind(own.device_kind) == kind:
+    device_kind = "cuda" if on_cuda(device_choice) else "cpu"
+    if own is not None and _kind(own.device_kind) == device_kind:
         return own
     with APP.profiles_lock:
-        return APP.profiles.get(kind)
+        return APP.profiles.get(device_kind)
 
 
 def own_measurement(record: RecordDict | None, spec: Said | None,
