@@ -149,7 +149,3 @@ def redraw(shown: dict[str, Any] | None, lang_choice: str) -> str:
     if not shown:
         return status(texts.t(lang, "lab_idle"))
     return report_html(shown["report"], shown["model"], shown["seed"], lang)
-
-
-def run_safe(model: str, device: str, seed: object, lang_choice: str):
-    yield from run_lab(None, model, device, seed, lang_choice)
