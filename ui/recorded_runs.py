@@ -1,5 +1,5 @@
 """Records on screen: draw one (whatever its source), offer it for download, list recorded runs,
-and the import tab (its controls and its handler).
+and the import tab's handler.
 
 A live run, a recorded GPU run and an uploaded trace or record all become a schema-1 record, and
 ``shown`` turns any record into the main view. Two files (or one beside the record on screen)
@@ -25,7 +25,7 @@ from record.run_record import config_of, has_memory
 from record.schema import Loop, RecordDict, RunDict
 from record.window import step_range
 from ui import parsing, same_work
-from ui.i18n import Translated, lang_of
+from ui.i18n import lang_of
 from ui.inputs import is_whole
 from ui.same_work import RECORDED_DIR
 from ui.status import Said, render_said, said
@@ -161,16 +161,6 @@ def show_same_work(name: str | None, lang_choice: str) -> tuple:
     spec = said("status_same_work", "ok", engines=len(files), names_keys=engines,
                 where=viz.record_where(loaded[0][0]))
     return shown(spec, record, lang, write_downloads(record)).values()
-
-
-def import_controls(tr: Translated) -> tuple[gr.File, gr.Checkbox]:
-    """The import tab's controls, registered with the page's translator ``tr``: a file box that
-    takes one file or two (to compare), and whether to add them beside what is on screen."""
-    upload = tr.add(gr.File(label=texts.t("en", "ctl_upload"), elem_id="upload",
-                            file_count="multiple"), "ctl_upload")
-    beside = tr.add(gr.Checkbox(False, label=texts.t("en", "ctl_beside"), elem_id="beside"),
-                    "ctl_beside")
-    return upload, beside
 
 
 def show_upload(paths: str | Path | list[str] | None, beside: bool, on_screen: RecordDict | None,
