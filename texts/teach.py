@@ -1,8 +1,5 @@
-"""The teaching views' sentences, English and Chinese: multi-step, step-through replay, hazard lab.
-
-Kept apart from ``texts.strings`` so each file reads in one sitting; ``texts.strings`` merges these into its
-tables, and ``t(lang, key)`` finds them like any other string. Placeholders are filled with
-measured numbers only.
+"""The teaching views' sentences, English and Chinese: multi-step, step-through replay, hazard lab
+(merged by ``texts.strings``).
 """
 
 from __future__ import annotations
