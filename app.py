@@ -1,11 +1,8 @@
 """Gradio UI: run the engine's scheduling loops and watch their timelines, step by step.
 
-Glue only: each tab is built and wired by its own module in ``ui/tabs`` (``build`` for its
-layout, ``wire`` for its events); this file assembles them and serves the page. Every source of
-a run (a live run, a recorded GPU run, an uploaded trace) becomes a schema-1 record and takes one
-path to the screen through ``viz``. The engine never runs in this process: the scheduler process
-does that (``ui.scheduler_link.scheduler``), started in the background once the page is up, so the web
-server never holds the GIL the scheduler needs.
+Glue only: each tab is built and wired by its own module in ``ui/tabs``; this file assembles them
+and serves the page. The engine never runs in this process: the scheduler process does
+(``ui.scheduler_link``), so the web server never holds the GIL the scheduler needs.
 """
 
 from __future__ import annotations
@@ -30,11 +27,9 @@ from ui.tabs import lab_tab, live_tab, recorded_tab, run_view, serving_tab, uplo
 from ui.tabs.parts import CSS, Page, md
 from ui.view import TYPED_SLIDER
 
-# A number typed into a slider's box stays as typed when the box loses focus. Gradio's slider
-# clamps it to its range on blur, silently (999999 became 20000 and the run used that); the
-# handlers check the value and say in the page's language what is wrong (ui.view.slider). A
-# capture-phase listener runs before the box's own blur handler and stops it, for these sliders
-# only; typing and Enter update the value as before.
+# A number typed into a slider's box stays as typed when the box loses focus (Gradio clamps it
+# silently on blur; the handlers check it and say what is wrong): a capture-phase listener stops
+# the box's own blur handler, for these sliders only.
 KEEP_TYPED_JS = ("() => { document.addEventListener('blur', (e) => {"
                  " const box = e.target;"
                  " if (box instanceof HTMLInputElement && box.type === 'number'"
@@ -99,10 +94,8 @@ def main() -> int:
     parser.add_argument("--no-prewarm", action="store_true",
                         help="do not build the default engine in the background at start")
     args = parser.parse_args()
-    # The scheduler process is started with multiprocessing "spawn", which re-runs the main
-    # script in the child. The child needs none of this UI (importing gradio there doubled the
-    # engine's start-up time on a 2-core machine), so hide the script from spawn: the child
-    # imports only the engine modules its target function lives in.
+    # "spawn" re-runs the main script in the scheduler process, which needs none of this UI (and
+    # gradio is slow to import): hidden, the child imports only its target's engine modules.
     sys.modules["__main__"].__dict__.pop("__file__", None)
     if not scheduler_link.on_zero_gpu():
         from engine.scheduler_process.process import pin_server, raise_server_priority

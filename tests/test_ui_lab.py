@@ -50,7 +50,7 @@ def test_no_finished_guard_shows_a_detected_fault():
 
 
 def test_the_safe_engine_shows_no_fault_and_how_often_the_guards_acted():
-    _, (html, shown) = _final(lab_runs.run_safe("bundled", "cpu", 0, "English"))
+    _, (html, shown) = _final(lab_runs.run_lab(None, "bundled", "cpu", 0, "English"))
     assert 'data-fault="false"' in html and 'data-switch="safe"' in html
     assert "No fault: every check passed" in html
     assert "race window did not open" not in html      # the safe engine is not "lucky"

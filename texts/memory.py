@@ -1,8 +1,5 @@
 """The KV-memory chart's sentences, English and Chinese: pages in use, cached and free, the
-prefix cache's hits in a prefill's hover, retractions, and the metrics table's memory rows.
-
-Kept apart from ``texts.strings`` so each file reads in one sitting; ``texts.strings`` merges these into
-its tables. Placeholders are filled with recorded numbers only.
+prefix cache's hits, retractions, and the metrics table's memory rows (merged by ``texts.strings``).
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
 """The metrics table's and the formula's sentences, English and Chinese: metric names, the
-article's formula with measured terms, what an import found, and what a large gap between
-the predicted and the measured speedup was made of.
-
-Kept apart from ``texts.strings`` so each file reads in one sitting; ``texts.strings`` merges these into
-its tables. Placeholders are filled with measured numbers only.
+article's formula with measured terms, what an import found, and what a gap between predicted
+and measured speedup was made of (merged by ``texts.strings``).
 """
 
 from __future__ import annotations

@@ -147,8 +147,6 @@ stream lanes* and over the *engine stream alone*; where they differ, the GPU was
     "lane_scheduler_stream": "scheduler stream",
     "lane_engine_stream": "engine stream",
     "lane_copy_stream": "copy stream",
-    "status_waiting": "Waiting for the device: the engine is warming up or another run is on.",
-    "status_preparing": "Preparing the engine on {device}…",
     "status_running": "Running <b>{mode}</b> (run {index} of {total}): step {step} of about "
                       "{expected}, {seconds:.1f} s",
     "status_timing": "Timing <b>{mode}</b> (run {index} of {total}; {seconds:.1f} s so far). Each "
@@ -232,7 +230,6 @@ stream lanes* and over the *engine stream alone*; where they differ, the GPU was
         "draws, the scheduler schedules, and neither waits for the other's Python lock.*"),
     "status_done": "Done: {requests} requests, {tokens} output tokens per run, on {where} "
                    "({device}).",
-    "status_failed": "The run failed: {error}",
     "status_recorded": "Recorded on {where}.",
     "engine_mini-sglang": "Mini-SGLang (the article's code)",
     "engine_sglang": "SGLang (the system the article describes)",
@@ -489,8 +486,6 @@ _ZH: dict[str, str] = {
     "lane_scheduler_stream": "scheduler stream",
     "lane_engine_stream": "engine stream",
     "lane_copy_stream": "copy stream",
-    "status_waiting": "等待设备：引擎正在预热，或另一个运行正在进行。",
-    "status_preparing": "正在 {device} 上准备引擎…",
     "status_running": "正在运行 <b>{mode}</b>（第 {index}/{total} 次运行）：第 {step} 步（约 "
                       "{expected} 步），{seconds:.1f} 秒",
     "status_timing": "正在计时 <b>{mode}</b>（第 {index}/{total} 次运行；已用 {seconds:.1f} 秒）。"
@@ -558,7 +553,6 @@ _ZH: dict[str, str] = {
         "彼此不等待对方的 Python 锁。*"),
     "status_done": "完成：{requests} 个请求，每次运行输出 {tokens} 个 token，设备：{where}"
                    "（{device}）。",
-    "status_failed": "运行失败：{error}",
     "status_recorded": "录制于 {where}。",
     "engine_mini-sglang": "Mini-SGLang（文章所读的代码）",
     "engine_sglang": "SGLang（文章所讲的系统）",

@@ -1,8 +1,5 @@
-"""The teaching views' sentences, English and Chinese: multi-step, step-through replay, hazard lab.
-
-Kept apart from ``texts.strings`` so each file reads in one sitting; ``texts.strings`` merges these into its
-tables, and ``t(lang, key)`` finds them like any other string. Placeholders are filled with
-measured numbers only.
+"""The teaching views' sentences, English and Chinese: multi-step, step-through replay, hazard lab
+(merged by ``texts.strings``).
 """
 
 from __future__ import annotations
@@ -250,7 +247,6 @@ live run.
     "lab_after_stop": "Tokens after a stop token, in requests",
     "lab_leak": "Leak after the run",
     "lab_where": "{device} · model {model} · seed {seed}",
-    "lab_failed": "The lab run failed: {error}",
     "lab_what_page": "KV page",
     "lab_what_slot": "request slot",
     "lab_held_by_other": "held by another request",
@@ -467,7 +463,6 @@ token）。先用**普通循环**跑出参考结果，再用打开开关的
     "lab_after_stop": "停止 token 之后仍有 token 的请求",
     "lab_leak": "运行后的泄漏",
     "lab_where": "{device} · 模型 {model} · 种子 {seed}",
-    "lab_failed": "实验室运行失败：{error}",
     "lab_what_page": "KV 页",
     "lab_what_slot": "请求槽",
     "lab_held_by_other": "被另一个请求持有",

@@ -1,11 +1,6 @@
-"""Imported traces' sentences, English and Chinese: what an import found about its loop and its
-gaps (and what SGLang's own annotations gave), the formula's terms named by what a trace holds
-and what a gap between its prediction and the measurement was made of, the step-through of
-imported steps, the profiler's own cost, an import's headline and its "What to look for" panel,
-and the import tab's controls.
-
-``texts.strings`` merges these into its tables. Placeholders are filled with measured numbers
-and names from the file only.
+"""Imported traces' sentences, English and Chinese: what an import found about its loop, gaps and
+terms, its step-through, headline and "What to look for" panel, and the import tab's controls
+(merged by ``texts.strings``; placeholders are filled from the file only).
 """
 
 from __future__ import annotations

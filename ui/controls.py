@@ -1,16 +1,14 @@
 """The live tab's controls as one value: ``Controls``, what a run is asked to do.
 
-The page builds it in one place (``Controls.from_inputs``, from Gradio's set-of-inputs form: a
-dict of component -> value), and everything that starts a run takes it whole: the Run button's
-handler (``ui.live_runs.run_live``), the request it becomes (``ui.live_runs.build_request``) and the
-warm-up (``ui.live_runs.prewarm``, with ``Controls.page_defaults``). Numbers are kept as the page sent
-them (a typed 2.5, an emptied box as None): ``build_request`` checks them and says what is wrong.
+The page builds it in one place (``Controls.from_inputs``) and everything that starts a run takes
+it whole (``ui.live_runs.run_live``, ``build_request``, ``prewarm``). Numbers are kept as the page
+sent them (a typed 2.5, an emptied box as None): ``build_request`` checks them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from typing import Any
 
 from engine.workloads import DEFAULT_PROMPTS
@@ -42,15 +40,10 @@ class Controls:
     @classmethod
     def page_defaults(cls, **changes: Any) -> Controls:
         """The controls as the page first shows them (what the warm-up prepares for)."""
-        first = cls(loops=[Loop.NORMAL, Loop.OVERLAP], decode_steps=DEFAULTS["decode_steps"],
-                    stop_early=True, device="auto", model="bundled",
-                    requests=DEFAULTS["requests"], batch=DEFAULTS["batch"],
-                    prompt_len=DEFAULTS["prompt_len"], prompts_text=DEFAULT_PROMPTS,
-                    max_new=DEFAULTS["max_new"], temperature=DEFAULTS["temperature"],
-                    cuda_graph=False, extra_cpu_us=DEFAULTS["extra_cpu_us"],
-                    request_rate=DEFAULTS["request_rate"], chat=False,
-                    shared_prefix=DEFAULTS["shared_prefix"], kv_pages=DEFAULTS["kv_pages"])
-        return replace(first, **changes)
+        first: dict[str, Any] = {**DEFAULTS, "loops": [Loop.NORMAL, Loop.OVERLAP], "chat": False,
+                                 "stop_early": True, "device": "auto", "model": "bundled",
+                                 "prompts_text": DEFAULT_PROMPTS, "cuda_graph": False}
+        return cls(**{**first, **changes})
 
     @classmethod
     def names(cls) -> tuple[str, ...]:

@@ -1,11 +1,10 @@
 """Hazard lab handlers: remove one safeguard, run, and show what the engine's checks found.
 
-``engine.lab.hazard_lab.run_hazard`` does the work, in the scheduler process (a ``LabRequest``): the
+``engine.lab.hazard_lab.run_hazard`` does the work in the scheduler process (a ``LabRequest``): the
 normal loop as reference, then the overlap loop with one switch on, compared token by token, with
-the allocator and the stop checks watching. This module picks the configuration (the model and
-device of the live tab) and shows the report through ``viz.lab_report`` in the chosen language; the
-report is kept as a plain dict so a language switch can redraw it. A lab run takes its turn in the
-engine's line (``in_line``), as every run does, and says where it stands while it waits.
+the allocator and the stop checks watching. This module sends it with the live tab's model and
+device, and shows the report (a plain dict, redrawn on a language switch) through
+``viz.lab_report``. A lab run takes its turn in the engine's line (``in_line``).
 """
 
 from __future__ import annotations
@@ -25,10 +24,8 @@ from ui.status import esc, failure, render_said, said, status
 from ui.view import Update
 from viz.lab_report import describe, hazard_title, report_html
 
-# The switch's marks and what the chosen switch guards (a page load, the device becoming known,
-# a language switch, a click) take turns, so the last reply is about the switch as the reader
-# left it: a page load's reply, sent with the switch from before a click, could otherwise land
-# after the click's and describe another switch.
+# The switch's marks and what the chosen switch guards take turns, so the last reply is about
+# the switch as the reader left it (not a page load's, sent with the switch from before a click).
 ONE_QUEUE = queues.one_queue("lab-switch")
 
 
@@ -48,9 +45,8 @@ FIRST_SWITCH = "no_finished_guard"
 
 
 def switch_titles(lang_choice: str, device: str | None = "auto") -> list[tuple[str, str]]:
-    """The switches as (title, name) choices, every switch of ``engine.lab.hazard_lab.HAZARDS``
-    in its order; those that need CUDA marked so where this machine (or the chosen device) has
-    none."""
+    """The switches as (title, name) choices, in ``HAZARDS``' order; those that need CUDA marked
+    so where this machine (or the chosen device) has none."""
     lang = lang_of(lang_choice)
     cuda = cuda_here(device)
     return [(hazard_title(name, lang)
@@ -59,10 +55,8 @@ def switch_titles(lang_choice: str, device: str | None = "auto") -> list[tuple[s
 
 
 def switch_choices(lang_choice: str, device: str | None = "auto") -> Update:
-    """The switches' titles again (a page load, the device becoming known, a language switch),
-    never the choice: that is the reader's. A reply is computed from inputs read when its event
-    was triggered, so one triggered before a click can land after it; had it set the choice, it
-    would undo the click (seen on a loaded machine: the click on a CUDA switch was reverted)."""
+    """The switches' titles again, never the choice: that is the reader's (a reply triggered
+    before a click can land after it, and would undo the click)."""
     return gr.update(choices=switch_titles(lang_choice, device))
 
 
@@ -149,7 +143,3 @@ def redraw(shown: dict[str, Any] | None, lang_choice: str) -> str:
     if not shown:
         return status(texts.t(lang, "lab_idle"))
     return report_html(shown["report"], shown["model"], shown["seed"], lang)
-
-
-def run_safe(model: str, device: str, seed: object, lang_choice: str):
-    yield from run_lab(None, model, device, seed, lang_choice)

@@ -1,12 +1,10 @@
 """The live timeline component: a ``gr.HTML`` holding a canvas, redrawn by a few lines of JS.
 
 Its value is ``viz.live_payload``'s JSON. Each time the handler yields a new value the browser
-parses it and paints every span as a rectangle, idle gaps as red hatched bands, the lanes and a
-time axis: a few milliseconds, where a plotly redraw of the same runs took about a second of the
-browser's main thread on a 2-core machine (and that machine's cores are the engine's too). The
-canvas says how many spans it drew (``data-spans``), for tests and the curious, and whether
-they are a recording shown while the reader's run waits its turn (``data-recording``, with the
-line that says so drawn above them).
+paints every span as a rectangle, idle gaps as red hatched bands, the lanes and a time axis: far
+cheaper than a plotly redraw, on cores the engine shares. The canvas says how many spans it drew
+(``data-spans``) and whether they are a recording shown while the reader's run waits
+(``data-recording``).
 """
 
 from __future__ import annotations

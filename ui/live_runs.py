@@ -1,13 +1,11 @@
 """Live runs: the chosen scheduling loops, run by the scheduler process, drawn as they end.
 
 The handler checks the controls, sends one ``LiveRunRequest`` and turns the events that come back
-into views. Each loop runs ``ROUNDS`` times, the loops taking turns, so that a burst of other load
-hits them alike; the scheduler keeps the round the machine was quietest in. The browser shares the
-cores the loops are timed on, so the page is redrawn as each run ends (``LoopFinished``), and
-during a run only after ``HOLD_S``; ``RunFinished`` brings the record for the whole page.
-
-With "stop early", each request gets a stop token picked from a quick greedy probe run, so
-requests finish at different steps and the lag cost (forwards run after a stop) is measured.
+into views. The loops take turns for ``ROUNDS`` rounds, so a burst of other load hits them alike.
+The browser shares the cores the loops are timed on, so the page is redrawn as each run ends
+(``LoopFinished``) and during a run only every ``HOLD_S``; ``RunFinished`` brings the record.
+With "stop early", each request gets a stop token picked by a greedy probe run, so the lag cost
+(forwards run after a stop) is measured.
 """
 
 from __future__ import annotations
@@ -47,9 +45,8 @@ RUN_ON = "status_run_on"   # the status while a run is on, as data (a language s
 
 
 def run_live(controls: Controls, ticket: Ticket | None = None) -> Iterator[tuple]:
-    """Run the chosen loops; yield the main view as it grows (a generator of output tuples).
-    ``ticket``: the run's turn in the engine's line (``ui.waiting`` takes it), through which the
-    visitor's own Stop reaches this run, and no other visitor's does."""
+    """Run the chosen loops; yield the main view as it grows. ``ticket``: the run's turn in the
+    engine's line, through which the visitor's own Stop (and no other's) reaches this run."""
     lang = lang_of(controls.lang_choice)
     try:
         request, notes = build_request(controls)
@@ -114,11 +111,8 @@ def run_live(controls: Controls, ticket: Ticket | None = None) -> Iterator[tuple
 
 
 def _failed_view(spec: Said, lang: str, drew: bool = True) -> MainView:
-    """A run that did not finish: its status. A stopped run keeps its live canvas (what ran up
-    to the stop), and the step window says why it has nothing to draw (it said it would be
-    drawn when the run finished); one stopped before its first step (``drew`` False: in the
-    probe, say) says so in place of an empty canvas. A failed one gets the interactive chart
-    back in place of an empty canvas, showing what it showed before the run."""
+    """A run that did not finish: its status. A stopped run keeps its live canvas (one stopped
+    before its first step, ``drew`` False, says so instead); a failed one gets the chart back."""
     if spec["key"] == "fail_cancelled" and not drew:
         message = plot(viz.message_figure(texts.t(lang, "timeline_stopped")))
         return MainView(status=render_said(spec, lang), said=spec,
@@ -154,16 +148,8 @@ def leave_page(request: gr.Request) -> None:
 
 
 def build_request(controls: Controls) -> tuple[LiveRunRequest, list[str]]:
-    """The request for the scheduler process, and notes for the user about what it will run.
-    ``InputError`` for a value the run cannot take.
-
-    ``request_rate`` (requests/s): 0 admits every request at the start; above 0 they arrive by
-    a Poisson process (seed 0), the same arrival times for every loop, and the page reports time
-    to first token and inter-token latency. ``chat``: each prompt goes in as a user message
-    through the model's chat template (models without one, or without a tokenizer, take the
-    text as it is). ``shared_prefix``: tokens of one system prompt before every prompt (what
-    the prefix cache serves after the first prefill). ``kv_pages``: the KV pool (0: pages for
-    every request at full length; fewer make the scheduler retract requests)."""
+    """The request for the scheduler process, and notes for the user about what it will run;
+    ``InputError`` for a value the run cannot take (``ui.controls.Controls`` says each field)."""
     from engine.config import EngineConfig, LoopSpec
 
     c = controls
@@ -189,11 +175,9 @@ def build_request(controls: Controls) -> tuple[LiveRunRequest, list[str]]:
     workload = Workload.of_words(words, new_tokens, shared, texts=tuple(prompts),
                                  temperature=temperature, stop_early=bool(c.stop_early),
                                  request_rate=rate, chat=bool(c.chat))
-    # The page's engine runs as SGLang's users get it by default: CUDA graphs, no torch.compile
-    # (SGLang's ServerArgs.enable_torch_compile is off unless asked; the CLI and the benchmarks
-    # compile). Compiled, the bundled model's decode forward on a fast GPU is shorter than the
-    # scheduler's own work (docs/benchmarks.md): no extra CPU work could then bring the CPU's
-    # part of a step under one forward, and overlap would show the host's speed, not the lesson.
+    # The page's engine runs as SGLang's users get it by default: CUDA graphs, no torch.compile.
+    # Compiled, the bundled model's forward on a fast GPU is shorter than the scheduler's own
+    # work (docs/benchmarks.md), and overlap would show the host's speed, not the lesson.
     engine = EngineConfig(model=model, device=device, max_batch_size=batch,
                           cuda_graph=bool(c.cuda_graph) and device != "cpu", seed=0,
                           max_seq_len=workload.max_seq_len(), num_pages=kv_pages or None,
@@ -209,9 +193,8 @@ def build_request(controls: Controls) -> tuple[LiveRunRequest, list[str]]:
 
 
 def _rounds(request: LiveRunRequest) -> int:
-    """How many rounds of the loops to run: ``ROUNDS`` where they fit in about ``ROUNDS_S`` (by
-    the last run of this setup, else by the extra CPU work), one where requests arrive over
-    time (their arrivals set a loop's length)."""
+    """``ROUNDS`` where they fit in about ``ROUNDS_S``, else fewer; one where requests arrive
+    over time (their arrivals set a loop's length)."""
     if arrival_span_s(request):
         return 1
     step_s = APP.step_seconds.get(_setup(request)) or \
@@ -227,8 +210,8 @@ def _setup(request: LiveRunRequest) -> tuple:
 
 
 class _LiveRuns:
-    """The runs of one request as they grow: each loop's latest finished run (of any round), and
-    the run in progress; what the canvas and the status line say of them, from the same spans."""
+    """The runs of one request as they grow: each loop's latest finished run and the run in
+    progress, for the canvas and the status line."""
 
     def __init__(self, request: LiveRunRequest, expected: int, lang: str) -> None:
         self.request, self.expected, self.lang = request, expected, lang
@@ -371,8 +354,8 @@ def arrival_span_s(request: LiveRunRequest) -> float:
 
 
 def _remember_step_time(key: tuple, record: RecordDict) -> None:
-    """The mean step time of the record's loops: what the next estimate of this setup uses
-    (the latest ``MAX_REMEMBERED`` setups: visitors may type any number of hub ids)."""
+    """The mean step time of the record's loops, for the next estimate of this setup (the
+    latest ``MAX_REMEMBERED`` setups: visitors may type any number of hub ids)."""
     steps = [run["metrics"].get("mean_step_us") or 0.0 for run in record["runs"]]
     steps = [us for us in steps if us > 0]
     if steps:
@@ -405,17 +388,13 @@ def _finished(record: RecordDict, request: LiveRunRequest, notes: list[str],
 
 
 def prewarm() -> None:
-    """Start the scheduler process, build the default engine and probe the default workload's
-    stop tokens, so the first Run starts drawing at once. A failed warm-up is not fatal: Run
-    starts (and reports) it again."""
+    """Start the scheduler process, build the default engine and probe the default workload, so
+    the first Run starts drawing at once (a failed warm-up is not fatal: Run reports it)."""
     from engine.scheduler_process.messages import WarmRequest
 
     try:
-        # The warm-up takes its turn in the engine's line: a visitor who comes meanwhile is
-        # told where they stand behind it.
-        with APP.turns.turn("warm-up", "warm-up"):
-            # On a GPU the page's first click runs with CUDA graphs (presets.device_defaults):
-            # warm that engine, and measure its forward for the defaults.
+        with APP.turns.turn("warm-up", "warm-up"):      # a turn in the engine's line, as a run's
+            # On a GPU the first click runs with CUDA graphs: warm that engine, measure its forward.
             graphs = scheduler_link.scheduler().ready().cuda
             request, _ = build_request(Controls.page_defaults(cuda_graph=graphs))
             for event in scheduler_link.scheduler().submit(WarmRequest(request.engine,

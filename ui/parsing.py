@@ -1,16 +1,10 @@
 """Reading an uploaded file in a process of its own, one file per process, the next one started
 ahead of time.
 
-Parsing a 200 MB trace takes gigabytes for a moment; a process gives all of that back when it
-exits, where the web server would keep it. Starting a process (spawn: a fresh interpreter that
-imports ``record``) costs an upload a few hundred milliseconds on two cores, so the next worker
-is started as soon as the last one is done: an upload finds one waiting. A worker that takes
-longer than its time limit is killed, and the upload says so.
-
-The waiting worker (the spare) may wait for hours, and may not outlive the wait: anything that
-ends processes on the machine can end it, and a spare that died has read nothing. An upload
-takes the spare only while it is alive, else starts a worker of its own; handed a dead spare,
-it failed ("the process reading the file ended"), though nothing was wrong with the file.
+Parsing a large trace takes gigabytes for a moment; a process gives them back when it exits,
+where the web server would keep them. Starting one (spawn) is slow, so a spare is started as soon
+as the last worker is done; an upload takes the spare only while it is alive (anything may end
+it meanwhile), else starts its own. A worker past its time limit is killed, and the upload says so.
 """
 
 from __future__ import annotations
@@ -34,9 +28,8 @@ PARSE_TIMEOUT_S = 120.0
 
 
 def _worker(conn: Connection) -> None:
-    """The worker process: read one file, send back its record or why not, exit. It runs at
-    the ordinary priority (the web server runs at the engine's, and a long parse must not take
-    a core from a run)."""
+    """The worker process: read one file, send back its record or why not, exit; at the
+    ordinary priority, so a long parse does not take a core from a run."""
     with contextlib.suppress(OSError):
         os.setpriority(os.PRIO_PROCESS, 0, max(os.getpriority(os.PRIO_PROCESS, 0), 0))
     try:
@@ -57,9 +50,7 @@ def _worker(conn: Connection) -> None:
 
 
 def _start() -> tuple[BaseProcess, Connection]:
-    """A worker that a terminal's Ctrl-C (sent to the whole process group) does not reach
-    (``engine.proc_watch.start_deaf_to_ctrl_c``): the app handles Ctrl-C and its workers end
-    with it."""
+    """A worker that a terminal's Ctrl-C does not reach: the app handles it and ends them."""
     context = multiprocessing.get_context("spawn")
     parent, child = context.Pipe()
     process = context.Process(target=_worker, args=(child,), daemon=True,
@@ -92,9 +83,8 @@ def _take() -> tuple[BaseProcess, Connection]:
 def parse(path: Path, max_bytes: int = MAX_UPLOAD_BYTES,
           timeout_s: float = PARSE_TIMEOUT_S) -> RecordDict:
     """The record of ``path`` (a record, or a trace imported), read by a worker process;
-    ``ValueError`` with the reason when it cannot be read or takes longer than ``timeout_s``.
-    A file that is plainly neither (an image, an archive, an empty file) is told at once, by
-    its first bytes (``NotATrace``), without a worker."""
+    ``ValueError`` with the reason when it cannot be read in ``timeout_s``. A file plainly
+    neither (an image, an archive) is told by its first bytes (``NotATrace``), without a worker."""
     sniff(path)
     process, conn = _take()
     try:

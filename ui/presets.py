@@ -8,15 +8,11 @@ the device the run will use.
 - ``multistep``: the scheduler's work about three forwards long, which one-step overlap cannot
   hide and k = 4 decode steps per scheduling pass can (max(T_fwd, T_cpu / 4) = T_fwd).
 
-A forward and the scheduler's own work are what the warm-up's probe run, or since then a run of
-the same setup, measured (``DeviceProfile``, kept by ``remember`` per kind of device). Before
-that, the presets use fixed values chosen for this project's 2-core machine (``PRESETS``). The
-sizing line quotes figures only from the visitor's own run (``own_measurement``); before it, it
-says what the setting does.
-
-On CUDA the page's own defaults follow the ``overlap`` preset too (``device_defaults``: the
-CPU-sized default would leave a GPU idle most of every step), with the control's range and steps
-cut to the device; CPU mode keeps the fixed defaults of its first click.
+A forward and the scheduler's own work are what the warm-up, or since then a run of the same
+setup, measured (``DeviceProfile``, per kind of device); before that, fixed values (``PRESETS``).
+The sizing line quotes figures only from the visitor's own run (``own_measurement``). On CUDA the
+page's defaults follow the ``overlap`` preset too (``device_defaults``), with the control's range
+cut to the device; CPU mode keeps its fixed defaults.
 """
 
 from __future__ import annotations
@@ -52,10 +48,8 @@ PRESETS = {   # name: (the controls it sets, by ``ui.controls.Controls`` field, 
 CONTROLS = tuple(PRESETS[Loop.OVERLAP][0])         # the controls a preset sets
 CPU_SLIDER = (int(LIMITS["extra_cpu_us"][1]), 250)   # (maximum, step) of the control on a CPU
 CUDA_STEP_US = 10
-# Every handler that writes the sizing line (and the control's range) takes turns: a finished
-# run's closing ``follow``, triggered before a number was typed, could otherwise land after the
-# typed number's and say the old value again (seen on a loaded machine: a typed 999999 was
-# never refused on screen).
+# Every handler that writes the sizing line (and the control's range) takes turns: a reply
+# triggered before a number was typed must not land after the typed number's.
 SAID_QUEUE = queues.one_queue("preset-said")
 WARM_WAIT_S = 180.0          # how long a page load waits for the warm-up to measure the GPU
 
@@ -65,16 +59,14 @@ def _kind(device_kind: str) -> str:
 
 
 def remember(profile: DeviceProfile | None) -> None:
-    """Keep what the warm-up, or since then a run, measured (a ``DeviceProfile``, or None); a
-    warm-up that ends after a run does not replace the run's measurement."""
+    """Keep what the warm-up, or since then a run, measured (a warm-up ending after a run of
+    its setup does not replace the run's)."""
     if profile is not None and profile.t_fwd_us > 0:
         kind = _kind(profile.device_kind)
         with APP.profiles_lock:
             kept = APP.profiles.get(kind)
             if profile.source == "run":
-                # A run refreshes the measurement of the setup the warm-up measured, and only
-                # that one: the presets and a GPU's page load size the default setup by it (a
-                # run of another model or batch would size them by a forward they do not have).
+                # Only a run of the setup the warm-up measured: the presets size that setup.
                 if kept is None or _setup(kept) != _setup(profile):
                     return
             elif kept is not None and kept.source == "run" and _setup(kept) == _setup(profile):
@@ -87,11 +79,9 @@ def _setup(profile: DeviceProfile) -> tuple:
 
 
 def profile_of_run(record: RecordDict) -> DeviceProfile | None:
-    """What a finished live run measured on its device, as the warm-up would have: its serial
-    loop's forward per decode step and the scheduler's own work (the run's CPU part less the
-    extra work it was given); None without a serial loop that decoded, or with arrivals. The
-    latest measurement is the one the sizing line then speaks of (a warm-up on a machine still
-    starting the app can measure a forward far slower than the runs that follow it)."""
+    """What a finished live run measured, as the warm-up would have: its serial loop's forward
+    and the scheduler's own work (its CPU part less the extra work); None without a serial loop
+    that decoded, or with arrivals."""
     from engine.scheduler_process.messages import DeviceProfile
 
     config, env = config_of(record), record["env"]
@@ -127,10 +117,8 @@ def profile_for(device_choice: str, own: DeviceProfile | None = None) -> DeviceP
 
 def own_measurement(record: RecordDict | None, spec: Said | None,
                     own: DeviceProfile | None) -> DeviceProfile | None:
-    """The visitor's own measurement after their Run ended with ``record`` on screen under the
-    status ``spec``: the run's, where it finished (not a recording left on screen by a failed
-    run) and measured the setup the presets size (the server's for that device), else the one
-    they had."""
+    """The visitor's own measurement after their Run ended: the run's, where it finished
+    (``spec``) and measured the setup the presets size, else the one they had."""
     if not spec or spec.get("key") != "status_done":
         return own
     try:
@@ -145,9 +133,8 @@ def own_measurement(record: RecordDict | None, spec: Said | None,
 
 
 def slider_range(profile: DeviceProfile | None) -> tuple[int, int]:
-    """(maximum, step) of the extra-CPU-work control for a device: on CUDA up to eight forwards
-    (multi-step's largest k) in fine steps, on a CPU the control's whole range (three forwards
-    of a slow CPU fit in it)."""
+    """(maximum, step) of the extra-CPU-work control: on CUDA up to eight forwards (multi-step's
+    largest k) in fine steps, on a CPU the control's whole range."""
     if profile is None or _kind(profile.device_kind) != "cuda":
         return CPU_SLIDER
     top = max(2000, math.ceil(8 * profile.t_fwd_us / 500) * 500)
@@ -165,9 +152,7 @@ def sized_extra_us(forwards: float, profile: DeviceProfile) -> int:
 
 def sizing_said(profile: DeviceProfile, extra: int, lang: str, mine: bool = False) -> str:
     """What this much extra CPU work means on the device: whether one-step overlap hides it,
-    else which k multi-step needs. Figures only from the visitor's own run (``mine``): before
-    it, the line says what the setting does without a number (another visitor's run, or the
-    warm-up, measured the server's)."""
+    else which k multi-step needs; figures only from the visitor's own run (``mine``)."""
     fwd, cpu = profile.t_fwd_us, profile.t_cpu_us
     part = (cpu + extra) / fwd                  # the CPU's part of a step, in forwards
     k = max(1, math.ceil(part - 1e-9))
@@ -206,11 +191,8 @@ def device_defaults(device_choice: str, extra_now: object, graphs_now: object, l
                     own: DeviceProfile | None = None,
                     changed: bool = False) -> tuple[Update, Update, str]:
     """The extra-CPU-work control, the CUDA-graphs box and the sizing line for the device a run
-    would use. On a page load (``changed`` False) a CUDA device's values replace only the
-    untouched CPU defaults (a reader who moved the control keeps it), once the warm-up has
-    measured the GPU (``wait_for_warm_up`` runs before it); a device chosen by the reader
-    (``changed``) gets that device's defaults.
-    """
+    would use. On a page load a CUDA device's values replace only untouched CPU defaults; a
+    device the reader chose (``changed``) gets that device's defaults."""
     lang = lang_of(lang_choice)
     cuda = on_cuda(device_choice)
     profile = profile_for(device_choice, own)
@@ -236,17 +218,14 @@ def device_defaults(device_choice: str, extra_now: object, graphs_now: object, l
 
 def wait_for_warm_up(device_choice: str) -> None:
     """On a page load: wait until the warm-up has measured the device (the sizing that follows
-    then reads the controls as they are by then, not as they were at the load). On a CPU only
-    the sizing line changes (the control keeps the first click's value): it then says what was
-    measured instead of "not measured yet"."""
+    then reads the controls as they are by then)."""
     del device_choice                 # either device: the warm-up measures the one it found
     APP.warmed.wait(WARM_WAIT_S)
 
 
 def describe(device_choice: str, extra_now: object, lang_choice: str,
              own: DeviceProfile | None = None) -> str:
-    """The sizing line again for the control as it is now (in another language; ``follow``
-    after it moved): what the device measured and what this much extra CPU work means there."""
+    """The sizing line again for the control as it is now (a language switch; ``follow``)."""
     lang = lang_of(lang_choice)
     profile = profile_for(device_choice, own)
     try:
@@ -261,9 +240,8 @@ def describe(device_choice: str, extra_now: object, lang_choice: str,
 
 def follow(device_choice: str, extra_now: object, lang_choice: str,
            own: DeviceProfile | None = None) -> Update | str:
-    """The sizing line after the control moved or a run ended: said again for the value now
-    and the latest measurement; left as it is while nothing has been measured (a preset's own
-    sentence about its fixed values stays)."""
+    """The sizing line after the control moved or a run ended; left as it is while nothing has
+    been measured (a preset's sentence about its fixed values stays)."""
     if profile_for(device_choice, own) is None:
         return gr.update()
     return describe(device_choice, extra_now, lang_choice, own)

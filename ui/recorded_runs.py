@@ -1,11 +1,9 @@
 """Records on screen: draw one (whatever its source), offer it for download, list recorded runs,
-and the import tab (its controls and its handler).
+and the import tab's handler.
 
-A live run, a recorded GPU run (``assets/recorded/*.json``) and an uploaded trace or record all
-become a schema-1 record, and ``shown`` turns any record into the main view (``ui.view``). Two
-uploaded files, or a file added beside the record on screen, become one record
-(``record.imported.given_file.side_by_side``), drawn as a live run's loops are. A file that
-cannot be shown leaves the view as it was and says why.
+A live run, a recorded GPU run and an uploaded trace or record all become a schema-1 record, and
+``shown`` turns any record into the main view. Two files (or one beside the record on screen)
+become one record (``side_by_side``). A file that cannot be shown leaves the view and says why.
 """
 
 from __future__ import annotations
@@ -27,7 +25,7 @@ from record.run_record import config_of, has_memory
 from record.schema import Loop, RecordDict, RunDict
 from record.window import step_range
 from ui import parsing, same_work
-from ui.i18n import Translated, lang_of
+from ui.i18n import lang_of
 from ui.inputs import is_whole
 from ui.same_work import RECORDED_DIR
 from ui.status import Said, render_said, said
@@ -40,9 +38,8 @@ MAX_DOWNLOAD_DIR_BYTES = 400 * 2**20   # exported records and traces kept for do
 
 def write_downloads(record: RecordDict,
                     trace: Path | None = None) -> tuple[str | None, str | None]:
-    """The record as JSON and as a Chrome trace, in the temp dir Gradio serves files from.
-    ``trace``: a Chrome trace the record was imported from, offered as it is (a profiler
-    trace needs no conversion to open in Perfetto, and converting a big one costs a second)."""
+    """The record as JSON and as a Chrome trace, in the temp dir Gradio serves files from;
+    ``trace``: the Chrome trace the record was imported from, offered as it is."""
     from record.chrome_trace import write_chrome_trace
 
     DOWNLOAD_DIR.mkdir(parents=True, exist_ok=True)
@@ -83,10 +80,8 @@ def _trim_downloads() -> None:
 
 def default_window(runs: list[RunDict]) -> tuple[int, int]:
     """Steps 20-25 when the runs are that long, else a few steps from the middle of the steps
-    they all have (runs side by side may differ in length: two traces); for a run with
-    kernel lanes (a torch.profiler window), the steps those lanes cover, less the first and the
-    last where it covers four or more: the profiler's start and stop fall at its edges (its
-    stop holds the scheduler in the step after, which would show as GPU idle)."""
+    they all have; for a torch.profiler window (kernel lanes), the steps it covers less its
+    edges (where the profiler's start and stop fall)."""
     profiled = [s["step"] for run in runs[:1] for s in run.get("spans", [])
                 if str(s.get("lane", "")).startswith("kernels") and s.get("step", -1) >= 0]
     if profiled:
@@ -106,10 +101,8 @@ def file_update(path: str | None) -> Update:
 
 def shown(spec: Said | None, record: RecordDict | None, lang: str,
           files: tuple[str | None, str | None] = (None, None)) -> MainView:
-    """The whole main view for ``record`` under the status ``spec`` (``ui.status.said``);
-    ``record=None`` clears the charts. A run the machine's load disturbed gets the quiet
-    machine's recording of its work beside it: its line under the headline, its chart on the
-    canvas under the run's."""
+    """The whole main view for ``record`` under the status ``spec`` (None clears the charts); a
+    run the machine's load disturbed gets the quiet recording of its work beside it."""
     status_html = render_said(spec, lang)
     if not record or not record.get("runs"):
         empty = plot(viz.side_by_side_figure([], lang=lang))
@@ -138,8 +131,7 @@ def shown(spec: Said | None, record: RecordDict | None, lang: str,
 
 
 def memory_view(runs: list[RunDict], lang: str) -> Update:
-    """The KV-memory chart, shown only for runs that recorded their pages (records made before
-    the prefix cache, and imported traces, have none)."""
+    """The KV-memory chart, shown only for runs that recorded their pages."""
     if not any(has_memory(run) for run in runs):
         return gr.update(visible=False)
     return gr.update(value=plot(viz.memory_figure(runs, lang)), visible=True)
@@ -169,16 +161,6 @@ def show_same_work(name: str | None, lang_choice: str) -> tuple:
     spec = said("status_same_work", "ok", engines=len(files), names_keys=engines,
                 where=viz.record_where(loaded[0][0]))
     return shown(spec, record, lang, write_downloads(record)).values()
-
-
-def import_controls(tr: Translated) -> tuple[gr.File, gr.Checkbox]:
-    """The import tab's controls, registered with the page's translator ``tr``: a file box that
-    takes one file or two (to compare), and whether to add them beside what is on screen."""
-    upload = tr.add(gr.File(label=texts.t("en", "ctl_upload"), elem_id="upload",
-                            file_count="multiple"), "ctl_upload")
-    beside = tr.add(gr.Checkbox(False, label=texts.t("en", "ctl_beside"), elem_id="beside"),
-                    "ctl_beside")
-    return upload, beside
 
 
 def show_upload(paths: str | Path | list[str] | None, beside: bool, on_screen: RecordDict | None,
@@ -254,9 +236,9 @@ PEER_SECTIONS = {"mini-sglang": ("peer_title", "peer_section"),   # (title, text
 
 
 def _peer_section(record: RecordDict, values: dict[str, Any]) -> tuple[str, str] | None:
-    """For a record of another engine's own loops (Mini-SGLang's or SGLang's, ``studies/peers/benchmark.py``):
-    its section, one click away, with what the record measured (its serial step's CPU share,
-    overlap's gain per step) and what the recorder hooked into it cost. Fills ``values``."""
+    """For a record of another engine's own loops (``studies/peers``): its section, one click
+    away, with what the record measured and what the recorder hooked into it cost. Fills
+    ``values``."""
     engine = record["env"].get("engine")
     if engine not in PEER_SECTIONS:
         return None
@@ -289,9 +271,8 @@ def _peer_section(record: RecordDict, values: dict[str, Any]) -> tuple[str, str]
 
 
 def _settings(record: RecordDict) -> tuple[tuple[str, ...], dict[str, Any]]:
-    """What a recording of our engine was run with, as status notes and their values (its
-    config and its runs say it): model, batch, graphs, extra CPU work (each loop's, where they
-    differ), where the result copy ran, the KV pool and a shared system prompt."""
+    """What a recording of our engine was run with (model, batch, graphs, extra CPU work, result
+    copy, KV pool, shared prompt), as status notes and their values."""
     config = config_of(record)
     if config is None:
         return (), {}
@@ -322,11 +303,8 @@ def zoom(record: RecordDict | None, first: float | None, last: float | None,
 def zoom_steps(record: RecordDict | None, first: object, last: object,
                lang_choice: str) -> tuple[PlotData, object, object]:
     """The step window (the Zoom button): the figure, and the step boxes set to the steps drawn
-    (a window that reaches past either end of every run is cut to them: the boxes show the steps
-    drawn and the chart says it was cut).
-    An empty box, a step that is not a whole number, a first step after the last and a window
-    wholly outside the runs each get a message, in the page's language, and the boxes keep what
-    was typed."""
+    (a window past every run's ends is cut, and the chart says so). A bad window gets a message
+    in the page's language, and the boxes keep what was typed."""
     lang = lang_of(lang_choice)
     if not record or not record.get("runs"):
         return plot(viz.side_by_side_figure([], lang=lang)), gr.update(), gr.update()
@@ -342,8 +320,6 @@ def zoom_steps(record: RecordDict | None, first: object, last: object,
         said = texts.t(lang, "zoom_outside").format(first=window[0], last=window[1], low=low,
                                                    high=high)
         return plot(viz.message_figure(said)), gr.update(), gr.update()
-    # Cut only where the window reaches past every run; inside, each run draws the steps it
-    # has (a run with fewer steps stops at its last), and the boxes keep what was typed.
     drawn = (max(window[0], low), min(window[1], high))
     note = texts.t(lang, "zoom_cut").format(low=low, high=high) if drawn != window else ""
     return (plot(viz.side_by_side_figure(record["runs"], window=drawn, lang=lang, note=note)),

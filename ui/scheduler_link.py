@@ -1,12 +1,8 @@
 """This web server's link to the scheduler process, which runs every engine.
 
-The web server never runs an engine: ``scheduler()`` is the one ``SchedulerHandle`` of this
-process (kept in ``ui.state.APP``): a ``SchedulerClient``, which starts the scheduler process
-(long-lived, the model loaded once) and sends it one request at a time (run events share
-``concurrency_id="engine"`` with ``concurrency_limit=1`` too, so a second visitor waits in
-Gradio's queue and sees so). On ZeroGPU, where the GPU exists only inside a ``spaces.GPU`` call,
-the same requests are served inside that call instead (``InlineScheduler``): that call runs in a
-process of its own already.
+``scheduler()`` is this process's one ``SchedulerHandle`` (in ``ui.state.APP``): a
+``SchedulerClient`` that starts the long-lived scheduler process and sends it requests. On ZeroGPU,
+where the GPU exists only inside a ``spaces.GPU`` call, that call serves them (``InlineScheduler``).
 """
 
 from __future__ import annotations
@@ -35,10 +31,8 @@ def cuda_seen() -> bool:
 
 
 def shutdown() -> None:
-    """End the scheduler process (and with it the device process): with the server (which
-    sets ``APP.shutting_down`` first, so no request starts another), or between tests (the next
-    request starts a new one). A request in progress (the warm-up, at a Ctrl-C during
-    start-up) fails with ``SchedulerDied``, which it keeps to itself once the server stops."""
+    """End the scheduler process (and the device process): with the server (after
+    ``APP.shutting_down``, so no request starts another), or between tests."""
     with APP.scheduler_lock:
         if APP.scheduler is not None:
             APP.scheduler.close()
@@ -46,13 +40,9 @@ def shutdown() -> None:
 
 
 def placement() -> Placement:
-    """Which cores the scheduler, the device process and this server may use.
-
-    On a 2-core machine with a browser beside the app, pinning (the device process on one core,
-    the scheduler and the server on the other) gave the first clicks less GPU busy than leaving
-    the processes to the OS, which can move the scheduler off a core that the browser or the
-    server is using. So nothing is pinned unless OVERLAP_DEMO_PIN=1 asks for
-    ``plan_placement``'s split (to compare the two)."""
+    """Which cores the scheduler, the device process and this server may use: none pinned (the
+    OS can move the scheduler off a core the browser is using), unless OVERLAP_DEMO_PIN=1 asks
+    for ``plan_placement``'s split."""
     from engine.scheduler_process.process import Placement, plan_placement
 
     return plan_placement() if os.environ.get("OVERLAP_DEMO_PIN", "0") == "1" else Placement()
@@ -69,9 +59,8 @@ def placement_note() -> tuple[str, dict[str, str]]:
 
 
 def scheduler() -> SchedulerHandle:
-    """This process's handle on the scheduler (the process started on first use). Once the
-    server is stopping, a closed one: it starts no process that nobody would end, and a request
-    gets ``SchedulerDied``, as from a process that died, which every handler answers."""
+    """This process's handle on the scheduler (started on first use); once the server is
+    stopping, a closed one, whose requests get ``SchedulerDied``."""
     with APP.scheduler_lock:
         if APP.scheduler is None:
             from engine.scheduler_process.process import InlineScheduler, SchedulerClient

@@ -1,11 +1,8 @@
 """The serving tab: latency against request rate for both loops, as measured on real hardware.
 
-Each file in ``assets/serving`` holds the rows of one measurement (``record.latency_rows``): the
-bench's (``python -m bench rates ...``, the engine driven in process) or the load test's
-(``python -m bench load``, streaming HTTP clients against ``engine.serve``). Choosing one draws
-``viz.latency_figure`` and the table the bench printed, median and spread over its repeats.
-A live run with a request rate above 0 reports the same numbers (TTFT, inter-token latency) in
-the metrics below its timeline.
+Each file in ``assets/serving`` holds the rows of one measurement (``record.latency_rows``):
+``python -m bench rates`` (the engine in process) or ``python -m bench load`` (HTTP clients
+against ``engine.serve``). Choosing one draws ``viz.latency_figure`` and the bench's table.
 """
 
 from __future__ import annotations

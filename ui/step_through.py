@@ -1,14 +1,11 @@
 """Step-through replay handlers: pick a run of the record on screen, walk it one step at a time.
 
-The record is whatever the main view shows (live, recorded or imported); ``viz`` draws the step
-(``step_figure``), says what it did (``step_caption``) and unrolls fill / steady state / drain
-(``unrolled_figure``). The previous/next buttons only move the step slider (in the browser:
-``ui.tabs.run_view.STEP_JS``), and a new record or another run only sets it: the slider's change draws the
-step, so a drag, a typed number, a button press and a new record take one path. Gradio fires no
-change for a value the slider already has, so there (another run kept at the same step, a new
-record at the step on screen) the handler that set it draws the step itself, and only there.
-Every handler that draws it runs in one queue (``ONE_QUEUE``), in the order they were
-triggered: a slow drawing of step 20 cannot land after the click's step 21.
+The record is whatever the main view shows; ``viz`` draws the step (``step_figure``), says what it
+did (``step_caption``) and unrolls fill / steady state / drain (``unrolled_figure``). The buttons
+and a new record only set the step slider, and the slider's change draws the step: one path.
+Gradio fires no change for a value the slider already has, so there the handler that set it draws
+the step itself. Every handler that draws it runs in one queue (``ONE_QUEUE``), in trigger order:
+a slow drawing of step 20 cannot land after the click's step 21.
 """
 
 from __future__ import annotations

@@ -1,19 +1,12 @@
 """How the app stops: Ctrl-C (or SIGTERM) at any moment says "stopped", and nothing else, within
 seconds, and leaves no process behind.
 
-Python's own Ctrl-C raises ``KeyboardInterrupt`` wherever the main thread is (an import, Gradio's
-launch, a child process being started: a traceback, or a child left running). So the app takes
-the two signals itself, from its first lines (``take_signals``), in two phases:
-
-- until the first child process may start (``children_from_here``) there is nothing to end:
-  the imports, the page's layout and the server's start are simply dropped, at once;
-- from then on the handler only asks (``asked``); the main thread finishes the short step it
-  is in, waits for nothing more (``wait``), ends the server and its children, and says so
-  (``say_stopped``).
-
-A further Ctrl-C while the app stops changes nothing: the stop is under way, and bounded.
-A signal the app inherited as ignored (a background job of a script) stays ignored, as Python
-does it.
+Python's own Ctrl-C raises ``KeyboardInterrupt`` wherever the main thread is (a traceback, or a
+child left running), so the app takes the two signals itself from its first lines
+(``take_signals``): until a child process may start (``children_from_here``) it exits at once;
+from then on the handler only asks (``asked``), and the main thread ends the server and its
+children and says so (``say_stopped``). A further Ctrl-C changes nothing; an inherited ignored
+signal stays ignored.
 """
 
 from __future__ import annotations
@@ -47,8 +40,8 @@ def asked() -> bool:
 
 
 def wait() -> None:
-    """Return once a stop is asked. (A short sleep in a loop: the handler runs in this thread,
-    between two sleeps, and a lock it waited on could be one this thread holds.)"""
+    """Return once a stop is asked (polled: the handler runs in this thread, so a lock could
+    be one this thread holds)."""
     while not APP.stop_signal:
         time.sleep(0.1)
 
@@ -59,8 +52,7 @@ def exit_code() -> int:
 
 
 def say_stopped() -> None:
-    """The one line a stop prints. The handler may run while this thread is inside a write to
-    stdout (Python then refuses a second, reentrant one): the line goes around the buffer."""
+    """The one line a stop prints (around stdout's buffer where the signal came mid-write)."""
     try:
         print(STOPPED, flush=True)
     except RuntimeError:

@@ -1,18 +1,14 @@
 """The line for the engine: every live run, lab run and warm-up takes its turn here, one at a time.
 
-One engine serves every visitor, so their runs take turns. The line is the server's own, not
-Gradio's queue, so that it can tell each visitor where they stand and about how long they will
-wait, and so that a visitor's Stop reaches their own ticket and nobody else's:
+The line is the server's own, not Gradio's queue, so that it can tell each visitor where they
+stand and about how long they will wait, and so that a Stop reaches its own ticket only:
 
 - ``join`` puts a ticket at the end of the line; ``wait`` (a thread) or ``changed`` (a coroutine)
-  returns when its turn has come, when it left the line, or after a while (to say so again);
-- ``stop`` is a visitor's Stop: a waiting ticket leaves the line (nothing ran); the ticket whose
-  turn it is is asked to end its run (``on_stop`` says how to reach that run);
-- ``leave`` ends a turn or a wait, and the next ticket's turn begins.
-
-``stop_session`` stops every ticket of one page (its tab was closed or reloaded). ``place`` says
-where a waiting ticket stands and about how long until its turn, from how long earlier turns of
-the same work took (``Durations``).
+  returns when its turn has come, when it left the line, or after a while;
+- ``stop``: a waiting ticket leaves the line; the one whose turn it is is asked to end its run
+  (``on_stop`` says how to reach it); ``stop_session`` stops every ticket of one page;
+- ``leave`` ends a turn or a wait, and the next ticket's turn begins;
+- ``place``: where a waiting ticket stands and about how long until its turn (``Durations``).
 """
 
 from __future__ import annotations
@@ -28,8 +24,7 @@ from enum import StrEnum
 
 MOST_WAITING = 64            # tickets waiting at once; a visitor past that is told to come back
 MOST_REMEMBERED = 64         # works whose turn length is kept for the estimates
-# A first guess of a turn's length, by kind, until a turn of the same work (or any run, for its
-# time a step) has been measured on this server.
+# A turn's length by kind, until a turn of the same work (or a run's time a step) is measured.
 FIRST_GUESS_S = {"run": 5.0, "lab": 10.0, "warm-up": 20.0}
 LEAST_LEFT_S = 1.0           # a turn that outlasts its estimate still has about this long to go
 
@@ -165,9 +160,8 @@ class Turns:
         return "stopping" if "stopping" in said else ("left" if "left" in said else "")
 
     def on_stop(self, ticket: Ticket, cancel: Callable[[], None] | None) -> None:
-        """How a Stop reaches the ticket's run while it has its turn (None: no longer). Set once
-        the run's request has reached the engine (a cancel sent before it would be dropped);
-        a Stop that came first is passed on at once."""
+        """How a Stop reaches the ticket's run while it has its turn (None: no longer); a Stop
+        that came first is passed on at once."""
         with self._lock:
             ticket._on_stop = cancel if ticket is self._holder else None
             if ticket._on_stop is not None and ticket.stop_asked.is_set():
@@ -175,8 +169,8 @@ class Turns:
 
     # ---- where a ticket stands ----------------------------------------------------------------
     def place(self, ticket: Ticket) -> tuple[int, float] | None:
-        """A waiting ticket's place (1: next) and about how many seconds until its turn: what is
-        left of the turn now on, and the expected turns of those ahead. None: not waiting."""
+        """A waiting ticket's place (1: next) and about how many seconds until its turn; None:
+        not waiting."""
         with self._lock:
             if not ticket.waiting:
                 return None

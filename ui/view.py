@@ -1,9 +1,8 @@
 """The main view's outputs, by name: one small dataclass instead of positional 10-tuples.
 
-Every handler that changes the main view (a live run, a recorded run, an import) returns a
-``MainView`` with the fields it sets; the others keep what the page shows. The run view lists the
-components once, in field order (``ui.tabs.run_view.RunView.outputs``, through
-``MainView.components``), and Gradio gets the values in that order (``values``).
+Every handler that changes the main view returns a ``MainView`` with the fields it sets; the
+others keep what the page shows. The run view lists the components once, in field order
+(``MainView.components``), and Gradio gets the values in that order (``values``).
 """
 
 from __future__ import annotations
@@ -22,14 +21,10 @@ TYPED_SLIDER = "typed-slider"   # the class of these sliders in the page (app.KE
 
 
 class TypedSlider(gr.Slider):
-    """A ``gr.Slider`` whose typed value reaches its handler as typed. Gradio's own range check
-    would answer a number typed past either end with a toast in English ("Value 30 is greater
-    than maximum value 25."), in any language; every handler of these sliders checks the value
-    itself (``ui.inputs.checked``, ``ui.step_through.render_step``, ``ui.presets.describe``) and says
-    what is wrong in the page's language. A subclass, not a patched instance: Gradio rebuilds a
-    component from its class when an update changes its range. (Gradio writes a typing stub,
-    ``view.pyi``, beside a module that defines a component class; it is ignored by git and ruff.)
-    """
+    """A ``gr.Slider`` whose typed value reaches its handler as typed: Gradio's own range check
+    would answer in English whatever the page's language, so the handlers check the value and
+    say what is wrong. A subclass, not a patched instance: Gradio rebuilds a component from its
+    class when an update changes its range. (Gradio writes a stub, ``view.pyi``, beside it.)"""
 
     is_template = True          # drawn by Gradio's own slider (the block name of gr.Slider)
 
@@ -71,16 +66,12 @@ class MainView:
     first_step: object = field(default_factory=keep)
     last_step: object = field(default_factory=keep)
     record: object = field(default_factory=keep)           # the record on screen (gr.State)
-    said: object = field(default_factory=keep)             # the status as data (gr.State), so a
-                                                           # language switch can say it again
+    said: object = field(default_factory=keep)             # the status as data (gr.State)
     download_record: object = field(default_factory=keep)
     download_trace: object = field(default_factory=keep)
     headline: object = field(default_factory=keep)         # the run's one line (HTML)
-    lang: object = field(default_factory=keep)             # the language it was drawn in
-                                                           # (gr.State): a switch during a run
-                                                           # redraws it after
-    look_for: object = field(default_factory=keep)         # "What to look for" beside the chart:
-                                                           # an import's lanes are its own
+    lang: object = field(default_factory=keep)             # the language it was drawn in (gr.State)
+    look_for: object = field(default_factory=keep)         # "What to look for" beside the chart
 
     def values(self) -> tuple:
         return tuple(getattr(self, f.name) for f in fields(self))

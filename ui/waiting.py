@@ -1,20 +1,13 @@
 """A visitor's run in line: where it stands, about how long, and meanwhile the same work recorded.
 
-The Run button's handler (``in_line``) takes a ticket in the engine's line (``ui.turns``) for the
-visitor's page and says where it stands ("You are 12th in line; about 25 s"). While it waits, the
-chart shows the same work recorded on a quiet machine, where one is bundled, marked as a
-recording; when its turn comes, the visitor's own run (``ui.live_runs.run_live``) takes its place
-on the same canvas.
+The Run button's handler (``in_line``) takes a ticket in the engine's line (``ui.turns``) and says
+where it stands; after that the page's line timer asks each second (``line_said``: the status line
+alone, not the whole run view). Meanwhile the chart shows the same work recorded on a quiet
+machine, where one is bundled; when the turn comes, the visitor's own run takes its place.
 
-The handler says where it stands once; after that the page's line timer asks each second
-(``line_said``: the status line alone, not every output of the run view, which Gradio would
-build anew each time for every visitor in line).
-
-``in_line`` is a coroutine: a page in line costs the server no thread. Each step of the run itself
-is read in a worker thread (it waits on the scheduler process). A page that goes away (its unload
-takes its ticket out of line; Gradio closes this generator) leaves the line, and its run is
-stopped and wound down in a thread of its own, never in the server's event loop; the next turn
-begins once the engine is free.
+``in_line`` is a coroutine: a page in line costs the server no thread; the run's views are read in
+a worker thread. A page that goes away leaves the line, and its run is wound down in a thread of
+its own, never in the server's event loop.
 """
 
 from __future__ import annotations
@@ -76,8 +69,7 @@ async def in_line(controls: Controls, session: str | None,
         place = APP.turns.place(ticket)
         if place is not None:            # once; the page's line timer says it again each second
             yield _waiting_view(place, waiting, lang).values()
-        # From now on the line timer speaks for it: not before this view has gone out, or the
-        # page would be told its place beside a chart that still says "Press Run".
+        # The line timer speaks for it only after this view has gone out (with its chart).
         ticket.context = waiting
         while ticket.waiting:
             await APP.turns.changed(ticket, WAKE_S)
@@ -108,8 +100,7 @@ def stop_ticking() -> Any:
 
 def line_said(lang_choice: str, request: gr.Request | None = None) -> Any:
     """The page's line timer: where this page's run stands now, for the status line alone;
-    nothing where it is not waiting (not yet in line, or its turn has come: the run says the
-    rest), nor before its Run handler has said it with the chart."""
+    nothing where it is not waiting, nor before its Run handler has said it with the chart."""
     session = getattr(request, "session_hash", None)
     for ticket in APP.turns.tickets_of(session) if session else []:
         place = APP.turns.place(ticket) if ticket.kind == "run" else None
@@ -160,8 +151,7 @@ def prepare(controls: Controls, lang: str) -> Waiting | None:
         return None
     cuda = scheduler_link.cuda_seen()
     if request.engine.device == "cuda" and not cuda:
-        # Asked of the scheduler (it may be starting): a machine without a GPU is told at
-        # once, by the run itself, without waiting its turn.
+        # A machine without a GPU is told at once, by the run itself, without waiting its turn.
         try:
             cuda = scheduler_link.scheduler().ready().cuda
         except Exception:  # noqa: BLE001 - no scheduler: the run says so, at once
@@ -181,8 +171,8 @@ def prepare(controls: Controls, lang: str) -> Waiting | None:
 
 
 def prepare_defaults() -> None:
-    """Make the recording's canvas for the page's defaults now, in both languages (reading
-    and drawing it is the slow part of a first wait: no visitor pays it then)."""
+    """Draw the recording for the page's defaults now, in both languages, so no visitor waits
+    for it."""
     for lang in texts.LANGUAGES:
         prepare(Controls.page_defaults(), lang)
 
@@ -205,8 +195,8 @@ def line_status(place: tuple[int, float], waiting: Waiting, lang: str) -> str:
 
 
 def _waiting_view(place: tuple[int, float], waiting: Waiting, lang: str) -> MainView:
-    """A run that has joined the line: where it stands, and the chart area: the recording on the
-    canvas, or a chart that says the run is in line."""
+    """A run that has joined the line: where it stands, and the recording (or a chart that says
+    the run is in line)."""
     if waiting.recording:
         chart: dict[str, Any] = dict(timeline=gr.update(visible=False),
                                      live=gr.update(value=waiting.recording, visible=True))

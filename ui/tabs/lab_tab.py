@@ -12,7 +12,7 @@ import gradio as gr
 import texts
 from ui import lab_runs
 from ui.status import status
-from ui.tabs.parts import LAB_QUEUE, Page, button, md, on_gpu_call, queued_js
+from ui.tabs.parts import LAB_QUEUE, Page, button, labelled, md, on_gpu_call, queued_js
 
 
 @dataclass
@@ -28,17 +28,15 @@ class LabTab:
 
 
 def build(page: Page) -> LabTab:
-    en, tr = "en", page.tr
-    with tr.add(gr.Tab(texts.t(en, "tab_lab"), elem_id="tab-lab"), "tab_lab") as tab:
+    en = "en"
+    with labelled(page, gr.Tab, "tab_lab", elem_id="tab-lab") as tab:
         md(page, "lab_help")
         with gr.Row():
-            switch = tr.add(gr.Radio(lab_runs.switch_titles(en), value=lab_runs.FIRST_SWITCH,
-                                     label=texts.t(en, "lab_switch"), elem_id="lab-switch",
-                                     scale=4), "lab_switch")
-            # No precision: a typed 2.5 reaches the handler, which refuses it (it would be
-            # rounded silently to 2).
-            seed = tr.add(gr.Number(0, label=texts.t(en, "lab_seed"),
-                                    elem_id="lab-seed", min_width=90, scale=1), "lab_seed")
+            switch = labelled(page, gr.Radio, "lab_switch", lab_runs.switch_titles(en),
+                              value=lab_runs.FIRST_SWITCH, elem_id="lab-switch", scale=4)
+            # No precision: a typed 2.5 reaches the handler, which refuses it (not rounded to 2).
+            seed = labelled(page, gr.Number, "lab_seed", 0, elem_id="lab-seed", min_width=90,
+                            scale=1)
         guards = gr.Markdown(elem_id="lab-guards")
         with gr.Row():
             run = button(page, "lab_run", variant="primary", elem_id="lab-run")

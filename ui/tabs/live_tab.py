@@ -23,7 +23,7 @@ from ui.controls import Controls
 from ui.i18n import lang_of
 from ui.inputs import DEFAULTS, loop_choices, model_choices
 from ui.tabs import run_view
-from ui.tabs.parts import Page, button, control_slider, md, on_gpu_call, queued_js
+from ui.tabs.parts import Page, button, control_slider, labelled, md, on_gpu_call, queued_js
 from ui.tabs.run_view import RunView
 from ui.turns import Ticket
 
@@ -58,17 +58,16 @@ def check_devices(lang_choice: str, wait: bool = True) -> tuple[Any, Any]:
 def build(page: Page) -> LiveTab:
     """What a student needs in view (the loops, how much work, how heavy the scheduler, Run and
     the presets); every other control one click away, under "More settings"."""
-    en, tr = "en", page.tr
+    en = "en"
     start = Controls.page_defaults()
-    with tr.add(gr.Tab(texts.t(en, "tab_live"), elem_id="tab-live"), "tab_live") as tab:
+    with labelled(page, gr.Tab, "tab_live", elem_id="tab-live") as tab:
         c: dict[str, Any] = {}
         with gr.Row(equal_height=True):
-            c["loops"] = tr.add(gr.CheckboxGroup(loop_choices(en), value=list(start.loops),
-                                                 label=texts.t(en, "ctl_loops"), elem_id="loops",
-                                                 scale=3), "ctl_loops", choices=loop_choices)
-            c["requests"] = tr.add(gr.Number(DEFAULTS["requests"], elem_id="requests",
-                                             label=texts.t(en, "ctl_requests"), min_width=110,
-                                             scale=1), "ctl_requests")
+            c["loops"] = labelled(page, gr.CheckboxGroup, "ctl_loops", loop_choices(en),
+                                  value=list(start.loops), elem_id="loops", scale=3,
+                                  choices=loop_choices)
+            c["requests"] = labelled(page, gr.Number, "ctl_requests", DEFAULTS["requests"],
+                                     elem_id="requests", min_width=110, scale=1)
             c["extra_cpu_us"] = control_slider(page, "extra_cpu_us", "ctl_extra_cpu", 250, scale=3)
         with gr.Row(equal_height=True, elem_id="presets"):
             run = button(page, "ctl_run", variant="primary", elem_id="run", scale=3)
@@ -81,8 +80,8 @@ def build(page: Page) -> LiveTab:
         # ends: in view, under the control it speaks of.
         preset_said = gr.Markdown("", elem_id="preset-said")
         line_timer = gr.Timer(waiting.TICK_S, active=False)
-        with tr.add(gr.Accordion(texts.t(en, "fold_more_settings"), open=False,
-                                 elem_id="more-settings"), "fold_more_settings"):
+        with labelled(page, gr.Accordion, "fold_more_settings", open=False,
+                      elem_id="more-settings"):
             _more_settings(page, c, start)
             md(page, "preset_help", elem_id="preset-help")
             md(page, "process_note", elem_id="process-note")
@@ -91,24 +90,21 @@ def build(page: Page) -> LiveTab:
 
 def _more_settings(page: Page, c: dict[str, Any], start: Controls) -> None:
     """The controls a first run does not need (their components into ``c``)."""
-    en, tr = "en", page.tr
+    en = "en"
     with gr.Row():
         c["decode_steps"] = control_slider(page, "decode_steps", "ctl_k", 1, scale=1)
-        c["stop_early"] = tr.add(gr.Checkbox(start.stop_early, elem_id="stop-early", scale=2,
-                                             label=texts.t(en, "ctl_stop_early")),
-                                 "ctl_stop_early")
-        # Not in tr: check_devices says everything about these two in each language.
+        c["stop_early"] = labelled(page, gr.Checkbox, "ctl_stop_early", start.stop_early,
+                                   elem_id="stop-early", scale=2)
+        # Not translated here: check_devices says everything about these two in each language.
         c["device"] = gr.Radio(inputs.device_choices(en, False), value=start.device, scale=2,
                                label=texts.t(en, "ctl_device"), elem_id="device")
     with gr.Row():
         # A hub id typed into the box is a value too (checked before any run).
-        c["model"] = tr.add(gr.Dropdown(model_choices(en), value=start.model, elem_id="model",
-                                        allow_custom_value=True, scale=2,
-                                        label=texts.t(en, "ctl_model")), "ctl_model",
-                            choices=model_choices)
-        c["request_rate"] = tr.add(gr.Number(DEFAULTS["request_rate"], elem_id="request-rate",
-                                             label=texts.t(en, "ctl_request_rate")),
-                                   "ctl_request_rate")
+        c["model"] = labelled(page, gr.Dropdown, "ctl_model", model_choices(en), value=start.model,
+                              elem_id="model", allow_custom_value=True, scale=2,
+                              choices=model_choices)
+        c["request_rate"] = labelled(page, gr.Number, "ctl_request_rate", DEFAULTS["request_rate"],
+                                     elem_id="request-rate")
         c["cuda_graph"] = gr.Checkbox(start.cuda_graph, label=texts.t(en, "ctl_cuda_graph"),
                                       interactive=False, elem_id="cuda-graph")
     with gr.Row():
@@ -117,16 +113,14 @@ def _more_settings(page: Page, c: dict[str, Any], start: Controls) -> None:
         c["max_new"] = control_slider(page, "max_new", "ctl_max_new", 1)
         c["temperature"] = control_slider(page, "temperature", "ctl_temperature", 0.05)
     with gr.Row():
-        c["shared_prefix"] = tr.add(gr.Number(DEFAULTS["shared_prefix"], elem_id="shared-prefix",
-                                              label=texts.t(en, "ctl_shared_prefix")),
-                                    "ctl_shared_prefix")
-        c["kv_pages"] = tr.add(gr.Number(DEFAULTS["kv_pages"], elem_id="kv-pages",
-                                         label=texts.t(en, "ctl_kv_pages")), "ctl_kv_pages")
-    with tr.add(gr.Accordion(texts.t(en, "ctl_prompts"), open=False), "ctl_prompts"):
+        c["shared_prefix"] = labelled(page, gr.Number, "ctl_shared_prefix",
+                                      DEFAULTS["shared_prefix"], elem_id="shared-prefix")
+        c["kv_pages"] = labelled(page, gr.Number, "ctl_kv_pages", DEFAULTS["kv_pages"],
+                                 elem_id="kv-pages")
+    with labelled(page, gr.Accordion, "ctl_prompts", open=False):
         c["prompts_text"] = gr.Textbox(start.prompts_text, lines=4, show_label=False,
                                        elem_id="prompts")
-        c["chat"] = tr.add(gr.Checkbox(start.chat, label=texts.t(en, "ctl_chat"),
-                                       elem_id="chat"), "ctl_chat")
+        c["chat"] = labelled(page, gr.Checkbox, "ctl_chat", start.chat, elem_id="chat")
 
 
 def wire(tab: LiveTab, page: Page, view: RunView) -> Any:

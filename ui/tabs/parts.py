@@ -1,12 +1,14 @@
 """What every tab shares: the page (``Page``), translated text blocks, the page's CSS and scripts.
 
 A component whose words change with the language is registered once, where its tab creates it,
-in the page's ``Translated`` (``ui.i18n``): ``md``, ``button`` and ``control_slider`` do that.
+in the page's ``Translated`` (``ui.i18n``): ``md``, ``button``, ``labelled`` and ``control_slider``
+do that.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,7 +16,7 @@ import gradio as gr
 
 import texts
 from ui import queues, scheduler_link
-from ui.i18n import Translated
+from ui.i18n import C, Translated
 from ui.inputs import DEFAULTS, LIMITS
 from ui.status import status
 from ui.view import slider
@@ -83,12 +85,18 @@ def button(page: Page, key: str, **kwargs: Any) -> gr.Button:
     return page.tr.add(gr.Button(texts.t("en", key), **kwargs), key, attr="value")
 
 
+def labelled(page: Page, make: Callable[..., C], key: str, *args: Any,
+             choices: Callable[[str], list] | None = None, **kwargs: Any) -> C:
+    """``make(*args, label=<the text key>, **kwargs)``, its label (and ``choices``) translated."""
+    return page.tr.add(make(*args, label=texts.t("en", key), **kwargs), key, choices=choices)
+
+
 def control_slider(page: Page, name: str, key: str, step: float,
                    scale: int | None = None) -> gr.Slider:
     """A slider over the control's limits (``ui.inputs.LIMITS``), at its default."""
     low, high, _ = LIMITS[name]
-    return page.tr.add(slider(low, high, DEFAULTS[name], step=step, label=texts.t("en", key),
-                              elem_id=name.replace("_", "-"), scale=scale), key)
+    return labelled(page, slider, key, low, high, DEFAULTS[name], step=step,
+                    elem_id=name.replace("_", "-"), scale=scale)
 
 
 def on_gpu_call(handler: Any) -> Any:

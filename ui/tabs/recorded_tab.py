@@ -10,7 +10,7 @@ import gradio as gr
 
 import texts
 from ui import recorded_runs, same_work, step_through
-from ui.tabs.parts import Page, md
+from ui.tabs.parts import Page, labelled, md
 from ui.tabs.run_view import RunView
 
 
@@ -22,13 +22,10 @@ class RecordedTab:
 
 
 def build(page: Page) -> RecordedTab:
-    en, tr = "en", page.tr
-    with tr.add(gr.Tab(texts.t(en, "tab_recorded"), elem_id="tab-recorded"),
-                "tab_recorded") as tab:
+    with labelled(page, gr.Tab, "tab_recorded", elem_id="tab-recorded") as tab:
         md(page, "recorded_help")
-        recorded = tr.add(gr.Dropdown([], label=texts.t(en, "ctl_recorded"), elem_id="recorded"),
-                          "ctl_recorded")
-        beside = gr.Button(texts.t(en, "recorded_same_work").format(engines=2), visible=False,
+        recorded = labelled(page, gr.Dropdown, "ctl_recorded", [], elem_id="recorded")
+        beside = gr.Button(texts.t("en", "recorded_same_work").format(engines=2), visible=False,
                            size="sm", elem_id="same-work")
     return RecordedTab(tab, recorded, beside)
 

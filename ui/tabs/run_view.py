@@ -24,7 +24,7 @@ from ui.i18n import lang_of
 from ui.live_chart import live_chart
 from ui.status import Said, render_said
 from ui.status import status as status_line
-from ui.tabs.parts import RELAYOUT_JS, Page, button, md
+from ui.tabs.parts import RELAYOUT_JS, Page, button, labelled, md
 from ui.view import MainView, keep, plot, slider
 
 # The step buttons move the slider in the browser, from the value it shows now, within its
@@ -79,7 +79,7 @@ class RunView:
 
 
 def build(page: Page) -> RunView:
-    en, tr = "en", page.tr
+    en = "en"
     record, said, shown_lang = gr.State(None), gr.State(None), gr.State("en")
     with gr.Column(elem_id="run-view") as column:
         headline = gr.HTML("", elem_id="headline")
@@ -92,12 +92,11 @@ def build(page: Page) -> RunView:
                 # machine's recording of the same work, under it.
                 canvas = live_chart()
                 with gr.Row():
-                    # No precision: a typed 2.5 reaches the handler, which refuses it (it
-                    # would be rounded silently to 2).
-                    first = tr.add(gr.Number(20, elem_id="first-step", min_width=100,
-                                             label=texts.t(en, "ctl_first_step")), "ctl_first_step")
-                    last = tr.add(gr.Number(25, elem_id="last-step", min_width=100,
-                                            label=texts.t(en, "ctl_last_step")), "ctl_last_step")
+                    # No precision: a typed 2.5 reaches the handler, which refuses it.
+                    first = labelled(page, gr.Number, "ctl_first_step", 20, elem_id="first-step",
+                                     min_width=100)
+                    last = labelled(page, gr.Number, "ctl_last_step", 25, elem_id="last-step",
+                                    min_width=100)
                     zoom = button(page, "ctl_zoom", elem_id="zoom")
                 md(page, "zoom_help")
                 zoomed = gr.Plot(plot(viz.side_by_side_figure([])), show_label=False,
@@ -110,20 +109,17 @@ def build(page: Page) -> RunView:
             with gr.Column(scale=3):
                 metrics = gr.HTML(elem_id="metrics")      # the formula first, then the table
             with gr.Column(scale=1, min_width=280):
-                with tr.add(gr.Accordion(texts.t(en, "fold_metrics_help"), open=False,
-                                         elem_id="metrics-help"), "fold_metrics_help"):
+                with labelled(page, gr.Accordion, "fold_metrics_help", open=False,
+                              elem_id="metrics-help"):
                     md(page, "metrics_help")
-                download_record = tr.add(gr.DownloadButton(
-                    texts.t(en, "dl_record"), interactive=False, elem_id="download-record"),
-                    "dl_record")
-                download_trace = tr.add(gr.DownloadButton(
-                    texts.t(en, "dl_trace"), interactive=False, elem_id="download-trace"),
-                    "dl_trace")
-        with tr.add(gr.Accordion(texts.t(en, "fold_steps"), open=False, elem_id="steps-fold"),
-                    "fold_steps") as steps:
+                download_record = labelled(page, gr.DownloadButton, "dl_record", interactive=False,
+                                           elem_id="download-record")
+                download_trace = labelled(page, gr.DownloadButton, "dl_trace", interactive=False,
+                                          elem_id="download-trace")
+        with labelled(page, gr.Accordion, "fold_steps", open=False, elem_id="steps-fold") as steps:
             replay = _step_through(page)
-        with tr.add(gr.Accordion(texts.t(en, "fold_run_more"), open=False,
-                                 elem_id="more-of-run"), "fold_run_more") as more:
+        with labelled(page, gr.Accordion, "fold_run_more", open=False,
+                      elem_id="more-of-run") as more:
             memory = gr.Plot(show_label=False, elem_id="memory", visible=False)
             texts_box = gr.HTML(elem_id="texts")
     return RunView(column, status, headline, timeline, canvas, zoomed, memory, metrics, texts_box,
@@ -133,13 +129,12 @@ def build(page: Page) -> RunView:
 
 def _step_through(page: Page) -> tuple[Any, ...]:
     """The step-through's controls and figures, in ``RunView``'s order."""
-    en, tr = "en", page.tr
+    en = "en"
     md(page, "replay_help")
     with gr.Row(equal_height=True):
-        replay_run = tr.add(gr.Dropdown([], label=texts.t(en, "ctl_replay_run"),
-                                        elem_id="replay-run", scale=1), "ctl_replay_run")
-        step = tr.add(slider(0, 1, 0, step=1, label=texts.t(en, "ctl_step"), elem_id="step",
-                             scale=3), "ctl_step")
+        replay_run = labelled(page, gr.Dropdown, "ctl_replay_run", [], elem_id="replay-run",
+                              scale=1)
+        step = labelled(page, slider, "ctl_step", 0, 1, 0, step=1, elem_id="step", scale=3)
         prev = button(page, "ctl_prev", elem_id="prev-step", scale=0, min_width=140)
         nxt = button(page, "ctl_next", elem_id="next-step", scale=0, min_width=140)
     step_caption = gr.Markdown(texts.t(en, "replay_empty"), elem_id="step-caption")

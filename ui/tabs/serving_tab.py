@@ -7,10 +7,9 @@ from dataclasses import dataclass
 
 import gradio as gr
 
-import texts
 import viz
 from ui import serving_runs
-from ui.tabs.parts import Page, md
+from ui.tabs.parts import Page, labelled, md
 from ui.view import plot
 
 
@@ -23,12 +22,10 @@ class ServingTab:
 
 
 def build(page: Page) -> ServingTab:
-    en, tr = "en", page.tr
-    with tr.add(gr.Tab(texts.t(en, "tab_serving"), elem_id="tab-serving"), "tab_serving") as tab:
+    with labelled(page, gr.Tab, "tab_serving", elem_id="tab-serving") as tab:
         md(page, "serving_help")
-        measurement = tr.add(gr.Dropdown([], label=texts.t(en, "ctl_serving_file"),
-                                         elem_id="serving-file"), "ctl_serving_file")
-        figure = gr.Plot(plot(viz.latency_figure([], en)), show_label=False,
+        measurement = labelled(page, gr.Dropdown, "ctl_serving_file", [], elem_id="serving-file")
+        figure = gr.Plot(plot(viz.latency_figure([], "en")), show_label=False,
                          elem_id="serving-plot")
         table = gr.HTML(elem_id="serving-table")
     return ServingTab(tab, measurement, figure, table)

@@ -7,9 +7,8 @@ from dataclasses import dataclass
 
 import gradio as gr
 
-import texts
 from ui import recorded_runs, step_through
-from ui.tabs.parts import Page, md
+from ui.tabs.parts import Page, labelled, md
 from ui.tabs.run_view import RunView
 
 
@@ -21,11 +20,11 @@ class UploadTab:
 
 
 def build(page: Page) -> UploadTab:
-    en, tr = "en", page.tr
-    with tr.add(gr.Tab(texts.t(en, "tab_upload"), elem_id="tab-upload"), "tab_upload") as tab:
+    with labelled(page, gr.Tab, "tab_upload", elem_id="tab-upload") as tab:
         md(page, "upload_help")
         # Any file is taken and answered (a filter in the browser refused an image silently).
-        upload, beside = recorded_runs.import_controls(tr)
+        upload = labelled(page, gr.File, "ctl_upload", elem_id="upload", file_count="multiple")
+        beside = labelled(page, gr.Checkbox, "ctl_beside", False, elem_id="beside")
     return UploadTab(tab, upload, beside)
 
 
