@@ -18,6 +18,7 @@ from pathlib import Path
 from bench import cli
 from record.schema import Lane, Phase
 from studies.page_clicks import click
+from studies.peers.table import gpu_tag
 
 # What a visitor's first click on a GPU should show, checked on the steady window of each click:
 # the overlap loop keeps both stream lanes and the engine stream busy, gains at least 1.5x per
@@ -62,7 +63,9 @@ def main(argv: list[str]) -> int:
     parser = cli.parser("python -m studies gpu-first-click", __doc__)
     parser.add_argument("--clicks", type=int, default=3)
     parser.add_argument("--out", type=Path, default=None, help="where the first record goes")
-    parser.add_argument("--name", default="h200-first-click-defaults.json")
+    parser.add_argument("--name", default=None,
+                        help="the record's file name (default: GPU-first-click-defaults.json, "
+                             "the GPU's model first, as h100-first-click-defaults.json)")
     parser.add_argument("--allow-cpu", action="store_true")
     args = parser.parse_args(argv)
 
@@ -119,8 +122,10 @@ def main(argv: list[str]) -> int:
         first["env"]["made_by"] = (
             "python -m studies gpu-first-click: the page's handler (ui.live_runs.run_live) with "
             "the page's defaults after the warm-up, first click")
-        (args.out / args.name).write_text(json.dumps(first, separators=(",", ":")))
-        print(f"\nfirst click's record: {args.out / args.name}")
+        name = args.name or (gpu_tag(str(first["env"].get("device_name", "")))
+                             + "-first-click-defaults.json")
+        (args.out / name).write_text(json.dumps(first, separators=(",", ":")))
+        print(f"\nfirst click's record: {args.out / name}")
     scheduler_link.shutdown()
     return 0
 
