@@ -66,10 +66,13 @@ def _long_run(page) -> None:
 
 def _type(page, box: str, value: str) -> None:
     """Type ``value`` into a number box and leave it; again where the box was drawn anew under
-    the typing (the folded settings are drawn when first opened), as a person would."""
+    the typing or just after it (the folded settings are drawn when first opened, and on a busy
+    machine that may land after the typing), as a person would: done when the box still shows
+    the value a moment later."""
     for _ in range(40):
         page.fill(box, value)
         page.locator(box).press("Tab")
+        page.wait_for_timeout(500)
         if page.input_value(box) == value:
             return
         page.wait_for_timeout(250)
