@@ -203,3 +203,32 @@ def test_the_scheduler_threads_phases_are_colours_a_reader_tells_apart():
     for a, b in itertools.combinations(phases, 2):
         distance = math.dist(_lab(PHASE_COLORS[a]), _lab(PHASE_COLORS[b]))
         assert distance > 35, (a, b, round(distance, 1))
+
+
+def test_a_gpu_that_still_waits_is_not_said_to_have_its_cpu_work_hidden():
+    """Faster, but no loop kept the GPU busy (steady): the line says how busy the busiest loop
+    kept it, in both languages, instead of claiming the CPU's work runs under the forward."""
+    normal, overlap = _run("normal", 8000, 27000, QUIET), _run("overlap", 5000, 4500, QUIET)
+    normal["metrics"]["steady_busy_frac"], overlap["metrics"]["steady_busy_frac"] = 0.45, 0.63
+    line = _text(viz.headline_html(_record(normal, overlap), "en"))
+    assert "1.60× faster per decode step" in line and "now runs under" not in line
+    assert "the busiest loop kept it busy 63% of the time" in line
+    assert "最忙的循环也只让它忙了 63% 的时间" in _text(viz.headline_html(_record(normal, overlap),
+                                                                      "zh"))
+    overlap["metrics"]["steady_busy_frac"] = 0.97
+    assert "now runs under" in _text(viz.headline_html(_record(normal, overlap), "en"))
+
+
+def test_beside_other_engines_only_our_own_loops_are_added_to_the_gain():
+    """Three engines side by side: the line's gain is our overlap over our serial loop, with our
+    own other loops after it; another engine's loops are no gain of ours."""
+    ours = [_run("normal", 8000, 27000, QUIET), _run("overlap", 5000, 4500, QUIET),
+            _run("multistep", 4000, 3000, QUIET)]
+    theirs = [_run("normal", 16000, 60000, QUIET), _run("overlap", 9000, 9000, QUIET)]
+    for run in ours:
+        run["label"] = f"{run['loop']} (this project, CUDA graphs)"
+    for run in theirs:
+        run["label"] = f"{run['loop']} (Mini-SGLang 20fcd7f)"
+    line = _text(viz.headline_html(_record(*ours, *theirs, kind="cuda"), "en"))
+    assert "2.00×" in line                                    # our multistep over our serial
+    assert "0.50×" not in line and "0.89×" not in line        # their loops over our serial

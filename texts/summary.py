@@ -11,6 +11,10 @@ EN: dict[str, str] = {
     "gpu_cpu-inline": "GPU (here played in the scheduler's own process)",
     "headline_faster": "<b>{gpu} idle {idle_a} → {idle_b} ms, {name} {speedup:.2f}× faster per "
                        "decode step</b>: the CPU's work now runs under the GPU's forward.",
+    "headline_faster_partly": "<b>{gpu} idle {idle_a} → {idle_b} ms, {name} {speedup:.2f}× faster "
+                              "per decode step</b>, but the GPU still waited: the busiest loop "
+                              "kept it busy {busy:.0f}% of the time; the formula below says where "
+                              "the rest went.",
     "headline_not_faster": "<b>{gpu} idle {idle_a} → {idle_b} ms, but {name} was not faster per "
                            "decode step ({speedup:.2f}×)</b>: the formula below says what the "
                            "runs measured.",
@@ -80,6 +84,9 @@ ZH: dict[str, str] = {
     "gpu_cpu-inline": "GPU（此处在调度器自己的进程里扮演）",
     "headline_faster": "<b>{gpu} 空闲 {idle_a} → {idle_b} ms，{name}每个解码步快 {speedup:.2f}×</b>："
                        "CPU 的工作现在在 GPU 前向的同时进行。",
+    "headline_faster_partly": "<b>{gpu} 空闲 {idle_a} → {idle_b} ms，{name}每个解码步快 {speedup:.2f}×"
+                              "</b>，但 GPU 仍在等待：最忙的循环也只让它忙了 {busy:.0f}% 的时间；"
+                              "下面的公式说明其余时间去了哪里。",
     "headline_not_faster": "<b>{gpu} 空闲 {idle_a} → {idle_b} ms，但{name}每个解码步并没有更快"
                            "（{speedup:.2f}×）</b>：下面的公式说明了这几次运行测到了什么。",
     "headline_busy": "<b>这次比较不可信：{why}。</b>你的运行测得 {gpu} 空闲 {idle_a} → {idle_b} ms，"

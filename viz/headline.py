@@ -24,6 +24,7 @@ from viz.formula import compared_pair, trace_predicted
 from viz.labels import display_labels
 
 _MS = 1e-3
+HIDDEN_BUSY = 0.9     # steady GPU busy at which the CPU's work counts as hidden under the forward
 
 
 def look_for_key(record: Mapping[str, Any] | None) -> str:
@@ -77,14 +78,28 @@ def _line(record: Mapping[str, Any] | None, lang: str) -> tuple[str, str]:
     if load is not None:
         return t(lang, "headline_busy").format(why=busy_why(load, lang), speedup=speedup,
                                                **words), "busy"
-    key = "headline_faster" if speedup > 1.0 else "headline_not_faster"
-    text = t(lang, key).format(speedup=speedup, **words)
+    # "Now runs under the forward" only where some loop kept the GPU busy; otherwise the GPU
+    # still waited (a CPU step longer than a forward, prefill, arrivals: the formula says which).
+    known = [float(b) for run in runs if (b := run["metrics"].get("steady_busy_frac")) is not None]
+    hidden = max(known, default=1.0)            # a record without the figure: no such doubt
+    key = ("headline_not_faster" if speedup <= 1.0 else
+           "headline_faster" if hidden >= HIDDEN_BUSY else "headline_faster_partly")
+    text = t(lang, key).format(speedup=speedup, busy=100 * hidden, **words)
+    # The other loops of the same engine (beside other engines' records, theirs are not ours).
+    engine = _detail(runs[base])
     also = [t(lang, "headline_also").format(name=names[i], speedup=_speedup(runs[base], runs[i]))
-            for i in others if i != main and runs[i]["metrics"].get("steady_step_us")]
+            for i in others if i != main and runs[i]["metrics"].get("steady_step_us")
+            and _detail(runs[i]) == engine]
     if also:                          # the other loops' gains, after the main one's bold part
         head, bold_end, rest = text.partition("</b>")
         text = head + "".join(also) + bold_end + rest
     return text, "faster" if speedup > 1.0 else "not-faster"
+
+
+def _detail(run: RunDict) -> str:
+    """What a run's label says beside its loop ("overlap (Mini-SGLang ...)"): its engine and
+    setup, the same for the loops of one record."""
+    return str(run.get("label") or "").partition(" (")[2]
 
 
 def _imported(runs: list[RunDict], lang: str) -> tuple[str, str]:
