@@ -601,3 +601,16 @@ def test_ours_is_timed_at_the_calls_start_and_end_and_pooled():
         assert row["tokens"] == 2 * 3 and row["batch"] == 2
         assert (row["step_ms"] is not None) == (row["recording"] == "on")
     assert timed.summary()["config"]["max_batch_size"] == 2
+
+
+def test_a_peers_steps_are_numbered_from_one_as_ours_are():
+    """SGLang numbers steps by its own counter (on from its warm-up): the record numbers them
+    from 1, so one step window picks the same steps in every engine's run."""
+    run = {"spans": [{"step": 5057, "lane": "cpu"}, {"step": None, "lane": "cpu"},
+                     {"step": 5060, "lane": "engine_stream"}]}
+    assert [s["step"] for s in peer_table.steps_from_one(run)["spans"]] == [1, None, 4]
+    for stem in ("h200-sglang-qwen05-b16", "h200-minisglang-qwen05-b16"):
+        record = json.loads((Path(__file__).resolve().parent.parent / "assets" / "recorded"
+                             / f"{stem}.json").read_text())
+        for r in record["runs"]:
+            assert min(s["step"] for s in r["spans"] if s.get("step") is not None) == 1, stem

@@ -383,6 +383,18 @@ SERIAL_UPLOAD_NOTES = {
 }
 
 
+def steps_from_one(run: dict[str, Any]) -> dict[str, Any]:
+    """The run with its steps numbered from 1, as ours are: a peer numbers them by its own
+    counter (SGLang's ``forward_ct`` runs on from the warm-up), and a step window picks the same
+    step numbers in every run it shows side by side."""
+    steps = [s["step"] for s in run["spans"] if s.get("step") is not None]
+    shift = min(steps, default=1) - 1
+    if shift:
+        run["spans"] = [dict(s, step=s["step"] - shift) if s.get("step") is not None else s
+                        for s in run["spans"]]
+    return run
+
+
 def record_parts(engine: str, outs: Sequence[Mapping[str, Any]], model: str, prompt_len: int,
                  commit: str, max_seq_len: int) -> tuple[dict[str, Any], dict[str, Any],
                                                          list[dict[str, Any]], list[dict[str, Any]]]:
@@ -390,7 +402,7 @@ def record_parts(engine: str, outs: Sequence[Mapping[str, Any]], model: str, pro
     (each with ``record`` and ``hook_cost``), serial first."""
     outs = sorted(outs, key=lambda o: o["loop"] != Loop.NORMAL)
     first = outs[0]
-    runs = [o["record"] for o in outs]
+    runs = [steps_from_one(o["record"]) for o in outs]
     batch = len(runs[0]["outputs"])
     key = ENGINE_KEYS[engine]
     env = {**first["env"], "engine": key, "engine_commit": commit, "model": model,
