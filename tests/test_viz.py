@@ -376,6 +376,13 @@ def test_texts_panel_escapes_text_and_shows_finish_reasons():
     assert "&lt;b&gt;hi&lt;/b&gt;" in html and "<b>hi</b>" not in html
     assert "stop" in html and "length" in html and "token ids [5, 5" in html
     assert t("en", "texts_same") in html
+    other = [{"token_ids": [9, 9], "text": "", "finish_reason": "length", "prompt_tokens": 3}] * 2
+    theirs = [dict(make_run(loop, outputs=other), label=f"{loop} (Mini-SGLang 20fcd7f)")
+              for loop in ("normal", "overlap")]
+    beside = viz.texts_html(runs + theirs)         # engines side by side: each its own loops
+    assert t("en", "texts_same_each") in beside and t("en", "texts_differ") not in beside
+    theirs[1]["outputs"] = outputs
+    assert t("en", "texts_differ_each") in viz.texts_html(runs + theirs)
 
 
 def test_display_labels_drop_a_detail_all_runs_share():

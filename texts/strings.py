@@ -136,6 +136,10 @@ stream lanes* and over the *engine stream alone*; where they differ, the GPU was
     "model_shape": "shape",
     "texts_same": "✓ The runs produced identical token ids for every request.",
     "texts_differ": "The runs' token ids differ (expected only with temperature > 0).",
+    "texts_same_each": "✓ Each engine's loops produced identical token ids for every request "
+                       "(engines are compared with each other by time, not by tokens).",
+    "texts_differ_each": "One engine's loops gave different token ids (expected only with "
+                         "temperature > 0).",
     "col_request": "request",
     "col_finish": "finish",
     "finish_stop": "stop",
@@ -475,6 +479,9 @@ _ZH: dict[str, str] = {
     "model_shape": "同形",
     "texts_same": "✓ 两次运行对每个请求生成了完全相同的 token id。",
     "texts_differ": "两次运行的 token id 不同（仅在 temperature > 0 时属正常）。",
+    "texts_same_each": "✓ 每个引擎的几个循环对每个请求生成了完全相同的 token id"
+                       "（引擎之间比的是时间，不是 token）。",
+    "texts_differ_each": "有一个引擎的几个循环生成的 token id 不同（仅在 temperature > 0 时属正常）。",
     "col_request": "请求",
     "col_finish": "结束原因",
     "finish_stop": "停止",

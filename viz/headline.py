@@ -21,7 +21,7 @@ from record.run_record import loop_of
 from record.schema import ENGINE_LOOPS, Loop, RunDict
 from texts import count, t
 from viz.formula import compared_pair, trace_predicted
-from viz.labels import display_labels
+from viz.labels import display_labels, label_detail
 
 _MS = 1e-3
 HIDDEN_BUSY = 0.9     # steady GPU busy at which the CPU's work counts as hidden under the forward
@@ -86,20 +86,14 @@ def _line(record: Mapping[str, Any] | None, lang: str) -> tuple[str, str]:
            "headline_faster" if hidden >= HIDDEN_BUSY else "headline_faster_partly")
     text = t(lang, key).format(speedup=speedup, busy=100 * hidden, **words)
     # The other loops of the same engine (beside other engines' records, theirs are not ours).
-    engine = _detail(runs[base])
+    engine = label_detail(runs[base])
     also = [t(lang, "headline_also").format(name=names[i], speedup=_speedup(runs[base], runs[i]))
             for i in others if i != main and runs[i]["metrics"].get("steady_step_us")
-            and _detail(runs[i]) == engine]
+            and label_detail(runs[i]) == engine]
     if also:                          # the other loops' gains, after the main one's bold part
         head, bold_end, rest = text.partition("</b>")
         text = head + "".join(also) + bold_end + rest
     return text, "faster" if speedup > 1.0 else "not-faster"
-
-
-def _detail(run: RunDict) -> str:
-    """What a run's label says beside its loop ("overlap (Mini-SGLang ...)"): its engine and
-    setup, the same for the loops of one record."""
-    return str(run.get("label") or "").partition(" (")[2]
 
 
 def _imported(runs: list[RunDict], lang: str) -> tuple[str, str]:

@@ -58,6 +58,12 @@ def lane_label(lane: str, lang: str) -> str:
     return html.escape(lane)
 
 
+def label_detail(run: RunDict) -> str:
+    """What a run's label says beside its loop ("overlap (Mini-SGLang ...)"): its engine and
+    setup, the same for the loops of one record."""
+    return str(run.get("label") or "").partition(" (")[2]
+
+
 def display_labels(runs: list[RunDict], lang: str = "en") -> list[str]:
     """Short names for charts and table headers, in the reader's language: a loop's name, an
     import's file; a label's detail ("overlap (CPU, ...)") stays only where the runs' differ."""

@@ -13,7 +13,7 @@ from record.run_record import loop_of
 from record.schema import Loop, RecordDict, RunDict
 from texts import STRINGS, t
 from viz.formula import compared_pair, formula_html, multistep_html, ratio_pairs
-from viz.labels import display_labels
+from viz.labels import display_labels, label_detail
 
 __all__ = ["compared_pair", "metrics_html", "multistep_html", "ratio_pairs", "record_label",
            "record_maker", "record_where", "texts_html"]
@@ -173,10 +173,14 @@ def texts_html(runs: list[RunDict], lang: str = "en", limit: int = 256) -> str:
                     for label, _ in lagged)
     head += f"<th>{t(lang, 'col_text')}</th>"
     note = f"<p>{t(lang, 'texts_count').format(shown=len(shown), total=len(outputs))}"
-    if len(runs) >= 2:
-        ids = [[out.get("token_ids") for out in run["outputs"]] for run in runs]
-        same = all(other == ids[0] for other in ids[1:])
-        note += " " + t(lang, "texts_same" if same else "texts_differ")
+    if len(runs) >= 2:              # the loops of one engine against each other
+        ids: dict[str, list[list]] = {}
+        for run in runs:
+            ids.setdefault(label_detail(run), []).append(
+                [out.get("token_ids") for out in run["outputs"]])
+        same = all(other == group[0] for group in ids.values() for other in group[1:])
+        each = "_each" if len(ids) > 1 else ""      # engines side by side: theirs apart
+        note += " " + t(lang, ("texts_same" if same else "texts_differ") + each)
     note += "</p>"
     return (_STYLE + note + f'<div class="ov-scroll"><table class="ov-table"><thead><tr>{head}'
             f"</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
