@@ -395,15 +395,20 @@ def test_display_labels_drop_a_detail_all_runs_share():
     live = runs("normal (CPU, device process)", "overlap")
     assert viz.display_labels(live) == ["normal", "overlap"]
     differ = runs("overlap (H200, eager)", "overlap (H200, CUDA graphs)")
-    assert viz.display_labels(differ) == ["overlap (H200, eager)", "overlap (H200, CUDA graphs)"]
+    assert viz.display_labels(differ) == ["overlap (eager)", "overlap (CUDA graphs)"]   # H200: all
 
 
 def test_our_engine_beside_a_peer_is_named_in_the_readers_language():
     runs = [{"loop": "normal", "decode_steps": 1, "label": "normal (this project 7944d1e, H200)"},
             {"loop": "normal", "decode_steps": 1, "label": "normal (Mini-SGLang 20fcd7f, H200)"}]
-    assert viz.display_labels(runs, "zh") == ["普通 (本项目 7944d1e, H200)",
-                                              "普通 (Mini-SGLang 20fcd7f, H200)"]
-    assert viz.display_labels(runs)[0] == "normal (this project 7944d1e, H200)"
+    assert viz.display_labels(runs, "zh") == ["普通 (本项目 7944d1e)", "普通 (Mini-SGLang 20fcd7f)"]
+    assert viz.display_labels(runs)[0] == "normal (this project 7944d1e)"
+    setups = [{"loop": "overlap", "decode_steps": 1, "label": "overlap (this project 7944d1e, "
+               "NVIDIA H200, CUDA graphs, triton attention, compiled)"},
+              {"loop": "overlap", "decode_steps": 1, "label": "overlap (SGLang 0.5.17, "
+               "NVIDIA H200, CUDA graphs, FlashInfer attention)"}]
+    assert viz.display_labels(setups, "zh") == ["重叠 (本项目 7944d1e, Triton 注意力, 已编译)",
+                                                "重叠 (SGLang 0.5.17, FlashInfer 注意力)"]
 
 
 def test_record_label_names_hardware_and_date():

@@ -58,6 +58,14 @@ def lane_label(lane: str, lang: str) -> str:
     return html.escape(lane)
 
 
+# The parts of a run label's detail that the page says in the reader's language (the rest are
+# names: an engine and its commit, a GPU's model).
+DETAIL_KEYS = {"CUDA graphs": "detail_graphs", "eager": "detail_eager",
+               "compiled": "detail_compiled", "triton attention": "detail_triton",
+               "FlashInfer attention": "detail_flashinfer",
+               "separate device process": "detail_device_process"}
+
+
 def label_detail(run: RunDict) -> str:
     """What a run's label says beside its loop ("overlap (Mini-SGLang ...)"): its engine and
     setup, the same for the loops of one record."""
@@ -70,6 +78,11 @@ def display_labels(runs: list[RunDict], lang: str = "en") -> list[str]:
     labels = [str(run.get("label") or "run") for run in runs]
     details = [label.partition(" (")[2].rstrip(")") for label in labels]
     keep_details = len(runs) > 1 and len({d for d in details if d}) > 1
+    if keep_details:                 # what every detail says (the GPU, "CUDA graphs") goes
+        parts = [[p.strip() for p in d.split(",")] for d in details if d]
+        shared = set(parts[0]).intersection(*parts[1:])
+        details = [", ".join(p for p in (x.strip() for x in d.split(",")) if p not in shared)
+                   for d in details]
     names = []
     for run, label, detail in zip(runs, labels, details):
         loop, k = loop_of(run)
@@ -81,6 +94,8 @@ def display_labels(runs: list[RunDict], lang: str = "en") -> list[str]:
             name = label.partition(" (")[0]
         if detail.startswith(OURS_DETAIL + " "):             # our engine beside the peers
             detail = t(lang, "detail_ours") + detail[len(OURS_DETAIL):]
+        detail = ", ".join(t(lang, DETAIL_KEYS[p]) if p in DETAIL_KEYS else p
+                           for p in (x.strip() for x in detail.split(",")) if p)
         names.append(f"{name} ({detail})" if keep_details and detail else name)
     # Runs of two records side by side may share a loop's name: those name their record.
     sources = [imported(run).get("source") for run in runs]
