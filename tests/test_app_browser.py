@@ -193,10 +193,10 @@ def test_step_through_a_recorded_run(page):
     # (1 ms) with room, so a step shows the processing and the next batch's building hidden.
     _show_recorded(page, "h200-ours-qwen05-b16")
     _open_fold(page, "steps-fold")
-    page.wait_for_function("document.querySelector('#step-caption').innerText.includes('Step 20')")
+    page.wait_for_function("document.querySelector('#step-caption')?.innerText.includes('Step 20')")
     assert "(overlap)" in _caption(page) and "forward(B20)" in _caption(page)
     page.click("#next-step")
-    page.wait_for_function("document.querySelector('#step-caption').innerText.includes('Step 21')")
+    page.wait_for_function("document.querySelector('#step-caption')?.innerText.includes('Step 21')")
     assert "while the CPU processes B20" in _caption(page)
     page.wait_for_function(
         "document.querySelector('#step-plot .js-plotly-plot').data"
@@ -215,7 +215,7 @@ def test_step_through_a_recorded_run(page):
     assert {"wait_stream", "copy_done", "hidden under forward(B21)"} <= set(labels)
     for _ in range(2):
         page.click("#prev-step")
-    page.wait_for_function("document.querySelector('#step-caption').innerText.includes('Step 19')")
+    page.wait_for_function("document.querySelector('#step-caption')?.innerText.includes('Step 19')")
     assert "while the CPU processes B18" in _caption(page)
     page.locator("#unrolled .annotation-text", has_text="drain").first.wait_for()
     titles = _subplot_titles(page, "unrolled")
@@ -223,7 +223,7 @@ def test_step_through_a_recorded_run(page):
     page.locator("#replay-run input").click()
     page.get_by_role("option", name="normal").click()
     page.wait_for_function(
-        "document.querySelector('#step-caption').innerText.includes('(normal loop)')")
+        "document.querySelector('#step-caption')?.innerText.includes('(normal loop)')")
     assert "the GPU idles" in _caption(page)
 
 
@@ -524,7 +524,7 @@ def test_the_page_speaks_chinese_after_a_run_an_import_a_lab_run_and_bad_input(z
     step = page.locator("#step input[type=number]")
     step.fill("9999")
     step.press("Enter")
-    page.wait_for_function("document.querySelector('#step-caption').innerText"
+    page.wait_for_function("document.querySelector('#step-caption')?.innerText"
                            ".includes('这次运行没有第 9999 步')")
     assert not (left := _latin_left(page)), left
     extra.fill("4000")
@@ -566,8 +566,9 @@ def test_a_record_full_of_html_runs_no_script_and_injects_nothing(page, tmp_path
     page.set_input_files("#upload input[type=file]", str(tmp_path / "hostile.json"))
     page.wait_for_selector("#status .status-ok")
     _open_fold(page, "steps-fold")
-    page.wait_for_function("!document.querySelector('#step-caption').innerText"
-                           ".includes('Show a run first')")   # the record's step is drawn
+    # the record's step is drawn (the caption may be drawn anew after the fold opens: wait)
+    page.wait_for_function("(document.querySelector('#step-caption')?.innerText ?? 'Show a run "
+                           "first').includes('Show a run first') === false")
     assert page.evaluate("() => window.__xss") is None
     assert page.locator("#injected").count() == 0
     assert page.locator("img[src=x]").count() == 0
