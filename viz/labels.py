@@ -67,24 +67,29 @@ DETAIL_KEYS = {"CUDA graphs": "detail_graphs", "eager": "detail_eager",
 
 
 def label_detail(run: RunDict) -> str:
-    """What a run's label says beside its loop ("overlap (Mini-SGLang ...)"): its engine and
-    setup, the same for the loops of one record."""
-    return str(run.get("label") or "").partition(" (")[2]
+    """What a run's label says beside its loop ("overlap (Mini-SGLang 20fcd7f, NVIDIA H200)":
+    "Mini-SGLang 20fcd7f, NVIDIA H200"), its engine and setup, the same for the loops of one
+    record."""
+    return str(run.get("label") or "").partition(" (")[2].rstrip(")")
+
+
+def _detail_word(part: str, lang: str) -> str:
+    """One part of a label's detail in the reader's language (a name stays as it is)."""
+    if part.startswith(OURS_DETAIL + " "):                # our engine beside the peers
+        return t(lang, "detail_ours") + part[len(OURS_DETAIL):]
+    return t(lang, DETAIL_KEYS[part]) if part in DETAIL_KEYS else part
 
 
 def display_labels(runs: list[RunDict], lang: str = "en") -> list[str]:
     """Short names for charts and table headers, in the reader's language: a loop's name, an
-    import's file; a label's detail ("overlap (CPU, ...)") stays only where the runs' differ."""
+    import's file; a label's detail ("overlap (CPU, ...)") stays only where the runs' differ,
+    less what every detail says (the GPU, "CUDA graphs")."""
     labels = [str(run.get("label") or "run") for run in runs]
-    details = [label.partition(" (")[2].rstrip(")") for label in labels]
-    keep_details = len(runs) > 1 and len({d for d in details if d}) > 1
-    if keep_details:                 # what every detail says (the GPU, "CUDA graphs") goes
-        parts = [[p.strip() for p in d.split(",")] for d in details if d]
-        shared = set(parts[0]).intersection(*parts[1:])
-        details = [", ".join(p for p in (x.strip() for x in d.split(",")) if p not in shared)
-                   for d in details]
+    parts = [[p.strip() for p in label_detail(run).split(",") if p.strip()] for run in runs]
+    keep_details = len(runs) > 1 and len({tuple(p) for p in parts if p}) > 1
+    shared = set.intersection(*(set(p) for p in parts if p)) if keep_details else set()
     names = []
-    for run, label, detail in zip(runs, labels, details):
+    for run, label, detail in zip(runs, labels, parts):
         loop, k = loop_of(run)
         if loop in ENGINE_LOOPS:
             name = t(lang, f"loopname_{loop}").format(k=k)
@@ -92,11 +97,8 @@ def display_labels(runs: list[RunDict], lang: str = "en") -> list[str]:
             name = t(lang, "loopname_imported").format(source=imported(run).get("source"))
         else:
             name = label.partition(" (")[0]
-        if detail.startswith(OURS_DETAIL + " "):             # our engine beside the peers
-            detail = t(lang, "detail_ours") + detail[len(OURS_DETAIL):]
-        detail = ", ".join(t(lang, DETAIL_KEYS[p]) if p in DETAIL_KEYS else p
-                           for p in (x.strip() for x in detail.split(",")) if p)
-        names.append(f"{name} ({detail})" if keep_details and detail else name)
+        said = ", ".join(_detail_word(p, lang) for p in detail if p not in shared)
+        names.append(f"{name} ({said})" if keep_details and said else name)
     # Runs of two records side by side may share a loop's name: those name their record.
     sources = [imported(run).get("source") for run in runs]
     return [f"{name} · {source}" if names.count(name) > 1 and source
