@@ -141,7 +141,7 @@ def format_table(rows: Sequence[dict[str, Any]], model: str, host: str | None = 
         mark = "*" if r["figures_from"] and r["recording"] == "off" else ""
         star = " (best)" if id(r) in fastest else ""
         ratios = [_ratio(r["vs"].get(peer)) if r["engine"] == OURS else "–" for peer in PEERS]
-        call = (r.get("where") or {}).get("call", "–")
+        call = _call(r) or "–"
         lines.append(f"| {r['engine']} | {r['config']}{star} | {call} | {r['loop']} | "
                      f"{r['batch']} | {r['recording']} | {r['tok_s_median']:,.0f} "
                      f"[{r['tok_s_min']:,.0f}-{r['tok_s_max']:,.0f}] | "
@@ -204,17 +204,22 @@ def recording_cost(rows: Sequence[dict[str, Any]], model: str, host: str) -> str
              "|---|---|---|---|---|---|---|"]
     ours = [r for r in rows if r["engine"] == OURS and r["model"] == model and host_of(r) == host]
     for on in (r for r in ours if r["recording"] == "on"):
-        off = next((r for r in ours if r["recording"] == "off" and r.get("where") == on.get("where")
+        off = next((r for r in ours if r["recording"] == "off" and _call(r) == _call(on)
                     and (r["loop"], r["batch"]) == (on["loop"], on["batch"])), None)
         if off is None:
             continue
         drift = " → ".join(f"{v:,.0f}" for v in (on.get("tok_s_by_timing") or {}).values())
         cost = 100 * (1 - on["tok_s_median"] / off["tok_s_median"])
-        lines.append(f"| {on['where']['call']} | {on['loop']} | {on['batch']} | "
+        lines.append(f"| {_call(on)} | {on['loop']} | {on['batch']} | "
                      f"{on['tok_s_median']:,.0f} [{on['tok_s_min']:,.0f}-{on['tok_s_max']:,.0f}] | "
                      f"{off['tok_s_median']:,.0f} [{off['tok_s_min']:,.0f}-{off['tok_s_max']:,.0f}]"
                      f" | {cost:.1f}% | {drift or '–'} |")
     return "\n".join(lines)
+
+
+def _call(row: Mapping[str, Any]) -> str:
+    """The call a row was measured in ("" where it names none)."""
+    return str((row.get("where") or {}).get("call") or "")
 
 
 def _cell(p: Mapping[str, Any] | None) -> str:
@@ -268,9 +273,8 @@ def merge(old_rows: Sequence[dict[str, Any]], new_rows: Sequence[dict[str, Any]]
     """An earlier document's rows, then this call's. Every row keeps the call it came from
     (``where``), so calls on one host add up (ours, timed in each) and rows of other hosts stay
     apart. Rows that name no call (an older layout, whose host is not known) are dropped."""
-    calls = {(r.get("where") or {}).get("call") for r in new_rows}
-    kept = [r for r in old_rows if (r.get("where") or {}).get("call")
-            and r["where"]["call"] not in calls]
+    calls = {_call(r) for r in new_rows}
+    kept = [r for r in old_rows if _call(r) and _call(r) not in calls]
     return kept + list(new_rows)
 
 
