@@ -171,17 +171,23 @@ traces() {
     tar czf "$OUT/traces.tgz" -C "$OUT" traces 2>/dev/null && rm -rf "$OUT/traces"
 }
 
+# Mini-SGLang's wheels (WHL, default .whl-peer: studies/peers/minisglang/prepare.sh's folder),
+# offline, into /tmp/site.
+minisgl_wheels() {
+    step peer_install 60 python3 -m pip install -q --no-index --no-deps --no-compile \
+        --no-cache-dir --upgrade --target /tmp/site "${WHL:-.whl-peer}"/*.whl
+}
+
 # Mini-SGLang at its best beside our engine (python -m studies peers mini-sglang): its rows and
-# ours merged into $RESULTS/peer-<gpu>.json (studies/results/ keeps it), its record and ours (both loops, one workload)
-# in assets/recorded/. Needs the folder studies/peers/minisglang/prepare.sh makes (WHL, default
+# ours merged into $RESULTS/peer-<gpu>.json (studies/results/ keeps it), its record and ours
+# (both loops, one workload) in assets/recorded/. Needs the folder studies/peers/minisglang/prepare.sh makes (WHL, default
 # .whl-peer: the package and its wheels). Its first start compiles FlashInfer's kernels (one
 # shape after another: its processes share one fixed port); they stay in JIT for a later call on
 # the same machine.
 peer() {
     local whl=${WHL:-.whl-peer} jit=${JIT:-/tmp/peer-jit}
     mkdir -p "$jit"
-    step peer_install 60 python3 -m pip install -q --no-index --no-deps --no-compile \
-        --no-cache-dir --upgrade --target /tmp/site "$whl"/*.whl
+    minisgl_wheels
     local left=$((${PEER_S:-$((BUDGET_S - ($(date +%s) - START)))} - 30))
     step peer $((left + 15)) python3 -m studies peers mini-sglang --minisgl "$whl/python" \
         --site /tmp/site --models ${MODELS:-qwen2.5-0.5b-shape} ${PEER_ARGS:-} \
@@ -228,10 +234,7 @@ sglang() {
     export CUDA_HOME=${CUDA_HOME:-/usr/local/cuda} NCCL_NVLS_ENABLE=0 \
         TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
     export PATH=$CUDA_HOME/bin:$PATH
-    if [[ ${PEERS_OF:-} == all ]]; then        # Mini-SGLang too: its wheels, offline
-        step peer_install 60 python3 -m pip install -q --no-index --no-deps --no-compile \
-            --no-cache-dir --upgrade --target /tmp/site "${WHL:-.whl-peer}"/*.whl
-    fi
+    if [[ ${PEERS_OF:-} == all ]]; then minisgl_wheels; fi    # Mini-SGLang too
     local left=$((${SGLANG_S:-$((BUDGET_S - ($(date +%s) - START)))} - 45))
     step sglang $((left + 15)) python3 -m studies peers "${PEERS_OF:-sglang}" \
         --sglang-site /tmp/sglang/site --minisgl "${WHL:-.whl-peer}/python" --site /tmp/site \
