@@ -11,16 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from record.run_record import span_dict
-from record.schema import GPU_LANES, LANES, RecordDict, RunDict, SpanDict
-
-
-def _run_lanes(run: RunDict, spans: list[SpanDict]) -> list[str]:
-    lanes = list(run.get("lanes") or [])
-    for span in spans:
-        if span["lane"] not in lanes:
-            lanes.append(span["lane"])
-    return lanes
-
+from record.schema import GPU_LANES, LANES, RecordDict, RunDict, SpanDict, is_number, is_whole
 
 RUN_METADATA = "overlap_demo_run"
 TOKEN_METRICS = ("tokens_per_s", "output_tokens", "ttft_ms_mean", "ttft_ms_p50", "tpot_ms_mean",
@@ -35,7 +26,7 @@ def _metadata(name: str, pid: int, tid: int, args: dict[str, object]) -> dict[st
 def _run_events(run: RunDict, pid: int,
                 env: Mapping[str, object] | None = None) -> list[dict[str, object]]:
     spans = [span_dict(s) for s in run.get("spans", [])]
-    lanes = _run_lanes(run, spans)
+    lanes = list(dict.fromkeys([*(run.get("lanes") or []), *(s["lane"] for s in spans)]))
     tids = {lane: i + 1 for i, lane in enumerate(lanes)}
     name = str(run.get("label") or f"run {pid}")
     events = [_metadata("process_name", pid, 0, {"name": name}),
@@ -105,12 +96,13 @@ def read_own_trace(events: Sequence[object]) -> list[RunDict] | None:
         args = e.get("args")
         if not isinstance(args, dict):
             args = {}
-        ts, dur = _finite(e.get("ts")), _finite(e.get("dur"))
-        if ts is None or dur is None or dur < 0:
+        ts, dur = e.get("ts"), e.get("dur")
+        if not (is_number(ts) and is_number(dur)) or dur < 0:
             continue
         spans.setdefault(e.get("pid"), []).append({
             "lane": threads[(e.get("pid"), e.get("tid"))], "phase": str(e.get("name", "")),
-            "step": _whole(args.get("step"), -1), "start_us": ts, "end_us": ts + dur,
+            "step": _whole(args.get("step"), -1), "start_us": float(ts),
+            "end_us": float(ts + dur),
             "batch_size": _whole(args.get("batch_size"), 0),
             "num_tokens": _whole(args.get("num_tokens"), 0),
             "req_ids": [r for r in (args.get("req_ids") or []) if isinstance(r, int)]})
@@ -126,28 +118,20 @@ def read_own_trace(events: Sequence[object]) -> list[RunDict] | None:
             list(dict.fromkeys(s["lane"] for s in spans[pid]))
         gpu = [str(x) for x in info.get("gpu_lanes") or []] or \
             [lane for lane in lanes if lane in GPU_LANES]
-        given = {key: v for key, v in (info.get("metrics") or {}).items()
-                 if _finite(v) is not None}
+        given = {key: v for key, v in (info.get("metrics") or {}).items() if is_number(v)}
         wall = given.get("wall_s")
-        metrics = {**given, **compute_metrics(spans[pid], [], gpu,
-                                              wall_us=wall * 1e6 if wall and wall > 0 else None)}
-        for key in TOKEN_METRICS:               # from outputs, which the trace does not carry
-            if key in given:
-                metrics[key] = given[key]
+        measured = compute_metrics(spans[pid], [], gpu,
+                                   wall_us=wall * 1e6 if wall and wall > 0 else None)
+        # The token metrics come from outputs, which the trace does not carry.
+        metrics = {**given, **measured, **{k: given[k] for k in TOKEN_METRICS if k in given}}
         run = run_dict(loop, k, label, spans[pid], metrics, lanes=lanes, gpu_lanes=gpu)
         run["extra_cpu_us"] = max(extra_us, 0)
         runs.append(run)
     return runs
 
 
-def _finite(value: object) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if value == value and abs(value) != float("inf") else None
-
-
 def _whole(value: object, default: int) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else default
+    return value if is_whole(value) else default
 
 
 def trace_env(events: Sequence[object]) -> dict[str, str]:

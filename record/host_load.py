@@ -10,6 +10,8 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from record.schema import is_number
+
 _server_pid: int | None = None      # the server process beside this engine, if there is one
 
 
@@ -128,6 +130,4 @@ def busiest(runs: Sequence[Mapping[str, object]]) -> MachineLoad | None:
 
 
 def _number(value: object) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value)
+    return float(value) if is_number(value) else None

@@ -8,7 +8,7 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Protocol, TypeGuard
+from typing import Any
 
 from record.recorder import Span
 from record.schema import CPU_WORK_PHASES, FORWARD_PHASES, GPU_LANES, Lane, Metrics, Phase, SpanDict
@@ -44,12 +44,8 @@ def union_intervals(intervals: Iterable[Interval], join_us: float = 0.0) -> list
     return [(s, e) for s, e in merged]
 
 
-def _as_span(span: SpanLike) -> Span:
-    return span if isinstance(span, Span) else Span.from_dict(span)
-
-
 def _as_spans(spans: Iterable[SpanLike]) -> list[Span]:
-    return [_as_span(s) for s in spans]
+    return [s if isinstance(s, Span) else Span.from_dict(s) for s in spans]
 
 
 def _lane_intervals(spans: Iterable[SpanLike], lanes: Iterable[str]) -> list[Interval]:
@@ -104,10 +100,6 @@ def idle_gaps(spans: Iterable[SpanLike], lanes: Iterable[str],
     return gaps
 
 
-def step_window(spans: Iterable[SpanLike], first_step: int, last_step: int) -> list[SpanLike]:
-    return [s for s in spans if first_step <= _as_span(s).step <= last_step]
-
-
 def steady_window(spans: Iterable[SpanLike], first_frac: float = 0.1,
                   last_frac: float = 0.9) -> Interval | None:
     """The steady part of decode, from the decode forward at ``first_frac`` of them to the one at
@@ -130,23 +122,29 @@ def steady_busy(spans: Iterable[SpanLike], lanes: Iterable[str] = GPU_LANES) -> 
 
 # ---- steps ----------------------------------------------------------------------------------
 
-class _Timed(Protocol):
+class _SpanRow:
+    """A span dict's timing fields as attributes, read without building a ``Span`` (views are
+    large)."""
 
-    lane: str
-    phase: str
-    step: int
-    start_us: float
-    end_us: float
+    __slots__ = ("lane", "phase", "step", "start_us", "end_us")
+
+    def __init__(self, d: Mapping[str, Any]) -> None:
+        self.lane, self.phase, self.step = d["lane"], d["phase"], d.get("step", -1)
+        self.start_us, self.end_us = d["start_us"], d["end_us"]
 
 
-def _step_extents(spans: Sequence[_Timed], gpu_lanes: Sequence[str]) -> dict[int, Interval]:
-    forward_steps = {s.step for s in spans
+def step_extents(spans: Iterable[SpanLike],
+                 gpu_lanes: Sequence[str] = GPU_LANES) -> dict[int, Interval]:
+    """Per step: (start of its forward, end of its engine-stream work); a trace of another engine:
+    its GPU work per step."""
+    rows = [s if isinstance(s, Span) else _SpanRow(s) for s in spans]
+    forward_steps = {s.step for s in rows
                      if s.lane == Lane.ENGINE_STREAM and s.phase in FORWARD_PHASES and s.step >= 0}
     if forward_steps:
-        members = [s for s in spans if s.lane == Lane.ENGINE_STREAM and s.step in forward_steps]
+        members = [s for s in rows if s.lane == Lane.ENGINE_STREAM and s.step in forward_steps]
         openers = [s for s in members if s.phase in FORWARD_PHASES]
     else:
-        members = openers = [s for s in spans if s.lane in gpu_lanes and s.step >= 0]
+        members = openers = [s for s in rows if s.lane in gpu_lanes and s.step >= 0]
     starts: dict[int, float] = {}
     ends: dict[int, float] = {}
     for s in openers:
@@ -154,37 +152,6 @@ def _step_extents(spans: Sequence[_Timed], gpu_lanes: Sequence[str]) -> dict[int
     for s in members:
         ends[s.step] = max(ends.get(s.step, s.end_us), s.end_us)
     return {step: (starts[step], ends[step]) for step in starts}
-
-
-def step_extents(spans: Iterable[SpanLike],
-                 gpu_lanes: Sequence[str] = GPU_LANES) -> dict[int, Interval]:
-    """Per step: (start of its forward, end of its engine-stream work); a trace of another engine:
-    its GPU work per step. Span dicts are read without converting them (views are large)."""
-    given = list(spans)
-    if _all_objects(given):
-        return _step_extents(given, gpu_lanes)
-    return _step_extents([_SpanRow(d) for d in given], gpu_lanes)
-
-
-def _all_objects(spans: list[SpanLike]) -> TypeGuard[list[Span]]:
-    return all(isinstance(s, Span) for s in spans)
-
-
-class _SpanRow:
-
-    __slots__ = ("lane", "phase", "step", "start_us", "end_us")
-    lane: str
-    phase: str
-    step: int
-    start_us: float
-    end_us: float
-
-    def __init__(self, d: SpanLike) -> None:
-        if isinstance(d, Span):
-            d = {"lane": d.lane, "phase": d.phase, "step": d.step, "start_us": d.start_us,
-                 "end_us": d.end_us}
-        self.lane, self.phase, self.step = d["lane"], d["phase"], d.get("step", -1)
-        self.start_us, self.end_us = d["start_us"], d["end_us"]
 
 
 def _step_durations(extents: Mapping[int, Interval]) -> dict[int, float]:
@@ -227,7 +194,7 @@ def _model_times(spans: Sequence[Span], decode_steps: Iterable[int]) -> tuple[fl
 def _middle_steps(durations: Mapping[int, float], spans: Sequence[Span],
                   gpu_lanes: Sequence[str]) -> tuple[list[int], Interval | None]:
     """The middle steps of a trace without our decode phases, and the time they cover."""
-    extents = _step_extents(spans, gpu_lanes)
+    extents = step_extents(spans, gpu_lanes)
     order = sorted(extents, key=lambda step: extents[step][0])
     if len(order) < 5:
         return order, None
@@ -390,7 +357,7 @@ def compute_metrics(spans: Iterable[SpanLike], outputs: Sequence[object],
         wall_us = extent[1] - extent[0] if extent else 0.0
     output_tokens = sum(len(_field(o, "token_ids") or []) for o in outputs)
 
-    durations = _step_durations(_step_extents(spans, gpu_lanes))
+    durations = _step_durations(step_extents(spans, gpu_lanes))
     decode_tokens = {step: n for step, n in _decode_tokens(spans).items() if step in durations}
     decode_us = sum(durations[step] for step in decode_tokens)
     if decode_tokens:                   # our own runs: the scheduler's phases are recorded

@@ -7,12 +7,11 @@ from __future__ import annotations
 import datetime
 import gzip
 import json
-import math
 import os
 import platform
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeGuard, cast
+from typing import Any, cast
 
 from record.bounded_read import DEFAULT_MAX_BYTES, read_bounded
 from record.metrics import METRIC_KEYS
@@ -29,6 +28,8 @@ from record.schema import (
     RunConfig,
     RunDict,
     SpanDict,
+    is_number,
+    is_whole,
     loop_label,
 )
 
@@ -140,42 +141,33 @@ def _check(ok: bool, where: str, message: str) -> None:
         raise RecordError(f"{where}: {message}")
 
 
-def _is_number(value: object) -> TypeGuard[int | float]:
-    # bool is an int in Python, but True is not a time; NaN/inf are not valid JSON.
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
 def _validate_span(span: Any, where: str) -> None:
     _require(span, SPAN_KEYS, where)
     _check(isinstance(span["lane"], str) and isinstance(span["phase"], str), where,
            "lane and phase must be strings")
     _check(isinstance(span["step"], int), where, "step must be an integer")
-    _check(_is_number(span["start_us"]) and _is_number(span["end_us"]), where,
+    _check(is_number(span["start_us"]) and is_number(span["end_us"]), where,
            "start_us and end_us must be finite numbers")
     _check(span["end_us"] >= span["start_us"], where, "end_us is before start_us")
     for key in ("batch_size", "num_tokens"):
-        _check(_is_whole(span.get(key, 0)), where, f"{key} must be an integer")
+        _check(is_whole(span.get(key, 0)), where, f"{key} must be an integer")
     _check(isinstance(span.get("req_ids", []), list) and all(
-        _is_whole(r) for r in span.get("req_ids", [])), where, "req_ids must be integers")
-
-
-def _is_whole(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+        is_whole(r) for r in span.get("req_ids", [])), where, "req_ids must be integers")
 
 
 def _validate_output(output: Any, where: str) -> None:
     _require(output, OUTPUT_KEYS, where)
-    _check(isinstance(output["token_ids"], list) and all(_is_whole(t) for t in
+    _check(isinstance(output["token_ids"], list) and all(is_whole(t) for t in
                                                           output["token_ids"]),
            where, "token_ids must be a list of integers")
     _check(isinstance(output["text"], str) and isinstance(output["finish_reason"], str), where,
            "text and finish_reason must be strings")
     for key in ("arrival_us", "first_token_us", "finish_us"):
         value = output.get(key)
-        _check(value is None or _is_number(value), where, f"{key} must be a number or null")
+        _check(value is None or is_number(value), where, f"{key} must be a number or null")
     for key in ("prompt_tokens", "wasted_steps"):
         value = output.get(key)
-        _check(value is None or _is_whole(value), where, f"{key} must be an integer or null")
+        _check(value is None or is_whole(value), where, f"{key} must be an integer or null")
 
 
 def memory_problem(memory: object) -> str | None:
@@ -183,7 +175,7 @@ def memory_problem(memory: object) -> str | None:
     if not isinstance(memory, dict):
         return f"expected an object, got {type(memory).__name__}"
     total = memory.get("total_pages")
-    if not (_is_number(total) and total > 0):
+    if not (is_number(total) and total > 0):
         return f"total_pages must be a positive number, got {total!r}"
     for key, width, what in (("steps", 5, "(step, time, used, cached, free)"),
                              ("retractions", 3, "(step, time, request)")):
@@ -192,7 +184,7 @@ def memory_problem(memory: object) -> str | None:
             return f"{key} must be a list"
         for i, row in enumerate(rows):
             if not (isinstance(row, (list, tuple)) and len(row) >= width
-                    and all(_is_number(v) for v in row[:width])):
+                    and all(is_number(v) for v in row[:width])):
                 return f"{key}[{i}] must be {width} finite numbers {what}, got {row!r}"[:300]
     return None
 
@@ -208,9 +200,9 @@ def _validate_run(run: Any, where: str) -> None:
     _require(run, RUN_KEYS, where)
     _check(isinstance(run["loop"], str) and isinstance(run["label"], str), where,
            "loop and label must be strings")
-    _check(_is_whole(run["decode_steps"]) and 1 <= run["decode_steps"] <= MAX_DECODE_STEPS,
+    _check(is_whole(run["decode_steps"]) and 1 <= run["decode_steps"] <= MAX_DECODE_STEPS,
            where, f"decode_steps must be an integer in 1..{MAX_DECODE_STEPS}")
-    _check(_is_whole(run["extra_cpu_us"]) and run["extra_cpu_us"] >= 0, where,
+    _check(is_whole(run["extra_cpu_us"]) and run["extra_cpu_us"] >= 0, where,
            "extra_cpu_us must be a whole number of µs, 0 or more")
     for key in ("lanes", "gpu_lanes", "spans", "outputs"):
         _check(isinstance(run[key], list), where, f"{key} must be a list")
@@ -218,7 +210,7 @@ def _validate_run(run: Any, where: str) -> None:
            f"{MAX_LANES} are read")
     _require(run["metrics"], METRIC_KEYS, f"{where}.metrics")
     for key, value in run["metrics"].items():
-        _check(value is None or _is_number(value), f"{where}.metrics",
+        _check(value is None or is_number(value), f"{where}.metrics",
                f"{key} must be a finite number or null")
     for i, span in enumerate(run["spans"]):
         _validate_span(span, f"{where}.spans[{i}]")

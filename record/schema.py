@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, fields
 from enum import StrEnum
-from typing import Any, NotRequired, TypedDict, final
+from typing import Any, NotRequired, TypedDict, TypeGuard, final
 
 
 class Lane(StrEnum):
@@ -294,10 +294,19 @@ def _is(kind: str, value: object) -> bool:
     if kind == "bool":
         return isinstance(value, bool)
     if kind == "int":
-        return isinstance(value, int) and not isinstance(value, bool)
+        return is_whole(value)
     if kind == "float":
-        return (isinstance(value, (int, float)) and not isinstance(value, bool)
-                and math.isfinite(value))
+        return is_number(value)
     if kind == "str":
         return isinstance(value, str)
     raise TypeError(f"RunConfig has a field of a type this check does not know: {kind}")
+
+
+def is_number(value: object) -> TypeGuard[int | float]:
+    """A finite int or float: bool is an int in Python, but True is not a time; NaN and inf are
+    not valid JSON."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def is_whole(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)

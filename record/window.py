@@ -5,7 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from record.metrics import active_windows, busy_fraction, idle_gaps, step_extents
-from record.schema import FORWARD_PHASES, GPU_LANES, Lane, Metrics, RunDict, SpanDict, WindowDict
+from record.schema import (
+    FORWARD_PHASES,
+    GPU_LANES,
+    Lane,
+    Metrics,
+    RunDict,
+    SpanDict,
+    WindowDict,
+    is_number,
+)
 
 Interval = tuple[float, float]
 
@@ -20,9 +29,7 @@ def joined_gap_us(run: RunDict) -> float:
     """Gaps between GPU spans shorter than this count as busy: an imported kernel-level trace's
     launch latency (no host could fill a shorter gap); 0 for runs of ours."""
     value = run.get("joined_gap_us")
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 1e6:
-        return float(value)
-    return 0.0
+    return float(value) if is_number(value) and 0 < value < 1e6 else 0.0
 
 
 def time_range(spans: list[SpanDict]) -> Interval:

@@ -15,7 +15,6 @@ from record.metrics import (
     cpu_phase_times,
     idle_gaps,
     overlap_speedup,
-    step_window,
     union_intervals,
 )
 from record.recorder import Span
@@ -325,12 +324,3 @@ def test_compare_runs_on_timelines():
     assert result["idle_saved_us"] == pytest.approx(70)
     assert result["busy_gain"] == pytest.approx(1 - 195 / 265)
 
-
-def test_step_window_keeps_spans_of_the_steps_in_range():
-    spans = serial_timeline(steps=5)
-    window = step_window(spans, 1, 3)
-    assert {s.step for s in window} == {1, 2, 3}
-    assert len(window) == 3 * 8
-    assert step_window([s.to_dict() for s in spans], 4, 9) == [s.to_dict() for s in spans
-                                                               if s.step == 4]
-    assert step_window(spans, 3, 1) == []

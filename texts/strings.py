@@ -700,45 +700,26 @@ _ZH: dict[str, str] = {
     "dl_trace": "下载 Chrome trace（Perfetto）",
 }
 
-_EN.update(text_teach.EN)
-_ZH.update(text_teach.ZH)
-_EN.update(text_metrics.EN)
-_ZH.update(text_metrics.ZH)
-_EN.update(text_memory.EN)
-_ZH.update(text_memory.ZH)
-_EN.update(text_summary.EN)
-_ZH.update(text_summary.ZH)
-_EN.update(text_traces.EN)
-_ZH.update(text_traces.ZH)
+for part in (text_teach, text_metrics, text_memory, text_summary, text_traces):
+    _EN.update(part.EN)
+    _ZH.update(part.ZH)
 
 # The Chinese texts are wrapped in the source like the English ones, but where a line break falls
 # between two Chinese characters (or their punctuation) Markdown would show it as a space, which
 # Chinese does not put between words: such breaks are joined here, once.
-_CJK = re.compile("[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")
-
-
-def _cjk_end(line: str) -> bool:
-    """Does ``line`` end in a Chinese character, or in emphasis (``*``) around one?"""
-    core = line.rstrip("*")
-    return bool(core) and _CJK.match(core[-1]) is not None
-
-
-def _cjk_start(line: str) -> bool:
-    """Does ``line`` start with a Chinese character, or with emphasis around one (never a list
-    item's ``* ``)?"""
-    core = line.lstrip("*")
-    return bool(core) and _CJK.match(core[0]) is not None
+_CJK = "[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]"
+_CJK_END = re.compile(_CJK + r"\**$")       # a Chinese character, or *emphasis* around one
+_CJK_START = re.compile(r"\**" + _CJK)      # never a list item's "* "
 
 
 def _join_cjk_breaks(text: str) -> str:
-    """``text`` with each line break between two Chinese characters (or *emphasised* Chinese)
-    removed, except after a heading line (a heading ends at its line; joining would pull the
-    paragraph into it)."""
+    """``text`` with each line break between two Chinese characters removed, except after a
+    heading line (a heading ends at its line; joining would pull the paragraph into it)."""
     lines = text.split("\n")
     out = [lines[0]]
     for line in lines[1:]:
         prev, stripped = out[-1], line.lstrip(" \t")
-        if (prev and stripped and _cjk_end(prev) and _cjk_start(stripped)
+        if (_CJK_END.search(prev) and _CJK_START.match(stripped)
                 and not prev.lstrip().startswith("#")):
             out[-1] = prev + stripped
         else:
