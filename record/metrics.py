@@ -8,13 +8,14 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from record.recorder import Span
 from record.schema import CPU_WORK_PHASES, FORWARD_PHASES, GPU_LANES, Lane, Metrics, Phase, SpanDict
 
 Interval = tuple[float, float]
 SpanLike = Span | SpanDict | Mapping[str, Any]
+_T = TypeVar("_T")
 
 # Batch metadata is not the forward's work even where an engine uploads it on its engine stream.
 METADATA_PHASES = (Phase.UPLOAD,)
@@ -100,17 +101,20 @@ def idle_gaps(spans: Iterable[SpanLike], lanes: Iterable[str],
     return gaps
 
 
-def steady_window(spans: Iterable[SpanLike], first_frac: float = 0.1,
-                  last_frac: float = 0.9) -> Interval | None:
-    """The steady part of decode, from the decode forward at ``first_frac`` of them to the one at
-    ``last_frac``: fill and drain left out, so two loops compare over the same kind of steps.
-    ``None`` with fewer than five decode forwards."""
-    forwards = sorted((s for s in _as_spans(spans)
-                       if s.lane == Lane.ENGINE_STREAM and s.phase == Phase.DECODE), key=lambda s: s.start_us)
-    if len(forwards) < 5:
+def _middle(items: Sequence[_T]) -> Sequence[_T] | None:
+    """The middle of ``items``, a tenth left out at each end (fill and drain); None under five."""
+    return items[int(len(items) * 0.1):int(len(items) * 0.9)] if len(items) >= 5 else None
+
+
+def steady_window(spans: Iterable[SpanLike]) -> Interval | None:
+    """The steady part of decode (``_middle`` of its forwards), so two loops compare over the same
+    kind of steps; ``None`` with fewer than five decode forwards."""
+    middle = _middle(sorted((s for s in _as_spans(spans)
+                             if s.lane == Lane.ENGINE_STREAM and s.phase == Phase.DECODE),
+                            key=lambda s: s.start_us))
+    if middle is None:
         return None
-    first = forwards[int(len(forwards) * first_frac)]
-    last = forwards[max(int(len(forwards) * last_frac) - 1, 0)]
+    first, last = middle[0], middle[-1]
     return (first.start_us, last.end_us) if last.end_us > first.start_us else None
 
 
@@ -196,10 +200,10 @@ def _middle_steps(durations: Mapping[int, float], spans: Sequence[Span],
     """The middle steps of a trace without our decode phases, and the time they cover."""
     extents = step_extents(spans, gpu_lanes)
     order = sorted(extents, key=lambda step: extents[step][0])
-    if len(order) < 5:
+    middle = _middle(order)
+    if middle is None:
         return order, None
-    middle = order[int(len(order) * 0.1):int(len(order) * 0.9)]
-    return middle, (extents[middle[0]][0], extents[middle[-1]][0] + durations[middle[-1]])
+    return list(middle), (extents[middle[0]][0], extents[middle[-1]][0] + durations[middle[-1]])
 
 
 def _gap_terms(spans: Sequence[Span], gpu_lanes: Sequence[str], steps: Iterable[int],

@@ -75,24 +75,15 @@ def loop_of(run: Mapping[str, object]) -> tuple[Loop, int]:
             k if isinstance(k, int) else 1)
 
 
-def default_env(**given: object) -> dict[str, object]:
-    """The environment keys the standard library knows, overridden by ``given``."""
-    env: dict[str, object] = {
-        "python_version": platform.python_version(),
-        "platform": platform.platform(),
-        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-    }
-    env.update(given)
-    return env
-
-
 def make_record(env: Mapping[str, object], config: RunConfig | Mapping[str, object],
                 runs: Sequence[Mapping[str, object]]) -> RecordDict:
     """A validated schema-1 record. Ours are made in one place, ``engine.run``, with a
     ``RunConfig``; another engine's record or an imported trace brings a config of its own."""
     record = {
         "schema": SCHEMA,
-        "env": default_env(**env),
+        "env": {"python_version": platform.python_version(), "platform": platform.platform(),
+                "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+                **env},
         "config": config.to_dict() if isinstance(config, RunConfig) else dict(config),
         "runs": [_completed(run) for run in runs],
     }
