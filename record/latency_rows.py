@@ -47,16 +47,13 @@ def rows_from_record(record: RecordDict, request_rate: float | None) -> list[dic
     return out
 
 
-def _rate_key(rate: float | None) -> float:
-    return math.inf if rate is None else rate
-
-
 def summarize(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """One row per (rate, loop): each number's median over repeats, ``runs`` and ``spread``
     ({number: [min, max]}); by rate (burst last), then loop as first seen."""
     groups: dict[tuple[float, str], list[Mapping[str, Any]]] = {}
     for row in rows:
-        groups.setdefault((_rate_key(row["request_rate"]), row["loop"]), []).append(row)
+        rate = math.inf if row["request_rate"] is None else row["request_rate"]     # burst last
+        groups.setdefault((rate, row["loop"]), []).append(row)
     loops = list(dict.fromkeys(row["loop"] for row in rows))
     out = []
     for (_, loop), group in sorted(groups.items(), key=lambda kv: (kv[0][0],
