@@ -2,7 +2,7 @@
 run and an imported trace arrive as the same run dicts and take one path to the screen. Plotly and
 the standard library only: never torch, never the engine."""
 
-from viz.gantt import message_figure, side_by_side_figure, timeline_figure
+from viz.gantt import message_figure, side_by_side_figure
 from viz.headline import headline_html
 from viz.labels import display_labels, ordered_lanes
 from viz.latency import latency_figure
@@ -18,5 +18,5 @@ __all__ = [
     "metrics_html", "multistep_html",
     "ordered_lanes", "record_label", "record_maker", "record_where", "side_by_side_figure", "step_caption",
     "step_figure",
-    "texts_html", "timeline_figure", "unrolled_figure",
+    "texts_html", "unrolled_figure",
 ]

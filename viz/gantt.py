@@ -27,6 +27,7 @@ from viz.labels import display_labels, lane_ticks, ordered_lanes, run_title
 from viz.pixels import MAX_BARS, PIXELS, band_opacity, bands, coalesce, opacity
 from viz.style import (
     BUSY_COLOR,
+    FONT,
     IDLE_FILL,
     IDLE_FILL_OPAQUE,
     IDLE_LINE,
@@ -55,11 +56,6 @@ BAR_WIDTH = 0.72       # bar thickness in lane units (a lane is 1.0)
 LEGEND_SHARE = 0.02    # a whole run's legend names a phase that held this share of its lane's time
 MARK_PX = 14           # a whole run's lag marks closer than this are one mark (its hover lists all)
 MARK_LINES = 8         # ... whose hover lists this many of them, then how many more
-
-
-def timeline_figure(run: RunDict, lang: str = "en") -> FigureSpec:
-    """The Gantt timeline of one run."""
-    return side_by_side_figure([run], lang=lang)
 
 
 def side_by_side_figure(runs: list[RunDict], window: tuple[int, int] | None = None,
@@ -110,17 +106,12 @@ def side_by_side_figure(runs: list[RunDict], window: tuple[int, int] | None = No
                      zeroline=False)
     fig.update_xaxes(title={"text": axis_title}, row=len(runs), col=1)
     chart_px = 90 + sum(LANE_PX * h + 40 * lines for h in heights)   # its title lines
-    frame = run_frame(ticks, lines)
+    frame_run_figure(fig, ticks, lines, tracegroupgap=2)
     fig.update_layout(
-        barmode="overlay", bargap=0, template=plotly_white(),
+        barmode="overlay", bargap=0,
         height=max(chart_px, 110 + 24 * len(legend_shown)),  # room for the whole legend
-        margin=frame["margin"],
-        legend={"font": {"size": 11}, "tracegroupgap": 2, **frame["legend"]},
-        hoverlabel={"bgcolor": "white", "font_size": 12},
-        font={"family": "Inter, Segoe UI, Noto Sans SC, sans-serif", "size": 12},
         uniformtext={"mode": "hide", "minsize": 10},    # a sum's label that does not fit: none
     )
-    fig.update_annotations(font={"size": 13}, xanchor="left", x=0, align="left")
     return fig
 
 
@@ -209,16 +200,21 @@ LEGEND_PX = 270        # right margin of a run chart: its legend's widest entry 
 CHAR_PX = 7            # about one character of a 12 px lane label
 
 
-def run_frame(ticks: list[list[str]], title_lines: int = 3) -> dict[str, Any]:
-    """The margins and legend place shared by every chart on a run's time axis, fixed (not grown
-    to fit, plotly's default) so one instant of a run sits at the same x in all of them."""
+def frame_run_figure(fig: FigureSpec, ticks: list[list[str]], title_lines: int = 3,
+                     **legend: Any) -> None:
+    """The margins, legend and fonts of every chart on a run's time axis, the margins fixed (not
+    grown to fit, plotly's default) so one instant of a run sits at the same x in all of them."""
     lines = [line for run_ticks in ticks for tick in run_ticks
              for line in re.split(r"<br\s*/?>", tick)]
     longest = max((len(re.sub(r"<[^>]+>", "", line)) for line in lines), default=0)
     top = 58 + TITLE_LINE_PX * max(0, title_lines - 3)
-    return {"margin": {"l": max(150, 16 + CHAR_PX * longest), "r": LEGEND_PX, "t": top, "b": 40,
-                       "autoexpand": False},
-            "legend": {"x": 1.02, "xanchor": "left", "y": 1, "yanchor": "top"}}
+    fig.update_layout(
+        template=plotly_white(), font=FONT, hoverlabel={"bgcolor": "white", "font_size": 12},
+        margin={"l": max(150, 16 + CHAR_PX * longest), "r": LEGEND_PX, "t": top, "b": 40,
+                "autoexpand": False},
+        legend={"font": {"size": 11}, **legend, "x": 1.02, "xanchor": "left", "y": 1,
+                "yanchor": "top"})
+    fig.update_annotations(font={"size": 13}, xanchor="left", x=0, align="left")
 
 
 def _color_key(phase: str, imported_gpu_lane: bool) -> str:
@@ -324,28 +320,24 @@ def _add_lag_marks(fig: FigureSpec, spans: list[SpanDict], marks: list[LagMark],
              for m in marks if t_range[0] <= m["stop_us"] <= t_range[1]]
     within_ms = cluster_us / 1000.0
     stars, stops = _clustered(stars, within_ms), _clustered(stops, within_ms)
-    traces = []
     if stars:
-        traces.append(dict(
-            type="scatter", x=[x for x, _ in stars],
-            y=[index[Lane.ENGINE_STREAM] - 0.3] * len(stars), mode="markers",
-            name=t(lang, "lag_legend"), legendgroup="lag", showlegend="lag" not in legend_shown,
-            legendrank=2, hovertext=[text for _, text in stars],
-            hovertemplate="%{hovertext}<extra></extra>",
-            marker={"symbol": "star", "size": 12 if cluster_us else 15, "color": "#ffd400",
-                    "line": {"color": "#222222", "width": 1.2}}))
-        legend_shown.add("lag")
+        _add_marks(fig, stars, index[Lane.ENGINE_STREAM] - 0.3, "lag", t(lang, "lag_legend"), cell,
+                   legend_shown, {"symbol": "star", "size": 12 if cluster_us else 15,
+                                  "color": "#ffd400", "line": {"color": "#222222", "width": 1.2}})
     if stops and Lane.CPU in index:
-        traces.append(dict(
-            type="scatter", x=[x for x, _ in stops], y=[index[Lane.CPU] + 0.3] * len(stops),
-            mode="markers", name=t(lang, "stop_legend"), legendgroup="stop", legendrank=3,
-            showlegend="stop" not in legend_shown,
-            hovertext=[text for _, text in stops], hovertemplate="%{hovertext}<extra></extra>",
-            marker={"symbol": "x-thin", "size": 9 if cluster_us else 11,
-                    "line": {"color": "#222222", "width": 2}}))
-        legend_shown.add("stop")
-    for trace in traces:
-        fig.add_trace(trace, row=cell.row, col=cell.col)
+        _add_marks(fig, stops, index[Lane.CPU] + 0.3, "stop", t(lang, "stop_legend"), cell,
+                   legend_shown, {"symbol": "x-thin", "size": 9 if cluster_us else 11,
+                                  "line": {"color": "#222222", "width": 2}})
+
+
+def _add_marks(fig: FigureSpec, marks: list[tuple[float, str]], y: float, group: str, name: str,
+               cell: Cell, legend_shown: set[str], marker: dict[str, Any]) -> None:
+    fig.add_trace(dict(
+        type="scatter", x=[x for x, _ in marks], y=[y] * len(marks), mode="markers", name=name,
+        legendgroup=group, showlegend=group not in legend_shown,
+        legendrank=2 if group == "lag" else 3, hovertext=[text for _, text in marks],
+        hovertemplate="%{hovertext}<extra></extra>", marker=marker), row=cell.row, col=cell.col)
+    legend_shown.add(group)
 
 
 def _clustered(marks: list[tuple[float, str]], within_ms: float) -> list[tuple[float, str]]:

@@ -28,7 +28,7 @@ from viz.gantt import (
 )
 from viz.labels import lane_label, ordered_lanes
 from viz.replay import links, role_name, spans_of
-from viz.style import phase_color
+from viz.style import FONT, phase_color
 
 DIMMED = 0.3
 _LABELS: dict[str, str] = {Phase.DECODE: "fwd", Phase.PREFILL: "prefill", Phase.PROCESS_LAST: "proc",
@@ -201,8 +201,7 @@ def unrolled_figure(run: RunDict | None, lang: str = "en") -> FigureSpec:
                      range=[len(lanes) - 0.5, -0.5], zeroline=False)
     fig.update_layout(barmode="overlay", bargap=0, template=plotly_white(), showlegend=False,
                       height=120 + LANE_PX * len(lanes), hovermode="closest",
-                      margin={"l": 10, "r": 10, "t": 40, "b": 40},
-                      font={"family": "Inter, Segoe UI, Noto Sans SC, sans-serif", "size": 12})
+                      margin={"l": 10, "r": 10, "t": 40, "b": 40}, font=FONT)
     fig.update_annotations(font={"size": 12})
     return fig
 

@@ -31,6 +31,7 @@ PHASE_COLORS: dict[str, str] = {
     "user_annotation": "#bcbddc",
 }
 
+FONT = {"family": "Inter, Segoe UI, Noto Sans SC, sans-serif", "size": 12}
 NEUTRAL_COLOR = "#969696"
 OTHER_PHASE = "other"
 
