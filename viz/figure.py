@@ -48,7 +48,6 @@ class FigureSpec:
                     "x": sum(lefts[c]) / 2, "y": tops[r][1], "xanchor": "center",
                     "yanchor": "bottom", "font": {"size": 16}})
 
-    # ---- building -----------------------------------------------------------------------------
     def _ids(self, row: int, col: int) -> tuple[str, str]:
         n = (row - 1) * self.cols + col
         return ("x", "y") if n == 1 else (f"x{n}", f"y{n}")
@@ -85,7 +84,6 @@ class FigureSpec:
             if note.get("xref") == "paper":       # the subplot titles
                 note.update(props)
 
-    # ---- out ----------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         return {"data": self.data, "layout": self.layout}
 

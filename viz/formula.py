@@ -1,15 +1,10 @@
 """The article's formula with measured terms, the measured speedup beside it, and what a large
 difference between the two was made of.
 
-A serial step costs about ``T_fwd + T_sched + T_post``, an overlapped one about
-``max(T_fwd, T_sched + T_post)`` (k steps per pass divide the CPU's share by k). The prediction
-takes the normal run's terms, the measurement is the ratio of the two runs' steady
-decode step times. Where they differ by more than ``GAP_EXPLAINED``, a note names what the runs
-measured that the formula leaves out, largest first, in ms per step: CPU work that ran during the
-serial forward, waiting that is neither term, GPU idle left between overlapped forwards, terms that
-changed between the runs, and what the machine did (other programs, prefill in the window). An
-imported trace's terms are the GPU's busy time per step and its wait between forwards, named as
-such. Numbers come from each run's metrics; this module only compares them."""
+A serial step costs about ``T_fwd + T_cpu``, an overlapped one ``max(T_fwd, T_cpu)`` (``T_cpu / k``
+with k steps a pass); the prediction takes the normal run's terms, the measurement is the ratio of
+steady decode steps. Past ``GAP_EXPLAINED`` a note names, largest first, what the runs measured
+that the formula leaves out. An imported trace's terms are its GPU's busy time and wait per step."""
 
 from __future__ import annotations
 
@@ -83,6 +78,11 @@ def _comparable(a: RunDict, b: RunDict) -> bool:
     return bool(a["metrics"].get("steady_step_us")) and bool(b["metrics"].get("steady_step_us"))
 
 
+def _metric(key: str, value: float, text: str, tag: str = "b") -> str:
+    """``text`` marked with the raw number it says, for the page's checks."""
+    return f'<{tag} data-metric="{key}" data-value="{value:.6g}">{text}</{tag}>'
+
+
 def formula_html(runs: list[RunDict], lang: str) -> str:
     """The formula with our loops' measured terms, each imported trace's terms, and, for two runs
     of which one is a trace, the measured ratio of their step times."""
@@ -96,10 +96,9 @@ def formula_html(runs: list[RunDict], lang: str) -> str:
         a, b = names[pair[0]], names[pair[1]]
         meas = compare_runs(runs[pair[0]], runs[pair[1]])["measured_speedup"]
         why = trace_why_html(runs[pair[0]], runs[pair[1]], a, b, lang)
-        parts.append(f'<div class="ov-formula" data-block="traces-measured"><b '
-                     f'data-metric="measured_speedup" data-value="{meas:.6g}">'
-                     + t(lang, "trace_measured").format(a=a, b=b, meas=meas) + "</b>"
-                     + (f"<br>{why}" if why else "") + "</div>")
+        parts.append('<div class="ov-formula" data-block="traces-measured">'
+                     + _metric("measured_speedup", meas, t(lang, "trace_measured").format(
+                         a=a, b=b, meas=meas)) + (f"<br>{why}" if why else "") + "</div>")
     return "".join(part for part in parts if part)
 
 
@@ -125,15 +124,12 @@ def _loops_html(runs: list[RunDict], names: list[str], lang: str) -> str:
     if pair and _comparable(runs[pair[0]], runs[pair[1]]):
         a, b = names[pair[0]], names[pair[1]]
         c = compare_runs(runs[pair[0]], runs[pair[1]])
-        lines.append(f'<b data-metric="measured_speedup" data-value="{c["measured_speedup"]:.6g}">'
-                     + t(lang, "formula_measured").format(a=a, b=b, meas=c["measured_speedup"])
-                     + "</b>")
-        if c["whole_run_speedup"] is not None:
-            lines.append(f'<span data-metric="whole_run_speedup" '
-                         f'data-value="{c["whole_run_speedup"]:.6g}">'
-                         + t(lang, "formula_whole").format(a=a, b=b,
-                                                           meas=c["whole_run_speedup"])
-                         + "</span>")
+        meas, whole = c["measured_speedup"], c["whole_run_speedup"]
+        lines.append(_metric("measured_speedup", meas,
+                             t(lang, "formula_measured").format(a=a, b=b, meas=meas)))
+        if whole is not None:
+            lines.append(_metric("whole_run_speedup", whole,
+                                 t(lang, "formula_whole").format(a=a, b=b, meas=whole), "span"))
         lines.append(why_html(runs[pair[0]], runs[pair[1]], a, b, 1, lang))
     return '<div class="ov-formula">' + "<br>".join(line for line in lines if line) + "</div>"
 
@@ -178,9 +174,8 @@ def _trace_html(run: RunDict, name: str, lang: str) -> str:
             lines.append(t(lang, "trace_no_pred").format(wait=wait))
         else:
             pred = trace_predicted(run) or 0.0
-            lines.append(f'<span data-metric="trace_predicted" data-value="{pred:.6g}">'
-                         + t(lang, "trace_pred").format(fwd=fwd, wait=wait, best=max(fwd, wait),
-                                                        pred=pred) + "</span>")
+            lines.append(_metric("trace_predicted", pred, t(lang, "trace_pred").format(
+                fwd=fwd, wait=wait, best=max(fwd, wait), pred=pred), "span"))
     lines += notes["cost"]
     if notes["rest"]:
         lines.append(f"<details><summary>{t(lang, 'trace_found')}</summary>"
@@ -256,9 +251,8 @@ def multistep_html(runs: list[RunDict], lang: str = "en") -> str:
                          + "</b>")
             if loops[base] == Loop.NORMAL and _comparable(runs[base], runs[i]):
                 meas = compare_runs(runs[base], runs[i], k)["measured_speedup"]
-                text = t(lang, "formula_measured").format(a=names[base], b=names[i], meas=meas)
-                lines.append(f'<b data-metric="measured_speedup_multistep" '
-                             f'data-value="{meas:.6g}">{text}</b>')
+                lines.append(_metric("measured_speedup_multistep", meas, t(
+                    lang, "formula_measured").format(a=names[base], b=names[i], meas=meas)))
                 lines.append(why_html(runs[base], runs[i], names[base], names[i], k, lang))
     lines.append(_lag_cost(runs, names, multi, lang))
     return ('<div class="ov-formula" data-block="multistep">'

@@ -1,10 +1,8 @@
 """Gantt timelines of one or more runs: lanes top to bottom, bars coloured by phase, idle hatched.
 
-A lane is a row at y = 0, 1, 2, ... and every span a horizontal bar (``base`` = start, ``x`` =
-duration); all spans of one phase go into one bar trace, so thousands of spans are a dozen traces.
-GPU idle gaps are one more bar trace, drawn first, behind the work. Runs stacked in one figure share
-their x-axis, so the shorter run looks shorter. In a whole run each gap is drawn as light as it is
-thin, and compared runs get their idle and busy time added up under their lanes."""
+A lane is a row at y = 0, 1, 2, ... and all spans of one phase are one horizontal bar trace, so
+thousands of spans are a dozen traces; GPU idle gaps are one more, drawn first, behind the work.
+Stacked runs share their x-axis, so the shorter run looks shorter."""
 
 from __future__ import annotations
 
@@ -60,9 +58,8 @@ MARK_LINES = 8         # ... whose hover lists this many of them, then how many 
 
 def side_by_side_figure(runs: list[RunDict], window: tuple[int, int] | None = None,
                         lang: str = "en", note: str = "") -> FigureSpec:
-    """Runs stacked top to bottom (normal above overlap) on one shared time axis; with
-    ``window=(first_step, last_step)`` each run is cut to those steps, starting at 0.
-    ``note``: a line (HTML, escaped by the caller) under the first run's title."""
+    """Runs stacked on one shared time axis; ``window=(first_step, last_step)`` cuts each to those
+    steps. ``note``: a line (HTML, escaped by the caller) under the first run's title."""
     marks = [lag_marks(run) for run in runs]   # from the whole run: a window has no outputs
     if window is not None:
         runs = [window_run(run, *window) for run in runs]
@@ -122,8 +119,8 @@ def _whole_run_px_us(runs: list[RunDict]) -> float:
 
 
 class Cell(NamedTuple):
-    """Where a run is drawn: its subplot, where its x-axis starts (µs), the time a pixel holds (0:
-    a zoomed view) and the place of a whole run's idle-over-time row, if it has one."""
+    """Where a run is drawn: its subplot, its x-axis start (µs), the time a pixel holds (0: a
+    zoomed view) and its idle-over-time row's y, if any."""
 
     row: int
     col: int = 1
@@ -134,8 +131,8 @@ class Cell(NamedTuple):
 
 def add_run(fig: FigureSpec, run: RunDict, lanes: list[str], cell: Cell,
             legend_shown: set[str], lang: str, marks: list[LagMark] | None = None) -> float:
-    """Add one run's gap band (or idle row), phase bars and lag marks to subplot ``cell``;
-    return its last end in ms. Spans on lanes not in ``lanes`` are left out."""
+    """Add one run's gaps (or idle row), phase bars and lag marks on ``lanes`` to subplot
+    ``cell``; return its last end in ms."""
     row, col, offset_us, px_us, idle_row_y = cell
     index = {lane: i for i, lane in enumerate(lanes)}
     spans = [s for s in run.get("spans", []) if s["lane"] in index]
@@ -187,8 +184,7 @@ def add_run(fig: FigureSpec, run: RunDict, lanes: list[str], cell: Cell,
 
 
 def _legend_worthy(keyed: Sequence[tuple[str, SpanDict]], run_us: float) -> set[str]:
-    """The phases a whole run's legend names: those that held at least ``LEGEND_SHARE`` of the
-    run's time on their lane (every phase is drawn)."""
+    """The phases that held at least ``LEGEND_SHARE`` of the run's time on some lane."""
     held: dict[tuple[str, str], float] = {}
     for key, span in keyed:
         held[key, span["lane"]] = held.get((key, span["lane"]), 0.0) + (span["end_us"]
@@ -218,8 +214,7 @@ def frame_run_figure(fig: FigureSpec, ticks: list[list[str]], title_lines: int =
 
 
 def _color_key(phase: str, imported_gpu_lane: bool) -> str:
-    """The legend entry of a phase: itself if known, else memcpy/memset/kernel by name and lane,
-    else "other"."""
+    """A phase's legend entry: itself if known, else memcpy/memset/kernel, else "other"."""
     if phase in PHASE_COLORS:
         return phase
     lowered = phase.lower()
@@ -259,9 +254,8 @@ def _cached_line(span: SpanDict, lang: str) -> str:
 
 def _add_gaps(fig: FigureSpec, gaps: Sequence[tuple[float, ...]], gpu_rows: list[int], cell: Cell,
               legend_shown: set[str], lang: str, kind: str = "gpu_idle") -> None:
-    """One bar per gap and per contiguous band of GPU lanes: red hatched for GPU idle, plain grey
-    for time with no request in the system. A whole-run view draws each gap unoutlined, as light
-    as it is thin (``pixels.band_opacity``)."""
+    """One bar per gap and contiguous band of GPU lanes: red hatched for GPU idle, grey for no
+    request in the system; a whole run's as light as it is thin (``pixels.band_opacity``)."""
     px_us, offset_us = cell.px_us, cell.offset_us
     whole = px_us > 0 and kind == "gpu_idle"
     bands: list[list[int]] = []
@@ -300,8 +294,7 @@ def _add_gaps(fig: FigureSpec, gaps: Sequence[tuple[float, ...]], gpu_rows: list
 def _add_lag_marks(fig: FigureSpec, spans: list[SpanDict], marks: list[LagMark],
                    index: dict[str, int], cell: Cell,
                    t_range: tuple[float, float], legend_shown: set[str], lang: str) -> None:
-    """★ on each forward that still carried a stopped request; × where its stop was read. Marks a
-    few pixels apart are one mark whose hover lists them all."""
+    """★ on each forward that still carried a stopped request; × where its stop was read."""
     offset_us, cluster_us = cell.offset_us, MARK_PX * cell.px_us
     forwards = {s["step"]: s for s in spans
                 if s["lane"] == Lane.ENGINE_STREAM and s["phase"] in FORWARD_PHASES}
@@ -360,8 +353,7 @@ def _with_totals(items: list[tuple[int, int, int]],
 
 
 def _run_title(run: RunDict, label: str, lang: str) -> str:
-    """Lines above a run's lanes: its idle gaps (bold), its busy share and, for a window, which
-    steps and how long."""
+    """Lines above a run's lanes: its idle gaps (bold), busy share and window."""
     live = "idle_us_total" not in (run.get("metrics") or {})
     head, busy = run_title(run, html.escape(label), lang)
     if "window" in run:
@@ -391,7 +383,7 @@ def message_figure(message: str) -> FigureSpec:
 
 @functools.cache
 def plotly_white() -> dict[str, Any]:
-    """Plotly's "plotly_white" template as the JSON plotly.js reads (it does not know names)."""
+    """Plotly's "plotly_white" template as the JSON plotly.js reads."""
     import plotly.io as pio
 
     return pio.templates["plotly_white"].to_plotly_json()

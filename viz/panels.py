@@ -12,11 +12,9 @@ from record.gpu_time import gpu_time
 from record.run_record import loop_of
 from record.schema import Loop, RecordDict, RunDict
 from texts import STRINGS, t
-from viz.formula import compared_pair, formula_html, multistep_html, ratio_pairs
+from viz.formula import formula_html, multistep_html, ratio_pairs
 from viz.labels import display_labels, label_detail
 
-__all__ = ["compared_pair", "metrics_html", "multistep_html", "ratio_pairs", "record_label",
-           "record_maker", "record_where", "texts_html"]
 
 def _fmt(spec: str, scale: float = 1.0, suffix: str = "") -> Callable[[float], str]:
     return lambda v: f"{v * scale:{spec}}{suffix}"

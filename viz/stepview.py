@@ -47,6 +47,7 @@ def step_figure(run: RunDict | None, step: int, lang: str = "en",
     window = (max(first, step - 1), min(last, step + 1))
     label = str(run.get("label") or "run").partition(" (")[0]
     fig = side_by_side_figure([{**run, "label": label}], window=window, lang=lang)
+    fig.update_layout(hovermode="closest")
     for trace in fig.data:
         if trace["type"] == "bar" and trace.get("legendgroup") != "gpu_idle":
             trace["opacity"] = DIMMED
@@ -55,7 +56,6 @@ def step_figure(run: RunDict | None, step: int, lang: str = "en",
     index = {lane: i for i, lane in enumerate(ordered_lanes(windowed))}
     if loop_of(run)[0] == Loop.IMPORTED:
         _trace_marks(fig, run, step, index, offset, lang)
-        fig.update_layout(hovermode="closest")
         return fig
     parts, kind = step_parts(run, step), loop_kind(run)
     said = links(parts, step, kind, lang, placement or copy_placement(run))
@@ -64,7 +64,6 @@ def step_figure(run: RunDict | None, step: int, lang: str = "en",
         if span["lane"] in index:
             fig.add_trace(_outlined(span, role, step, said.get(role, []), index, offset, lang))
     _add_arrows(fig, roles, index, offset, step, lang)
-    fig.update_layout(hovermode="closest")
     return fig
 
 
