@@ -78,7 +78,7 @@ def _comparable(a: RunDict, b: RunDict) -> bool:
     return bool(a["metrics"].get("steady_step_us")) and bool(b["metrics"].get("steady_step_us"))
 
 
-def _metric(key: str, value: float, text: str, tag: str = "b") -> str:
+def _metric(key: str, value: float | None, text: str, tag: str = "b") -> str:
     """``text`` marked with the raw number it says, for the page's checks."""
     return f'<{tag} data-metric="{key}" data-value="{value:.6g}">{text}</{tag}>'
 
