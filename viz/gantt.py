@@ -67,8 +67,7 @@ def side_by_side_figure(runs: list[RunDict], window: tuple[int, int] | None = No
         return message_figure(t(lang, "no_runs"))
     lane_lists = [ordered_lanes(run) or list(LANES) for run in runs]
     ticks = [lane_ticks(run, lang) for run in runs]
-    # The whole runs compared: each panel adds its GPU's idle and busy time up, on the shared
-    # axis, under its lanes; at this zoom the gaps themselves are a pixel or two each.
+    # Whole runs compared: the gaps are a pixel or two each, so each panel adds them up too.
     added_up = window is None and len(runs) > 1
     sum_row = SUM_LANES if added_up else 0.0
     # A whole run of more gaps than its plot has columns: the idle share, column by column.
@@ -84,7 +83,8 @@ def side_by_side_figure(runs: list[RunDict], window: tuple[int, int] | None = No
                      vertical_spacing=min(0.3 / len(runs), 0.06 * lines), subplot_titles=titles)
     legend_shown: set[str] = set()
     x_max = 0.0
-    px_us = _whole_run_px_us(runs) if window is None else 0.0
+    ends = [time_range(run.get("spans", []))[1] for run in runs]
+    px_us = max(ends) * 1.01 / PLOT_PX if window is None else 0.0   # the time a pixel holds
     for row, (run, lanes, run_ticks, run_marks) in enumerate(zip(runs, lane_lists, ticks, marks),
                                                               start=1):
         offset = run["window"]["t_start_us"] if window is not None else 0.0
@@ -112,12 +112,6 @@ def side_by_side_figure(runs: list[RunDict], window: tuple[int, int] | None = No
     return fig
 
 
-def _whole_run_px_us(runs: list[RunDict]) -> float:
-    """The time one of a whole-run chart's ``PLOT_PX`` pixels holds, on the runs' shared axis."""
-    ends = [time_range(run.get("spans", []))[1] for run in runs]
-    return max(ends, default=0.0) * 1.01 / PLOT_PX
-
-
 class Cell(NamedTuple):
     """Where a run is drawn: its subplot, its x-axis start (µs), the time a pixel holds (0: a
     zoomed view) and its idle-over-time row's y, if any."""
@@ -130,7 +124,7 @@ class Cell(NamedTuple):
 
 
 def add_run(fig: FigureSpec, run: RunDict, lanes: list[str], cell: Cell,
-            legend_shown: set[str], lang: str, marks: list[LagMark] | None = None) -> float:
+            legend_shown: set[str], lang: str, marks: list[LagMark]) -> float:
     """Add one run's gaps (or idle row), phase bars and lag marks on ``lanes`` to subplot
     ``cell``; return its last end in ms."""
     row, col, offset_us, px_us, idle_row_y = cell
@@ -178,8 +172,7 @@ def add_run(fig: FigureSpec, run: RunDict, lanes: list[str], cell: Cell,
                       row=row, col=col)
         if legend:
             legend_shown.add(phase)
-    if marks:
-        _add_lag_marks(fig, every, marks, index, cell, (t_start, t_end), legend_shown, lang)
+    _add_lag_marks(fig, every, marks, index, cell, (t_start, t_end), legend_shown, lang)
     return (t_end - offset_us) / 1000.0
 
 

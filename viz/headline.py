@@ -72,8 +72,7 @@ def _line(record: Mapping[str, Any] | None, lang: str) -> tuple[str, str]:
     if load is not None:
         return t(lang, "headline_busy").format(why=busy_why(load, lang), speedup=speedup,
                                                **words), "busy"
-    # "Now runs under the forward" only where some loop kept the GPU busy; otherwise the GPU
-    # still waited (a CPU step longer than a forward, prefill, arrivals: the formula says which).
+    # "Now runs under the forward" only where some loop kept the GPU busy (else it still waited).
     known = [float(b) for run in runs if (b := run["metrics"].get("steady_busy_frac")) is not None]
     hidden = max(known, default=1.0)            # a record without the figure: no such doubt
     key = ("headline_not_faster" if speedup <= 1.0 else

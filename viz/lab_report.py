@@ -1,10 +1,7 @@
 """The hazard lab in words: each switch's title and what it guards, and a lab report as HTML.
 
-A report arrives as a plain dict (``dataclasses.asdict`` of ``engine.lab.hazard_lab.LabReport``), so
-this module needs no engine. The verdict comes first, then each check's evidence, then how often
-the removed safeguard's window opened. It never claims a fault the checks did not find: a run that
-happened not to show one says so. Every value that came from elsewhere is escaped.
-"""
+A report is a plain dict (``asdict`` of ``engine.lab.hazard_lab.LabReport``): the verdict, each
+check's evidence, how often the window opened. It never claims a fault the checks did not find."""
 
 from __future__ import annotations
 
@@ -65,8 +62,7 @@ def report_html(report: dict[str, Any], model: str, seed: int, lang: str) -> str
     elif not report["fault_found"] and not safe:
         parts.append(f'<p class="lab-note">{t(lang, "lab_note_not_shown")}</p>')
     if not report["needs_cuda"] and (safe or report.get("windows_counted", True)):
-        # (Only where the engine counts the switch's windows: a count of 0 beside a fault the
-        # checks found would contradict it.)
+        # Only where the engine counts the switch's windows (else a 0 would deny a found fault).
         parts.append(f'<p class="lab-windows" data-windows="{int(report["windows"])}">'
                      f"{_windows(report, safe, lang)}</p>")
     return "".join(parts)

@@ -1,11 +1,6 @@
-"""The live timeline while a run is on: a compact payload that the page draws on a canvas.
-
-A plotly redraw re-renders every bar on the browser's main thread, which shares the cores with the
-scheduler and the device process; so while a run is on, the page draws rectangles on a
-``<canvas>`` (``ui/live_chart.py``), and the full chart (``viz.gantt``) takes its place at the end.
-``live_payload`` gives each run its title lines, lanes, spans as ``[lane, colour, start ms, end
-ms]`` and idle gaps (``record.metrics.idle_gaps``); ``recording`` is a line said above the runs
-while a visitor's run waits its turn. Plain JSON, no plotly."""
+"""The live timeline while a run is on: a compact JSON payload the page draws on a ``<canvas>``
+(``ui/live_chart.py``), since a plotly redraw would take the cores the run needs; the full chart
+(``viz.gantt``) takes its place at the end. Spans go as ``[lane, colour, start ms, end ms]``."""
 
 from __future__ import annotations
 
@@ -21,8 +16,8 @@ from viz.style import BUSY_COLOR, IDLE_FILL, IDLE_LINE, QUIET_FILL, phase_color
 
 
 def live_payload(runs: list[RunDict], lang: str = "en", recording: str = "") -> str:
-    """The canvas's JSON for these runs, on one time axis (ms since each run started);
-    ``recording``: the line above them that says they are a recording, not the reader's run."""
+    """The canvas's JSON for these runs (ms since each run started); ``recording``: a line above
+    them saying they are a recording, not the reader's run."""
     out = []
     end_ms = 0.0
     for run, name in zip(runs, display_labels(runs, lang)):
@@ -48,8 +43,7 @@ def live_payload(runs: list[RunDict], lang: str = "en", recording: str = "") -> 
         title = " · ".join(run_title(run, name, lang))
         if running:
             title += " · " + t(lang, "so_far")
-        # A finished loop that found the machine too busy: its badge under the title, a line a
-        # reason, as on the finished figure's panels (one line would run past a narrow canvas).
+        # A finished loop that found the machine too busy: its badge, as on the figure's panels.
         titles = [title, *busy_badge_lines(run, lang)]
         out.append({"titles": titles, "lanes": [_plain(lane_label(lane, lang)) for lane in lanes],
                     "gpu_rows": sorted(index[lane] for lane in gpu), "palette": palette,

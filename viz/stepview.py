@@ -161,8 +161,7 @@ def _add_arrows(fig: FigureSpec, roles: dict[str, SpanDict], index: dict[str, in
                       fillcolor="rgba(117,107,177,0.14)", line={"width": 0}, name="hidden")
     if bands:
         x0, x1 = max(bands, key=lambda band: band[1] - band[0])
-        # The label runs from the band's edge nearer the forward's middle, so that it stays over
-        # the forward (a band at the window's left edge would push a centred label off it).
+        # The label runs from the band's edge nearer the forward's middle, to stay over it.
         left = (x0 + x1) / 2 <= (forward["start_us"] + forward["end_us"]) / 2
         fig.add_annotation(x=((x0 if left else x1) - offset) / 1000.0, y=index[Lane.CPU] + 0.5,
                            xref="x", yref="y", xanchor="left" if left else "right",
