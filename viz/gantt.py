@@ -146,7 +146,6 @@ def add_run(fig: FigureSpec, run: RunDict, lanes: list[str], cell: Cell,
             drawn = bands(gaps, (t_end - t_start) / PIXELS)
         if drawn and gpu:
             _add_gaps(fig, drawn, rows, cell, legend_shown, lang, kind)
-    every = spans                                  # the lag marks find their forwards here
     extra_gpu = set(gpu) - set(LANES)
     roles = imported(run).get("phase_roles") or {}    # an imported trace's named host phases
     keyed: Sequence[tuple[str, SpanDict]] = [
@@ -172,7 +171,7 @@ def add_run(fig: FigureSpec, run: RunDict, lanes: list[str], cell: Cell,
                       row=row, col=col)
         if legend:
             legend_shown.add(phase)
-    _add_lag_marks(fig, every, marks, index, cell, (t_start, t_end), legend_shown, lang)
+    _add_lag_marks(fig, spans, marks, index, cell, (t_start, t_end), legend_shown, lang)
     return (t_end - offset_us) / 1000.0
 
 

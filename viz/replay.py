@@ -40,21 +40,14 @@ def role_name(role: str, span: SpanDict, step: int, lang: str) -> str:
     return t(lang, f"role_{role}").format(n=step)
 
 
-def _names(parts: StepParts, step: int, lang: str) -> dict[str, str]:
-    names = {role: t(lang, f"role_{role}").format(n=step) for role in ROLES}
-    for role, span in hidden_roles(parts).items():
-        names[role] = role_name(role, span, step, lang)
-    return names
-
-
 def links(parts: StepParts, step: int, kind: str, lang: str,
           placement: str = "engine") -> dict[str, list[str]]:
     """role -> the sentences naming its partners (its hover); what the upload guards depends on
     where the result copy ran (``copy_placement``)."""
-    names = _names(parts, step, lang)
-    present: set[str] = {role for role in ROLES if parts[role]}
     hidden = hidden_roles(parts)
-    present |= set(hidden)
+    names = {role: t(lang, f"role_{role}").format(n=step) for role in ROLES}
+    names.update({role: role_name(role, span, step, lang) for role, span in hidden.items()})
+    present = {role for role in ROLES if parts[role]} | set(hidden)
     said: dict[str, list[str]] = {role: [] for role in present}
 
     def pair(a: str, b: str, a_says: str, b_says: str, **extra: str) -> None:
