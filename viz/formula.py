@@ -279,9 +279,8 @@ def _lag_cost(runs: list[RunDict], names: list[str], multi: list[int], lang: str
 
 def why_html(normal: RunDict, other: RunDict, a: str, b: str, k: int,
              lang: str) -> str:
-    """The note for a measured speedup far from the prediction ('' when they agree within
-    ``GAP_EXPLAINED``): which way, by how much, and what the runs measured that the formula
-    leaves out, each term in ms per step, largest first. ``a``, ``b``: the runs' names."""
+    """The note for a measured speedup off the prediction by more than ``GAP_EXPLAINED``: which way,
+    by how much, and what the runs measured that the formula leaves out, largest first."""
     c = compare_runs(normal, other, k)
     predicted, measured = c["predicted_speedup"], c["measured_speedup"] or 0.0
     if predicted is None or predicted <= 0 or measured <= 0 \

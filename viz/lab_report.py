@@ -15,8 +15,7 @@ SHOWN_DIFFERING = 12
 
 
 def hazard_title(switch: str | None, lang: str) -> str:
-    """The switch's name for people ("every safeguard on" for the safe engine; a switch this
-    version has no words for is named by its identifier)."""
+    """The switch's name for people ("every safeguard on" for none; else its identifier)."""
     if not switch:
         return t(lang, "lab_all_on")
     names = HAZARD_NAMES.get(lang, HAZARD_NAMES["en"])
@@ -24,8 +23,8 @@ def hazard_title(switch: str | None, lang: str) -> str:
 
 
 def describe(switch: str | None, cuda_only: bool, lang: str, blocked: str | None = None) -> str:
-    """What the switch's safeguard guards (markdown), whether it needs CUDA, and, where it
-    cannot run (``blocked``: a text key), why."""
+    """What the switch's safeguard guards (markdown), whether it needs CUDA, and why it cannot
+    run (``blocked``: a text key)."""
     if not switch:
         return ""
     names = HAZARD_NAMES.get(lang, HAZARD_NAMES["en"])

@@ -105,8 +105,7 @@ def _title(run: RunDict, label: str, lang: str) -> str:
     memory, metrics = run["memory"], run.get("metrics") or {}
     count = metrics.get("retractions")
     count = len(memory.get("retractions") or []) if count is None else int(count)
-    retractions = (t(lang, "memory_retractions_one") if count == 1
-                   else t(lang, "memory_retractions").format(n=count))
+    retractions = t(lang, "memory_retractions_one" if count == 1 else "memory_retractions").format(n=count)
     if (rate := metrics.get("prefix_hit_rate")) is not None:
         head = t(lang, "memory_head").format(
             label=label, rate=100 * float(rate),

@@ -69,9 +69,8 @@ def step_figure(run: RunDict | None, step: int, lang: str = "en",
 
 def _trace_marks(fig: FigureSpec, run: RunDict, step: int, index: dict[str, int],
                  offset: float, lang: str) -> None:
-    """An imported step: a box around its GPU work on the GPU lanes, a band over the part of it
-    that ran after the host had begun the next step, and the host's named phases of the step
-    outlined (``record.imported.trace_steps``)."""
+    """An imported step: a box around its GPU work, a band over its part after the host began the
+    next step, and the host's named phases outlined (``record.imported.trace_steps``)."""
     found = trace_step(run, step)
     rows = sorted(index[lane] for lane in gpu_lanes(run) if lane in index)
     if found is None or not rows:
@@ -179,7 +178,7 @@ def unrolled_figure(run: RunDict | None, lang: str = "en") -> FigureSpec:
     panels = [("unrolled_fill", first, min(last, first + 2)),
               ("unrolled_steady", max(first, mid - 1), min(last, mid + 1)),
               ("unrolled_drain", max(first, last - 2), last)]
-    lanes: list[str] = [lane for lane in LANES if lane in ordered_lanes(run)] or ordered_lanes(run)
+    lanes = [lane for lane in ordered_lanes(run) if lane in LANES] or ordered_lanes(run)
     titles = [f"<b>{t(lang, key).format(a=a, b=b)}</b>" for key, a, b in panels]
     fig = FigureSpec(rows=1, cols=3, shared_yaxes=True, horizontal_spacing=0.02,
                      subplot_titles=titles)
