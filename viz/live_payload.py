@@ -24,17 +24,10 @@ def live_payload(runs: list[RunDict], lang: str = "en", recording: str = "") -> 
         lanes = ordered_lanes(run)
         index = {lane: i for i, lane in enumerate(lanes)}
         spans = [s for s in run.get("spans", []) if s["lane"] in index]
-        colors: dict[str, int] = {}
-        palette: list[str] = []
-        rows = []
-        for s in spans:
-            color = phase_color(s["phase"])
-            if color not in colors:
-                colors[color] = len(palette)
-                palette.append(color)
-            rows.append([index[s["lane"]], colors[color], round(s["start_us"] / 1e3, 4),
-                         round(s["end_us"] / 1e3, 4)])
-            end_ms = max(end_ms, s["end_us"] / 1e3)
+        colors: dict[str, int] = {}                 # colour -> its place in the palette
+        rows = [[index[s["lane"]], colors.setdefault(phase_color(s["phase"]), len(colors)),
+                 round(s["start_us"] / 1e3, 4), round(s["end_us"] / 1e3, 4)] for s in spans]
+        end_ms = max([end_ms, *(s["end_us"] / 1e3 for s in spans)])
         gpu = [lane for lane in gpu_lanes(run) if lane in index]
         time = gpu_time({**run, "spans": spans, "gpu_lanes": gpu})
         gaps = [[round(a / 1e3, 4), round(b / 1e3, 4)] for a, b in time.gaps]
@@ -46,7 +39,7 @@ def live_payload(runs: list[RunDict], lang: str = "en", recording: str = "") -> 
         # A finished loop that found the machine too busy: its badge, as on the figure's panels.
         titles = [title, *busy_badge_lines(run, lang)]
         out.append({"titles": titles, "lanes": [_plain(lane_label(lane, lang)) for lane in lanes],
-                    "gpu_rows": sorted(index[lane] for lane in gpu), "palette": palette,
+                    "gpu_rows": sorted(index[lane] for lane in gpu), "palette": list(colors),
                     "spans": rows, "gaps": gaps, "quiet": quiet})
     return json.dumps({"runs": out, "end_ms": round(end_ms, 3), "idle_fill": IDLE_FILL,
                        "idle_line": IDLE_LINE, "quiet_fill": QUIET_FILL,

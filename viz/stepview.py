@@ -132,9 +132,8 @@ def _add_arrows(fig: FigureSpec, roles: dict[str, SpanDict], index: dict[str, in
               ("forward", True, "copy", False, "arrow_tokens"),
               ("copy", True, "wait", True, "arrow_copy_done")]
     for tail, tail_end, head, head_end, key in arrows:
-        if tail not in roles or head not in roles:
-            continue
-        if not {roles[tail]["lane"], roles[head]["lane"]} <= set(index):
+        if tail not in roles or head not in roles \
+                or not {roles[tail]["lane"], roles[head]["lane"]} <= set(index):
             continue
         (ax, ay), (x, y) = at(tail, tail_end), at(head, head_end)
         fig.add_annotation(x=x, y=y, ax=ax, ay=ay, xref="x", yref="y", axref="x", ayref="y",
