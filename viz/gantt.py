@@ -209,11 +209,8 @@ def _color_key(phase: str, imported_gpu_lane: bool) -> str:
     """A phase's legend entry: itself if known, else memcpy/memset/kernel, else "other"."""
     if phase in PHASE_COLORS:
         return phase
-    lowered = phase.lower()
-    for known in ("memcpy", "memset"):
-        if known in lowered:
-            return known
-    return "kernel" if imported_gpu_lane else OTHER_PHASE
+    known = [name for name in ("memcpy", "memset") if name in phase.lower()]
+    return known[0] if known else "kernel" if imported_gpu_lane else OTHER_PHASE
 
 
 def _phase_trace(phase: str, spans: list[SpanDict], index: dict[str, int],
