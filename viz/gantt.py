@@ -288,13 +288,14 @@ def _add_lag_marks(fig: FigureSpec, spans: list[SpanDict], marks: list[LagMark],
     forwards = {s["step"]: s for s in spans
                 if s["lane"] == Lane.ENGINE_STREAM and s["phase"] in FORWARD_PHASES}
     stars: list[tuple[float, str]] = []
+    wasted = {m["request"]: m["wasted_steps"] for m in marks}      # each request's extra steps
     for step, items in sorted(extra_steps(marks).items()):
         span = forwards.get(step)
         if span is None or Lane.ENGINE_STREAM not in index:
             continue
-        lines = [t(lang, "lag_extra" if wasted == 1 else "lag_extra_k").format(
-                     req=req, stop=stop, nth=nth, total=wasted)
-                 for req, stop, nth, wasted in _with_totals(items, marks)]
+        lines = [t(lang, "lag_extra" if wasted.get(req, 1) == 1 else "lag_extra_k").format(
+                     req=req, stop=stop, nth=nth, total=wasted.get(req, 1))
+                 for req, stop, nth in items]
         stars.append((((span["start_us"] + span["end_us"]) / 2 - offset_us) / 1000.0,
                       "<br>".join(lines)))
     stops = [((m["stop_us"] - offset_us) / 1000.0,
@@ -333,12 +334,6 @@ def _clustered(marks: list[tuple[float, str]], within_ms: float) -> list[tuple[f
     return [(x, "<br>".join(texts[:MARK_LINES] + ([f"… +{len(texts) - MARK_LINES}"]
                                                   if len(texts) > MARK_LINES else [])))
             for x, texts in joined]
-
-
-def _with_totals(items: list[tuple[int, int, int]],
-                 marks: list[LagMark]) -> list[tuple[int, int, int, int]]:
-    wasted = {m["request"]: m["wasted_steps"] for m in marks}
-    return [(req, stop, nth, wasted.get(req, 1)) for req, stop, nth in items]
 
 
 def _run_title(run: RunDict, label: str, lang: str) -> str:
