@@ -9,6 +9,7 @@ that the formula leaves out. An imported trace's terms are its GPU's busy time a
 from __future__ import annotations
 
 import html
+from collections.abc import Mapping
 from typing import Any
 
 from record.imported import imported, loop_verdict
@@ -193,6 +194,13 @@ def trace_predicted(run: RunDict) -> float | None:
     return overlap_speedup(m["t_fwd_us"], wait)
 
 
+def wait_us(m: Mapping[str, Any]) -> float:
+    """The GPU's wait for the host per step: a trace's own term, else the step less T_fwd."""
+    if m.get("gpu_wait_us") is not None:
+        return float(m["gpu_wait_us"])
+    return max(float(m.get("steady_step_us") or 0.0) - float(m.get("t_fwd_us") or 0.0), 0.0)
+
+
 def trace_why_html(base: RunDict, other: RunDict, a: str, b: str, lang: str) -> str:
     """``why_html`` for two runs of which one is an imported trace, in the terms a trace has: the
     GPU's busy time per step, the wait against what the prediction leaves, the profiler's cost."""
@@ -207,7 +215,7 @@ def trace_why_html(base: RunDict, other: RunDict, a: str, b: str, lang: str) -> 
     step = o["steady_step_us"]
     f_n, w_n = n["t_fwd_us"], n.get("gpu_wait_us") or n.get("t_cpu_us") or 0.0
     f_o = o.get("t_fwd_us") or 0.0
-    w_o = o["gpu_wait_us"] if o.get("gpu_wait_us") is not None else max(step - f_o, 0.0)
+    w_o = wait_us(o)
     found: list[tuple[float, str, bool]] = []
     if abs(f_o - f_n) > SIGNIFICANT * step:
         found.append((abs(f_o - f_n), t(lang, "why_trace_forward").format(

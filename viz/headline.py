@@ -16,7 +16,7 @@ from record.metrics import compare_runs
 from record.run_record import loop_of
 from record.schema import ENGINE_LOOPS, Loop, RunDict
 from texts import count, t
-from viz.formula import compared_pair, trace_predicted
+from viz.formula import compared_pair, trace_predicted, wait_us
 from viz.labels import display_labels, label_detail
 
 _MS = 1e-3
@@ -103,7 +103,7 @@ def _imported(runs: list[RunDict], lang: str) -> tuple[str, str]:
     text = t(lang, key).format(name_a=names[pair[0]], name_b=names[pair[1]], speedup=speedup,
                                busy_a=100 * (a.get("steady_busy_frac") or 0.0),
                                busy_b=100 * (b.get("steady_busy_frac") or 0.0),
-                               wait_a=_wait_us(a) * _MS, wait_b=_wait_us(b) * _MS)
+                               wait_a=wait_us(a) * _MS, wait_b=wait_us(b) * _MS)
     return text, "faster" if speedup > 1.0 else "not-faster"
 
 
@@ -116,15 +116,8 @@ def _one_trace(run: RunDict, name: str, lang: str) -> tuple[str, str]:
     verdict = verdict if verdict in ("serial", "overlapped") else "unknown"
     text = t(lang, f"headline_trace_{verdict}").format(
         name=name, busy=100 * (m.get("steady_busy_frac") or 0.0), step=m["steady_step_us"] * _MS,
-        wait=_wait_us(m) * _MS, pred=trace_predicted(run) or 0.0)
+        wait=wait_us(m) * _MS, pred=trace_predicted(run) or 0.0)
     return text, f"trace-{verdict}"
-
-
-def _wait_us(m: Mapping[str, Any]) -> float:
-    """The GPU's wait for the host per step: a trace's own term, else the step less T_fwd."""
-    if m.get("gpu_wait_us") is not None:
-        return float(m["gpu_wait_us"])
-    return max(float(m.get("steady_step_us") or 0.0) - float(m.get("t_fwd_us") or 0.0), 0.0)
 
 
 def busy_reasons(load: MachineLoad, lang: str) -> list[str]:
