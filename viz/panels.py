@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from record.gpu_time import gpu_time
+from record.kernel_lanes import is_kernel_lane
 from record.run_record import loop_of
 from record.schema import Loop, RecordDict, RunDict
 from texts import STRINGS, t
@@ -113,7 +114,7 @@ def _fold(title: str, body: str, name: str, opened: bool = False) -> str:
 def _profiled_html(runs: list[RunDict], lang: str) -> str:
     """A recording with kernel lanes ran torch.profiler over a few steps: say what that costs."""
     steps = [s["step"] for run in runs for s in run.get("spans", [])
-             if str(s.get("lane", "")).startswith("kernels") and s.get("step", -1) >= 0]
+             if is_kernel_lane(s["lane"]) and s.get("step", -1) >= 0]
     if not steps:
         return ""
     text = t(lang, "profiled_note").format(first=min(steps), last=max(steps))
