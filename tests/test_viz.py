@@ -58,7 +58,6 @@ def _as_plotly(draw):
     return lambda *args, **kwargs: draw(*args, **kwargs).to_plotly()
 
 
-timeline_figure = _as_plotly(viz.timeline_figure)
 side_by_side_figure = _as_plotly(viz.side_by_side_figure)
 step_figure = _as_plotly(viz.step_figure)
 unrolled_figure = _as_plotly(viz.unrolled_figure)
@@ -79,7 +78,7 @@ def test_standard_lanes_come_first_then_extra_lanes_in_listed_order():
 
 
 def test_figure_draws_cpu_on_top_and_engine_stream_at_the_bottom(known_run):
-    fig = timeline_figure(known_run)
+    fig = side_by_side_figure([known_run])
     axis = fig.layout.yaxis
     assert list(axis.tickvals) == [0, 1, 2]
     assert [text.split()[0] for text in axis.ticktext] == ["CPU", "scheduler", "engine"]
@@ -100,7 +99,7 @@ def test_idle_gaps_are_the_holes_in_the_union_of_gpu_lanes(known_run):
 
 
 def test_gap_shading_equals_the_union_gaps(known_run):
-    fig = timeline_figure(known_run)
+    fig = side_by_side_figure([known_run])
     gaps = traces_by_name(fig)[t("en", "gpu_idle")]
     assert list(gaps.base) == pytest.approx([0.012, 0.020])  # ms
     assert list(gaps.x) == pytest.approx([0.003, 0.005])
@@ -112,14 +111,14 @@ def test_gap_shading_equals_the_union_gaps(known_run):
 
 def test_title_reports_the_engine_idle_total_when_the_record_has_one(known_run):
     known_run["metrics"] = {"idle_us_total": 8000.0, "idle_gap_count": 2, "gpu_busy_frac": 0.5}
-    title = timeline_figure(known_run).layout.annotations[0].text
+    title = side_by_side_figure([known_run]).layout.annotations[0].text
     assert "8.0 ms" in title and "2 gaps" in title and "50.0%" in title
 
 
 # ---- traces -------------------------------------------------------------------------------------
 
 def test_one_bar_trace_per_phase_with_start_and_duration_in_ms(known_run):
-    traces = traces_by_name(timeline_figure(known_run))
+    traces = traces_by_name(side_by_side_figure([known_run]))
     assert set(traces) == {t("en", "gpu_idle"), "schedule", "upload", "decode", "copy",
                            "process_last", "wait", "other"}
     decode = traces["decode"]
@@ -133,7 +132,7 @@ def test_one_bar_trace_per_phase_with_start_and_duration_in_ms(known_run):
 
 
 def test_hover_shows_phase_step_duration_batch_and_tokens(known_run):
-    decode = traces_by_name(timeline_figure(known_run))["decode"]
+    decode = traces_by_name(side_by_side_figure([known_run]))["decode"]
     phase, step, duration, batch, tokens, lane, *_ = decode.customdata[0]
     assert (phase, step, batch, tokens, lane) == ("decode", 0, 4, 4, "engine_stream")
     assert duration == pytest.approx(0.008)
@@ -151,7 +150,7 @@ def test_many_spans_are_few_traces():
                   span("scheduler_stream", "upload", step, t0 + 21, t0 + 24),
                   span("engine_stream", "decode", step, t0 + 25, t0 + 80),
                   span("engine_stream", "sample", step, t0 + 80, t0 + 85)]
-    fig = timeline_figure(make_run(spans=spans))
+    fig = side_by_side_figure([make_run(spans=spans)])
     assert len(fig.data) <= 12         # a trace per phase, not a shape per span
 
 
@@ -163,7 +162,7 @@ def test_imported_lanes_get_kernel_colours_and_their_own_rows():
            "spans": [span("cpu", "ProfilerStep#3", 3, 0, 40),
                      span("GPU 0 stream 7", "void gemm_kernel<float>", 3, 5, 20),
                      span("GPU 0 stream 9", "Memcpy DtoH (Device -> Pinned)", 3, 22, 24)]}
-    fig = timeline_figure(run)
+    fig = side_by_side_figure([run])
     traces = traces_by_name(fig)
     assert {"kernel", "memcpy", "other"} <= set(traces)
     assert list(fig.layout.yaxis.ticktext) == ["CPU (scheduler thread)", *lanes[1:]]
@@ -443,7 +442,7 @@ def test_explanations_exist_in_english_and_chinese_in_the_articles_terms():
         assert term in zh
     assert t("zh", "ratio") == t("en", "ratio")  # falls back to English
     run = make_run(spans=[span("engine_stream", "decode", 0, 0, 1)])
-    assert "GPU 空闲" in timeline_figure(run, lang="zh").layout.annotations[0].text
+    assert "GPU 空闲" in side_by_side_figure([run], lang="zh").layout.annotations[0].text
 
 
 def test_viz_imports_neither_torch_nor_the_engine():
@@ -489,7 +488,7 @@ def test_lag_marks_find_the_forward_that_still_carried_a_stopped_request():
     marks = lag_marks(overlap_steps())
     assert marks == [{"request": 0, "stop_step": 2, "stop_us": 330.0, "extra_steps": [3],
                       "wasted_steps": 1}]
-    fig = timeline_figure(overlap_steps())
+    fig = side_by_side_figure([overlap_steps()])
     stars = traces_by_name(fig)[t("en", "lag_legend")]
     assert list(stars.x) == pytest.approx([(300 + 390) / 2 / 1000])   # forward(B3)'s middle
     assert "request 0 stopped at step 2" in stars.hovertext[0]
@@ -502,7 +501,7 @@ def test_no_lag_marks_without_wasted_steps_or_for_length_stops():
     run = overlap_steps()
     run["outputs"][0]["wasted_steps"] = 0
     assert lag_marks(run) == []
-    assert t("en", "lag_legend") not in traces_by_name(timeline_figure(run))
+    assert t("en", "lag_legend") not in traces_by_name(side_by_side_figure([run]))
 
 
 def test_step_parts_link_forward_upload_copy_wait_and_the_hidden_process():
@@ -764,7 +763,7 @@ def test_a_lane_of_many_kernels_is_drawn_at_pixel_resolution_as_opaque_as_it_was
     run = {"loop": "imported", "decode_steps": 1, "extra_cpu_us": 0, "label": "imported",
            "lanes": lanes, "gpu_lanes": lanes,
            "metrics": {}, "outputs": [], "spans": spans}
-    fig = timeline_figure(run)
+    fig = side_by_side_figure([run])
     bars = [trace for trace in fig.data if trace.type == "bar" and trace.name == "kernel"]
     assert sum(len(trace.x) for trace in bars) <= 2000
     opacities = [o for trace in bars for o in trace.marker.opacity]

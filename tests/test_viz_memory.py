@@ -125,7 +125,7 @@ def _prefill_run(cached):
 
 
 def _prefill_hover(run, lang):
-    fig = viz.timeline_figure(run, lang).to_plotly()
+    fig = viz.side_by_side_figure([run], lang=lang).to_plotly()
     (trace,) = [tr for tr in fig.data if tr.name == "prefill"]
     assert "customdata[7]" in trace.hovertemplate
     return trace.customdata[0][7]
@@ -235,7 +235,7 @@ def test_a_pressured_runs_prefills_show_their_cache_hits(pressured_runs):
     for run in pressured_runs:
         hits = [s for s in run["spans"] if s["phase"] == "prefill" and s.get("cached_tokens")]
         assert hits, "the shared system prompt was found again"
-        fig = viz.timeline_figure(run).to_plotly()
+        fig = viz.side_by_side_figure([run]).to_plotly()
         (trace,) = [tr for tr in fig.data if tr.name == "prefill"]
         lines = [c[7] for c in trace.customdata if c[7]]
         want = {f"<br>{s['cached_tokens']:,} of {s['cached_tokens'] + s['num_tokens']:,} "

@@ -149,9 +149,9 @@ def test_one_run_or_a_step_window_has_no_sum():
     """The sum compares loops on one axis: a single run has nothing to compare against, and the
     step window draws every gap at its width already."""
     runs = default_workload()
-    assert not _sums(viz.timeline_figure(runs[0]))
+    assert not _sums(viz.side_by_side_figure([runs[0]]))
     assert not _sums(viz.side_by_side_figure(runs, window=(40, 43)))
-    assert viz.timeline_figure(runs[0]).to_dict()["layout"]["yaxis"]["range"] == [2.5, -0.5]
+    assert viz.side_by_side_figure([runs[0]]).to_dict()["layout"]["yaxis"]["range"] == [2.5, -0.5]
 
 
 def test_a_recorded_h200_first_click_adds_up_as_its_metrics_say():

@@ -32,11 +32,9 @@ class FigureSpec:
                 x, y = self._ids(r, c)
                 xaxis: dict[str, Any] = {"domain": list(lefts[c - 1]), "anchor": y}
                 yaxis: dict[str, Any] = {"domain": list(tops[r - 1]), "anchor": x}
-                if shared_xaxes and rows > 1:
-                    bottom = self._ids(rows, c)[0]
-                    if x != bottom:
-                        xaxis.update(matches=bottom, showticklabels=False)
-                if shared_yaxes and cols > 1 and c > 1:
+                if shared_xaxes and r < rows:           # the bottom row's axis carries the ticks
+                    xaxis.update(matches=self._ids(rows, c)[0], showticklabels=False)
+                if shared_yaxes and c > 1:
                     yaxis.update(matches=self._ids(r, 1)[1], showticklabels=False)
                 self.layout[_axis_key(x)] = xaxis
                 self.layout[_axis_key(y)] = yaxis
@@ -48,7 +46,6 @@ class FigureSpec:
                     "x": sum(lefts[c]) / 2, "y": tops[r][1], "xanchor": "center",
                     "yanchor": "bottom", "font": {"size": 16}})
 
-    # ---- building -----------------------------------------------------------------------------
     def _ids(self, row: int, col: int) -> tuple[str, str]:
         n = (row - 1) * self.cols + col
         return ("x", "y") if n == 1 else (f"x{n}", f"y{n}")
@@ -85,7 +82,6 @@ class FigureSpec:
             if note.get("xref") == "paper":       # the subplot titles
                 note.update(props)
 
-    # ---- out ----------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         return {"data": self.data, "layout": self.layout}
 

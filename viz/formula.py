@@ -1,19 +1,15 @@
 """The article's formula with measured terms, the measured speedup beside it, and what a large
 difference between the two was made of.
 
-A serial step costs about ``T_fwd + T_sched + T_post``, an overlapped one about
-``max(T_fwd, T_sched + T_post)`` (k steps per pass divide the CPU's share by k). The prediction
-takes the normal run's terms, the measurement is the ratio of the two runs' steady
-decode step times. Where they differ by more than ``GAP_EXPLAINED``, a note names what the runs
-measured that the formula leaves out, largest first, in ms per step: CPU work that ran during the
-serial forward, waiting that is neither term, GPU idle left between overlapped forwards, terms that
-changed between the runs, and what the machine did (other programs, prefill in the window). An
-imported trace's terms are the GPU's busy time per step and its wait between forwards, named as
-such. Numbers come from each run's metrics; this module only compares them."""
+A serial step costs about ``T_fwd + T_cpu``, an overlapped one ``max(T_fwd, T_cpu)`` (``T_cpu / k``
+with k steps a pass); the prediction takes the normal run's terms, the measurement is the ratio of
+steady decode steps. Past ``GAP_EXPLAINED`` a note names, largest first, what the runs measured
+that the formula leaves out. An imported trace's terms are its GPU's busy time and wait per step."""
 
 from __future__ import annotations
 
 import html
+from collections.abc import Mapping
 from typing import Any
 
 from record.imported import imported, loop_verdict
@@ -83,6 +79,11 @@ def _comparable(a: RunDict, b: RunDict) -> bool:
     return bool(a["metrics"].get("steady_step_us")) and bool(b["metrics"].get("steady_step_us"))
 
 
+def _metric(key: str, value: float | None, text: str, tag: str = "b") -> str:
+    """``text`` marked with the raw number it says, for the page's checks."""
+    return f'<{tag} data-metric="{key}" data-value="{value:.6g}">{text}</{tag}>'
+
+
 def formula_html(runs: list[RunDict], lang: str) -> str:
     """The formula with our loops' measured terms, each imported trace's terms, and, for two runs
     of which one is a trace, the measured ratio of their step times."""
@@ -96,10 +97,9 @@ def formula_html(runs: list[RunDict], lang: str) -> str:
         a, b = names[pair[0]], names[pair[1]]
         meas = compare_runs(runs[pair[0]], runs[pair[1]])["measured_speedup"]
         why = trace_why_html(runs[pair[0]], runs[pair[1]], a, b, lang)
-        parts.append(f'<div class="ov-formula" data-block="traces-measured"><b '
-                     f'data-metric="measured_speedup" data-value="{meas:.6g}">'
-                     + t(lang, "trace_measured").format(a=a, b=b, meas=meas) + "</b>"
-                     + (f"<br>{why}" if why else "") + "</div>")
+        parts.append('<div class="ov-formula" data-block="traces-measured">'
+                     + _metric("measured_speedup", meas, t(lang, "trace_measured").format(
+                         a=a, b=b, meas=meas)) + (f"<br>{why}" if why else "") + "</div>")
     return "".join(part for part in parts if part)
 
 
@@ -125,15 +125,12 @@ def _loops_html(runs: list[RunDict], names: list[str], lang: str) -> str:
     if pair and _comparable(runs[pair[0]], runs[pair[1]]):
         a, b = names[pair[0]], names[pair[1]]
         c = compare_runs(runs[pair[0]], runs[pair[1]])
-        lines.append(f'<b data-metric="measured_speedup" data-value="{c["measured_speedup"]:.6g}">'
-                     + t(lang, "formula_measured").format(a=a, b=b, meas=c["measured_speedup"])
-                     + "</b>")
-        if c["whole_run_speedup"] is not None:
-            lines.append(f'<span data-metric="whole_run_speedup" '
-                         f'data-value="{c["whole_run_speedup"]:.6g}">'
-                         + t(lang, "formula_whole").format(a=a, b=b,
-                                                           meas=c["whole_run_speedup"])
-                         + "</span>")
+        meas, whole = c["measured_speedup"], c["whole_run_speedup"]
+        lines.append(_metric("measured_speedup", meas,
+                             t(lang, "formula_measured").format(a=a, b=b, meas=meas)))
+        if whole is not None:
+            lines.append(_metric("whole_run_speedup", whole,
+                                 t(lang, "formula_whole").format(a=a, b=b, meas=whole), "span"))
         lines.append(why_html(runs[pair[0]], runs[pair[1]], a, b, 1, lang))
     return '<div class="ov-formula">' + "<br>".join(line for line in lines if line) + "</div>"
 
@@ -178,9 +175,8 @@ def _trace_html(run: RunDict, name: str, lang: str) -> str:
             lines.append(t(lang, "trace_no_pred").format(wait=wait))
         else:
             pred = trace_predicted(run) or 0.0
-            lines.append(f'<span data-metric="trace_predicted" data-value="{pred:.6g}">'
-                         + t(lang, "trace_pred").format(fwd=fwd, wait=wait, best=max(fwd, wait),
-                                                        pred=pred) + "</span>")
+            lines.append(_metric("trace_predicted", pred, t(lang, "trace_pred").format(
+                fwd=fwd, wait=wait, best=max(fwd, wait), pred=pred), "span"))
     lines += notes["cost"]
     if notes["rest"]:
         lines.append(f"<details><summary>{t(lang, 'trace_found')}</summary>"
@@ -198,6 +194,13 @@ def trace_predicted(run: RunDict) -> float | None:
     return overlap_speedup(m["t_fwd_us"], wait)
 
 
+def wait_us(m: Mapping[str, Any]) -> float:
+    """The GPU's wait for the host per step: a trace's own term, else the step less T_fwd."""
+    if m.get("gpu_wait_us") is not None:
+        return float(m["gpu_wait_us"])
+    return max(float(m.get("steady_step_us") or 0.0) - float(m.get("t_fwd_us") or 0.0), 0.0)
+
+
 def trace_why_html(base: RunDict, other: RunDict, a: str, b: str, lang: str) -> str:
     """``why_html`` for two runs of which one is an imported trace, in the terms a trace has: the
     GPU's busy time per step, the wait against what the prediction leaves, the profiler's cost."""
@@ -212,7 +215,7 @@ def trace_why_html(base: RunDict, other: RunDict, a: str, b: str, lang: str) -> 
     step = o["steady_step_us"]
     f_n, w_n = n["t_fwd_us"], n.get("gpu_wait_us") or n.get("t_cpu_us") or 0.0
     f_o = o.get("t_fwd_us") or 0.0
-    w_o = o["gpu_wait_us"] if o.get("gpu_wait_us") is not None else max(step - f_o, 0.0)
+    w_o = wait_us(o)
     found: list[tuple[float, str, bool]] = []
     if abs(f_o - f_n) > SIGNIFICANT * step:
         found.append((abs(f_o - f_n), t(lang, "why_trace_forward").format(
@@ -256,9 +259,8 @@ def multistep_html(runs: list[RunDict], lang: str = "en") -> str:
                          + "</b>")
             if loops[base] == Loop.NORMAL and _comparable(runs[base], runs[i]):
                 meas = compare_runs(runs[base], runs[i], k)["measured_speedup"]
-                text = t(lang, "formula_measured").format(a=names[base], b=names[i], meas=meas)
-                lines.append(f'<b data-metric="measured_speedup_multistep" '
-                             f'data-value="{meas:.6g}">{text}</b>')
+                lines.append(_metric("measured_speedup_multistep", meas, t(
+                    lang, "formula_measured").format(a=names[base], b=names[i], meas=meas)))
                 lines.append(why_html(runs[base], runs[i], names[base], names[i], k, lang))
     lines.append(_lag_cost(runs, names, multi, lang))
     return ('<div class="ov-formula" data-block="multistep">'
@@ -285,9 +287,8 @@ def _lag_cost(runs: list[RunDict], names: list[str], multi: list[int], lang: str
 
 def why_html(normal: RunDict, other: RunDict, a: str, b: str, k: int,
              lang: str) -> str:
-    """The note for a measured speedup far from the prediction ('' when they agree within
-    ``GAP_EXPLAINED``): which way, by how much, and what the runs measured that the formula
-    leaves out, each term in ms per step, largest first. ``a``, ``b``: the runs' names."""
+    """The note for a measured speedup off the prediction by more than ``GAP_EXPLAINED``: which way,
+    by how much, and what the runs measured that the formula leaves out, largest first."""
     c = compare_runs(normal, other, k)
     predicted, measured = c["predicted_speedup"], c["measured_speedup"] or 0.0
     if predicted is None or predicted <= 0 or measured <= 0 \

@@ -1,10 +1,8 @@
 """Gantt timelines of one or more runs: lanes top to bottom, bars coloured by phase, idle hatched.
 
-A lane is a row at y = 0, 1, 2, ... and every span a horizontal bar (``base`` = start, ``x`` =
-duration); all spans of one phase go into one bar trace, so thousands of spans are a dozen traces.
-GPU idle gaps are one more bar trace, drawn first, behind the work. Runs stacked in one figure share
-their x-axis, so the shorter run looks shorter. In a whole run each gap is drawn as light as it is
-thin, and compared runs get their idle and busy time added up under their lanes."""
+A lane is a row at y = 0, 1, 2, ... and all spans of one phase are one horizontal bar trace, so
+thousands of spans are a dozen traces; GPU idle gaps are one more, drawn first, behind the work.
+Stacked runs share their x-axis, so the shorter run looks shorter."""
 
 from __future__ import annotations
 
@@ -27,6 +25,7 @@ from viz.labels import display_labels, lane_ticks, ordered_lanes, run_title
 from viz.pixels import MAX_BARS, PIXELS, band_opacity, bands, coalesce, opacity
 from viz.style import (
     BUSY_COLOR,
+    FONT,
     IDLE_FILL,
     IDLE_FILL_OPAQUE,
     IDLE_LINE,
@@ -57,16 +56,10 @@ MARK_PX = 14           # a whole run's lag marks closer than this are one mark (
 MARK_LINES = 8         # ... whose hover lists this many of them, then how many more
 
 
-def timeline_figure(run: RunDict, lang: str = "en") -> FigureSpec:
-    """The Gantt timeline of one run."""
-    return side_by_side_figure([run], lang=lang)
-
-
 def side_by_side_figure(runs: list[RunDict], window: tuple[int, int] | None = None,
                         lang: str = "en", note: str = "") -> FigureSpec:
-    """Runs stacked top to bottom (normal above overlap) on one shared time axis; with
-    ``window=(first_step, last_step)`` each run is cut to those steps, starting at 0.
-    ``note``: a line (HTML, escaped by the caller) under the first run's title."""
+    """Runs stacked on one shared time axis; ``window=(first_step, last_step)`` cuts each to those
+    steps. ``note``: a line (HTML, escaped by the caller) under the first run's title."""
     marks = [lag_marks(run) for run in runs]   # from the whole run: a window has no outputs
     if window is not None:
         runs = [window_run(run, *window) for run in runs]
@@ -74,8 +67,7 @@ def side_by_side_figure(runs: list[RunDict], window: tuple[int, int] | None = No
         return message_figure(t(lang, "no_runs"))
     lane_lists = [ordered_lanes(run) or list(LANES) for run in runs]
     ticks = [lane_ticks(run, lang) for run in runs]
-    # The whole runs compared: each panel adds its GPU's idle and busy time up, on the shared
-    # axis, under its lanes; at this zoom the gaps themselves are a pixel or two each.
+    # Whole runs compared: the gaps are a pixel or two each, so each panel adds them up too.
     added_up = window is None and len(runs) > 1
     sum_row = SUM_LANES if added_up else 0.0
     # A whole run of more gaps than its plot has columns: the idle share, column by column.
@@ -91,7 +83,8 @@ def side_by_side_figure(runs: list[RunDict], window: tuple[int, int] | None = No
                      vertical_spacing=min(0.3 / len(runs), 0.06 * lines), subplot_titles=titles)
     legend_shown: set[str] = set()
     x_max = 0.0
-    px_us = _whole_run_px_us(runs) if window is None else 0.0
+    ends = [time_range(run.get("spans", []))[1] for run in runs]
+    px_us = max(ends) * 1.01 / PLOT_PX if window is None else 0.0   # the time a pixel holds
     for row, (run, lanes, run_ticks, run_marks) in enumerate(zip(runs, lane_lists, ticks, marks),
                                                               start=1):
         offset = run["window"]["t_start_us"] if window is not None else 0.0
@@ -110,29 +103,18 @@ def side_by_side_figure(runs: list[RunDict], window: tuple[int, int] | None = No
                      zeroline=False)
     fig.update_xaxes(title={"text": axis_title}, row=len(runs), col=1)
     chart_px = 90 + sum(LANE_PX * h + 40 * lines for h in heights)   # its title lines
-    frame = run_frame(ticks, lines)
+    frame_run_figure(fig, ticks, lines, tracegroupgap=2)
     fig.update_layout(
-        barmode="overlay", bargap=0, template=plotly_white(),
+        barmode="overlay", bargap=0,
         height=max(chart_px, 110 + 24 * len(legend_shown)),  # room for the whole legend
-        margin=frame["margin"],
-        legend={"font": {"size": 11}, "tracegroupgap": 2, **frame["legend"]},
-        hoverlabel={"bgcolor": "white", "font_size": 12},
-        font={"family": "Inter, Segoe UI, Noto Sans SC, sans-serif", "size": 12},
         uniformtext={"mode": "hide", "minsize": 10},    # a sum's label that does not fit: none
     )
-    fig.update_annotations(font={"size": 13}, xanchor="left", x=0, align="left")
     return fig
 
 
-def _whole_run_px_us(runs: list[RunDict]) -> float:
-    """The time one of a whole-run chart's ``PLOT_PX`` pixels holds, on the runs' shared axis."""
-    ends = [time_range(run.get("spans", []))[1] for run in runs]
-    return max(ends, default=0.0) * 1.01 / PLOT_PX
-
-
 class Cell(NamedTuple):
-    """Where a run is drawn: its subplot, where its x-axis starts (µs), the time a pixel holds (0:
-    a zoomed view) and the place of a whole run's idle-over-time row, if it has one."""
+    """Where a run is drawn: its subplot, its x-axis start (µs), the time a pixel holds (0: a
+    zoomed view) and its idle-over-time row's y, if any."""
 
     row: int
     col: int = 1
@@ -142,9 +124,9 @@ class Cell(NamedTuple):
 
 
 def add_run(fig: FigureSpec, run: RunDict, lanes: list[str], cell: Cell,
-            legend_shown: set[str], lang: str, marks: list[LagMark] | None = None) -> float:
-    """Add one run's gap band (or idle row), phase bars and lag marks to subplot ``cell``;
-    return its last end in ms. Spans on lanes not in ``lanes`` are left out."""
+            legend_shown: set[str], lang: str, marks: list[LagMark]) -> float:
+    """Add one run's gaps (or idle row), phase bars and lag marks on ``lanes`` to subplot
+    ``cell``; return its last end in ms."""
     row, col, offset_us, px_us, idle_row_y = cell
     index = {lane: i for i, lane in enumerate(lanes)}
     spans = [s for s in run.get("spans", []) if s["lane"] in index]
@@ -164,7 +146,6 @@ def add_run(fig: FigureSpec, run: RunDict, lanes: list[str], cell: Cell,
             drawn = bands(gaps, (t_end - t_start) / PIXELS)
         if drawn and gpu:
             _add_gaps(fig, drawn, rows, cell, legend_shown, lang, kind)
-    every = spans                                  # the lag marks find their forwards here
     extra_gpu = set(gpu) - set(LANES)
     roles = imported(run).get("phase_roles") or {}    # an imported trace's named host phases
     keyed: Sequence[tuple[str, SpanDict]] = [
@@ -190,14 +171,12 @@ def add_run(fig: FigureSpec, run: RunDict, lanes: list[str], cell: Cell,
                       row=row, col=col)
         if legend:
             legend_shown.add(phase)
-    if marks:
-        _add_lag_marks(fig, every, marks, index, cell, (t_start, t_end), legend_shown, lang)
+    _add_lag_marks(fig, spans, marks, index, cell, (t_start, t_end), legend_shown, lang)
     return (t_end - offset_us) / 1000.0
 
 
 def _legend_worthy(keyed: Sequence[tuple[str, SpanDict]], run_us: float) -> set[str]:
-    """The phases a whole run's legend names: those that held at least ``LEGEND_SHARE`` of the
-    run's time on their lane (every phase is drawn)."""
+    """The phases that held at least ``LEGEND_SHARE`` of the run's time on some lane."""
     held: dict[tuple[str, str], float] = {}
     for key, span in keyed:
         held[key, span["lane"]] = held.get((key, span["lane"]), 0.0) + (span["end_us"]
@@ -209,28 +188,29 @@ LEGEND_PX = 270        # right margin of a run chart: its legend's widest entry 
 CHAR_PX = 7            # about one character of a 12 px lane label
 
 
-def run_frame(ticks: list[list[str]], title_lines: int = 3) -> dict[str, Any]:
-    """The margins and legend place shared by every chart on a run's time axis, fixed (not grown
-    to fit, plotly's default) so one instant of a run sits at the same x in all of them."""
+def frame_run_figure(fig: FigureSpec, ticks: list[list[str]], title_lines: int = 3,
+                     **legend: Any) -> None:
+    """The margins, legend and fonts of every chart on a run's time axis, the margins fixed (not
+    grown to fit, plotly's default) so one instant of a run sits at the same x in all of them."""
     lines = [line for run_ticks in ticks for tick in run_ticks
              for line in re.split(r"<br\s*/?>", tick)]
     longest = max((len(re.sub(r"<[^>]+>", "", line)) for line in lines), default=0)
     top = 58 + TITLE_LINE_PX * max(0, title_lines - 3)
-    return {"margin": {"l": max(150, 16 + CHAR_PX * longest), "r": LEGEND_PX, "t": top, "b": 40,
-                       "autoexpand": False},
-            "legend": {"x": 1.02, "xanchor": "left", "y": 1, "yanchor": "top"}}
+    fig.update_layout(
+        template=plotly_white(), font=FONT, hoverlabel={"bgcolor": "white", "font_size": 12},
+        margin={"l": max(150, 16 + CHAR_PX * longest), "r": LEGEND_PX, "t": top, "b": 40,
+                "autoexpand": False},
+        legend={"font": {"size": 11}, **legend, "x": 1.02, "xanchor": "left", "y": 1,
+                "yanchor": "top"})
+    fig.update_annotations(font={"size": 13}, xanchor="left", x=0, align="left")
 
 
 def _color_key(phase: str, imported_gpu_lane: bool) -> str:
-    """The legend entry of a phase: itself if known, else memcpy/memset/kernel by name and lane,
-    else "other"."""
+    """A phase's legend entry: itself if known, else memcpy/memset/kernel, else "other"."""
     if phase in PHASE_COLORS:
         return phase
-    lowered = phase.lower()
-    for known in ("memcpy", "memset"):
-        if known in lowered:
-            return known
-    return "kernel" if imported_gpu_lane else OTHER_PHASE
+    known = [name for name in ("memcpy", "memset") if name in phase.lower()]
+    return known[0] if known else "kernel" if imported_gpu_lane else OTHER_PHASE
 
 
 def _phase_trace(phase: str, spans: list[SpanDict], index: dict[str, int],
@@ -263,9 +243,8 @@ def _cached_line(span: SpanDict, lang: str) -> str:
 
 def _add_gaps(fig: FigureSpec, gaps: Sequence[tuple[float, ...]], gpu_rows: list[int], cell: Cell,
               legend_shown: set[str], lang: str, kind: str = "gpu_idle") -> None:
-    """One bar per gap and per contiguous band of GPU lanes: red hatched for GPU idle, plain grey
-    for time with no request in the system. A whole-run view draws each gap unoutlined, as light
-    as it is thin (``pixels.band_opacity``)."""
+    """One bar per gap and contiguous band of GPU lanes: red hatched for GPU idle, grey for no
+    request in the system; a whole run's as light as it is thin (``pixels.band_opacity``)."""
     px_us, offset_us = cell.px_us, cell.offset_us
     whole = px_us > 0 and kind == "gpu_idle"
     bands: list[list[int]] = []
@@ -304,19 +283,19 @@ def _add_gaps(fig: FigureSpec, gaps: Sequence[tuple[float, ...]], gpu_rows: list
 def _add_lag_marks(fig: FigureSpec, spans: list[SpanDict], marks: list[LagMark],
                    index: dict[str, int], cell: Cell,
                    t_range: tuple[float, float], legend_shown: set[str], lang: str) -> None:
-    """★ on each forward that still carried a stopped request; × where its stop was read. Marks a
-    few pixels apart are one mark whose hover lists them all."""
+    """★ on each forward that still carried a stopped request; × where its stop was read."""
     offset_us, cluster_us = cell.offset_us, MARK_PX * cell.px_us
     forwards = {s["step"]: s for s in spans
                 if s["lane"] == Lane.ENGINE_STREAM and s["phase"] in FORWARD_PHASES}
     stars: list[tuple[float, str]] = []
+    wasted = {m["request"]: m["wasted_steps"] for m in marks}      # each request's extra steps
     for step, items in sorted(extra_steps(marks).items()):
         span = forwards.get(step)
         if span is None or Lane.ENGINE_STREAM not in index:
             continue
-        lines = [t(lang, "lag_extra" if wasted == 1 else "lag_extra_k").format(
-                     req=req, stop=stop, nth=nth, total=wasted)
-                 for req, stop, nth, wasted in _with_totals(items, marks)]
+        lines = [t(lang, "lag_extra" if wasted.get(req, 1) == 1 else "lag_extra_k").format(
+                     req=req, stop=stop, nth=nth, total=wasted.get(req, 1))
+                 for req, stop, nth in items]
         stars.append((((span["start_us"] + span["end_us"]) / 2 - offset_us) / 1000.0,
                       "<br>".join(lines)))
     stops = [((m["stop_us"] - offset_us) / 1000.0,
@@ -324,28 +303,24 @@ def _add_lag_marks(fig: FigureSpec, spans: list[SpanDict], marks: list[LagMark],
              for m in marks if t_range[0] <= m["stop_us"] <= t_range[1]]
     within_ms = cluster_us / 1000.0
     stars, stops = _clustered(stars, within_ms), _clustered(stops, within_ms)
-    traces = []
     if stars:
-        traces.append(dict(
-            type="scatter", x=[x for x, _ in stars],
-            y=[index[Lane.ENGINE_STREAM] - 0.3] * len(stars), mode="markers",
-            name=t(lang, "lag_legend"), legendgroup="lag", showlegend="lag" not in legend_shown,
-            legendrank=2, hovertext=[text for _, text in stars],
-            hovertemplate="%{hovertext}<extra></extra>",
-            marker={"symbol": "star", "size": 12 if cluster_us else 15, "color": "#ffd400",
-                    "line": {"color": "#222222", "width": 1.2}}))
-        legend_shown.add("lag")
+        _add_marks(fig, stars, index[Lane.ENGINE_STREAM] - 0.3, "lag", t(lang, "lag_legend"), cell,
+                   legend_shown, {"symbol": "star", "size": 12 if cluster_us else 15,
+                                  "color": "#ffd400", "line": {"color": "#222222", "width": 1.2}})
     if stops and Lane.CPU in index:
-        traces.append(dict(
-            type="scatter", x=[x for x, _ in stops], y=[index[Lane.CPU] + 0.3] * len(stops),
-            mode="markers", name=t(lang, "stop_legend"), legendgroup="stop", legendrank=3,
-            showlegend="stop" not in legend_shown,
-            hovertext=[text for _, text in stops], hovertemplate="%{hovertext}<extra></extra>",
-            marker={"symbol": "x-thin", "size": 9 if cluster_us else 11,
-                    "line": {"color": "#222222", "width": 2}}))
-        legend_shown.add("stop")
-    for trace in traces:
-        fig.add_trace(trace, row=cell.row, col=cell.col)
+        _add_marks(fig, stops, index[Lane.CPU] + 0.3, "stop", t(lang, "stop_legend"), cell,
+                   legend_shown, {"symbol": "x-thin", "size": 9 if cluster_us else 11,
+                                  "line": {"color": "#222222", "width": 2}})
+
+
+def _add_marks(fig: FigureSpec, marks: list[tuple[float, str]], y: float, group: str, name: str,
+               cell: Cell, legend_shown: set[str], marker: dict[str, Any]) -> None:
+    fig.add_trace(dict(
+        type="scatter", x=[x for x, _ in marks], y=[y] * len(marks), mode="markers", name=name,
+        legendgroup=group, showlegend=group not in legend_shown,
+        legendrank=2 if group == "lag" else 3, hovertext=[text for _, text in marks],
+        hovertemplate="%{hovertext}<extra></extra>", marker=marker), row=cell.row, col=cell.col)
+    legend_shown.add(group)
 
 
 def _clustered(marks: list[tuple[float, str]], within_ms: float) -> list[tuple[float, str]]:
@@ -361,15 +336,8 @@ def _clustered(marks: list[tuple[float, str]], within_ms: float) -> list[tuple[f
             for x, texts in joined]
 
 
-def _with_totals(items: list[tuple[int, int, int]],
-                 marks: list[LagMark]) -> list[tuple[int, int, int, int]]:
-    wasted = {m["request"]: m["wasted_steps"] for m in marks}
-    return [(req, stop, nth, wasted.get(req, 1)) for req, stop, nth in items]
-
-
 def _run_title(run: RunDict, label: str, lang: str) -> str:
-    """Lines above a run's lanes: its idle gaps (bold), its busy share and, for a window, which
-    steps and how long."""
+    """Lines above a run's lanes: its idle gaps (bold), busy share and window."""
     live = "idle_us_total" not in (run.get("metrics") or {})
     head, busy = run_title(run, html.escape(label), lang)
     if "window" in run:
@@ -399,7 +367,7 @@ def message_figure(message: str) -> FigureSpec:
 
 @functools.cache
 def plotly_white() -> dict[str, Any]:
-    """Plotly's "plotly_white" template as the JSON plotly.js reads (it does not know names)."""
+    """Plotly's "plotly_white" template as the JSON plotly.js reads."""
     import plotly.io as pio
 
     return pio.templates["plotly_white"].to_plotly_json()

@@ -1,11 +1,7 @@
-"""The run's one line: what a reader should take away, above everything else on the page.
-
-How long the GPU idled in each loop and how much faster overlap was per decode step, said plainly
-when it was not faster; where the machine was too busy for the runs' times to mean anything
-(``record.host_load``), a refusal to compare, then the same work's quiet recording. An imported
-trace gets a line of its own kind (its loop, busy share and the GPU's wait per step). A busy
-panel's badge and the "What to look for" key are said here too.
-"""
+"""The run's one line above everything else: how long the GPU idled in each loop and how much
+faster overlap was per decode step (said plainly when it was not); on a machine too busy to compare
+(``record.host_load``), a refusal, then the same work's quiet recording. An imported trace gets a
+line of its own kind."""
 
 from __future__ import annotations
 
@@ -20,7 +16,7 @@ from record.metrics import compare_runs
 from record.run_record import loop_of
 from record.schema import ENGINE_LOOPS, Loop, RunDict
 from texts import count, t
-from viz.formula import compared_pair, trace_predicted
+from viz.formula import compared_pair, trace_predicted, wait_us
 from viz.labels import display_labels, label_detail
 
 _MS = 1e-3
@@ -28,8 +24,7 @@ HIDDEN_BUSY = 0.9     # steady GPU busy at which the CPU's work counts as hidden
 
 
 def look_for_key(record: Mapping[str, Any] | None) -> str:
-    """The text key of the "What to look for" panel for ``record``: an import's lanes are its
-    trace's streams and threads, not our scheduler and engine streams."""
+    """The "What to look for" panel's text key: an import's lanes are its trace's own."""
     runs = (record or {}).get("runs") or []
     return "timeline_help_import" if runs and all(
         loop_of(run)[0] == Loop.IMPORTED for run in runs) else "timeline_help"
@@ -37,9 +32,8 @@ def look_for_key(record: Mapping[str, Any] | None) -> str:
 
 def headline_html(record: Mapping[str, Any] | None, lang: str = "en",
                   quiet: Mapping[str, Any] | None = None) -> str:
-    """The headline of a record's runs ('' for none, or for runs of a loop this code does not
-    know). ``quiet``: a quiet machine's recording of the same work, whose own line follows the
-    line of runs the machine's load disturbed."""
+    """The headline of a record's runs ('' for none or an unknown loop). ``quiet``: a quiet
+    machine's recording of the same work, said after runs the machine's load disturbed."""
     text, verdict = _line(record, lang)
     if not text:
         return ""
@@ -78,8 +72,7 @@ def _line(record: Mapping[str, Any] | None, lang: str) -> tuple[str, str]:
     if load is not None:
         return t(lang, "headline_busy").format(why=busy_why(load, lang), speedup=speedup,
                                                **words), "busy"
-    # "Now runs under the forward" only where some loop kept the GPU busy; otherwise the GPU
-    # still waited (a CPU step longer than a forward, prefill, arrivals: the formula says which).
+    # "Now runs under the forward" only where some loop kept the GPU busy (else it still waited).
     known = [float(b) for run in runs if (b := run["metrics"].get("steady_busy_frac")) is not None]
     hidden = max(known, default=1.0)            # a record without the figure: no such doubt
     key = ("headline_not_faster" if speedup <= 1.0 else
@@ -110,13 +103,12 @@ def _imported(runs: list[RunDict], lang: str) -> tuple[str, str]:
     text = t(lang, key).format(name_a=names[pair[0]], name_b=names[pair[1]], speedup=speedup,
                                busy_a=100 * (a.get("steady_busy_frac") or 0.0),
                                busy_b=100 * (b.get("steady_busy_frac") or 0.0),
-                               wait_a=_wait_us(a) * _MS, wait_b=_wait_us(b) * _MS)
+                               wait_a=wait_us(a) * _MS, wait_b=wait_us(b) * _MS)
     return text, "faster" if speedup > 1.0 else "not-faster"
 
 
 def _one_trace(run: RunDict, name: str, lang: str) -> tuple[str, str]:
-    """A trace alone: the loop its timing shows, its GPU busy share over its steady steps, the
-    GPU's wait for the host per step and, for a loop not seen to overlap, the prediction."""
+    """A trace alone: its loop, GPU busy share, wait per step and (not overlapped) prediction."""
     m = run["metrics"]
     if not m.get("steady_step_us"):
         return "", ""
@@ -124,20 +116,12 @@ def _one_trace(run: RunDict, name: str, lang: str) -> tuple[str, str]:
     verdict = verdict if verdict in ("serial", "overlapped") else "unknown"
     text = t(lang, f"headline_trace_{verdict}").format(
         name=name, busy=100 * (m.get("steady_busy_frac") or 0.0), step=m["steady_step_us"] * _MS,
-        wait=_wait_us(m) * _MS, pred=trace_predicted(run) or 0.0)
+        wait=wait_us(m) * _MS, pred=trace_predicted(run) or 0.0)
     return text, f"trace-{verdict}"
 
 
-def _wait_us(m: Mapping[str, Any]) -> float:
-    """The GPU's wait for the host per step: a trace's own term, else the step less T_fwd."""
-    if m.get("gpu_wait_us") is not None:
-        return float(m["gpu_wait_us"])
-    return max(float(m.get("steady_step_us") or 0.0) - float(m.get("t_fwd_us") or 0.0), 0.0)
-
-
 def busy_reasons(load: MachineLoad, lang: str) -> list[str]:
-    """What made the machine too busy, one phrase a reason: other programs' share of the cores,
-    the device process's wait for its core."""
+    """What made the machine too busy, one phrase a reason."""
     parts = []
     if load.others_busy:
         parts.append(t(lang, "busy_other").format(share=100 * (load.other_share or 0.0),
@@ -147,18 +131,13 @@ def busy_reasons(load: MachineLoad, lang: str) -> list[str]:
     return parts
 
 
-def _joined(lang: str, phrases: list[str]) -> str:
-    return ("；" if lang == "zh" else "; ").join(phrases)
-
-
 def busy_why(load: MachineLoad, lang: str) -> str:
     """The reasons in one sentence."""
-    return _joined(lang, busy_reasons(load, lang))
+    return ("；" if lang == "zh" else "; ").join(busy_reasons(load, lang))
 
 
 def busy_badge_lines(run: Mapping[str, Any], lang: str) -> list[str]:
-    """A panel title's badge when the machine was too busy during this run, one line a reason
-    (a chart title is too narrow for both on one line); [] otherwise."""
+    """A panel title's badge if the machine was too busy for this run, a line a reason; else []."""
     load = machine_load(run)
     if load is None or not load.busy:
         return []
@@ -182,5 +161,5 @@ def _ms(us: float) -> str:
 
 
 def _block(text: str, verdict: str) -> str:
-    """The headline as the page shows it (numbers and the page's own words, names escaped)."""
+    """The headline as the page shows it."""
     return f'<div class="ov-headline ov-headline-{verdict}" data-verdict="{verdict}">{text}</div>'

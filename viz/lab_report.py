@@ -1,10 +1,7 @@
 """The hazard lab in words: each switch's title and what it guards, and a lab report as HTML.
 
-A report arrives as a plain dict (``dataclasses.asdict`` of ``engine.lab.hazard_lab.LabReport``), so
-this module needs no engine. The verdict comes first, then each check's evidence, then how often
-the removed safeguard's window opened. It never claims a fault the checks did not find: a run that
-happened not to show one says so. Every value that came from elsewhere is escaped.
-"""
+A report is a plain dict (``asdict`` of ``engine.lab.hazard_lab.LabReport``): the verdict, each
+check's evidence, how often the window opened. It never claims a fault the checks did not find."""
 
 from __future__ import annotations
 
@@ -18,8 +15,7 @@ SHOWN_DIFFERING = 12
 
 
 def hazard_title(switch: str | None, lang: str) -> str:
-    """The switch's name for people ("every safeguard on" for the safe engine; a switch this
-    version has no words for is named by its identifier)."""
+    """The switch's name for people ("every safeguard on" for none; else its identifier)."""
     if not switch:
         return t(lang, "lab_all_on")
     names = HAZARD_NAMES.get(lang, HAZARD_NAMES["en"])
@@ -27,8 +23,8 @@ def hazard_title(switch: str | None, lang: str) -> str:
 
 
 def describe(switch: str | None, cuda_only: bool, lang: str, blocked: str | None = None) -> str:
-    """What the switch's safeguard guards (markdown), whether it needs CUDA, and, where it
-    cannot run (``blocked``: a text key), why."""
+    """What the switch's safeguard guards (markdown), whether it needs CUDA, and why it cannot
+    run (``blocked``: a text key)."""
     if not switch:
         return ""
     names = HAZARD_NAMES.get(lang, HAZARD_NAMES["en"])
@@ -65,8 +61,7 @@ def report_html(report: dict[str, Any], model: str, seed: int, lang: str) -> str
     elif not report["fault_found"] and not safe:
         parts.append(f'<p class="lab-note">{t(lang, "lab_note_not_shown")}</p>')
     if not report["needs_cuda"] and (safe or report.get("windows_counted", True)):
-        # (Only where the engine counts the switch's windows: a count of 0 beside a fault the
-        # checks found would contradict it.)
+        # Only where the engine counts the switch's windows (else a 0 would deny a found fault).
         parts.append(f'<p class="lab-windows" data-windows="{int(report["windows"])}">'
                      f"{_windows(report, safe, lang)}</p>")
     return "".join(parts)

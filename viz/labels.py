@@ -31,8 +31,7 @@ def lane_ticks(run: RunDict, lang: str) -> list[str]:
 
 
 def _tick(run: RunDict, lane: str, lang: str) -> str:
-    """A lane's name; a kernel lane is named after the stream that ran its kernels and says how
-    busy they kept it (a forward's span can look solid while its kernels are sparse)."""
+    """A lane's name; a kernel lane's names its stream and how busy its kernels kept it."""
     if not is_kernel_lane(lane):
         return lane_label(lane, lang)
     stream = kernel_lane_streams(run).get(lane)
@@ -58,8 +57,7 @@ def lane_label(lane: str, lang: str) -> str:
     return html.escape(lane)
 
 
-# The parts of a run label's detail that the page says in the reader's language (the rest are
-# names: an engine and its commit, a GPU's model).
+# The parts of a run label's detail said in the reader's language (the rest are names).
 DETAIL_KEYS = {"CUDA graphs": "detail_graphs", "eager": "detail_eager",
                "compiled": "detail_compiled", "triton attention": "detail_triton",
                "FlashInfer attention": "detail_flashinfer",
@@ -67,9 +65,7 @@ DETAIL_KEYS = {"CUDA graphs": "detail_graphs", "eager": "detail_eager",
 
 
 def label_detail(run: RunDict) -> str:
-    """What a run's label says beside its loop ("overlap (Mini-SGLang 20fcd7f, NVIDIA H200)":
-    "Mini-SGLang 20fcd7f, NVIDIA H200"), its engine and setup, the same for the loops of one
-    record."""
+    """A run's engine and setup from its label: "overlap (Mini-SGLang, H200)" -> "Mini-SGLang, H200"."""
     return str(run.get("label") or "").partition(" (")[2].rstrip(")")
 
 
@@ -81,9 +77,8 @@ def _detail_word(part: str, lang: str) -> str:
 
 
 def display_labels(runs: list[RunDict], lang: str = "en") -> list[str]:
-    """Short names for charts and table headers, in the reader's language: a loop's name, an
-    import's file; a label's detail ("overlap (CPU, ...)") stays only where the runs' differ,
-    less what every detail says (the GPU, "CUDA graphs")."""
+    """Short names for charts and tables in the reader's language; a label's detail ("overlap
+    (CPU, ...)") stays only where the runs' differ, less what every detail says."""
     labels = [str(run.get("label") or "run") for run in runs]
     parts = [[p.strip() for p in label_detail(run).split(",") if p.strip()] for run in runs]
     keep_details = len(runs) > 1 and len({tuple(p) for p in parts if p}) > 1

@@ -18,12 +18,6 @@ LOOP_COLORS: dict[str, str] = {Loop.NORMAL: "#636363", Loop.OVERLAP: "#e6550d",
 OTHER_COLOR = "#3182bd"
 
 
-def _summarised(rows: Sequence[Mapping[str, Any]]) -> Sequence[Mapping[str, Any]]:
-    if all("runs" in r for r in rows):
-        return list(rows)
-    return summarize(rows)
-
-
 def loop_name(loop: str, lang: str) -> str:
     """A row's loop in the reader's language ("multistep-4" / "多步 k=4"); else as it says."""
     name, _, k = str(loop).partition("-")
@@ -58,14 +52,14 @@ def latency_figure(rows: Sequence[Mapping[str, Any]], lang: str = "en",
     fig = FigureSpec(rows=1, cols=3, horizontal_spacing=0.07,
                      subplot_titles=[t(lang, "latency_ttft"), t(lang, "latency_itl"),
                                      t(lang, "latency_tput")])
-    rows = _summarised(rows)
+    rows = list(rows) if all("runs" in r for r in rows) else summarize(rows)   # raw: summarised
     if not rows:
         fig.add_annotation(text=t(lang, "latency_empty"), showarrow=False, xref="paper",
                            yref="paper", x=0.5, y=0.5, font={"size": 16, "color": "#777777"})
     loops = list(dict.fromkeys(r["loop"] for r in rows))
     order = sorted({r["request_rate"] if r["request_rate"] is not None else math.inf
                     for r in rows})
-    categories = [_rate_text(None if math.isinf(r) else r, lang) for r in order]
+    categories = [_rate_text(r, lang) for r in order]
     for loop in loops:
         mine = sorted((r for r in rows if r["loop"] == loop),
                       key=lambda r: math.inf if r["request_rate"] is None else r["request_rate"])

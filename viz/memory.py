@@ -12,7 +12,7 @@ from record.schema import RecordDict, RunDict
 from record.window import time_range
 from texts import t
 from viz.figure import FigureSpec
-from viz.gantt import message_figure, plotly_white, run_frame
+from viz.gantt import frame_run_figure, message_figure
 from viz.labels import display_labels, lane_ticks
 from viz.style import MEMORY_COLORS, RETRACTION_COLOR
 
@@ -41,15 +41,8 @@ def memory_figure(runs: RecordDict | RunDict | list[RunDict], lang: str = "en") 
                      zeroline=False, hoverformat=".1f")
     fig.update_xaxes(title={"text": t(lang, "time_axis")}, row=len(drawn), col=1)
     # The timeline's plot area: the same x, the same time.
-    frame = run_frame([lane_ticks(run, lang) for run in given])
-    fig.update_layout(
-        template=plotly_white(), height=90 + len(drawn) * (PANEL_PX + 70),
-        margin=frame["margin"], hovermode="x unified",
-        legend={"font": {"size": 11}, "traceorder": "normal", **frame["legend"]},
-        hoverlabel={"bgcolor": "white", "font_size": 12},
-        font={"family": "Inter, Segoe UI, Noto Sans SC, sans-serif", "size": 12},
-    )
-    fig.update_annotations(font={"size": 13}, xanchor="left", x=0, align="left")
+    frame_run_figure(fig, [lane_ticks(run, lang) for run in given], traceorder="normal")
+    fig.update_layout(height=90 + len(drawn) * (PANEL_PX + 70), hovermode="x unified")
     return fig
 
 
@@ -112,8 +105,7 @@ def _title(run: RunDict, label: str, lang: str) -> str:
     memory, metrics = run["memory"], run.get("metrics") or {}
     count = metrics.get("retractions")
     count = len(memory.get("retractions") or []) if count is None else int(count)
-    retractions = (t(lang, "memory_retractions_one") if count == 1
-                   else t(lang, "memory_retractions").format(n=count))
+    retractions = t(lang, "memory_retractions_one" if count == 1 else "memory_retractions").format(n=count)
     if (rate := metrics.get("prefix_hit_rate")) is not None:
         head = t(lang, "memory_head").format(
             label=label, rate=100 * float(rate),

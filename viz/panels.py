@@ -9,14 +9,13 @@ from collections.abc import Callable
 from typing import Any
 
 from record.gpu_time import gpu_time
+from record.kernel_lanes import is_kernel_lane
 from record.run_record import loop_of
 from record.schema import Loop, RecordDict, RunDict
 from texts import STRINGS, t
-from viz.formula import compared_pair, formula_html, multistep_html, ratio_pairs
+from viz.formula import formula_html, multistep_html, ratio_pairs
 from viz.labels import display_labels, label_detail
 
-__all__ = ["compared_pair", "metrics_html", "multistep_html", "ratio_pairs", "record_label",
-           "record_maker", "record_where", "texts_html"]
 
 def _fmt(spec: str, scale: float = 1.0, suffix: str = "") -> Callable[[float], str]:
     return lambda v: f"{v * scale:{spec}}{suffix}"
@@ -80,23 +79,21 @@ def metrics_html(runs: list[RunDict], lang: str = "en") -> str:
     for a, b in pairs:
         ratio = t(lang, "ratio").format(a=labels[a], b=labels[b])
         head += f'<th class="num">{ratio}</th>'
-    key_rows: list[tuple[str, str]] = []
-    other_rows: list[tuple[str, str]] = []
+    rows: dict[str, str] = {}
     for key, fmt in _ROWS:
         values = [run["metrics"].get(key) for run in runs]
         if all(v is None for v in values) or (key == "active_busy_frac" and not quiet):
             continue
         cells = "".join(_value_cell(run, key, v, fmt) for run, v in zip(runs, values))
         cells += "".join(_ratio_cell(values[a], values[b]) for a, b in pairs)
-        row = f"<tr><td>{html.escape(t(lang, 'm_' + key))}</td>{cells}</tr>"
-        (key_rows if key in KEY_ROWS else other_rows).append((key, row))
-    key_rows.sort(key=lambda item: KEY_ROWS.index(item[0]))
-    table = _table(head, [row for _, row in key_rows], lang)
+        rows[key] = f"<tr><td>{html.escape(t(lang, 'm_' + key))}</td>{cells}</tr>"
+    other_rows = [row for key, row in rows.items() if key not in KEY_ROWS]
+    table = _table(head, [rows[key] for key in KEY_ROWS if key in rows], lang)
     if pairs:                       # which way a ratio is better depends on the row
         table += f'<div class="ov-why" data-block="ratio-note">{t(lang, "ratio_note")}</div>'
     if other_rows:
         table += _fold(t(lang, "fold_all_metrics").format(n=len(other_rows)),
-                       _table(head, [row for _, row in other_rows], lang), "all-metrics")
+                       _table(head, other_rows, lang), "all-metrics")
     why = formula_html(runs, lang) + multistep_html(runs, lang)
     if why:                         # the lesson's claim, open above the table
         why = _fold(t(lang, "fold_formula"), why, "formula", opened=True)
@@ -117,7 +114,7 @@ def _fold(title: str, body: str, name: str, opened: bool = False) -> str:
 def _profiled_html(runs: list[RunDict], lang: str) -> str:
     """A recording with kernel lanes ran torch.profiler over a few steps: say what that costs."""
     steps = [s["step"] for run in runs for s in run.get("spans", [])
-             if str(s.get("lane", "")).startswith("kernels") and s.get("step", -1) >= 0]
+             if is_kernel_lane(s["lane"]) and s.get("step", -1) >= 0]
     if not steps:
         return ""
     text = t(lang, "profiled_note").format(first=min(steps), last=max(steps))

@@ -1,9 +1,6 @@
-"""Many spans drawn at the resolution they are seen at: a pixel of a chart holds what it holds.
-
-Above ``MAX_BARS`` bars, neighbours of one colour on one lane within half a pixel are merged into
-one bar (as opaque as it was busy), and idle gaps into one band (as opaque as it was idle); every
-number on the page still counts every span and gap. A whole run's thin idle gap is drawn as light
-as it is thin, and a run of many gaps is pooled per column (``columns``)."""
+"""Many spans drawn at the resolution they are seen at: above ``MAX_BARS`` bars, one-colour
+neighbours within half a pixel are one bar (as opaque as it was busy), idle gaps one band (as
+opaque as it was idle); every number on the page still counts every span and gap."""
 
 from __future__ import annotations
 
@@ -51,10 +48,8 @@ def bands(gaps: list[tuple[float, float]],
 
 
 def band_opacity(start_us: float, end_us: float, share: float, px_us: float) -> float:
-    """How opaque a whole-run view draws an idle band ``share`` idle, at ``px_us`` per pixel, so
-    its width drawn times its opacity is the time it holds: plotly draws a band ``w`` < 2 pixels
-    wide about ``w + 1`` wide, so it is drawn ``w / (w + 1)`` opaque (never under
-    ``FAINTEST_BAND``). ``px_us`` 0: as opaque as its share."""
+    """How opaque to draw an idle band ``share`` idle so that width drawn times opacity is its
+    time: plotly draws a band ``w`` < 2 pixels wide about ``w + 1`` wide, so ``w / (w + 1)``."""
     width_px = (end_us - start_us) / px_us if px_us > 0 else SNAPPED_PX
     if width_px >= SNAPPED_PX:
         return max(share, MIN_OPACITY)

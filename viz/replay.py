@@ -1,13 +1,9 @@
 """Step-through replay: one step of a finished run, its linked spans, its caption.
 
-The article explains overlap one step at a time: forward(Bn) runs on the engine stream while the
-CPU's process_last(Bn-1) hides under it; forward(Bn) waits for Bn's metadata upload
-(``wait_stream``: with the result copy on the scheduler stream, also for copy(Bn-1)); Bn's tokens
-come back by the result copy, and the CPU blocks on its ``copy_done`` one step later.
-``record.steps`` finds those spans; this module names each one's partners (``links``) and says in
-words what the measured step did (``step_caption``). What runs "under" forward(Bn) is read off
-the run: process_last(Bn-1) in the overlap loop, nothing in the normal loop, and with k-step
-scheduling whichever process_last spans overlap it in time."""
+forward(Bn) waits for Bn's upload, its tokens come back by the result copy, the CPU blocks on the
+copy's ``copy_done`` a step later, and process_last(Bn-1) hides under it. ``record.steps`` finds
+those spans; this module names each one's partners (``links``) and says what the step did
+(``step_caption``)."""
 
 from __future__ import annotations
 
@@ -38,27 +34,20 @@ DRAWN: Final = ("forward", "upload", "copy", "wait")   # drawn in every loop (pr
 
 
 def role_name(role: str, span: SpanDict, step: int, lang: str) -> str:
-    """What the step view calls a role's span: "forward(B3)", "process_last(B2)", "schedule(B4)"."""
+    """A role's span as the step view names it: "forward(B3)", "process_last(B2)"."""
     if is_hidden_role(role):
         return t(lang, f"role_{span['phase']}").format(n=span["step"])
     return t(lang, f"role_{role}").format(n=step)
 
 
-def _names(parts: StepParts, step: int, lang: str) -> dict[str, str]:
-    names = {role: t(lang, f"role_{role}").format(n=step) for role in ROLES}
-    for role, span in hidden_roles(parts).items():
-        names[role] = role_name(role, span, step, lang)
-    return names
-
-
 def links(parts: StepParts, step: int, kind: str, lang: str,
           placement: str = "engine") -> dict[str, list[str]]:
-    """role -> the sentences naming its partners (what the hover of that span says); what the
-    upload guards depends on where the result copy ran (``copy_placement``)."""
-    names = _names(parts, step, lang)
-    present: set[str] = {role for role in ROLES if parts[role]}
+    """role -> the sentences naming its partners (its hover); what the upload guards depends on
+    where the result copy ran (``copy_placement``)."""
     hidden = hidden_roles(parts)
-    present |= set(hidden)
+    names = {role: t(lang, f"role_{role}").format(n=step) for role in ROLES}
+    names.update({role: role_name(role, span, step, lang) for role, span in hidden.items()})
+    present = {role for role in ROLES if parts[role]} | set(hidden)
     said: dict[str, list[str]] = {role: [] for role in present}
 
     def pair(a: str, b: str, a_says: str, b_says: str, **extra: str) -> None:
@@ -92,8 +81,7 @@ def _ms(span: SpanDict | None) -> float:
 
 def step_caption(run: RunDict, step: int, lang: str = "en",
                  placement: str | None = None) -> str:
-    """What step ``step`` did, in the article's terms, with the measured durations (markdown).
-    ``placement``: where the result copy ran (``copy_placement``; read off the spans if None)."""
+    """What step ``step`` did, in the article's terms and measured durations (markdown)."""
     if loop_of(run)[0] == Loop.IMPORTED:
         return trace_caption(run, step, lang)
     placement = placement or copy_placement(run)
@@ -115,12 +103,8 @@ def step_caption(run: RunDict, step: int, lang: str = "en",
                  if batches else t(lang, "cap_multistep_none"))
     elif parts["hidden"]:
         prev = parts["hidden"][0]
-        # Under forward(Bn) the CPU processes B(n-1), then builds and launches B(n+1): all of it
-        # is the work overlap hides (on a GPU the building is most of it); B(n)'s own building
-        # and launch is not (in an eager run the launch lasts as long as the forward it issues).
-        # Say what was measured: when little of that work ran under the forward, the caption
-        # must not claim it was hidden.
-        # The hidden time is that of the spans the figure outlines (step_parts).
+        # Under forward(Bn) the CPU processes B(n-1), then builds and launches B(n+1): the work
+        # overlap hides. When little of it ran under the forward, do not claim it was hidden.
         following = [s for s in run.get("spans", []) if s["lane"] == Lane.CPU
                      and s.get("step") == step + 1 and s["phase"] in (Phase.SCHEDULE, Phase.LAUNCH)]
         after = sum(_ms(s) for s in following)
@@ -148,8 +132,8 @@ LATE_SAID = 0.1        # share of a step's GPU work run after the next step bega
 
 
 def trace_caption(run: RunDict, step: int, lang: str = "en") -> str:
-    """An imported step in words: how long the GPU worked and waited, how much of its work ran
-    after the host had begun the next step, and the host's named phases in it."""
+    """An imported step in words: the GPU's work and wait, its work after the next step began,
+    and the host's named phases."""
     found = trace_step(run, step)
     if found is None:
         return t(lang, "cap_trace_none").format(n=step)
@@ -172,8 +156,7 @@ def trace_caption(run: RunDict, step: int, lang: str = "en") -> str:
 
 
 def _extra_sentence(run: RunDict, parts: StepParts, kind: str, lang: str) -> str:
-    """How much of the process_last the caption names is the run's extra CPU work (it runs
-    there), so the reader does not take it for reading tokens."""
+    """How much of the captioned process_last is the run's extra CPU work (not reading tokens)."""
     extra_us = run["extra_cpu_us"]
     span = parts["process"] if kind == Loop.NORMAL else next(iter(parts["hidden"]), None)
     if not extra_us or span is None or kind not in (Loop.NORMAL, Loop.OVERLAP):
@@ -185,8 +168,7 @@ def _extra_sentence(run: RunDict, parts: StepParts, kind: str, lang: str) -> str
 
 
 def run_name(run: RunDict, lang: str = "en") -> str:
-    """The run's name in the reader's language ("overlap", "重叠"), escaped (an imported run's
-    comes from a file)."""
+    """The run's name in the reader's language ("overlap", "重叠"), escaped."""
     return html.escape(display_labels([run], lang)[0])
 
 

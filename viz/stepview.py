@@ -28,7 +28,7 @@ from viz.gantt import (
 )
 from viz.labels import lane_label, ordered_lanes
 from viz.replay import links, role_name, spans_of
-from viz.style import phase_color
+from viz.style import FONT, phase_color
 
 DIMMED = 0.3
 _LABELS: dict[str, str] = {Phase.DECODE: "fwd", Phase.PREFILL: "prefill", Phase.PROCESS_LAST: "proc",
@@ -47,6 +47,7 @@ def step_figure(run: RunDict | None, step: int, lang: str = "en",
     window = (max(first, step - 1), min(last, step + 1))
     label = str(run.get("label") or "run").partition(" (")[0]
     fig = side_by_side_figure([{**run, "label": label}], window=window, lang=lang)
+    fig.update_layout(hovermode="closest")
     for trace in fig.data:
         if trace["type"] == "bar" and trace.get("legendgroup") != "gpu_idle":
             trace["opacity"] = DIMMED
@@ -55,7 +56,6 @@ def step_figure(run: RunDict | None, step: int, lang: str = "en",
     index = {lane: i for i, lane in enumerate(ordered_lanes(windowed))}
     if loop_of(run)[0] == Loop.IMPORTED:
         _trace_marks(fig, run, step, index, offset, lang)
-        fig.update_layout(hovermode="closest")
         return fig
     parts, kind = step_parts(run, step), loop_kind(run)
     said = links(parts, step, kind, lang, placement or copy_placement(run))
@@ -64,15 +64,13 @@ def step_figure(run: RunDict | None, step: int, lang: str = "en",
         if span["lane"] in index:
             fig.add_trace(_outlined(span, role, step, said.get(role, []), index, offset, lang))
     _add_arrows(fig, roles, index, offset, step, lang)
-    fig.update_layout(hovermode="closest")
     return fig
 
 
 def _trace_marks(fig: FigureSpec, run: RunDict, step: int, index: dict[str, int],
                  offset: float, lang: str) -> None:
-    """An imported step: a box around its GPU work on the GPU lanes, a band over the part of it
-    that ran after the host had begun the next step, and the host's named phases of the step
-    outlined (``record.imported.trace_steps``)."""
+    """An imported step: a box around its GPU work, a band over its part after the host began the
+    next step, and the host's named phases outlined (``record.imported.trace_steps``)."""
     found = trace_step(run, step)
     rows = sorted(index[lane] for lane in gpu_lanes(run) if lane in index)
     if found is None or not rows:
@@ -134,9 +132,8 @@ def _add_arrows(fig: FigureSpec, roles: dict[str, SpanDict], index: dict[str, in
               ("forward", True, "copy", False, "arrow_tokens"),
               ("copy", True, "wait", True, "arrow_copy_done")]
     for tail, tail_end, head, head_end, key in arrows:
-        if tail not in roles or head not in roles:
-            continue
-        if not {roles[tail]["lane"], roles[head]["lane"]} <= set(index):
+        if tail not in roles or head not in roles \
+                or not {roles[tail]["lane"], roles[head]["lane"]} <= set(index):
             continue
         (ax, ay), (x, y) = at(tail, tail_end), at(head, head_end)
         fig.add_annotation(x=x, y=y, ax=ax, ay=ay, xref="x", yref="y", axref="x", ayref="y",
@@ -162,8 +159,7 @@ def _add_arrows(fig: FigureSpec, roles: dict[str, SpanDict], index: dict[str, in
                       fillcolor="rgba(117,107,177,0.14)", line={"width": 0}, name="hidden")
     if bands:
         x0, x1 = max(bands, key=lambda band: band[1] - band[0])
-        # The label runs from the band's edge nearer the forward's middle, so that it stays over
-        # the forward (a band at the window's left edge would push a centred label off it).
+        # The label runs from the band's edge nearer the forward's middle, to stay over it.
         left = (x0 + x1) / 2 <= (forward["start_us"] + forward["end_us"]) / 2
         fig.add_annotation(x=((x0 if left else x1) - offset) / 1000.0, y=index[Lane.CPU] + 0.5,
                            xref="x", yref="y", xanchor="left" if left else "right",
@@ -181,7 +177,7 @@ def unrolled_figure(run: RunDict | None, lang: str = "en") -> FigureSpec:
     panels = [("unrolled_fill", first, min(last, first + 2)),
               ("unrolled_steady", max(first, mid - 1), min(last, mid + 1)),
               ("unrolled_drain", max(first, last - 2), last)]
-    lanes: list[str] = [lane for lane in LANES if lane in ordered_lanes(run)] or ordered_lanes(run)
+    lanes = [lane for lane in ordered_lanes(run) if lane in LANES] or ordered_lanes(run)
     titles = [f"<b>{t(lang, key).format(a=a, b=b)}</b>" for key, a, b in panels]
     fig = FigureSpec(rows=1, cols=3, shared_yaxes=True, horizontal_spacing=0.02,
                      subplot_titles=titles)
@@ -201,8 +197,7 @@ def unrolled_figure(run: RunDict | None, lang: str = "en") -> FigureSpec:
                      range=[len(lanes) - 0.5, -0.5], zeroline=False)
     fig.update_layout(barmode="overlay", bargap=0, template=plotly_white(), showlegend=False,
                       height=120 + LANE_PX * len(lanes), hovermode="closest",
-                      margin={"l": 10, "r": 10, "t": 40, "b": 40},
-                      font={"family": "Inter, Segoe UI, Noto Sans SC, sans-serif", "size": 12})
+                      margin={"l": 10, "r": 10, "t": 40, "b": 40}, font=FONT)
     fig.update_annotations(font={"size": 12})
     return fig
 

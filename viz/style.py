@@ -31,14 +31,13 @@ PHASE_COLORS: dict[str, str] = {
     "user_annotation": "#bcbddc",
 }
 
+FONT = {"family": "Inter, Segoe UI, Noto Sans SC, sans-serif", "size": 12}
 NEUTRAL_COLOR = "#969696"
 OTHER_PHASE = "other"
 
 IDLE_FILL = "rgba(214, 39, 40, 0.16)"
 IDLE_LINE = "rgba(214, 39, 40, 0.75)"
-IDLE_FILL_OPAQUE = "#f3bebe"   # a whole run's bands (no outline): the red at 30% over white,
-                               # opaque, as plotly widens only an opaque bar under a pixel to
-                               # one (a translucent one it rounds, and it may vanish)
+IDLE_FILL_OPAQUE = "#f3bebe"   # a whole run's bands: opaque, or plotly may drop one under a pixel
 QUIET_FILL = "rgba(150, 150, 150, 0.16)"   # no request in the system (not GPU idleness)
 IDLE_SUM = "#d62728"       # a run's GPU idle gaps laid end to end (the red of the bands, solid)
 BUSY_SUM = "#636363"       # ... followed by its GPU busy time
@@ -51,8 +50,7 @@ def phase_color(phase: str) -> str:
     return PHASE_COLORS.get(phase, NEUTRAL_COLOR)
 
 
-# The KV-memory chart: pages in use by requests, held only by the prefix cache, and free. Not
-# red (red means GPU idle), and light where nothing is held.
+# The KV-memory chart's pages: in use, held only by the prefix cache, free (never red: GPU idle).
 MEMORY_COLORS: dict[str, str] = {
     "used": "#6a51a3",
     "cached": "#41b6c4",

@@ -1,10 +1,6 @@
-"""A whole run at a glance: the rows a whole-run panel draws under its lanes, where a step is a few
-pixels or less and the gaps themselves say little.
-
-- **GPU time, added up** (runs compared): the idle gaps laid end to end from 0 (red), then the
-  busy time (grey), on the axis the runs share.
-- **GPU idle over time** (more gaps than the plot has columns): one bar per ``COLUMN_PX`` pixels,
-  as tall as the share of that column the GPU was idle."""
+"""The rows a whole-run panel draws under its lanes, where a step is a few pixels and the gaps
+themselves say little: **GPU time, added up** (runs compared: the idle gaps end to end, then the
+busy time) and **GPU idle over time** (a bar per ``COLUMN_PX`` pixels, as tall as it was idle)."""
 
 from __future__ import annotations
 
@@ -36,8 +32,7 @@ def pooled(gap_counts: Sequence[int]) -> bool:
 def add_idle_over_time(fig: FigureSpec, gaps: Sequence[tuple[float, float]], t_end_us: float,
                        y: float, row: int, px_us: float, legend_shown: set[str],
                        lang: str) -> None:
-    """The idle-over-time row centred at ``y``: a light background as long as the run, and one red
-    bar per column that held idle time, as tall as its idle share."""
+    """The idle-over-time row centred at ``y``: a light background, a red bar per idle column."""
     floor = y + IDLE_HEIGHT / 2                 # the y axis is reversed: larger is lower
     fig.add_trace(dict(
         type="bar", orientation="h", base=[0.0], x=[t_end_us / 1000.0], y=[y],
@@ -68,8 +63,7 @@ def _row_label(fig: FigureSpec, text: str, y: float, row: int) -> None:
 
 def add_time_added_up(fig: FigureSpec, run: RunDict, y: float, row: int, px_us: float,
                        lang: str) -> None:
-    """A bar under a run's lanes: its GPU idle gaps laid end to end from 0 (red), then its busy
-    time (grey); each part labelled inside where its words fit."""
+    """A bar under a run's lanes: its GPU idle time from 0 (red), then its busy time (grey)."""
     idle_ms, busy_ms = gpu_time(run).idle_us / 1000.0, _busy_us(run) / 1000.0
     labels = _sum_labels(idle_ms, busy_ms, px_us, lang)
     for part, base, length, color in (("idle", 0.0, idle_ms, IDLE_SUM),
@@ -89,8 +83,8 @@ def add_time_added_up(fig: FigureSpec, run: RunDict, y: float, row: int, px_us: 
 
 def _sum_labels(idle_ms: float, busy_ms: float, px_us: float,
                 lang: str) -> dict[str, tuple[str, str]]:
-    """The words inside each part of the sum and where they sit; a red too short for its words
-    has them said at the start of the grey; words that fit nowhere are left to the hover."""
+    """The words inside each part of the sum and where they sit (a red too short for its words:
+    at the start of the grey; words that fit nowhere: the hover alone)."""
     idle = t(lang, "sum_idle").format(ms=ms_text(idle_ms))
     busy = t(lang, "sum_busy").format(ms=ms_text(busy_ms))
     if _fits(idle, idle_ms, px_us):
