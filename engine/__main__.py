@@ -213,11 +213,6 @@ class CtrlC:
     def should_stop(self) -> bool:
         return self.pressed
 
-    def check(self) -> None:
-        """Between two phases of the CLI's work: stop here if Ctrl-C was pressed."""
-        if self.pressed:
-            raise KeyboardInterrupt
-
 
 def main(argv: list[str] | None = None) -> int:
     a = parse_args(argv)

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import torch
@@ -72,21 +73,20 @@ class RunResult:
     memory: dict[str, Any] = field(default_factory=dict)   # KV pages per step (memory_record)
     mapping_faults: list[tuple[int, int, int, int]] = field(default_factory=list)  # debug_checks
     summarize: Callable[[], Summary] | None = field(default=None, repr=False, compare=False)
-    _summary: Summary | None = field(default=None, init=False, repr=False, compare=False)
+
+    @cached_property
+    def _summary(self) -> Summary:
+        summary = self.summarize() if self.summarize is not None else ({}, {})
+        self.summarize = None                  # what it needed can go
+        return summary
 
     @property
     def metrics(self) -> dict[str, Any]:
-        return self._summarized()[0]
+        return self._summary[0]
 
     @property
     def host(self) -> dict[str, float]:
-        return self._summarized()[1]
-
-    def _summarized(self) -> Summary:
-        if self._summary is None:
-            self._summary = self.summarize() if self.summarize is not None else ({}, {})
-            self.summarize = None              # what it needed can go
-        return self._summary
+        return self._summary[1]
 
     @property
     def mode(self) -> str:

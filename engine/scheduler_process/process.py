@@ -16,7 +16,8 @@ import queue
 import signal
 import threading
 from collections import deque
-from collections.abc import Generator
+from collections.abc import Callable, Generator
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,32 +85,26 @@ def plan_placement(cpus: list[int] | None = None) -> Placement:
 
 def _pin(cpus: tuple[int, ...]) -> None:
     if cpus:
-        try:
+        with suppress(OSError):      # a container that forbids it: run wherever we are put
             os.sched_setaffinity(0, cpus)
-        except OSError:
-            pass                     # a container that forbids it: run wherever we are put
 
 
 def _raise_priority() -> None:
     """Run the scheduler (and the device process, which inherits it) before other programs: fair
     sharing with a busy program would measure the machine, not the loops. Where the app leads its
     own session, its autogroup is raised too (Linux shares between sessions first)."""
-    try:
+    with suppress(OSError):                       # not Linux, no autogroups, or not allowed
         if os.getsid(0) == os.getppid():          # the app (our parent) leads the session
             with open("/proc/self/autogroup", "w") as autogroup:
                 autogroup.write(str(NICE))
-    except OSError:
-        pass                                      # not Linux, no autogroups, or not allowed
     _nice_to(NICE)
 
 
 def _nice_to(nice: int) -> None:
     """This thread (and what it starts later) at ``nice``, where that is a raise the OS allows."""
-    try:
+    with suppress(OSError):
         if os.getpriority(os.PRIO_PROCESS, 0) > nice:
             os.setpriority(os.PRIO_PROCESS, 0, nice)
-    except OSError:
-        pass
 
 
 def pin_server(placement: Placement) -> None:
@@ -157,13 +152,15 @@ def scheduler_main(conn: Any, placement: Placement) -> None:
             if isinstance(request, ServeRequest):
                 service.serve(request, conn, emit)   # reads the pipe itself: no watcher
                 continue
-            cancelled = threading.Event()
-            watcher = _CancelWatcher(conn, cancelled, pending)
+            cancelled, done = threading.Event(), threading.Event()
+            watcher = threading.Thread(target=_watch_for_cancel, name="cancel-watcher", daemon=True,
+                                       args=(conn, cancelled, pending, done))
             watcher.start()
             try:
                 service.handle(request, emit, cancelled)
             finally:
-                watcher.stop()
+                done.set()
+                watcher.join()
     except (BrokenPipeError, OSError):
         return
     finally:
@@ -188,31 +185,35 @@ def _end_now(_signum: int, _frame: Any) -> None:
     os._exit(0)
 
 
-class _CancelWatcher(threading.Thread):
-    """Reads the pipe while a request runs: a ``CancelRequest`` sets ``cancelled``; anything else
-    (the next request) is kept, in order, for the main loop."""
+def _watch_for_cancel(conn: Any, cancelled: threading.Event, pending: deque[Any],
+                      done: threading.Event) -> None:
+    """Reads the pipe while a request runs, until ``done``: a ``CancelRequest`` sets ``cancelled``;
+    anything else (the next request) is kept, in order, for the main loop."""
+    while not done.is_set():
+        try:
+            if conn.poll(0.1):
+                message = conn.recv()
+                if isinstance(message, CancelRequest):
+                    cancelled.set()
+                else:
+                    pending.append(message)
+        except (EOFError, OSError):
+            cancelled.set()                # the server is gone: stop the run
+            return
 
-    def __init__(self, conn: Any, cancelled: threading.Event, pending: deque[Any]) -> None:
-        super().__init__(name="cancel-watcher", daemon=True)
-        self.conn, self.cancelled, self.pending = conn, cancelled, pending
-        self.done = threading.Event()
 
-    def run(self) -> None:
-        while not self.done.is_set():
-            try:
-                if self.conn.poll(0.1):
-                    message = self.conn.recv()
-                    if isinstance(message, CancelRequest):
-                        self.cancelled.set()
-                    else:
-                        self.pending.append(message)
-            except (EOFError, OSError):
-                self.cancelled.set()       # the server is gone: stop the run
-                return
-
-    def stop(self) -> None:
-        self.done.set()
-        self.join()
+def _until_final(next_event: Callable[[], Event], abandon: Callable[[], None],
+                 ) -> Generator[Event, None, None]:
+    """Events up to and including a request's final one; stopped early, ``abandon`` is called."""
+    finished = False
+    try:
+        while not finished:
+            event = next_event()
+            finished = isinstance(event, FINAL)
+            yield event
+    finally:
+        if not finished:
+            abandon()
 
 
 # ---- the server's side ------------------------------------------------------------------------
@@ -315,15 +316,7 @@ class SchedulerClient:
         with self._lock:
             self._ensure_ready()
             self._send(request)
-            finished = False
-            try:
-                while not finished:
-                    event = self._next(None, "running a request")
-                    finished = isinstance(event, FINAL)
-                    yield event
-            finally:
-                if not finished and self.alive:
-                    self._abandon()
+            yield from _until_final(lambda: self._next(None, "running a request"), self._abandon)
 
     @property
     def busy(self) -> bool:
@@ -333,10 +326,8 @@ class SchedulerClient:
     def cancel(self) -> None:
         """Ask the request in progress to stop at its next scheduler iteration."""
         if self.alive:
-            try:
+            with suppress(SchedulerDied):      # it ended meanwhile: nothing left to cancel
                 self._send(CancelRequest())
-            except SchedulerDied:
-                pass                  # it ended meanwhile: nothing left to cancel
 
     def _send(self, message: Any) -> None:
         proc, conn = self._proc, self._conn
@@ -350,12 +341,12 @@ class SchedulerClient:
 
     def _abandon(self) -> None:
         """Cancel the request and read its events up to the final one (or restart)."""
+        if not self.alive:
+            return
         self.cancel()
-        try:
+        with suppress(SchedulerDied):
             while not isinstance(self._next(30.0, "stopping a request"), FINAL):
                 pass
-        except SchedulerDied:
-            pass
 
     def _next(self, timeout_s: float | None, doing: str) -> Any:
         """The next event; ``SchedulerDied`` when the process dies, stops, misses a deadline or
@@ -422,15 +413,9 @@ class InlineScheduler:
             worker = threading.Thread(target=self.service.handle,
                                       args=(request, events.put, self._cancelled), daemon=True)
             worker.start()
-            finished = False
             try:
-                while not finished:
-                    event = events.get()
-                    finished = isinstance(event, FINAL)
-                    yield event
+                yield from _until_final(events.get, self._cancelled.set)
             finally:
-                if not finished:
-                    self._cancelled.set()
                 worker.join()
 
     def ready(self) -> SchedulerReady:
