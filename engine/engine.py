@@ -120,12 +120,6 @@ def _pick_device(requested: str) -> str:
     return requested
 
 
-def _pick_dtype(name: str, device: str) -> str:
-    if name != "auto":
-        return name
-    return "bfloat16" if device == "cuda" else "float32"
-
-
 class Engine:
     def __init__(self, config: EngineConfig | None = None,
                  progress: Callable[[Any], None] | None = None) -> None:
@@ -134,7 +128,8 @@ class Engine:
         self.config = cfg = config or EngineConfig()
         self._progress = progress
         self.device_name = _pick_device(cfg.device)
-        self.dtype = _pick_dtype(cfg.dtype, self.device_name)
+        auto_dtype = "bfloat16" if self.device_name == "cuda" else "float32"
+        self.dtype = auto_dtype if cfg.dtype == "auto" else cfg.dtype
         self._new_pools()
         self.totals = {"prefix_hit_tokens": 0, "retractions": 0}   # over this engine's runs
         self._running: Scheduler | None = None          # the run in progress (its counts)
