@@ -225,14 +225,11 @@ def main(argv: list[str] | None = None) -> int:
         eng = Engine(cfg)
         with ctrl_c:
             return _run(a, eng, work, ctrl_c)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-    except (ValueError, RuntimeError, FileNotFoundError) as err:   # one line, no traceback
-        if ctrl_c.pressed:                   # RunCancelled: the run stopped for Ctrl-C
+    except (KeyboardInterrupt, ValueError, RuntimeError, FileNotFoundError) as err:
+        if isinstance(err, KeyboardInterrupt) or ctrl_c.pressed:   # RunCancelled: by Ctrl-C
             print("interrupted", file=sys.stderr)
             return 130
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {err}", file=sys.stderr)                    # one line, no traceback
         return 2
     finally:
         if eng is not None:

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from engine.config import NORMAL, EngineConfig, SamplingParams
+from engine.config import NORMAL, EngineConfig, SamplingParams, _check, _is_int
 
 MIN_SEQ_LEN = 64        # the least max_seq_len a workload asks for: a few pages, however small
 
@@ -46,10 +46,10 @@ class Workload:
 
     def __post_init__(self) -> None:
         for name in ("prompt_tokens", "max_new_tokens", "requests"):
-            _check(_whole(getattr(self, name)) and getattr(self, name) >= 1,
+            _check(_is_int(getattr(self, name)) and getattr(self, name) >= 1,
                    f"Workload.{name} must be a whole number >= 1, got {getattr(self, name)!r}")
         for name in ("shared_prefix", "margin", "prompt_words", "seed"):
-            _check(_whole(getattr(self, name)) and getattr(self, name) >= 0,
+            _check(_is_int(getattr(self, name)) and getattr(self, name) >= 0,
                    f"Workload.{name} must be a whole number >= 0, got {getattr(self, name)!r}")
         for given in ("texts", "prompt_ids", "arrivals"):
             count = len(getattr(self, given))
@@ -107,14 +107,6 @@ class Workload:
             own = make_prompts(tokenizer, self.requests, self.prompt_tokens, self.seed, vocab)
         return with_shared_prefix(own, self.shared_prefix, tokenizer, vocab)
 
-
-def _whole(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _check(ok: bool, message: str) -> None:
-    if not ok:
-        raise ValueError(message)
 
 SENTENCES = (
     "The license grants permission to use, copy and modify the software.",
