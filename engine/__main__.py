@@ -213,11 +213,6 @@ class CtrlC:
     def should_stop(self) -> bool:
         return self.pressed
 
-    def check(self) -> None:
-        """Between two phases of the CLI's work: stop here if Ctrl-C was pressed."""
-        if self.pressed:
-            raise KeyboardInterrupt
-
 
 def main(argv: list[str] | None = None) -> int:
     a = parse_args(argv)
@@ -230,14 +225,11 @@ def main(argv: list[str] | None = None) -> int:
         eng = Engine(cfg)
         with ctrl_c:
             return _run(a, eng, work, ctrl_c)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-    except (ValueError, RuntimeError, FileNotFoundError) as err:   # one line, no traceback
-        if ctrl_c.pressed:                   # RunCancelled: the run stopped for Ctrl-C
+    except (KeyboardInterrupt, ValueError, RuntimeError, FileNotFoundError) as err:
+        if isinstance(err, KeyboardInterrupt) or ctrl_c.pressed:   # RunCancelled: by Ctrl-C
             print("interrupted", file=sys.stderr)
             return 130
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {err}", file=sys.stderr)                    # one line, no traceback
         return 2
     finally:
         if eng is not None:

@@ -20,8 +20,6 @@ MAX_EXTRA_CPU_US = 1_000_000
 RESULT_BUFFERS = 2 * MAX_DECODE_STEPS + 1
 # Where a CUDA device's result copy runs (engine/devices/cuda.py says what each does to the GPU).
 COPY_PLACEMENTS = ("copy", "engine", "scheduler")
-
-
 INT64_MAX = 2**63 - 1
 
 
@@ -64,9 +62,7 @@ class HazardSwitches:
                                       # was retracted meanwhile is not dropped
     no_cache_lock: bool = False       # prefix-cache pages a running request reads are not locked
     late_prefix_insert: bool = False  # a prefill's prefix is inserted when its result is
-                                      # processed (after the next batch was built) and the
-                                      # request remapped to the cache's pages, as SGLang main
-                                      # still does (the open SGLang PR 38140)
+                                      # processed, after the next batch was built (as SGLang does)
     no_result_ring: bool = False      # the copy stream copies the CUDA graph's output, which
                                       # the next replay rewrites, not the step's result-ring row
     # Widen the race window of whichever safeguard is off: a GPU sleep on the stream it guards,
@@ -93,17 +89,14 @@ class EngineConfig:
     cpu_device_process: bool = True   # on CPU, run the model in a separate device process
     cpu_threads: int = 1              # torch intra-op threads of the CPU device
     result_copy_stream: str = "copy"  # a copy stream of its own (vLLM, SGLang); "engine": after
-                                      # sampling (Mini-SGLang); "scheduler": after
-                                      # wait_event(forward) there, which serialises the GPU
+                                      # sampling (Mini-SGLang); "scheduler": serialises the GPU
     device_cpus: tuple[int, ...] = ()  # cores the CPU device process may use (empty: any)
     hazards: HazardSwitches = field(default_factory=HazardSwitches)
-    debug_checks: bool = False        # check every launched batch's KV mapping (slow; the tests
-                                      # and the hazard lab turn it on)
+    debug_checks: bool = False        # check every launched batch's KV mapping (tests, the lab)
     # The fast decode path (CUDA only; CPU mode always runs the plain-PyTorch path):
     attention: str = "auto"           # auto: Triton paged decode attention on CUDA; or "reference"
     compile: bool | None = None       # torch.compile the decode step between attentions; None:
-                                      # on for CUDA (start-up cost: seconds, cached on disk; see
-                                      # engine/models/compiled.py), never on CPU
+                                      # on for CUDA (see engine/models/compiled.py), never on CPU
 
     def __post_init__(self) -> None:
         c = "EngineConfig"

@@ -12,8 +12,9 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import torch
@@ -72,21 +73,20 @@ class RunResult:
     memory: dict[str, Any] = field(default_factory=dict)   # KV pages per step (memory_record)
     mapping_faults: list[tuple[int, int, int, int]] = field(default_factory=list)  # debug_checks
     summarize: Callable[[], Summary] | None = field(default=None, repr=False, compare=False)
-    _summary: Summary | None = field(default=None, init=False, repr=False, compare=False)
+
+    @cached_property
+    def _summary(self) -> Summary:
+        summary = self.summarize() if self.summarize is not None else ({}, {})
+        self.summarize = None                  # what it needed can go
+        return summary
 
     @property
     def metrics(self) -> dict[str, Any]:
-        return self._summarized()[0]
+        return self._summary[0]
 
     @property
     def host(self) -> dict[str, float]:
-        return self._summarized()[1]
-
-    def _summarized(self) -> Summary:
-        if self._summary is None:
-            self._summary = self.summarize() if self.summarize is not None else ({}, {})
-            self.summarize = None              # what it needed can go
-        return self._summary
+        return self._summary[1]
 
     @property
     def mode(self) -> str:
@@ -120,12 +120,6 @@ def _pick_device(requested: str) -> str:
     return requested
 
 
-def _pick_dtype(name: str, device: str) -> str:
-    if name != "auto":
-        return name
-    return "bfloat16" if device == "cuda" else "float32"
-
-
 class Engine:
     def __init__(self, config: EngineConfig | None = None,
                  progress: Callable[[Any], None] | None = None) -> None:
@@ -134,7 +128,8 @@ class Engine:
         self.config = cfg = config or EngineConfig()
         self._progress = progress
         self.device_name = _pick_device(cfg.device)
-        self.dtype = _pick_dtype(cfg.dtype, self.device_name)
+        auto_dtype = "bfloat16" if self.device_name == "cuda" else "float32"
+        self.dtype = auto_dtype if cfg.dtype == "auto" else cfg.dtype
         self._new_pools()
         self.totals = {"prefix_hit_tokens": 0, "retractions": 0}   # over this engine's runs
         self._running: Scheduler | None = None          # the run in progress (its counts)
@@ -226,49 +221,39 @@ class Engine:
         template. ``profile_steps=(a, b)``: kernel lanes for steps a..b (CUDA). ``should_stop()``
         is asked every iteration; True ends the run with ``RunCancelled``."""
         _check_loop(loop)
-        with self._exclusive("this engine is already running a generate call (one at a time: "
-                             "use one Engine per thread, or wait for the first call)"):
+        busy = ("this engine is already running a generate call (one at a time: use one Engine "
+                "per thread, or wait for the first call)")
+        with self._exclusive(busy), _no_collection():
             self._replace_dead_device()
-            with _no_collection():
-                return self._generate(prompts, params, loop, timeline=timeline,
-                                      profile_steps=profile_steps, should_stop=should_stop,
-                                      arrivals=arrivals, chat=chat)
-
-    def _generate(self, prompts, params, spec: LoopSpec, *, timeline, profile_steps, should_stop,
-                  arrivals, chat) -> RunResult:
-        cfg = self.config
-        reqs = self.intake().requests(prompts, params, chat)
-        offsets_ns = arrival_offsets_ns(arrivals, len(reqs))
-        timeline = timeline or Timeline(enabled=cfg.record_timeline)
-        capture = None
-        if profile_steps is not None:
-            if self.device_name != "cuda":
-                raise ValueError("kernel-level capture (profile_steps) needs a CUDA device")
-            from engine.devices.kernel_capture import KernelCapture
-            capture = KernelCapture(*profile_steps)
-        for req, offset in zip(reqs, offsets_ns):
-            req.arrival_ns = offset                # from the run's start, until it starts
-        sched = Scheduler(cfg, self.device, self.pools, timeline, spec, ScheduledSource(reqs),
-                          capture=capture)
-        device_pid = getattr(getattr(self.device, "proc", None), "pid", None)
-        cpu_start = host_load.snapshot(host_load.our_pids(device_pid))
-        timeline.t0_ns = time.perf_counter_ns()
-        try:
-            t0 = self._drive(sched, timeline, should_stop, reqs)
-        finally:
-            if capture is not None:
-                capture.stop()
-        wall_s = (time.perf_counter_ns() - t0) / 1e9
-        cpu_end = host_load.snapshot(list(cpu_start.ours_s) if cpu_start else [])
-        self._runs += 1
-        return self._result(spec, reqs, sched, timeline, wall_s, (cpu_start, cpu_end, device_pid),
-                            capture)
+            reqs = self.intake().requests(prompts, params, chat)
+            timeline = timeline or Timeline(enabled=self.config.record_timeline)
+            capture = None
+            if profile_steps is not None:
+                if self.device_name != "cuda":
+                    raise ValueError("kernel-level capture (profile_steps) needs a CUDA device")
+                from engine.devices.kernel_capture import KernelCapture
+                capture = KernelCapture(*profile_steps)
+            for req, offset in zip(reqs, arrival_offsets_ns(arrivals, len(reqs))):
+                req.arrival_ns = offset                # from the run's start, until it starts
+            sched = Scheduler(self.config, self.device, self.pools, timeline, loop,
+                              ScheduledSource(reqs), capture=capture)
+            device_pid = getattr(getattr(self.device, "proc", None), "pid", None)
+            cpu_start = host_load.snapshot(host_load.our_pids(device_pid))
+            timeline.t0_ns = time.perf_counter_ns()
+            try:
+                t0 = self._drive(sched, timeline, should_stop, reqs)
+            finally:
+                if capture is not None:
+                    capture.stop()
+            wall_s = (time.perf_counter_ns() - t0) / 1e9
+            cpu_end = host_load.snapshot(list(cpu_start.ours_s) if cpu_start else [])
+            return self._result(loop, reqs, sched, timeline, wall_s,
+                                (cpu_start, cpu_end, device_pid), capture)
 
     def serve(self, source: RequestSource, sink: TokenSink, loop: LoopSpec = OVERLAP, *,
-              timeline: Timeline | None = None,
-              should_stop: Callable[[], bool] | None = None) -> None:
-        """Serve requests from ``source`` until it is done (or ``should_stop()``), streaming tokens
-        to ``sink``. The collector stays on (a session never ends), over the session's own objects."""
+              timeline: Timeline | None = None) -> None:
+        """Serve requests from ``source`` until it is done, streaming tokens to ``sink``. The
+        collector stays on (a session never ends), over the session's own objects."""
         _check_loop(loop)
         with self._exclusive("this engine is already running (one generate or serve at a time)"):
             self._replace_dead_device()
@@ -277,10 +262,9 @@ class Engine:
             gc.collect()
             gc.freeze()
             try:
-                self._drive(sched, timeline, should_stop)
+                self._drive(sched, timeline, None)
             finally:
                 gc.unfreeze()
-            self._runs += 1
 
     @contextmanager
     def _exclusive(self, busy: str) -> Iterator[None]:
@@ -304,24 +288,17 @@ class Engine:
             self._running = sched
             sched.run(should_stop)
             self.device.end_run()
+            self._runs += 1
             return t0
         except BaseException:
-            self._end_failed_run()
+            with suppress(Exception):          # the run's own error is the one to report
+                self.device.end_run()
+            self._new_pools()
             raise
         finally:
-            self._count(sched)
-
-    def _count(self, sched: Scheduler) -> None:
-        self._running = None
-        self.totals["prefix_hit_tokens"] += sched.memory.prefix_hit_tokens
-        self.totals["retractions"] += sched.table.retractions
-
-    def _end_failed_run(self) -> None:
-        try:
-            self.device.end_run()
-        except Exception:  # noqa: BLE001 - the run's own error is the one to report
-            pass
-        self._new_pools()
+            self._running = None
+            self.totals["prefix_hit_tokens"] += sched.memory.prefix_hit_tokens
+            self.totals["retractions"] += sched.table.retractions
 
     def _new_pools(self) -> None:
         """Request slots, KV pages and the prefix cache over them, all free."""
@@ -330,21 +307,9 @@ class Engine:
                            IdPool(cfg.total_pages, "KV page"),
                            RadixCache(cfg.page_size) if cfg.prefix_cache else None)
 
-    @property
-    def slots(self) -> IdPool:
-        return self.pools.slots
-
-    @property
-    def pages(self) -> IdPool:
-        return self.pools.pages
-
-    @property
-    def cache(self) -> RadixCache | None:
-        return self.pools.cache
-
     def intake(self) -> Intake:
         return Intake(self.config, self.tokenizer, self.spec.vocab_size, tuple(self.eos_ids),
-                      self.pages.total)
+                      self.pools.pages.total)
 
     def _texts(self, id_lists: list[list[int]]) -> list[str]:
         """The text of each output (ids past the tokenizer's vocabulary left out), in one call of a
@@ -381,7 +346,7 @@ class Engine:
         result = RunResult(spec.loop, spec.decode_steps, outputs,
                            sorted(spans + kernel_spans, key=lambda s: s.start_us),
                            wall_s, spec.extra_cpu_us, lanes=list(self.device.lanes), extra_lanes=kernel_lanes,
-                           memory=memory_record(sched, timeline, self.pages.total),
+                           memory=memory_record(sched, timeline, self.pools.pages.total),
                            mapping_faults=sched.mapping.faults if sched.mapping else [],
                            summarize=lambda: _summary(spans, outputs, wall_s, counts, *host))
         result.label = f"{result.mode} ({self.device_label()})"
@@ -393,9 +358,10 @@ class Engine:
     def stats(self) -> dict[str, Any]:
         """Pools and counters. ``kv_pages_cached``: pages held only by the prefix cache, so after a
         run ``kv_pages_free + kv_pages_cached == kv_pages_total``."""
-        return {"kv_pages_free": self.pages.num_free, "kv_pages_total": self.pages.total,
-                "kv_pages_cached": self.cache.evictable() if self.cache else 0,
-                "req_slots_free": self.slots.num_free, "req_slots_total": self.slots.total,
+        slots, pages, cache = self.pools.slots, self.pools.pages, self.pools.cache
+        return {"kv_pages_free": pages.num_free, "kv_pages_total": pages.total,
+                "kv_pages_cached": cache.evictable() if cache else 0,
+                "req_slots_free": slots.num_free, "req_slots_total": slots.total,
                 "device": self.device_name, "device_kind": self.device.kind, "runs": self._runs,
                 **self._totals_now()}
 
@@ -410,15 +376,15 @@ class Engine:
     def clear_prefix_cache(self) -> int:
         """Empty the prefix cache (loops compared on one engine each start from an empty one)."""
         with self._exclusive("the prefix cache can't be cleared while a run is on"):
-            if self.cache is None:
+            if self.pools.cache is None:
                 return 0
-            freed = self.cache.evict_all()
-            self.pages.free(freed, CACHE_OWNER)
+            freed = self.pools.cache.evict_all()
+            self.pools.pages.free(freed, CACHE_OWNER)
             return len(freed)
 
     def memory_problems(self) -> list[str]:
         """What is wrong with the slots, pages and prefix cache between runs (empty: nothing)."""
-        return memory_problems(self.slots, self.pages, self.cache)
+        return memory_problems(self.pools.slots, self.pools.pages, self.pools.cache)
 
     def env_info(self) -> dict[str, Any]:
         gpu = torch.cuda.get_device_name() if self.device_name == "cuda" else None

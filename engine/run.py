@@ -2,14 +2,13 @@
 
 ``compare_loops`` is the only maker of our runs' records (the CLI, the scheduler process, the
 benchmarks): every loop runs the same prompts, sampling and arrival times, each from an empty prefix
-cache. ``session_record`` makes a served session's. Both type the config with ``run_config``
-(``record.schema.RunConfig``); what differs from loop to loop is each run's own."""
+cache. ``session_record`` makes a served session's. Both type the config with ``run_config``."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -37,17 +36,6 @@ class LoopWatch(Protocol):
     def finished(self, index: int, run: RunDict) -> None: ...
 
 
-class Unwatched:
-    """Nobody watches: each loop records into the engine's own timeline."""
-
-    @contextmanager
-    def loop(self, _index: int, _spec: LoopSpec) -> Iterator[Timeline | None]:
-        yield None
-
-    def finished(self, _index: int, _run: RunDict) -> None:
-        pass
-
-
 @dataclass(frozen=True)
 class RunOptions:
     """How a comparison runs, beside what it runs."""
@@ -60,7 +48,7 @@ class RunOptions:
     quietest: bool = False
     profile_steps: tuple[int, int] | None = None    # CUDA: kernel lanes for these steps
     should_stop: Callable[[], bool] | None = None   # asked every iteration: end the run
-    watch: LoopWatch = Unwatched()
+    watch: LoopWatch | None = None                  # None: each loop records as the engine does
 
     def __post_init__(self) -> None:
         if not (isinstance(self.repeats, int) and self.repeats >= 1):
@@ -72,10 +60,8 @@ def compare_loops(engine: Engine, work: Workload, loops: Sequence[LoopSpec],
                   params: SamplingParams | list[SamplingParams] | None = None,
                   options: RunOptions = RunOptions()) -> RecordDict:
     """Run ``work`` in each of ``loops`` on ``engine``, one after another (``options.repeats``
-    rounds of them); the record of it.
-    ``params``: the requests' sampling where the caller has it (else the workload's, with stop
-    tokens from a probe run where it asks for them). ``RunCancelled`` where ``should_stop`` says
-    so."""
+    rounds of them); the record of it. ``params``: the requests' sampling where the caller has it
+    (else the workload's, with stop tokens from a probe run where it asks for them)."""
     from engine.models.prompts import has_chat_template
     from engine.workloads import stop_params_from_probe
 
@@ -98,12 +84,14 @@ def compare_loops(engine: Engine, work: Workload, loops: Sequence[LoopSpec],
             _stop_if(options.should_stop)
             # Like with like: no loop finds the prompts the one before it (or the probe) cached.
             engine.clear_prefix_cache()
-            with options.watch.loop(index, spec) as timeline:
+            watch = options.watch
+            with watch.loop(index, spec) if watch else nullcontext() as timeline:
                 result = engine.generate(
                     prompts, params, spec, timeline=timeline, profile_steps=options.profile_steps,
                     should_stop=options.should_stop, arrivals=times, chat=chat)
             run = result.to_run_dict()
-            options.watch.finished(index, run)
+            if watch:
+                watch.finished(index, run)
             rounds[-1].append((result.wall_s, run))
     if options.quietest:
         runs = [run for _, run in min(rounds, key=_round_load)]

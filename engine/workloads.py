@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from engine.config import EngineConfig, SamplingParams
+from engine.config import NORMAL, EngineConfig, SamplingParams, _check, _is_int
 
 MIN_SEQ_LEN = 64        # the least max_seq_len a workload asks for: a few pages, however small
 
@@ -46,10 +46,10 @@ class Workload:
 
     def __post_init__(self) -> None:
         for name in ("prompt_tokens", "max_new_tokens", "requests"):
-            _check(_whole(getattr(self, name)) and getattr(self, name) >= 1,
+            _check(_is_int(getattr(self, name)) and getattr(self, name) >= 1,
                    f"Workload.{name} must be a whole number >= 1, got {getattr(self, name)!r}")
         for name in ("shared_prefix", "margin", "prompt_words", "seed"):
-            _check(_whole(getattr(self, name)) and getattr(self, name) >= 0,
+            _check(_is_int(getattr(self, name)) and getattr(self, name) >= 0,
                    f"Workload.{name} must be a whole number >= 0, got {getattr(self, name)!r}")
         for given in ("texts", "prompt_ids", "arrivals"):
             count = len(getattr(self, given))
@@ -107,14 +107,6 @@ class Workload:
             own = make_prompts(tokenizer, self.requests, self.prompt_tokens, self.seed, vocab)
         return with_shared_prefix(own, self.shared_prefix, tokenizer, vocab)
 
-
-def _whole(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _check(ok: bool, message: str) -> None:
-    if not ok:
-        raise ValueError(message)
 
 SENTENCES = (
     "The license grants permission to use, copy and modify the software.",
@@ -185,17 +177,12 @@ def system_prompt_ids(tokenizer, tokens: int, vocab_size: int | None = None) -> 
     return _sentence_ids(tokenizer, 0, tokens)
 
 
-def system_prompt_text(tokenizer, tokens: int) -> str:
-    """The same system prompt as text, ending in a line break."""
-    return tokenizer.decode(system_prompt_ids(tokenizer, tokens)).strip() + "\n"
-
-
 def with_shared_prefix(prompts: list, tokens: int, tokenizer, vocab_size: int | None = None):
     """``prompts`` (text or token ids) each after one shared system prompt of ``tokens`` tokens."""
     if tokens <= 0:
         return list(prompts)
-    if prompts and isinstance(prompts[0], str):
-        system = system_prompt_text(tokenizer, tokens)
+    if prompts and isinstance(prompts[0], str):          # as text, ending in a line break
+        system = tokenizer.decode(system_prompt_ids(tokenizer, tokens)).strip() + "\n"
         return [system + p for p in prompts]
     system = system_prompt_ids(tokenizer, tokens, vocab_size)
     return [system + list(p) for p in prompts]
@@ -205,8 +192,6 @@ def stop_params_from_probe(engine, prompts, max_new_tokens: int, lo: int, hi: in
                            temperature: float = 0.0, chat: bool = False):
     """Per-request ``SamplingParams`` whose stop token really fires (the token a probe run emitted
     at a random position in ``[lo, hi)``), so requests finish at varied steps; and the probe."""
-    from engine.config import NORMAL, SamplingParams
-
     probe = engine.generate(prompts, SamplingParams(max_new_tokens=max_new_tokens, ignore_eos=True,
                                                     temperature=temperature), NORMAL, chat=chat)
     rng = random.Random(seed)

@@ -335,7 +335,7 @@ def test_both_loops_leave_the_same_prefix_cache(reference, make_checkpoint, seed
             eng.clear_prefix_cache()
             res = eng.generate(prompts, params, loop_of(overlap))
             assert res.metrics["retractions"] == 0
-            held[overlap] = _cached_prefixes(eng.cache)
+            held[overlap] = _cached_prefixes(eng.pools.cache)
             _assert_memory_whole(eng, res)
     assert held[True] == held[False] and held[False]
 

@@ -1,13 +1,13 @@
-"""The messages between the web server and the scheduler process (SGLang's split, in small): small
-frozen dataclasses, pickled over a pipe. No torch here.
+"""The messages between the web server and the scheduler process: frozen dataclasses, pickled over
+a pipe. No torch here.
 
     server -> scheduler   LiveRunRequest | LabRequest | WarmRequest | CancelRequest
     scheduler -> server   SchedulerReady, then per request: Progress*, SpanBatch*, LoopFinished*,
                           and one of RunFinished | LabFinished | Warmed | RequestFailed
 
-A served session (``engine.serve``) is one long request: ``ServeRequest``, then any number of
-``SubmitRequest | AbortRequest | StatsQuery`` and ``StopServing``; back come ``ServingStarted``,
-then ``TokensOut | ServingStats | SpanBatch | Rejected``, and ``ServingStopped`` at the end."""
+A served session is one long request: ``ServeRequest``, then ``SubmitRequest | AbortRequest |
+StatsQuery`` and ``StopServing``; back come ``ServingStarted``, ``TokensOut | ServingStats |
+SpanBatch | Rejected``, and ``ServingStopped``."""
 
 from __future__ import annotations
 
@@ -29,8 +29,7 @@ class LiveRunRequest:
     engine: EngineConfig
     workload: Workload
     loops: tuple[LoopSpec, ...]         # the chosen loops, in ENGINE_LOOPS' order
-    rounds: int = 1                     # the loops this many times, alternating; the record
-                                        #   keeps the round the machine was quietest in
+    rounds: int = 1                     # the loops this many times; the quietest round is kept
 
 
 @dataclass(frozen=True)
@@ -144,9 +143,8 @@ class LabFinished:
 
 @dataclass(frozen=True)
 class DeviceProfile:
-    """What one decode step of a workload costs on this device, measured by the warm-up's probe
-    run (the serial loop, no extra CPU work): the page sizes its extra-CPU-work control by it
-    (one-step overlap hides CPU work up to about ``t_fwd_us`` a step; more needs k steps)."""
+    """What one decode step of a workload costs on this device (serial loop, no extra CPU work):
+    the page sizes its extra-CPU-work control by it."""
 
     device_kind: str                    # "cuda" | "cpu-process" | "cpu-inline"
     device_name: str                    # "NVIDIA H200", "CPU (x86_64)"
@@ -232,10 +230,8 @@ class ServingStopped:
 
 @dataclass(frozen=True)
 class RequestFailed:
-    """The request did not finish. ``kind``: "invalid" (bad input, said in ``message``),
-    "model" (the model could not be found or failed a hub guard), "offline" (it is not cached
-    and the hub cannot be reached), "cancelled",
-    "device" (the device failed or died) or "error" (anything else)."""
+    """The request did not finish. ``kind``: "invalid" (bad input), "model" (not found, or a hub
+    guard), "offline" (not cached, no hub), "cancelled", "device" (failed or died) or "error"."""
 
     kind: str
     message: str
@@ -243,9 +239,7 @@ class RequestFailed:
 
 # ---- the unions, as a type checker reads the pipe ---------------------------------------------
 
-# What the server sends for one request-and-answer exchange (``SchedulerHandle.submit``).
-Request = LiveRunRequest | LabRequest | WarmRequest
-# What comes back for it, and during a served session.
+Request = LiveRunRequest | LabRequest | WarmRequest          # what ``submit`` sends
 Event = (SchedulerReady | Progress | SpanBatch | LoopFinished | RunFinished | LabFinished
          | Warmed | RequestFailed | ServingStarted | TokensOut | Rejected | ServingStats
          | ServingStopped)

@@ -17,20 +17,7 @@ from engine.run import run_config
 from engine.scheduler.intake import Intake
 from engine.scheduler.request import Req
 from engine.scheduler.sources import Received
-from engine.scheduler_process.messages import (
-    AbortRequest,
-    Rejected,
-    ServeRequest,
-    ServingStarted,
-    ServingStats,
-    ServingStopped,
-    SpanBatch,
-    StatsQuery,
-    StopServing,
-    SubmitRequest,
-    TokenDelta,
-    TokensOut,
-)
+from engine.scheduler_process import messages as msg
 from record.recorder import Timeline
 
 REPORT_S = 0.25                 # how often the session's new spans are sent to the server
@@ -47,7 +34,7 @@ class PipeSource:
     """The scheduler's request source in a served session: messages from the server's pipe."""
 
     def __init__(self, conn: Any, intake: Intake, emit: Emit, counts: SessionCounts,
-                 stats: Callable[[int], ServingStats]) -> None:
+                 stats: Callable[[int], msg.ServingStats]) -> None:
         self.conn, self.intake, self.emit, self.stats = conn, intake, emit, stats
         self.counts = counts
         self.stopping = False           # StopServing seen, or the server is gone
@@ -77,21 +64,21 @@ class PipeSource:
             return False
 
     def _handle(self, message: Any, got: Received) -> None:
-        if isinstance(message, SubmitRequest):
+        if isinstance(message, msg.SubmitRequest):
             try:
                 req = self.intake.request(message.rid, message.prompt_ids, message.params,
                                           what=f"request {message.rid}")
             except ValueError as error:          # the server checks first; this is the backstop
-                self.emit(Rejected(message.rid, str(error)))
+                self.emit(msg.Rejected(message.rid, str(error)))
                 return
             req.arrival_ns = message.arrival_ns  # when the server received it (one clock)
             got.reqs.append(req)
             self.counts.active.add(req.rid)
-        elif isinstance(message, AbortRequest):
+        elif isinstance(message, msg.AbortRequest):
             got.aborts.append(message.rid)
-        elif isinstance(message, StatsQuery):
+        elif isinstance(message, msg.StatsQuery):
             self.emit(self.stats(message.token))
-        elif isinstance(message, StopServing):
+        elif isinstance(message, msg.StopServing):
             self.stopping = True
 
 
@@ -106,48 +93,46 @@ class PipeSink:
         us = self.timeline.to_us
         deltas = []
         for req in reqs:
-            start = self.sent.get(req.rid, 0)
-            delta = TokenDelta(req.rid, req.output_ids[start:],
-                               [us(t) for t in req.token_ns[start:]])
+            start = self.sent.pop(req.rid, 0)
+            new = (req.rid, req.output_ids[start:], [us(t) for t in req.token_ns[start:]])
             if req.finished:
-                self.sent.pop(req.rid, None)
                 self.counts.active.discard(req.rid)
                 self.counts.served += 1
-                delta = TokenDelta(delta.rid, delta.token_ids, delta.token_us,
-                                   req.finish_reason or "abort", req.prompt_len,
-                                   us(req.arrival_ns), us(req.first_token_ns) if req.first_token_ns
-                                   else 0.0, us(req.finish_ns), req.wasted_steps)
+                deltas.append(msg.TokenDelta(
+                    *new, req.finish_reason or "abort", req.prompt_len, us(req.arrival_ns),
+                    us(req.first_token_ns) if req.first_token_ns else 0.0, us(req.finish_ns),
+                    req.wasted_steps))
             else:
                 self.sent[req.rid] = len(req.output_ids)
-            deltas.append(delta)
-        self.emit(TokensOut(deltas))
+                deltas.append(msg.TokenDelta(*new))
+        self.emit(msg.TokensOut(deltas))
 
 
-def serve_session(engine: Any, request: ServeRequest, conn: Any, emit: Emit) -> None:
+def serve_session(engine: Any, request: msg.ServeRequest, conn: Any, emit: Emit) -> None:
     """Serve until ``StopServing`` or the pipe closes; raises what the engine raises."""
     timeline = Timeline()
     timeline.t0_ns = time.perf_counter_ns()      # the session's clock starts now
     counts = SessionCounts()
     sink = PipeSink(emit, timeline, counts)
 
-    def stats(token: int) -> ServingStats:
+    def stats(token: int) -> msg.ServingStats:
         s = engine.stats()
-        return ServingStats(token, len(counts.active), counts.served, s["kv_pages_free"],
-                            s["kv_pages_total"], s["req_slots_free"], s["req_slots_total"],
-                            s["kv_pages_cached"], s["prefix_hit_tokens"], s["retractions"])
+        return msg.ServingStats(token, len(counts.active), counts.served, s["kv_pages_free"],
+                                s["kv_pages_total"], s["req_slots_free"], s["req_slots_total"],
+                                s["kv_pages_cached"], s["prefix_hit_tokens"], s["retractions"])
 
     source = PipeSource(conn, engine.intake(), emit, counts, stats)
     tokenizer = getattr(engine.tokenizer, "name_or_path", None) if engine.tokenizer else None
-    emit(ServingStarted(engine.config.model, tokenizer, engine.config.max_seq_len,
-                        engine.spec.vocab_size, engine.device_label(), engine.env_info(),
-                        run_config(engine.config, None)))
+    emit(msg.ServingStarted(engine.config.model, tokenizer, engine.config.max_seq_len,
+                            engine.spec.vocab_size, engine.device_label(), engine.env_info(),
+                            run_config(engine.config, None)))
     done = threading.Event()
 
     def report() -> None:
         while not done.wait(REPORT_S):
             spans = timeline.take()
             if spans:
-                emit(SpanBatch(0, spans))
+                emit(msg.SpanBatch(0, spans))
 
     reporter = threading.Thread(target=report, name="session-span-reporter", daemon=True)
     reporter.start()
@@ -158,5 +143,5 @@ def serve_session(engine: Any, request: ServeRequest, conn: Any, emit: Emit) -> 
         reporter.join(timeout=2 * REPORT_S + 1)
         spans = timeline.take()
         if spans:
-            emit(SpanBatch(0, spans))
-    emit(ServingStopped())
+            emit(msg.SpanBatch(0, spans))
+    emit(msg.ServingStopped())

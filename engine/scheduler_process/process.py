@@ -1,15 +1,11 @@
-"""The scheduler process: the engine's loops run in a process of their own, away from the server.
-
-As in SGLang (tokenizer, scheduler, detokenizer: separate processes), a scheduler thread beside a
-busy web server would share its interpreter lock, and the GPU would idle while it waits.
+"""The scheduler process: the engine's loops run away from the web server, whose interpreter lock
+a scheduler thread would share (SGLang splits its processes for the same reason).
 
     web server process  --LiveRunRequest-->  scheduler process  --StepCommand-->  device process
     (Gradio, HTTP API)  <--SpanBatch, ...--  (Engine, loops)    <--StepDone-----  (CPU only)
 
-``SchedulerClient`` starts the process (spawned, long-lived), sends one request at a time and yields
-its events; if the process dies, the request fails with a clear message and the next starts a new
-process. ``InlineScheduler`` serves the same requests from a thread (ZeroGPU, where the GPU exists
-only inside a ``spaces.GPU`` call). ``plan_placement`` picks each process's cores."""
+``SchedulerClient`` starts it and sends one request at a time; a dead process fails its request
+and the next starts a new one. ``InlineScheduler`` serves from a thread (ZeroGPU)."""
 
 from __future__ import annotations
 
@@ -20,9 +16,10 @@ import queue
 import signal
 import threading
 from collections import deque
-from collections.abc import Generator
+from collections.abc import Callable, Generator
+from contextlib import suppress
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from engine.proc_watch import exit_text, is_stopped, start_deaf_to_ctrl_c
 from engine.scheduler_process.messages import (
@@ -51,41 +48,6 @@ POLL_S = 0.2                     # how often a waiting client looks at the proce
 # programs' 0: they are the GPU's hardware and its driver here; see ``_raise_priority``).
 NICE = int(os.environ.get("OVERLAP_DEMO_NICE", "-10"))
 START_TIMEOUT_S = 120.0          # importing torch on a slow, busy 2-core machine
-
-
-@runtime_checkable
-class SchedulerHandle(Protocol):
-    """What the web server holds of the scheduler: it sends one request at a time and reads its
-    events (``submit``), asks what the machine has (``ready``), stops a request (``cancel``) and
-    ends the scheduler with itself (``close``). ``SchedulerClient`` and ``InlineScheduler`` are
-    the two."""
-
-    def submit(self, request: Request) -> Generator[Event, None, None]:
-        """Send ``request``; yield its events up to and including the final one (closing the
-        generator early cancels the request and reads it to its end)."""
-        ...
-
-    def ready(self) -> SchedulerReady:
-        """What the scheduler found on its machine (waiting for it to come up if need be)."""
-        ...
-
-    @property
-    def reported(self) -> SchedulerReady | None:
-        """What ``ready`` said, without waiting: None until the scheduler has said it."""
-        ...
-
-    @property
-    def busy(self) -> bool:
-        """A request is in progress."""
-        ...
-
-    def cancel(self) -> None:
-        """Ask the request in progress to stop at the scheduler's next iteration."""
-        ...
-
-    def close(self) -> None:
-        """End the scheduler (and the device process it started)."""
-        ...
 
 
 class SchedulerDied(RuntimeError):
@@ -123,36 +85,26 @@ def plan_placement(cpus: list[int] | None = None) -> Placement:
 
 def _pin(cpus: tuple[int, ...]) -> None:
     if cpus:
-        try:
+        with suppress(OSError):      # a container that forbids it: run wherever we are put
             os.sched_setaffinity(0, cpus)
-        except OSError:
-            pass                     # a container that forbids it: run wherever we are put
 
 
 def _raise_priority() -> None:
-    """Ask the OS to run the scheduler (and the device process, which inherits it) before other
-    programs: overlap runs two processes at once, the serial loop one, so on a small machine
-    beside a busy program fair sharing would measure the machine, not the loops. Where the app
-    leads a session of its own, its autogroup's priority is raised too (Linux shares between
-    sessions first). Where the OS refuses, the runs measure how busy the machine was and the page
-    says so."""
-    try:
+    """Run the scheduler (and the device process, which inherits it) before other programs: fair
+    sharing with a busy program would measure the machine, not the loops. Where the app leads its
+    own session, its autogroup is raised too (Linux shares between sessions first)."""
+    with suppress(OSError):                       # not Linux, no autogroups, or not allowed
         if os.getsid(0) == os.getppid():          # the app (our parent) leads the session
             with open("/proc/self/autogroup", "w") as autogroup:
                 autogroup.write(str(NICE))
-    except OSError:
-        pass                                      # not Linux, no autogroups, or not allowed
     _nice_to(NICE)
 
 
 def _nice_to(nice: int) -> None:
-    """This thread (and the threads and processes it starts later) at ``nice``, where that is
-    a raise and the OS allows it."""
-    try:
+    """This thread (and what it starts later) at ``nice``, where that is a raise the OS allows."""
+    with suppress(OSError):
         if os.getpriority(os.PRIO_PROCESS, 0) > nice:
             os.setpriority(os.PRIO_PROCESS, 0, nice)
-    except OSError:
-        pass
 
 
 def pin_server(placement: Placement) -> None:
@@ -161,12 +113,9 @@ def pin_server(placement: Placement) -> None:
 
 
 def raise_server_priority() -> None:
-    """Run the page's web server at the scheduler's priority. Below the scheduler and the device
-    process it waits for them while a run is on: a class of 30 pressing Run at once was told its
-    place in line only once the first run had ended. At the same priority its short turns (a
-    page's place, a drawing) come at once, and other programs still come after both. Call it
-    before the server starts its threads (a thread takes its nice value from the thread that
-    starts it)."""
+    """Run the web server at the scheduler's priority, so its short turns (a visitor's place in
+    line, a drawing) are not kept waiting behind a run. Call it before the server starts its
+    threads (a thread takes its nice value from the thread that starts it)."""
     _nice_to(NICE)
 
 
@@ -178,15 +127,11 @@ def scheduler_main(conn: Any, placement: Placement) -> None:
     signal.signal(signal.SIGTERM, _end_now)           # the server is stopping: end at once
     _pin(placement.scheduler)
     _raise_priority()
-    import torch
-
     from record import host_load
     host_load.serve_beside(os.getppid())   # the server's CPU time is ours, not another program's
 
     from engine.scheduler_process.service import SchedulerService
 
-    cuda = torch.cuda.is_available()
-    name = torch.cuda.get_device_name() if cuda else "CPU"
     service = SchedulerService(device_cpus=placement.device)
     send_lock = threading.Lock()
 
@@ -196,7 +141,7 @@ def scheduler_main(conn: Any, placement: Placement) -> None:
 
     pending: deque[Any] = deque()         # requests the watcher read while one was running
     try:
-        emit(SchedulerReady(os.getpid(), cuda, name, placement.describe()))
+        emit(_ready_here(placement.describe()))
         while True:
             try:
                 request = pending.popleft() if pending else conn.recv()
@@ -207,56 +152,68 @@ def scheduler_main(conn: Any, placement: Placement) -> None:
             if isinstance(request, ServeRequest):
                 service.serve(request, conn, emit)   # reads the pipe itself: no watcher
                 continue
-            cancelled = threading.Event()
-            watcher = _CancelWatcher(conn, cancelled, pending)
+            cancelled, done = threading.Event(), threading.Event()
+            watcher = threading.Thread(target=_watch_for_cancel, name="cancel-watcher", daemon=True,
+                                       args=(conn, cancelled, pending, done))
             watcher.start()
             try:
                 service.handle(request, emit, cancelled)
             finally:
-                watcher.stop()
+                done.set()
+                watcher.join()
     except (BrokenPipeError, OSError):
         return
     finally:
         service.close()
 
 
+def _ready_here(placement: str) -> SchedulerReady:
+    """What this process runs on, said to the server."""
+    import torch
+
+    cuda = torch.cuda.is_available()
+    return SchedulerReady(os.getpid(), cuda, torch.cuda.get_device_name() if cuda else "CPU",
+                          placement)
+
+
 def _end_now(_signum: int, _frame: Any) -> None:
-    """SIGTERM: the server is stopping and will not wait for the request in progress (a warm-up
-    loading the model, a run). End this process's children (the CPU device process, maybe still
-    starting) and exit at once: nothing here is worth saving, and a traceback from a half-built
-    engine would be noise."""
+    """SIGTERM: the server will not wait for the request in progress. End the children (the CPU
+    device process) and exit at once: a traceback from a half-built engine would be noise."""
     for child in mp.active_children():
         child.kill()
         child.join(timeout=2)
     os._exit(0)
 
 
-class _CancelWatcher(threading.Thread):
-    """Reads the pipe while a request runs: a ``CancelRequest`` sets ``cancelled``; anything else
-    (the next request, sent the moment this one's final event arrived) is kept, in order, for the
-    main loop."""
+def _watch_for_cancel(conn: Any, cancelled: threading.Event, pending: deque[Any],
+                      done: threading.Event) -> None:
+    """Reads the pipe while a request runs, until ``done``: a ``CancelRequest`` sets ``cancelled``;
+    anything else (the next request) is kept, in order, for the main loop."""
+    while not done.is_set():
+        try:
+            if conn.poll(0.1):
+                message = conn.recv()
+                if isinstance(message, CancelRequest):
+                    cancelled.set()
+                else:
+                    pending.append(message)
+        except (EOFError, OSError):
+            cancelled.set()                # the server is gone: stop the run
+            return
 
-    def __init__(self, conn: Any, cancelled: threading.Event, pending: deque[Any]) -> None:
-        super().__init__(name="cancel-watcher", daemon=True)
-        self.conn, self.cancelled, self.pending = conn, cancelled, pending
-        self.done = threading.Event()
 
-    def run(self) -> None:
-        while not self.done.is_set():
-            try:
-                if self.conn.poll(0.1):
-                    message = self.conn.recv()
-                    if isinstance(message, CancelRequest):
-                        self.cancelled.set()
-                    else:
-                        self.pending.append(message)
-            except (EOFError, OSError):
-                self.cancelled.set()       # the server is gone: stop the run
-                return
-
-    def stop(self) -> None:
-        self.done.set()
-        self.join()
+def _until_final(next_event: Callable[[], Event], abandon: Callable[[], None],
+                 ) -> Generator[Event, None, None]:
+    """Events up to and including a request's final one; stopped early, ``abandon`` is called."""
+    finished = False
+    try:
+        while not finished:
+            event = next_event()
+            finished = isinstance(event, FINAL)
+            yield event
+    finally:
+        if not finished:
+            abandon()
 
 
 # ---- the server's side ------------------------------------------------------------------------
@@ -303,7 +260,7 @@ class SchedulerClient:
                 self._atexit = True
 
     def ready(self, timeout_s: float = START_TIMEOUT_S) -> SchedulerReady:
-        """What the process reported when it came up (starting it if needed)."""
+        """What the process reported when it came up (starting it and waiting if needed)."""
         if self._ready is not None and self.alive:
             return self._ready
         with self._lock:
@@ -321,6 +278,7 @@ class SchedulerClient:
 
     @property
     def reported(self) -> SchedulerReady | None:
+        """What ``ready`` said, without waiting: None until the scheduler has said it."""
         return self._ready
 
     @property
@@ -358,15 +316,7 @@ class SchedulerClient:
         with self._lock:
             self._ensure_ready()
             self._send(request)
-            finished = False
-            try:
-                while not finished:
-                    event = self._next(None, "running a request")
-                    finished = isinstance(event, FINAL)
-                    yield event
-            finally:
-                if not finished and self.alive:
-                    self._abandon()
+            yield from _until_final(lambda: self._next(None, "running a request"), self._abandon)
 
     @property
     def busy(self) -> bool:
@@ -376,10 +326,8 @@ class SchedulerClient:
     def cancel(self) -> None:
         """Ask the request in progress to stop at its next scheduler iteration."""
         if self.alive:
-            try:
+            with suppress(SchedulerDied):      # it ended meanwhile: nothing left to cancel
                 self._send(CancelRequest())
-            except SchedulerDied:
-                pass                  # it ended meanwhile: nothing left to cancel
 
     def _send(self, message: Any) -> None:
         proc, conn = self._proc, self._conn
@@ -393,12 +341,12 @@ class SchedulerClient:
 
     def _abandon(self) -> None:
         """Cancel the request and read its events up to the final one (or restart)."""
+        if not self.alive:
+            return
         self.cancel()
-        try:
+        with suppress(SchedulerDied):
             while not isinstance(self._next(30.0, "stopping a request"), FINAL):
                 pass
-        except SchedulerDied:
-            pass
 
     def _next(self, timeout_s: float | None, doing: str) -> Any:
         """The next event; ``SchedulerDied`` when the process dies, stops, misses a deadline or
@@ -425,21 +373,18 @@ class SchedulerClient:
         """Discard ``proc`` (unless another thread already has) and say what became of it
         (``why``, or how it ended), under the lock every start and end of the process takes."""
         with self._life_lock:
-            why = why or self._death_text(proc)
+            if not why:
+                proc.join(timeout=1.0)
+                self.restarts += 1
+                why = f"ended ({exit_text(proc)})"
             if self._proc is proc:
                 self._discard()
         return SchedulerDied(f"the scheduler process {why} while {doing}")
 
-    def _death_text(self, proc: Any) -> str:
-        proc.join(timeout=1.0)
-        self.restarts += 1
-        return f"ended ({exit_text(proc)})"
-
 
 def _end_process(proc: Any) -> None:
-    """End the scheduler process now and reap it: idle, it reads EOF on its pipe and ends by itself;
-    busy, SIGTERM (it ends its device process, then itself); stopped or still there, it is
-    killed."""
+    """End the scheduler process and reap it: idle, it ends at EOF on its pipe; busy, SIGTERM;
+    stopped or still there, SIGKILL."""
     proc.join(timeout=1.0)
     if proc.is_alive() and not is_stopped(proc.pid):
         proc.terminate()
@@ -468,25 +413,14 @@ class InlineScheduler:
             worker = threading.Thread(target=self.service.handle,
                                       args=(request, events.put, self._cancelled), daemon=True)
             worker.start()
-            finished = False
             try:
-                while not finished:
-                    event = events.get()
-                    finished = isinstance(event, FINAL)
-                    yield event
+                yield from _until_final(events.get, self._cancelled.set)
             finally:
-                if not finished:
-                    self._cancelled.set()
                 worker.join()
 
     def ready(self) -> SchedulerReady:
         """What this process can run on (inside a ZeroGPU call, the GPU it was given)."""
-        import torch
-
-        cuda = torch.cuda.is_available()
-        self._ready = SchedulerReady(os.getpid(), cuda,
-                                     torch.cuda.get_device_name() if cuda else "CPU",
-                                     "in the calling process")
+        self._ready = _ready_here("in the calling process")
         return self._ready
 
     @property
@@ -502,3 +436,8 @@ class InlineScheduler:
 
     def close(self) -> None:
         self.service.close()
+
+
+# What the web server holds of the scheduler: one request at a time (``submit`` yields its events
+# up to the final one), ``ready``, ``reported``, ``busy``, ``cancel`` and ``close``.
+SchedulerHandle = SchedulerClient | InlineScheduler

@@ -1,8 +1,6 @@
-"""What the scheduler process does with each request: ``SchedulerService.handle(request, emit,
-cancelled)`` runs it and reports through ``emit``. One engine per device, rebuilt only when the
-request's engine configuration changes. A live run is ``engine.run.compare_loops``, its spans
-streamed as ``SpanBatch``es by a reporter thread and each loop's run sent as it ends; the web
-server does all the drawing."""
+"""What the scheduler process does with each request: ``SchedulerService.handle`` runs it and reports
+through ``emit``. One engine per device, rebuilt only when the configuration changes. A live run is
+``engine.run.compare_loops``, its spans streamed as ``SpanBatch``es; the web server draws."""
 
 from __future__ import annotations
 
@@ -11,7 +9,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any
 
@@ -59,11 +57,7 @@ class SchedulerService:
     # ---- dispatch -----------------------------------------------------------------------------
     def handle(self, request: Request, emit: Emit, cancelled: threading.Event) -> None:
         """Run ``request``; every outcome, failures included, ends in exactly one final event."""
-        from engine.devices.cpu_process import DeviceError
-        from engine.models.loader import ModelLoadError
-        from engine.scheduler.scheduler import RunCancelled
-
-        try:
+        with _failures_said(emit):
             if isinstance(request, LiveRunRequest):
                 self._live(request, emit, cancelled)
             elif isinstance(request, LabRequest):
@@ -79,35 +73,16 @@ class SchedulerService:
                 emit(Warmed(engine.device_label(), profile))
             else:
                 emit(RequestFailed("invalid", f"unknown request {type(request).__name__}"))
-        except RunCancelled:
-            emit(RequestFailed("cancelled", "the run was stopped"))
-        except DeviceError as error:
-            emit(RequestFailed("device", str(error)))
-        except ModelLoadError as error:                  # not found, offline, or a hub guard
-            emit(RequestFailed("offline" if error.offline else "model", str(error)))
-        except ValueError as error:                      # bad input, named by the engine
-            emit(RequestFailed("invalid", str(error)))
-        except Exception as error:  # noqa: BLE001 - the server must hear about anything
-            emit(RequestFailed("error", f"{type(error).__name__}: {error}\n"
-                                        f"{traceback.format_exc(limit=4)}"))
 
     def serve(self, request: ServeRequest, conn: Connection, emit: Emit) -> None:
-        """A served session (``engine.scheduler_process.online``): it reads the pipe itself until StopServing.
-        It ends in ServingStopped, or in one RequestFailed like any other request."""
-        from engine.devices.cpu_process import DeviceError
+        """A served session (``online.py``): it reads the pipe itself until StopServing, and ends
+        in ServingStopped or in one RequestFailed."""
         from engine.scheduler_process.online import serve_session
 
-        try:
+        with _failures_said(emit):
             emit(Progress("loading"))
             engine = self._engine(request.engine, self.engines, emit)
             serve_session(engine, request, conn, emit)
-        except DeviceError as error:
-            emit(RequestFailed("device", str(error)))
-        except ValueError as error:
-            emit(RequestFailed("invalid", str(error)))
-        except Exception as error:  # noqa: BLE001 - the server must hear about anything
-            emit(RequestFailed("error", f"{type(error).__name__}: {error}\n"
-                                        f"{traceback.format_exc(limit=4)}"))
 
     def close(self) -> None:
         for cache in (self.engines, self.references):
@@ -147,7 +122,7 @@ class SchedulerService:
             emit(Progress("probe", detail=engine.device_label()))
             chat = request.workload.chat and has_chat_template(engine.tokenizer)
             params = self._stop_params(engine, request, chat)
-        watch = _LiveWatch(emit, cancelled, engine.device_label(), len(request.loops),
+        watch = _LiveWatch(emit, engine.device_label(), len(request.loops),
                            report=engine.device_name != "cuda")
         options = RunOptions(repeats=request.rounds, quietest=True,
                              should_stop=cancelled.is_set, watch=watch)
@@ -155,22 +130,19 @@ class SchedulerService:
         emit(RunFinished(record))
 
     def _warm_loops(self, engine: Engine, request: LiveRunRequest) -> DeviceProfile:
-        """Run the request's loops once, as a click will, then measure the device from
-        ``MEASURE_RUNS`` more serial runs (the median forward and scheduler work per step). The
-        first runs still pay first-use costs, and one slow run would size the page's extra CPU
-        work to nothing: the median of several warm runs is what a click will see."""
+        """Run the request's loops once, as a click will, then measure the device from the median
+        of ``MEASURE_RUNS`` warm serial runs: one slow first run would size the page's extra CPU
+        work to nothing."""
         params = self._stop_params(engine, request)
         prompts = request.workload.prompts(engine)
-        for index, spec in enumerate(request.loops):         # the click's own path, spans
-            engine.clear_prefix_cache()                         # reported, no extra CPU work
-            _run_reported(engine, prompts, params, replace(spec, extra_cpu_us=0), index,
-                          lambda _: None, threading.Event())
+        for spec in request.loops:                  # the click's own path, no extra CPU work
+            engine.clear_prefix_cache()
+            _run_reported(engine, prompts, params, replace(spec, extra_cpu_us=0))
         runs = []
         if any(spec.loop == Loop.NORMAL for spec in request.loops):
             for _ in range(MEASURE_RUNS):
                 engine.clear_prefix_cache()
-                runs.append(_run_reported(engine, prompts, params, LoopSpec(Loop.NORMAL), 0,
-                                          lambda _: None, threading.Event()))
+                runs.append(_run_reported(engine, prompts, params, LoopSpec(Loop.NORMAL)))
         engine.clear_prefix_cache()
         key = self._probe_key(engine, request)
         if runs:
@@ -229,14 +201,36 @@ def _device_profile(engine: Engine, runs: list[RunResult]) -> DeviceProfile:
                          statistics.median(r.metrics["t_cpu_us"] for r in runs))
 
 
-def _download_reporter(emit: Emit, every_s: float = 0.25) -> Callable[[HubProgress], None]:
-    """A hub download's progress as ``Progress("download")`` events, at most every ``every_s``
+@contextmanager
+def _failures_said(emit: Emit) -> Iterator[None]:
+    """Whatever ends the block early is said to the server as one ``RequestFailed``."""
+    from engine.devices.cpu_process import DeviceError
+    from engine.models.loader import ModelLoadError
+    from engine.scheduler.scheduler import RunCancelled
+
+    try:
+        yield
+    except RunCancelled:
+        emit(RequestFailed("cancelled", "the run was stopped"))
+    except DeviceError as error:
+        emit(RequestFailed("device", str(error)))
+    except ModelLoadError as error:                  # not found, offline, or a hub guard
+        emit(RequestFailed("offline" if error.offline else "model", str(error)))
+    except ValueError as error:                      # bad input, named by the engine
+        emit(RequestFailed("invalid", str(error)))
+    except Exception as error:  # noqa: BLE001 - the server must hear about anything
+        emit(RequestFailed("error", f"{type(error).__name__}: {error}\n"
+                                    f"{traceback.format_exc(limit=4)}"))
+
+
+def _download_reporter(emit: Emit) -> Callable[[HubProgress], None]:
+    """A hub download's progress as ``Progress("download")`` events, at most every ``REPORT_S``
     (and always its first and last word)."""
     last = [0.0]
 
     def report(progress: HubProgress) -> None:
         now = time.monotonic()
-        if progress.stage != "downloading" or now - last[0] >= every_s:
+        if progress.stage != "downloading" or now - last[0] >= REPORT_S:
             last[0] = now
             emit(Progress("download", detail=progress.describe(),
                           done_mib=progress.done_bytes / 2**20,
@@ -247,22 +241,16 @@ def _download_reporter(emit: Emit, every_s: float = 0.25) -> Callable[[HubProgre
 
 class _LiveWatch:
     """A live run's loops, watched for the page: each loop announced (``Progress``), its spans
-    streamed as it runs (``report``: not on CUDA, see ``_reporting``), its run sent when done
-    (``LoopFinished``)."""
+    streamed as it runs (where ``report``, see ``_reporting``), its run sent when done."""
 
-    def __init__(self, emit: Emit, cancelled: threading.Event, label: str, total: int,
-                 report: bool) -> None:
-        self.emit, self.cancelled, self.label, self.total = emit, cancelled, label, total
-        self.report = report
+    def __init__(self, emit: Emit, label: str, total: int, report: bool) -> None:
+        self.emit, self.label, self.total, self.report = emit, label, total, report
 
     @contextmanager
     def loop(self, index: int, spec: LoopSpec) -> Iterator[Timeline | None]:
         self.emit(Progress("run", spec.loop, index, self.total, self.label))
         timeline = Timeline()
-        if not self.report:
-            yield timeline
-            return
-        with _reporting(timeline, index, self.emit):
+        with _reporting(timeline, index, self.emit) if self.report else nullcontext():
             yield timeline
 
     def finished(self, index: int, run: RunDict) -> None:
@@ -270,24 +258,18 @@ class _LiveWatch:
 
 
 def _run_reported(engine: Engine, prompts: list[Any],
-                  params: SamplingParams | list[SamplingParams], loop: LoopSpec, index: int,
-                  emit: Emit, cancelled: threading.Event) -> RunResult:
-    """One loop's run, its new spans emitted as it runs (not on CUDA, see ``_reporting``)."""
+                  params: SamplingParams | list[SamplingParams], loop: LoopSpec) -> RunResult:
+    """One loop's run as a click makes it: its spans read as it runs (not on CUDA), sent nowhere."""
     timeline = Timeline()
-    if engine.device_name == "cuda":
-        return engine.generate(prompts, params, loop=loop, timeline=timeline,
-                               should_stop=cancelled.is_set)
-    with _reporting(timeline, index, emit):
-        return engine.generate(prompts, params, loop=loop, timeline=timeline,
-                               should_stop=cancelled.is_set)
+    with _reporting(timeline, 0, lambda _: None) if engine.device_name != "cuda" else nullcontext():
+        return engine.generate(prompts, params, loop=loop, timeline=timeline)
 
 
 @contextmanager
 def _reporting(timeline: Timeline, index: int, emit: Emit) -> Iterator[None]:
     """While the block runs, a reporter thread emits the spans recorded since its last look every
     ``REPORT_S`` as one ``SpanBatch``. Not on CUDA: there every moment the reporter holds the GIL
-    is GPU idle time in the loop being measured; a GPU's loop is short, and its spans arrive
-    whole with ``LoopFinished``."""
+    is GPU idle time in the loop being measured; a GPU's spans arrive whole with ``LoopFinished``."""
     done = threading.Event()
 
     def report() -> None:
