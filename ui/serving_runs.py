@@ -28,9 +28,8 @@ from ui.view import Update, plot
 ROOT = Path(__file__).resolve().parents[1]
 
 SERVING_DIR = ROOT / "assets" / "serving"
-# The dropdown's handlers (a pick, a page load, a language switch) take turns: a language
-# switch's reply names the file chosen when it was triggered, and landing after a later pick's
-# it would put the older file back.
+# The dropdown's handlers take turns: a language switch's reply landing after a later pick's
+# would put the older file back.
 ONE_QUEUE = queues.one_queue("serving-shown")
 MAX_FILE_BYTES = 8 * 2**20
 
