@@ -107,10 +107,8 @@ def check_model(model: object) -> str:
 
 
 def model_choices(lang: str) -> list[tuple[str, str]]:
-    """The bundled model and the random-weight shapes, then the suggested hub models (fetched on
-    first use through ``engine.models.hub``'s guards; the box takes any other hub id too), each
-    marked as downloaded already or fetched on first use (read from the local cache, never the
-    network)."""
+    """The bundled model and the random-weight shapes, then the suggested hub models, each marked
+    as downloaded already (read from the local cache, never the network) or fetched on first use."""
     local = [(f"{name.replace(' shape', ' ' + texts.t(lang, 'model_shape'))}: "
               f"{texts.t(lang, 'model_real' if real else 'model_random')}", value)
              for value, name, real in MODELS]

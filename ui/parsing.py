@@ -78,16 +78,15 @@ def _take() -> tuple[BaseProcess, Connection]:
         return _start()
 
 
-def parse(path: Path, max_bytes: int = MAX_UPLOAD_BYTES,
-          timeout_s: float = PARSE_TIMEOUT_S) -> RecordDict:
+def parse(path: Path) -> RecordDict:
     """The record of ``path`` (a record, or a trace imported), read by a worker process;
     ``ValueError`` with the reason, or ``NotATrace`` for a file plainly neither (an image)."""
     sniff(path)
     process, conn = _take()
     try:
-        conn.send((str(path), max_bytes))
-        if not conn.poll(timeout_s):
-            raise ValueError(f"reading the file took more than {timeout_s:.0f} s")
+        conn.send((str(path), MAX_UPLOAD_BYTES))
+        if not conn.poll(PARSE_TIMEOUT_S):
+            raise ValueError(f"reading the file took more than {PARSE_TIMEOUT_S:.0f} s")
         kind, value = conn.recv()
     except (EOFError, OSError):
         process.join(timeout=5)

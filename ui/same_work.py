@@ -136,16 +136,14 @@ def _work_key(device_kind: str, config: RunConfig, extra_cpu_us: list[int]) -> t
             tuple(dict.fromkeys(extra_cpu_us)))
 
 
-def recording_for(request: LiveRunRequest, device_kind: str,
-                  folder: Path = RECORDED_DIR) -> tuple[RecordDict, str] | None:
+def recording_for(request: LiveRunRequest, device_kind: str) -> tuple[RecordDict, str] | None:
     """The bundled quiet recording of the work ``request`` asks for on ``device_kind``, cut to its
     loops, and its file's name; None where none is bundled."""
     loops = [(str(spec.loop), spec.decode_steps) for spec in request.loops]
-    return _quiet(request_work(request, device_kind), loops, folder)
+    return _quiet(request_work(request, device_kind), loops)
 
 
-def quiet_recording(record: RecordDict | None,
-                    folder: Path = RECORDED_DIR) -> tuple[RecordDict, str] | None:
+def quiet_recording(record: RecordDict | None) -> tuple[RecordDict, str] | None:
     """For a run the machine's load disturbed: the bundled quiet recording of its work on the
     same kind of device, cut to its loops, and its file's name (None: not disturbed, or none)."""
     try:
@@ -155,13 +153,12 @@ def quiet_recording(record: RecordDict | None,
         loops = [(run["loop"], run.get("decode_steps", 1)) for run in record["runs"]]
     except (KeyError, TypeError, ValueError):
         return None
-    return _quiet(want, loops, folder) if want is not None else None
+    return _quiet(want, loops) if want is not None else None
 
 
-def _quiet(want: tuple, loops: list[tuple[str, int]],
-           folder: Path) -> tuple[RecordDict, str] | None:
-    for file, header in _headers(folder).items():
-        found = _recording(folder / file) if header.quiet_work == want else None
+def _quiet(want: tuple, loops: list[tuple[str, int]]) -> tuple[RecordDict, str] | None:
+    for file, header in _headers(RECORDED_DIR).items():
+        found = _recording(RECORDED_DIR / file) if header.quiet_work == want else None
         if found is None:
             continue
         runs = [run for run in found["runs"] if (run["loop"], run.get("decode_steps", 1)) in loops]

@@ -116,6 +116,7 @@ class Turns:
             elif ticket.waiting:
                 self._line.remove(ticket)
                 ticket.state = State.LEFT
+                _wake(ticket)
             self._advance()
 
     def _advance(self) -> None:
@@ -133,10 +134,7 @@ class Turns:
         "stopping" (its turn: its run was asked to end), or "" (nothing to stop)."""
         with self._lock:
             if ticket.waiting:
-                self._line.remove(ticket)
-                ticket.state = State.LEFT
-                _wake(ticket)
-                self._advance()
+                self.leave(ticket)
                 return "left"
             if ticket is self._holder:
                 ticket.stop_asked.set()
