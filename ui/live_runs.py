@@ -32,7 +32,7 @@ from ui.recorded_runs import shown, write_downloads
 from ui.state import APP
 from ui.status import Said, esc, failure, progress_bar, render_said, said, status
 from ui.turns import Ticket
-from ui.view import MainView, keep, plot
+from ui.view import MainView, plot
 
 MAX_ARRIVAL_S = 60.0       # requests / rate: how long the arrivals of one loop may take
 HOLD_S = 5.0               # while a loop is timed, the page is redrawn at most this often
@@ -55,7 +55,6 @@ def run_live(controls: Controls, ticket: Ticket | None = None) -> Iterator[tuple
         yield MainView(status=render_said(spec, lang), said=spec).values()
         return
     stop_asked = ticket.stop_asked if ticket is not None else threading.Event()
-    key = _setup(request)
     expected = expected_steps(request)
     # While the run is on, a canvas draws it (cheap for the browser, whose cores are the
     # engine's too); the interactive chart comes back with the finished record.
@@ -68,13 +67,14 @@ def run_live(controls: Controls, ticket: Ticket | None = None) -> Iterator[tuple
     live = _LiveRuns(request, expected, lang)
     client = scheduler_link.scheduler()
     events = client.submit(request)
+    linked = False                       # the visitor's Stop reaches the request
     try:
         for event in events:
-            if ticket is not None and not live.linked:
+            if ticket is not None and not linked:
                 # The request has reached the scheduler (a cancel sent before it would be
                 # dropped): from now on this visitor's Stop cancels it, and only it.
                 APP.turns.on_stop(ticket, client.cancel)
-                live.linked = True
+                linked = True
             if isinstance(event, messages.Progress):
                 if live.stage(event):
                     yield MainView(status=live.status(stop_asked)).values()
@@ -85,7 +85,7 @@ def run_live(controls: Controls, ticket: Ticket | None = None) -> Iterator[tuple
                 live.finish(event)
                 yield live.drawn(stop_asked).values()
             elif isinstance(event, messages.RunFinished):
-                _remember_step_time(key, event.record)
+                _remember_step_time(_setup(request), event.record)
                 presets.remember(presets.profile_of_run(event.record))   # sizes the presets
                 yield _finished(event.record, request, notes, lang).values()
             elif isinstance(event, messages.RequestFailed):
@@ -121,7 +121,7 @@ def _failed_view(spec: Said, lang: str, drew: bool = True) -> MainView:
     if spec["key"] == "fail_cancelled":
         view.zoomed = plot(viz.message_figure(texts.t(lang, "zoom_stopped")))
         if drew:
-            view.timeline, view.live = keep(), keep()
+            view.timeline, view.live = gr.update(), gr.update()
         else:
             view.timeline = gr.update(
                 value=plot(viz.message_figure(texts.t(lang, "timeline_stopped"))), visible=True)
@@ -224,7 +224,6 @@ class _LiveRuns:
         self.stage_name = "loading"
         self.done_mib = self.total_mib = 0.0          # a hub model's download
         self.started = self.run_started = self.drawn_at = time.perf_counter()
-        self.linked = False                           # a Stop reaches its request (run_live)
 
     @property
     def total(self) -> int:

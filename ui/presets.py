@@ -187,12 +187,11 @@ def device_defaults(device_choice: str, extra_now: object, graphs_now: object, l
     cuda = on_cuda(device_choice)
     profile = profile_for(device_choice, own)
     if not cuda:
-        high, step = CPU_SLIDER
         value = DEFAULTS["extra_cpu_us"] if changed else extra_now
-        said = describe(device_choice, value, lang_choice, own)
         # A page load leaves the value alone: the reader may have moved it meanwhile.
         keep_value: dict[str, Any] = {"value": value} if changed else {}
-        return gr.update(maximum=high, step=step, **keep_value), gr.update(), said
+        return (gr.update(maximum=CPU_SLIDER[0], step=CPU_SLIDER[1], **keep_value), gr.update(),
+                describe(device_choice, value, lang_choice, own))
     if profile is None:                         # no GPU measured (no warm-up): fixed steps
         return gr.update(), gr.update(value=True), texts.t(lang, "preset_unmeasured")
     extra = sized_extra_us(FIRST_CLICK_FORWARDS, profile)

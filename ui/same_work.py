@@ -3,13 +3,14 @@
 Records whose workloads match (``workload_of``: this project's loops, Mini-SGLang's and SGLang's)
 are one comparison, which the recorded tab offers (``same_work``). A live run that a busy machine
 disturbed is shown beside the bundled quiet recording of the same work (``quiet_recording``), and
-a run waiting in line is shown it meanwhile (``recording_for``).
+a run waiting in line is shown it meanwhile (``recording_of``).
 """
 
 from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -136,13 +137,6 @@ def _work_key(device_kind: str, config: RunConfig, extra_cpu_us: list[int]) -> t
             tuple(dict.fromkeys(extra_cpu_us)))
 
 
-def recording_for(request: LiveRunRequest, device_kind: str) -> tuple[RecordDict, str] | None:
-    """The bundled quiet recording of the work ``request`` asks for on ``device_kind``, cut to its
-    loops, and its file's name; None where none is bundled."""
-    loops = [(str(spec.loop), spec.decode_steps) for spec in request.loops]
-    return _quiet(request_work(request, device_kind), loops)
-
-
 def quiet_recording(record: RecordDict | None) -> tuple[RecordDict, str] | None:
     """For a run the machine's load disturbed: the bundled quiet recording of its work on the
     same kind of device, cut to its loops, and its file's name (None: not disturbed, or none)."""
@@ -153,10 +147,12 @@ def quiet_recording(record: RecordDict | None) -> tuple[RecordDict, str] | None:
         loops = [(run["loop"], run.get("decode_steps", 1)) for run in record["runs"]]
     except (KeyError, TypeError, ValueError):
         return None
-    return _quiet(want, loops) if want is not None else None
+    return recording_of(want, loops) if want is not None else None
 
 
-def _quiet(want: tuple, loops: list[tuple[str, int]]) -> tuple[RecordDict, str] | None:
+def recording_of(want: tuple, loops: Sequence[tuple[str, int]]) -> tuple[RecordDict, str] | None:
+    """The bundled quiet recording of the work ``want`` (``request_work``), cut to ``loops``
+    ((loop, k) each), and its file's name; None where none is bundled."""
     for file, header in _headers(RECORDED_DIR).items():
         found = _recording(RECORDED_DIR / file) if header.quiet_work == want else None
         if found is None:

@@ -40,11 +40,6 @@ def slider(*args: Any, **kwargs: Any) -> TypedSlider:
 Update = dict[str, Any]
 
 
-def keep() -> Update:
-    """'No change' for one output."""
-    return gr.update()
-
-
 def plot(figure: FigureSpec | dict) -> PlotData:
     """A ``viz`` figure for a ``gr.Plot``: serialised once, never validated again by plotly's
     Python objects (the cost a live redraw must not pay)."""
@@ -54,22 +49,22 @@ def plot(figure: FigureSpec | dict) -> PlotData:
 
 @dataclass
 class MainView:
-    status: object = field(default_factory=keep)           # the status line (HTML)
-    timeline: object = field(default_factory=keep)         # whole runs, side by side
-    live: object = field(default_factory=keep)             # the canvas while a run is on
-    zoomed: object = field(default_factory=keep)           # the step window
-    memory: object = field(default_factory=keep)           # KV pages per step (where a run has them)
-    metrics: object = field(default_factory=keep)          # metrics table and formula (HTML)
-    texts: object = field(default_factory=keep)            # generated texts (HTML)
-    first_step: object = field(default_factory=keep)
-    last_step: object = field(default_factory=keep)
-    record: object = field(default_factory=keep)           # the record on screen (gr.State)
-    said: object = field(default_factory=keep)             # the status as data (gr.State)
-    download_record: object = field(default_factory=keep)
-    download_trace: object = field(default_factory=keep)
-    headline: object = field(default_factory=keep)         # the run's one line (HTML)
-    shown_lang: object = field(default_factory=keep)       # the language it was drawn in (gr.State)
-    look_for: object = field(default_factory=keep)         # "What to look for" beside the chart
+    status: object = field(default_factory=gr.update)        # the status line (HTML)
+    timeline: object = field(default_factory=gr.update)      # whole runs, side by side
+    live: object = field(default_factory=gr.update)          # the canvas while a run is on
+    zoomed: object = field(default_factory=gr.update)        # the step window
+    memory: object = field(default_factory=gr.update)        # KV pages per step (where a run has them)
+    metrics: object = field(default_factory=gr.update)       # metrics table and formula (HTML)
+    texts: object = field(default_factory=gr.update)         # generated texts (HTML)
+    first_step: object = field(default_factory=gr.update)
+    last_step: object = field(default_factory=gr.update)
+    record: object = field(default_factory=gr.update)        # the record on screen (gr.State)
+    said: object = field(default_factory=gr.update)          # the status as data (gr.State)
+    download_record: object = field(default_factory=gr.update)
+    download_trace: object = field(default_factory=gr.update)
+    headline: object = field(default_factory=gr.update)      # the run's one line (HTML)
+    shown_lang: object = field(default_factory=gr.update)    # the language it was drawn in (gr.State)
+    look_for: object = field(default_factory=gr.update)      # "What to look for" beside the chart
 
     def values(self) -> tuple:
         return tuple(getattr(self, f.name) for f in fields(self))

@@ -132,16 +132,12 @@ def prepare(controls: Controls, lang: str) -> Waiting | None:
         request, _ = live_runs.build_request(controls)
     except InputError:
         return None
-    cuda = scheduler_link.cuda_seen()
-    if request.engine.device == "cuda" and not cuda:
-        # A machine without a GPU is told at once, by the run itself, without waiting its turn.
-        if not scheduler_link.cuda_found():
-            return None
-        cuda = True
-    cuda = cuda and request.engine.device != "cpu"
+    if request.engine.device == "cuda" and not scheduler_link.cuda_found():
+        return None     # a machine without a GPU is told at once, by the run, not after its turn
+    cuda = request.engine.device != "cpu" and scheduler_link.cuda_seen()
     work = same_work.request_work(request, "cuda" if cuda else "cpu-process")
     loops = tuple((str(spec.loop), spec.decode_steps) for spec in request.loops)
-    found = same_work.recording_for(request, work[0])
+    found = same_work.recording_of(work, loops)
     recording = same_work.recording_payload(found[1], found[0], lang) if found else None
     runs = request.rounds * len(loops) + int(request.workload.stop_early)
     steps = runs * live_runs.expected_steps(request)

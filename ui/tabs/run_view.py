@@ -23,7 +23,7 @@ from ui.live_chart import live_chart
 from ui.status import Said, render_said
 from ui.status import status as status_line
 from ui.tabs.parts import RELAYOUT_JS, Page, button, labelled, md
-from ui.view import MainView, keep, plot, slider
+from ui.view import MainView, plot, slider
 
 # The step buttons move the slider in the browser, within its range: two quick clicks are two
 # steps (read on the server, the second click saw the value from before the first came back).
@@ -145,7 +145,7 @@ def redraw_view(lang_choice: str, record: RecordDict | None, spec: Said | None,
     ``follow_language`` redraws the finished run in the language chosen meanwhile."""
     lang = lang_of(lang_choice)
     if spec and spec["key"] == live_runs.RUN_ON:
-        return (keep(),) * len(REDRAWN)
+        return (gr.update(),) * len(REDRAWN)
     if record:
         view = recorded_runs.shown(spec, record, lang)
     else:
@@ -162,7 +162,7 @@ def follow_language(lang_choice: str, shown_lang: str | None, record: RecordDict
     """After a live run: its views were drawn in the language the run started in; if the reader
     switched languages meanwhile, the finished run is drawn again in the one chosen now."""
     if lang_of(lang_choice) == shown_lang:
-        return (keep(),) * len(REDRAWN)
+        return (gr.update(),) * len(REDRAWN)
     return redraw_view(lang_choice, record, spec, first, last)
 
 
