@@ -40,9 +40,8 @@ def said(key: str, kind: str = "info", detail: str = "", notes: tuple[str, ...] 
 def failure(kind: str, detail: str) -> Said:
     """A request the scheduler process did not finish (``RequestFailed.kind``, or "died"): a
     sentence in the user's language, the engine's technical detail folded beneath it."""
-    key = {"invalid": "fail_invalid", "cancelled": "fail_cancelled", "device": "fail_device",
-           "died": "fail_died", "model": "fail_model",
-           "offline": "fail_offline"}.get(kind, "fail_error")
+    known = ("invalid", "cancelled", "device", "died", "model", "offline")
+    key = f"fail_{kind}" if kind in known else "fail_error"
     if kind == "cancelled":
         return said(key, "warn")
     return said(key, "error", detail=detail)
@@ -53,8 +52,6 @@ def render_said(spec: Said | None, lang: str) -> str:
     if not spec:
         return status(texts.t(lang, "no_runs"))
     args = dict(spec["args"])
-    if "control" in args:                    # a control's name, in the reader's language
-        args["control"] = texts.t(lang, f"name_{args['control']}")
     keys = {name[:-4]: args.pop(name) for name in [name for name in args if name.endswith("_key")]}
     for name, key in keys.items():       # a text said in the reader's language, with the values
         args[name] = texts.t(lang, key).format(**args)
