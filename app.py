@@ -58,11 +58,10 @@ def build_page() -> gr.Blocks:
         devices_known = live_tab.wire(live, page, view)
         recorded_tab.wire(recorded, page, view)
         upload_tab.wire(upload, page, view)
-        serving_tab.wire(serving, page)
         lab_tab.wire(lab, page, live.controls["model"], live.controls["device"], devices_known)
         run_view.wire(view, page)
         run_view.shows_runs(view, {live.tab: True, recorded.tab: True, upload.tab: True,
-                                   serving.tab: False, lab.tab: False})
+                                   serving: False, lab.tab: False})
         language.change(tr.updates_for, language, tr.components, show_progress="hidden")
         demo.load(None, js=KEEP_TYPED_JS.replace("{cls}", TYPED_SLIDER))
     return demo

@@ -46,14 +46,7 @@ class Controls:
         return cls(**{**first, **changes})
 
     @classmethod
-    def names(cls) -> tuple[str, ...]:
-        return tuple(f.name for f in fields(cls))
-
-    @classmethod
     def from_inputs(cls, values: Mapping[Any, Any], components: Mapping[str, Any]) -> Controls:
         """The controls from Gradio's set-of-inputs form: ``values`` maps each component to its
         value, ``components`` each field to its component (every field, by name)."""
-        missing = sorted(set(cls.names()) - set(components))
-        if missing:
-            raise TypeError(f"Controls.from_inputs: no component for {missing}")
-        return cls(**{name: values[components[name]] for name in cls.names()})
+        return cls(**{f.name: values[components[f.name]] for f in fields(cls)})

@@ -38,7 +38,9 @@ class Translated:
     def components(self) -> list[Block]:
         return [component for component, *_ in self.entries]
 
-    def updates(self, lang: str) -> list[Update]:
+    def updates_for(self, lang_choice: str) -> list[Update]:
+        """Every registered component's words for the language switch's value."""
+        lang = lang_of(lang_choice)
         out = []
         for _, attr, key, choices in self.entries:
             change: dict[str, Any] = {attr: texts.t(lang, key)}
@@ -46,7 +48,3 @@ class Translated:
                 change["choices"] = choices(lang)
             out.append(gr.update(**change))
         return out
-
-    def updates_for(self, lang_choice: str) -> list[Update]:
-        """``updates`` for the language switch's value ("English", "中文")."""
-        return self.updates(lang_of(lang_choice))

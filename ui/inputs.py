@@ -66,14 +66,14 @@ def checked(name: str, value: object) -> int | float:
     ``InputError`` otherwise."""
     low, high, whole = LIMITS[name]
     if is_empty(value):
-        raise InputError("error_empty", control=name, low=low, high=high)
+        raise InputError("error_empty", control_key=f"name_{name}", low=low, high=high)
     if not isinstance(value, (int, float)) or isinstance(value, bool) \
             or (isinstance(value, float) and not math.isfinite(value)):
-        raise InputError("error_range", control=name, low=low, high=high, value=value)
+        raise InputError("error_range", control_key=f"name_{name}", low=low, high=high, value=value)
     if whole and not is_whole(value):
-        raise InputError("error_whole", control=name, low=low, high=high, value=value)
+        raise InputError("error_whole", control_key=f"name_{name}", low=low, high=high, value=value)
     if not low <= value <= high:
-        raise InputError("error_range", control=name, low=low, high=high, value=value)
+        raise InputError("error_range", control_key=f"name_{name}", low=low, high=high, value=value)
     return int(value) if whole else float(value)
 
 
@@ -87,7 +87,7 @@ def checked_int(name: str, value: object) -> int:
 def validate_seed(seed: object) -> int:
     """The lab's workload seed: a whole number in 0..2**31-1."""
     if is_empty(seed):
-        raise InputError("error_empty", control="seed", low=0, high=2**31 - 1)
+        raise InputError("error_empty", control_key="name_seed", low=0, high=2**31 - 1)
     if not is_whole(seed) or not 0 <= seed < 2**31:
         raise InputError("error_seed", value=seed)
     return int(seed)
@@ -107,10 +107,8 @@ def check_model(model: object) -> str:
 
 
 def model_choices(lang: str) -> list[tuple[str, str]]:
-    """The bundled model and the random-weight shapes, then the suggested hub models (fetched on
-    first use through ``engine.models.hub``'s guards; the box takes any other hub id too), each
-    marked as downloaded already or fetched on first use (read from the local cache, never the
-    network)."""
+    """The bundled model and the random-weight shapes, then the suggested hub models, each marked
+    as downloaded already (read from the local cache, never the network) or fetched on first use."""
     local = [(f"{name.replace(' shape', ' ' + texts.t(lang, 'model_shape'))}: "
               f"{texts.t(lang, 'model_real' if real else 'model_random')}", value)
              for value, name, real in MODELS]

@@ -1,15 +1,12 @@
 """Hazard lab handlers: remove one safeguard, run, and show what the engine's checks found.
 
-``engine.lab.hazard_lab.run_hazard`` does the work in the scheduler process (a ``LabRequest``): the
-normal loop as reference, then the overlap loop with one switch on, compared token by token, with
-the allocator and the stop checks watching. This module sends it with the live tab's model and
-device, and shows the report (a plain dict, redrawn on a language switch) through
-``viz.lab_report``. A lab run takes its turn in the engine's line (``in_line``).
+The scheduler process runs a ``LabRequest``: the normal loop as reference, then the overlap loop
+with one switch on, compared token by token, with the allocator and the stop checks watching. The
+report (a plain dict, redrawn on a language switch) is drawn by ``viz.lab_report``.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -20,7 +17,7 @@ from engine.scheduler_process.messages import LabFinished, LabRequest, Progress,
 from ui import inputs, queues, scheduler_link
 from ui.i18n import lang_of
 from ui.state import APP
-from ui.status import esc, failure, render_said, said, status
+from ui.status import esc, failure, place_text, render_said, said, status
 from ui.view import Update
 from viz.lab_report import describe, hazard_title, report_html
 
@@ -45,8 +42,8 @@ FIRST_SWITCH = "no_finished_guard"
 
 
 def switch_titles(lang_choice: str, device: str | None = "auto") -> list[tuple[str, str]]:
-    """The switches as (title, name) choices, in ``HAZARDS``' order; those that need CUDA marked
-    so where this machine (or the chosen device) has none."""
+    """The switches as (title, name) choices; those that need CUDA marked so where this machine
+    (or the chosen device) has none."""
     lang = lang_of(lang_choice)
     cuda = cuda_here(device)
     return [(hazard_title(name, lang)
@@ -56,14 +53,14 @@ def switch_titles(lang_choice: str, device: str | None = "auto") -> list[tuple[s
 
 def switch_choices(lang_choice: str, device: str | None = "auto") -> Update:
     """The switches' titles again, never the choice: that is the reader's (a reply triggered
-    before a click can land after it, and would undo the click)."""
+    before a click can land after it)."""
     return gr.update(choices=switch_titles(lang_choice, device))
 
 
 def describe_switch(switch: str | None, lang_choice: str,
                     device: str | None = "auto") -> tuple[str, Update]:
     """What the switch's safeguard guards, and the Run button: off (saying why) for a switch
-    that needs CUDA where there is none, so nobody waits for a run that cannot happen."""
+    that needs CUDA where there is none."""
     lang = lang_of(lang_choice)
     hazard = _hazards().get(switch or "")
     cuda_only = bool(hazard and hazard.cuda_only)
@@ -77,7 +74,7 @@ def describe_switch(switch: str | None, lang_choice: str,
 
 def run_lab(switch: str | None, model: str, device: str, seed: object, lang_choice: str):
     """One lab run with ``switch`` on (``None``: the safe engine): a stream of (HTML, the report
-    as a plain dict, kept so a language switch can redraw it)."""
+    kept for a language switch's redraw)."""
     lang = lang_of(lang_choice)
     try:
         seed_value = inputs.validate_seed(seed)
@@ -116,8 +113,8 @@ LabRun = Callable[..., Iterator[tuple[str, Any]]]
 
 def in_line(run: LabRun, switch: str | None, model: str, device: str, seed: Any,
             lang_choice: str) -> Iterator[tuple[str, Any]]:
-    """``run`` (``run_lab``, inside a GPU call where the GPU exists only there) once its turn in
-    the engine's line has come; meanwhile where it stands, said each second."""
+    """``run`` (``run_lab``, maybe inside a GPU call) once its turn in the engine's line has
+    come; meanwhile where it stands, said each second."""
     lang = lang_of(lang_choice)
     ticket = APP.turns.join("lab", None, ("lab", switch, model, device))
     if ticket is None:
@@ -126,10 +123,7 @@ def in_line(run: LabRun, switch: str | None, model: str, device: str, seed: Any,
     finished = False
     try:
         while (place := APP.turns.place(ticket)) is not None:
-            n, seconds = place
-            yield status(texts.t(lang, "lab_in_line").format(
-                n=n, nth=texts.ordinal(lang, n), seconds=max(1, math.ceil(seconds))),
-                "running"), None
+            yield status(place_text(place, lang, "lab_in_line"), "running"), None
             APP.turns.wait(ticket, 1.0)
         yield from run(switch, model, device, seed, lang_choice)
         finished = True

@@ -13,9 +13,8 @@ import gradio as gr
 
 TEMPLATE = '<div class="live-chart"><canvas></canvas></div>'
 CSS = ".live-chart canvas {width: 100%; display: block;}"
-LANE_PX, TITLE_PX, GAP_PX, AXIS_PX, LEFT_PX, NOTE_PX = 30, 22, 14, 34, 150, 30
-
-_DRAW = """
+DRAW_JS = """
+const LANE = 30, TITLE = 22, GAP = 14, AXIS = 34, LEFT = 150, NOTE = 30;   // sizes in px
 function draw() {
   const canvas = element.querySelector('canvas');
   if (!canvas) return;
@@ -89,8 +88,6 @@ draw();
 watch('value', draw);
 window.addEventListener('resize', draw);
 """
-DRAW_JS = (f"const LANE = {LANE_PX}, TITLE = {TITLE_PX}, GAP = {GAP_PX}, AXIS = {AXIS_PX}, "
-           f"LEFT = {LEFT_PX}, NOTE = {NOTE_PX};") + _DRAW
 
 
 def live_chart(**kwargs) -> gr.HTML:

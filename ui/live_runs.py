@@ -2,10 +2,8 @@
 
 The handler checks the controls, sends one ``LiveRunRequest`` and turns the events that come back
 into views. The loops take turns for ``ROUNDS`` rounds, so a burst of other load hits them alike.
-The browser shares the cores the loops are timed on, so the page is redrawn as each run ends
-(``LoopFinished``) and during a run only every ``HOLD_S``; ``RunFinished`` brings the record.
-With "stop early", each request gets a stop token picked by a greedy probe run, so the lag cost
-(forwards run after a stop) is measured.
+The browser shares the loops' cores, so the page is redrawn as each run ends and during a run
+only every ``HOLD_S``.
 """
 
 from __future__ import annotations
@@ -57,29 +55,26 @@ def run_live(controls: Controls, ticket: Ticket | None = None) -> Iterator[tuple
         yield MainView(status=render_said(spec, lang), said=spec).values()
         return
     stop_asked = ticket.stop_asked if ticket is not None else threading.Event()
-    key = _setup(request)
     expected = expected_steps(request)
     # While the run is on, a canvas draws it (cheap for the browser, whose cores are the
     # engine's too); the interactive chart comes back with the finished record.
-    yield MainView(status=progress_bar(0.0, _starting_text(request, expected, notes, lang)),
-                   said=said(RUN_ON, "running"), look_for=texts.t(lang, "timeline_help"),
-                   headline="", timeline=gr.update(visible=False),
-                   live=gr.update(value="", visible=True), memory=gr.update(visible=False),
-                   zoomed=plot(viz.message_figure(texts.t(lang, "zoom_after_run"))), metrics="",
-                   texts="").values()
+    yield run_on_view(progress_bar(0.0, _starting_text(request, expected, notes, lang)), lang,
+                      "zoom_after_run", timeline=gr.update(visible=False),
+                      live=gr.update(value="", visible=True)).values()
     if stop_asked.is_set():              # Stop came with the run's turn: nothing was started
         yield _failed_view(failure("cancelled", ""), lang, drew=False).values()
         return
     live = _LiveRuns(request, expected, lang)
     client = scheduler_link.scheduler()
     events = client.submit(request)
+    linked = False                       # the visitor's Stop reaches the request
     try:
         for event in events:
-            if ticket is not None and not live.linked:
+            if ticket is not None and not linked:
                 # The request has reached the scheduler (a cancel sent before it would be
                 # dropped): from now on this visitor's Stop cancels it, and only it.
                 APP.turns.on_stop(ticket, client.cancel)
-                live.linked = True
+                linked = True
             if isinstance(event, messages.Progress):
                 if live.stage(event):
                     yield MainView(status=live.status(stop_asked)).values()
@@ -90,18 +85,18 @@ def run_live(controls: Controls, ticket: Ticket | None = None) -> Iterator[tuple
                 live.finish(event)
                 yield live.drawn(stop_asked).values()
             elif isinstance(event, messages.RunFinished):
-                _remember_step_time(key, event.record)
+                _remember_step_time(_setup(request), event.record)
                 presets.remember(presets.profile_of_run(event.record))   # sizes the presets
                 yield _finished(event.record, request, notes, lang).values()
             elif isinstance(event, messages.RequestFailed):
                 spec = failure(event.kind, event.message)
-                yield _failed_view(spec, lang, live.drew_any()).values()
+                yield _failed_view(spec, lang, bool(live.latest or live.spans)).values()
     except Exception as error:  # noqa: BLE001 - the scheduler process died, or worse
         from engine.scheduler_process.process import SchedulerDied
 
         kind = "died" if isinstance(error, SchedulerDied) else "error"
         spec = failure(kind, f"{type(error).__name__}: {error}")
-        yield _failed_view(spec, lang, live.drew_any()).values()
+        yield _failed_view(spec, lang, bool(live.latest or live.spans)).values()
     finally:
         if ticket is not None:
             APP.turns.on_stop(ticket, None)      # a late Stop must not reach the next run
@@ -110,20 +105,27 @@ def run_live(controls: Controls, ticket: Ticket | None = None) -> Iterator[tuple
         events.close()
 
 
+def run_on_view(status_html: str, lang: str, zoom_key: str, **chart: Any) -> MainView:
+    """The view while a run is on or waits its turn: its status, no record's charts."""
+    return MainView(status=status_html, said=said(RUN_ON, "running"), headline="",
+                    look_for=texts.t(lang, "timeline_help"), memory=gr.update(visible=False),
+                    zoomed=plot(viz.message_figure(texts.t(lang, zoom_key))), metrics="",
+                    texts="", **chart)
+
+
 def _failed_view(spec: Said, lang: str, drew: bool = True) -> MainView:
     """A run that did not finish: its status. A stopped run keeps its live canvas (one stopped
     before its first step, ``drew`` False, says so instead); a failed one gets the chart back."""
-    if spec["key"] == "fail_cancelled" and not drew:
-        message = plot(viz.message_figure(texts.t(lang, "timeline_stopped")))
-        return MainView(status=render_said(spec, lang), said=spec,
-                        timeline=gr.update(value=message, visible=True),
-                        live=gr.update(value="", visible=False),
-                        zoomed=plot(viz.message_figure(texts.t(lang, "zoom_stopped"))))
+    view = MainView(status=render_said(spec, lang), said=spec, timeline=gr.update(visible=True),
+                    live=gr.update(value="", visible=False))
     if spec["key"] == "fail_cancelled":
-        return MainView(status=render_said(spec, lang), said=spec,
-                        zoomed=plot(viz.message_figure(texts.t(lang, "zoom_stopped"))))
-    return MainView(status=render_said(spec, lang), said=spec,
-                    timeline=gr.update(visible=True), live=gr.update(value="", visible=False))
+        view.zoomed = plot(viz.message_figure(texts.t(lang, "zoom_stopped")))
+        if drew:
+            view.timeline, view.live = gr.update(), gr.update()
+        else:
+            view.timeline = gr.update(
+                value=plot(viz.message_figure(texts.t(lang, "timeline_stopped"))), visible=True)
+    return view
 
 
 def stop_run(lang_choice: str, request: gr.Request | None = None) -> Any:
@@ -217,13 +219,11 @@ class _LiveRuns:
         self.request, self.expected, self.lang = request, expected, lang
         self.latest: dict[int, RunDict] = {}          # loop index -> its latest finished run
         self.done = 0                                 # runs finished, of every round
-        self.spans: list[SpanDict] = []               # the run in progress
-        self.index = 0                                # its loop
-        self.running = False
+        self.spans: list[SpanDict] = []               # the run in progress, of loop ``index``
+        self.index, self.running = 0, False
         self.stage_name = "loading"
         self.done_mib = self.total_mib = 0.0          # a hub model's download
         self.started = self.run_started = self.drawn_at = time.perf_counter()
-        self.linked = False                           # a Stop reaches its request (run_live)
 
     @property
     def total(self) -> int:
@@ -273,10 +273,6 @@ class _LiveRuns:
         runs = self.runs()
         return MainView(status=self.status(stop_asked, runs),
                         live=viz.live_payload(list(runs.values()), self.lang))
-
-    def drew_any(self) -> bool:
-        """Has the canvas anything of this run to show (a finished run, or spans)?"""
-        return bool(self.latest or self.spans)
 
     def status(self, stop_asked: threading.Event, runs: dict[int, RunDict] | None = None) -> str:
         """The status line: the stage, or the runs as the canvas draws them (``runs``)."""

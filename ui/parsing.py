@@ -1,10 +1,8 @@
-"""Reading an uploaded file in a process of its own, one file per process, the next one started
-ahead of time.
+"""Reading an uploaded file in a process of its own, one file per process.
 
 Parsing a large trace takes gigabytes for a moment; a process gives them back when it exits,
 where the web server would keep them. Starting one (spawn) is slow, so a spare is started as soon
-as the last worker is done; an upload takes the spare only while it is alive (anything may end
-it meanwhile), else starts its own. A worker past its time limit is killed, and the upload says so.
+as the last worker is done. A worker past its time limit is killed, and the upload says so.
 """
 
 from __future__ import annotations
@@ -80,17 +78,15 @@ def _take() -> tuple[BaseProcess, Connection]:
         return _start()
 
 
-def parse(path: Path, max_bytes: int = MAX_UPLOAD_BYTES,
-          timeout_s: float = PARSE_TIMEOUT_S) -> RecordDict:
+def parse(path: Path) -> RecordDict:
     """The record of ``path`` (a record, or a trace imported), read by a worker process;
-    ``ValueError`` with the reason when it cannot be read in ``timeout_s``. A file plainly
-    neither (an image, an archive) is told by its first bytes (``NotATrace``), without a worker."""
+    ``ValueError`` with the reason, or ``NotATrace`` for a file plainly neither (an image)."""
     sniff(path)
     process, conn = _take()
     try:
-        conn.send((str(path), max_bytes))
-        if not conn.poll(timeout_s):
-            raise ValueError(f"reading the file took more than {timeout_s:.0f} s")
+        conn.send((str(path), MAX_UPLOAD_BYTES))
+        if not conn.poll(PARSE_TIMEOUT_S):
+            raise ValueError(f"reading the file took more than {PARSE_TIMEOUT_S:.0f} s")
         kind, value = conn.recv()
     except (EOFError, OSError):
         process.join(timeout=5)

@@ -1,18 +1,11 @@
 """Presets and the page's defaults: one click sets the controls for what a loop is for, sized to
 the device the run will use.
 
-- ``overlap`` (the defaults' loops): the scheduler's CPU work a little under one forward
-  (``FIRST_CLICK_FORWARDS``), which one-step overlap hides: a serial step costs T_fwd + T_cpu,
-  an overlapped one max(T_fwd, T_cpu). Under one forward, so that the host's jitter does not
-  show as idle GPU; not far under, so that the gain stays plain to see;
-- ``multistep``: the scheduler's work about three forwards long, which one-step overlap cannot
-  hide and k = 4 decode steps per scheduling pass can (max(T_fwd, T_cpu / 4) = T_fwd).
-
-A forward and the scheduler's own work are what the warm-up, or since then a run of the same
-setup, measured (``DeviceProfile``, per kind of device); before that, fixed values (``PRESETS``).
-The sizing line quotes figures only from the visitor's own run (``own_measurement``). On CUDA the
-page's defaults follow the ``overlap`` preset too (``device_defaults``), with the control's range
-cut to the device; CPU mode keeps its fixed defaults.
+``overlap`` makes the scheduler's CPU work a little under one forward (``FIRST_CLICK_FORWARDS``),
+which one-step overlap hides: a serial step costs T_fwd + T_cpu, an overlapped one
+max(T_fwd, T_cpu). ``multistep`` makes it about three forwards, which k = 4 decode steps per pass
+hide. The forward and the scheduler's own work are what the warm-up, or since then a run of the
+same setup, measured (``DeviceProfile``); before that, fixed values (``PRESETS``).
 """
 
 from __future__ import annotations
@@ -59,8 +52,7 @@ def _kind(device_kind: str) -> str:
 
 
 def remember(profile: DeviceProfile | None) -> None:
-    """Keep what the warm-up, or since then a run, measured (a warm-up ending after a run of
-    its setup does not replace the run's)."""
+    """Keep what the warm-up, or since then a run of its setup, measured."""
     if profile is not None and profile.t_fwd_us > 0:
         kind = _kind(profile.device_kind)
         with APP.profiles_lock:
@@ -80,8 +72,7 @@ def _setup(profile: DeviceProfile) -> tuple:
 
 def profile_of_run(record: RecordDict) -> DeviceProfile | None:
     """What a finished live run measured, as the warm-up would have: its serial loop's forward
-    and the scheduler's own work (its CPU part less the extra work); None without a serial loop
-    that decoded, or with arrivals."""
+    and the scheduler's own work; None without a serial loop that decoded, or with arrivals."""
     from engine.scheduler_process.messages import DeviceProfile
 
     config, env = config_of(record), record["env"]
@@ -117,8 +108,8 @@ def profile_for(device_choice: str, own: DeviceProfile | None = None) -> DeviceP
 
 def own_measurement(record: RecordDict | None, spec: Said | None,
                     own: DeviceProfile | None) -> DeviceProfile | None:
-    """The visitor's own measurement after their Run ended: the run's, where it finished
-    (``spec``) and measured the setup the presets size, else the one they had."""
+    """The visitor's own measurement after their Run ended: the run's, where it finished and
+    measured the setup the presets size, else the one they had."""
     if not spec or spec.get("key") != "status_done":
         return own
     try:
@@ -134,7 +125,7 @@ def own_measurement(record: RecordDict | None, spec: Said | None,
 
 def slider_range(profile: DeviceProfile | None) -> tuple[int, int]:
     """(maximum, step) of the extra-CPU-work control: on CUDA up to eight forwards (multi-step's
-    largest k) in fine steps, on a CPU the control's whole range."""
+    largest k), on a CPU the control's whole range."""
     if profile is None or _kind(profile.device_kind) != "cuda":
         return CPU_SLIDER
     top = max(2000, math.ceil(8 * profile.t_fwd_us / 500) * 500)
@@ -142,8 +133,7 @@ def slider_range(profile: DeviceProfile | None) -> tuple[int, int]:
 
 
 def sized_extra_us(forwards: float, profile: DeviceProfile) -> int:
-    """Extra CPU work per step that makes the CPU's part ``forwards`` forwards long, in the
-    control's steps and limits."""
+    """Extra CPU work per step that makes the CPU's part ``forwards`` forwards long."""
     low, _, _ = LIMITS["extra_cpu_us"]
     high, step = slider_range(profile)
     extra = forwards * profile.t_fwd_us - profile.t_cpu_us
@@ -167,7 +157,7 @@ def sizing_said(profile: DeviceProfile, extra: int, lang: str, mine: bool = Fals
         graphs=texts.t(lang, "sized_graphs" if profile.cuda_graph else "sized_eager"),
         fwd=fwd / 1e3, cpu=cpu / 1e3, extra=extra, forwards=part,
         hides=int(max(fwd - cpu, 0)), k=k, k4=int(max(4 * fwd - cpu, 0)),
-        run_extra=getattr(profile, "extra_us", 0))
+        run_extra=profile.extra_us)
     return f"{lead}<details><summary>{texts.t(lang, 'sizing_how')}</summary>\n\n{how}</details>"
 
 
@@ -191,18 +181,17 @@ def device_defaults(device_choice: str, extra_now: object, graphs_now: object, l
                     own: DeviceProfile | None = None,
                     changed: bool = False) -> tuple[Update, Update, str]:
     """The extra-CPU-work control, the CUDA-graphs box and the sizing line for the device a run
-    would use. On a page load a CUDA device's values replace only untouched CPU defaults; a
-    device the reader chose (``changed``) gets that device's defaults."""
+    would use: on a page load only untouched defaults change; a device chosen (``changed``) gets
+    its own defaults."""
     lang = lang_of(lang_choice)
     cuda = on_cuda(device_choice)
     profile = profile_for(device_choice, own)
     if not cuda:
-        high, step = CPU_SLIDER
         value = DEFAULTS["extra_cpu_us"] if changed else extra_now
-        said = describe(device_choice, value, lang_choice, own)
         # A page load leaves the value alone: the reader may have moved it meanwhile.
         keep_value: dict[str, Any] = {"value": value} if changed else {}
-        return gr.update(maximum=high, step=step, **keep_value), gr.update(), said
+        return (gr.update(maximum=CPU_SLIDER[0], step=CPU_SLIDER[1], **keep_value), gr.update(),
+                describe(device_choice, value, lang_choice, own))
     if profile is None:                         # no GPU measured (no warm-up): fixed steps
         return gr.update(), gr.update(value=True), texts.t(lang, "preset_unmeasured")
     extra = sized_extra_us(FIRST_CLICK_FORWARDS, profile)
@@ -211,15 +200,11 @@ def device_defaults(device_choice: str, extra_now: object, graphs_now: object, l
     sized: dict[str, Any] = {"value": extra} if untouched else {}
     slider = gr.update(maximum=high, step=step, **sized)
     graphs = gr.update(value=True) if untouched and not graphs_now else gr.update()
-    said = sizing_said(profile, extra, lang, mine=profile is own) if untouched else \
-        describe(device_choice, extra_now, lang_choice, own)
-    return slider, graphs, said
+    return slider, graphs, describe(device_choice, extra if untouched else extra_now, lang_choice, own)
 
 
-def wait_for_warm_up(device_choice: str) -> None:
-    """On a page load: wait until the warm-up has measured the device (the sizing that follows
-    then reads the controls as they are by then)."""
-    del device_choice                 # either device: the warm-up measures the one it found
+def wait_for_warm_up() -> None:
+    """On a page load: wait until the warm-up has measured the device."""
     APP.warmed.wait(WARM_WAIT_S)
 
 
@@ -241,7 +226,7 @@ def describe(device_choice: str, extra_now: object, lang_choice: str,
 def follow(device_choice: str, extra_now: object, lang_choice: str,
            own: DeviceProfile | None = None) -> Update | str:
     """The sizing line after the control moved or a run ended; left as it is while nothing has
-    been measured (a preset's sentence about its fixed values stays)."""
+    been measured."""
     if profile_for(device_choice, own) is None:
         return gr.update()
     return describe(device_choice, extra_now, lang_choice, own)

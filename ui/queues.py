@@ -1,9 +1,7 @@
 """Event options for handlers that must take turns in the order they were triggered.
 
-Gradio reads a handler's inputs when its event is triggered, not when it runs, so two replies for
-the same output can land out of order on a loaded machine; in one queue of one, the last reply is
-the one triggered last. Each use names what it guards (``ui.tabs.parts.LAB_QUEUE``: lab runs one
-at a time; ``ui.step_through.ONE_QUEUE``: the step view; ...).
+Gradio reads a handler's inputs when its event is triggered, so two replies for the same output
+can land out of order on a loaded machine; in a queue of one, the last reply is the last triggered.
 """
 
 from __future__ import annotations

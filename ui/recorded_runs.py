@@ -1,5 +1,4 @@
-"""Records on screen: draw one (whatever its source), offer it for download, list recorded runs,
-and the import tab's handler.
+"""Records on screen: draw one (whatever its source), offer it for download, list recorded runs.
 
 A live run, a recorded GPU run and an uploaded trace or record all become a schema-1 record, and
 ``shown`` turns any record into the main view. Two files (or one beside the record on screen)
@@ -8,6 +7,7 @@ become one record (``side_by_side``). A file that cannot be shown leaves the vie
 
 from __future__ import annotations
 
+import contextlib
 import json
 import tempfile
 import time
@@ -62,17 +62,12 @@ def _trim_downloads() -> None:
     folder is under ``MAX_DOWNLOAD_DIR_BYTES``."""
     files = []
     for path in DOWNLOAD_DIR.glob("*.json"):
-        try:
+        with contextlib.suppress(OSError):
             stat = path.stat()
-        except OSError:
-            continue
-        if time.time() - stat.st_mtime > 3600:
-            path.unlink(missing_ok=True)
-        else:
             files.append((stat.st_mtime, stat.st_size, path))
     total = sum(size for _, size, _ in files)
-    for _, size, path in sorted(files):
-        if total <= MAX_DOWNLOAD_DIR_BYTES:
+    for mtime, size, path in sorted(files):          # the oldest first
+        if total <= MAX_DOWNLOAD_DIR_BYTES and time.time() - mtime <= 3600:
             break
         path.unlink(missing_ok=True)
         total -= size
@@ -111,7 +106,7 @@ def shown(spec: Said | None, record: RecordDict | None, lang: str,
                         live=gr.update(value="", visible=False), zoomed=empty,
                         memory=gr.update(visible=False), metrics="", texts="",
                         record=None, said=spec, download_record=file_update(None),
-                        download_trace=file_update(None), lang=lang,
+                        download_trace=file_update(None), shown_lang=lang,
                         look_for=texts.t(lang, "timeline_help"))
     runs = record["runs"]
     first, last = default_window(runs)
@@ -127,7 +122,7 @@ def shown(spec: Said | None, record: RecordDict | None, lang: str,
                     texts=viz.texts_html(runs, lang),
                     first_step=first, last_step=last, record=record, said=spec,
                     download_record=file_update(files[0]), download_trace=file_update(files[1]),
-                    lang=lang, look_for=texts.t(lang, look_for_key(record)))
+                    shown_lang=lang, look_for=texts.t(lang, look_for_key(record)))
 
 
 def memory_view(runs: list[RunDict], lang: str) -> Update:
@@ -171,7 +166,8 @@ def show_upload(paths: str | Path | list[str] | None, beside: bool, on_screen: R
         return MainView().values()
     files = [Path(paths)] if isinstance(paths, (str, Path)) else [Path(p) for p in paths]
     lang = lang_of(lang_choice)
-    if len(files) == 1 and not (beside and on_screen and on_screen["runs"]):
+    beside = bool(beside and on_screen and on_screen["runs"])
+    if len(files) == 1 and not beside:
         return _show_file(files[0], lang, recorded=False).values()
     loaded: list[tuple[RecordDict, str]] = []
     for path in files:
@@ -180,14 +176,12 @@ def show_upload(paths: str | Path | list[str] | None, beside: bool, on_screen: R
             return view.values()
         loaded.append((view, path.name))
     shown_names = [_named(record, name) for record, name in loaded]
-    if beside and on_screen and on_screen["runs"]:
+    if beside and on_screen:
         loaded.insert(0, (on_screen, viz.record_where(on_screen) or "on screen"))
-        key = "status_beside"
-    else:
-        key = "status_imported_two"
     record, dropped = side_by_side(loaded)
-    spec = said(key, "ok", notes=("status_dropped",) if dropped else (),
-                names=" · ".join(shown_names), most=MAX_SHOWN_RUNS)
+    spec = said("status_beside" if beside else "status_imported_two", "ok",
+                notes=("status_dropped",) if dropped else (), names=" · ".join(shown_names),
+                most=MAX_SHOWN_RUNS)
     return shown(spec, record, lang, write_downloads(record)).values()
 
 
@@ -243,12 +237,10 @@ def _peer_section(record: RecordDict, values: dict[str, Any]) -> tuple[str, str]
     if engine not in PEER_SECTIONS:
         return None
     runs = {run["loop"]: run["metrics"] for run in record["runs"]}
-    serial, overlap = runs.get(Loop.NORMAL), runs.get(Loop.OVERLAP)
-    if not serial or not overlap or not serial.get("steady_step_us") or not overlap.get(
-            "steady_step_us") or not serial.get("t_fwd_us"):
-        return None
+    serial, overlap = runs.get(Loop.NORMAL) or {}, runs.get(Loop.OVERLAP) or {}
     cpu_us = serial.get("t_cpu_us")
-    if cpu_us is None:
+    if not (serial.get("steady_step_us") and overlap.get("steady_step_us")
+            and serial.get("t_fwd_us")) or cpu_us is None:
         return None
     hook = {note.get("loop"): note.get("cost_pct") for note in record.get("notes") or []
             if note.get("key") == "hook_cost"}
@@ -292,12 +284,6 @@ def _settings(record: RecordDict) -> tuple[tuple[str, ...], dict[str, Any]]:
         notes.append("status_settings_prefix")
         values["prefix"] = config.shared_prefix
     return tuple(notes), values
-
-
-def zoom(record: RecordDict | None, first: float | None, last: float | None,
-         lang_choice: str) -> PlotData:
-    """Redraw the step window for the record on screen."""
-    return zoom_steps(record, first, last, lang_choice)[0]
 
 
 def zoom_steps(record: RecordDict | None, first: object, last: object,

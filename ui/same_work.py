@@ -1,19 +1,17 @@
 """Records of the same work: other engines' recordings of it, and a quiet machine's.
 
-``studies/peers/benchmark.py`` records this project's loops, Mini-SGLang's and SGLang's on the
-same work; records whose workloads match (``workload_of``) are one comparison, which the recorded
-tab offers for the record chosen (``same_work``, ``offer``).
-
-A live run that a busy machine disturbed is shown beside the bundled quiet recording of the same
-page workload (``quiet_recording``), and a run waiting in line is shown that recording meanwhile
-(``recording_for``): a class on a busy laptop still sees what the loops do.
+Records whose workloads match (``workload_of``: this project's loops, Mini-SGLang's and SGLang's)
+are one comparison, which the recorded tab offers (``same_work``). A live run that a busy machine
+disturbed is shown beside the bundled quiet recording of the same work (``quiet_recording``), and
+a run waiting in line is shown it meanwhile (``recording_of``).
 """
 
 from __future__ import annotations
 
 import json
 import threading
-from dataclasses import asdict, dataclass, replace
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,7 +22,7 @@ import texts
 import viz
 from record.host_load import busiest
 from record.run_record import config_of
-from record.schema import RecordDict
+from record.schema import RecordDict, RunConfig
 from ui.i18n import lang_of
 from ui.view import Update
 
@@ -61,15 +59,14 @@ def _read_header(path: Path, _mtime_ns: int, _size: int) -> _Header | None:
     edited file is read again."""
     try:
         record = json.loads(path.read_text())
-        header = _Header(str(record["env"].get("engine") or "ours"), workload_of(record), None)
+        engine, work = str(record["env"].get("engine") or "ours"), workload_of(record)
     except (OSError, ValueError, KeyError, TypeError):
         return None                             # unreadable: not part of any comparison
     try:
-        if busiest(record["runs"]) is None:
-            return replace(header, quiet_work=_live_work(record))
+        quiet = _live_work(record) if busiest(record["runs"]) is None else None
     except (KeyError, TypeError, AttributeError, ValueError):
-        pass                                    # runs it cannot judge: never a quiet match
-    return header
+        quiet = None                            # runs it cannot judge: never a quiet match
+    return _Header(engine, work, quiet)
 
 
 def _headers(folder: Path) -> dict[str, _Header]:
@@ -123,32 +120,24 @@ def _live_work(record: RecordDict) -> tuple | None:
     config = config_of(record)
     if config is None or config.prompt_words is None:
         return None
-    return (record["env"].get("device_kind"), tuple(getattr(config, name) for name in LIVE_WORK),
-            tuple(dict.fromkeys(run["extra_cpu_us"] for run in record["runs"])))
+    return _work_key(str(record["env"].get("device_kind")), config,
+                     [run["extra_cpu_us"] for run in record["runs"]])
 
 
 def request_work(request: LiveRunRequest, device_kind: str) -> tuple:
     """``_live_work`` of the record that ``request`` will make on a device of ``device_kind``."""
-    engine, work = request.engine, request.workload
-    values = {"model": engine.model, "max_batch_size": engine.max_batch_size,
-              "requests": work.requests, "prompt_words": work.prompt_words,
-              "max_new_tokens": work.max_new_tokens, "temperature": work.temperature,
-              "request_rate": work.request_rate, "shared_prefix": work.shared_prefix,
-              "num_pages": engine.num_pages, "stop_tokens_from_probe": work.stop_early}
-    return (device_kind, tuple(values[name] for name in LIVE_WORK),
-            tuple(dict.fromkeys(spec.extra_cpu_us for spec in request.loops)))
+    from engine.run import run_config
+
+    return _work_key(device_kind, run_config(request.engine, request.workload),
+                     [spec.extra_cpu_us for spec in request.loops])
 
 
-def recording_for(request: LiveRunRequest, device_kind: str,
-                  folder: Path = RECORDED_DIR) -> tuple[RecordDict, str] | None:
-    """The bundled quiet recording of the work ``request`` asks for on ``device_kind``, cut to its
-    loops, and its file's name; None where none is bundled."""
-    loops = [(str(spec.loop), spec.decode_steps) for spec in request.loops]
-    return _quiet(request_work(request, device_kind), loops, folder)
+def _work_key(device_kind: str, config: RunConfig, extra_cpu_us: list[int]) -> tuple:
+    return (device_kind, tuple(getattr(config, name) for name in LIVE_WORK),
+            tuple(dict.fromkeys(extra_cpu_us)))
 
 
-def quiet_recording(record: RecordDict | None,
-                    folder: Path = RECORDED_DIR) -> tuple[RecordDict, str] | None:
+def quiet_recording(record: RecordDict | None) -> tuple[RecordDict, str] | None:
     """For a run the machine's load disturbed: the bundled quiet recording of its work on the
     same kind of device, cut to its loops, and its file's name (None: not disturbed, or none)."""
     try:
@@ -158,13 +147,14 @@ def quiet_recording(record: RecordDict | None,
         loops = [(run["loop"], run.get("decode_steps", 1)) for run in record["runs"]]
     except (KeyError, TypeError, ValueError):
         return None
-    return _quiet(want, loops, folder) if want is not None else None
+    return recording_of(want, loops) if want is not None else None
 
 
-def _quiet(want: tuple, loops: list[tuple[str, int]],
-           folder: Path) -> tuple[RecordDict, str] | None:
-    for file, header in _headers(folder).items():
-        found = _recording(folder / file) if header.quiet_work == want else None
+def recording_of(want: tuple, loops: Sequence[tuple[str, int]]) -> tuple[RecordDict, str] | None:
+    """The bundled quiet recording of the work ``want`` (``request_work``), cut to ``loops``
+    ((loop, k) each), and its file's name; None where none is bundled."""
+    for file, header in _headers(RECORDED_DIR).items():
+        found = _recording(RECORDED_DIR / file) if header.quiet_work == want else None
         if found is None:
             continue
         runs = [run for run in found["runs"] if (run["loop"], run.get("decode_steps", 1)) in loops]

@@ -1,8 +1,7 @@
 """This web server's link to the scheduler process, which runs every engine.
 
-``scheduler()`` is this process's one ``SchedulerHandle`` (in ``ui.state.APP``): a
-``SchedulerClient`` that starts the long-lived scheduler process and sends it requests. On ZeroGPU,
-where the GPU exists only inside a ``spaces.GPU`` call, that call serves them (``InlineScheduler``).
+``scheduler()`` is this process's one ``SchedulerHandle``, started on first use. On ZeroGPU, where
+the GPU exists only inside a ``spaces.GPU`` call, that call serves requests (``InlineScheduler``).
 """
 
 from __future__ import annotations
@@ -30,6 +29,15 @@ def cuda_seen() -> bool:
     return bool(ready and ready.cuda)
 
 
+def cuda_found() -> bool:
+    """``cuda_seen``, waiting for the scheduler process to say where it has not yet (False where
+    it cannot start: a run then says why)."""
+    try:
+        return cuda_seen() or scheduler().ready().cuda
+    except Exception:  # noqa: BLE001 - no scheduler: not a page's error
+        return False
+
+
 def shutdown() -> None:
     """End the scheduler process (and the device process): with the server (after
     ``APP.shutting_down``, so no request starts another), or between tests."""
@@ -41,8 +49,7 @@ def shutdown() -> None:
 
 def placement() -> Placement:
     """Which cores the scheduler, the device process and this server may use: none pinned (the
-    OS can move the scheduler off a core the browser is using), unless OVERLAP_DEMO_PIN=1 asks
-    for ``plan_placement``'s split."""
+    OS can move the scheduler off a busy core), unless OVERLAP_DEMO_PIN=1 asks for a split."""
     from engine.scheduler_process.process import Placement, plan_placement
 
     return plan_placement() if os.environ.get("OVERLAP_DEMO_PIN", "0") == "1" else Placement()

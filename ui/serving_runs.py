@@ -28,9 +28,8 @@ from ui.view import Update, plot
 ROOT = Path(__file__).resolve().parents[1]
 
 SERVING_DIR = ROOT / "assets" / "serving"
-# The dropdown's handlers (a pick, a page load, a language switch) take turns: a language
-# switch's reply names the file chosen when it was triggered, and landing after a later pick's
-# it would put the older file back.
+# The dropdown's handlers take turns: a language switch's reply landing after a later pick's
+# would put the older file back.
 ONE_QUEUE = queues.one_queue("serving-shown")
 MAX_FILE_BYTES = 8 * 2**20
 
@@ -83,18 +82,17 @@ def show_measured(name: str | None, lang_choice: str) -> tuple[PlotData, str]:
     """The figure and the table of one measurement file (a name from ``list_measured``)."""
     lang = lang_of(lang_choice)
     names = {path.name: path for path in SERVING_DIR.glob("*.json")}
+    empty = plot(viz.latency_figure([], lang))
     if not name:
-        return plot(viz.latency_figure([], lang)), ""
+        return empty, ""
+    cannot = texts.t(lang, "status_cannot_show").format(name=esc(name))
     if name not in names:                           # only the files listed, never a path
-        return plot(viz.latency_figure([], lang)), status(
-            texts.t(lang, "status_cannot_show").format(name=esc(name)), "error")
+        return empty, status(cannot, "error")
     try:
         data = _read(names[name])
         rows = summarize(data["rows"])
     except (OSError, ValueError, KeyError, TypeError) as error:
-        return plot(viz.latency_figure([], lang)), status(
-            texts.t(lang, "status_cannot_show").format(name=esc(name))
-            + f" <code>{esc(error)}</code>", "error")
+        return empty, status(f"{cannot} <code>{esc(error)}</code>", "error")
     setup = _setup(data)
     title = texts.t(lang, f"serving_{setup['how']}").format(**setup)
     table = format_table(rows)

@@ -8,6 +8,7 @@ language. Whatever in a status came from a visitor or a file is escaped here, on
 from __future__ import annotations
 
 import html
+import math
 from typing import Any, TypedDict
 
 import texts
@@ -26,12 +27,9 @@ class Said(TypedDict):
 
 def said(key: str, kind: str = "info", detail: str = "", notes: tuple[str, ...] = (),
          folded: tuple[str, str] | None = None, **args: Any) -> Said:
-    """A final status line as data (its text key, values, kind, notes), so a language switch can
-    say it again in the other language. Values that came from a user or a file are escaped here;
-    ``notes`` are text keys appended after it (formatted with the same values); ``folded`` is
-    (the title's key, a note's key) shown one click away; ``detail`` is shown folded, as code.
-    A value named ``NAME_key`` is a text key, and ``NAME_keys`` a list of them (said in a row):
-    ``render_said`` puts them in the reader's language as ``NAME``."""
+    """A status line as data; values from a user or a file are escaped here. A value named
+    ``NAME_key`` is a text key, and ``NAME_keys`` a list of them: ``render_said`` says them in
+    the reader's language as ``NAME``."""
     return {"key": key, "kind": kind, "detail": detail, "notes": list(notes),
             "folded": list(folded or ()),
             "args": {name: value if isinstance(value, (int, float))
@@ -40,12 +38,10 @@ def said(key: str, kind: str = "info", detail: str = "", notes: tuple[str, ...] 
 
 
 def failure(kind: str, detail: str) -> Said:
-    """A request the scheduler process did not finish (``RequestFailed.kind``, or "died") as a
-    status spec: a sentence in the user's language, and the technical detail (English, as the
-    engine says it) folded away beneath it."""
-    key = {"invalid": "fail_invalid", "cancelled": "fail_cancelled", "device": "fail_device",
-           "died": "fail_died", "model": "fail_model",
-           "offline": "fail_offline"}.get(kind, "fail_error")
+    """A request the scheduler process did not finish (``RequestFailed.kind``, or "died"): a
+    sentence in the user's language, the engine's technical detail folded beneath it."""
+    known = ("invalid", "cancelled", "device", "died", "model", "offline")
+    key = f"fail_{kind}" if kind in known else "fail_error"
     if kind == "cancelled":
         return said(key, "warn")
     return said(key, "error", detail=detail)
@@ -56,8 +52,6 @@ def render_said(spec: Said | None, lang: str) -> str:
     if not spec:
         return status(texts.t(lang, "no_runs"))
     args = dict(spec["args"])
-    if "control" in args:                    # a control's name, in the reader's language
-        args["control"] = texts.t(lang, f"name_{args['control']}")
     keys = {name[:-4]: args.pop(name) for name in [name for name in args if name.endswith("_key")]}
     for name, key in keys.items():       # a text said in the reader's language, with the values
         args[name] = texts.t(lang, key).format(**args)
@@ -78,8 +72,7 @@ def render_said(spec: Said | None, lang: str) -> str:
 
 
 def status(text: str, kind: str = "info") -> str:
-    """A status line. ``text`` is HTML: whatever in it came from a user or a file is escaped by
-    the caller (``esc``)."""
+    """A status line; ``text`` is HTML, whatever in it came from outside escaped by the caller."""
     return f'<div class="status status-{kind}">{text}</div>'
 
 
@@ -91,3 +84,10 @@ def progress_bar(fraction: float, text: str) -> str:
     percent = max(0.0, min(100.0, 100.0 * fraction))
     return (status(text, "running") + f'<div class="bar"><div style="width:{percent:.0f}%">'
             "</div></div>")
+
+
+def place_text(place: tuple[int, float], lang: str, key: str = "line_place") -> str:
+    """"You are 12th in line; about 25 s." in ``lang`` (``key``: the sentence)."""
+    n, seconds = place
+    return texts.t(lang, key).format(n=n, nth=texts.ordinal(lang, n),
+                                     seconds=max(1, math.ceil(seconds)))

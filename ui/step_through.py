@@ -1,11 +1,9 @@
 """Step-through replay handlers: pick a run of the record on screen, walk it one step at a time.
 
-The record is whatever the main view shows; ``viz`` draws the step (``step_figure``), says what it
-did (``step_caption``) and unrolls fill / steady state / drain (``unrolled_figure``). The buttons
-and a new record only set the step slider, and the slider's change draws the step: one path.
-Gradio fires no change for a value the slider already has, so there the handler that set it draws
-the step itself. Every handler that draws it runs in one queue (``ONE_QUEUE``), in trigger order:
-a slow drawing of step 20 cannot land after the click's step 21.
+The buttons and a new record only set the step slider, and the slider's change draws the step:
+one path (Gradio fires no change for a value the slider already has, so there the handler that
+set it draws the step itself). Every handler that draws it runs in one queue (``ONE_QUEUE``): a
+slow drawing of step 20 cannot land after the click's step 21.
 """
 
 from __future__ import annotations
@@ -48,7 +46,7 @@ def default_run(record: RecordDict | None) -> int:
 
 def reset_replay(record: RecordDict | None, lang_choice: str, shown: object = None):
     """A new record on screen: its runs as choices, the slider over its steps (``shown``: the
-    step it shows now), the unrolled rounds; the step is drawn as ``set_step`` says."""
+    step it shows now), the unrolled rounds."""
     runs = _runs(record)
     labels = viz.display_labels(runs, lang_of(lang_choice))
     index = default_run(record)
@@ -59,10 +57,8 @@ def reset_replay(record: RecordDict | None, lang_choice: str, shown: object = No
 
 def render_run(record: RecordDict | None, index: object, lang_choice: str, step: object = None,
                keep: bool = True):
-    """Another run chosen: the slider over its steps, the unrolled rounds; the step is drawn as
-    ``set_step`` says. The step on screen (``step``) stays where the new run has it (the same
-    step of another loop, side by side in time; ``keep``); otherwise, and for a new record, a
-    steady-state step."""
+    """Another run chosen: the slider over its steps, the unrolled rounds. The step on screen
+    stays where the new run has it (``keep``); otherwise, and for a new record, a steady one."""
     lang = lang_of(lang_choice)
     run = _run(record, index)
     if run is None:
@@ -77,9 +73,8 @@ def render_run(record: RecordDict | None, index: object, lang_choice: str, step:
 
 def set_step(record: RecordDict | None, index: object, shown: object, step: int,
              bounds: tuple[int, int], lang_choice: str):
-    """The slider moved to ``step`` within ``bounds``, with the caption and figure: skipped
-    where the slider moves (its change draws them: one path), drawn here where it already
-    shows ``step`` (Gradio fires no change then, and they would stay another record's)."""
+    """The slider moved to ``step`` within ``bounds``; the caption and figure drawn here only
+    where it already shows ``step`` (Gradio fires no change then)."""
     slider = gr.update(minimum=bounds[0], maximum=bounds[1], value=step)
     if is_whole(shown) and shown == step:
         return (slider, *render_step(record, index, step, lang_choice))

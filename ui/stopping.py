@@ -1,12 +1,9 @@
 """How the app stops: Ctrl-C (or SIGTERM) at any moment says "stopped", and nothing else, within
 seconds, and leaves no process behind.
 
-Python's own Ctrl-C raises ``KeyboardInterrupt`` wherever the main thread is (a traceback, or a
-child left running), so the app takes the two signals itself from its first lines
-(``take_signals``): until a child process may start (``children_from_here``) it exits at once;
-from then on the handler only asks (``asked``), and the main thread ends the server and its
-children and says so (``say_stopped``). A further Ctrl-C changes nothing; an inherited ignored
-signal stays ignored.
+Python's own Ctrl-C raises ``KeyboardInterrupt`` wherever the main thread is, so the app takes the
+two signals itself from its first lines: until a child process may start it exits at once; from
+then on the handler only asks (``asked``), and the main thread ends the server and its children.
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
 """The line for the engine: every live run, lab run and warm-up takes its turn here, one at a time.
 
 The line is the server's own, not Gradio's queue, so that it can tell each visitor where they
-stand and about how long they will wait, and so that a Stop reaches its own ticket only:
-
-- ``join`` puts a ticket at the end of the line; ``wait`` (a thread) or ``changed`` (a coroutine)
-  returns when its turn has come, when it left the line, or after a while;
-- ``stop``: a waiting ticket leaves the line; the one whose turn it is is asked to end its run
-  (``on_stop`` says how to reach it); ``stop_session`` stops every ticket of one page;
-- ``leave`` ends a turn or a wait, and the next ticket's turn begins;
-- ``place``: where a waiting ticket stands and about how long until its turn (``Durations``).
+stand (``place``) and so that a Stop reaches its own ticket only. ``join`` puts a ticket at the
+end; ``wait`` (a thread) or ``changed`` (a coroutine) returns when its turn has come or it left;
+``stop`` takes a waiting ticket out, or asks the one whose turn it is to end its run (``on_stop``
+says how); ``leave`` ends a turn or a wait, and the next ticket's turn begins.
 """
 
 from __future__ import annotations
@@ -96,7 +92,6 @@ class Turns:
         self._line: deque[Ticket] = deque()
         self._holder: Ticket | None = None
 
-    # ---- joining and leaving ----------------------------------------------------------------
     def join(self, kind: str, session: str | None, work: Hashable, steps: int = 0,
              least_s: float = 0.0) -> Ticket | None:
         """A new ticket at the end of the line (its turn at once where nobody holds one);
@@ -121,6 +116,7 @@ class Turns:
             elif ticket.waiting:
                 self._line.remove(ticket)
                 ticket.state = State.LEFT
+                _wake(ticket)
             self._advance()
 
     def _advance(self) -> None:
@@ -133,16 +129,12 @@ class Turns:
         for ticket in [*self._line, *([self._holder] if self._holder else [])]:
             _wake(ticket)
 
-    # ---- Stop -------------------------------------------------------------------------------
     def stop(self, ticket: Ticket) -> str:
         """A Stop for this ticket alone: "left" (it was waiting and has left the line),
         "stopping" (its turn: its run was asked to end), or "" (nothing to stop)."""
         with self._lock:
             if ticket.waiting:
-                self._line.remove(ticket)
-                ticket.state = State.LEFT
-                _wake(ticket)
-                self._advance()
+                self.leave(ticket)
                 return "left"
             if ticket is self._holder:
                 ticket.stop_asked.set()
@@ -167,7 +159,6 @@ class Turns:
             if ticket._on_stop is not None and ticket.stop_asked.is_set():
                 ticket._on_stop()
 
-    # ---- where a ticket stands ----------------------------------------------------------------
     def place(self, ticket: Ticket) -> tuple[int, float] | None:
         """A waiting ticket's place (1: next) and about how many seconds until its turn; None:
         not waiting."""
@@ -194,7 +185,6 @@ class Turns:
         with self._lock:
             return [t for t in [*self._line, self._holder] if t is not None and t.session == session]
 
-    # ---- waiting for a turn -------------------------------------------------------------------
     def wait(self, ticket: Ticket, timeout_s: float | None = None) -> bool:
         """Block until the ticket is no longer waiting (or ``timeout_s``); True: it is not."""
         with self._lock:

@@ -1,8 +1,8 @@
-"""The main view's outputs, by name: one small dataclass instead of positional 10-tuples.
+"""The main view's outputs, by name: one small dataclass instead of positional 16-tuples.
 
 Every handler that changes the main view returns a ``MainView`` with the fields it sets; the
-others keep what the page shows. The run view lists the components once, in field order
-(``MainView.components``), and Gradio gets the values in that order (``values``).
+others keep what the page shows. ``RunView.outputs`` lists the components in field order, and
+Gradio gets the values in that order (``values``).
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 import gradio as gr
-from gradio.blocks import Block
 from gradio.components.plot import PlotData
 
 from viz.figure import FigureSpec
@@ -22,9 +21,8 @@ TYPED_SLIDER = "typed-slider"   # the class of these sliders in the page (app.KE
 
 class TypedSlider(gr.Slider):
     """A ``gr.Slider`` whose typed value reaches its handler as typed: Gradio's own range check
-    would answer in English whatever the page's language, so the handlers check the value and
-    say what is wrong. A subclass, not a patched instance: Gradio rebuilds a component from its
-    class when an update changes its range. (Gradio writes a stub, ``view.pyi``, beside it.)"""
+    would answer in English whatever the page's language. A subclass, not a patched instance:
+    Gradio rebuilds a component from its class when an update changes its range."""
 
     is_template = True          # drawn by Gradio's own slider (the block name of gr.Slider)
 
@@ -42,46 +40,31 @@ def slider(*args: Any, **kwargs: Any) -> TypedSlider:
 Update = dict[str, Any]
 
 
-def keep() -> Update:
-    """'No change' for one output."""
-    return gr.update()
-
-
 def plot(figure: FigureSpec | dict) -> PlotData:
-    """A ``viz`` figure (a ``FigureSpec`` or its dict) for a ``gr.Plot``: serialised once, never
-    validated again by plotly's Python objects (the cost a live redraw must not pay)."""
+    """A ``viz`` figure for a ``gr.Plot``: serialised once, never validated again by plotly's
+    Python objects (the cost a live redraw must not pay)."""
     spec = figure if isinstance(figure, dict) else figure.to_dict()
     return PlotData(type="plotly", plot=json.dumps(spec, separators=(",", ":")))
 
 
 @dataclass
 class MainView:
-    status: object = field(default_factory=keep)           # the status line (HTML)
-    timeline: object = field(default_factory=keep)         # whole runs, side by side
-    live: object = field(default_factory=keep)             # the canvas while a run is on
-    zoomed: object = field(default_factory=keep)           # the step window
-    memory: object = field(default_factory=keep)           # KV pages per step (where a run has them)
-    metrics: object = field(default_factory=keep)          # metrics table and formula (HTML)
-    texts: object = field(default_factory=keep)            # generated texts (HTML)
-    first_step: object = field(default_factory=keep)
-    last_step: object = field(default_factory=keep)
-    record: object = field(default_factory=keep)           # the record on screen (gr.State)
-    said: object = field(default_factory=keep)             # the status as data (gr.State)
-    download_record: object = field(default_factory=keep)
-    download_trace: object = field(default_factory=keep)
-    headline: object = field(default_factory=keep)         # the run's one line (HTML)
-    lang: object = field(default_factory=keep)             # the language it was drawn in (gr.State)
-    look_for: object = field(default_factory=keep)         # "What to look for" beside the chart
+    status: object = field(default_factory=gr.update)        # the status line (HTML)
+    timeline: object = field(default_factory=gr.update)      # whole runs, side by side
+    live: object = field(default_factory=gr.update)          # the canvas while a run is on
+    zoomed: object = field(default_factory=gr.update)        # the step window
+    memory: object = field(default_factory=gr.update)        # KV pages per step (where a run has them)
+    metrics: object = field(default_factory=gr.update)       # metrics table and formula (HTML)
+    texts: object = field(default_factory=gr.update)         # generated texts (HTML)
+    first_step: object = field(default_factory=gr.update)
+    last_step: object = field(default_factory=gr.update)
+    record: object = field(default_factory=gr.update)        # the record on screen (gr.State)
+    said: object = field(default_factory=gr.update)          # the status as data (gr.State)
+    download_record: object = field(default_factory=gr.update)
+    download_trace: object = field(default_factory=gr.update)
+    headline: object = field(default_factory=gr.update)      # the run's one line (HTML)
+    shown_lang: object = field(default_factory=gr.update)    # the language it was drawn in (gr.State)
+    look_for: object = field(default_factory=gr.update)      # "What to look for" beside the chart
 
     def values(self) -> tuple:
         return tuple(getattr(self, f.name) for f in fields(self))
-
-    @classmethod
-    def components(cls, **by_name: Block) -> list[Block]:
-        """The output components in field order; every field must be given, by its name."""
-        names = [f.name for f in fields(cls)]
-        missing = sorted(set(names) - set(by_name))
-        extra = sorted(set(by_name) - set(names))
-        if missing or extra:
-            raise TypeError(f"MainView.components: missing {missing}, unknown {extra}")
-        return [by_name[name] for name in names]

@@ -1,13 +1,9 @@
 """A visitor's run in line: where it stands, about how long, and meanwhile the same work recorded.
 
-The Run button's handler (``in_line``) takes a ticket in the engine's line (``ui.turns``) and says
-where it stands; after that the page's line timer asks each second (``line_said``: the status line
-alone, not the whole run view). Meanwhile the chart shows the same work recorded on a quiet
-machine, where one is bundled; when the turn comes, the visitor's own run takes its place.
-
-``in_line`` is a coroutine: a page in line costs the server no thread; the run's views are read in
-a worker thread. A page that goes away leaves the line, and its run is wound down in a thread of
-its own, never in the server's event loop.
+The Run button's handler (``in_line``, a coroutine: a page in line holds no server thread) takes
+a ticket in the engine's line (``ui.turns``); the page's line timer then asks each second where
+it stands (``line_said``). Meanwhile the chart shows the same work recorded on a quiet machine,
+where one is bundled. A page that goes away leaves the line; its run is wound down in a thread.
 """
 
 from __future__ import annotations
@@ -16,7 +12,7 @@ import math
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Hashable, Iterator
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -29,7 +25,7 @@ from ui.controls import Controls
 from ui.i18n import lang_of
 from ui.inputs import InputError
 from ui.state import APP
-from ui.status import Said, render_said, said, status
+from ui.status import Said, place_text, render_said, said, status
 from ui.turns import State, Ticket
 from ui.view import MainView, plot
 
@@ -88,16 +84,6 @@ async def in_line(controls: Controls, session: str | None,
                              name="run-wind-down").start()
 
 
-def start_ticking() -> Any:
-    """The Run button starts the page's line timer."""
-    return gr.update(active=True)
-
-
-def stop_ticking() -> Any:
-    """The Run handler has ended (done, stopped, refused or left the line): the timer stops."""
-    return gr.update(active=False)
-
-
 def line_said(lang_choice: str, request: gr.Request | None = None) -> Any:
     """The page's line timer: where this page's run stands now, for the status line alone;
     nothing where it is not waiting, nor before its Run handler has said it with the chart."""
@@ -111,11 +97,8 @@ def line_said(lang_choice: str, request: gr.Request | None = None) -> Any:
 
 def _said_key(values: tuple) -> str:
     """The text key of a view's status as data (``MainView.said``), or ""."""
-    spec = values[_SAID] if len(values) > _SAID else None
+    spec = MainView(*values).said
     return str(spec.get("key", "")) if isinstance(spec, dict) else ""
-
-
-_SAID = [f.name for f in fields(MainView)].index("said")
 
 
 async def _in_thread(run: Iterator[tuple]) -> AsyncIterator[tuple]:
@@ -149,19 +132,12 @@ def prepare(controls: Controls, lang: str) -> Waiting | None:
         request, _ = live_runs.build_request(controls)
     except InputError:
         return None
-    cuda = scheduler_link.cuda_seen()
-    if request.engine.device == "cuda" and not cuda:
-        # A machine without a GPU is told at once, by the run itself, without waiting its turn.
-        try:
-            cuda = scheduler_link.scheduler().ready().cuda
-        except Exception:  # noqa: BLE001 - no scheduler: the run says so, at once
-            return None
-        if not cuda:
-            return None
-    cuda = cuda and request.engine.device != "cpu"
+    if request.engine.device == "cuda" and not scheduler_link.cuda_found():
+        return None     # a machine without a GPU is told at once, by the run, not after its turn
+    cuda = request.engine.device != "cpu" and scheduler_link.cuda_seen()
     work = same_work.request_work(request, "cuda" if cuda else "cpu-process")
     loops = tuple((str(spec.loop), spec.decode_steps) for spec in request.loops)
-    found = same_work.recording_for(request, work[0])
+    found = same_work.recording_of(work, loops)
     recording = same_work.recording_payload(found[1], found[0], lang) if found else None
     runs = request.rounds * len(loops) + int(request.workload.stop_early)
     steps = runs * live_runs.expected_steps(request)
@@ -175,13 +151,6 @@ def prepare_defaults() -> None:
     for it."""
     for lang in texts.LANGUAGES:
         prepare(Controls.page_defaults(), lang)
-
-
-def place_text(place: tuple[int, float], lang: str) -> str:
-    """"You are 12th in line; about 25 s." in ``lang``."""
-    n, seconds = place
-    return texts.t(lang, "line_place").format(n=n, nth=texts.ordinal(lang, n),
-                                              seconds=max(1, math.ceil(seconds)))
 
 
 def line_status(place: tuple[int, float], waiting: Waiting, lang: str) -> str:
@@ -204,11 +173,7 @@ def _waiting_view(place: tuple[int, float], waiting: Waiting, lang: str) -> Main
         message = plot(viz.message_figure(texts.t(lang, "timeline_queued")))
         chart = dict(timeline=gr.update(value=message, visible=True),
                      live=gr.update(value="", visible=False))
-    return MainView(status=line_status(place, waiting, lang), said=said(live_runs.RUN_ON, "running"),
-                    headline="", look_for=texts.t(lang, "timeline_help"),
-                    memory=gr.update(visible=False),
-                    zoomed=plot(viz.message_figure(texts.t(lang, "zoom_queued"))), metrics="",
-                    texts="", **chart)
+    return live_runs.run_on_view(line_status(place, waiting, lang), lang, "zoom_queued", **chart)
 
 
 def left_view(lang: str) -> MainView:

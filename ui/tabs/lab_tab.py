@@ -49,23 +49,17 @@ def wire(tab: LabTab, page: Page, model: Any, device: Any, devices_known: Any) -
     """``model`` and ``device``: the live tab's; ``devices_known``: the page load's event that
     learns whether there is a GPU."""
     language = page.language
-    tab.switch.change(lab_runs.describe_switch, [tab.switch, language, device], [tab.guards, tab.run],
-                      show_progress="hidden", **lab_runs.ONE_QUEUE)
-    # A switch that needs CUDA is marked as soon as the device says there is none. The marks
-    # never change the choice (a reader may have clicked meanwhile: ui.lab_runs.switch_choices);
-    # what it guards is then said for the choice as it is by then (one queue with the click's:
-    # ui.lab_runs.ONE_QUEUE).
+    # A switch that needs CUDA is marked as soon as the device says there is none; what it
+    # guards is then said for the choice as it is by then (one queue with the click's).
     marks: dict[str, Any] = dict(fn=lab_runs.switch_choices, inputs=[language, device],
                  outputs=tab.switch, show_progress="hidden", **lab_runs.ONE_QUEUE)
     said: dict[str, Any] = dict(fn=lab_runs.describe_switch, inputs=[tab.switch, language, device],
                 outputs=[tab.guards, tab.run], show_progress="hidden", **lab_runs.ONE_QUEUE)
+    tab.switch.change(**said)
     device.change(**marks).then(**said)
-    # Said at once that the run waits its turn; its own status follows (ui.tabs.live_tab says why
-    # Gradio's timer is not shown).
+    # Said at once that the run waits its turn in the engine's line; its own status follows.
     for run_button in (tab.run, tab.safe):
         run_button.click(None, [language], tab.result, js=queued_js("lab_queued"))
-    # Lab runs take their turn in the engine's line, as live runs do (ui.turns); in Gradio's
-    # queue they go one at a time, so at most one waits in a server thread.
     lab_run = on_gpu_call(lab_runs.run_lab)
     tab.run.click(functools.partial(lab_runs.in_line, lab_run),
                   [tab.switch, model, device, tab.seed, language],
@@ -75,7 +69,6 @@ def wire(tab: LabTab, page: Page, model: Any, device: Any, devices_known: Any) -
                    [tab.result, tab.report], show_progress="hidden", **LAB_QUEUE)
     language.change(**marks).then(**said).then(lab_runs.redraw, [tab.report, language], tab.result,
                                                show_progress="hidden")
-    # The switches at once, marked as the machine is known so far; again once the scheduler
-    # process has said whether it found a GPU.
+    # The switches marked as the machine is known so far; again once it is known.
     page.demo.load(**marks).then(**said)
     devices_known.then(**marks).then(**said)

@@ -1,11 +1,9 @@
 """The live run tab: the controls, the presets, Run and Stop.
 
-Run sends the controls as one ``Controls`` (``ui.controls``), built here from Gradio's
-set-of-inputs form, to the engine's line (``ui.waiting.in_line``), which runs
-``ui.live_runs.run_live`` when the visitor's turn comes; the run fills the run view
-(``ui.tabs.run_view``). Stop is the page's own: it reaches this page's run and no other.
-The presets set controls by name (``ui.presets``); the extra-CPU-work control and its sizing line
-follow the device a run would use (``ui.presets.device_defaults``).
+Run sends the controls as one ``Controls`` to the engine's line (``ui.waiting.in_line``), which
+runs ``ui.live_runs.run_live`` when the visitor's turn comes; Stop reaches this page's run and no
+other. The presets set controls by name (``ui.presets``); the extra-CPU-work control and its
+sizing line follow the device a run would use.
 """
 
 from __future__ import annotations
@@ -18,7 +16,7 @@ import gradio as gr
 
 import texts
 from record.schema import Loop
-from ui import inputs, live_runs, presets, scheduler_link, step_through, waiting
+from ui import inputs, live_runs, presets, scheduler_link, waiting
 from ui.controls import Controls
 from ui.i18n import lang_of
 from ui.inputs import DEFAULTS, loop_choices, model_choices
@@ -43,12 +41,7 @@ def check_devices(lang_choice: str, wait: bool = True) -> tuple[Any, Any]:
     """CUDA is offered (device choice, graphs box) only where the scheduler process found a GPU
     (``wait``: for it to say so, on page load)."""
     lang = lang_of(lang_choice)
-    cuda = scheduler_link.cuda_seen()
-    if not cuda and wait:
-        try:
-            cuda = scheduler_link.scheduler().ready().cuda
-        except Exception:  # noqa: BLE001 - no scheduler yet: say so when Run is pressed
-            cuda = False
+    cuda = scheduler_link.cuda_found() if wait else scheduler_link.cuda_seen()
     info = None if cuda else texts.t(lang, "device_no_cuda")
     return (gr.update(choices=inputs.device_choices(lang, cuda), info=info,
                       label=texts.t(lang, "ctl_device")),
@@ -145,43 +138,38 @@ def wire(tab: LiveTab, page: Page, view: RunView) -> Any:
     # What this visitor's own last run measured: the only figures the sizing line quotes.
     own = gr.State(None)
     sized_by = [c["device"], c["extra_cpu_us"], language, own]
-    # The status says at once that the run joins the line; the line's own word (where it
-    # stands, about how long) replaces it in a moment, and the run's status when its turn comes.
     # Every run is admitted at once and waits in the engine's line (ui.turns), not in Gradio's
     # queue, where neither its place nor its Stop could be told apart from another visitor's.
+    # The status says so at once; meanwhile the page's line timer asks where the run stands.
     tab.run.click(None, [language], view.status, js=queued_js("status_queued"))
-    # While the run waits, the page's line timer asks where it stands (the status line alone,
-    # in the language the switch shows now); it stops when the Run handler has ended.
-    tab.run.click(waiting.start_ticking, None, tab.line_timer, queue=False, show_progress="hidden")
+    tab.run.click(functools.partial(gr.update, active=True), None, tab.line_timer, queue=False,
+                  show_progress="hidden")
     tab.line_timer.tick(waiting.line_said, [language], view.status, queue=False,
                         show_progress="hidden", api_name="line_said")
     ran = tab.run.click(run, set(inputs.values()), view.outputs(), show_progress="hidden",
                         concurrency_limit=None, api_name="run_live")
-    ran.then(waiting.stop_ticking, None, tab.line_timer, queue=False, show_progress="hidden")
-    ran.then(run_view.follow_language,                       # a language switched meanwhile
-             [language, view.shown_lang, view.record, view.said, view.first_step,
-              view.last_step], run_view.redrawn(view), show_progress="hidden"
-             ).then(step_through.reset_replay, [view.record, language, view.step],
-                    view.replay_outputs(), show_progress="hidden", **step_through.ONE_QUEUE
-                    ).then(presets.own_measurement, [view.record, view.said, own], own, show_progress="hidden"
-                           ).then(presets.follow, sized_by, tab.preset_said,   # sized by what
-                                  show_progress="hidden", **presets.SAID_QUEUE)  # this run measured
+    ran.then(functools.partial(gr.update, active=False), None, tab.line_timer, queue=False,
+             show_progress="hidden")      # the Run handler has ended, however it ended
+    redrawn = ran.then(run_view.follow_language,             # a language switched meanwhile
+                       [language, view.shown_lang, view.record, view.said, view.first_step,
+                        view.last_step], run_view.redrawn(view), show_progress="hidden")
+    view.reset_replay(redrawn, language).then(
+        presets.own_measurement, [view.record, view.said, own], own, show_progress="hidden"
+    ).then(presets.follow, sized_by, tab.preset_said,             # sized by what this run measured
+           show_progress="hidden", **presets.SAID_QUEUE)
     # A set of outputs: the handler answers with a {component: value} dict.
     preset_outputs: Any = {*(c[name] for name in presets.CONTROLS), tab.preset_said}
     for name, preset_button in tab.presets.items():
         preset_button.click(functools.partial(_preset, name, tab), [language, c["device"], own],
                             preset_outputs, queue=False, show_progress="hidden")
     # The extra-CPU-work control fits the device a run uses: on a page load once the warm-up
-    # has measured it (a GPU's forward is a fraction of a CPU's), and when the reader picks one.
+    # has measured it, and when the reader picks one.
     sizing = dict(fn=presets.device_defaults,
                   inputs=[c["device"], c["extra_cpu_us"], c["cuda_graph"], language, own],
                   outputs=[c["extra_cpu_us"], c["cuda_graph"], tab.preset_said],
                   show_progress="hidden", **presets.SAID_QUEUE)
-    c["device"].input(functools.partial(presets.device_defaults, changed=True),
-                      sizing["inputs"], sizing["outputs"], show_progress="hidden",
-                      **presets.SAID_QUEUE)
-    # Not queued behind the run it stops. It stops this page's run only (by the page's session),
-    # as closing or reloading the page does.
+    c["device"].input(**{**sizing, "fn": functools.partial(presets.device_defaults, changed=True)})
+    # Not queued behind the run it stops; it stops this page's run only, as closing the page does.
     tab.stop.click(live_runs.stop_run, [language], view.status, queue=False, show_progress="hidden",
                    api_name="stop_run")
     page.demo.unload(live_runs.leave_page)
@@ -190,12 +178,11 @@ def wire(tab: LiveTab, page: Page, view: RunView) -> Any:
     language.change(presets.describe, sized_by, tab.preset_said, show_progress="hidden",
                     **presets.SAID_QUEUE)
     # The sizing line speaks of the control's value: it follows the control (a preset, a drag).
-    # In the sizing line's one queue (presets.SAID_QUEUE): after any reply triggered before it.
     c["extra_cpu_us"].change(presets.follow, sized_by, tab.preset_said, show_progress="hidden",
                              **presets.SAID_QUEUE)
     devices_known = page.demo.load(check_devices, [language], [c["device"], c["cuda_graph"]],
                                    show_progress="hidden")
-    devices_known.then(presets.wait_for_warm_up, c["device"], None, concurrency_limit=None,
+    devices_known.then(presets.wait_for_warm_up, None, None, concurrency_limit=None,
                        show_progress="hidden").then(**sizing)
     return devices_known
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import gradio as gr
 
 import texts
-from ui import recorded_runs, same_work, step_through
+from ui import recorded_runs, same_work
 from ui.tabs.parts import Page, labelled, md
 from ui.tabs.run_view import RunView
 
@@ -31,19 +31,16 @@ def build(page: Page) -> RecordedTab:
 
 
 def wire(tab: RecordedTab, page: Page, view: RunView) -> None:
-    tab.recorded.input(recorded_runs.show_recorded, [tab.recorded, page.language], view.outputs(),
-                       show_progress_on=[view.status]
-                       ).then(step_through.reset_replay, [view.record, page.language, view.step],
-                              view.replay_outputs(), show_progress="hidden", **step_through.ONE_QUEUE)
+    view.reset_replay(tab.recorded.input(recorded_runs.show_recorded, [tab.recorded, page.language],
+                                         view.outputs(), show_progress_on=[view.status]),
+                      page.language)
     # The button names how many engines it would show, in the page's language.
     for event in (tab.recorded.input, page.language.change):
         event(same_work.offer, [tab.recorded, page.language], tab.same_work,
               show_progress="hidden")
-    tab.same_work.click(recorded_runs.show_same_work, [tab.recorded, page.language], view.outputs(),
-                        show_progress_on=[view.status]
-                        ).then(step_through.reset_replay, [view.record, page.language, view.step],
-                               view.replay_outputs(), show_progress="hidden",
-                               **step_through.ONE_QUEUE)
+    view.reset_replay(tab.same_work.click(recorded_runs.show_same_work, [tab.recorded, page.language],
+                                          view.outputs(), show_progress_on=[view.status]),
+                      page.language)
     page.demo.load(recorded_runs.list_recorded, None, tab.recorded, show_progress="hidden")
     # The records' labels name their engines in the page's language; the choice stays.
     page.language.change(recorded_runs.list_recorded, [page.language, tab.recorded], tab.recorded,

@@ -1,17 +1,15 @@
-"""What a run shows, under the tabs that show runs (live, recorded, imported), in the lesson's
-order: the headline and status, the two loops' timelines and the step window, the article's
-formula with the run's terms and its metrics; then, folded, the step-through replay, the KV
-memory and the generated texts.
+"""What a run shows, under the tabs that show runs, in the lesson's order: the headline and
+status, the loops' timelines and the step window, the formula and metrics; then, folded, the
+step-through replay, the KV memory and the generated texts.
 
-Every handler that puts a record on screen returns a ``ui.view.MainView``; ``RunView.outputs``
-lists the components in its field order. The record on screen and its status (as data) are
-per-visitor ``gr.State``s here, so a language switch can draw and say them again.
+The record on screen and its status (as data) are per-visitor ``gr.State``s, so a language switch
+can draw and say them again.
 """
 
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import gradio as gr
@@ -25,11 +23,10 @@ from ui.live_chart import live_chart
 from ui.status import Said, render_said
 from ui.status import status as status_line
 from ui.tabs.parts import RELAYOUT_JS, Page, button, labelled, md
-from ui.view import MainView, keep, plot, slider
+from ui.view import MainView, plot, slider
 
-# The step buttons move the slider in the browser, from the value it shows now, within its
-# range: two quick clicks are two steps (read on the server, the second click saw the value from
-# before the first had come back, and one step was lost).
+# The step buttons move the slider in the browser, within its range: two quick clicks are two
+# steps (read on the server, the second click saw the value from before the first came back).
 STEP_JS = ("(s) => {{ const r = document.querySelector('#step input[type=range]');"
            " const lo = Number(r ? r.min : s), hi = Number(r ? r.max : s);"
            " return Math.min(Math.max(Number(s) + ({delta}), lo), hi); }}")
@@ -65,17 +62,14 @@ class RunView:
     unrolled: gr.Plot
 
     def outputs(self) -> list[Any]:
-        """The components of a ``MainView``, in its field order."""
-        return MainView.components(
-            status=self.status, headline=self.headline, timeline=self.timeline, live=self.live,
-            zoomed=self.zoomed, memory=self.memory, metrics=self.metrics, texts=self.texts,
-            first_step=self.first_step, last_step=self.last_step, record=self.record,
-            said=self.said, download_record=self.download_record,
-            download_trace=self.download_trace, lang=self.shown_lang, look_for=self.look_for)
+        """The components of a ``MainView``, in its field order (the same names here)."""
+        return [getattr(self, f.name) for f in fields(MainView)]
 
-    def replay_outputs(self) -> list[Any]:
-        """What ``ui.step_through.reset_replay`` sets: the run chosen, the slider, both figures."""
-        return [self.replay_run, self.step, self.step_caption, self.step_plot, self.unrolled]
+    def reset_replay(self, event: Any, language: gr.Radio) -> Any:
+        """After ``event`` has put a record on screen: the step-through starts over on it."""
+        return event.then(step_through.reset_replay, [self.record, language, self.step],
+                          [self.replay_run, self.step, self.step_caption, self.step_plot,
+                           self.unrolled], show_progress="hidden", **step_through.ONE_QUEUE)
 
 
 def build(page: Page) -> RunView:
@@ -151,14 +145,14 @@ def redraw_view(lang_choice: str, record: RecordDict | None, spec: Said | None,
     ``follow_language`` redraws the finished run in the language chosen meanwhile."""
     lang = lang_of(lang_choice)
     if spec and spec["key"] == live_runs.RUN_ON:
-        return (keep(),) * len(REDRAWN)
+        return (gr.update(),) * len(REDRAWN)
     if record:
         view = recorded_runs.shown(spec, record, lang)
     else:
         empty = plot(viz.side_by_side_figure([], lang=lang))
         view = MainView(status=render_said(spec, lang), timeline=empty,
                         look_for=texts.t(lang, "timeline_help"))
-    zoomed = recorded_runs.zoom(record, first, last, lang_choice)
+    zoomed = recorded_runs.zoom_steps(record, first, last, lang_choice)[0]
     return (view.status, view.headline, view.timeline, view.live, zoomed, view.memory,
             view.metrics, view.texts, view.look_for, lang)
 
@@ -168,7 +162,7 @@ def follow_language(lang_choice: str, shown_lang: str | None, record: RecordDict
     """After a live run: its views were drawn in the language the run started in; if the reader
     switched languages meanwhile, the finished run is drawn again in the one chosen now."""
     if lang_of(lang_choice) == shown_lang:
-        return (keep(),) * len(REDRAWN)
+        return (gr.update(),) * len(REDRAWN)
     return redraw_view(lang_choice, record, spec, first, last)
 
 
@@ -187,7 +181,8 @@ def wire(view: RunView, page: Page) -> None:
                     [view.record, view.first_step, view.last_step, language],
                     [view.zoomed, view.first_step, view.last_step])
     view.replay_run.input(step_through.render_run, [view.record, view.replay_run, language, view.step],
-                          view.replay_outputs()[1:], show_progress="hidden", **step_through.ONE_QUEUE)
+                          [view.step, view.step_caption, view.step_plot, view.unrolled],
+                          show_progress="hidden", **step_through.ONE_QUEUE)
     view.step.change(step_through.render_step, [view.record, view.replay_run, view.step, language],
                      [view.step_caption, view.step_plot], show_progress="hidden",
                      trigger_mode="always_last", **step_through.ONE_QUEUE)

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import gradio as gr
 
 import viz
@@ -13,29 +11,17 @@ from ui.tabs.parts import Page, labelled, md
 from ui.view import plot
 
 
-@dataclass
-class ServingTab:
-    tab: gr.Tab
-    measurement: gr.Dropdown
-    figure: gr.Plot
-    table: gr.HTML
-
-
-def build(page: Page) -> ServingTab:
+def build(page: Page) -> gr.Tab:
+    """The tab, its events wired at once: it shows its own results, not the run view."""
     with labelled(page, gr.Tab, "tab_serving", elem_id="tab-serving") as tab:
         md(page, "serving_help")
         measurement = labelled(page, gr.Dropdown, "ctl_serving_file", [], elem_id="serving-file")
         figure = gr.Plot(plot(viz.latency_figure([], "en")), show_label=False,
                          elem_id="serving-plot")
         table = gr.HTML(elem_id="serving-table")
-    return ServingTab(tab, measurement, figure, table)
-
-
-def wire(tab: ServingTab, page: Page) -> None:
-    shown = [tab.measurement, tab.figure, tab.table]
-    tab.measurement.input(serving_runs.show_measured, [tab.measurement, page.language],
-                          [tab.figure, tab.table], show_progress="hidden",
-                          **serving_runs.ONE_QUEUE)
+    measurement.input(serving_runs.show_measured, [measurement, page.language], [figure, table],
+                      show_progress="hidden", **serving_runs.ONE_QUEUE)
     for event in (page.demo.load, page.language.change):     # listed, and said again
-        event(serving_runs.relabel, [tab.measurement, page.language], shown,
+        event(serving_runs.relabel, [measurement, page.language], [measurement, figure, table],
               show_progress="hidden", **serving_runs.ONE_QUEUE)
+    return tab

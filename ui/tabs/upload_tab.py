@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import gradio as gr
 
-from ui import recorded_runs, step_through
+from ui import recorded_runs
 from ui.tabs.parts import Page, labelled, md
 from ui.tabs.run_view import RunView
 
@@ -29,8 +29,7 @@ def build(page: Page) -> UploadTab:
 
 
 def wire(tab: UploadTab, page: Page, view: RunView) -> None:
-    tab.upload.upload(recorded_runs.show_upload,
-                      [tab.upload, tab.beside, view.record, page.language], view.outputs(),
-                      concurrency_limit=2, show_progress_on=[view.status]
-                      ).then(step_through.reset_replay, [view.record, page.language, view.step],
-                             view.replay_outputs(), show_progress="hidden", **step_through.ONE_QUEUE)
+    view.reset_replay(tab.upload.upload(recorded_runs.show_upload,
+                                        [tab.upload, tab.beside, view.record, page.language],
+                                        view.outputs(), concurrency_limit=2,
+                                        show_progress_on=[view.status]), page.language)
