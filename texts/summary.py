@@ -58,8 +58,6 @@ EN: dict[str, str] = {
     "line_full": "The line for the engine is full: {most} runs are waiting already. Press Run "
                  "again in a minute.",
     "lab_in_line": "Waiting for the engine: you are {nth} in line; about {seconds} s.",
-    "lab_queued": "Joining the line for the engine: it does one thing at a time (a visitor's "
-                  "run, a lab run, or its warm-up after the app starts).",
     "lab_loading": "Loading the engine for the lab…",
     # the whole-run timeline: each run's GPU time added up, under its lanes
     "sum_row": "GPU time, added up",
@@ -122,8 +120,6 @@ ZH: dict[str, str] = {
     "timeline_left_line": "你的运行在轮到它之前离开了队列：没有运行过的内容可画。",
     "line_full": "引擎的队列已满：已有 {most} 个运行在等待。请过一分钟再点击“运行”。",
     "lab_in_line": "等待引擎：你排在第 {n} 位；大约 {seconds} 秒。",
-    "lab_queued": "正在加入引擎的队列：它一次只做一件事（一位访客的运行、一次实验室运行，"
-                  "或应用启动后的预热）。",
     "lab_loading": "正在为实验室加载引擎…",
     "sum_row": "GPU 时间合计",
     "sum_idle": "空闲 {ms} ms",

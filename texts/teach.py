@@ -43,8 +43,6 @@ EN: dict[str, str] = {
                               "can hide; multi-step with k = {k} can. Your own run's figures show "
                               "here after it.*",
     "sizing_how": "How this was sized",
-    "sized_graphs": "CUDA graphs",
-    "sized_eager": "eager",
     "preset_cpu_default": "*CPU mode: {extra} µs of extra CPU work a step, the first click "
                           "measured on this project's 2-core machine (the warm-up has not "
                           "measured this one yet).*",
@@ -288,8 +286,6 @@ ZH: dict[str, str] = {
                               "重叠循环藏不住；k = {k} 的多步重叠可以。你自己运行之后，这里显示它的"
                               "实测数字。*",
     "sizing_how": "这是怎么设定的",
-    "sized_graphs": "CUDA Graph",
-    "sized_eager": "eager 模式",
     "preset_cpu_default": "*CPU 模式：每步额外 CPU 工作 {extra} µs，即本项目双核机器上实测的第一次点击"
                           "（预热还没有测过这台机器）。*",
     "preset_unmeasured": "*还没有测过这块 GPU（没有运行预热）：已打开 CUDA Graph；要看到效果，请把额外 CPU "

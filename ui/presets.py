@@ -154,7 +154,7 @@ def sizing_said(profile: DeviceProfile, extra: int, lang: str, mine: bool = Fals
         fwd=fwd / 1e3, forwards=part, k=k)
     how = texts.t(lang, "preset_sized_run").format(
         device=profile.device_name, model=profile.model, batch=profile.batch,
-        graphs=texts.t(lang, "sized_graphs" if profile.cuda_graph else "sized_eager"),
+        graphs=texts.t(lang, "detail_graphs" if profile.cuda_graph else "detail_eager"),
         fwd=fwd / 1e3, cpu=cpu / 1e3, extra=extra, forwards=part,
         hides=int(max(fwd - cpu, 0)), k=k, k4=int(max(4 * fwd - cpu, 0)),
         run_extra=profile.extra_us)

@@ -272,11 +272,11 @@ def _settings(record: RecordDict) -> tuple[tuple[str, ...], dict[str, Any]]:
     notes = ["status_settings"]
     values: dict[str, Any] = {
         "model": config.model, "batch": config.max_batch_size,
-        "graphs_key": "sized_graphs" if config.cuda_graph else "sized_eager",
+        "graphs_key": "detail_graphs" if config.cuda_graph else "detail_eager",
         "extra": " / ".join(str(us) for us in extra)}
     if config.result_copy_stream in ("copy", "engine", "scheduler"):
         notes.append("status_settings_copy")
-        values["copy_key"] = f"copy_on_{config.result_copy_stream}"
+        values["copy_key"] = f"lane_{config.result_copy_stream}_stream"
     if config.num_pages:
         notes.append("status_settings_kv")
         values["kv_pages"] = config.num_pages

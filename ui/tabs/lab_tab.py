@@ -59,7 +59,7 @@ def wire(tab: LabTab, page: Page, model: Any, device: Any, devices_known: Any) -
     device.change(**marks).then(**said)
     # Said at once that the run waits its turn in the engine's line; its own status follows.
     for run_button in (tab.run, tab.safe):
-        run_button.click(None, [language], tab.result, js=queued_js("lab_queued"))
+        run_button.click(None, [language], tab.result, js=queued_js("status_queued"))
     lab_run = on_gpu_call(lab_runs.run_lab)
     tab.run.click(functools.partial(lab_runs.in_line, lab_run),
                   [tab.switch, model, device, tab.seed, language],

@@ -59,7 +59,7 @@ def build(page: Page) -> LiveTab:
             c["loops"] = labelled(page, gr.CheckboxGroup, "ctl_loops", loop_choices(en),
                                   value=list(start.loops), elem_id="loops", scale=3,
                                   choices=loop_choices)
-            c["requests"] = labelled(page, gr.Number, "ctl_requests", DEFAULTS["requests"],
+            c["requests"] = labelled(page, gr.Number, "name_requests", DEFAULTS["requests"],
                                      elem_id="requests", min_width=110, scale=1)
             c["extra_cpu_us"] = control_slider(page, "extra_cpu_us", "ctl_extra_cpu", 250, scale=3)
         with gr.Row(equal_height=True, elem_id="presets"):
@@ -103,7 +103,7 @@ def _more_settings(page: Page, c: dict[str, Any], start: Controls) -> None:
     with gr.Row():
         c["batch"] = control_slider(page, "batch", "ctl_batch", 1)
         c["prompt_len"] = control_slider(page, "prompt_len", "ctl_prompt_len", 1)
-        c["max_new"] = control_slider(page, "max_new", "ctl_max_new", 1)
+        c["max_new"] = control_slider(page, "max_new", "name_max_new", 1)
         c["temperature"] = control_slider(page, "temperature", "ctl_temperature", 0.05)
     with gr.Row():
         c["shared_prefix"] = labelled(page, gr.Number, "ctl_shared_prefix",
