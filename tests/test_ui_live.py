@@ -389,3 +389,40 @@ def test_a_language_switch_during_a_run_waits_for_it_and_the_finished_run_follow
     drawn = dict(zip(run_view.REDRAWN, run_view.follow_language("中文", "en", record, done, 1, 3)))
     assert drawn["shown_lang"] == "zh" and "录制于" in drawn["status"]
     assert "重叠" in json.dumps(json.loads(drawn["timeline"]["value"].plot), ensure_ascii=False)
+
+
+def test_a_run_stopped_in_a_later_round_keeps_each_loops_whole_run_drawn():
+    """Stopped while the serial loop runs its second round, the canvas shows the serial loop's
+    whole first run (not the half of the second) beside the overlap loop's, and a request stopped
+    before any step draws nothing."""
+    from types import SimpleNamespace
+
+    from engine.config import LoopSpec
+    from engine.scheduler_process import messages
+    from record.recorder import Span
+    from record.run_record import run_dict
+    from record.schema import Loop
+
+    request = SimpleNamespace(loops=[LoopSpec(Loop.NORMAL), LoopSpec(Loop.OVERLAP)], rounds=2)
+    live = live_runs._LiveRuns(request, expected=8, lang="en")
+    stop = live_runs.failure("cancelled", "")
+    assert live.kept() == {}
+    nothing = dict(zip(NAMES, live_runs._failed_view(stop, "en", live).values()))
+    assert not nothing["live"]["visible"] and nothing["timeline"]["visible"]
+
+    def spans(steps: int) -> list[Span]:
+        return [Span("cpu", "schedule", step, 10.0 * step, 10.0 * step + 5) for step in range(steps)]
+
+    whole = {index: run_dict(spec.loop, 1, spec.label, [s.to_dict() for s in spans(8)])
+             for index, spec in enumerate(request.loops)}
+    for index in (0, 1):                                  # round 1: both loops run whole
+        live.stage(messages.Progress("run", index=index))
+        live.add(messages.SpanBatch(index, spans(8)))
+        live.finish(messages.LoopFinished(index, whole[index]))
+    live.stage(messages.Progress("run", index=0))         # round 2: the serial loop, halfway
+    live.add(messages.SpanBatch(0, spans(3)))
+    assert max(s["step"] for s in live.runs()[0]["spans"]) == 2     # the canvas while it runs
+    kept = live.kept()
+    assert list(kept) == [0, 1] and kept[0] is whole[0] and kept[1] is whole[1]
+    view = dict(zip(NAMES, live_runs._failed_view(stop, "en", live).values()))
+    assert view["live"]["visible"] and view["live"]["value"]

@@ -62,7 +62,7 @@ def run_live(controls: Controls, ticket: Ticket | None = None) -> Iterator[tuple
                       "zoom_after_run", timeline=gr.update(visible=False),
                       live=gr.update(value="", visible=True)).values()
     if stop_asked.is_set():              # Stop came with the run's turn: nothing was started
-        yield _failed_view(failure("cancelled", ""), lang, drew=False).values()
+        yield _failed_view(failure("cancelled", ""), lang).values()
         return
     live = _LiveRuns(request, expected, lang)
     client = scheduler_link.scheduler()
@@ -89,14 +89,12 @@ def run_live(controls: Controls, ticket: Ticket | None = None) -> Iterator[tuple
                 presets.remember(presets.profile_of_run(event.record))   # sizes the presets
                 yield _finished(event.record, request, notes, lang).values()
             elif isinstance(event, messages.RequestFailed):
-                spec = failure(event.kind, event.message)
-                yield _failed_view(spec, lang, bool(live.latest or live.spans)).values()
+                yield _failed_view(failure(event.kind, event.message), lang, live).values()
     except Exception as error:  # noqa: BLE001 - the scheduler process died, or worse
         from engine.scheduler_process.process import SchedulerDied
 
         kind = "died" if isinstance(error, SchedulerDied) else "error"
-        spec = failure(kind, f"{type(error).__name__}: {error}")
-        yield _failed_view(spec, lang, bool(live.latest or live.spans)).values()
+        yield _failed_view(failure(kind, f"{type(error).__name__}: {error}"), lang, live).values()
     finally:
         if ticket is not None:
             APP.turns.on_stop(ticket, None)      # a late Stop must not reach the next run
@@ -113,15 +111,18 @@ def run_on_view(status_html: str, lang: str, zoom_key: str, **chart: Any) -> Mai
                     texts="", **chart)
 
 
-def _failed_view(spec: Said, lang: str, drew: bool = True) -> MainView:
-    """A run that did not finish: its status. A stopped run keeps its live canvas (one stopped
-    before its first step, ``drew`` False, says so instead); a failed one gets the chart back."""
+def _failed_view(spec: Said, lang: str, live: _LiveRuns | None = None) -> MainView:
+    """A run that did not finish: its status. A stopped run keeps its canvas, drawn from what
+    ``live`` kept (one stopped before its first step says so instead); a failed one gets the
+    chart back."""
     view = MainView(status=render_said(spec, lang), said=spec, timeline=gr.update(visible=True),
                     live=gr.update(value="", visible=False))
     if spec["key"] == "fail_cancelled":
         view.zoomed = plot(viz.message_figure(texts.t(lang, "zoom_stopped")))
-        if drew:
-            view.timeline, view.live = gr.update(), gr.update()
+        kept = live.kept() if live is not None else {}
+        if kept:
+            view.timeline = gr.update()
+            view.live = gr.update(value=viz.live_payload(list(kept.values()), lang), visible=True)
         else:
             view.timeline = gr.update(
                 value=plot(viz.message_figure(texts.t(lang, "timeline_stopped"))), visible=True)
@@ -266,6 +267,13 @@ class _LiveRuns:
             elif index in self.latest:
                 drawn[index] = self.latest[index]
         return drawn
+
+    def kept(self) -> dict[int, RunDict]:
+        """What a stopped request leaves drawn: each loop's latest finished run, else its run in
+        progress (a loop stopped in its second round must not show half a run where a whole one
+        was timed)."""
+        drawn = {**self.runs(), **self.latest}
+        return {index: drawn[index] for index in sorted(drawn)}
 
     def drawn(self, stop_asked: threading.Event) -> MainView:
         """The canvas and the status line, both from the runs it draws."""
