@@ -272,14 +272,13 @@ class ProcessDevice:
                     if isinstance(msg, (StepDone, DeviceFailed)):
                         self.answered += 1       # a step is answered by its result or its error
                     return msg
+                alive = self.proc.is_alive()
             except (EOFError, OSError):
+                alive = False
+            if not alive:
                 self.proc.join(timeout=1.0)
                 raise self._fail(f"the CPU device process died while {doing} "
                                  f"({exit_text(self.proc)})") from None
-            if not self.proc.is_alive():
-                self.proc.join(timeout=1.0)
-                raise self._fail(f"the CPU device process died while {doing} "
-                                 f"({exit_text(self.proc)})")
             if is_stopped(self.proc.pid):
                 raise self._fail(f"the CPU device process is stopped (SIGSTOP?) while {doing}")
             if time.monotonic() > deadline:

@@ -90,7 +90,8 @@ class RadixCache:
     def evict(self, n: int) -> list[int]:
         """Remove least recently used unlocked leaves until ``n`` pages are freed (or none is
         left to remove); returns the freed pages (the caller gives them back to the pool)."""
-        leaves = [(leaf.last_used, id(leaf), leaf) for leaf in self._leaves() if leaf.lock == 0]
+        leaves = [(leaf.last_used, id(leaf), leaf) for leaf in self.nodes()
+                  if not leaf.children and leaf.lock == 0]
         heapq.heapify(leaves)
         freed: list[int] = []
         while leaves and len(freed) < n:
@@ -171,6 +172,3 @@ class RadixCache:
             depth += len(node.pages)
             node = node.parent
         return depth
-
-    def _leaves(self) -> list[Node]:
-        return [node for node in self.nodes() if not node.children]
