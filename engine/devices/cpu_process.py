@@ -179,7 +179,7 @@ class ProcessDevice:
     lanes = BASE_LANES              # one process plays both streams, in order; no copy stream
     pads_batches = False
 
-    def __init__(self, init: DeviceInit, start_timeout_s: float = START_TIMEOUT_S) -> None:
+    def __init__(self, init: DeviceInit) -> None:
         ctx = mp.get_context("spawn")   # never fork a process that may already run server threads
         self.num_buffers = 1 if init.config.hazards.single_host_buffer else init.num_buffers
         init = replace(init, num_buffers=self.num_buffers)
@@ -206,7 +206,7 @@ class ProcessDevice:
         self.broken = ""                 # why this device can no longer be used ("" = fine)
         self.buf = 0
         try:
-            msg = self._receive(time.monotonic() + start_timeout_s, "starting")
+            msg = self._receive(time.monotonic() + START_TIMEOUT_S, "starting")
         except DeviceError:
             self.close()
             raise

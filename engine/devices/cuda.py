@@ -1,18 +1,12 @@
-"""The CUDA device: real streams over one ``ModelRunner``, events, reused buffers.
+"""The CUDA device: the scheduler stream uploads each step's metadata, the engine stream runs the
+forward and sampling; the forward waits for its upload, an upload into a staging buffer for the
+last forward that read it, the result copy for the forward's end. Where the copy runs
+(``result_copy_stream``) decides whether the GPU serialises:
 
-The scheduler stream uploads each step's metadata (and prompt writes); the engine stream runs the
-forward and sampling. They are ordered both ways, each at its line: the forward waits for its
-upload; an upload into a staging buffer waits for the last forward that read it; the copy waits
-for the forward's end. Where the result copy runs (``result_copy_stream``) decides whether the GPU
-serialises:
-
-- ``"copy"`` (the default, as vLLM and SGLang): on a copy stream of its own, after a wait for the
-  forward; forward(n+1) follows forward(n) at once. The graph's output is rewritten by every
-  replay, so each forward also stores its tokens in its own row of a device result ring
-  (``COL_OUT``) and the copy reads that row.
-- ``"engine"`` (Mini-SGLang's): on the engine stream after sampling; forward(n+1) waits for it.
-- ``"scheduler"``: on the scheduler stream after a wait for forward(n); upload(n+1) queues behind
-  it, so every forward waits for the previous one, its copy and the next upload in turn."""
+- ``"copy"`` (the default, as vLLM and SGLang): on a stream of its own, from the forward's row of a
+  device result ring (``COL_OUT``, as a graph's output is rewritten by every replay);
+- ``"engine"`` (Mini-SGLang's): on the engine stream after sampling; forward(n+1) waits for it;
+- ``"scheduler"``: after a wait for forward(n); upload(n+1), and so forward(n+1), queue behind it."""
 
 from __future__ import annotations
 
@@ -48,9 +42,7 @@ class Uploaded:
 
 class CudaDevice:
     """CUDA streams over one ``ModelRunner``; upload and result buffers used in rings. The launch
-    path is the scheduler thread's time per forward: every ``event.record(stream)`` names its
-    stream, work goes on a stream by ``torch.cuda.set_stream``, a step's metadata goes up in one
-    H2D copy, and no event or buffer is made per step."""
+    path is kept short: one H2D copy a step, and no event or buffer made per step."""
 
     kind = "cuda"
     lanes: tuple[str, ...]

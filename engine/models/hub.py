@@ -86,11 +86,10 @@ def max_hub_bytes() -> int:
     return int(value) if value.isdigit() else HUB_MAX_BYTES
 
 
-def fetch_hub_model(repo_id: str, progress: Progress | None = None,
-                    max_bytes: int | None = None) -> Path:
+def fetch_hub_model(repo_id: str, progress: Progress | None = None) -> Path:
     """A checked local snapshot of ``repo_id`` (see the module docstring); ``HubError`` if not."""
     report = progress or (lambda _: None)
-    cap = max_hub_bytes() if max_bytes is None else max_bytes
+    cap = max_hub_bytes()
     report(HubProgress("checking", repo_id))
     folder = _download(repo_id, META_PATTERNS)
     check_files(folder, repo_id)
