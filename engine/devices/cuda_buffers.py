@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -68,13 +69,12 @@ class EventPool:
         free.append(events)
 
 
-class UploadSlot:
+class UploadSlot(NamedTuple):
     """One step's (or group's) metadata on the device: views into one H2D copy's buffer."""
 
-    __slots__ = ("ints", "floats", "writes")
-
-    def __init__(self, ints: torch.Tensor, floats: torch.Tensor, writes: torch.Tensor) -> None:
-        self.ints, self.floats, self.writes = ints, floats, writes
+    ints: torch.Tensor
+    floats: torch.Tensor
+    writes: torch.Tensor
 
 
 class UploadRing:

@@ -111,9 +111,8 @@ def lab_workload(vocab_size: int, n: int = 24, seed: int = 0, kind: str = "slots
             prompts.append(systems[i % 3] + tail if i % 4 else list(prompts[-1] if prompts
                                                                         else systems[0] + tail))
         return prompts
-    prompts = [[rng.randrange(4, vocab_size) for _ in range(rng.randrange(2, 6) if i < n // 2
-                else rng.randrange(24, 48))] for i in range(n)]
-    return prompts
+    return [[rng.randrange(4, vocab_size) for _ in range(rng.randrange(2, 6) if i < n // 2
+             else rng.randrange(24, 48))] for i in range(n)]
 
 
 def compare(reference, outputs, params) -> tuple[list[tuple[int, int]], list[int]]:

@@ -173,14 +173,12 @@ class CacheManager:
         self.slots.free([slot], rid)
         self.page_table[slot] = self.pages.total
 
-    # ---- what the memory chart draws ----------------------------------------------------------
     def usage(self) -> tuple[int, int, int]:
         """(pages in use by requests, pages held only by the cache, free pages)."""
         cached = self.cache.evictable() if self.cache else 0
         free = self.pages.num_free
         return self.pages.total - free - cached, cached, free
 
-    # ---- helpers ------------------------------------------------------------------------------
     def _match(self, fill: list[int]) -> tuple[list[int], Any]:
         if self.cache is None:
             return [], None

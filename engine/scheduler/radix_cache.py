@@ -31,7 +31,6 @@ class RadixCache:
         self.locked_pages = 0           # of those, pages of locked nodes
         self._clock = itertools.count(1)
 
-    # ---- reading ------------------------------------------------------------------------------
     def evictable(self) -> int:
         """Pages held only by the tree (no request reads them): what eviction can free."""
         return self.cached_pages - self.locked_pages
@@ -54,7 +53,6 @@ class RadixCache:
             node = child
         return pages, node
 
-    # ---- writing ------------------------------------------------------------------------------
     def insert(self, tokens: Sequence[int], pages: Sequence[int], node: Node) -> tuple[Node, int]:
         """Hand ``pages`` (holding ``tokens``) to the tree below ``node``, where the caller's cached
         prefix ends; returns where it ends now and how many pages the tree took. Where the tree
@@ -108,7 +106,6 @@ class RadixCache:
         """Every unlocked page (all of them when no request runs)."""
         return self.evict(self.cached_pages)
 
-    # ---- checking -----------------------------------------------------------------------------
     def nodes(self) -> list[Node]:
         out, todo = [], list(self.root.children.values())
         while todo:
@@ -138,7 +135,6 @@ class RadixCache:
             found.append(f"{locked} pages locked, {self.locked_pages} counted")
         return found
 
-    # ---- helpers ------------------------------------------------------------------------------
     def _common_pages(self, key: tuple[int, ...], tokens: Sequence[int], at: int) -> int:
         """How many whole pages of ``key`` equal ``tokens`` from ``at`` on."""
         ps, n = self.page_size, 0
