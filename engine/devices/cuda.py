@@ -227,39 +227,35 @@ class CudaDevice:
         meta = uploaded.meta
         rows = meta.num_rows
         copy_done = self.results.events[i]
-        if self.placement == "copy":
-            # The forward's end, for the copy stream to wait for: the recorder's event after
-            # sampling when recording (one record, two uses), else a plain one.
-            forward_done = (timing[sampled] if timing
-                            else self.forward_done.record(self.engine_stream))
-            stream = self.copy_stream
-            torch.cuda.set_stream(stream)                 # everything below: copy stream
-            # Forward -> copy: the copy reads the ring row this forward's sampling wrote; it waits
-            # on its own stream, so the next forward starts beside it.
-            stream.wait_event(forward_done)
-            if self.hazards.no_result_ring:
-                # Hazard lab: copy the graph's output, which the next replay rewrites (late).
-                if self.hazards.inject_delay_us:
-                    self._sleep()
-                source = next_tokens[:rows]
-            else:
-                base = uploaded.out_base
-                source = self.runner.result_ring[base:base + rows]
-            host[:rows].copy_(source, non_blocking=True)
+        if self.placement != "scheduler":
+            if self.placement == "copy":
+                # The forward's end, for the copy stream to wait for: the recorder's event after
+                # sampling when recording (one record, two uses), else a plain one.
+                forward_done = (timing[sampled] if timing
+                                else self.forward_done.record(self.engine_stream))
+                stream, lane = self.copy_stream, Lane.COPY_STREAM
+                torch.cuda.set_stream(stream)             # everything below: copy stream
+                # Forward -> copy: the copy reads the ring row this forward's sampling wrote; it
+                # waits on its own stream, so the next forward starts beside it.
+                stream.wait_event(forward_done)
+                if self.hazards.no_result_ring:
+                    # Hazard lab: copy the graph's output, which the next replay rewrites (late).
+                    if self.hazards.inject_delay_us:
+                        self._sleep()
+                    source = next_tokens[:rows]
+                else:
+                    base = uploaded.out_base
+                    source = self.runner.result_ring[base:base + rows]
+                host[:rows].copy_(source, non_blocking=True)
+            else:                                 # in stream order after the sampling it reads
+                stream, lane = self.engine_stream, Lane.ENGINE_STREAM
+                host[: next_tokens.shape[0]].copy_(next_tokens, non_blocking=True)
             copy_done.record(stream)
             if timing:
-                # The group's last event is on this stream, which waited for the forward's end
-                # after the others: once it has completed, all of them have.
+                # The group's last event is on this stream, which came after the others (on the
+                # copy stream: it waited for the forward's end): once it completes, all have.
                 timing[sampled + 1].record(stream)
-                spans.append((Lane.COPY_STREAM, Phase.COPY, sampled, sampled + 1, rows, rows))
-            return copy_done, host
-        if self.placement == "engine":
-            stream = self.engine_stream           # in stream order after the sampling it reads
-            host[: next_tokens.shape[0]].copy_(next_tokens, non_blocking=True)
-            copy_done.record(stream)
-            if timing:
-                timing[sampled + 1].record(stream)
-                spans.append((Lane.ENGINE_STREAM, Phase.COPY, sampled, sampled + 1, rows, rows))
+                spans.append((lane, Phase.COPY, sampled, sampled + 1, rows, rows))
             return copy_done, host
         forward_done = self.forward_done.record(self.engine_stream)
         stream = self.scheduler_stream

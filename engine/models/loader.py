@@ -57,6 +57,8 @@ PRESETS: dict[str, ModelSpec] = {
     "llama-3.1-8b-shape": _preset("LlamaForCausalLM", (128256, 4096, 32, 32, 8, 14336),
                                   500000.0, False, False, 131072),
 }
+
+
 @dataclass
 class LoadedModel:
     model: CausalLM
@@ -271,11 +273,8 @@ def load_tokenizer(path: str | None, preset: bool = False):
     gets none (token ids only): another model's would turn its text into the wrong ids."""
     from transformers import AutoTokenizer
 
-    if preset:
-        where = str(BUNDLED_DIR) if _has_tokenizer(BUNDLED_DIR) else None
-    else:
-        where = path if path and _has_tokenizer(Path(path)) else None
-    if where is None:
+    where = str(BUNDLED_DIR) if preset else path
+    if not where or not _has_tokenizer(Path(where)):
         return None
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     return AutoTokenizer.from_pretrained(where)

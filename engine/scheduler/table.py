@@ -171,10 +171,7 @@ class RequestTable:
 
     def release_deferred(self, upto_step: int) -> None:
         """Give back the slots held for batches up to ``upto_step``, which are now done."""
-        keep = []
         for step, rid, slot in self.held_slots:
             if step <= upto_step:
                 self.memory.free_slot(rid, slot)
-            else:
-                keep.append((step, rid, slot))
-        self.held_slots = keep
+        self.held_slots = [held for held in self.held_slots if held[0] > upto_step]
