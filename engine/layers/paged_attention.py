@@ -47,16 +47,11 @@ def by_length(max_seq_len: int, chunk_keys: int = CHUNK_KEYS, block_n: int = BLO
     return Chunking(max(1, min(MAX_CHUNKS, _cdiv(max_seq_len, chunk_keys))), chunk_keys, block_n)
 
 
-def num_kv_splits(max_seq_len: int) -> int:
-    """The fixed scheme's chunk count: at least ``FIXED_MIN_SPLITS``, one per ``CHUNK_KEYS`` keys
-    of ``max_seq_len`` past that, at most ``MAX_CHUNKS``."""
-    return max(FIXED_MIN_SPLITS, min(MAX_CHUNKS, _cdiv(max_seq_len, CHUNK_KEYS)))
-
-
 def fixed_chunking(max_seq_len: int) -> Chunking:
-    """The scheme the length-based one replaced, for comparison: every row in
-    ``num_kv_splits(max_seq_len)`` equal chunks of blocks of 64 keys, always merged."""
-    return Chunking(num_kv_splits(max_seq_len), 0, FIXED_BLOCK_N)
+    """The scheme the length-based one replaced: every row in equal chunks of blocks of 64 keys,
+    always merged; one chunk per ``CHUNK_KEYS`` keys of ``max_seq_len``, 4 to ``MAX_CHUNKS``."""
+    splits = max(FIXED_MIN_SPLITS, min(MAX_CHUNKS, _cdiv(max_seq_len, CHUNK_KEYS)))
+    return Chunking(splits, 0, FIXED_BLOCK_N)
 
 
 def chunk_plan(kv_len: int, num_splits: int, block_n: int, chunk_keys: int = 0) -> tuple[int, int]:
