@@ -9,6 +9,7 @@ no process can start, and its label says so."""
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import os
 import signal
@@ -296,10 +297,8 @@ class ProcessDevice:
 
     def close(self) -> None:
         if self.proc.is_alive() and not self.broken:
-            try:
+            with contextlib.suppress(OSError):      # BrokenPipeError among them
                 self.cmd.send(CloseCommand())
-            except (BrokenPipeError, OSError):
-                pass
             self.proc.join(timeout=5)
         self._stop_process()
         for conn in (self.cmd, self.done):

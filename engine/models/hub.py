@@ -131,12 +131,10 @@ def check_files(folder: Path, repo_id: str) -> None:
         config = json.loads(config_path.read_text())
     except ValueError as error:
         raise HubError(f"{repo_id}: config.json is not JSON ({error})") from None
-    tokenizer = {}
-    if (folder / "tokenizer_config.json").is_file():
-        try:
-            tokenizer = json.loads((folder / "tokenizer_config.json").read_text())
-        except ValueError:
-            tokenizer = {}
+    try:
+        tokenizer = json.loads((folder / "tokenizer_config.json").read_text())
+    except (OSError, ValueError):                    # none, or unreadable: no auto_map there
+        tokenizer = {}
     if config.get("auto_map") or tokenizer.get("auto_map"):
         raise HubError(f"{repo_id} needs custom code (auto_map: trust_remote_code); remote code "
                        "is never run here")

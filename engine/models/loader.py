@@ -182,18 +182,15 @@ def _read_state_dict(path: Path, device: torch.device | str) -> dict[str, torch.
     from safetensors.torch import load_file
 
     files = sorted(path.glob("*.safetensors"))
-    if files:
-        state: dict[str, torch.Tensor] = {}
-        for f in files:
-            state.update(load_file(str(f), device=str(device)))
-        return state
-    bins = sorted(path.glob("pytorch_model*.bin"))
-    if bins:
-        state = {}
-        for f in bins:
-            state.update(torch.load(f, map_location=device, weights_only=True))
-        return state
-    raise ModelLoadError(f"{path}: no model.safetensors (or pytorch_model.bin) weights found")
+    bins = [] if files else sorted(path.glob("pytorch_model*.bin"))   # only without safetensors
+    if not files and not bins:
+        raise ModelLoadError(f"{path}: no model.safetensors (or pytorch_model.bin) weights found")
+    state: dict[str, torch.Tensor] = {}
+    for f in files:
+        state.update(load_file(str(f), device=str(device)))
+    for f in bins:
+        state.update(torch.load(f, map_location=device, weights_only=True))
+    return state
 
 
 def eos_token_ids(path: Path, cfg: dict) -> tuple[int, ...]:
