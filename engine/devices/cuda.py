@@ -23,6 +23,8 @@ from engine.scheduler.request import NUM_INT_COLS, StepMeta
 from record.recorder import Timeline
 from record.schema import BASE_LANES, LANES, Lane, Phase
 
+UPLOAD_BUFFERS = 2                  # staging buffers, used in turn
+
 
 @dataclass(frozen=True)
 class Uploaded:
@@ -48,9 +50,8 @@ class CudaDevice:
     lanes: tuple[str, ...]
     pads_batches = True             # to the shapes it warmed (and captured as graphs)
 
-    def __init__(self, runner: ModelRunner, cfg: EngineConfig, graphs: Any = None,
-                 ring: int = 2) -> None:
-        """``graphs``: the runner's ``StepGraphs`` (None: eager); ``ring`` upload buffers."""
+    def __init__(self, runner: ModelRunner, cfg: EngineConfig, graphs: Any = None) -> None:
+        """``graphs``: the runner's ``StepGraphs`` (None: eager)."""
         self.runner, self.graphs = runner, graphs
         self.hazards = cfg.hazards
         self.placement = cfg.result_copy_stream      # where the result copy runs (module doc)
@@ -64,7 +65,7 @@ class CudaDevice:
         self.events = EventPool()                 # timing events, lent to the timeline
         results = RESULT_BUFFERS
         self.forward_done = EventRing(results)    # scheduler-stream copies wait on these
-        self.max_rows, self.ring = cfg.max_batch_size, ring
+        self.max_rows = cfg.max_batch_size
         self.int_width = NUM_INT_COLS + cfg.pages_per_seq
         self.max_writes = max(cfg.max_prefill_tokens, 1)
         # Room for a multi-step group of the longest k from the start: growing later waits.
@@ -99,7 +100,7 @@ class CudaDevice:
         """(Re)make the upload buffers for up to ``rows`` rows. The old ones may go at once: an
         in-flight forward keeps views of its device buffer (``keep_alive``), and the pinned
         allocator keeps a dropped host buffer until its queued copies have run."""
-        self.staging = UploadRing(self.ring, rows, self.int_width, self.max_writes,
+        self.staging = UploadRing(UPLOAD_BUFFERS, rows, self.int_width, self.max_writes,
                                   self.runner.device)
         # Sync point, guarding the new device buffers: their zero fill is queued on the current
         # stream behind the forwards in flight there, while the upload that writes them runs at
