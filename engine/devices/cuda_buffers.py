@@ -50,7 +50,6 @@ class EventPool:
 
     def __init__(self) -> None:
         self.free: dict[int, deque] = {}
-        self.made = 0
 
     def take(self, n: int) -> list[torch.cuda.Event]:
         free = self.free.get(n)
@@ -59,7 +58,6 @@ class EventPool:
                 return free.popleft()
             except IndexError:          # the other thread took the last one
                 pass
-        self.made += n
         return [torch.cuda.Event(enable_timing=True) for _ in range(n)]
 
     def give_back(self, events: Sequence[torch.cuda.Event]) -> None:

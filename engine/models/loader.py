@@ -63,10 +63,8 @@ PRESETS: dict[str, ModelSpec] = {
 class LoadedModel:
     model: CausalLM
     spec: ModelSpec
-    name: str
     path: str | None            # checkpoint directory (None for presets)
     eos_token_ids: tuple[int, ...]
-    random_weights: bool
 
 
 def read_config(path: Path) -> dict:
@@ -226,7 +224,7 @@ def load_model(name: str, device: torch.device | str, dtype: torch.dtype, seed: 
             model = CausalLM(spec).to(dtype)
         model.inv_freq = rope_inv_freq(spec, device)
         _init_random(model)
-        return LoadedModel(model.eval(), spec, name, None, (), True)
+        return LoadedModel(model.eval(), spec, None, ())
     path = resolve_model_dir(name, progress)
     cfg = read_config(path)
     spec = spec_from_hf_config(cfg, where=str(path / "config.json"))
@@ -251,7 +249,7 @@ def load_model(name: str, device: torch.device | str, dtype: torch.dtype, seed: 
         model.lm_head.weight = model.model.embed_tokens.weight
     model = model.to(dtype)
     model.inv_freq = rope_inv_freq(spec, device)  # float32 even in bf16: cast per forward
-    return LoadedModel(model.eval(), spec, name, str(path), eos_token_ids(path, cfg), False)
+    return LoadedModel(model.eval(), spec, str(path), eos_token_ids(path, cfg))
 
 
 @torch.no_grad()
