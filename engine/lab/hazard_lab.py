@@ -29,12 +29,8 @@ class Hazard:
     delay_us: int                   # widens the race window (HazardSwitches.inject_delay_us)
     config: dict = field(default_factory=dict)
     workload: str = "slots"         # "slots": slot reuse; "memory": shared prefixes, a small pool
-    # False where this engine's stage order already closes the window: the lab then shows the
-    # windows the switch opened and that no fault followed (see no_deferred_retract_free).
-    can_fault: bool = True
-    # Does the engine count this safeguard's race windows (frees under a forward that still
-    # reads, tokens a guard drops or would drop)? Where not, the lab says nothing of them.
-    counted: bool = False
+    can_fault: bool = True          # False: this engine's stage order already closes the window
+    counted: bool = False           # the engine counts its race windows (else the lab is silent)
     # Each request's length limit one token past its stop token, so the lag-one step computes
     # its last allowed token (no_finished_guard: the length check then ends it a second time).
     stop_before_limit: bool = False
