@@ -28,7 +28,6 @@ from engine.layers.paged_attention import (
     by_length,
     chunk_plan,
     fixed_chunking,
-    num_kv_splits,
     paged_attention_reference,
     split_bounds,
     split_k_attention,
@@ -142,8 +141,8 @@ def test_split_bounds_cover_each_key_once():
 
 
 def test_chunk_counts_come_from_the_config_only():
-    assert num_kv_splits(176) == 4 and num_kv_splits(2048) == 8 and num_kv_splits(4096) == 16
-    assert num_kv_splits(1 << 17) == 16
+    splits = [fixed_chunking(n).max_chunks for n in (176, 2048, 4096, 1 << 17)]
+    assert splits == [4, 8, 16, 16]
     assert fixed_chunking(176).max_chunks == 4 and fixed_chunking(176).chunk_keys == 0
     assert by_length(176).max_chunks == 1 and by_length(256).max_chunks == 1
     assert by_length(257).max_chunks == 2 and by_length(1040).max_chunks == 5

@@ -21,7 +21,7 @@ def _requests(rng: random.Random, n: int, page_table: np.ndarray, page_size: int
         req = Req(rid, [rng.randrange(4, 50) for _ in range(rng.randrange(1, 20))], params,
                   seed=rng.randrange(1 << 30), stop_ids=frozenset())
         req.slot = rid
-        need = -(-req.max_len // page_size)
+        need = -(-(req.prompt_len + params.max_new_tokens) // page_size)
         req.pages = rng.sample(range(1000), need)
         page_table[req.slot, :need] = req.pages
         req.num_prefilled = req.prompt_len

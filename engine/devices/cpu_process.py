@@ -9,6 +9,7 @@ no process can start, and its label says so."""
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import os
 import signal
@@ -44,10 +45,6 @@ class DeviceInit:
     model: str
     dtype: str
     num_buffers: int = RESULT_BUFFERS
-
-    @property
-    def max_rows(self) -> int:
-        return self.config.max_batch_size
 
 
 @dataclass(frozen=True)
@@ -127,7 +124,7 @@ def device_main(init: DeviceInit, cmd_conn, done_conn, shared) -> None:
             os.sched_setaffinity(0, init.config.device_cpus)
         torch.set_num_threads(init.config.cpu_threads)
         _, runner = build_runner(init)
-        results = np.frombuffer(shared, dtype=np.int64).reshape(init.num_buffers, init.max_rows)
+        results = np.frombuffer(shared, dtype=np.int64).reshape(init.num_buffers, -1)
         ready: DeviceReady | DeviceFailed = DeviceReady(os.getpid())
     except Exception as error:  # noqa: BLE001 - report any start-up failure to the parent
         ready = DeviceFailed(traceback.format_exc(), type(error).__name__, str(error))
@@ -179,13 +176,12 @@ class ProcessDevice:
     lanes = BASE_LANES              # one process plays both streams, in order; no copy stream
     pads_batches = False
 
-    def __init__(self, init: DeviceInit, start_timeout_s: float = START_TIMEOUT_S) -> None:
+    def __init__(self, init: DeviceInit) -> None:
         ctx = mp.get_context("spawn")   # never fork a process that may already run server threads
         self.num_buffers = 1 if init.config.hazards.single_host_buffer else init.num_buffers
         init = replace(init, num_buffers=self.num_buffers)
-        self.shared = ctx.RawArray("b", self.num_buffers * init.max_rows * 8)
-        self.results = np.frombuffer(self.shared, dtype=np.int64).reshape(self.num_buffers,
-                                                                          init.max_rows)
+        self.shared = ctx.RawArray("b", self.num_buffers * init.config.max_batch_size * 8)
+        self.results = np.frombuffer(self.shared, dtype=np.int64).reshape(self.num_buffers, -1)
         cmd_r, self.cmd = ctx.Pipe(duplex=False)
         self.done, done_w = ctx.Pipe(duplex=False)
         self.proc = ctx.Process(target=device_main, args=(init, cmd_r, done_w, self.shared),
@@ -196,17 +192,14 @@ class ProcessDevice:
         cmd_r.close()
         done_w.close()
         self.timeline = Timeline(enabled=False)
-        # Steps answered but not yet waited for (waited for in launch order: ``waited_upto``
-        # covers every earlier one, so the set stays as small as the steps in flight).
-        self.done_steps: set[int] = set()
-        self.waited_upto = 0
+        self.done_upto = 0               # the child answers steps in launch order
         self.run_id = 0
         self.sent = self.answered = 0
         self.slowest_step_s = 0.0
         self.broken = ""                 # why this device can no longer be used ("" = fine)
         self.buf = 0
         try:
-            msg = self._receive(time.monotonic() + start_timeout_s, "starting")
+            msg = self._receive(time.monotonic() + START_TIMEOUT_S, "starting")
         except DeviceError:
             self.close()
             raise
@@ -220,8 +213,7 @@ class ProcessDevice:
 
     def begin_run(self, timeline: Timeline) -> None:
         self.timeline = timeline
-        self.done_steps.clear()
-        self.waited_upto = 0
+        self.done_upto = 0
         self.run_id += 1
 
     def end_run(self) -> None:
@@ -246,7 +238,7 @@ class ProcessDevice:
                              self.results[self.buf])
 
     def is_done(self, step: int) -> bool:
-        return step <= self.waited_upto or step in self.done_steps
+        return step <= self.done_upto
 
     def wait_done(self, step: int) -> None:
         started = time.monotonic()
@@ -256,12 +248,9 @@ class ProcessDevice:
             if isinstance(msg, DeviceFailed):
                 raise self._fail(f"the CPU device process failed:\n{msg.traceback}")
             if msg.run == self.run_id:
-                self.done_steps.add(msg.step)
+                self.done_upto = msg.step
                 self.timeline.add_stamped(msg.spans)
         self.slowest_step_s = max(self.slowest_step_s, time.monotonic() - started)
-        if step > self.waited_upto:
-            self.waited_upto = step
-            self.done_steps = {s for s in self.done_steps if s > step}
 
     def _receive(self, deadline: float, doing: str):
         self._check_usable()
@@ -272,14 +261,13 @@ class ProcessDevice:
                     if isinstance(msg, (StepDone, DeviceFailed)):
                         self.answered += 1       # a step is answered by its result or its error
                     return msg
+                alive = self.proc.is_alive()
             except (EOFError, OSError):
+                alive = False
+            if not alive:
                 self.proc.join(timeout=1.0)
                 raise self._fail(f"the CPU device process died while {doing} "
                                  f"({exit_text(self.proc)})") from None
-            if not self.proc.is_alive():
-                self.proc.join(timeout=1.0)
-                raise self._fail(f"the CPU device process died while {doing} "
-                                 f"({exit_text(self.proc)})")
             if is_stopped(self.proc.pid):
                 raise self._fail(f"the CPU device process is stopped (SIGSTOP?) while {doing}")
             if time.monotonic() > deadline:
@@ -309,10 +297,8 @@ class ProcessDevice:
 
     def close(self) -> None:
         if self.proc.is_alive() and not self.broken:
-            try:
+            with contextlib.suppress(OSError):      # BrokenPipeError among them
                 self.cmd.send(CloseCommand())
-            except (BrokenPipeError, OSError):
-                pass
             self.proc.join(timeout=5)
         self._stop_process()
         for conn in (self.cmd, self.done):
@@ -339,7 +325,7 @@ class InlineDevice:
     def __init__(self, init: DeviceInit, reason: str = "") -> None:
         torch.set_num_threads(init.config.cpu_threads)
         _, self.runner = build_runner(init)
-        self.results = np.zeros((init.num_buffers, init.max_rows), dtype=np.int64)
+        self.results = np.zeros((init.num_buffers, init.config.max_batch_size), dtype=np.int64)
         self.buf = 0
         self.timeline = Timeline(enabled=False)
         if reason:

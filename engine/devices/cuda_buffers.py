@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -49,7 +50,6 @@ class EventPool:
 
     def __init__(self) -> None:
         self.free: dict[int, deque] = {}
-        self.made = 0
 
     def take(self, n: int) -> list[torch.cuda.Event]:
         free = self.free.get(n)
@@ -58,7 +58,6 @@ class EventPool:
                 return free.popleft()
             except IndexError:          # the other thread took the last one
                 pass
-        self.made += n
         return [torch.cuda.Event(enable_timing=True) for _ in range(n)]
 
     def give_back(self, events: Sequence[torch.cuda.Event]) -> None:
@@ -68,13 +67,12 @@ class EventPool:
         free.append(events)
 
 
-class UploadSlot:
+class UploadSlot(NamedTuple):
     """One step's (or group's) metadata on the device: views into one H2D copy's buffer."""
 
-    __slots__ = ("ints", "floats", "writes")
-
-    def __init__(self, ints: torch.Tensor, floats: torch.Tensor, writes: torch.Tensor) -> None:
-        self.ints, self.floats, self.writes = ints, floats, writes
+    ints: torch.Tensor
+    floats: torch.Tensor
+    writes: torch.Tensor
 
 
 class UploadRing:

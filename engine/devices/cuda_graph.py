@@ -8,7 +8,7 @@ import torch
 
 from engine.config import EngineConfig
 from engine.devices.runner import ModelRunner
-from engine.scheduler.request import COL_LEN, DECODE_BUCKETS, NUM_INT_COLS, StepMeta, prefill_shapes
+from engine.scheduler.request import COL_LEN, NUM_INT_COLS, StepMeta, prefill_shapes
 from record.schema import Phase
 
 
@@ -36,11 +36,10 @@ class StepGraphs:
         self.runner = runner
         self.kv_pages = cfg.pages_per_seq
         width = NUM_INT_COLS + cfg.pages_per_seq
-        sizes = sorted({min(b, cfg.max_batch_size) for b in DECODE_BUCKETS})
+        sizes, seq_lens = prefill_shapes(cfg)                      # the same batch sizes
         shapes = [(size, 1) for size in sizes]                     # (rows, tokens per row)
         if prefill:
-            prefill_sizes, seq_lens = prefill_shapes(cfg)
-            shapes += [(size, seq_len) for size in prefill_sizes for seq_len in seq_lens]
+            shapes += [(size, seq_len) for size in sizes for seq_len in seq_lens]
         self.graphs: dict[tuple[int, int, bool], _Graph] = {}
         pool = torch.cuda.graph_pool_handle()
         # Largest first, so the smaller graphs reuse its memory in the shared pool.

@@ -1,10 +1,8 @@
-"""The device side: model, paged KV cache and ``token_pool``, and what one forward does on them (in
-the engine process on CUDA, in the device process on CPU).
+"""The device side: model, paged KV cache and ``token_pool``, and what one forward does on them.
 
 ``token_pool[slot, position]`` is the heart of overlap scheduling: a forward *gathers* its input ids
 from it and *scatters* its sampled tokens back, so the next forward starts without the CPU learning
-the values (it reads them later, from a copy). With a ``result_ring`` each forward also writes its
-tokens into the ring row its metadata names (``COL_OUT``), which the copy reads."""
+the values (it reads them later, from a copy)."""
 
 from __future__ import annotations
 
@@ -87,9 +85,7 @@ def pick_attention(requested: str, device: torch.device, dtype: torch.dtype) -> 
 
 @dataclass(frozen=True)
 class RunnerConfig:
-    """What a ``ModelRunner`` is built for (``of``: from an engine's config). ``sanitize``: the
-    hazard lab's clamp of every index (metadata may be garbage without ``wait_stream``: wrong
-    tokens, not a device-side assert that kills the context)."""
+    """What a ``ModelRunner`` is built for (``of``: from an engine's config)."""
 
     max_slots: int
     max_seq_len: int
@@ -100,8 +96,9 @@ class RunnerConfig:
     attention: str = "auto"
     compile: bool = False
     kernels: DecodeKernels = field(default_factory=DecodeKernels)
-    kv_splits: int | None = None            # one fixed chunk count (None: as kernels say)
     result_ring: int = 0                    # rows of the device result ring (0: none)
+    # The hazard lab's clamp of every index: without wait_stream metadata may be garbage (wrong
+    # tokens then, not a device-side assert that kills the context).
     sanitize: bool = False
 
     @classmethod
@@ -124,7 +121,6 @@ class ModelRunner:
         self.scratch_page = c.num_pages               # the extra page that padding writes into
         self.dummy_slot = c.max_slots                 # the extra token_pool row padding reads
         self.max_seq_len = c.max_seq_len
-        self.num_pages = c.num_pages
         self.sanitize = c.sanitize
         self.kv_caches = allocate_kv_tensors(spec.num_layers, c.num_pages, c.page_size,
                                              spec.num_kv_heads, spec.head_dim, c.dtype, c.device)
@@ -136,7 +132,7 @@ class ModelRunner:
         self.result_ring = (torch.zeros(c.result_ring + 1, dtype=torch.int64, device=c.device)
                             if c.result_ring else None)
         self.attention = pick_attention(c.attention, c.device, c.dtype)
-        self.use_kernels(c.kernels, c.kv_splits)
+        self.use_kernels(c.kernels)
         self.forward_fn = model
         self.compiled = c.compile
         if c.compile:
@@ -145,21 +141,16 @@ class ModelRunner:
             from engine.models.compiled import CompiledDecode
             self.forward_fn = CompiledDecode(model)
 
-    def use_kernels(self, kernels: DecodeKernels, kv_splits: int | None = None) -> None:
+    def use_kernels(self, kernels: DecodeKernels) -> None:
         """Take ``kernels`` for the decode steps from now on (a captured graph keeps its own)."""
         self.kernels = kernels
         sms = (torch.cuda.get_device_properties(self.device).multi_processor_count
                if self.device.type == "cuda" else 0)
         rows = self.dummy_slot * self.model.spec.num_kv_heads    # max batch (slots) x KV heads
-        self.chunking = (kernels.chunking(self.max_seq_len, rows, sms) if kv_splits is None
-                         else Chunking(kv_splits, 0, FIXED_BLOCK_N))
+        self.chunking = kernels.chunking(self.max_seq_len, rows, sms)
         self.rope_in_attention = kernels.rope_in_attention
         triton_ok = self.device.type == "cuda" and importlib.util.find_spec("triton") is not None
         self.argmax = "triton" if kernels.argmax == "triton" and triton_ok else "torch"
-
-    @property
-    def num_splits(self) -> int:
-        return self.chunking.max_chunks
 
     def write_prompts(self, writes: torch.Tensor) -> None:
         """Scatter prompt tokens ``writes [3, T] = (slot, position, token)`` into token_pool."""

@@ -1,20 +1,11 @@
 """Decode attention that reads the KV pages in place: FlashDecoding's split-K, over our page table.
 
-A decode step has one query per row: walk the row's page table and read only its ``kv_len`` keys
-where they lie, with no mask (the plain path copies each row's padded context and runs SDPA).
-
-A row's keys are cut into chunks, one program each, one chunk per ``chunk_keys`` keys (at most
-``max_chunks``). A chunk keeps an online softmax over blocks of ``block_n`` keys (running max, sum
-and unnormalised output); a row of one chunk writes its answer directly, a row of several writes
-each chunk's output and log-sum-exp for a second pass to merge. One program of a KV head serves all
-the query heads that share it. Only the chunk holding position ``kv_len - 1`` stores this step's
-``k, v``, taking them from the new tensors, so no program reads a slot another writes.
-
-The grid is ``(B, KV, max_chunks)`` whatever the lengths; each program works out its row's chunks
-from the row's own length and exits past them. So one CUDA graph serves every step, and a row's
-rounding never depends on its batch: normal and overlap stay token for token identical.
-``chunk_keys=0`` is the fixed scheme this replaced. ``split_k_attention`` is the kernel's arithmetic
-in PyTorch (the CPU test); ``PagedDecodeContext`` picks it or the Triton kernel."""
+A row's ``kv_len`` keys are cut into chunks (one program each, one per ``chunk_keys`` keys), each an
+online softmax over blocks of ``block_n`` keys; a row of several chunks merges them by log-sum-exp in
+a second pass. The grid is ``(B, KV, max_chunks)`` whatever the lengths: each program works out its
+row's chunks from the row's own length, so one CUDA graph serves every step and a row's rounding
+never depends on its batch. ``split_k_attention`` is the kernel's arithmetic in PyTorch (the CPU
+test); ``PagedDecodeContext`` picks it or the Triton kernel."""
 
 from __future__ import annotations
 
@@ -31,11 +22,8 @@ FIXED_BLOCK_N, FIXED_MIN_SPLITS = 64, 4   # the fixed scheme's block and least c
 
 @dataclass(frozen=True)
 class Chunking:
-    """How decode attention cuts a row's keys into chunks (one program each).
-
-    ``max_chunks``: the grid's chunk dimension, from the engine's ``max_seq_len``, never the
-    batch. ``chunk_keys > 0``: a row runs ``ceil(kv_len / chunk_keys)`` chunks (1 to
-    ``max_chunks``); ``0``: every row runs all ``max_chunks`` (the fixed scheme)."""
+    """How decode attention cuts a row's keys into chunks: ``ceil(kv_len / chunk_keys)`` of at most
+    ``max_chunks`` (from ``max_seq_len``, never the batch); ``chunk_keys=0``: all ``max_chunks``."""
 
     max_chunks: int
     chunk_keys: int = CHUNK_KEYS
@@ -59,16 +47,11 @@ def by_length(max_seq_len: int, chunk_keys: int = CHUNK_KEYS, block_n: int = BLO
     return Chunking(max(1, min(MAX_CHUNKS, _cdiv(max_seq_len, chunk_keys))), chunk_keys, block_n)
 
 
-def num_kv_splits(max_seq_len: int) -> int:
-    """The fixed scheme's chunk count: at least ``FIXED_MIN_SPLITS``, one per ``CHUNK_KEYS`` keys
-    of ``max_seq_len`` past that, at most ``MAX_CHUNKS``."""
-    return max(FIXED_MIN_SPLITS, min(MAX_CHUNKS, _cdiv(max_seq_len, CHUNK_KEYS)))
-
-
 def fixed_chunking(max_seq_len: int) -> Chunking:
-    """The scheme the length-based one replaced, for comparison: every row in
-    ``num_kv_splits(max_seq_len)`` equal chunks of blocks of 64 keys, always merged."""
-    return Chunking(num_kv_splits(max_seq_len), 0, FIXED_BLOCK_N)
+    """The scheme the length-based one replaced: every row in equal chunks of blocks of 64 keys,
+    always merged; one chunk per ``CHUNK_KEYS`` keys of ``max_seq_len``, 4 to ``MAX_CHUNKS``."""
+    splits = max(FIXED_MIN_SPLITS, min(MAX_CHUNKS, _cdiv(max_seq_len, CHUNK_KEYS)))
+    return Chunking(splits, 0, FIXED_BLOCK_N)
 
 
 def chunk_plan(kv_len: int, num_splits: int, block_n: int, chunk_keys: int = 0) -> tuple[int, int]:

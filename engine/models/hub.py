@@ -86,11 +86,10 @@ def max_hub_bytes() -> int:
     return int(value) if value.isdigit() else HUB_MAX_BYTES
 
 
-def fetch_hub_model(repo_id: str, progress: Progress | None = None,
-                    max_bytes: int | None = None) -> Path:
+def fetch_hub_model(repo_id: str, progress: Progress | None = None) -> Path:
     """A checked local snapshot of ``repo_id`` (see the module docstring); ``HubError`` if not."""
     report = progress or (lambda _: None)
-    cap = max_hub_bytes() if max_bytes is None else max_bytes
+    cap = max_hub_bytes()
     report(HubProgress("checking", repo_id))
     folder = _download(repo_id, META_PATTERNS)
     check_files(folder, repo_id)
@@ -132,12 +131,10 @@ def check_files(folder: Path, repo_id: str) -> None:
         config = json.loads(config_path.read_text())
     except ValueError as error:
         raise HubError(f"{repo_id}: config.json is not JSON ({error})") from None
-    tokenizer = {}
-    if (folder / "tokenizer_config.json").is_file():
-        try:
-            tokenizer = json.loads((folder / "tokenizer_config.json").read_text())
-        except ValueError:
-            tokenizer = {}
+    try:
+        tokenizer = json.loads((folder / "tokenizer_config.json").read_text())
+    except (OSError, ValueError):                    # none, or unreadable: no auto_map there
+        tokenizer = {}
     if config.get("auto_map") or tokenizer.get("auto_map"):
         raise HubError(f"{repo_id} needs custom code (auto_map: trust_remote_code); remote code "
                        "is never run here")

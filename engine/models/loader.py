@@ -57,14 +57,14 @@ PRESETS: dict[str, ModelSpec] = {
     "llama-3.1-8b-shape": _preset("LlamaForCausalLM", (128256, 4096, 32, 32, 8, 14336),
                                   500000.0, False, False, 131072),
 }
+
+
 @dataclass
 class LoadedModel:
     model: CausalLM
     spec: ModelSpec
-    name: str
     path: str | None            # checkpoint directory (None for presets)
     eos_token_ids: tuple[int, ...]
-    random_weights: bool
 
 
 def read_config(path: Path) -> dict:
@@ -180,18 +180,15 @@ def _read_state_dict(path: Path, device: torch.device | str) -> dict[str, torch.
     from safetensors.torch import load_file
 
     files = sorted(path.glob("*.safetensors"))
-    if files:
-        state: dict[str, torch.Tensor] = {}
-        for f in files:
-            state.update(load_file(str(f), device=str(device)))
-        return state
-    bins = sorted(path.glob("pytorch_model*.bin"))
-    if bins:
-        state = {}
-        for f in bins:
-            state.update(torch.load(f, map_location=device, weights_only=True))
-        return state
-    raise ModelLoadError(f"{path}: no model.safetensors (or pytorch_model.bin) weights found")
+    bins = [] if files else sorted(path.glob("pytorch_model*.bin"))   # only without safetensors
+    if not files and not bins:
+        raise ModelLoadError(f"{path}: no model.safetensors (or pytorch_model.bin) weights found")
+    state: dict[str, torch.Tensor] = {}
+    for f in files:
+        state.update(load_file(str(f), device=str(device)))
+    for f in bins:
+        state.update(torch.load(f, map_location=device, weights_only=True))
+    return state
 
 
 def eos_token_ids(path: Path, cfg: dict) -> tuple[int, ...]:
@@ -227,7 +224,7 @@ def load_model(name: str, device: torch.device | str, dtype: torch.dtype, seed: 
             model = CausalLM(spec).to(dtype)
         model.inv_freq = rope_inv_freq(spec, device)
         _init_random(model)
-        return LoadedModel(model.eval(), spec, name, None, (), True)
+        return LoadedModel(model.eval(), spec, None, ())
     path = resolve_model_dir(name, progress)
     cfg = read_config(path)
     spec = spec_from_hf_config(cfg, where=str(path / "config.json"))
@@ -252,7 +249,7 @@ def load_model(name: str, device: torch.device | str, dtype: torch.dtype, seed: 
         model.lm_head.weight = model.model.embed_tokens.weight
     model = model.to(dtype)
     model.inv_freq = rope_inv_freq(spec, device)  # float32 even in bf16: cast per forward
-    return LoadedModel(model.eval(), spec, name, str(path), eos_token_ids(path, cfg), False)
+    return LoadedModel(model.eval(), spec, str(path), eos_token_ids(path, cfg))
 
 
 @torch.no_grad()
@@ -271,11 +268,8 @@ def load_tokenizer(path: str | None, preset: bool = False):
     gets none (token ids only): another model's would turn its text into the wrong ids."""
     from transformers import AutoTokenizer
 
-    if preset:
-        where = str(BUNDLED_DIR) if _has_tokenizer(BUNDLED_DIR) else None
-    else:
-        where = path if path and _has_tokenizer(Path(path)) else None
-    if where is None:
+    where = str(BUNDLED_DIR) if preset else path
+    if not where or not _has_tokenizer(Path(where)):
         return None
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     return AutoTokenizer.from_pretrained(where)

@@ -56,6 +56,7 @@ class AttentionContext:
     write_loc: torch.Tensor   # [B*S] flat cache slot per query token (a scratch slot for padding)
     read_loc: torch.Tensor    # [B, Lk] flat cache slot of key position j for row b
     mask: torch.Tensor        # [B, 1, S, Lk] additive: 0 where query i may attend key j, else -inf
+    applies_rope = False      # q and k come rotated (the paged decode context rotates them itself)
 
     def attend(self, q, k, v, k_cache, v_cache) -> torch.Tensor:
         """Store this step's ``k, v [B, S, KV, D]``, then attend ``q [B, S, H, D]`` -> ``[B, S, H*D]``."""
@@ -143,19 +144,15 @@ class Attention(nn.Module):
         b, s, _ = x.shape
         nh, nkv = self.num_heads, self.num_kv_heads
         qkv = self.qkv_proj(x).view(b, s, nh + 2 * nkv, self.head_dim)     # [B, S, H+2KV, D]
-        v = qkv[:, :, nh + nkv:]                                            # [B, S, KV, D]
+        q, k, v = qkv[:, :, :nh], qkv[:, :, nh:nh + nkv], qkv[:, :, nh + nkv:]
+        if self.qk_norm:                 # Qwen3: q and k have their own norms
+            q, k = self.q_norm(q), self.k_norm(k)
         if cos is None:                  # RoPE comes later, inside attention
-            q, k = qkv[:, :, :nh], qkv[:, :, nh:nh + nkv]
-            if self.qk_norm:
-                q, k = self.q_norm(q), self.k_norm(k)
             return q, k, v
-        if self.qk_norm:                 # Qwen3: q and k have their own norms, then RoPE each
-            q = apply_rope(self.q_norm(qkv[:, :, :nh]), cos, sin)
-            k = apply_rope(self.k_norm(qkv[:, :, nh:nh + nkv]), cos, sin)
-        else:                            # one RoPE pass over the q and k heads together
-            qk = apply_rope(qkv[:, :, :nh + nkv], cos, sin)
-            q, k = qk[:, :, :nh], qk[:, :, nh:]
-        return q, k, v
+        if self.qk_norm:
+            return apply_rope(q, cos, sin), apply_rope(k, cos, sin), v
+        qk = apply_rope(qkv[:, :, :nh + nkv], cos, sin)   # one RoPE pass over q and k heads together
+        return qk[:, :, :nh], qk[:, :, nh:], v
 
 
 class MLP(nn.Module):
@@ -267,12 +264,7 @@ class CausalLM(nn.Module):
 
     def forward(self, input_ids, positions, ctx, kv_caches, last_index):
         # input_ids, positions: [B, S]; last_index: [B] which position's logits to return
-        x, cos, sin = self.embed(input_ids, positions, rope=not _applies_rope(ctx))
+        x, cos, sin = self.embed(input_ids, positions, rope=not ctx.applies_rope)
         for layer, (k_cache, v_cache) in zip(self.model.layers, kv_caches):
             x = layer(x, cos, sin, ctx, k_cache, v_cache)
         return self.head(x, last_index)
-
-
-def _applies_rope(ctx) -> bool:
-    """Does the attention context rotate q and k itself (the fused decode kernel)?"""
-    return getattr(ctx, "applies_rope", False)

@@ -79,7 +79,3 @@ class TextStream:
             return ""                        # until it settles; the final text is whole
         delta, self.sent = text[len(self.sent):], text
         return delta
-
-    @property
-    def text(self) -> str:
-        return self.tokenizer.decode(self.ids, skip_special_tokens=True)

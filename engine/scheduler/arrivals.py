@@ -119,9 +119,7 @@ def load_trace(path: str | Path, rate: float | None = None, seed: int = 0,
         data = read_bounded(path, MAX_TRACE_BYTES, what=f"trace {name}")
     except OSError as error:
         raise ValueError(f"cannot read the trace {path}: {error.strerror or error}") from None
-    arrivals = parse_trace(data, name)
-    if limit is not None:
-        arrivals = arrivals[:limit]
+    arrivals = parse_trace(data, name)[:limit]
     if arrivals[0].at_s < 0:
         if rate is None:
             raise ValueError(f"{name} has no arrival times: give a request rate to spread them")

@@ -1,16 +1,10 @@
-"""KV memory for the scheduler: slots, pages and the prefix cache, per request, in the order a
-request meets it (as Mini-SGLang's ``cache_manager``):
+"""KV memory for the scheduler, in the order a request meets it (as Mini-SGLang's ``cache_manager``):
 
-1. ``admit``      match its tokens in the prefix cache and lock them, take a slot and pages for
-                  the rest of its prompt (refused while the pool, less a reserve, cannot hold it)
+1. ``admit``      match its prompt in the prefix cache and lock it, take a slot and pages for the rest
 2. ``grow``       one more page whenever its next token starts one (evicting unread cached pages)
-3. ``cache_req``  hand its computed pages to the cache: after each launched prefill chunk and
-                  when it finishes
+3. ``cache_req``  hand its computed pages to the cache: after each prefill chunk and at the end
 4. ``detach``     one release path for finished, aborted and retracted requests: pages and lock
-                  back at once (``free_pages``), the slot when no launched batch carries it
-                  (``free_slot``; ``table.py`` decides when)
-
-Nothing here remaps a running request's position to another page (only the hazard lab does)."""
+                  back at once, the slot when no launched batch carries it (``table.py``)"""
 
 from __future__ import annotations
 
@@ -81,11 +75,10 @@ class CacheManager:
         need = pages_needed(len(fill), self.ps) - len(matched)
         expected = reserved_tokens + self.new_token_ratio * (req.params.max_new_tokens
                                                              - len(req.output_ids))
-        if need + math.ceil(expected / self.ps) > self.available():
-            self._unlock(node)
-            return False                          # admission waits for memory
-        own = self._take(need, req.rid)
-        if own is None:                            # only with no_cache_lock: evicted under us
+        own = None                                # None: admission waits for memory
+        if need + math.ceil(expected / self.ps) <= self.available():
+            own = self._take(need, req.rid)       # None only with no_cache_lock: evicted under us
+        if own is None:
             self._unlock(node)
             return False
         req.slot = self.slots.allocate(1, req.rid)[0]
@@ -159,14 +152,6 @@ class CacheManager:
         self._unlock(req.cache_node if req.cache_node is not None else self.cache.root)
         req.cache_node, req.cached_pages = node, len(matched)
 
-    def clear(self) -> int:
-        """Evict every page no request reads; how many were freed."""
-        if self.cache is None:
-            return 0
-        freed = self.cache.evict_all()
-        self.pages.free(freed, CACHE_OWNER)
-        return len(freed)
-
     # ---- 4. release ---------------------------------------------------------------------------
     def detach(self, req: Req) -> Release:
         """Take ``req``'s slot, own pages and lock into a Release (``req`` holds none after)."""
@@ -177,28 +162,23 @@ class CacheManager:
         return release
 
     def free_pages(self, release: Release) -> None:
-        """Give back a Release's own pages and its cache lock, at once even while a launched batch
-        reads them: only forwards write KV pages, on the engine stream in launch order, so the
-        page's next owner writes it after every forward that reads it now (Mini-SGLang and SGLang
-        free them at once too)."""
+        """Give back a Release's pages and cache lock at once, even under a launched batch: only
+        forwards write KV pages, in launch order, so a page's next owner writes it after them."""
         self.pages.free(release.pages, release.rid)
         if release.node is not None and self.cache is not None:
             self.cache.unlock(release.node)
 
     def free_slot(self, rid: int, slot: int) -> None:
-        """Give a slot back and clear its page-table row (IdPool raises ``DoubleFreeError`` if it
-        is free already)."""
+        """Give a slot back and clear its page-table row (``DoubleFreeError`` if already free)."""
         self.slots.free([slot], rid)
         self.page_table[slot] = self.pages.total
 
-    # ---- what the memory chart draws ----------------------------------------------------------
     def usage(self) -> tuple[int, int, int]:
         """(pages in use by requests, pages held only by the cache, free pages)."""
         cached = self.cache.evictable() if self.cache else 0
         free = self.pages.num_free
         return self.pages.total - free - cached, cached, free
 
-    # ---- helpers ------------------------------------------------------------------------------
     def _match(self, fill: list[int]) -> tuple[list[int], Any]:
         if self.cache is None:
             return [], None

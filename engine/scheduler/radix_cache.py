@@ -31,7 +31,6 @@ class RadixCache:
         self.locked_pages = 0           # of those, pages of locked nodes
         self._clock = itertools.count(1)
 
-    # ---- reading ------------------------------------------------------------------------------
     def evictable(self) -> int:
         """Pages held only by the tree (no request reads them): what eviction can free."""
         return self.cached_pages - self.locked_pages
@@ -54,7 +53,6 @@ class RadixCache:
             node = child
         return pages, node
 
-    # ---- writing ------------------------------------------------------------------------------
     def insert(self, tokens: Sequence[int], pages: Sequence[int], node: Node) -> tuple[Node, int]:
         """Hand ``pages`` (holding ``tokens``) to the tree below ``node``, where the caller's cached
         prefix ends; returns where it ends now and how many pages the tree took. Where the tree
@@ -90,7 +88,8 @@ class RadixCache:
     def evict(self, n: int) -> list[int]:
         """Remove least recently used unlocked leaves until ``n`` pages are freed (or none is
         left to remove); returns the freed pages (the caller gives them back to the pool)."""
-        leaves = [(leaf.last_used, id(leaf), leaf) for leaf in self._leaves() if leaf.lock == 0]
+        leaves = [(leaf.last_used, id(leaf), leaf) for leaf in self.nodes()
+                  if not leaf.children and leaf.lock == 0]
         heapq.heapify(leaves)
         freed: list[int] = []
         while leaves and len(freed) < n:
@@ -107,7 +106,6 @@ class RadixCache:
         """Every unlocked page (all of them when no request runs)."""
         return self.evict(self.cached_pages)
 
-    # ---- checking -----------------------------------------------------------------------------
     def nodes(self) -> list[Node]:
         out, todo = [], list(self.root.children.values())
         while todo:
@@ -137,7 +135,6 @@ class RadixCache:
             found.append(f"{locked} pages locked, {self.locked_pages} counted")
         return found
 
-    # ---- helpers ------------------------------------------------------------------------------
     def _common_pages(self, key: tuple[int, ...], tokens: Sequence[int], at: int) -> int:
         """How many whole pages of ``key`` equal ``tokens`` from ``at`` on."""
         ps, n = self.page_size, 0
@@ -171,6 +168,3 @@ class RadixCache:
             depth += len(node.pages)
             node = node.parent
         return depth
-
-    def _leaves(self) -> list[Node]:
-        return [node for node in self.nodes() if not node.children]

@@ -1,12 +1,10 @@
 """Requests, batches, and the metadata one forward needs.
 
 A ``Req`` has two clocks: ``num_scheduled`` counts tokens whose forward was *launched*,
-``output_ids`` the tokens the CPU has *read back*. Under overlap the host lags one step: the window
-in which a stopped request can sit in the next batch. Token values never travel from the host: a row
-reads its input from ``token_pool[slot, position]`` on the device and its sampled token is written
-back there; ``StepMeta`` says which (slot, position) each row reads and writes. A retracted request
-waits again with the tokens it has read; ``epoch`` counts its admissions, so a token launched before
-the retraction is recognised and dropped."""
+``output_ids`` the tokens the CPU has *read back*; under overlap the host lags one step. Token values
+never travel from the host: ``StepMeta`` says which ``token_pool[slot, position]`` each row reads
+and writes on the device. ``epoch`` counts a request's admissions, so a token launched before a
+retraction is recognised and dropped."""
 
 from __future__ import annotations
 
@@ -64,18 +62,13 @@ class Req:
         return len(self.prompt_ids)
 
     @property
-    def max_len(self) -> int:
-        return self.prompt_len + self.params.max_new_tokens
-
-    @property
     def prefill_done(self) -> bool:
         return self.num_prefilled == len(self.fill_ids)
 
     def kv_tokens(self, finished: bool) -> list[int]:
         """The tokens whose K/V a launched forward writes and whose values the host knows: what may
-        go into the prefix cache. The last token read back is left out (under overlap a launched
-        forward may be writing its K/V), so both loops leave the same cache (SGLang caches it:
-        its issue 24590)."""
+        go into the prefix cache. The last token read back is left out (a launched forward may be
+        writing its K/V), so both loops leave the same cache."""
         if not finished or not self.prefill_done:
             return self.fill_ids[:self.num_prefilled]
         known = self.prompt_ids + self.output_ids
@@ -106,8 +99,7 @@ class Row:
 
 @dataclass
 class Batch:
-    """One forward's rows. Its request ids and token count are read several times a step (span
-    labels, stop checks), so they are computed once, on first use."""
+    """One forward's rows; request ids and token count are computed once, on first use."""
 
     step: int
     kind: str                       # Phase.PREFILL | Phase.DECODE: its forward's span phase
@@ -153,8 +145,7 @@ def decode_bucket(n: int, cap: int) -> int:
 
 
 def prefill_bucket(n: int) -> int:
-    """Tokens per row of a padded prefill: the next power of two, at least 16, so a CUDA run meets
-    few prefill shapes and warms each at start (``ModelRunner.warm_up_prefill``)."""
+    """Tokens per row of a padded prefill: the next power of two, at least 16 (few shapes to warm)."""
     return max(16, 1 << (n - 1).bit_length())
 
 
@@ -168,8 +159,7 @@ def prefill_shapes(cfg) -> tuple[tuple[int, ...], tuple[int, ...]]:
 
 def build_meta(batch: Batch, page_table: np.ndarray, page_size: int, dummy_slot: int,
                full_kv: bool) -> StepMeta:
-    """Lay the batch out as arrays, one pass over the rows (the scheduler thread, every step);
-    padding rows read the dummy slot and write the scratch page."""
+    """Lay the batch out as arrays; padding rows read the dummy slot and write the scratch page."""
     rows, n = batch.rows, len(batch.rows)
     ints, floats = _padded_arrays(batch.padded_size, n, page_table, dummy_slot)
     ints[:n, :NUM_INT_COLS] = [(r.req.slot, r.start, r.length, r.samples, r.req.seed,

@@ -9,11 +9,7 @@
 ``normal_loop`` runs 1-2-3-4 on the *same* batch: the GPU idles while the CPU does 4 and the next
 1-2. ``overlap_loop`` runs 4 on the *previous* batch after launching the next, so the CPU's work
 hides behind the forward. The price is *lag one*: a request that stopped at step n-1 may already be
-in batch n; its extra token is dropped, its pages go back at once (only forwards write pages, in
-launch order), its slot once batch n is done with the slot's token_pool row. Memory is taken as
-requests grow (``table.py``, ``cache_manager.py``); the comment at each touch of it says which
-dependency it keeps. With nothing waiting, running or in flight, the loop blocks on its source: idle
-time, not CPU work."""
+in batch n; its extra token is dropped, and its slot is freed once batch n is done with it."""
 
 from __future__ import annotations
 
@@ -70,8 +66,7 @@ class RunCancelled(RuntimeError):
 
 
 class _CpuSpan:
-    """``with _CpuSpan(timeline, "phase", step, batch):`` records one span on the ``cpu`` lane
-    (two clock reads and one append: the recorder's cost lands in the gaps it measures)."""
+    """One span on the ``cpu`` lane: kept cheap, its cost lands in the gaps it measures."""
 
     __slots__ = ("timeline", "phase", "step", "batch", "t0")
 
@@ -99,9 +94,7 @@ class Scheduler:
         self.slots, self.pages = slots, pages = pools.slots, pools.pages
         self.source = source
         self.sink = sink                            # streams tokens out (the server); optional
-        self.loop = loop                            # which loop ``run`` drives, and how
-        self.extra_cpu_us = loop.extra_cpu_us
-        self.decode_steps = loop.decode_steps       # k: decode forwards launched per iteration
+        self.loop = loop                            # which loop; k decode steps; extra CPU work
         # Host copy of each slot's page list (SGLang's req_to_token), scratch page where unused;
         # one extra row for the dummy slot that padding rows read.
         self.page_table = np.full((slots.total + 1, cfg.pages_per_seq), pages.total, np.int64)
@@ -115,9 +108,6 @@ class Scheduler:
         self.unguarded_tokens = 0                   # hazard lab: kept where a guard would drop
         # Per step: (step, time, pages used, pages only cached, free): the memory chart.
         self.memory_trace: list[tuple[int, int, int, int, int]] = []
-
-    def is_idle(self) -> bool:
-        return self.table.is_idle()
 
     # ---- the two loops ------------------------------------------------------------------------
     def normal_loop(self) -> None:
@@ -143,13 +133,11 @@ class Scheduler:
         return ongoing_data
 
     def multistep_loop(self, last_data: list) -> list:
-        """Overlap with k decode steps per iteration (multi-step scheduling): one scheduling pass
-        and one upload for k forwards, each feeding the next through token_pool; their results
-        are processed together one iteration later (stop checks k steps late), and
-        ``extra_cpu_us`` is paid once per k forwards."""
+        """Overlap with k decode steps per iteration: one scheduling pass and one upload for k
+        forwards, processed together one iteration later (stop checks k steps late)."""
         launched = [fi for fi, _ in last_data]                     # the previous k, not processed
         self.receive_requests(launched)                            # 1
-        group = self.schedule_next_group(self.decode_steps, launched)   # 2: k steps, one upload
+        group = self.schedule_next_group(self.loop.decode_steps, launched)   # 2: k steps, one upload
         ongoing_data = [(fi, self._forward(fi)) for fi in group]   # 3: k launches, no read-back
         for i, data in enumerate(last_data):                       # 4: the previous k steps
             # Not yet processed = still possibly read by the device: this group and the rest.
@@ -167,7 +155,7 @@ class Scheduler:
         while True:
             if should_stop is not None and should_stop():
                 raise RunCancelled("the run was stopped before it finished")
-            if self.is_idle() and not last:
+            if self.table.is_idle() and not last:
                 if self.source.done():
                     return
                 # Nothing waiting, running or in flight: block until a request may have
@@ -191,8 +179,8 @@ class Scheduler:
 
     # ---- stage 1 ------------------------------------------------------------------------------
     def receive_requests(self, in_flight: list[ForwardInput]) -> None:
-        """Take what has arrived. ``in_flight``: batches launched and not yet processed (an
-        aborted request they carry keeps its slot until they are done, as a finished one)."""
+        """Take what has arrived; an aborted request that ``in_flight`` batches carry keeps its
+        slot until they are done."""
         with _CpuSpan(self.timeline, Phase.RECEIVE, self.step + 1, None):
             received = self.source.receive()
             self.table.waiting.extend(received.reqs)
@@ -208,10 +196,7 @@ class Scheduler:
 
     def schedule_next_group(self, k: int, in_flight: list[ForwardInput]) -> list[ForwardInput]:
         """The next batch (prefill first), or up to ``k`` decode steps of the same rows, laid out
-        before any of their tokens exist: a row leaves the group at ``max_new_tokens``; stop
-        tokens are seen only when the group is processed. One upload for the group.
-        ``in_flight``: a request retracted here while one of those batches carries it gives its
-        memory back after them."""
+        before any of their tokens exist (a row leaves the group at ``max_new_tokens``)."""
         t0 = time.perf_counter_ns()
         rows, kind = self.table.prefill_rows(), Phase.PREFILL
         if not rows:
@@ -299,29 +284,21 @@ class Scheduler:
             if not in_flight:
                 self.table.release_deferred(upto_step=self.step)
             if scheduler_work:
-                _extra_cpu_work(self.extra_cpu_us)
+                _extra_cpu_work(self.loop.extra_cpu_us)
 
     def _append_token(self, row: Row, token: int, now: int,
                       in_flight: list[ForwardInput]) -> bool:
         """Keep ``token`` (True), or drop the lag-one token of a finished request (False)."""
         req = row.req
         hazards = self.cfg.hazards
-        if row.epoch != req.epoch:
-            if not hazards.no_retract_guard:
-                # The retraction guard: launched before the request was retracted, which
-                # resumes from the tokens it had read (its fill_ids); this token comes again.
-                req.wasted_steps += 1
-                self.wasted_tokens += 1
-                return False
-            self.unguarded_tokens += 1          # hazard lab: the race window opened, unguarded
-        if req.finished:
-            if not hazards.no_finished_guard:
-                # The finished-request guard (lag one): this request stopped before this step
-                # ran, so the token is dropped and the request is not finished a second time.
-                req.wasted_steps += 1
-                self.wasted_tokens += 1
-                return False
-            self.unguarded_tokens += 1          # hazard lab: the race window opened, unguarded
+        # The retraction guard: launched before the request was retracted, which resumes from
+        # the tokens it had read (its fill_ids); this token comes again.
+        if row.epoch != req.epoch and self._drop(req, guarded=not hazards.no_retract_guard):
+            return False
+        # The finished-request guard (lag one): this request stopped before this step ran, so
+        # the token is dropped and the request is not finished a second time.
+        if req.finished and self._drop(req, guarded=not hazards.no_finished_guard):
+            return False
         req.output_ids.append(token)
         req.token_ns.append(now)
         if len(req.output_ids) == 1:
@@ -331,6 +308,15 @@ class Scheduler:
         elif len(req.output_ids) >= req.params.max_new_tokens:
             self.table.finish(req, "length", now, _batches(in_flight))
         return True
+
+    def _drop(self, req: Req, guarded: bool) -> bool:
+        """A guard's token: dropped (True), or kept where the hazard lab turned the guard off."""
+        if guarded:
+            req.wasted_steps += 1
+            self.wasted_tokens += 1
+        else:
+            self.unguarded_tokens += 1          # hazard lab: the race window opened, unguarded
+        return guarded
 
 
 def _batches(in_flight: list[ForwardInput]) -> list[Batch]:

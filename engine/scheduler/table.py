@@ -1,12 +1,7 @@
 """The requests of a run: who waits, who runs, and what a request that ends or is retracted gives
-back, and when.
-
-``prefill_rows`` continues chunked prompts and admits waiting requests; ``decode_rows`` gives each
-running request its row(s) and the pages for them, retracting requests when the pool runs dry.
-Everything goes back through ``_release``: pages and cache lock at once (only forwards write pages,
-in launch order), the slot once no launched batch carries the request: the next prompt is written
-into the slot's ``token_pool`` row on the scheduler stream, which does not wait for the forwards
-that read it (SGLang issue 18744). ``in_flight`` is the batches launched, not processed."""
+back, and when. Everything goes back through ``_release``: pages and cache lock at once, the slot
+once no launched batch (``in_flight``) carries the request, since the next prompt is written into
+the slot's ``token_pool`` row on the scheduler stream, which does not wait for those forwards."""
 
 from __future__ import annotations
 
@@ -93,15 +88,10 @@ class RequestTable:
         return rows
 
     def _make_room(self, req: Req, tokens: int, in_flight: Sequence[Batch], step: int) -> bool:
-        """Pages for ``req``'s first ``tokens`` positions, retracting the newest requests (those
-        without a row in this batch yet) while that helps. False: ``req`` sits this step out.
-
-        Under overlap the launched batch still holds the pages of requests it finishes; while such
-        pages are coming back, ``req`` waits a step rather than retract someone (a retraction costs
-        a prefill again). The last running request is never retracted, as in SGLang's
-        ``retract_decode``: its own pages are all it could free. Intake admits no request longer
-        than the pool, so it can always grow once the launched batch's pages are back; should it
-        not, the scheduler's stall check ends the run with an error."""
+        """Pages for ``req``'s first ``tokens`` positions, retracting the newest requests while that
+        helps; False: ``req`` sits this step out. While finished requests' pages are coming back,
+        ``req`` waits a step rather than retract someone (a retraction costs a prefill again); the
+        last running request is never retracted (its own pages are all it could free)."""
         while not self.memory.grow(req, tokens):
             if self._pages_coming_back() > 0 or len(self.running) == 1:
                 return False                     # given back when the launched batch is processed
@@ -118,10 +108,8 @@ class RequestTable:
 
     def retract(self, req: Req, in_flight: Sequence[Batch], step: int) -> None:
         """Memory ran short: ``req`` waits again at the front of the queue, keeping the tokens it
-        has read. Its computed pages go to the prefix cache (its resumption finds them), the rest
-        back at once, its slot once no launched batch carries it; the token a launched batch
-        computes for it is dropped (a new epoch). SGLang's ``retract_decode`` and ``release_req``
-        choose and keep otherwise: the prompt it inserted into the radix tree stays there."""
+        has read. Its computed pages go to the prefix cache (its resumption finds them); the token
+        a launched batch computes for it is dropped (a new epoch)."""
         self.running.remove(req)
         self.memory.cache_req(req, finished=True)
         release = self.memory.detach(req)
@@ -167,8 +155,7 @@ class RequestTable:
     # ---- the one release path -----------------------------------------------------------------
     def _release(self, release: Release, req: Req, in_flight: Sequence[Batch],
                  unsafe: bool) -> None:
-        """Give the pages and the cache lock back now, and the slot now or after the last
-        launched batch that carries the request."""
+        """Pages and cache lock back now; the slot now or after the last batch carrying ``req``."""
         self.memory.free_pages(release)          # IdPool raises DoubleFreeError on a second free
         if self.mapping is not None:
             self.mapping.released(release.rid)
@@ -184,10 +171,7 @@ class RequestTable:
 
     def release_deferred(self, upto_step: int) -> None:
         """Give back the slots held for batches up to ``upto_step``, which are now done."""
-        keep = []
         for step, rid, slot in self.held_slots:
             if step <= upto_step:
                 self.memory.free_slot(rid, slot)
-            else:
-                keep.append((step, rid, slot))
-        self.held_slots = keep
+        self.held_slots = [held for held in self.held_slots if held[0] > upto_step]
