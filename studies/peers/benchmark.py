@@ -5,28 +5,15 @@
     python -m studies peers sglang --sglang-site DIR     # studies/peers/sglang/payload.sh's set
     python -m studies peers all ... --models qwen2.5-0.5b-shape llama-3.1-8b-shape
 
-The work: a model preset's shape with random bf16 weights (``config.json`` for a peer, our preset
-for us), CUDA graphs, greedy, ``ignore_eos``, the same token-id prompts for every engine
-(``--prompt-len`` tokens each, B prompts admitted at once), ``--new-tokens`` new tokens each.
-Each engine's ``generate`` is timed end to end, as a user calls it, ``--repeats`` times after a
-warm-up; rows report the median with the range and every run.
-
-- A peer runs in a process per configuration, shape and loop (its overlap switch is fixed when it
-  starts): its folder's ``runner.py``, in each configuration of its ``config.py`` (what its
-  users would choose for this work). Its timed runs are its code as it is; runs with this
-  project's recorder hooked into its loop (its ``hook.py``), interleaved with them, give its
-  decode step, forward and CPU phases. First, one process per shape of each peer only starts
-  and warms, all at once: the kernels FlashInfer compiles for a shape are then cached for the
-  timed processes, which start in seconds.
-- Ours runs here (``ours.py``), in both loops, with the span recorder on (as the page runs) and
-  off, interleaved.
-- With ``--record DIR``, every engine's two loops on one workload (the first shape,
-  ``--record-batch`` requests of ``--record-tokens`` tokens) become one record each there, so
-  the page can lay the three side by side.
-
-Everything runs within ``--budget-s``: what no longer fits is not started, and the JSON says
-which. The work is ``work.py``, a peer's processes ``processes.py``; table, JSON and records are
-built in ``table.py``.
+The work (``work.py``): a preset's shape with random bf16 weights, CUDA graphs, greedy,
+``ignore_eos``, the same token-id prompts for every engine. Each engine's ``generate`` is timed
+end to end, ``--repeats`` times after a warm-up. A peer runs in a process per configuration
+(its ``config.py``), shape and loop (``processes.py``); runs with our recorder hooked into its
+loop (its ``hook.py``), interleaved with the timed runs of its unchanged code, give its decode
+step, forward and CPU phases. Warm-up processes first compile and cache every shape's kernels.
+Ours (``ours.py``) runs in both loops, recording on and off, at the call's start and end. With
+``--record DIR`` every engine's two loops on one workload become one record each. What no
+longer fits in ``--budget-s`` is not started, and the JSON says which (``table.py``).
 """
 
 from __future__ import annotations
