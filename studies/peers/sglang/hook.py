@@ -92,8 +92,10 @@ class SglangRecorder:
                    (Scheduler, "run_batch", self._launch),
                    (Scheduler, "process_batch_result", self._process),
                    (tp_worker.TpModelWorker, "forward_batch_generation", self._forward),
-                   (GenerationBatchResult, "copy_to_cpu", self._copy),
-                   (scheduler_module, "resolve_forward_inputs", self._resolve)]
+                   (GenerationBatchResult, "copy_to_cpu",
+                    self._gpu_span(Lane.COPY_STREAM, Phase.COPY)),
+                   (scheduler_module, "resolve_forward_inputs",
+                    self._gpu_span(Lane.ENGINE_STREAM, Phase.RESOLVE))]
         targets += [(cls, "replay", self._replay) for cls in _graph_backends()]
         for owner, name, wrap in targets:
             original = getattr(owner, name)
