@@ -3,13 +3,12 @@ that checks, then times, every variant of the decode kernels (random weights).
 
     python -m studies.decode_kernels --out DIR      # DIR/decode_kernels.json; a table last
 
-Each part runs under one deadline; one that fails or no longer fits is named, the rest still run: a.
-the card; b. the copy bandwidth (the floor's); c. correctness: decode attention and the two-pass
-argmax against float64 and torch on fresh, poisoned, planted inputs; d. one layer's attention alone,
-earlier against now; e. the engine's own CUDA-graph decode step, switch by switch from ``EARLIER``
-to ``DecodeKernels()``, beside the floor; f. ``Engine.generate`` in both loops, now and earlier; g.
-the kernels of one decode step; h. options measured, not taken. The engine-free parts are in
-``decode_kernel_checks.py``; ``decode_kernels.md`` has the results."""
+Parts a-h run under one deadline (one that fails or no longer fits is named, the rest still run):
+the card, its copy bandwidth, correctness, attention alone, the engine's decode step switch by
+switch from ``EARLIER`` to ``DecodeKernels()``, ``generate`` in both loops, one step's kernels,
+options not taken. ``decode_kernel_checks.py`` holds the engine-free parts, ``decode_kernels.md``
+the results.
+"""
 
 from __future__ import annotations
 
@@ -26,6 +25,7 @@ from typing import Any
 
 import torch
 
+from bench.timing import ms_per_call
 from studies import decode_kernel_checks as checks
 
 MODEL_8B, MODEL_05B = "llama-3.1-8b-shape", "qwen2.5-0.5b-shape"
@@ -100,7 +100,7 @@ def copy_gbs(mib: int = 2048, iters: int = 20) -> list[float]:
     dst = torch.empty_like(src)
     out = []
     for _ in range(2):
-        ms = checks.time_calls([lambda: dst.copy_(src)], repeats=iters, iters=1)
+        ms = ms_per_call(lambda: dst.copy_(src), 1, iters)
         out.append(2 * src.numel() / (statistics.median(ms) * 1e-3) / 1e9)
     return out
 
@@ -166,7 +166,7 @@ def _time_step(eng, graph, label: str, batch: int, context: int,
     runner = eng.device.runner
     ints, floats = _step_meta(runner, batch, context, eng.config.pages_per_seq)
     graph.replay(ints, floats, keep=False)                    # the step's inputs, once
-    ms = checks.time_calls([graph.graph.replay], repeats=5, iters=20)
+    ms = ms_per_call(graph.graph.replay, 20, 5)
     weights, kv = streamed_bytes(runner.model, eng.spec, batch, context)
     floor = (weights + kv) / (bandwidth_gbs * 1e9) * 1e3
     return {"kernels": label, "batch": batch, "context": context,
