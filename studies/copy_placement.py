@@ -17,8 +17,6 @@ from engine.config import COPY_PLACEMENTS, LoopSpec
 from engine.workloads import Workload
 from record.schema import Loop
 
-PLACEMENTS = COPY_PLACEMENTS
-
 
 def run(device: str, models: list[str], batches: list[int], graph: bool, extra: int,
         work: Workload, repeats: int) -> int:
@@ -31,7 +29,7 @@ def run(device: str, models: list[str], batches: list[int], graph: bool, extra: 
           "stream | decode step us |\n|---|---|---|---|---|---|---|")
     for model in models:
         for batch in batches:
-            for placement in PLACEMENTS:
+            for placement in COPY_PLACEMENTS:
                 cfg = work.engine_config(model=model, device=device, cuda_graph=graph,
                                          max_batch_size=batch, result_copy_stream=placement)
                 with Engine(cfg) as eng:

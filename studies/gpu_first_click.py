@@ -41,6 +41,7 @@ def _row(record: dict) -> dict[str, float]:
 
     normal, overlap = record["runs"]
     n, o = normal["metrics"], overlap["metrics"]
+    speedups = compare_runs(normal, overlap)
     return {
         "normal busy, all streams": n["gpu_busy_frac"],
         "overlap busy, all streams (whole run)": o["gpu_busy_frac"],
@@ -48,9 +49,9 @@ def _row(record: dict) -> dict[str, float]:
         "normal busy, steady": n["steady_busy_frac"],
         "overlap busy, all streams": o["steady_busy_frac"],
         "overlap busy, engine stream": o["steady_engine_busy_frac"],
-        "speedup per decode step": compare_runs(normal, overlap)["measured_speedup"],
-        "predicted": compare_runs(normal, overlap)["predicted_speedup"],
-        "whole-run speedup (tokens/s)": compare_runs(normal, overlap)["whole_run_speedup"] or 0,
+        "speedup per decode step": speedups["measured_speedup"],
+        "predicted": speedups["predicted_speedup"],
+        "whole-run speedup (tokens/s)": speedups["whole_run_speedup"] or 0,
         "prefill us, normal": _median_us(normal, Phase.PREFILL),
         "prefill us, overlap": _median_us(overlap, Phase.PREFILL),
         "decode us, normal": _median_us(normal, Phase.DECODE),

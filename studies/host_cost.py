@@ -42,7 +42,7 @@ def _timed(eng, prompts, params, spec, record: bool):
 def measure(model: str, batch: int, rounds: int, out: Path, device: str = "cuda") -> list[dict]:
     from engine import Engine
     from engine.config import EngineConfig, LoopSpec, SamplingParams
-    from engine.models.loader import PRESETS
+    from engine.models.loader import describe_model
     from engine.workloads import make_prompts
     from record.metrics import cpu_phase_times
     from record.schema import Loop
@@ -50,8 +50,7 @@ def measure(model: str, batch: int, rounds: int, out: Path, device: str = "cuda"
     prompt_len, new = 32, 128
     cfg = EngineConfig(model=model, device=device, cuda_graph=device == "cuda", max_batch_size=batch,
                        max_seq_len=prompt_len + new + 16)
-    vocab = PRESETS[model].vocab_size if model in PRESETS else eng_vocab(model)
-    prompts = make_prompts(None, batch, prompt_len, 0, vocab)
+    prompts = make_prompts(None, batch, prompt_len, 0, describe_model(model)[0].vocab_size)
     params = SamplingParams(max_new_tokens=new, temperature=0.0, ignore_eos=True)
     loops = {Loop.NORMAL: LoopSpec(Loop.NORMAL), Loop.OVERLAP: LoopSpec(Loop.OVERLAP)}
     rows = []
@@ -98,11 +97,6 @@ def measure(model: str, batch: int, rounds: int, out: Path, device: str = "cuda"
             p.export_chrome_trace(str(out / f"trace-{model}-b1-overlap.json"))
             subprocess.run(["gzip", "-f", str(out / f"trace-{model}-b1-overlap.json")])
     return rows
-
-
-def eng_vocab(model: str) -> int:
-    from engine.models.loader import describe_model
-    return describe_model(model)[0].vocab_size
 
 
 def main(argv: list[str] | None = None) -> int:
