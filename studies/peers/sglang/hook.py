@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import time
+from functools import partial
 from typing import Any
 
 from record.schema import Lane, Phase
@@ -87,7 +88,7 @@ class SglangRecorder:
         from sglang.srt.managers.utils import GenerationBatchResult
 
         targets = [(SchedulerRequestReceiver, "recv_requests", self._receive),
-                   (Scheduler, "process_input_requests", self._take_in),
+                   (Scheduler, "process_input_requests", partial(self._receive, takes_what_came=True)),
                    (Scheduler, "get_next_batch_to_run", self._schedule),
                    (Scheduler, "run_batch", self._launch),
                    (Scheduler, "process_batch_result", self._process),
@@ -146,23 +147,16 @@ class SglangRecorder:
         self._cpu(Phase.WAIT, step, start, self.wait_end)
 
     # ---- the wrappers -----------------------------------------------------------------------
-    def _receive(self, original):
-        def receive(receiver, *args, **kwargs):
+    def _receive(self, original, takes_what_came: bool = False):
+        """A ``receive`` span around a call that got requests (its result, or for one that
+        ``takes_what_came``, its first argument) or ran while work was busy."""
+        def receive(owner, *args, **kwargs):
             start = time.perf_counter_ns()
-            received = original(receiver, *args, **kwargs)
-            if received or self._busy():
+            out = original(owner, *args, **kwargs)
+            if (args[0] if takes_what_came else out) or self._busy():
                 self._cpu(Phase.RECEIVE, self.sched.forward_ct + 1, start, time.perf_counter_ns())
-            return received
-        return receive
-
-    def _take_in(self, original):
-        def take_in(sched, received, *args, **kwargs):
-            start = time.perf_counter_ns()
-            out = original(sched, received, *args, **kwargs)
-            if received or self._busy():
-                self._cpu(Phase.RECEIVE, sched.forward_ct + 1, start, time.perf_counter_ns())
             return out
-        return take_in
+        return receive
 
     def _schedule(self, original):
         def schedule(sched, *args, **kwargs):
