@@ -189,7 +189,7 @@ def _save_records(work: PeerWork, paths: PeerPaths, outs: dict[str, list[dict[st
                   call: Call, under: _Under) -> None:
     """Each peer's record (both loops of its first configuration on the first shape) and ours,
     into ``under.workdir``."""
-    from record.run_record import make_record, save_record
+    from record.run_record import save_record
 
     record_dir, deadline, notes = under.workdir, under.deadline, under.notes
     model = work.models[0]
@@ -199,12 +199,11 @@ def _save_records(work: PeerWork, paths: PeerPaths, outs: dict[str, list[dict[st
             notes.append(f"{peer}: no record (its two loops did not both finish)")
             continue
         commit = paths.commit() if peer == MINISGL else both[0]["env"].get("sglang_version", "")
-        env, config, runs, record_notes = peer_table.record_parts(
-            peer, both, model, work.prompt_len, commit, work.max_seq_len)
-        record = make_record(env, config, runs)
-        record["notes"] = record_notes
+        record = peer_table.peer_record(peer, both, model, work.prompt_len, commit,
+                                        work.max_seq_len)
         record_dir.mkdir(parents=True, exist_ok=True)
-        name = peer_table.record_name(env["device_name"], peer, model, work.record_batch)
+        name = peer_table.record_name(record["env"]["device_name"], peer, model,
+                                      work.record_batch)
         print(f"wrote {save_record(record, record_dir / name)}")
     if not call.with_ours:
         return

@@ -1,11 +1,8 @@
 """Our engine's side of the peer benchmark: the same work as the peers', in both loops.
 
-``Engine(EngineConfig(model, device="cuda", cuda_graph=True, max_batch_size=B, max_seq_len=...))``
-with every other setting at its default (on CUDA: the decode step compiled; the page alone turns
-that off), as a user would size it for the work. Its engines are built once per call and timed
-at the call's start and again at its end, round by round with the span recorder on (as the page
-runs) and off, alternating, so the host's drift over the call shows and hits every setting
-alike. Our record beside the peers' comes from the one run pipeline (``engine.run``).
+``Engine(EngineConfig(model, device="cuda", cuda_graph=True, max_batch_size=B, ...))``, every
+other setting at its default. Its engines are built once per call and timed at the call's start
+and end, recording on and off alternating, so the host's drift shows and hits every setting alike.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from record.schema import Loop, Phase
+from record.schema import Loop, Phase, RecordDict
 from studies.peers.config import MINISGL, SGLANG
 
 OURS = "ours"
@@ -383,11 +383,11 @@ def steps_from_one(run: dict[str, Any]) -> dict[str, Any]:
     return run
 
 
-def record_parts(engine: str, outs: Sequence[Mapping[str, Any]], model: str, prompt_len: int,
-                 commit: str, max_seq_len: int) -> tuple[dict[str, Any], dict[str, Any],
-                                                         list[dict[str, Any]], list[dict[str, Any]]]:
-    """(env, config, runs, notes) of a peer's record from its processes' outputs, serial
-    first."""
+def peer_record(engine: str, outs: Sequence[Mapping[str, Any]], model: str, prompt_len: int,
+                commit: str, max_seq_len: int) -> RecordDict:
+    """A peer's record (both loops, serial first) from its processes' outputs."""
+    from record.run_record import make_record
+
     outs = sorted(outs, key=lambda o: o["loop"] != Loop.NORMAL)
     first = outs[0]
     runs = [steps_from_one(o["record"]) for o in outs]
@@ -401,8 +401,10 @@ def record_parts(engine: str, outs: Sequence[Mapping[str, Any]], model: str, pro
               "prompt_tokens": prompt_len,
               "max_new_tokens": len(runs[0]["outputs"][0]["token_ids"]),
               "ignore_eos": True, "max_seq_len": max_seq_len}
-    notes = [hook_cost_note(engine, o["loop"], o["hook_cost"]) for o in outs]
-    return env, config, runs, notes + [SERIAL_UPLOAD_NOTES[engine]]
+    record = make_record(env, config, runs)
+    record["notes"] = [hook_cost_note(engine, o["loop"], o["hook_cost"]) for o in outs]
+    record["notes"].append(SERIAL_UPLOAD_NOTES[engine])
+    return record
 
 
 def gpu_tag(device_name: str) -> str:
