@@ -175,10 +175,8 @@ def _time_step(eng, graph, label: str, batch: int, context: int,
 
 
 def decode_steps(parts: Parts, eng, bandwidth_gbs: float) -> dict[str, Any]:
-    """Every switch's decode graphs (the engine's own ``StepGraphs``, decode shapes only),
-    replayed at B = 64 and 1, contexts 96 and 160: the engine's default first (the graphs it
-    made), then one switch back at a time, then the default once more (the spread between two
-    timings of one version). Keeps the earlier choices' graphs for ``earlier_runs``."""
+    """Every switch's decode graphs replayed at B = 64 and 1, contexts 96 and 160: the default
+    first, one switch back at a time, then the default again (the spread of one version)."""
     from engine.devices.cuda_graph import StepGraphs
     dev, cfg = eng.device, eng.config
     runner = dev.runner
@@ -251,9 +249,8 @@ def _median(values) -> float:
 
 
 def earlier_runs(parts: Parts, eng, graphs) -> list[dict[str, Any]]:
-    """``generate`` with the earlier choices: their decode graphs (``graphs``, or captured now)
-    in place of the default's; the prefill graphs stay (they differ only in the argmax of a
-    prefill's last tokens, a few launches a run)."""
+    """``generate`` with the earlier choices' decode graphs (``graphs``, or captured now); the
+    prefill graphs stay (they differ only in a prefill's argmax, a few launches a run)."""
     from engine.devices.cuda_graph import StepGraphs
     from engine.devices.runner import EARLIER
     runner = eng.device.runner

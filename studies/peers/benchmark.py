@@ -48,10 +48,8 @@ PEERS = {"mini-sglang": (MINISGL,), "sglang": (SGLANG,), "all": (SGLANG, MINISGL
 
 @dataclass(frozen=True)
 class Call:
-    """What one call writes, and within what: the JSON (None: ``studies/results/
-    peer-<gpu>.json``; ``merge``: added to the earlier calls' rows there), each engine's record
-    (``record_dir``), the command and our commit it names, its time budget, and whether ours
-    runs in it."""
+    """What one call writes (the JSON, None: ``studies/results/peer-<gpu>.json``; each engine's
+    record), the command and commit it names, its time budget, and whether ours runs in it."""
 
     json_path: Path | None = None
     record_dir: Path | None = None
@@ -139,9 +137,8 @@ def run(peer: str, work: PeerWork, paths: PeerPaths, call: Call) -> int:
 
 
 def _warm_all(peers: tuple[str, ...], work: PeerWork, paths: PeerPaths, under: _Under) -> None:
-    """Every peer's warm-up processes at once, before any timed one: each compiles and caches
-    its kernels for every shape (on the CPU, mostly), so the peers' compiles overlap and the
-    timed processes start warm."""
+    """Every peer's warm-up processes at once, before any timed one: their kernels compile side
+    by side and the timed processes start warm."""
     from concurrent.futures import ThreadPoolExecutor
 
     def specs(peer: str) -> list[dict[str, Any]]:
@@ -216,9 +213,8 @@ def _save_records(work: PeerWork, paths: PeerPaths, outs: dict[str, list[dict[st
 def _header(work: PeerWork, paths: PeerPaths, where: dict[str, Any], command: str,
             found: tuple[dict[str, list[dict[str, Any]]], dict[str, Any], list[str]]
             ) -> dict[str, Any]:
-    """The JSON's header: where the call ran (``where``, also its ``host``), the versions and
-    configurations of every engine, the workload, how each figure is read; ``found``: the
-    peers' outputs, our engines' summary and the notes."""
+    """The JSON's header: where the call ran, every engine's versions and configurations, the
+    workload, how each figure is read; ``found``: the peers' outputs, ours, the notes."""
     import torch
     outs, ours, notes = found
     every = [o for peer_outs in outs.values() for o in peer_outs]

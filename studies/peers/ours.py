@@ -25,9 +25,8 @@ RECORDING = ("on", "off")
 
 
 class OursTimed:
-    """Our engines for every (shape, B) of ``work``, built once; ``time(when)`` runs each
-    setting ``work.repeats`` times; ``rows()`` pools every timing of the call into one row per
-    setting, with the median of each timing beside it (``tok_s_by_timing``: the drift)."""
+    """Our engines for every (shape, B) of ``work``, built once; ``time(when)`` runs each setting
+    ``work.repeats`` times; ``rows()`` pools every timing into one row per setting."""
 
     def __init__(self, work: PeerWork, device: str = "cuda") -> None:
         self.work, self.device = work, device
@@ -111,9 +110,8 @@ class OursTimed:
 
 
 def save_our_record(work: PeerWork, model: str, record_dir: Path, commit: str) -> Path:
-    """Our two loops on the record's workload (the median of ``record_repeats`` runs by time,
-    recording on, as the page runs), as one record beside the peers', through the one run
-    pipeline."""
+    """Our two loops on the record's workload (the median of ``record_repeats`` runs, recording
+    on), as one record beside the peers', through the one run pipeline."""
     from engine import Engine
     from engine.config import EngineConfig, LoopSpec
     from engine.provenance import engine_commit

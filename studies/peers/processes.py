@@ -139,10 +139,8 @@ SIDE_BY_SIDE = {MINISGL: False, SGLANG: True}
 
 def warm_up(peer: str, specs: list[dict[str, Any]], paths: PeerPaths, workdir: Path,
             limit_s: float) -> list[str]:
-    """One process per shape, each only building its engine and running its batches once, so
-    FlashInfer's kernels for every shape are compiled and cached for the timed processes: side
-    by side where the peer allows it (``SIDE_BY_SIDE``), else one after another. What failed,
-    in words (a timed process says it again)."""
+    """One process per shape that only builds its engine and runs its batches once, caching its
+    kernels for the timed processes (side by side where ``SIDE_BY_SIDE``); what failed."""
     deadline = time.monotonic() + limit_s
     failed: list[str] = []
 

@@ -74,9 +74,8 @@ def graph_sizes(batches: tuple[int, ...]) -> list[int]:
 
 
 def write_model_dir(model: str, out: Path) -> Path:
-    """A Hugging Face model folder for a peer: the preset's ``config.json`` (it reads only that
-    with random weights) and a WordLevel tokenizer over the vocabulary (Mini-SGLang always loads
-    a tokenizer; the prompts are token ids, so any tokenizer of the right size serves)."""
+    """A Hugging Face model folder for a peer: the preset's ``config.json`` and a WordLevel
+    tokenizer of its vocabulary's size (Mini-SGLang always loads one; the prompts are ids)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 
     from engine.models.checkpoint import hf_config

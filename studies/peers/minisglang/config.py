@@ -13,9 +13,8 @@ from studies.peers.config import MINISGL, PeerConfig
 
 
 def minisgl_pages(page_size: int, max_batch: int, max_seq_len: int) -> int:
-    """Mini-SGLang's pool sized to the work: every request at full length, twice over (the
-    record's batch and the timed one never hold pages at once, but warm-up runs may overlap
-    with a page or two in flight)."""
+    """Mini-SGLang's pool sized to the work: every request at full length, twice over (warm-up
+    runs may overlap with a page or two in flight)."""
     return 2 * max_batch * -(-max_seq_len // page_size) + 16
 
 
