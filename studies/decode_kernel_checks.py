@@ -47,17 +47,15 @@ def graph_us(calls, repeats: int = 15) -> float:
 
 
 def kernel_profile(replay, steps: int) -> dict[str, Any]:
-    """Every kernel of ``steps`` calls of ``replay`` (torch.profiler), by name: count and µs a
-    step, costliest first; and the step's time, so what lies between kernels shows."""
+    """Every kernel of ``steps`` calls of ``replay`` by name: count and µs a step, costliest
+    first; and the step's time, so what lies between kernels shows."""
     from studies.forward_gap import profiled_kernels
-    by_name: dict[str, list[float]] = defaultdict(list)
-    for name, us in profiled_kernels(replay, steps):
-        by_name[name].append(us)
-    rows: list[dict[str, Any]] = sorted(
-        ({"kernel": name, "count": len(us) / steps, "us": sum(us) / steps}
-         for name, us in by_name.items()), key=lambda r: -r["us"])
+    from studies.kernel_account import account
+    acc = account(profiled_kernels(replay, steps), steps, 0.0, top=None)
     step_ms = statistics.median(ms_per_call(replay, steps, 5))
-    return {"step_us": step_ms * 1e3, "kernels_us": sum(r["us"] for r in rows), "rows": rows}
+    return {"step_us": step_ms * 1e3, "kernels_us": acc.kernel_us,
+            "rows": [{"kernel": r.name, "count": r.per_step, "us": r.us_per_step}
+                     for r in acc.kernels]}
 
 
 # ---- c: correctness -----------------------------------------------------------------------------------
