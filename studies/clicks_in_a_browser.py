@@ -2,11 +2,10 @@
 
     python -m studies clicks-in-a-browser --clicks 10 [--busy 0] [--lang en|zh]
 
-Starts ``app.py``; for each of ``--clicks`` visitors opens the page afresh in headless Chromium
-and presses **Run** once with the defaults (that visitor's first click), printing what a class
-sees above the fold: the headline's figures, whether the run was marked disturbed, and whether
-the quiet recording was shown beside it. Passes where at least 9 in 10 clicks show overlap faster
-per decode step and every click shows the lesson (a fair comparison, or the recording beside)."""
+Each of ``--clicks`` visitors opens the page afresh in headless Chromium and presses **Run** once;
+prints what a class sees above the fold. Passes where at least 9 in 10 clicks show overlap faster
+per decode step and every click shows the lesson (a fair comparison, or the recording beside).
+"""
 
 from __future__ import annotations
 

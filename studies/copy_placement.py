@@ -3,9 +3,9 @@
     python -m studies copy-placement [--models bundled --batches 16]
 
 The same overlap run with the copy on a copy stream of its own (the default), on the engine stream
-and on the scheduler stream (``result_copy_stream``; ``engine/devices/cuda.py`` says what each does
-to the GPU). Over the steady window: the median gap between decode forwards, busy over all streams
-and the engine stream alone, the decode step; median [min-max] over ``--repeats``."""
+and on the scheduler stream (``engine/devices/cuda.py`` says what each does to the GPU): the
+steady window's figures, median [min-max] over ``--repeats``.
+"""
 
 from __future__ import annotations
 

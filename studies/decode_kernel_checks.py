@@ -30,8 +30,6 @@ PAGE = 16
 TOLERANCE = {torch.bfloat16: 1e-2, torch.float32: 1e-5}
 
 
-# ---- timing -----------------------------------------------------------------------------------------
-
 def graph_us(calls, repeats: int = 15) -> float:
     """Microseconds per call: ``calls`` captured back to back in one CUDA graph (after one eager
     pass, which compiles), median over ``repeats`` replays."""

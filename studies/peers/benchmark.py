@@ -44,8 +44,6 @@ from studies.peers.work import PeerWork, check_work, configs_of, write_model_dir
 PEERS = {"mini-sglang": (MINISGL,), "sglang": (SGLANG,), "all": (SGLANG, MINISGL)}
 
 
-# ---- the whole ----------------------------------------------------------------------------------
-
 @dataclass(frozen=True)
 class Call:
     """What one call writes (the JSON, None: ``studies/results/peer-<gpu>.json``; each engine's

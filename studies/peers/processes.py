@@ -22,7 +22,6 @@ from studies.peers.config import MINISGL, SGLANG, PeerConfig
 from studies.peers.work import PeerWork, graph_sizes, prompts_for
 
 ROOT = Path(__file__).resolve().parents[2]
-# Each peer's runner, in its folder.
 RUNNERS = {MINISGL: "studies.peers.minisglang.runner", SGLANG: "studies.peers.sglang.runner"}
 
 

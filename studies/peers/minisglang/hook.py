@@ -50,7 +50,6 @@ class MiniSglangRecorder:
         self.wait_end = 0
         self.forward_events: list[Any] = []     # the forward in flight: [start, end] events
 
-    # ---- switching on and off ---------------------------------------------------------------
     def install(self) -> None:
         """Wrap the loop's methods on this one object (instance attributes shadow the class's)."""
         if self.saved:
@@ -98,7 +97,6 @@ class MiniSglangRecorder:
         self.timeline.add_gpu_group(events, ((lane, phase, 0, 1, rows, tokens),), step, ids,
                                     self.events.give_back)
 
-    # ---- the wrappers -----------------------------------------------------------------------
     def _receive_msg(self, original):
         def receive_msg(*args, **kwargs):
             start = time.perf_counter_ns()

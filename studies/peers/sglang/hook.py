@@ -76,7 +76,6 @@ class SglangRecorder:
         # The GPU is idle between two generate calls.
         self.timeline.t0_ns = map_gpu_clock(self.timeline)
 
-    # ---- switching on and off ---------------------------------------------------------------
     def install(self) -> None:
         """Wrap each phase on its class (the loop looks every one up at call time)."""
         from sglang.srt.managers import scheduler as scheduler_module
@@ -119,7 +118,6 @@ class SglangRecorder:
             json.dump({"t0_ns": self.timeline.t0_ns, "overlap": self.overlap, "spans": spans,
                        "token_ns": self.token_ns}, out)
 
-    # ---- what a batch is ----------------------------------------------------------------------
     def _describe(self, batch: Any, step: int) -> None:
         """Keep a batch's rows, tokens and our request numbers by its step."""
         reqs = batch.reqs
@@ -146,7 +144,6 @@ class SglangRecorder:
         self.wait_end = time.perf_counter_ns()
         self._cpu(Phase.WAIT, step, start, self.wait_end)
 
-    # ---- the wrappers -----------------------------------------------------------------------
     def _receive(self, original, takes_what_came: bool = False):
         """A ``receive`` span around a call that got requests (its result, or for one that
         ``takes_what_came``, its first argument) or ran while work was busy."""
