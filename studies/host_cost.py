@@ -122,13 +122,11 @@ def main(argv: list[str] | None = None) -> int:
               f"{r['tok_s']:>9.0f} {r['tok_s_min']:>8.0f}-{r['tok_s_max']:<8.0f} "
               f"{r['loop_share']:>8.3f} {r.get('steady_step_us', 0):>8.0f} "
               f"{r.get('t_fwd_us', 0):>7.0f} {r.get('t_cpu_us', 0):>7.0f}")
+    by_key = {(r["model"], r["batch"], r["loop"], r["recording"]): r for r in rows}
     for model in a.models:
         for b in a.batches:
             for lp in (Loop.NORMAL, Loop.OVERLAP):
-                on = next(r for r in rows if (r["model"], r["batch"], r["loop"], r["recording"])
-                          == (model, b, lp, True))
-                off = next(r for r in rows if (r["model"], r["batch"], r["loop"], r["recording"])
-                           == (model, b, lp, False))
+                on, off = by_key[(model, b, lp, True)], by_key[(model, b, lp, False)]
                 print(f"recorder cost {model} B={b} {lp}: {100 * (1 - on['tok_s'] / off['tok_s']):+.1f}%"
                       f"  phases {on.get('cpu_phases_us')}")
     return 0
