@@ -134,8 +134,7 @@ def format_table(rows: Sequence[dict[str, Any]], model: str, host: str | None = 
         ratios = [_ratio(r["vs"].get(peer)) if r["engine"] == OURS else "–" for peer in PEERS]
         call = _call(r) or "–"
         lines.append(f"| {r['engine']} | {r['config']}{star} | {call} | {r['loop']} | "
-                     f"{r['batch']} | {r['recording']} | {r['tok_s_median']:,.0f} "
-                     f"[{r['tok_s_min']:,.0f}-{r['tok_s_max']:,.0f}] | "
+                     f"{r['batch']} | {r['recording']} | {_speeds(r)} | "
                      f"{_ms(r['step_ms'], mark)} | {_ms(r['forward_ms'], mark)} | "
                      f"{' | '.join(ratios)} |")
     return "\n".join(lines)
@@ -199,16 +198,18 @@ def recording_cost(rows: Sequence[dict[str, Any]], model: str, host: str) -> str
             continue
         drift = " → ".join(f"{v:,.0f}" for v in (on.get("tok_s_by_timing") or {}).values())
         cost = 100 * (1 - on["tok_s_median"] / off["tok_s_median"])
-        lines.append(f"| {_call(on)} | {on['loop']} | {on['batch']} | "
-                     f"{on['tok_s_median']:,.0f} [{on['tok_s_min']:,.0f}-{on['tok_s_max']:,.0f}] | "
-                     f"{off['tok_s_median']:,.0f} [{off['tok_s_min']:,.0f}-{off['tok_s_max']:,.0f}]"
-                     f" | {cost:.1f}% | {drift or '–'} |")
+        lines.append(f"| {_call(on)} | {on['loop']} | {on['batch']} | {_speeds(on)} | "
+                     f"{_speeds(off)} | {cost:.1f}% | {drift or '–'} |")
     return "\n".join(lines)
 
 
 def _call(row: Mapping[str, Any]) -> str:
     """The call a row was measured in ("" where it names none)."""
     return str((row.get("where") or {}).get("call") or "")
+
+
+def _speeds(row: Mapping[str, Any]) -> str:
+    return f"{row['tok_s_median']:,.0f} [{row['tok_s_min']:,.0f}-{row['tok_s_max']:,.0f}]"
 
 
 def _cell(p: Mapping[str, Any] | None) -> str:

@@ -66,11 +66,7 @@ def check_work(work: PeerWork) -> None:
 
 def graph_sizes(batches: tuple[int, ...]) -> list[int]:
     """Mini-SGLang's CUDA-graph batch sizes: powers of two up to the largest batch, and each."""
-    top, sizes, b = max(batches), set(batches), 1
-    while b < top:
-        sizes.add(b)
-        b *= 2
-    return sorted(sizes)
+    return sorted(set(batches) | {1 << i for i in range(max(batches).bit_length())})
 
 
 def write_model_dir(model: str, out: Path) -> Path:
