@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from bench.timing import ms_per_call
+from bench.timing import copy_bandwidth_gbs, ms_per_call
 from studies import decode_kernel_checks as checks
 
 MODEL_8B, MODEL_05B = "llama-3.1-8b-shape", "qwen2.5-0.5b-shape"
@@ -70,7 +70,7 @@ class Parts:
         return out
 
 
-# ---- a, b: the card and its copy bandwidth --------------------------------------------------------
+# ---- a: the card --------------------------------------------------------------------------------
 
 def card() -> dict[str, Any]:
     from importlib.metadata import PackageNotFoundError, version
@@ -91,18 +91,6 @@ def card() -> dict[str, Any]:
         info["nvidia_smi"] = f"not read: {err}"
     print(f"GPU: {info['name']} ({info['nvidia_smi'] or info['uuid']})", flush=True)
     return info
-
-
-def copy_gbs(mib: int = 2048, iters: int = 20) -> list[float]:
-    """GB/s of a device-to-device copy, bytes read plus bytes written; two medians of ``iters``
-    (their spread says how steady the card is)."""
-    src = torch.empty(mib << 20, dtype=torch.uint8, device="cuda").random_(0, 255)
-    dst = torch.empty_like(src)
-    out = []
-    for _ in range(2):
-        ms = ms_per_call(lambda: dst.copy_(src), 1, iters)
-        out.append(2 * src.numel() / (statistics.median(ms) * 1e-3) / 1e9)
-    return out
 
 
 # ---- e, g: the engine's decode step --------------------------------------------------------------
@@ -295,7 +283,9 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {}
     parts = Parts(args.budget_s, results, args.out / "decode_kernels.json")
     results["card"] = parts.run("a. card", 1, card)
-    results["copy_gbs"] = parts.run("b. copy bandwidth", 3, copy_gbs) or [float("nan")]
+    # Two timings of the copy: their spread says how steady the card is.
+    results["copy_gbs"] = parts.run("b. copy bandwidth", 3, lambda: [
+        copy_bandwidth_gbs(mib=2048) for _ in range(2)]) or [float("nan")]
     bandwidth = max(results["copy_gbs"])
     results["correctness"] = parts.run("c. correctness", 10, checks.correctness, MODEL_8B,
                                        MODEL_05B)
