@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from bench.timing import copy_bandwidth_gbs, ms_per_call
+from bench.timing import copy_bandwidth_gbs, ms_per_call, weight_bytes
 from studies import decode_kernel_checks as checks
 
 MODEL_8B, MODEL_05B = "llama-3.1-8b-shape", "qwen2.5-0.5b-shape"
@@ -140,7 +140,7 @@ def _randomise(runner) -> None:
 def streamed_bytes(model, spec, batch: int, context: int) -> tuple[int, int]:
     """(weight bytes a step reads: every distinct parameter but the embedding table, which is
     only gathered for B rows unless tied to the LM head; KV bytes at ``context``)."""
-    weights = sum(p.numel() * p.element_size() for p in model.parameters())
+    weights = weight_bytes(model)
     if not spec.tie_word_embeddings:
         emb = model.model.embed_tokens.weight
         weights -= emb.numel() * emb.element_size()

@@ -56,9 +56,8 @@ class MiniSglangRecorder:
             return
         sched = self.sched
         self.saved = {name: sched.__dict__.get(name) for name in WRAPPED}
-        originals = {name: getattr(sched, name) for name in WRAPPED}
         for name in WRAPPED:
-            setattr(sched, name, getattr(self, "_" + name.lstrip("_"))(originals[name]))
+            setattr(sched, name, getattr(self, "_" + name.lstrip("_"))(getattr(sched, name)))
         self.saved_plan = self.attention.__dict__.get("prepare_for_replay")
         self.attention.prepare_for_replay = self._prepare_for_replay(
             self.attention.prepare_for_replay)
