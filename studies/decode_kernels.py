@@ -1,13 +1,12 @@
-"""The Llama-3.1-8B shape's decode step against the card's floor, kernel by kernel: one GPU call
-that checks, then times, every variant of the decode kernels (random weights).
+"""The Llama-3.1-8B shape's decode step against the card's floor, kernel by kernel (one GPU call).
 
     python -m studies.decode_kernels --out DIR      # DIR/decode_kernels.json; a table last
 
-Parts a-h run under one deadline (one that fails or no longer fits is named, the rest still run):
-the card, its copy bandwidth, correctness, attention alone, the engine's decode step switch by
-switch from ``EARLIER`` to ``DecodeKernels()``, ``generate`` in both loops, one step's kernels,
-options not taken. ``decode_kernel_checks.py`` holds the engine-free parts, ``decode_kernels.md``
-the results.
+Checks, then times, every variant of the decode kernels (random weights), in parts a-h under one
+deadline (one that fails or no longer fits is named, the rest still run): the card, its copy
+bandwidth, correctness, attention alone, the engine's decode step switch by switch from
+``EARLIER`` to ``DecodeKernels()``, ``generate`` in both loops, one step's kernels, options not
+taken. ``decode_kernel_checks.py`` holds the engine-free parts, ``decode_kernels.md`` the results.
 """
 
 from __future__ import annotations
