@@ -2,11 +2,10 @@
 
     python -m studies clicks-in-a-browser --clicks 10 [--busy 0] [--lang en|zh]
 
-Starts ``app.py``; for each of ``--clicks`` visitors opens the page afresh in headless Chromium
-and presses **Run** once with the defaults (that visitor's first click), printing what a class
-sees above the fold: the headline's figures, whether the run was marked disturbed, and whether
-the quiet recording was shown beside it. Passes where at least 9 in 10 clicks show overlap faster
-per decode step and every click shows the lesson (a fair comparison, or the recording beside)."""
+Each of ``--clicks`` visitors opens the page afresh in headless Chromium and presses **Run** once;
+prints what a class sees above the fold. Passes where at least 9 in 10 clicks show overlap faster
+per decode step and every click shows the lesson (a fair comparison, or the recording beside).
+"""
 
 from __future__ import annotations
 
@@ -45,13 +44,14 @@ def _first_click(browser, url: str, lang: str) -> dict:
 def _read(page) -> dict:
     """What the page says of the run that has just ended."""
     headline = page.locator("#headline").inner_text()
-    busy = re.search(r"(\d+)%", headline) if any(d in headline for d in DISTURBED.values()) else None
+    disturbed = any(d in headline for d in DISTURBED.values())
+    busy = re.search(r"(\d+)%", headline) if disturbed else None
     gain = re.search(r"(\d+\.\d+)\s*×", headline)
     idle = re.search(r"(\d+(?:\.\d+)?) → (\d+(?:\.\d+)?) ms", headline)
     return {"ok": page.locator("#status .status-ok").count() > 0,
             "gain": float(gain.group(1)) if gain else None,
             "idle": f"{idle.group(1)} → {idle.group(2)} ms" if idle else None,
-            "disturbed": busy is not None or any(d in headline for d in DISTURBED.values()),
+            "disturbed": disturbed,
             "busy_pct": int(busy.group(1)) if busy else None,
             "beside": page.locator("#headline .ov-headline-quiet").count() > 0
             and page.locator("#live-chart").is_visible()}

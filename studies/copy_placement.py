@@ -3,9 +3,9 @@
     python -m studies copy-placement [--models bundled --batches 16]
 
 The same overlap run with the copy on a copy stream of its own (the default), on the engine stream
-and on the scheduler stream (``result_copy_stream``; ``engine/devices/cuda.py`` says what each does
-to the GPU). Over the steady window: the median gap between decode forwards, busy over all streams
-and the engine stream alone, the decode step; median [min-max] over ``--repeats``."""
+and on the scheduler stream (``engine/devices/cuda.py`` says what each does to the GPU): the
+steady window's figures, median [min-max] over ``--repeats``.
+"""
 
 from __future__ import annotations
 
@@ -16,8 +16,6 @@ from bench.decode import fresh
 from engine.config import COPY_PLACEMENTS, LoopSpec
 from engine.workloads import Workload
 from record.schema import Loop
-
-PLACEMENTS = COPY_PLACEMENTS
 
 
 def run(device: str, models: list[str], batches: list[int], graph: bool, extra: int,
@@ -31,7 +29,7 @@ def run(device: str, models: list[str], batches: list[int], graph: bool, extra: 
           "stream | decode step us |\n|---|---|---|---|---|---|---|")
     for model in models:
         for batch in batches:
-            for placement in PLACEMENTS:
+            for placement in COPY_PLACEMENTS:
                 cfg = work.engine_config(model=model, device=device, cuda_graph=graph,
                                          max_batch_size=batch, result_copy_stream=placement)
                 with Engine(cfg) as eng:

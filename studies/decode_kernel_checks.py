@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from bench.timing import ms_per_call
 from engine.layers.paged_attention import (
     Chunking,
     PagedDecodeContext,
@@ -29,27 +30,6 @@ PAGE = 16
 TOLERANCE = {torch.bfloat16: 1e-2, torch.float32: 1e-5}
 
 
-# ---- timing -----------------------------------------------------------------------------------------
-
-def time_calls(calls, repeats: int, iters: int) -> list[float]:
-    """Milliseconds per pass over ``calls`` (eager), one figure per round of ``iters`` passes,
-    events around each round, after one untimed pass."""
-    for call in calls:
-        call()
-    torch.cuda.synchronize()
-    out = []
-    for _ in range(repeats):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(iters):
-            for call in calls:
-                call()
-        end.record()
-        end.synchronize()
-        out.append(start.elapsed_time(end) / iters)
-    return out
-
-
 def graph_us(calls, repeats: int = 15) -> float:
     """Microseconds per call: ``calls`` captured back to back in one CUDA graph (after one eager
     pass, which compiles), median over ``repeats`` replays."""
@@ -60,22 +40,20 @@ def graph_us(calls, repeats: int = 15) -> float:
     with torch.cuda.graph(graph):
         for call in calls:
             call()
-    ms = time_calls([graph.replay], repeats, 1)
+    ms = ms_per_call(graph.replay, 1, repeats)
     return statistics.median(ms) * 1e3 / len(calls)
 
 
 def kernel_profile(replay, steps: int) -> dict[str, Any]:
-    """Every kernel of ``steps`` calls of ``replay`` (torch.profiler), by name: count and µs a
-    step, costliest first; and the step's time, so what lies between kernels shows."""
+    """Every kernel of ``steps`` calls of ``replay`` by name: count and µs a step, costliest
+    first; and the step's time, so what lies between kernels shows."""
     from studies.forward_gap import profiled_kernels
-    by_name: dict[str, list[float]] = defaultdict(list)
-    for name, us in profiled_kernels(replay, steps):
-        by_name[name].append(us)
-    rows: list[dict[str, Any]] = sorted(
-        ({"kernel": name, "count": len(us) / steps, "us": sum(us) / steps}
-         for name, us in by_name.items()), key=lambda r: -r["us"])
-    step_ms = statistics.median(time_calls([replay], 5, steps))
-    return {"step_us": step_ms * 1e3, "kernels_us": sum(r["us"] for r in rows), "rows": rows}
+    from studies.kernel_account import account
+    acc = account(profiled_kernels(replay, steps), steps, 0.0, top=None)
+    step_ms = statistics.median(ms_per_call(replay, steps, 5))
+    return {"step_us": step_ms * 1e3, "kernels_us": acc.kernel_us,
+            "rows": [{"kernel": r.name, "count": r.per_step, "us": r.us_per_step}
+                     for r in acc.kernels]}
 
 
 # ---- c: correctness -----------------------------------------------------------------------------------
@@ -85,11 +63,13 @@ def _shape(model: str) -> tuple[int, int, int, int]:
     return spec.num_heads, spec.num_kv_heads, spec.head_dim, spec.num_layers
 
 
-def _case(gen, model: str, lens: list[int], dtype) -> dict[str, Any]:
-    """Random q, this step's k, v, caches; each row's pages scattered over the pool."""
+def _case(gen, model: str, lens: list[int], dtype, table=None) -> dict[str, Any]:
+    """Random q, this step's k, v, caches; each row's pages scattered over the pool (or
+    ``table``'s)."""
     nh, nkv, d, _ = _shape(model)
     b, per_row = len(lens), -(-max(max(lens), 1) // PAGE)
-    table = torch.randperm(b * per_row, generator=gen, device=DEVICE).view(b, per_row)
+    if table is None:
+        table = torch.randperm(b * per_row, generator=gen, device=DEVICE).view(b, per_row)
     slots = (b * per_row + 1) * PAGE
 
     def rand(*s):
@@ -223,18 +203,10 @@ def correctness(model_8b: str, model_05b: str) -> dict[str, Any]:
 def _layers(model: str, batch: int, context: int):
     """One decode step's attention inputs per layer, each layer its own random cache; rows at
     ``context`` keys, each on pages of its own."""
-    nh, nkv, d, layers = _shape(model)
     per_row = -(-context // PAGE)
-    slots = (batch * per_row + 1) * PAGE
     table = torch.arange(batch * per_row, device=DEVICE).view(batch, per_row)
-    lens = torch.full((batch,), context, device=DEVICE)
-
-    def rand(*shape: int) -> torch.Tensor:
-        return torch.randn(*shape, device=DEVICE, dtype=torch.bfloat16)
-
-    return [dict(q=rand(batch, nh, d), k_new=rand(batch, nkv, d), v_new=rand(batch, nkv, d),
-                 k_cache=rand(slots, nkv, d), v_cache=rand(slots, nkv, d), page_table=table,
-                 kv_lens=lens) for _ in range(layers)]
+    return [_case(None, model, [context] * batch, torch.bfloat16, table)
+            for _ in range(_shape(model)[3])]
 
 
 def attention_variants(max_seq: int) -> list[tuple[str, Chunking, bool]]:

@@ -1,15 +1,13 @@
-"""The Llama-3.1-8B shape's decode step against the card's floor, kernel by kernel: one GPU call
-that checks, then times, every variant of the decode kernels (random weights).
+"""The Llama-3.1-8B shape's decode step against the card's floor, kernel by kernel (one GPU call).
 
     python -m studies.decode_kernels --out DIR      # DIR/decode_kernels.json; a table last
 
-Each part runs under one deadline; one that fails or no longer fits is named, the rest still run: a.
-the card; b. the copy bandwidth (the floor's); c. correctness: decode attention and the two-pass
-argmax against float64 and torch on fresh, poisoned, planted inputs; d. one layer's attention alone,
-earlier against now; e. the engine's own CUDA-graph decode step, switch by switch from ``EARLIER``
-to ``DecodeKernels()``, beside the floor; f. ``Engine.generate`` in both loops, now and earlier; g.
-the kernels of one decode step; h. options measured, not taken. The engine-free parts are in
-``decode_kernel_checks.py``; ``decode_kernels.md`` has the results."""
+Checks, then times, every variant of the decode kernels (random weights), in parts a-h under one
+deadline (one that fails or no longer fits is named, the rest still run): the card, its copy
+bandwidth, correctness, attention alone, the engine's decode step switch by switch from
+``EARLIER`` to ``DecodeKernels()``, ``generate`` in both loops, one step's kernels, options not
+taken. ``decode_kernel_checks.py`` holds the engine-free parts, ``decode_kernels.md`` the results.
+"""
 
 from __future__ import annotations
 
@@ -26,6 +24,7 @@ from typing import Any
 
 import torch
 
+from bench.timing import copy_bandwidth_gbs, ms_per_call, weight_bytes
 from studies import decode_kernel_checks as checks
 
 MODEL_8B, MODEL_05B = "llama-3.1-8b-shape", "qwen2.5-0.5b-shape"
@@ -70,7 +69,7 @@ class Parts:
         return out
 
 
-# ---- a, b: the card and its copy bandwidth --------------------------------------------------------
+# ---- a: the card --------------------------------------------------------------------------------
 
 def card() -> dict[str, Any]:
     from importlib.metadata import PackageNotFoundError, version
@@ -91,18 +90,6 @@ def card() -> dict[str, Any]:
         info["nvidia_smi"] = f"not read: {err}"
     print(f"GPU: {info['name']} ({info['nvidia_smi'] or info['uuid']})", flush=True)
     return info
-
-
-def copy_gbs(mib: int = 2048, iters: int = 20) -> list[float]:
-    """GB/s of a device-to-device copy, bytes read plus bytes written; two medians of ``iters``
-    (their spread says how steady the card is)."""
-    src = torch.empty(mib << 20, dtype=torch.uint8, device="cuda").random_(0, 255)
-    dst = torch.empty_like(src)
-    out = []
-    for _ in range(2):
-        ms = checks.time_calls([lambda: dst.copy_(src)], repeats=iters, iters=1)
-        out.append(2 * src.numel() / (statistics.median(ms) * 1e-3) / 1e9)
-    return out
 
 
 # ---- e, g: the engine's decode step --------------------------------------------------------------
@@ -152,7 +139,7 @@ def _randomise(runner) -> None:
 def streamed_bytes(model, spec, batch: int, context: int) -> tuple[int, int]:
     """(weight bytes a step reads: every distinct parameter but the embedding table, which is
     only gathered for B rows unless tied to the LM head; KV bytes at ``context``)."""
-    weights = sum(p.numel() * p.element_size() for p in model.parameters())
+    weights = weight_bytes(model)
     if not spec.tie_word_embeddings:
         emb = model.model.embed_tokens.weight
         weights -= emb.numel() * emb.element_size()
@@ -166,7 +153,7 @@ def _time_step(eng, graph, label: str, batch: int, context: int,
     runner = eng.device.runner
     ints, floats = _step_meta(runner, batch, context, eng.config.pages_per_seq)
     graph.replay(ints, floats, keep=False)                    # the step's inputs, once
-    ms = checks.time_calls([graph.graph.replay], repeats=5, iters=20)
+    ms = ms_per_call(graph.graph.replay, 20, 5)
     weights, kv = streamed_bytes(runner.model, eng.spec, batch, context)
     floor = (weights + kv) / (bandwidth_gbs * 1e9) * 1e3
     return {"kernels": label, "batch": batch, "context": context,
@@ -175,10 +162,8 @@ def _time_step(eng, graph, label: str, batch: int, context: int,
 
 
 def decode_steps(parts: Parts, eng, bandwidth_gbs: float) -> dict[str, Any]:
-    """Every switch's decode graphs (the engine's own ``StepGraphs``, decode shapes only),
-    replayed at B = 64 and 1, contexts 96 and 160: the engine's default first (the graphs it
-    made), then one switch back at a time, then the default once more (the spread between two
-    timings of one version). Keeps the earlier choices' graphs for ``earlier_runs``."""
+    """Every switch's decode graphs replayed at B = 64 and 1, contexts 96 and 160: the default
+    first, one switch back at a time, then the default again (the spread of one version)."""
     from engine.devices.cuda_graph import StepGraphs
     dev, cfg = eng.device, eng.config
     runner = dev.runner
@@ -251,9 +236,8 @@ def _median(values) -> float:
 
 
 def earlier_runs(parts: Parts, eng, graphs) -> list[dict[str, Any]]:
-    """``generate`` with the earlier choices: their decode graphs (``graphs``, or captured now)
-    in place of the default's; the prefill graphs stay (they differ only in the argmax of a
-    prefill's last tokens, a few launches a run)."""
+    """``generate`` with the earlier choices' decode graphs (``graphs``, or captured now); the
+    prefill graphs stay (they differ only in a prefill's argmax, a few launches a run)."""
     from engine.devices.cuda_graph import StepGraphs
     from engine.devices.runner import EARLIER
     runner = eng.device.runner
@@ -298,7 +282,9 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {}
     parts = Parts(args.budget_s, results, args.out / "decode_kernels.json")
     results["card"] = parts.run("a. card", 1, card)
-    results["copy_gbs"] = parts.run("b. copy bandwidth", 3, copy_gbs) or [float("nan")]
+    # Two timings of the copy: their spread says how steady the card is.
+    results["copy_gbs"] = parts.run("b. copy bandwidth", 3, lambda: [
+        copy_bandwidth_gbs(mib=2048) for _ in range(2)]) or [float("nan")]
     bandwidth = max(results["copy_gbs"])
     results["correctness"] = parts.run("c. correctness", 10, checks.correctness, MODEL_8B,
                                        MODEL_05B)

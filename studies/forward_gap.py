@@ -2,12 +2,11 @@
 
     python -m studies forward-gap --models qwen2.5-0.5b-shape llama-3.1-8b-shape --batches 1 64
 
-One engine per shape at the peer benchmark's settings; the step timed is a real decode step (its
-metadata taken from an overlap ``generate``). Each line adds one ingredient of the launch path to
-the one before: the graph's replay alone, the metadata copy into its inputs, the device's ``upload``
-and ``forward`` (streams, waits, the result copy), the recorder's events, and the overlap loop's own
-forward span and step. Then the kernels of the replays by kind, beside the weight-read floor: what
-their sum leaves of the replay is the time between kernels."""
+A real decode step (its metadata taken from an overlap ``generate``), timed with one ingredient of
+the launch path added per line: the replay alone, the metadata copy, ``upload`` and ``forward``,
+the recorder's events, the overlap loop's own figures. Then the replay's kernels by kind beside the
+weight-read floor: what their sum leaves of the replay is the time between kernels.
+"""
 
 from __future__ import annotations
 

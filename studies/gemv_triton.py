@@ -4,20 +4,17 @@ At decode a linear layer's time should be its weight's bytes over the memory ban
 matrix gets too few of cuBLAS's thread blocks to keep enough loads in flight. Here the weight is cut
 into tiles of ``BLOCK_N`` output rows and, where that gives too few, the reduction into ``split_k``
 slices: each program streams its slab of W once against all rows of x and writes float32 partial
-sums ``[split_k, M, N]``, which the caller adds (fused, inside a compiled region, into what
-follows). ``DecodeLinear`` uses it for one-token steps, as a custom op ``torch.compile`` treats as
-one call."""
+sums ``[split_k, M, N]``, which the caller adds. A custom op, so ``torch.compile`` treats it as
+one call (``python -m studies decode-kernels`` times it against cuBLAS)."""
 
 from __future__ import annotations
 
 import functools
 
 import torch
-import torch.nn.functional as F
 import triton
 import triton.language as tl
 
-MAX_ROWS = 64              # above this, cuBLAS (a real matrix product) is the better tool
 BLOCK_N, BLOCK_K = 32, 128
 TARGET_PROGRAMS = 264      # ~2 per multiprocessor of an H100/H200
 
@@ -75,26 +72,3 @@ def _(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     split, _ = plan(weight.shape[0], weight.shape[1])
     return x.new_empty(split, x.shape[0], weight.shape[0], dtype=torch.float32)
 
-
-class DecodeLinear(torch.nn.Linear):
-    """An ``nn.Linear`` whose one-token steps of up to ``MAX_ROWS`` rows take the kernel above;
-    anything else (prefill, big batches) takes cuBLAS as before. Same parameters, same names."""
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.dim() != 3 or x.shape[1] != 1 or x.shape[0] > MAX_ROWS:
-            return F.linear(x, self.weight, self.bias)
-        b, _, k = x.shape
-        out = gemv_partials(x.reshape(b, k).contiguous(), self.weight).sum(0)   # [B, N] float32
-        if self.bias is not None:
-            out = out + self.bias
-        return out.to(x.dtype).view(b, 1, -1)
-
-
-def use_decode_gemv(layers: torch.nn.ModuleList, only: tuple[str, ...] = ()) -> None:
-    """Turn the decoder layers' ``nn.Linear``s (those named in ``only``, or all) into
-    ``DecodeLinear``s in place, one class for all so the compiled regions compile once; the LM
-    head keeps cuBLAS. ``only=("qkv_proj", "gate_up_proj")``: the products an element-wise op
-    follows, into which the split-K sum fuses."""
-    for name, module in layers.named_modules():
-        if type(module) is torch.nn.Linear and (not only or name.endswith(only)):
-            module.__class__ = DecodeLinear

@@ -42,7 +42,7 @@ def _timed(eng, prompts, params, spec, record: bool):
 def measure(model: str, batch: int, rounds: int, out: Path, device: str = "cuda") -> list[dict]:
     from engine import Engine
     from engine.config import EngineConfig, LoopSpec, SamplingParams
-    from engine.models.loader import PRESETS
+    from engine.models.loader import describe_model
     from engine.workloads import make_prompts
     from record.metrics import cpu_phase_times
     from record.schema import Loop
@@ -50,8 +50,7 @@ def measure(model: str, batch: int, rounds: int, out: Path, device: str = "cuda"
     prompt_len, new = 32, 128
     cfg = EngineConfig(model=model, device=device, cuda_graph=device == "cuda", max_batch_size=batch,
                        max_seq_len=prompt_len + new + 16)
-    vocab = PRESETS[model].vocab_size if model in PRESETS else eng_vocab(model)
-    prompts = make_prompts(None, batch, prompt_len, 0, vocab)
+    prompts = make_prompts(None, batch, prompt_len, 0, describe_model(model)[0].vocab_size)
     params = SamplingParams(max_new_tokens=new, temperature=0.0, ignore_eos=True)
     loops = {Loop.NORMAL: LoopSpec(Loop.NORMAL), Loop.OVERLAP: LoopSpec(Loop.OVERLAP)}
     rows = []
@@ -100,11 +99,6 @@ def measure(model: str, batch: int, rounds: int, out: Path, device: str = "cuda"
     return rows
 
 
-def eng_vocab(model: str) -> int:
-    from engine.models.loader import describe_model
-    return describe_model(model)[0].vocab_size
-
-
 def main(argv: list[str] | None = None) -> int:
     from record.schema import Loop
 
@@ -128,13 +122,11 @@ def main(argv: list[str] | None = None) -> int:
               f"{r['tok_s']:>9.0f} {r['tok_s_min']:>8.0f}-{r['tok_s_max']:<8.0f} "
               f"{r['loop_share']:>8.3f} {r.get('steady_step_us', 0):>8.0f} "
               f"{r.get('t_fwd_us', 0):>7.0f} {r.get('t_cpu_us', 0):>7.0f}")
+    by_key = {(r["model"], r["batch"], r["loop"], r["recording"]): r for r in rows}
     for model in a.models:
         for b in a.batches:
             for lp in (Loop.NORMAL, Loop.OVERLAP):
-                on = next(r for r in rows if (r["model"], r["batch"], r["loop"], r["recording"])
-                          == (model, b, lp, True))
-                off = next(r for r in rows if (r["model"], r["batch"], r["loop"], r["recording"])
-                           == (model, b, lp, False))
+                on, off = by_key[(model, b, lp, True)], by_key[(model, b, lp, False)]
                 print(f"recorder cost {model} B={b} {lp}: {100 * (1 - on['tok_s'] / off['tok_s']):+.1f}%"
                       f"  phases {on.get('cpu_phases_us')}")
     return 0

@@ -74,9 +74,9 @@ class KernelAccount:
 
 
 def account(kernels: Iterable[tuple[str, float]], steps: int, step_us: float,
-            top: int = 12) -> KernelAccount:
+            top: int | None = 12) -> KernelAccount:
     """The account of ``kernels`` ((name, µs) pairs) that ran in ``steps`` steps of ``step_us``
-    GPU time each."""
+    GPU time each (the ``top`` costliest kernels by name; None: all)."""
     by_kind: dict[str, list[float]] = defaultdict(list)
     by_name: dict[str, list[float]] = defaultdict(list)
     for name, us in kernels:

@@ -18,9 +18,8 @@ from bench import cli
 
 
 def _per_call_us(fn, n: int = 2, rounds: int = 200, between=None) -> float:
-    """Rounds of ``n`` calls from an idle GPU: short enough that no ring buffer's guard ever waits
-    for the GPU (that would time the GPU, not the launch). ``between`` runs between rounds,
-    untimed (the recorder reading its spans, as a live view's reader thread does)."""
+    """Rounds of ``n`` calls from an idle GPU, so no ring buffer's guard waits for the GPU;
+    ``between`` runs between rounds, untimed (the recorder reading its spans)."""
     out = []
     for _ in range(rounds):
         torch.cuda.synchronize()
@@ -35,11 +34,8 @@ def _per_call_us(fn, n: int = 2, rounds: int = 200, between=None) -> float:
 
 
 def _lean_step(dev, graph, meta):
-    """The same step with the costly calls taken out, to show what the launch path could cost:
-    streams switched with ``set_stream`` (no context managers), the metadata copied H2D straight
-    into the graph's static input (no device-side copy, no new tensor), no ``out.clone()`` (the
-    D2H copy reads the static output; the next replay is ordered after it by the engine stream's
-    wait), events created once and re-recorded. Not thread-safe ring handling: a cost prototype."""
+    """The same step with the costly calls taken out (no stream context managers, no device-side
+    copy, no ``out.clone()``, events made once): what the launch path could cost. A prototype."""
     sched, eng = dev.scheduler_stream, dev.engine_stream
     pinned_ints = torch.empty(graph.ints.shape, dtype=torch.int64, pin_memory=True)
     pinned_np = pinned_ints.numpy()
@@ -128,8 +124,8 @@ def run(model: str, batch: int) -> int:
         "H2D pinned .to(cuda, non_blocking)": lambda: pinned.to("cuda", non_blocking=True),
         "D2H host.copy_(dev, non_blocking)": lambda: host.copy_(graph.out, non_blocking=True),
         "np.concatenate into pinned": lambda: np.concatenate([meta.ints], out=pinned.numpy()),
+        "torch.cuda.set_stream(s)": lambda: torch.cuda.set_stream(s1),
     }
-    prims["torch.cuda.set_stream(s)"] = lambda: torch.cuda.set_stream(s1)
     for name, fn in prims.items():
         rows[name] = _per_call_us(fn)
     torch.cuda.set_stream(torch.cuda.default_stream())

@@ -3,13 +3,11 @@
     python -m studies ttft-bound [--model llama-3.1-8b-shape --prefix 512 --prompt-len 32
                                   --batch 16]
 
-A prefill of T tokens runs at least every linear layer on T rows. This times those products alone
-(cuBLAS, bf16, each layer's own weights) for the uncached prompt, the cached one and one decode step
-of ``--batch`` rows, and prints the best TTFT ratio (cache off / on) the GPU allows,
-
-    (wait + linears(prefix + prompt)) / (wait + linears(prompt))
-
-with no wait and with half a decode step's wait (an arrival while the GPU decodes others)."""
+Times every layer's matrix products (cuBLAS, bf16) for the uncached prompt, the cached one and one
+decode step of ``--batch`` rows; prints the best TTFT ratio (cache off / on),
+``(wait + linears(prefix + prompt)) / (wait + linears(prompt))``, with no wait and with half a
+decode step's wait (an arrival while the GPU decodes others).
+"""
 
 from __future__ import annotations
 

@@ -5,28 +5,15 @@
     python -m studies peers sglang --sglang-site DIR     # studies/peers/sglang/payload.sh's set
     python -m studies peers all ... --models qwen2.5-0.5b-shape llama-3.1-8b-shape
 
-The work: a model preset's shape with random bf16 weights (``config.json`` for a peer, our preset
-for us), CUDA graphs, greedy, ``ignore_eos``, the same token-id prompts for every engine
-(``--prompt-len`` tokens each, B prompts admitted at once), ``--new-tokens`` new tokens each.
-Each engine's ``generate`` is timed end to end, as a user calls it, ``--repeats`` times after a
-warm-up; rows report the median with the range and every run.
-
-- A peer runs in a process per configuration, shape and loop (its overlap switch is fixed when it
-  starts): its folder's ``runner.py``, in each configuration of its ``config.py`` (what its
-  users would choose for this work). Its timed runs are its code as it is; runs with this
-  project's recorder hooked into its loop (its ``hook.py``), interleaved with them, give its
-  decode step, forward and CPU phases. First, one process per shape of each peer only starts
-  and warms, all at once: the kernels FlashInfer compiles for a shape are then cached for the
-  timed processes, which start in seconds.
-- Ours runs here (``ours.py``), in both loops, with the span recorder on (as the page runs) and
-  off, interleaved.
-- With ``--record DIR``, every engine's two loops on one workload (the first shape,
-  ``--record-batch`` requests of ``--record-tokens`` tokens) become one record each there, so
-  the page can lay the three side by side.
-
-Everything runs within ``--budget-s``: what no longer fits is not started, and the JSON says
-which. The work is ``work.py``, a peer's processes ``processes.py``; table, JSON and records are
-built in ``table.py``.
+The work (``work.py``): a preset's shape with random bf16 weights, CUDA graphs, greedy,
+``ignore_eos``, the same token-id prompts for every engine. Each engine's ``generate`` is timed
+end to end, ``--repeats`` times after a warm-up. A peer runs in a process per configuration
+(its ``config.py``), shape and loop (``processes.py``); runs with our recorder hooked into its
+loop (its ``hook.py``), interleaved with the timed runs of its unchanged code, give its decode
+step, forward and CPU phases. Warm-up processes first compile and cache every shape's kernels.
+Ours (``ours.py``) runs in both loops, recording on and off, at the call's start and end. With
+``--record DIR`` every engine's two loops on one workload become one record each. What no
+longer fits in ``--budget-s`` is not started, and the JSON says which (``table.py``).
 """
 
 from __future__ import annotations
@@ -57,14 +44,10 @@ from studies.peers.work import PeerWork, check_work, configs_of, write_model_dir
 PEERS = {"mini-sglang": (MINISGL,), "sglang": (SGLANG,), "all": (SGLANG, MINISGL)}
 
 
-# ---- the whole ----------------------------------------------------------------------------------
-
 @dataclass(frozen=True)
 class Call:
-    """What one call writes, and within what: the JSON (None: ``studies/results/
-    peer-<gpu>.json``; ``merge``: added to the earlier calls' rows there), each engine's record
-    (``record_dir``), the command and our commit it names, its time budget, and whether ours
-    runs in it."""
+    """What one call writes (the JSON, None: ``studies/results/peer-<gpu>.json``; each engine's
+    record), the command and commit it names, its time budget, and whether ours runs in it."""
 
     json_path: Path | None = None
     record_dir: Path | None = None
@@ -152,9 +135,8 @@ def run(peer: str, work: PeerWork, paths: PeerPaths, call: Call) -> int:
 
 
 def _warm_all(peers: tuple[str, ...], work: PeerWork, paths: PeerPaths, under: _Under) -> None:
-    """Every peer's warm-up processes at once, before any timed one: each compiles and caches
-    its kernels for every shape (on the CPU, mostly), so the peers' compiles overlap and the
-    timed processes start warm."""
+    """Every peer's warm-up processes at once, before any timed one: their kernels compile side
+    by side and the timed processes start warm."""
     from concurrent.futures import ThreadPoolExecutor
 
     def specs(peer: str) -> list[dict[str, Any]]:
@@ -202,7 +184,7 @@ def _save_records(work: PeerWork, paths: PeerPaths, outs: dict[str, list[dict[st
                   call: Call, under: _Under) -> None:
     """Each peer's record (both loops of its first configuration on the first shape) and ours,
     into ``under.workdir``."""
-    from record.run_record import make_record, save_record
+    from record.run_record import save_record
 
     record_dir, deadline, notes = under.workdir, under.deadline, under.notes
     model = work.models[0]
@@ -212,12 +194,11 @@ def _save_records(work: PeerWork, paths: PeerPaths, outs: dict[str, list[dict[st
             notes.append(f"{peer}: no record (its two loops did not both finish)")
             continue
         commit = paths.commit() if peer == MINISGL else both[0]["env"].get("sglang_version", "")
-        env, config, runs, record_notes = peer_table.record_parts(
-            peer, both, model, work.prompt_len, commit, work.max_seq_len)
-        record = make_record(env, config, runs)
-        record["notes"] = record_notes
+        record = peer_table.peer_record(peer, both, model, work.prompt_len, commit,
+                                        work.max_seq_len)
         record_dir.mkdir(parents=True, exist_ok=True)
-        name = peer_table.record_name(env["device_name"], peer, model, work.record_batch)
+        name = peer_table.record_name(record["env"]["device_name"], peer, model,
+                                      work.record_batch)
         print(f"wrote {save_record(record, record_dir / name)}")
     if not call.with_ours:
         return
@@ -230,9 +211,8 @@ def _save_records(work: PeerWork, paths: PeerPaths, outs: dict[str, list[dict[st
 def _header(work: PeerWork, paths: PeerPaths, where: dict[str, Any], command: str,
             found: tuple[dict[str, list[dict[str, Any]]], dict[str, Any], list[str]]
             ) -> dict[str, Any]:
-    """The JSON's header: where the call ran (``where``, also its ``host``), the versions and
-    configurations of every engine, the workload, how each figure is read; ``found``: the
-    peers' outputs, our engines' summary and the notes."""
+    """The JSON's header: where the call ran, every engine's versions and configurations, the
+    workload, how each figure is read; ``found``: the peers' outputs, ours, the notes."""
     import torch
     outs, ours, notes = found
     every = [o for peer_outs in outs.values() for o in peer_outs]

@@ -1,12 +1,8 @@
 """A configuration of a peer, as its own users would choose it for this work, named and sourced.
 
-The work is offline throughput on random token-id prompts: every prompt is new (a prefix cache
-finds nothing), the batch is admitted at once, greedy decoding to a fixed length. A peer's rows in
-the tables come from every configuration tried here; the ratios take each peer's fastest one
-(``studies/peers/table.py``), so a configuration that made a peer slower is reported, never used.
-
-Each peer's configurations are in its own folder's ``config.py``; ``studies.peers.work.configs_of``
-picks them for a work and a shape.
+Every configuration tried gets its rows; the ratios take each peer's fastest one (``table.py``),
+so a configuration that made a peer slower is reported, never used. Each peer's list is in its
+folder's ``config.py``.
 """
 
 from __future__ import annotations

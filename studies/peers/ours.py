@@ -1,11 +1,8 @@
 """Our engine's side of the peer benchmark: the same work as the peers', in both loops.
 
-``Engine(EngineConfig(model, device="cuda", cuda_graph=True, max_batch_size=B, max_seq_len=...))``
-with every other setting at its default (on CUDA: the decode step compiled; the page alone turns
-that off), as a user would size it for the work. Its engines are built once per call and timed
-at the call's start and again at its end, round by round with the span recorder on (as the page
-runs) and off, alternating, so the host's drift over the call shows and hits every setting
-alike. Our record beside the peers' comes from the one run pipeline (``engine.run``).
+``Engine(EngineConfig(model, device="cuda", cuda_graph=True, max_batch_size=B, ...))``, every
+other setting at its default. Its engines are built once per call and timed at the call's start
+and end, recording on and off alternating, so the host's drift shows and hits every setting alike.
 """
 
 from __future__ import annotations
@@ -28,9 +25,8 @@ RECORDING = ("on", "off")
 
 
 class OursTimed:
-    """Our engines for every (shape, B) of ``work``, built once; ``time(when)`` runs each
-    setting ``work.repeats`` times; ``rows()`` pools every timing of the call into one row per
-    setting, with the median of each timing beside it (``tok_s_by_timing``: the drift)."""
+    """Our engines for every (shape, B) of ``work``, built once; ``time(when)`` runs each setting
+    ``work.repeats`` times; ``rows()`` pools every timing into one row per setting."""
 
     def __init__(self, work: PeerWork, device: str = "cuda") -> None:
         self.work, self.device = work, device
@@ -114,9 +110,8 @@ class OursTimed:
 
 
 def save_our_record(work: PeerWork, model: str, record_dir: Path, commit: str) -> Path:
-    """Our two loops on the record's workload (the median of ``record_repeats`` runs by time,
-    recording on, as the page runs), as one record beside the peers', through the one run
-    pipeline."""
+    """Our two loops on the record's workload (the median of ``record_repeats`` runs, recording
+    on), as one record beside the peers', through the one run pipeline."""
     from engine import Engine
     from engine.config import EngineConfig, LoopSpec
     from engine.provenance import engine_commit

@@ -22,7 +22,6 @@ from studies.peers.config import MINISGL, SGLANG, PeerConfig
 from studies.peers.work import PeerWork, graph_sizes, prompts_for
 
 ROOT = Path(__file__).resolve().parents[2]
-# Each peer's runner, in its folder.
 RUNNERS = {MINISGL: "studies.peers.minisglang.runner", SGLANG: "studies.peers.sglang.runner"}
 
 
@@ -84,14 +83,10 @@ def run_peer(peer: str, spec: dict[str, Any], paths: PeerPaths, workdir: Path,
     """One loop's runs in the peer's own process; what it measured. The process is a session
     of its own, ended whole afterwards (a peer's helper processes hold the GPU)."""
     tag = f"{peer}-{spec['model']}-{spec['config_index']}-{spec['loop']}".replace(" ", "")
-    spec_path, out_path = workdir / f"spec-{tag}.json", workdir / f"out-{tag}.json"
-    spec_path.write_text(json.dumps(spec))
+    out_path = workdir / f"out-{tag}.json"
     out_path.unlink(missing_ok=True)
-    hook_dir = write_hook_plugin(workdir / "plugin") if peer == SGLANG else None
     started = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", RUNNERS[peer], str(spec_path), str(out_path)],
-                            cwd=ROOT, env=peer_env(peer, spec["loop"], paths, hook_dir),
-                            start_new_session=True)
+    proc = _start(peer, spec, tag, paths, workdir, spec["loop"])
     try:
         code = proc.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
@@ -107,6 +102,18 @@ def run_peer(peer: str, spec: dict[str, Any], paths: PeerPaths, workdir: Path,
     if code != 0:
         out["incomplete"] = "ran out of time" if code is None else f"exit {code}"
     return out
+
+
+def _start(peer: str, spec: dict[str, Any], tag: str, paths: PeerPaths, workdir: Path,
+           loop: str) -> subprocess.Popen:
+    """The peer's runner on ``spec`` (``spec-TAG.json``, out to ``out-TAG.json``), a session of
+    its own."""
+    spec_path = workdir / f"spec-{tag}.json"
+    spec_path.write_text(json.dumps(spec))
+    hook_dir = write_hook_plugin(workdir / "plugin") if peer == SGLANG else None
+    return subprocess.Popen(
+        [sys.executable, "-m", RUNNERS[peer], str(spec_path), str(workdir / f"out-{tag}.json")],
+        cwd=ROOT, env=peer_env(peer, loop, paths, hook_dir), start_new_session=True)
 
 
 def _end_group(proc: subprocess.Popen) -> None:
@@ -131,10 +138,8 @@ SIDE_BY_SIDE = {MINISGL: False, SGLANG: True}
 
 def warm_up(peer: str, specs: list[dict[str, Any]], paths: PeerPaths, workdir: Path,
             limit_s: float) -> list[str]:
-    """One process per shape, each only building its engine and running its batches once, so
-    FlashInfer's kernels for every shape are compiled and cached for the timed processes: side
-    by side where the peer allows it (``SIDE_BY_SIDE``), else one after another. What failed,
-    in words (a timed process says it again)."""
+    """One process per shape that only builds its engine and runs its batches once, caching its
+    kernels for the timed processes (side by side where ``SIDE_BY_SIDE``); what failed."""
     deadline = time.monotonic() + limit_s
     failed: list[str] = []
 
@@ -153,13 +158,8 @@ def warm_up(peer: str, specs: list[dict[str, Any]], paths: PeerPaths, workdir: P
         warm = {**spec, "warm_only": True, "config_index": f"warm{spec['config_index']}"}
         if peer == SGLANG:                  # two engines on one GPU at once: a share each
             warm["config"] = {**warm["config"], "mem_fraction_static": 0.3}
-        tag = f"{peer}-{spec['model']}-warm".replace(" ", "")
-        path = workdir / f"spec-{tag}.json"
-        path.write_text(json.dumps(warm))
-        hook_dir = write_hook_plugin(workdir / "plugin") if peer == SGLANG else None
-        proc = subprocess.Popen(
-            [sys.executable, "-m", RUNNERS[peer], str(path), str(workdir / f"out-{tag}.json")],
-            cwd=ROOT, env=peer_env(peer, Loop.OVERLAP, paths, hook_dir), start_new_session=True)
+        proc = _start(peer, warm, f"{peer}-{spec['model']}-warm".replace(" ", ""), paths,
+                      workdir, Loop.OVERLAP)
         if SIDE_BY_SIDE[peer]:
             procs.append((spec["model"], proc))
         else:

@@ -1,10 +1,9 @@
-"""What a peer's runner does with its runs, the same for every peer (each peer folder's
-``runner.py``): plain runs of its code interleaved with runs that have this project's
-recorder hooked in, the figures read from the hooked runs' spans as our own runs' are, and the
-record's run with what the hook cost. Runs inside the peer's own process; imports no peer.
+"""What a peer's runner does with its runs, the same for every peer: plain runs of its code
+interleaved with runs that have our recorder hooked in, figures read from the hooked runs' spans
+as our own runs' are, and the record's run with what the hook cost. Imports no peer.
 
-A plain run is ``() -> (seconds, tokens)``; a hooked run is ``() -> (seconds, tokens, spans,
-outputs, wall_us)``, or None when the hook could not run (the plain runs go on without it).
+A plain run is ``() -> (seconds, tokens)``; a hooked run ``() -> (seconds, tokens, spans, outputs,
+wall_us)``, or None where the hook could not run.
 """
 
 from __future__ import annotations

@@ -1,16 +1,11 @@
 """The peer benchmark's numbers: rows, the printed tables, the JSON document and a peer's recorded
-runs as one of our records. Torch-free: what ``benchmark.py`` measured goes in as plain numbers
-and spans.
+runs as one of our records. Torch-free: what ``benchmark.py`` measured goes in as plain numbers.
 
-A row is one engine, configuration, model shape, loop, batch size and recording state:
-``{"engine", "config", "model", "loop", "batch", "recording", "tok_s_median", "tok_s_min",
-"tok_s_max", "runs", "tok_s_runs" (in the order they ran), "tokens", "step_ms", "forward_ms",
-"cpu_ms", "cpu_phases_us", "figures_from", "vs"}``.
-``recording`` is "on" (ours: the span recorder, as the page runs; a peer: our recorder hooked
-into its loop) or "off" (a peer's code as its users run it). ``vs`` maps each peer to the row's
-median tokens/s over that peer's **best** median with recording off on the same shape, loop and
-batch size: the fastest of the configurations tried, so no ratio is ever taken against a
-configuration that made a peer slower.
+A row is one engine, configuration, shape, loop, batch size and recording state (``speed_row``
+lists its fields). ``recording`` is "on" (ours: the span recorder, as the page runs; a peer: our
+recorder hooked into its loop) or "off" (a peer's code as its users run it). ``vs`` maps each
+peer to the row's median tokens/s over that peer's **best** median with recording off on the same
+GPU, shape, loop and batch size, so no ratio is taken against a configuration that was slower.
 """
 
 from __future__ import annotations
@@ -20,7 +15,7 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from record.schema import Loop, Phase
+from record.schema import Loop, Phase, RecordDict
 from studies.peers.config import MINISGL, SGLANG
 
 OURS = "ours"
@@ -43,8 +38,7 @@ class Setting(NamedTuple):
 
 def speed_row(setting: Setting, seconds: Sequence[float], tokens: int,
               figures: Mapping[str, Any] | None = None, figures_from: str = "") -> dict[str, Any]:
-    """One row from the timed runs' seconds (``tokens`` each) and the step figures, if any
-    (``figures``: ``steady_step_us``, ``t_fwd_us``, ``t_cpu_us``, ``cpu_phases_us``)."""
+    """One row from the timed runs' seconds (``tokens`` each) and the step figures, if any."""
     engine, config, model, loop, batch, recording = setting
     if not seconds or tokens <= 0 or min(seconds) <= 0:
         raise ValueError(f"{engine} {loop} B={batch}: no timed runs to report")
@@ -65,9 +59,8 @@ def speed_row(setting: Setting, seconds: Sequence[float], tokens: int,
 
 
 def peer_rows(engine: str, config: str, model: str, out: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """A peer's rows from one loop's process (its folder's ``runner.py``): its code as is
-    (recording off, step figures from the hooked runs beside them) and with our recorder hooked
-    in (on)."""
+    """A peer's rows from one loop's process: its code as is (recording off) and with our
+    recorder hooked in (on); both take their step figures from the hooked runs."""
     rows = []
     for b in out["batches"]:
         rows.append(speed_row(Setting(engine, config, model, out["loop"], b["batch"], "off"),
@@ -85,8 +78,7 @@ def host_of(row: Mapping[str, Any]) -> str:
 
 
 def best(rows: Iterable[dict[str, Any]]) -> dict[tuple[str, str, str, str, int], dict[str, Any]]:
-    """Each peer's fastest row with recording off, by (host, engine, model, loop, B): the best
-    of its configurations on that GPU."""
+    """Each peer's fastest row with recording off, by (host, engine, model, loop, B)."""
     found: dict[tuple[str, str, str, str, int], dict[str, Any]] = {}
     for r in rows:
         if r["engine"] in PEERS and r["recording"] == "off":
@@ -97,8 +89,7 @@ def best(rows: Iterable[dict[str, Any]]) -> dict[tuple[str, str, str, str, int],
 
 
 def add_ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each row's median tokens/s over each peer's best (recording off) on the same GPU, shape,
-    loop and B. Rows of another host, or of none said, are never divided by each other."""
+    """Each row's ``vs``; rows of another host, or of none said, are never divided."""
     fastest = best(rows)
     for r in rows:
         host = host_of(r)
@@ -130,8 +121,8 @@ def _ratio(value: float | None) -> str:
 
 
 def format_table(rows: Sequence[dict[str, Any]], model: str, host: str | None = None) -> str:
-    """One shape's table on one GPU (``host``: its UUID; None: every row), as markdown: every
-    engine, configuration and call, and our rows over each peer's best on that GPU."""
+    """One shape's table on one GPU (``host``: its UUID; None: every row), every engine,
+    configuration and call, and our rows over each peer's best."""
     lines = ["| engine | configuration | call | loop | B | recording | tok/s median [min-max] | "
              "decode step ms | forward ms | ours / Mini-SGLang | ours / SGLang |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -143,8 +134,7 @@ def format_table(rows: Sequence[dict[str, Any]], model: str, host: str | None = 
         ratios = [_ratio(r["vs"].get(peer)) if r["engine"] == OURS else "–" for peer in PEERS]
         call = _call(r) or "–"
         lines.append(f"| {r['engine']} | {r['config']}{star} | {call} | {r['loop']} | "
-                     f"{r['batch']} | {r['recording']} | {r['tok_s_median']:,.0f} "
-                     f"[{r['tok_s_min']:,.0f}-{r['tok_s_max']:,.0f}] | "
+                     f"{r['batch']} | {r['recording']} | {_speeds(r)} | "
                      f"{_ms(r['step_ms'], mark)} | {_ms(r['forward_ms'], mark)} | "
                      f"{' | '.join(ratios)} |")
     return "\n".join(lines)
@@ -152,9 +142,8 @@ def format_table(rows: Sequence[dict[str, Any]], model: str, host: str | None = 
 
 def pooled(rows: Sequence[dict[str, Any]], engine: str, model: str, host: str, loop: str,
            batch: int, recording: str) -> dict[str, Any] | None:
-    """Every timed run of one engine's setting on one GPU, over all its calls and configurations'
-    best (for a peer: its best configuration's calls): median, range, count, and each timing's
-    median in call order (ours is timed at each call's start and end)."""
+    """Every timed run of one setting on one GPU over all its calls (a peer: its best
+    configuration's): median, range, count, and each timing's median in call order."""
     found = [r for r in rows if (r["engine"], r["model"], host_of(r), r["loop"], r["batch"],
                                  r["recording"]) == (engine, model, host, loop, batch, recording)]
     if engine in PEERS:
@@ -170,8 +159,8 @@ def pooled(rows: Sequence[dict[str, Any]], engine: str, model: str, host: str, l
 
 
 def summary_table(rows: Sequence[dict[str, Any]], model: str, host: str) -> str:
-    """The README's table for one shape on one GPU: ours with recording on (every run of every
-    call), each peer's best configuration with recording off, and the ratios of the medians."""
+    """The README's table for one shape on one GPU: ours recording on, each peer's best
+    configuration recording off, and the ratios of the medians."""
     cells = [(loop, b) for b in sorted({r["batch"] for r in rows if r["model"] == model})
              for loop in (Loop.NORMAL, Loop.OVERLAP)]
     head = " | ".join(f"{'serial' if loop == Loop.NORMAL else 'overlap'} B={b}" for loop, b in cells)
@@ -198,8 +187,7 @@ def summary_table(rows: Sequence[dict[str, Any]], model: str, host: str) -> str:
 
 def recording_cost(rows: Sequence[dict[str, Any]], model: str, host: str) -> str:
     """What our recorder costs ``generate()`` on one GPU, call by call: tokens/s with recording
-    on and off (timed alternately in one call, at its start and at its end), and the cost in %
-    of the off median."""
+    on and off (timed alternately) and the cost in % of the off median."""
     lines = ["| call | loop | B | recording on, tok/s | off | cost | start → end, on |",
              "|---|---|---|---|---|---|---|"]
     ours = [r for r in rows if r["engine"] == OURS and r["model"] == model and host_of(r) == host]
@@ -210,10 +198,8 @@ def recording_cost(rows: Sequence[dict[str, Any]], model: str, host: str) -> str
             continue
         drift = " → ".join(f"{v:,.0f}" for v in (on.get("tok_s_by_timing") or {}).values())
         cost = 100 * (1 - on["tok_s_median"] / off["tok_s_median"])
-        lines.append(f"| {_call(on)} | {on['loop']} | {on['batch']} | "
-                     f"{on['tok_s_median']:,.0f} [{on['tok_s_min']:,.0f}-{on['tok_s_max']:,.0f}] | "
-                     f"{off['tok_s_median']:,.0f} [{off['tok_s_min']:,.0f}-{off['tok_s_max']:,.0f}]"
-                     f" | {cost:.1f}% | {drift or '–'} |")
+        lines.append(f"| {_call(on)} | {on['loop']} | {on['batch']} | {_speeds(on)} | "
+                     f"{_speeds(off)} | {cost:.1f}% | {drift or '–'} |")
     return "\n".join(lines)
 
 
@@ -222,13 +208,17 @@ def _call(row: Mapping[str, Any]) -> str:
     return str((row.get("where") or {}).get("call") or "")
 
 
+def _speeds(row: Mapping[str, Any]) -> str:
+    return f"{row['tok_s_median']:,.0f} [{row['tok_s_min']:,.0f}-{row['tok_s_max']:,.0f}]"
+
+
 def _cell(p: Mapping[str, Any] | None) -> str:
     return "–" if p is None else f"{p['median']:,.0f} [{p['min']:,.0f}-{p['max']:,.0f}] ({p['runs']})"
 
 
 def format_phases(rows: Sequence[dict[str, Any]], model: str) -> str:
-    """Where each loop's decode step goes, from the recorded spans (recording on): T_fwd, the
-    scheduler thread's phases (µs per steady decode step) and T_cpu, their sum less ``wait``."""
+    """Where each loop's decode step goes (recording on): T_fwd, the scheduler thread's phases
+    (µs per steady decode step) and T_cpu."""
     lines = ["| engine | configuration | loop | B | step us | T_fwd us | " + " | ".join(PHASES)
              + " | T_cpu us |", "|---|---|---|---|---|---|" + "---|" * len(PHASES) + "---|"]
     for r in ordered(row for row in rows if row["model"] == model):
@@ -242,8 +232,8 @@ def format_phases(rows: Sequence[dict[str, Any]], model: str) -> str:
 
 
 def overlap_gains(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per engine, configuration, shape, recording state and B: overlap's end-to-end gain
-    (tokens/s, overlap over normal) and, where both loops were recorded, its gain per step."""
+    """Per engine, configuration, shape, recording state and B: overlap's gain over normal,
+    end to end (tokens/s) and, where both loops were recorded, per step."""
     by_key = {(r["engine"], r["config"], r["model"], r["recording"], r["batch"], r["loop"]): r
               for r in rows}
     gains = []
@@ -270,9 +260,8 @@ def format_gains(gains: Sequence[dict[str, Any]], model: str) -> str:
 
 
 def merge(old_rows: Sequence[dict[str, Any]], new_rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """An earlier document's rows, then this call's. Every row keeps the call it came from
-    (``where``), so calls on one host add up (ours, timed in each) and rows of other hosts stay
-    apart. Rows that name no call (an older layout, whose host is not known) are dropped."""
+    """An earlier document's rows, then this call's (every row names its call and host). Rows
+    that name no call (an older layout) are dropped."""
     calls = {_call(r) for r in new_rows}
     kept = [r for r in old_rows if _call(r) and _call(r) not in calls]
     return kept + list(new_rows)
@@ -282,8 +271,7 @@ UNITED = ("commits", "versions", "configurations")    # a merged header's: every
 
 
 def _measured(header: Mapping[str, Any]) -> set[tuple[str, str]]:
-    """(engine, shape) pairs a call's header says it timed: the peers whose configurations it
-    names, ours where it holds our runs, on the shapes of its workload."""
+    """(engine, shape) pairs a call's header says it timed."""
     engines = {name.split(":")[0] for name in header.get("configurations", {})}
     if header.get("ours"):
         engines.add(OURS)
@@ -291,10 +279,9 @@ def _measured(header: Mapping[str, Any]) -> set[tuple[str, str]]:
 
 
 def merge_header(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
-    """The header of a document that ``merge`` made: this call's, with the commits, versions and
-    configurations of every call whose rows it keeps (this call's own under ``own``), and those
-    calls' own headers under ``earlier`` (oldest first). A call whose every (engine, shape) a
-    later call timed again holds no row any more, and is dropped."""
+    """This call's header, with the commits, versions and configurations of every call whose
+    rows ``merge`` kept (this call's own under ``own``, those calls' headers under ``earlier``,
+    oldest first); a call whose every (engine, shape) a later call timed again is dropped."""
     earlier = old.get("earlier", [])
     own = {k: v for k, v in old.items() if k not in ("earlier", "own")} | old.get("own", {})
     calls = [*(earlier if isinstance(earlier, list) else [earlier] if earlier else []), own]
@@ -348,8 +335,7 @@ def report(doc: Mapping[str, Any]) -> str:
 # ---- a peer's recorded runs as one of our records ----------------------------------------------
 
 def hook_cost_note(engine: str, loop: str, cost: Mapping[str, Any]) -> dict[str, Any]:
-    """What the hook costs one loop end to end (median plain vs hooked runs), in both
-    languages."""
+    """What the hook costs one loop end to end (median plain vs hooked runs), en and zh."""
     plain, hooked = statistics.median(cost["plain_s"]), statistics.median(cost["hooked_s"])
     pct = 100 * (hooked - plain) / plain
     per_step_us = (hooked - plain) / max(cost["steps"], 1) * 1e6
@@ -388,9 +374,8 @@ SERIAL_UPLOAD_NOTES = {
 
 
 def steps_from_one(run: dict[str, Any]) -> dict[str, Any]:
-    """The run with its steps numbered from 1, as ours are: a peer numbers them by its own
-    counter (SGLang's ``forward_ct`` runs on from the warm-up), and a step window picks the same
-    step numbers in every run it shows side by side."""
+    """The run with its steps numbered from 1, as ours are (SGLang's ``forward_ct`` runs on
+    from the warm-up), so a step window picks the same steps in every run side by side."""
     steps = [s["step"] for s in run["spans"] if s.get("step") is not None]
     shift = min(steps, default=1) - 1
     if shift:
@@ -399,11 +384,11 @@ def steps_from_one(run: dict[str, Any]) -> dict[str, Any]:
     return run
 
 
-def record_parts(engine: str, outs: Sequence[Mapping[str, Any]], model: str, prompt_len: int,
-                 commit: str, max_seq_len: int) -> tuple[dict[str, Any], dict[str, Any],
-                                                         list[dict[str, Any]], list[dict[str, Any]]]:
-    """(env, config, runs, notes) of the record of a peer's runs, from its processes' outputs
-    (each with ``record`` and ``hook_cost``), serial first."""
+def peer_record(engine: str, outs: Sequence[Mapping[str, Any]], model: str, prompt_len: int,
+                commit: str, max_seq_len: int) -> RecordDict:
+    """A peer's record (both loops, serial first) from its processes' outputs."""
+    from record.run_record import make_record
+
     outs = sorted(outs, key=lambda o: o["loop"] != Loop.NORMAL)
     first = outs[0]
     runs = [steps_from_one(o["record"]) for o in outs]
@@ -417,13 +402,14 @@ def record_parts(engine: str, outs: Sequence[Mapping[str, Any]], model: str, pro
               "prompt_tokens": prompt_len,
               "max_new_tokens": len(runs[0]["outputs"][0]["token_ids"]),
               "ignore_eos": True, "max_seq_len": max_seq_len}
-    notes = [hook_cost_note(engine, o["loop"], o["hook_cost"]) for o in outs]
-    return env, config, runs, notes + [SERIAL_UPLOAD_NOTES[engine]]
+    record = make_record(env, config, runs)
+    record["notes"] = [hook_cost_note(engine, o["loop"], o["hook_cost"]) for o in outs]
+    record["notes"].append(SERIAL_UPLOAD_NOTES[engine])
+    return record
 
 
 def gpu_tag(device_name: str) -> str:
-    """"h100" for "NVIDIA H100 80GB HBM3", "h200" for "NVIDIA H200": the GPU in file names (its
-    model: the first word of letters then digits)."""
+    """"h100" for "NVIDIA H100 80GB HBM3": the GPU's model in file names."""
     for word in device_name.split():
         if re.fullmatch(r"[A-Za-z]+[0-9]+[A-Za-z0-9]*", word) and word.upper() != "NVIDIA":
             return word.lower()

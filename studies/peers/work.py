@@ -66,17 +66,12 @@ def check_work(work: PeerWork) -> None:
 
 def graph_sizes(batches: tuple[int, ...]) -> list[int]:
     """Mini-SGLang's CUDA-graph batch sizes: powers of two up to the largest batch, and each."""
-    top, sizes, b = max(batches), set(batches), 1
-    while b < top:
-        sizes.add(b)
-        b *= 2
-    return sorted(sizes)
+    return sorted(set(batches) | {1 << i for i in range(max(batches).bit_length())})
 
 
 def write_model_dir(model: str, out: Path) -> Path:
-    """A Hugging Face model folder for a peer: the preset's ``config.json`` (it reads only that
-    with random weights) and a WordLevel tokenizer over the vocabulary (Mini-SGLang always loads
-    a tokenizer; the prompts are token ids, so any tokenizer of the right size serves)."""
+    """A Hugging Face model folder for a peer: the preset's ``config.json`` and a WordLevel
+    tokenizer of its vocabulary's size (Mini-SGLang always loads one; the prompts are ids)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 
     from engine.models.checkpoint import hf_config

@@ -1,21 +1,11 @@
-"""Mini-SGLang's side of the peer benchmark, in a process of its own (one per loop: Mini-SGLang
-reads its overlap switch, ``MINISGL_DISABLE_OVERLAP_SCHEDULING``, once, when it is imported).
+"""Mini-SGLang's side of the peer benchmark, in a process per loop (it reads its overlap switch,
+``MINISGL_DISABLE_OVERLAP_SCHEDULING``, once, at import).
 
     python -m studies.peers.minisglang.runner SPEC.json OUT.json   # the benchmark writes SPEC, reads OUT
 
-For each batch size: one warm-up run with the recorder hook and one without, then ``repeats``
-timed runs of the unchanged code, with a run with the hook (``hook.py``) after every second one,
-whose spans give the decode step and forward times. All are ``LLM.generate`` timed
-end to end, as a user calls it. With ``record`` in the spec, the same again on the record's
-workload, whose median hooked run becomes a run of our record (schema 1) and the pairs the
-hook's cost.
-
-The engine is built as a user of its offline API would (``minisgl.llm.LLM``): random weights
-from ``config.json`` (``use_dummy_weight``), FlashInfer attention, no prefix cache between runs
-(``cache_type="naive"``), CUDA graphs for the batch sizes in the spec, and the spec's
-configuration (``config.py``: its page size and a pool sized to the work). Its heap
-is frozen after the warm-up and the collector kept out of ``generate``, as our engine does for
-itself.
+Its offline API as a user calls it (``minisgl.llm.LLM``: random weights, FlashInfer attention, no
+prefix cache between runs, the spec's configuration), its heap frozen after the warm-up. The runs
+themselves are ``runs.py``'s; ``hook.py`` records the hooked ones.
 """
 
 from __future__ import annotations

@@ -1,46 +1,25 @@
 """This project's span recorder hooked into SGLang's scheduler: its overlap loop on our lanes.
 
-SGLang (github.com/sgl-project/sglang, release 0.5.17; paths below are ``python/sglang/srt/...``
-there) runs its scheduler in a process of its own (``managers/scheduler.py``,
-``run_scheduler_process``, started with multiprocessing's spawn). Its two loops,
-``event_loop_normal`` and ``event_loop_overlap``, call the same phases:
+SGLang (release 0.5.17, ``python/sglang/srt/``) runs its scheduler in a process of its own
+(``managers/scheduler.py``). Both its loops call the same phases, wrapped here on their classes:
+``recv_requests`` and ``process_input_requests`` -> ``receive``; ``get_next_batch_to_run`` ->
+``schedule`` (and, overlap only, ``upload`` on the schedule stream: in the serial loop those
+copies run at the CPU's pace between forwards, so a span would count the GPU busy while it
+waits); ``run_batch`` -> ``launch``; ``process_batch_result`` -> ``wait``, ``process_last``.
+GPU spans from CUDA event pairs: ``resolve_forward_inputs`` (``resolve``) and the forward, from
+its graph replay's launch (after FlashInfer's plan) to its end, on the engine lane; the result's
+``copy_to_cpu`` on the copy lane.
 
-- ``request_receiver.recv_requests`` and ``process_input_requests``  -> ``receive``
-- ``get_next_batch_to_run`` (allocation, ``prepare_for_decode``'s copies on its schedule
-  stream)                                                          -> ``schedule``, ``upload``
-- ``run_batch`` (under overlap: ``forward_stream.wait_stream(schedule_stream)``, the FutureMap
-  resolve, the forward, the result copy on its copy stream)         -> ``launch``
-- ``process_batch_result`` (``copy_done.synchronize()`` first under overlap; ``.tolist()`` in
-  the normal loop)                                                  -> ``wait``, ``process_last``
-
-and three streams: the schedule stream (``run_event_loop`` enters it for the whole loop), the
-forward stream (``model_runner.forward_stream``) and the copy stream (``init_overlap``). In the
-normal loop everything runs on the schedule stream. GPU spans come from CUDA event pairs:
-
-- ``resolve`` on the engine lane: ``resolve_forward_inputs`` (``managers/overlap_utils.py``),
-  the gather of the last step's tokens from ``output_tokens_buf[req_pool_indices]``, which
-  stands in for ``input_ids`` (the token never left the GPU);
-- ``prefill`` / ``decode`` on the engine lane: ``TpModelWorker.forward_batch_generation``, from
-  the CUDA-graph replay's launch (after FlashInfer's plan, CPU work) to its end (sampling
-  included); a forward without a graph starts at the call;
-- ``copy`` on the copy lane: ``GenerationBatchResult.copy_to_cpu`` (``managers/utils.py``);
-- ``upload`` on the scheduler lane, overlap only, around ``get_next_batch_to_run``: its copies
-  and kernels run at the CPU's pace between two of the CPU's waits, so in the serial loop, where
-  nothing else runs then, a span there would count the GPU busy while it waits for the CPU.
-
-The hook is a plugin of SGLang's own kind (``sglang/srt/plugins``: an entry point in the group
-``sglang.srt.plugins``, which ``run_scheduler_process`` loads before it builds the Scheduler).
-``register`` only adds two methods to ``Scheduler``, ``overlapdemo_begin`` and
-``overlapdemo_end``, which the benchmark calls through ``Engine.collective_rpc`` around one
-``generate``: ``begin`` wraps the phases (on their classes), ``end`` writes the spans to a file
-and puts every class back as it was, so the timed runs between run SGLang's code unchanged.
-Imports torch; runs inside SGLang's scheduler process (``runner.py`` starts it).
+``register`` (an entry point in SGLang's ``sglang.srt.plugins`` group) adds ``overlapdemo_begin``
+and ``overlapdemo_end`` to ``Scheduler``; the benchmark calls them through
+``Engine.collective_rpc`` around one ``generate``, and ``end`` puts every class back as it was.
 """
 
 from __future__ import annotations
 
 import json
 import time
+from functools import partial
 from typing import Any
 
 from record.schema import Lane, Phase
@@ -97,7 +76,6 @@ class SglangRecorder:
         # The GPU is idle between two generate calls.
         self.timeline.t0_ns = map_gpu_clock(self.timeline)
 
-    # ---- switching on and off ---------------------------------------------------------------
     def install(self) -> None:
         """Wrap each phase on its class (the loop looks every one up at call time)."""
         from sglang.srt.managers import scheduler as scheduler_module
@@ -109,13 +87,15 @@ class SglangRecorder:
         from sglang.srt.managers.utils import GenerationBatchResult
 
         targets = [(SchedulerRequestReceiver, "recv_requests", self._receive),
-                   (Scheduler, "process_input_requests", self._take_in),
+                   (Scheduler, "process_input_requests", partial(self._receive, takes_what_came=True)),
                    (Scheduler, "get_next_batch_to_run", self._schedule),
                    (Scheduler, "run_batch", self._launch),
                    (Scheduler, "process_batch_result", self._process),
                    (tp_worker.TpModelWorker, "forward_batch_generation", self._forward),
-                   (GenerationBatchResult, "copy_to_cpu", self._copy),
-                   (scheduler_module, "resolve_forward_inputs", self._resolve)]
+                   (GenerationBatchResult, "copy_to_cpu",
+                    self._gpu_span(Lane.COPY_STREAM, Phase.COPY)),
+                   (scheduler_module, "resolve_forward_inputs",
+                    self._gpu_span(Lane.ENGINE_STREAM, Phase.RESOLVE))]
         targets += [(cls, "replay", self._replay) for cls in _graph_backends()]
         for owner, name, wrap in targets:
             original = getattr(owner, name)
@@ -138,18 +118,21 @@ class SglangRecorder:
             json.dump({"t0_ns": self.timeline.t0_ns, "overlap": self.overlap, "spans": spans,
                        "token_ns": self.token_ns}, out)
 
-    # ---- what a batch is ----------------------------------------------------------------------
-    def _describe(self, batch: Any, step: int) -> tuple[int, int, list[int]]:
-        """(rows, tokens, our request numbers) of a batch, kept by its step."""
+    def _describe(self, batch: Any, step: int) -> None:
+        """Keep a batch's rows, tokens and our request numbers by its step."""
         reqs = batch.reqs
         ids = [_number(req.rid) for req in reqs]
         tokens = int(batch.extend_num_tokens or 0) if batch.forward_mode.is_extend() else len(reqs)
         self.batches[step] = (len(reqs), tokens, ids)
-        return self.batches[step]
 
     def _cpu(self, phase: str, step: int, start: int, end: int) -> None:
         rows, tokens, ids = self.batches.get(step, (0, 0, []))
         self.timeline.add_cpu(phase, step, start, end, rows, tokens, ids)
+
+    def _gpu(self, events: list[Any], lane: str, phase: str, step: int) -> None:
+        rows, tokens, ids = self.batches.get(step, (0, 0, []))
+        self.timeline.add_gpu_group(events, ((lane, phase, 0, 1, rows, tokens),), step, ids,
+                                    self.events.give_back)
 
     def _busy(self) -> bool:
         """Work is queued or running (SGLang's idle loop polls: its empty passes are not drawn)."""
@@ -161,24 +144,16 @@ class SglangRecorder:
         self.wait_end = time.perf_counter_ns()
         self._cpu(Phase.WAIT, step, start, self.wait_end)
 
-    # ---- the wrappers -----------------------------------------------------------------------
-    def _receive(self, original):
-        def receive(receiver, *args, **kwargs):
+    def _receive(self, original, takes_what_came: bool = False):
+        """A ``receive`` span around a call that got requests (its result, or for one that
+        ``takes_what_came``, its first argument) or ran while work was busy."""
+        def receive(owner, *args, **kwargs):
             start = time.perf_counter_ns()
-            received = original(receiver, *args, **kwargs)
-            if received or self._busy():
+            out = original(owner, *args, **kwargs)
+            if (args[0] if takes_what_came else out) or self._busy():
                 self._cpu(Phase.RECEIVE, self.sched.forward_ct + 1, start, time.perf_counter_ns())
-            return received
-        return receive
-
-    def _take_in(self, original):
-        def take_in(sched, received, *args, **kwargs):
-            start = time.perf_counter_ns()
-            out = original(sched, received, *args, **kwargs)
-            if received or self._busy():
-                self._cpu(Phase.RECEIVE, sched.forward_ct + 1, start, time.perf_counter_ns())
             return out
-        return take_in
+        return receive
 
     def _schedule(self, original):
         def schedule(sched, *args, **kwargs):
@@ -193,12 +168,10 @@ class SglangRecorder:
                     self.events.give_back(events)
                 return plan
             step = sched.forward_ct + 1             # run_batch numbers it next
-            rows, tokens, ids = self._describe(batch, step)
+            self._describe(batch, step)
             if events:
                 events[1].record()
-                self.timeline.add_gpu_group(events, ((Lane.SCHEDULER_STREAM, Phase.UPLOAD,
-                                                      0, 1, rows, tokens),), step, ids,
-                                            self.events.give_back)
+                self._gpu(events, Lane.SCHEDULER_STREAM, Phase.UPLOAD, step)
             self._cpu(Phase.SCHEDULE, step, start, time.perf_counter_ns())
             return plan
         return schedule
@@ -240,7 +213,6 @@ class SglangRecorder:
     def _forward(self, original):
         def forward(worker, batch, *args, **kwargs):
             step = self.sched.forward_ct
-            rows, tokens, ids = self.batches.get(step, (0, 0, []))
             phase = Phase.DECODE if batch.forward_mode.is_decode() else Phase.PREFILL
             events = self.events.take(2)
             events[0].record()                      # re-recorded at a graph's replay
@@ -248,8 +220,7 @@ class SglangRecorder:
             out = original(worker, batch, *args, **kwargs)
             events[1].record()
             self.forward_start = None
-            self.timeline.add_gpu_group(events, ((Lane.ENGINE_STREAM, phase, 0, 1, rows,
-                                                  tokens),), step, ids, self.events.give_back)
+            self._gpu(events, Lane.ENGINE_STREAM, phase, step)
             return out
         return forward
 
@@ -260,33 +231,18 @@ class SglangRecorder:
             return original(backend, *args, **kwargs)
         return replay
 
-    def _resolve(self, original):
-        def resolve(batch, future_map, *args, **kwargs):
-            events = self.events.take(2)
-            events[0].record()
-            out = original(batch, future_map, *args, **kwargs)
-            events[1].record()
-            step = self.sched.forward_ct
-            rows, tokens, ids = self.batches.get(step, (0, 0, []))
-            self.timeline.add_gpu_group(events, ((Lane.ENGINE_STREAM, Phase.RESOLVE, 0, 1,
-                                                  rows, tokens),), step, ids,
-                                        self.events.give_back)
-            return out
-        return resolve
-
-    def _copy(self, original):
-        def copy(result, *args, **kwargs):
-            events = self.events.take(2)
-            events[0].record()                      # the copy stream (overlap)
-            out = original(result, *args, **kwargs)
-            events[1].record()
-            step = self.sched.forward_ct
-            rows, tokens, ids = self.batches.get(step, (0, 0, []))
-            self.timeline.add_gpu_group(events, ((Lane.COPY_STREAM, Phase.COPY, 0, 1, rows,
-                                                  tokens),), step, ids, self.events.give_back)
-            return out
-        return copy
-
+    def _gpu_span(self, lane: str, phase: str):
+        """A wrapper recording its call's GPU work as one span of ``phase`` on ``lane``."""
+        def wrap(original):
+            def timed(*args, **kwargs):
+                events = self.events.take(2)
+                events[0].record()                  # the current stream (copy: the copy stream)
+                out = original(*args, **kwargs)
+                events[1].record()
+                self._gpu(events, lane, phase, self.sched.forward_ct)
+                return out
+            return timed
+        return wrap
 
 def _graph_backends() -> list[type]:
     """SGLang's CUDA-graph backends that define ``replay`` (full and breakable graphs)."""

@@ -1,18 +1,12 @@
-"""SGLang's side of the peer benchmark, in a process of its own (one per loop and configuration:
-``disable_overlap_schedule`` is a server argument, fixed when the engine starts).
+"""SGLang's side of the peer benchmark, in a process per loop and configuration
+(``disable_overlap_schedule`` is fixed when the engine starts).
 
     python -m studies.peers.sglang.runner SPEC.json OUT.json   # the benchmark writes SPEC, reads OUT
 
-SGLang's offline engine, as its users call it: ``sglang.Engine(model_path=..., **config)`` with
-random weights (``load_format="dummy"``), token-id prompts, ``engine.generate(input_ids=...,
-sampling_params=...)`` timed end to end. After one warm-up run per batch size (plain and hooked)
-the heap is frozen (``Engine.freeze_gc``, as its docstring advises after a warm-up). Then, per
-batch size, ``repeats`` timed runs of SGLang's code as it is, with a run after every second one
-that has this project's recorder hooked into its scheduler (``hook.py``, switched on and off
-around the run by ``Engine.collective_rpc``), whose spans give the decode step, the
-forward and the CPU's phases. With ``record`` in the spec, the same on the record's workload,
-whose median hooked run becomes a run of our record; with ``traces``, one ``generate`` each
-under SGLang's own profiler (``Engine.start_profile``), written to ``trace_dir``.
+Its offline engine as a user calls it (``sglang.Engine``, random weights, token-id prompts), its
+heap frozen after the warm-up (``Engine.freeze_gc``). The runs themselves are ``runs.py``'s;
+``hook.py`` records the hooked ones, switched on and off by ``Engine.collective_rpc``. With
+``traces`` in the spec, one ``generate`` each under SGLang's own profiler.
 """
 
 from __future__ import annotations
