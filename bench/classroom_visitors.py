@@ -14,9 +14,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+from scripts.screenshots import CHROMIUM, CHROMIUM_ARGS
+
 PRESS_RUN = "Press Run"          # the idle page's words: never while a run waits in line
 POLL_S = 0.05
 TICK_S = 1.0                     # the page's line timer asks where its run stands this often
@@ -198,7 +197,8 @@ class BrowserVisitors(threading.Thread):
             from playwright.sync_api import sync_playwright
 
             with sync_playwright() as playwright:
-                browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+                browser = playwright.chromium.launch(executable_path=str(CHROMIUM),
+                                                 args=CHROMIUM_ARGS)
                 pages = [self._open(browser) for _ in self.seen]
                 self.ready.set()
                 self._go.wait(max(0.0, self.deadline - time.time()))
