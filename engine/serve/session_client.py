@@ -16,7 +16,6 @@ from typing import Any
 from engine.config import OVERLAP, EngineConfig, LoopSpec, SamplingParams
 from engine.scheduler_process.messages import (
     AbortRequest,
-    Progress,
     Rejected,
     RequestFailed,
     ServeRequest,
@@ -75,7 +74,7 @@ class ServingClient:
         self.sessions = 0
 
     # ---- the session ----------------------------------------------------------------------
-    def start(self, on_progress: Callable[[Progress], None] | None = None) -> ServingStarted:
+    def start(self) -> ServingStarted:
         """Open the session (starting the scheduler process if needed); returns what it said."""
         with self._lock:
             if self._closed:                # a restart queued just before close() must not run
@@ -97,8 +96,6 @@ class ServingClient:
                         break
                     if isinstance(event, RequestFailed):
                         raise SessionUnavailable(event.message)
-                    if isinstance(event, Progress) and on_progress:
-                        on_progress(event)
             except SchedulerDied as error:
                 raise SessionUnavailable(str(error)) from None
             self.started = event
