@@ -2,13 +2,10 @@
 
     python -m bench classroom --visitors 30 --browsers 3   # 3 Chromium pages, 27 gradio_client callers
 
-Starts the app on a free port of 127.0.0.1, lets a teacher's run go first (through the warm-up),
-then sends the class ``CLICK_GAP_S`` apart, so the line's order is the table's; ``--browsers`` of
-them are real Chromium pages spread over the line, the rest make the page's calls through
-``gradio_client``. Per position it prints when each thing the visitor was told came (recording,
-place and estimate, own run, first drawing, done) and any error; then the summary: the slowest
-recording, the server's peak memory (PSS) and how busy the machine was. Bounded by
-``MOST_VISITORS``, ``MOST_BROWSERS`` and ``--budget-s``."""
+After a teacher's run (the warm-up) the class clicks ``CLICK_GAP_S`` apart, so the line's order is
+the table's; ``--browsers`` of them are real Chromium pages, the rest ``gradio_client`` callers.
+Per position: when each thing the visitor was told came, and any error; then the slowest
+recording, the server's peak memory and how busy the machine was."""
 
 from __future__ import annotations
 

@@ -83,9 +83,7 @@ def observe(seen: Seen, view: Any, when: float) -> None:
 
 
 def make_client(url: str, budget_s: float) -> Any:
-    """A ``gradio_client`` visitor: its own session, opened on the server as a page's is when
-    it loads; no files fetched (the run's downloads), no analytics (nothing but this machine is
-    reached), and as patient as the budget."""
+    """A ``gradio_client`` visitor with its own session, no downloads, no analytics."""
     from gradio_client import Client
 
     # ssl_verify off: the app is served over plain HTTP on this machine, and gradio_client
@@ -173,10 +171,8 @@ WATCH_JS = """(at) => {
 
 
 class BrowserVisitors(threading.Thread):
-    """Real pages, one browser context each (as laptops are), driven from one thread
-    (Playwright's sync API keeps to the thread that started it): ``ready`` once every page is
-    loaded; ``begin`` gives each its moment to press Run; the browser stays open until
-    ``release`` (the report counts its CPU time first)."""
+    """Real pages, one browser context each, driven from one thread (Playwright's sync API keeps
+    to its thread): ``ready``, then ``begin`` gives each its moment, and it closes on ``release``."""
 
     def __init__(self, url: str, seen: list[Seen], deadline: float) -> None:
         super().__init__(name="browsers", daemon=True)

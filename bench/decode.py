@@ -3,17 +3,15 @@
     python -m bench loops --device cuda --graphs graph --compile
     python -m bench loops --device cpu --quick
 
-Every engine row is the median of ``--repeats`` runs of a steady decode workload (``B`` requests
-admitted at once, ``--new-tokens`` each, no early stops), as a fraction of the *forward-only
-ceiling* (the same decode step replayed back to back, no scheduler). The *weight-read floor* (every
-parameter read once at the copy bandwidth measured in the run) stands beside the forward-only step."""
+Every engine row is the median of ``--repeats`` runs of a steady decode workload, as a fraction of
+the *forward-only ceiling* (the decode step replayed back to back, no scheduler), which stands
+beside the *weight-read floor* (every parameter read once at the measured copy bandwidth)."""
 
 from __future__ import annotations
 
 import argparse
 import statistics
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -181,15 +179,14 @@ def print_table(rows: list[dict], header: bool = True) -> None:
               f" {r['predicted']:>4.2f}x | {r['measured']:>4.2f}x |", flush=True)
 
 
-def run(device: str, sweep: Sweep, work: Workload, workdir: Path) -> int:
+def run(device: str, sweep: Sweep, work: Workload) -> int:
     """Every (model, graphs) engine: its rows as they come, then the whole table."""
     from engine import Engine
     from engine.__main__ import format_startup
     rows: list[dict] = []
     for model in sweep.models:
-        path = materialise(model, device, "auto", workdir)
         for graph in sweep.graphs:
-            cfg = work.engine_config(model=path, device=device, cuda_graph=graph,
+            cfg = work.engine_config(model=model, device=device, cuda_graph=graph,
                                      max_batch_size=max(sweep.batches),
                                      compile=sweep.compile and device == "cuda")
             with Engine(cfg) as eng:
@@ -239,4 +236,4 @@ def _run_args(args: argparse.Namespace) -> int:
                   graphs=[g == "graph" for g in graphs],
                   repeats=1 if args.quick else args.repeats,
                   ceiling_iters=10 if args.quick else 50, compile=args.compile)
-    return run(args.device, sweep, cli.workload(args), Path(tempfile.gettempdir()))
+    return run(args.device, sweep, cli.workload(args))

@@ -4,13 +4,10 @@
     python -m bench rates --rates 4 --arrivals trace.json       # a replayed trace instead
     python -m bench rates --rates 4 --shared-prefix 512 --prefix-cache both   # the cache's gain
 
-For each rate both loops run one seeded arrival sequence, back to back on one engine, ``--repeats``
-times in alternating order, every request asking for ``--new-tokens`` tokens (EOS ignored). A
-trace's lengths and arrival times replace the flags and the Poisson process. Reported per rate and
-loop: output tokens/s, TTFT and inter-token latency (mean, p50, p99), GPU busy; ``--json`` writes
-the rows ``viz.latency`` draws. On CUDA every step runs as a CUDA graph. ``--prefix-cache both``
-runs each measured run from an empty cache and compares TTFT, with each run's TTFT drift
-(``record.metrics.ttft_drift``: about 1 where the queue holds)."""
+For each rate both loops run one seeded arrival sequence (or a trace's) on one engine,
+``--repeats`` times in alternating order. Per rate and loop: output tokens/s, TTFT and inter-token
+latency, GPU busy; ``--json`` writes the rows ``viz.latency`` draws. ``--prefix-cache both``
+compares TTFT without and with the cache, and each run's TTFT drift."""
 
 from __future__ import annotations
 

@@ -74,11 +74,8 @@ def run(device: str, model: str, graph: bool, extra: int, work: Workload, repeat
 
 
 def cpu_per_forward(spans) -> dict[str, float]:
-    """Mean CPU time per decode forward of each scheduler phase (the whole run's decode steps).
-
-    A multi-step group's ``schedule`` span covers all k of its steps, so dividing by the number of
-    decode forwards gives the amortised share: the point of building a group's metadata once.
-    """
+    """Mean CPU time per decode forward of each scheduler phase: a multi-step group's one
+    ``schedule`` span covers its k steps, so this is the amortised share."""
     decode_steps = {s.step for s in spans
                     if s.lane == Lane.ENGINE_STREAM and s.phase == Phase.DECODE}
     total = dict.fromkeys(PHASES, 0.0)

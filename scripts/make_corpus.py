@@ -1,16 +1,10 @@
 """Build the plain-English training corpus for the bundled model, from text already on this machine.
 
-The demo needs a tiny model that writes English-like text, trained with no network. Sources, all
-read offline (nothing imported or executed): the Python standard library's docstrings and reference
-topics (PSF License); docstrings of installed packages whose metadata declares a permissive license
-and nothing copyleft (``--no-site-packages`` skips them); the license texts quoted in Debian
-``copyright`` files and ``/usr/share/common-licenses``; package READMEs, NEWS and changelogs under
-``/usr/share/doc``; GNU info manuals. The stats file records what went in.
-
-A paragraph is kept only if it reads like prose (enough words, few code symbols, common English
-function words, no doctests, tables or many URLs), with markup unwrapped, addresses and
-copyright-holder lines dropped, and duplicates removed across the corpus. Paragraphs are separated
-by one blank line, documents by two (the trainer puts an end-of-text token there)::
+Sources, read offline (nothing imported or executed): the standard library's docstrings and
+reference topics; docstrings of installed packages with a permissive license; license texts;
+READMEs, NEWS and changelogs under ``/usr/share/doc``; GNU info manuals. A paragraph is kept only if
+it reads like prose, deduplicated across the corpus; documents are separated by two blank lines
+(the trainer puts an end-of-text token there); the stats file records what went in::
 
     python scripts/make_corpus.py --out data/corpus.txt"""
 

@@ -143,9 +143,7 @@ _X_RANGE = ("() => { const plot = document.querySelector('#timeline .js-plotly-p
 
 
 def _live_run(page) -> None:
-    """Press Run and watch it to the end, as a visitor does (the engine runs in the scheduler
-    process, so the live chart costs it no lock; the browser still shares this machine's
-    cores)."""
+    """Press Run and watch it to the end, as a visitor does."""
     page.get_by_role("tab", name="Live run").click()
     page.click("#run")
     # A run before this one left "Done" in the status: wait for this run to replace it first.
@@ -327,11 +325,8 @@ def recorded_lesson(page, out: Path) -> None:
 
 
 def whole_run_shots(page, out: Path, record: Path) -> None:
-    """The whole-run chart of a long run, as the page draws any record it is given (the import
-    tab), in English and in Chinese: ``whole-run-<max new tokens>-en.png`` and ``-zh.png``. The
-    record is one the CLI wrote, e.g. 500 steps of the page's workload on this machine's CPU:
-    ``python -m engine --device cpu --mode both --requests 16 --batch-size 16 --prompt-words 24
-    --max-new-tokens 500 --ignore-eos --extra-cpu-us 4000 --show-text 0 --json RECORD``."""
+    """The whole-run chart of a long record the CLI wrote (``python -m engine ... --json RECORD``),
+    through the import tab: ``whole-run-<max new tokens>-en.png`` and ``-zh.png``."""
     import json
 
     steps = json.loads(record.read_text())["config"]["max_new_tokens"]     # a token a step

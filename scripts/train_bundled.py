@@ -1,12 +1,8 @@
 """Train the bundled tiny Llama from scratch: tokenizer, model, samples and model card in one run.
 
-The demo ships a model small enough to live in the repository that still writes English-like text,
-learnt from ``data/corpus.txt`` (``scripts/make_corpus.py``). Steps, each a function below:
-``train_tokenizer`` (byte-level BPE, ``<|endoftext|>`` as bos, eos and pad), ``encode_corpus``
-(every 50th document held out), ``train`` (AdamW, warmup then cosine decay over the larger of step
-and time progress, the best validation weights kept) and ``save_bundle`` (safetensors, tokenizer,
-logs, samples and the model card from ``model_card.py``). The defaults reproduce ``assets/bundled``,
-whose ``train_log.json`` has the exact command and what the run measured. Runs stop at
+Learnt from ``data/corpus.txt`` (``scripts/make_corpus.py``): ``train_tokenizer``,
+``encode_corpus``, ``train`` (the best validation weights kept), ``save_bundle``. The defaults
+reproduce ``assets/bundled``, whose ``train_log.json`` has the exact command. Runs stop at
 ``--max-epochs``, ``--steps`` or ``--time-budget-s``, whichever comes first::
 
     python3 scripts/train_bundled.py --device cuda --corpus data/corpus.txt \
@@ -108,10 +104,8 @@ def build_model(args: argparse.Namespace, tokenizer: PreTrainedTokenizerFast) ->
 
 
 def add_residual_dropout(model: LlamaForCausalLM, p: float) -> None:
-    """Dropout on the embeddings and on each attention and MLP output before it joins the residual
-    stream, in training mode only. The corpus is small and is seen many times, so the model
-    memorises it without this. HF's Llama has no such dropout; forward hooks add it without
-    changing what is saved (a plain Llama checkpoint)."""
+    """Dropout on the embeddings and each attention and MLP output, in training only: forward
+    hooks, so what is saved stays a plain Llama checkpoint."""
     if p <= 0:
         return
 
