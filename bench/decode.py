@@ -15,6 +15,7 @@ import sys
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -45,6 +46,12 @@ def fresh(eng):
     finding the prompts an earlier run cached (those runs would prefill less)."""
     eng.clear_prefix_cache()
     return eng
+
+
+def median_run(runs: list) -> tuple[float, Any]:
+    """The median decode tokens/s of ``runs``, and the run closest to it."""
+    med = statistics.median(r.metrics["decode_tokens_per_s"] for r in runs)
+    return med, min(runs, key=lambda r: abs(r.metrics["decode_tokens_per_s"] - med))
 
 
 def materialise(model: str, device: str, dtype: str, workdir: Path) -> str:
@@ -120,9 +127,7 @@ def engine_rows(eng, label: str, sweep: Sweep, work: Workload) -> list[dict]:
             for loop in (Loop.NORMAL, Loop.OVERLAP):
                 runs = [fresh(eng).generate(prompts, params, LoopSpec(loop, 1, extra))
                         for _ in range(sweep.repeats)]
-                med = statistics.median(r.metrics["decode_tokens_per_s"] for r in runs)
-                best = min(runs, key=lambda r: abs(r.metrics["decode_tokens_per_s"] - med))
-                results[loop] = (med, best)
+                results[loop] = median_run(runs)
             for loop in (Loop.NORMAL, Loop.OVERLAP):
                 med, best = results[loop]
                 m = best.metrics

@@ -164,19 +164,15 @@ def common_license_documents(licenses_dir: Path) -> Iterator[Document]:
             yield Document("common-licenses", _read_text(path))
 
 
-def readme_documents(doc_dir: Path) -> Iterator[Document]:
-    """Yield package READMEs (plain or gzipped) from /usr/share/doc."""
-    for path in sorted(doc_dir.glob("*/README*")):
-        if path.is_file() and path.suffix in {"", ".gz", ".md", ".txt", ".rst", ".Debian"}:
-            yield Document("debian-readmes", _read_text(path))
-
-
-def release_note_documents(doc_dir: Path) -> Iterator[Document]:
-    """Yield upstream NEWS files and changelogs; they get the stricter prose test."""
-    for pattern in ("*/NEWS*", "*/changelog*"):
+def package_doc_documents(doc_dir: Path) -> Iterator[Document]:
+    """Yield package READMEs, then NEWS files and changelogs (the stricter prose test), plain or
+    gzipped, from /usr/share/doc."""
+    for pattern, source, suffixes in (("*/README*", "debian-readmes", {".rst"}),
+                                      ("*/NEWS*", "debian-release-notes", set()),
+                                      ("*/changelog*", "debian-release-notes", set())):
         for path in sorted(doc_dir.glob(pattern)):
-            if path.is_file() and path.suffix in {"", ".gz", ".md", ".txt", ".Debian"}:
-                yield Document("debian-release-notes", _read_text(path), strict=True)
+            if path.is_file() and path.suffix in {"", ".gz", ".md", ".txt", ".Debian", *suffixes}:
+                yield Document(source, _read_text(path), strict=source != "debian-readmes")
 
 
 def info_manual_documents(info_dir: Path) -> Iterator[Document]:
@@ -296,8 +292,7 @@ def all_documents(args: argparse.Namespace, distributions: dict[str, tuple[str, 
     yield from pydoc_topic_documents(args.stdlib_dir)
     yield from stdlib_documents(args.stdlib_dir)
     yield from info_manual_documents(args.info_dir)
-    yield from readme_documents(args.doc_dir)
-    yield from release_note_documents(args.doc_dir)
+    yield from package_doc_documents(args.doc_dir)
     yield from site_package_documents(distributions)
 
 

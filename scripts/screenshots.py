@@ -298,7 +298,6 @@ def recorded_lesson(page, out: Path) -> None:
     for stem, name in [("h200-bundled-graph-cpu200", "walkthrough-6-small.png"),
                        ("h200-qwen05-graph-b64", "walkthrough-6-large.png")]:
         _show_recorded(page, stem)
-        _settle(page)
         page.locator("#metrics").screenshot(path=str(out / name))
     for stem, name in [("h200-smollm-graph-kernels", "walkthrough-7-graph.png"),
                        ("h200-smollm-eager-kernels", "walkthrough-7-eager.png")]:
@@ -309,10 +308,8 @@ def recorded_lesson(page, out: Path) -> None:
     page.locator("#zoomed").screenshot(path=str(out / "walkthrough-7-eager-zoom.png"))
     # 3. Multi-step: k=4 at 200 us of extra work; all three loops with a heavy scheduler.
     _show_recorded(page, "h200-bundled-graph-cpu200-multistep4")
-    _settle(page)
     page.locator("#metrics").screenshot(path=str(out / "walkthrough-8-h200-multistep.png"))
     _show_recorded(page, "h200-smollm-graph-cpu4000-all")
-    _settle(page)
     page.locator("#timeline").screenshot(path=str(out / "walkthrough-8-h200-heavy.png"))
     page.locator("#metrics").screenshot(path=str(out / "walkthrough-8-h200-heavy-metrics.png"))
     _zoom_steps(page, 40, 45)

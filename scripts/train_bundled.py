@@ -30,11 +30,9 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, 
 from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from model_card import render_model_card  # noqa: E402  (sibling script, not a package)
+from model_card import SAMPLE_PROMPTS, render_model_card  # noqa: E402  (sibling script, not a package)
 
 END_OF_TEXT = "<|endoftext|>"
-SAMPLE_PROMPTS = ("The license grants", "This module provides", "The function returns",
-                  "If the file does not exist,", "This program is free software")
 MAX_BUNDLE_BYTES = 25_000_000  # the 25 MB budget, in decimal megabytes to be strict
 VAL_EVERY_NTH_DOC = 50
 RECORDS = ("README.md", "train_log.json", "loss_curve.csv", "samples.txt")
@@ -189,7 +187,9 @@ def train(model: torch.nn.Module, train_ids: torch.Tensor, val_ids: torch.Tensor
     loss_sum = torch.zeros((), device=train_ids.device)  # summed on device: no sync per step
     losses_in_sum, start = 0, time.perf_counter()
     for step in range(args.steps):
-        progress = _progress(step, time.perf_counter() - start, args)
+        progress = step / args.steps         # by steps, or by time where that is ahead
+        if args.time_budget_s:
+            progress = max(progress, (time.perf_counter() - start) / args.time_budget_s)
         if progress >= 1.0:
             result.stopped_by = "time budget"
             break
@@ -217,14 +217,6 @@ def train(model: torch.nn.Module, train_ids: torch.Tensor, val_ids: torch.Tensor
         raise SystemExit("no training step ran: raise --time-budget-s or --steps")
     model.load_state_dict(best_state)
     return result
-
-
-def _progress(step: int, elapsed_s: float, args: argparse.Namespace) -> float:
-    """Fraction of the run done: by steps, or by time when a budget is set (whichever is ahead)."""
-    progress = step / args.steps
-    if args.time_budget_s:
-        progress = max(progress, elapsed_s / args.time_budget_s)
-    return progress
 
 
 def _log_point(model: torch.nn.Module, val_ids: torch.Tensor, args: argparse.Namespace,
