@@ -9,7 +9,6 @@ beside the *weight-read floor* (every parameter read once at the measured copy b
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
@@ -225,10 +224,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--compile", action="store_true", help="CUDA: compiled decode regions")
     p.add_argument("--quick", action="store_true", help="small CPU settings, one run each")
     cli.add_work(p)
-    return _run_args(p.parse_args(argv))
-
-
-def _run_args(args: argparse.Namespace) -> int:
+    args = p.parse_args(argv)
     cuda = cli.device_of(args) == "cuda"
     if args.quick:
         args.new_tokens = min(args.new_tokens, 48)

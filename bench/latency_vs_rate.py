@@ -11,8 +11,8 @@ compares TTFT without and with the cache, and each run's TTFT drift."""
 
 from __future__ import annotations
 
-import argparse
 import json
+import statistics
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -104,8 +104,6 @@ def _run_engine(cfg: EngineConfig, extra_cpu_us: int, grid: RateGrid,
 
 def _prefill_ms_p50(spans) -> float | None:
     """The median prefill forward on the engine stream (what the cache shortens), in ms."""
-    import statistics
-
     got = [s.end_us - s.start_us for s in spans
            if s.lane == Lane.ENGINE_STREAM and s.phase == Phase.PREFILL]
     return statistics.median(got) / 1e3 if got else None
@@ -114,8 +112,6 @@ def _prefill_ms_p50(spans) -> float | None:
 def compare_caches(rows: list[dict]) -> str:
     """TTFT p50 and output tok/s without the cache against with it, per rate and loop (median
     over repeats, [min-max] of the ratio over repeats paired by repeat)."""
-    import statistics
-
     lines = ["| rate | loop | TTFT p50 ms, cache off -> on | TTFT off / on | median prefill ms, "
              "off -> on | output tok/s, off -> on | prefix hit rate | TTFT late / early third, "
              "off -> on |",
@@ -145,8 +141,6 @@ def compare_caches(rows: list[dict]) -> str:
 
 
 def _median_cell(group: list[dict], key: str, fmt: str = "{:.1f}") -> str:
-    import statistics
-
     values = [r[key] for r in group if r.get(key) is not None]
     return fmt.format(statistics.median(values)) if values else "-"
 
@@ -176,10 +170,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--prefix-cache", choices=["on", "off", "both"], default="on",
                    help="with the radix prefix cache, without it, or both (compared)")
     p.add_argument("--json", metavar="PATH", help="write the rows (viz.latency draws them)")
-    return _run_args(p.parse_args(argv))
-
-
-def _run_args(args: argparse.Namespace) -> int:
+    args = p.parse_args(argv)
     from engine.scheduler.arrivals import check_rate
 
     try:

@@ -12,6 +12,7 @@ import argparse
 import csv
 import json
 import re
+import sys
 from pathlib import Path
 
 _SOURCE_NOTES = {
@@ -153,8 +154,6 @@ SAMPLE_PROMPTS = ("The license grants", "This module provides", "The function re
 
 def engine_samples_section(bundle: Path) -> str:
     """Greedy continuations of ``SAMPLE_PROMPTS`` by this project's engine, as the card's section."""
-    import sys
-
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from engine import Engine, EngineConfig, SamplingParams
 

@@ -10,6 +10,7 @@ Chromium runs (Debian: ``apt-get install fonts-noto-cjk``), or their text is box
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import socket
@@ -324,8 +325,6 @@ def recorded_lesson(page, out: Path) -> None:
 def whole_run_shots(page, out: Path, record: Path) -> None:
     """The whole-run chart of a long record the CLI wrote (``python -m engine ... --json RECORD``),
     through the import tab: ``whole-run-<max new tokens>-en.png`` and ``-zh.png``."""
-    import json
-
     steps = json.loads(record.read_text())["config"]["max_new_tokens"]     # a token a step
     page.get_by_role("tab", name="Import a trace").click()
     page.set_input_files("#upload input[type=file]", str(record))
