@@ -241,11 +241,6 @@ def clean_paragraphs(text: str, strict: bool = False) -> list[str]:
     return kept
 
 
-def _paragraph_key(paragraph: str) -> bytes:
-    normalised = re.sub(r"[^a-z0-9]+", "", paragraph.lower())
-    return hashlib.blake2b(normalised.encode(), digest_size=12).digest()
-
-
 # --- assembly --------------------------------------------------------------------------------
 
 
@@ -267,7 +262,8 @@ def build_corpus(documents: Iterator[Document]) -> tuple[str, CorpusStats]:
     for doc in documents:
         paragraphs = []
         for paragraph in clean_paragraphs(doc.text, doc.strict):
-            key = _paragraph_key(paragraph)
+            normalised = re.sub(r"[^a-z0-9]+", "", paragraph.lower())    # a duplicate's key
+            key = hashlib.blake2b(normalised.encode(), digest_size=12).digest()
             if key in seen:
                 stats.duplicates_dropped += 1
                 continue

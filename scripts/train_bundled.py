@@ -152,15 +152,10 @@ class TrainResult:
     prep_s: float = 0.0  # tokenizer training and encoding, before the loop
 
 
-def _autocast(device: str):
-    enabled = device.startswith("cuda")
-    return torch.autocast(device_type="cuda" if enabled else "cpu", dtype=torch.bfloat16,
-                          enabled=enabled)
-
-
 def next_token_loss(model: torch.nn.Module, inputs: torch.Tensor, targets: torch.Tensor,
                     device: str) -> torch.Tensor:
-    with _autocast(device):
+    cuda = device.startswith("cuda")
+    with torch.autocast(device_type="cuda" if cuda else "cpu", dtype=torch.bfloat16, enabled=cuda):
         logits = model(input_ids=inputs).logits  # [B, T, V]
     return F.cross_entropy(logits.float().flatten(0, 1), targets.flatten())
 
