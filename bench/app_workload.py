@@ -3,10 +3,9 @@
     python -m bench app-workload --repeats 5                       # what the page's Run does
     python -m bench app-workload --repeats 5 -- --mode all --decode-steps 4 --extra-cpu-us 20000
 
-Each run is one ``python -m engine`` call on the page's starting workload, in a process of its own
-as a click gets one (flags after ``--`` win). Per loop: GPU busy (whole run, steady window), output
-tok/s, and against the normal loop the speedup per decode step, the formula's prediction and the
-whole-run ratio, as "median (min-max)", beside other programs' share of the cores."""
+Each run is one ``python -m engine`` call on the page's starting workload (flags after ``--``
+win). Per loop, as "median (min-max)": GPU busy, output tok/s, and against the normal loop the
+speedup per step, the formula's prediction and the whole-run ratio."""
 
 from __future__ import annotations
 

@@ -2,24 +2,19 @@
 
     python -m bench classroom --visitors 30 --browsers 3   # 3 Chromium pages, 27 gradio_client callers
 
-Starts the app on a free port of 127.0.0.1, lets a teacher's run go first (through the warm-up),
-then sends the class ``CLICK_GAP_S`` apart, so the line's order is the table's; ``--browsers`` of
-them are real Chromium pages spread over the line, the rest make the page's calls through
-``gradio_client``. Per position it prints when each thing the visitor was told came (recording,
-place and estimate, own run, first drawing, done) and any error; then the summary: the slowest
-recording, the server's peak memory (PSS) and how busy the machine was. Bounded by
-``MOST_VISITORS``, ``MOST_BROWSERS`` and ``--budget-s``."""
+After a teacher's run (the warm-up) the class clicks ``CLICK_GAP_S`` apart, so the line's order is
+the table's; ``--browsers`` of them are real Chromium pages, the rest ``gradio_client`` callers.
+Per position: when each thing the visitor was told came, and any error; then the slowest
+recording, the server's peak memory and how busy the machine was."""
 
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from pathlib import Path
 
 from bench import cli
@@ -31,8 +26,8 @@ from bench.classroom_visitors import (
     make_client,
 )
 from bench.classroom_watch import CpuShares, ServerWatch
+from scripts.screenshots import free_port, serve_app
 
-ROOT = Path(__file__).resolve().parent.parent
 MOST_VISITORS = 64               # the engine's line holds this many waiting runs (ui.turns)
 MOST_BROWSERS = 8
 CLICK_GAP_S = 0.05               # between two visitors' clicks: "about the same moment"
@@ -49,16 +44,15 @@ def run(visitors: int, browsers: int, budget_s: float) -> int:
         return 2
     deadline = time.time() + budget_s
     log = Path(tempfile.mkdtemp(prefix="classroom-")) / "app.log"
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}/"
+    port = free_port()
     with log.open("w") as out:
-        server = subprocess.Popen([sys.executable, "app.py", "--host", "127.0.0.1", "--port",
-                                  str(port)], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
-                                  env={**os.environ, "PYTHONUNBUFFERED": "1",
-                                       "GRADIO_ANALYTICS_ENABLED": "False"})
+        try:
+            server = serve_app(port, out, budget_s)
+        except RuntimeError:
+            print(f"the app did not start (see its log {log})", file=sys.stderr)
+            return 1
     try:
-        _wait_up(url, server, deadline)
-        return _class(url, server.pid, visitors, browsers, deadline, log)
+        return _class(f"http://127.0.0.1:{port}/", server.pid, visitors, browsers, deadline, log)
     finally:
         server.terminate()                       # an orderly stop (ui.stopping)
         try:
@@ -183,20 +177,3 @@ def main(argv: list[str]) -> int:
                    help="the whole class's bound in seconds (default 900)")
     args = p.parse_args(argv)
     return run(args.visitors, args.browsers, args.budget_s)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _wait_up(url: str, server: subprocess.Popen, deadline: float) -> None:
-    while True:
-        try:
-            urllib.request.urlopen(url, timeout=2).read(100)
-            return
-        except OSError:
-            if server.poll() is not None or time.time() > deadline:
-                raise SystemExit("the app did not start (see its log)") from None
-            time.sleep(0.2)

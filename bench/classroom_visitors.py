@@ -14,9 +14,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+from scripts.screenshots import CHROMIUM, CHROMIUM_ARGS
+
 PRESS_RUN = "Press Run"          # the idle page's words: never while a run waits in line
 POLL_S = 0.05
 TICK_S = 1.0                     # the page's line timer asks where its run stands this often
@@ -84,9 +83,7 @@ def observe(seen: Seen, view: Any, when: float) -> None:
 
 
 def make_client(url: str, budget_s: float) -> Any:
-    """A ``gradio_client`` visitor: its own session, opened on the server as a page's is when
-    it loads; no files fetched (the run's downloads), no analytics (nothing but this machine is
-    reached), and as patient as the budget."""
+    """A ``gradio_client`` visitor with its own session, no downloads, no analytics."""
     from gradio_client import Client
 
     # ssl_verify off: the app is served over plain HTTP on this machine, and gradio_client
@@ -174,10 +171,8 @@ WATCH_JS = """(at) => {
 
 
 class BrowserVisitors(threading.Thread):
-    """Real pages, one browser context each (as laptops are), driven from one thread
-    (Playwright's sync API keeps to the thread that started it): ``ready`` once every page is
-    loaded; ``begin`` gives each its moment to press Run; the browser stays open until
-    ``release`` (the report counts its CPU time first)."""
+    """Real pages, one browser context each, driven from one thread (Playwright's sync API keeps
+    to its thread): ``ready``, then ``begin`` gives each its moment, and it closes on ``release``."""
 
     def __init__(self, url: str, seen: list[Seen], deadline: float) -> None:
         super().__init__(name="browsers", daemon=True)
@@ -198,7 +193,8 @@ class BrowserVisitors(threading.Thread):
             from playwright.sync_api import sync_playwright
 
             with sync_playwright() as playwright:
-                browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+                browser = playwright.chromium.launch(executable_path=str(CHROMIUM),
+                                                 args=CHROMIUM_ARGS)
                 pages = [self._open(browser) for _ in self.seen]
                 self.ready.set()
                 self._go.wait(max(0.0, self.deadline - time.time()))

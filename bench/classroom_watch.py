@@ -1,12 +1,8 @@
 """What the classroom benchmark watches on the machine: the server's memory and who used the cores.
 
-``ServerWatch`` samples, a few times a second, the proportional set size (PSS: a page shared by
-several processes counted once, split between them) of the web server and every process under
-it (the scheduler process, the CPU device process); its peak is the server's memory. It also
-takes the machine's CPU time at the start and at the end, so the report can say how busy the
-machine was and by whom: the server and its engine processes, the browsers, this benchmark's own
-clients, and other programs (what is left). Linux's ``/proc`` only; elsewhere it says nothing.
-"""
+``ServerWatch`` samples the proportional set size (PSS: a shared page split between its processes)
+of the web server and every process under it, and takes the machine's CPU time at the start and
+the end: how busy it was, and by whom. Linux's ``/proc`` only; elsewhere it says nothing."""
 
 from __future__ import annotations
 
@@ -119,9 +115,8 @@ class ServerWatch:
             self._stop.wait(SAMPLE_S)
 
     def _cpu(self) -> dict[str, float]:
-        """CPU seconds so far: the machine's, each process of the server's tree, each of the
-        browsers' (every other process under this one: Playwright's driver and Chromium), and
-        this process's own."""
+        """CPU seconds so far: the machine's, the server's processes', the browsers' (every other
+        process under this one) and this process's own."""
         busy, every = machine_seconds()
         tree = children_of(self.server_pid)
         seconds = {"busy": busy, "all": every}

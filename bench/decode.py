@@ -2,20 +2,15 @@
 
     python -m bench loops --device cuda --graphs graph --compile
     python -m bench loops --device cpu --quick
-    python -m bench loops --hf                               # and transformers beside us
 
-Every engine row is the median of ``--repeats`` runs of a steady decode workload (``B`` requests
-admitted at once, ``--new-tokens`` each, no early stops), as a fraction of the *forward-only
-ceiling* (the same decode step replayed back to back, no scheduler). The *weight-read floor* (every
-parameter read once at the copy bandwidth measured in the run) stands beside the forward-only step;
-``--hf`` adds transformers' ``generate`` on the same weights and prompts."""
+Every engine row is the median of ``--repeats`` runs of a steady decode workload, as a fraction of
+the *forward-only ceiling* (the decode step replayed back to back, no scheduler), which stands
+beside the *weight-read floor* (every parameter read once at the measured copy bandwidth)."""
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -43,7 +38,6 @@ class Sweep:
     repeats: int = 3
     ceiling_iters: int = 50       # back-to-back decode steps timed for the forward-only ceiling
     compile: bool = False         # CUDA: compiled decode regions
-    hf: bool = False              # transformers generate beside us
 
 
 def fresh(eng):
@@ -51,6 +45,12 @@ def fresh(eng):
     finding the prompts an earlier run cached (those runs would prefill less)."""
     eng.clear_prefix_cache()
     return eng
+
+
+def median_run(runs: list) -> tuple[float, Any]:
+    """The median decode tokens/s of ``runs``, and the run closest to it."""
+    med = statistics.median(r.metrics["decode_tokens_per_s"] for r in runs)
+    return med, min(runs, key=lambda r: abs(r.metrics["decode_tokens_per_s"] - med))
 
 
 def materialise(model: str, device: str, dtype: str, workdir: Path) -> str:
@@ -126,11 +126,9 @@ def engine_rows(eng, label: str, sweep: Sweep, work: Workload) -> list[dict]:
             for loop in (Loop.NORMAL, Loop.OVERLAP):
                 runs = [fresh(eng).generate(prompts, params, LoopSpec(loop, 1, extra))
                         for _ in range(sweep.repeats)]
-                med = statistics.median(r.metrics["decode_tokens_per_s"] for r in runs)
-                best = min(runs, key=lambda r: abs(r.metrics["decode_tokens_per_s"] - med))
-                results[loop] = (med, best, [r.outputs for r in runs])
+                results[loop] = median_run(runs)
             for loop in (Loop.NORMAL, Loop.OVERLAP):
-                med, best, _ = results[loop]
+                med, best = results[loop]
                 m = best.metrics
                 rows.append(dict(model=label, batch=batch, graph=eng.config.cuda_graph,
                                  step_ms=step_s * 1e3, floor_ms=weight_floor_ms(eng),
@@ -140,8 +138,7 @@ def engine_rows(eng, label: str, sweep: Sweep, work: Workload) -> list[dict]:
                                  t_fwd_ms=m["t_fwd_us"] / 1e3, t_cpu_ms=m["t_cpu_us"] / 1e3,
                                  predicted=results[Loop.NORMAL][1].metrics[
                                      "predicted_overlap_speedup"],
-                                 measured=med / results[Loop.NORMAL][0],
-                                 tokens=[o.token_ids for o in best.outputs]))
+                                 measured=med / results[Loop.NORMAL][0]))
     return rows
 
 
@@ -172,47 +169,7 @@ def print_floor_table(rows: list[dict]) -> None:
               f"{r['step_ms'] / r['floor_ms']:.2f}x |")
 
 
-def hf_generate(path: str, device: str, dtype: str, prompts, new_tokens: int,
-                     ours: list[list[int]], static: bool) -> dict:
-    """transformers generate, timed as decode tok/s = B*(N-1) / (T(N) - T(1))."""
-    from transformers import AutoModelForCausalLM
-    dt = getattr(torch, dtype)
-    loaded: Any = AutoModelForCausalLM.from_pretrained(path, dtype=dt)   # transformers' types
-    hf_model = loaded.to(device).eval()
-    ids = torch.tensor(prompts, device=device)
-    kw: dict[str, Any] = dict(do_sample=False, eos_token_id=None, pad_token_id=0)
-    if static:
-        kw["cache_implementation"] = "static"
-
-    def timed(n):
-        if device == "cuda":
-            torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        out = hf_model.generate(ids, max_new_tokens=n, min_new_tokens=n, **kw)
-        if device == "cuda":
-            torch.cuda.synchronize()
-        return time.perf_counter() - t0, out
-
-    timed(2)
-    t1, _ = timed(1)
-    tn, out = timed(new_tokens)
-    gen = out[:, ids.shape[1]:].tolist()
-    agree = sum(a == b for a, b in zip(gen, ours)) / len(ours)
-    prefix = statistics.mean(_common_prefix(a, b) for a, b in zip(gen, ours))
-    return dict(decode_tok_s=len(prompts) * (new_tokens - 1) / max(tn - t1, 1e-9),
-                agree=agree, prefix=prefix)
-
-
-def _common_prefix(a, b) -> int:
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    return n
-
-
-def print_table(rows: list[dict], hf: list[dict], header: bool = True) -> None:
+def print_table(rows: list[dict], header: bool = True) -> None:
     head = (f"| {'model':<20} | {'B':>3} | {'graph':<5} | {'cpu+us':>6} | {'mode':<7} | "
             f"{'decode tok/s':>12} | {'busy':>6} | {'of ceiling':>10} | {'T_fwd ms':>8} | "
             f"{'T_cpu ms':>8} | {'pred':>5} | {'meas':>5} |")
@@ -224,25 +181,16 @@ def print_table(rows: list[dict], hf: list[dict], header: bool = True) -> None:
               f" {r['mode']:<7} | {r['decode_tok_s']:>12.0f} | {100 * r['busy']:>5.1f}% | "
               f"{100 * r['frac_ceiling']:>9.1f}% | {r['t_fwd_ms']:>8.3f} | {r['t_cpu_ms']:>8.3f} |"
               f" {r['predicted']:>4.2f}x | {r['measured']:>4.2f}x |", flush=True)
-    if hf:
-        print("\n| model | B | transformers generate | decode tok/s | our best | ours / theirs "
-              "| same tokens | mean common prefix |\n|---|---|---|---|---|---|---|---|")
-        for h in hf:
-            print(f"| {h['model']} | {h['batch']} | {h['variant']} | {h['decode_tok_s']:.0f} | "
-                  f"{h['ours']:.0f} | {h['ours'] / h['decode_tok_s']:.1f}x | "
-                  f"{100 * h['agree']:.0f}% | {h['prefix']:.1f} |")
 
 
-def run(device: str, sweep: Sweep, work: Workload, workdir: Path) -> int:
+def run(device: str, sweep: Sweep, work: Workload) -> int:
     """Every (model, graphs) engine: its rows as they come, then the whole table."""
     from engine import Engine
     from engine.__main__ import format_startup
     rows: list[dict] = []
-    hf_rows: list[dict] = []
     for model in sweep.models:
-        path = materialise(model, device, "auto", workdir)
         for graph in sweep.graphs:
-            cfg = work.engine_config(model=path, device=device, cuda_graph=graph,
+            cfg = work.engine_config(model=model, device=device, cuda_graph=graph,
                                      max_batch_size=max(sweep.batches),
                                      compile=sweep.compile and device == "cuda")
             with Engine(cfg) as eng:
@@ -251,38 +199,15 @@ def run(device: str, sweep: Sweep, work: Workload, workdir: Path) -> int:
                 eng.generate(replace(work, requests=2).prompts(eng),
                              SamplingParams(max_new_tokens=4))   # warm-up
                 new_rows = engine_rows(eng, model, sweep, work)
-                print_table(new_rows, [], header=not rows)
+                print_table(new_rows, header=not rows)
                 rows += new_rows
-                dtype = eng.dtype
-                prompts = replace(work, requests=max(sweep.batches)).prompts(eng)
             print(f"done {model} graph={graph}", file=sys.stderr, flush=True)
-        if sweep.hf:
-            hf_rows += _hf_rows(model, path, device, dtype, rows, prompts, work)
     name = torch.cuda.get_device_name() if device == "cuda" else "CPU"
     print(f"\ndevice: {name}, torch {torch.__version__}; decode tok/s = median of "
           f"{sweep.repeats}; busy = union of the GPU streams over the middle 80% of decode\n")
-    print_table(rows, hf_rows)
+    print_table(rows)
     print_floor_table(rows)
     return 0
-
-
-def _hf_rows(model, path, device, dtype, rows, prompts, work) -> list[dict]:
-    """transformers generate (dynamic and static cache) against our best row at the largest
-    batch (``prompts``)."""
-    batch = len(prompts)
-    ours = [r for r in rows if r["model"] == model and r["batch"] == batch and r["extra_us"] == 0]
-    best = max(ours, key=lambda r: r["decode_tok_s"])
-    out = []
-    for static in (False, True):
-        try:
-            res = hf_generate(path, device, dtype, prompts, work.max_new_tokens,
-                              best["tokens"], static)
-        except Exception as err:  # noqa: BLE001 - report, don't die
-            print(f"transformers static={static} failed: {err}", file=sys.stderr)
-            continue
-        out.append(dict(model=model, batch=batch, ours=best["decode_tok_s"],
-                        variant="static cache" if static else "eager (dynamic cache)", **res))
-    return out
 
 
 def main(argv: list[str]) -> int:
@@ -297,13 +222,9 @@ def main(argv: list[str]) -> int:
     p.add_argument("--graphs", nargs="+", choices=["eager", "graph"], default=None,
                    help="CUDA graphs off, on or both (default: both on CUDA, eager on CPU)")
     p.add_argument("--compile", action="store_true", help="CUDA: compiled decode regions")
-    p.add_argument("--hf", action="store_true", help="also time transformers generate")
     p.add_argument("--quick", action="store_true", help="small CPU settings, one run each")
     cli.add_work(p)
-    return _run_args(p.parse_args(argv))
-
-
-def _run_args(args: argparse.Namespace) -> int:
+    args = p.parse_args(argv)
     cuda = cli.device_of(args) == "cuda"
     if args.quick:
         args.new_tokens = min(args.new_tokens, 48)
@@ -315,5 +236,5 @@ def _run_args(args: argparse.Namespace) -> int:
                                 else [0, 200] if cuda else [0, 4000]),
                   graphs=[g == "graph" for g in graphs],
                   repeats=1 if args.quick else args.repeats,
-                  ceiling_iters=10 if args.quick else 50, compile=args.compile, hf=args.hf)
-    return run(args.device, sweep, cli.workload(args), Path(tempfile.gettempdir()))
+                  ceiling_iters=10 if args.quick else 50, compile=args.compile)
+    return run(args.device, sweep, cli.workload(args))

@@ -4,18 +4,15 @@
     python -m bench rates --rates 4 --arrivals trace.json       # a replayed trace instead
     python -m bench rates --rates 4 --shared-prefix 512 --prefix-cache both   # the cache's gain
 
-For each rate both loops run one seeded arrival sequence, back to back on one engine, ``--repeats``
-times in alternating order, every request asking for ``--new-tokens`` tokens (EOS ignored). A
-trace's lengths and arrival times replace the flags and the Poisson process. Reported per rate and
-loop: output tokens/s, TTFT and inter-token latency (mean, p50, p99), GPU busy; ``--json`` writes
-the rows ``viz.latency`` draws. On CUDA every step runs as a CUDA graph. ``--prefix-cache both``
-runs each measured run from an empty cache and compares TTFT, with each run's TTFT drift
-(``record.metrics.ttft_drift``: about 1 where the queue holds)."""
+For each rate both loops run one seeded arrival sequence (or a trace's) on one engine,
+``--repeats`` times in alternating order. Per rate and loop: output tokens/s, TTFT and inter-token
+latency, GPU busy; ``--json`` writes the rows ``viz.latency`` draws. ``--prefix-cache both``
+compares TTFT without and with the cache, and each run's TTFT drift."""
 
 from __future__ import annotations
 
-import argparse
 import json
+import statistics
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,8 +104,6 @@ def _run_engine(cfg: EngineConfig, extra_cpu_us: int, grid: RateGrid,
 
 def _prefill_ms_p50(spans) -> float | None:
     """The median prefill forward on the engine stream (what the cache shortens), in ms."""
-    import statistics
-
     got = [s.end_us - s.start_us for s in spans
            if s.lane == Lane.ENGINE_STREAM and s.phase == Phase.PREFILL]
     return statistics.median(got) / 1e3 if got else None
@@ -117,8 +112,6 @@ def _prefill_ms_p50(spans) -> float | None:
 def compare_caches(rows: list[dict]) -> str:
     """TTFT p50 and output tok/s without the cache against with it, per rate and loop (median
     over repeats, [min-max] of the ratio over repeats paired by repeat)."""
-    import statistics
-
     lines = ["| rate | loop | TTFT p50 ms, cache off -> on | TTFT off / on | median prefill ms, "
              "off -> on | output tok/s, off -> on | prefix hit rate | TTFT late / early third, "
              "off -> on |",
@@ -148,8 +141,6 @@ def compare_caches(rows: list[dict]) -> str:
 
 
 def _median_cell(group: list[dict], key: str, fmt: str = "{:.1f}") -> str:
-    import statistics
-
     values = [r[key] for r in group if r.get(key) is not None]
     return fmt.format(statistics.median(values)) if values else "-"
 
@@ -179,10 +170,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--prefix-cache", choices=["on", "off", "both"], default="on",
                    help="with the radix prefix cache, without it, or both (compared)")
     p.add_argument("--json", metavar="PATH", help="write the rows (viz.latency draws them)")
-    return _run_args(p.parse_args(argv))
-
-
-def _run_args(args: argparse.Namespace) -> int:
+    args = p.parse_args(argv)
     from engine.scheduler.arrivals import check_rate
 
     try:

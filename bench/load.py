@@ -2,11 +2,9 @@
 
     python -m bench load --rates 2 4 8 --requests 32 --max-tokens 64
 
-For each loop a server (``python -m engine.serve --loop LOOP``) starts on 127.0.0.1; at each rate
-one seeded Poisson sequence sends ``--requests`` streaming completions, each from its own client and
-asking for exactly ``--max-tokens`` tokens. Measured at the client: TTFT, ITL, output tokens/s and
-requests/s; GPU busy from the server's own timeline. Bounded in requests (``MAX_REQUESTS``) and
-``--timeout-s`` a rate."""
+For each loop a server starts on 127.0.0.1; at each rate one seeded Poisson sequence sends
+``--requests`` streaming completions of exactly ``--max-tokens`` tokens. Measured at the client:
+TTFT, ITL, output tokens/s; GPU busy from the server's own timeline."""
 
 from __future__ import annotations
 

@@ -9,11 +9,10 @@ tokens."""
 
 from __future__ import annotations
 
-import statistics
 from typing import Any
 
 from bench import cli
-from bench.decode import fresh
+from bench.decode import fresh, median_run
 from engine.config import LoopSpec
 from engine.workloads import Workload, stop_params_from_probe
 from record.metrics import steady_busy
@@ -43,8 +42,7 @@ def run(device: str, model: str, graph: bool, extra: int, work: Workload, repeat
         for k in ks:
             loop = LoopSpec(Loop.MULTISTEP, k, extra) if k > 1 else LoopSpec(Loop.OVERLAP, 1, extra)
             runs = [fresh(eng).generate(prompts, params, loop) for _ in range(repeats)]
-            med = statistics.median(r.metrics["decode_tokens_per_s"] for r in runs)
-            best = min(runs, key=lambda r: abs(r.metrics["decode_tokens_per_s"] - med))
+            best = median_run(runs)[1]
             same = all([o.token_ids for o in r.outputs] == ref for r in runs)
             rows.append((f"k={k}", best, max(t_fwd, t_cpu / k), same))
     out_tokens = sum(len(t) for t in ref)
@@ -74,11 +72,8 @@ def run(device: str, model: str, graph: bool, extra: int, work: Workload, repeat
 
 
 def cpu_per_forward(spans) -> dict[str, float]:
-    """Mean CPU time per decode forward of each scheduler phase (the whole run's decode steps).
-
-    A multi-step group's ``schedule`` span covers all k of its steps, so dividing by the number of
-    decode forwards gives the amortised share: the point of building a group's metadata once.
-    """
+    """Mean CPU time per decode forward of each scheduler phase: a multi-step group's one
+    ``schedule`` span covers its k steps, so this is the amortised share."""
     decode_steps = {s.step for s in spans
                     if s.lane == Lane.ENGINE_STREAM and s.phase == Phase.DECODE}
     total = dict.fromkeys(PHASES, 0.0)

@@ -1,16 +1,10 @@
 """Build the plain-English training corpus for the bundled model, from text already on this machine.
 
-The demo needs a tiny model that writes English-like text, trained with no network. Sources, all
-read offline (nothing imported or executed): the Python standard library's docstrings and reference
-topics (PSF License); docstrings of installed packages whose metadata declares a permissive license
-and nothing copyleft (``--no-site-packages`` skips them); the license texts quoted in Debian
-``copyright`` files and ``/usr/share/common-licenses``; package READMEs, NEWS and changelogs under
-``/usr/share/doc``; GNU info manuals. The stats file records what went in.
-
-A paragraph is kept only if it reads like prose (enough words, few code symbols, common English
-function words, no doctests, tables or many URLs), with markup unwrapped, addresses and
-copyright-holder lines dropped, and duplicates removed across the corpus. Paragraphs are separated
-by one blank line, documents by two (the trainer puts an end-of-text token there)::
+Sources, read offline (nothing imported or executed): the standard library's docstrings and
+reference topics; docstrings of installed packages with a permissive license; license texts;
+READMEs, NEWS and changelogs under ``/usr/share/doc``; GNU info manuals. A paragraph is kept only if
+it reads like prose, deduplicated across the corpus; documents are separated by two blank lines
+(the trainer puts an end-of-text token there); the stats file records what went in::
 
     python scripts/make_corpus.py --out data/corpus.txt"""
 
@@ -170,19 +164,15 @@ def common_license_documents(licenses_dir: Path) -> Iterator[Document]:
             yield Document("common-licenses", _read_text(path))
 
 
-def readme_documents(doc_dir: Path) -> Iterator[Document]:
-    """Yield package READMEs (plain or gzipped) from /usr/share/doc."""
-    for path in sorted(doc_dir.glob("*/README*")):
-        if path.is_file() and path.suffix in {"", ".gz", ".md", ".txt", ".rst", ".Debian"}:
-            yield Document("debian-readmes", _read_text(path))
-
-
-def release_note_documents(doc_dir: Path) -> Iterator[Document]:
-    """Yield upstream NEWS files and changelogs; they get the stricter prose test."""
-    for pattern in ("*/NEWS*", "*/changelog*"):
+def package_doc_documents(doc_dir: Path) -> Iterator[Document]:
+    """Yield package READMEs, then NEWS files and changelogs (the stricter prose test), plain or
+    gzipped, from /usr/share/doc."""
+    for pattern, source, suffixes in (("*/README*", "debian-readmes", {".rst"}),
+                                      ("*/NEWS*", "debian-release-notes", set()),
+                                      ("*/changelog*", "debian-release-notes", set())):
         for path in sorted(doc_dir.glob(pattern)):
-            if path.is_file() and path.suffix in {"", ".gz", ".md", ".txt", ".Debian"}:
-                yield Document("debian-release-notes", _read_text(path), strict=True)
+            if path.is_file() and path.suffix in {"", ".gz", ".md", ".txt", ".Debian", *suffixes}:
+                yield Document(source, _read_text(path), strict=source != "debian-readmes")
 
 
 def info_manual_documents(info_dir: Path) -> Iterator[Document]:
@@ -251,11 +241,6 @@ def clean_paragraphs(text: str, strict: bool = False) -> list[str]:
     return kept
 
 
-def _paragraph_key(paragraph: str) -> bytes:
-    normalised = re.sub(r"[^a-z0-9]+", "", paragraph.lower())
-    return hashlib.blake2b(normalised.encode(), digest_size=12).digest()
-
-
 # --- assembly --------------------------------------------------------------------------------
 
 
@@ -277,7 +262,8 @@ def build_corpus(documents: Iterator[Document]) -> tuple[str, CorpusStats]:
     for doc in documents:
         paragraphs = []
         for paragraph in clean_paragraphs(doc.text, doc.strict):
-            key = _paragraph_key(paragraph)
+            normalised = re.sub(r"[^a-z0-9]+", "", paragraph.lower())    # a duplicate's key
+            key = hashlib.blake2b(normalised.encode(), digest_size=12).digest()
             if key in seen:
                 stats.duplicates_dropped += 1
                 continue
@@ -302,8 +288,7 @@ def all_documents(args: argparse.Namespace, distributions: dict[str, tuple[str, 
     yield from pydoc_topic_documents(args.stdlib_dir)
     yield from stdlib_documents(args.stdlib_dir)
     yield from info_manual_documents(args.info_dir)
-    yield from readme_documents(args.doc_dir)
-    yield from release_note_documents(args.doc_dir)
+    yield from package_doc_documents(args.doc_dir)
     yield from site_package_documents(distributions)
 
 

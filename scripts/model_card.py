@@ -12,6 +12,7 @@ import argparse
 import csv
 import json
 import re
+import sys
 from pathlib import Path
 
 _SOURCE_NOTES = {
@@ -147,23 +148,21 @@ def render_model_card(log: dict, curve: list[dict], samples: list[dict]) -> str:
 
 
 ENGINE_SAMPLES = "## Samples from this project's engine"
-ENGINE_PROMPTS = ["The license grants", "This module provides", "The function returns",
-                  "If the file does not exist,", "This program is free software"]
+SAMPLE_PROMPTS = ("The license grants", "This module provides", "The function returns",
+                  "If the file does not exist,", "This program is free software")
 
 
 def engine_samples_section(bundle: Path) -> str:
-    """Greedy continuations of ``ENGINE_PROMPTS`` by this project's engine, as the card's section."""
-    import sys
-
+    """Greedy continuations of ``SAMPLE_PROMPTS`` by this project's engine, as the card's section."""
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from engine import Engine, EngineConfig, SamplingParams
 
     with Engine(EngineConfig(model=str(bundle.resolve()), device="cpu")) as eng:
-        res = eng.generate(ENGINE_PROMPTS, SamplingParams(max_new_tokens=40))
+        res = eng.generate(SAMPLE_PROMPTS, SamplingParams(max_new_tokens=40))
     lines = [ENGINE_SAMPLES, "", "Greedy, 40 new tokens at most, `Engine(EngineConfig(model=\"bundled\", "
              "device=\"cpu\"))` in its default (overlap) loop (made by `python scripts/model_card.py "
              "assets/bundled --engine-samples`). Prompt in bold.", ""]
-    for prompt, out in zip(ENGINE_PROMPTS, res.outputs):
+    for prompt, out in zip(SAMPLE_PROMPTS, res.outputs):
         body = out.text.replace("\n", " ").strip()
         lines.append(f"- **{prompt}**{' ' if not body.startswith((',', '.')) else ''}{body} "
                      f"*({out.finish_reason})*")

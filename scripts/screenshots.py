@@ -10,6 +10,7 @@ Chromium runs (Debian: ``apt-get install fonts-noto-cjk``), or their text is box
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import socket
@@ -18,12 +19,15 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import IO
 
 from record.schema import Loop
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "assets" / "screenshots"
 CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
 RUN_MS = 300_000
 
 
@@ -34,18 +38,21 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def serve_app(port: int) -> subprocess.Popen:
-    """``python app.py`` on ``port``, returned once the page answers (an error if it dies or
-    does not answer within 90 s)."""
-    proc = subprocess.Popen([sys.executable, "app.py", "--port", str(port)], cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+def serve_app(port: int, log: IO[str] | int = subprocess.DEVNULL,
+              within_s: float = 90.0) -> subprocess.Popen:
+    """``python app.py`` on 127.0.0.1:``port``, its output to ``log``, returned once the page
+    answers (a RuntimeError if it dies or does not answer within ``within_s``)."""
+    proc = subprocess.Popen([sys.executable, "app.py", "--host", "127.0.0.1", "--port", str(port)],
+                            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1",
+                                 "GRADIO_ANALYTICS_ENABLED": "False"})
     started = time.monotonic()
     while True:
         try:
             urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2).read(100)
             return proc
         except OSError:
-            if proc.poll() is not None or time.monotonic() - started > 90:
+            if proc.poll() is not None or time.monotonic() - started > within_s:
                 proc.kill()
                 raise RuntimeError("the app did not start") from None
             time.sleep(0.3)
@@ -137,9 +144,7 @@ _X_RANGE = ("() => { const plot = document.querySelector('#timeline .js-plotly-p
 
 
 def _live_run(page) -> None:
-    """Press Run and watch it to the end, as a visitor does (the engine runs in the scheduler
-    process, so the live chart costs it no lock; the browser still shares this machine's
-    cores)."""
+    """Press Run and watch it to the end, as a visitor does."""
     page.get_by_role("tab", name="Live run").click()
     page.click("#run")
     # A run before this one left "Done" in the status: wait for this run to replace it first.
@@ -150,13 +155,17 @@ def _live_run(page) -> None:
     _settle(page, 2500)
 
 
+def _titles(page) -> list[str]:
+    """The timeline's titles, each one's two lines joined."""
+    return page.locator("#timeline .annotation-text").evaluate_all(
+        "els => els.map(e => [...e.querySelectorAll('tspan.line')].map(l => l.textContent)"
+        ".join(' · ') || e.textContent)")
+
+
 def _report(page, what: str) -> None:
     """Print what the page says about the run on screen (the walkthrough quotes these)."""
-    titles = page.locator("#timeline .annotation-text").evaluate_all(
-        "els => els.map(e => [...e.querySelectorAll('tspan.line')].map(l => l.textContent)"
-        ".join(' · ') || e.textContent)")           # a title's two lines, joined
     print(f"--- {what}")
-    print("\n".join(titles[:3]))
+    print("\n".join(_titles(page)[:3]))
     print(page.inner_text("#metrics"), flush=True)
 
 
@@ -184,7 +193,8 @@ def lesson(page, out: Path) -> None:
     recorded_lesson(page, out)
     multistep_lesson(page, out)
     memory_lesson(page, out)
-    hazard_lesson(page, out)
+    hazard_shots(page, out)                         # section 10
+    zh_step_view(page, out)
 
 
 def multistep_lesson(page, out: Path) -> None:
@@ -251,12 +261,6 @@ def memory_lesson(page, out: Path) -> None:
     _set_number(page, "#kv-pages input", 0)
 
 
-def hazard_lesson(page, out: Path) -> None:
-    """Section 10: one hazard and the safe engine, then a first click's step view in Chinese."""
-    hazard_shots(page, out)
-    zh_step_view(page, out)
-
-
 def zh_step_view(page, out: Path) -> None:
     """The walkthrough's first picture: a first click with the defaults (the controls are back on
     them after section 12), its step view in Chinese."""
@@ -295,7 +299,6 @@ def recorded_lesson(page, out: Path) -> None:
     for stem, name in [("h200-bundled-graph-cpu200", "walkthrough-6-small.png"),
                        ("h200-qwen05-graph-b64", "walkthrough-6-large.png")]:
         _show_recorded(page, stem)
-        _settle(page)
         page.locator("#metrics").screenshot(path=str(out / name))
     for stem, name in [("h200-smollm-graph-kernels", "walkthrough-7-graph.png"),
                        ("h200-smollm-eager-kernels", "walkthrough-7-eager.png")]:
@@ -306,10 +309,8 @@ def recorded_lesson(page, out: Path) -> None:
     page.locator("#zoomed").screenshot(path=str(out / "walkthrough-7-eager-zoom.png"))
     # 3. Multi-step: k=4 at 200 us of extra work; all three loops with a heavy scheduler.
     _show_recorded(page, "h200-bundled-graph-cpu200-multistep4")
-    _settle(page)
     page.locator("#metrics").screenshot(path=str(out / "walkthrough-8-h200-multistep.png"))
     _show_recorded(page, "h200-smollm-graph-cpu4000-all")
-    _settle(page)
     page.locator("#timeline").screenshot(path=str(out / "walkthrough-8-h200-heavy.png"))
     page.locator("#metrics").screenshot(path=str(out / "walkthrough-8-h200-heavy-metrics.png"))
     _zoom_steps(page, 40, 45)
@@ -322,13 +323,8 @@ def recorded_lesson(page, out: Path) -> None:
 
 
 def whole_run_shots(page, out: Path, record: Path) -> None:
-    """The whole-run chart of a long run, as the page draws any record it is given (the import
-    tab), in English and in Chinese: ``whole-run-<max new tokens>-en.png`` and ``-zh.png``. The
-    record is one the CLI wrote, e.g. 500 steps of the page's workload on this machine's CPU:
-    ``python -m engine --device cpu --mode both --requests 16 --batch-size 16 --prompt-words 24
-    --max-new-tokens 500 --ignore-eos --extra-cpu-us 4000 --show-text 0 --json RECORD``."""
-    import json
-
+    """The whole-run chart of a long record the CLI wrote (``python -m engine ... --json RECORD``),
+    through the import tab: ``whole-run-<max new tokens>-en.png`` and ``-zh.png``."""
     steps = json.loads(record.read_text())["config"]["max_new_tokens"]     # a token a step
     page.get_by_role("tab", name="Import a trace").click()
     page.set_input_files("#upload input[type=file]", str(record))
@@ -360,28 +356,26 @@ def readme_shot(page, out: Path) -> None:
     done = time.monotonic() - started
     _settle(page, 2500)
     page.screenshot(path=str(out / "readme-app.png"), full_page=True)
-    titles = page.locator("#timeline .annotation-text").evaluate_all(
-        "els => els.map(e => [...e.querySelectorAll('tspan.line')].map(l => l.textContent)"
-        ".join(' · ') || e.textContent)")[:2]
+    titles = _titles(page)[:2]
     formula = [line for line in page.inner_text("#metrics").splitlines()
                if "measured" in line or "whole run" in line]
     print(f"first bars {first_bars:.1f} s after the click, done at {done:.1f} s")
     print("\n".join(titles + formula[:2]))
 
 
+# --NAME-only: one section's pictures.
+ONLY = {"recorded": (recorded_lesson, "the pictures of the bundled H200 recordings"),
+        "multistep": (multistep_lesson, "section 9's live run (all three loops, a heavy scheduler)"),
+        "memory": (memory_lesson, "section 12's live run (shared prompt, small KV pool)"),
+        "hazard": (hazard_shots, "section 10's hazard lab pictures"),
+        "zh": (zh_step_view, "the Chinese step view, of a first click with the defaults")}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=OUT, help="folder for the PNG files")
-    parser.add_argument("--recorded-only", action="store_true",
-                        help="only the pictures of the bundled H200 recordings")
-    parser.add_argument("--multistep-only", action="store_true",
-                        help="only section 9's live run (all three loops, a heavy scheduler)")
-    parser.add_argument("--memory-only", action="store_true",
-                        help="only section 12's live run (shared prompt, small KV pool)")
-    parser.add_argument("--hazard-only", action="store_true",
-                        help="only section 10's hazard lab pictures")
-    parser.add_argument("--zh-only", action="store_true",
-                        help="only the Chinese step view, of a first click with the defaults")
+    for name, (_, said) in ONLY.items():
+        parser.add_argument(f"--{name}-only", action="store_true", help=f"only {said}")
     parser.add_argument("--readme", action="store_true",
                         help="only the README's picture (a timed first click on Run)")
     parser.add_argument("--whole-run", type=Path, metavar="RECORD",
@@ -396,10 +390,8 @@ def main() -> int:
     print(f"page served {time.monotonic() - launched:.1f} s after starting python app.py")
     try:
         with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(
-                executable_path=str(CHROMIUM),
-                args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                      "--disable-component-update", "--disable-sync", "--no-first-run"])
+            browser = playwright.chromium.launch(executable_path=str(CHROMIUM),
+                                                 args=CHROMIUM_ARGS)
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             page.goto(f"http://127.0.0.1:{port}/")
             page.wait_for_selector("#run")
@@ -407,16 +399,9 @@ def main() -> int:
                 readme_shot(page, args.out)
             elif args.whole_run:
                 whole_run_shots(page, args.out, args.whole_run.resolve())
-            elif args.multistep_only:
-                multistep_lesson(page, args.out)
-            elif args.memory_only:
-                memory_lesson(page, args.out)
-            elif args.hazard_only:
-                hazard_shots(page, args.out)
-            elif args.zh_only:
-                zh_step_view(page, args.out)
             else:
-                (recorded_lesson if args.recorded_only else lesson)(page, args.out)
+                only = [shots for name, (shots, _) in ONLY.items() if vars(args)[f"{name}_only"]]
+                (only[0] if only else lesson)(page, args.out)
             browser.close()
     finally:
         server.terminate()

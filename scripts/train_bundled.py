@@ -1,12 +1,8 @@
 """Train the bundled tiny Llama from scratch: tokenizer, model, samples and model card in one run.
 
-The demo ships a model small enough to live in the repository that still writes English-like text,
-learnt from ``data/corpus.txt`` (``scripts/make_corpus.py``). Steps, each a function below:
-``train_tokenizer`` (byte-level BPE, ``<|endoftext|>`` as bos, eos and pad), ``encode_corpus``
-(every 50th document held out), ``train`` (AdamW, warmup then cosine decay over the larger of step
-and time progress, the best validation weights kept) and ``save_bundle`` (safetensors, tokenizer,
-logs, samples and the model card from ``model_card.py``). The defaults reproduce ``assets/bundled``,
-whose ``train_log.json`` has the exact command and what the run measured. Runs stop at
+Learnt from ``data/corpus.txt`` (``scripts/make_corpus.py``): ``train_tokenizer``,
+``encode_corpus``, ``train`` (the best validation weights kept), ``save_bundle``. The defaults
+reproduce ``assets/bundled``, whose ``train_log.json`` has the exact command. Runs stop at
 ``--max-epochs``, ``--steps`` or ``--time-budget-s``, whichever comes first::
 
     python3 scripts/train_bundled.py --device cuda --corpus data/corpus.txt \
@@ -34,11 +30,9 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, 
 from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from model_card import render_model_card  # noqa: E402  (sibling script, not a package)
+from model_card import SAMPLE_PROMPTS, render_model_card  # noqa: E402  (sibling script, not a package)
 
 END_OF_TEXT = "<|endoftext|>"
-SAMPLE_PROMPTS = ("The license grants", "This module provides", "The function returns",
-                  "If the file does not exist,", "This program is free software")
 MAX_BUNDLE_BYTES = 25_000_000  # the 25 MB budget, in decimal megabytes to be strict
 VAL_EVERY_NTH_DOC = 50
 RECORDS = ("README.md", "train_log.json", "loss_curve.csv", "samples.txt")
@@ -108,10 +102,8 @@ def build_model(args: argparse.Namespace, tokenizer: PreTrainedTokenizerFast) ->
 
 
 def add_residual_dropout(model: LlamaForCausalLM, p: float) -> None:
-    """Dropout on the embeddings and on each attention and MLP output before it joins the residual
-    stream, in training mode only. The corpus is small and is seen many times, so the model
-    memorises it without this. HF's Llama has no such dropout; forward hooks add it without
-    changing what is saved (a plain Llama checkpoint)."""
+    """Dropout on the embeddings and each attention and MLP output, in training only: forward
+    hooks, so what is saved stays a plain Llama checkpoint."""
     if p <= 0:
         return
 
@@ -160,15 +152,10 @@ class TrainResult:
     prep_s: float = 0.0  # tokenizer training and encoding, before the loop
 
 
-def _autocast(device: str):
-    enabled = device.startswith("cuda")
-    return torch.autocast(device_type="cuda" if enabled else "cpu", dtype=torch.bfloat16,
-                          enabled=enabled)
-
-
 def next_token_loss(model: torch.nn.Module, inputs: torch.Tensor, targets: torch.Tensor,
                     device: str) -> torch.Tensor:
-    with _autocast(device):
+    cuda = device.startswith("cuda")
+    with torch.autocast(device_type="cuda" if cuda else "cpu", dtype=torch.bfloat16, enabled=cuda):
         logits = model(input_ids=inputs).logits  # [B, T, V]
     return F.cross_entropy(logits.float().flatten(0, 1), targets.flatten())
 
@@ -195,7 +182,9 @@ def train(model: torch.nn.Module, train_ids: torch.Tensor, val_ids: torch.Tensor
     loss_sum = torch.zeros((), device=train_ids.device)  # summed on device: no sync per step
     losses_in_sum, start = 0, time.perf_counter()
     for step in range(args.steps):
-        progress = _progress(step, time.perf_counter() - start, args)
+        progress = step / args.steps         # by steps, or by time where that is ahead
+        if args.time_budget_s:
+            progress = max(progress, (time.perf_counter() - start) / args.time_budget_s)
         if progress >= 1.0:
             result.stopped_by = "time budget"
             break
@@ -223,14 +212,6 @@ def train(model: torch.nn.Module, train_ids: torch.Tensor, val_ids: torch.Tensor
         raise SystemExit("no training step ran: raise --time-budget-s or --steps")
     model.load_state_dict(best_state)
     return result
-
-
-def _progress(step: int, elapsed_s: float, args: argparse.Namespace) -> float:
-    """Fraction of the run done: by steps, or by time when a budget is set (whichever is ahead)."""
-    progress = step / args.steps
-    if args.time_budget_s:
-        progress = max(progress, elapsed_s / args.time_budget_s)
-    return progress
 
 
 def _log_point(model: torch.nn.Module, val_ids: torch.Tensor, args: argparse.Namespace,

@@ -6,8 +6,7 @@
     POST /v1/chat/completions      messages through the tokenizer's chat template
     GET  /v1/timeline/record       the session so far as a run record
     GET  /v1/timeline/trace        ... as a Chrome / Perfetto trace
-
-A client that goes away has its requests aborted in the scheduler. Every error is OpenAI's body."""
+A client that goes away has its requests aborted. Every error is OpenAI's body."""
 
 from __future__ import annotations
 

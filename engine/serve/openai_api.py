@@ -263,18 +263,20 @@ def usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
             "total_tokens": prompt_tokens + completion_tokens}
 
 
+def _body(job: Job, rid: str, kind: str, choices: list[dict[str, Any]],
+          **more: Any) -> dict[str, Any]:
+    """What every response and chunk says around its choices (``kind``: a chat's object)."""
+    return {"id": rid, "object": kind if job.chat else "text_completion",
+            "created": int(time.time()), "model": job.model, "choices": choices, **more}
+
+
 def response_body(job: Job, rid: str, texts: list[str], reasons: list[str],
                   use: dict[str, int]) -> dict[str, Any]:
     """The whole (non-streaming) response."""
-    if job.chat:
-        choices = [{"index": i, "message": {"role": "assistant", "content": text},
-                    "logprobs": None, "finish_reason": reason}
-                   for i, (text, reason) in enumerate(zip(texts, reasons))]
-    else:
-        choices = [{"index": i, "text": text, "logprobs": None, "finish_reason": reason}
-                   for i, (text, reason) in enumerate(zip(texts, reasons))]
-    return {"id": rid, "object": "chat.completion" if job.chat else "text_completion",
-            "created": int(time.time()), "model": job.model, "choices": choices, "usage": use}
+    choices = [{"index": i, **({"message": {"role": "assistant", "content": text}} if job.chat
+                               else {"text": text}), "logprobs": None, "finish_reason": reason}
+               for i, (text, reason) in enumerate(zip(texts, reasons))]
+    return _body(job, rid, "chat.completion", choices, usage=use)
 
 
 def chunk_body(job: Job, rid: str, index: int, text: str | None, reason: str | None,
@@ -287,10 +289,8 @@ def chunk_body(job: Job, rid: str, index: int, text: str | None, reason: str | N
         choice = {"index": index, "delta": delta, "logprobs": None, "finish_reason": reason}
     else:
         choice = {"index": index, "text": text or "", "logprobs": None, "finish_reason": reason}
-    return {"id": rid, "object": "chat.completion.chunk" if job.chat else "text_completion",
-            "created": int(time.time()), "model": job.model, "choices": [choice]}
+    return _body(job, rid, "chat.completion.chunk", [choice])
 
 
 def usage_chunk(job: Job, rid: str, use: dict[str, int]) -> dict[str, Any]:
-    return {"id": rid, "object": "chat.completion.chunk" if job.chat else "text_completion",
-            "created": int(time.time()), "model": job.model, "choices": [], "usage": use}
+    return _body(job, rid, "chat.completion.chunk", [], usage=use)

@@ -10,13 +10,12 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from engine.config import OVERLAP, EngineConfig, LoopSpec, SamplingParams
 from engine.scheduler_process.messages import (
     AbortRequest,
-    Progress,
     Rejected,
     RequestFailed,
     ServeRequest,
@@ -49,12 +48,6 @@ class SessionUnavailable(RuntimeError):
     """The session could not be started; the message says why."""
 
 
-@dataclass
-class _Finished:
-    deltas: dict[int, list[TokenDelta]] = field(default_factory=dict)   # rid -> its deltas
-    outputs: deque = field(default_factory=lambda: deque(maxlen=MAX_SESSION_OUTPUTS))
-
-
 class ServingClient:
     def __init__(self, engine: EngineConfig, loop: LoopSpec = OVERLAP,
                  placement: Placement | None = None) -> None:
@@ -64,7 +57,8 @@ class ServingClient:
         self.handlers: dict[int, Handler] = {}
         self.spans: deque = deque(maxlen=MAX_SESSION_SPANS)
         self.spans_seen = 0
-        self.finished = _Finished()
+        self.deltas: dict[int, list[TokenDelta]] = {}        # rid -> its deltas so far
+        self.outputs: deque = deque(maxlen=MAX_SESSION_OUTPUTS)   # the finished requests
         self._stats: dict[int, Any] = {}
         self._stats_ready = threading.Condition()
         self._ids = itertools.count(1)
@@ -75,7 +69,7 @@ class ServingClient:
         self.sessions = 0
 
     # ---- the session ----------------------------------------------------------------------
-    def start(self, on_progress: Callable[[Progress], None] | None = None) -> ServingStarted:
+    def start(self) -> ServingStarted:
         """Open the session (starting the scheduler process if needed); returns what it said."""
         with self._lock:
             if self._closed:                # a restart queued just before close() must not run
@@ -97,8 +91,6 @@ class ServingClient:
                         break
                     if isinstance(event, RequestFailed):
                         raise SessionUnavailable(event.message)
-                    if isinstance(event, Progress) and on_progress:
-                        on_progress(event)
             except SchedulerDied as error:
                 raise SessionUnavailable(str(error)) from None
             self.started = event
@@ -106,7 +98,8 @@ class ServingClient:
             # A new session has a new clock: its record starts afresh.
             self.spans.clear()
             self.spans_seen = 0
-            self.finished = _Finished()
+            self.deltas.clear()
+            self.outputs.clear()
             self._reader = threading.Thread(target=self._read, name="session-reader", daemon=True)
             self._reader.start()
             return event
@@ -227,17 +220,17 @@ class ServingClient:
             self._restart()
 
     def _deliver(self, delta: TokenDelta) -> None:
-        self.finished.deltas.setdefault(delta.rid, []).append(delta)
+        self.deltas.setdefault(delta.rid, []).append(delta)
         handler = self.handlers.get(delta.rid)
         if delta.finish_reason:
             self.handlers.pop(delta.rid, None)
-            self._keep_output(self.finished.deltas.pop(delta.rid))
+            self._keep_output(self.deltas.pop(delta.rid))
         if handler:
             handler(delta)
 
     def _keep_output(self, deltas: list[TokenDelta]) -> None:
         last = deltas[-1]
-        self.finished.outputs.append({
+        self.outputs.append({
             "token_ids": [t for d in deltas for t in d.token_ids],
             "token_us": [t for d in deltas for t in d.token_us],
             "finish_reason": last.finish_reason, "prompt_tokens": last.prompt_tokens,
@@ -248,7 +241,7 @@ class ServingClient:
         handlers, self.handlers = self.handlers, {}
         for handler in handlers.values():
             handler(SessionLost(why))
-        self.finished.deltas.clear()
+        self.deltas.clear()
         with self._stats_ready:
             self._stats_ready.notify_all()
 
@@ -261,7 +254,7 @@ class ServingClient:
         if self.started is None:
             raise SessionUnavailable("no served session yet: send a request first")
         spans = sorted(self.spans, key=lambda s: s.start_us)
-        outputs = [{**o, "text": text_of(o["token_ids"])} for o in self.finished.outputs]
+        outputs = [{**o, "text": text_of(o["token_ids"])} for o in self.outputs]
         spec = self.request.loop
         label = f"{spec.label} (served, {self.started.device})"
         return session_record(self.started.env, self.started.config, spec, label, spans,

@@ -74,7 +74,7 @@ def load_any(path: str | os.PathLike[str], max_bytes: int = DEFAULT_MAX_BYTES) -
         data = read_bounded(path, max_bytes, what=f"file {name}")
         if looks_like_record(data):
             return record_from_bytes(data, name)
-        return record_from_trace(data, name, max_bytes)
+        return record_from_trace(data, name)
 
 
 MAX_SHOWN_RUNS = 4      # runs drawn side by side at once: two records of two loops, or traces

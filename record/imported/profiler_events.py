@@ -93,26 +93,6 @@ def finite_number(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def _number(value: Any) -> float | None:
-    """``finite_number`` with a fast path for the JSON floats and ints nearly every event has."""
-    kind = type(value)
-    if kind is float:
-        return value if math.isfinite(value) else None
-    if kind is int:
-        return float(value)
-    return finite_number(value)
-
-
-_LOWER: dict[str, str] = {}      # a category as written -> lower case (a trace has a dozen)
-
-
-def _lower(cat: str) -> str:
-    lower = cat.lower()
-    if len(_LOWER) < 256:
-        _LOWER[cat] = lower
-    return lower
-
-
 def short_name(name: object) -> str:
     name = " ".join(str(name)[:4 * MAX_PHASE_CHARS].split())
     return name if len(name) <= MAX_PHASE_CHARS else name[:MAX_PHASE_CHARS - 3] + "..."
@@ -129,14 +109,8 @@ class Trace:
         self.flow_ends: dict[tuple, Hashable] = {}             # (thread, ts) -> flow id
         self.process_names: dict[Hashable, list[str]] = defaultdict(list)
         self.thread_names: dict[tuple, str] = {}
-        complete = self._add_complete
         for event in events:
-            if type(event) is dict:
-                if event.get("ph", "X") == "X":        # most events: the fast path first
-                    complete(event)
-                else:
-                    self._add(event)
-            elif isinstance(event, dict):
+            if isinstance(event, dict):
                 self._add(event)
 
     def _add(self, event: dict) -> None:
@@ -165,23 +139,19 @@ class Trace:
                     self.flow_ends[(thread, ts)] = event["id"]
 
     def _add_complete(self, event: dict) -> None:
-        cat = event.get("cat", "")
-        cat = (_LOWER.get(cat) or _lower(cat)) if type(cat) is str else str(cat).lower()
+        cat = str(event.get("cat", "")).lower()
         gpu = cat in GPU_CATEGORIES
-        name = event.get("name", "")
-        if type(name) is not str:
-            name = str(name)
+        name = str(event.get("name", ""))
         if not gpu and cat not in HOST_CATEGORIES and not STEP_NAME.fullmatch(name):
             return                                 # neither GPU work nor a host event we read
         ts, dur = event.get("ts"), event.get("dur")
         if type(ts) is not float or type(dur) is not float or ts - ts or dur - dur:
-            ts, dur = _number(ts), _number(dur)    # ints, strings, inf and NaN: the slow way
+            ts, dur = finite_number(ts), finite_number(dur)   # ints, strings, inf, NaN
             if ts is None or dur is None:
                 return
         if dur < 0:
             return
-        pid, tid = event.get("pid"), event.get("tid")
-        thread = (pid if type(pid) is int else _key(pid), tid if type(tid) is int else _key(tid))
+        thread = (_key(event.get("pid")), _key(event.get("tid")))
         args = event.get("args")
         item = Event(name, cat, thread, ts, dur, args if type(args) is dict else {})
         if gpu:

@@ -286,11 +286,10 @@ def _kineto_env(data: bytes) -> dict[str, str]:
     return {"device_name": match.group(1).decode("utf-8", "replace")} if match else {}
 
 
-def record_from_trace(data: bytes, name: str, max_bytes: int = DEFAULT_MAX_BYTES) -> RecordDict:
-    """A trace's bytes (already read and unzipped) as a schema-1 record."""
+def record_from_trace(data: bytes, name: str) -> RecordDict:
+    """A trace's bytes (already read, bounded and unzipped) as a schema-1 record."""
     from record.run_record import make_record
 
-    del max_bytes                                    # the caller bounded the bytes already
     try:
         runs, found = import_trace(data, name)
     except TraceImportError as error:

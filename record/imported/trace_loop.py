@@ -105,12 +105,7 @@ def waited_steps(work: Sequence[GpuWork], blocking: Sequence[Interval],
 
 def _covered(intervals: list[Interval], a: float, b: float) -> float:
     """How much of [a, b] the sorted, disjoint ``intervals`` cover."""
-    i = max(bisect.bisect_right(intervals, (a, float("inf"))) - 1, 0)
-    total = 0.0
-    while i < len(intervals) and intervals[i][0] < b:
-        total += max(0.0, min(b, intervals[i][1]) - max(a, intervals[i][0]))
-        i += 1
-    return total
+    return (b - a) - sum(hi - lo for lo, hi in _minus(a, b, intervals))
 
 
 def late_share(work: Sequence[GpuWork], starts: Sequence[float]) -> float:

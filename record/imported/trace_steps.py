@@ -174,15 +174,6 @@ def _step_marker(trace: Trace, launch_times: dict[int, float]) -> tuple[str, lis
 
 # ---- one step, as the step-through shows it ---------------------------------------------------
 
-def host_step_starts(run: RunDict) -> dict[int, float]:
-    """Step number -> when the host began it (µs on the run's clock)."""
-    starts = {}
-    for pair in imported(run).get("step_starts") or []:
-        if isinstance(pair, (list, tuple)) and len(pair) == 2:
-            starts[int(pair[0])] = float(pair[1])
-    return starts
-
-
 class TraceStep(TypedDict):
     """One step of an imported run, as the step-through says it (µs on the run's clock)."""
 
@@ -213,7 +204,8 @@ def trace_step(run: RunDict, step: int) -> TraceStep | None:
     stop = firsts[later[0]] if later else end
     busy = union_intervals([(s["start_us"], s["end_us"]) for s in work], joined_gap_us(run))
     busy_us = sum(b - a for a, b in busy)
-    host = host_step_starts(run)
+    host = {int(pair[0]): float(pair[1]) for pair in imported(run).get("step_starts") or []
+            if isinstance(pair, (list, tuple)) and len(pair) == 2}     # step -> the host began it
     following = sorted(n for n in host if n > step)
     late: list[tuple[float, float]] = []
     if following:
