@@ -415,11 +415,11 @@ def test_a_run_stopped_in_a_later_round_keeps_each_loops_whole_run_drawn():
 
     whole = {index: run_dict(spec.loop, 1, spec.label, [s.to_dict() for s in spans(8)])
              for index, spec in enumerate(request.loops)}
-    for index in (0, 1):                                  # round 1: both loops run whole
+    for index in (0, 1):                                  # both loops run whole first
         live.stage(messages.Progress("run", index=index))
         live.add(messages.SpanBatch(index, spans(8)))
         live.finish(messages.LoopFinished(index, whole[index]))
-    live.stage(messages.Progress("run", index=0))         # round 2: the serial loop, halfway
+    live.stage(messages.Progress("run", index=0))         # then the serial loop again, halfway
     live.add(messages.SpanBatch(0, spans(3)))
     assert max(s["step"] for s in live.runs()[0]["spans"]) == 2     # the canvas while it runs
     kept = live.kept()
