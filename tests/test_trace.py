@@ -225,8 +225,8 @@ def test_real_trace_imports_when_its_ops_play_kernels(cpu_profiler_trace, tmp_pa
 
 @pytest.mark.parametrize("data, message", [
     (b"{not json", "not a JSON trace"),
-    (gzip.compress(b"{not json"), "not a JSON trace"),
-    (gzip.compress(b'{"traceEvents": []}')[:15], "broken gzip"),
+    (gzip.compress(b"{not json", mtime=0), "not a JSON trace"),
+    (gzip.compress(b'{"traceEvents": []}', mtime=0)[:15], "broken gzip"),
     (b"\xff\xfe\x00\x81garbage", "not a JSON trace"),
     (b'{"displayTimeUnit": "ms"}', "without \"traceEvents\""),
     (b'{"traceEvents": {}}', "not a list"),
