@@ -1,12 +1,18 @@
-"""The CUDA device: the scheduler stream uploads each step's metadata, the engine stream runs the
-forward and sampling; the forward waits for its upload, an upload into a staging buffer for the
-last forward that read it, the result copy for the forward's end. Where the copy runs
-(``result_copy_stream``) decides whether the GPU serialises:
+"""The CUDA device: real streams over one ``ModelRunner``, events, reused buffers.
 
-- ``"copy"`` (the default, as vLLM and SGLang): on a stream of its own, from the forward's row of a
-  device result ring (``COL_OUT``, as a graph's output is rewritten by every replay);
-- ``"engine"`` (Mini-SGLang's): on the engine stream after sampling; forward(n+1) waits for it;
-- ``"scheduler"``: after a wait for forward(n); upload(n+1), and so forward(n+1), queue behind it."""
+The scheduler stream uploads each step's metadata (and prompt writes); the engine stream runs the
+forward and sampling. They are ordered both ways, each at its line: the forward waits for its
+upload; an upload into a staging buffer waits for the last forward that read it; the copy waits
+for the forward's end. Where the result copy runs (``result_copy_stream``) decides whether the GPU
+serialises:
+
+- ``"copy"`` (the default, as vLLM and SGLang): on a copy stream of its own, after a wait for the
+  forward; forward(n+1) follows forward(n) at once. The graph's output is rewritten by every
+  replay, so each forward also stores its tokens in its own row of a device result ring
+  (``COL_OUT``) and the copy reads that row.
+- ``"engine"`` (Mini-SGLang's): on the engine stream after sampling; forward(n+1) waits for it.
+- ``"scheduler"``: on the scheduler stream after a wait for forward(n); upload(n+1) queues behind
+  it, so every forward waits for the previous one, its copy and the next upload in turn."""
 
 from __future__ import annotations
 
@@ -22,8 +28,6 @@ from engine.scheduler.device import ForwardOutput
 from engine.scheduler.request import NUM_INT_COLS, StepMeta
 from record.recorder import Timeline
 from record.schema import BASE_LANES, LANES, Lane, Phase
-
-UPLOAD_BUFFERS = 2                  # staging buffers, used in turn
 
 
 @dataclass(frozen=True)
@@ -44,14 +48,17 @@ class Uploaded:
 
 class CudaDevice:
     """CUDA streams over one ``ModelRunner``; upload and result buffers used in rings. The launch
-    path is kept short: one H2D copy a step, and no event or buffer made per step."""
+    path is the scheduler thread's time per forward: every ``event.record(stream)`` names its
+    stream, work goes on a stream by ``torch.cuda.set_stream``, a step's metadata goes up in one
+    H2D copy, and no event or buffer is made per step."""
 
     kind = "cuda"
     lanes: tuple[str, ...]
     pads_batches = True             # to the shapes it warmed (and captured as graphs)
 
-    def __init__(self, runner: ModelRunner, cfg: EngineConfig, graphs: Any = None) -> None:
-        """``graphs``: the runner's ``StepGraphs`` (None: eager)."""
+    def __init__(self, runner: ModelRunner, cfg: EngineConfig, graphs: Any = None,
+                 ring: int = 2) -> None:
+        """``graphs``: the runner's ``StepGraphs`` (None: eager); ``ring`` upload buffers."""
         self.runner, self.graphs = runner, graphs
         self.hazards = cfg.hazards
         self.placement = cfg.result_copy_stream      # where the result copy runs (module doc)
@@ -65,7 +72,7 @@ class CudaDevice:
         self.events = EventPool()                 # timing events, lent to the timeline
         results = RESULT_BUFFERS
         self.forward_done = EventRing(results)    # scheduler-stream copies wait on these
-        self.max_rows = cfg.max_batch_size
+        self.max_rows, self.ring = cfg.max_batch_size, ring
         self.int_width = NUM_INT_COLS + cfg.pages_per_seq
         self.max_writes = max(cfg.max_prefill_tokens, 1)
         # Room for a multi-step group of the longest k from the start: growing later waits.
@@ -100,7 +107,7 @@ class CudaDevice:
         """(Re)make the upload buffers for up to ``rows`` rows. The old ones may go at once: an
         in-flight forward keeps views of its device buffer (``keep_alive``), and the pinned
         allocator keeps a dropped host buffer until its queued copies have run."""
-        self.staging = UploadRing(UPLOAD_BUFFERS, rows, self.int_width, self.max_writes,
+        self.staging = UploadRing(self.ring, rows, self.int_width, self.max_writes,
                                   self.runner.device)
         # Sync point, guarding the new device buffers: their zero fill is queued on the current
         # stream behind the forwards in flight there, while the upload that writes them runs at
@@ -228,35 +235,39 @@ class CudaDevice:
         meta = uploaded.meta
         rows = meta.num_rows
         copy_done = self.results.events[i]
-        if self.placement != "scheduler":
-            if self.placement == "copy":
-                # The forward's end, for the copy stream to wait for: the recorder's event after
-                # sampling when recording (one record, two uses), else a plain one.
-                forward_done = (timing[sampled] if timing
-                                else self.forward_done.record(self.engine_stream))
-                stream, lane = self.copy_stream, Lane.COPY_STREAM
-                torch.cuda.set_stream(stream)             # everything below: copy stream
-                # Forward -> copy: the copy reads the ring row this forward's sampling wrote; it
-                # waits on its own stream, so the next forward starts beside it.
-                stream.wait_event(forward_done)
-                if self.hazards.no_result_ring:
-                    # Hazard lab: copy the graph's output, which the next replay rewrites (late).
-                    if self.hazards.inject_delay_us:
-                        self._sleep()
-                    source = next_tokens[:rows]
-                else:
-                    base = uploaded.out_base
-                    source = self.runner.result_ring[base:base + rows]
-                host[:rows].copy_(source, non_blocking=True)
-            else:                                 # in stream order after the sampling it reads
-                stream, lane = self.engine_stream, Lane.ENGINE_STREAM
-                host[: next_tokens.shape[0]].copy_(next_tokens, non_blocking=True)
+        if self.placement == "copy":
+            # The forward's end, for the copy stream to wait for: the recorder's event after
+            # sampling when recording (one record, two uses), else a plain one.
+            forward_done = (timing[sampled] if timing
+                            else self.forward_done.record(self.engine_stream))
+            stream = self.copy_stream
+            torch.cuda.set_stream(stream)                 # everything below: copy stream
+            # Forward -> copy: the copy reads the ring row this forward's sampling wrote; it waits
+            # on its own stream, so the next forward starts beside it.
+            stream.wait_event(forward_done)
+            if self.hazards.no_result_ring:
+                # Hazard lab: copy the graph's output, which the next replay rewrites (late).
+                if self.hazards.inject_delay_us:
+                    self._sleep()
+                source = next_tokens[:rows]
+            else:
+                base = uploaded.out_base
+                source = self.runner.result_ring[base:base + rows]
+            host[:rows].copy_(source, non_blocking=True)
             copy_done.record(stream)
             if timing:
-                # The group's last event is on this stream, which came after the others (on the
-                # copy stream: it waited for the forward's end): once it completes, all have.
+                # The group's last event is on this stream, which waited for the forward's end
+                # after the others: once it has completed, all of them have.
                 timing[sampled + 1].record(stream)
-                spans.append((lane, Phase.COPY, sampled, sampled + 1, rows, rows))
+                spans.append((Lane.COPY_STREAM, Phase.COPY, sampled, sampled + 1, rows, rows))
+            return copy_done, host
+        if self.placement == "engine":
+            stream = self.engine_stream           # in stream order after the sampling it reads
+            host[: next_tokens.shape[0]].copy_(next_tokens, non_blocking=True)
+            copy_done.record(stream)
+            if timing:
+                timing[sampled + 1].record(stream)
+                spans.append((Lane.ENGINE_STREAM, Phase.COPY, sampled, sampled + 1, rows, rows))
             return copy_done, host
         forward_done = self.forward_done.record(self.engine_stream)
         stream = self.scheduler_stream

@@ -1,8 +1,10 @@
-"""The device side: model, paged KV cache and ``token_pool``, and what one forward does on them.
+"""The device side: model, paged KV cache and ``token_pool``, and what one forward does on them (in
+the engine process on CUDA, in the device process on CPU).
 
 ``token_pool[slot, position]`` is the heart of overlap scheduling: a forward *gathers* its input ids
 from it and *scatters* its sampled tokens back, so the next forward starts without the CPU learning
-the values (it reads them later, from a copy)."""
+the values (it reads them later, from a copy). With a ``result_ring`` each forward also writes its
+tokens into the ring row its metadata names (``COL_OUT``), which the copy reads."""
 
 from __future__ import annotations
 

@@ -9,7 +9,10 @@
 ``normal_loop`` runs 1-2-3-4 on the *same* batch: the GPU idles while the CPU does 4 and the next
 1-2. ``overlap_loop`` runs 4 on the *previous* batch after launching the next, so the CPU's work
 hides behind the forward. The price is *lag one*: a request that stopped at step n-1 may already be
-in batch n; its extra token is dropped, and its slot is freed once batch n is done with it."""
+in batch n; its extra token is dropped, its pages go back at once (only forwards write pages, in
+launch order), its slot once batch n is done with the slot's token_pool row. The comment at each
+touch of memory says which dependency it keeps. With nothing waiting, running or in flight, the
+loop blocks on its source: idle time, not CPU work."""
 
 from __future__ import annotations
 
@@ -134,7 +137,8 @@ class Scheduler:
 
     def multistep_loop(self, last_data: list) -> list:
         """Overlap with k decode steps per iteration: one scheduling pass and one upload for k
-        forwards, processed together one iteration later (stop checks k steps late)."""
+        forwards, each feeding the next through token_pool, processed together one iteration
+        later (stop checks k steps late; the extra CPU work is paid once per k forwards)."""
         launched = [fi for fi, _ in last_data]                     # the previous k, not processed
         self.receive_requests(launched)                            # 1
         group = self.schedule_next_group(self.loop.decode_steps, launched)   # 2: k steps, one upload
@@ -196,7 +200,9 @@ class Scheduler:
 
     def schedule_next_group(self, k: int, in_flight: list[ForwardInput]) -> list[ForwardInput]:
         """The next batch (prefill first), or up to ``k`` decode steps of the same rows, laid out
-        before any of their tokens exist (a row leaves the group at ``max_new_tokens``)."""
+        before any of their tokens exist: a row leaves the group at ``max_new_tokens``; stop
+        tokens are seen only when the group is processed. A request retracted here while an
+        ``in_flight`` batch carries it gives its memory back after that batch."""
         t0 = time.perf_counter_ns()
         rows, kind = self.table.prefill_rows(), Phase.PREFILL
         if not rows:
