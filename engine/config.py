@@ -62,7 +62,9 @@ class HazardSwitches:
                                       # was retracted meanwhile is not dropped
     no_cache_lock: bool = False       # prefix-cache pages a running request reads are not locked
     late_prefix_insert: bool = False  # a prefill's prefix is inserted when its result is
-                                      # processed, after the next batch was built (as SGLang does)
+                                      # processed, after the next batch was built, and the
+                                      # request remapped to the cache's pages, as SGLang main
+                                      # still does (the open SGLang PR 38140)
     no_result_ring: bool = False      # the copy stream copies the CUDA graph's output, which
                                       # the next replay rewrites, not the step's result-ring row
     # Widen the race window of whichever safeguard is off: a GPU sleep on the stream it guards,

@@ -29,31 +29,51 @@ class Hazard:
     delay_us: int                   # widens the race window (HazardSwitches.inject_delay_us)
     config: dict = field(default_factory=dict)
     workload: str = "slots"         # "slots": slot reuse; "memory": shared prefixes, a small pool
-    can_fault: bool = True          # False: this engine's stage order already closes the window
-    counted: bool = False           # the engine counts its race windows (else the lab is silent)
+    # False where this engine's stage order already closes the window: the lab then shows the
+    # windows the switch opened and that no fault followed (see no_deferred_retract_free).
+    can_fault: bool = True
+    # Does the engine count this safeguard's race windows (frees under a forward that still
+    # reads, tokens a guard drops or would drop)? Where not, the lab says nothing of them.
+    counted: bool = False
     # Each request's length limit one token past its stop token, so the lag-one step computes
     # its last allowed token (no_finished_guard: the length check then ends it a second time).
     stop_before_limit: bool = False
 
 
-# One entry per ``HazardSwitches`` switch (``engine.config`` says what each one removes).
-HAZARDS = {hazard.switch: hazard for hazard in (
-    Hazard("no_wait_stream", True, 2000),
-    Hazard("no_deferred_free", True, 20000, {"result_copy_stream": "engine"}, counted=True),
-    Hazard("single_host_buffer", False, 20000),
-    # Mini-SGLang's finished_reqs only skips the second free; without the guard the length
-    # check ends the request again (a double free of its slot).
-    Hazard("no_finished_guard", False, 0, counted=True, stop_before_limit=True),
-    Hazard("no_cache_lock", False, 0, {"num_pages": LAB_SMALL_POOL}, workload="memory"),
-    Hazard("late_prefix_insert", False, 0, workload="memory"),
-    Hazard("no_retract_guard", False, 0, {"num_pages": LAB_TINY_POOL}, workload="memory",
-           counted=True),
-    Hazard("no_result_ring", True, 2000, {"cuda_graph": True, "result_copy_stream": "copy"}),
-    # Here a retracted request's slot goes next to a prefill built after stage 4, so nothing
-    # breaks (an engine that mixes prefill and decode would): the windows open, no fault.
-    Hazard("no_deferred_retract_free", True, 20000, {"num_pages": LAB_TINY_POOL},
-           workload="memory", can_fault=False, counted=True),
-)}
+HAZARDS = {
+    # The forward waits for its upload (engine_stream.wait_stream(scheduler_stream)).
+    "no_wait_stream": Hazard("no_wait_stream", True, 2000),
+    # The slot hold: a finished request's slot freed at once, its token_pool row rewritten with
+    # the next request's prompt (scheduler stream) while the lag-one forward still reads and
+    # writes it (engine stream). Its pages go back at once either way (only forwards write them).
+    "no_deferred_free": Hazard("no_deferred_free", True, 20000, {"result_copy_stream": "engine"},
+                               counted=True),
+    # The result-buffer ring: one host buffer is overwritten by the next step's copy too early.
+    "single_host_buffer": Hazard("single_host_buffer", False, 20000),
+    # The finished-request guard (Mini-SGLang's finished_reqs only skips the second free): a
+    # stopped request's lag-one token is processed as if it still ran: appended, and the length
+    # check ends it again (a double free of its slot).
+    "no_finished_guard": Hazard("no_finished_guard", False, 0, counted=True,
+                                stop_before_limit=True),
+    # Cache locks: prefix pages a running request reads are evicted and reused under it.
+    "no_cache_lock": Hazard("no_cache_lock", False, 0, {"num_pages": LAB_SMALL_POOL},
+                            workload="memory"),
+    # SGLang's race (SGLang PR 38140): a prefill's prefix inserted after the next batch was built.
+    "late_prefix_insert": Hazard("late_prefix_insert", False, 0, workload="memory"),
+    # The retraction guard: the token computed for a request retracted meanwhile is appended.
+    "no_retract_guard": Hazard("no_retract_guard", False, 0, {"num_pages": LAB_TINY_POOL},
+                               workload="memory", counted=True),
+    # The result ring: a copy on its own stream reads the graph's output, shared by every replay,
+    # while the next forward already runs (vLLM gives each step its own output row likewise).
+    "no_result_ring": Hazard("no_result_ring", True, 2000,
+                             {"cuda_graph": True, "result_copy_stream": "copy"}),
+    # A retracted request's slot given back at once: here its next owner is a prefill built after
+    # stage 4, so nothing breaks (an engine that mixes prefill and decode would); the lab shows
+    # the windows opened and no fault.
+    "no_deferred_retract_free": Hazard("no_deferred_retract_free", True, 20000,
+                                       {"num_pages": LAB_TINY_POOL}, workload="memory",
+                                       can_fault=False, counted=True),
+}
 SAFE = Hazard("safe", False, 0, counted=True)     # every safeguard acting, counted
 
 
@@ -91,8 +111,9 @@ def lab_workload(vocab_size: int, n: int = 24, seed: int = 0, kind: str = "slots
             prompts.append(systems[i % 3] + tail if i % 4 else list(prompts[-1] if prompts
                                                                         else systems[0] + tail))
         return prompts
-    return [[rng.randrange(4, vocab_size) for _ in range(rng.randrange(2, 6) if i < n // 2
-             else rng.randrange(24, 48))] for i in range(n)]
+    prompts = [[rng.randrange(4, vocab_size) for _ in range(rng.randrange(2, 6) if i < n // 2
+                else rng.randrange(24, 48))] for i in range(n)]
+    return prompts
 
 
 def compare(reference, outputs, params) -> tuple[list[tuple[int, int]], list[int]]:

@@ -1,11 +1,20 @@
 """Decode attention that reads the KV pages in place: FlashDecoding's split-K, over our page table.
 
-A row's ``kv_len`` keys are cut into chunks (one program each, one per ``chunk_keys`` keys), each an
-online softmax over blocks of ``block_n`` keys; a row of several chunks merges them by log-sum-exp in
-a second pass. The grid is ``(B, KV, max_chunks)`` whatever the lengths: each program works out its
-row's chunks from the row's own length, so one CUDA graph serves every step and a row's rounding
-never depends on its batch. ``split_k_attention`` is the kernel's arithmetic in PyTorch (the CPU
-test); ``PagedDecodeContext`` picks it or the Triton kernel."""
+A decode step has one query per row: walk the row's page table and read only its ``kv_len`` keys
+where they lie, with no mask (the plain path copies each row's padded context and runs SDPA).
+
+A row's keys are cut into chunks, one program each, one chunk per ``chunk_keys`` keys (at most
+``max_chunks``). A chunk keeps an online softmax over blocks of ``block_n`` keys (running max, sum
+and unnormalised output); a row of one chunk writes its answer directly, a row of several writes
+each chunk's output and log-sum-exp for a second pass to merge. One program of a KV head serves all
+the query heads that share it. Only the chunk holding position ``kv_len - 1`` stores this step's
+``k, v``, taking them from the new tensors, so no program reads a slot another writes.
+
+The grid is ``(B, KV, max_chunks)`` whatever the lengths; each program works out its row's chunks
+from the row's own length and exits past them. So one CUDA graph serves every step, and a row's
+rounding never depends on its batch: normal and overlap stay token for token identical.
+``chunk_keys=0`` is the fixed scheme this replaced. ``split_k_attention`` is the kernel's arithmetic
+in PyTorch (the CPU test); ``PagedDecodeContext`` picks it or the Triton kernel."""
 
 from __future__ import annotations
 

@@ -1,10 +1,12 @@
 """Requests, batches, and the metadata one forward needs.
 
 A ``Req`` has two clocks: ``num_scheduled`` counts tokens whose forward was *launched*,
-``output_ids`` the tokens the CPU has *read back*; under overlap the host lags one step. Token values
-never travel from the host: ``StepMeta`` says which ``token_pool[slot, position]`` each row reads
-and writes on the device. ``epoch`` counts a request's admissions, so a token launched before a
-retraction is recognised and dropped."""
+``output_ids`` the tokens the CPU has *read back*. Under overlap the host lags one step: the window
+in which a stopped request can sit in the next batch. Token values never travel from the host: a row
+reads its input from ``token_pool[slot, position]`` on the device and its sampled token is written
+back there; ``StepMeta`` says which (slot, position) each row reads and writes. A retracted request
+waits again with the tokens it has read; ``epoch`` counts its admissions, so a token launched before
+the retraction is recognised and dropped."""
 
 from __future__ import annotations
 
@@ -67,8 +69,9 @@ class Req:
 
     def kv_tokens(self, finished: bool) -> list[int]:
         """The tokens whose K/V a launched forward writes and whose values the host knows: what may
-        go into the prefix cache. The last token read back is left out (a launched forward may be
-        writing its K/V), so both loops leave the same cache."""
+        go into the prefix cache. The last token read back is left out (under overlap a launched
+        forward may be writing its K/V), so both loops leave the same cache (SGLang caches it:
+        its issue 24590)."""
         if not finished or not self.prefill_done:
             return self.fill_ids[:self.num_prefilled]
         known = self.prompt_ids + self.output_ids

@@ -1,7 +1,12 @@
 """The requests of a run: who waits, who runs, and what a request that ends or is retracted gives
-back, and when. Everything goes back through ``_release``: pages and cache lock at once, the slot
-once no launched batch (``in_flight``) carries the request, since the next prompt is written into
-the slot's ``token_pool`` row on the scheduler stream, which does not wait for those forwards."""
+back, and when.
+
+``prefill_rows`` continues chunked prompts and admits waiting requests; ``decode_rows`` gives each
+running request its row(s) and the pages for them, retracting requests when the pool runs dry.
+Everything goes back through ``_release``: pages and cache lock at once (only forwards write pages,
+in launch order), the slot once no launched batch carries the request: the next prompt is written
+into the slot's ``token_pool`` row on the scheduler stream, which does not wait for the forwards
+that read it (SGLang issue 18744). ``in_flight`` is the batches launched, not processed."""
 
 from __future__ import annotations
 

@@ -1,10 +1,17 @@
 """Mini-SGLang in the configurations its users would choose for the peer benchmark's work.
 
-Its default ``page_size`` is 1, the pool sized by ``memory_ratio``. Tried: pages of 16 (ours) with
-the pool sized to the work, its defaults, and (asked for) its offline benchmark's pages of 256,
-which its FlashInfer metadata cannot take (the first prefill ends in a device-side assert). Its
-attention is FlashInfer: on an H200 it would pick FlashAttention 3 for prefill, from
-``sgl_kernel``, which the offline GPU machine lacks.
+Mini-SGLang (github.com/sgl-project/mini-sglang): its default ``page_size`` is 1, with a
+page pool sized by ``memory_ratio`` alone; each decode step then rewrites the page table
+request by request and concatenates a free list of millions of entries. Its own offline
+benchmark (``benchmark/offline/bench.py``) uses pages of 256. Tried: pages of 16 (ours) with the
+pool sized to the work (``num_page_override``), its defaults, and pages of 256; the heap frozen
+after loading in each, as our engine does for itself. Its attention is FlashInfer
+(``attention_backend="fi"``) for prefill and decode: on an H200 it would pick FlashAttention 3
+for prefill (``"fa,fi"``, ``_adjust_config`` in ``python/minisgl/engine/engine.py``), from
+``sgl_kernel``, which the offline GPU machine lacks. Its FlashInfer metadata takes pages of 1 token only
+(``python/minisgl/attention/fi.py``: ``assert self.page_size == 1``; a page of the pool is
+addressed token by token), and with pages of 256 its first prefill ends in a device-side
+index assert (exit -6), so pages of 256 give no row.
 """
 
 from __future__ import annotations

@@ -1,15 +1,34 @@
 """This project's span recorder hooked into Mini-SGLang's scheduler loop: one instrument for both.
 
-Mini-SGLang's ``overlap_loop`` and ``normal_loop`` (``python/minisgl/scheduler/scheduler.py``)
-call ``receive_msg``, ``_schedule_next_batch`` (whose ``_prepare_batch`` builds the batch's
-metadata and copies it to the GPU), ``_forward`` and ``_process_last_data`` (whose
-``copy_done.synchronize()`` is the wait for the sampled tokens). ``MiniSglangRecorder`` wraps them
-on one scheduler object and records our lanes and phases: ``receive``, ``schedule``, ``launch``,
-``wait``, ``process_last`` on the CPU; ``prefill`` / ``decode`` on the engine stream, from the
-graph replay's launch (after FlashInfer's ``plan``, CPU work) to the end of ``_forward``'s GPU
-work; ``upload`` on the scheduler stream around ``_prepare_batch``, overlap only (the serial loop
-enqueues it on the engine stream at the CPU's pace between forwards: a span there would count
-the GPU busy while it waits for the CPU). ``remove`` restores the object as it was.
+Mini-SGLang (github.com/sgl-project/mini-sglang, ``python/minisgl/scheduler/scheduler.py``) runs
+the article's loop: ``overlap_loop`` and ``normal_loop`` call ``receive_msg``,
+``_schedule_next_batch`` (which calls ``_prepare_batch``: the batch's metadata, built and copied
+to the GPU), ``_forward`` and ``_process_last_data`` (whose ``copy_done.synchronize()`` is the
+wait for the sampled tokens). ``MiniSglangRecorder`` wraps those methods on one scheduler
+object, without changing its code, and writes what they did into ``record.recorder.Timeline``
+with the lanes and phases our own engine records:
+
+- ``cpu``: ``receive``, ``schedule``, ``launch`` (``_forward``: enqueue the forward), ``wait``
+  (``copy_done.synchronize()``), ``process_last`` (the rest of ``_process_last_data``);
+- GPU spans from CUDA event pairs: ``prefill`` / ``decode`` on the engine stream, from the
+  forward's launch to the end of ``_forward``'s GPU work (graph replay, argmax, the result copy,
+  the ``token_pool`` write); ``upload`` on the scheduler stream around ``_prepare_batch``.
+
+Two places need care, both because Mini-SGLang's CPU work is interleaved with what it enqueues:
+
+- A decode step's span starts where its graph replay is launched: after FlashInfer's ``plan``
+  (``attn_backend.prepare_for_replay``, CPU work inside ``_forward``), so that the time the GPU
+  waits for that CPU work is not drawn as forward time. A prefill (no graph) starts with
+  ``_forward``.
+- Its metadata is several small copies and kernels enqueued while the batch is built, so an
+  ``upload`` span runs from the first to the last of them, at the CPU's pace. In the overlap loop
+  they run on its scheduler stream, beside the previous forward, and are drawn there. Its serial
+  loop runs them on its engine stream (``run_forever`` enters ``engine_stream_ctx`` before
+  ``normal_loop``), between forwards: a span there would count the GPU busy while it waits for
+  the CPU, so none is drawn; the ``schedule`` span on the CPU lane shows that time.
+
+``install`` wraps, ``remove`` restores the objects as they were (timed runs without the hook run
+the unchanged code). Imports torch; runs inside Mini-SGLang's process (``runner.py``).
 """
 
 from __future__ import annotations

@@ -1,10 +1,14 @@
-"""SGLang (0.5.17) in the configurations its users would choose for the peer benchmark's work.
+"""SGLang in the configurations its users would choose for the peer benchmark's work.
 
-Its docs' "Hyperparameter Tuning" page points throughput work at the page size, the radix cache,
-the chunked prefill size and the CUDA-graph batch sizes; ``--enable-torch-compile`` for small
-batches. Tried: pages of 16, radix cache off, decode graphs up to the largest batch, the heap
-frozen after warm-up; and that with torch.compile. FlashInfer attention: its H200 default
-(FlashAttention 3) is a library the offline GPU machine cannot be given.
+SGLang (github.com/sgl-project/sglang, 0.5.17): its docs' hyperparameter tuning page
+(docs.sglang.ai, "Hyperparameter Tuning") points throughput work at the page size, the radix
+cache (off when prompts never repeat), the chunked prefill size and the CUDA-graph batch
+sizes; ``--enable-torch-compile`` for small batches. Tried: pages of 16, radix cache off,
+decode CUDA graphs up to the largest batch (the default list, cut at it), chunked prefill at its
+H200 default (8192 tokens: more than one batch of prompts here), the heap frozen after warm-up
+(``Engine.freeze_gc``); and that with torch.compile over the same graph sizes.
+FlashInfer attention: its H200 default (FlashAttention 3) ships as a 1.1 GB library that the
+offline GPU machine cannot be given (``studies/peers/sglang/payload.sh`` leaves it out).
 """
 
 from __future__ import annotations

@@ -1,18 +1,40 @@
 """This project's span recorder hooked into SGLang's scheduler: its overlap loop on our lanes.
 
-SGLang (release 0.5.17, ``python/sglang/srt/``) runs its scheduler in a process of its own
-(``managers/scheduler.py``). Both its loops call the same phases, wrapped here on their classes:
-``recv_requests`` and ``process_input_requests`` -> ``receive``; ``get_next_batch_to_run`` ->
-``schedule`` (and, overlap only, ``upload`` on the schedule stream: in the serial loop those
-copies run at the CPU's pace between forwards, so a span would count the GPU busy while it
-waits); ``run_batch`` -> ``launch``; ``process_batch_result`` -> ``wait``, ``process_last``.
-GPU spans from CUDA event pairs: ``resolve_forward_inputs`` (``resolve``) and the forward, from
-its graph replay's launch (after FlashInfer's plan) to its end, on the engine lane; the result's
-``copy_to_cpu`` on the copy lane.
+SGLang (github.com/sgl-project/sglang, release 0.5.17; paths below are ``python/sglang/srt/...``
+there) runs its scheduler in a process of its own (``managers/scheduler.py``,
+``run_scheduler_process``, started with multiprocessing's spawn). Its two loops,
+``event_loop_normal`` and ``event_loop_overlap``, call the same phases:
 
-``register`` (an entry point in SGLang's ``sglang.srt.plugins`` group) adds ``overlapdemo_begin``
-and ``overlapdemo_end`` to ``Scheduler``; the benchmark calls them through
-``Engine.collective_rpc`` around one ``generate``, and ``end`` puts every class back as it was.
+- ``request_receiver.recv_requests`` and ``process_input_requests``  -> ``receive``
+- ``get_next_batch_to_run`` (allocation, ``prepare_for_decode``'s copies on its schedule
+  stream)                                                          -> ``schedule``, ``upload``
+- ``run_batch`` (under overlap: ``forward_stream.wait_stream(schedule_stream)``, the FutureMap
+  resolve, the forward, the result copy on its copy stream)         -> ``launch``
+- ``process_batch_result`` (``copy_done.synchronize()`` first under overlap; ``.tolist()`` in
+  the normal loop)                                                  -> ``wait``, ``process_last``
+
+and three streams: the schedule stream (``run_event_loop`` enters it for the whole loop), the
+forward stream (``model_runner.forward_stream``) and the copy stream (``init_overlap``). In the
+normal loop everything runs on the schedule stream. GPU spans come from CUDA event pairs:
+
+- ``resolve`` on the engine lane: ``resolve_forward_inputs`` (``managers/overlap_utils.py``),
+  the gather of the last step's tokens from ``output_tokens_buf[req_pool_indices]``, which
+  stands in for ``input_ids`` (the token never left the GPU);
+- ``prefill`` / ``decode`` on the engine lane: ``TpModelWorker.forward_batch_generation``, from
+  the CUDA-graph replay's launch (after FlashInfer's plan, CPU work) to its end (sampling
+  included); a forward without a graph starts at the call;
+- ``copy`` on the copy lane: ``GenerationBatchResult.copy_to_cpu`` (``managers/utils.py``);
+- ``upload`` on the scheduler lane, overlap only, around ``get_next_batch_to_run``: its copies
+  and kernels run at the CPU's pace between two of the CPU's waits, so in the serial loop, where
+  nothing else runs then, a span there would count the GPU busy while it waits for the CPU.
+
+The hook is a plugin of SGLang's own kind (``sglang/srt/plugins``: an entry point in the group
+``sglang.srt.plugins``, which ``run_scheduler_process`` loads before it builds the Scheduler).
+``register`` only adds two methods to ``Scheduler``, ``overlapdemo_begin`` and
+``overlapdemo_end``, which the benchmark calls through ``Engine.collective_rpc`` around one
+``generate``: ``begin`` wraps the phases (on their classes), ``end`` writes the spans to a file
+and puts every class back as it was, so the timed runs between run SGLang's code unchanged.
+Imports torch; runs inside SGLang's scheduler process (``runner.py`` starts it).
 """
 
 from __future__ import annotations
