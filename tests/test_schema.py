@@ -118,6 +118,7 @@ EXEMPT_DIRS = ("tests/",)               # tests pin the JSON with literals of th
 ALLOWED: dict[tuple[str, str], str] = {
     ("texts/strings.py", "multistep k={k}"): "the page's English name of the loop: page copy",
     ("bench/__main__.py", "multistep"): "a command's name (python -m bench multistep)",
+    ("scripts/screenshots.py", "multistep"): "a flag's name (--multistep-only)",
 }
 
 
