@@ -75,10 +75,11 @@ class CacheManager:
         need = pages_needed(len(fill), self.ps) - len(matched)
         expected = reserved_tokens + self.new_token_ratio * (req.params.max_new_tokens
                                                              - len(req.output_ids))
-        own = None                                # None: admission waits for memory
-        if need + math.ceil(expected / self.ps) <= self.available():
-            own = self._take(need, req.rid)       # None only with no_cache_lock: evicted under us
-        if own is None:
+        if need + math.ceil(expected / self.ps) > self.available():
+            self._unlock(node)
+            return False                          # admission waits for memory
+        own = self._take(need, req.rid)
+        if own is None:                            # only with no_cache_lock: evicted under us
             self._unlock(node)
             return False
         req.slot = self.slots.allocate(1, req.rid)[0]
